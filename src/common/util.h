@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Small helpers shared by every part of vrdma: branch hints, container_of,
+ * min/max, byte order and counters.
+ */
+#ifndef VRDMA_COMMON_UTIL_H
+#define VRDMA_COMMON_UTIL_H
+
+#include <endian.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#define ALIGN_UP(x, a) (((x) + ((a) - 1)) & ~((__typeof__(x))(a) - 1))
+#define IS_POW2(x)     ((x) != 0 && (((x) & ((x) - 1)) == 0))
+
+#define VRDMA_UNUSED __attribute__((unused))
+
+/* Unaligned big-endian (network order) loads and stores for packet headers. */
+static inline uint16_t get_be16(const void *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return be16toh(v);
+}
+
+static inline uint32_t get_be24(const void *p)
+{
+	const uint8_t *b = p;
+	return ((uint32_t)b[0] << 16) | ((uint32_t)b[1] << 8) | b[2];
+}
+
+static inline uint32_t get_be32(const void *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return be32toh(v);
+}
+
+static inline uint64_t get_be64(const void *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return be64toh(v);
+}
+
+static inline void put_be16(void *p, uint16_t v)
+{
+	v = htobe16(v);
+	memcpy(p, &v, 2);
+}
+
+static inline void put_be24(void *p, uint32_t v)
+{
+	uint8_t *b = p;
+	b[0] = (uint8_t)(v >> 16);
+	b[1] = (uint8_t)(v >> 8);
+	b[2] = (uint8_t)v;
+}
+
+static inline void put_be32(void *p, uint32_t v)
+{
+	v = htobe32(v);
+	memcpy(p, &v, 4);
+}
+
+static inline void put_be64(void *p, uint64_t v)
+{
+	v = htobe64(v);
+	memcpy(p, &v, 8);
+}
+
+/* Little-endian loads and stores for virtio structures (le16/le32/le64). */
+static inline uint16_t get_le16(const void *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return le16toh(v);
+}
+
+static inline uint32_t get_le32(const void *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+
+static inline uint64_t get_le64(const void *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+#endif /* VRDMA_COMMON_UTIL_H */

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Ethernet frame buffers. One frame per struct pkt, in one contiguous buffer
+ * with headroom so headers can be prepended. Allocation is from a per-thread
+ * free list (the backend's data path runs on one thread per loop).
+ */
+#ifndef VRDMA_PORT_PKT_H
+#define VRDMA_PORT_PKT_H
+
+#include <stdint.h>
+
+#define PKT_HEADROOM 128
+/* Largest Ethernet frame we carry: 9000-byte MTU + Ethernet/VLAN headers. */
+#define PKT_MAX_FRAME 9216
+#define PKT_BUF_SIZE (PKT_HEADROOM + PKT_MAX_FRAME)
+
+struct pkt {
+	struct pkt *next;   /* for pkt_queue */
+	uint8_t *data;      /* start of the Ethernet header */
+	uint32_t len;       /* frame length (no FCS) */
+	uint16_t in_port;   /* switch port the frame came from */
+	uint16_t flags;
+	uint8_t buf[PKT_BUF_SIZE];
+};
+
+/* pkt->flags */
+#define PKT_F_LOCAL_ICRC_SKIPPED 0x1 /* see docs/design.md: ICRC between local devices */
+
+/* A new frame with data = buf + PKT_HEADROOM and len 0, or NULL (out of
+ * memory, counted). */
+struct pkt *pkt_alloc(void);
+void pkt_free(struct pkt *p);
+/* A copy of p (data and len), or NULL. */
+struct pkt *pkt_clone(const struct pkt *p);
+/* Frames currently allocated (for leak tests). */
+uint64_t pkt_outstanding(void);
+
+/* FIFO of frames. */
+struct pkt_queue {
+	struct pkt *head, *tail;
+	uint32_t len;
+};
+
+static inline void pkt_queue_init(struct pkt_queue *q) { q->head = q->tail = 0; q->len = 0; }
+
+static inline void pkt_queue_push(struct pkt_queue *q, struct pkt *p)
+{
+	p->next = 0;
+	if (q->tail)
+		q->tail->next = p;
+	else
+		q->head = p;
+	q->tail = p;
+	q->len++;
+}
+
+static inline struct pkt *pkt_queue_pop(struct pkt_queue *q)
+{
+	struct pkt *p = q->head;
+
+	if (p) {
+		q->head = p->next;
+		if (!q->head)
+			q->tail = 0;
+		q->len--;
+		p->next = 0;
+	}
+	return p;
+}
+
+/* Free every frame in q. */
+void pkt_queue_purge(struct pkt_queue *q);
+
+#endif /* VRDMA_PORT_PKT_H */

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Ports and the built-in L2 switch.
+ *
+ * Every device and every uplink is a port of one switch (one per backend
+ * process / loop). A frame enters the switch with sw_input() and leaves
+ * through the output port's xmit(). The switch learns source MACs, forwards
+ * unicast to the learned port, floods broadcast, multicast and unknown
+ * unicast. A port with hairpin set (device ports) may receive its own frames
+ * back: that is how a device reaches itself (loopback), like a real RNIC.
+ *
+ * Every frame that enters the switch passes, in this order:
+ *  1. the capture (pcap), if enabled, as it arrived;
+ *  2. the fault injector (drop / duplicate / reorder / corrupt), if enabled for
+ *     this port;
+ *  3. forwarding.
+ *
+ * xmit() must not call back into sw_input() synchronously: device ports queue
+ * the frame and process it from their poller; uplinks write it out.
+ */
+#ifndef VRDMA_PORT_PORT_H
+#define VRDMA_PORT_PORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "port/pkt.h"
+
+struct sw;
+struct port;
+struct loop;
+
+struct port_ops {
+	/* Take ownership of a frame leaving the switch through this port. */
+	void (*xmit)(struct port *p, struct pkt *pkt);
+	/* Release the port's resources (called by port_destroy). */
+	void (*destroy)(struct port *p);
+};
+
+struct port_stats {
+	uint64_t rx_frames, rx_bytes;   /* into the switch from this port */
+	uint64_t tx_frames, tx_bytes;   /* out of the switch to this port */
+	uint64_t tx_dropped;            /* port could not take the frame */
+	uint64_t rx_errors;             /* malformed frames from this port */
+};
+
+struct port {
+	const struct port_ops *ops;
+	struct sw *sw;
+	uint16_t id;          /* index in the switch, assigned by sw_attach */
+	bool hairpin;         /* may receive frames it sent (devices) */
+	bool uplink;          /* frames to/from the host network */
+	char name[32];
+	struct port_stats stats;
+	void *priv;           /* owner */
+};
+
+#define SW_MAX_PORTS 1024
+
+struct sw *sw_new(struct loop *loop);
+void sw_free(struct sw *s);
+
+/* Attach p (ops, name, hairpin, uplink, priv set by the caller). Returns 0 or
+ * -ENOSPC. */
+int sw_attach(struct sw *s, struct port *p);
+/* Detach p; forgets MACs learned on it. */
+void sw_detach(struct sw *s, struct port *p);
+
+/* A frame from port p enters the switch. Takes ownership of pkt. Frames
+ * shorter than an Ethernet header are dropped and counted. */
+void sw_input(struct sw *s, struct port *p, struct pkt *pkt);
+
+/* Capture every frame entering the switch to a pcap file (NULL stops).
+ * Returns 0 or -errno. */
+int sw_set_pcap(struct sw *s, const char *path);
+
+/* Fault injection, see port/fault.h. port_name NULL = every port. */
+struct fault_cfg;
+int sw_set_fault(struct sw *s, const struct fault_cfg *cfg, const char *port_name);
+
+struct sw_stats {
+	uint64_t forwarded, flooded, dropped_no_port, dropped_runt;
+	uint64_t fault_dropped, fault_duplicated, fault_reordered, fault_corrupted;
+};
+const struct sw_stats *sw_get_stats(const struct sw *s);
+
+/* Uplinks. Each opens its fd, registers it with the loop and attaches itself
+ * to the switch. Return the port or NULL with errno set and a message logged. */
+struct port *tap_port_open(struct sw *s, struct loop *loop, const char *ifname);
+struct port *afpacket_port_open(struct sw *s, struct loop *loop, const char *ifname);
+void port_destroy(struct port *p);
+
+#endif /* VRDMA_PORT_PORT_H */

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vhost-user back-end: one listening UNIX socket per device, one front-end
+ * connection at a time. The server speaks the protocol (messages, memory
+ * table, vring setup, notifications); the device implementation only sees the
+ * callbacks below and the started rings (struct vhost_vring with a ready
+ * struct vq_dev).
+ *
+ * Every message is validated (size, fd count, ring index, region overlap,
+ * mmap result). A bad message closes that one connection: the device gets
+ * ring_stopped for each started ring, then reset and disconnected; the socket
+ * keeps listening and accepts the next front-end. Other devices are untouched.
+ *
+ * Ring index widening (our extension, docs/spec.md): with protocol feature
+ * VHOST_USER_PROTOCOL_F_VRDMA_WIDE_INDEX negotiated, SET_VRING_KICK/CALL/ERR
+ * carry the ring index in bits 0-7 and 32-55 of the payload (index =
+ * (u & 0xff) | ((u >> 32) & 0xffffff) << 8); bit 8 is still "no fd". Without
+ * it, rings >= 256 cannot get fds and are started without one: the device
+ * polls them (kick_fd == -1).
+ *
+ * Runs on the loop thread; not thread-safe.
+ */
+#ifndef VRDMA_VHOST_SERVER_H
+#define VRDMA_VHOST_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vhost/vhost_mem.h"
+#include "virtio/vq_dev.h"
+
+struct loop;
+struct vhost_server;
+
+struct vhost_vring {
+	unsigned idx;
+	uint16_t num;           /* SET_VRING_NUM (0 = not set) */
+	uint16_t base;          /* SET_VRING_BASE */
+	uint32_t addr_flags;    /* SET_VRING_ADDR flags */
+	uint64_t desc_uva, avail_uva, used_uva;
+	bool addr_set;
+	int kick_fd;            /* -1: none (polled) */
+	int call_fd;            /* -1: none (driver polls used ring) */
+	int err_fd;             /* -1: none */
+	bool kick_set;          /* SET_VRING_KICK received (fd or no-fd) */
+	bool enabled;           /* SET_VRING_ENABLE (1 if protocol features not negotiated) */
+	bool started;           /* device owns vq */
+	struct vq_dev vq;
+	struct vhost_mem_region *held[3]; /* regions of desc/avail/used while started */
+	struct vhost_server *srv;
+	void *dev_priv;         /* for the device */
+};
+
+struct vhost_dev_ops {
+	/* Offered virtio feature bits (the server adds VHOST_USER_F_PROTOCOL_FEATURES). */
+	uint64_t features;
+	/* Offered protocol features (the server keeps only those it implements). */
+	uint64_t protocol_features;
+	/* Number of vrings the device has (ring indexes 0 .. max_rings-1). */
+	uint32_t max_rings;
+	/* Answer to GET_QUEUE_NUM (for virtio-net: max queue pairs). */
+	uint64_t queue_num;
+
+	/* Features acked by the front-end (SET_FEATURES). Return 0 or -errno to
+	 * refuse (e.g. a required feature missing). */
+	int (*set_features)(void *ctx, uint64_t features);
+	/* GET_CONFIG / SET_CONFIG on the device config space. Return 0 or -errno. */
+	int (*get_config)(void *ctx, uint32_t offset, void *buf, uint32_t len);
+	int (*set_config)(void *ctx, uint32_t offset, const void *buf, uint32_t len);
+	/* A ring became usable: num, addresses, kick, enabled; r->vq is ready. */
+	void (*ring_started)(void *ctx, struct vhost_vring *r);
+	/* A ring is being stopped (GET_VRING_BASE, disable, reset, disconnect).
+	 * After return the server may unmap its memory. */
+	void (*ring_stopped)(void *ctx, struct vhost_vring *r);
+	/* The ring's kick eventfd fired (already drained). */
+	void (*ring_kick)(void *ctx, struct vhost_vring *r);
+	/* SET_STATUS from the front-end. */
+	void (*set_status)(void *ctx, uint8_t status);
+	/* Drop all device state (RESET_DEVICE, RESET_OWNER, disconnect); called
+	 * after every ring was stopped. */
+	void (*reset)(void *ctx);
+	/* Memory table changed (region added / removed); optional. */
+	void (*mem_changed)(void *ctx);
+	void (*connected)(void *ctx);
+	void (*disconnected)(void *ctx);
+};
+
+struct vhost_server_stats {
+	uint64_t connections;
+	uint64_t messages;
+	uint64_t bad_messages;     /* validation failures (connection closed) */
+	uint64_t kicks;
+	uint64_t calls;
+};
+
+/* Create the socket at path (an existing stale socket file is replaced) and
+ * start listening. Returns NULL with errno set. */
+struct vhost_server *vhost_server_new(struct loop *loop, const char *path,
+				      const struct vhost_dev_ops *ops, void *ctx);
+/* Close the connection (if any), stop every ring, unlink the socket. */
+void vhost_server_free(struct vhost_server *s);
+
+struct vhost_mem *vhost_server_mem(struct vhost_server *s);
+uint64_t vhost_server_features(const struct vhost_server *s);       /* acked */
+uint64_t vhost_server_protocol_features(const struct vhost_server *s);
+bool vhost_server_connected(const struct vhost_server *s);
+const struct vhost_server_stats *vhost_server_stats(const struct vhost_server *s);
+const char *vhost_server_path(const struct vhost_server *s);
+
+/* The ring with this index, or NULL if it was never configured. */
+struct vhost_vring *vhost_server_vring(struct vhost_server *s, unsigned idx);
+
+/* After vq_dev_flush(): interrupt the driver if it asked for it. */
+void vhost_vring_notify(struct vhost_vring *r);
+/* Interrupt unconditionally (e.g. completion queue armed by REQ_NOTIFY_CQ). */
+void vhost_vring_call(struct vhost_vring *r);
+
+/* Device-side status bits (VIRTIO_CONFIG_S_NEEDS_RESET): OR-ed into what
+ * GET_STATUS returns; a broken ring's err_fd is signalled. */
+void vhost_server_set_status_bits(struct vhost_server *s, uint8_t bits);
+uint8_t vhost_server_status(const struct vhost_server *s);
+/* Report a broken ring: signals its err_fd and sets NEEDS_RESET. */
+void vhost_vring_report_error(struct vhost_vring *r);
+
+/* Drop the current connection (device misbehaviour handling, tests). */
+void vhost_server_disconnect(struct vhost_server *s, const char *why);
+
+#endif /* VRDMA_VHOST_SERVER_H */

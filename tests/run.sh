@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Runs every test of vrdma and prints one summary line at the end:
+#   N passed, N failed, N skipped
+#
+# usage: tests/run.sh [--flavour DIR]... [--fuzz DIR] [--fuzz-seconds N] [--only REGEX]
+#   --flavour DIR   a build tree (build, build/asan): its tests/test_* programs
+#                   and every tests/integration/*.sh are run against it
+#   --fuzz DIR      libFuzzer targets in DIR/fuzz_* run for --fuzz-seconds each
+#
+# A test program prints "ok NAME", "not ok NAME" or "skip NAME: why" lines
+# (tests/harness.h, tests/lib.sh). A program that exits non-zero without a
+# "not ok" line, or prints nothing, counts as one failure.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+flavours=()
+fuzzdir=""
+fuzz_seconds=${VRDMA_FUZZ_SECONDS:-15}
+only=${VRDMA_TEST_ONLY:-}
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--flavour) flavours+=("$2"); shift 2 ;;
+	--fuzz) fuzzdir="$2"; shift 2 ;;
+	--fuzz-seconds) fuzz_seconds="$2"; shift 2 ;;
+	--only) only="$2"; shift 2 ;;
+	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+[ ${#flavours[@]} -gt 0 ] || flavours=(build)
+
+passed=0 failed=0 skipped=0
+failures=()
+logdir="$top/build/test-logs"
+mkdir -p "$logdir"
+
+# run_one LABEL TIMEOUT CMD...: runs a test, counts its lines.
+run_one() {
+	local label=$1 tmo=$2; shift 2
+	local log="$logdir/$(echo "$label" | tr '/ ' '__').log"
+	local start=$SECONDS rc
+	timeout --kill-after=10 "$tmo" "$@" >"$log" 2>&1 </dev/null
+	rc=$?
+	local p f s
+	p=$(grep -c '^ok ' "$log")
+	f=$(grep -c '^not ok ' "$log")
+	s=$(grep -c '^skip ' "$log")
+	grep -E '^(not ok |skip )' "$log" | sed "s|^|  [$label] |"
+	if [ "$f" -gt 0 ]; then
+		failures+=("$label")
+		sed -n '/^not ok /,$p' "$log" | grep '^#' | head -20 | sed 's/^/    /'
+	fi
+	if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1
+		if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+			echo "  [$label] not ok: timed out after ${tmo}s"
+		else
+			echo "  [$label] not ok: exited with status $rc"
+		fi
+		tail -20 "$log" | sed 's/^/    /'
+		failures+=("$label")
+	elif [ $rc -eq 0 ] && [ $((p + f + s)) -eq 0 ]; then
+		f=1
+		echo "  [$label] not ok: printed no test result"
+		failures+=("$label")
+	fi
+	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+	printf '%-52s %3d ok %3d failed %3d skipped %4ds\n' "$label" "$p" "$f" "$s" $((SECONDS - start))
+}
+
+for fl in "${flavours[@]}"; do
+	name=$(basename "$fl")
+	[ "$fl" = build ] && name=default
+	export VRDMA_BUILD="$top/$fl"
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+	for t in "$fl"/tests/test_*; do
+		[ -x "$t" ] || continue
+		b=$(basename "$t")
+		[ -n "$only" ] && ! [[ "$b" =~ $only ]] && continue
+		run_one "$name/$b" 600 "$t"
+	done
+	for t in tests/integration/*.sh; do
+		[ -f "$t" ] || continue
+		b=$(basename "$t" .sh)
+		[ -n "$only" ] && ! [[ "$b" =~ $only ]] && continue
+		run_one "$name/$b" 900 bash "$t"
+	done
+done
+
+if [ -n "$fuzzdir" ]; then
+	for f in "$fuzzdir"/fuzz_*; do
+		[ -x "$f" ] || continue
+		b=$(basename "$f")
+		[ -n "$only" ] && ! [[ "$b" =~ $only ]] && continue
+		corpus="$top/build/fuzz-corpus/$b"
+		mkdir -p "$corpus"
+		seeds="$top/fuzz/corpus/${b#fuzz_}"
+		[ -d "$seeds" ] || seeds=""
+		run_one "fuzz/$b" $((fuzz_seconds + 120)) \
+			bash -c "'$f' -max_total_time=$fuzz_seconds -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 '$corpus' $seeds && echo 'ok fuzz.$b'"
+	done
+fi
+
+if [ ${#failures[@]} -gt 0 ]; then
+	echo "failed: $(printf '%s\n' "${failures[@]}" | sort -u | tr '\n' ' ')"
+fi
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
