@@ -24,10 +24,10 @@ ifeq ($(CC),cc)
 CC := gcc
 endif
 
-CPPFLAGS += -Iinclude -Isrc -D_GNU_SOURCE
+CPPFLAGS += -Iinclude -Isrc -Itests -D_GNU_SOURCE
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -fPIC -pthread -MMD -MP
-LDLIBS   += -lz -lisal -pthread
+LDLIBS   += -lz -lisal -lpcap -pthread
 
 ifeq ($(SANITIZE),1)
 CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined \
@@ -106,7 +106,7 @@ asan:
 FUZZ_BUILD := build/fuzz
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=undefined -Wall -Wextra -Werror -Wno-unused-command-line-argument \
-	-Iinclude -Isrc -D_GNU_SOURCE -DVRDMA_FUZZING=1 -pthread
+	-Iinclude -Isrc -Itests -D_GNU_SOURCE -DVRDMA_FUZZING=1 -pthread
 FUZZ_TARGETS := $(patsubst fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRCS))
 FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(CORE_SRCS))
 

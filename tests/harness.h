@@ -10,6 +10,7 @@
 #ifndef VRDMA_TESTS_HARNESS_H
 #define VRDMA_TESTS_HARNESS_H
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -37,6 +37,9 @@ struct port_ops {
 	void (*destroy)(struct port *p);
 };
 
+/* The switch counts rx_* (in sw_input) and tx_frames/tx_bytes (when it hands
+ * a frame to xmit); a port counts tx_dropped itself, and may count rx_errors
+ * for frames it could not read. */
 struct port_stats {
 	uint64_t rx_frames, rx_bytes;   /* into the switch from this port */
 	uint64_t tx_frames, tx_bytes;   /* out of the switch to this port */
@@ -75,14 +78,41 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt);
 int sw_set_pcap(struct sw *s, const char *path);
 
 /* Fault injection, see port/fault.h. port_name NULL = every port. */
+/* (Addition: port_name NULL and cfg->port set = that port. A per-port
+ * configuration overrides the every-port one for that port; cfg NULL or
+ * without any fault removes the configuration, delivering held frames.
+ * Returns 0 or -errno.) */
 struct fault_cfg;
 int sw_set_fault(struct sw *s, const struct fault_cfg *cfg, const char *port_name);
 
 struct sw_stats {
 	uint64_t forwarded, flooded, dropped_no_port, dropped_runt;
 	uint64_t fault_dropped, fault_duplicated, fault_reordered, fault_corrupted;
+	/* Additions: unicast to the input port of a port without hairpin;
+	 * source MACs not learned because the table was full. */
+	uint64_t dropped_hairpin, learn_full;
 };
 const struct sw_stats *sw_get_stats(const struct sw *s);
+
+/* --- Additions (frames and ports helper) --- */
+
+/* MAC table bounds: at most SW_MAC_MAX learned addresses (more are flooded
+ * to, not learned); an address is forgotten SW_MAC_AGE_SEC / 2 to
+ * SW_MAC_AGE_SEC seconds after its last frame (only when the switch has a
+ * loop). */
+#define SW_MAC_MAX 6144
+#define SW_MAC_AGE_SEC 300
+
+/* The port id a MAC was learned on, or -ENOENT. */
+int sw_mac_lookup(const struct sw *s, const uint8_t mac[6]);
+/* Number of learned MACs. */
+unsigned sw_mac_count(const struct sw *s);
+/* One aging step (the loop timer runs it every SW_MAC_AGE_SEC / 2 s): forget
+ * the MACs not seen since the previous step. */
+void sw_mac_age(struct sw *s);
+/* Counters of the capture file, or NULL when not capturing. */
+struct pcapw_stats;
+const struct pcapw_stats *sw_get_pcap_stats(const struct sw *s);
 
 /* Uplinks. Each opens its fd, registers it with the loop and attaches itself
  * to the switch. Return the port or NULL with errno set and a message logged. */

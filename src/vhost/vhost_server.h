@@ -31,6 +31,10 @@
 
 struct loop;
 struct vhost_server;
+struct vhost_user_msg;
+
+/* Most rings one device may have (16384 QPs * 2 + 16384 CQs + 3 net rings). */
+#define VHOST_SERVER_MAX_RINGS (16384u * 2 + 16384u + 3)
 
 struct vhost_vring {
 	unsigned idx;
@@ -91,10 +95,16 @@ struct vhost_server_stats {
 	uint64_t bad_messages;     /* validation failures (connection closed) */
 	uint64_t kicks;
 	uint64_t calls;
+	uint64_t refused;          /* requests refused, connection kept (NACK, or
+				    * GET_CONFIG answered with an empty payload) */
 };
 
-/* Create the socket at path (an existing stale socket file is replaced) and
- * start listening. Returns NULL with errno set. */
+/* Create the socket at path (an existing stale socket file is replaced; a
+ * live one or a non-socket file is not: EADDRINUSE / EEXIST) and start
+ * listening. ops->max_rings must be 1 .. VHOST_SERVER_MAX_RINGS.
+ * Additive: path may be NULL for a server without a socket, fed by
+ * vhost_server_attach_fd() or vhost_server_handle_msg(); loop may then be NULL
+ * too (kick fds are not watched). Returns NULL with errno set. */
 struct vhost_server *vhost_server_new(struct loop *loop, const char *path,
 				      const struct vhost_dev_ops *ops, void *ctx);
 /* Close the connection (if any), stop every ring, unlink the socket. */
@@ -122,7 +132,29 @@ uint8_t vhost_server_status(const struct vhost_server *s);
 /* Report a broken ring: signals its err_fd and sets NEEDS_RESET. */
 void vhost_vring_report_error(struct vhost_vring *r);
 
-/* Drop the current connection (device misbehaviour handling, tests). */
+/* Drop the current connection (device misbehaviour handling, tests). Called
+ * from a device callback while a message is being handled, it takes effect
+ * when that message is done. */
 void vhost_server_disconnect(struct vhost_server *s, const char *why);
+
+/*
+ * Additive (tests, fuzzing, --fd style start-up): adopt an already connected
+ * stream socket as the front-end connection. Takes ownership of fd. Returns
+ * 0, -EBUSY (a front-end is connected), -EINVAL (no loop) or a loop error (fd
+ * closed in every error case).
+ */
+int vhost_server_attach_fd(struct vhost_server *s, int fd);
+
+/*
+ * Additive (tests, fuzzing): process one already received message as if it
+ * came from the current front-end (a session starts if none is active). Takes
+ * ownership of fds[0 .. nfds) in every case (used or closed). A reply, if
+ * the request has one, is written into msg and not sent anywhere.
+ * Returns 1 (reply in msg), 0 (no reply), or a negative errno: the message
+ * was bad, it was counted in bad_messages and the session was closed
+ * (rings stopped, device reset and disconnected).
+ */
+int vhost_server_handle_msg(struct vhost_server *s, struct vhost_user_msg *msg,
+			    int *fds, int nfds);
 
 #endif /* VRDMA_VHOST_SERVER_H */

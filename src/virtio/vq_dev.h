@@ -26,6 +26,16 @@
 
 struct vhost_mem;
 
+/*
+ * The event-index test of virtio 1.x 2.7.7.2 / 2.7.10.2: true if event lies in
+ * [old, new_idx) modulo 2^16, i.e. the other side asked to be notified when
+ * the index moved past event, and this update (old -> new_idx) did that.
+ */
+static inline bool vq_need_event(uint16_t event, uint16_t new_idx, uint16_t old)
+{
+	return (uint16_t)(new_idx - event - 1) < (uint16_t)(new_idx - old);
+}
+
 /* Most iovecs one element may have (device-readable + device-writable),
  * after splitting descriptors over memory regions. Longer chains are an
  * error of that element (the queue is broken: the driver violated the limit
@@ -58,6 +68,8 @@ struct vq_dev {
 
 	uint16_t last_avail_idx;    /* next avail entry to consume */
 	uint16_t used_idx;          /* shadow of used->idx (next slot to fill) */
+	uint16_t shadow_avail_idx;  /* avail->idx as last read (validated) */
+	uint16_t used_published;    /* used->idx as last flushed */
 	uint16_t signalled_used;    /* used_idx at the last notification */
 	bool signalled_used_valid;
 	bool event_idx;             /* VIRTIO_RING_F_EVENT_IDX negotiated */
@@ -71,8 +83,11 @@ struct vq_dev {
 /*
  * Bind a queue to rings already translated to host pointers by the caller
  * (the caller checks that desc/avail/used of this size are inside shared
- * memory). last_avail_idx is the SET_VRING_BASE value. Returns 0 or -EINVAL
- * (num not a power of two or > 32768, NULL ring).
+ * memory). last_avail_idx is the SET_VRING_BASE value; the used index is
+ * taken from used->idx (0 on a fresh ring, the old value on reconnection).
+ * Kicks start enabled. Returns 0 or -EINVAL (num not a power of two or
+ * > 32768, NULL ring, ring not aligned as 2.7 requires: desc 16, avail 2,
+ * used 4).
  */
 int vq_dev_init(struct vq_dev *vq, const struct vhost_mem *mem, uint16_t num,
 		struct vring_desc *desc, struct vring_avail *avail,
@@ -84,7 +99,9 @@ uint64_t vq_desc_size(uint16_t num);
 uint64_t vq_avail_size(uint16_t num);
 uint64_t vq_used_size(uint16_t num);
 
-/* Number of avail entries not yet popped (0 if broken). */
+/* Number of avail entries not yet popped (0 if broken). A return of 0 with
+ * kicks enabled also re-arms the event index, so it is safe to sleep after it
+ * (the same holds for vq_dev_pop() returning 0). */
 uint16_t vq_dev_avail(struct vq_dev *vq);
 
 /*

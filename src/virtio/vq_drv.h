@@ -37,6 +37,9 @@ struct vq_drv {
 	uint64_t indirect_base;  /* optional: per head indirect tables (GPA) */
 	struct vring_desc *indirect_tbl; /* host view of the same, or NULL */
 	uint16_t indirect_max;   /* descriptors per indirect table */
+	uint16_t *next;          /* private copy of desc[].next (free list and
+				  * chains): never read back from shared memory */
+	bool cb_enabled;         /* interrupts wanted (vq_drv_enable_cb) */
 };
 
 /* Bytes needed for desc + avail + used of num entries, with the standard
@@ -50,6 +53,11 @@ uint64_t vq_drv_ring_bytes(uint16_t num);
  */
 int vq_drv_init(struct vq_drv *vq, void *mem, uint16_t num, bool event_idx);
 void vq_drv_fini(struct vq_drv *vq);
+
+/* Start all ring indexes at idx instead of 0 (right after vq_drv_init, before
+ * the device starts; the device side gets the same value as its
+ * SET_VRING_BASE). Used to test 16-bit wrap-around. */
+void vq_drv_set_base(struct vq_drv *vq, uint16_t idx);
 
 /* Ring part addresses as host pointers (the caller converts them to UVA/GPA
  * for SET_VRING_ADDR). */
@@ -72,7 +80,9 @@ void vq_drv_set_indirect(struct vq_drv *vq, struct vring_desc *tbl,
  */
 int vq_drv_add(struct vq_drv *vq, const struct vq_buf *out, unsigned out_n,
 	       const struct vq_buf *in, unsigned in_n, void *token);
-/* Same, through one indirect descriptor (uses one ring slot). */
+/* Same, through one indirect descriptor (uses one ring slot). Returns 0,
+ * -ENOSPC (no free descriptor) or -EINVAL (no buffers, no indirect table set,
+ * or more buffers than one indirect table holds). */
 int vq_drv_add_indirect(struct vq_drv *vq, const struct vq_buf *out, unsigned out_n,
 			const struct vq_buf *in, unsigned in_n, void *token);
 

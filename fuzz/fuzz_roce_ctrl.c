@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Fuzz the RoCE control path: the input is a sequence of records
+ *   u8 op | u8 len | len bytes
+ * executed in order on one fresh roce_dev whose driver memory is a real
+ * vhost_mem with one memfd region (GPA 0x10000, 16 pages). op & 0x1f is the
+ * command number (18..31 unknown); op & 0x40 shrinks the ack buffer to
+ * len / 4 bytes; op & 0x80 turns the record into a transport-side action
+ * (async QP state change, CQ notification check, MR translation, device
+ * reset) chosen by the first byte.
+ *
+ * After every step the fuzzer checks the model's invariants and aborts on a
+ * violation: a failed command changed nothing, reference counts equal the
+ * objects that hold them, registered pages add up, region references are
+ * balanced at the end.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "device/roce_dev.h"
+#include "vhost/vhost_mem.h"
+
+#define REGION_GPA   0x10000ull
+#define REGION_PAGES 16
+
+static struct vhost_mem mem;
+static struct vhost_mem_region *region;
+
+static void die(const char *why)
+{
+	(void)why;
+	__builtin_trap();
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	int fd = memfd_create("fuzz_roce", 0);
+
+	(void)argc;
+	(void)argv;
+	vhost_mem_init(&mem);
+	if (fd < 0 || ftruncate(fd, REGION_PAGES * 4096) < 0 ||
+	    vhost_mem_add(&mem, REGION_GPA, REGION_PAGES * 4096, REGION_GPA, 0, fd) < 0)
+		abort();
+	region = vhost_mem_find(&mem, REGION_GPA);
+	return 0;
+}
+
+/* Walk every table and check reference counts and page accounting. */
+static void check_invariants(const struct roce_dev *rd)
+{
+	uint64_t pd_refs = 0, cq_refs = 0, pages = 0, holders = 0;
+	uint32_t i, n;
+
+	for (i = 0, n = 0; i < rd->mrs.size; i++) {
+		const struct roce_mr *mr = rd->mrs.slot[i];
+
+		if (!mr)
+			continue;
+		n++;
+		if (mr->mrn != i || (mr->lkey >> 8) != i || !mr->pd ||
+		    roce_pd_lookup(rd, mr->pd->pdn) != mr->pd)
+			die("mr");
+		if (mr->rkey && (mr->rkey >> 8) != i)
+			die("rkey");
+		pages += mr->npages;
+		for (uint32_t r = 0; r < mr->nregions; r++)
+			holders += mr->regions[r] == region;
+	}
+	if (n != rd->mrs.used || pages != rd->mr_pages)
+		die("mr count");
+	pd_refs += n;
+	for (i = 0, n = 0; i < rd->ahs.size; i++)
+		n += rd->ahs.slot[i] != NULL;
+	if (n != rd->ahs.used)
+		die("ah count");
+	pd_refs += n;
+	for (i = 0, n = 0; i < rd->qps.size; i++) {
+		const struct roce_qp *qp = rd->qps.slot[i];
+
+		if (!qp)
+			continue;
+		n++;
+		if (qp->index != i || vrdma_qpn_index(qp->qpn) != i || i == 0 ||
+		    qp->qpn == VRDMA_QPN_MULTICAST || roce_qp_lookup(rd, qp->qpn) != qp)
+			die("qp");
+		if ((qp->type == VIRTIO_IB_QPT_GSI) != (qp->qpn == VRDMA_GSI_QPN))
+			die("gsi");
+		if (qp->attr.qp_state > VIRTIO_IB_QPS_ERR)
+			die("state");
+		if (roce_cq_lookup(rd, qp->send_cq->cqn) != qp->send_cq ||
+		    roce_cq_lookup(rd, qp->recv_cq->cqn) != qp->recv_cq)
+			die("qp cq");
+	}
+	if (n != rd->qps.used)
+		die("qp count");
+	pd_refs += n;
+	cq_refs = 2ull * n;
+	for (i = 0; i < rd->pds.size; i++)
+		if (rd->pds.slot[i])
+			pd_refs -= ((const struct roce_pd *)rd->pds.slot[i])->refcnt;
+	for (i = 0; i < rd->cqs.size; i++)
+		if (rd->cqs.slot[i])
+			cq_refs -= ((const struct roce_cq *)rd->cqs.slot[i])->refcnt;
+	if (pd_refs || cq_refs)
+		die("refcnt");
+	if (region->refcnt != 1 + holders)
+		die("region refs");
+}
+
+static void transport_action(struct roce_dev *rd, const uint8_t *d, size_t len)
+{
+	uint32_t a = len > 4 ? (uint32_t)d[1] | (uint32_t)d[2] << 8 | (uint32_t)d[3] << 16 : 0;
+	struct iovec iov[8];
+	struct roce_qp *qp;
+	struct roce_mr *mr;
+	struct roce_cq *cq;
+
+	if (!len)
+		return;
+	switch (d[0] % 6) {
+	case 0:
+		qp = roce_qp_lookup(rd, a);
+		if (qp)
+			(void)roce_qp_async_state(rd, qp, len > 4 ? d[4] : VIRTIO_IB_QPS_ERR);
+		break;
+	case 1:
+		cq = roce_cq_lookup(rd, a);
+		if (cq)
+			(void)roce_cq_notify_check(cq, len > 4 && (d[4] & 1));
+		break;
+	case 2:
+		mr = roce_mr_lookup(rd, a);
+		if (mr && len >= 12) {
+			uint64_t iova, l;
+
+			memcpy(&iova, d + 4, 8);
+			l = len > 12 ? d[12] * 97u : 1;
+			int n = roce_mr_to_iov(rd, mr, iova, l, iov, 8);
+
+			if (n > 8)
+				die("iov");
+			for (int k = 0; k < n; k++) {
+				uint8_t *p = iov[k].iov_base;
+
+				/* Inside the region (ASan would also catch it). */
+				if (p < region->host || p + iov[k].iov_len > region->host + region->size)
+					die("iov range");
+				memset(p, 0x5a, iov[k].iov_len);
+			}
+		}
+		break;
+	case 3:
+		qp = roce_qp_lookup(rd, a);
+		if (qp)
+			roce_qp_sq_drained(qp);
+		break;
+	case 4:
+		(void)roce_ring_usable(rd, a);
+		(void)roce_ring_qp(rd, a, NULL);
+		(void)roce_ring_cq(rd, a);
+		break;
+	default:
+		roce_dev_reset(rd);
+		break;
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct roce_dev_cfg cfg;
+	struct roce_dev rd;
+	uint8_t out[256];
+	size_t pos = 0;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.mac[0] = 0x52;
+	cfg.has_ip4 = true;
+	cfg.ip4 = 0x0100000a;
+	cfg.max_rdma_qps = 12;
+	cfg.max_rdma_cqs = 4;
+	cfg.max_pd = 4;
+	cfg.max_mr = 6;
+	cfg.max_ah = 4;
+	cfg.max_cqe = 64;
+	cfg.max_qp_wr = 64;
+	cfg.max_mr_pages = 24;
+	cfg.mem = &mem;
+	cfg.deterministic = true;
+	cfg.seed = 1;
+	if (roce_dev_init(&rd, &cfg))
+		abort();
+
+	while (pos + 2 <= size) {
+		uint8_t op = data[pos], len = data[pos + 1];
+		const uint8_t *in = data + pos + 2;
+		struct roce_counts before, after;
+		size_t out_len = 99, cap;
+		int ret;
+
+		if (pos + 2 + len > size)
+			len = (uint8_t)(size - pos - 2);
+		pos += 2 + (size_t)len;
+		if (op & 0x80) {
+			transport_action(&rd, in, len);
+			check_invariants(&rd);
+			continue;
+		}
+		cap = op & 0x40 ? len / 4u : sizeof(out);
+		roce_dev_counts(&rd, &before);
+		/* Copy so the command bytes have no redzone slack past len. */
+		uint8_t *buf = len ? malloc(len) : NULL;
+
+		if (len)
+			memcpy(buf, in, len);
+		ret = roce_ctrl_exec(&rd, op & 0x1f, buf, len, out, cap, &out_len);
+		free(buf);
+		roce_dev_counts(&rd, &after);
+		if (ret != VIRTIO_NET_OK && ret != VIRTIO_NET_ERR)
+			die("ret");
+		if (ret == VIRTIO_NET_ERR && (out_len || memcmp(&before, &after, sizeof(before))))
+			die("partial state");
+		if (out_len > cap)
+			die("out_len");
+		check_invariants(&rd);
+	}
+	roce_dev_fini(&rd);
+	if (region->refcnt != 1)
+		die("leaked region reference");
+	return 0;
+}

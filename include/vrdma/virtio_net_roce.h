@@ -1,0 +1,780 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The virtio-net RoCE extension: wire ABI shared by the device (backend) and
+ * the driver (libvrdma).
+ *
+ * Source: "[RFC v2] virtio-net: Add RoCE (RDMA over Converged Ethernet)
+ * support" (the seed spec, /work/shared/seeds/000_*.txt), sections
+ *   - Virtqueues, Feature bits, Device configuration layout,
+ *   - Device Operation / Control Virtqueue / RoCE Configuration,
+ *   - Device Operation / RoCE Support (send, receive, completion queues).
+ * Names and field names are the seed's. Where the seed is inconsistent or
+ * silent, docs/spec.md "Wire ABI: clarifications of the seed" says what we
+ * decided; the comments here point to it as "[spec.md]".
+ *
+ * Every multi-byte field is LITTLE-ENDIAN on the wire (le16/le32/le64 below
+ * are plain integer typedefs that mark this: convert with le*toh / htole*).
+ * imm_data is the exception: it is opaque, in network byte order, copied as
+ * is. All structures are naturally aligned (no implicit padding, checked by
+ * _Static_assert), so they are not packed; readers must still memcpy them
+ * out of driver memory, which may be unaligned.
+ *
+ * The second part of this file (marked "vrdma definitions") is not in the
+ * seed: virtqueue index arithmetic and the QPN <-> index rule this
+ * implementation chose.
+ */
+#ifndef VRDMA_VIRTIO_NET_ROCE_H
+#define VRDMA_VIRTIO_NET_ROCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Little-endian on the wire. */
+typedef uint16_t le16;
+typedef uint32_t le32;
+typedef uint64_t le64;
+
+/* ------------------------------------------------------------------------ */
+/* Feature bit, configuration layout                                        */
+/* ------------------------------------------------------------------------ */
+
+/* Seed "Feature bits". NOTE: virtio 1.3 later gave bit 55 to
+ * VIRTIO_NET_F_GUEST_USO6; see [spec.md] for what that means. */
+#define VIRTIO_NET_F_ROCE 55
+
+/* Requires VIRTIO_NET_F_CTRL_VQ (17). */
+#ifndef VIRTIO_NET_F_CTRL_VQ
+#define VIRTIO_NET_F_CTRL_VQ 17
+#endif
+
+/*
+ * Seed "Device configuration layout": the standard virtio_net_config fields
+ * up to supported_hash_types, then the two RoCE fields. The seed's listing
+ * spells the last field "max_rdma_cps"; its text and every other place say
+ * max_rdma_cqs, which is what it is [spec.md]. Named virtio_net_roce_config
+ * so it does not clash with <linux/virtio_net.h>'s virtio_net_config.
+ */
+struct virtio_net_roce_config {
+	uint8_t mac[6];
+	le16 status;
+	le16 max_virtqueue_pairs;
+	le16 mtu;
+	le32 speed;
+	uint8_t duplex;
+	uint8_t rss_max_key_size;
+	le16 rss_max_indirection_table_length;
+	le32 supported_hash_types;
+	/* Only with VIRTIO_NET_F_ROCE: 1..16384 each. */
+	le32 max_rdma_qps;
+	le32 max_rdma_cqs;
+};
+
+#define VIRTIO_NET_ROCE_MAX_QPS 16384
+#define VIRTIO_NET_ROCE_MAX_CQS 16384
+
+/* ------------------------------------------------------------------------ */
+/* Control virtqueue: header, ack, class and commands                        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Seed "Control Virtqueue": a request is
+ *   struct virtio_net_roce_ctrl_hdr | command-specific-data | u8 ack |
+ *   ack-specific-data
+ * with everything up to the command data device-readable and the ack byte
+ * plus ack data device-writable.
+ */
+struct virtio_net_roce_ctrl_hdr {
+	uint8_t class;
+	uint8_t command;
+};
+
+/* ack values (the same as <linux/virtio_net.h>) */
+#ifndef VIRTIO_NET_OK
+#define VIRTIO_NET_OK 0
+#endif
+#ifndef VIRTIO_NET_ERR
+#define VIRTIO_NET_ERR 1
+#endif
+
+/* NOTE: virtio 1.3 uses class 6 for VIRTIO_NET_CTRL_NOTF_COAL (feature bit
+ * 53, never offered by this device) [spec.md]. */
+#define VIRTIO_NET_CTRL_ROCE 6
+#define VIRTIO_NET_CTRL_ROCE_QUERY_DEVICE   0
+#define VIRTIO_NET_CTRL_ROCE_QUERY_PORT     1
+#define VIRTIO_NET_CTRL_ROCE_CREATE_CQ      2
+#define VIRTIO_NET_CTRL_ROCE_DESTROY_CQ     3
+#define VIRTIO_NET_CTRL_ROCE_CREATE_PD      4
+#define VIRTIO_NET_CTRL_ROCE_DESTROY_PD     5
+#define VIRTIO_NET_CTRL_ROCE_GET_DMA_MR     6
+#define VIRTIO_NET_CTRL_ROCE_REG_USER_MR    7
+#define VIRTIO_NET_CTRL_ROCE_DEREG_MR       8
+#define VIRTIO_NET_CTRL_ROCE_CREATE_QP      9
+#define VIRTIO_NET_CTRL_ROCE_MODIFY_QP      10
+#define VIRTIO_NET_CTRL_ROCE_QUERY_QP       11
+#define VIRTIO_NET_CTRL_ROCE_DESTROY_QP     12
+#define VIRTIO_NET_CTRL_ROCE_CREATE_AH      13
+#define VIRTIO_NET_CTRL_ROCE_DESTROY_AH     14
+#define VIRTIO_NET_CTRL_ROCE_ADD_GID        15
+#define VIRTIO_NET_CTRL_ROCE_DEL_GID        16
+#define VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ  17
+#define VIRTIO_NET_CTRL_ROCE_NUM_CMDS       18
+/* The seed's description list misspells DESTROY_PD as "DESTORY_PD". */
+
+/* ------------------------------------------------------------------------ */
+/* Enumerations                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* device_cap_flags of QUERY_DEVICE */
+#define VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN (1 << 0)
+
+/* MR and QP access flags (seed: GET_DMA_MR). LOCAL_READ is always allowed. */
+enum virtio_ib_access_flags {
+	VIRTIO_IB_ACCESS_LOCAL_WRITE = (1 << 0),
+	VIRTIO_IB_ACCESS_REMOTE_WRITE = (1 << 1),
+	VIRTIO_IB_ACCESS_REMOTE_READ = (1 << 2),
+};
+/* Reserved for extensions (numbering of the standalone RFC v1 / IBTA verbs);
+ * not accepted by the device until a feature negotiates them. */
+#define VIRTIO_IB_ACCESS_REMOTE_ATOMIC_RSVD (1 << 3)
+#define VIRTIO_IB_ACCESS_MW_BIND_RSVD       (1 << 4)
+#define VIRTIO_IB_ACCESS_SEED_MASK                                             \
+	(VIRTIO_IB_ACCESS_LOCAL_WRITE | VIRTIO_IB_ACCESS_REMOTE_WRITE |        \
+	 VIRTIO_IB_ACCESS_REMOTE_READ)
+
+/* QP types (seed: CREATE_QP) */
+#define VIRTIO_IB_QPT_SMI 0
+#define VIRTIO_IB_QPT_GSI 1
+#define VIRTIO_IB_QPT_RC  2
+#define VIRTIO_IB_QPT_UC  3
+#define VIRTIO_IB_QPT_UD  4
+
+/* MODIFY_QP / QUERY_QP attribute mask (seed: MODIFY_QP). Note: these bits
+ * are NOT the Linux ib_qp_attr_mask values; PKEY_INDEX, PORT, ALT_PATH,
+ * PATH_MIG_STATE and EN_SQD_ASYNC_NOTIFY do not exist here [spec.md]. */
+enum virtio_ib_qp_attr_mask {
+	VIRTIO_IB_QP_STATE = (1 << 0),
+	VIRTIO_IB_QP_CUR_STATE = (1 << 1),
+	VIRTIO_IB_QP_ACCESS_FLAGS = (1 << 2),
+	VIRTIO_IB_QP_QKEY = (1 << 3),
+	VIRTIO_IB_QP_AV = (1 << 4),
+	VIRTIO_IB_QP_PATH_MTU = (1 << 5),
+	VIRTIO_IB_QP_TIMEOUT = (1 << 6),
+	VIRTIO_IB_QP_RETRY_CNT = (1 << 7),
+	VIRTIO_IB_QP_RNR_RETRY = (1 << 8),
+	VIRTIO_IB_QP_RQ_PSN = (1 << 9),
+	VIRTIO_IB_QP_MAX_QP_RD_ATOMIC = (1 << 10),
+	VIRTIO_IB_QP_MIN_RNR_TIMER = (1 << 11),
+	VIRTIO_IB_QP_SQ_PSN = (1 << 12),
+	VIRTIO_IB_QP_MAX_DEST_RD_ATOMIC = (1 << 13),
+	VIRTIO_IB_QP_CAP = (1 << 14),
+	VIRTIO_IB_QP_DEST_QPN = (1 << 15),
+	VIRTIO_IB_QP_RATE_LIMIT = (1 << 16),
+};
+#define VIRTIO_IB_QP_ATTR_MASK_ALL ((1u << 17) - 1)
+
+enum virtio_ib_qp_state {
+	VIRTIO_IB_QPS_RESET,
+	VIRTIO_IB_QPS_INIT,
+	VIRTIO_IB_QPS_RTR,
+	VIRTIO_IB_QPS_RTS,
+	VIRTIO_IB_QPS_SQD,
+	VIRTIO_IB_QPS_SQE,
+	VIRTIO_IB_QPS_ERR
+};
+
+enum virtio_ib_mtu {
+	VIRTIO_IB_MTU_256 = 1,
+	VIRTIO_IB_MTU_512 = 2,
+	VIRTIO_IB_MTU_1024 = 3,
+	VIRTIO_IB_MTU_2048 = 4,
+	VIRTIO_IB_MTU_4096 = 5
+};
+
+/* Bytes of payload per packet for an enum virtio_ib_mtu value (1..5). */
+static inline uint32_t virtio_ib_mtu_bytes(unsigned mtu)
+{
+	return mtu >= VIRTIO_IB_MTU_256 && mtu <= VIRTIO_IB_MTU_4096 ? 128u << mtu : 0;
+}
+
+/* REQ_NOTIFY_CQ flags */
+#define VIRTIO_IB_NOTIFY_SOLICITED       (1 << 0)
+#define VIRTIO_IB_NOTIFY_NEXT_COMPLETION (1 << 1)
+
+/* Send queue work request opcodes (seed: RoCE Support). */
+enum virtio_ib_wr_opcode {
+	VIRTIO_IB_WR_RDMA_WRITE,
+	VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM,
+	VIRTIO_IB_WR_SEND,
+	VIRTIO_IB_WR_SEND_WITH_IMM,
+	VIRTIO_IB_WR_RDMA_READ,
+};
+/* Reserved for extensions, numbered as the standalone RFC v1 (and Linux
+ * ib_wr_opcode) does; the device rejects them today. */
+#define VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP_RSVD   5
+#define VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD_RSVD 6
+#define VIRTIO_IB_WR_LOCAL_INV_RSVD            7
+#define VIRTIO_IB_WR_SEND_WITH_INV_RSVD        9
+#define VIRTIO_IB_WR_RDMA_READ_WITH_INV_RSVD   11
+#define VIRTIO_IB_WR_REG_MR_RSVD               0x20
+
+/* send_flags of struct virtio_rdma_sq_req */
+#define VIRTIO_IB_SEND_FENCE     (1 << 0)
+#define VIRTIO_IB_SEND_SIGNALED  (1 << 1)
+#define VIRTIO_IB_SEND_SOLICITED (1 << 2)
+#define VIRTIO_IB_SEND_INLINE    (1 << 3)
+
+/* Completion opcodes. NOTE: RECV is 3 here, not 128 as in Linux; values
+ * from 5 up are reserved for extensions (atomics, invalidate, ...). */
+enum virtio_ib_wc_opcode {
+	VIRTIO_IB_WC_SEND,
+	VIRTIO_IB_WC_RDMA_WRITE,
+	VIRTIO_IB_WC_RDMA_READ,
+	VIRTIO_IB_WC_RECV,
+	VIRTIO_IB_WC_RECV_RDMA_WITH_IMM,
+};
+
+/* Completion status. NOTE: this numbering is the seed's own (16 values) and
+ * differs from Linux ib_wc_status; drivers translate. */
+enum virtio_ib_wc_status {
+	VIRTIO_IB_WC_SUCCESS,           /* Operation completed successfully */
+	VIRTIO_IB_WC_LOC_LEN_ERR,       /* Local Length Error */
+	VIRTIO_IB_WC_LOC_QP_OP_ERR,     /* Local QP Operation Error */
+	VIRTIO_IB_WC_LOC_PROT_ERR,      /* Local Protection Error */
+	VIRTIO_IB_WC_WR_FLUSH_ERR,      /* Work Request Flushed Error */
+	VIRTIO_IB_WC_BAD_RESP_ERR,      /* Bad Response Error */
+	VIRTIO_IB_WC_LOC_ACCESS_ERR,    /* Local Access Error */
+	VIRTIO_IB_WC_REM_INV_REQ_ERR,   /* Remote Invalid Request Error */
+	VIRTIO_IB_WC_REM_ACCESS_ERR,    /* Remote Access Error */
+	VIRTIO_IB_WC_REM_OP_ERR,        /* Remote Operation Error */
+	VIRTIO_IB_WC_RETRY_EXC_ERR,     /* Transport Retry Counter Exceeded */
+	VIRTIO_IB_WC_RNR_RETRY_EXC_ERR, /* RNR Retry Counter Exceeded */
+	VIRTIO_IB_WC_REM_ABORT_ERR,     /* Remote Aborted Error */
+	VIRTIO_IB_WC_FATAL_ERR,         /* Fatal Error */
+	VIRTIO_IB_WC_RESP_TIMEOUT_ERR,  /* Response Timeout Error */
+	VIRTIO_IB_WC_GENERAL_ERR        /* General Error */
+};
+
+/* wc_flags of struct virtio_rdma_cq_req */
+#define VIRTIO_IB_WC_GRH      (1 << 0)
+#define VIRTIO_IB_WC_WITH_IMM (1 << 1)
+
+/* ------------------------------------------------------------------------ */
+/* Control command and ack structures (seed: RoCE Configuration)             */
+/* ------------------------------------------------------------------------ */
+
+/* QUERY_DEVICE: no command data; ack data: */
+struct virtio_rdma_ack_query_device {
+	le64 device_cap_flags;    /* VIRTIO_IB_DEVICE_* */
+	le64 max_mr_size;         /* largest contiguous block that can be registered */
+	le64 page_size_cap;       /* supported page sizes (bit n = 2^n bytes) */
+	le32 hw_ver;
+	le32 max_qp_wr;           /* outstanding WRs per SQ and per RQ */
+	le32 max_send_sge;
+	le32 max_recv_sge;
+	le32 max_sge_rd;          /* s/g per RDMA READ WR */
+	le32 max_cqe;
+	le32 max_mr;
+	le32 max_pd;
+	le32 max_qp_rd_atom;      /* outstanding RDMA READs per QP as responder */
+	le32 max_qp_init_rd_atom; /* outstanding RDMA READs per QP as initiator */
+	le32 max_ah;
+	uint8_t local_ca_ack_delay;
+	uint8_t padding[3];
+	le32 reserved[14];
+};
+
+/* QUERY_PORT: no command data; ack data: */
+struct virtio_rdma_ack_query_port {
+	le32 gid_tbl_len;
+	le32 max_msg_sz;
+	le32 reserved[6];
+};
+
+/* CREATE_CQ */
+struct virtio_rdma_cmd_create_cq {
+	le32 cqe;
+};
+
+struct virtio_rdma_ack_create_cq {
+	le32 cqn;
+};
+
+/* DESTROY_CQ: no ack data */
+struct virtio_rdma_cmd_destroy_cq {
+	le32 cqn;
+};
+
+/* CREATE_PD: no command data */
+struct virtio_rdma_ack_create_pd {
+	le32 pdn;
+};
+
+/* DESTROY_PD: no ack data */
+struct virtio_rdma_cmd_destroy_pd {
+	le32 pdn;
+};
+
+/* GET_DMA_MR */
+struct virtio_rdma_cmd_get_dma_mr {
+	le32 pdn;
+	le32 access_flags; /* enum virtio_ib_access_flags */
+};
+
+struct virtio_rdma_ack_get_dma_mr {
+	le32 mrn;
+	le32 lkey;
+	le32 rkey;
+};
+
+/* REG_USER_MR: the fixed part is followed by npages le64 guest physical
+ * page addresses (pages of VRDMA_PAGE_SIZE bytes [spec.md]). */
+struct virtio_rdma_cmd_reg_user_mr {
+	le32 pdn;
+	le32 access_flags; /* enum virtio_ib_access_flags */
+	le64 virt_addr;    /* the MR's I/O virtual address (what SGEs and rkeys use) */
+	le64 length;
+	le32 npages;
+	le32 padding;
+	le64 pages[];
+};
+
+struct virtio_rdma_ack_reg_user_mr {
+	le32 mrn;
+	le32 lkey;
+	le32 rkey;
+};
+
+/* DEREG_MR: no ack data */
+struct virtio_rdma_cmd_dereg_mr {
+	le32 mrn;
+};
+
+/* CREATE_QP */
+struct virtio_rdma_qp_cap {
+	le32 max_send_wr;
+	le32 max_recv_wr;
+	le32 max_send_sge;
+	le32 max_recv_sge;
+	le32 max_inline_data;
+	le32 padding;
+};
+
+struct virtio_rdma_cmd_create_qp {
+	le32 pdn;
+	uint8_t qp_type;    /* VIRTIO_IB_QPT_* */
+	uint8_t sq_sig_all; /* every WR generates a completion */
+	uint8_t padding[2];
+	le32 send_cqn;
+	le32 recv_cqn;
+	struct virtio_rdma_qp_cap cap;
+	le32 reserved[4];
+};
+
+struct virtio_rdma_ack_create_qp {
+	le32 qpn;
+};
+
+/* MODIFY_QP: no ack data */
+struct virtio_rdma_global_route {
+	uint8_t dgid[16];      /* destination GID or MGID */
+	le32 flow_label;       /* 20 bits */
+	uint8_t sgid_index;
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint8_t padding;
+};
+
+struct virtio_rdma_ah_attr {
+	struct virtio_rdma_global_route grh;
+	uint8_t dmac[6];
+	uint8_t reserved[10];
+};
+
+struct virtio_rdma_cmd_modify_qp {
+	le32 qpn;
+	le32 attr_mask;            /* enum virtio_ib_qp_attr_mask */
+	uint8_t qp_state;          /* enum virtio_ib_qp_state: move to */
+	uint8_t cur_qp_state;      /* enum virtio_ib_qp_state: assumed current */
+	uint8_t path_mtu;          /* enum virtio_ib_mtu (RC/UC) */
+	uint8_t max_rd_atomic;     /* outstanding RDMA READs as initiator (RC) */
+	uint8_t max_dest_rd_atomic;/* responder resources for RDMA READ (RC) */
+	uint8_t min_rnr_timer;     /* RNR NAK timer code (RC) */
+	uint8_t timeout;           /* local ACK timeout code (RC) */
+	uint8_t retry_cnt;         /* (RC) */
+	uint8_t rnr_retry;         /* (RC) */
+	uint8_t padding[7];
+	le32 qkey;                 /* (UD, GSI) */
+	le32 rq_psn;               /* (RC/UC) */
+	le32 sq_psn;
+	le32 dest_qp_num;          /* (RC/UC) */
+	le32 qp_access_flags;      /* enum virtio_ib_access_flags (RC/UC) */
+	le32 rate_limit;           /* kbps, 0 = unlimited */
+	struct virtio_rdma_qp_cap cap;
+	struct virtio_rdma_ah_attr ah_attr; /* address vector (RC/UC) */
+	le32 reserved[4];
+};
+
+/* QUERY_QP */
+struct virtio_rdma_cmd_query_qp {
+	le32 qpn;
+	le32 attr_mask; /* enum virtio_ib_qp_attr_mask */
+};
+
+/* Note: the ack layout differs from virtio_rdma_cmd_modify_qp (no qpn,
+ * attr_mask, cur_qp_state; sq_draining instead) [spec.md]. */
+struct virtio_rdma_ack_query_qp {
+	uint8_t qp_state;
+	uint8_t path_mtu;
+	uint8_t sq_draining;
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint8_t min_rnr_timer;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t padding[7];
+	le32 qkey;
+	le32 rq_psn;
+	le32 sq_psn;
+	le32 dest_qp_num;
+	le32 qp_access_flags;
+	le32 rate_limit;
+	struct virtio_rdma_qp_cap cap;
+	struct virtio_rdma_ah_attr ah_attr;
+	le32 reserved[4];
+};
+
+/* DESTROY_QP: no ack data */
+struct virtio_rdma_cmd_destroy_qp {
+	le32 qpn;
+};
+
+/* CREATE_AH */
+struct virtio_rdma_cmd_create_ah {
+	le32 pdn;
+	le32 padding;
+	struct virtio_rdma_ah_attr ah_attr;
+};
+
+struct virtio_rdma_ack_create_ah {
+	le32 ah;
+};
+
+/* DESTROY_AH: no ack data */
+struct virtio_rdma_cmd_destroy_ah {
+	le32 pdn;
+	le32 ah;
+};
+
+/* ADD_GID: no ack data */
+struct virtio_rdma_cmd_add_gid {
+	le16 index;
+	le16 padding[3];
+	uint8_t gid[16];
+};
+
+/* DEL_GID: no ack data. 2 bytes exactly [spec.md]. */
+struct virtio_rdma_cmd_del_gid {
+	le16 index;
+};
+
+/* REQ_NOTIFY_CQ: no ack data */
+struct virtio_rdma_cmd_req_notify {
+	le32 cqn;
+	le32 flags; /* VIRTIO_IB_NOTIFY_* */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Data path: send, receive and completion queue elements (seed: RoCE        */
+/* Support)                                                                  */
+/* ------------------------------------------------------------------------ */
+
+struct virtio_rdma_sge {
+	le64 addr;
+	le32 length;
+	le32 lkey;
+};
+
+/* Size of the inline area of a send request. */
+#define VIRTIO_RDMA_INLINE_DATA_SIZE 512
+
+/*
+ * Send queue element: device-readable, one element per WR; num_sge SGEs
+ * follow the fixed 576-byte part. With VIRTIO_IB_SEND_INLINE the data is in
+ * inline_data[0 .. inline_len) and the union holds the le16 inline_len (its
+ * upper two bytes are ignored); otherwise it holds the le32 num_sge [spec.md].
+ */
+struct virtio_rdma_sq_req {
+	le64 wr_id;
+	uint8_t opcode;     /* enum virtio_ib_wr_opcode */
+	uint8_t send_flags; /* VIRTIO_IB_SEND_* */
+	le16 padding;
+	le32 imm_data;      /* network byte order, opaque */
+	union {
+		struct {
+			le64 remote_addr;
+			le32 rkey;
+		} rdma;
+		struct {
+			le32 remote_qpn;
+			le32 remote_qkey;
+			le32 ah;
+		} ud;
+		le64 reserved[4];
+	};
+	uint8_t inline_data[VIRTIO_RDMA_INLINE_DATA_SIZE];
+	union {
+		le32 num_sge;
+		le16 inline_len;
+	};
+	le32 reserved2[3];
+	struct virtio_rdma_sge sg_list[];
+};
+
+/* Receive queue element: device-readable. */
+struct virtio_rdma_rq_req {
+	le64 wr_id;
+	le32 num_sge;
+	le32 reserved[3];
+	struct virtio_rdma_sge sg_list[];
+};
+
+/* Completion queue element: the device writes one into a device-writable
+ * buffer of the completion virtqueue. */
+struct virtio_rdma_cq_req {
+	le64 wr_id;
+	uint8_t status;  /* enum virtio_ib_wc_status */
+	uint8_t opcode;  /* enum virtio_ib_wc_opcode */
+	le16 padding;
+	le32 vendor_err;
+	le32 byte_len;
+	le32 imm_data;   /* network byte order, opaque */
+	le32 qp_num;
+	le32 src_qp;     /* UD only */
+	le32 wc_flags;   /* VIRTIO_IB_WC_GRH / VIRTIO_IB_WC_WITH_IMM */
+	le32 reserved[3];
+};
+
+/* ------------------------------------------------------------------------ */
+/* Layout checks                                                             */
+/* ------------------------------------------------------------------------ */
+
+#define VRDMA_ABI_SIZE(type, n) _Static_assert(sizeof(struct type) == (n), #type " size")
+#define VRDMA_ABI_OFF(type, field, n)                                          \
+	_Static_assert(offsetof(struct type, field) == (n), #type "." #field " offset")
+
+VRDMA_ABI_SIZE(virtio_net_roce_config, 32);
+VRDMA_ABI_OFF(virtio_net_roce_config, status, 6);
+VRDMA_ABI_OFF(virtio_net_roce_config, mtu, 10);
+VRDMA_ABI_OFF(virtio_net_roce_config, speed, 12);
+VRDMA_ABI_OFF(virtio_net_roce_config, supported_hash_types, 20);
+VRDMA_ABI_OFF(virtio_net_roce_config, max_rdma_qps, 24);
+VRDMA_ABI_OFF(virtio_net_roce_config, max_rdma_cqs, 28);
+VRDMA_ABI_SIZE(virtio_net_roce_ctrl_hdr, 2);
+
+VRDMA_ABI_SIZE(virtio_rdma_ack_query_device, 128);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_device, hw_ver, 24);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_device, max_ah, 64);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_device, local_ca_ack_delay, 68);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_device, reserved, 72);
+VRDMA_ABI_SIZE(virtio_rdma_ack_query_port, 32);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_create_cq, 4);
+VRDMA_ABI_SIZE(virtio_rdma_ack_create_cq, 4);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_destroy_cq, 4);
+VRDMA_ABI_SIZE(virtio_rdma_ack_create_pd, 4);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_destroy_pd, 4);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_get_dma_mr, 8);
+VRDMA_ABI_SIZE(virtio_rdma_ack_get_dma_mr, 12);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_reg_user_mr, 32);
+VRDMA_ABI_OFF(virtio_rdma_cmd_reg_user_mr, virt_addr, 8);
+VRDMA_ABI_OFF(virtio_rdma_cmd_reg_user_mr, length, 16);
+VRDMA_ABI_OFF(virtio_rdma_cmd_reg_user_mr, npages, 24);
+VRDMA_ABI_OFF(virtio_rdma_cmd_reg_user_mr, pages, 32);
+VRDMA_ABI_SIZE(virtio_rdma_ack_reg_user_mr, 12);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_dereg_mr, 4);
+VRDMA_ABI_SIZE(virtio_rdma_qp_cap, 24);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_create_qp, 56);
+VRDMA_ABI_OFF(virtio_rdma_cmd_create_qp, qp_type, 4);
+VRDMA_ABI_OFF(virtio_rdma_cmd_create_qp, send_cqn, 8);
+VRDMA_ABI_OFF(virtio_rdma_cmd_create_qp, cap, 16);
+VRDMA_ABI_OFF(virtio_rdma_cmd_create_qp, reserved, 40);
+VRDMA_ABI_SIZE(virtio_rdma_ack_create_qp, 4);
+VRDMA_ABI_SIZE(virtio_rdma_global_route, 24);
+VRDMA_ABI_OFF(virtio_rdma_global_route, flow_label, 16);
+VRDMA_ABI_OFF(virtio_rdma_global_route, sgid_index, 20);
+VRDMA_ABI_SIZE(virtio_rdma_ah_attr, 40);
+VRDMA_ABI_OFF(virtio_rdma_ah_attr, dmac, 24);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_modify_qp, 128);
+VRDMA_ABI_OFF(virtio_rdma_cmd_modify_qp, qp_state, 8);
+VRDMA_ABI_OFF(virtio_rdma_cmd_modify_qp, rnr_retry, 16);
+VRDMA_ABI_OFF(virtio_rdma_cmd_modify_qp, qkey, 24);
+VRDMA_ABI_OFF(virtio_rdma_cmd_modify_qp, rate_limit, 44);
+VRDMA_ABI_OFF(virtio_rdma_cmd_modify_qp, cap, 48);
+VRDMA_ABI_OFF(virtio_rdma_cmd_modify_qp, ah_attr, 72);
+VRDMA_ABI_OFF(virtio_rdma_cmd_modify_qp, reserved, 112);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_query_qp, 8);
+VRDMA_ABI_SIZE(virtio_rdma_ack_query_qp, 120);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_qp, rnr_retry, 8);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_qp, qkey, 16);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_qp, cap, 40);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_qp, ah_attr, 64);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_qp, reserved, 104);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_destroy_qp, 4);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_create_ah, 48);
+VRDMA_ABI_OFF(virtio_rdma_cmd_create_ah, ah_attr, 8);
+VRDMA_ABI_SIZE(virtio_rdma_ack_create_ah, 4);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_destroy_ah, 8);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_add_gid, 24);
+VRDMA_ABI_OFF(virtio_rdma_cmd_add_gid, gid, 8);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_del_gid, 2);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_req_notify, 8);
+
+VRDMA_ABI_SIZE(virtio_rdma_sge, 16);
+VRDMA_ABI_SIZE(virtio_rdma_sq_req, 576);
+VRDMA_ABI_OFF(virtio_rdma_sq_req, opcode, 8);
+VRDMA_ABI_OFF(virtio_rdma_sq_req, send_flags, 9);
+VRDMA_ABI_OFF(virtio_rdma_sq_req, imm_data, 12);
+VRDMA_ABI_OFF(virtio_rdma_sq_req, rdma.remote_addr, 16);
+VRDMA_ABI_OFF(virtio_rdma_sq_req, rdma.rkey, 24);
+VRDMA_ABI_OFF(virtio_rdma_sq_req, ud.remote_qpn, 16);
+VRDMA_ABI_OFF(virtio_rdma_sq_req, ud.remote_qkey, 20);
+VRDMA_ABI_OFF(virtio_rdma_sq_req, ud.ah, 24);
+VRDMA_ABI_OFF(virtio_rdma_sq_req, inline_data, 48);
+VRDMA_ABI_OFF(virtio_rdma_sq_req, num_sge, 560);
+VRDMA_ABI_OFF(virtio_rdma_sq_req, inline_len, 560);
+VRDMA_ABI_OFF(virtio_rdma_sq_req, reserved2, 564);
+VRDMA_ABI_OFF(virtio_rdma_sq_req, sg_list, 576);
+VRDMA_ABI_SIZE(virtio_rdma_rq_req, 24);
+VRDMA_ABI_OFF(virtio_rdma_rq_req, num_sge, 8);
+VRDMA_ABI_OFF(virtio_rdma_rq_req, sg_list, 24);
+VRDMA_ABI_SIZE(virtio_rdma_cq_req, 48);
+VRDMA_ABI_OFF(virtio_rdma_cq_req, status, 8);
+VRDMA_ABI_OFF(virtio_rdma_cq_req, opcode, 9);
+VRDMA_ABI_OFF(virtio_rdma_cq_req, vendor_err, 12);
+VRDMA_ABI_OFF(virtio_rdma_cq_req, imm_data, 20);
+VRDMA_ABI_OFF(virtio_rdma_cq_req, qp_num, 24);
+VRDMA_ABI_OFF(virtio_rdma_cq_req, wc_flags, 32);
+
+/* ======================================================================== */
+/* vrdma definitions (NOT in the seed): choices of this implementation,     */
+/* documented in docs/spec.md.                                              */
+/* ======================================================================== */
+
+/* Page size of REG_USER_MR page arrays: every pages[i] is the guest
+ * physical address of a 4096-byte, 4096-aligned page. */
+#define VRDMA_PAGE_SHIFT 12
+#define VRDMA_PAGE_SIZE  (1u << VRDMA_PAGE_SHIFT)
+
+/*
+ * QP numbers: qpn = index | (generation << 14). The index (14 bits, 0..16383)
+ * selects the QP table slot and the send/receive virtqueue pair; the
+ * generation (10 bits) changes each time an index is reused, so a stale QPN
+ * (from the network or a driver bug) does not reach the QP that reused the
+ * slot. Index 0 is reserved (QP0 / SMI does not exist on RoCE), so vring
+ * pair 0 is never used. The GSI QP is QPN 1 (index 1, generation 0). QPN
+ * 0xFFFFFF (the multicast QPN) is never allocated.
+ * CQ numbers are CQ indexes: cqn = c, 0 <= c < max_rdma_cqs.
+ */
+#define VRDMA_QPN_INDEX_BITS 14
+#define VRDMA_QPN_INDEX_MASK ((1u << VRDMA_QPN_INDEX_BITS) - 1)
+#define VRDMA_QPN_GEN_BITS   10
+#define VRDMA_QPN_GEN_MASK   ((1u << VRDMA_QPN_GEN_BITS) - 1)
+#define VRDMA_QPN_MASK       0xffffffu /* QPNs are 24 bits on the wire */
+#define VRDMA_QPN_MULTICAST  0xffffffu
+#define VRDMA_QP_INDEX_RESERVED 0
+#define VRDMA_GSI_QPN        1
+#define VRDMA_MAX_QP_INDEXES (1u << VRDMA_QPN_INDEX_BITS)
+
+/* QPN from an index and a generation. */
+static inline uint32_t vrdma_qpn_make(uint32_t index, uint32_t gen)
+{
+	return (index & VRDMA_QPN_INDEX_MASK) |
+	       ((gen & VRDMA_QPN_GEN_MASK) << VRDMA_QPN_INDEX_BITS);
+}
+
+/* The QP table index of a QPN. */
+static inline uint32_t vrdma_qpn_index(uint32_t qpn)
+{
+	return qpn & VRDMA_QPN_INDEX_MASK;
+}
+
+/* The generation of a QPN. */
+static inline uint32_t vrdma_qpn_gen(uint32_t qpn)
+{
+	return (qpn >> VRDMA_QPN_INDEX_BITS) & VRDMA_QPN_GEN_MASK;
+}
+
+/*
+ * Virtqueue indexes of the seed's layout, for n net queue pairs (N, 1 unless
+ * MQ/RSS), m = max_rdma_cqs (M) and l = max_rdma_qps (L):
+ *   2k, 2k+1       receiveq(k+1), transmitq(k+1)   0 <= k < n
+ *   2n             controlq
+ *   2n+1+c         completion queue of CQ c        0 <= c < m
+ *   2n+m+1+2i      send queue of QP index i        0 <= i < l
+ *   2n+m+2+2i      receive queue of QP index i
+ * Total 2n+1+m+2l virtqueues.
+ */
+static inline uint32_t vrdma_vq_ctrl(uint32_t n)
+{
+	return 2 * n;
+}
+
+/* The completion virtqueue of CQ c. */
+static inline uint32_t vrdma_vq_cq(uint32_t n, uint32_t c)
+{
+	return 2 * n + 1 + c;
+}
+
+/* The send virtqueue of QP index i. */
+static inline uint32_t vrdma_vq_sq(uint32_t n, uint32_t m, uint32_t i)
+{
+	return 2 * n + m + 1 + 2 * i;
+}
+
+/* The receive virtqueue of QP index i. */
+static inline uint32_t vrdma_vq_rq(uint32_t n, uint32_t m, uint32_t i)
+{
+	return 2 * n + m + 2 + 2 * i;
+}
+
+/* Number of virtqueues of the whole device. */
+static inline uint32_t vrdma_vq_count(uint32_t n, uint32_t m, uint32_t l)
+{
+	return 2 * n + 1 + m + 2 * l;
+}
+
+enum vrdma_vq_kind {
+	VRDMA_VQ_INVALID = 0, /* beyond the device's last virtqueue */
+	VRDMA_VQ_NET_RX,      /* idx = net queue pair k */
+	VRDMA_VQ_NET_TX,
+	VRDMA_VQ_CTRL,
+	VRDMA_VQ_CQ,          /* idx = CQ index c */
+	VRDMA_VQ_SQ,          /* idx = QP index i */
+	VRDMA_VQ_RQ,
+};
+
+/* What virtqueue vq is in the layout (n, m, l); *idx gets its number
+ * within its kind (0 for CTRL and INVALID). Returns the kind. */
+static inline enum vrdma_vq_kind vrdma_vq_decode(uint32_t n, uint32_t m, uint32_t l,
+						 uint32_t vq, uint32_t *idx)
+{
+	*idx = 0;
+	if (vq < 2 * n) {
+		*idx = vq / 2;
+		return vq & 1 ? VRDMA_VQ_NET_TX : VRDMA_VQ_NET_RX;
+	}
+	if (vq == 2 * n)
+		return VRDMA_VQ_CTRL;
+	if (vq <= 2 * n + m) {
+		*idx = vq - 2 * n - 1;
+		return VRDMA_VQ_CQ;
+	}
+	if ((uint64_t)vq < (uint64_t)2 * n + 1 + m + 2 * (uint64_t)l) {
+		uint32_t off = vq - (2 * n + m + 1);
+		*idx = off / 2;
+		return off & 1 ? VRDMA_VQ_RQ : VRDMA_VQ_SQ;
+	}
+	return VRDMA_VQ_INVALID;
+}
+
+#endif /* VRDMA_VIRTIO_NET_ROCE_H */

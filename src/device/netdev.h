@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A virtio-net device with the RoCE extension, served over one vhost-user
+ * socket and attached to the switch as one port.
+ *
+ * Queues (N = 1 queue pair): 0 receiveq, 1 transmitq, 2 controlq, then the
+ * RDMA queues of the RoCE extension (completion queues, then send/receive
+ * pairs), handed to the RoCE device (src/device/roce_dev.h).
+ */
+#ifndef VRDMA_DEVICE_NETDEV_H
+#define VRDMA_DEVICE_NETDEV_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "port/port.h"
+
+struct loop;
+struct sw;
+struct netdev;
+
+struct netdev_cfg {
+	char socket[108];       /* vhost-user socket path */
+	uint8_t mac[6];
+	bool has_ip4;
+	struct in_addr ip4;
+	uint8_t ip4_prefix;
+	bool has_ip6;
+	struct in6_addr ip6;
+	uint8_t ip6_prefix;
+	uint16_t mtu;            /* Ethernet MTU (IP packet size) */
+	uint32_t max_qps;        /* config max_rdma_qps */
+	uint32_t max_cqs;        /* config max_rdma_cqs */
+	bool roce;               /* offer VIRTIO_NET_F_ROCE */
+	unsigned index;          /* position on the command line (names, MAC) */
+};
+
+/* Defaults for cfg fields not given on the command line. */
+#define NETDEV_DEFAULT_MTU 1500
+#define NETDEV_DEFAULT_QPS 1024
+#define NETDEV_DEFAULT_CQS 1024
+#define NETDEV_MAX_QPS 16384
+#define NETDEV_MAX_CQS 16384
+
+/* Parse "socket=PATH[,mac=MAC][,ip=ADDR/PREFIX][,ip6=ADDR/PREFIX][,mtu=N]
+ * [,qps=N][,cqs=N][,roce=on|off]" into cfg (defaults filled in; the MAC
+ * defaults to 52:54:00 + 3 bytes derived from index). Returns 0 or -EINVAL
+ * with a message in err (errlen bytes). */
+int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
+		     char *err, size_t errlen);
+
+/* Create the device: listen on cfg->socket and attach to sw.
+ * Returns NULL with errno set (message logged). */
+struct netdev *netdev_new(struct loop *loop, struct sw *sw, const struct netdev_cfg *cfg);
+void netdev_free(struct netdev *nd);
+
+const struct netdev_cfg *netdev_cfg(const struct netdev *nd);
+struct port *netdev_port(struct netdev *nd);
+
+struct netdev_stats {
+	uint64_t tx_frames, tx_bytes, tx_errors;     /* from the driver */
+	uint64_t rx_frames, rx_bytes;                /* to the driver */
+	uint64_t rx_dropped_no_buffer;               /* no rx buffer / queue full */
+	uint64_t rx_dropped_too_big;                 /* frame larger than buffers */
+	uint64_t rx_bad_buffer;                      /* unusable receive buffers */
+	uint64_t rx_filtered;                        /* not for our MAC */
+	uint64_t ctrl_ok, ctrl_err;                  /* control commands */
+	uint64_t ring_errors;                        /* rings broken by the driver */
+	uint64_t resets;
+};
+const struct netdev_stats *netdev_get_stats(const struct netdev *nd);
+/* Print counters (device, vhost, rings, RoCE) to f. */
+void netdev_dump_stats(const struct netdev *nd, void *f);
+
+#endif /* VRDMA_DEVICE_NETDEV_H */

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Glue between the virtio-net device and its RoCE extension: control class 6
+ * goes to the resource model (roce_ctrl_exec), the RDMA virtqueues and RoCE
+ * frames from the switch go to the transport engine.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "device/netdev_priv.h"
+#include "device/roce_dev.h"
+
+int netdev_roce_init(struct netdev *nd)
+{
+	struct roce_dev_cfg cfg;
+	int rc;
+
+	if (!nd->cfg.roce)
+		return 0;
+	memset(&cfg, 0, sizeof(cfg));
+	memcpy(cfg.mac, nd->cfg.mac, 6);
+	cfg.has_ip4 = nd->cfg.has_ip4;
+	cfg.ip4 = nd->cfg.ip4.s_addr;
+	cfg.eth_mtu = nd->cfg.mtu;
+	cfg.net_pairs = 1;
+	cfg.max_rdma_qps = nd->cfg.max_qps;
+	cfg.max_rdma_cqs = nd->cfg.max_cqs;
+	nd->roce = calloc(1, sizeof(*nd->roce));
+	if (!nd->roce)
+		return -ENOMEM;
+	rc = roce_dev_init(nd->roce, &cfg);
+	if (rc < 0) {
+		free(nd->roce);
+		nd->roce = NULL;
+		return rc;
+	}
+	return 0;
+}
+
+/* The driver memory table exists once the vhost server does. */
+void netdev_roce_attach_mem(struct netdev *nd)
+{
+	if (nd->roce)
+		roce_dev_set_mem(nd->roce, vhost_server_mem(nd->vs));
+}
+
+void netdev_roce_fini(struct netdev *nd)
+{
+	if (!nd->roce)
+		return;
+	roce_dev_fini(nd->roce);
+	free(nd->roce);
+	nd->roce = NULL;
+}
+
+void netdev_roce_reset(struct netdev *nd)
+{
+	if (!nd->roce)
+		return;
+	roce_dev_reset(nd->roce);
+	roce_dev_set_mac(nd->roce, nd->cfg.mac);
+}
+
+void netdev_roce_set_mac(struct netdev *nd, const uint8_t mac[6])
+{
+	if (nd->roce)
+		roce_dev_set_mac(nd->roce, mac);
+}
+
+uint8_t netdev_roce_ctrl(struct netdev *nd, uint8_t cmd, const void *in, size_t in_len,
+			 void *out, size_t out_cap, size_t *out_len)
+{
+	enum roce_err err;
+
+	*out_len = 0;
+	if (!nd->roce)
+		return VIRTIO_NET_ERR;
+	err = roce_ctrl_exec_err(nd->roce, cmd, in, in_len, out, out_cap, out_len);
+	if (err != ROCE_OK) {
+		LOG_PEER("%s: RoCE command %s failed: %s", nd->cfg.socket, roce_cmd_name(cmd),
+			 roce_err_name(err));
+		*out_len = 0;
+		return VIRTIO_NET_ERR;
+	}
+	return VIRTIO_NET_OK;
+}
+
+bool netdev_roce_input(struct netdev *nd, struct pkt *p)
+{
+	(void)nd;
+	(void)p;
+	return false;
+}
+
+bool netdev_roce_poll(struct netdev *nd)
+{
+	(void)nd;
+	return false;
+}
+
+bool netdev_roce_arm(struct netdev *nd)
+{
+	(void)nd;
+	return false;
+}
+
+void netdev_roce_disarm(struct netdev *nd)
+{
+	(void)nd;
+}
+
+void netdev_roce_ring_started(struct netdev *nd, struct vhost_vring *r)
+{
+	(void)nd;
+	(void)r;
+}
+
+void netdev_roce_ring_stopped(struct netdev *nd, struct vhost_vring *r)
+{
+	(void)nd;
+	(void)r;
+}
+
+void netdev_roce_ring_kick(struct netdev *nd, struct vhost_vring *r)
+{
+	(void)nd;
+	(void)r;
+}
+
+void netdev_roce_dump_stats(const struct netdev *nd, FILE *f)
+{
+	const struct roce_stats *s;
+	struct roce_counts c;
+
+	if (!nd->roce)
+		return;
+	s = &nd->roce->stats;
+	roce_dev_counts(nd->roce, &c);
+	fprintf(f, "  roce objects pd %u mr %u cq %u qp %u ah %u\n", c.pd, c.mr, c.cq, c.qp, c.ah);
+	fprintf(f, "  roce commands ok %llu err %llu", (unsigned long long)s->ok,
+		(unsigned long long)s->err);
+	for (int i = 1; i < ROCE_ERR_MAX; i++)
+		if (s->errs[i])
+			fprintf(f, " %s %llu", roce_err_name(i), (unsigned long long)s->errs[i]);
+	fprintf(f, "\n");
+}

@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The RoCE device's resource model and control path: protection domains,
+ * memory regions, completion queues, queue pairs, address handles and the GID
+ * table of one virtio-net RoCE device (seed: "RoCE Configuration").
+ *
+ * This module does no I/O. roce_ctrl_exec() executes one control command
+ * (class VIRTIO_NET_CTRL_ROCE) from its raw bytes; the control virtqueue
+ * handler (netdev) feeds it and the transport engine (src/roce) uses the
+ * lookups below and the hooks to attach its own per-QP / per-CQ state.
+ *
+ * Everything a driver sends is untrusted: every command is validated in full
+ * before anything changes, so a failed command (VIRTIO_NET_ERR) leaves no
+ * partial state, and every failure is counted per reason (struct roce_stats).
+ * Behaviour and limits: docs/spec.md "Control commands".
+ *
+ * Handles: pdn, mrn and AH handles are table indexes starting at 1 (0 is
+ * never a valid handle); cqn is the CQ index 0..max_rdma_cqs-1; QPNs follow
+ * the rule of include/vrdma/virtio_net_roce.h (index | generation << 14,
+ * GSI = 1). lkey/rkey = (MR index << 8) | 8 random bits from a CSPRNG, the
+ * lkey and rkey bits drawn independently.
+ *
+ * Single-threaded: owned by the loop thread of its device.
+ */
+#ifndef VRDMA_DEVICE_ROCE_DEV_H
+#define VRDMA_DEVICE_ROCE_DEV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "vrdma/virtio_net_roce.h"
+
+struct vhost_mem;
+struct vhost_mem_region;
+struct roce_dev;
+
+/* GID table: 16 entries. 0 = fe80::EUI-64 of the MAC, 1 = ::ffff:IPv4 (if
+ * the device has an IPv4 address); both device-managed. ADD_GID/DEL_GID act
+ * on 2..15. */
+#define ROCE_GID_TBL_LEN   16
+#define ROCE_GID_LINKLOCAL 0
+#define ROCE_GID_IPV4      1
+#define ROCE_GID_FIRST_DRV 2
+
+/* Bytes an Ethernet MTU must leave for RoCE v2 headers around an IB MTU
+ * payload: IPv6 40 + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 + ICRC 4. */
+#define ROCE_HDR_OVERHEAD 84
+
+/* Defaults of struct roce_dev_cfg limits (used when a field is 0). */
+#define ROCE_DEF_MAX_PD            16384
+#define ROCE_DEF_MAX_MR            65536
+#define ROCE_DEF_MAX_AH            16384
+#define ROCE_DEF_MAX_CQE           32768  /* = largest split virtqueue */
+#define ROCE_DEF_MAX_QP_WR         16384
+#define ROCE_DEF_MAX_SGE           32
+#define ROCE_DEF_MAX_QP_RD_ATOM    128
+#define ROCE_DEF_MAX_MR_SIZE       (1ull << 32)
+#define ROCE_DEF_MAX_MR_PAGES      (16u << 20) /* 64 GiB registered in all */
+#define ROCE_DEF_MAX_MSG_SZ        (1u << 31)
+#define ROCE_MAX_MR_INDEX          ((1u << 24) - 1) /* index << 8 fits in a key */
+
+/* Configuration of one device. Zero limits mean "the default". */
+struct roce_dev_cfg {
+	uint8_t mac[6];
+	bool has_ip4;
+	uint32_t ip4;             /* network byte order */
+	uint16_t eth_mtu;         /* Ethernet MTU; 0 = 1500 */
+	uint32_t net_pairs;       /* N; 0 = 1 */
+	uint32_t max_rdma_qps;    /* L: virtqueue pairs, 1..16384 (QPs = L - 1) */
+	uint32_t max_rdma_cqs;    /* M: 1..16384 */
+	uint32_t max_pd, max_mr, max_ah;
+	uint32_t max_cqe, max_qp_wr;
+	uint32_t max_send_sge, max_recv_sge, max_sge_rd;
+	uint32_t max_qp_rd_atom, max_qp_init_rd_atom;
+	uint64_t max_mr_size;
+	uint64_t max_mr_pages;    /* all REG_USER_MR pages together */
+	const struct vhost_mem *mem; /* driver memory (may be set later) */
+	/* Tests and fuzzing only: derive keys from this seed instead of
+	 * getrandom(), so runs are reproducible. */
+	bool deterministic;
+	uint64_t seed;
+};
+
+/* Why a command failed. Each has a counter in struct roce_stats. */
+enum roce_err {
+	ROCE_OK = 0,
+	ROCE_ERR_UNKNOWN_CMD,   /* command number >= 18 */
+	ROCE_ERR_BAD_LEN,       /* command data length is not the structure's */
+	ROCE_ERR_OUT_SPACE,     /* no room for the ack data */
+	ROCE_ERR_BAD_HANDLE,    /* pdn/cqn/qpn/mrn/ah does not exist */
+	ROCE_ERR_WRONG_PD,      /* object of another PD */
+	ROCE_ERR_IN_USE,        /* destroy of an object still referenced */
+	ROCE_ERR_LIMIT,         /* a table or a device limit is exhausted */
+	ROCE_ERR_RANGE,         /* a value out of its range */
+	ROCE_ERR_FLAGS,         /* unknown or illegal flag bits */
+	ROCE_ERR_QP_TYPE,       /* QP type not supported (SMI, unknown) */
+	ROCE_ERR_STATE,         /* illegal QP state transition */
+	ROCE_ERR_ATTR_MASK,     /* required attribute missing / not allowed */
+	ROCE_ERR_NPAGES,        /* npages inconsistent with virt_addr/length */
+	ROCE_ERR_PAGE,          /* page misaligned or outside shared memory */
+	ROCE_ERR_GID,           /* GID index invalid, reserved or empty */
+	ROCE_ERR_NOMEM,         /* allocation or transport hook failed */
+	ROCE_ERR_MAX
+};
+
+/* Printable name of a reason ("bad_handle", ...). */
+const char *roce_err_name(enum roce_err e);
+
+struct roce_stats {
+	uint64_t cmds[VIRTIO_NET_CTRL_ROCE_NUM_CMDS]; /* executed, by command */
+	uint64_t ok;
+	uint64_t err;
+	uint64_t errs[ROCE_ERR_MAX];                  /* failures by reason */
+};
+
+/* Attributes reported by QUERY_DEVICE / QUERY_PORT (host byte order). */
+struct roce_dev_attr {
+	uint64_t device_cap_flags;
+	uint64_t max_mr_size;
+	uint64_t page_size_cap;
+	uint32_t hw_ver;
+	uint32_t max_qp_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_sge_rd;
+	uint32_t max_cqe;
+	uint32_t max_mr;
+	uint32_t max_pd;
+	uint32_t max_qp_rd_atom;
+	uint32_t max_qp_init_rd_atom;
+	uint32_t max_ah;
+	uint8_t local_ca_ack_delay;
+	/* not in QUERY_DEVICE: */
+	uint32_t max_qp;          /* max_rdma_qps - 1 (index 0 reserved) */
+	uint32_t max_cq;          /* max_rdma_cqs */
+	uint32_t max_inline_data; /* 512 */
+	/* QUERY_PORT */
+	uint32_t gid_tbl_len;
+	uint32_t max_msg_sz;
+	uint8_t active_mtu;       /* enum virtio_ib_mtu, from the Ethernet MTU */
+};
+
+struct roce_pd {
+	uint32_t pdn;
+	uint32_t refcnt;          /* MRs, QPs and AHs using it */
+};
+
+enum roce_mr_type {
+	ROCE_MR_USER = 1,         /* REG_USER_MR: pinned page array */
+	ROCE_MR_DMA = 2,          /* GET_DMA_MR: iova = GPA, whole shared memory */
+};
+
+struct roce_mr {
+	uint32_t mrn;
+	uint8_t type;             /* enum roce_mr_type */
+	struct roce_pd *pd;
+	uint32_t access;          /* VIRTIO_IB_ACCESS_* (LOCAL_READ implied) */
+	uint64_t iova;            /* virt_addr (DMA MR: 0) */
+	uint64_t length;          /* DMA MR: UINT64_MAX */
+	uint32_t page_size;       /* VRDMA_PAGE_SIZE */
+	uint32_t npages;
+	/* USER: host address of each page, translated once at registration.
+	 * They stay valid while the references below are held, even if the
+	 * driver removes the region from its memory table. */
+	uint8_t **pages;
+	uint32_t nregions;
+	struct vhost_mem_region **regions;
+	uint32_t lkey;
+	uint32_t rkey;            /* 0 when no remote access */
+};
+
+/* Completion queue arm flags (REQ_NOTIFY_CQ). */
+#define ROCE_CQ_ARM_SOLICITED VIRTIO_IB_NOTIFY_SOLICITED
+#define ROCE_CQ_ARM_NEXT      VIRTIO_IB_NOTIFY_NEXT_COMPLETION
+
+struct roce_cq {
+	uint32_t cqn;
+	uint32_t cqe;             /* requested depth */
+	uint32_t vq;              /* its completion virtqueue index */
+	uint8_t armed;            /* ROCE_CQ_ARM_* */
+	uint32_t refcnt;          /* QPs using it (send or receive) */
+	void *transport;          /* owned by the transport engine */
+};
+
+/* An address vector: the seed's virtio_rdma_ah_attr, validated, plus the
+ * source GID resolved from sgid_index when it was set. */
+struct roce_av {
+	uint8_t dgid[16];
+	uint32_t flow_label;
+	uint8_t sgid_index;
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint8_t dmac[6];
+	uint8_t sgid[16];         /* copy of gid[sgid_index] at that time */
+	bool ipv4;                /* sgid and dgid are IPv4-mapped */
+};
+
+struct roce_ah {
+	uint32_t handle;
+	struct roce_pd *pd;
+	struct roce_av av;
+};
+
+struct roce_qp_cap {
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline_data;
+};
+
+/* Every attribute of MODIFY_QP, as last set (host byte order). */
+struct roce_qp_attr {
+	uint8_t qp_state;         /* enum virtio_ib_qp_state */
+	uint8_t path_mtu;         /* enum virtio_ib_mtu (0 = not set) */
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint8_t min_rnr_timer;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint32_t qkey;
+	uint32_t rq_psn;
+	uint32_t sq_psn;
+	uint32_t dest_qp_num;
+	uint32_t qp_access_flags;
+	uint32_t rate_limit;
+	bool av_valid;
+	struct roce_av av;
+};
+
+struct roce_qp {
+	uint32_t qpn;
+	uint32_t index;           /* vrdma_qpn_index(qpn) */
+	uint8_t type;             /* VIRTIO_IB_QPT_RC/UC/UD/GSI */
+	bool sq_sig_all;
+	struct roce_pd *pd;
+	struct roce_cq *send_cq;
+	struct roce_cq *recv_cq;
+	struct roce_qp_cap cap;
+	struct roce_qp_attr attr;
+	bool sq_draining;         /* in SQD until the transport says drained */
+	uint32_t sq_vq;           /* send virtqueue index */
+	uint32_t rq_vq;           /* receive virtqueue index */
+	/* ---- reserved for the transport engine (src/roce): its per-QP
+	 * state, created in hooks.qp_create and freed in hooks.qp_destroy. */
+	void *transport;
+};
+
+/* Decoded MODIFY_QP (host byte order; fields not in attr_mask ignored). */
+struct roce_qp_modify {
+	uint32_t attr_mask;
+	uint8_t qp_state;
+	uint8_t cur_qp_state;
+	uint8_t path_mtu;
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint8_t min_rnr_timer;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint32_t qkey;
+	uint32_t rq_psn;
+	uint32_t sq_psn;
+	uint32_t dest_qp_num;
+	uint32_t qp_access_flags;
+	uint32_t rate_limit;
+	struct virtio_rdma_ah_attr ah_attr; /* wire layout, le fields */
+};
+
+/* Decoded CREATE_QP. */
+struct roce_qp_init {
+	uint32_t pdn;
+	uint8_t qp_type;
+	uint8_t sq_sig_all;
+	uint32_t send_cqn;
+	uint32_t recv_cqn;
+	struct roce_qp_cap cap;
+};
+
+/*
+ * Transport hooks (all optional). create hooks run after every check, before
+ * the object becomes visible; a non-zero return fails the command with
+ * nothing left behind. qp_modify runs after a successful MODIFY_QP (the
+ * transport flushes outstanding WRs with VIRTIO_IB_WC_WR_FLUSH_ERR when the
+ * new state is ERR, drops its state on RESET, starts draining on SQD).
+ * qp_destroy runs before a QP is freed: the transport flushes the WRs still
+ * in its send/receive queues with WR_FLUSH_ERR and frees qp->transport.
+ */
+struct roce_hooks {
+	int (*qp_create)(struct roce_dev *rd, struct roce_qp *qp);
+	void (*qp_modify)(struct roce_dev *rd, struct roce_qp *qp, uint8_t old_state,
+			  uint32_t attr_mask);
+	void (*qp_destroy)(struct roce_dev *rd, struct roce_qp *qp);
+	int (*cq_create)(struct roce_dev *rd, struct roce_cq *cq);
+	void (*cq_destroy)(struct roce_dev *rd, struct roce_cq *cq);
+	void *arg;
+};
+
+/* An index table with a FIFO free list (reuse is delayed as long as
+ * possible, so stale handles rarely meet a new object). */
+struct roce_table {
+	void **slot;              /* size entries, NULL = free */
+	uint32_t *fifo;           /* free indexes */
+	uint32_t head;            /* next index to hand out */
+	uint32_t nfree;
+	uint32_t cap;             /* allocatable indexes */
+	uint32_t size;            /* slots including reserved ones */
+	uint32_t used;            /* live objects */
+};
+
+/* ChaCha20-based CSPRNG for keys, keyed from getrandom(). */
+struct roce_rng {
+	uint32_t key[8];
+	uint64_t counter;
+	uint32_t buf[16];
+	unsigned pos;             /* next unused word of buf (16 = empty) */
+};
+
+struct roce_dev {
+	struct roce_dev_attr attr;
+	uint32_t net_pairs;       /* N */
+	uint32_t max_rdma_qps;    /* L */
+	uint32_t max_rdma_cqs;    /* M */
+	uint64_t max_mr_pages;
+	uint64_t mr_pages;        /* pages held by all user MRs */
+	const struct vhost_mem *mem;
+	uint8_t mac[6];
+	bool has_ip4;
+	uint32_t ip4;
+
+	struct roce_table pds, mrs, cqs, qps, ahs;
+	uint16_t *qp_gen;         /* next generation per QP index */
+	uint8_t *mr_lkey8;        /* last key bits per MR index */
+	uint8_t *mr_rkey8;
+	struct {
+		uint8_t raw[16];
+		bool valid;
+	} gid[ROCE_GID_TBL_LEN];
+
+	struct roce_rng rng;
+	struct roce_hooks hooks;
+	struct roce_stats stats;
+};
+
+/* ---- device ------------------------------------------------------------ */
+
+/* Initialise rd from cfg (limits clamped to what the ABI can express).
+ * Returns 0, -EINVAL (max_rdma_qps/cqs out of 1..16384) or -ENOMEM. */
+int roce_dev_init(struct roce_dev *rd, const struct roce_dev_cfg *cfg);
+/* Destroy every object (hooks called) and free the tables. */
+void roce_dev_fini(struct roce_dev *rd);
+/* Device reset: destroy every object (QPs first, hooks called), GID table
+ * back to its defaults, counters kept. */
+void roce_dev_reset(struct roce_dev *rd);
+/* Set or replace the driver memory table used for REG_USER_MR and DMA MRs. */
+void roce_dev_set_mem(struct roce_dev *rd, const struct vhost_mem *mem);
+/* Change the MAC (GID 0) or the IPv4 address (GID 1, ip4 in network order). */
+void roce_dev_set_mac(struct roce_dev *rd, const uint8_t mac[6]);
+void roce_dev_set_ip4(struct roce_dev *rd, bool has_ip4, uint32_t ip4);
+/* Change the Ethernet MTU (recomputes the port's active MTU). */
+void roce_dev_set_eth_mtu(struct roce_dev *rd, uint16_t eth_mtu);
+/* Largest enum virtio_ib_mtu that fits in an Ethernet MTU (0 if none). */
+uint8_t roce_mtu_from_eth(uint32_t eth_mtu);
+
+/* Number of live objects of each kind (for tests and stats). */
+struct roce_counts {
+	uint32_t pd, mr, cq, qp, ah, gid_drv;
+};
+void roce_dev_counts(const struct roce_dev *rd, struct roce_counts *c);
+
+/* ---- control path ------------------------------------------------------ */
+
+/*
+ * Execute control command cmd of class VIRTIO_NET_CTRL_ROCE with its
+ * command-specific data in[0..in_len) (untrusted, any alignment). On success
+ * the ack-specific data is written to out (at most out_cap bytes, any
+ * alignment) and its length to *out_len. Returns VIRTIO_NET_OK, or
+ * VIRTIO_NET_ERR with *out_len = 0 and no state changed.
+ */
+int roce_ctrl_exec(struct roce_dev *rd, uint8_t cmd, const void *in, size_t in_len,
+		   void *out, size_t out_cap, size_t *out_len);
+/* The same, returning the reason (ROCE_OK or the counted error). */
+enum roce_err roce_ctrl_exec_err(struct roce_dev *rd, uint8_t cmd, const void *in,
+				 size_t in_len, void *out, size_t out_cap, size_t *out_len);
+/* Name of a command ("CREATE_QP"), or "?" */
+const char *roce_cmd_name(uint8_t cmd);
+
+/* Object operations behind the commands (host byte order). Each returns
+ * ROCE_OK or the reason, and changes nothing on error. */
+enum roce_err roce_pd_create(struct roce_dev *rd, uint32_t *pdn);
+enum roce_err roce_pd_destroy(struct roce_dev *rd, uint32_t pdn);
+enum roce_err roce_cq_create(struct roce_dev *rd, uint32_t cqe, uint32_t *cqn);
+enum roce_err roce_cq_destroy(struct roce_dev *rd, uint32_t cqn);
+enum roce_err roce_cq_req_notify(struct roce_dev *rd, uint32_t cqn, uint32_t flags);
+enum roce_err roce_mr_get_dma(struct roce_dev *rd, uint32_t pdn, uint32_t access,
+			      struct roce_mr **mr);
+/* pages_le: npages little-endian u64 GPAs, any alignment. */
+enum roce_err roce_mr_reg_user(struct roce_dev *rd, uint32_t pdn, uint32_t access,
+			       uint64_t virt_addr, uint64_t length, uint32_t npages,
+			       const void *pages_le, struct roce_mr **mr);
+enum roce_err roce_mr_dereg(struct roce_dev *rd, uint32_t mrn);
+enum roce_err roce_qp_create(struct roce_dev *rd, const struct roce_qp_init *init,
+			     struct roce_qp **qp);
+enum roce_err roce_qp_destroy(struct roce_dev *rd, uint32_t qpn);
+enum roce_err roce_qp_modify(struct roce_dev *rd, uint32_t qpn, const struct roce_qp_modify *m);
+enum roce_err roce_ah_create(struct roce_dev *rd, uint32_t pdn,
+			     const struct virtio_rdma_ah_attr *attr, uint32_t *handle);
+enum roce_err roce_ah_destroy(struct roce_dev *rd, uint32_t pdn, uint32_t handle);
+enum roce_err roce_gid_add(struct roce_dev *rd, uint32_t index, const uint8_t gid[16]);
+enum roce_err roce_gid_del(struct roce_dev *rd, uint32_t index);
+
+/* ---- QP state machine (roce_qp_state.c) -------------------------------- */
+
+/* Required / optional attribute masks of the transition cur -> next for a QP
+ * type (RC, UC, UD, GSI); *valid says whether the transition exists. */
+void roce_qp_transition(uint8_t type, uint8_t cur, uint8_t next, bool *valid,
+			uint32_t *req, uint32_t *opt);
+/* Whether MODIFY_QP with this mask may take a QP of type from cur to next
+ * (STATE in mask means next is explicit, otherwise next must equal cur). */
+bool roce_qp_modify_is_ok(uint8_t type, uint8_t cur, uint8_t next, uint32_t mask);
+/* Full validation of m against qp (transition, masks, every value range).
+ * On success *av gets the validated address vector if m sets one. */
+enum roce_err roce_qp_check_modify(const struct roce_dev *rd, const struct roce_qp *qp,
+				   const struct roce_qp_modify *m, struct roce_av *av);
+/* Validate a wire address vector (sgid_index, flow label, families;
+ * connected = RC/UC QP path: unicast only) into av. */
+enum roce_err roce_av_from_wire(const struct roce_dev *rd, const struct virtio_rdma_ah_attr *w,
+				bool connected, struct roce_av *av);
+/* Attributes of a fresh (or just reset) QP. */
+void roce_qp_attr_default(const struct roce_dev *rd, const struct roce_qp *qp,
+			  struct roce_qp_attr *a);
+
+/* For the transport: asynchronous state changes it decides itself.
+ * state = VIRTIO_IB_QPS_SQE (UC/UD/GSI in RTS only) or VIRTIO_IB_QPS_ERR
+ * (any state but RESET). Returns 0 or -EINVAL. No hook is called. */
+int roce_qp_async_state(struct roce_dev *rd, struct roce_qp *qp, uint8_t state);
+/* For the transport: the send queue of a QP in SQD has drained. */
+void roce_qp_sq_drained(struct roce_qp *qp);
+
+/* ---- lookups for the transport (NULL when absent / not allowed) ------- */
+
+struct roce_pd *roce_pd_lookup(const struct roce_dev *rd, uint32_t pdn);
+struct roce_cq *roce_cq_lookup(const struct roce_dev *rd, uint32_t cqn);
+/* The QP with exactly this QPN (index and generation). */
+struct roce_qp *roce_qp_lookup(const struct roce_dev *rd, uint32_t qpn);
+/* The AH with this handle if it belongs to pd. */
+struct roce_ah *roce_ah_lookup(const struct roce_dev *rd, uint32_t handle,
+			       const struct roce_pd *pd);
+struct roce_mr *roce_mr_lookup(const struct roce_dev *rd, uint32_t mrn);
+/* The MR of an lkey / rkey if the key matches exactly, the MR belongs to pd
+ * and allows every VIRTIO_IB_ACCESS_* bit of access (0 = local read). */
+struct roce_mr *roce_mr_lookup_lkey(const struct roce_dev *rd, uint32_t lkey,
+				    const struct roce_pd *pd, uint32_t access);
+struct roce_mr *roce_mr_lookup_rkey(const struct roce_dev *rd, uint32_t rkey,
+				    const struct roce_pd *pd, uint32_t access);
+/* Host iovecs for [iova, iova+len) of mr (len 0 gives 0 iovecs). Returns the
+ * number used, -EFAULT if the range is outside the MR (or, for a DMA MR,
+ * outside shared memory), -E2BIG if more than max would be needed. */
+int roce_mr_to_iov(const struct roce_dev *rd, const struct roce_mr *mr, uint64_t iova,
+		   uint64_t len, struct iovec *iov, unsigned max);
+/* GID table entry, or NULL if index is invalid or empty. */
+const uint8_t *roce_gid_get(const struct roce_dev *rd, uint32_t index);
+/* A completion is being posted to cq: returns true if the driver must be
+ * notified for it (armed NEXT_COMPLETION, or armed SOLICITED and the
+ * completion is solicited or an error), and then disarms the CQ. */
+bool roce_cq_notify_check(struct roce_cq *cq, bool solicited_or_error);
+
+/* ---- virtqueue <-> resource mapping ------------------------------------ */
+
+/* What virtqueue ring is in this device's layout; *idx as vrdma_vq_decode. */
+enum vrdma_vq_kind roce_ring_decode(const struct roce_dev *rd, uint32_t ring, uint32_t *idx);
+uint32_t roce_ring_of_cq(const struct roce_dev *rd, uint32_t cqn);
+uint32_t roce_ring_of_sq(const struct roce_dev *rd, uint32_t qp_index);
+uint32_t roce_ring_of_rq(const struct roce_dev *rd, uint32_t qp_index);
+/* Total virtqueues of the device. */
+uint32_t roce_ring_count(const struct roce_dev *rd);
+/* The CQ owning completion ring `ring`, or NULL (not a CQ ring / no CQ). */
+struct roce_cq *roce_ring_cq(const struct roce_dev *rd, uint32_t ring);
+/* The QP owning send or receive ring `ring` (*is_send tells which), or NULL. */
+struct roce_qp *roce_ring_qp(const struct roce_dev *rd, uint32_t ring, bool *is_send);
+/* Whether the device may process ring now: net and control rings always,
+ * a completion ring once its CQ exists, send/receive rings once their QP
+ * exists. */
+bool roce_ring_usable(const struct roce_dev *rd, uint32_t ring);
+
+/* ---- internals shared by the .c files ---------------------------------- */
+
+int roce_table_init(struct roce_table *t, uint32_t first, uint32_t size);
+void roce_table_fini(struct roce_table *t);
+/* A free index (FIFO order), or -1 if none. The slot stays NULL until set. */
+int64_t roce_table_alloc(struct roce_table *t);
+void roce_table_free(struct roce_table *t, uint32_t idx);
+static inline void *roce_table_get(const struct roce_table *t, uint32_t idx)
+{
+	return idx < t->size ? t->slot[idx] : NULL;
+}
+
+void roce_rng_seed(struct roce_rng *r, bool deterministic, uint64_t seed);
+uint32_t roce_rng_u32(struct roce_rng *r);
+
+#endif /* VRDMA_DEVICE_ROCE_DEV_H */

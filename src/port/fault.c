@@ -1,0 +1,523 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Fault injector: see fault.h for the configuration syntax and the exact
+ * decision order.
+ */
+#include "port/fault.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/loop.h"
+#include "common/util.h"
+#include "port/pkt.h"
+
+#define ETH_HLEN_MIN 14
+#define FAULT_MAX_STREAMS 65536u
+
+/* ---- configuration ---- */
+
+void fault_cfg_init(struct fault_cfg *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->seed = 1;
+	cfg->hold_us = FAULT_HOLD_US_DEFAULT;
+}
+
+bool fault_cfg_active(const struct fault_cfg *cfg)
+{
+	return cfg->drop || cfg->dup || cfg->reorder || cfg->corrupt;
+}
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* "D[DD][.F[FFFFF]]" percent -> units of 1e-6 percent, at most 100%. */
+static int parse_prob(const char *v, size_t n, uint32_t *out)
+{
+	uint64_t ip = 0, fp = 0;
+	size_t i = 0, nd = 0, nf = 0;
+
+	while (i < n && is_digit(v[i])) {
+		if (++nd > 3)
+			return -EINVAL;
+		ip = ip * 10 + (uint64_t)(v[i] - '0');
+		i++;
+	}
+	if (nd == 0)
+		return -EINVAL;
+	if (i < n) {
+		if (v[i] != '.')
+			return -EINVAL;
+		i++;
+		while (i < n && is_digit(v[i])) {
+			if (++nf > 6)
+				return -EINVAL;
+			fp = fp * 10 + (uint64_t)(v[i] - '0');
+			i++;
+		}
+		if (nf == 0 || i != n)
+			return -EINVAL;
+	}
+	while (nf < 6) {
+		fp *= 10;
+		nf++;
+	}
+	ip = ip * 1000000u + fp;
+	if (ip > FAULT_PROB_ONE)
+		return -EINVAL;
+	*out = (uint32_t)ip;
+	return 0;
+}
+
+/* Decimal (1..20 digits) or 0x-hex (1..16 digits) unsigned 64-bit number. */
+static int parse_u64(const char *v, size_t n, uint64_t *out)
+{
+	uint64_t x = 0;
+	size_t i;
+
+	if (n > 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X')) {
+		if (n - 2 > 16)
+			return -EINVAL;
+		for (i = 2; i < n; i++) {
+			int h = hexval(v[i]);
+
+			if (h < 0)
+				return -EINVAL;
+			x = (x << 4) | (uint64_t)h;
+		}
+	} else {
+		if (n == 0)
+			return -EINVAL;
+		for (i = 0; i < n; i++) {
+			uint64_t d;
+
+			if (!is_digit(v[i]))
+				return -EINVAL;
+			d = (uint64_t)(v[i] - '0');
+			if (x > (UINT64_MAX - d) / 10)
+				return -EINVAL;
+			x = x * 10 + d;
+		}
+	}
+	*out = x;
+	return 0;
+}
+
+static bool port_name_char_ok(char c)
+{
+	return c > ' ' && c <= '~' && c != ',' && c != '=';
+}
+
+int fault_cfg_parse(struct fault_cfg *cfg, const char *s)
+{
+	enum { K_DROP, K_DUP, K_REORDER, K_CORRUPT, K_SEED, K_HOLD, K_PORT, K_NUM };
+	static const char *const keys[K_NUM] = {
+		"drop", "dup", "reorder", "corrupt", "seed", "hold", "port",
+	};
+	unsigned seen = 0;
+	const char *p = s;
+
+	if (!cfg || !s || !*s)
+		return -EINVAL;
+	fault_cfg_init(cfg);
+	for (;;) {
+		const char *end = strchr(p, ',');
+		const char *eq, *val;
+		size_t tlen, klen, vlen;
+		unsigned k;
+		uint64_t u;
+
+		tlen = end ? (size_t)(end - p) : strlen(p);
+		eq = memchr(p, '=', tlen);
+		if (!eq)
+			return -EINVAL;
+		klen = (size_t)(eq - p);
+		val = eq + 1;
+		vlen = tlen - klen - 1;
+		for (k = 0; k < K_NUM; k++)
+			if (strlen(keys[k]) == klen && !memcmp(p, keys[k], klen))
+				break;
+		if (k == K_NUM || (seen & (1u << k)) || vlen == 0)
+			return -EINVAL;
+		seen |= 1u << k;
+		switch (k) {
+		case K_DROP:
+			if (parse_prob(val, vlen, &cfg->drop))
+				return -EINVAL;
+			break;
+		case K_DUP:
+			if (parse_prob(val, vlen, &cfg->dup))
+				return -EINVAL;
+			break;
+		case K_REORDER:
+			if (parse_prob(val, vlen, &cfg->reorder))
+				return -EINVAL;
+			break;
+		case K_CORRUPT:
+			if (parse_prob(val, vlen, &cfg->corrupt))
+				return -EINVAL;
+			break;
+		case K_SEED:
+			if (parse_u64(val, vlen, &cfg->seed))
+				return -EINVAL;
+			break;
+		case K_HOLD:
+			if (parse_u64(val, vlen, &u) || u == 0 || u > FAULT_HOLD_US_MAX)
+				return -EINVAL;
+			cfg->hold_us = (uint32_t)u;
+			break;
+		case K_PORT:
+			if (vlen >= FAULT_PORT_NAME_MAX)
+				return -EINVAL;
+			for (size_t i = 0; i < vlen; i++)
+				if (!port_name_char_ok(val[i]))
+					return -EINVAL;
+			memcpy(cfg->port, val, vlen);
+			cfg->port[vlen] = '\0';
+			break;
+		}
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return 0;
+}
+
+static bool fault_cfg_valid(const struct fault_cfg *cfg)
+{
+	size_t n;
+
+	if (cfg->drop > FAULT_PROB_ONE || cfg->dup > FAULT_PROB_ONE ||
+	    cfg->reorder > FAULT_PROB_ONE || cfg->corrupt > FAULT_PROB_ONE)
+		return false;
+	if (cfg->hold_us == 0 || cfg->hold_us > FAULT_HOLD_US_MAX)
+		return false;
+	n = strnlen(cfg->port, FAULT_PORT_NAME_MAX);
+	if (n == FAULT_PORT_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!port_name_char_ok(cfg->port[i]))
+			return false;
+	return true;
+}
+
+/* Canonical percent: integer part, then the fraction without trailing 0s. */
+static void format_prob(char *out, size_t size, uint32_t v)
+{
+	uint32_t ip = v / 1000000u, fp = v % 1000000u;
+	int digits = 6;
+
+	if (!fp) {
+		snprintf(out, size, "%u", ip);
+		return;
+	}
+	while (fp % 10 == 0) {
+		fp /= 10;
+		digits--;
+	}
+	snprintf(out, size, "%u.%0*u", ip, digits, fp);
+}
+
+int fault_cfg_format(const struct fault_cfg *cfg, char *buf, size_t size)
+{
+	char d[16], u[16], r[16], c[16];
+	int n;
+
+	if (!fault_cfg_valid(cfg))
+		return -EINVAL;
+	format_prob(d, sizeof(d), cfg->drop);
+	format_prob(u, sizeof(u), cfg->dup);
+	format_prob(r, sizeof(r), cfg->reorder);
+	format_prob(c, sizeof(c), cfg->corrupt);
+	n = snprintf(buf, size, "drop=%s,dup=%s,reorder=%s,corrupt=%s,seed=%llu,hold=%u%s%s",
+		     d, u, r, c, (unsigned long long)cfg->seed, cfg->hold_us,
+		     cfg->port[0] ? ",port=" : "", cfg->port);
+	return n < 0 ? -EINVAL : n;
+}
+
+/* ---- the injector ---- */
+
+struct fault_hold {
+	struct pkt *pkt;        /* NULL = nothing held */
+	uint64_t deadline_ns;
+};
+
+struct fault {
+	struct fault_cfg cfg;
+	struct loop *loop;
+	fault_emit_fn emit;
+	void *arg;
+	uint64_t rng[4];        /* xoshiro256** state */
+	struct fault_hold *hold; /* indexed by stream, nhold entries */
+	uint32_t nhold;
+	uint16_t *order;        /* streams with a held frame, oldest first */
+	uint32_t norder;
+	struct loop_timer timer;
+	struct fault_stats stats;
+};
+
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static inline uint64_t rotl64(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+static inline uint64_t xoshiro_next(uint64_t s[4])
+{
+	uint64_t r = rotl64(s[1] * 5, 7) * 9;
+	uint64_t t = s[1] << 17;
+
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl64(s[3], 45);
+	return r;
+}
+
+/* True with probability prob / FAULT_PROB_ONE, from one random draw. */
+static inline bool decide(uint64_t r, uint32_t prob)
+{
+	return (uint64_t)(((unsigned __int128)r * FAULT_PROB_ONE) >> 64) < prob;
+}
+
+static void fault_timer_cb(struct loop_timer *t, void *arg);
+
+struct fault *fault_new(struct loop *loop, const struct fault_cfg *cfg,
+			fault_emit_fn emit, void *arg)
+{
+	struct fault *f;
+	uint64_t x;
+
+	if (!cfg || !emit || !fault_cfg_valid(cfg)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	f->cfg = *cfg;
+	f->loop = loop;
+	f->emit = emit;
+	f->arg = arg;
+	x = cfg->seed;
+	for (int i = 0; i < 4; i++)
+		f->rng[i] = splitmix64(&x);
+	loop_timer_init(&f->timer, fault_timer_cb, f);
+	return f;
+}
+
+void fault_free(struct fault *f)
+{
+	if (!f)
+		return;
+	if (f->loop && loop_timer_armed(&f->timer))
+		loop_timer_cancel(f->loop, &f->timer);
+	for (uint32_t i = 0; i < f->norder; i++) {
+		struct fault_hold *h = &f->hold[f->order[i]];
+
+		pkt_free(h->pkt);
+		h->pkt = NULL;
+	}
+	free(f->hold);
+	free(f->order);
+	free(f);
+}
+
+/* Make room for stream in the hold arrays. Returns false if out of memory. */
+static bool fault_hold_grow(struct fault *f, uint16_t stream)
+{
+	uint32_t want = (uint32_t)stream + 1, n;
+	struct fault_hold *h;
+	uint16_t *o;
+
+	if (want <= f->nhold)
+		return true;
+	n = f->nhold ? f->nhold : 16;
+	while (n < want)
+		n *= 2;
+	if (n > FAULT_MAX_STREAMS)
+		n = FAULT_MAX_STREAMS;
+	h = realloc(f->hold, n * sizeof(*h));
+	if (!h)
+		return false;
+	memset(h + f->nhold, 0, (n - f->nhold) * sizeof(*h));
+	f->hold = h;
+	o = realloc(f->order, n * sizeof(*o));
+	if (!o)
+		return false; /* f->hold stays larger than nhold: harmless */
+	f->order = o;
+	f->nhold = n;
+	return true;
+}
+
+static void fault_order_remove(struct fault *f, uint16_t stream)
+{
+	for (uint32_t i = 0; i < f->norder; i++) {
+		if (f->order[i] == stream) {
+			memmove(&f->order[i], &f->order[i + 1],
+				(f->norder - i - 1) * sizeof(f->order[0]));
+			f->norder--;
+			return;
+		}
+	}
+}
+
+/* Detach the held frame of stream (NULL if none). */
+static struct pkt *fault_unhold(struct fault *f, uint16_t stream)
+{
+	struct pkt *p;
+
+	if (stream >= f->nhold || !f->hold[stream].pkt)
+		return NULL;
+	p = f->hold[stream].pkt;
+	f->hold[stream].pkt = NULL;
+	fault_order_remove(f, stream);
+	return p;
+}
+
+static void fault_timer_rearm(struct fault *f)
+{
+	if (!f->loop)
+		return;
+	if (!f->norder) {
+		if (loop_timer_armed(&f->timer))
+			loop_timer_cancel(f->loop, &f->timer);
+		return;
+	}
+	loop_timer_arm(f->loop, &f->timer, f->hold[f->order[0]].deadline_ns);
+}
+
+static void fault_timer_cb(struct loop_timer *t, void *arg)
+{
+	struct fault *f = arg;
+	uint64_t now = loop_now_ns();
+
+	(void)t;
+	/* Deadlines grow with the hold order: release from the front. */
+	while (f->norder && f->hold[f->order[0]].deadline_ns <= now) {
+		struct pkt *p = fault_unhold(f, f->order[0]);
+
+		f->emit(f->arg, p);
+	}
+	fault_timer_rearm(f);
+}
+
+static bool fault_hold_pkt(struct fault *f, uint16_t stream, struct pkt *pkt)
+{
+	struct fault_hold *h;
+
+	if (!fault_hold_grow(f, stream))
+		return false;
+	h = &f->hold[stream];
+	h->pkt = pkt;
+	h->deadline_ns = f->loop ? loop_now_ns() + (uint64_t)f->cfg.hold_us * 1000u : 0;
+	f->order[f->norder++] = stream;
+	if (f->loop && f->norder == 1)
+		loop_timer_arm(f->loop, &f->timer, h->deadline_ns);
+	return true;
+}
+
+void fault_input(struct fault *f, uint16_t stream, struct pkt *pkt)
+{
+	uint64_t r_drop, r_corrupt, r_where, r_dup, r_reorder;
+	struct pkt *dup = NULL, *held;
+
+	/* Always five draws per frame, whatever happens (see fault.h). */
+	r_drop = xoshiro_next(f->rng);
+	r_corrupt = xoshiro_next(f->rng);
+	r_where = xoshiro_next(f->rng);
+	r_dup = xoshiro_next(f->rng);
+	r_reorder = xoshiro_next(f->rng);
+	f->stats.frames++;
+
+	if (decide(r_drop, f->cfg.drop)) {
+		f->stats.dropped++;
+		pkt_free(pkt);
+		return;
+	}
+	if (decide(r_corrupt, f->cfg.corrupt) && pkt->len > ETH_HLEN_MIN) {
+		uint32_t span = pkt->len - ETH_HLEN_MIN;
+		uint32_t pos = ETH_HLEN_MIN +
+			(uint32_t)(((r_where & 0xffffffffull) * span) >> 32);
+		uint8_t x = (uint8_t)(1 + (r_where >> 32) % 255);
+
+		pkt->data[pos] ^= x;
+		f->stats.corrupted++;
+	}
+	if (decide(r_dup, f->cfg.dup)) {
+		dup = pkt_clone(pkt);
+		if (dup)
+			f->stats.duplicated++;
+	}
+	held = fault_unhold(f, stream);
+	if (!held && decide(r_reorder, f->cfg.reorder) &&
+	    fault_hold_pkt(f, stream, pkt)) {
+		f->stats.reordered++;
+		pkt = NULL;
+	}
+	if (pkt)
+		f->emit(f->arg, pkt);
+	if (dup)
+		f->emit(f->arg, dup);
+	if (held)
+		f->emit(f->arg, held);
+}
+
+void fault_flush(struct fault *f)
+{
+	while (f->norder) {
+		struct pkt *p = fault_unhold(f, f->order[0]);
+
+		f->emit(f->arg, p);
+	}
+	fault_timer_rearm(f);
+}
+
+void fault_discard_stream(struct fault *f, uint16_t stream)
+{
+	pkt_free(fault_unhold(f, stream));
+	fault_timer_rearm(f);
+}
+
+unsigned fault_held(const struct fault *f)
+{
+	return f->norder;
+}
+
+const struct fault_stats *fault_get_stats(const struct fault *f)
+{
+	return &f->stats;
+}
+
+const struct fault_cfg *fault_get_cfg(const struct fault *f)
+{
+	return &f->cfg;
+}

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Seeded, reproducible fault injection for frames: drop, corrupt, duplicate
+ * and reorder. The kernel's netem is not available everywhere, so loss and
+ * disorder are injected here, inside the switch (see port.h: capture, then
+ * faults, then forwarding).
+ *
+ * Configuration string (command line, untrusted):
+ *
+ *   drop=P,dup=P,reorder=P,corrupt=P,seed=N[,hold=US][,port=NAME]
+ *
+ * Every key is optional and may appear once, in any order; at least one key
+ * must be given. P is a probability in percent, 0 to 100, with up to six
+ * decimals ("5", "0.5", "100", "0.000001"). N is a 64-bit seed, decimal or
+ * 0x-hex (default 1). US is how long a frame held for reordering may wait, in
+ * microseconds, 1 to 10000000 (default 1000). NAME restricts the faults to
+ * frames entering from the switch port of that name (1 to 31 characters, no
+ * ',', '=' or whitespace).
+ *
+ * Decisions. A fault instance owns a xoshiro256** generator seeded from N with
+ * splitmix64. For every frame handed to fault_input() exactly five 64-bit
+ * numbers are drawn, whatever the outcome, and decided in this fixed order:
+ *   1. drop     - the frame is freed;
+ *   2. corrupt  - one byte at a position drawn uniformly from [14, len) (any
+ *                 header or payload byte after the Ethernet header) is XORed
+ *                 with a value in 1..255, so it always changes; frames of
+ *                 exactly 14 bytes are not corrupted;
+ *   3. dup      - a copy of the (possibly corrupted) frame is emitted right
+ *                 after it;
+ *   4. reorder  - if no frame of the same stream is held, the frame is held
+ *                 (its duplicate, if any, is emitted now) and released right
+ *                 after the next frame of that stream is emitted, or when
+ *                 the hold timer fires (hold=US after it was held), or by
+ *                 fault_flush(). If a frame of that stream is already held
+ *                 the reorder decision is ignored (not counted), so at most
+ *                 one frame per stream is ever held.
+ * The same seed, configuration and input sequence therefore produce the same
+ * decisions and counts, and each decision does not shift the random draws of
+ * the others.
+ *
+ * A stream is whatever the caller says (the switch uses the input port id):
+ * reordering swaps frames within one stream only.
+ */
+#ifndef VRDMA_PORT_FAULT_H
+#define VRDMA_PORT_FAULT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct pkt;
+struct loop;
+
+/* Probabilities are stored in units of 1e-6 percent: FAULT_PROB_ONE = 100%. */
+#define FAULT_PROB_ONE 100000000u
+#define FAULT_HOLD_US_DEFAULT 1000u
+#define FAULT_HOLD_US_MAX 10000000u
+#define FAULT_PORT_NAME_MAX 32 /* including the NUL, like port->name */
+
+struct fault_cfg {
+	uint32_t drop, dup, reorder, corrupt; /* 0 .. FAULT_PROB_ONE */
+	uint64_t seed;
+	uint32_t hold_us;                     /* reorder hold limit */
+	char port[FAULT_PORT_NAME_MAX];       /* "" = every port */
+};
+
+/* Fill *cfg with the defaults: no faults, seed 1, hold 1000 us, all ports. */
+void fault_cfg_init(struct fault_cfg *cfg);
+
+/* Parse the configuration string s (NUL-terminated, untrusted) into *cfg.
+ * Returns 0, or -EINVAL (then *cfg is unspecified) for an unknown or repeated
+ * key, a value out of range or malformed, or an empty string. */
+int fault_cfg_parse(struct fault_cfg *cfg, const char *s);
+
+/* Write cfg in the syntax fault_cfg_parse() accepts (every key, canonical
+ * form, so parse(format(c)) == c). Returns the length that the full string
+ * needs (like snprintf), or -EINVAL for an invalid cfg. */
+int fault_cfg_format(const struct fault_cfg *cfg, char *buf, size_t size);
+
+/* True if cfg injects anything at all. */
+bool fault_cfg_active(const struct fault_cfg *cfg);
+
+/* Receives every frame the injector lets through (ownership passes). */
+typedef void (*fault_emit_fn)(void *arg, struct pkt *pkt);
+
+struct fault_stats {
+	uint64_t frames;     /* frames given to fault_input */
+	uint64_t dropped, duplicated, reordered, corrupted;
+};
+
+struct fault;
+
+/* A new injector that emits through emit(arg, pkt). loop may be NULL: then
+ * held frames are released only by the next frame of their stream or by
+ * fault_flush(). Returns NULL with errno set (ENOMEM, EINVAL). */
+struct fault *fault_new(struct loop *loop, const struct fault_cfg *cfg,
+			fault_emit_fn emit, void *arg);
+
+/* Free f, its timer and any held frames (held frames are freed, not
+ * emitted: call fault_flush() first to deliver them). */
+void fault_free(struct fault *f);
+
+/* Pass one frame of the given stream through the injector. Takes ownership
+ * of pkt; emits 0 to 3 frames synchronously (this frame and/or its duplicate,
+ * then a previously held frame of the stream). pkt->len must be >= 14. */
+void fault_input(struct fault *f, uint16_t stream, struct pkt *pkt);
+
+/* Emit every held frame now, in the order they were held. */
+void fault_flush(struct fault *f);
+
+/* Free the held frame of one stream, if any (its source went away). */
+void fault_discard_stream(struct fault *f, uint16_t stream);
+
+/* Frames currently held. */
+unsigned fault_held(const struct fault *f);
+
+/* The injector's counters. */
+const struct fault_stats *fault_get_stats(const struct fault *f);
+
+/* The configuration f was created with. */
+const struct fault_cfg *fault_get_cfg(const struct fault *f);
+
+#endif /* VRDMA_PORT_FAULT_H */

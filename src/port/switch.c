@@ -1,0 +1,597 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The built-in L2 switch (port.h).
+ *
+ * Life of a frame: sw_input() validates the buffer, captures it (pcap), drops
+ * runts, counts it, hands it to the fault injector configured for its input
+ * port (if any), and then sw_forward() learns the source MAC and sends the
+ * frame to the learned port or floods it.
+ *
+ * MAC table: open addressing with linear probing and backward-shift deletion
+ * (no tombstones), keyed hash with a per-switch random key so that untrusted
+ * source MACs cannot be chosen to collide. At most SW_MAC_MAX entries: when
+ * full, new MACs are not learned (frames to them are flooded, which is still
+ * correct) and learn_full is counted. Entries are forgotten when their port
+ * detaches and aged out after SW_MAC_AGE_SEC seconds without a frame from
+ * them (a sweep timer, only when the switch has a loop).
+ *
+ * Counting: the switch counts rx_* of the input port and tx_frames/tx_bytes
+ * of the output port when it hands a frame to xmit(); a port counts its own
+ * tx_dropped when it cannot take a frame.
+ *
+ * xmit() runs in the middle of a flood: besides not re-entering sw_input(),
+ * it must not attach or detach ports either. The switch, its pcap writer and
+ * its fault injectors use the loop's timers and pollers: free the switch
+ * before the loop.
+ */
+#include "port/port.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/loop.h"
+#include "common/util.h"
+#include "port/fault.h"
+#include "port/pcap.h"
+#include "port/pkt.h"
+
+#define ETH_ALEN 6
+#define ETH_HDR_LEN 14
+
+#define SW_MAC_SLOTS 8192u /* power of two */
+#define SW_MAC_MASK (SW_MAC_SLOTS - 1)
+#define SW_MAC_KEY_VALID (1ull << 48)
+
+struct sw_mac {
+	uint64_t key;  /* MAC in bits 0-47 | SW_MAC_KEY_VALID; 0 = empty */
+	uint16_t port;
+	uint8_t hit;   /* seen since the last aging sweep */
+};
+
+/* A fault configuration restricted to one port name. */
+struct sw_named_fault {
+	struct sw_named_fault *next;
+	char name[FAULT_PORT_NAME_MAX];
+	struct fault *f;
+};
+
+struct sw {
+	struct loop *loop;
+	struct port *ports[SW_MAX_PORTS];  /* by id */
+	struct port *list[SW_MAX_PORTS];   /* attached ports, dense */
+	uint32_t nports;
+	struct fault *port_fault[SW_MAX_PORTS]; /* effective injector per id */
+
+	struct sw_mac *mac;
+	uint32_t nmac;
+	uint64_t hash_k0, hash_k1;
+	struct loop_timer age_timer;
+
+	struct pcapw *pcap;
+	struct fault *fault_all;
+	struct sw_named_fault *named;
+
+	/* Counters of fault instances already freed (see sw_get_stats). */
+	struct fault_stats fault_retired;
+	/* Behind a pointer so sw_get_stats() can refresh it from a const sw. */
+	struct sw_stats *stats;
+};
+
+/* ---- MAC table ---- */
+
+static inline uint64_t mac_key(const uint8_t *mac)
+{
+	return ((uint64_t)mac[0] << 40 | (uint64_t)mac[1] << 32 | (uint64_t)mac[2] << 24 |
+		(uint64_t)mac[3] << 16 | (uint64_t)mac[4] << 8 | (uint64_t)mac[5]) |
+	       SW_MAC_KEY_VALID;
+}
+
+static inline uint32_t mac_hash(const struct sw *s, uint64_t key)
+{
+	unsigned __int128 m = (unsigned __int128)(key ^ s->hash_k0) * (s->hash_k1 | 1);
+
+	return (uint32_t)((uint64_t)m ^ (uint64_t)(m >> 64)) & SW_MAC_MASK;
+}
+
+static struct sw_mac *mac_find(const struct sw *s, uint64_t key)
+{
+	uint32_t i = mac_hash(s, key);
+
+	for (;;) {
+		struct sw_mac *e = &s->mac[i];
+
+		if (e->key == key)
+			return e;
+		if (!e->key)
+			return NULL;
+		i = (i + 1) & SW_MAC_MASK;
+	}
+}
+
+/* Remove the entry in slot i, shifting later entries of the same probe run
+ * back so lookups never need tombstones. */
+static void mac_remove_slot(struct sw *s, uint32_t i)
+{
+	uint32_t j = i;
+
+	for (;;) {
+		uint32_t home;
+
+		j = (j + 1) & SW_MAC_MASK;
+		if (!s->mac[j].key)
+			break;
+		home = mac_hash(s, s->mac[j].key);
+		/* Move j into the hole at i unless its home lies cyclically
+		 * in (i, j]. */
+		if (((j - home) & SW_MAC_MASK) >= ((j - i) & SW_MAC_MASK)) {
+			s->mac[i] = s->mac[j];
+			i = j;
+		}
+	}
+	memset(&s->mac[i], 0, sizeof(s->mac[i]));
+	s->nmac--;
+}
+
+static void mac_learn(struct sw *s, const uint8_t *mac, uint16_t port)
+{
+	uint64_t key;
+	uint32_t i;
+
+	/* Group addresses and 00:00:00:00:00:00 are never sources. */
+	if (mac[0] & 1)
+		return;
+	key = mac_key(mac);
+	if (unlikely(key == SW_MAC_KEY_VALID))
+		return;
+	i = mac_hash(s, key);
+	for (;;) {
+		struct sw_mac *e = &s->mac[i];
+
+		if (e->key == key) {
+			if (unlikely(e->port != port || !e->hit)) {
+				e->port = port; /* the MAC moved */
+				e->hit = 1;
+			}
+			return;
+		}
+		if (!e->key)
+			break;
+		i = (i + 1) & SW_MAC_MASK;
+	}
+	if (unlikely(s->nmac >= SW_MAC_MAX)) {
+		s->stats->learn_full++;
+		return;
+	}
+	s->mac[i].key = key;
+	s->mac[i].port = port;
+	s->mac[i].hit = 1;
+	s->nmac++;
+}
+
+/* Remove the entries of port (if >= 0) and, when aging, those not seen since
+ * the last sweep (clearing the mark of the others). The scan starts after an
+ * empty slot (the table is never full), so a backward shift only ever moves
+ * an entry from a slot not yet scanned into the one being scanned. */
+static void mac_sweep(struct sw *s, int port, bool aging)
+{
+	uint32_t start = 0, c = 0;
+
+	while (s->mac[start].key)
+		start = (start + 1) & SW_MAC_MASK;
+	while (c < SW_MAC_SLOTS) {
+		uint32_t i = (start + c) & SW_MAC_MASK;
+		struct sw_mac *e = &s->mac[i];
+
+		if (e->key && ((port >= 0 && e->port == port) || (aging && !e->hit))) {
+			mac_remove_slot(s, i);
+			continue; /* slot i may hold a shifted entry now */
+		}
+		if (aging)
+			e->hit = 0;
+		c++;
+	}
+}
+
+void sw_mac_age(struct sw *s)
+{
+	mac_sweep(s, -1, true);
+}
+
+static void sw_age_cb(struct loop_timer *t, void *arg)
+{
+	struct sw *s = arg;
+
+	(void)t;
+	sw_mac_age(s);
+	loop_timer_arm(s->loop, &s->age_timer,
+		       loop_now_ns() + SW_MAC_AGE_SEC * 1000000000ull / 2);
+}
+
+int sw_mac_lookup(const struct sw *s, const uint8_t mac[6])
+{
+	const struct sw_mac *e = mac_find(s, mac_key(mac));
+
+	return e ? e->port : -ENOENT;
+}
+
+unsigned sw_mac_count(const struct sw *s)
+{
+	return s->nmac;
+}
+
+/* ---- lifecycle ---- */
+
+struct sw *sw_new(struct loop *loop)
+{
+	struct sw *s;
+	uint64_t k[2];
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->stats = calloc(1, sizeof(*s->stats));
+	s->mac = calloc(SW_MAC_SLOTS, sizeof(*s->mac));
+	if (!s->stats || !s->mac) {
+		free(s->stats);
+		free(s->mac);
+		free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (getrandom(k, sizeof(k), GRND_NONBLOCK) != (ssize_t)sizeof(k)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		k[0] = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uintptr_t)s;
+		k[1] = (uint64_t)ts.tv_sec * 0xbf58476d1ce4e5b9ull ^ (uintptr_t)&ts;
+	}
+	s->hash_k0 = k[0];
+	s->hash_k1 = k[1];
+	s->loop = loop;
+	loop_timer_init(&s->age_timer, sw_age_cb, s);
+	if (loop)
+		loop_timer_arm(loop, &s->age_timer,
+			       loop_now_ns() + SW_MAC_AGE_SEC * 1000000000ull / 2);
+	return s;
+}
+
+static void sw_retire_fault(struct sw *s, struct fault *f)
+{
+	const struct fault_stats *fs;
+
+	if (!f)
+		return;
+	fs = fault_get_stats(f);
+	s->fault_retired.frames += fs->frames;
+	s->fault_retired.dropped += fs->dropped;
+	s->fault_retired.duplicated += fs->duplicated;
+	s->fault_retired.reordered += fs->reordered;
+	s->fault_retired.corrupted += fs->corrupted;
+	fault_free(f);
+}
+
+void sw_free(struct sw *s)
+{
+	struct sw_named_fault *n;
+
+	if (!s)
+		return;
+	/* Ports still attached are left to their owners, unlinked. */
+	for (uint32_t i = 0; i < s->nports; i++)
+		s->list[i]->sw = NULL;
+	if (s->loop && loop_timer_armed(&s->age_timer))
+		loop_timer_cancel(s->loop, &s->age_timer);
+	while ((n = s->named)) {
+		s->named = n->next;
+		fault_free(n->f);
+		free(n);
+	}
+	fault_free(s->fault_all);
+	pcapw_close(s->pcap);
+	free(s->mac);
+	free(s->stats);
+	free(s);
+}
+
+static struct fault *sw_fault_for_name(struct sw *s, const char *name)
+{
+	for (struct sw_named_fault *n = s->named; n; n = n->next)
+		if (!strncmp(n->name, name, sizeof(n->name)))
+			return n->f;
+	return s->fault_all;
+}
+
+int sw_attach(struct sw *s, struct port *p)
+{
+	uint32_t id;
+
+	if (!s || !p || !p->ops || !p->ops->xmit)
+		return -EINVAL;
+	if (p->sw == s && p->id < SW_MAX_PORTS && s->ports[p->id] == p)
+		return -EBUSY;
+	if (s->nports >= SW_MAX_PORTS)
+		return -ENOSPC;
+	for (id = 0; id < SW_MAX_PORTS; id++)
+		if (!s->ports[id])
+			break;
+	p->name[sizeof(p->name) - 1] = '\0';
+	p->id = (uint16_t)id;
+	p->sw = s;
+	s->ports[id] = p;
+	s->list[s->nports++] = p;
+	s->port_fault[id] = sw_fault_for_name(s, p->name);
+	return 0;
+}
+
+void sw_detach(struct sw *s, struct port *p)
+{
+	struct sw_named_fault *n;
+
+	if (!s || !p || p->sw != s || p->id >= SW_MAX_PORTS || s->ports[p->id] != p)
+		return;
+	for (uint32_t i = 0; i < s->nports; i++) {
+		if (s->list[i] == p) {
+			s->list[i] = s->list[--s->nports];
+			break;
+		}
+	}
+	s->ports[p->id] = NULL;
+	s->port_fault[p->id] = NULL;
+	/* Frames of this port still held for reordering die with it. */
+	if (s->fault_all)
+		fault_discard_stream(s->fault_all, p->id);
+	for (n = s->named; n; n = n->next)
+		fault_discard_stream(n->f, p->id);
+	mac_sweep(s, p->id, false);
+	p->sw = NULL;
+}
+
+void port_destroy(struct port *p)
+{
+	if (!p)
+		return;
+	if (p->sw)
+		sw_detach(p->sw, p);
+	if (p->ops && p->ops->destroy)
+		p->ops->destroy(p);
+}
+
+/* ---- data path ---- */
+
+static inline void sw_xmit(struct port *out, struct pkt *pkt)
+{
+	out->stats.tx_frames++;
+	out->stats.tx_bytes += pkt->len;
+	out->ops->xmit(out, pkt);
+}
+
+/* Every port but the input port gets the frame; the last one gets the
+ * original, the others a copy. */
+static void sw_flood(struct sw *s, struct pkt *pkt, const struct port *in)
+{
+	struct port *last = NULL;
+
+	for (uint32_t i = 0; i < s->nports; i++) {
+		struct port *o = s->list[i];
+		struct pkt *c;
+
+		if (o == in)
+			continue;
+		if (last) {
+			c = pkt_clone(pkt);
+			if (unlikely(!c))
+				last->stats.tx_dropped++;
+			else
+				sw_xmit(last, c);
+		}
+		last = o;
+	}
+	if (!last) {
+		s->stats->dropped_no_port++;
+		pkt_free(pkt);
+		return;
+	}
+	s->stats->flooded++;
+	sw_xmit(last, pkt);
+}
+
+/* Forward one frame that passed capture and fault injection. */
+static void sw_forward(struct sw *s, struct pkt *pkt)
+{
+	struct port *in = pkt->in_port < SW_MAX_PORTS ? s->ports[pkt->in_port] : NULL;
+	const uint8_t *dst = pkt->data;
+	const struct sw_mac *e;
+	struct port *out;
+
+	if (unlikely(!in)) {
+		/* Its port went away while the frame was inside. */
+		s->stats->dropped_no_port++;
+		pkt_free(pkt);
+		return;
+	}
+	mac_learn(s, pkt->data + ETH_ALEN, in->id);
+	if (dst[0] & 1) {
+		sw_flood(s, pkt, in);
+		return;
+	}
+	e = mac_find(s, mac_key(dst));
+	if (!e) {
+		sw_flood(s, pkt, in);
+		return;
+	}
+	out = s->ports[e->port];
+	if (unlikely(!out)) {
+		s->stats->dropped_no_port++;
+		pkt_free(pkt);
+		return;
+	}
+	if (out == in && !in->hairpin) {
+		s->stats->dropped_hairpin++;
+		pkt_free(pkt);
+		return;
+	}
+	s->stats->forwarded++;
+	sw_xmit(out, pkt);
+}
+
+static void sw_fault_emit(void *arg, struct pkt *pkt)
+{
+	sw_forward(arg, pkt);
+}
+
+void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
+{
+	struct fault *f;
+	size_t off;
+
+	if (unlikely(!pkt))
+		return;
+	if (unlikely(!s || !p || p->sw != s)) {
+		pkt_free(pkt);
+		return;
+	}
+	/* A port bug must not become an out-of-bounds access. */
+	off = (size_t)(pkt->data - pkt->buf);
+	if (unlikely(off > PKT_BUF_SIZE || pkt->len > PKT_BUF_SIZE - off ||
+		     pkt->len > PKT_MAX_FRAME)) {
+		p->stats.rx_errors++;
+		s->stats->dropped_runt++;
+		pkt_free(pkt);
+		return;
+	}
+	if (s->pcap)
+		pcapw_write(s->pcap, pkt->data, pkt->len);
+	if (unlikely(pkt->len < ETH_HDR_LEN)) {
+		p->stats.rx_errors++;
+		s->stats->dropped_runt++;
+		pkt_free(pkt);
+		return;
+	}
+	p->stats.rx_frames++;
+	p->stats.rx_bytes += pkt->len;
+	pkt->in_port = p->id;
+	f = s->port_fault[p->id];
+	if (f)
+		fault_input(f, p->id, pkt);
+	else
+		sw_forward(s, pkt);
+}
+
+/* ---- configuration ---- */
+
+int sw_set_pcap(struct sw *s, const char *path)
+{
+	struct pcapw *w = NULL;
+
+	if (path) {
+		w = pcapw_open(path, s->loop);
+		if (!w)
+			return -errno;
+	}
+	pcapw_close(s->pcap);
+	s->pcap = w;
+	return 0;
+}
+
+const struct pcapw_stats *sw_get_pcap_stats(const struct sw *s)
+{
+	return s->pcap ? pcapw_get_stats(s->pcap) : NULL;
+}
+
+/* Point every attached port at its effective injector. */
+static void sw_refresh_port_faults(struct sw *s)
+{
+	for (uint32_t i = 0; i < s->nports; i++) {
+		struct port *p = s->list[i];
+
+		s->port_fault[p->id] = sw_fault_for_name(s, p->name);
+	}
+}
+
+/* Deliver what an injector still holds, then free it. */
+static void sw_drop_fault(struct sw *s, struct fault *f)
+{
+	if (!f)
+		return;
+	fault_flush(f);
+	sw_retire_fault(s, f);
+}
+
+int sw_set_fault(struct sw *s, const struct fault_cfg *cfg, const char *port_name)
+{
+	struct sw_named_fault **pp, *n = NULL;
+	struct fault *f = NULL, *old;
+
+	if (!s)
+		return -EINVAL;
+	if (!port_name && cfg && cfg->port[0])
+		port_name = cfg->port;
+	if (port_name && (!*port_name || strlen(port_name) >= FAULT_PORT_NAME_MAX))
+		return -EINVAL;
+	if (cfg && fault_cfg_active(cfg)) {
+		f = fault_new(s->loop, cfg, sw_fault_emit, s);
+		if (!f)
+			return -errno;
+	}
+	if (!port_name) {
+		old = s->fault_all;
+		s->fault_all = f;
+	} else {
+		for (pp = &s->named; *pp; pp = &(*pp)->next)
+			if (!strcmp((*pp)->name, port_name))
+				break;
+		n = *pp;
+		if (!n && f) {
+			n = calloc(1, sizeof(*n));
+			if (!n) {
+				fault_free(f);
+				return -ENOMEM;
+			}
+			strcpy(n->name, port_name);
+			n->next = s->named;
+			s->named = n;
+			pp = &s->named;
+		}
+		old = n ? n->f : NULL;
+		if (n && !f) {
+			*pp = n->next;
+			free(n);
+		} else if (n) {
+			n->f = f;
+		}
+	}
+	sw_refresh_port_faults(s);
+	sw_drop_fault(s, old);
+	return 0;
+}
+
+static void fault_stats_add(struct fault_stats *t, const struct fault *f)
+{
+	const struct fault_stats *fs;
+
+	if (!f)
+		return;
+	fs = fault_get_stats(f);
+	t->dropped += fs->dropped;
+	t->duplicated += fs->duplicated;
+	t->reordered += fs->reordered;
+	t->corrupted += fs->corrupted;
+}
+
+const struct sw_stats *sw_get_stats(const struct sw *s)
+{
+	struct fault_stats t = s->fault_retired;
+
+	fault_stats_add(&t, s->fault_all);
+	for (const struct sw_named_fault *n = s->named; n; n = n->next)
+		fault_stats_add(&t, n->f);
+	s->stats->fault_dropped = t.dropped;
+	s->stats->fault_duplicated = t.duplicated;
+	s->stats->fault_reordered = t.reordered;
+	s->stats->fault_corrupted = t.corrupted;
+	return s->stats;
+}

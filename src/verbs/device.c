@@ -1,0 +1,841 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Devices: the device list, opening and closing a device, the device / port
+ * / GID / P_Key queries and asynchronous events.
+ *
+ * Devices come from one provider (verbs/provider.h): the fake one when
+ * VRDMA_FAKE_DEVICE is set, else libvrdma's. A device is a RoCE v2 port over
+ * Ethernet: one port, P_Key table {0xffff}, GID table from the provider
+ * (index 0 the link-local GID of the MAC, index 1 the IPv4-mapped address
+ * when one is configured), GID type RoCE v2. There is no sysfs and no
+ * uverbs character device: ibdev_path names a sysfs directory that does not
+ * exist (so sysfs reads fail cleanly), dev_path holds the provider's path
+ * (the vhost-user socket) and cmd_fd is -1.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "verbs/verbs_priv.h"
+
+/* Not in the installed headers (rdma-core's driver.h): the type reported by
+ * ibv_query_gid_type(). */
+enum vrdma_gid_type_sysfs {
+	VRDMA_GID_TYPE_SYSFS_IB_ROCE_V1,
+	VRDMA_GID_TYPE_SYSFS_ROCE_V2,
+};
+
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
+		       unsigned int index, enum vrdma_gid_type_sysfs *type);
+
+/* The provider's events are numbered as libibverbs' (provider.h). */
+_Static_assert(VRDMA_PROV_EVENT_CQ_ERR == (int)IBV_EVENT_CQ_ERR, "event");
+_Static_assert(VRDMA_PROV_EVENT_DEVICE_FATAL == (int)IBV_EVENT_DEVICE_FATAL, "event");
+_Static_assert(VRDMA_PROV_EVENT_SRQ_LIMIT_REACHED == (int)IBV_EVENT_SRQ_LIMIT_REACHED,
+	       "event");
+_Static_assert(VRDMA_PROV_EVENT_GID_CHANGE == (int)IBV_EVENT_GID_CHANGE, "event");
+_Static_assert(VRDMA_PROV_EVENT_WQ_FATAL == (int)IBV_EVENT_WQ_FATAL, "event");
+_Static_assert(VRDMA_PROV_GID_TYPE_ROCE_V1 == (int)IBV_GID_TYPE_ROCE_V1, "gid type");
+_Static_assert(VRDMA_PROV_GID_TYPE_ROCE_V2 == (int)IBV_GID_TYPE_ROCE_V2, "gid type");
+
+/* ------------------------------------------------------------------------ */
+/* Device list                                                               */
+/* ------------------------------------------------------------------------ */
+
+static pthread_mutex_t vrdma_dev_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vrdma_verbs_device *vrdma_devs[VRDMA_PROV_MAX_DEVICES];
+static int vrdma_ndevs;
+
+/* Returns the provider selected by the environment. */
+const struct vrdma_prov_ops *vrdma_verbs_provider(void)
+{
+	const char *fake = getenv("VRDMA_FAKE_DEVICE");
+
+	if (fake && *fake && strcmp(fake, "0") != 0)
+		return &vrdma_prov_fake_ops;
+	return &vrdma_prov_vrdma_ops;
+}
+
+/* The known device for info, or a new one (NULL when the table is full or
+ * out of memory). Called with vrdma_dev_lock held. */
+static struct vrdma_verbs_device *vrdma_dev_get(const struct vrdma_prov_ops *ops,
+						const struct vrdma_prov_dev_info *info)
+{
+	struct vrdma_verbs_device *d;
+	int i;
+
+	for (i = 0; i < vrdma_ndevs; i++) {
+		d = vrdma_devs[i];
+		if (d->ops == ops && !strcmp(d->info.name, info->name) &&
+		    !strcmp(d->info.path, info->path))
+			return d;
+	}
+	if (vrdma_ndevs == VRDMA_PROV_MAX_DEVICES)
+		return NULL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->ops = ops;
+	d->info = *info;
+	d->info.name[sizeof(d->info.name) - 1] = '\0';
+	d->info.path[sizeof(d->info.path) - 1] = '\0';
+	d->index = vrdma_ndevs;
+	d->ibdev.node_type = IBV_NODE_CA;
+	d->ibdev.transport_type = IBV_TRANSPORT_IB;
+	snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", d->info.name);
+	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "%s", d->info.name);
+	snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path), "%s", d->info.path);
+	snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
+		 "/sys/class/infiniband/%.64s", d->info.name);
+	vrdma_devs[vrdma_ndevs++] = d;
+	return d;
+}
+
+/* Returns a NULL-terminated array of the devices present now (free it with
+ * ibv_free_device_list), or NULL with errno set. */
+struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+	const struct vrdma_prov_ops *ops = vrdma_verbs_provider();
+	struct vrdma_prov_dev_info *infos;
+	struct ibv_device **list;
+	int n, i, k = 0;
+
+	infos = calloc(VRDMA_PROV_MAX_DEVICES, sizeof(*infos));
+	if (!infos) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	n = ops->discover(infos, VRDMA_PROV_MAX_DEVICES);
+	if (n < 0) {
+		free(infos);
+		errno = -n;
+		return NULL;
+	}
+	if (n > VRDMA_PROV_MAX_DEVICES)
+		n = VRDMA_PROV_MAX_DEVICES;
+	list = calloc((size_t)n + 1, sizeof(*list));
+	if (!list) {
+		free(infos);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&vrdma_dev_lock);
+	for (i = 0; i < n; i++) {
+		struct vrdma_verbs_device *d = vrdma_dev_get(ops, &infos[i]);
+
+		if (d)
+			list[k++] = &d->ibdev;
+	}
+	pthread_mutex_unlock(&vrdma_dev_lock);
+	free(infos);
+	if (num_devices)
+		*num_devices = k;
+	return list;
+}
+
+/* Frees a list of ibv_get_device_list (the devices stay valid). */
+void ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+
+/* Returns the device's name ("vrdma0"). */
+const char *ibv_get_device_name(struct ibv_device *device)
+{
+	return device ? device->name : NULL;
+}
+
+static bool vrdma_mac_zero(const uint8_t mac[6])
+{
+	static const uint8_t zero[6];
+
+	return !memcmp(mac, zero, 6);
+}
+
+/* Node GUID (network byte order) of a MAC: its modified EUI-64. */
+static __be64 vrdma_guid_of_mac(const uint8_t mac[6])
+{
+	uint8_t eui[8];
+	__be64 guid;
+
+	if (vrdma_mac_zero(mac))
+		return 0;
+	vrdma_prov_eui64(mac, eui);
+	memcpy(&guid, eui, sizeof(guid));
+	return guid;
+}
+
+/* Returns the node GUID (network byte order), 0 if the MAC is unknown. */
+__be64 ibv_get_device_guid(struct ibv_device *device)
+{
+	struct vrdma_verbs_device *d =
+		vrdma_container_of(device, struct vrdma_verbs_device, ibdev);
+
+	return vrdma_guid_of_mac(d->info.mac);
+}
+
+/* Returns the device's index (order of discovery, from 0). */
+int ibv_get_device_index(struct ibv_device *device)
+{
+	struct vrdma_verbs_device *d =
+		vrdma_container_of(device, struct vrdma_verbs_device, ibdev);
+
+	return d->index;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Open / close                                                              */
+/* ------------------------------------------------------------------------ */
+
+static int vrdma_vctx_query_port(struct ibv_context *ibctx, uint8_t port,
+				 struct ibv_port_attr *attr, size_t attr_len);
+static int vrdma_vctx_query_device_ex(struct ibv_context *ibctx,
+				      const struct ibv_query_device_ex_input *input,
+				      struct ibv_device_attr_ex *attr,
+				      size_t attr_size);
+
+/* Returns a context for the device, or NULL with errno set. */
+struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct vrdma_verbs_device *d;
+	struct vrdma_verbs_context *ctx;
+	struct ibv_context *ibctx;
+	int ret, fd;
+
+	if (!device) {
+		errno = EINVAL;
+		return NULL;
+	}
+	d = vrdma_container_of(device, struct vrdma_verbs_device, ibdev);
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ctx->dev = d;
+	ctx->ops = d->ops;
+	ctx->own_async_fd = -1;
+	ret = d->ops->open(&d->info, &ctx->prov);
+	if (ret) {
+		free(ctx);
+		errno = -ret;
+		return NULL;
+	}
+
+	fd = VRDMA_PROV_CALL(ctx->ops, async_fd, ctx->prov);
+	if (fd < 0) {
+		fd = eventfd(0, EFD_CLOEXEC);
+		if (fd < 0) {
+			ret = errno;
+			ctx->ops->close(ctx->prov);
+			free(ctx);
+			errno = ret;
+			return NULL;
+		}
+		ctx->own_async_fd = fd;
+	}
+
+	ibctx = &ctx->vctx.context;
+	ibctx->device = device;
+	ibctx->ops.poll_cq = vrdma_verbs_poll_cq;
+	ibctx->ops.req_notify_cq = vrdma_verbs_req_notify_cq;
+	ibctx->ops.post_send = vrdma_verbs_post_send;
+	ibctx->ops.post_recv = vrdma_verbs_post_recv;
+	ibctx->ops.post_srq_recv = vrdma_verbs_post_srq_recv;
+	ibctx->cmd_fd = -1;
+	ibctx->async_fd = fd;
+	ibctx->num_comp_vectors = VRDMA_VERBS_COMP_VECTORS;
+	pthread_mutex_init(&ibctx->mutex, NULL);
+
+	/* Extended context: verbs.h's inline helpers use the operations set
+	 * here and treat every NULL one as unsupported. */
+	ibctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	ctx->vctx.sz = sizeof(ctx->vctx);
+	ctx->vctx.query_port = vrdma_vctx_query_port;
+	ctx->vctx.query_device_ex = vrdma_vctx_query_device_ex;
+	return ibctx;
+}
+
+/* Closes a context (its objects must be destroyed). Returns 0. */
+int ibv_close_device(struct ibv_context *ibctx)
+{
+	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
+
+	ctx->ops->close(ctx->prov);
+	if (ctx->own_async_fd >= 0)
+		close(ctx->own_async_fd);
+	pthread_mutex_destroy(&ibctx->mutex);
+	free(ctx);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Queries                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static int vrdma_clamp_int(uint64_t v)
+{
+	return v > INT_MAX ? INT_MAX : (int)v;
+}
+
+/* Device attributes in libibverbs terms: 0 or a positive errno. */
+static int vrdma_fill_device_attr(struct vrdma_verbs_context *ctx,
+				  struct ibv_device_attr *attr)
+{
+	struct vrdma_prov_device_attr pa;
+	const uint8_t *mac;
+	uint32_t max_qp;
+	int ret;
+
+	memset(&pa, 0, sizeof(pa));
+	ret = VRDMA_PROV_CALL(ctx->ops, query_device, ctx->prov, &pa);
+	if (ret)
+		return -ret;
+
+	memset(attr, 0, sizeof(*attr));
+	snprintf(attr->fw_ver, sizeof(attr->fw_ver), "%s", VRDMA_VERBS_FW_VER);
+	mac = vrdma_mac_zero(pa.mac) ? ctx->dev->info.mac : pa.mac;
+	attr->node_guid = vrdma_guid_of_mac(mac);
+	attr->sys_image_guid = attr->node_guid;
+	attr->max_mr_size = pa.max_mr_size;
+	attr->page_size_cap = pa.page_size_cap;
+	attr->vendor_id = VRDMA_VERBS_VENDOR_ID;
+	attr->vendor_part_id = VRDMA_VERBS_VENDOR_PART_ID;
+	attr->hw_ver = pa.hw_ver;
+	/* QP index 0 is reserved and index 1 is the GSI QP (spec.md). */
+	max_qp = pa.max_rdma_qps > 2 ? pa.max_rdma_qps - 2 : 0;
+	attr->max_qp = vrdma_clamp_int(max_qp);
+	attr->max_qp_wr = vrdma_clamp_int(pa.max_qp_wr);
+	if (pa.device_cap_flags & VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN)
+		attr->device_cap_flags |= IBV_DEVICE_RC_RNR_NAK_GEN;
+	if (pa.max_srq)
+		attr->device_cap_flags |= IBV_DEVICE_SRQ_RESIZE;
+	attr->max_sge = vrdma_clamp_int(pa.max_send_sge < pa.max_recv_sge ?
+					pa.max_send_sge : pa.max_recv_sge);
+	attr->max_sge_rd = vrdma_clamp_int(pa.max_sge_rd);
+	attr->max_cq = vrdma_clamp_int(pa.max_rdma_cqs);
+	attr->max_cqe = vrdma_clamp_int(pa.max_cqe);
+	attr->max_mr = vrdma_clamp_int(pa.max_mr);
+	attr->max_pd = vrdma_clamp_int(pa.max_pd);
+	attr->max_qp_rd_atom = vrdma_clamp_int(pa.max_qp_rd_atom);
+	attr->max_res_rd_atom = vrdma_clamp_int((uint64_t)pa.max_qp_rd_atom * max_qp);
+	attr->max_qp_init_rd_atom = vrdma_clamp_int(pa.max_qp_init_rd_atom);
+	switch (pa.atomic_cap) {
+	case 1:
+		attr->atomic_cap = IBV_ATOMIC_HCA;
+		break;
+	case 2:
+		attr->atomic_cap = IBV_ATOMIC_GLOB;
+		break;
+	default:
+		attr->atomic_cap = IBV_ATOMIC_NONE;
+		break;
+	}
+	attr->max_mcast_grp = vrdma_clamp_int(pa.max_mcast_grp);
+	attr->max_mcast_qp_attach = vrdma_clamp_int(pa.max_mcast_qp_attach);
+	attr->max_total_mcast_qp_attach =
+		vrdma_clamp_int((uint64_t)pa.max_mcast_grp * pa.max_mcast_qp_attach);
+	attr->max_ah = vrdma_clamp_int(pa.max_ah);
+	attr->max_srq = vrdma_clamp_int(pa.max_srq);
+	attr->max_srq_wr = vrdma_clamp_int(pa.max_srq_wr);
+	attr->max_srq_sge = vrdma_clamp_int(pa.max_srq_sge);
+	attr->max_pkeys = VRDMA_VERBS_MAX_PKEYS;
+	attr->local_ca_ack_delay = pa.local_ca_ack_delay;
+	attr->phys_port_cnt = 1;
+	return 0;
+}
+
+/* Device attributes: 0 or a positive errno. */
+int ibv_query_device(struct ibv_context *ibctx, struct ibv_device_attr *attr)
+{
+	int ret = vrdma_fill_device_attr(vrdma_ctx(ibctx), attr);
+
+	if (ret)
+		errno = ret;
+	return ret;
+}
+
+static int vrdma_vctx_query_device_ex(struct ibv_context *ibctx,
+				      const struct ibv_query_device_ex_input *input,
+				      struct ibv_device_attr_ex *attr,
+				      size_t attr_size)
+{
+	struct ibv_device_attr_ex full;
+	int ret;
+
+	if ((input && input->comp_mask) || attr_size < sizeof(attr->orig_attr))
+		return EINVAL;
+	memset(&full, 0, sizeof(full));
+	ret = vrdma_fill_device_attr(vrdma_ctx(ibctx), &full.orig_attr);
+	if (ret)
+		return ret;
+	full.device_cap_flags_ex = (uint64_t)full.orig_attr.device_cap_flags;
+	full.phys_port_cnt_ex = full.orig_attr.phys_port_cnt;
+	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
+	return 0;
+}
+
+/* The IB MTU for a netdev MTU: the largest IB MTU that fits once the RoCE v2
+ * headers are taken off (IPv6 40, UDP 8, BTH 12, the largest extended header
+ * 28, ICRC 4). */
+enum ibv_mtu vrdma_verbs_mtu_from_netdev(uint32_t mtu)
+{
+	const uint32_t overhead = 40 + 8 + 12 + 28 + 4;
+	uint32_t room = mtu > overhead ? mtu - overhead : 0;
+
+	if (room >= 4096)
+		return IBV_MTU_4096;
+	if (room >= 2048)
+		return IBV_MTU_2048;
+	if (room >= 1024)
+		return IBV_MTU_1024;
+	if (room >= 512)
+		return IBV_MTU_512;
+	return IBV_MTU_256;
+}
+
+/* IB width and speed codes that come closest to speed Mbit/s. */
+static void vrdma_width_speed(uint32_t speed, uint8_t *width, uint8_t *code)
+{
+	static const struct {
+		uint32_t mbps;
+		uint8_t width; /* 1 = 1X, 2 = 4X, 8 = 12X */
+		uint8_t speed; /* 1 SDR, 2 DDR, 4 QDR, 16 FDR, 32 EDR, 64 HDR, 128 NDR */
+	} tab[] = {
+		{ 2500, 1, 1 },    { 5000, 1, 2 },    { 10000, 1, 4 },
+		{ 14000, 1, 16 },  { 25000, 1, 32 },  { 40000, 2, 4 },
+		{ 50000, 1, 64 },  { 100000, 2, 32 }, { 200000, 2, 64 },
+		{ 400000, 2, 128 },
+	};
+	size_t i;
+
+	if (speed == 0 || speed == UINT32_MAX)
+		speed = 10000;
+	for (i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
+		if (speed <= tab[i].mbps) {
+			*width = tab[i].width;
+			*code = tab[i].speed;
+			return;
+		}
+	}
+	*width = 8;
+	*code = 128;
+}
+
+/* Port attributes in libibverbs terms: 0 or a positive errno. */
+int vrdma_verbs_query_port(struct ibv_context *ibctx, uint8_t port,
+			   struct ibv_port_attr *attr)
+{
+	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
+	struct vrdma_prov_port_attr pa;
+	int ret;
+
+	if (port != VRDMA_VERBS_PORT)
+		return EINVAL;
+	memset(&pa, 0, sizeof(pa));
+	ret = VRDMA_PROV_CALL(ctx->ops, query_port, ctx->prov, &pa);
+	if (ret)
+		return -ret;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->state = pa.link_up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	attr->max_mtu = IBV_MTU_4096;
+	attr->active_mtu = vrdma_verbs_mtu_from_netdev(pa.mtu ? pa.mtu : 1500);
+	attr->gid_tbl_len = vrdma_clamp_int(pa.gid_tbl_len);
+	attr->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
+	attr->max_msg_sz = pa.max_msg_sz;
+	attr->pkey_tbl_len = pa.pkey_tbl_len ? (uint16_t)pa.pkey_tbl_len : 1;
+	attr->max_vl_num = 1;
+	vrdma_width_speed(pa.speed, &attr->active_width, &attr->active_speed);
+	attr->phys_state = pa.link_up ? 5 /* LinkUp */ : 3 /* Disabled */;
+	attr->link_layer = IBV_LINK_LAYER_ETHERNET;
+	return 0;
+}
+
+static int vrdma_vctx_query_port(struct ibv_context *ibctx, uint8_t port,
+				 struct ibv_port_attr *attr, size_t attr_len)
+{
+	struct ibv_port_attr full;
+	int ret;
+
+	ret = vrdma_verbs_query_port(ibctx, port, &full);
+	if (ret)
+		return ret;
+	memcpy(attr, &full, attr_len < sizeof(full) ? attr_len : sizeof(full));
+	return 0;
+}
+
+#undef ibv_query_port
+/* The exported query: the structure of applications built before
+ * port_cap_flags2 existed, which ends at flags. Returns 0 or a positive
+ * errno. */
+int ibv_query_port(struct ibv_context *ibctx, uint8_t port,
+		   struct _compat_ibv_port_attr *attr)
+{
+	int ret = vrdma_vctx_query_port(ibctx, port, (struct ibv_port_attr *)attr,
+					offsetof(struct ibv_port_attr,
+						 port_cap_flags2));
+
+	if (ret)
+		errno = ret;
+	return ret;
+}
+
+/* GID entry: 0, ENODATA (empty entry) or EINVAL. */
+int vrdma_verbs_query_gid_entry(struct ibv_context *ibctx, uint32_t port,
+				uint32_t index, struct ibv_gid_entry *entry)
+{
+	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
+	struct vrdma_prov_gid g;
+	int ret;
+
+	if (port != VRDMA_VERBS_PORT)
+		return EINVAL;
+	memset(&g, 0, sizeof(g));
+	ret = VRDMA_PROV_CALL(ctx->ops, query_gid, ctx->prov, index, &g);
+	if (ret)
+		return -ret;
+	memset(entry, 0, sizeof(*entry));
+	memcpy(entry->gid.raw, g.gid, sizeof(entry->gid.raw));
+	entry->gid_index = index;
+	entry->port_num = port;
+	entry->gid_type = g.gid_type == VRDMA_PROV_GID_TYPE_ROCE_V1 ?
+				  IBV_GID_TYPE_ROCE_V1 : IBV_GID_TYPE_ROCE_V2;
+	entry->ndev_ifindex = 0; /* no kernel netdev */
+	return 0;
+}
+
+/* GID by index: 0 (an empty entry reads as zeros) or -1. */
+int ibv_query_gid(struct ibv_context *ibctx, uint8_t port, int index,
+		  union ibv_gid *gid)
+{
+	struct ibv_gid_entry e;
+	int ret;
+
+	if (index < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	ret = vrdma_verbs_query_gid_entry(ibctx, port, (uint32_t)index, &e);
+	if (ret == ENODATA) {
+		memset(gid, 0, sizeof(*gid));
+		return 0;
+	}
+	if (ret) {
+		errno = ret;
+		return -1;
+	}
+	*gid = e.gid;
+	return 0;
+}
+
+/* GID entry of ibv_query_gid_ex(): 0, ENODATA, EINVAL or EOPNOTSUPP. */
+int _ibv_query_gid_ex(struct ibv_context *ibctx, uint32_t port,
+		      uint32_t index, struct ibv_gid_entry *entry,
+		      uint32_t flags, size_t entry_size)
+{
+	struct ibv_gid_entry e;
+	int ret;
+
+	if (flags)
+		return EOPNOTSUPP;
+	if (entry_size < offsetof(struct ibv_gid_entry, ndev_ifindex))
+		return EINVAL;
+	ret = vrdma_verbs_query_gid_entry(ibctx, port, index, &e);
+	if (ret)
+		return ret;
+	memcpy(entry, &e, entry_size < sizeof(e) ? entry_size : sizeof(e));
+	return 0;
+}
+
+/* The non-empty GID entries of every port. Returns how many, or -EINVAL
+ * when max_entries is too small. */
+ssize_t _ibv_query_gid_table(struct ibv_context *ibctx,
+			     struct ibv_gid_entry *entries, size_t max_entries,
+			     uint32_t flags, size_t entry_size)
+{
+	struct ibv_port_attr pattr;
+	struct ibv_gid_entry e;
+	size_t n = 0;
+	int ret, i;
+
+	if (flags)
+		return -EOPNOTSUPP;
+	if (entry_size < offsetof(struct ibv_gid_entry, ndev_ifindex))
+		return -EINVAL;
+	ret = vrdma_verbs_query_port(ibctx, VRDMA_VERBS_PORT, &pattr);
+	if (ret)
+		return -ret;
+	for (i = 0; i < pattr.gid_tbl_len; i++) {
+		ret = vrdma_verbs_query_gid_entry(ibctx, VRDMA_VERBS_PORT,
+						  (uint32_t)i, &e);
+		if (ret == ENODATA)
+			continue;
+		if (ret)
+			return -ret;
+		if (n == max_entries)
+			return -EINVAL;
+		memcpy((char *)entries + n * entry_size, &e,
+		       entry_size < sizeof(e) ? entry_size : sizeof(e));
+		n++;
+	}
+	return (ssize_t)n;
+}
+
+/* Type of a GID (ibv_devinfo): 0, or -1. An empty entry reads as RoCE v1
+ * (the zero value) like the sysfs-based original. */
+int ibv_query_gid_type(struct ibv_context *ibctx, uint8_t port,
+		       unsigned int index, enum vrdma_gid_type_sysfs *type)
+{
+	struct ibv_gid_entry e;
+	int ret;
+
+	ret = vrdma_verbs_query_gid_entry(ibctx, port, index, &e);
+	if (ret == ENODATA) {
+		*type = VRDMA_GID_TYPE_SYSFS_IB_ROCE_V1;
+		return 0;
+	}
+	if (ret) {
+		errno = ret;
+		return -1;
+	}
+	*type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? VRDMA_GID_TYPE_SYSFS_ROCE_V2 :
+						     VRDMA_GID_TYPE_SYSFS_IB_ROCE_V1;
+	return 0;
+}
+
+/* P_Key by index (network byte order): 0, or -1. The table is {0xffff}. */
+int ibv_query_pkey(struct ibv_context *ibctx, uint8_t port, int index,
+		   __be16 *pkey)
+{
+	(void)ibctx;
+	if (port != VRDMA_VERBS_PORT || index != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	*pkey = htobe16(VRDMA_VERBS_DEFAULT_PKEY);
+	return 0;
+}
+
+/* Index of a P_Key (network byte order), or -1. */
+int ibv_get_pkey_index(struct ibv_context *ibctx, uint8_t port, __be16 pkey)
+{
+	__be16 p;
+	int i;
+
+	for (i = 0; i < VRDMA_VERBS_MAX_PKEYS; i++) {
+		if (ibv_query_pkey(ibctx, port, i, &p))
+			return -1;
+		if (p == pkey)
+			return i;
+	}
+	errno = ENOENT;
+	return -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Asynchronous events                                                       */
+/* ------------------------------------------------------------------------ */
+
+static bool vrdma_fd_nonblocking(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+/* Fills event from a provider event and counts it on its object. Returns
+ * false for an event of an unknown type. */
+static bool vrdma_async_translate(const struct vrdma_prov_async_event *pev,
+				  struct ibv_async_event *event)
+{
+	memset(event, 0, sizeof(*event));
+	event->event_type = (enum ibv_event_type)pev->type;
+	switch (pev->type) {
+	case VRDMA_PROV_EVENT_CQ_ERR: {
+		struct vrdma_verbs_cq *cq = pev->cookie;
+
+		if (!cq)
+			return false;
+		event->element.cq = &cq->ibcq;
+		pthread_mutex_lock(&cq->ibcq.mutex);
+		cq->async_events_delivered++;
+		pthread_mutex_unlock(&cq->ibcq.mutex);
+		return true;
+	}
+	case VRDMA_PROV_EVENT_QP_FATAL:
+	case VRDMA_PROV_EVENT_QP_REQ_ERR:
+	case VRDMA_PROV_EVENT_QP_ACCESS_ERR:
+	case VRDMA_PROV_EVENT_COMM_EST:
+	case VRDMA_PROV_EVENT_SQ_DRAINED:
+	case VRDMA_PROV_EVENT_PATH_MIG:
+	case VRDMA_PROV_EVENT_PATH_MIG_ERR:
+	case VRDMA_PROV_EVENT_QP_LAST_WQE_REACHED: {
+		struct vrdma_verbs_qp *qp = pev->cookie;
+
+		if (!qp)
+			return false;
+		event->element.qp = &qp->ibqp;
+		pthread_mutex_lock(&qp->ibqp.mutex);
+		qp->events_delivered++;
+		pthread_mutex_unlock(&qp->ibqp.mutex);
+		return true;
+	}
+	case VRDMA_PROV_EVENT_SRQ_ERR:
+	case VRDMA_PROV_EVENT_SRQ_LIMIT_REACHED: {
+		struct vrdma_verbs_srq *srq = pev->cookie;
+
+		if (!srq)
+			return false;
+		event->element.srq = &srq->ibsrq;
+		pthread_mutex_lock(&srq->ibsrq.mutex);
+		srq->events_delivered++;
+		pthread_mutex_unlock(&srq->ibsrq.mutex);
+		return true;
+	}
+	case VRDMA_PROV_EVENT_PORT_ACTIVE:
+	case VRDMA_PROV_EVENT_PORT_ERR:
+	case VRDMA_PROV_EVENT_LID_CHANGE:
+	case VRDMA_PROV_EVENT_PKEY_CHANGE:
+	case VRDMA_PROV_EVENT_SM_CHANGE:
+	case VRDMA_PROV_EVENT_CLIENT_REREGISTER:
+	case VRDMA_PROV_EVENT_GID_CHANGE:
+		event->element.port_num = (int)(pev->port ? pev->port : 1);
+		return true;
+	case VRDMA_PROV_EVENT_DEVICE_FATAL:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Waits for (or, with O_NONBLOCK set on async_fd, polls for) the next
+ * asynchronous event. Returns 0, or -1 with errno (EAGAIN: none pending). */
+int ibv_get_async_event(struct ibv_context *ibctx, struct ibv_async_event *event)
+{
+	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
+	struct vrdma_prov_async_event pev;
+	struct pollfd pfd;
+	int ret;
+
+	for (;;) {
+		memset(&pev, 0, sizeof(pev));
+		ret = VRDMA_PROV_CALL(ctx->ops, get_async_event, ctx->prov, &pev);
+		if (ret == 0) {
+			if (vrdma_async_translate(&pev, event))
+				return 0;
+			continue; /* malformed: dropped */
+		}
+		if (ret != -EAGAIN && ret != -EOPNOTSUPP) {
+			errno = -ret;
+			return -1;
+		}
+		if (vrdma_fd_nonblocking(ibctx->async_fd)) {
+			errno = EAGAIN;
+			return -1;
+		}
+		pfd.fd = ibctx->async_fd;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+/* Acknowledges an event of ibv_get_async_event (destroying its object waits
+ * for this). */
+void ibv_ack_async_event(struct ibv_async_event *event)
+{
+	switch (event->event_type) {
+	case IBV_EVENT_CQ_ERR: {
+		struct ibv_cq *cq = event->element.cq;
+
+		pthread_mutex_lock(&cq->mutex);
+		cq->async_events_completed++;
+		pthread_cond_signal(&cq->cond);
+		pthread_mutex_unlock(&cq->mutex);
+		break;
+	}
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED: {
+		struct ibv_qp *qp = event->element.qp;
+
+		pthread_mutex_lock(&qp->mutex);
+		qp->events_completed++;
+		pthread_cond_signal(&qp->cond);
+		pthread_mutex_unlock(&qp->mutex);
+		break;
+	}
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED: {
+		struct ibv_srq *srq = event->element.srq;
+
+		pthread_mutex_lock(&srq->mutex);
+		srq->events_completed++;
+		pthread_cond_signal(&srq->cond);
+		pthread_mutex_unlock(&srq->mutex);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* sysfs helpers (there is no sysfs for these devices)                       */
+/* ------------------------------------------------------------------------ */
+
+/* Returns the sysfs mount point ($SYSFS_PATH or /sys). */
+const char *ibv_get_sysfs_path(void)
+{
+	const char *p = getenv("SYSFS_PATH");
+
+	return p && *p ? p : "/sys";
+}
+
+/* Reads dir/file into buf (NUL-terminated, one trailing newline removed).
+ * Returns the number of bytes kept, or -1 with errno set. */
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
+			size_t size)
+{
+	char *path;
+	ssize_t len;
+	int fd, err;
+
+	if (!dir || !file || !buf || !size) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (asprintf(&path, "%s/%s", dir, file) < 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	free(path);
+	if (fd < 0)
+		return -1;
+	len = read(fd, buf, size);
+	err = errno;
+	close(fd);
+	if (len < 0) {
+		errno = err;
+		return -1;
+	}
+	if ((size_t)len == size)
+		len--;
+	buf[len] = '\0';
+	if (len > 0 && buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	return (int)len;
+}

@@ -1,0 +1,462 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The provider seam of libibverbs.so.1: everything the verbs layer
+ * (the src/verbs sources, the libibverbs ABI) asks of the device behind it.
+ *
+ * The verbs layer owns the application-visible objects (struct ibv_*),
+ * argument checking, translation between libibverbs values and the virtio
+ * values below, completion channels, event accounting and fork handling.
+ * A provider owns the device: discovery, the vhost-user connection, control
+ * commands, virtqueues and registered memory. The verbs layer sees a
+ * provider only through this header, and a provider never includes
+ * <infiniband/verbs.h>.
+ *
+ * Providers (one struct vrdma_prov_ops each):
+ *   vrdma_prov_vrdma_ops  the real device through libvrdma (provider_stub.c
+ *                         until the libvrdma binding replaces that file)
+ *   vrdma_prov_fake_ops   a fake device with no network (provider_fake.c),
+ *                         selected by VRDMA_FAKE_DEVICE=N (N devices, 1..8);
+ *                         used by tests and to check a tool starts
+ *
+ * Conventions:
+ * - Plain C structures mirroring the virtio_rdma_* command and ack structures
+ *   of include/vrdma/virtio_net_roce.h, in HOST byte order, with the seed's
+ *   field names. Enumerated values are the virtio ones (VIRTIO_IB_QPT_*,
+ *   VIRTIO_IB_QPS_*, VIRTIO_IB_MTU_*, VIRTIO_IB_ACCESS_*, VIRTIO_IB_WR_*,
+ *   VIRTIO_IB_SEND_*, VIRTIO_IB_WC_*, VIRTIO_IB_NOTIFY_*, VIRTIO_IB_QP_* attr
+ *   mask bits); the verbs layer translates from and to libibverbs values.
+ *   imm_data is the exception: network byte order, opaque, as on the wire.
+ *   GIDs and MACs are raw bytes.
+ * - Every operation returns 0 (or a count where said) or a negative errno.
+ * - A NULL control operation means -EOPNOTSUPP. The data-path operations
+ *   (poll_cq, arm_cq, cq_consume_event, post_send, post_recv, post_srq_recv)
+ *   are only called on objects the provider created, so a provider that can
+ *   create a CQ / QP / SRQ must implement them.
+ * - Threads: the verbs layer takes no lock around provider calls. Like any
+ *   libibverbs provider, a provider must accept concurrent calls on
+ *   different objects, and on the same QP / CQ / SRQ (applications may post
+ *   from several threads).
+ * - Objects carry the `cookie` given at creation (the verbs object); it comes
+ *   back in asynchronous events.
+ * - Extensions: things the seed has no command for (SRQ, multicast, atomics,
+ *   async events, P_Key) are marked "vrdma extension"; a provider without
+ *   them leaves the operation NULL or reports 0 in the capability field.
+ */
+#ifndef VRDMA_VERBS_PROVIDER_H
+#define VRDMA_VERBS_PROVIDER_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "vrdma/virtio_net_roce.h"
+
+/* Opaque provider objects. */
+struct vrdma_prov_dev;
+struct vrdma_prov_cq;
+struct vrdma_prov_qp;
+struct vrdma_prov_srq;
+struct vrdma_prov_ops;
+
+#define VRDMA_PROV_NAME_MAX 64  /* = IBV_SYSFS_NAME_MAX */
+#define VRDMA_PROV_PATH_MAX 256 /* = IBV_SYSFS_PATH_MAX */
+#define VRDMA_PROV_MAX_DEVICES 64
+
+/* One device found by discover(). */
+struct vrdma_prov_dev_info {
+	char name[VRDMA_PROV_NAME_MAX]; /* "vrdma0", unique per provider */
+	char path[VRDMA_PROV_PATH_MAX]; /* where it is served (socket path) */
+	uint8_t mac[6];                 /* for the node GUID; zero if unknown */
+	uint64_t priv;                  /* the provider's own (e.g. an index) */
+};
+
+/*
+ * QUERY_DEVICE ack (struct virtio_rdma_ack_query_device) plus the device
+ * configuration fields the verbs layer needs and a few vrdma extensions.
+ */
+struct vrdma_prov_device_attr {
+	/* struct virtio_rdma_ack_query_device */
+	uint64_t device_cap_flags; /* VIRTIO_IB_DEVICE_* */
+	uint64_t max_mr_size;
+	uint64_t page_size_cap;
+	uint32_t hw_ver;
+	uint32_t max_qp_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_sge_rd;
+	uint32_t max_cqe;
+	uint32_t max_mr;
+	uint32_t max_pd;
+	uint32_t max_qp_rd_atom;
+	uint32_t max_qp_init_rd_atom;
+	uint32_t max_ah;
+	uint8_t local_ca_ack_delay;
+	/* struct virtio_net_roce_config */
+	uint8_t mac[6];
+	uint32_t max_rdma_qps; /* QP indexes; the verbs layer reports 2 fewer
+				* (index 0 reserved, index 1 = GSI) */
+	uint32_t max_rdma_cqs;
+	/* vrdma extensions (0 = not supported) */
+	uint32_t max_srq;
+	uint32_t max_srq_wr;
+	uint32_t max_srq_sge;
+	uint32_t max_mcast_grp;
+	uint32_t max_mcast_qp_attach;
+	uint8_t atomic_cap; /* 0 none, 1 atomic within the device, 2 global */
+};
+
+/*
+ * QUERY_PORT ack (struct virtio_rdma_ack_query_port) plus the link facts of
+ * the virtio-net configuration (status, mtu, speed). There is one port, 1.
+ */
+struct vrdma_prov_port_attr {
+	uint32_t gid_tbl_len;
+	uint32_t max_msg_sz;
+	bool link_up;      /* VIRTIO_NET_S_LINK_UP */
+	uint16_t mtu;      /* netdev MTU (bytes of IP packet); 0 = 1500 */
+	uint32_t speed;    /* Mbit/s; 0 or UINT32_MAX = unknown */
+	uint32_t pkey_tbl_len; /* vrdma extension; 0 is reported as 1 */
+};
+
+/* GID types (the values of enum ibv_gid_type). */
+#define VRDMA_PROV_GID_TYPE_ROCE_V1 1
+#define VRDMA_PROV_GID_TYPE_ROCE_V2 2
+
+/* One GID table entry (what ADD_GID told the device). */
+struct vrdma_prov_gid {
+	uint8_t gid[16];
+	uint32_t gid_type; /* VRDMA_PROV_GID_TYPE_* */
+};
+
+/* REG_USER_MR / GET_DMA_MR ack */
+struct vrdma_prov_mr {
+	uint32_t mrn;
+	uint32_t lkey;
+	uint32_t rkey;
+};
+
+/* What create_cq reports. */
+struct vrdma_prov_cq_info {
+	uint32_t cqn;
+	uint32_t cqe;     /* actual capacity (>= requested) */
+	int event_fd;     /* readable (POLLIN) while a completion event is
+			   * pending on this CQ (after arm_cq and a matching
+			   * completion). Owned by the provider; the verbs layer
+			   * only watches it with epoll and calls
+			   * cq_consume_event(). -1 if the CQ has no events. */
+};
+
+/* struct virtio_rdma_cq_req in host order. */
+struct vrdma_prov_wc {
+	uint64_t wr_id;
+	uint8_t status;  /* enum virtio_ib_wc_status */
+	uint8_t opcode;  /* enum virtio_ib_wc_opcode */
+	uint32_t vendor_err;
+	uint32_t byte_len;
+	uint32_t imm_data; /* network byte order, opaque */
+	uint32_t qp_num;
+	uint32_t src_qp;   /* UD */
+	uint32_t wc_flags; /* VIRTIO_IB_WC_GRH / VIRTIO_IB_WC_WITH_IMM */
+};
+
+/* struct virtio_rdma_sge; same layout as struct ibv_sge, so the verbs layer
+ * passes an application's sg_list through without copying. */
+struct vrdma_prov_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+/*
+ * struct virtio_rdma_sq_req, host order. With VIRTIO_IB_SEND_INLINE the
+ * provider copies the bytes the SGEs point at (unregistered memory, lkey
+ * ignored) into inline_data; otherwise it passes the SGEs.
+ */
+struct vrdma_prov_send_wr {
+	uint64_t wr_id;
+	uint8_t opcode;     /* enum virtio_ib_wr_opcode (or *_RSVD) */
+	uint8_t send_flags; /* VIRTIO_IB_SEND_* */
+	uint32_t imm_data;  /* network byte order, opaque */
+	union {
+		struct {
+			uint64_t remote_addr;
+			uint32_t rkey;
+		} rdma;
+		struct {
+			uint32_t remote_qpn;
+			uint32_t remote_qkey;
+			uint32_t ah;
+		} ud;
+		struct { /* vrdma extension: VIRTIO_IB_WR_ATOMIC_*_RSVD */
+			uint64_t remote_addr;
+			uint64_t compare_add;
+			uint64_t swap;
+			uint32_t rkey;
+		} atomic;
+	};
+	uint32_t num_sge;
+	const struct vrdma_prov_sge *sg_list;
+};
+
+/* struct virtio_rdma_rq_req, host order. */
+struct vrdma_prov_recv_wr {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	const struct vrdma_prov_sge *sg_list;
+};
+
+/* struct virtio_rdma_qp_cap */
+struct vrdma_prov_qp_cap {
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline_data;
+};
+
+/* struct virtio_rdma_cmd_create_qp, with provider objects for the CQs. */
+struct vrdma_prov_qp_init {
+	uint32_t pdn;
+	uint8_t qp_type; /* VIRTIO_IB_QPT_RC / UC / UD */
+	bool sq_sig_all;
+	struct vrdma_prov_cq *send_cq;
+	struct vrdma_prov_cq *recv_cq;
+	struct vrdma_prov_srq *srq; /* vrdma extension; NULL = own RQ */
+	struct vrdma_prov_qp_cap cap; /* requested */
+};
+
+/* What create_qp reports. */
+struct vrdma_prov_qp_info {
+	uint32_t qpn;
+	struct vrdma_prov_qp_cap cap; /* actual (>= requested) */
+};
+
+/* struct virtio_rdma_global_route */
+struct vrdma_prov_global_route {
+	uint8_t dgid[16];
+	uint32_t flow_label;
+	uint8_t sgid_index;
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+};
+
+/* struct virtio_rdma_ah_attr */
+struct vrdma_prov_ah_attr {
+	struct vrdma_prov_global_route grh;
+	uint8_t dmac[6]; /* resolved by the verbs layer (see resolve_dmac) */
+};
+
+/*
+ * struct virtio_rdma_cmd_modify_qp / virtio_rdma_ack_query_qp, host order.
+ * Which fields count is said by a VIRTIO_IB_QP_* mask passed alongside.
+ */
+struct vrdma_prov_qp_attr {
+	uint8_t qp_state;     /* enum virtio_ib_qp_state */
+	uint8_t cur_qp_state;
+	uint8_t path_mtu;     /* enum virtio_ib_mtu */
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint8_t min_rnr_timer;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t sq_draining;  /* query only */
+	uint32_t qkey;
+	uint32_t rq_psn;
+	uint32_t sq_psn;
+	uint32_t dest_qp_num;
+	uint32_t qp_access_flags; /* VIRTIO_IB_ACCESS_* */
+	uint32_t rate_limit;      /* kbps */
+	struct vrdma_prov_qp_cap cap;
+	struct vrdma_prov_ah_attr ah_attr;
+};
+
+/* vrdma extension: shared receive queues (no seed command). */
+struct vrdma_prov_srq_attr {
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint32_t srq_limit;
+};
+#define VRDMA_PROV_SRQ_MAX_WR (1u << 0)
+#define VRDMA_PROV_SRQ_LIMIT  (1u << 1)
+
+/* vrdma extension: asynchronous events, numbered as enum ibv_event_type
+ * (the verbs layer checks this at compile time). */
+enum vrdma_prov_event_type {
+	VRDMA_PROV_EVENT_CQ_ERR,
+	VRDMA_PROV_EVENT_QP_FATAL,
+	VRDMA_PROV_EVENT_QP_REQ_ERR,
+	VRDMA_PROV_EVENT_QP_ACCESS_ERR,
+	VRDMA_PROV_EVENT_COMM_EST,
+	VRDMA_PROV_EVENT_SQ_DRAINED,
+	VRDMA_PROV_EVENT_PATH_MIG,
+	VRDMA_PROV_EVENT_PATH_MIG_ERR,
+	VRDMA_PROV_EVENT_DEVICE_FATAL,
+	VRDMA_PROV_EVENT_PORT_ACTIVE,
+	VRDMA_PROV_EVENT_PORT_ERR,
+	VRDMA_PROV_EVENT_LID_CHANGE,
+	VRDMA_PROV_EVENT_PKEY_CHANGE,
+	VRDMA_PROV_EVENT_SM_CHANGE,
+	VRDMA_PROV_EVENT_SRQ_ERR,
+	VRDMA_PROV_EVENT_SRQ_LIMIT_REACHED,
+	VRDMA_PROV_EVENT_QP_LAST_WQE_REACHED,
+	VRDMA_PROV_EVENT_CLIENT_REREGISTER,
+	VRDMA_PROV_EVENT_GID_CHANGE,
+	VRDMA_PROV_EVENT_WQ_FATAL,
+};
+
+struct vrdma_prov_async_event {
+	uint32_t type;  /* enum vrdma_prov_event_type */
+	void *cookie;   /* the CQ / QP / SRQ cookie; NULL for port and device */
+	uint32_t port;  /* port events: 1 */
+};
+
+struct vrdma_prov_ops {
+	const char *name;
+
+	/* --- devices --- */
+
+	/* Fill up to max entries of devs. Returns how many devices exist
+	 * (0 is fine) or -errno. Called by every ibv_get_device_list(). */
+	int (*discover)(struct vrdma_prov_dev_info *devs, int max);
+	/* Connect to a discovered device. */
+	int (*open)(const struct vrdma_prov_dev_info *info,
+		    struct vrdma_prov_dev **dev);
+	/* Disconnect; every object of dev was destroyed before. */
+	void (*close)(struct vrdma_prov_dev *dev);
+	int (*query_device)(struct vrdma_prov_dev *dev,
+			    struct vrdma_prov_device_attr *attr);
+	int (*query_port)(struct vrdma_prov_dev *dev,
+			  struct vrdma_prov_port_attr *attr);
+	/* -ENODATA for an empty entry below gid_tbl_len, -EINVAL beyond. */
+	int (*query_gid)(struct vrdma_prov_dev *dev, uint32_t index,
+			 struct vrdma_prov_gid *gid);
+	/* Destination MAC of a unicast GID that is not link-local EUI-64 (the
+	 * verbs layer derives those and multicast MACs itself). NULL or
+	 * -EOPNOTSUPP leaves dmac zero: the device resolves. */
+	int (*resolve_dmac)(struct vrdma_prov_dev *dev, const uint8_t dgid[16],
+			    uint32_t sgid_index, uint8_t dmac[6]);
+	/* vrdma extension: an fd readable while an async event is pending, or
+	 * -errno (the verbs layer then gives the application an fd that never
+	 * fires). Owned by the provider; must not be O_NONBLOCK (applications
+	 * may set that themselves). */
+	int (*async_fd)(struct vrdma_prov_dev *dev);
+	/* Dequeue one event without blocking: 0, or -EAGAIN if none. */
+	int (*get_async_event)(struct vrdma_prov_dev *dev,
+			       struct vrdma_prov_async_event *ev);
+
+	/* --- protection domains, memory regions --- */
+
+	int (*create_pd)(struct vrdma_prov_dev *dev, uint32_t *pdn);
+	int (*destroy_pd)(struct vrdma_prov_dev *dev, uint32_t pdn);
+	/* Register [addr, addr + length) of this process, seen by the device at
+	 * I/O address iova; access is VIRTIO_IB_ACCESS_*. The provider makes
+	 * the range shared with the device (REG_USER_MR). */
+	int (*reg_mr)(struct vrdma_prov_dev *dev, uint32_t pdn, void *addr,
+		      uint64_t length, uint64_t iova, uint32_t access,
+		      struct vrdma_prov_mr *mr);
+	int (*dereg_mr)(struct vrdma_prov_dev *dev, uint32_t mrn);
+
+	/* --- completion queues --- */
+
+	int (*create_cq)(struct vrdma_prov_dev *dev, uint32_t cqe, void *cookie,
+			 struct vrdma_prov_cq **cq,
+			 struct vrdma_prov_cq_info *info);
+	int (*destroy_cq)(struct vrdma_prov_cq *cq);
+	/* Up to n completions into wc. Returns how many (0 = empty) or -errno. */
+	int (*poll_cq)(struct vrdma_prov_cq *cq, struct vrdma_prov_wc *wc, int n);
+	/* REQ_NOTIFY_CQ; flags VIRTIO_IB_NOTIFY_*. */
+	int (*arm_cq)(struct vrdma_prov_cq *cq, uint32_t flags);
+	/* Clear the pending event of the CQ (non-blocking). Returns 1 if one
+	 * was pending, 0 if not (another thread took it), or -errno. */
+	int (*cq_consume_event)(struct vrdma_prov_cq *cq);
+
+	/* --- queue pairs --- */
+
+	int (*create_qp)(struct vrdma_prov_dev *dev,
+			 const struct vrdma_prov_qp_init *init, void *cookie,
+			 struct vrdma_prov_qp **qp,
+			 struct vrdma_prov_qp_info *info);
+	/* MODIFY_QP; mask is VIRTIO_IB_QP_*. */
+	int (*modify_qp)(struct vrdma_prov_qp *qp,
+			 const struct vrdma_prov_qp_attr *attr, uint32_t mask);
+	/* QUERY_QP; fills at least the fields of mask. */
+	int (*query_qp)(struct vrdma_prov_qp *qp, uint32_t mask,
+			struct vrdma_prov_qp_attr *attr);
+	int (*destroy_qp)(struct vrdma_prov_qp *qp);
+	/* Post n WRs in order. Returns how many were posted (== n, or fewer
+	 * when WR number <return> was refused) or -errno if the first was. */
+	int (*post_send)(struct vrdma_prov_qp *qp,
+			 const struct vrdma_prov_send_wr *wr, unsigned int n);
+	int (*post_recv)(struct vrdma_prov_qp *qp,
+			 const struct vrdma_prov_recv_wr *wr, unsigned int n);
+	/* vrdma extension: multicast groups (GID as raw bytes). */
+	int (*attach_mcast)(struct vrdma_prov_qp *qp, const uint8_t gid[16]);
+	int (*detach_mcast)(struct vrdma_prov_qp *qp, const uint8_t gid[16]);
+
+	/* --- shared receive queues (vrdma extension) --- */
+
+	/* attr: requested in, actual out. */
+	int (*create_srq)(struct vrdma_prov_dev *dev, uint32_t pdn,
+			  struct vrdma_prov_srq_attr *attr, void *cookie,
+			  struct vrdma_prov_srq **srq);
+	int (*modify_srq)(struct vrdma_prov_srq *srq,
+			  const struct vrdma_prov_srq_attr *attr, uint32_t mask);
+	int (*query_srq)(struct vrdma_prov_srq *srq,
+			 struct vrdma_prov_srq_attr *attr);
+	int (*destroy_srq)(struct vrdma_prov_srq *srq);
+	int (*post_srq_recv)(struct vrdma_prov_srq *srq,
+			     const struct vrdma_prov_recv_wr *wr, unsigned int n);
+
+	/* --- address handles --- */
+
+	int (*create_ah)(struct vrdma_prov_dev *dev, uint32_t pdn,
+			 const struct vrdma_prov_ah_attr *attr, uint32_t *ah);
+	int (*destroy_ah)(struct vrdma_prov_dev *dev, uint32_t pdn, uint32_t ah);
+};
+
+/* The real device (libvrdma). */
+extern const struct vrdma_prov_ops vrdma_prov_vrdma_ops;
+/* The fake device of VRDMA_FAKE_DEVICE. */
+extern const struct vrdma_prov_ops vrdma_prov_fake_ops;
+
+/* ------------------------------------------------------------------------ */
+/* Helpers shared by providers and the verbs layer                           */
+/* ------------------------------------------------------------------------ */
+
+/* Modified EUI-64 of a MAC (RFC 4291 appendix A): the node GUID and the
+ * interface identifier of the link-local GID. */
+static inline void vrdma_prov_eui64(const uint8_t mac[6], uint8_t eui[8])
+{
+	eui[0] = mac[0] ^ 0x02;
+	eui[1] = mac[1];
+	eui[2] = mac[2];
+	eui[3] = 0xff;
+	eui[4] = 0xfe;
+	eui[5] = mac[3];
+	eui[6] = mac[4];
+	eui[7] = mac[5];
+}
+
+/* The link-local GID fe80::<EUI-64 of mac> (GID index 0 of a RoCE port). */
+static inline void vrdma_prov_gid_from_mac(const uint8_t mac[6], uint8_t gid[16])
+{
+	memset(gid, 0, 16);
+	gid[0] = 0xfe;
+	gid[1] = 0x80;
+	vrdma_prov_eui64(mac, gid + 8);
+}
+
+/* The IPv4-mapped GID ::ffff:a.b.c.d of an address in network byte order
+ * (as 4 bytes). */
+static inline void vrdma_prov_gid_from_ipv4(const uint8_t addr[4], uint8_t gid[16])
+{
+	memset(gid, 0, 16);
+	gid[10] = 0xff;
+	gid[11] = 0xff;
+	memcpy(gid + 12, addr, 4);
+}
+
+#endif /* VRDMA_VERBS_PROVIDER_H */

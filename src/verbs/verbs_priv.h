@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Internals of vrdma's libibverbs.so.1 (src/verbs): the objects behind the
+ * application's struct ibv_* pointers, and helpers shared by the files of
+ * the verbs layer. Nothing here is exported (the version script hides every
+ * symbol it does not list, and these are also hidden at compile time so
+ * internal calls bind directly).
+ *
+ * Files by role:
+ *   device.c     device list, open/close, query device/port/GID/P_Key,
+ *                async events, sysfs helpers
+ *   pd_mr.c      protection domains, memory regions, fork
+ *   cq.c         completion channels, CQs, poll / arm / CQ events
+ *   qp.c         QPs, SRQs, post send/recv, multicast, ECE
+ *   ah.c         address handles, AH from a work completion, L2 resolution
+ *   strings.c    *_str() and rate conversions
+ *   marshall.c   ibv_copy_*_from_kern / _to_kern (librdmacm's)
+ *   private.c    IBVERBS_PRIVATE_34 and import entry points (stubs)
+ *   provider_fake.c, provider_stub.c   providers (see provider.h)
+ *
+ * Device identity (what ibv_devinfo shows):
+ *   vendor_id 0x1af4 (the virtio PCI vendor, Red Hat), vendor_part_id 0x1041
+ *   (the virtio-net PCI device id): neither Mellanox nor Amazon, so perftest
+ *   drives the device with the classic ibv_post_send API and plain CQs.
+ *   node GUID = sys_image GUID = modified EUI-64 of the device MAC.
+ */
+#ifndef VRDMA_VERBS_PRIV_H
+#define VRDMA_VERBS_PRIV_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include "verbs/provider.h"
+
+#define VRDMA_HIDDEN __attribute__((visibility("hidden")))
+
+#define VRDMA_VERBS_VENDOR_ID      0x1af4
+#define VRDMA_VERBS_VENDOR_PART_ID 0x1041
+#define VRDMA_VERBS_FW_VER         "vrdma-0.1"
+#define VRDMA_VERBS_PORT           1
+#define VRDMA_VERBS_COMP_VECTORS   1
+#define VRDMA_VERBS_MAX_PKEYS      1
+#define VRDMA_VERBS_DEFAULT_PKEY   0xffff
+/* Below this many WRs a post is translated on the stack in one batch. */
+#define VRDMA_VERBS_POST_BATCH     16
+
+#define vrdma_container_of(ptr, type, member)                                  \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* A device found by ibv_get_device_list(); lives until the process exits
+ * (applications may keep struct ibv_device pointers after freeing the list
+ * while a context is open). */
+struct vrdma_verbs_device {
+	struct ibv_device ibdev;
+	const struct vrdma_prov_ops *ops;
+	struct vrdma_prov_dev_info info;
+	int index;       /* order of discovery, for ibv_get_device_index */
+	bool present;    /* seen by the last discovery */
+};
+
+/* An open device: what struct ibv_context * points into. */
+struct vrdma_verbs_context {
+	struct vrdma_verbs_device *dev;
+	const struct vrdma_prov_ops *ops;
+	struct vrdma_prov_dev *prov;
+	int own_async_fd; /* our never-firing eventfd when the provider has none */
+	struct verbs_context vctx; /* ibv_context last, as verbs_context wants */
+};
+
+struct vrdma_verbs_cq {
+	struct ibv_cq ibcq;
+	const struct vrdma_prov_ops *ops;
+	struct vrdma_prov_cq *prov;
+	int event_fd;                     /* provider's, watched by the channel */
+	uint32_t comp_events_delivered;   /* under ibcq.mutex */
+	uint32_t async_events_delivered;  /* under ibcq.mutex */
+};
+
+struct vrdma_verbs_qp {
+	struct ibv_qp ibqp;
+	const struct vrdma_prov_ops *ops;
+	struct vrdma_prov_qp *prov;
+	uint32_t events_delivered; /* under ibqp.mutex */
+};
+
+struct vrdma_verbs_srq {
+	struct ibv_srq ibsrq;
+	const struct vrdma_prov_ops *ops;
+	struct vrdma_prov_srq *prov;
+	uint32_t events_delivered; /* under ibsrq.mutex */
+};
+
+/* PDs, MRs and AHs need nothing beyond the libibverbs structure: handle is
+ * the device's pdn / mrn / AH number. */
+
+static inline struct vrdma_verbs_context *vrdma_ctx(struct ibv_context *ibctx)
+{
+	return vrdma_container_of(ibctx, struct vrdma_verbs_context, vctx.context);
+}
+
+static inline struct vrdma_verbs_cq *vrdma_cq(struct ibv_cq *ibcq)
+{
+	return vrdma_container_of(ibcq, struct vrdma_verbs_cq, ibcq);
+}
+
+static inline struct vrdma_verbs_qp *vrdma_qp(struct ibv_qp *ibqp)
+{
+	return vrdma_container_of(ibqp, struct vrdma_verbs_qp, ibqp);
+}
+
+static inline struct vrdma_verbs_srq *vrdma_srq(struct ibv_srq *ibsrq)
+{
+	return vrdma_container_of(ibsrq, struct vrdma_verbs_srq, ibsrq);
+}
+
+/* errno = -neg (neg < 0) and the positive errno, for verbs that return an
+ * errno value. */
+static inline int vrdma_errno(int neg)
+{
+	errno = -neg;
+	return -neg;
+}
+
+/* Calls an optional provider control operation: -EOPNOTSUPP when absent. */
+#define VRDMA_PROV_CALL(ops, op, ...)                                          \
+	((ops)->op ? (ops)->op(__VA_ARGS__) : -EOPNOTSUPP)
+
+/* Exported, but declared in rdma-core's private driver.h, not installed. */
+int ibv_dontfork_range(void *base, size_t size);
+int ibv_dofork_range(void *base, size_t size);
+int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
+				struct ibv_ah_attr *attr, uint8_t eth_mac[6],
+				uint16_t *vid);
+
+/* --- device.c --- */
+
+/* The provider of this process: the fake one when VRDMA_FAKE_DEVICE is set
+ * (to anything but "" and "0"), else the libvrdma one. */
+VRDMA_HIDDEN const struct vrdma_prov_ops *vrdma_verbs_provider(void);
+
+/* Port attributes in libibverbs terms; 0 or a positive errno. */
+VRDMA_HIDDEN int vrdma_verbs_query_port(struct ibv_context *ibctx, uint8_t port,
+					struct ibv_port_attr *attr);
+
+/* GID entry in libibverbs terms: 0, ENODATA for an empty entry, EINVAL. */
+VRDMA_HIDDEN int vrdma_verbs_query_gid_entry(struct ibv_context *ibctx,
+					     uint32_t port, uint32_t index,
+					     struct ibv_gid_entry *entry);
+
+/* The IB MTU enum for a netdev MTU of mtu bytes (RoCE v2 headers taken off). */
+VRDMA_HIDDEN enum ibv_mtu vrdma_verbs_mtu_from_netdev(uint32_t mtu);
+
+/* Called by ibv_ack_async_event's accounting: nothing to do for the device. */
+
+/* --- pd_mr.c --- */
+
+/* Access flags of libibverbs (reg_mr, QP access) as VIRTIO_IB_ACCESS_*:
+ * 0 or a positive errno. */
+VRDMA_HIDDEN int vrdma_verbs_access(unsigned int ibv_access, uint32_t *out);
+/* VIRTIO_IB_ACCESS_* back to libibverbs flags. */
+VRDMA_HIDDEN unsigned int vrdma_verbs_access_to_ibv(uint32_t access);
+
+/* --- cq.c --- */
+
+VRDMA_HIDDEN int vrdma_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
+VRDMA_HIDDEN int vrdma_verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+
+/* --- qp.c --- */
+
+VRDMA_HIDDEN int vrdma_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+				       struct ibv_send_wr **bad_wr);
+VRDMA_HIDDEN int vrdma_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+				       struct ibv_recv_wr **bad_wr);
+VRDMA_HIDDEN int vrdma_verbs_post_srq_recv(struct ibv_srq *ibsrq,
+					   struct ibv_recv_wr *wr,
+					   struct ibv_recv_wr **bad_wr);
+
+/* --- ah.c --- */
+
+/* An ibv_ah_attr as the device's address vector (GRH mandatory on RoCE,
+ * port 1, destination MAC resolved). 0 or a positive errno. */
+VRDMA_HIDDEN int vrdma_verbs_ah_attr(struct vrdma_verbs_context *ctx,
+				     const struct ibv_ah_attr *in,
+				     struct vrdma_prov_ah_attr *out);
+/* The device's address vector back in libibverbs terms. */
+VRDMA_HIDDEN void vrdma_verbs_ah_attr_to_ibv(const struct vrdma_prov_ah_attr *in,
+					     struct ibv_ah_attr *out);
+
+#endif /* VRDMA_VERBS_PRIV_H */

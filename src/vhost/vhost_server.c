@@ -1,0 +1,1508 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vhost-user back-end: listening socket, one front-end session at a time,
+ * message handlers, vring life cycle. See vhost_server.h for the contract.
+ *
+ * Message handling: vhost_msg_check_request() validates the framing (flags,
+ * payload size, fd count), then one handler per request validates the
+ * contents (ring index, ring size, addresses, feature bits, regions) and acts.
+ * A handler answers one of:
+ *   VH_OK     done (REPLY_ACK 0 if the front-end asked for it)
+ *   VH_REPLY  the reply is in msg
+ *   VH_FAIL   refused; REPLY_ACK 1 if asked for, the session goes on
+ *   VH_BAD    protocol violation; REPLY_ACK 1 if asked for, then the session
+ *             is closed
+ * A request we do not implement is VH_FAIL when the front-end asked for an
+ * ack (it learns the answer), VH_BAD otherwise (it would believe it worked).
+ *
+ * Vring life cycle. A ring is "started" (the device owns r->vq) once it has a
+ * size, addresses, a kick (fd or "no fd") and is enabled, and its three parts
+ * translate into shared memory. Rings >= 256 cannot be given a kick without
+ * the wide-index extension; for those SET_VRING_ADDR counts as the kick and
+ * they run without a kick fd (the device polls). The ring is stopped by
+ * GET_VRING_BASE (which also drops the kick, as the spec's "stop ring"),
+ * SET_VRING_ENABLE 0, a change of size/addresses/base, a memory change that
+ * removes its memory, RESET_DEVICE/RESET_OWNER and the end of the session.
+ *
+ * Memory safety across memory-table changes: a started ring holds references
+ * on the regions of its three parts, and when a region goes away while any
+ * ring runs, the server keeps a reference too (the "graveyard") until no ring
+ * is running, so buffers the device popped but has not completed yet stay
+ * mapped.
+ */
+#include "vhost/vhost_server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/loop.h"
+#include "common/util.h"
+#include "vhost/vhost_msg.h"
+
+#ifndef VIRTIO_CONFIG_S_NEEDS_RESET
+#define VIRTIO_CONFIG_S_NEEDS_RESET 0x40
+#endif
+#define VHOST_VRING_F_LOG 0
+#define VHOST_F_RING_INDIRECT_DESC 28
+#define VHOST_F_RING_EVENT_IDX 29
+
+/* Protocol features this server implements. */
+#define VHOST_SERVER_PF_IMPLEMENTED                                              \
+	((1ull << VHOST_USER_PROTOCOL_F_MQ) |                                    \
+	 (1ull << VHOST_USER_PROTOCOL_F_REPLY_ACK) |                             \
+	 (1ull << VHOST_USER_PROTOCOL_F_NET_MTU) |                               \
+	 (1ull << VHOST_USER_PROTOCOL_F_CONFIG) |                                \
+	 (1ull << VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS) |                   \
+	 (1ull << VHOST_USER_PROTOCOL_F_STATUS) |                                \
+	 (1ull << VHOST_USER_PROTOCOL_F_RESET_DEVICE) |                          \
+	 (1ull << VHOST_USER_PROTOCOL_F_VRDMA_WIDE_INDEX))
+
+#define PF_BIT(b) (1ull << (b))
+#define F_PROTOCOL (1ull << VHOST_USER_F_PROTOCOL_FEATURES)
+
+/* Ring slots: a table of chunk pointers, each chunk 256 slot pointers,
+ * allocated when a ring of that chunk is first configured. */
+#define VRING_CHUNK_SHIFT 8
+#define VRING_CHUNK (1u << VRING_CHUNK_SHIFT)
+/* Rings a front-end without the wide index can give a kick fd. */
+#define VRING_STD_KICKABLE 256
+/* Messages handled per wake-up of the connection socket. */
+#define VHOST_SERVER_MSG_BUDGET 64
+/* Dead regions kept mapped while rings run (oldest released beyond). */
+#define VHOST_SERVER_GRAVE_MAX 1024
+
+enum { VH_OK = 0, VH_REPLY = 1, VH_FAIL = -1, VH_BAD = -2 };
+
+struct vring_slot {
+	struct vhost_vring r;     /* public part, handed to the device */
+	bool enable_explicit;     /* SET_VRING_ENABLE seen */
+	bool kick_watched;        /* kick_fd registered with the loop */
+	bool warned;              /* translation failure logged */
+};
+
+struct vhost_server {
+	struct loop *loop;
+	struct vhost_dev_ops ops;
+	void *ctx;
+	char *path;
+	dev_t sock_dev;
+	ino_t sock_ino;
+	int listen_fd;
+	bool listen_watched;
+
+	/* Session */
+	int conn_fd;
+	bool connected;
+	bool disconnecting;
+	int in_msg;               /* depth of message handling */
+	bool disconnect_pending;  /* requested while in_msg */
+	struct vhost_msg_rx rx;
+	struct vhost_mem mem;
+	uint64_t offered_features;
+	uint64_t offered_pf;
+	uint64_t features;        /* acked virtio features (without bit 30) */
+	bool features_set;
+	bool pf_negotiated;       /* VHOST_USER_F_PROTOCOL_FEATURES acked */
+	uint64_t pf;              /* acked protocol features */
+	uint8_t status;           /* last SET_STATUS */
+	uint8_t dev_status;       /* device-set bits */
+	uint32_t mtu;
+
+	/* Rings */
+	uint32_t max_rings;
+	unsigned nchunks;
+	struct vring_slot ***chunks;
+	unsigned nstarted;
+
+	/* Regions removed while rings run */
+	struct vhost_mem_region **grave;
+	unsigned ngrave, grave_cap;
+
+	struct vhost_server_stats stats;
+};
+
+static const char *vs_name(const struct vhost_server *s)
+{
+	return s->path ? s->path : "vhost";
+}
+
+/* ---- fds from the front-end ---- */
+
+/*
+ * Accept an fd for KICK/CALL/ERR: it must be an eventfd (so reads and writes
+ * are 8 bytes, never block once non-blocking, never raise SIGPIPE). Where
+ * /proc is not mounted the type cannot be checked and any fd is taken.
+ * Returns 0 or -errno.
+ */
+static int vs_prepare_eventfd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+	int fl;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n >= 0) {
+		link[n] = '\0';
+		if (strcmp(link, "anon_inode:[eventfd]") != 0)
+			return -EINVAL;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return -errno;
+	if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+static void vs_close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* ---- graveyard ---- */
+
+static void vs_grave_release(struct vhost_server *s)
+{
+	for (unsigned i = 0; i < s->ngrave; i++)
+		vhost_mem_region_put(s->grave[i]);
+	s->ngrave = 0;
+}
+
+/* Keep region mapped while rings run (it is about to leave the table). */
+static void vs_grave_hold(struct vhost_server *s, struct vhost_mem_region *reg)
+{
+	if (!s->nstarted || !reg)
+		return;
+	if (s->ngrave == s->grave_cap) {
+		if (s->grave_cap < VHOST_SERVER_GRAVE_MAX) {
+			unsigned cap = s->grave_cap ? s->grave_cap * 2 : 16;
+			void *n = realloc(s->grave, cap * sizeof(*s->grave));
+
+			if (n) {
+				s->grave = n;
+				s->grave_cap = cap;
+			}
+		}
+		if (s->ngrave == s->grave_cap) {
+			if (!s->grave_cap)
+				return;
+			vhost_mem_region_put(s->grave[0]);
+			memmove(&s->grave[0], &s->grave[1],
+				(s->ngrave - 1) * sizeof(*s->grave));
+			s->ngrave--;
+		}
+	}
+	vhost_mem_region_get(reg);
+	s->grave[s->ngrave++] = reg;
+}
+
+/* ---- ring slots ---- */
+
+static struct vring_slot *vs_slot(const struct vhost_server *s, uint32_t idx)
+{
+	struct vring_slot **c;
+
+	if (idx >= s->max_rings)
+		return NULL;
+	c = s->chunks[idx >> VRING_CHUNK_SHIFT];
+	return c ? c[idx & (VRING_CHUNK - 1)] : NULL;
+}
+
+static bool vs_kickable(const struct vhost_server *s, uint32_t idx)
+{
+	return idx < VRING_STD_KICKABLE ||
+	       (s->pf & PF_BIT(VHOST_USER_PROTOCOL_F_VRDMA_WIDE_INDEX));
+}
+
+/* The slot of ring idx (< max_rings), created on first use. NULL: no memory. */
+static struct vring_slot *vs_slot_get(struct vhost_server *s, uint32_t idx)
+{
+	struct vring_slot **c = s->chunks[idx >> VRING_CHUNK_SHIFT];
+	struct vring_slot *v;
+
+	if (!c) {
+		c = calloc(VRING_CHUNK, sizeof(*c));
+		if (!c)
+			return NULL;
+		s->chunks[idx >> VRING_CHUNK_SHIFT] = c;
+	}
+	v = c[idx & (VRING_CHUNK - 1)];
+	if (v)
+		return v;
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return NULL;
+	v->r.idx = idx;
+	v->r.kick_fd = -1;
+	v->r.call_fd = -1;
+	v->r.err_fd = -1;
+	v->r.srv = s;
+	v->r.enabled = s->features_set && !s->pf_negotiated;
+	c[idx & (VRING_CHUNK - 1)] = v;
+	return v;
+}
+
+/* Next allocated slot at or after *pos (advanced past it), or NULL. */
+static struct vring_slot *vs_slot_next(const struct vhost_server *s, uint32_t *pos)
+{
+	while (*pos < s->max_rings) {
+		struct vring_slot **c = s->chunks[*pos >> VRING_CHUNK_SHIFT];
+		struct vring_slot *v;
+
+		if (!c) {
+			*pos = (*pos | (VRING_CHUNK - 1)) + 1;
+			continue;
+		}
+		v = c[*pos & (VRING_CHUNK - 1)];
+		(*pos)++;
+		if (v)
+			return v;
+	}
+	return NULL;
+}
+
+#define vs_for_each_slot(s, v, pos) \
+	for ((pos) = 0; ((v) = vs_slot_next((s), &(pos))) != NULL;)
+
+/* The live region containing [uva, uva + len), or NULL. */
+static struct vhost_mem_region *vs_find_uva(const struct vhost_mem *m, uint64_t uva,
+					    uint64_t len)
+{
+	for (unsigned i = 0; i < m->nregions; i++) {
+		struct vhost_mem_region *reg = m->regions[i];
+		uint64_t off;
+
+		if (uva < reg->uva)
+			continue;
+		off = uva - reg->uva;
+		if (off >= reg->size)
+			continue;
+		return len <= reg->size - off ? reg : NULL;
+	}
+	return NULL;
+}
+
+/*
+ * Translate the three ring parts of r (whole sizes for r->num entries).
+ * Returns 0 with host pointers and their regions, or -EFAULT.
+ */
+static int vs_translate(struct vhost_server *s, const struct vhost_vring *r,
+			void *host[3], struct vhost_mem_region *reg[3])
+{
+	const uint64_t uva[3] = { r->desc_uva, r->avail_uva, r->used_uva };
+	const uint64_t len[3] = { vq_desc_size(r->num), vq_avail_size(r->num),
+				  vq_used_size(r->num) };
+	static const uintptr_t align[3] = { 16, 2, 4 };
+
+	for (int i = 0; i < 3; i++) {
+		reg[i] = vs_find_uva(&s->mem, uva[i], len[i]);
+		host[i] = vhost_mem_uva_to_host(&s->mem, uva[i], len[i]);
+		if (!reg[i] || !host[i] || ((uintptr_t)host[i] & (align[i] - 1)))
+			return -EFAULT;
+	}
+	return 0;
+}
+
+static void vs_put_held(struct vhost_vring *r)
+{
+	for (int i = 0; i < 3; i++) {
+		vhost_mem_region_put(r->held[i]);
+		r->held[i] = NULL;
+	}
+}
+
+static void vs_kick_cb(void *arg, uint32_t events);
+
+static bool vs_ring_ready(const struct vhost_vring *r)
+{
+	return !r->started && r->num && r->addr_set && r->kick_set && r->enabled;
+}
+
+/*
+ * Start the ring if it is ready and its memory translates. Returns 0 (started
+ * or not ready yet) or -errno when the kick fd cannot be watched (the session
+ * must end).
+ */
+static int vs_ring_try_start(struct vhost_server *s, struct vring_slot *v)
+{
+	struct vhost_vring *r = &v->r;
+	struct vhost_mem_region *reg[3];
+	void *host[3];
+	int err;
+
+	if (!vs_ring_ready(r))
+		return 0;
+	if (vs_translate(s, r, host, reg) < 0) {
+		if (!v->warned)
+			LOG_PEER("%s: ring %u addresses not in shared memory (yet)",
+				 vs_name(s), r->idx);
+		v->warned = true;
+		return 0;
+	}
+	err = vq_dev_init(&r->vq, &s->mem, r->num, host[0], host[1], host[2], r->base,
+			  (s->features >> VHOST_F_RING_EVENT_IDX) & 1,
+			  (s->features >> VHOST_F_RING_INDIRECT_DESC) & 1);
+	if (err) {
+		if (!v->warned)
+			LOG_PEER("%s: ring %u cannot start: %s", vs_name(s), r->idx,
+				 strerror(-err));
+		v->warned = true;
+		return 0;
+	}
+	if (r->kick_fd >= 0 && s->loop) {
+		err = loop_add_fd(s->loop, r->kick_fd, EPOLLIN, vs_kick_cb, v);
+		if (err) {
+			LOG_PEER("%s: ring %u kick fd cannot be watched: %s", vs_name(s),
+				 r->idx, strerror(-err));
+			return err;
+		}
+		v->kick_watched = true;
+	}
+	for (int i = 0; i < 3; i++) {
+		vhost_mem_region_get(reg[i]);
+		r->held[i] = reg[i];
+	}
+	v->warned = false;
+	r->started = true;
+	s->nstarted++;
+	if (s->ops.ring_started)
+		s->ops.ring_started(s->ctx, r);
+	return 0;
+}
+
+/* Stop the ring if it runs: the device lets go of it, base keeps its place. */
+static void vs_ring_stop(struct vhost_server *s, struct vring_slot *v)
+{
+	struct vhost_vring *r = &v->r;
+
+	if (!r->started)
+		return;
+	if (v->kick_watched) {
+		loop_del_fd(s->loop, r->kick_fd);
+		v->kick_watched = false;
+	}
+	if (s->ops.ring_stopped)
+		s->ops.ring_stopped(s->ctx, r);
+	r->started = false;
+	r->base = r->vq.last_avail_idx;
+	vs_put_held(r);
+	if (--s->nstarted == 0)
+		vs_grave_release(s);
+}
+
+static void vs_stop_all(struct vhost_server *s)
+{
+	struct vring_slot *v;
+	uint32_t pos;
+
+	vs_for_each_slot(s, v, pos)
+		vs_ring_stop(s, v);
+}
+
+/* Try to start every ring that is not running. Returns 0 or -errno. */
+static int vs_start_all(struct vhost_server *s)
+{
+	struct vring_slot *v;
+	uint32_t pos;
+	int err;
+
+	vs_for_each_slot(s, v, pos) {
+		err = vs_ring_try_start(s, v);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Free every slot (rings must be stopped), closing its fds. */
+static void vs_free_slots(struct vhost_server *s)
+{
+	for (unsigned c = 0; c < s->nchunks; c++) {
+		struct vring_slot **chunk = s->chunks[c];
+
+		if (!chunk)
+			continue;
+		for (unsigned i = 0; i < VRING_CHUNK; i++) {
+			struct vring_slot *v = chunk[i];
+
+			if (!v)
+				continue;
+			vs_ring_stop(s, v);
+			vs_close_fd(&v->r.kick_fd);
+			vs_close_fd(&v->r.call_fd);
+			vs_close_fd(&v->r.err_fd);
+			free(v);
+		}
+		free(chunk);
+		s->chunks[c] = NULL;
+	}
+}
+
+/*
+ * The memory table changed: running rings whose memory went away are moved
+ * onto the new mapping of the same addresses, or stopped if those addresses
+ * are gone; rings waiting for memory are started. Returns 0 or -errno.
+ */
+static int vs_mem_changed(struct vhost_server *s)
+{
+	struct vring_slot *v;
+	uint32_t pos;
+
+	vs_for_each_slot(s, v, pos) {
+		struct vhost_vring *r = &v->r;
+		struct vhost_mem_region *reg[3];
+		void *host[3];
+
+		if (!r->started)
+			continue;
+		if (!vhost_mem_region_dead(r->held[0]) &&
+		    !vhost_mem_region_dead(r->held[1]) &&
+		    !vhost_mem_region_dead(r->held[2]))
+			continue;
+		if (vs_translate(s, r, host, reg) < 0) {
+			LOG_PEER("%s: ring %u memory removed while running; ring stopped",
+				 vs_name(s), r->idx);
+			vs_ring_stop(s, v);
+			continue;
+		}
+		r->vq.desc = host[0];
+		r->vq.avail = host[1];
+		r->vq.used = host[2];
+		for (int i = 0; i < 3; i++)
+			vhost_mem_region_get(reg[i]);
+		vs_put_held(r);
+		for (int i = 0; i < 3; i++)
+			r->held[i] = reg[i];
+	}
+	if (s->ops.mem_changed)
+		s->ops.mem_changed(s->ctx);
+	return vs_start_all(s);
+}
+
+/* ---- session state ---- */
+
+/* Stop every ring, reset the device, forget rings and negotiated features
+ * (RESET_DEVICE, RESET_OWNER, end of session). Memory is kept. */
+static void vs_reset_device(struct vhost_server *s)
+{
+	vs_stop_all(s);
+	if (s->ops.reset)
+		s->ops.reset(s->ctx);
+	vs_free_slots(s);
+	vs_grave_release(s);
+	s->features = 0;
+	s->features_set = false;
+	s->pf_negotiated = false;
+	s->status = 0;
+	s->dev_status = 0;
+}
+
+static void vs_session_begin(struct vhost_server *s)
+{
+	s->connected = true;
+	s->stats.connections++;
+	vhost_msg_rx_init(&s->rx);
+	if (s->ops.connected)
+		s->ops.connected(s->ctx);
+}
+
+static void vs_listen_cb(void *arg, uint32_t events);
+
+static void vs_watch_listen(struct vhost_server *s)
+{
+	int err;
+
+	if (s->listen_fd < 0 || s->listen_watched || !s->loop)
+		return;
+	err = loop_add_fd(s->loop, s->listen_fd, EPOLLIN, vs_listen_cb, s);
+	if (err)
+		LOG_ERR("%s: cannot watch the listening socket: %s", vs_name(s),
+			strerror(-err));
+	else
+		s->listen_watched = true;
+}
+
+void vhost_server_disconnect(struct vhost_server *s, const char *why)
+{
+	if (!s || !s->connected || s->disconnecting)
+		return;
+	if (s->in_msg) {
+		s->disconnect_pending = true;
+		return;
+	}
+	s->disconnecting = true;
+	LOG_INFO("%s: front-end session closed (%s)", vs_name(s), why ? why : "");
+
+	vs_stop_all(s);
+	if (s->ops.reset)
+		s->ops.reset(s->ctx);
+	if (s->ops.disconnected)
+		s->ops.disconnected(s->ctx);
+	vs_free_slots(s);
+	vs_grave_release(s);
+	vhost_mem_clear(&s->mem);
+	if (s->conn_fd >= 0) {
+		if (s->loop)
+			loop_del_fd(s->loop, s->conn_fd);
+		vs_close_fd(&s->conn_fd);
+	}
+	vhost_msg_rx_reset(&s->rx);
+	s->features = 0;
+	s->features_set = false;
+	s->pf_negotiated = false;
+	s->pf = 0;
+	s->status = 0;
+	s->dev_status = 0;
+	s->mtu = 0;
+	s->connected = false;
+	s->disconnect_pending = false;
+	s->disconnecting = false;
+	vs_watch_listen(s);
+}
+
+/* ---- message handlers ---- */
+
+typedef int (*vs_handler)(struct vhost_server *s, struct vhost_user_msg *msg,
+			  int *fds, int nfds);
+
+/* A request we do not implement, or one the device refused. */
+static int vs_refuse(const struct vhost_user_msg *msg)
+{
+	if (vhost_msg_need_reply(msg) && !vhost_msg_has_reply(msg->hdr.request))
+		return VH_FAIL;
+	return VH_BAD;
+}
+
+static int vs_bad(struct vhost_server *s, const struct vhost_user_msg *msg,
+		  const char *why)
+{
+	LOG_PEER("%s: bad %s: %s", vs_name(s), vhost_msg_name(msg->hdr.request), why);
+	return VH_BAD;
+}
+
+static int vs_unsupported(struct vhost_server *s, struct vhost_user_msg *msg,
+			  int *fds, int nfds)
+{
+	(void)fds;
+	(void)nfds;
+	LOG_PEER("%s: %s not supported", vs_name(s), vhost_msg_name(msg->hdr.request));
+	return vs_refuse(msg);
+}
+
+static int vs_get_features(struct vhost_server *s, struct vhost_user_msg *msg,
+			   int *fds, int nfds)
+{
+	(void)fds;
+	(void)nfds;
+	vhost_msg_reply_u64(msg, s->offered_features);
+	return VH_REPLY;
+}
+
+static int vs_set_features(struct vhost_server *s, struct vhost_user_msg *msg,
+			   int *fds, int nfds)
+{
+	uint64_t f = msg->payload.u64;
+	struct vring_slot *v;
+	uint32_t pos;
+	bool pfn;
+
+	(void)fds;
+	(void)nfds;
+	if (f & ~s->offered_features)
+		return vs_bad(s, msg, "features not offered");
+	pfn = (f & F_PROTOCOL) != 0;
+	f &= ~F_PROTOCOL;
+	if (s->ops.set_features) {
+		int err = s->ops.set_features(s->ctx, f);
+
+		if (err) {
+			LOG_PEER("%s: device refused features %#llx: %s", vs_name(s),
+				 (unsigned long long)f, strerror(-err));
+			return vs_refuse(msg);
+		}
+	}
+	s->features = f;
+	s->features_set = true;
+	s->pf_negotiated = pfn;
+	/* Rings never enabled explicitly: enabled iff no protocol features. */
+	vs_for_each_slot(s, v, pos) {
+		if (v->enable_explicit)
+			continue;
+		v->r.enabled = !pfn;
+		if (!v->r.enabled)
+			vs_ring_stop(s, v);
+	}
+	return vs_start_all(s) ? VH_BAD : VH_OK;
+}
+
+static int vs_get_protocol_features(struct vhost_server *s, struct vhost_user_msg *msg,
+				    int *fds, int nfds)
+{
+	(void)fds;
+	(void)nfds;
+	vhost_msg_reply_u64(msg, s->offered_pf);
+	return VH_REPLY;
+}
+
+static int vs_set_protocol_features(struct vhost_server *s, struct vhost_user_msg *msg,
+				    int *fds, int nfds)
+{
+	(void)fds;
+	(void)nfds;
+	if (msg->payload.u64 & ~s->offered_pf)
+		return vs_bad(s, msg, "protocol features not offered");
+	s->pf = msg->payload.u64;
+	return VH_OK;
+}
+
+static int vs_set_owner(struct vhost_server *s, struct vhost_user_msg *msg,
+			int *fds, int nfds)
+{
+	(void)s;
+	(void)msg;
+	(void)fds;
+	(void)nfds;
+	return VH_OK;
+}
+
+static int vs_reset(struct vhost_server *s, struct vhost_user_msg *msg,
+		    int *fds, int nfds)
+{
+	(void)fds;
+	(void)nfds;
+	if (msg->hdr.request == VHOST_USER_RESET_DEVICE &&
+	    !(s->offered_pf & PF_BIT(VHOST_USER_PROTOCOL_F_RESET_DEVICE)))
+		return vs_unsupported(s, msg, fds, nfds);
+	vs_reset_device(s);
+	return VH_OK;
+}
+
+static int vs_set_mem_table(struct vhost_server *s, struct vhost_user_msg *msg,
+			    int *fds, int nfds)
+{
+	const struct vhost_user_memory *mt = &msg->payload.memory;
+	int err;
+
+	(void)nfds;
+	/* The whole old table goes away: keep it mapped while rings run. */
+	for (unsigned i = 0; i < s->mem.nregions; i++)
+		vs_grave_hold(s, s->mem.regions[i]);
+	vhost_mem_clear(&s->mem);
+	for (uint32_t i = 0; i < mt->nregions; i++) {
+		const struct vhost_user_mem_region *reg = &mt->regions[i];
+
+		err = vhost_mem_add(&s->mem, reg->guest_phys_addr, reg->memory_size,
+				    reg->userspace_addr, reg->mmap_offset, fds[i]);
+		fds[i] = -1;
+		if (err) {
+			LOG_PEER("%s: SET_MEM_TABLE region %u (gpa %#llx size %#llx): %s",
+				 vs_name(s), i, (unsigned long long)reg->guest_phys_addr,
+				 (unsigned long long)reg->memory_size, strerror(-err));
+			return VH_BAD;
+		}
+	}
+	return vs_mem_changed(s) ? VH_BAD : VH_OK;
+}
+
+static int vs_add_mem_reg(struct vhost_server *s, struct vhost_user_msg *msg,
+			  int *fds, int nfds)
+{
+	const struct vhost_user_mem_region *reg = &msg->payload.mem_reg.region;
+	int err;
+
+	if (!(s->offered_pf & PF_BIT(VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS)))
+		return vs_unsupported(s, msg, fds, nfds);
+	err = vhost_mem_add(&s->mem, reg->guest_phys_addr, reg->memory_size,
+			    reg->userspace_addr, reg->mmap_offset, fds[0]);
+	fds[0] = -1;
+	if (err) {
+		LOG_PEER("%s: ADD_MEM_REG (gpa %#llx size %#llx): %s", vs_name(s),
+			 (unsigned long long)reg->guest_phys_addr,
+			 (unsigned long long)reg->memory_size, strerror(-err));
+		return VH_BAD;
+	}
+	return vs_mem_changed(s) ? VH_BAD : VH_OK;
+}
+
+static int vs_rem_mem_reg(struct vhost_server *s, struct vhost_user_msg *msg,
+			  int *fds, int nfds)
+{
+	const struct vhost_user_mem_region *reg = &msg->payload.mem_reg.region;
+	struct vhost_mem_region *old;
+
+	if (!(s->offered_pf & PF_BIT(VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS)))
+		return vs_unsupported(s, msg, fds, nfds);
+	/* A stray fd (older QEMU sends one) is closed by the caller. */
+	old = vhost_mem_find(&s->mem, reg->guest_phys_addr);
+	if (old && old->gpa == reg->guest_phys_addr && old->size == reg->memory_size &&
+	    old->uva == reg->userspace_addr)
+		vs_grave_hold(s, old);
+	if (vhost_mem_remove(&s->mem, reg->guest_phys_addr, reg->memory_size,
+			     reg->userspace_addr) < 0)
+		return vs_bad(s, msg, "no such region");
+	return vs_mem_changed(s) ? VH_BAD : VH_OK;
+}
+
+/* The ring of a vring-state message, created; NULL after logging. */
+static struct vring_slot *vs_msg_slot(struct vhost_server *s,
+				      const struct vhost_user_msg *msg, uint32_t idx)
+{
+	struct vring_slot *v;
+
+	if (idx >= s->max_rings) {
+		LOG_PEER("%s: %s for ring %u, device has %u", vs_name(s),
+			 vhost_msg_name(msg->hdr.request), idx, s->max_rings);
+		return NULL;
+	}
+	v = vs_slot_get(s, idx);
+	if (!v)
+		LOG_ERR("%s: out of memory for ring %u", vs_name(s), idx);
+	return v;
+}
+
+static int vs_set_vring_num(struct vhost_server *s, struct vhost_user_msg *msg,
+			    int *fds, int nfds)
+{
+	uint32_t num = msg->payload.state.num;
+	struct vring_slot *v;
+
+	(void)fds;
+	(void)nfds;
+	if (!IS_POW2(num) || num > 32768)
+		return vs_bad(s, msg, "ring size not a power of two <= 32768");
+	v = vs_msg_slot(s, msg, msg->payload.state.index);
+	if (!v)
+		return VH_BAD;
+	vs_ring_stop(s, v);
+	v->r.num = (uint16_t)num;
+	v->warned = false;
+	return vs_ring_try_start(s, v) ? VH_BAD : VH_OK;
+}
+
+static int vs_set_vring_addr(struct vhost_server *s, struct vhost_user_msg *msg,
+			     int *fds, int nfds)
+{
+	const struct vhost_user_vring_addr *a = &msg->payload.addr;
+	struct vring_slot *v;
+
+	if (a->flags & (1u << VHOST_VRING_F_LOG)) {
+		LOG_PEER("%s: ring %u: dirty logging not supported", vs_name(s), a->index);
+		return vs_unsupported(s, msg, fds, nfds);
+	}
+	if (a->flags)
+		return vs_bad(s, msg, "unknown flags");
+	if ((a->desc_user_addr & 15) || (a->avail_user_addr & 1) ||
+	    (a->used_user_addr & 3))
+		return vs_bad(s, msg, "misaligned ring");
+	v = vs_msg_slot(s, msg, a->index);
+	if (!v)
+		return VH_BAD;
+	vs_ring_stop(s, v);
+	v->r.addr_flags = a->flags;
+	v->r.desc_uva = a->desc_user_addr;
+	v->r.avail_uva = a->avail_user_addr;
+	v->r.used_uva = a->used_user_addr;
+	v->r.addr_set = true;
+	if (!vs_kickable(s, v->r.idx))
+		v->r.kick_set = true; /* no kick message can reach this ring */
+	v->warned = false;
+	return vs_ring_try_start(s, v) ? VH_BAD : VH_OK;
+}
+
+static int vs_set_vring_base(struct vhost_server *s, struct vhost_user_msg *msg,
+			     int *fds, int nfds)
+{
+	struct vring_slot *v;
+
+	(void)fds;
+	(void)nfds;
+	if (msg->payload.state.num > 0xffff)
+		return vs_bad(s, msg, "base > 0xffff");
+	v = vs_msg_slot(s, msg, msg->payload.state.index);
+	if (!v)
+		return VH_BAD;
+	vs_ring_stop(s, v);
+	v->r.base = (uint16_t)msg->payload.state.num;
+	return vs_ring_try_start(s, v) ? VH_BAD : VH_OK;
+}
+
+static int vs_get_vring_base(struct vhost_server *s, struct vhost_user_msg *msg,
+			     int *fds, int nfds)
+{
+	uint32_t idx = msg->payload.state.index;
+	struct vring_slot *v;
+
+	(void)fds;
+	(void)nfds;
+	if (idx >= s->max_rings)
+		return vs_bad(s, msg, "ring index out of range");
+	v = vs_slot(s, idx);
+	msg->payload.state.num = 0;
+	if (v) {
+		vs_ring_stop(s, v);
+		vs_close_fd(&v->r.kick_fd);
+		v->r.kick_set = false;
+		msg->payload.state.num = v->r.base;
+	}
+	vhost_msg_make_reply(msg, sizeof(msg->payload.state));
+	return VH_REPLY;
+}
+
+/* SET_VRING_KICK / CALL / ERR. */
+static int vs_set_vring_fd(struct vhost_server *s, struct vhost_user_msg *msg,
+			   int *fds, int nfds)
+{
+	bool wide = s->pf & PF_BIT(VHOST_USER_PROTOCOL_F_VRDMA_WIDE_INDEX);
+	uint32_t req = msg->hdr.request;
+	struct vring_slot *v;
+	struct vhost_vring *r;
+	uint32_t idx;
+	bool nofd;
+	int fd = -1, err;
+
+	if (vhost_msg_vring_fd_decode(msg->payload.u64, wide, &idx, &nofd) < 0)
+		return vs_bad(s, msg, "reserved bits set");
+	v = vs_msg_slot(s, msg, idx);
+	if (!v)
+		return VH_BAD;
+	r = &v->r;
+	if (!nofd) {
+		if (nfds != 1)
+			return vs_bad(s, msg, "fd missing");
+		err = vs_prepare_eventfd(fds[0]);
+		if (err) {
+			LOG_PEER("%s: %s ring %u: fd is not a usable eventfd (%s)",
+				 vs_name(s), vhost_msg_name(req), idx, strerror(-err));
+			return VH_BAD;
+		}
+		fd = fds[0];
+		fds[0] = -1;
+	}
+
+	if (req == VHOST_USER_SET_VRING_CALL) {
+		vs_close_fd(&r->call_fd);
+		r->call_fd = fd;
+		return VH_OK;
+	}
+	if (req == VHOST_USER_SET_VRING_ERR) {
+		vs_close_fd(&r->err_fd);
+		r->err_fd = fd;
+		return VH_OK;
+	}
+
+	/* KICK: a running ring swaps its watched fd; a change between fd and
+	 * polling restarts it so the device sees the new mode. */
+	if (r->started && (r->kick_fd >= 0) == (fd >= 0) && fd >= 0 && v->kick_watched) {
+		loop_del_fd(s->loop, r->kick_fd);
+		v->kick_watched = false;
+		vs_close_fd(&r->kick_fd);
+		r->kick_fd = fd;
+		err = loop_add_fd(s->loop, fd, EPOLLIN, vs_kick_cb, v);
+		if (err) {
+			LOG_PEER("%s: ring %u kick fd cannot be watched: %s", vs_name(s),
+				 idx, strerror(-err));
+			return VH_BAD;
+		}
+		v->kick_watched = true;
+		return VH_OK;
+	}
+	vs_ring_stop(s, v);
+	vs_close_fd(&r->kick_fd);
+	r->kick_fd = fd;
+	r->kick_set = true;
+	return vs_ring_try_start(s, v) ? VH_BAD : VH_OK;
+}
+
+static int vs_set_vring_enable(struct vhost_server *s, struct vhost_user_msg *msg,
+			       int *fds, int nfds)
+{
+	struct vring_slot *v;
+
+	(void)fds;
+	(void)nfds;
+	if (msg->payload.state.num > 1)
+		return vs_bad(s, msg, "enable not 0 or 1");
+	v = vs_msg_slot(s, msg, msg->payload.state.index);
+	if (!v)
+		return VH_BAD;
+	v->enable_explicit = true;
+	v->r.enabled = msg->payload.state.num == 1;
+	if (!v->r.enabled) {
+		vs_ring_stop(s, v);
+		return VH_OK;
+	}
+	return vs_ring_try_start(s, v) ? VH_BAD : VH_OK;
+}
+
+static int vs_get_queue_num(struct vhost_server *s, struct vhost_user_msg *msg,
+			    int *fds, int nfds)
+{
+	(void)fds;
+	(void)nfds;
+	vhost_msg_reply_u64(msg, s->ops.queue_num);
+	return VH_REPLY;
+}
+
+static int vs_get_max_mem_slots(struct vhost_server *s, struct vhost_user_msg *msg,
+				int *fds, int nfds)
+{
+	(void)fds;
+	(void)nfds;
+	vhost_msg_reply_u64(msg, s->mem.max_regions);
+	return VH_REPLY;
+}
+
+static int vs_net_set_mtu(struct vhost_server *s, struct vhost_user_msg *msg,
+			  int *fds, int nfds)
+{
+	uint64_t mtu = msg->payload.u64;
+
+	(void)fds;
+	(void)nfds;
+	if (mtu < 68 || mtu > 65535) {
+		LOG_PEER("%s: NET_SET_MTU %llu refused", vs_name(s), (unsigned long long)mtu);
+		return VH_FAIL;
+	}
+	s->mtu = (uint32_t)mtu;
+	return VH_OK;
+}
+
+static int vs_get_config(struct vhost_server *s, struct vhost_user_msg *msg,
+			 int *fds, int nfds)
+{
+	struct vhost_user_config *c = &msg->payload.config;
+	int err = -ENOTSUP;
+
+	(void)fds;
+	(void)nfds;
+	if (s->ops.get_config)
+		err = s->ops.get_config(s->ctx, c->offset, c->region, c->size);
+	if (err) {
+		/* The spec's way to say "failed": an empty payload. */
+		s->stats.refused++;
+		vhost_msg_make_reply(msg, 0);
+		return VH_REPLY;
+	}
+	vhost_msg_make_reply(msg, VHOST_USER_CONFIG_HDR_SIZE + c->size);
+	return VH_REPLY;
+}
+
+static int vs_set_config(struct vhost_server *s, struct vhost_user_msg *msg,
+			 int *fds, int nfds)
+{
+	const struct vhost_user_config *c = &msg->payload.config;
+	int err = -ENOTSUP;
+
+	(void)fds;
+	(void)nfds;
+	if (c->flags > 1)
+		return vs_bad(s, msg, "unknown flags");
+	if (s->ops.set_config)
+		err = s->ops.set_config(s->ctx, c->offset, c->region, c->size);
+	if (err) {
+		LOG_PEER("%s: SET_CONFIG offset %u size %u refused: %s", vs_name(s),
+			 c->offset, c->size, strerror(-err));
+		return VH_FAIL;
+	}
+	return VH_OK;
+}
+
+static int vs_set_status(struct vhost_server *s, struct vhost_user_msg *msg,
+			 int *fds, int nfds)
+{
+	(void)fds;
+	(void)nfds;
+	if (msg->payload.u64 > 0xff)
+		return vs_bad(s, msg, "status > 0xff");
+	s->status = (uint8_t)msg->payload.u64;
+	if (s->status == 0)
+		s->dev_status = 0; /* a reset clears DEVICE_NEEDS_RESET */
+	if (s->ops.set_status)
+		s->ops.set_status(s->ctx, s->status);
+	return VH_OK;
+}
+
+static int vs_get_status(struct vhost_server *s, struct vhost_user_msg *msg,
+			 int *fds, int nfds)
+{
+	(void)fds;
+	(void)nfds;
+	vhost_msg_reply_u64(msg, (uint64_t)(s->status | s->dev_status));
+	return VH_REPLY;
+}
+
+static const vs_handler vs_handlers[VHOST_USER_MAX_REQUEST] = {
+	[VHOST_USER_GET_FEATURES] = vs_get_features,
+	[VHOST_USER_SET_FEATURES] = vs_set_features,
+	[VHOST_USER_SET_OWNER] = vs_set_owner,
+	[VHOST_USER_RESET_OWNER] = vs_reset,
+	[VHOST_USER_SET_MEM_TABLE] = vs_set_mem_table,
+	[VHOST_USER_SET_VRING_NUM] = vs_set_vring_num,
+	[VHOST_USER_SET_VRING_ADDR] = vs_set_vring_addr,
+	[VHOST_USER_SET_VRING_BASE] = vs_set_vring_base,
+	[VHOST_USER_GET_VRING_BASE] = vs_get_vring_base,
+	[VHOST_USER_SET_VRING_KICK] = vs_set_vring_fd,
+	[VHOST_USER_SET_VRING_CALL] = vs_set_vring_fd,
+	[VHOST_USER_SET_VRING_ERR] = vs_set_vring_fd,
+	[VHOST_USER_GET_PROTOCOL_FEATURES] = vs_get_protocol_features,
+	[VHOST_USER_SET_PROTOCOL_FEATURES] = vs_set_protocol_features,
+	[VHOST_USER_GET_QUEUE_NUM] = vs_get_queue_num,
+	[VHOST_USER_SET_VRING_ENABLE] = vs_set_vring_enable,
+	[VHOST_USER_NET_SET_MTU] = vs_net_set_mtu,
+	[VHOST_USER_GET_CONFIG] = vs_get_config,
+	[VHOST_USER_SET_CONFIG] = vs_set_config,
+	[VHOST_USER_RESET_DEVICE] = vs_reset,
+	[VHOST_USER_GET_MAX_MEM_SLOTS] = vs_get_max_mem_slots,
+	[VHOST_USER_ADD_MEM_REG] = vs_add_mem_reg,
+	[VHOST_USER_REM_MEM_REG] = vs_rem_mem_reg,
+	[VHOST_USER_SET_STATUS] = vs_set_status,
+	[VHOST_USER_GET_STATUS] = vs_get_status,
+};
+
+/*
+ * Validate and handle one message; fds are consumed. Returns VH_* with
+ * *send set when msg now holds a reply to send (also a NACK before a close).
+ */
+static int vs_dispatch(struct vhost_server *s, struct vhost_user_msg *msg,
+		       int *fds, int nfds, bool *send)
+{
+	uint32_t req = msg->hdr.request;
+	bool need_ack = vhost_msg_need_reply(msg) && !vhost_msg_has_reply(req);
+	int err, ret;
+
+	*send = false;
+	s->stats.messages++;
+	err = vhost_msg_check_request(msg, nfds);
+	if (err) {
+		LOG_PEER("%s: malformed %s (request %u, flags %#x, size %u, %d fds): %s",
+			 vs_name(s), vhost_msg_name(req), req, msg->hdr.flags,
+			 msg->hdr.size, nfds, strerror(-err));
+		ret = VH_BAD;
+	} else {
+		vs_handler h = vs_handlers[req];
+
+		LOG_DEBUG("%s: %s", vs_name(s), vhost_msg_name(req));
+		ret = h ? h(s, msg, fds, nfds) : vs_unsupported(s, msg, fds, nfds);
+	}
+	if (nfds > 0)
+		vhost_msg_close_fds(fds, MIN(nfds, VHOST_USER_MAX_FDS));
+
+	switch (ret) {
+	case VH_REPLY:
+		*send = true;
+		break;
+	case VH_OK:
+		if (need_ack) {
+			vhost_msg_reply_u64(msg, 0);
+			*send = true;
+		}
+		break;
+	case VH_FAIL:
+		s->stats.refused++;
+		if (need_ack) {
+			vhost_msg_reply_u64(msg, 1);
+			*send = true;
+		}
+		break;
+	default:
+		s->stats.bad_messages++;
+		if (need_ack) {
+			vhost_msg_reply_u64(msg, 1);
+			*send = true;
+		}
+		break;
+	}
+	return ret;
+}
+
+int vhost_server_handle_msg(struct vhost_server *s, struct vhost_user_msg *msg,
+			    int *fds, int nfds)
+{
+	bool send;
+	int ret;
+
+	if (nfds > VHOST_USER_MAX_FDS) {
+		/* Not a message the socket could deliver: close all of them. */
+		vhost_msg_close_fds(fds, nfds);
+		nfds = VHOST_USER_MAX_FDS + 1;
+		fds = NULL;
+	}
+	if (!s->connected)
+		vs_session_begin(s);
+	s->in_msg++;
+	if (fds || nfds <= 0) {
+		ret = vs_dispatch(s, msg, fds, nfds < 0 ? 0 : nfds, &send);
+	} else {
+		int none[VHOST_USER_MAX_FDS + 1];
+
+		for (int i = 0; i < nfds; i++)
+			none[i] = -1;
+		ret = vs_dispatch(s, msg, none, nfds, &send);
+	}
+	s->in_msg--;
+	if (ret == VH_BAD) {
+		s->disconnect_pending = false;
+		vhost_server_disconnect(s, "bad message");
+		return -EPROTO;
+	}
+	if (s->disconnect_pending)
+		vhost_server_disconnect(s, "requested by the device");
+	return send ? 1 : 0;
+}
+
+/* ---- sockets ---- */
+
+/* Handle one received message from the socket and answer it. */
+static void vs_conn_msg(struct vhost_server *s)
+{
+	int fds[VHOST_USER_MAX_FDS];
+	int nfds = vhost_msg_rx_take(&s->rx, fds);
+	struct vhost_user_msg *msg = &s->rx.msg;
+	bool send;
+	int ret;
+
+	s->in_msg++;
+	ret = vs_dispatch(s, msg, fds, nfds, &send);
+	s->in_msg--;
+	if (send) {
+		int err = vhost_msg_send(s->conn_fd, msg, NULL, 0, 0);
+
+		if (err && ret != VH_BAD) {
+			LOG_PEER("%s: cannot send the %s reply: %s", vs_name(s),
+				 vhost_msg_name(msg->hdr.request), strerror(-err));
+			s->disconnect_pending = false;
+			vhost_server_disconnect(s, "reply not sent");
+			return;
+		}
+	}
+	if (ret == VH_BAD) {
+		s->disconnect_pending = false;
+		vhost_server_disconnect(s, "bad message");
+	} else if (s->disconnect_pending) {
+		vhost_server_disconnect(s, "requested by the device");
+	}
+}
+
+static void vs_conn_cb(void *arg, uint32_t events)
+{
+	struct vhost_server *s = arg;
+
+	(void)events;
+	for (int i = 0; i < VHOST_SERVER_MSG_BUDGET && s->connected; i++) {
+		int r = vhost_msg_rx_read(&s->rx, s->conn_fd);
+
+		if (r == 0)
+			return;
+		if (r < 0) {
+			if (r == -EMSGSIZE) {
+				s->stats.bad_messages++;
+				LOG_PEER("%s: oversized message or too many fds", vs_name(s));
+			}
+			vhost_server_disconnect(s, r == -ECONNRESET ? "front-end closed"
+								   : strerror(-r));
+			return;
+		}
+		vs_conn_msg(s);
+	}
+}
+
+int vhost_server_attach_fd(struct vhost_server *s, int fd)
+{
+	int err;
+
+	if (fd < 0)
+		return -EINVAL;
+	if (!s->loop) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (s->connected) {
+		close(fd);
+		return -EBUSY;
+	}
+	err = loop_add_fd(s->loop, fd, EPOLLIN, vs_conn_cb, s);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	s->conn_fd = fd;
+	if (s->listen_watched) {
+		/* One front-end at a time: the next waits in the backlog. */
+		loop_del_fd(s->loop, s->listen_fd);
+		s->listen_watched = false;
+	}
+	vs_session_begin(s);
+	LOG_INFO("%s: front-end connected", vs_name(s));
+	return 0;
+}
+
+static void vs_listen_cb(void *arg, uint32_t events)
+{
+	struct vhost_server *s = arg;
+	int fd;
+
+	(void)events;
+	fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+		    errno != ECONNABORTED)
+			LOG_WARN("%s: accept: %s", vs_name(s), strerror(errno));
+		return;
+	}
+	if (vhost_server_attach_fd(s, fd) < 0)
+		LOG_WARN("%s: front-end connection dropped", vs_name(s));
+}
+
+static void vs_kick_cb(void *arg, uint32_t events)
+{
+	struct vring_slot *v = arg;
+	struct vhost_vring *r = &v->r;
+	struct vhost_server *s = r->srv;
+	uint64_t cnt;
+	ssize_t n;
+
+	(void)events;
+	n = read(r->kick_fd, &cnt, sizeof(cnt));
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n != (ssize_t)sizeof(cnt)) {
+		LOG_PEER("%s: ring %u kick fd unreadable", vs_name(s), r->idx);
+		vhost_server_disconnect(s, "kick fd unreadable");
+		return;
+	}
+	s->stats.kicks++;
+	if (r->started && s->ops.ring_kick)
+		s->ops.ring_kick(s->ctx, r); /* r may be gone after this */
+}
+
+/* Bind and listen on path (replacing a stale socket file). Returns fd or
+ * -errno. */
+static int vs_listen(struct vhost_server *s, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, err;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+
+	if (lstat(path, &st) == 0) {
+		int probe;
+
+		if (!S_ISSOCK(st.st_mode))
+			return -EEXIST;
+		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (probe >= 0) {
+			int r = connect(probe, (struct sockaddr *)&sa, sizeof(sa));
+			int e = errno;
+
+			close(probe);
+			if (r == 0 || e == EAGAIN || e == EINPROGRESS)
+				return -EADDRINUSE;
+		}
+		unlink(path);
+	}
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (stat(path, &st) == 0) {
+		s->sock_dev = st.st_dev;
+		s->sock_ino = st.st_ino;
+	}
+	return fd;
+}
+
+struct vhost_server *vhost_server_new(struct loop *loop, const char *path,
+				      const struct vhost_dev_ops *ops, void *ctx)
+{
+	struct vhost_server *s;
+	int err;
+
+	if (!ops || ops->max_rings == 0 || ops->max_rings > VHOST_SERVER_MAX_RINGS ||
+	    (path && !loop)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->loop = loop;
+	s->ops = *ops;
+	s->ctx = ctx;
+	s->listen_fd = -1;
+	s->conn_fd = -1;
+	s->max_rings = ops->max_rings;
+	s->nchunks = (ops->max_rings + VRING_CHUNK - 1) / VRING_CHUNK;
+	s->chunks = calloc(s->nchunks, sizeof(*s->chunks));
+	s->offered_features = ops->features | F_PROTOCOL;
+	s->offered_pf = ops->protocol_features & VHOST_SERVER_PF_IMPLEMENTED;
+	if (!ops->get_config && !ops->set_config)
+		s->offered_pf &= ~PF_BIT(VHOST_USER_PROTOCOL_F_CONFIG);
+	vhost_mem_init(&s->mem);
+	vhost_msg_rx_init(&s->rx);
+	if (!s->chunks) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	if (path) {
+		s->path = strdup(path);
+		if (!s->path) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		s->listen_fd = vs_listen(s, path);
+		if (s->listen_fd < 0) {
+			err = s->listen_fd;
+			s->listen_fd = -1;
+			LOG_ERR("%s: cannot listen: %s", path, strerror(-err));
+			goto fail;
+		}
+		vs_watch_listen(s);
+		if (!s->listen_watched) {
+			err = -ENOMEM;
+			close(s->listen_fd);
+			unlink(path);
+			goto fail;
+		}
+	}
+	return s;
+
+fail:
+	free(s->chunks);
+	free(s->path);
+	free(s);
+	errno = -err;
+	return NULL;
+}
+
+void vhost_server_free(struct vhost_server *s)
+{
+	struct stat st;
+
+	if (!s)
+		return;
+	s->in_msg = 0;
+	s->disconnecting = false;
+	vhost_server_disconnect(s, "server freed");
+	vs_free_slots(s);
+	vs_grave_release(s);
+	vhost_mem_clear(&s->mem);
+	if (s->listen_fd >= 0) {
+		if (s->listen_watched)
+			loop_del_fd(s->loop, s->listen_fd);
+		close(s->listen_fd);
+		/* Remove the socket file only if it is still ours. */
+		if (s->path && stat(s->path, &st) == 0 && st.st_dev == s->sock_dev &&
+		    st.st_ino == s->sock_ino)
+			unlink(s->path);
+	}
+	free(s->grave);
+	free(s->chunks);
+	free(s->path);
+	free(s);
+}
+
+/* ---- accessors and device-side helpers ---- */
+
+struct vhost_mem *vhost_server_mem(struct vhost_server *s)
+{
+	return &s->mem;
+}
+
+uint64_t vhost_server_features(const struct vhost_server *s)
+{
+	return s->features;
+}
+
+uint64_t vhost_server_protocol_features(const struct vhost_server *s)
+{
+	return s->pf;
+}
+
+bool vhost_server_connected(const struct vhost_server *s)
+{
+	return s->connected;
+}
+
+const struct vhost_server_stats *vhost_server_stats(const struct vhost_server *s)
+{
+	return &s->stats;
+}
+
+const char *vhost_server_path(const struct vhost_server *s)
+{
+	return s->path ? s->path : "";
+}
+
+struct vhost_vring *vhost_server_vring(struct vhost_server *s, unsigned idx)
+{
+	struct vring_slot *v = vs_slot(s, idx);
+
+	return v ? &v->r : NULL;
+}
+
+/* Add 1 to an eventfd the front-end gave us (non-blocking; a full counter
+ * already means "signalled"). */
+static void vs_signal(int fd)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	do {
+		n = write(fd, &one, sizeof(one));
+	} while (n < 0 && errno == EINTR);
+}
+
+void vhost_vring_call(struct vhost_vring *r)
+{
+	if (r->call_fd < 0)
+		return;
+	vs_signal(r->call_fd);
+	r->srv->stats.calls++;
+}
+
+void vhost_vring_notify(struct vhost_vring *r)
+{
+	if (!r->started)
+		return;
+	if (vq_dev_should_notify(&r->vq))
+		vhost_vring_call(r);
+}
+
+void vhost_server_set_status_bits(struct vhost_server *s, uint8_t bits)
+{
+	s->dev_status |= bits;
+}
+
+uint8_t vhost_server_status(const struct vhost_server *s)
+{
+	return s->status | s->dev_status;
+}
+
+void vhost_vring_report_error(struct vhost_vring *r)
+{
+	vhost_server_set_status_bits(r->srv, VIRTIO_CONFIG_S_NEEDS_RESET);
+	if (r->err_fd >= 0)
+		vs_signal(r->err_fd);
+}

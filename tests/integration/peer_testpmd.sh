@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Two DPDK testpmd processes (net_virtio_user: a vhost-user front-end written
+# outside this project) drive two devices of one vhost-user-rdma daemon: one
+# sends with --forward-mode=txonly, the other counts with --forward-mode=rxonly.
+#
+# Asserts: both front-ends complete the vhost-user handshake and start their
+# rings; frames sent on device A arrive on device B; the receiver's count equals
+# what the daemon delivered to B, and everything A transmitted is accounted for
+# on B (delivered or counted as a drop); no protocol or ring errors; every
+# process stops cleanly on SIGTERM.
+#
+# virtio-user keeps the control queue to itself over vhost-user (it masks
+# VIRTIO_NET_F_CTRL_VQ and VIRTIO_NET_F_MAC from SET_FEATURES), so it cannot
+# switch the device to promiscuous mode; the sender therefore addresses the
+# receiver's MAC (--eth-peer), which the switch floods as unknown unicast.
+set -u
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/peer_lib.bash"
+
+peer_require dpdk-testpmd dpdk-dev
+peer_require "$PEER_DAEMON" "(build it: make)"
+
+SOCK_A=$T_TMP/a.sock
+SOCK_B=$T_TMP/b.sock
+MAC_A=02:56:52:00:00:0a
+MAC_B=02:56:52:00:00:0b
+
+if ! daemon_start --device "socket=$SOCK_A,mac=$MAC_A" --device "socket=$SOCK_B,mac=$MAC_B"; then
+	not_ok daemon_start "vhost-user-rdma did not write its pidfile"
+	peer_tail daemon
+	t_done
+fi
+ok daemon_start
+
+# --no-flush-rx: testpmd would otherwise drain and drop (uncounted in its
+# totals) what arrived before forwarding started.
+testpmd_start rx "$SOCK_B" "$MAC_B" rxonly --no-flush-rx
+# Start the sender once the receiver forwards: when its port starts, the
+# virtio PMD silently discards whatever is already in its used ring, which
+# would make its count differ from the daemon's for a reason of its own.
+rx_forwarding() { ! peer_alive rx || testpmd_forwarding rx; }
+peer_poll 45 rx_forwarding
+testpmd_start tx "$SOCK_A" "$MAC_A" txonly --eth-peer="0,$MAC_B"
+
+# ring_started SOCKET IDX: the daemon logged that the front-end started ring IDX.
+ring_started() { grep -q "$1: ring $2 started" "$T_TMP/daemon.log"; }
+all_alive() { peer_alive daemon && peer_alive rx && peer_alive tx; }
+rx_counted() {
+	all_alive || return 0
+	[ "$(testpmd_last rx RX-packets)" -gt 0 ]
+}
+
+# Wait for the event "the receiver counted a frame" (bounded: testpmd start-up
+# with --no-huge takes a few seconds, longer on a loaded machine).
+t0=$SECONDS; peer_poll 60 rx_counted; echo "# first frame counted after $((SECONDS - t0)) s"
+for n in daemon rx tx; do
+	peer_alive "$n" || { not_ok "${n}_alive" "$n exited early"; peer_tail "$n" 25; }
+done
+[ $T_FAILED -eq 0 ] || t_done
+
+for s in A B; do
+	sock=SOCK_$s
+	if ring_started "${!sock}" 0 && ring_started "${!sock}" 1; then
+		ok "handshake_$s"
+	else
+		not_ok "handshake_$s" "rings 0 and 1 of ${!sock} were not started"
+		grep -a "${!sock}" "$T_TMP/daemon.log" | tail -20 | sed 's/^/#   /'
+	fi
+done
+
+n=$(testpmd_last rx RX-packets)
+if [ "$n" -gt 0 ]; then
+	ok frames_received
+else
+	not_ok frames_received "testpmd rxonly on device B counted no frame in 60 s"
+	daemon_snapshot && grep -a -A5 '^device' "$T_TMP/daemon.log" | tail -12 | sed 's/^/#   /'
+	peer_tail tx; peer_tail rx
+fi
+
+# Stop the sender; then wait until every frame it put on the wire is
+# accounted for on B and the receiver has counted all that B delivered.
+peer_stop tx TERM 20
+tx_rc=$P_LAST_RC
+tx_sent=$(testpmd_total tx TX-packets)
+if [ "$tx_rc" -eq 0 ] && [ -n "$tx_sent" ]; then
+	ok tx_clean_exit
+else
+	not_ok tx_clean_exit "testpmd txonly exited with status $tx_rc (totals printed: '${tx_sent}')"
+	peer_tail tx
+fi
+tx_sent=${tx_sent:-0}
+
+settled() {
+	peer_alive rx && peer_alive daemon || return 0
+	daemon_snapshot || return 1
+	local a_tx b_in b_rx
+	a_tx=$(daemon_stat "$SOCK_A" tx_frames)
+	b_in=$(daemon_rx_accounted "$SOCK_B")
+	b_rx=$(daemon_stat "$SOCK_B" rx_frames)
+	[ "$a_tx" -eq "$b_in" ] && [ "$(testpmd_last rx RX-packets)" -eq "$b_rx" ]
+}
+t0=$SECONDS; peer_poll 20 settled; echo "# settled after $((SECONDS - t0)) s"
+
+peer_stop rx TERM 20
+rx_rc=$P_LAST_RC
+rx_total=$(testpmd_total rx RX-packets)
+if [ "$rx_rc" -eq 0 ] && [ -n "$rx_total" ]; then
+	ok rx_clean_exit
+else
+	not_ok rx_clean_exit "testpmd rxonly exited with status $rx_rc (totals printed: '${rx_total}')"
+	peer_tail rx
+fi
+rx_total=${rx_total:-0}
+
+# The daemon must survive both front-ends leaving, then exit cleanly.
+if peer_alive daemon; then
+	ok daemon_survives_disconnects
+else
+	not_ok daemon_survives_disconnects "vhost-user-rdma died when the front-ends left"
+	peer_tail daemon 30
+fi
+peer_stop daemon TERM 20
+d_rc=$P_LAST_RC
+if [ "$d_rc" -eq 0 ] && ! [ -e "$SOCK_A" ] && ! [ -e "$SOCK_B" ]; then
+	ok daemon_clean_exit
+else
+	not_ok daemon_clean_exit "status $d_rc, sockets left: $(ls "$T_TMP"/*.sock 2>/dev/null)"
+	peer_tail daemon 30
+fi
+
+# Counters printed by the daemon at exit (--stats).
+a_tx=$(daemon_stat "$SOCK_A" tx_frames)
+b_rx=$(daemon_stat "$SOCK_B" rx_frames)
+b_in=$(daemon_rx_accounted "$SOCK_B")
+flooded=$(daemon_switch_stat flooded)
+forwarded=$(daemon_switch_stat forwarded)
+echo "# testpmd txonly sent $tx_sent; daemon: A tx_frames $a_tx, switch flooded $flooded" \
+	"forwarded $forwarded, B rx_frames $b_rx (accounted $b_in); testpmd rxonly counted $rx_total"
+
+if [ "$rx_total" -gt 0 ] && [ "$rx_total" -eq "$b_rx" ]; then
+	ok rx_count_matches_daemon
+else
+	not_ok rx_count_matches_daemon "receiver counted $rx_total, daemon delivered $b_rx to B"
+fi
+if [ "$a_tx" -gt 0 ] && [ "$a_tx" -le "$tx_sent" ]; then
+	ok tx_count_matches_sender
+else
+	not_ok tx_count_matches_sender "daemon took $a_tx frames from A, testpmd sent $tx_sent"
+fi
+if [ "$a_tx" -eq "$b_in" ] && [ "$((flooded + forwarded))" -ge "$a_tx" ]; then
+	ok switch_accounts_every_frame
+else
+	not_ok switch_accounts_every_frame "A sent $a_tx, B accounted $b_in, switch flooded+forwarded $((flooded + forwarded))"
+fi
+errs=0
+for s in "$SOCK_A" "$SOCK_B"; do
+	for f in bad_messages ring_errors tx_errors ctrl_err; do
+		v=$(daemon_stat "$s" "$f")
+		[ "$v" -eq 0 ] || { echo "# $s: $f $v"; errs=1; }
+	done
+done
+if [ $errs -eq 0 ]; then
+	ok no_protocol_errors
+else
+	not_ok no_protocol_errors "the daemon counted errors with a well-behaved front-end"
+	grep -a -E 'warn|error' "$T_TMP/daemon.log" | head -20 | sed 's/^/#   /'
+fi
+t_done

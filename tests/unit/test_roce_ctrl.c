@@ -1,0 +1,1843 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The RoCE device control path (src/device/roce_*.c) driven through
+ * roce_ctrl_exec() with wire-format commands: every command's success path,
+ * every error path (each must leave no state behind), the QP state machine
+ * table for RC/UC/UD, limits, 10,000 create/destroy cycles, and MR page
+ * translation against a real vhost_mem backed by memfd regions.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "common/util.h"
+#include "device/roce_dev.h"
+#include "vhost/vhost_mem.h"
+
+/* Two regions of shared memory: A (64 pages) and B (16 pages), a gap between. */
+#define GPA_A   0x100000ull
+#define PAGES_A 64
+#define GPA_B   0x400000ull
+#define PAGES_B 16
+#define PG      4096ull
+
+static struct roce_dev rd;
+static struct vhost_mem mem;
+static uint8_t *map_a, *map_b; /* our own view of the same memfds */
+static uint8_t obuf[512];
+static size_t olen;
+
+static const uint8_t MAC[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+
+static uint8_t *add_region(uint64_t gpa, uint64_t pages)
+{
+	int fd = memfd_create("test_roce", 0), fd2;
+	uint8_t *p;
+
+	if (fd < 0 || ftruncate(fd, (off_t)(pages * PG)) < 0)
+		return NULL;
+	fd2 = dup(fd);
+	if (vhost_mem_add(&mem, gpa, pages * PG, gpa, 0, fd) < 0)
+		return NULL;
+	p = mmap(NULL, pages * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd2, 0);
+	close(fd2);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static struct roce_dev_cfg base_cfg(void)
+{
+	struct roce_dev_cfg c;
+
+	memset(&c, 0, sizeof(c));
+	memcpy(c.mac, MAC, 6);
+	c.has_ip4 = true;
+	c.ip4 = htonl(0x0a000001);
+	c.eth_mtu = 1500;
+	c.max_rdma_qps = 16;
+	c.max_rdma_cqs = 8;
+	c.max_pd = 8;
+	c.max_mr = 8;
+	c.max_ah = 8;
+	c.mem = &mem;
+	c.deterministic = true;
+	c.seed = 42;
+	return c;
+}
+
+static bool setup_cfg(const struct roce_dev_cfg *c)
+{
+	vhost_mem_init(&mem);
+	map_a = add_region(GPA_A, PAGES_A);
+	map_b = add_region(GPA_B, PAGES_B);
+	if (!map_a || !map_b)
+		return false;
+	return roce_dev_init(&rd, c) == 0;
+}
+
+static bool setup(void)
+{
+	struct roce_dev_cfg c = base_cfg();
+
+	return setup_cfg(&c);
+}
+
+static void teardown(void)
+{
+	roce_dev_fini(&rd);
+	vhost_mem_clear(&mem);
+	if (map_a)
+		munmap(map_a, PAGES_A * PG);
+	if (map_b)
+		munmap(map_b, PAGES_B * PG);
+	map_a = map_b = NULL;
+}
+
+static enum roce_err X(uint8_t cmd, const void *in, size_t len)
+{
+	memset(obuf, 0xa5, sizeof(obuf));
+	return roce_ctrl_exec_err(&rd, cmd, in, len, obuf, sizeof(obuf), &olen);
+}
+
+static uint32_t out32(size_t off)
+{
+	return get_le32(obuf + off);
+}
+
+static void counts(struct roce_counts *c)
+{
+	roce_dev_counts(&rd, c);
+}
+
+static bool no_objects(void)
+{
+	struct roce_counts c;
+
+	counts(&c);
+	return !c.pd && !c.mr && !c.cq && !c.qp && !c.ah && !rd.mr_pages;
+}
+
+/* ---- command builders ----------------------------------------------------- */
+
+static enum roce_err pd_create(uint32_t *pdn)
+{
+	enum roce_err e = X(VIRTIO_NET_CTRL_ROCE_CREATE_PD, NULL, 0);
+
+	*pdn = e ? 0 : out32(0);
+	return e;
+}
+
+static enum roce_err one32(uint8_t cmd, uint32_t v)
+{
+	le32 w = htole32(v);
+
+	return X(cmd, &w, 4);
+}
+
+static enum roce_err two32(uint8_t cmd, uint32_t a, uint32_t b)
+{
+	le32 w[2] = { htole32(a), htole32(b) };
+
+	return X(cmd, w, 8);
+}
+
+static enum roce_err cq_create(uint32_t cqe, uint32_t *cqn)
+{
+	enum roce_err e = one32(VIRTIO_NET_CTRL_ROCE_CREATE_CQ, cqe);
+
+	*cqn = e ? 0 : out32(0);
+	return e;
+}
+
+static enum roce_err dma_mr(uint32_t pdn, uint32_t access, uint32_t *mrn, uint32_t *lkey,
+			    uint32_t *rkey)
+{
+	enum roce_err e = two32(VIRTIO_NET_CTRL_ROCE_GET_DMA_MR, pdn, access);
+
+	*mrn = e ? 0 : out32(0);
+	*lkey = e ? 0 : out32(4);
+	*rkey = e ? 0 : out32(8);
+	return e;
+}
+
+/* REG_USER_MR with an explicit npages field and page list (len_adj changes
+ * the command length by that many bytes). */
+static enum roce_err reg_mr_raw(uint32_t pdn, uint32_t access, uint64_t va, uint64_t len,
+				uint32_t npages_field, const uint64_t *gpas, uint32_t ngpas,
+				long len_adj, uint32_t *mrn, uint32_t *lkey, uint32_t *rkey)
+{
+	size_t n = 32 + 8 * (size_t)ngpas + 8;
+	uint8_t *buf = calloc(1, n);
+	struct virtio_rdma_cmd_reg_user_mr *c = (void *)buf;
+	enum roce_err e;
+	uint32_t i;
+
+	c->pdn = htole32(pdn);
+	c->access_flags = htole32(access);
+	c->virt_addr = htole64(va);
+	c->length = htole64(len);
+	c->npages = htole32(npages_field);
+	for (i = 0; i < ngpas; i++)
+		c->pages[i] = htole64(gpas[i]);
+	e = X(VIRTIO_NET_CTRL_ROCE_REG_USER_MR, buf, (size_t)((long)(32 + 8 * (size_t)ngpas) + len_adj));
+	if (mrn)
+		*mrn = e ? 0 : out32(0);
+	if (lkey)
+		*lkey = e ? 0 : out32(4);
+	if (rkey)
+		*rkey = e ? 0 : out32(8);
+	free(buf);
+	return e;
+}
+
+static enum roce_err reg_mr(uint32_t pdn, uint32_t access, uint64_t va, uint64_t len,
+			    const uint64_t *gpas, uint32_t n, uint32_t *mrn, uint32_t *lkey,
+			    uint32_t *rkey)
+{
+	return reg_mr_raw(pdn, access, va, len, n, gpas, n, 0, mrn, lkey, rkey);
+}
+
+/* Register `pages` consecutive pages of region A starting at page `first`. */
+static enum roce_err reg_a(uint32_t pdn, uint32_t access, uint32_t first, uint32_t pages,
+			   uint32_t *mrn, uint32_t *lkey, uint32_t *rkey)
+{
+	uint64_t g[PAGES_A];
+	uint32_t i;
+
+	for (i = 0; i < pages; i++)
+		g[i] = GPA_A + (first + i) * PG;
+	return reg_mr(pdn, access, 0x7000000000ull, pages * PG, g, pages, mrn, lkey, rkey);
+}
+
+struct qcap {
+	uint32_t swr, rwr, ssge, rsge, inl;
+};
+
+static enum roce_err qp_create_cap(uint32_t pdn, uint8_t type, uint32_t scq, uint32_t rcq,
+				   const struct qcap *cap, uint8_t sig_all, uint32_t *qpn)
+{
+	struct virtio_rdma_cmd_create_qp c;
+	enum roce_err e;
+
+	memset(&c, 0, sizeof(c));
+	c.pdn = htole32(pdn);
+	c.qp_type = type;
+	c.sq_sig_all = sig_all;
+	c.send_cqn = htole32(scq);
+	c.recv_cqn = htole32(rcq);
+	c.cap.max_send_wr = htole32(cap->swr);
+	c.cap.max_recv_wr = htole32(cap->rwr);
+	c.cap.max_send_sge = htole32(cap->ssge);
+	c.cap.max_recv_sge = htole32(cap->rsge);
+	c.cap.max_inline_data = htole32(cap->inl);
+	e = X(VIRTIO_NET_CTRL_ROCE_CREATE_QP, &c, sizeof(c));
+	*qpn = e ? 0 : out32(0);
+	return e;
+}
+
+static const struct qcap CAP = { 64, 64, 4, 4, 128 };
+
+static enum roce_err qp_create(uint32_t pdn, uint8_t type, uint32_t scq, uint32_t rcq,
+			       uint32_t *qpn)
+{
+	return qp_create_cap(pdn, type, scq, rcq, &CAP, 0, qpn);
+}
+
+static void ah_attr_fill(struct virtio_rdma_ah_attr *a, uint8_t sgid_index)
+{
+	static const uint8_t dgid[16] = { 0xfe, 0x80, 0, 0, 0, 0, 0, 0,
+					  0x50, 0x54, 0x00, 0xff, 0xfe, 0x00, 0x00, 0x02 };
+	static const uint8_t dmac[6] = { 0x52, 0x54, 0x00, 0x00, 0x00, 0x02 };
+
+	memset(a, 0, sizeof(*a));
+	memcpy(a->grh.dgid, dgid, 16);
+	a->grh.flow_label = htole32(0x12345);
+	a->grh.sgid_index = sgid_index;
+	a->grh.hop_limit = 64;
+	a->grh.traffic_class = 0x28;
+	memcpy(a->dmac, dmac, 6);
+}
+
+/* A MODIFY_QP with every attribute set to a valid value. */
+static void mq_fill(struct virtio_rdma_cmd_modify_qp *c, uint32_t qpn, uint32_t mask,
+		    uint8_t state)
+{
+	memset(c, 0, sizeof(*c));
+	c->qpn = htole32(qpn);
+	c->attr_mask = htole32(mask);
+	c->qp_state = state;
+	c->path_mtu = VIRTIO_IB_MTU_1024;
+	c->max_rd_atomic = 4;
+	c->max_dest_rd_atomic = 4;
+	c->min_rnr_timer = 12;
+	c->timeout = 14;
+	c->retry_cnt = 7;
+	c->rnr_retry = 6;
+	c->qkey = htole32(0x11111111);
+	c->rq_psn = htole32(0x123456);
+	c->sq_psn = htole32(0x654321);
+	c->dest_qp_num = htole32(0xabc);
+	c->qp_access_flags = htole32(VIRTIO_IB_ACCESS_LOCAL_WRITE | VIRTIO_IB_ACCESS_REMOTE_WRITE |
+				     VIRTIO_IB_ACCESS_REMOTE_READ);
+	c->rate_limit = htole32(1000);
+	ah_attr_fill(&c->ah_attr, 0);
+}
+
+static enum roce_err modify(const struct virtio_rdma_cmd_modify_qp *c)
+{
+	return X(VIRTIO_NET_CTRL_ROCE_MODIFY_QP, c, sizeof(*c));
+}
+
+static enum roce_err modify_to(uint32_t qpn, uint32_t mask, uint8_t state)
+{
+	struct virtio_rdma_cmd_modify_qp c;
+
+	mq_fill(&c, qpn, mask | VIRTIO_IB_QP_STATE, state);
+	return modify(&c);
+}
+
+static enum roce_err query(uint32_t qpn, struct virtio_rdma_ack_query_qp *a)
+{
+	enum roce_err e = two32(VIRTIO_NET_CTRL_ROCE_QUERY_QP, qpn, 0);
+
+	if (!e)
+		memcpy(a, obuf, sizeof(*a));
+	return e;
+}
+
+static int qp_state(uint32_t qpn)
+{
+	struct virtio_rdma_ack_query_qp a;
+
+	return query(qpn, &a) ? -1 : a.qp_state;
+}
+
+static enum roce_err ah_create(uint32_t pdn, const struct virtio_rdma_ah_attr *attr, uint32_t *ah)
+{
+	struct virtio_rdma_cmd_create_ah c;
+	enum roce_err e;
+
+	memset(&c, 0, sizeof(c));
+	c.pdn = htole32(pdn);
+	c.ah_attr = *attr;
+	e = X(VIRTIO_NET_CTRL_ROCE_CREATE_AH, &c, sizeof(c));
+	*ah = e ? 0 : out32(0);
+	return e;
+}
+
+static enum roce_err gid_add(uint16_t idx, const uint8_t gid[16])
+{
+	struct virtio_rdma_cmd_add_gid c;
+
+	memset(&c, 0, sizeof(c));
+	c.index = htole16(idx);
+	memcpy(c.gid, gid, 16);
+	return X(VIRTIO_NET_CTRL_ROCE_ADD_GID, &c, sizeof(c));
+}
+
+static enum roce_err gid_del(uint16_t idx)
+{
+	le16 v = htole16(idx);
+
+	return X(VIRTIO_NET_CTRL_ROCE_DEL_GID, &v, 2);
+}
+
+/* Required attributes per transition into a state (for the tests that walk
+ * a QP up the ladder). */
+#define RC_INIT_REQ VIRTIO_IB_QP_ACCESS_FLAGS
+#define RC_RTR_REQ (VIRTIO_IB_QP_AV | VIRTIO_IB_QP_PATH_MTU | VIRTIO_IB_QP_DEST_QPN |           \
+		    VIRTIO_IB_QP_RQ_PSN | VIRTIO_IB_QP_MAX_DEST_RD_ATOMIC | VIRTIO_IB_QP_MIN_RNR_TIMER)
+#define RC_RTS_REQ (VIRTIO_IB_QP_TIMEOUT | VIRTIO_IB_QP_RETRY_CNT | VIRTIO_IB_QP_RNR_RETRY |    \
+		    VIRTIO_IB_QP_SQ_PSN | VIRTIO_IB_QP_MAX_QP_RD_ATOMIC)
+#define UC_RTR_REQ (VIRTIO_IB_QP_AV | VIRTIO_IB_QP_PATH_MTU | VIRTIO_IB_QP_DEST_QPN |           \
+		    VIRTIO_IB_QP_RQ_PSN)
+
+static uint32_t req_init(uint8_t t)
+{
+	return t == VIRTIO_IB_QPT_RC || t == VIRTIO_IB_QPT_UC ? VIRTIO_IB_QP_ACCESS_FLAGS
+							       : VIRTIO_IB_QP_QKEY;
+}
+
+static uint32_t req_rtr(uint8_t t)
+{
+	return t == VIRTIO_IB_QPT_RC ? RC_RTR_REQ : t == VIRTIO_IB_QPT_UC ? UC_RTR_REQ : 0;
+}
+
+static uint32_t req_rts(uint8_t t)
+{
+	return t == VIRTIO_IB_QPT_RC ? RC_RTS_REQ : VIRTIO_IB_QP_SQ_PSN;
+}
+
+/* Drive QP qpn of type t from RESET to state s. Returns true on success. */
+static bool goto_state(uint32_t qpn, uint8_t t, uint8_t s)
+{
+	if (s == VIRTIO_IB_QPS_RESET)
+		return true;
+	if (s == VIRTIO_IB_QPS_ERR)
+		return modify_to(qpn, 0, VIRTIO_IB_QPS_ERR) == ROCE_OK;
+	if (modify_to(qpn, req_init(t), VIRTIO_IB_QPS_INIT))
+		return false;
+	if (s == VIRTIO_IB_QPS_INIT)
+		return true;
+	if (modify_to(qpn, req_rtr(t), VIRTIO_IB_QPS_RTR))
+		return false;
+	if (s == VIRTIO_IB_QPS_RTR)
+		return true;
+	if (modify_to(qpn, req_rts(t), VIRTIO_IB_QPS_RTS))
+		return false;
+	if (s == VIRTIO_IB_QPS_RTS)
+		return true;
+	if (s == VIRTIO_IB_QPS_SQD)
+		return modify_to(qpn, 0, VIRTIO_IB_QPS_SQD) == ROCE_OK;
+	if (s == VIRTIO_IB_QPS_SQE)
+		return roce_qp_async_state(&rd, roce_qp_lookup(&rd, qpn), VIRTIO_IB_QPS_SQE) == 0;
+	return false;
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+static void test_query_device_port(void)
+{
+	struct virtio_rdma_ack_query_device d;
+	struct virtio_rdma_ack_query_port p;
+	uint8_t junk[4] = { 0 };
+
+	REQUIRE(setup());
+	CHECK_EQ(X(VIRTIO_NET_CTRL_ROCE_QUERY_DEVICE, NULL, 0), ROCE_OK);
+	CHECK_EQ(olen, sizeof(d));
+	memcpy(&d, obuf, sizeof(d));
+	CHECK_EQ(le64toh(d.device_cap_flags), VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN);
+	CHECK_EQ(le64toh(d.max_mr_size), ROCE_DEF_MAX_MR_SIZE);
+	CHECK_EQ(le64toh(d.page_size_cap), 4096);
+	CHECK_EQ(le32toh(d.hw_ver), 1);
+	CHECK_EQ(le32toh(d.max_qp_wr), ROCE_DEF_MAX_QP_WR);
+	CHECK_EQ(le32toh(d.max_send_sge), ROCE_DEF_MAX_SGE);
+	CHECK_EQ(le32toh(d.max_recv_sge), ROCE_DEF_MAX_SGE);
+	CHECK_EQ(le32toh(d.max_sge_rd), ROCE_DEF_MAX_SGE);
+	CHECK_EQ(le32toh(d.max_cqe), ROCE_DEF_MAX_CQE);
+	CHECK_EQ(le32toh(d.max_mr), 8);
+	CHECK_EQ(le32toh(d.max_pd), 8);
+	CHECK_EQ(le32toh(d.max_ah), 8);
+	CHECK_EQ(le32toh(d.max_qp_rd_atom), ROCE_DEF_MAX_QP_RD_ATOM);
+	CHECK_EQ(le32toh(d.max_qp_init_rd_atom), ROCE_DEF_MAX_QP_RD_ATOM);
+	CHECK_EQ(d.local_ca_ack_delay, 15);
+	for (int i = 0; i < 14; i++)
+		CHECK_EQ(d.reserved[i], 0);
+	CHECK_EQ(rd.attr.max_qp, 15);
+	CHECK_EQ(rd.attr.max_cq, 8);
+	CHECK_EQ(rd.attr.active_mtu, VIRTIO_IB_MTU_1024);
+
+	CHECK_EQ(X(VIRTIO_NET_CTRL_ROCE_QUERY_PORT, NULL, 0), ROCE_OK);
+	CHECK_EQ(olen, sizeof(p));
+	memcpy(&p, obuf, sizeof(p));
+	CHECK_EQ(le32toh(p.gid_tbl_len), 16);
+	CHECK_EQ(le32toh(p.max_msg_sz), 1u << 31);
+
+	/* Wrong lengths, no room for the ack, the plain wrapper. */
+	CHECK_EQ(X(VIRTIO_NET_CTRL_ROCE_QUERY_DEVICE, junk, 1), ROCE_ERR_BAD_LEN);
+	CHECK_EQ(olen, 0);
+	CHECK_EQ(X(VIRTIO_NET_CTRL_ROCE_QUERY_PORT, junk, 4), ROCE_ERR_BAD_LEN);
+	CHECK_EQ(roce_ctrl_exec_err(&rd, VIRTIO_NET_CTRL_ROCE_QUERY_DEVICE, NULL, 0, obuf, 127, &olen),
+		 ROCE_ERR_OUT_SPACE);
+	CHECK_EQ(roce_ctrl_exec_err(&rd, VIRTIO_NET_CTRL_ROCE_QUERY_PORT, NULL, 0, NULL, 64, &olen),
+		 ROCE_ERR_OUT_SPACE);
+	CHECK_EQ(roce_ctrl_exec(&rd, VIRTIO_NET_CTRL_ROCE_QUERY_PORT, NULL, 0, obuf, 32, &olen),
+		 VIRTIO_NET_OK);
+	CHECK_EQ(roce_ctrl_exec(&rd, VIRTIO_NET_CTRL_ROCE_QUERY_PORT, NULL, 0, obuf, 31, &olen),
+		 VIRTIO_NET_ERR);
+	CHECK_EQ(rd.stats.errs[ROCE_ERR_BAD_LEN], 2);
+	CHECK_EQ(rd.stats.errs[ROCE_ERR_OUT_SPACE], 3);
+	teardown();
+}
+
+static void test_unknown_cmd_and_lengths(void)
+{
+	uint8_t buf[1024] = { 0 };
+	uint8_t cmd;
+
+	REQUIRE(setup());
+	CHECK_EQ(X(VIRTIO_NET_CTRL_ROCE_NUM_CMDS, NULL, 0), ROCE_ERR_UNKNOWN_CMD);
+	CHECK_EQ(X(255, buf, 8), ROCE_ERR_UNKNOWN_CMD);
+	CHECK_EQ(rd.stats.errs[ROCE_ERR_UNKNOWN_CMD], 2);
+	/* Every fixed-size command with one byte too few / too many. */
+	for (cmd = 0; cmd < VIRTIO_NET_CTRL_ROCE_NUM_CMDS; cmd++) {
+		static const size_t len[] = { 0, 0, 4, 4, 0, 4, 8, 32, 4, 56, 128, 8, 4, 48, 8, 24, 2, 8 };
+
+		if (cmd == VIRTIO_NET_CTRL_ROCE_REG_USER_MR)
+			continue;
+		if (len[cmd])
+			CHECK_EQ(X(cmd, buf, len[cmd] - 1), ROCE_ERR_BAD_LEN);
+		CHECK_EQ(X(cmd, buf, len[cmd] + 1), ROCE_ERR_BAD_LEN);
+		CHECK_EQ(X(cmd, buf, len[cmd] + 8), ROCE_ERR_BAD_LEN);
+		if (len[cmd])
+			CHECK_EQ(X(cmd, NULL, len[cmd]), ROCE_ERR_BAD_LEN);
+	}
+	CHECK(no_objects());
+	CHECK_EQ(rd.stats.ok, 0);
+	teardown();
+}
+
+static void test_pd(void)
+{
+	uint32_t pdn, pdn2, mrn, lk, rk, cqn, qpn, ah;
+	struct virtio_rdma_ah_attr attr;
+
+	REQUIRE(setup());
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(olen, 4);
+	CHECK(pdn != 0);
+	CHECK_EQ(pd_create(&pdn2), ROCE_OK);
+	CHECK(pdn2 != pdn);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn2), ROCE_OK);
+	CHECK_EQ(olen, 0);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn2), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, 0), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, 0xffffffff), ROCE_ERR_BAD_HANDLE);
+
+	/* A PD in use by an MR, a QP or an AH cannot go. */
+	CHECK_EQ(dma_mr(pdn, 0, &mrn, &lk, &rk), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn), ROCE_ERR_IN_USE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, mrn), ROCE_OK);
+	CHECK_EQ(cq_create(16, &cqn), ROCE_OK);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_RC, cqn, cqn, &qpn), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn), ROCE_ERR_IN_USE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn), ROCE_OK);
+	ah_attr_fill(&attr, 0);
+	CHECK_EQ(ah_create(pdn, &attr, &ah), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn), ROCE_ERR_IN_USE);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_DESTROY_AH, pdn, ah), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, cqn), ROCE_OK);
+	CHECK(no_objects());
+	CHECK_EQ(rd.stats.errs[ROCE_ERR_IN_USE], 3);
+	CHECK_EQ(rd.stats.errs[ROCE_ERR_BAD_HANDLE], 3);
+	teardown();
+}
+
+static void test_cq(void)
+{
+	uint32_t cqn, cqn2, pdn, qpn;
+	struct roce_cq *cq;
+
+	REQUIRE(setup());
+	CHECK_EQ(cq_create(0, &cqn), ROCE_ERR_RANGE);
+	CHECK_EQ(cq_create(ROCE_DEF_MAX_CQE + 1, &cqn), ROCE_ERR_RANGE);
+	CHECK_EQ(rd.cqs.used, 0);
+	CHECK_EQ(cq_create(ROCE_DEF_MAX_CQE, &cqn), ROCE_OK);
+	CHECK_EQ(cqn, 0); /* cqn = CQ index, the first is 0 */
+	cq = roce_cq_lookup(&rd, cqn);
+	REQUIRE(cq);
+	CHECK_EQ(cq->cqe, ROCE_DEF_MAX_CQE);
+	CHECK_EQ(cq->vq, 3); /* 2N+1+c with N = 1 */
+	CHECK_EQ(cq_create(1, &cqn2), ROCE_OK);
+	CHECK_EQ(cqn2, 1);
+	CHECK_EQ(roce_cq_lookup(&rd, cqn2)->vq, 4);
+
+	/* REQ_NOTIFY_CQ flags. */
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ, cqn, 0), ROCE_ERR_FLAGS);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ, cqn, 4), ROCE_ERR_FLAGS);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ, cqn, 0x80000001), ROCE_ERR_FLAGS);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ, 7, 1), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ, 8, 1), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(cq->armed, 0);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ, cqn, VIRTIO_IB_NOTIFY_SOLICITED), ROCE_OK);
+	CHECK_EQ(cq->armed, ROCE_CQ_ARM_SOLICITED);
+	/* Solicited arm: a plain completion does not notify, a solicited one
+	 * does and disarms. */
+	CHECK(!roce_cq_notify_check(cq, false));
+	CHECK(roce_cq_notify_check(cq, true));
+	CHECK_EQ(cq->armed, 0);
+	CHECK(!roce_cq_notify_check(cq, true));
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ, cqn, VIRTIO_IB_NOTIFY_NEXT_COMPLETION), ROCE_OK);
+	CHECK(roce_cq_notify_check(cq, false));
+	CHECK(!roce_cq_notify_check(cq, false));
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ, cqn, 3), ROCE_OK);
+	CHECK_EQ(cq->armed, 3);
+	CHECK(roce_cq_notify_check(cq, false));
+
+	/* A CQ used by a QP (as send or as receive CQ) cannot go. */
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_UD, cqn, cqn2, &qpn), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, cqn), ROCE_ERR_IN_USE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, cqn2), ROCE_ERR_IN_USE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, cqn), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, cqn), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, cqn2), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, 99), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn), ROCE_OK);
+	CHECK(no_objects());
+	teardown();
+}
+
+static void test_dma_mr(void)
+{
+	uint32_t pdn, pdn2, mrn, lk, rk;
+	struct roce_mr *mr;
+	struct iovec iov[4];
+
+	REQUIRE(setup());
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(pd_create(&pdn2), ROCE_OK);
+	CHECK_EQ(dma_mr(pdn, VIRTIO_IB_ACCESS_REMOTE_READ, &mrn, &lk, &rk), ROCE_ERR_FLAGS);
+	CHECK_EQ(dma_mr(pdn, VIRTIO_IB_ACCESS_LOCAL_WRITE | VIRTIO_IB_ACCESS_REMOTE_WRITE, &mrn, &lk, &rk),
+		 ROCE_ERR_FLAGS);
+	CHECK_EQ(dma_mr(pdn, 1u << 3, &mrn, &lk, &rk), ROCE_ERR_FLAGS);
+	CHECK_EQ(dma_mr(77, 0, &mrn, &lk, &rk), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(rd.mrs.used, 0);
+	CHECK_EQ(dma_mr(pdn, VIRTIO_IB_ACCESS_LOCAL_WRITE, &mrn, &lk, &rk), ROCE_OK);
+	CHECK_EQ(olen, 12);
+	CHECK(mrn != 0);
+	CHECK_EQ(lk >> 8, mrn);
+	CHECK_EQ(rk, 0);
+	mr = roce_mr_lookup(&rd, mrn);
+	REQUIRE(mr);
+	CHECK_EQ(mr->type, ROCE_MR_DMA);
+
+	/* Lookups: the key must match exactly, the PD too, and the access. */
+	CHECK(roce_mr_lookup_lkey(&rd, lk, roce_pd_lookup(&rd, pdn), VIRTIO_IB_ACCESS_LOCAL_WRITE) == mr);
+	CHECK(roce_mr_lookup_lkey(&rd, lk ^ 1, roce_pd_lookup(&rd, pdn), 0) == NULL);
+	CHECK(roce_mr_lookup_lkey(&rd, lk, roce_pd_lookup(&rd, pdn2), 0) == NULL);
+	CHECK(roce_mr_lookup_lkey(&rd, lk, roce_pd_lookup(&rd, pdn), VIRTIO_IB_ACCESS_REMOTE_READ) == NULL);
+	CHECK(roce_mr_lookup_rkey(&rd, lk, roce_pd_lookup(&rd, pdn), 0) == NULL);
+	CHECK(roce_mr_lookup_rkey(&rd, 0, roce_pd_lookup(&rd, pdn), 0) == NULL);
+
+	/* A DMA MR addresses GPAs through the live memory table. */
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, GPA_A + 100, 200, iov, 4), 1);
+	CHECK(iov[0].iov_len == 200);
+	memcpy(iov[0].iov_base, "dma!", 4);
+	CHECK_MEM(map_a + 100, "dma!", 4);
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, GPA_A + PAGES_A * PG - 10, 20, iov, 4), -EFAULT);
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, 0x10, 1, iov, 4), -EFAULT);
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, GPA_B, 0, iov, 4), 0);
+
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, mrn), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, mrn), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, 0), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, 1u << 30), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn2), ROCE_OK);
+	CHECK(no_objects());
+	teardown();
+}
+
+static void test_reg_user_mr(void)
+{
+	const uint32_t rw = VIRTIO_IB_ACCESS_LOCAL_WRITE | VIRTIO_IB_ACCESS_REMOTE_WRITE |
+			    VIRTIO_IB_ACCESS_REMOTE_READ;
+	uint64_t va = 0x7f0000001f00ull, len = 0x1900; /* 0x100 + 0x1000 + 0x800: 3 pages */
+	uint64_t g[4] = { GPA_A + 5 * PG, GPA_B + 2 * PG, GPA_A + 6 * PG, GPA_A };
+	uint32_t pdn, mrn, lk, rk, mrn2, lk2, rk2;
+	struct vhost_mem_region *ra, *rb;
+	struct roce_mr *mr;
+	struct iovec iov[8];
+	uint8_t data[0x2200];
+	int n, i;
+
+	REQUIRE(setup());
+	ra = vhost_mem_find(&mem, GPA_A);
+	rb = vhost_mem_find(&mem, GPA_B);
+	REQUIRE(ra && rb);
+	CHECK_EQ(ra->refcnt, 1);
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+
+	/* Every malformed registration fails and leaves nothing. */
+	CHECK_EQ(reg_mr_raw(pdn, rw, va, len, 3, g, 3, -1, NULL, NULL, NULL), ROCE_ERR_BAD_LEN);
+	CHECK_EQ(reg_mr_raw(pdn, rw, va, len, 3, g, 3, 8, NULL, NULL, NULL), ROCE_ERR_BAD_LEN);
+	CHECK_EQ(reg_mr_raw(pdn, rw, va, len, 3, g, 3, -8, NULL, NULL, NULL), ROCE_ERR_BAD_LEN);
+	CHECK_EQ(reg_mr_raw(pdn, rw, va, len, 3, g, 3, -(32 + 24 - 4), NULL, NULL, NULL), ROCE_ERR_BAD_LEN);
+	CHECK_EQ(reg_mr_raw(pdn, rw, va, len, 0xffffffff, g, 3, 0, NULL, NULL, NULL), ROCE_ERR_BAD_LEN);
+	CHECK_EQ(reg_mr(pdn, rw, va, len, g, 2, NULL, NULL, NULL), ROCE_ERR_NPAGES);
+	CHECK_EQ(reg_mr(pdn, rw, va, len, g, 4, NULL, NULL, NULL), ROCE_ERR_NPAGES);
+	CHECK_EQ(reg_mr(pdn, rw, va & ~0xfffull, 3 * PG, g, 4, NULL, NULL, NULL), ROCE_ERR_NPAGES);
+	CHECK_EQ(reg_mr(pdn, rw, va, 0, g, 1, NULL, NULL, NULL), ROCE_ERR_NPAGES);
+	CHECK_EQ(reg_mr(pdn, rw, 0, 1, g, 0, NULL, NULL, NULL), ROCE_ERR_NPAGES);
+	CHECK_EQ(reg_mr(pdn, rw, UINT64_MAX - 10, 100, g, 1, NULL, NULL, NULL), ROCE_ERR_RANGE);
+	CHECK_EQ(reg_mr(pdn, rw, va, ROCE_DEF_MAX_MR_SIZE + 1, g, 3, NULL, NULL, NULL), ROCE_ERR_RANGE);
+	CHECK_EQ(reg_mr(pdn, VIRTIO_IB_ACCESS_REMOTE_WRITE, va, len, g, 3, NULL, NULL, NULL), ROCE_ERR_FLAGS);
+	CHECK_EQ(reg_mr(pdn, rw | (1u << 3), va, len, g, 3, NULL, NULL, NULL), ROCE_ERR_FLAGS);
+	CHECK_EQ(reg_mr(pdn, 1u << 31, va, len, g, 3, NULL, NULL, NULL), ROCE_ERR_FLAGS);
+	CHECK_EQ(reg_mr(pdn + 1, rw, va, len, g, 3, NULL, NULL, NULL), ROCE_ERR_BAD_HANDLE);
+	{
+		uint64_t bad[3];
+
+		memcpy(bad, g, sizeof(bad));
+		bad[1] = GPA_B + 2 * PG + 8; /* misaligned */
+		CHECK_EQ(reg_mr(pdn, rw, va, len, bad, 3, NULL, NULL, NULL), ROCE_ERR_PAGE);
+		bad[1] = GPA_A + PAGES_A * PG; /* the gap after A */
+		CHECK_EQ(reg_mr(pdn, rw, va, len, bad, 3, NULL, NULL, NULL), ROCE_ERR_PAGE);
+		bad[1] = 0; /* below everything */
+		CHECK_EQ(reg_mr(pdn, rw, va, len, bad, 3, NULL, NULL, NULL), ROCE_ERR_PAGE);
+		bad[1] = GPA_B + PAGES_B * PG;
+		CHECK_EQ(reg_mr(pdn, rw, va, len, bad, 3, NULL, NULL, NULL), ROCE_ERR_PAGE);
+		bad[1] = 0xfffffffffffff000ull;
+		CHECK_EQ(reg_mr(pdn, rw, va, len, bad, 3, NULL, NULL, NULL), ROCE_ERR_PAGE);
+		bad[2] = GPA_B - PG; /* last page bad: nothing held from the others */
+		bad[1] = GPA_B;
+		CHECK_EQ(reg_mr(pdn, rw, va, len, bad, 3, NULL, NULL, NULL), ROCE_ERR_PAGE);
+	}
+	CHECK_EQ(rd.mrs.used, 0);
+	CHECK_EQ(rd.mrs.nfree, rd.mrs.cap);
+	CHECK_EQ(rd.mr_pages, 0);
+	CHECK_EQ(ra->refcnt, 1);
+	CHECK_EQ(rb->refcnt, 1);
+	CHECK_EQ(roce_pd_lookup(&rd, pdn)->refcnt, 0);
+
+	/* Success: pages over two regions, unaligned start. */
+	CHECK_EQ(reg_mr(pdn, rw, va, len, g, 3, &mrn, &lk, &rk), ROCE_OK);
+	CHECK_EQ(olen, 12);
+	CHECK_EQ(lk >> 8, mrn);
+	CHECK_EQ(rk >> 8, mrn);
+	CHECK(lk != 0 && rk != 0);
+	CHECK_EQ(ra->refcnt, 2); /* one reference per region, not per page */
+	CHECK_EQ(rb->refcnt, 2);
+	CHECK_EQ(rd.mr_pages, 3);
+	mr = roce_mr_lookup(&rd, mrn);
+	REQUIRE(mr);
+	CHECK_EQ(mr->type, ROCE_MR_USER);
+	CHECK_EQ(mr->npages, 3);
+	CHECK_EQ(mr->iova, va);
+	CHECK_EQ(mr->length, len);
+	CHECK(mr->pages[0] == ra->host + 5 * PG);
+	CHECK(mr->pages[1] == rb->host + 2 * PG);
+	CHECK(mr->pages[2] == ra->host + 6 * PG);
+
+	/* Whole MR through iovecs: 0x100 bytes in page 0, 4096 in page 1,
+	 * 0x800 in page 2; no two pages are contiguous in the host. */
+	for (i = 0; i < (int)sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + 3);
+	n = roce_mr_to_iov(&rd, mr, va, len, iov, 8);
+	CHECK_EQ(n, 3);
+	{
+		size_t off = 0;
+
+		for (i = 0; i < n; i++) {
+			memcpy(iov[i].iov_base, data + off, iov[i].iov_len);
+			off += iov[i].iov_len;
+		}
+		CHECK_EQ(off, len);
+	}
+	CHECK_MEM(map_a + 5 * PG + 0xf00, data, 0x100);
+	CHECK_MEM(map_b + 2 * PG, data + 0x100, PG);
+	CHECK_MEM(map_a + 6 * PG, data + 0x1100, 0x800);
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, va - 1, 2, iov, 8), -EFAULT);
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, va + len - 1, 2, iov, 8), -EFAULT);
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, va + len, 0, iov, 8), 0);
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, va + len - 1, 1, iov, 8), 1);
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, va, len, iov, 2), -E2BIG);
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, va + 0x100, PG + 10, iov, 8), 2);
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, UINT64_MAX, 1, iov, 8), -EFAULT);
+
+	/* Keys: exact match, right PD, remote lookups need remote access. */
+	CHECK(roce_mr_lookup_rkey(&rd, rk, mr->pd, VIRTIO_IB_ACCESS_REMOTE_WRITE) == mr);
+	CHECK(roce_mr_lookup_rkey(&rd, rk ^ 0x80, mr->pd, 0) == NULL);
+	CHECK(roce_mr_lookup_lkey(&rd, lk, mr->pd, VIRTIO_IB_ACCESS_LOCAL_WRITE) == mr);
+
+	/* Contiguous pages of one region merge into one iovec; local-only MR
+	 * has no rkey. */
+	CHECK_EQ(reg_a(pdn, 0, 10, 4, &mrn2, &lk2, &rk2), ROCE_OK);
+	CHECK_EQ(rk2, 0);
+	CHECK(lk2 != lk);
+	CHECK_EQ(roce_mr_to_iov(&rd, roce_mr_lookup(&rd, mrn2), 0x7000000000ull, 4 * PG, iov, 1), 1);
+	CHECK(roce_mr_lookup_lkey(&rd, lk2, mr->pd, VIRTIO_IB_ACCESS_LOCAL_WRITE) == NULL);
+	CHECK(roce_mr_lookup_rkey(&rd, rk2, mr->pd, 0) == NULL);
+	CHECK_EQ(ra->refcnt, 3);
+
+	/* Zero-length MR: no pages. */
+	CHECK_EQ(reg_mr(pdn, 0, 0x1234, 0, g, 0, &lk2, NULL, NULL), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, lk2), ROCE_OK);
+
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, mrn2), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, mrn), ROCE_OK);
+	CHECK_EQ(ra->refcnt, 1);
+	CHECK_EQ(rb->refcnt, 1);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn), ROCE_OK);
+	CHECK(no_objects());
+	CHECK_EQ(rd.stats.errs[ROCE_ERR_PAGE], 6);
+	CHECK_EQ(rd.stats.errs[ROCE_ERR_NPAGES], 5);
+	teardown();
+}
+
+/* An MR keeps its pages valid after the driver removes the region. */
+static void test_mr_region_removed(void)
+{
+	uint64_t g[2] = { GPA_B, GPA_B + PG };
+	struct vhost_mem_region *rb;
+	uint32_t pdn, mrn, lk, rk;
+	struct roce_mr *mr;
+	struct iovec iov[2];
+
+	REQUIRE(setup());
+	rb = vhost_mem_find(&mem, GPA_B);
+	REQUIRE(rb);
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(reg_mr(pdn, VIRTIO_IB_ACCESS_LOCAL_WRITE, 0, 2 * PG, g, 2, &mrn, &lk, &rk), ROCE_OK);
+	CHECK_EQ(rb->refcnt, 2);
+	CHECK_EQ(vhost_mem_remove(&mem, GPA_B, PAGES_B * PG, GPA_B), 0);
+	CHECK(vhost_mem_region_dead(rb));
+	CHECK_EQ(rb->refcnt, 1);
+	mr = roce_mr_lookup(&rd, mrn);
+	/* Pages 0 and 1 of B are contiguous: one iovec. */
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, PG - 2, 4, iov, 2), 1);
+	CHECK_EQ(iov[0].iov_len, 4);
+	memcpy(iov[0].iov_base, "abcd", 4);
+	CHECK_MEM(map_b + PG - 2, "abcd", 4);
+	/* New registrations of the removed pages fail. */
+	CHECK_EQ(reg_mr(pdn, 0, 0, PG, g, 1, NULL, NULL, NULL), ROCE_ERR_PAGE);
+	/* Deregistration drops the last reference (ASan: no leak, no UAF). */
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, mrn), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn), ROCE_OK);
+	/* Without a memory table, page registration fails cleanly. */
+	roce_dev_set_mem(&rd, NULL);
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(reg_mr(pdn, 0, 0, PG, g, 1, NULL, NULL, NULL), ROCE_ERR_PAGE);
+	CHECK_EQ(dma_mr(pdn, 0, &mrn, &lk, &rk), ROCE_OK);
+	CHECK_EQ(roce_mr_to_iov(&rd, roce_mr_lookup(&rd, mrn), GPA_A, 1, iov, 2), -EFAULT);
+	teardown();
+}
+
+static void test_qp_create(void)
+{
+	uint32_t pdn, cqn, qpn, qpn2, gsi;
+	struct qcap cap;
+	struct roce_qp *qp;
+
+	REQUIRE(setup());
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(cq_create(16, &cqn), ROCE_OK);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_SMI, cqn, cqn, &qpn), ROCE_ERR_QP_TYPE);
+	CHECK_EQ(qp_create(pdn, 5, cqn, cqn, &qpn), ROCE_ERR_QP_TYPE);
+	CHECK_EQ(qp_create(pdn, 255, cqn, cqn, &qpn), ROCE_ERR_QP_TYPE);
+	CHECK_EQ(qp_create(pdn + 1, VIRTIO_IB_QPT_RC, cqn, cqn, &qpn), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_RC, cqn + 1, cqn, &qpn), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_RC, cqn, 1000, &qpn), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(qp_create_cap(pdn, VIRTIO_IB_QPT_RC, cqn, cqn, &CAP, 2, &qpn), ROCE_ERR_RANGE);
+	cap = CAP;
+	cap.swr = ROCE_DEF_MAX_QP_WR + 1;
+	CHECK_EQ(qp_create_cap(pdn, VIRTIO_IB_QPT_RC, cqn, cqn, &cap, 0, &qpn), ROCE_ERR_RANGE);
+	cap = CAP;
+	cap.rwr = ROCE_DEF_MAX_QP_WR + 1;
+	CHECK_EQ(qp_create_cap(pdn, VIRTIO_IB_QPT_RC, cqn, cqn, &cap, 0, &qpn), ROCE_ERR_RANGE);
+	cap = CAP;
+	cap.ssge = ROCE_DEF_MAX_SGE + 1;
+	CHECK_EQ(qp_create_cap(pdn, VIRTIO_IB_QPT_RC, cqn, cqn, &cap, 0, &qpn), ROCE_ERR_RANGE);
+	cap = CAP;
+	cap.rsge = ROCE_DEF_MAX_SGE + 1;
+	CHECK_EQ(qp_create_cap(pdn, VIRTIO_IB_QPT_RC, cqn, cqn, &cap, 0, &qpn), ROCE_ERR_RANGE);
+	cap = CAP;
+	cap.inl = 513;
+	CHECK_EQ(qp_create_cap(pdn, VIRTIO_IB_QPT_RC, cqn, cqn, &cap, 0, &qpn), ROCE_ERR_RANGE);
+	CHECK(no_objects() || (rd.pds.used == 1 && rd.cqs.used == 1 && rd.qps.used == 0));
+	CHECK_EQ(roce_pd_lookup(&rd, pdn)->refcnt, 0);
+	CHECK_EQ(roce_cq_lookup(&rd, cqn)->refcnt, 0);
+
+	/* Limits exactly at the maximum are fine. */
+	cap.swr = cap.rwr = ROCE_DEF_MAX_QP_WR;
+	cap.ssge = cap.rsge = ROCE_DEF_MAX_SGE;
+	cap.inl = 512;
+	CHECK_EQ(qp_create_cap(pdn, VIRTIO_IB_QPT_RC, cqn, cqn, &cap, 1, &qpn), ROCE_OK);
+	qp = roce_qp_lookup(&rd, qpn);
+	REQUIRE(qp);
+	CHECK_EQ(qp->index, 2); /* 0 reserved, 1 = GSI */
+	CHECK_EQ(qpn, 2);
+	CHECK(qp->sq_sig_all);
+	CHECK_EQ(qp->cap.max_inline_data, 512);
+	CHECK_EQ(qp->attr.qp_state, VIRTIO_IB_QPS_RESET);
+	/* N = 1, M = 8: send 2N+M+1+2i, receive 2N+M+2+2i. */
+	CHECK_EQ(qp->sq_vq, 2 + 8 + 1 + 2 * 2);
+	CHECK_EQ(qp->rq_vq, 2 + 8 + 2 + 2 * 2);
+	CHECK_EQ(roce_pd_lookup(&rd, pdn)->refcnt, 1);
+	CHECK_EQ(roce_cq_lookup(&rd, cqn)->refcnt, 2);
+
+	/* GSI is QPN 1, only one. */
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_GSI, cqn, cqn, &gsi), ROCE_OK);
+	CHECK_EQ(gsi, VRDMA_GSI_QPN);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_GSI, cqn, cqn, &qpn2), ROCE_ERR_LIMIT);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, gsi), ROCE_OK);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_GSI, cqn, cqn, &gsi), ROCE_OK);
+	CHECK_EQ(gsi, VRDMA_GSI_QPN);
+
+	/* Handles: exact QPN only (a stale generation or index 0 is unknown). */
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_UD, cqn, cqn, &qpn2), ROCE_OK);
+	CHECK_EQ(vrdma_qpn_index(qpn2), 3);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn2 | (1u << 14)), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, 0), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn2 | (1u << 24)), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, 15), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, 16), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn2), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn2), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, gsi), ROCE_OK);
+	CHECK_EQ(rd.qps.used, 0);
+	CHECK_EQ(roce_cq_lookup(&rd, cqn)->refcnt, 0);
+	teardown();
+}
+
+static void test_qp_modify_rc_ladder(void)
+{
+	struct virtio_rdma_cmd_modify_qp c;
+	struct virtio_rdma_ack_query_qp a;
+	uint32_t pdn, cqn, qpn;
+	struct roce_qp *qp;
+
+	REQUIRE(setup());
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(cq_create(16, &cqn), ROCE_OK);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_RC, cqn, cqn, &qpn), ROCE_OK);
+	qp = roce_qp_lookup(&rd, qpn);
+
+	CHECK_EQ(modify_to(qpn, RC_INIT_REQ, VIRTIO_IB_QPS_INIT), ROCE_OK);
+	CHECK_EQ(olen, 0);
+	CHECK_EQ(query(qpn, &a), ROCE_OK);
+	CHECK_EQ(a.qp_state, VIRTIO_IB_QPS_INIT);
+	CHECK_EQ(le32toh(a.qp_access_flags), 7);
+	CHECK_EQ(a.path_mtu, 0); /* not set yet */
+
+	CHECK_EQ(modify_to(qpn, RC_RTR_REQ, VIRTIO_IB_QPS_RTR), ROCE_OK);
+	CHECK_EQ(modify_to(qpn, RC_RTS_REQ, VIRTIO_IB_QPS_RTS), ROCE_OK);
+	CHECK_EQ(query(qpn, &a), ROCE_OK);
+	CHECK_EQ(a.qp_state, VIRTIO_IB_QPS_RTS);
+	CHECK_EQ(a.path_mtu, VIRTIO_IB_MTU_1024);
+	CHECK_EQ(a.max_rd_atomic, 4);
+	CHECK_EQ(a.max_dest_rd_atomic, 4);
+	CHECK_EQ(a.min_rnr_timer, 12);
+	CHECK_EQ(a.timeout, 14);
+	CHECK_EQ(a.retry_cnt, 7);
+	CHECK_EQ(a.rnr_retry, 6);
+	CHECK_EQ(le32toh(a.rq_psn), 0x123456);
+	CHECK_EQ(le32toh(a.sq_psn), 0x654321);
+	CHECK_EQ(le32toh(a.dest_qp_num), 0xabc);
+	CHECK_EQ(le32toh(a.qkey), 0); /* never set on RC */
+	CHECK_EQ(le32toh(a.cap.max_send_wr), CAP.swr);
+	CHECK_EQ(le32toh(a.cap.max_recv_sge), CAP.rsge);
+	CHECK_EQ(le32toh(a.cap.max_inline_data), CAP.inl);
+	mq_fill(&c, qpn, 0, 0);
+	CHECK_MEM(&a.ah_attr, &c.ah_attr, sizeof(a.ah_attr));
+	CHECK(qp->attr.av.ipv4 == false);
+	CHECK_MEM(qp->attr.av.sgid, roce_gid_get(&rd, 0), 16);
+	CHECK_EQ(a.sq_draining, 0);
+
+	/* RTS -> RTS with optional attributes (rate limit, min RNR timer). */
+	mq_fill(&c, qpn, VIRTIO_IB_QP_RATE_LIMIT | VIRTIO_IB_QP_MIN_RNR_TIMER | VIRTIO_IB_QP_CUR_STATE, 0);
+	c.rate_limit = htole32(777);
+	c.min_rnr_timer = 31;
+	c.cur_qp_state = VIRTIO_IB_QPS_RTS;
+	CHECK_EQ(modify(&c), ROCE_OK);
+	CHECK_EQ(query(qpn, &a), ROCE_OK);
+	CHECK_EQ(le32toh(a.rate_limit), 777);
+	CHECK_EQ(a.min_rnr_timer, 31);
+	c.cur_qp_state = VIRTIO_IB_QPS_RTR; /* wrong current state */
+	CHECK_EQ(modify(&c), ROCE_ERR_STATE);
+
+	/* SQD drains, then back to RTS. */
+	CHECK_EQ(modify_to(qpn, 0, VIRTIO_IB_QPS_SQD), ROCE_OK);
+	CHECK_EQ(query(qpn, &a), ROCE_OK);
+	CHECK_EQ(a.qp_state, VIRTIO_IB_QPS_SQD);
+	CHECK_EQ(a.sq_draining, 1);
+	mq_fill(&c, qpn, VIRTIO_IB_QP_TIMEOUT, 0); /* SQD -> SQD */
+	c.timeout = 20;
+	CHECK_EQ(modify(&c), ROCE_OK);
+	CHECK_EQ(qp->sq_draining, true);
+	roce_qp_sq_drained(qp);
+	CHECK_EQ(query(qpn, &a), ROCE_OK);
+	CHECK_EQ(a.sq_draining, 0);
+	CHECK_EQ(a.timeout, 20);
+	CHECK_EQ(modify_to(qpn, 0, VIRTIO_IB_QPS_RTS), ROCE_OK);
+
+	/* ERR, then RESET clears every attribute. */
+	CHECK_EQ(modify_to(qpn, 0, VIRTIO_IB_QPS_ERR), ROCE_OK);
+	CHECK_EQ(qp_state(qpn), VIRTIO_IB_QPS_ERR);
+	CHECK_EQ(modify_to(qpn, 0, VIRTIO_IB_QPS_RTS), ROCE_ERR_STATE);
+	CHECK_EQ(modify_to(qpn, 0, VIRTIO_IB_QPS_RESET), ROCE_OK);
+	CHECK_EQ(query(qpn, &a), ROCE_OK);
+	{
+		struct virtio_rdma_ack_query_qp z;
+
+		memset(&z, 0, sizeof(z));
+		z.cap = a.cap;
+		CHECK_MEM(&a, &z, sizeof(a));
+	}
+	/* And the QP can be brought up again. */
+	CHECK(goto_state(qpn, VIRTIO_IB_QPT_RC, VIRTIO_IB_QPS_RTS));
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn), ROCE_OK);
+	teardown();
+}
+
+/* The expected transition table (IBTA, restricted to the seed's attribute
+ * mask), written out independently of the implementation's table. */
+static bool expect_transition(uint8_t t, uint8_t cur, uint8_t next, uint32_t *req, uint32_t *opt)
+{
+	const bool rc = t == VIRTIO_IB_QPT_RC, uc = t == VIRTIO_IB_QPT_UC;
+	const uint32_t CS = VIRTIO_IB_QP_CUR_STATE, ACC = VIRTIO_IB_QP_ACCESS_FLAGS,
+		       QK = VIRTIO_IB_QP_QKEY, RL = VIRTIO_IB_QP_RATE_LIMIT;
+	uint32_t to_rts_opt = rc ? CS | ACC | VIRTIO_IB_QP_MIN_RNR_TIMER | RL
+				 : uc ? CS | ACC | RL : CS | QK | RL;
+
+	*req = *opt = 0;
+	if (next == VIRTIO_IB_QPS_RESET || next == VIRTIO_IB_QPS_ERR)
+		return true; /* any state -> RESET / ERR */
+	switch (cur) {
+	case VIRTIO_IB_QPS_RESET:
+		if (next != VIRTIO_IB_QPS_INIT)
+			return false;
+		*req = rc || uc ? ACC : QK;
+		return true;
+	case VIRTIO_IB_QPS_INIT:
+		if (next == VIRTIO_IB_QPS_INIT) {
+			*opt = rc || uc ? ACC : QK;
+			return true;
+		}
+		if (next != VIRTIO_IB_QPS_RTR)
+			return false;
+		*req = rc ? RC_RTR_REQ : uc ? UC_RTR_REQ : 0;
+		*opt = rc || uc ? ACC : QK;
+		return true;
+	case VIRTIO_IB_QPS_RTR:
+		if (next != VIRTIO_IB_QPS_RTS)
+			return false;
+		*req = rc ? RC_RTS_REQ : VIRTIO_IB_QP_SQ_PSN;
+		*opt = to_rts_opt;
+		return true;
+	case VIRTIO_IB_QPS_RTS:
+		if (next == VIRTIO_IB_QPS_RTS) {
+			*opt = to_rts_opt;
+			return true;
+		}
+		return next == VIRTIO_IB_QPS_SQD;
+	case VIRTIO_IB_QPS_SQD:
+		if (next == VIRTIO_IB_QPS_RTS) {
+			*opt = to_rts_opt;
+			return true;
+		}
+		if (next != VIRTIO_IB_QPS_SQD)
+			return false;
+		*opt = rc ? VIRTIO_IB_QP_AV | VIRTIO_IB_QP_TIMEOUT | VIRTIO_IB_QP_RETRY_CNT |
+				    VIRTIO_IB_QP_RNR_RETRY | VIRTIO_IB_QP_MAX_QP_RD_ATOMIC |
+				    VIRTIO_IB_QP_MAX_DEST_RD_ATOMIC | ACC | VIRTIO_IB_QP_MIN_RNR_TIMER
+			  : uc ? VIRTIO_IB_QP_AV | ACC : QK;
+		return true;
+	case VIRTIO_IB_QPS_SQE:
+		if (next != VIRTIO_IB_QPS_RTS)
+			return false;
+		*opt = rc ? 0 : uc ? CS | ACC : CS | QK;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A fresh QP of type t in state cur, modified with mask to next: check the
+ * outcome against the expected table and that a failure changed nothing. */
+static void try_transition(uint32_t pdn, uint32_t cqn, uint8_t t, uint8_t cur, uint8_t next,
+			   uint32_t mask, enum roce_err want)
+{
+	struct virtio_rdma_cmd_modify_qp c;
+	struct virtio_rdma_ack_query_qp before, after;
+	enum roce_err got;
+	uint32_t qpn;
+
+	if (qp_create(pdn, t, cqn, cqn, &qpn)) {
+		CHECK(!"qp_create");
+		return;
+	}
+	if (!goto_state(qpn, t, cur)) {
+		CHECK(!"goto_state");
+		goto out;
+	}
+	query(qpn, &before);
+	mq_fill(&c, qpn, mask, next);
+	c.cur_qp_state = cur;
+	/* Values that differ from the ladder's, so a change is visible. */
+	c.timeout = 3;
+	c.qkey = htole32(0x2222);
+	got = modify(&c);
+	if (got != want) {
+		printf("#   type %u %u -> %u mask 0x%x: got %s want %s\n", t, cur, next, mask,
+		       roce_err_name(got), roce_err_name(want));
+		CHECK_EQ(got, want);
+	}
+	query(qpn, &after);
+	if (got)
+		CHECK_MEM(&before, &after, sizeof(before));
+	else
+		CHECK_EQ(after.qp_state, (mask & VIRTIO_IB_QP_STATE) ? next : cur);
+out:
+	one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn);
+}
+
+static void test_qp_state_table(void)
+{
+	static const uint8_t types[] = { VIRTIO_IB_QPT_RC, VIRTIO_IB_QPT_UC, VIRTIO_IB_QPT_UD };
+	const uint32_t S = VIRTIO_IB_QP_STATE;
+	uint32_t pdn, cqn, req, opt, ireq, iopt;
+	unsigned ti, bit, tried = 0;
+	uint8_t cur, next;
+	bool valid;
+
+	REQUIRE(setup());
+	REQUIRE(pd_create(&pdn) == ROCE_OK);
+	REQUIRE(cq_create(16, &cqn) == ROCE_OK);
+	for (ti = 0; ti < sizeof(types); ti++) {
+		uint8_t t = types[ti];
+
+		for (cur = 0; cur <= VIRTIO_IB_QPS_ERR; cur++) {
+			if (cur == VIRTIO_IB_QPS_SQE && t == VIRTIO_IB_QPT_RC)
+				continue; /* RC never enters SQE */
+			for (next = 0; next <= VIRTIO_IB_QPS_ERR; next++) {
+				valid = expect_transition(t, cur, next, &req, &opt);
+				/* The implementation's table says the same. */
+				{
+					bool iv;
+
+					roce_qp_transition(t, cur, next, &iv, &ireq, &iopt);
+					CHECK_EQ(iv, valid);
+					if (valid) {
+						CHECK_EQ(ireq, req);
+						CHECK_EQ(iopt, opt);
+					}
+				}
+				/* Exactly the required attributes. */
+				try_transition(pdn, cqn, t, cur, next, S | req,
+					       valid ? ROCE_OK : ROCE_ERR_STATE);
+				tried++;
+				if (!valid)
+					continue;
+				/* Required and every optional one. */
+				try_transition(pdn, cqn, t, cur, next, S | req | opt, ROCE_OK);
+				/* Each required one missing. */
+				for (bit = 0; bit < 17; bit++)
+					if (req & (1u << bit))
+						try_transition(pdn, cqn, t, cur, next,
+							       S | (req & ~(1u << bit)),
+							       ROCE_ERR_ATTR_MASK);
+				/* Each attribute that is neither. */
+				for (bit = 1; bit < 17; bit++)
+					if (!((req | opt) & (1u << bit)))
+						try_transition(pdn, cqn, t, cur, next,
+							       S | req | (1u << bit),
+							       ROCE_ERR_ATTR_MASK);
+				/* Without the STATE bit: attributes only, same state. */
+				if (next == cur && !req && opt)
+					try_transition(pdn, cqn, t, cur, next, opt & ~VIRTIO_IB_QP_CUR_STATE,
+						       ROCE_OK);
+				tried += 2;
+			}
+		}
+		/* Without STATE, a state whose self-transition is illegal. */
+		if (t != VIRTIO_IB_QPT_UD)
+			try_transition(pdn, cqn, t, VIRTIO_IB_QPS_RTR, VIRTIO_IB_QPS_RTR,
+				       VIRTIO_IB_QP_ACCESS_FLAGS, ROCE_ERR_STATE);
+	}
+	CHECK(tried > 100);
+	/* SQE is never a target of MODIFY_QP; unknown states are out of range. */
+	try_transition(pdn, cqn, VIRTIO_IB_QPT_UD, VIRTIO_IB_QPS_RTS, VIRTIO_IB_QPS_SQE, S,
+		       ROCE_ERR_STATE);
+	try_transition(pdn, cqn, VIRTIO_IB_QPT_UD, VIRTIO_IB_QPS_RTS, 7, S, ROCE_ERR_RANGE);
+	try_transition(pdn, cqn, VIRTIO_IB_QPT_UD, VIRTIO_IB_QPS_RTS, 255, S, ROCE_ERR_RANGE);
+	CHECK_EQ(rd.qps.used, 0);
+	teardown();
+}
+
+/* GSI: QKEY at INIT, SQ_PSN at RTS; controlled Q_Keys allowed. */
+static void test_qp_gsi(void)
+{
+	struct virtio_rdma_cmd_modify_qp c;
+	uint32_t pdn, cqn, qpn;
+
+	REQUIRE(setup());
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(cq_create(16, &cqn), ROCE_OK);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_GSI, cqn, cqn, &qpn), ROCE_OK);
+	CHECK_EQ(modify_to(qpn, VIRTIO_IB_QP_ACCESS_FLAGS, VIRTIO_IB_QPS_INIT), ROCE_ERR_ATTR_MASK);
+	mq_fill(&c, qpn, VIRTIO_IB_QP_STATE | VIRTIO_IB_QP_QKEY, VIRTIO_IB_QPS_INIT);
+	c.qkey = htole32(0x80010000);
+	CHECK_EQ(modify(&c), ROCE_OK);
+	CHECK_EQ(modify_to(qpn, 0, VIRTIO_IB_QPS_RTR), ROCE_OK);
+	CHECK_EQ(modify_to(qpn, VIRTIO_IB_QP_RATE_LIMIT | VIRTIO_IB_QP_SQ_PSN, VIRTIO_IB_QPS_RTS),
+		 ROCE_ERR_ATTR_MASK);
+	CHECK_EQ(modify_to(qpn, VIRTIO_IB_QP_SQ_PSN, VIRTIO_IB_QPS_RTS), ROCE_OK);
+	CHECK_EQ(roce_qp_lookup(&rd, qpn)->attr.qkey, 0x80010000);
+	CHECK_EQ(roce_qp_lookup(&rd, qpn)->attr.path_mtu, VIRTIO_IB_MTU_1024);
+	CHECK_EQ(roce_qp_async_state(&rd, roce_qp_lookup(&rd, qpn), VIRTIO_IB_QPS_SQE), 0);
+	CHECK_EQ(modify_to(qpn, VIRTIO_IB_QP_QKEY, VIRTIO_IB_QPS_RTS), ROCE_OK);
+	teardown();
+}
+
+static void test_qp_modify_ranges(void)
+{
+	struct virtio_rdma_cmd_modify_qp c;
+	uint32_t pdn, cqn, rc, ud, qpn_bad;
+	const uint32_t S = VIRTIO_IB_QP_STATE;
+
+	REQUIRE(setup());
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(cq_create(16, &cqn), ROCE_OK);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_RC, cqn, cqn, &rc), ROCE_OK);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_UD, cqn, cqn, &ud), ROCE_OK);
+
+#define BAD(qpn, mask, state, field, val, err)                                 \
+	do {                                                                   \
+		mq_fill(&c, (qpn), (mask) | S, (state));                       \
+		c.field = (val);                                               \
+		CHECK_EQ(modify(&c), (err));                                   \
+	} while (0)
+
+	/* RESET -> INIT */
+	BAD(rc, RC_INIT_REQ, 1, qp_access_flags, htole32(8), ROCE_ERR_FLAGS);
+	BAD(rc, RC_INIT_REQ, 1, qp_access_flags, htole32(0x80000000), ROCE_ERR_FLAGS);
+	BAD(ud, VIRTIO_IB_QP_QKEY, 1, qkey, htole32(0x80000000), ROCE_ERR_RANGE);
+	BAD(rc, RC_INIT_REQ | (1u << 17), 1, qp_state, 1, ROCE_ERR_ATTR_MASK);
+	BAD(rc, RC_INIT_REQ | VIRTIO_IB_QP_CAP, 1, qp_state, 1, ROCE_ERR_ATTR_MASK);
+	BAD(rc, RC_INIT_REQ | VIRTIO_IB_QP_CUR_STATE, 1, cur_qp_state, 0, ROCE_ERR_ATTR_MASK);
+	BAD(rc, RC_INIT_REQ, 1, qpn, htole32(rc | (1u << 14)), ROCE_ERR_BAD_HANDLE);
+	BAD(rc, RC_INIT_REQ, 1, qpn, htole32(0), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(qp_state(rc), VIRTIO_IB_QPS_RESET);
+	CHECK_EQ(qp_state(ud), VIRTIO_IB_QPS_RESET);
+	CHECK_EQ(modify_to(rc, RC_INIT_REQ, VIRTIO_IB_QPS_INIT), ROCE_OK);
+	CHECK_EQ(modify_to(ud, VIRTIO_IB_QP_QKEY, VIRTIO_IB_QPS_INIT), ROCE_OK);
+
+	/* INIT -> RTR: every RC value out of range, one at a time. */
+	BAD(rc, RC_RTR_REQ, 2, path_mtu, 0, ROCE_ERR_RANGE);
+	BAD(rc, RC_RTR_REQ, 2, path_mtu, 6, ROCE_ERR_RANGE);
+	BAD(rc, RC_RTR_REQ, 2, path_mtu, VIRTIO_IB_MTU_2048, ROCE_ERR_RANGE); /* > port (1500) */
+	BAD(rc, RC_RTR_REQ, 2, min_rnr_timer, 32, ROCE_ERR_RANGE);
+	BAD(rc, RC_RTR_REQ, 2, rq_psn, htole32(0x1000000), ROCE_ERR_RANGE);
+	BAD(rc, RC_RTR_REQ, 2, dest_qp_num, htole32(0x1000000), ROCE_ERR_RANGE);
+	BAD(rc, RC_RTR_REQ, 2, max_dest_rd_atomic, ROCE_DEF_MAX_QP_RD_ATOM + 1, ROCE_ERR_RANGE);
+	BAD(rc, RC_RTR_REQ, 2, ah_attr.grh.sgid_index, 16, ROCE_ERR_GID);
+	BAD(rc, RC_RTR_REQ, 2, ah_attr.grh.sgid_index, 255, ROCE_ERR_GID);
+	BAD(rc, RC_RTR_REQ, 2, ah_attr.grh.sgid_index, 5, ROCE_ERR_GID); /* empty entry */
+	BAD(rc, RC_RTR_REQ, 2, ah_attr.grh.sgid_index, 1, ROCE_ERR_RANGE); /* v4 sgid, v6 dgid */
+	BAD(rc, RC_RTR_REQ, 2, ah_attr.grh.flow_label, htole32(0x100000), ROCE_ERR_RANGE);
+	BAD(rc, RC_RTR_REQ, 2, ah_attr.grh.dgid[0], 0xff, ROCE_ERR_RANGE); /* multicast */
+	BAD(rc, RC_RTR_REQ, 2, ah_attr.dmac[0], 0x01, ROCE_ERR_RANGE);
+	mq_fill(&c, rc, RC_RTR_REQ | S, 2);
+	memset(c.ah_attr.grh.dgid, 0, 16);
+	CHECK_EQ(modify(&c), ROCE_ERR_RANGE);
+	/* IPv4: sgid 1 with an IPv4-mapped dgid, but not a multicast one. */
+	mq_fill(&c, rc, RC_RTR_REQ | S, 2);
+	c.ah_attr.grh.sgid_index = 1;
+	memset(c.ah_attr.grh.dgid, 0, 16);
+	c.ah_attr.grh.dgid[10] = c.ah_attr.grh.dgid[11] = 0xff;
+	c.ah_attr.grh.dgid[12] = 224;
+	c.ah_attr.grh.dgid[15] = 1;
+	CHECK_EQ(modify(&c), ROCE_ERR_RANGE);
+	CHECK_EQ(qp_state(rc), VIRTIO_IB_QPS_INIT);
+	c.ah_attr.grh.dgid[12] = 10;
+	c.ah_attr.grh.dgid[15] = 2;
+	CHECK_EQ(modify(&c), ROCE_OK);
+	CHECK(roce_qp_lookup(&rd, rc)->attr.av.ipv4);
+
+	/* RTR -> RTS */
+	BAD(rc, RC_RTS_REQ, 3, timeout, 32, ROCE_ERR_RANGE);
+	BAD(rc, RC_RTS_REQ, 3, retry_cnt, 8, ROCE_ERR_RANGE);
+	BAD(rc, RC_RTS_REQ, 3, rnr_retry, 8, ROCE_ERR_RANGE);
+	BAD(rc, RC_RTS_REQ, 3, sq_psn, htole32(0xffffffff), ROCE_ERR_RANGE);
+	BAD(rc, RC_RTS_REQ, 3, max_rd_atomic, ROCE_DEF_MAX_QP_RD_ATOM + 1, ROCE_ERR_RANGE);
+	CHECK_EQ(qp_state(rc), VIRTIO_IB_QPS_RTR);
+	mq_fill(&c, rc, RC_RTS_REQ | S, 3);
+	c.timeout = 31;
+	c.retry_cnt = 0;
+	c.rnr_retry = 7;
+	c.sq_psn = htole32(0xffffff);
+	c.max_rd_atomic = ROCE_DEF_MAX_QP_RD_ATOM;
+	CHECK_EQ(modify(&c), ROCE_OK);
+
+	/* The boundary values work; UD takes any non-controlled Q_Key. */
+	BAD(ud, 0, 2, qkey, 0, ROCE_OK);
+	BAD(ud, VIRTIO_IB_QP_SQ_PSN | VIRTIO_IB_QP_QKEY, 3, qkey, htole32(0x7fffffff), ROCE_OK);
+
+	/* Unknown QP. */
+	qpn_bad = 0x3fff;
+	BAD(qpn_bad, 0, 6, qp_state, 6, ROCE_ERR_BAD_HANDLE);
+#undef BAD
+	CHECK_EQ(rd.stats.errs[ROCE_ERR_GID], 3);
+	teardown();
+}
+
+static void test_query_qp(void)
+{
+	struct virtio_rdma_ack_query_qp a;
+	uint32_t pdn, cqn, qpn;
+
+	REQUIRE(setup());
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(cq_create(16, &cqn), ROCE_OK);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_UD, cqn, cqn, &qpn), ROCE_OK);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_QUERY_QP, qpn, VIRTIO_IB_QP_ATTR_MASK_ALL), ROCE_OK);
+	CHECK_EQ(olen, sizeof(a));
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_QUERY_QP, qpn, 1u << 17), ROCE_ERR_ATTR_MASK);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_QUERY_QP, qpn + 1, 0), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(roce_ctrl_exec_err(&rd, VIRTIO_NET_CTRL_ROCE_QUERY_QP,
+				    (le32[2]){ htole32(qpn), 0 }, 8, obuf, sizeof(a) - 1, &olen),
+		 ROCE_ERR_OUT_SPACE);
+	CHECK(goto_state(qpn, VIRTIO_IB_QPT_UD, VIRTIO_IB_QPS_RTS));
+	CHECK_EQ(query(qpn, &a), ROCE_OK);
+	CHECK_EQ(a.qp_state, VIRTIO_IB_QPS_RTS);
+	CHECK_EQ(le32toh(a.qkey), 0x11111111);
+	CHECK_EQ(le32toh(a.sq_psn), 0x654321);
+	CHECK_EQ(a.path_mtu, VIRTIO_IB_MTU_1024); /* the port's for UD */
+	CHECK_EQ(le32toh(a.rq_psn), 0); /* not set on UD */
+	/* The transport moves a UD QP to SQE; QUERY_QP shows it; SQE -> RTS. */
+	CHECK_EQ(roce_qp_async_state(&rd, roce_qp_lookup(&rd, qpn), VIRTIO_IB_QPS_SQE), 0);
+	CHECK_EQ(qp_state(qpn), VIRTIO_IB_QPS_SQE);
+	CHECK_EQ(roce_qp_async_state(&rd, roce_qp_lookup(&rd, qpn), VIRTIO_IB_QPS_SQE), -EINVAL);
+	CHECK_EQ(modify_to(qpn, VIRTIO_IB_QP_CUR_STATE, VIRTIO_IB_QPS_RTS), ROCE_ERR_STATE);
+	{
+		struct virtio_rdma_cmd_modify_qp c;
+
+		mq_fill(&c, qpn, VIRTIO_IB_QP_STATE | VIRTIO_IB_QP_CUR_STATE, VIRTIO_IB_QPS_RTS);
+		c.cur_qp_state = VIRTIO_IB_QPS_SQE;
+		CHECK_EQ(modify(&c), ROCE_OK);
+	}
+	CHECK_EQ(roce_qp_async_state(&rd, roce_qp_lookup(&rd, qpn), VIRTIO_IB_QPS_ERR), 0);
+	CHECK_EQ(qp_state(qpn), VIRTIO_IB_QPS_ERR);
+	CHECK_EQ(roce_qp_async_state(&rd, roce_qp_lookup(&rd, qpn), VIRTIO_IB_QPS_RTS), -EINVAL);
+	CHECK_EQ(modify_to(qpn, 0, VIRTIO_IB_QPS_RESET), ROCE_OK);
+	CHECK_EQ(roce_qp_async_state(&rd, roce_qp_lookup(&rd, qpn), VIRTIO_IB_QPS_ERR), -EINVAL);
+	teardown();
+}
+
+static void test_ah(void)
+{
+	struct virtio_rdma_ah_attr attr;
+	uint32_t pdn, pdn2, ah, ah2;
+	struct roce_ah *p;
+
+	REQUIRE(setup());
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(pd_create(&pdn2), ROCE_OK);
+	ah_attr_fill(&attr, 0);
+	CHECK_EQ(ah_create(pdn + 7, &attr, &ah), ROCE_ERR_BAD_HANDLE);
+	attr.grh.sgid_index = 9;
+	CHECK_EQ(ah_create(pdn, &attr, &ah), ROCE_ERR_GID);
+	attr.grh.sgid_index = 0;
+	attr.grh.flow_label = htole32(1u << 20);
+	CHECK_EQ(ah_create(pdn, &attr, &ah), ROCE_ERR_RANGE);
+	CHECK_EQ(rd.ahs.used, 0);
+	ah_attr_fill(&attr, 0);
+	/* UD address handles may be multicast. */
+	attr.grh.dgid[0] = 0xff;
+	attr.dmac[0] = 0x33;
+	CHECK_EQ(ah_create(pdn, &attr, &ah2), ROCE_OK);
+	ah_attr_fill(&attr, 0);
+	CHECK_EQ(ah_create(pdn, &attr, &ah), ROCE_OK);
+	CHECK(ah != 0 && ah != ah2);
+	p = roce_ah_lookup(&rd, ah, roce_pd_lookup(&rd, pdn));
+	REQUIRE(p);
+	CHECK_EQ(p->av.flow_label, 0x12345);
+	CHECK_EQ(p->av.hop_limit, 64);
+	CHECK_EQ(p->av.traffic_class, 0x28);
+	CHECK_MEM(p->av.dgid, attr.grh.dgid, 16);
+	CHECK_MEM(p->av.dmac, attr.dmac, 6);
+	CHECK(roce_ah_lookup(&rd, ah, roce_pd_lookup(&rd, pdn2)) == NULL);
+	/* Destroy needs the AH's own PD. */
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_DESTROY_AH, pdn2, ah), ROCE_ERR_WRONG_PD);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_DESTROY_AH, 0, ah), ROCE_ERR_WRONG_PD);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_DESTROY_AH, pdn, 0), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_DESTROY_AH, pdn, 1000), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(rd.ahs.used, 2);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_DESTROY_AH, pdn, ah), ROCE_OK);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_DESTROY_AH, pdn, ah), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_DESTROY_AH, pdn, ah2), ROCE_OK);
+	CHECK_EQ(rd.stats.errs[ROCE_ERR_WRONG_PD], 2);
+	teardown();
+}
+
+static void test_gid(void)
+{
+	static const uint8_t ll[16] = { 0xfe, 0x80, 0, 0, 0, 0, 0, 0,
+					0x50, 0x54, 0x00, 0xff, 0xfe, 0x12, 0x34, 0x56 };
+	static const uint8_t v4[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1 };
+	uint8_t g6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9 };
+	uint8_t zero[16] = { 0 }, buf[8] = { 0 };
+	uint32_t pdn, cqn, qpn;
+	struct roce_counts c;
+	struct roce_dev_cfg cfg;
+
+	REQUIRE(setup());
+	CHECK_MEM(roce_gid_get(&rd, 0), ll, 16);
+	CHECK_MEM(roce_gid_get(&rd, 1), v4, 16);
+	CHECK(roce_gid_get(&rd, 2) == NULL);
+	CHECK(roce_gid_get(&rd, 16) == NULL);
+
+	CHECK_EQ(gid_add(0, g6), ROCE_ERR_GID);
+	CHECK_EQ(gid_add(1, g6), ROCE_ERR_GID);
+	CHECK_EQ(gid_add(16, g6), ROCE_ERR_GID);
+	CHECK_EQ(gid_add(0xffff, g6), ROCE_ERR_GID);
+	CHECK_EQ(gid_add(2, zero), ROCE_ERR_RANGE);
+	CHECK_EQ(gid_add(2, g6), ROCE_OK);
+	CHECK_EQ(gid_add(2, g6), ROCE_OK); /* the same again: no-op */
+	CHECK_EQ(gid_add(15, g6), ROCE_OK);
+	g6[15] = 10;
+	CHECK_EQ(gid_add(2, g6), ROCE_ERR_IN_USE);
+	CHECK_EQ(roce_gid_get(&rd, 2)[15], 9);
+	counts(&c);
+	CHECK_EQ(c.gid_drv, 2);
+
+	/* A QP path keeps the source GID it resolved. */
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(cq_create(4, &cqn), ROCE_OK);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_RC, cqn, cqn, &qpn), ROCE_OK);
+	CHECK_EQ(modify_to(qpn, RC_INIT_REQ, VIRTIO_IB_QPS_INIT), ROCE_OK);
+	{
+		struct virtio_rdma_cmd_modify_qp m;
+
+		mq_fill(&m, qpn, RC_RTR_REQ | VIRTIO_IB_QP_STATE, VIRTIO_IB_QPS_RTR);
+		m.ah_attr.grh.sgid_index = 15;
+		CHECK_EQ(modify(&m), ROCE_OK);
+	}
+
+	CHECK_EQ(gid_del(0), ROCE_ERR_GID);
+	CHECK_EQ(gid_del(1), ROCE_ERR_GID);
+	CHECK_EQ(gid_del(3), ROCE_ERR_GID);
+	CHECK_EQ(gid_del(16), ROCE_ERR_GID);
+	CHECK_EQ(gid_del(15), ROCE_OK);
+	CHECK_EQ(gid_del(15), ROCE_ERR_GID);
+	CHECK(roce_gid_get(&rd, 15) == NULL);
+	CHECK_EQ(roce_qp_lookup(&rd, qpn)->attr.av.sgid[15], 9);
+	CHECK_EQ(X(VIRTIO_NET_CTRL_ROCE_DEL_GID, buf, 8), ROCE_ERR_BAD_LEN);
+	CHECK_EQ(X(VIRTIO_NET_CTRL_ROCE_DEL_GID, buf, 1), ROCE_ERR_BAD_LEN);
+
+	/* Address changes update the device GIDs; reset restores defaults. */
+	roce_dev_set_ip4(&rd, false, 0);
+	CHECK(roce_gid_get(&rd, 1) == NULL);
+	roce_dev_set_ip4(&rd, true, htonl(0xc0a80001));
+	CHECK_EQ(roce_gid_get(&rd, 1)[12], 192);
+	roce_dev_set_mac(&rd, (const uint8_t[6]){ 0x02, 0, 0, 0, 0, 1 });
+	CHECK_EQ(roce_gid_get(&rd, 0)[8], 0x00);
+	CHECK_EQ(roce_gid_get(&rd, 0)[15], 0x01);
+	roce_dev_reset(&rd);
+	counts(&c);
+	CHECK_EQ(c.gid_drv, 0);
+	CHECK(no_objects());
+	CHECK(roce_gid_get(&rd, 0) != NULL);
+	teardown();
+
+	/* No IPv4 address: GID 1 is empty. */
+	cfg = base_cfg();
+	cfg.has_ip4 = false;
+	REQUIRE(setup_cfg(&cfg));
+	CHECK(roce_gid_get(&rd, 1) == NULL);
+	CHECK_MEM(roce_gid_get(&rd, 0), ll, 16);
+	teardown();
+}
+
+/* Create up to each limit, then one more: ERR, nothing leaked. */
+static void test_limits(void)
+{
+	uint32_t pdn[9], mrn[9], cqn[9], qpn[16], ah[9], x, lk, rk, i;
+	struct virtio_rdma_ah_attr attr;
+	struct vhost_mem_region *ra;
+	struct roce_dev_cfg cfg;
+
+	REQUIRE(setup());
+	ra = vhost_mem_find(&mem, GPA_A);
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(pd_create(&pdn[i]), ROCE_OK);
+	CHECK_EQ(pd_create(&x), ROCE_ERR_LIMIT);
+	CHECK_EQ(rd.pds.used, 8);
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(cq_create(1, &cqn[i]), ROCE_OK);
+	CHECK_EQ(cq_create(1, &x), ROCE_ERR_LIMIT);
+	CHECK_EQ(cqn[7], 7);
+	for (i = 0; i < 7; i++)
+		CHECK_EQ(reg_a(pdn[0], 0, i, 1, &mrn[i], &lk, &rk), ROCE_OK);
+	CHECK_EQ(dma_mr(pdn[1], 0, &mrn[7], &lk, &rk), ROCE_OK);
+	CHECK_EQ(dma_mr(pdn[1], 0, &x, &lk, &rk), ROCE_ERR_LIMIT);
+	CHECK_EQ(reg_a(pdn[0], 0, 0, 1, &x, &lk, &rk), ROCE_ERR_LIMIT);
+	CHECK_EQ(ra->refcnt, 8);
+	CHECK_EQ(rd.mr_pages, 7);
+	ah_attr_fill(&attr, 0);
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(ah_create(pdn[2], &attr, &ah[i]), ROCE_OK);
+	CHECK_EQ(ah_create(pdn[2], &attr, &x), ROCE_ERR_LIMIT);
+	/* max_rdma_qps 16: indexes 2..15 for ordinary QPs, 1 for GSI. */
+	for (i = 0; i < 14; i++) {
+		CHECK_EQ(qp_create(pdn[3], VIRTIO_IB_QPT_RC, cqn[0], cqn[1], &qpn[i]), ROCE_OK);
+		CHECK_EQ(vrdma_qpn_index(qpn[i]), i + 2);
+	}
+	CHECK_EQ(qp_create(pdn[3], VIRTIO_IB_QPT_UD, cqn[0], cqn[1], &x), ROCE_ERR_LIMIT);
+	CHECK_EQ(qp_create(pdn[3], VIRTIO_IB_QPT_GSI, cqn[0], cqn[1], &qpn[14]), ROCE_OK);
+	CHECK_EQ(rd.qps.used, rd.attr.max_qp);
+	CHECK_EQ(roce_cq_lookup(&rd, cqn[0])->refcnt, 15);
+	/* The rings of the last QP are the device's last rings. */
+	CHECK_EQ(roce_qp_lookup(&rd, qpn[13])->rq_vq, roce_ring_count(&rd) - 1);
+
+	for (i = 0; i < 15; i++)
+		CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn[i]), ROCE_OK);
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_DESTROY_AH, pdn[2], ah[i]), ROCE_OK);
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, mrn[i]), ROCE_OK);
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, cqn[i]), ROCE_OK);
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn[i]), ROCE_OK);
+	CHECK(no_objects());
+	CHECK_EQ(ra->refcnt, 1);
+	CHECK_EQ(rd.stats.errs[ROCE_ERR_LIMIT], 6);
+	teardown();
+
+	/* The device-wide registered page budget. */
+	cfg = base_cfg();
+	cfg.max_mr_pages = 10;
+	cfg.max_mr_size = 8 * PG;
+	REQUIRE(setup_cfg(&cfg));
+	CHECK_EQ(pd_create(&pdn[0]), ROCE_OK);
+	CHECK_EQ(reg_a(pdn[0], 0, 0, 9, &x, &lk, &rk), ROCE_ERR_RANGE); /* > max_mr_size */
+	CHECK_EQ(reg_a(pdn[0], 0, 0, 8, &mrn[0], &lk, &rk), ROCE_OK);
+	CHECK_EQ(reg_a(pdn[0], 0, 8, 3, &x, &lk, &rk), ROCE_ERR_LIMIT);
+	CHECK_EQ(reg_a(pdn[0], 0, 8, 2, &mrn[1], &lk, &rk), ROCE_OK);
+	CHECK_EQ(rd.mr_pages, 10);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, mrn[0]), ROCE_OK);
+	CHECK_EQ(reg_a(pdn[0], 0, 8, 3, &x, &lk, &rk), ROCE_OK);
+	teardown();
+
+	/* Configuration limits. */
+	cfg = base_cfg();
+	cfg.max_rdma_qps = 0;
+	CHECK_EQ(roce_dev_init(&rd, &cfg), -EINVAL);
+	cfg.max_rdma_qps = 16385;
+	CHECK_EQ(roce_dev_init(&rd, &cfg), -EINVAL);
+	cfg.max_rdma_qps = 1;
+	cfg.max_rdma_cqs = 16385;
+	CHECK_EQ(roce_dev_init(&rd, &cfg), -EINVAL);
+	/* One vring pair only: pair 0 is reserved, so no QP at all. */
+	cfg.max_rdma_cqs = 1;
+	REQUIRE(setup_cfg(&cfg));
+	CHECK_EQ(rd.attr.max_qp, 0);
+	CHECK_EQ(pd_create(&pdn[0]), ROCE_OK);
+	CHECK_EQ(cq_create(1, &cqn[0]), ROCE_OK);
+	CHECK_EQ(qp_create(pdn[0], VIRTIO_IB_QPT_RC, 0, 0, &x), ROCE_ERR_LIMIT);
+	CHECK_EQ(qp_create(pdn[0], VIRTIO_IB_QPT_GSI, 0, 0, &x), ROCE_ERR_LIMIT);
+	teardown();
+}
+
+/* 10,000 create/destroy cycles of every kind of object: counts back to
+ * zero, region references balanced, QPNs never repeat at an index back to
+ * back and never hit the multicast QPN. */
+static void test_cycles(void)
+{
+	static uint32_t last_qpn[16];
+	struct virtio_rdma_ah_attr attr;
+	uint32_t pdn, cqn, cqn2, mrn, lk, rk, qpn, ah, i;
+	struct vhost_mem_region *ra;
+	struct roce_counts c;
+
+	REQUIRE(setup());
+	ra = vhost_mem_find(&mem, GPA_A);
+	ah_attr_fill(&attr, 0);
+	memset(last_qpn, 0xff, sizeof(last_qpn));
+	for (i = 0; i < 10000; i++) {
+		bool ok = true;
+
+		ok &= pd_create(&pdn) == ROCE_OK;
+		ok &= cq_create(8, &cqn) == ROCE_OK;
+		ok &= cq_create(8, &cqn2) == ROCE_OK;
+		ok &= reg_a(pdn, VIRTIO_IB_ACCESS_LOCAL_WRITE | VIRTIO_IB_ACCESS_REMOTE_READ,
+			    i % 60, 1 + i % 4, &mrn, &lk, &rk) == ROCE_OK;
+		ok &= qp_create(pdn, i % 3 == 0 ? VIRTIO_IB_QPT_UD : VIRTIO_IB_QPT_RC, cqn, cqn2,
+				&qpn) == ROCE_OK;
+		ok &= ah_create(pdn, &attr, &ah) == ROCE_OK;
+		if (!ok) {
+			CHECK(ok);
+			break;
+		}
+		ok &= goto_state(qpn, i % 3 == 0 ? VIRTIO_IB_QPT_UD : VIRTIO_IB_QPT_RC,
+				 (uint8_t)(i % 5));
+		CHECK(qpn != VRDMA_QPN_MULTICAST);
+		CHECK(qpn != last_qpn[vrdma_qpn_index(qpn)]);
+		last_qpn[vrdma_qpn_index(qpn)] = qpn;
+		/* Out of order on purpose: dependants first or the destroy fails. */
+		ok &= one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn) == ROCE_ERR_IN_USE;
+		ok &= two32(VIRTIO_NET_CTRL_ROCE_DESTROY_AH, pdn, ah) == ROCE_OK;
+		ok &= one32(VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, cqn) == ROCE_ERR_IN_USE;
+		ok &= one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn) == ROCE_OK;
+		ok &= one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, mrn) == ROCE_OK;
+		ok &= one32(VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, cqn) == ROCE_OK;
+		ok &= one32(VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, cqn2) == ROCE_OK;
+		ok &= one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn) == ROCE_OK;
+		if (!ok) {
+			CHECK(ok);
+			break;
+		}
+	}
+	counts(&c);
+	CHECK_EQ(c.pd + c.mr + c.cq + c.qp + c.ah, 0);
+	CHECK_EQ(rd.mr_pages, 0);
+	CHECK_EQ(ra->refcnt, 1);
+	CHECK_EQ(rd.pds.nfree, rd.pds.cap);
+	CHECK_EQ(rd.qps.nfree, rd.qps.cap);
+	teardown();
+}
+
+/* QPN generations: advance on reuse, skip the multicast QPN 0xFFFFFF. */
+static void test_qpn_generation(void)
+{
+	struct roce_dev_cfg cfg = base_cfg();
+	uint32_t pdn, cqn, qpn, i, n = 16384 - 2;
+	uint32_t *q = calloc(n, sizeof(*q));
+
+	REQUIRE(q);
+	cfg.max_rdma_qps = 16384;
+	REQUIRE(setup_cfg(&cfg));
+	CHECK_EQ(rd.attr.max_qp, 16383);
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(cq_create(4, &cqn), ROCE_OK);
+	for (i = 0; i < n - 1; i++)
+		CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_UD, cqn, cqn, &q[i]), ROCE_OK);
+	CHECK_EQ(vrdma_qpn_index(q[n - 2]), 16382);
+	/* Index 16383 with generation 0x3fe, then 0x3ff would be 0xFFFFFF. */
+	rd.qp_gen[16383] = 0x3fe;
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_UD, cqn, cqn, &qpn), ROCE_OK);
+	CHECK_EQ(qpn, (0x3feu << 14) | 0x3fff);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn), ROCE_OK);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_UD, cqn, cqn, &qpn), ROCE_OK);
+	CHECK_EQ(qpn, 0x3fff); /* generation 0, not 0x3ff */
+	/* A stale QPN of the same index is unknown. */
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, (0x3feu << 14) | 0x3fff), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_UD, cqn, cqn, &i), ROCE_ERR_LIMIT);
+	free(q);
+	teardown();
+}
+
+struct hook_log {
+	int qp_create, qp_modify, qp_destroy, cq_create, cq_destroy;
+	int fail_qp, fail_cq;
+	uint8_t last_old, last_new;
+	uint32_t last_mask;
+};
+static struct hook_log hl;
+
+static int h_qp_create(struct roce_dev *d, struct roce_qp *qp)
+{
+	(void)d;
+	hl.qp_create++;
+	if (hl.fail_qp)
+		return -ENOMEM;
+	qp->transport = &hl;
+	return 0;
+}
+
+static void h_qp_modify(struct roce_dev *d, struct roce_qp *qp, uint8_t old, uint32_t mask)
+{
+	(void)d;
+	hl.qp_modify++;
+	hl.last_old = old;
+	hl.last_new = qp->attr.qp_state;
+	hl.last_mask = mask;
+}
+
+static void h_qp_destroy(struct roce_dev *d, struct roce_qp *qp)
+{
+	(void)d;
+	CHECK(qp->transport == &hl);
+	hl.qp_destroy++;
+}
+
+static int h_cq_create(struct roce_dev *d, struct roce_cq *cq)
+{
+	(void)d;
+	(void)cq;
+	hl.cq_create++;
+	return hl.fail_cq ? -ENOMEM : 0;
+}
+
+static void h_cq_destroy(struct roce_dev *d, struct roce_cq *cq)
+{
+	(void)d;
+	(void)cq;
+	hl.cq_destroy++;
+}
+
+static void test_hooks(void)
+{
+	uint32_t pdn, cqn, qpn, qpn2, x;
+
+	REQUIRE(setup());
+	memset(&hl, 0, sizeof(hl));
+	rd.hooks.qp_create = h_qp_create;
+	rd.hooks.qp_modify = h_qp_modify;
+	rd.hooks.qp_destroy = h_qp_destroy;
+	rd.hooks.cq_create = h_cq_create;
+	rd.hooks.cq_destroy = h_cq_destroy;
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	hl.fail_cq = 1;
+	CHECK_EQ(cq_create(4, &cqn), ROCE_ERR_NOMEM);
+	CHECK_EQ(rd.cqs.used, 0);
+	hl.fail_cq = 0;
+	CHECK_EQ(cq_create(4, &cqn), ROCE_OK);
+	CHECK_EQ(cqn, 0); /* the failed create did not consume index 0 */
+	hl.fail_qp = 1;
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_RC, cqn, cqn, &qpn), ROCE_ERR_NOMEM);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_GSI, cqn, cqn, &qpn), ROCE_ERR_NOMEM);
+	CHECK_EQ(rd.qps.used, 0);
+	CHECK_EQ(roce_cq_lookup(&rd, cqn)->refcnt, 0);
+	CHECK_EQ(roce_pd_lookup(&rd, pdn)->refcnt, 0);
+	hl.fail_qp = 0;
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_RC, cqn, cqn, &qpn), ROCE_OK);
+	CHECK_EQ(vrdma_qpn_index(qpn), 2);
+	CHECK_EQ(hl.qp_create, 3);
+	CHECK(goto_state(qpn, VIRTIO_IB_QPT_RC, VIRTIO_IB_QPS_RTS));
+	CHECK_EQ(hl.qp_modify, 3);
+	CHECK_EQ(modify_to(qpn, 0, VIRTIO_IB_QPS_ERR), ROCE_OK);
+	CHECK_EQ(hl.last_old, VIRTIO_IB_QPS_RTS);
+	CHECK_EQ(hl.last_new, VIRTIO_IB_QPS_ERR);
+	CHECK_EQ(hl.last_mask, VIRTIO_IB_QP_STATE);
+	CHECK_EQ(modify_to(qpn, 0, VIRTIO_IB_QPS_RTS), ROCE_ERR_STATE);
+	CHECK_EQ(hl.qp_modify, 4); /* failed modify: no hook */
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn), ROCE_OK);
+	CHECK_EQ(hl.qp_destroy, 1);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_UD, cqn, cqn, &qpn2), ROCE_OK);
+	CHECK_EQ(cq_create(4, &x), ROCE_OK);
+	/* Device reset destroys everything through the hooks. */
+	roce_dev_reset(&rd);
+	CHECK_EQ(hl.qp_destroy, 2);
+	CHECK_EQ(hl.cq_destroy, 2);
+	CHECK(no_objects());
+	teardown();
+}
+
+static void test_rings(void)
+{
+	uint32_t pdn, cqn, qpn, idx;
+	bool is_send;
+
+	REQUIRE(setup());
+	/* N = 1, M = 8, L = 16: 0 rx, 1 tx, 2 ctrl, 3..10 CQs, 11.. QP pairs. */
+	CHECK_EQ(roce_ring_count(&rd), 3 + 8 + 32);
+	CHECK(roce_ring_usable(&rd, 0));
+	CHECK(roce_ring_usable(&rd, 1));
+	CHECK(roce_ring_usable(&rd, 2));
+	CHECK(!roce_ring_usable(&rd, 3));
+	CHECK(!roce_ring_usable(&rd, 11)); /* pair 0: never */
+	CHECK(!roce_ring_usable(&rd, 12));
+	CHECK(!roce_ring_usable(&rd, 43));
+	CHECK(!roce_ring_usable(&rd, 1000));
+	CHECK_EQ(roce_ring_decode(&rd, 3, &idx), VRDMA_VQ_CQ);
+	CHECK_EQ(roce_ring_decode(&rd, 43, &idx), VRDMA_VQ_INVALID);
+
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(cq_create(4, &cqn), ROCE_OK);
+	CHECK(roce_ring_usable(&rd, 3));
+	CHECK(roce_ring_cq(&rd, 3) == roce_cq_lookup(&rd, cqn));
+	CHECK(roce_ring_cq(&rd, 4) == NULL);
+	CHECK(roce_ring_cq(&rd, 2) == NULL);
+	CHECK_EQ(roce_ring_of_cq(&rd, cqn), 3);
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_RC, cqn, cqn, &qpn), ROCE_OK);
+	/* QP index 2: send 2+8+1+4 = 15, receive 16. */
+	CHECK_EQ(roce_ring_of_sq(&rd, 2), 15);
+	CHECK_EQ(roce_ring_of_rq(&rd, 2), 16);
+	CHECK(roce_ring_usable(&rd, 15));
+	CHECK(roce_ring_usable(&rd, 16));
+	CHECK(!roce_ring_usable(&rd, 13)); /* GSI's pair: no GSI yet */
+	CHECK(roce_ring_qp(&rd, 15, &is_send) == roce_qp_lookup(&rd, qpn));
+	CHECK(is_send);
+	CHECK(roce_ring_qp(&rd, 16, &is_send) == roce_qp_lookup(&rd, qpn));
+	CHECK(!is_send);
+	CHECK(roce_ring_qp(&rd, 3, &is_send) == NULL);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn), ROCE_OK);
+	CHECK(!roce_ring_usable(&rd, 15));
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, cqn), ROCE_OK);
+	CHECK(!roce_ring_usable(&rd, 3));
+	teardown();
+}
+
+static void test_keys_random(void)
+{
+	struct roce_dev_cfg cfg = base_cfg();
+	uint32_t pdn, mrn, lk1, rk1, lk2, rk2, i, same = 0;
+
+	/* Non-deterministic devices (getrandom): keys differ between two
+	 * devices most of the time; lkey and rkey bits are independent. */
+	cfg.deterministic = false;
+	REQUIRE(setup_cfg(&cfg));
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	for (i = 0; i < 64; i++) {
+		CHECK_EQ(reg_a(pdn, 7, 0, 1, &mrn, &lk1, &rk1), ROCE_OK);
+		CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, mrn), ROCE_OK);
+		CHECK_EQ(reg_a(pdn, 7, 0, 1, &mrn, &lk2, &rk2), ROCE_OK);
+		CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, mrn), ROCE_OK);
+		/* Same index reused with a different key each time. */
+		if (lk1 >> 8 == lk2 >> 8)
+			CHECK(lk1 != lk2);
+		same += (lk1 & 0xff) == (rk1 & 0xff);
+	}
+	CHECK(same < 16);
+	teardown();
+
+	/* ChaCha20 keystream of the all-zero key, nonce and counter
+	 * (RFC 7539 A.1 test vector 1): 76 b8 e0 ad a0 f1 3d 90 ... */
+	{
+		struct roce_rng z;
+
+		memset(&z, 0, sizeof(z));
+		z.pos = 16;
+		CHECK_EQ(roce_rng_u32(&z), 0xade0b876);
+		CHECK_EQ(roce_rng_u32(&z), 0x903df1a0);
+	}
+	/* Deterministic seeding is reproducible. */
+	{
+		struct roce_rng a, b;
+
+		roce_rng_seed(&a, true, 7);
+		roce_rng_seed(&b, true, 7);
+		for (i = 0; i < 100; i++)
+			CHECK_EQ(roce_rng_u32(&a), roce_rng_u32(&b));
+		roce_rng_seed(&b, true, 8);
+		CHECK(roce_rng_u32(&a) != roce_rng_u32(&b));
+	}
+}
+
+static void test_mtu(void)
+{
+	CHECK_EQ(roce_mtu_from_eth(1500), VIRTIO_IB_MTU_1024);
+	CHECK_EQ(roce_mtu_from_eth(9000), VIRTIO_IB_MTU_4096);
+	CHECK_EQ(roce_mtu_from_eth(2048 + 84), VIRTIO_IB_MTU_2048);
+	CHECK_EQ(roce_mtu_from_eth(2048 + 83), VIRTIO_IB_MTU_1024);
+	CHECK_EQ(roce_mtu_from_eth(300), 0);
+	CHECK_EQ(roce_mtu_from_eth(340), VIRTIO_IB_MTU_256);
+}
+
+static void test_names(void)
+{
+	CHECK(!strcmp(roce_cmd_name(VIRTIO_NET_CTRL_ROCE_CREATE_QP), "CREATE_QP"));
+	CHECK(!strcmp(roce_cmd_name(200), "?"));
+	for (int e = 0; e < ROCE_ERR_MAX; e++)
+		CHECK(roce_err_name((enum roce_err)e) != NULL);
+	CHECK(!strcmp(roce_err_name(ROCE_ERR_WRONG_PD), "wrong_pd"));
+}
+
+int main(void)
+{
+	TEST_PROGRAM("test_roce_ctrl");
+	RUN(test_query_device_port);
+	RUN(test_unknown_cmd_and_lengths);
+	RUN(test_pd);
+	RUN(test_cq);
+	RUN(test_dma_mr);
+	RUN(test_reg_user_mr);
+	RUN(test_mr_region_removed);
+	RUN(test_qp_create);
+	RUN(test_qp_modify_rc_ladder);
+	RUN(test_qp_state_table);
+	RUN(test_qp_gsi);
+	RUN(test_qp_modify_ranges);
+	RUN(test_query_qp);
+	RUN(test_ah);
+	RUN(test_gid);
+	RUN(test_limits);
+	RUN(test_cycles);
+	RUN(test_qpn_generation);
+	RUN(test_hooks);
+	RUN(test_rings);
+	RUN(test_keys_random);
+	RUN(test_mtu);
+	RUN(test_names);
+	return TEST_DONE();
+}

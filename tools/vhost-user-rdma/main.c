@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vhost-user-rdma: the vrdma device back-end daemon.
+ *
+ * Parses the command line, builds the switch, the devices and the uplinks on
+ * one event loop, runs it until SIGINT/SIGTERM, then tears everything down.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/loop.h"
+#include "device/netdev.h"
+#include "port/fault.h"
+#include "port/port.h"
+
+#define MAX_DEVICES 256
+#define MAX_UPLINKS 16
+
+struct options {
+	char *devices[MAX_DEVICES];
+	unsigned ndevices;
+	char *uplinks[MAX_UPLINKS];
+	unsigned nuplinks;
+	unsigned poll_us;
+	const char *pcap;
+	const char *fault;
+	const char *pidfile;
+	bool stats_on_exit;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: vhost-user-rdma --device socket=PATH[,OPTS] [--device ...] [options]\n"
+"\n"
+"A software RDMA (RoCE v2) device served as virtio-net devices over vhost-user.\n"
+"Each --device is one virtio-net device with the RoCE extension, listening on\n"
+"its own UNIX socket. All devices of one process share a built-in L2 switch.\n"
+"\n"
+"Device options (comma separated after socket=PATH):\n"
+"  mac=MAC            MAC address (default 02:56:52:00:00:<n>)\n"
+"  ip=ADDR[/PREFIX]   IPv4 address (RoCE v2 GID index 1)\n"
+"  ip6=ADDR[/PREFIX]  extra IPv6 address\n"
+"  mtu=N              Ethernet MTU, 576..9198 (default 1500)\n"
+"  qps=N              max_rdma_qps, 2..16384 (default 1024)\n"
+"  cqs=N              max_rdma_cqs, 1..16384 (default 1024)\n"
+"  roce=on|off        offer VIRTIO_NET_F_ROCE (default on)\n"
+"\n"
+"Options:\n"
+"  --device SPEC          add a device (repeatable, at least one)\n"
+"  --uplink tap:NAME      attach a TAP interface to the switch (repeatable)\n"
+"  --uplink af_packet:IF  attach a host interface through AF_PACKET (repeatable)\n"
+"  --poll-us N            busy-poll for N microseconds after the last work\n"
+"                         before sleeping (default 0: pure interrupt mode)\n"
+"  --pcap FILE            capture every frame entering the switch\n"
+"  --fault SPEC           inject faults: drop=P,dup=P,reorder=P,corrupt=P,seed=N\n"
+"                         [,hold=US][,port=NAME]\n"
+"                         (P in percent)\n"
+"  --pidfile FILE         write the process id once all sockets listen\n"
+"  --stats                print counters on exit (SIGUSR1 prints them any time)\n"
+"  -v, --verbose          more logging (repeat for debug)\n"
+"  -q, --quiet            errors only\n"
+"  -h, --help             this text\n");
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{ "device", required_argument, NULL, 'd' },
+		{ "uplink", required_argument, NULL, 'u' },
+		{ "poll-us", required_argument, NULL, 'p' },
+		{ "pcap", required_argument, NULL, 'c' },
+		{ "fault", required_argument, NULL, 'f' },
+		{ "pidfile", required_argument, NULL, 'P' },
+		{ "stats", no_argument, NULL, 's' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "vqh", longopts, NULL)) != -1) {
+		char *end;
+		unsigned long v;
+
+		switch (c) {
+		case 'd':
+			if (o->ndevices == MAX_DEVICES) {
+				fprintf(stderr, "vhost-user-rdma: at most %d devices\n", MAX_DEVICES);
+				return -1;
+			}
+			o->devices[o->ndevices++] = optarg;
+			break;
+		case 'u':
+			if (o->nuplinks == MAX_UPLINKS) {
+				fprintf(stderr, "vhost-user-rdma: at most %d uplinks\n", MAX_UPLINKS);
+				return -1;
+			}
+			if (strncmp(optarg, "tap:", 4) && strncmp(optarg, "af_packet:", 10)) {
+				fprintf(stderr, "vhost-user-rdma: --uplink '%s': expected tap:NAME or af_packet:IFACE\n",
+					optarg);
+				return -1;
+			}
+			o->uplinks[o->nuplinks++] = optarg;
+			break;
+		case 'p':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || !*optarg || v > 1000000) {
+				fprintf(stderr, "vhost-user-rdma: --poll-us '%s': expected 0..1000000\n", optarg);
+				return -1;
+			}
+			o->poll_us = (unsigned)v;
+			break;
+		case 'c':
+			o->pcap = optarg;
+			break;
+		case 'f':
+			o->fault = optarg;
+			break;
+		case 'P':
+			o->pidfile = optarg;
+			break;
+		case 's':
+			o->stats_on_exit = true;
+			break;
+		case 'v':
+			if (vlog_level < VLOG_DEBUG)
+				vlog_level++;
+			break;
+		case 'q':
+			vlog_level = VLOG_ERR;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "vhost-user-rdma: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (!o->ndevices) {
+		fprintf(stderr, "vhost-user-rdma: at least one --device socket=PATH is required\n");
+		usage(stderr);
+		return -1;
+	}
+	return 0;
+}
+
+struct daemon {
+	struct loop *loop;
+	struct sw *sw;
+	struct netdev *devs[MAX_DEVICES];
+	unsigned ndevs;
+	struct port *uplinks[MAX_UPLINKS];
+	unsigned nuplinks;
+	int sigfd;
+};
+
+static void dump_stats(struct daemon *d)
+{
+	const struct sw_stats *s = sw_get_stats(d->sw);
+
+	for (unsigned i = 0; i < d->ndevs; i++)
+		netdev_dump_stats(d->devs[i], stderr);
+	fprintf(stderr, "switch forwarded %llu flooded %llu dropped_no_port %llu dropped_runt %llu\n",
+		(unsigned long long)s->forwarded, (unsigned long long)s->flooded,
+		(unsigned long long)s->dropped_no_port, (unsigned long long)s->dropped_runt);
+	fprintf(stderr, "faults dropped %llu duplicated %llu reordered %llu corrupted %llu\n",
+		(unsigned long long)s->fault_dropped, (unsigned long long)s->fault_duplicated,
+		(unsigned long long)s->fault_reordered, (unsigned long long)s->fault_corrupted);
+	for (unsigned i = 0; i < d->nuplinks; i++) {
+		const struct port *p = d->uplinks[i];
+
+		fprintf(stderr, "uplink %s rx %llu tx %llu tx_dropped %llu rx_errors %llu\n", p->name,
+			(unsigned long long)p->stats.rx_frames, (unsigned long long)p->stats.tx_frames,
+			(unsigned long long)p->stats.tx_dropped, (unsigned long long)p->stats.rx_errors);
+	}
+}
+
+static void on_signal(void *arg, uint32_t events)
+{
+	struct daemon *d = arg;
+	struct signalfd_siginfo si;
+
+	(void)events;
+	while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGUSR1) {
+			dump_stats(d);
+		} else {
+			LOG_INFO("signal %u: shutting down", si.ssi_signo);
+			loop_stop(d->loop);
+		}
+	}
+}
+
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	/* Every ring may carry a kick and a call eventfd: 16384 QPs need many. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { 0 };
+	struct daemon d = { .sigfd = -1 };
+	sigset_t mask;
+	int rc = 1;
+
+	if (parse_args(argc, argv, &o) < 0)
+		return 2;
+
+	raise_fd_limit();
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+
+	d.loop = loop_new();
+	if (!d.loop) {
+		LOG_ERR("cannot create the event loop: %s", strerror(errno));
+		return 1;
+	}
+	loop_set_poll_us(d.loop, o.poll_us);
+	d.sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (d.sigfd < 0 || loop_add_fd(d.loop, d.sigfd, EPOLLIN, on_signal, &d) < 0) {
+		LOG_ERR("cannot watch signals: %s", strerror(errno));
+		goto out;
+	}
+	d.sw = sw_new(d.loop);
+	if (!d.sw) {
+		LOG_ERR("cannot create the switch: %s", strerror(errno));
+		goto out;
+	}
+	if (o.pcap) {
+		int err = sw_set_pcap(d.sw, o.pcap);
+
+		if (err < 0) {
+			fprintf(stderr, "vhost-user-rdma: --pcap %s: %s\n", o.pcap, strerror(-err));
+			goto out;
+		}
+	}
+	if (o.fault) {
+		struct fault_cfg fc;
+
+		if (fault_cfg_parse(&fc, o.fault) < 0) {
+			fprintf(stderr, "vhost-user-rdma: --fault '%s': expected "
+				"drop=P,dup=P,reorder=P,corrupt=P,seed=N[,hold=US][,port=NAME] "
+				"with P in percent (0..100)\n", o.fault);
+			goto out;
+		}
+		if (sw_set_fault(d.sw, &fc, fc.port[0] ? fc.port : NULL) < 0) {
+			fprintf(stderr, "vhost-user-rdma: --fault '%s': cannot apply\n", o.fault);
+			goto out;
+		}
+	}
+	for (unsigned i = 0; i < o.ndevices; i++) {
+		struct netdev_cfg cfg;
+		char err[256];
+
+		if (netdev_parse_cfg(o.devices[i], i, &cfg, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vhost-user-rdma: --device '%s': %s\n", o.devices[i], err);
+			goto out;
+		}
+		for (unsigned j = 0; j < d.ndevs; j++) {
+			if (!strcmp(netdev_cfg(d.devs[j])->socket, cfg.socket)) {
+				fprintf(stderr, "vhost-user-rdma: socket %s given twice\n", cfg.socket);
+				goto out;
+			}
+		}
+		d.devs[d.ndevs] = netdev_new(d.loop, d.sw, &cfg);
+		if (!d.devs[d.ndevs]) {
+			fprintf(stderr, "vhost-user-rdma: device %s: %s\n", cfg.socket, strerror(errno));
+			goto out;
+		}
+		d.ndevs++;
+	}
+	for (unsigned i = 0; i < o.nuplinks; i++) {
+		const char *u = o.uplinks[i];
+		struct port *p;
+
+		if (!strncmp(u, "tap:", 4))
+			p = tap_port_open(d.sw, d.loop, u + 4);
+		else
+			p = afpacket_port_open(d.sw, d.loop, u + 10);
+		if (!p) {
+			fprintf(stderr, "vhost-user-rdma: --uplink %s: %s\n", u, strerror(errno));
+			goto out;
+		}
+		d.uplinks[d.nuplinks++] = p;
+	}
+	if (o.pidfile) {
+		FILE *f = fopen(o.pidfile, "w");
+
+		if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0) {
+			fprintf(stderr, "vhost-user-rdma: --pidfile %s: %s\n", o.pidfile, strerror(errno));
+			goto out;
+		}
+	}
+	LOG_INFO("serving %u device(s), %u uplink(s), poll %u us", d.ndevs, d.nuplinks, o.poll_us);
+	rc = loop_run(d.loop) < 0 ? 1 : 0;
+	if (o.stats_on_exit)
+		dump_stats(&d);
+out:
+	for (unsigned i = 0; i < d.nuplinks; i++)
+		port_destroy(d.uplinks[i]);
+	for (unsigned i = 0; i < d.ndevs; i++)
+		netdev_free(d.devs[i]);
+	if (d.sw)
+		sw_free(d.sw);
+	if (d.sigfd >= 0) {
+		loop_del_fd(d.loop, d.sigfd);
+		close(d.sigfd);
+	}
+	loop_free(d.loop);
+	if (o.pidfile)
+		unlink(o.pidfile);
+	return rc;
+}

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vrdma-run: runs an unmodified verbs program on vrdma devices.
+ *
+ * It puts the directory of vrdma's libibverbs.so.1 (../lib next to this
+ * executable) first in LD_LIBRARY_PATH, sets VRDMA_SOCKET to the device
+ * socket(s) and execs the command. See usage() for the socket rules (shared
+ * with the library: src/verbs/vrdma_socket.h).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "verbs/vrdma_socket.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: vrdma-run [OPTIONS] [--] COMMAND [ARGS...]\n"
+		"\n"
+		"Runs COMMAND (an unmodified RDMA verbs program such as ibv_rc_pingpong\n"
+		"or ib_send_bw) on vrdma devices: vrdma's libibverbs.so.1 (found in\n"
+		"../lib next to this program) is put first in LD_LIBRARY_PATH and\n"
+		"VRDMA_SOCKET names the vhost-user socket(s) of the device(s).\n"
+		"\n"
+		"Options:\n"
+		"  -s, --socket PATH  a device socket; repeat for more devices (device i\n"
+		"                     is vrdma<i>, in the order given; no ':' in PATH)\n"
+		"  -f, --fake         use the fake device of the library instead\n"
+		"                     (VRDMA_FAKE_DEVICE=1: no network, for tests)\n"
+		"  -v, --verbose      print the environment set before running COMMAND\n"
+		"  -h, --help         this text\n"
+		"\n"
+		"Socket when no --socket is given:\n"
+		"  1. $VRDMA_SOCKET if set (a ':'-separated list of sockets), else\n"
+		"  2. the first existing socket, in sorted order, matching\n"
+		"     $VRDMA_SOCKET_DIR/*.sock (VRDMA_SOCKET_DIR defaults to %s), else\n"
+		"  3. %s\n"
+		"\n"
+		"Exit status: that of COMMAND; 127 if COMMAND is not found, 126 if it\n"
+		"cannot be run, 2 on a usage error.\n",
+		VRDMA_SOCKET_DIR, VRDMA_SOCKET_FALLBACK);
+}
+
+/* The directory holding our libibverbs.so.1 into buf: <dir of exe>/../lib.
+ * Returns 0 or -errno. */
+static int lib_dir(char *buf, size_t size)
+{
+	char exe[PATH_MAX], path[PATH_MAX + 32];
+	ssize_t n;
+	char *slash;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0)
+		return -errno;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = '\0';
+	snprintf(path, sizeof(path), "%s/../lib", exe);
+	if (!realpath(path, buf) || strlen(buf) >= size)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "%s/libibverbs.so.1", buf);
+	if (access(path, R_OK))
+		return -errno;
+	return 0;
+}
+
+/* Appends s to the ':'-separated list in *list (grown with realloc).
+ * Returns 0 or -ENOMEM. */
+static int list_add(char **list, const char *s)
+{
+	size_t old = *list ? strlen(*list) : 0;
+	char *p = realloc(*list, old + strlen(s) + 2);
+
+	if (!p)
+		return -ENOMEM;
+	if (old)
+		p[old++] = ':';
+	strcpy(p + old, s);
+	*list = p;
+	return 0;
+}
+
+/* Whether some socket of the ':'-separated list exists. */
+static int any_socket_exists(const char *list)
+{
+	char *copy = strdup(list), *save = NULL, *p;
+	int found = 0;
+
+	for (p = copy ? strtok_r(copy, ":", &save) : NULL; p && !found;
+	     p = strtok_r(NULL, ":", &save))
+		found = vrdma_socket_exists(p);
+	free(copy);
+	return found;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "fake", no_argument, NULL, 'f' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char libdir[PATH_MAX], sock[256];
+	char *sockets = NULL, *ldpath;
+	const char *old;
+	int c, ret, fake = 0, verbose = 0;
+
+	/* '+': stop at the first non-option, which is COMMAND. */
+	while ((c = getopt_long(argc, argv, "+s:fvh", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			if (!*optarg || strchr(optarg, ':') || strlen(optarg) >= sizeof(sock)) {
+				fprintf(stderr, "vrdma-run: bad socket path '%s'\n", optarg);
+				return 2;
+			}
+			if (list_add(&sockets, optarg)) {
+				fprintf(stderr, "vrdma-run: out of memory\n");
+				return 2;
+			}
+			break;
+		case 'f':
+			fake = 1;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "vrdma-run: no command given\n");
+		usage(stderr);
+		return 2;
+	}
+
+	ret = lib_dir(libdir, sizeof(libdir));
+	if (ret) {
+		fprintf(stderr, "vrdma-run: no libibverbs.so.1 in ../lib next to this "
+				"program: %s\n", strerror(-ret));
+		return 126;
+	}
+	old = getenv("LD_LIBRARY_PATH");
+	if (old && *old)
+		ret = asprintf(&ldpath, "%s:%s", libdir, old);
+	else
+		ret = asprintf(&ldpath, "%s", libdir);
+	if (ret < 0 || setenv("LD_LIBRARY_PATH", ldpath, 1)) {
+		fprintf(stderr, "vrdma-run: cannot set LD_LIBRARY_PATH\n");
+		return 126;
+	}
+
+	if (!sockets) {
+		old = getenv(VRDMA_SOCKET_ENV);
+		if (old && *old) {
+			sockets = strdup(old);
+		} else if (vrdma_socket_default(sock, sizeof(sock)) == 0) {
+			sockets = strdup(sock);
+		}
+		if (!sockets) {
+			fprintf(stderr, "vrdma-run: no socket path\n");
+			return 126;
+		}
+	}
+	if (setenv(VRDMA_SOCKET_ENV, sockets, 1) ||
+	    (fake && setenv("VRDMA_FAKE_DEVICE", "1", 1))) {
+		fprintf(stderr, "vrdma-run: cannot set the environment\n");
+		return 126;
+	}
+	if (!fake && !any_socket_exists(sockets))
+		fprintf(stderr, "vrdma-run: warning: no socket at %s (is vhost-user-rdma "
+				"running?)\n", sockets);
+	if (verbose) {
+		fprintf(stderr, "vrdma-run: LD_LIBRARY_PATH=%s\n", ldpath);
+		fprintf(stderr, "vrdma-run: VRDMA_SOCKET=%s\n", sockets);
+		if (fake)
+			fprintf(stderr, "vrdma-run: VRDMA_FAKE_DEVICE=1\n");
+	}
+	free(ldpath);
+	free(sockets);
+
+	execvp(argv[optind], argv + optind);
+	ret = errno;
+	fprintf(stderr, "vrdma-run: %s: %s\n", argv[optind], strerror(ret));
+	return ret == ENOENT ? 127 : 126;
+}
