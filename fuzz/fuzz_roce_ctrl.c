@@ -62,10 +62,10 @@ static void check_invariants(const struct roce_dev *rd)
 		if (!mr)
 			continue;
 		n++;
-		if (mr->mrn != i || (mr->lkey >> 8) != i || !mr->pd ||
+		if (mr->mrn != i || (mr->lkey >> ROCE_KEY_BITS) != i || !mr->pd ||
 		    roce_pd_lookup(rd, mr->pd->pdn) != mr->pd)
 			die("mr");
-		if (mr->rkey && (mr->rkey >> 8) != i)
+		if (mr->rkey && (mr->rkey >> ROCE_KEY_BITS) != i)
 			die("rkey");
 		pages += mr->npages;
 		for (uint32_t r = 0; r < mr->nregions; r++)
@@ -148,7 +148,8 @@ static void transport_action(struct roce_dev *rd, const uint8_t *d, size_t len)
 				uint8_t *p = iov[k].iov_base;
 
 				/* Inside the region (ASan would also catch it). */
-				if (p < region->host || p + iov[k].iov_len > region->host + region->size)
+				if (p < region->host ||
+				    p + iov[k].iov_len > region->host + region->size)
 					die("iov range");
 				memset(p, 0x5a, iov[k].iov_len);
 			}

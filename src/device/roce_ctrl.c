@@ -13,6 +13,8 @@
 #include "common/util.h"
 
 #define VRDMA_VARLEN ((size_t)-1)
+#define CMD(name) sizeof(struct virtio_rdma_cmd_##name)
+#define ACK(name) sizeof(struct virtio_rdma_ack_##name)
 
 static const struct {
 	const char *name;
@@ -20,41 +22,41 @@ static const struct {
 	size_t out; /* ack data length */
 } cmd_info[VIRTIO_NET_CTRL_ROCE_NUM_CMDS] = {
 	[VIRTIO_NET_CTRL_ROCE_QUERY_DEVICE] = { "QUERY_DEVICE", 0,
-		sizeof(struct virtio_rdma_ack_query_device) },
+		ACK(query_device) },
 	[VIRTIO_NET_CTRL_ROCE_QUERY_PORT] = { "QUERY_PORT", 0,
-		sizeof(struct virtio_rdma_ack_query_port) },
+		ACK(query_port) },
 	[VIRTIO_NET_CTRL_ROCE_CREATE_CQ] = { "CREATE_CQ",
-		sizeof(struct virtio_rdma_cmd_create_cq), sizeof(struct virtio_rdma_ack_create_cq) },
+		CMD(create_cq), ACK(create_cq) },
 	[VIRTIO_NET_CTRL_ROCE_DESTROY_CQ] = { "DESTROY_CQ",
-		sizeof(struct virtio_rdma_cmd_destroy_cq), 0 },
+		CMD(destroy_cq), 0 },
 	[VIRTIO_NET_CTRL_ROCE_CREATE_PD] = { "CREATE_PD", 0,
-		sizeof(struct virtio_rdma_ack_create_pd) },
+		ACK(create_pd) },
 	[VIRTIO_NET_CTRL_ROCE_DESTROY_PD] = { "DESTROY_PD",
-		sizeof(struct virtio_rdma_cmd_destroy_pd), 0 },
+		CMD(destroy_pd), 0 },
 	[VIRTIO_NET_CTRL_ROCE_GET_DMA_MR] = { "GET_DMA_MR",
-		sizeof(struct virtio_rdma_cmd_get_dma_mr), sizeof(struct virtio_rdma_ack_get_dma_mr) },
+		CMD(get_dma_mr), ACK(get_dma_mr) },
 	[VIRTIO_NET_CTRL_ROCE_REG_USER_MR] = { "REG_USER_MR", VRDMA_VARLEN,
-		sizeof(struct virtio_rdma_ack_reg_user_mr) },
+		ACK(reg_user_mr) },
 	[VIRTIO_NET_CTRL_ROCE_DEREG_MR] = { "DEREG_MR",
-		sizeof(struct virtio_rdma_cmd_dereg_mr), 0 },
+		CMD(dereg_mr), 0 },
 	[VIRTIO_NET_CTRL_ROCE_CREATE_QP] = { "CREATE_QP",
-		sizeof(struct virtio_rdma_cmd_create_qp), sizeof(struct virtio_rdma_ack_create_qp) },
+		CMD(create_qp), ACK(create_qp) },
 	[VIRTIO_NET_CTRL_ROCE_MODIFY_QP] = { "MODIFY_QP",
-		sizeof(struct virtio_rdma_cmd_modify_qp), 0 },
+		CMD(modify_qp), 0 },
 	[VIRTIO_NET_CTRL_ROCE_QUERY_QP] = { "QUERY_QP",
-		sizeof(struct virtio_rdma_cmd_query_qp), sizeof(struct virtio_rdma_ack_query_qp) },
+		CMD(query_qp), ACK(query_qp) },
 	[VIRTIO_NET_CTRL_ROCE_DESTROY_QP] = { "DESTROY_QP",
-		sizeof(struct virtio_rdma_cmd_destroy_qp), 0 },
+		CMD(destroy_qp), 0 },
 	[VIRTIO_NET_CTRL_ROCE_CREATE_AH] = { "CREATE_AH",
-		sizeof(struct virtio_rdma_cmd_create_ah), sizeof(struct virtio_rdma_ack_create_ah) },
+		CMD(create_ah), ACK(create_ah) },
 	[VIRTIO_NET_CTRL_ROCE_DESTROY_AH] = { "DESTROY_AH",
-		sizeof(struct virtio_rdma_cmd_destroy_ah), 0 },
+		CMD(destroy_ah), 0 },
 	[VIRTIO_NET_CTRL_ROCE_ADD_GID] = { "ADD_GID",
-		sizeof(struct virtio_rdma_cmd_add_gid), 0 },
+		CMD(add_gid), 0 },
 	[VIRTIO_NET_CTRL_ROCE_DEL_GID] = { "DEL_GID",
-		sizeof(struct virtio_rdma_cmd_del_gid), 0 },
+		CMD(del_gid), 0 },
 	[VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ] = { "REQ_NOTIFY_CQ",
-		sizeof(struct virtio_rdma_cmd_req_notify), 0 },
+		CMD(req_notify), 0 },
 };
 
 static const char *const err_names[ROCE_ERR_MAX] = {
@@ -145,7 +147,7 @@ static enum roce_err cmd_query_port(struct roce_dev *rd, void *out)
 static enum roce_err cmd_reg_user_mr(struct roce_dev *rd, const void *in, size_t in_len,
 				     void *out)
 {
-	const size_t hdr = sizeof(struct virtio_rdma_cmd_reg_user_mr);
+	const size_t hdr = CMD(reg_user_mr);
 	struct roce_mr *mr;
 	enum roce_err err;
 	uint32_t npages;
@@ -345,11 +347,9 @@ enum roce_err roce_ctrl_exec_err(struct roce_dev *rd, uint8_t cmd, const void *i
 				 size_t in_len, void *out, size_t out_cap, size_t *out_len)
 {
 	enum roce_err err;
-	uint8_t ack[sizeof(struct virtio_rdma_ack_query_device)];
+	uint8_t ack[ACK(query_device)];
 
-	_Static_assert(sizeof(struct virtio_rdma_ack_query_device) >=
-			       sizeof(struct virtio_rdma_ack_query_qp),
-		       "ack buffer holds every ack");
+	_Static_assert(ACK(query_device) >= ACK(query_qp), "ack buffer holds every ack");
 	*out_len = 0;
 	if (cmd >= VIRTIO_NET_CTRL_ROCE_NUM_CMDS) {
 		err = ROCE_ERR_UNKNOWN_CMD;

@@ -17,7 +17,7 @@
  * Handles: pdn, mrn and AH handles are table indexes starting at 1 (0 is
  * never a valid handle); cqn is the CQ index 0..max_rdma_cqs-1; QPNs follow
  * the rule of include/vrdma/virtio_net_roce.h (index | generation << 14,
- * GSI = 1). lkey/rkey = (MR index << 8) | 8 random bits from a CSPRNG, the
+ * GSI = 1). lkey/rkey = (MR index << 16) | 16 random bits from a CSPRNG, the
  * lkey and rkey bits drawn independently.
  *
  * Single-threaded: owned by the loop thread of its device.
@@ -50,7 +50,7 @@ struct roce_dev;
 
 /* Defaults of struct roce_dev_cfg limits (used when a field is 0). */
 #define ROCE_DEF_MAX_PD            16384
-#define ROCE_DEF_MAX_MR            65536
+#define ROCE_DEF_MAX_MR            65535
 #define ROCE_DEF_MAX_AH            16384
 #define ROCE_DEF_MAX_CQE           32768  /* = largest split virtqueue */
 #define ROCE_DEF_MAX_QP_WR         16384
@@ -59,7 +59,11 @@ struct roce_dev;
 #define ROCE_DEF_MAX_MR_SIZE       (1ull << 32)
 #define ROCE_DEF_MAX_MR_PAGES      (16u << 20) /* 64 GiB registered in all */
 #define ROCE_DEF_MAX_MSG_SZ        (1u << 31)
-#define ROCE_MAX_MR_INDEX          ((1u << 24) - 1) /* index << 8 fits in a key */
+/* Keys: (MR index << ROCE_KEY_BITS) | random bits (never 0), so a guessed or
+ * stale key matches with probability 1 / 65535. */
+#define ROCE_KEY_BITS              16
+#define ROCE_KEY_MASK              ((1u << ROCE_KEY_BITS) - 1)
+#define ROCE_MAX_MR_INDEX          ((1u << (32 - ROCE_KEY_BITS)) - 1) /* 65535 */
 
 /* Configuration of one device. Zero limits mean "the default". */
 struct roce_dev_cfg {
@@ -333,8 +337,8 @@ struct roce_dev {
 
 	struct roce_table pds, mrs, cqs, qps, ahs;
 	uint16_t *qp_gen;         /* next generation per QP index */
-	uint8_t *mr_lkey8;        /* last key bits per MR index */
-	uint8_t *mr_rkey8;
+	uint16_t *mr_lkey8;       /* last key bits per MR index */
+	uint16_t *mr_rkey8;
 	struct {
 		uint8_t raw[16];
 		bool valid;

@@ -247,7 +247,8 @@ enum roce_err roce_qp_check_modify(const struct roce_dev *rd, const struct roce_
 		if (err)
 			return err;
 	}
-	if ((mask & M_MTU) && (m->path_mtu < VIRTIO_IB_MTU_256 || m->path_mtu > VIRTIO_IB_MTU_4096 ||
+	if ((mask & M_MTU) && (m->path_mtu < VIRTIO_IB_MTU_256 ||
+			       m->path_mtu > VIRTIO_IB_MTU_4096 ||
 			       m->path_mtu > rd->attr.active_mtu))
 		return ROCE_ERR_RANGE;
 	if ((mask & M_TO) && m->timeout > 31)

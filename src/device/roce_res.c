@@ -193,15 +193,15 @@ uint32_t roce_rng_u32(struct roce_rng *r)
 	return r->buf[r->pos++];
 }
 
-/* 8 random key bits different from last (so a reused index never gets the
- * key it had just before). */
-static uint8_t roce_new_key8(struct roce_dev *rd, uint8_t last)
+/* ROCE_KEY_BITS random key bits, never 0 and different from last (so a
+ * reused index never gets the key it had just before). */
+static uint16_t roce_new_key(struct roce_dev *rd, uint16_t last)
 {
-	uint8_t k;
+	uint16_t k;
 
 	do {
-		k = (uint8_t)roce_rng_u32(&rd->rng);
-	} while (k == last);
+		k = (uint16_t)(roce_rng_u32(&rd->rng) & ROCE_KEY_MASK);
+	} while (k == last || k == 0);
 	return k;
 }
 
@@ -297,8 +297,8 @@ int roce_dev_init(struct roce_dev *rd, const struct roce_dev_cfg *cfg)
 	    roce_table_init(&rd->qps, 2, qps)) /* 0 reserved, 1 = GSI */
 		goto nomem;
 	rd->qp_gen = calloc(qps, sizeof(*rd->qp_gen));
-	rd->mr_lkey8 = calloc(a->max_mr + 1, 1);
-	rd->mr_rkey8 = calloc(a->max_mr + 1, 1);
+	rd->mr_lkey8 = calloc(a->max_mr + 1, sizeof(*rd->mr_lkey8));
+	rd->mr_rkey8 = calloc(a->max_mr + 1, sizeof(*rd->mr_rkey8));
 	if (!rd->qp_gen || !rd->mr_lkey8 || !rd->mr_rkey8)
 		goto nomem;
 	roce_rng_seed(&rd->rng, cfg->deterministic, cfg->seed);
@@ -480,7 +480,7 @@ struct roce_mr *roce_mr_lookup(const struct roce_dev *rd, uint32_t mrn)
 struct roce_mr *roce_mr_lookup_lkey(const struct roce_dev *rd, uint32_t lkey,
 				    const struct roce_pd *pd, uint32_t access)
 {
-	struct roce_mr *mr = roce_table_get(&rd->mrs, lkey >> 8);
+	struct roce_mr *mr = roce_table_get(&rd->mrs, lkey >> ROCE_KEY_BITS);
 
 	if (!mr || mr->lkey != lkey || mr->pd != pd || (access & ~mr->access))
 		return NULL;
@@ -490,7 +490,7 @@ struct roce_mr *roce_mr_lookup_lkey(const struct roce_dev *rd, uint32_t lkey,
 struct roce_mr *roce_mr_lookup_rkey(const struct roce_dev *rd, uint32_t rkey,
 				    const struct roce_pd *pd, uint32_t access)
 {
-	struct roce_mr *mr = roce_table_get(&rd->mrs, rkey >> 8);
+	struct roce_mr *mr = roce_table_get(&rd->mrs, rkey >> ROCE_KEY_BITS);
 
 	if (!mr || !mr->rkey || mr->rkey != rkey || mr->pd != pd || (access & ~mr->access))
 		return NULL;
@@ -710,19 +710,19 @@ enum roce_err roce_cq_req_notify(struct roce_dev *rd, uint32_t cqn, uint32_t fla
 static void roce_mr_publish(struct roce_dev *rd, struct roce_mr *mr, struct roce_pd *pd)
 {
 	uint32_t idx = (uint32_t)roce_table_alloc(&rd->mrs);
-	uint8_t k;
+	uint16_t k;
 
 	mr->mrn = idx;
 	mr->pd = pd;
-	k = roce_new_key8(rd, rd->mr_lkey8[idx]);
+	k = roce_new_key(rd, rd->mr_lkey8[idx]);
 	rd->mr_lkey8[idx] = k;
-	mr->lkey = (idx << 8) | k;
+	mr->lkey = (idx << ROCE_KEY_BITS) | k;
 	mr->rkey = 0;
 	if (mr->type == ROCE_MR_USER &&
 	    (mr->access & (VIRTIO_IB_ACCESS_REMOTE_READ | VIRTIO_IB_ACCESS_REMOTE_WRITE))) {
-		k = roce_new_key8(rd, rd->mr_rkey8[idx]);
+		k = roce_new_key(rd, rd->mr_rkey8[idx]);
 		rd->mr_rkey8[idx] = k;
-		mr->rkey = (idx << 8) | k;
+		mr->rkey = (idx << ROCE_KEY_BITS) | k;
 	}
 	pd->refcnt++;
 	rd->mrs.slot[idx] = mr;

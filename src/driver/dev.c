@@ -288,18 +288,18 @@ static void dev_free(struct vrdma_dev *dev)
 	free(dev);
 }
 
-struct vrdma_dev *vrdma_dev_open(const char *socket_path, const struct vrdma_dev_opts *opts)
+/* Open on socket_path, or (socket_path NULL) on the connected socket fd. */
+static struct vrdma_dev *dev_open(const char *socket_path, int fd,
+				  const struct vrdma_dev_opts *opts)
 {
 	pthread_mutexattr_t ma;
 	struct vrdma_dev *dev;
 	int rc;
 
-	if (!socket_path) {
-		errno = EINVAL;
-		return NULL;
-	}
 	dev = calloc(1, sizeof(*dev));
 	if (!dev) {
+		if (fd >= 0)
+			close(fd);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -325,7 +325,11 @@ struct vrdma_dev *vrdma_dev_open(const char *socket_path, const struct vrdma_dev
 						    : VRDMA_ARENA_DEFAULT;
 
 	vrdma_dev_lock(dev);
-	rc = vhost_client_connect(&dev->vc, socket_path);
+	if (socket_path)
+		rc = vhost_client_connect(&dev->vc, socket_path);
+	else
+		rc = vhost_client_init_fd(&dev->vc, fd);
+	fd = -1;
 	if (rc < 0)
 		goto fail_locked;
 	dev->vc.timeout_ms = dev->timeout_ms;
@@ -363,7 +367,10 @@ struct vrdma_dev *vrdma_dev_open(const char *socket_path, const struct vrdma_dev
 fail_locked:
 	vrdma_dev_unlock(dev);
 fail:
-	LOG_DEBUG("vrdma: open %s failed: %s", socket_path, strerror(-rc));
+	if (fd >= 0)
+		close(fd);
+	LOG_DEBUG("vrdma: open %s failed: %s", socket_path ? socket_path : "(fd)",
+		  strerror(-rc));
 	/* Leave the back-end clean if it is still listening to us. */
 	if (vhost_client_alive(&dev->vc) &&
 	    vhost_client_has_pf(&dev->vc, VHOST_USER_PROTOCOL_F_STATUS))
@@ -372,6 +379,24 @@ fail:
 	dev_free(dev);
 	errno = -rc;
 	return NULL;
+}
+
+struct vrdma_dev *vrdma_dev_open(const char *socket_path, const struct vrdma_dev_opts *opts)
+{
+	if (!socket_path) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return dev_open(socket_path, -1, opts);
+}
+
+struct vrdma_dev *vrdma_dev_open_fd(int fd, const struct vrdma_dev_opts *opts)
+{
+	if (fd < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return dev_open(NULL, fd, opts);
 }
 
 void vrdma_dev_close(struct vrdma_dev *dev)

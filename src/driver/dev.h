@@ -129,6 +129,11 @@ static inline bool vrdma_dev_is_dead(const struct vrdma_dev *dev)
 	return atomic_load_explicit(&dev->dead, memory_order_relaxed);
 }
 
+/* vrdma_dev_open on an already connected stream socket (tests, fuzzing,
+ * socket activation). Takes ownership of fd in every case. Returns the
+ * device or NULL with errno set. */
+struct vrdma_dev *vrdma_dev_open_fd(int fd, const struct vrdma_dev_opts *opts);
+
 /* CLOCK_MONOTONIC in ns. */
 uint64_t vrdma_now_ns(void);
 

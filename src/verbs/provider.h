@@ -28,7 +28,8 @@
  *   imm_data is the exception: network byte order, opaque, as on the wire.
  *   GIDs and MACs are raw bytes.
  * - Every operation returns 0 (or a count where said) or a negative errno.
- * - A NULL control operation means -EOPNOTSUPP. The data-path operations
+ * - discover, open and close are required. Any other control operation may
+ *   be NULL, which means -EOPNOTSUPP. The data-path operations
  *   (poll_cq, arm_cq, cq_consume_event, post_send, post_recv, post_srq_recv)
  *   are only called on objects the provider created, so a provider that can
  *   create a CQ / QP / SRQ must implement them.
@@ -36,6 +37,9 @@
  *   libibverbs provider, a provider must accept concurrent calls on
  *   different objects, and on the same QP / CQ / SRQ (applications may post
  *   from several threads).
+ * - Fork: the verbs layer marks registered ranges MADV_DONTFORK (pd_mr.c);
+ *   memory a provider shares with the device on its own (rings, arenas)
+ *   should be marked the same way.
  * - Objects carry the `cookie` given at creation (the verbs object); it comes
  *   back in asynchronous events.
  * - Extensions: things the seed has no command for (SRQ, multicast, atomics,

@@ -88,6 +88,10 @@ peer_cleanup() {
 		n=${P_ORDER[$i]}
 		[ -n "${P_PID[$n]:-}" ] && peer_stop "$n" TERM 5 >/dev/null
 	done
+	# VRDMA_KEEP_LOGS=DIR keeps the logs and captures for a post-mortem.
+	if [ -n "${VRDMA_KEEP_LOGS:-}" ] && mkdir -p "$VRDMA_KEEP_LOGS/$T_PROG"; then
+		cp -f "$T_TMP"/*.log "$T_TMP"/*.pcap "$VRDMA_KEEP_LOGS/$T_PROG/" 2>/dev/null
+	fi
 	for n in "${P_DPDK_PREFIXES[@]}"; do
 		rm -rf "/var/run/dpdk/$n" "${XDG_RUNTIME_DIR:-/nonexistent}/dpdk/$n" "/tmp/dpdk/$n"
 	done

@@ -46,6 +46,51 @@ ok daemon_start
 
 ring_started() { grep -q "$1: ring $2 started" "$T_TMP/daemon.log"; }
 
+# capture_counts: "FRAMES DHCP": frames from the guest's MAC in the switch
+# capture, and how many of them are DHCPDISCOVERs.
+capture_counts() {
+	python3 - "$PCAP" "$MAC_A" <<'EOF'
+import struct, sys
+path, mac = sys.argv[1], bytes.fromhex(sys.argv[2].replace(':', ''))
+guest = dhcp = 0
+try:
+    data = open(path, 'rb').read()
+except OSError:
+    data = b''
+if len(data) >= 24:
+    magic = struct.unpack('<I', data[:4])[0]
+    end = '<' if magic in (0xa1b2c3d4, 0xa1b23c4d) else '>'
+    off = 24
+    while off + 16 <= len(data):
+        incl = struct.unpack(end + 'I', data[off + 8:off + 12])[0]
+        f = data[off + 16:off + 16 + incl]
+        off += 16 + incl
+        if len(f) < 14 or f[6:12] != mac:
+            continue
+        guest += 1
+        # IPv4 / UDP to port 67 / BOOTREQUEST / DHCP message type 1
+        if f[12:14] != b'\x08\x00' or len(f) < 34 or f[23] != 17:
+            continue
+        ihl = (f[14] & 0xf) * 4
+        udp = 14 + ihl
+        if len(f) < udp + 8 or struct.unpack('>H', f[udp + 2:udp + 4])[0] != 67:
+            continue
+        b = udp + 8
+        if len(f) < b + 240 or f[b] != 1 or f[b + 236:b + 240] != b'\x63\x82\x53\x63':
+            continue
+        o = b + 240
+        while o + 1 < len(f) and f[o] != 255:
+            if f[o] == 0:
+                o += 1
+                continue
+            if f[o] == 53 and f[o + 1] >= 1 and o + 2 < len(f) and f[o + 2] == 1:
+                dhcp += 1
+                break
+            o += 2 + f[o + 1]
+print(guest, dhcp)
+EOF
+}
+
 # The receiver first, so that no guest frame finds device B without buffers.
 testpmd_start rx "$SOCK_B" "$MAC_B" rxonly --no-flush-rx
 rx_forwarding() { ! peer_alive rx || testpmd_forwarding rx; }
@@ -64,13 +109,18 @@ peer_spawn qemu "$QEMU" -accel "$ACCEL" -m 256M -nodefaults -display none \
 	-device "virtio-net-pci,netdev=n0,mac=$MAC_A" \
 	-boot n -serial "file:$T_TMP/serial.log" -monitor none
 
+# The event: the receiver counted frames and a DHCPDISCOVER from the guest
+# entered the switch (the capture is flushed once per loop iteration).
 guest_frames_arrived() {
 	peer_alive qemu && peer_alive rx && peer_alive daemon || return 0
-	[ "$(testpmd_last rx RX-packets)" -gt 0 ]
+	[ "$(testpmd_last rx RX-packets)" -gt 0 ] || return 1
+	local g d
+	read -r g d < <(capture_counts)
+	[ "${d:-0}" -gt 0 ]
 }
 t0=$SECONDS
 peer_poll 90 guest_frames_arrived
-echo "# first guest frame counted on device B after $((SECONDS - t0)) s ($ACCEL)"
+echo "# guest DHCP seen and frames counted on device B after $((SECONDS - t0)) s ($ACCEL)"
 for n in daemon rx qemu; do
 	peer_alive "$n" || { not_ok "${n}_alive" "$n exited early"; peer_tail "$n" 25; }
 done
@@ -162,47 +212,7 @@ else
 fi
 
 # What entered the switch from the guest: all of it, and a DHCPDISCOVER.
-read -r cap_guest cap_dhcp < <(/usr/bin/env python3 - "$PCAP" "$MAC_A" <<'EOF'
-import struct, sys
-path, mac = sys.argv[1], bytes.fromhex(sys.argv[2].replace(':', ''))
-guest = dhcp = 0
-try:
-    data = open(path, 'rb').read()
-except OSError:
-    data = b''
-if len(data) >= 24:
-    magic = struct.unpack('<I', data[:4])[0]
-    end = '<' if magic in (0xa1b2c3d4, 0xa1b23c4d) else '>'
-    off = 24
-    while off + 16 <= len(data):
-        incl = struct.unpack(end + 'I', data[off + 8:off + 12])[0]
-        f = data[off + 16:off + 16 + incl]
-        off += 16 + incl
-        if len(f) < 14 or f[6:12] != mac:
-            continue
-        guest += 1
-        # IPv4 / UDP to port 67 / BOOTREQUEST / DHCP message type 1
-        if f[12:14] != b'\x08\x00' or len(f) < 34 or f[23] != 17:
-            continue
-        ihl = (f[14] & 0xf) * 4
-        udp = 14 + ihl
-        if len(f) < udp + 8 or struct.unpack('>H', f[udp + 2:udp + 4])[0] != 67:
-            continue
-        b = udp + 8
-        if len(f) < b + 240 or f[b] != 1 or f[b + 236:b + 240] != b'\x63\x82\x53\x63':
-            continue
-        o = b + 240
-        while o + 1 < len(f) and f[o] != 255:
-            if f[o] == 0:
-                o += 1
-                continue
-            if f[o] == 53 and f[o + 1] >= 1 and o + 2 < len(f) and f[o + 2] == 1:
-                dhcp += 1
-                break
-            o += 2 + f[o + 1]
-print(guest, dhcp)
-EOF
-)
+read -r cap_guest cap_dhcp < <(capture_counts)
 echo "# switch capture: $cap_guest frame(s) from the guest, $cap_dhcp DHCPDISCOVER"
 if [ "${cap_dhcp:-0}" -gt 0 ] && [ "${cap_guest:-0}" -eq "$a_tx" ]; then
 	ok guest_dhcp_captured

@@ -591,7 +591,7 @@ static void test_dma_mr(void)
 	CHECK_EQ(dma_mr(pdn, VIRTIO_IB_ACCESS_LOCAL_WRITE, &mrn, &lk, &rk), ROCE_OK);
 	CHECK_EQ(olen, 12);
 	CHECK(mrn != 0);
-	CHECK_EQ(lk >> 8, mrn);
+	CHECK_EQ(lk >> ROCE_KEY_BITS, mrn);
 	CHECK_EQ(rk, 0);
 	mr = roce_mr_lookup(&rd, mrn);
 	REQUIRE(mr);
@@ -689,8 +689,8 @@ static void test_reg_user_mr(void)
 	/* Success: pages over two regions, unaligned start. */
 	CHECK_EQ(reg_mr(pdn, rw, va, len, g, 3, &mrn, &lk, &rk), ROCE_OK);
 	CHECK_EQ(olen, 12);
-	CHECK_EQ(lk >> 8, mrn);
-	CHECK_EQ(rk >> 8, mrn);
+	CHECK_EQ(lk >> ROCE_KEY_BITS, mrn);
+	CHECK_EQ(rk >> ROCE_KEY_BITS, mrn);
 	CHECK(lk != 0 && rk != 0);
 	CHECK_EQ(ra->refcnt, 2); /* one reference per region, not per page */
 	CHECK_EQ(rb->refcnt, 2);
