@@ -5,7 +5,8 @@
  *
  * Guest memory: one memfd mapped as three regions,
  *   A  gpa 0x10000..0x18000  rings, then data
- *   B  gpa 0x18000..0x20000  adjacent to A: indirect area, data
+ *   B  gpa 0x18000..0x20000  adjacent to A; the indirect area starts 0x100
+ *                            before B, so tables can straddle the edge
  *   C  gpa 0x40000..0x41000  alone, after a gap
  * The input fills the descriptor table, the avail ring and the indirect
  * area; descriptor addresses are folded into windows around those regions
@@ -43,7 +44,7 @@
 #define SIZE_AB  0x8000ull
 #define SIZE_C   0x1000ull
 #define FILE_LEN 0x11000ull
-#define IND_GPA  GPA_B
+#define IND_GPA  (GPA_B - 0x100) /* straddles the A/B edge */
 #define IND_LEN  0x4000u
 
 static struct vhost_mem mem;

@@ -123,6 +123,16 @@ void vrdma_dev_get_stats(const struct vrdma_dev *dev, struct vrdma_dev_stats *st
 int vrdma_net_send(struct vrdma_dev *dev, const void *frame, size_t len);
 
 /*
+ * Queue up to n frames (frames[i] of lens[i] bytes, each as for
+ * vrdma_net_send) and notify the device once. Returns how many were queued
+ * (0..n; fewer when the ring fills), or -errno if none was: -EAGAIN, -EINVAL
+ * / -EMSGSIZE (frame 0 has a bad length; a later bad frame ends the burst
+ * before it), -ENOTCONN.
+ */
+int vrdma_net_send_burst(struct vrdma_dev *dev, const void *const *frames,
+			 const size_t *lens, unsigned n);
+
+/*
  * Non-blocking: copy the next received frame into buf (at most cap bytes)
  * and return its full length; a return value > cap means the frame was
  * truncated (like MSG_TRUNC). Returns -EAGAIN if no frame is waiting,

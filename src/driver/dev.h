@@ -62,7 +62,7 @@ struct vrdma_net_rx {
 	unsigned unpublished;     /* re-posted buffers not yet published */
 	unsigned idle_polls;      /* empty polls since the last arm */
 	bool armed;               /* interrupts enabled, eventfd drained */
-	uint64_t frames, bytes, bad, truncated, kicks;
+	uint64_t frames, bytes, bad, truncated;
 };
 
 struct vrdma_net_tx {
@@ -71,7 +71,7 @@ struct vrdma_net_tx {
 	size_t buf_size;
 	uint16_t *free_stack;     /* free buffer indexes */
 	unsigned nfree;
-	uint64_t frames, bytes, full, kicks;
+	uint64_t frames, bytes, full;
 };
 
 struct vrdma_ctrl {

@@ -121,30 +121,42 @@ static void tx_reclaim(struct vrdma_net_tx *tx)
 	}
 }
 
-int vrdma_net_send(struct vrdma_dev *dev, const void *frame, size_t len)
+/* Check one frame's length: 0, -EINVAL or -EMSGSIZE. */
+static int tx_check(const struct vrdma_dev *dev, const void *frame, size_t len)
+{
+	if (unlikely(len < VRDMA_ETH_HLEN || !frame))
+		return -EINVAL;
+	if (unlikely(len > (size_t)dev->mtu + VRDMA_ETH_HLEN))
+		return -EMSGSIZE;
+	return 0;
+}
+
+/* Room for one more frame? Reclaims when needed. Returns 0, -EAGAIN or
+ * -ENOTCONN. */
+static int tx_room(struct vrdma_dev *dev)
 {
 	struct vrdma_net_tx *tx = &dev->tx;
+	int rc;
+
+	if (likely(tx->nfree && vq_drv_num_free(&tx->q->vq)))
+		return 0;
+	tx_reclaim(tx);
+	if (tx->nfree && vq_drv_num_free(&tx->q->vq))
+		return 0;
+	tx->full++;
+	/* A full ring is where a dead back-end shows up. */
+	rc = vrdma_dev_probe(dev);
+	return rc < 0 ? rc : -EAGAIN;
+}
+
+/* Copy one frame into a transmit buffer and add it (not yet published). */
+static int tx_add(struct vrdma_net_tx *tx, const void *frame, size_t len)
+{
 	struct vq_buf b;
 	uint8_t *buf;
 	uint16_t i;
 	int rc;
 
-	if (unlikely(vrdma_dev_is_dead(dev)))
-		return -ENOTCONN;
-	if (unlikely(!tx->q))
-		return -ENOTCONN;
-	if (unlikely(len < VRDMA_ETH_HLEN || !frame))
-		return -EINVAL;
-	if (unlikely(len > (size_t)dev->mtu + VRDMA_ETH_HLEN))
-		return -EMSGSIZE;
-	if (tx->nfree == 0 || vq_drv_num_free(&tx->q->vq) == 0)
-		tx_reclaim(tx);
-	if (unlikely(tx->nfree == 0 || vq_drv_num_free(&tx->q->vq) == 0)) {
-		tx->full++;
-		/* A full ring is where a dead back-end shows up. */
-		rc = vrdma_dev_probe(dev);
-		return rc < 0 ? rc : -EAGAIN;
-	}
 	i = tx->free_stack[--tx->nfree];
 	buf = tx->bufs + (size_t)i * tx->buf_size;
 	memset(buf, 0, VRDMA_NET_HDR_LEN);
@@ -156,10 +168,51 @@ int vrdma_net_send(struct vrdma_dev *dev, const void *frame, size_t len)
 		tx->free_stack[tx->nfree++] = i;
 		return rc == -ENOSPC ? -EAGAIN : rc;
 	}
-	vrdma_queue_kick(tx->q);
 	tx->frames++;
 	tx->bytes += len;
 	return 0;
+}
+
+int vrdma_net_send(struct vrdma_dev *dev, const void *frame, size_t len)
+{
+	struct vrdma_net_tx *tx = &dev->tx;
+	int rc;
+
+	if (unlikely(vrdma_dev_is_dead(dev) || !tx->q))
+		return -ENOTCONN;
+	rc = tx_check(dev, frame, len);
+	if (!rc)
+		rc = tx_room(dev);
+	if (!rc)
+		rc = tx_add(tx, frame, len);
+	if (likely(!rc))
+		vrdma_queue_kick(tx->q);
+	return rc;
+}
+
+int vrdma_net_send_burst(struct vrdma_dev *dev, const void *const *frames,
+			 const size_t *lens, unsigned n)
+{
+	struct vrdma_net_tx *tx = &dev->tx;
+	unsigned i;
+	int rc = 0;
+
+	if (unlikely(vrdma_dev_is_dead(dev) || !tx->q))
+		return -ENOTCONN;
+	if (unlikely(n && (!frames || !lens)))
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		rc = tx_check(dev, frames[i], lens[i]);
+		if (!rc)
+			rc = tx_room(dev);
+		if (!rc)
+			rc = tx_add(tx, frames[i], lens[i]);
+		if (rc)
+			break;
+	}
+	if (i)
+		vrdma_queue_kick(tx->q);
+	return i ? (int)i : rc;
 }
 
 /* ---- receive --------------------------------------------------------------- */

@@ -5,8 +5,6 @@
  */
 #include "vhost/vhost_client.h"
 
-#include "vhost/vhost_msg.h"
-
 #include <errno.h>
 #include <poll.h>
 #include <stddef.h>
@@ -17,6 +15,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "vhost/vhost_msg.h"
 
 static int vc_errno(void)
 {
@@ -25,6 +24,7 @@ static int vc_errno(void)
 
 _Static_assert(sizeof(((struct vhost_user_msg *)0)->payload) >= sizeof(struct vhost_user_config),
 	       "payload");
+
 /*
  * The fd stays open (shut down) until vhost_client_close(): a shut-down socket
  * polls readable (EOF) for ever, so an epoll set that contains it keeps

@@ -16,7 +16,9 @@
  * carry the ring index in bits 0-7 and 32-55 of the payload (index =
  * (u & 0xff) | ((u >> 32) & 0xffffff) << 8); bit 8 is still "no fd". Without
  * it, rings >= 256 cannot get fds and are started without one: the device
- * polls them (kick_fd == -1).
+ * polls them (kick_fd == -1); for those, SET_VRING_ADDR stands in for the
+ * kick that starts the ring (also after GET_VRING_BASE stopped it). With it,
+ * every ring waits for its SET_VRING_KICK (fd or "no fd") like rings < 256.
  *
  * Runs on the loop thread; not thread-safe.
  */

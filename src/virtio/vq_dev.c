@@ -253,11 +253,7 @@ static int vq_dev_enter_indirect(struct vq_dev *vq, const struct vq_desc_copy *d
 		return 0;
 	/* Not inside one region: maybe over adjacent ones. */
 	n = vhost_mem_gpa_to_iov(vq->mem, d->addr, d->len, t->piece, VQ_INDIRECT_PIECES);
-	if (n == 1) {
-		t->base = t->piece[0].iov_base;
-		return 0;
-	}
-	if (n > 1) {
+	if (n > 0) { /* more than one piece, else gpa_to_host had succeeded */
 		t->npieces = (unsigned)n;
 		return 0;
 	}

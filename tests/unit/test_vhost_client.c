@@ -554,6 +554,15 @@ static bool fb_handle(struct fb *f, struct vhost_user_msg *m, int *fds, int nfds
 		fb_reply(f, m, VHOST_USER_CONFIG_HDR_SIZE + c->size);
 		return true;
 	}
+	case VHOST_USER_SET_CONFIG: {
+		struct vhost_user_config *c = &m->payload.config;
+
+		if (c->offset + c->size > f->config_len)
+			ackv = 1;
+		else
+			memcpy(f->config + c->offset, c->region, c->size);
+		break;
+	}
 	case VHOST_USER_SET_STATUS:
 		f->status = (uint8_t)m->payload.u64;
 		f->status_msgs++;
@@ -938,6 +947,17 @@ static void test_client_get_config(void)
 		CHECK_EQ(vhost_client_get_config(&c, 0, big, sizeof(big)), -EIO);
 	}
 	CHECK(vhost_client_alive(&c));
+	/* SET_CONFIG lands in the device's config space. */
+	{
+		static const uint8_t mac[6] = { 2, 3, 4, 5, 6, 7 };
+
+		CHECK_EQ(vhost_client_set_config(&c, 0, mac, 6), 0);
+		CHECK_EQ(vhost_client_get_config(&c, 0, buf, 6), 0);
+		CHECK_MEM(buf, mac, 6);
+		CHECK_EQ(vhost_client_set_config(&c, 30, mac, 6), -EIO); /* refused */
+		CHECK(vhost_client_alive(&c));
+		CHECK_EQ(vhost_client_set_config(&c, 253, mac, 6), -EINVAL);
+	}
 	CHECK_EQ(vhost_client_get_config(&c, 250, buf, 8), -EINVAL);
 	CHECK_EQ(vhost_client_get_config(&c, 0, buf, 0), -EINVAL);
 	vhost_client_close(&c);
@@ -1326,6 +1346,41 @@ static void test_net_loopback(void)
 		CHECK_EQ(st.rx_truncated, 1);
 		CHECK_EQ(st.rx_bad, 0);
 	}
+	/* Bursts: one kick for many frames, all of them come back in order. */
+	{
+		static uint8_t bf[8][FB_MTU + 14];
+		const void *fr[8];
+		size_t ln[8];
+		unsigned kicks_before = (unsigned)d->tx.q->kicks;
+		ssize_t n;
+
+		for (unsigned i = 0; i < 8; i++) {
+			ln[i] = 60 + i * 100;
+			frame_fill(bf[i], ln[i], mac, mac, 5000 + i);
+			fr[i] = bf[i];
+		}
+		CHECK_EQ(vrdma_net_send_burst(d, fr, ln, 8), 8);
+		CHECK(d->tx.q->kicks <= kicks_before + 1);
+		for (unsigned i = 0; i < 8; i++) {
+			while ((n = vrdma_net_recv(d, rx, sizeof(rx))) == -EAGAIN)
+				REQUIRE(vrdma_net_wait(d, VRDMA_WAIT_RX, 5000) > 0);
+			CHECK_EQ(n, (ssize_t)ln[i]);
+			CHECK_MEM(rx, bf[i], ln[i]);
+		}
+		/* A bad frame ends the burst before it. */
+		ln[3] = 5;
+		CHECK_EQ(vrdma_net_send_burst(d, fr, ln, 8), 3);
+		CHECK_EQ(vrdma_net_send_burst(d, fr + 3, ln + 3, 5), -EINVAL);
+		for (unsigned i = 0; i < 3; i++) {
+			while ((n = vrdma_net_recv(d, rx, sizeof(rx))) == -EAGAIN)
+				REQUIRE(vrdma_net_wait(d, VRDMA_WAIT_RX, 5000) > 0);
+			CHECK_EQ(n, (ssize_t)ln[i]);
+		}
+		CHECK_EQ(vrdma_net_send_burst(d, fr, ln, 0), 0);
+	}
+	/* Everything sent was consumed by the device. */
+	CHECK_EQ(vrdma_net_flush(d, 5000), 0);
+	CHECK_EQ(d->tx.nfree, 256);
 	/* The event fd becomes readable when a frame arrives while armed. */
 	CHECK_EQ(vrdma_net_recv(d, rx, sizeof(rx)), -EAGAIN);
 	frame_fill(tx, 60, mac, mac, 1);
@@ -1575,6 +1630,19 @@ static void test_backend_death(void)
 			n = vrdma_net_recv(d, buf, sizeof(buf));
 		CHECK_EQ(n, -ENOTCONN);
 	}
+	vrdma_dev_close(d);
+	fb_free(f);
+
+	/* Flush waits for a device that died with frames in the ring. */
+	f = fb_new();
+	REQUIRE(f);
+	d = open_dev(f, NULL);
+	REQUIRE(d);
+	pthread_mutex_lock(&f->lock);
+	fb_kill(f);
+	pthread_mutex_unlock(&f->lock);
+	CHECK_EQ(vrdma_net_send(d, buf, sizeof(buf)), 0); /* not noticed yet */
+	CHECK_EQ(vrdma_net_flush(d, -1), -ENOTCONN);
 	vrdma_dev_close(d);
 	fb_free(f);
 

@@ -1,0 +1,546 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The RoCE v2 transport engine: the data path of one virtio-net RoCE device.
+ *
+ * Work requests posted on send/receive virtqueues become RoCE v2 packets that
+ * leave through the device's switch port; packets arriving for the device run
+ * the responder (requests) or the completer (responses); completions are
+ * written to completion virtqueues. UD, UC and RC (SEND, SEND_WITH_IMM,
+ * RDMA WRITE[_WITH_IMM], RDMA READ), with loss recovery for RC.
+ *
+ * Files (split by role like Linux rxe, code written from the IBTA rules):
+ *   roce_tp.c     per-device context, control-path hooks, rings, scheduling
+ *                 (run queue, per-QP budget), poll/arm/disarm, timers, stats
+ *   roce_sq.c     send queue: WQE slots, fetch + validate sq_req, flush
+ *   roce_rq.c     receive queue: fetch + validate rq_req, flush
+ *   roce_req.c    requester: WQE -> packets (segmentation, PSNs, window)
+ *   roce_comp.c   completer: ACK/NAK/READ responses, retransmit + RNR timers
+ *   roce_resp.c   responder: requests -> memory/receive WQEs, ACK/NAK, READ
+ *                 responses from the responder resources
+ *   roce_recv.c   frames from the switch: classify, queue, parse, demux
+ *   roce_cq.c     completion writer (backlog, overflow, notification)
+ *   roce_mem.c    copies between packets and SGE lists / remote-key ranges
+ *   roce_neigh.c  destination MAC resolution (ARP, IPv6 ND) and answering
+ *                 ARP / NS for the device's own addresses
+ *
+ * Everything runs on the device's loop thread: no locks. Nothing is
+ * allocated per packet (frames come from pkt_alloc's free list; WQE slots
+ * are allocated when a send ring starts, sized from the ring).
+ *
+ * The engine does not know vhost-user: it reaches rings, the wire and
+ * interrupts through struct roce_tp_ops, so tests drive it with fake rings.
+ * Contract with drivers: docs/spec.md "RDMA queues"; design: docs/design.md
+ * "RDMA data path".
+ */
+#ifndef VRDMA_ROCE_ROCE_TP_H
+#define VRDMA_ROCE_ROCE_TP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/loop.h"
+#include "device/roce_dev.h"
+#include "port/pkt.h"
+#include "roce/roce_pkt.h"
+#include "virtio/vq_dev.h"
+
+struct vhost_vring;
+struct roce_tp;
+
+/* ------------------------------------------------------------------------ */
+/* Public interface (glue: src/device/netdev_roce.c, tests, fuzzers)         */
+/* ------------------------------------------------------------------------ */
+
+/* What the engine needs from its environment. */
+struct roce_tp_ops {
+	/* The ring with this index if it is started, else NULL. */
+	struct vhost_vring *(*ring)(void *ctx, uint32_t idx);
+	/* Send a frame into the network (takes ownership). Must not call back
+	 * into the engine synchronously (the switch queues on device ports). */
+	void (*xmit)(void *ctx, struct pkt *p);
+	/* Used entries of r were published: interrupt the driver, always
+	 * (force, e.g. CQ armed) or if it asked (event index / flags). */
+	void (*notify)(void *ctx, struct vhost_vring *r, bool force);
+	/* The driver broke ring r (bad descriptors): report it (optional). */
+	void (*ring_error)(void *ctx, struct vhost_vring *r);
+};
+
+/* Tunables (compile-time). */
+#define ROCE_TP_RXQ_MAX        2048   /* frames queued in the device */
+#define ROCE_TP_RX_BATCH       256    /* frames handled per poll */
+#define ROCE_TP_QP_BUDGET      32     /* packets per QP per turn */
+#define ROCE_TP_RUN_BUDGET     1024   /* packets per poll, all QPs */
+#define ROCE_TP_WINDOW         256    /* RC: unacknowledged PSNs in flight */
+#define ROCE_TP_ACKREQ_EVERY   32     /* RC: AckReq at least every N packets */
+#define ROCE_TP_MAX_MSG_PKTS   (1u << 22) /* packets per message (PSN space) */
+#define ROCE_TP_POLL_NS        200000ull  /* wake-up to poll kick-less rings */
+#define ROCE_TP_NEIGH_SIZE     64     /* neighbour cache entries */
+#define ROCE_TP_NEIGH_QLEN     64     /* frames waiting for one resolution */
+#define ROCE_TP_NEIGH_TRIES    3      /* ARP/NS requests before giving up */
+#define ROCE_TP_NEIGH_RETRY_NS 200000000ull  /* between requests */
+#define ROCE_TP_NEIGH_TTL_NS   60000000000ull /* a resolved entry lives */
+
+struct roce_tp_stats {
+	/* receive */
+	uint64_t rx_frames, rx_bytes;          /* RoCE frames taken from the switch */
+	uint64_t rx_queue_full;                /* dropped: device queue full */
+	uint64_t rx_parse[ROCE_RX_E_NUM];      /* dropped by roce_pkt_parse reason */
+	uint64_t rx_not_ours;                  /* destination GID not ours (any more) */
+	uint64_t rx_no_qp;                     /* no QP with that QPN */
+	uint64_t rx_qp_type;                   /* opcode of another transport */
+	uint64_t rx_qp_state;                  /* QP not in a receiving state */
+	uint64_t rx_pkey;                      /* P_Key not the default */
+	uint64_t rx_bad_src;                   /* RC/UC: not from the QP's peer */
+	uint64_t rx_qkey;                      /* UD: Q_Key mismatch */
+	uint64_t rx_cnp;                       /* congestion notifications */
+	uint64_t rx_dup;                       /* duplicate requests (re-acked) */
+	uint64_t rx_seq_err;                   /* requests out of sequence */
+	uint64_t rx_opcode_seq;                /* bad opcode sequence */
+	uint64_t rx_len_err;                   /* length errors */
+	uint64_t rx_mtu;                       /* payload above the path MTU */
+	uint64_t rx_no_rwqe;                   /* UD/UC: no receive WQE, dropped */
+	uint64_t rx_uc_dropped;                /* UC: packets of a broken message */
+	uint64_t rx_stale_resp;                /* responses for nothing outstanding */
+	uint64_t rx_bad_resp;                  /* malformed responses */
+	uint64_t rx_arp, rx_nd;                /* ARP / ND frames handled */
+	/* transmit */
+	uint64_t tx_frames, tx_bytes;
+	uint64_t tx_nobuf;                     /* pkt_alloc failed */
+	uint64_t tx_build_err;                 /* roce_pkt_build failed (bug) */
+	/* reliable connection */
+	uint64_t acks_sent, naks_sent, rnr_naks_sent, read_resp_sent;
+	uint64_t acks_rcvd, naks_rcvd, rnr_naks_rcvd;
+	uint64_t rewinds;                      /* go-back-N restarts */
+	uint64_t retransmits;                  /* packets sent again */
+	uint64_t timeouts;                     /* retransmit timer expirations */
+	uint64_t dup_reads;                    /* duplicate READs answered again */
+	/* work requests and completions */
+	uint64_t send_wrs, recv_wrs;           /* WQEs popped */
+	uint64_t wc[16];                       /* completions by status */
+	uint64_t wr_bad_chain;                 /* unreadable sq_req / rq_req */
+	uint64_t cqe_written;
+	uint64_t cqe_backlogged;               /* waited for a CQ buffer */
+	uint64_t cq_bad_buffers;               /* CQ buffers shorter than 48 bytes */
+	uint64_t cq_overflows;                 /* CQs that overflowed */
+	uint64_t cqe_dropped;                  /* completions of overflowed CQs */
+	uint64_t ring_errors;                  /* broken rings */
+	uint64_t qp_errors;                    /* QPs moved to ERR by the engine */
+	/* neighbours */
+	uint64_t neigh_requests;               /* ARP requests / NS sent */
+	uint64_t neigh_replies;                /* ARP replies / NA sent */
+	uint64_t neigh_resolved;
+	uint64_t neigh_queued;
+	uint64_t neigh_dropped;                /* frames dropped: queue full, failed */
+};
+
+/* A transport for rd, sending through ops. loop may be NULL (no timers: no
+ * retransmission, no RNR waits; fuzzing). Installs rd->hooks. Returns NULL
+ * on allocation failure. */
+struct roce_tp *roce_tp_new(struct roce_dev *rd, struct loop *loop,
+			    const struct roce_tp_ops *ops, void *ctx);
+/* Free the transport (QPs and CQs must already be destroyed, e.g. by
+ * roce_dev_fini, or they are forgotten). Clears rd->hooks. */
+void roce_tp_free(struct roce_tp *tp);
+/* Device reset: rings are stopped and objects destroyed by the caller;
+ * drops queued frames and the neighbour cache. */
+void roce_tp_reset(struct roce_tp *tp);
+
+/* A frame arrives from the switch (called inside sw_input: only queues).
+ * Returns true if the engine took it (RoCE v2 for one of our GIDs and our
+ * MAC); ARP / NS / NA frames for us are copied (queued) but returns false,
+ * so they also reach the virtio-net receive queue. */
+bool roce_tp_input(struct roce_tp *tp, struct pkt *p);
+
+/* Poller: process queued frames, scheduled QPs, kick-less rings, CQ
+ * backlogs. Returns true if anything was done. */
+bool roce_tp_poll(struct roce_tp *tp);
+/* Before sleeping: re-enable notifications; returns true if work is
+ * pending. */
+bool roce_tp_arm(struct roce_tp *tp);
+/* After waking (notifications may be suppressed again). */
+void roce_tp_disarm(struct roce_tp *tp);
+
+/* Ring events from the vhost server (any ring index of the device). */
+void roce_tp_ring_started(struct roce_tp *tp, struct vhost_vring *r);
+void roce_tp_ring_stopped(struct roce_tp *tp, struct vhost_vring *r);
+void roce_tp_ring_kick(struct roce_tp *tp, struct vhost_vring *r);
+
+const struct roce_tp_stats *roce_tp_get_stats(const struct roce_tp *tp);
+/* Print the non-zero counters. */
+void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f);
+
+/* ------------------------------------------------------------------------ */
+/* Internals shared by src/roce/roce_*.c                                     */
+/* ------------------------------------------------------------------------ */
+
+/* PSN arithmetic (24 bits, modular): sign of a - b. */
+static inline int32_t roce_psn_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)((a - b) << 8) >> 8;
+}
+
+static inline uint32_t roce_psn_add(uint32_t a, uint32_t n)
+{
+	return (a + n) & ROCE_PSN_MASK;
+}
+
+/* An SGE in host order. */
+struct roce_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+enum roce_wqe_state {
+	ROCE_WQE_POSTED = 0, /* not (entirely) sent */
+	ROCE_WQE_SENT,       /* RC: every packet / the READ request sent */
+	ROCE_WQE_DONE,       /* may complete with status */
+};
+
+/* A send work request copied from the send ring. Slots have a fixed stride:
+ * this header, then num_sge struct roce_sge or the inline bytes. */
+struct roce_swqe {
+	uint64_t wr_id;
+	uint16_t head;            /* descriptor to give back */
+	uint8_t opcode;           /* enum virtio_ib_wr_opcode */
+	uint8_t flags;            /* VIRTIO_IB_SEND_* */
+	uint8_t state;            /* enum roce_wqe_state */
+	uint8_t status;           /* completion status once DONE */
+	bool inl;                 /* data is inline */
+	bool bad;                 /* failed validation (status says why) */
+	uint32_t imm;             /* network order */
+	uint32_t length;          /* message bytes */
+	uint32_t num_sge;
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint32_t dqpn, qkey;      /* UD */
+	struct roce_av av;        /* UD: the AH's address vector at post time */
+	uint32_t first_psn;       /* PSN of packet 0 (READ: of the request) */
+	uint32_t npkts;           /* packets (READ: response packets) */
+	uint32_t next;            /* next packet index to send */
+	uint32_t rd_rcvd;         /* READ: response packets received */
+	uint8_t data[];           /* SGEs or inline data */
+};
+
+static inline struct roce_sge *roce_swqe_sge(struct roce_swqe *w)
+{
+	return (struct roce_sge *)(void *)w->data;
+}
+
+static inline uint32_t roce_swqe_last_psn(const struct roce_swqe *w)
+{
+	return roce_psn_add(w->first_psn, w->npkts - 1);
+}
+
+/* The receive WQE being filled (RC/UC SEND in several packets). */
+struct roce_rwqe {
+	uint64_t wr_id;
+	uint16_t head;
+	bool valid;               /* popped and not yet given back */
+	uint8_t status;           /* validation: SUCCESS or the error */
+	uint32_t num_sge;
+	uint64_t length;          /* sum of SGE lengths */
+	struct roce_sge sge[];    /* max_recv_sge */
+};
+
+/* A work completion before it is written (host order). */
+struct roce_wc {
+	uint64_t wr_id;
+	uint32_t byte_len;
+	uint32_t imm;             /* network order */
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint8_t status;
+	uint8_t opcode;
+	uint8_t wc_flags;
+	bool solicited;           /* for SOLICITED arming */
+};
+
+/* A ring with used entries to publish at the end of the current event. */
+struct roce_ring_ref {
+	struct vhost_vring *r;
+	bool dirty;
+	bool force;               /* interrupt regardless of suppression */
+	bool polled;              /* no kick fd */
+	struct roce_ring_ref *next_dirty;
+};
+
+/* Per-CQ state (roce_cq->transport). */
+struct roce_tcq {
+	struct roce_tp *tp;
+	struct roce_cq *cq;
+	struct roce_ring_ref ring;
+	struct roce_wc *backlog;  /* cqe entries */
+	uint32_t bl_head, bl_len, bl_cap;
+	bool overflowed;
+	bool on_bl_list;
+	struct roce_tcq *bl_next;
+};
+
+/* Responder resources: one per outstanding RDMA READ (room for atomics:
+ * type ATOMIC keeps the original value to answer a duplicate). */
+enum roce_res_type {
+	ROCE_RES_NONE = 0,
+	ROCE_RES_READ,
+	ROCE_RES_ATOMIC,          /* reserved (next issue) */
+};
+
+struct roce_rsp_res {
+	uint8_t type;
+	bool active;              /* responses left to send */
+	uint32_t first_psn, last_psn; /* of the whole original READ */
+	uint32_t rkey;
+	uint64_t va;              /* original request */
+	uint32_t len;
+	/* the segment being answered (original or re-requested tail) */
+	uint32_t seg_psn;         /* PSN of its first response */
+	uint64_t seg_va;
+	uint32_t seg_len;
+	uint32_t seg_next;        /* next response index in the segment */
+	uint32_t seg_npkts;
+	uint64_t atomic_orig;     /* ATOMIC: value returned */
+};
+
+enum roce_rsp_msg {
+	ROCE_RSP_NONE = 0,
+	ROCE_RSP_SEND,            /* multi-packet SEND in progress */
+	ROCE_RSP_WRITE,           /* multi-packet WRITE in progress */
+};
+
+/* Per-QP transport state (roce_qp->transport). */
+struct roce_tq {
+	struct roce_tp *tp;
+	struct roce_qp *qp;
+	struct roce_ring_ref sq, rq;
+
+	/* scheduling */
+	bool on_runq;
+	struct roce_tq *run_next;
+	struct roce_tq *all_prev, *all_next;
+	uint8_t state;            /* the QP state the engine last acted on */
+
+	/* send queue: slots [sq_head, sq_tail) are live, free-running
+	 * counters; slot i is at (i & sq_mask) * sq_stride */
+	uint8_t *swqe;
+	uint32_t sq_slots, sq_mask, sq_stride;
+	uint32_t sq_head;         /* oldest not completed */
+	uint32_t sq_cur;          /* being sent */
+	uint32_t sq_tail;         /* next free */
+
+	/* requester */
+	struct roce_path path;    /* RC/UC: from the QP's AV */
+	uint32_t mtu;             /* bytes */
+	uint32_t sq_psn;          /* next PSN to send */
+	uint32_t una;             /* oldest unacknowledged PSN (RC) */
+	uint32_t rd_out;          /* READ requests outstanding */
+	uint8_t retry_left, rnr_left;
+	bool rnr_wait;            /* waiting for the RNR timer */
+	bool stalled;             /* a bad WQE is at sq_cur: send nothing */
+	bool rewind_pending;      /* go back to una at the next turn */
+	uint32_t rewind_mark;     /* una of the last rewind (no repeats) */
+	bool rewind_marked;
+	uint64_t progress_ns;     /* last forward progress (timer) */
+	struct loop_timer rexmit_timer;
+	struct loop_timer rnr_timer;
+
+	/* receive queue */
+	struct roce_rwqe *rwqe;   /* current receive WQE */
+	uint32_t rq_max_sge;
+
+	/* responder */
+	uint32_t epsn;            /* expected PSN */
+	uint32_t msn;
+	uint8_t rsp_msg;          /* enum roce_rsp_msg */
+	uint32_t rsp_off;         /* bytes of the current message so far */
+	uint64_t wr_va;           /* WRITE in progress */
+	uint32_t wr_rkey, wr_len;
+	bool nak_sent;            /* sequence/RNR NAK sent, wait for epsn */
+	bool uc_drop;             /* UC: drop until the next FIRST/ONLY */
+	bool ack_pending;
+	uint8_t ack_syndrome;
+	uint32_t ack_psn;
+	struct roce_rsp_res *res;
+	uint32_t nres, res_next;  /* ring of responder resources */
+	uint32_t res_active;
+};
+
+struct roce_neigh;
+
+/* Per-device transport state. */
+struct roce_tp {
+	struct roce_dev *rd;
+	struct loop *loop;
+	struct roce_tp_ops ops;
+	void *ctx;
+
+	struct pkt_queue rxq;     /* RoCE frames from the switch */
+	struct roce_tq *runq_head, *runq_tail;
+	struct roce_tq *all;      /* every QP */
+	struct roce_tcq *bl_list; /* CQs with a backlog */
+	struct roce_ring_ref *dirty;
+	uint32_t npolled;         /* rings without a kick fd */
+	struct loop_timer poll_timer;
+	uint16_t ip_id;
+	bool in_event;            /* an entry point is running */
+	struct roce_neigh *neigh;
+	struct vq_elem elem;      /* scratch */
+	struct roce_tp_stats stats;
+};
+
+/* ---- roce_tp.c ---- */
+/* Put tq on the run queue (no-op if already there). */
+void roce_tp_schedule(struct roce_tq *tq);
+/* Note that ref's ring has filled used entries; force = interrupt. */
+void roce_tp_ring_dirty(struct roce_tp *tp, struct roce_ring_ref *ref, bool force);
+/* Publish every dirty ring and notify the driver. */
+void roce_tp_commit(struct roce_tp *tp);
+/* The engine moves qp to ERR (or SQE for UC/UD/GSI with sqe) and flushes;
+ * a no-op if it is already there. */
+void roce_tp_qp_error(struct roce_tq *tq, bool sqe);
+/* Send a frame of tq (dmac resolved if the path has none); takes p. */
+void roce_tp_xmit(struct roce_tp *tp, struct pkt *p, const struct roce_path *path);
+/* A ring broke: count, report, and move the owner QP to ERR. */
+void roce_tp_ring_broken(struct roce_tp *tp, struct roce_ring_ref *ref);
+/* Fill a path from an address vector for qp (smac, sport...). */
+void roce_tp_path_from_av(const struct roce_tp *tp, const struct roce_qp *qp,
+			  const struct roce_av *av, struct roce_path *path);
+
+/* ---- roce_sq.c ---- */
+/* Allocate WQE slots for the started send ring (sized from it). Returns 0
+ * or -ENOMEM. */
+int roce_sq_attach(struct roce_tq *tq);
+/* Drop the slots (no completions). */
+void roce_sq_detach(struct roce_tq *tq);
+static inline struct roce_swqe *roce_sq_wqe(const struct roce_tq *tq, uint32_t i)
+{
+	return (struct roce_swqe *)(void *)(tq->swqe + (size_t)(i & tq->sq_mask) * tq->sq_stride);
+}
+/* Pop and validate up to max WRs into free slots. Returns the number
+ * fetched. */
+uint32_t roce_sq_fetch(struct roce_tq *tq, uint32_t max);
+/* Parse one send-ring element into w (validation failures set w->bad and
+ * w->status; never fails otherwise). Exposed for the fuzzer. */
+void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe *w);
+/* Complete the WQE at sq_head with status (signaled or error -> CQ) and
+ * give its descriptor back. */
+void roce_sq_complete_head(struct roce_tq *tq, uint8_t status);
+/* Flush: every live WQE and every WR still in the send ring completes
+ * with WR_FLUSH_ERR. */
+void roce_sq_flush(struct roce_tq *tq);
+/* Give every live WQE's descriptor back without completion (RESET). */
+void roce_sq_drop(struct roce_tq *tq);
+/* The completion opcode of a send WR opcode. */
+uint8_t roce_wc_opcode_of_wr(uint8_t wr_opcode);
+
+/* ---- roce_rq.c ---- */
+int roce_rq_init(struct roce_tq *tq);
+void roce_rq_fini(struct roce_tq *tq);
+/* Make tq->rwqe valid (pop + validate). Returns 1, 0 if the receive ring
+ * is empty, -EIO if the ring broke. */
+int roce_rq_get(struct roce_tq *tq);
+/* Complete tq->rwqe (to the receive CQ) and give it back. */
+void roce_rq_complete(struct roce_tq *tq, struct roce_wc *wc);
+/* Flush the current WQE and the ring with WR_FLUSH_ERR. */
+void roce_rq_flush(struct roce_tq *tq);
+/* Give the current WQE back without completion (RESET). */
+void roce_rq_drop(struct roce_tq *tq);
+/* Parse a receive-ring element into w (max_sge entries available). */
+void roce_rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rwqe *w);
+
+/* ---- roce_req.c ---- */
+/* Requester turn: fetch and send up to budget packets. Returns packets
+ * sent; *more is set if it stopped because of the budget. */
+uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more);
+/* Go back to tq->una (RC go-back-N). */
+void roce_req_rewind(struct roce_tq *tq);
+/* Number of response packets (READ) or packets of w for mtu. */
+uint32_t roce_req_npkts(const struct roce_swqe *w, uint32_t mtu);
+
+/* ---- roce_comp.c ---- */
+/* A response packet (RC ACK, NAK, READ response) for tq. */
+void roce_comp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi);
+/* Complete every WQE at the head that is DONE (in order). */
+void roce_comp_drain(struct roce_tq *tq);
+/* Start/refresh the retransmit timer after sending. */
+void roce_comp_arm_timer(struct roce_tq *tq);
+/* Timer callbacks. */
+void roce_comp_rexmit_timer(struct loop_timer *t, void *arg);
+void roce_comp_rnr_timer(struct loop_timer *t, void *arg);
+/* Nanoseconds of an RNR timer code (IBTA table). */
+uint64_t roce_rnr_timer_ns(uint8_t code);
+/* Nanoseconds of a local ACK timeout code (0 = infinite -> 0). */
+uint64_t roce_ack_timeout_ns(uint8_t code);
+/* Reset requester state (RTS entry, RESET). */
+void roce_comp_reset(struct roce_tq *tq);
+
+/* ---- roce_resp.c ---- */
+/* A request packet for tq. */
+void roce_resp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi, const struct pkt *p);
+/* Responder turn: READ responses and the pending ACK. Returns packets. */
+uint32_t roce_resp_run(struct roce_tq *tq, uint32_t budget, bool *more);
+/* Send the coalesced ACK if due (no READ responses before it). */
+void roce_resp_flush_ack(struct roce_tq *tq);
+int roce_resp_init(struct roce_tq *tq);
+void roce_resp_fini(struct roce_tq *tq);
+/* Reset responder state (RTR entry, RESET). */
+void roce_resp_reset(struct roce_tq *tq);
+/* Whether the responder has packets to send. */
+bool roce_resp_busy(const struct roce_tq *tq);
+
+/* ---- roce_recv.c ---- */
+/* Handle up to max queued frames. Returns the number handled. */
+uint32_t roce_recv_run(struct roce_tp *tp, uint32_t max);
+/* Handle one frame (takes p). */
+void roce_recv_one(struct roce_tp *tp, struct pkt *p);
+
+/* ---- roce_cq.c ---- */
+int roce_cq_attach_hook(struct roce_dev *rd, struct roce_cq *cq);
+void roce_cq_detach_hook(struct roce_dev *rd, struct roce_cq *cq);
+/* Post a completion to cq (written now, or backlogged). */
+void roce_cq_post(struct roce_tp *tp, struct roce_cq *cq, const struct roce_wc *wc);
+/* Write backlogged completions into newly posted buffers. Returns true if
+ * any was written. */
+bool roce_cq_drain(struct roce_tcq *tc);
+/* The ring of cq started / stopped. */
+void roce_cq_ring_set(struct roce_tcq *tc, struct vhost_vring *r);
+
+/* ---- roce_mem.c ---- */
+/* Copy len bytes at message offset off of a send WQE (SGEs or inline)
+ * into dst. Returns 0 or a WC status (LOC_PROT_ERR). */
+int roce_mem_from_swqe(struct roce_tq *tq, struct roce_swqe *w, uint32_t off,
+		       uint8_t *dst, uint32_t len);
+/* Copy len bytes from src to the SGE list sge[0..n) at offset off (local
+ * keys, LOCAL_WRITE). Returns 0 or a WC status. */
+int roce_mem_to_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
+		     uint64_t off, const uint8_t *src, uint32_t len);
+/* Check an SGE list: keys of the QP's PD with access, in bounds. Returns
+ * 0 or a WC status (LOC_PROT_ERR / LOC_LEN_ERR). *total gets the sum. */
+int roce_mem_check_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
+			uint32_t access, uint64_t *total);
+/* The MR of a remote key if the QP allows access, the key matches, and
+ * [va, va+len) is inside it; NULL otherwise. len 0 is always allowed
+ * (returns a non-NULL dummy only if needed: callers skip len 0). */
+struct roce_mr *roce_mem_rkey(struct roce_tq *tq, uint32_t rkey, uint64_t va,
+			      uint64_t len, uint32_t access);
+/* Copy to / from a remote-key range (already checked by roce_mem_rkey).
+ * Returns 0 or -EFAULT. */
+int roce_mem_to_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
+		   const uint8_t *src, uint32_t len);
+int roce_mem_from_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
+		     uint8_t *dst, uint32_t len);
+
+/* ---- roce_neigh.c ---- */
+struct roce_neigh *roce_neigh_new(struct roce_tp *tp);
+void roce_neigh_free(struct roce_neigh *n);
+void roce_neigh_flush(struct roce_neigh *n);
+/* Send p to gid (IPv4-mapped or IPv6) once its MAC is known: now if
+ * cached, else queued while resolving. Takes p. */
+void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[16],
+		       const uint8_t dgid[16]);
+/* ARP / ICMPv6 ND frame for us (a private copy, from the rx queue). */
+void roce_neigh_rx(struct roce_neigh *n, struct pkt *p);
+/* Whether frame p (len >= 14) is ARP / NS / NA the neighbour code wants. */
+bool roce_neigh_wants(const struct roce_tp *tp, const struct pkt *p);
+
+#endif /* VRDMA_ROCE_ROCE_TP_H */
