@@ -77,10 +77,11 @@ $(CORE_LIB): $(call obj,$(CORE_SRCS))
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(DRIVER_SO): $(call obj,$(DRIVER_SRCS))
+$(DRIVER_SO): $(call obj,$(DRIVER_SRCS)) src/driver/libvrdma.map
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) -shared -Wl,-soname,libvrdma.so -Wl,-z,defs $(LDFLAGS) $^ -o $@ $(LDLIBS)
+	$(Q)$(CC) -shared -Wl,-soname,libvrdma.so -Wl,--version-script=src/driver/libvrdma.map \
+		-Wl,-z,defs $(LDFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
 $(VERBS_SO): $(call obj,$(VERBS_SRCS) $(DRIVER_SRCS)) src/verbs/libibverbs.map
 	@mkdir -p $(dir $@)

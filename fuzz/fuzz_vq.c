@@ -22,8 +22,10 @@
  *   [4..5]  avail->idx
  *   [6..7]  used->idx, and used_event
  *   then    num * 16 bytes of descriptors, num * 2 bytes of avail ring,
- *           up to 16 KiB of indirect area; in the driver phase, what is left
- *           overwrites the used ring the driver reads.
+ *           up to 16 KiB of indirect area.
+ *   Driver phase (flags & 32): a driver adds chains (flags 1 event_idx,
+ *   2 some indirect, 8 callbacks off, 16 toggle callbacks), then what follows
+ *   the header overwrites the used ring it reads.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -205,7 +207,8 @@ static void device_phase(uint16_t num, uint8_t flags, uint16_t base,
 }
 
 /* A driver with a few chains out, facing a used ring written by the input. */
-static void driver_phase(uint16_t num, const uint8_t *p, size_t left)
+static void driver_phase(uint16_t num, uint8_t flags, uint16_t base, const uint8_t *p,
+			 size_t left)
 {
 	struct vq_drv drv;
 	struct vq_buf b[3] = { { GPA_A, 8 }, { GPA_A + 8, 8 }, { GPA_A + 16, 8 } };
@@ -214,13 +217,22 @@ static void driver_phase(uint16_t num, const uint8_t *p, size_t left)
 	unsigned i, got = 0;
 	size_t n;
 
-	if (vq_drv_init(&drv, view, num, true))
+	if (vq_drv_init(&drv, view, num, flags & 1))
 		abort();
-	for (i = 0; i < num; i++)
-		if (vq_drv_add(&drv, b, 1 + i % 2, b + 2, i % 3 == 0, &toks[i]))
+	vq_drv_set_base(&drv, base);
+	vq_drv_set_indirect(&drv, (struct vring_desc *)view_of(GPA_B), GPA_B, 4);
+	for (i = 0; i < num; i++) {
+		int rc = (flags & 2) && (i & 1) ?
+			vq_drv_add_indirect(&drv, b, 1 + i % 2, b + 2, i % 3 == 0, &toks[i]) :
+			vq_drv_add(&drv, b, 1 + i % 2, b + 2, i % 3 == 0, &toks[i]);
+
+		if (rc)
 			break;
+	}
+	if (flags & 8)
+		vq_drv_disable_cb(&drv);
 	vq_drv_kick_prepare(&drv);
-	/* The bad device: used ring (ids, lens), flags, idx, avail_event. */
+	/* The bad device: used ring (flags, idx, ids, lens, avail_event). */
 	n = MIN(left, 4 + 8ull * num + 2);
 	memcpy(drv.used, p, n);
 	for (i = 0; i < 2u * num + 2; i++) {
@@ -228,7 +240,10 @@ static void driver_phase(uint16_t num, const uint8_t *p, size_t left)
 			got++;
 		else if (!vq_drv_has_used(&drv))
 			break;
+		if ((flags & 16) && (i & 3) == 0 && !vq_drv_enable_cb(&drv))
+			vq_drv_disable_cb(&drv);
 	}
+	vq_drv_kick_prepare(&drv);
 	if (drv.num_free > num)
 		abort();
 	/* The free list is intact: everything free can be added again. */
@@ -263,7 +278,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	memset(view, 0, FILE_LEN);
 	if (flags & 32) {
-		driver_phase(num, data, size);
+		driver_phase(num, flags, base, data, size);
 		return 0;
 	}
 	{

@@ -413,6 +413,8 @@ void vrdma_dev_close(struct vrdma_dev *dev)
 	}
 	/* From here on nothing talks to the back-end any more. */
 	atomic_store(&dev->dead, true);
+	if (dev->rdma_destroy)
+		dev->rdma_destroy(dev);
 	vrdma_mem_dev_unregister(dev);
 	vrdma_dev_unlock(dev);
 	dev_free(dev);

@@ -115,6 +115,13 @@ struct vrdma_dev {
 	struct vrdma_net_tx tx;
 	struct vrdma_ctrl ctrl;
 
+	/* RDMA part (src/driver, vrdma_rdma.h): its state, and a destructor
+	 * vrdma_dev_close() calls with the lock held, after the device reset
+	 * (dead is set: nothing may talk to the back-end) and before shares,
+	 * queues and shared memory are freed. */
+	void *rdma;
+	void (*rdma_destroy)(struct vrdma_dev *dev);
+
 	int epfd;                 /* vrdma_dev_event_fd */
 	struct vrdma_mem_share *shares; /* this device's handles (mem_share.c) */
 	bool registered;          /* in the process-wide device list */

@@ -333,6 +333,7 @@ struct roce_tq {
 	uint32_t mtu;             /* bytes */
 	uint32_t sq_psn;          /* next PSN to send */
 	uint32_t una;             /* oldest unacknowledged PSN (RC) */
+	uint32_t psn_hwm;         /* highest PSN sent + 1 (retransmit count) */
 	uint32_t rd_out;          /* READ requests outstanding */
 	uint8_t retry_left, rnr_left;
 	bool rnr_wait;            /* waiting for the RNR timer */
@@ -384,7 +385,8 @@ struct roce_tp {
 	uint16_t ip_id;
 	bool in_event;            /* an entry point is running */
 	struct roce_neigh *neigh;
-	struct vq_elem elem;      /* scratch */
+	struct vq_elem elem;      /* scratch: send / receive rings */
+	struct vq_elem cq_elem;   /* scratch: completion rings */
 	struct roce_tp_stats stats;
 };
 
@@ -393,6 +395,8 @@ struct roce_tp {
 void roce_tp_schedule(struct roce_tq *tq);
 /* Note that ref's ring has filled used entries; force = interrupt. */
 void roce_tp_ring_dirty(struct roce_tp *tp, struct roce_ring_ref *ref, bool force);
+/* Point ref at ring r (NULL: none), publishing what the old ring has. */
+void roce_tp_ring_ref_set(struct roce_tp *tp, struct roce_ring_ref *ref, struct vhost_vring *r);
 /* Publish every dirty ring and notify the driver. */
 void roce_tp_commit(struct roce_tp *tp);
 /* The engine moves qp to ERR (or SQE for UC/UD/GSI with sqe) and flushes;

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * libvrdma RDMA part (private): the per-device shadow of every RDMA object
+ * the library created on the device, and the CQ / QP objects with their
+ * virtqueues. Public API: include/vrdma/vrdma_rdma.h.
+ *
+ * Files:
+ *   rdma_dev.c  per-device state, command helper, QUERY_DEVICE/PORT, GIDs,
+ *               PDs, AHs, statistics, teardown on close
+ *   rdma_mr.c   memory regions (vrdma_mem_share + REG_USER_MR, DMA MR)
+ *   rdma_cq.c   completion queues: CREATE_CQ + completion virtqueue, poll,
+ *               arm, events
+ *   rdma_qp.c   queue pairs: CREATE_QP + send/receive virtqueues, modify,
+ *               query, post send / receive
+ *
+ * Locking: the shadow tables and every command are under the device lock
+ * (dev->lock, recursive: vrdma_ctrl_cmd takes it again). A CQ's virtqueue is
+ * under cq->lock, a QP's send and receive virtqueues under their own
+ * wq->lock (spinlocks: held for a few hundred ns, never across a system
+ * call other than an eventfd write). Lock order: device lock, then a queue
+ * lock.
+ */
+#ifndef VRDMA_DRIVER_RDMA_PRIV_H
+#define VRDMA_DRIVER_RDMA_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "driver/dev.h"
+#include "vrdma/vrdma_rdma.h"
+
+/* Net queue pairs (N of the virtqueue layout): libvrdma never uses MQ. */
+#define VRDMA_RDMA_NET_PAIRS 1
+/* Largest GID table we shadow (the device reports 16). */
+#define VRDMA_RDMA_MAX_GIDS 256
+/* Completion buffer size (struct virtio_rdma_cq_req). */
+#define VRDMA_CQE_SIZE sizeof(struct virtio_rdma_cq_req)
+
+struct vrdma_rdma_pd {
+	bool live;
+	uint32_t refs;            /* MRs, QPs and AHs using it */
+};
+
+struct vrdma_rdma_mr {
+	bool live;
+	bool dma;                 /* GET_DMA_MR */
+	uint32_t pdn;
+	uint32_t lkey, rkey;
+	struct vrdma_mem_share *sh; /* the shared pages (user MRs) */
+};
+
+struct vrdma_rdma_ah {
+	bool live;
+	uint32_t pdn;
+};
+
+struct vrdma_rdma_gid {
+	bool valid;
+	uint8_t raw[16];
+};
+
+/* The RDMA state of one device (dev->rdma), created by the first RDMA call. */
+struct vrdma_rdma {
+	struct vrdma_dev *dev;
+	struct vrdma_device_attr attr;
+	uint32_t gid_tbl_len;
+	uint32_t max_msg_sz;
+	uint32_t ncq_rings;       /* M */
+	uint32_t nqp_rings;       /* L */
+
+	/* shadow tables, indexed by the device's handle */
+	struct vrdma_rdma_pd *pds;
+	uint32_t pds_cap, npds;
+	struct vrdma_rdma_mr *mrs;
+	uint32_t mrs_cap, nmrs;
+	struct vrdma_rdma_ah *ahs;
+	uint32_t ahs_cap, nahs;
+	struct vrdma_cq **cqs;    /* M entries, by cqn */
+	uint32_t ncqs;
+	struct vrdma_qp **qps;    /* L entries, by QP index */
+	uint32_t nqps;            /* not counting GSI */
+	struct vrdma_rdma_gid *gids; /* gid_tbl_len entries; 0 and 1 unused */
+	bool ipv4_known;
+	uint8_t ipv4[4];
+
+	/* counters (dead queues' data-path counters are folded in) */
+	uint64_t cmds, cmd_errors;
+	uint64_t send_wrs, recv_wrs, wcs, sq_full, rq_full, bad_wcs;
+};
+
+struct vrdma_cq {
+	struct vrdma_dev *dev;
+	uint32_t cqn;
+	uint32_t num;             /* capacity = ring entries = buffers */
+	struct vrdma_queue *q;
+	struct virtio_rdma_cq_req *bufs; /* num buffers (shm) */
+	size_t bufs_bytes;
+	uint32_t refs;            /* QPs using it (device lock) */
+	pthread_spinlock_t lock;  /* the virtqueue */
+	uint64_t wcs, bad;
+};
+
+/* A send or receive work queue. */
+struct vrdma_wq {
+	struct vrdma_queue *q;
+	uint8_t *slots;           /* nslots * slot_size bytes (shm) */
+	size_t slot_size;
+	size_t slots_bytes;
+	uint32_t nslots;          /* = the capacity told to the device */
+	uint32_t *free;           /* free slot indexes (stack) */
+	uint32_t nfree;
+	pthread_spinlock_t lock;
+	uint64_t posted, full, bad;
+};
+
+struct vrdma_qp {
+	struct vrdma_dev *dev;
+	uint32_t qpn;
+	uint32_t index;           /* vrdma_qpn_index(qpn) */
+	uint32_t pdn;
+	uint8_t type;
+	bool sq_sig_all;
+	struct vrdma_cq *send_cq, *recv_cq;
+	struct vrdma_qp_cap cap;
+	uint32_t max_msg_sz;
+	uint32_t max_sge_rd;
+	_Atomic uint8_t state;    /* last state set by modify / seen by query */
+	struct vrdma_wq sq, rq;
+};
+
+/* The RDMA state of dev, created on first use (QUERY_DEVICE and QUERY_PORT
+ * are sent then). Device lock held. Returns 0 and *out, -EOPNOTSUPP (no
+ * RoCE), -ENOTCONN, -ENOMEM, or the command's error. */
+int vrdma_rdma_get(struct vrdma_dev *dev, struct vrdma_rdma **out);
+
+/*
+ * Send RoCE command cmd (device lock held). Returns 0 (VIRTIO_NET_OK, out
+ * filled), 1 (VIRTIO_NET_ERR: refused, nothing changed), or a negative
+ * errno of the control queue.
+ */
+int vrdma_rdma_cmd(struct vrdma_rdma *r, uint8_t cmd, const void *in, size_t in_len,
+		   void *out, size_t out_len);
+
+/* Grow a shadow table (array of elem-byte entries, zero-filled) to hold
+ * index idx. Returns 0 or -ENOMEM. */
+int vrdma_rdma_table_reserve(void **tab, uint32_t *cap, size_t elem, uint32_t idx);
+
+/* Whether pdn is a live PD of r. */
+static inline bool vrdma_rdma_pd_live(const struct vrdma_rdma *r, uint32_t pdn)
+{
+	return pdn && pdn < r->pds_cap && r->pds[pdn].live;
+}
+
+/* Address vector checks shared by CREATE_AH and MODIFY_QP (AV). Returns 0
+ * or -EINVAL. */
+int vrdma_rdma_check_av(const struct vrdma_rdma *r, const struct vrdma_ah_attr *a);
+/* struct vrdma_ah_attr to its wire form. */
+void vrdma_rdma_av_to_wire(const struct vrdma_ah_attr *a, struct virtio_rdma_ah_attr *w);
+void vrdma_rdma_av_from_wire(const struct virtio_rdma_ah_attr *w, struct vrdma_ah_attr *a);
+
+/* Smallest power of two >= v (v <= 32768), at least 1. */
+static inline uint32_t vrdma_rdma_pow2(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+/* Teardown on close (rdma_dev.c calls the two below): free CQs / QPs
+ * without talking to the dead back-end. */
+void vrdma_rdma_cq_free(struct vrdma_rdma *r, struct vrdma_cq *cq);
+void vrdma_rdma_qp_free(struct vrdma_rdma *r, struct vrdma_qp *qp);
+
+#endif /* VRDMA_DRIVER_RDMA_PRIV_H */

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Completion writer. A completion goes into the next buffer the driver
+ * posted on the CQ's completion virtqueue (one struct virtio_rdma_cq_req per
+ * buffer, used length 48), in completion order. Without a free buffer it is
+ * kept in the CQ's backlog (at most cqe entries, preallocated) and written
+ * as soon as buffers arrive; a completion beyond that overflows the CQ (see
+ * docs/spec.md "RDMA queues": counted, logged, the CQ's QPs go to ERR).
+ *
+ * Notification: roce_cq_notify_check() decides for each entry written
+ * whether the CQ's arming (REQ_NOTIFY_CQ) asks for an interrupt; the ring is
+ * then interrupted unconditionally (force), otherwise the virtio
+ * suppression rules (event index / NO_INTERRUPT) decide.
+ */
+#include "roce/roce_tp.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "vhost/vhost_server.h"
+
+int roce_cq_attach_hook(struct roce_dev *rd, struct roce_cq *cq)
+{
+	struct roce_tcq *tc = calloc(1, sizeof(*tc));
+
+	if (!tc)
+		return -ENOMEM;
+	tc->tp = rd->hooks.arg;
+	tc->cq = cq;
+	tc->bl_cap = cq->cqe ? cq->cqe : 1;
+	tc->backlog = calloc(tc->bl_cap, sizeof(*tc->backlog));
+	if (!tc->backlog) {
+		free(tc);
+		return -ENOMEM;
+	}
+	cq->transport = tc;
+	return 0;
+}
+
+void roce_cq_detach_hook(struct roce_dev *rd, struct roce_cq *cq)
+{
+	struct roce_tcq *tc = cq->transport;
+	struct roce_tp *tp = rd->hooks.arg;
+	struct roce_tcq **pp;
+
+	if (!tc)
+		return;
+	if (tc->on_bl_list) {
+		for (pp = &tp->bl_list; *pp; pp = &(*pp)->bl_next) {
+			if (*pp == tc) {
+				*pp = tc->bl_next;
+				break;
+			}
+		}
+	}
+	roce_tp_ring_ref_set(tp, &tc->ring, NULL);
+	free(tc->backlog);
+	free(tc);
+	cq->transport = NULL;
+}
+
+void roce_cq_ring_set(struct roce_tcq *tc, struct vhost_vring *r)
+{
+	roce_tp_ring_ref_set(tc->tp, &tc->ring, r);
+	if (r && !r->vq.broken && !tc->ring.polled)
+		/* Buffers the driver adds matter only with a backlog. */
+		vq_dev_set_notify(&r->vq, tc->bl_len > 0);
+	if (r && tc->bl_len)
+		roce_cq_drain(tc);
+}
+
+/* Write one completion into the next buffer. Returns false if none. */
+static bool cq_write(struct roce_tcq *tc, const struct roce_wc *wc)
+{
+	struct roce_tp *tp = tc->tp;
+	struct vhost_vring *r = tc->ring.r;
+	struct vq_elem *e = &tp->cq_elem;
+	struct virtio_rdma_cq_req c;
+
+	if (!r || r->vq.broken)
+		return false;
+	for (;;) {
+		int rc = vq_dev_pop(&r->vq, e);
+
+		if (rc == 0)
+			return false;
+		if (rc < 0) {
+			roce_tp_ring_broken(tp, &tc->ring);
+			return false;
+		}
+		if (e->in_len >= sizeof(c))
+			break;
+		/* Too small for a completion: a driver bug. Give it back
+		 * unused and take the next one. */
+		tp->stats.cq_bad_buffers++;
+		vq_dev_fill(&r->vq, e->head, 0);
+		roce_tp_ring_dirty(tp, &tc->ring, false);
+	}
+	memset(&c, 0, sizeof(c));
+	c.wr_id = htole64(wc->wr_id);
+	c.status = wc->status;
+	c.opcode = wc->opcode;
+	c.byte_len = htole32(wc->byte_len);
+	c.imm_data = wc->imm;
+	c.qp_num = htole32(wc->qp_num);
+	c.src_qp = htole32(wc->src_qp);
+	c.wc_flags = htole32(wc->wc_flags);
+	vq_elem_write(e, 0, &c, sizeof(c));
+	vq_dev_fill(&r->vq, e->head, sizeof(c));
+	roce_tp_ring_dirty(tp, &tc->ring,
+			   roce_cq_notify_check(tc->cq, wc->solicited ||
+						wc->status != VIRTIO_IB_WC_SUCCESS));
+	tp->stats.cqe_written++;
+	return true;
+}
+
+static void cq_overflow(struct roce_tcq *tc)
+{
+	struct roce_tp *tp = tc->tp;
+	struct roce_tq *tq;
+
+	tc->overflowed = true;
+	tp->stats.cq_overflows++;
+	LOG_PEER("roce: CQ %u overflowed (%u completions waiting for buffers): "
+		 "its QPs go to the error state", tc->cq->cqn, tc->bl_len);
+	for (tq = tp->all; tq; tq = tq->all_next)
+		if (tq->qp->send_cq == tc->cq || tq->qp->recv_cq == tc->cq)
+			roce_tp_qp_error(tq, false);
+}
+
+void roce_cq_post(struct roce_tp *tp, struct roce_cq *cq, const struct roce_wc *wc)
+{
+	struct roce_tcq *tc = cq->transport;
+
+	if (!tc)
+		return;
+	if (tc->overflowed) {
+		tp->stats.cqe_dropped++;
+		return;
+	}
+	if (!tc->bl_len && cq_write(tc, wc))
+		return;
+	if (tc->bl_len == tc->bl_cap) {
+		tp->stats.cqe_dropped++;
+		cq_overflow(tc);
+		return;
+	}
+	tc->backlog[(tc->bl_head + tc->bl_len) % tc->bl_cap] = *wc;
+	tc->bl_len++;
+	tp->stats.cqe_backlogged++;
+	if (!tc->on_bl_list) {
+		tc->on_bl_list = true;
+		tc->bl_next = tp->bl_list;
+		tp->bl_list = tc;
+		if (tc->ring.r && !tc->ring.r->vq.broken && !tc->ring.polled)
+			vq_dev_set_notify(&tc->ring.r->vq, true);
+	}
+}
+
+bool roce_cq_drain(struct roce_tcq *tc)
+{
+	bool any = false;
+
+	while (tc->bl_len && cq_write(tc, &tc->backlog[tc->bl_head])) {
+		tc->bl_head = (tc->bl_head + 1) % tc->bl_cap;
+		tc->bl_len--;
+		any = true;
+	}
+	if (!tc->bl_len) {
+		tc->bl_head = 0;
+		if (tc->ring.r && !tc->ring.r->vq.broken && !tc->ring.polled)
+			vq_dev_set_notify(&tc->ring.r->vq, false);
+	}
+	return any;
+}

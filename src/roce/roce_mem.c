@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Data movement between packets and registered memory. Every access looks
+ * the key up again (an MR deregistered while a WR is outstanding is
+ * detected, not used) and goes through roce_mr_to_iov(), which checks the
+ * range against the MR and, for DMA MRs, against the driver's shared memory.
+ */
+#include "roce/roce_tp.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "common/util.h"
+
+#define MEM_IOV 16
+
+/* Copy between buf and [iova, iova + len) of mr (to_mr: buf -> MR).
+ * Returns 0 or -EFAULT. */
+static int mr_copy(const struct roce_dev *rd, const struct roce_mr *mr, uint64_t iova,
+		   uint8_t *buf, uint64_t len, bool to_mr)
+{
+	struct iovec iov[MEM_IOV];
+
+	while (len) {
+		uint64_t piece = MIN(len, 8ull * VRDMA_PAGE_SIZE - (iova & (VRDMA_PAGE_SIZE - 1)));
+		int n;
+
+		for (;;) {
+			n = roce_mr_to_iov(rd, mr, iova, piece, iov, MEM_IOV);
+			if (n != -E2BIG)
+				break;
+			if (piece <= 1)
+				return -EFAULT;
+			piece /= 2;
+		}
+		if (n < 0)
+			return -EFAULT;
+		for (int i = 0; i < n; i++) {
+			if (to_mr)
+				memcpy(iov[i].iov_base, buf, iov[i].iov_len);
+			else
+				memcpy(buf, iov[i].iov_base, iov[i].iov_len);
+			buf += iov[i].iov_len;
+		}
+		iova += piece;
+		len -= piece;
+	}
+	return 0;
+}
+
+int roce_mem_check_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
+			uint32_t access, uint64_t *total)
+{
+	const struct roce_dev *rd = tq->tp->rd;
+	const struct roce_pd *pd = tq->qp->pd;
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct roce_mr *mr;
+		uint64_t a = sge[i].addr, l = sge[i].length;
+
+		if (!l)
+			continue;
+		mr = roce_mr_lookup_lkey(rd, sge[i].lkey, pd, access);
+		if (!mr)
+			return VIRTIO_IB_WC_LOC_PROT_ERR;
+		if (mr->type == ROCE_MR_USER) {
+			if (a < mr->iova || a - mr->iova > mr->length ||
+			    l > mr->length - (a - mr->iova))
+				return VIRTIO_IB_WC_LOC_PROT_ERR;
+		} else if (a > UINT64_MAX - (l - 1)) {
+			return VIRTIO_IB_WC_LOC_PROT_ERR;
+		}
+		sum += l;
+	}
+	*total = sum;
+	return 0;
+}
+
+/* Walk SGEs from message offset off over len bytes; copy each piece. */
+static int sges_copy(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n, uint64_t off,
+		     uint8_t *buf, uint32_t len, uint32_t access, bool to_mem)
+{
+	const struct roce_dev *rd = tq->tp->rd;
+	const struct roce_pd *pd = tq->qp->pd;
+
+	for (uint32_t i = 0; i < n && len; i++) {
+		const struct roce_mr *mr;
+		uint32_t chunk;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		chunk = (uint32_t)MIN((uint64_t)len, sge[i].length - off);
+		mr = roce_mr_lookup_lkey(rd, sge[i].lkey, pd, access);
+		if (!mr || mr_copy(rd, mr, sge[i].addr + off, buf, chunk, to_mem))
+			return VIRTIO_IB_WC_LOC_PROT_ERR;
+		buf += chunk;
+		len -= chunk;
+		off = 0;
+	}
+	return len ? VIRTIO_IB_WC_LOC_LEN_ERR : 0;
+}
+
+int roce_mem_from_swqe(struct roce_tq *tq, struct roce_swqe *w, uint32_t off,
+		       uint8_t *dst, uint32_t len)
+{
+	if (!len)
+		return 0;
+	if (w->inl) {
+		if (off > w->length || len > w->length - off)
+			return VIRTIO_IB_WC_LOC_LEN_ERR;
+		memcpy(dst, w->data + off, len);
+		return 0;
+	}
+	return sges_copy(tq, roce_swqe_sge(w), w->num_sge, off, dst, len, 0, false);
+}
+
+int roce_mem_to_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
+		     uint64_t off, const uint8_t *src, uint32_t len)
+{
+	if (!len)
+		return 0;
+	return sges_copy(tq, sge, n, off, (uint8_t *)src, len, VIRTIO_IB_ACCESS_LOCAL_WRITE,
+			 true);
+}
+
+struct roce_mr *roce_mem_rkey(struct roce_tq *tq, uint32_t rkey, uint64_t va,
+			      uint64_t len, uint32_t access)
+{
+	const struct roce_qp *qp = tq->qp;
+	struct roce_mr *mr;
+	uint64_t off;
+
+	if ((qp->attr.qp_access_flags & access) != access)
+		return NULL;
+	mr = roce_mr_lookup_rkey(tq->tp->rd, rkey, qp->pd, access);
+	if (!mr || mr->type != ROCE_MR_USER || va < mr->iova)
+		return NULL;
+	off = va - mr->iova;
+	if (off > mr->length || len > mr->length - off)
+		return NULL;
+	return mr;
+}
+
+int roce_mem_to_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
+		   const uint8_t *src, uint32_t len)
+{
+	return mr_copy(tp->rd, mr, va, (uint8_t *)src, len, true);
+}
+
+int roce_mem_from_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
+		     uint8_t *dst, uint32_t len)
+{
+	return mr_copy(tp->rd, mr, va, dst, len, false);
+}

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Requester: turns send WQEs into packets.
+ *
+ * Segmentation: a message of L bytes goes out as max(1, ceil(L / PMTU))
+ * packets of PMTU bytes, the last one shorter (SEND/WRITE FIRST, MIDDLE...,
+ * LAST or ONLY; RETH on the first, ImmDt on the last). An RDMA READ is one
+ * request packet that consumes as many PSNs as there will be response
+ * packets. UD sends one packet of at most the port MTU.
+ *
+ * PSNs are assigned in WQE order from sq_psn, so they are a pure function of
+ * the WQE sequence and the MTU: go-back-N (roce_req_rewind) just moves the
+ * send position back to the WQE holding the oldest unacknowledged PSN and
+ * regenerates the packets from the WR's memory (nothing is buffered).
+ *
+ * RC flow control: at most ROCE_TP_WINDOW PSNs unacknowledged; at most
+ * max_rd_atomic READs outstanding; a FENCE WR waits for earlier READs;
+ * AckReq on the last packet of a message and every ROCE_TP_ACKREQ_EVERY
+ * packets (the responder coalesces its ACKs per receive batch).
+ */
+#include "roce/roce_tp.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "common/util.h"
+
+uint32_t roce_req_npkts(const struct roce_swqe *w, uint32_t mtu)
+{
+	if (!mtu || !w->length)
+		return 1;
+	return (uint32_t)(((uint64_t)w->length + mtu - 1) / mtu);
+}
+
+static bool wr_has_imm(uint8_t opcode)
+{
+	return opcode == VIRTIO_IB_WR_SEND_WITH_IMM || opcode == VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM;
+}
+
+static uint8_t req_opcode(uint8_t type, const struct roce_swqe *w, uint32_t k)
+{
+	bool only = w->npkts == 1, first = k == 0, last = k + 1 == w->npkts;
+	bool imm = wr_has_imm(w->opcode);
+	uint8_t op;
+
+	if (type == VIRTIO_IB_QPT_UD || type == VIRTIO_IB_QPT_GSI)
+		return imm ? ROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE : ROCE_OP_UD_SEND_ONLY;
+	switch (w->opcode) {
+	case VIRTIO_IB_WR_SEND:
+	case VIRTIO_IB_WR_SEND_WITH_IMM:
+		if (only)
+			op = imm ? ROCE_OP_RC_SEND_ONLY_WITH_IMMEDIATE : ROCE_OP_RC_SEND_ONLY;
+		else if (first)
+			op = ROCE_OP_RC_SEND_FIRST;
+		else if (last)
+			op = imm ? ROCE_OP_RC_SEND_LAST_WITH_IMMEDIATE : ROCE_OP_RC_SEND_LAST;
+		else
+			op = ROCE_OP_RC_SEND_MIDDLE;
+		break;
+	case VIRTIO_IB_WR_RDMA_WRITE:
+	case VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM:
+		if (only)
+			op = imm ? ROCE_OP_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE : ROCE_OP_RC_RDMA_WRITE_ONLY;
+		else if (first)
+			op = ROCE_OP_RC_RDMA_WRITE_FIRST;
+		else if (last)
+			op = imm ? ROCE_OP_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE : ROCE_OP_RC_RDMA_WRITE_LAST;
+		else
+			op = ROCE_OP_RC_RDMA_WRITE_MIDDLE;
+		break;
+	default:
+		op = ROCE_OP_RC_RDMA_READ_REQUEST;
+		break;
+	}
+	if (type == VIRTIO_IB_QPT_UC)
+		op = (uint8_t)(op + ROCE_OP_UC_SEND_FIRST);
+	return op;
+}
+
+/* Build and send packet k of w. Returns 0, -ENOBUFS (try later) or a WC
+ * status (the WR fails). */
+static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k)
+{
+	struct roce_tp *tp = tq->tp;
+	struct roce_qp *qp = tq->qp;
+	bool ud = qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI;
+	bool last = k + 1 >= w->npkts;
+	struct roce_hdr_fields f;
+	struct roce_path udpath;
+	const struct roce_path *path;
+	uint32_t off = 0, plen = 0;
+	uint8_t *payload;
+	struct pkt *p;
+	int st;
+
+	memset(&f, 0, sizeof(f));
+	f.opcode = req_opcode(qp->type, w, k);
+	f.pkey = ROCE_PKEY_DEFAULT;
+	f.psn = roce_psn_add(w->first_psn, k);
+	f.imm = w->imm;
+	if (ud) {
+		f.dqpn = w->dqpn;
+		f.deth.qkey = w->qkey;
+		f.deth.sqpn = qp->qpn;
+		roce_tp_path_from_av(tp, qp, &w->av, &udpath);
+		path = &udpath;
+		plen = w->length;
+	} else {
+		f.dqpn = qp->attr.dest_qp_num;
+		memcpy(tq->path.smac, tp->rd->mac, 6);
+		path = &tq->path;
+		off = k * tq->mtu;
+		if (w->opcode == VIRTIO_IB_WR_RDMA_READ) {
+			f.reth.va = w->remote_addr + off;
+			f.reth.rkey = w->rkey;
+			f.reth.len = w->length - MIN(off, w->length);
+		} else {
+			plen = MIN(tq->mtu, w->length - MIN(off, w->length));
+			if (k == 0) {
+				f.reth.va = w->remote_addr;
+				f.reth.rkey = w->rkey;
+				f.reth.len = w->length;
+			}
+		}
+	}
+	if (last && (w->flags & VIRTIO_IB_SEND_SOLICITED) && w->opcode != VIRTIO_IB_WR_RDMA_WRITE &&
+	    w->opcode != VIRTIO_IB_WR_RDMA_READ)
+		f.se = true;
+	if (qp->type == VIRTIO_IB_QPT_RC && w->opcode != VIRTIO_IB_WR_RDMA_READ)
+		f.ackreq = last || k % ROCE_TP_ACKREQ_EVERY == ROCE_TP_ACKREQ_EVERY - 1 ||
+			   roce_psn_diff(roce_psn_add(tq->sq_psn, 1), tq->una) >= ROCE_TP_WINDOW;
+	f.ip_id = tp->ip_id++;
+
+	p = pkt_alloc();
+	if (!p) {
+		tp->stats.tx_nobuf++;
+		return -ENOBUFS;
+	}
+	if (roce_pkt_build(p, path, &f, plen, &payload)) {
+		tp->stats.tx_build_err++;
+		pkt_free(p);
+		return VIRTIO_IB_WC_LOC_QP_OP_ERR;
+	}
+	st = roce_mem_from_swqe(tq, w, off, payload, plen);
+	if (st) {
+		pkt_free(p);
+		return st;
+	}
+	roce_pkt_finalize(p, 0);
+	if (qp->type == VIRTIO_IB_QPT_RC) {
+		uint32_t end = w->opcode == VIRTIO_IB_WR_RDMA_READ ?
+			       roce_psn_add(w->first_psn, w->npkts) : roce_psn_add(f.psn, 1);
+
+		if (roce_psn_diff(f.psn, tq->psn_hwm) < 0)
+			tp->stats.retransmits++;
+		if (roce_psn_diff(end, tq->psn_hwm) > 0)
+			tq->psn_hwm = end;
+	}
+	roce_tp_xmit(tp, p, path);
+	return 0;
+}
+
+uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
+{
+	struct roce_qp *qp = tq->qp;
+	bool rc = qp->type == VIRTIO_IB_QPT_RC;
+	bool ud = qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI;
+	uint32_t sent = 0;
+
+	*more = false;
+	if (!tq->swqe)
+		return 0;
+	if (tq->rewind_pending)
+		roce_req_rewind(tq);
+	while (sent < budget) {
+		uint8_t st = qp->attr.qp_state;
+		struct roce_swqe *w;
+		int r;
+
+		if (tq->sq_cur == tq->sq_tail &&
+		    (st != VIRTIO_IB_QPS_RTS || !roce_sq_fetch(tq, budget - sent)))
+			break;
+		if (tq->rnr_wait || tq->stalled)
+			break;
+		w = roce_sq_wqe(tq, tq->sq_cur);
+		if (w->state == ROCE_WQE_DONE) {
+			if (w->bad) {
+				/* Nothing after a failed WR may go out: it
+				 * completes in order, then the QP errors. */
+				tq->stalled = true;
+				break;
+			}
+			tq->sq_cur++;
+			continue;
+		}
+		if (rc && roce_psn_diff(tq->sq_psn, tq->una) >= ROCE_TP_WINDOW)
+			break;
+		if (w->next == 0) {
+			if (st == VIRTIO_IB_QPS_SQD)
+				break; /* draining: finish started WRs only */
+			if ((w->flags & VIRTIO_IB_SEND_FENCE) && tq->rd_out)
+				break;
+			w->first_psn = tq->sq_psn;
+			w->npkts = ud ? 1 : roce_req_npkts(w, tq->mtu);
+			w->rd_rcvd = 0;
+			if (rc && tq->una == tq->sq_psn)
+				tq->progress_ns = tq->tp->loop ? loop_now_ns() : 0;
+		}
+		if (w->opcode == VIRTIO_IB_WR_RDMA_READ &&
+		    tq->rd_out >= MAX(1u, (uint32_t)qp->attr.max_rd_atomic))
+			break;
+		r = req_send_pkt(tq, w, w->next);
+		if (r == -ENOBUFS) {
+			*more = true;
+			break;
+		}
+		if (r) {
+			w->status = (uint8_t)r;
+			w->state = ROCE_WQE_DONE;
+			w->bad = true;
+			tq->stalled = true;
+			break;
+		}
+		sent++;
+		if (w->opcode == VIRTIO_IB_WR_RDMA_READ) {
+			tq->sq_psn = roce_psn_add(w->first_psn, w->npkts);
+			w->next = w->npkts;
+			w->state = ROCE_WQE_SENT;
+			tq->rd_out++;
+			tq->sq_cur++;
+		} else {
+			tq->sq_psn = roce_psn_add(tq->sq_psn, 1);
+			if (++w->next == w->npkts) {
+				w->state = rc ? ROCE_WQE_SENT : ROCE_WQE_DONE;
+				tq->sq_cur++;
+			}
+		}
+	}
+	if (sent == budget)
+		*more = true;
+	if (rc && sent)
+		roce_comp_arm_timer(tq);
+	roce_comp_drain(tq);
+	return sent;
+}
+
+void roce_req_rewind(struct roce_tq *tq)
+{
+	struct roce_swqe *w;
+	uint32_t i, end;
+	int32_t k;
+
+	tq->rewind_pending = false;
+	if (tq->qp->type != VIRTIO_IB_QPT_RC || !tq->swqe || tq->una == tq->sq_psn)
+		return;
+	end = tq->sq_cur;
+	if (end != tq->sq_tail && roce_sq_wqe(tq, end)->next > 0)
+		end++;
+	for (i = tq->sq_head; i != end; i++) {
+		w = roce_sq_wqe(tq, i);
+		if (w->state == ROCE_WQE_DONE)
+			continue;
+		if (w->opcode == VIRTIO_IB_WR_RDMA_READ && w->state == ROCE_WQE_SENT && tq->rd_out)
+			tq->rd_out--;
+		w->state = ROCE_WQE_POSTED;
+		w->next = 0;
+	}
+	for (i = tq->sq_head; i != end; i++)
+		if (roce_sq_wqe(tq, i)->state != ROCE_WQE_DONE)
+			break;
+	if (i == end)
+		return;
+	w = roce_sq_wqe(tq, i);
+	if (w->opcode == VIRTIO_IB_WR_RDMA_READ) {
+		k = (int32_t)w->rd_rcvd;
+	} else {
+		k = roce_psn_diff(tq->una, w->first_psn);
+		if (k < 0 || (uint32_t)k >= w->npkts)
+			k = 0;
+	}
+	w->next = (uint32_t)k;
+	tq->sq_cur = i;
+	tq->sq_psn = roce_psn_add(w->first_psn, (uint32_t)k);
+	tq->una = tq->sq_psn;
+	tq->stalled = false;
+	tq->tp->stats.rewinds++;
+	roce_tp_schedule(tq);
+}

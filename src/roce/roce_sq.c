@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Send queue: WQE slots, fetching work requests from the send ring and
+ * validating them, completing them in order (completion entry when
+ * signaled or in error, used entry always), and flushing.
+ *
+ * A send-ring element is one WR: a device-readable struct virtio_rdma_sq_req
+ * (576 bytes) followed by num_sge struct virtio_rdma_sge, in any number of
+ * descriptors. It is copied and validated when popped; its descriptor is
+ * given back (used, length 0) when the WR completes.
+ */
+#include "roce/roce_tp.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "vhost/vhost_server.h"
+
+static uint32_t pow2_ceil(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v && p < (1u << 15))
+		p <<= 1;
+	return p;
+}
+
+int roce_sq_attach(struct roce_tq *tq)
+{
+	const struct roce_qp_cap *cap = &tq->qp->cap;
+	struct vhost_vring *r = tq->sq.r;
+	uint32_t slots, data, stride;
+
+	roce_sq_detach(tq);
+	slots = r && r->num ? r->num : 1;
+	if (cap->max_send_wr && pow2_ceil(cap->max_send_wr) < slots)
+		slots = pow2_ceil(cap->max_send_wr);
+	data = MAX(cap->max_send_sge * (uint32_t)sizeof(struct roce_sge), cap->max_inline_data);
+	stride = ALIGN_UP((uint32_t)sizeof(struct roce_swqe) + data, 8u);
+	tq->swqe = calloc(slots, stride);
+	if (!tq->swqe)
+		return -ENOMEM;
+	tq->sq_slots = slots;
+	tq->sq_mask = slots - 1;
+	tq->sq_stride = stride;
+	tq->sq_head = tq->sq_cur = tq->sq_tail = 0;
+	tq->rd_out = 0;
+	tq->stalled = false;
+	return 0;
+}
+
+void roce_sq_detach(struct roce_tq *tq)
+{
+	free(tq->swqe);
+	tq->swqe = NULL;
+	tq->sq_slots = 0;
+	tq->sq_mask = 0;
+	tq->sq_head = tq->sq_cur = tq->sq_tail = 0;
+	tq->rd_out = 0;
+	tq->stalled = false;
+}
+
+uint8_t roce_wc_opcode_of_wr(uint8_t wr_opcode)
+{
+	switch (wr_opcode) {
+	case VIRTIO_IB_WR_RDMA_WRITE:
+	case VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM:
+		return VIRTIO_IB_WC_RDMA_WRITE;
+	case VIRTIO_IB_WR_RDMA_READ:
+		return VIRTIO_IB_WC_RDMA_READ;
+	default:
+		return VIRTIO_IB_WC_SEND;
+	}
+}
+
+static void wqe_bad(struct roce_tq *tq, struct roce_swqe *w, uint8_t status)
+{
+	(void)tq;
+	w->bad = true;
+	w->status = status;
+	w->state = ROCE_WQE_DONE;
+}
+
+/* Whether opcode is a valid send WR for a QP of type. */
+static bool opcode_ok(uint8_t type, uint8_t opcode)
+{
+	switch (opcode) {
+	case VIRTIO_IB_WR_SEND:
+	case VIRTIO_IB_WR_SEND_WITH_IMM:
+		return true;
+	case VIRTIO_IB_WR_RDMA_WRITE:
+	case VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM:
+		return type == VIRTIO_IB_QPT_RC || type == VIRTIO_IB_QPT_UC;
+	case VIRTIO_IB_WR_RDMA_READ:
+		return type == VIRTIO_IB_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe *w)
+{
+	struct roce_tp *tp = tq->tp;
+	struct roce_qp *qp = tq->qp;
+	struct virtio_rdma_sq_req req;
+	uint32_t nsge, i;
+	uint64_t total = 0;
+	int st;
+
+	memset(w, 0, sizeof(*w));
+	w->head = e->head;
+	w->state = ROCE_WQE_POSTED;
+	w->status = VIRTIO_IB_WC_SUCCESS;
+	if (e->out_len < sizeof(req)) {
+		/* Not even a request: a driver bug; complete it as a local QP
+		 * operation error (with its wr_id if that much is there). */
+		if (e->out_len >= sizeof(w->wr_id)) {
+			uint64_t id;
+
+			vq_elem_read(e, 0, &id, sizeof(id));
+			w->wr_id = le64toh(id);
+		}
+		tp->stats.wr_bad_chain++;
+		wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
+		return;
+	}
+	vq_elem_read(e, 0, &req, sizeof(req));
+	w->wr_id = le64toh(req.wr_id);
+	w->opcode = req.opcode;
+	w->flags = req.send_flags;
+	memcpy(&w->imm, &req.imm_data, 4);
+	if (!opcode_ok(qp->type, w->opcode)) {
+		wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
+		return;
+	}
+	if (w->opcode == VIRTIO_IB_WR_RDMA_WRITE || w->opcode == VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM ||
+	    w->opcode == VIRTIO_IB_WR_RDMA_READ) {
+		w->remote_addr = le64toh(req.rdma.remote_addr);
+		w->rkey = le32toh(req.rdma.rkey);
+	}
+
+	if (w->flags & VIRTIO_IB_SEND_INLINE) {
+		uint32_t len = le16toh(req.inline_len);
+
+		if (w->opcode == VIRTIO_IB_WR_RDMA_READ) {
+			wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
+			return;
+		}
+		if (len > VIRTIO_RDMA_INLINE_DATA_SIZE || len > qp->cap.max_inline_data) {
+			wqe_bad(tq, w, VIRTIO_IB_WC_LOC_LEN_ERR);
+			return;
+		}
+		memcpy(w->data, req.inline_data, len);
+		w->inl = true;
+		total = len;
+	} else {
+		struct roce_sge *sge = roce_swqe_sge(w);
+		uint32_t access = w->opcode == VIRTIO_IB_WR_RDMA_READ ?
+				  VIRTIO_IB_ACCESS_LOCAL_WRITE : 0;
+
+		nsge = le32toh(req.num_sge);
+		if (nsge > qp->cap.max_send_sge) {
+			wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
+			return;
+		}
+		if (e->out_len < sizeof(req) + (uint64_t)nsge * sizeof(struct virtio_rdma_sge)) {
+			tp->stats.wr_bad_chain++;
+			wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
+			return;
+		}
+		for (i = 0; i < nsge; i++) {
+			struct virtio_rdma_sge s;
+
+			vq_elem_read(e, sizeof(req) + i * sizeof(s), &s, sizeof(s));
+			sge[i].addr = le64toh(s.addr);
+			sge[i].length = le32toh(s.length);
+			sge[i].lkey = le32toh(s.lkey);
+		}
+		w->num_sge = nsge;
+		st = roce_mem_check_sges(tq, sge, nsge, access, &total);
+		if (st) {
+			wqe_bad(tq, w, (uint8_t)st);
+			return;
+		}
+	}
+	if (total > tp->rd->attr.max_msg_sz) {
+		wqe_bad(tq, w, VIRTIO_IB_WC_LOC_LEN_ERR);
+		return;
+	}
+	w->length = (uint32_t)total;
+
+	if (qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI) {
+		uint32_t handle = le32toh(req.ud.ah);
+		struct roce_ah *ah = roce_table_get(&tp->rd->ahs, handle);
+
+		if (!ah) {
+			wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
+			return;
+		}
+		if (ah->pd != qp->pd) {
+			wqe_bad(tq, w, VIRTIO_IB_WC_LOC_PROT_ERR);
+			return;
+		}
+		w->dqpn = le32toh(req.ud.remote_qpn);
+		if (w->dqpn > VRDMA_QPN_MASK) {
+			wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
+			return;
+		}
+		w->qkey = le32toh(req.ud.remote_qkey);
+		/* A Q_Key with the high bit set means: use the QP's own. */
+		if (w->qkey & 0x80000000u)
+			w->qkey = qp->attr.qkey;
+		w->av = ah->av;
+		if (w->length > virtio_ib_mtu_bytes(tp->rd->attr.active_mtu)) {
+			wqe_bad(tq, w, VIRTIO_IB_WC_LOC_LEN_ERR);
+			return;
+		}
+	} else if (tq->mtu && roce_req_npkts(w, tq->mtu) > ROCE_TP_MAX_MSG_PKTS) {
+		wqe_bad(tq, w, VIRTIO_IB_WC_LOC_LEN_ERR);
+		return;
+	}
+}
+
+uint32_t roce_sq_fetch(struct roce_tq *tq, uint32_t max)
+{
+	struct roce_tp *tp = tq->tp;
+	struct vhost_vring *r = tq->sq.r;
+	uint32_t n = 0;
+
+	if (!r || r->vq.broken || !tq->swqe)
+		return 0;
+	while (n < max && tq->sq_tail - tq->sq_head < tq->sq_slots) {
+		int rc = vq_dev_pop(&r->vq, &tp->elem);
+
+		if (rc == 0)
+			break;
+		if (rc < 0) {
+			roce_tp_ring_broken(tp, &tq->sq);
+			roce_tp_qp_error(tq, false);
+			break;
+		}
+		roce_sq_parse(tq, &tp->elem, roce_sq_wqe(tq, tq->sq_tail));
+		tq->sq_tail++;
+		tp->stats.send_wrs++;
+		n++;
+	}
+	return n;
+}
+
+static void sq_give_back(struct roce_tq *tq, uint16_t head)
+{
+	struct vhost_vring *r = tq->sq.r;
+
+	if (!r || r->vq.broken)
+		return;
+	vq_dev_fill(&r->vq, head, 0);
+	roce_tp_ring_dirty(tq->tp, &tq->sq, false);
+}
+
+void roce_sq_complete_head(struct roce_tq *tq, uint8_t status)
+{
+	struct roce_tp *tp = tq->tp;
+	struct roce_qp *qp = tq->qp;
+	struct roce_swqe *w = roce_sq_wqe(tq, tq->sq_head);
+
+	if (w->opcode == VIRTIO_IB_WR_RDMA_READ && w->state == ROCE_WQE_SENT && tq->rd_out)
+		tq->rd_out--;
+	if (status != VIRTIO_IB_WC_SUCCESS || (w->flags & VIRTIO_IB_SEND_SIGNALED) ||
+	    qp->sq_sig_all) {
+		struct roce_wc wc = {
+			.wr_id = w->wr_id,
+			.status = status,
+			.opcode = roce_wc_opcode_of_wr(w->opcode),
+			.byte_len = status == VIRTIO_IB_WC_SUCCESS ? w->length : 0,
+			.qp_num = qp->qpn,
+		};
+
+		roce_cq_post(tp, qp->send_cq, &wc);
+	}
+	tp->stats.wc[status & 15]++;
+	sq_give_back(tq, w->head);
+	tq->sq_head++;
+	if ((int32_t)(tq->sq_cur - tq->sq_head) < 0) {
+		tq->sq_cur = tq->sq_head;
+		tq->stalled = false;
+	}
+}
+
+/* Flush one element straight from the ring (never fetched). */
+static void sq_flush_elem(struct roce_tq *tq, const struct vq_elem *e)
+{
+	struct roce_tp *tp = tq->tp;
+	struct roce_qp *qp = tq->qp;
+	struct roce_wc wc = {
+		.status = VIRTIO_IB_WC_WR_FLUSH_ERR,
+		.opcode = VIRTIO_IB_WC_SEND,
+		.qp_num = qp->qpn,
+	};
+	uint16_t head = e->head;
+	uint8_t hdr[9];
+
+	if (e->out_len >= sizeof(hdr)) {
+		vq_elem_read(e, 0, hdr, sizeof(hdr));
+		wc.wr_id = get_le64(hdr);
+		wc.opcode = roce_wc_opcode_of_wr(hdr[8]);
+	} else if (e->out_len >= 8) {
+		vq_elem_read(e, 0, hdr, 8);
+		wc.wr_id = get_le64(hdr);
+	}
+	tp->stats.send_wrs++;
+	tp->stats.wc[VIRTIO_IB_WC_WR_FLUSH_ERR]++;
+	roce_cq_post(tp, qp->send_cq, &wc);
+	sq_give_back(tq, head);
+}
+
+void roce_sq_flush(struct roce_tq *tq)
+{
+	struct roce_tp *tp = tq->tp;
+	struct vhost_vring *r = tq->sq.r;
+
+	if (tq->swqe) {
+		while (tq->sq_head != tq->sq_tail) {
+			struct roce_swqe *w = roce_sq_wqe(tq, tq->sq_head);
+
+			/* A WQE that already finished (sent UD/UC, or the one
+			 * whose error moved the QP) reports its own status. */
+			roce_sq_complete_head(tq, w->state == ROCE_WQE_DONE ? w->status :
+						  VIRTIO_IB_WC_WR_FLUSH_ERR);
+		}
+		tq->sq_cur = tq->sq_head;
+		tq->rd_out = 0;
+		tq->stalled = false;
+	}
+	if (!r || r->vq.broken)
+		return;
+	for (;;) {
+		int rc = vq_dev_pop(&r->vq, &tp->elem);
+
+		if (rc == 0)
+			break;
+		if (rc < 0) {
+			roce_tp_ring_broken(tp, &tq->sq);
+			break;
+		}
+		sq_flush_elem(tq, &tp->elem);
+	}
+}
+
+void roce_sq_drop(struct roce_tq *tq)
+{
+	if (!tq->swqe)
+		return;
+	while (tq->sq_head != tq->sq_tail) {
+		sq_give_back(tq, roce_sq_wqe(tq, tq->sq_head)->head);
+		tq->sq_head++;
+	}
+	tq->sq_head = tq->sq_cur = tq->sq_tail = 0;
+	tq->rd_out = 0;
+	tq->stalled = false;
+}

@@ -1,0 +1,479 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * vrdma-evil: ring attacks. After a correct handshake (evil_dev_open), one
+ * bad chain is published on the receive, transmit or control ring, and the
+ * back-end must: signal that ring's error eventfd, report
+ * VIRTIO_CONFIG_S_NEEDS_RESET in GET_STATUS, stop touching the ring (its used
+ * index never moves again, even after more kicks), and accept RESET_DEVICE
+ * and a new ring setup on the same connection, after which frames flow again.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <linux/virtio_net.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "evil.h"
+
+/* Bad chains. */
+enum evil_chain {
+	K_HEAD_OOB,      /* avail entry = ring size */
+	K_HEAD_FFFF,     /* avail entry = 0xffff */
+	K_LOOP_SELF,     /* desc 0 -> 0 */
+	K_LOOP_2,        /* desc 0 -> 1 -> 0 */
+	K_NEXT_OOB,      /* next = ring size + 3 */
+	K_IND_LEN,       /* indirect table of 17 bytes */
+	K_IND_LEN0,      /* indirect table of 0 bytes */
+	K_IND_HUGE,      /* indirect table of 32769 entries */
+	K_IND_NESTED,    /* indirect inside indirect */
+	K_IND_LOOP,      /* loop inside an indirect table */
+	K_IND_NEXT_OOB,  /* next beyond the indirect table */
+	K_IND_OUTSIDE,   /* indirect table outside shared memory */
+	K_IND_WITH_NEXT, /* INDIRECT and NEXT together */
+	K_IND_NOT_NEG,   /* indirect without VIRTIO_RING_F_INDIRECT_DESC */
+	K_ADDR_OUTSIDE,  /* buffer outside shared memory */
+	K_ADDR_STRADDLE, /* buffer crossing the end of the region */
+	K_ADDR_WRAP,     /* addr + len wraps 2^64 */
+	K_LEN_SUM_WRAP,  /* total chain length beyond 2^32 */
+	K_CHAIN_LONG,    /* more iovecs than the device takes */
+	K_ORDER,         /* device-readable after device-writable */
+	K_AVAIL_JUMP,    /* avail idx more than the ring size ahead */
+	K_MAX
+};
+
+#define ATTACK_ARG(ring, kind) ((ring) * 100 + (kind))
+#define BIG_GPA 0x100000000000ull
+#define BIG_SIZE ((4ull << 30) + 4096)
+
+static const char *const ring_names[] = { "rx", "tx", "ctrl" };
+
+static void desc_set(struct vring_desc *d, uint64_t addr, uint32_t len, uint16_t flags,
+		     uint16_t next)
+{
+	d->addr = htole64(addr);
+	d->len = htole32(len);
+	d->flags = htole16(flags);
+	d->next = htole16(next);
+}
+
+/* A second, sparse 4 GiB region far from our arena (never mapped here). */
+static int add_big_region(struct evil_dev *d)
+{
+	struct vhost_user_mem_region reg = { BIG_GPA, BIG_SIZE, BIG_GPA, 0 };
+	int fd = memfd_create("vrdma-evil-big", MFD_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)BIG_SIZE) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	rc = vhost_client_add_mem_reg(&d->vc, &reg, fd);
+	close(fd);
+	return rc;
+}
+
+/*
+ * Write the bad chain kind on ring idx and publish it (avail entry + index).
+ * Descriptors that should look fine are device-writable on the receive ring
+ * and device-readable elsewhere. Returns 0 or -errno.
+ */
+static int post_bad_chain(struct evil_dev *d, unsigned idx, enum evil_chain kind)
+{
+	struct vq_drv *vq = &d->r[idx].vq;
+	struct vring_desc *desc = vq->desc, *ind = (struct vring_desc *)d->ind;
+	uint16_t num = vq->num, head = 0;
+	uint16_t w = idx == EVIL_RXQ ? VRING_DESC_F_WRITE : 0;
+	uint64_t buf = evil_gpa(d->txbuf + 100 * EVIL_BUF);
+	uint64_t ind_gpa = evil_gpa(ind);
+	uint32_t advance = 1;
+	int rc;
+
+	/* The payload of the "fine" descriptors: a frame to ourselves, so that
+	 * a device that missed the violation would visibly act on it. */
+	memset(d->txbuf + 100 * EVIL_BUF, 0, EVIL_BUF);
+	memcpy(d->txbuf + 100 * EVIL_BUF + EVIL_NET_HDR, d->mac, 6);
+	switch (kind) {
+	case K_HEAD_OOB:
+		head = num;
+		break;
+	case K_HEAD_FFFF:
+		head = 0xffff;
+		break;
+	case K_LOOP_SELF:
+		desc_set(&desc[0], buf, 64, w | VRING_DESC_F_NEXT, 0);
+		break;
+	case K_LOOP_2:
+		desc_set(&desc[0], buf, 64, w | VRING_DESC_F_NEXT, 1);
+		desc_set(&desc[1], buf, 64, w | VRING_DESC_F_NEXT, 0);
+		break;
+	case K_NEXT_OOB:
+		desc_set(&desc[0], buf, 64, w | VRING_DESC_F_NEXT, (uint16_t)(num + 3));
+		break;
+	case K_IND_LEN:
+		desc_set(&ind[0], buf, 64, w, 0);
+		desc_set(&desc[0], ind_gpa, 17, VRING_DESC_F_INDIRECT, 0);
+		break;
+	case K_IND_LEN0:
+		desc_set(&desc[0], ind_gpa, 0, VRING_DESC_F_INDIRECT, 0);
+		break;
+	case K_IND_HUGE:
+		desc_set(&desc[0], ind_gpa, 32769u * 16u, VRING_DESC_F_INDIRECT, 0);
+		break;
+	case K_IND_NESTED:
+		desc_set(&ind[0], ind_gpa + 16 * 16, 16, VRING_DESC_F_INDIRECT, 0);
+		desc_set(&ind[16], buf, 64, w, 0);
+		desc_set(&desc[0], ind_gpa, 16, VRING_DESC_F_INDIRECT, 0);
+		break;
+	case K_IND_LOOP:
+		desc_set(&ind[0], buf, 64, w | VRING_DESC_F_NEXT, 1);
+		desc_set(&ind[1], buf, 64, w | VRING_DESC_F_NEXT, 0);
+		desc_set(&desc[0], ind_gpa, 32, VRING_DESC_F_INDIRECT, 0);
+		break;
+	case K_IND_NEXT_OOB:
+		desc_set(&ind[0], buf, 64, w | VRING_DESC_F_NEXT, 7);
+		desc_set(&ind[1], buf, 64, w, 0);
+		desc_set(&desc[0], ind_gpa, 32, VRING_DESC_F_INDIRECT, 0);
+		break;
+	case K_IND_OUTSIDE:
+		desc_set(&desc[0], 0x1000, 32, VRING_DESC_F_INDIRECT, 0);
+		break;
+	case K_IND_WITH_NEXT:
+		desc_set(&ind[0], buf, 64, w, 0);
+		desc_set(&desc[0], ind_gpa, 16, VRING_DESC_F_INDIRECT | VRING_DESC_F_NEXT, 1);
+		desc_set(&desc[1], buf, 64, w, 0);
+		break;
+	case K_IND_NOT_NEG:
+		desc_set(&ind[0], buf, 64, w, 0);
+		desc_set(&desc[0], ind_gpa, 16, VRING_DESC_F_INDIRECT, 0);
+		break;
+	case K_ADDR_OUTSIDE:
+		desc_set(&desc[0], 0x1000, 64, w, 0);
+		break;
+	case K_ADDR_STRADDLE:
+		desc_set(&desc[0], evil_gpa(d->arena) + d->arena_size - 16, 64, w, 0);
+		break;
+	case K_ADDR_WRAP:
+		desc_set(&desc[0], 0xfffffffffffff000ull, 0x2000, w, 0);
+		break;
+	case K_LEN_SUM_WRAP:
+		rc = add_big_region(d);
+		if (rc < 0) {
+			evil_say("setup: ADD_MEM_REG of a sparse 4 GiB region: %s", strerror(-rc));
+			return rc;
+		}
+		desc_set(&desc[0], BIG_GPA, 0xffffffffu, w | VRING_DESC_F_NEXT, 1);
+		desc_set(&desc[1], BIG_GPA, 0xffffffffu, w, 0);
+		break;
+	case K_CHAIN_LONG:
+		for (uint16_t i = 0; i < 70; i++)
+			desc_set(&desc[i], buf + 16u * i, 16, (uint16_t)(w | (i < 69 ? VRING_DESC_F_NEXT : 0)),
+				 (uint16_t)(i + 1));
+		break;
+	case K_ORDER:
+		desc_set(&desc[0], buf, 64, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 1);
+		desc_set(&desc[1], buf, 64, 0, 0);
+		break;
+	case K_AVAIL_JUMP:
+		desc_set(&desc[0], buf, 64, w, 0);
+		advance = num + 1u;
+		break;
+	default:
+		return -EINVAL;
+	}
+	vq->avail->ring[vq->avail_idx & (num - 1)] = htole16(head);
+	vq->avail_idx = (uint16_t)(vq->avail_idx + advance);
+	vq_drv_kick_prepare(vq);
+	evil_kick(d, idx);
+	return 0;
+}
+
+static const char *chain_name(enum evil_chain k)
+{
+	static const char *const n[K_MAX] = {
+		"head_oob", "head_ffff", "loop_self", "loop_2", "next_oob", "indirect_len",
+		"indirect_len0", "indirect_huge", "indirect_nested", "indirect_loop",
+		"indirect_next_oob", "indirect_outside", "indirect_with_next",
+		"indirect_not_negotiated", "addr_outside", "addr_straddle", "addr_wrap",
+		"len_sum_wrap", "chain_too_long", "write_then_read", "avail_jump",
+	};
+	return k < K_MAX ? n[k] : "?";
+}
+
+/* Ring idx broken: its used index must not move any more. Kick again and make
+ * two round trips (the second request is only read once the loop iteration
+ * that handled the kick is over). Returns true if untouched. */
+static bool ring_untouched(struct evil_dev *d, unsigned idx, uint16_t used_before)
+{
+	uint8_t st;
+
+	evil_kick(d, idx);
+	if (evil_status(d, &st) < 0 || evil_status(d, &st) < 0)
+		return false;
+	return d->r[idx].vq.used->idx == used_before;
+}
+
+/* Reset the device on the same connection and check it works again. */
+static bool reset_and_check(struct evil_dev *d, unsigned idx)
+{
+	uint8_t st = 0xff;
+	int rc;
+
+	rc = vhost_client_reset_device(&d->vc);
+	if (!rc)
+		rc = evil_status(d, &st);
+	evil_say("status_after_reset 0x%02x", st);
+	if (rc < 0 || st != 0)
+		return false;
+	rc = evil_dev_restart(d);
+	if (!rc)
+		rc = evil_loopback(d, 1000 + idx);
+	if (!rc && idx == EVIL_CTRLQ) {
+		uint8_t on = 1;
+
+		rc = evil_ctrl(d, VIRTIO_NET_CTRL_RX, VIRTIO_NET_CTRL_RX_ALLMULTI, &on, 1);
+		if (rc > 0) {
+			evil_say("control command refused after the reset (ack %d)", rc);
+			rc = -EIO;
+		}
+	}
+	if (rc < 0)
+		evil_say("after the reset: %s", strerror(-rc));
+	return rc == 0;
+}
+
+static int run_ring(const struct evil_opts *o, const struct evil_attack *a)
+{
+	unsigned idx = (unsigned)a->arg / 100;
+	enum evil_chain kind = (enum evil_chain)(a->arg % 100);
+	unsigned flags = 0;
+	struct evil_dev d;
+	uint16_t used_before;
+	bool err_fired, needs_reset, untouched, reset_ok;
+	uint8_t st = 0;
+	int rc;
+
+	if (kind == K_IND_NOT_NEG)
+		flags |= EVIL_F_NO_INDIRECT;
+	if (idx == EVIL_RXQ)
+		flags |= EVIL_F_NO_RX_POST;
+	if (evil_dev_open(&d, o, flags) < 0) {
+		evil_dev_close(&d);
+		return EVIL_SETUP;
+	}
+	/* The device works before the attack (not for an empty rx ring). */
+	if (idx != EVIL_RXQ && (rc = evil_loopback(&d, 1)) < 0) {
+		evil_say("setup: loopback before the attack: %s", strerror(-rc));
+		evil_dev_close(&d);
+		return EVIL_SETUP;
+	}
+	used_before = d.r[idx].vq.used->idx;
+	if (post_bad_chain(&d, idx, kind) < 0) {
+		evil_dev_close(&d);
+		return EVIL_SETUP;
+	}
+	if (idx == EVIL_RXQ) {
+		/* A frame for us makes the device take a receive buffer. */
+		uint8_t f[64] = { 0 };
+
+		memcpy(f, d.mac, 6);
+		memcpy(f + 6, d.mac, 6);
+		f[12] = 0x88;
+		f[13] = 0xb7;
+		evil_tx(&d, f, sizeof(f));
+	}
+	err_fired = evil_wait_err(&d, idx, o->timeout_ms);
+	rc = evil_status(&d, &st);
+	needs_reset = rc == 0 && (st & VIRTIO_CONFIG_S_NEEDS_RESET);
+	evil_say("err_eventfd %d", err_fired);
+	evil_say("status 0x%02x needs_reset %d", st, needs_reset);
+	untouched = rc == 0 && ring_untouched(&d, idx, used_before);
+	evil_say("ring_untouched %d", untouched);
+	evil_say("outcome %s", err_fired && needs_reset ? "broken" : "not-broken");
+	reset_ok = rc == 0 && reset_and_check(&d, idx);
+	evil_say("reset_ok %d", reset_ok);
+	evil_dev_close(&d);
+	return evil_verdict(err_fired && needs_reset && untouched && reset_ok,
+			    "ring %s after %s: err eventfd %d, NEEDS_RESET %d, untouched %d, "
+			    "works after reset %d", ring_names[idx], chain_name(kind), err_fired,
+			    needs_reset, untouched, reset_ok);
+}
+
+/*
+ * SET_VRING_ADDR with the used ring outside shared memory, on a running
+ * device: the back-end must not start (or touch) that ring, keep the session,
+ * and start the ring once its addresses are valid again.
+ */
+static int run_addr_outside(const struct evil_opts *o, const struct evil_attack *a)
+{
+	struct evil_ring *r;
+	struct vhost_user_vring_addr addr;
+	struct evil_dev d;
+	uint8_t f[64], back[EVIL_BUF], st = 0xff;
+	bool alive, quiet, works;
+	int rc, n;
+
+	(void)a;
+	if (evil_dev_open(&d, o, 0) < 0) {
+		evil_dev_close(&d);
+		return EVIL_SETUP;
+	}
+	r = &d.r[EVIL_TXQ];
+	memset(&addr, 0, sizeof(addr));
+	addr.index = EVIL_TXQ;
+	addr.desc_user_addr = evil_gpa(vq_drv_desc(&r->vq));
+	addr.avail_user_addr = evil_gpa(vq_drv_avail(&r->vq));
+	addr.used_user_addr = 0x10000; /* nothing shared there */
+	rc = vhost_client_set_vring_addr(&d.vc, &addr);
+	evil_say("set_vring_addr_outside %s", rc == 0 ? "accepted" : rc == -EIO ? "refused" : "failed");
+	/* A frame to ourselves on the ring the device must not use yet. */
+	memcpy(f, d.mac, 6);
+	memcpy(f + 6, d.mac, 6);
+	f[12] = 0x88;
+	f[13] = 0xb7;
+	memset(f + 14, 0x5a, sizeof(f) - 14);
+	if (rc == 0)
+		rc = evil_tx(&d, f, sizeof(f));
+	alive = rc == 0 && evil_status(&d, &st) == 0 && evil_status(&d, &st) == 0;
+	quiet = alive && !(st & VIRTIO_CONFIG_S_NEEDS_RESET) &&
+		!vq_drv_has_used(&d.r[EVIL_RXQ].vq);
+	evil_say("outcome %s", alive ? "alive" : "closed");
+	evil_say("status 0x%02x needs_reset %d", st, !!(st & VIRTIO_CONFIG_S_NEEDS_RESET));
+	evil_say("ring_untouched %d", quiet);
+	/* Valid addresses again: the ring starts and the frame goes round. */
+	works = false;
+	if (alive) {
+		addr.used_user_addr = evil_gpa(vq_drv_used(&r->vq));
+		rc = vhost_client_set_vring_addr(&d.vc, &addr);
+		n = rc ? rc : evil_rx(&d, back, sizeof(back), o->timeout_ms);
+		works = n == (int)sizeof(f) && !memcmp(back, f, sizeof(f));
+	}
+	evil_say("works_after_fix %d", works);
+	evil_dev_close(&d);
+	return evil_verdict(alive && quiet && works,
+			    "used ring outside shared memory: session kept %d, ring untouched %d, "
+			    "works once fixed %d", alive, quiet, works);
+}
+
+/*
+ * SET_STATUS 0 is a device reset (virtio 1.x 2.1.2 / 2.4): afterwards the
+ * device must not consume buffers until the driver sets it up again. Post a
+ * frame after the reset and check the transmit ring is left alone.
+ */
+static int run_status0(const struct evil_opts *o, const struct evil_attack *a)
+{
+	struct evil_dev d;
+	uint8_t f[64] = { 0 }, st = 0xff;
+	uint16_t used;
+	bool untouched;
+	int rc;
+
+	(void)a;
+	if (evil_dev_open(&d, o, 0) < 0 || evil_loopback(&d, 7) < 0) {
+		evil_dev_close(&d);
+		return EVIL_SETUP;
+	}
+	used = d.r[EVIL_TXQ].vq.used->idx;
+	rc = vhost_client_set_status(&d.vc, 0);
+	if (!rc)
+		rc = evil_status(&d, &st);
+	evil_say("status_after_reset 0x%02x", st);
+	memcpy(f, d.mac, 6);
+	memcpy(f + 6, d.mac, 6);
+	f[12] = 0x88;
+	f[13] = 0xb7;
+	if (!rc)
+		rc = evil_tx(&d, f, sizeof(f));
+	untouched = rc == 0 && ring_untouched(&d, EVIL_TXQ, used);
+	evil_say("outcome %s", rc ? "closed" : "alive");
+	evil_say("ring_untouched %d", untouched);
+	evil_dev_close(&d);
+	return evil_verdict(rc == 0 && st == 0 && untouched,
+			    "after SET_STATUS 0 the device %s the transmit ring (used idx %u -> %u)",
+			    untouched ? "left" : "still used", used,
+			    (unsigned)(untouched ? used : used + 1));
+}
+
+#define rx EVIL_RXQ
+#define tx EVIL_TXQ
+#define ctrl EVIL_CTRLQ
+/* Names are "<ring>.<chain>". */
+const struct evil_attack evil_ring_attacks[] = {
+	{ "tx.head_oob", EVIL_BROKEN, "avail ring entry = ring size", run_ring, ATTACK_ARG(tx, K_HEAD_OOB) },
+	{ "tx.head_ffff", EVIL_BROKEN, "avail ring entry = 0xffff", run_ring, ATTACK_ARG(tx, K_HEAD_FFFF) },
+	{ "tx.loop_self", EVIL_BROKEN, "descriptor chained to itself", run_ring, ATTACK_ARG(tx, K_LOOP_SELF) },
+	{ "tx.loop_2", EVIL_BROKEN, "descriptor chain 0 -> 1 -> 0", run_ring, ATTACK_ARG(tx, K_LOOP_2) },
+	{ "tx.next_oob", EVIL_BROKEN, "next = ring size + 3", run_ring, ATTACK_ARG(tx, K_NEXT_OOB) },
+	{ "tx.indirect_len", EVIL_BROKEN, "indirect table of 17 bytes", run_ring, ATTACK_ARG(tx, K_IND_LEN) },
+	{ "tx.indirect_len0", EVIL_BROKEN, "indirect table of 0 bytes", run_ring, ATTACK_ARG(tx, K_IND_LEN0) },
+	{ "tx.indirect_huge", EVIL_BROKEN, "indirect table of 32769 entries", run_ring, ATTACK_ARG(tx, K_IND_HUGE) },
+	{ "tx.indirect_nested", EVIL_BROKEN, "indirect descriptor inside an indirect table", run_ring,
+	  ATTACK_ARG(tx, K_IND_NESTED) },
+	{ "tx.indirect_loop", EVIL_BROKEN, "loop inside an indirect table", run_ring, ATTACK_ARG(tx, K_IND_LOOP) },
+	{ "tx.indirect_next_oob", EVIL_BROKEN, "next beyond the indirect table", run_ring,
+	  ATTACK_ARG(tx, K_IND_NEXT_OOB) },
+	{ "tx.indirect_outside", EVIL_BROKEN, "indirect table outside shared memory", run_ring,
+	  ATTACK_ARG(tx, K_IND_OUTSIDE) },
+	{ "tx.indirect_with_next", EVIL_BROKEN, "INDIRECT and NEXT on one descriptor", run_ring,
+	  ATTACK_ARG(tx, K_IND_WITH_NEXT) },
+	{ "tx.indirect_not_negotiated", EVIL_BROKEN, "indirect descriptor without INDIRECT_DESC", run_ring,
+	  ATTACK_ARG(tx, K_IND_NOT_NEG) },
+	{ "tx.addr_outside", EVIL_BROKEN, "buffer outside shared memory", run_ring, ATTACK_ARG(tx, K_ADDR_OUTSIDE) },
+	{ "tx.addr_straddle", EVIL_BROKEN, "buffer crossing the end of shared memory", run_ring,
+	  ATTACK_ARG(tx, K_ADDR_STRADDLE) },
+	{ "tx.addr_wrap", EVIL_BROKEN, "addr + len wraps 2^64", run_ring, ATTACK_ARG(tx, K_ADDR_WRAP) },
+	{ "tx.len_sum_wrap", EVIL_BROKEN, "chain length beyond 2^32 (4 GiB region)", run_ring,
+	  ATTACK_ARG(tx, K_LEN_SUM_WRAP) },
+	{ "tx.chain_too_long", EVIL_BROKEN, "chain of 70 descriptors (more iovecs than allowed)", run_ring,
+	  ATTACK_ARG(tx, K_CHAIN_LONG) },
+	{ "tx.write_then_read", EVIL_BROKEN, "device-readable after device-writable", run_ring,
+	  ATTACK_ARG(tx, K_ORDER) },
+	{ "tx.avail_jump", EVIL_BROKEN, "avail idx ring size + 1 ahead", run_ring, ATTACK_ARG(tx, K_AVAIL_JUMP) },
+
+	{ "ctrl.head_oob", EVIL_BROKEN, "avail ring entry = ring size", run_ring, ATTACK_ARG(ctrl, K_HEAD_OOB) },
+	{ "ctrl.loop_self", EVIL_BROKEN, "descriptor chained to itself", run_ring, ATTACK_ARG(ctrl, K_LOOP_SELF) },
+	{ "ctrl.loop_2", EVIL_BROKEN, "descriptor chain 0 -> 1 -> 0", run_ring, ATTACK_ARG(ctrl, K_LOOP_2) },
+	{ "ctrl.next_oob", EVIL_BROKEN, "next = ring size + 3", run_ring, ATTACK_ARG(ctrl, K_NEXT_OOB) },
+	{ "ctrl.indirect_len", EVIL_BROKEN, "indirect table of 17 bytes", run_ring, ATTACK_ARG(ctrl, K_IND_LEN) },
+	{ "ctrl.indirect_huge", EVIL_BROKEN, "indirect table of 32769 entries", run_ring,
+	  ATTACK_ARG(ctrl, K_IND_HUGE) },
+	{ "ctrl.indirect_nested", EVIL_BROKEN, "indirect descriptor inside an indirect table", run_ring,
+	  ATTACK_ARG(ctrl, K_IND_NESTED) },
+	{ "ctrl.indirect_loop", EVIL_BROKEN, "loop inside an indirect table", run_ring,
+	  ATTACK_ARG(ctrl, K_IND_LOOP) },
+	{ "ctrl.indirect_outside", EVIL_BROKEN, "indirect table outside shared memory", run_ring,
+	  ATTACK_ARG(ctrl, K_IND_OUTSIDE) },
+	{ "ctrl.addr_outside", EVIL_BROKEN, "buffer outside shared memory", run_ring,
+	  ATTACK_ARG(ctrl, K_ADDR_OUTSIDE) },
+	{ "ctrl.addr_straddle", EVIL_BROKEN, "buffer crossing the end of shared memory", run_ring,
+	  ATTACK_ARG(ctrl, K_ADDR_STRADDLE) },
+	{ "ctrl.addr_wrap", EVIL_BROKEN, "addr + len wraps 2^64", run_ring, ATTACK_ARG(ctrl, K_ADDR_WRAP) },
+	{ "ctrl.len_sum_wrap", EVIL_BROKEN, "chain length beyond 2^32 (4 GiB region)", run_ring,
+	  ATTACK_ARG(ctrl, K_LEN_SUM_WRAP) },
+	{ "ctrl.write_then_read", EVIL_BROKEN, "device-readable after device-writable", run_ring,
+	  ATTACK_ARG(ctrl, K_ORDER) },
+	{ "ctrl.avail_jump", EVIL_BROKEN, "avail idx ring size + 1 ahead", run_ring,
+	  ATTACK_ARG(ctrl, K_AVAIL_JUMP) },
+
+	{ "rx.head_oob", EVIL_BROKEN, "avail ring entry = ring size", run_ring, ATTACK_ARG(rx, K_HEAD_OOB) },
+	{ "rx.loop_2", EVIL_BROKEN, "descriptor chain 0 -> 1 -> 0", run_ring, ATTACK_ARG(rx, K_LOOP_2) },
+	{ "rx.next_oob", EVIL_BROKEN, "next = ring size + 3", run_ring, ATTACK_ARG(rx, K_NEXT_OOB) },
+	{ "rx.indirect_nested", EVIL_BROKEN, "indirect descriptor inside an indirect table", run_ring,
+	  ATTACK_ARG(rx, K_IND_NESTED) },
+	{ "rx.addr_outside", EVIL_BROKEN, "buffer outside shared memory", run_ring,
+	  ATTACK_ARG(rx, K_ADDR_OUTSIDE) },
+	{ "rx.addr_wrap", EVIL_BROKEN, "addr + len wraps 2^64", run_ring, ATTACK_ARG(rx, K_ADDR_WRAP) },
+	{ "rx.avail_jump", EVIL_BROKEN, "avail idx ring size + 1 ahead", run_ring, ATTACK_ARG(rx, K_AVAIL_JUMP) },
+
+	{ "vring_addr_outside", EVIL_ALIVE, "SET_VRING_ADDR with the used ring outside shared memory",
+	  run_addr_outside, 0 },
+	{ "status0_stops_rings", EVIL_ALIVE, "SET_STATUS 0, then a frame on the transmit ring",
+	  run_status0, 0 },
+};
+#undef rx
+#undef tx
+#undef ctrl
+const unsigned evil_ring_nattacks = sizeof(evil_ring_attacks) / sizeof(evil_ring_attacks[0]);
