@@ -308,8 +308,9 @@ void loop_timer_arm(struct loop *l, struct loop_timer *t, uint64_t deadline_ns)
 static bool run_timers(struct loop *l, uint64_t now)
 {
 	bool any = false;
+	int budget = l->heap_len; /* a timer re-armed for "now" waits a pass */
 
-	while (l->heap_len && l->heap[0]->deadline_ns <= now) {
+	while (budget-- > 0 && l->heap_len && l->heap[0]->deadline_ns <= now) {
 		struct loop_timer *t = l->heap[0];
 
 		loop_timer_cancel(l, t);

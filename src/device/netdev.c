@@ -31,7 +31,12 @@
 #define NETDEV_TX_BATCH 64
 #define NETDEV_RX_BATCH 64
 #define NETDEV_RXQ_MAX 1024          /* frames waiting for rx buffers */
-#define NETDEV_CTRL_MAX_DATA (32u << 20) /* largest control command */
+/* Largest control command: REG_USER_MR of max_mr_size (4 GiB) = 32 bytes +
+ * 8 per 4 KiB page. Larger ones are refused without being read. */
+#define NETDEV_CTRL_MAX_DATA ((8u << 20) + 64)
+/* Largest ack data any command returns (QUERY_DEVICE is 128 bytes). */
+#define NETDEV_CTRL_MAX_ACK 4096
+#define NETDEV_CTRL_BATCH 16     /* commands per call: one driver cannot starve others */
 
 static uint64_t netdev_offered_features(const struct netdev_cfg *cfg)
 {
@@ -117,6 +122,10 @@ static int netdev_set_features(void *ctx, uint64_t features)
 		LOG_PEER("%s: VIRTIO_NET_F_ROCE requires VIRTIO_NET_F_CTRL_VQ", nd->cfg.socket);
 		return -EINVAL;
 	}
+	if (features != nd->features && (nd->rxr || nd->txr || nd->ctrlr || nd->rdma_rings_started)) {
+		LOG_PEER("%s: feature change while rings run refused", nd->cfg.socket);
+		return -EBUSY;
+	}
 	nd->features = features;
 	nd->hdr_len = (has_feature(nd, VIRTIO_F_VERSION_1) || has_feature(nd, VIRTIO_NET_F_MRG_RXBUF))
 		      ? sizeof(struct virtio_net_hdr_v1) : sizeof(struct virtio_net_hdr);
@@ -127,13 +136,25 @@ static int netdev_set_features(void *ctx, uint64_t features)
 
 static void netdev_ring_broken(struct netdev *nd, struct vhost_vring *r)
 {
-	if (r->dev_priv == (void *)1)
+	unsigned bit = 1u << (r->idx < 3 ? r->idx : 3);
+
+	if (nd->broken_reported & bit)
 		return;
-	r->dev_priv = (void *)1; /* reported */
+	nd->broken_reported |= bit;
 	nd->stats.ring_errors++;
 	LOG_PEER("%s: ring %u broken by the driver (%s): device needs reset",
 		 nd->cfg.socket, r->idx, r->vq.error ? r->vq.error : "?");
 	vhost_vring_report_error(r);
+}
+
+/* The source MAC of a transmit element is the device's own. */
+static bool netdev_tx_src_ok(const struct netdev *nd, const struct vq_elem *e)
+{
+	uint8_t smac[6];
+
+	if (vq_elem_read(e, nd->hdr_len + 6, smac, 6) != 6)
+		return false;
+	return memcmp(smac, nd->mac, 6) == 0;
 }
 
 /* Transmit: driver -> switch. Returns true if anything was done. */
@@ -164,6 +185,14 @@ static bool netdev_process_tx(struct netdev *nd)
 			continue;
 		}
 		len = e->out_len - nd->hdr_len;
+		if (!netdev_tx_src_ok(nd, e)) {
+			/* Anti-spoofing: a device sends only with its own MAC,
+			 * so one driver cannot steal another device's traffic. */
+			nd->stats.tx_spoofed++;
+			LOG_PEER("%s: tx frame with a foreign source MAC dropped", nd->cfg.socket);
+			vq_dev_fill(&r->vq, e->head, 0);
+			continue;
+		}
 		p = pkt_alloc();
 		if (!p) {
 			nd->stats.tx_errors++;
@@ -260,11 +289,19 @@ static bool netdev_deliver_rx(struct netdev *nd)
 
 	if (!r || r->vq.broken || !nd->rxq.len)
 		return false;
+	/* The head frame is waiting for more buffers than the driver gave:
+	 * nothing to do until it adds some (its kick wakes us). */
+	if (nd->rx_stalled && vq_dev_avail(&r->vq) == nd->rx_stalled_avail)
+		return false;
+	nd->rx_stalled = false;
 	while (done < NETDEV_RX_BATCH && (p = nd->rxq.head)) {
 		int rc = netdev_rx_one(nd, r, p);
 
-		if (rc == 0)
+		if (rc == 0) {
+			nd->rx_stalled = true;
+			nd->rx_stalled_avail = vq_dev_avail(&r->vq);
 			break;
+		}
 		done++;
 		pkt_queue_pop(&nd->rxq);
 		if (rc > 0) {
@@ -307,6 +344,15 @@ static uint8_t netdev_ctrl_mac(struct netdev *nd, uint8_t cmd, const uint8_t *da
 			return VIRTIO_NET_ERR;
 		if (data[0] & 1 || !(data[0] | data[1] | data[2] | data[3] | data[4] | data[5]))
 			return VIRTIO_NET_ERR;
+		{
+			int owner = sw_mac_lookup(nd->sw, data);
+
+			if (owner >= 0 && owner != nd->port.id) {
+				LOG_PEER("%s: MAC_ADDR_SET to a MAC in use on port %d refused",
+					 nd->cfg.socket, owner);
+				return VIRTIO_NET_ERR;
+			}
+		}
 		memcpy(nd->mac, data, 6);
 		netdev_roce_set_mac(nd, nd->mac);
 		return VIRTIO_NET_OK;
@@ -343,7 +389,7 @@ static bool netdev_process_ctrl(struct netdev *nd)
 
 	if (!r || r->vq.broken)
 		return false;
-	for (;;) {
+	while (n < NETDEV_CTRL_BATCH) {
 		int rc = vq_dev_pop(&r->vq, e);
 		uint8_t hdr[2], ack = VIRTIO_NET_ERR;
 		uint8_t *data = NULL, *out = NULL;
@@ -365,9 +411,12 @@ static bool netdev_process_ctrl(struct netdev *nd)
 		}
 		vq_elem_read(e, 0, hdr, 2);
 		data_len = e->out_len - 2;
-		out_cap = e->in_len - 1;
-		if (data_len > NETDEV_CTRL_MAX_DATA)
+		out_cap = MIN(e->in_len - 1, NETDEV_CTRL_MAX_ACK);
+		if (data_len > NETDEV_CTRL_MAX_DATA) {
+			LOG_PEER("%s: control command of %zu bytes refused (max %u)",
+				 nd->cfg.socket, data_len, NETDEV_CTRL_MAX_DATA);
 			goto reply;
+		}
 		data = malloc(data_len ? data_len : 1);
 		out = calloc(1, out_cap ? out_cap : 1);
 		if (!data || !out)
@@ -481,7 +530,8 @@ static bool netdev_arm(void *arg)
 		pending = true;
 	if (nd->ctrlr && vq_dev_avail(&nd->ctrlr->vq))
 		pending = true;
-	if (nd->rxr && nd->rxq.len && vq_dev_avail(&nd->rxr->vq))
+	if (nd->rxr && nd->rxq.len && vq_dev_avail(&nd->rxr->vq) &&
+	    !(nd->rx_stalled && vq_dev_avail(&nd->rxr->vq) == nd->rx_stalled_avail))
 		pending = true;
 	if (netdev_roce_arm(nd))
 		pending = true;
@@ -511,7 +561,6 @@ static void netdev_ring_started(void *ctx, struct vhost_vring *r)
 {
 	struct netdev *nd = ctx;
 
-	r->dev_priv = NULL;
 	switch (r->idx) {
 	case 0:
 		nd->rxr = r;
@@ -524,6 +573,7 @@ static void netdev_ring_started(void *ctx, struct vhost_vring *r)
 			nd->ctrlr = r;
 		break;
 	default:
+		nd->rdma_rings_started++;
 		netdev_roce_ring_started(nd, r);
 		break;
 	}
@@ -541,9 +591,11 @@ static void netdev_ring_stopped(void *ctx, struct vhost_vring *r)
 		nd->txr = NULL;
 	else if (nd->ctrlr == r)
 		nd->ctrlr = NULL;
-	else
+	else {
+		if (nd->rdma_rings_started)
+			nd->rdma_rings_started--;
 		netdev_roce_ring_stopped(nd, r);
-	r->dev_priv = NULL;
+	}
 }
 
 static void netdev_ring_kick(void *ctx, struct vhost_vring *r)
@@ -576,6 +628,8 @@ static void netdev_reset(void *ctx)
 	memcpy(nd->mac, nd->cfg.mac, 6);
 	nd->promisc = nd->allmulti = false;
 	nd->features = 0;
+	nd->rx_stalled = false;
+	nd->broken_reported = 0;
 	nd->status = 0;
 	nd->stats.resets++;
 }
@@ -698,8 +752,8 @@ void netdev_dump_stats(const struct netdev *nd, void *fp)
 	const struct vhost_server_stats *vs = vhost_server_stats(nd->vs);
 
 	fprintf(f, "device %s (%s)\n", nd->port.name, nd->cfg.socket);
-	fprintf(f, "  tx_frames %" PRIu64 " tx_bytes %" PRIu64 " tx_errors %" PRIu64 "\n",
-		s->tx_frames, s->tx_bytes, s->tx_errors);
+	fprintf(f, "  tx_frames %" PRIu64 " tx_bytes %" PRIu64 " tx_errors %" PRIu64
+		" tx_spoofed %" PRIu64 "\n", s->tx_frames, s->tx_bytes, s->tx_errors, s->tx_spoofed);
 	fprintf(f, "  rx_frames %" PRIu64 " rx_bytes %" PRIu64 " rx_dropped_no_buffer %" PRIu64
 		" rx_dropped_too_big %" PRIu64 " rx_filtered %" PRIu64 "\n",
 		s->rx_frames, s->rx_bytes, s->rx_dropped_no_buffer, s->rx_dropped_too_big,

@@ -60,6 +60,7 @@ struct port *netdev_port(struct netdev *nd);
 
 struct netdev_stats {
 	uint64_t tx_frames, tx_bytes, tx_errors;     /* from the driver */
+	uint64_t tx_spoofed;                         /* foreign source MAC, dropped */
 	uint64_t rx_frames, rx_bytes;                /* to the driver */
 	uint64_t rx_dropped_no_buffer;               /* no rx buffer / queue full */
 	uint64_t rx_dropped_too_big;                 /* frame larger than buffers */

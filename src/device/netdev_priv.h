@@ -18,6 +18,7 @@
 #define NETDEV_RX_MAX_BUFS 16 /* receive buffers one frame may span (MRG_RXBUF) */
 
 struct roce_dev;
+struct roce_tp;
 
 struct netdev {
 	struct netdev_cfg cfg;
@@ -36,10 +37,15 @@ struct netdev {
 
 	struct vhost_vring *rxr, *txr, *ctrlr;
 	struct pkt_queue rxq;     /* frames waiting for receive buffers */
+	bool rx_stalled;          /* head frame needs more buffers than posted */
+	uint16_t rx_stalled_avail; /* buffers available when it stalled */
+	unsigned broken_reported; /* net rings (bit idx) reported broken */
+	unsigned rdma_rings_started; /* RDMA rings currently started */
 	struct vq_elem elem;      /* scratch element (tx, ctrl) */
 	struct vq_elem rx_elems[NETDEV_RX_MAX_BUFS];
 
 	struct roce_dev *roce;    /* RoCE extension state (netdev_roce.c) */
+	struct roce_tp *roce_tp;  /* its transport engine (src/roce/roce_tp.h) */
 	struct netdev_stats stats;
 };
 

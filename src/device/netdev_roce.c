@@ -11,6 +11,54 @@
 #include "common/log.h"
 #include "device/netdev_priv.h"
 #include "device/roce_dev.h"
+#include "roce/roce_tp.h"
+#include "vhost/vhost_server.h"
+
+/* ---- what the transport engine needs from the device ---- */
+
+static struct vhost_vring *nr_ring(void *ctx, uint32_t idx)
+{
+	struct netdev *nd = ctx;
+	struct vhost_vring *r = nd->vs ? vhost_server_vring(nd->vs, idx) : NULL;
+
+	return r && r->started ? r : NULL;
+}
+
+static void nr_xmit(void *ctx, struct pkt *p)
+{
+	struct netdev *nd = ctx;
+
+	sw_input(nd->sw, &nd->port, p);
+}
+
+static void nr_notify(void *ctx, struct vhost_vring *r, bool force)
+{
+	(void)ctx;
+	if (force)
+		vhost_vring_call(r);
+	else
+		vhost_vring_notify(r);
+}
+
+static void nr_ring_error(void *ctx, struct vhost_vring *r)
+{
+	struct netdev *nd = ctx;
+
+	if (r->dev_priv == (void *)1)
+		return;
+	r->dev_priv = (void *)1; /* reported */
+	nd->stats.ring_errors++;
+	LOG_PEER("%s: ring %u broken by the driver (%s): device needs reset",
+		 nd->cfg.socket, r->idx, r->vq.error ? r->vq.error : "?");
+	vhost_vring_report_error(r);
+}
+
+static const struct roce_tp_ops netdev_roce_tp_ops = {
+	.ring = nr_ring,
+	.xmit = nr_xmit,
+	.notify = nr_notify,
+	.ring_error = nr_ring_error,
+};
 
 int netdev_roce_init(struct netdev *nd)
 {
@@ -36,6 +84,13 @@ int netdev_roce_init(struct netdev *nd)
 		nd->roce = NULL;
 		return rc;
 	}
+	nd->roce_tp = roce_tp_new(nd->roce, nd->loop, &netdev_roce_tp_ops, nd);
+	if (!nd->roce_tp) {
+		roce_dev_fini(nd->roce);
+		free(nd->roce);
+		nd->roce = NULL;
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -51,6 +106,8 @@ void netdev_roce_fini(struct netdev *nd)
 	if (!nd->roce)
 		return;
 	roce_dev_fini(nd->roce);
+	roce_tp_free(nd->roce_tp);
+	nd->roce_tp = NULL;
 	free(nd->roce);
 	nd->roce = NULL;
 }
@@ -60,6 +117,7 @@ void netdev_roce_reset(struct netdev *nd)
 	if (!nd->roce)
 		return;
 	roce_dev_reset(nd->roce);
+	roce_tp_reset(nd->roce_tp);
 	roce_dev_set_mac(nd->roce, nd->cfg.mac);
 }
 
@@ -89,44 +147,41 @@ uint8_t netdev_roce_ctrl(struct netdev *nd, uint8_t cmd, const void *in, size_t 
 
 bool netdev_roce_input(struct netdev *nd, struct pkt *p)
 {
-	(void)nd;
-	(void)p;
-	return false;
+	return nd->roce_tp && roce_tp_input(nd->roce_tp, p);
 }
 
 bool netdev_roce_poll(struct netdev *nd)
 {
-	(void)nd;
-	return false;
+	return nd->roce_tp && roce_tp_poll(nd->roce_tp);
 }
 
 bool netdev_roce_arm(struct netdev *nd)
 {
-	(void)nd;
-	return false;
+	return nd->roce_tp && roce_tp_arm(nd->roce_tp);
 }
 
 void netdev_roce_disarm(struct netdev *nd)
 {
-	(void)nd;
+	if (nd->roce_tp)
+		roce_tp_disarm(nd->roce_tp);
 }
 
 void netdev_roce_ring_started(struct netdev *nd, struct vhost_vring *r)
 {
-	(void)nd;
-	(void)r;
+	if (nd->roce_tp)
+		roce_tp_ring_started(nd->roce_tp, r);
 }
 
 void netdev_roce_ring_stopped(struct netdev *nd, struct vhost_vring *r)
 {
-	(void)nd;
-	(void)r;
+	if (nd->roce_tp)
+		roce_tp_ring_stopped(nd->roce_tp, r);
 }
 
 void netdev_roce_ring_kick(struct netdev *nd, struct vhost_vring *r)
 {
-	(void)nd;
-	(void)r;
+	if (nd->roce_tp)
+		roce_tp_ring_kick(nd->roce_tp, r);
 }
 
 void netdev_roce_dump_stats(const struct netdev *nd, FILE *f)
@@ -145,4 +200,6 @@ void netdev_roce_dump_stats(const struct netdev *nd, FILE *f)
 		if (s->errs[i])
 			fprintf(f, " %s %llu", roce_err_name(i), (unsigned long long)s->errs[i]);
 	fprintf(f, "\n");
+	if (nd->roce_tp)
+		roce_tp_dump_stats(nd->roce_tp, f);
 }

@@ -184,25 +184,33 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			break;
 		w = roce_sq_wqe(tq, tq->sq_cur);
 		if (w->state == ROCE_WQE_DONE) {
+			uint32_t end;
+
 			if (w->bad) {
 				/* Nothing after a failed WR may go out: it
 				 * completes in order, then the QP errors. */
 				tq->stalled = true;
 				break;
 			}
+			/* Acknowledged while being sent again (an ACK from
+			 * before a rewind): skip it. */
+			end = roce_psn_add(w->first_psn, w->npkts);
+			if (roce_psn_diff(end, tq->sq_psn) > 0)
+				tq->sq_psn = end;
 			tq->sq_cur++;
 			continue;
 		}
 		if (rc && roce_psn_diff(tq->sq_psn, tq->una) >= ROCE_TP_WINDOW)
 			break;
 		if (w->next == 0) {
-			if (st == VIRTIO_IB_QPS_SQD)
+			if (st == VIRTIO_IB_QPS_SQD && !w->started)
 				break; /* draining: finish started WRs only */
 			if ((w->flags & VIRTIO_IB_SEND_FENCE) && tq->rd_out)
 				break;
 			w->first_psn = tq->sq_psn;
 			w->npkts = ud ? 1 : roce_req_npkts(w, tq->mtu);
 			w->rd_rcvd = 0;
+			w->started = true;
 			if (rc && tq->una == tq->sq_psn)
 				tq->progress_ns = tq->tp->loop ? loop_now_ns() : 0;
 		}

@@ -284,8 +284,16 @@ void roce_sq_complete_head(struct roce_tq *tq, uint8_t status)
 	sq_give_back(tq, w->head);
 	tq->sq_head++;
 	if ((int32_t)(tq->sq_cur - tq->sq_head) < 0) {
+		/* Completed before the requester got past it (acknowledged
+		 * while being sent again): its PSNs are used. */
 		tq->sq_cur = tq->sq_head;
 		tq->stalled = false;
+		if (w->started) {
+			uint32_t end = roce_psn_add(w->first_psn, w->npkts);
+
+			if (roce_psn_diff(end, tq->sq_psn) > 0)
+				tq->sq_psn = end;
+		}
 	}
 }
 

@@ -208,7 +208,8 @@ struct roce_swqe {
 	uint8_t state;            /* enum roce_wqe_state */
 	uint8_t status;           /* completion status once DONE */
 	bool inl;                 /* data is inline */
-	bool bad;                 /* failed validation (status says why) */
+	bool bad;                 /* failed (status says why): stops the SQ */
+	bool started;             /* first_psn/npkts assigned (sent once) */
 	uint32_t imm;             /* network order */
 	uint32_t length;          /* message bytes */
 	uint32_t num_sge;

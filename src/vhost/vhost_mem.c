@@ -148,8 +148,8 @@ int vhost_mem_add(struct vhost_mem *m, uint64_t gpa, uint64_t size, uint64_t uva
 
 	/*
 	 * A regular file shorter than the region would SIGBUS on access. (A
-	 * front-end that shrinks the file later can still do that; see the
-	 * known gaps in docs.)
+	 * front-end that shrinks the file after this check still can: only
+	 * F_SEAL_SHRINK or a SIGBUS handler would close that.)
 	 */
 	if (fstat(fd, &st) < 0) {
 		err = -errno;

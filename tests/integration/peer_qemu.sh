@@ -107,7 +107,26 @@ peer_spawn qemu "$QEMU" -accel "$ACCEL" -m 256M -nodefaults -display none \
 	-chardev "socket,id=c0,path=$SOCK_A" \
 	-netdev vhost-user,chardev=c0,id=n0 \
 	-device "virtio-net-pci,netdev=n0,mac=$MAC_A" \
-	-boot n -serial "file:$T_TMP/serial.log" -monitor none
+	-boot n -serial "file:$T_TMP/serial.log" \
+	-monitor "unix:$T_TMP/monitor.sock,server=on,wait=off"
+
+# qemu_hmp CMD: run a human-monitor command, wait for the next prompt.
+qemu_hmp() {
+	python3 - "$T_TMP/monitor.sock" "$1" <<'EOF'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+buf, end = b'', time.time() + 10
+while b'(qemu)' not in buf and time.time() < end:
+    buf += s.recv(4096)
+s.sendall(sys.argv[2].encode() + b'\n')
+buf = b''
+while b'(qemu)' not in buf and time.time() < end:
+    buf += s.recv(4096)
+sys.exit(0 if b'(qemu)' in buf else 1)
+EOF
+}
 
 # The event: the receiver counted frames and a DHCPDISCOVER from the guest
 # entered the switch (the capture is flushed once per loop iteration).
@@ -119,7 +138,7 @@ guest_frames_arrived() {
 	[ "${d:-0}" -gt 0 ]
 }
 t0=$SECONDS
-peer_poll 90 guest_frames_arrived
+peer_poll 60 guest_frames_arrived
 echo "# guest DHCP seen and frames counted on device B after $((SECONDS - t0)) s ($ACCEL)"
 for n in daemon rx qemu; do
 	peer_alive "$n" || { not_ok "${n}_alive" "$n exited early"; peer_tail "$n" 25; }
@@ -139,9 +158,33 @@ n=$(testpmd_last rx RX-packets)
 if [ "$n" -gt 0 ]; then
 	ok guest_frames_reach_device_b
 else
-	not_ok guest_frames_reach_device_b "no frame from the guest counted on device B in 90 s"
+	not_ok guest_frames_reach_device_b "no DHCP from the guest counted on device B in 60 s"
 	daemon_snapshot && grep -a -A2 '^device' "$T_TMP/daemon.log" | tail -6 | sed 's/^/#   /'
 	echo "# iPXE console: $(tr -d '\r' <"$T_TMP/serial.log" 2>/dev/null | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' | tail -c 300 | tr '\n' ' ')"
+fi
+
+# Guest reset: QEMU stops the rings (GET_VRING_BASE) and sets them up again
+# on the same connection when iPXE restarts; the guest must send again.
+ring0_starts() { grep -c "$SOCK_A: ring 0 started" "$T_TMP/daemon.log"; }
+restarted() { ! peer_alive qemu || [ "$(ring0_starts)" -ge 2 ]; }
+sent_after() {
+	peer_alive qemu && peer_alive daemon || return 0
+	daemon_snapshot && [ "$(daemon_stat "$SOCK_A" tx_frames)" -gt "$1" ]
+}
+if qemu_hmp system_reset && peer_poll 45 restarted && [ "$(ring0_starts)" -ge 2 ] &&
+   daemon_snapshot; then
+	# Frames taken after this snapshot come from the restarted rings.
+	t1=$(daemon_stat "$SOCK_A" tx_frames)
+	if peer_poll 45 sent_after "$t1" && peer_alive qemu; then
+		ok guest_reset_rings_restart
+	else
+		not_ok guest_reset_rings_restart "no frame from the guest after its rings restarted"
+		grep -a "$SOCK_A" "$T_TMP/daemon.log" | tail -20 | sed 's/^/#   /'
+	fi
+else
+	not_ok guest_reset_rings_restart "system_reset: rings of $SOCK_A were not started again"
+	grep -a "$SOCK_A" "$T_TMP/daemon.log" | tail -20 | sed 's/^/#   /'
+	peer_tail qemu
 fi
 
 # Kill the guest (as a crashing VM would go); the daemon must keep serving.
@@ -175,8 +218,12 @@ peer_poll 20 settled
 peer_stop rx TERM 20
 rx_rc=$P_LAST_RC
 rx_total=$(testpmd_total rx RX-packets)
-[ "$rx_rc" -eq 0 ] && [ -n "$rx_total" ] || {
-	not_ok rx_clean_exit "testpmd rxonly exited with status $rx_rc"; peer_tail rx; }
+if [ "$rx_rc" -eq 0 ] && [ -n "$rx_total" ]; then
+	ok rx_clean_exit
+else
+	not_ok rx_clean_exit "testpmd rxonly exited with status $rx_rc (totals: '$rx_total')"
+	peer_tail rx
+fi
 rx_total=${rx_total:-0}
 
 peer_stop daemon TERM 20

@@ -40,66 +40,69 @@ testpmd_start rx "$SOCK_B" "$MAC_B" rxonly --no-flush-rx
 # would make its count differ from the daemon's for a reason of its own.
 rx_forwarding() { ! peer_alive rx || testpmd_forwarding rx; }
 peer_poll 45 rx_forwarding
-testpmd_start tx "$SOCK_A" "$MAC_A" txonly --eth-peer="0,$MAC_B"
 
-# ring_started SOCKET IDX: the daemon logged that the front-end started ring IDX.
-ring_started() { grep -q "$1: ring $2 started" "$T_TMP/daemon.log"; }
-all_alive() { peer_alive daemon && peer_alive rx && peer_alive tx; }
-rx_counted() {
-	all_alive || return 0
-	[ "$(testpmd_last rx RX-packets)" -gt 0 ]
-}
+# ring_started SOCKET IDX [N]: the daemon logged at least N (default 1)
+# starts of ring IDX by the front-end on SOCKET.
+ring_started() { [ "$(grep -c "$1: ring $2 started" "$T_TMP/daemon.log")" -ge "${3:-1}" ]; }
 
-# Wait for the event "the receiver counted a frame" (bounded: testpmd start-up
-# with --no-huge takes a few seconds, longer on a loaded machine).
-t0=$SECONDS; peer_poll 60 rx_counted; echo "# first frame counted after $((SECONDS - t0)) s"
-for n in daemon rx tx; do
-	peer_alive "$n" || { not_ok "${n}_alive" "$n exited early"; peer_tail "$n" 25; }
-done
-[ $T_FAILED -eq 0 ] || t_done
-
-for s in A B; do
-	sock=SOCK_$s
-	if ring_started "${!sock}" 0 && ring_started "${!sock}" 1; then
-		ok "handshake_$s"
-	else
-		not_ok "handshake_$s" "rings 0 and 1 of ${!sock} were not started"
-		grep -a "${!sock}" "$T_TMP/daemon.log" | tail -20 | sed 's/^/#   /'
-	fi
-done
-
-n=$(testpmd_last rx RX-packets)
-if [ "$n" -gt 0 ]; then
-	ok frames_received
-else
-	not_ok frames_received "testpmd rxonly on device B counted no frame in 60 s"
-	daemon_snapshot && grep -a -A5 '^device' "$T_TMP/daemon.log" | tail -12 | sed 's/^/#   /'
-	peer_tail tx; peer_tail rx
-fi
-
-# Stop the sender; then wait until every frame it put on the wire is
-# accounted for on B and the receiver has counted all that B delivered.
-peer_stop tx TERM 20
-tx_rc=$P_LAST_RC
-tx_sent=$(testpmd_total tx TX-packets)
-if [ "$tx_rc" -eq 0 ] && [ -n "$tx_sent" ]; then
-	ok tx_clean_exit
-else
-	not_ok tx_clean_exit "testpmd txonly exited with status $tx_rc (totals printed: '${tx_sent}')"
-	peer_tail tx
-fi
-tx_sent=${tx_sent:-0}
-
+# Everything A's sender put on the wire is accounted for on B (delivered or
+# counted as a drop) and the receiver has counted all that B delivered.
 settled() {
 	peer_alive rx && peer_alive daemon || return 0
 	daemon_snapshot || return 1
-	local a_tx b_in b_rx
-	a_tx=$(daemon_stat "$SOCK_A" tx_frames)
-	b_in=$(daemon_rx_accounted "$SOCK_B")
-	b_rx=$(daemon_stat "$SOCK_B" rx_frames)
-	[ "$a_tx" -eq "$b_in" ] && [ "$(testpmd_last rx RX-packets)" -eq "$b_rx" ]
+	[ "$(daemon_stat "$SOCK_A" tx_frames)" -eq "$(daemon_rx_accounted "$SOCK_B")" ] &&
+		[ "$(testpmd_last rx RX-packets)" -eq "$(daemon_stat "$SOCK_B" rx_frames)" ]
 }
-t0=$SECONDS; peer_poll 20 settled; echo "# settled after $((SECONDS - t0)) s"
+
+# Two sender sessions one after the other on device A: the second checks
+# that the socket accepts the next front-end and that rings set up again work.
+tx_sent=0
+for session in 1 2; do
+	seen=$(testpmd_last rx RX-packets)
+	testpmd_start "tx$session" "$SOCK_A" "$MAC_A" txonly --eth-peer="0,$MAC_B"
+	more_counted() {
+		peer_alive daemon && peer_alive rx && peer_alive "tx$session" || return 0
+		[ "$(testpmd_last rx RX-packets)" -gt "$seen" ]
+	}
+	# The event: the receiver counted new frames (bounded: testpmd start-up
+	# with --no-huge takes a few seconds, longer on a loaded machine).
+	t0=$SECONDS
+	peer_poll 60 more_counted
+	echo "# session $session: receiver counting after $((SECONDS - t0)) s"
+	for n in daemon rx "tx$session"; do
+		peer_alive "$n" || { not_ok "${n}_alive" "$n exited early"; peer_tail "$n" 25; }
+	done
+	[ $T_FAILED -eq 0 ] || t_done
+
+	if ring_started "$SOCK_A" 0 "$session" && ring_started "$SOCK_A" 1 "$session" &&
+	   ring_started "$SOCK_B" 0 && ring_started "$SOCK_B" 1; then
+		ok "handshake_tx$session"
+	else
+		not_ok "handshake_tx$session" "rings 0 and 1 were not started"
+		grep -a -E "$SOCK_A|$SOCK_B" "$T_TMP/daemon.log" | tail -20 | sed 's/^/#   /'
+	fi
+	if [ "$(testpmd_last rx RX-packets)" -gt "$seen" ]; then
+		ok "frames_received_tx$session"
+	else
+		not_ok "frames_received_tx$session" "testpmd rxonly on device B counted no new frame in 60 s"
+		daemon_snapshot && grep -a -A5 '^device' "$T_TMP/daemon.log" | tail -12 | sed 's/^/#   /'
+		peer_tail "tx$session"; peer_tail rx
+	fi
+
+	peer_stop "tx$session" TERM 20
+	tx_rc=$P_LAST_RC
+	sent=$(testpmd_total "tx$session" TX-packets)
+	if [ "$tx_rc" -eq 0 ] && [ -n "$sent" ]; then
+		ok "tx${session}_clean_exit"
+	else
+		not_ok "tx${session}_clean_exit" "testpmd txonly exited with status $tx_rc (totals: '$sent')"
+		peer_tail "tx$session"
+	fi
+	tx_sent=$((tx_sent + ${sent:-0}))
+	t0=$SECONDS
+	peer_poll 20 settled
+	echo "# session $session: counters settled after $((SECONDS - t0)) s"
+done
 
 peer_stop rx TERM 20
 rx_rc=$P_LAST_RC
@@ -147,7 +150,8 @@ if [ "$a_tx" -gt 0 ] && [ "$a_tx" -le "$tx_sent" ]; then
 else
 	not_ok tx_count_matches_sender "daemon took $a_tx frames from A, testpmd sent $tx_sent"
 fi
-if [ "$a_tx" -eq "$b_in" ] && [ "$((flooded + forwarded))" -ge "$a_tx" ]; then
+# Two ports, no uplink: each frame from A is forwarded or flooded exactly once.
+if [ "$a_tx" -eq "$b_in" ] && [ "$((flooded + forwarded))" -eq "$a_tx" ]; then
 	ok switch_accounts_every_frame
 else
 	not_ok switch_accounts_every_frame "A sent $a_tx, B accounted $b_in, switch flooded+forwarded $((flooded + forwarded))"

@@ -224,6 +224,7 @@ int main(int argc, char **argv)
 	struct options o = { 0 };
 	struct daemon d = { .sigfd = -1 };
 	sigset_t mask;
+	bool wrote_pidfile = false;
 	int rc = 1;
 
 	if (parse_args(argc, argv, &o) < 0)
@@ -312,12 +313,16 @@ int main(int argc, char **argv)
 		d.uplinks[d.nuplinks++] = p;
 	}
 	if (o.pidfile) {
-		FILE *f = fopen(o.pidfile, "w");
+		FILE *f = fopen(o.pidfile, "we");
+		bool ok = f && fprintf(f, "%d\n", (int)getpid()) > 0;
 
-		if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0) {
+		if (f && fclose(f) != 0)
+			ok = false;
+		if (!ok) {
 			fprintf(stderr, "vhost-user-rdma: --pidfile %s: %s\n", o.pidfile, strerror(errno));
 			goto out;
 		}
+		wrote_pidfile = true;
 	}
 	LOG_INFO("serving %u device(s), %u uplink(s), poll %u us", d.ndevs, d.nuplinks, o.poll_us);
 	rc = loop_run(d.loop) < 0 ? 1 : 0;
@@ -335,7 +340,7 @@ out:
 		close(d.sigfd);
 	}
 	loop_free(d.loop);
-	if (o.pidfile)
+	if (wrote_pidfile)
 		unlink(o.pidfile);
 	return rc;
 }

@@ -1,0 +1,628 @@
+#!/usr/bin/env bash
+# vrdma benchmark harness (not part of make test). One command:
+#
+#   bench/run.sh [--quick] [--only ref|vrdma] [--check] [--out DIR]
+#
+# 1. references measured in the same run: kernel TCP over loopback (iperf3,
+#    one stream), TCP ping-pong latency (sockperf, 64 B), memcpy bandwidth
+#    on one core (bench/memcpy_bw.c);
+# 2. vrdma: for each --poll-us value (default "0 50") a daemon with two
+#    devices on its built-in switch, then perftest through build/bin/vrdma-run,
+#    server on device 1 and client on device 0, two processes;
+# 3. a markdown table (absolute numbers and ratios against the references),
+#    the raw logs and every command line in bench/results/<date>/, and the
+#    table on stdout.
+#
+# If the vrdma data path is not usable (ibv_devinfo through vrdma-run shows
+# no active port, or ibv_rc_pingpong -g 0 does not complete), the table says
+# "vrdma: not ready (reason)" and perftest is skipped. Every step runs under
+# `timeout`; everything started is stopped on exit.
+#
+#   --quick        short runs (smoke test of the harness, numbers are noisy)
+#   --only ref     references only; --only vrdma: vrdma only (ratios then "-")
+#   --check        only build and check whether vrdma is ready (exit 0 if so)
+#   --out DIR      results directory (default bench/results/<date>)
+#
+# Tunables (environment): BENCH_POLL ("0 50"), BENCH_GID (perftest -x and
+# pingpong -g GID index, 0), BENCH_BW_SIZES (bytes, or "all" for perftest -a),
+# BENCH_BW_BYTES (bytes moved per bw size, sets -n), BENCH_BW_ITERS (-n with
+# "all"), BENCH_LAT_SIZES, BENCH_LAT_ITERS, BENCH_TCP_SEC, BENCH_LAT_SEC,
+# BENCH_MEMCPY_SEC, BENCH_DEV_OPTS (extra device options, e.g. ",mtu=9000"),
+# BENCH_PERFTEST_ARGS (extra perftest arguments, e.g. "-e" to sleep on events),
+# BENCH_NO_MAKE=1 (do not run make), BENCH_NO_APT=1 (do not install).
+set -u
+set -o pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+bin=$top/build/bin
+
+quick=0 only="" check_only=0 out=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1 ;;
+	--only) only=${2:?--only needs ref or vrdma}; shift ;;
+	--check) check_only=1 ;;
+	--out) out=${2:?--out needs a directory}; shift ;;
+	-h | --help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) echo "bench/run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+case $only in "" | ref | vrdma) ;; *) echo "bench/run.sh: --only ref|vrdma" >&2; exit 2 ;; esac
+
+if [ $quick = 1 ]; then
+	: "${BENCH_TCP_SEC:=3}" "${BENCH_LAT_SEC:=3}" "${BENCH_MEMCPY_SEC:=0.5}"
+	: "${BENCH_BW_BYTES:=67108864}" "${BENCH_LAT_ITERS:=500}"
+	: "${BENCH_BW_SIZES:=64 4096 65536 1048576}" "${BENCH_LAT_SIZES:=64 4096}"
+fi
+: "${BENCH_POLL:=0 50}"
+: "${BENCH_GID:=0}"
+: "${BENCH_BW_SIZES:=64 256 1024 4096 16384 65536 262144 1048576 8388608}"
+: "${BENCH_BW_BYTES:=536870912}"
+: "${BENCH_BW_ITERS:=1000}"
+: "${BENCH_LAT_SIZES:=64 1024 4096 65536}"
+: "${BENCH_LAT_ITERS:=2000}"
+: "${BENCH_TCP_SEC:=10}"
+: "${BENCH_LAT_SEC:=10}"
+: "${BENCH_MEMCPY_SEC:=2}"
+: "${BENCH_DEV_OPTS:=}"
+: "${BENCH_PERFTEST_ARGS:=}"
+: "${BENCH_PORT:=18515}"
+
+stamp=$(date +%Y-%m-%d_%H%M%S)
+[ -n "$out" ] || out=$top/bench/results/$stamp
+mkdir -p "$out/logs" || exit 1
+out=$(cd "$out" && pwd)
+tsv=$out/results.tsv		# section mode test size metric value
+cmds=$out/commands.txt
+: >"$tsv"
+: >"$cmds"
+tmp=$(mktemp -d /tmp/vrdma-bench.XXXXXX)
+
+# ---------------------------------------------------------------- helpers
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	for p in "${pids[@]}"; do
+		for _ in 1 2 3 4 5 6 7 8 9 10; do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.2
+		done
+		kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	pids=()
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'echo "bench/run.sh: interrupted" >&2; exit 130' INT TERM
+
+log() { echo "bench: $*" >&2; }
+rec() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$tsv"; }
+# cmd LINE: record a command line (what a user would type to repeat it).
+cmd() { local l="$*"; echo "${l//"$tmp"/\$TMP}" >>"$cmds"; }
+# stop PID: TERM, up to 5 s, then KILL; forget it.
+stop() {
+	local p=$1 q
+	kill -TERM "$p" 2>/dev/null
+	for _ in $(seq 25); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+	kill -KILL "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+	local keep=()
+	for q in "${pids[@]}"; do [ "$q" = "$p" ] || keep+=("$q"); done
+	pids=("${keep[@]}")
+}
+# wait_port PORT PID: until something listens on TCP PORT (max 15 s) and PID lives.
+wait_port() {
+	for _ in $(seq 150); do
+		kill -0 "$2" 2>/dev/null || return 1
+		ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# wait_exit PID SECONDS: wait for PID to exit; kill it after SECONDS. Returns its status.
+wait_exit() {
+	local p=$1 n=$(($2 * 10)) rc
+	while [ $n -gt 0 ] && kill -0 "$p" 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
+	kill -0 "$p" 2>/dev/null && { stop "$p"; return 124; }
+	wait "$p"
+	rc=$?
+	local keep=() q
+	for q in "${pids[@]}"; do [ "$q" = "$p" ] || keep+=("$q"); done
+	pids=("${keep[@]}")
+	return $rc
+}
+# last_line FILE: last non-empty line, one line, for "reason" texts.
+last_line() { grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n 1 | tr -d '\r' | cut -c1-160; }
+next_port() { BENCH_PORT=$((BENCH_PORT + 1)); [ $BENCH_PORT -gt 18999 ] && BENCH_PORT=18516; }
+
+PY=/usr/bin/python3
+[ -x $PY ] || PY=python3
+
+# ------------------------------------------------------------- 0. setup
+install_deps() {
+	local want="iperf3 sockperf perftest ibverbs-utils python3 iproute2 gcc make" p missing=()
+	[ "${BENCH_NO_APT:-0}" = 1 ] && return 0
+	for p in $want; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		log "missing packages ${missing[*]} (run as root to install them)"
+		return 1
+	fi
+	log "installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	# iperf3 asks whether to start a daemon: no.
+	echo "iperf3 iperf3/start_daemon boolean false" | debconf-set-selections 2>/dev/null
+	timeout 300 apt-get update -qq >/dev/null 2>&1
+	timeout 600 apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+		>"$out/logs/apt.log" 2>&1 || { log "apt-get failed, see $out/logs/apt.log"; return 1; }
+}
+install_deps
+# Project dependencies (build set) too, through the project's own script.
+[ "${BENCH_NO_APT:-0}" = 1 ] || timeout 900 scripts/deps.sh build >>"$out/logs/apt.log" 2>&1
+
+build_note=""
+if [ "${BENCH_NO_MAKE:-0}" != 1 ] && [ "$only" != ref ]; then
+	log "make (log: $out/logs/make.log)"
+	timeout 900 make -j"$(nproc)" >"$out/logs/make.log" 2>&1 ||
+		build_note="make failed ($(last_line "$out/logs/make.log")); using the binaries already in build/"
+fi
+mkdir -p build/bench
+cmd "gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/memcpy_bw.c -o build/bench/memcpy_bw"
+gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/memcpy_bw.c \
+	-o build/bench/memcpy_bw 2>"$out/logs/memcpy_build.log" || log "memcpy_bw did not build"
+
+{
+	echo "date: $(date -Is)"
+	echo "host: $(uname -srm), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
+	echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "git: $(git rev-parse --short HEAD 2>/dev/null) $(git status --porcelain 2>/dev/null | grep -q . && echo '(+ uncommitted changes)')"
+	echo "versions: $(iperf3 --version 2>/dev/null | head -n1); sockperf $(sockperf --version 2>/dev/null | sed -n 's/.*version \([^ ]*\).*/\1/p' | head -n1); perftest $(dpkg-query -W -f='${Version}' perftest 2>/dev/null); gcc $(gcc -dumpfullversion 2>/dev/null)"
+	[ -n "$build_note" ] && echo "build: $build_note"
+} >"$out/env.txt"
+
+# ------------------------------------------------------------- 1. references
+run_iperf3() {
+	local port=15201 srv cl=$out/logs/iperf3.client.json
+	cmd "iperf3 -s -1 -p $port -B 127.0.0.1 &  iperf3 -c 127.0.0.1 -p $port -t $BENCH_TCP_SEC -J"
+	timeout -k 5 $((BENCH_TCP_SEC + 60)) iperf3 -s -1 -p $port -B 127.0.0.1 \
+		>"$out/logs/iperf3.server.log" 2>&1 &
+	srv=$!
+	pids+=("$srv")
+	if ! wait_port $port $srv; then
+		rec ref - iperf3 - error "server did not start"
+		stop $srv
+		return
+	fi
+	timeout -k 5 $((BENCH_TCP_SEC + 30)) iperf3 -c 127.0.0.1 -p $port \
+		-t "$BENCH_TCP_SEC" -J >"$cl" 2>"$out/logs/iperf3.client.err"
+	wait_exit $srv 10
+	local bps
+	bps=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"])' "$cl" 2>/dev/null)
+	if [ -n "$bps" ]; then
+		rec ref - iperf3 - bps "$bps"
+	else
+		rec ref - iperf3 - error "$(last_line "$out/logs/iperf3.client.err")"
+	fi
+}
+
+run_sockperf() {
+	local port=11711 srv cl=$out/logs/sockperf.client.log
+	cmd "sockperf sr --tcp -i 127.0.0.1 -p $port &  sockperf pp --tcp -i 127.0.0.1 -p $port -m 64 -t $BENCH_LAT_SEC"
+	timeout -k 5 $((BENCH_LAT_SEC + 60)) sockperf sr --tcp -i 127.0.0.1 -p $port \
+		>"$out/logs/sockperf.server.log" 2>&1 &
+	srv=$!
+	pids+=("$srv")
+	if ! wait_port $port $srv; then
+		rec ref - sockperf - error "server did not start"
+		stop $srv
+		return
+	fi
+	timeout -k 5 $((BENCH_LAT_SEC + 30)) sockperf pp --tcp -i 127.0.0.1 -p $port \
+		-m 64 -t "$BENCH_LAT_SEC" >"$cl" 2>&1
+	stop $srv
+	# Strip colour escapes, then pick avg / median / p99 (one-way: RTT/2).
+	sed -i 's/\x1b\[[0-9;]*m//g' "$cl"
+	local avg p50 p99
+	avg=$(sed -n 's/.*avg-latency=\([0-9.]*\).*/\1/p' "$cl" | tail -n1)
+	p50=$(sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' "$cl" | tail -n1)
+	p99=$(sed -n 's/.*percentile 99.000 = *\([0-9.]*\).*/\1/p' "$cl" | tail -n1)
+	if [ -n "$avg" ]; then
+		rec ref - sockperf 64 avg_us "$avg"
+		[ -n "$p50" ] && rec ref - sockperf 64 p50_us "$p50"
+		[ -n "$p99" ] && rec ref - sockperf 64 p99_us "$p99"
+	else
+		rec ref - sockperf 64 error "$(last_line "$cl")"
+	fi
+}
+
+run_memcpy() {
+	local l=$out/logs/memcpy_bw.log
+	cmd "build/bench/memcpy_bw -t $BENCH_MEMCPY_SEC"
+	if ! timeout -k 5 $((${BENCH_MEMCPY_SEC%.*} * 4 + 60)) build/bench/memcpy_bw \
+		-t "$BENCH_MEMCPY_SEC" >"$l" 2>&1; then
+		rec ref - memcpy - error "$(last_line "$l")"
+		return
+	fi
+	local k v
+	while read -r k v; do
+		case $k in memcpy_*_GBps) rec ref - memcpy - "$k" "$v" ;; esac
+	done <"$l"
+}
+
+# ------------------------------------------------------------- 2. vrdma
+daemon_pid=""
+sock0="" sock1=""
+# start_daemon POLL_US: two devices on the switch; sets sock0/sock1/daemon_pid.
+start_daemon() {
+	local p=$1 d=$tmp/poll$1
+	mkdir -p "$d"
+	sock0=$d/vrdma0.sock sock1=$d/vrdma1.sock
+	local args=(--device "socket=$sock0,mac=02:56:52:00:00:01,ip=10.77.0.1/24$BENCH_DEV_OPTS"
+		--device "socket=$sock1,mac=02:56:52:00:00:02,ip=10.77.0.2/24$BENCH_DEV_OPTS"
+		--poll-us "$p" --stats --pidfile "$d/pid")
+	cmd "build/bin/vhost-user-rdma ${args[*]} &"
+	"$bin/vhost-user-rdma" "${args[@]}" >"$out/logs/daemon.poll$p.log" 2>&1 &
+	daemon_pid=$!
+	pids+=("$daemon_pid")
+	for _ in $(seq 100); do
+		[ -s "$d/pid" ] && return 0
+		kill -0 "$daemon_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	return 1
+}
+stop_daemon() {
+	[ -n "$daemon_pid" ] || return 0
+	stop "$daemon_pid"
+	daemon_pid=""
+}
+
+# vrun SOCK CMD...: run CMD through vrdma-run on device SOCK.
+vrun() { local s=$1; shift; "$bin/vrdma-run" --socket "$s" -- "$@"; }
+
+# pair NAME TIMEOUT -- ARGS...: one verbs test as two processes, server on
+# device 1, client on device 0 (connects to 127.0.0.1). Logs in
+# $out/logs/NAME.{server,client}.log. Returns 0 if both succeed; sets
+# pair_reason otherwise.
+pair_reason=""
+pair() {
+	local name=$1 t=$2 srv rc_c rc_s
+	shift 3
+	local port=$BENCH_PORT
+	next_port
+	local sl=$out/logs/$name.server.log cl=$out/logs/$name.client.log
+	cmd "build/bin/vrdma-run --socket DEV1 -- $* -p $port &  build/bin/vrdma-run --socket DEV0 -- $* -p $port 127.0.0.1"
+	timeout -k 5 "$t" "$bin/vrdma-run" --socket "$sock1" -- stdbuf -oL "$@" -p "$port" \
+		>"$sl" 2>&1 &
+	srv=$!
+	pids+=("$srv")
+	if ! wait_port "$port" "$srv"; then
+		wait_exit "$srv" 1
+		pair_reason="server did not listen: $(last_line "$sl")"
+		return 1
+	fi
+	timeout -k 5 "$t" "$bin/vrdma-run" --socket "$sock0" -- stdbuf -oL "$@" -p "$port" \
+		127.0.0.1 >"$cl" 2>&1
+	rc_c=$?
+	wait_exit "$srv" 15
+	rc_s=$?
+	pair_reason=""
+	[ $rc_c = 124 ] && pair_reason="client timed out after ${t}s: $(last_line "$cl")"
+	[ -z "$pair_reason" ] && [ $rc_c != 0 ] && pair_reason="client exit $rc_c: $(last_line "$cl")"
+	[ -z "$pair_reason" ] && [ $rc_s != 0 ] && pair_reason="server exit $rc_s: $(last_line "$sl")"
+	[ -z "$pair_reason" ]
+}
+
+# vrdma_ready MODE: sets ready_reason (empty when ready).
+ready_reason=""
+vrdma_ready() {
+	local m=$1 l=$out/logs/$1.ibv_devinfo.log
+	ready_reason=""
+	for f in vhost-user-rdma vrdma-run; do
+		[ -x "$bin/$f" ] || { ready_reason="build/bin/$f missing"; return 1; }
+	done
+	[ -e "$top/build/lib/libibverbs.so.1" ] || { ready_reason="build/lib/libibverbs.so.1 missing"; return 1; }
+	cmd "build/bin/vrdma-run --socket DEV0 -- ibv_devinfo -v"
+	timeout -k 5 30 "$bin/vrdma-run" --socket "$sock0" -- ibv_devinfo -v >"$l" 2>&1
+	local rc=$?
+	if [ $rc != 0 ] || ! grep -q PORT_ACTIVE "$l"; then
+		ready_reason="ibv_devinfo through vrdma-run: $( [ $rc = 124 ] && echo 'timed out' || echo "exit $rc, $(last_line "$l")")"
+		return 1
+	fi
+	if ! pair "$m.ibv_rc_pingpong" 60 -- ibv_rc_pingpong -g "$BENCH_GID" -n 1000; then
+		ready_reason="ibv_rc_pingpong -g $BENCH_GID: $pair_reason"
+		return 1
+	fi
+	grep -q 'bytes in' "$out/logs/$m.ibv_rc_pingpong.client.log" ||
+		{ ready_reason="ibv_rc_pingpong printed no result"; return 1; }
+	return 0
+}
+
+# parse_perftest MODE TEST SIZE KIND LOG: records the table rows of LOG.
+parse_perftest() {
+	local m=$1 t=$2 kind=$4 l=$5
+	# Rows: whitespace, #bytes, #iterations, numbers...
+	awk -v m="$m" -v t="$t" -v kind="$kind" '
+		/^[ \t]*[0-9]+[ \t]+[0-9]+[ \t]+[0-9.]+/ {
+			if (kind == "bw" && NF >= 5) {
+				printf "vrdma\t%s\t%s\t%s\tpeak_MiBps\t%s\n", m, t, $1, $3
+				printf "vrdma\t%s\t%s\t%s\tavg_MiBps\t%s\n", m, t, $1, $4
+				printf "vrdma\t%s\t%s\t%s\tMpps\t%s\n", m, t, $1, $5
+			} else if (kind == "lat" && NF >= 9) {
+				printf "vrdma\t%s\t%s\t%s\tmin_us\t%s\n", m, t, $1, $3
+				printf "vrdma\t%s\t%s\t%s\ttypical_us\t%s\n", m, t, $1, $5
+				printf "vrdma\t%s\t%s\t%s\tavg_us\t%s\n", m, t, $1, $6
+				printf "vrdma\t%s\t%s\t%s\tp99_us\t%s\n", m, t, $1, $8
+			}
+		}' "$l" >>"$tsv"
+}
+
+# cpu_ticks PID: utime+stime of PID in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+
+run_perftest() {
+	local m=$1 t s n kind before after wall0 wall1
+	for t in ib_send_bw ib_write_bw ib_read_bw ib_send_lat ib_write_lat ib_read_lat; do
+		case $t in *_bw) kind=bw ;; *) kind=lat ;; esac
+		local sizes
+		if [ $kind = bw ]; then sizes=$BENCH_BW_SIZES; else sizes=$BENCH_LAT_SIZES; fi
+		for s in $sizes; do
+			# shellcheck disable=SC2206 # BENCH_PERFTEST_ARGS is a word list
+			local args=(-F -x "$BENCH_GID" $BENCH_PERFTEST_ARGS)
+			if [ "$s" = all ]; then
+				args+=(-a -n "$BENCH_BW_ITERS")
+			elif [ $kind = bw ]; then
+				n=$((BENCH_BW_BYTES / s))
+				[ $n -gt 5000 ] && n=5000
+				[ $n -lt 100 ] && n=100
+				args+=(-s "$s" -n "$n")
+			else
+				args+=(-s "$s" -n "$BENCH_LAT_ITERS")
+			fi
+			log "$m: $t ${args[*]}"
+			before=$(cpu_ticks "$daemon_pid")
+			wall0=$(date +%s.%N)
+			if pair "$m.$t.$s" 300 -- "$t" "${args[@]}"; then
+				wall1=$(date +%s.%N)
+				after=$(cpu_ticks "$daemon_pid")
+				parse_perftest "$m" "$t" "$s" "$kind" "$out/logs/$m.$t.$s.client.log"
+				# Daemon CPU share during the pair (setup included).
+				rec vrdma "$m" "$t" "$s" daemon_cpu \
+					"$(awk -v a="$before" -v b="$after" -v w0="$wall0" -v w1="$wall1" -v hz="$(getconf CLK_TCK)" \
+						'BEGIN { printf "%.2f", (b - a) / hz / (w1 - w0) }')"
+			else
+				rec vrdma "$m" "$t" "$s" error "$pair_reason"
+				log "$m: $t $s failed: $pair_reason"
+				# A dead daemon fails everything after it: stop here.
+				kill -0 "$daemon_pid" 2>/dev/null ||
+					{ rec vrdma "$m" - - error "daemon died: $(last_line "$out/logs/daemon.poll${m#poll}.log")"; return; }
+			fi
+		done
+	done
+}
+
+run_vrdma() {
+	local p m any_ready=1
+	for p in $BENCH_POLL; do
+		m=poll$p
+		log "$m: starting daemon (--poll-us $p)"
+		if ! start_daemon "$p"; then
+			rec vrdma "$m" - - notready "daemon did not start: $(last_line "$out/logs/daemon.$m.log")"
+			stop_daemon
+			any_ready=0
+			continue
+		fi
+		if vrdma_ready "$m"; then
+			rec vrdma "$m" - - ready yes
+			[ $check_only = 1 ] || run_perftest "$m"
+		else
+			rec vrdma "$m" - - notready "$ready_reason"
+			log "$m: not ready: $ready_reason"
+			any_ready=0
+		fi
+		stop_daemon
+	done
+	return $((1 - any_ready))
+}
+
+# ------------------------------------------------------------- run
+if [ $check_only = 1 ]; then
+	run_vrdma
+	rc=$?
+	cut -f2,5,6 "$tsv"
+	exit $rc
+fi
+if [ "$only" != vrdma ]; then
+	log "references: iperf3 (${BENCH_TCP_SEC}s)"
+	run_iperf3
+	log "references: sockperf ping-pong 64 B (${BENCH_LAT_SEC}s)"
+	run_sockperf
+	log "references: memcpy_bw"
+	run_memcpy
+fi
+[ "$only" != ref ] && run_vrdma
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/env.txt"
+
+# ------------------------------------------------------------- 3. report
+$PY - "$tsv" "$out/env.txt" "$cmds" "$BENCH_POLL" >"$out/table.md" <<'EOF'
+import sys, collections
+tsv, envf, cmdf, polls = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split()
+ref, vr, notes = {}, collections.defaultdict(dict), {}
+for line in open(tsv):
+    f = line.rstrip("\n").split("\t")
+    if len(f) != 6:
+        continue
+    sec, mode, test, size, metric, val = f
+    val = val.replace("|", "/")
+    if sec == "ref":
+        ref[(test, metric)] = val
+    elif test == "-":
+        notes.setdefault(mode, []).append((metric, val))
+    else:
+        vr[(test, size)][(mode, metric)] = val
+
+def num(x):
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+def fmt(x, d=2):
+    return "-" if x is None else f"{x:.{d}f}"
+
+def ratio(a, b, d=3):
+    return "-" if a is None or not b else f"{a / b:.{d}f}"
+
+def size_str(s):
+    if not str(s).isdigit():
+        return str(s)
+    s = int(s)
+    for unit, v in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if s >= v and s % v == 0:
+            return f"{s // v} {unit}"
+    return f"{s} B"
+
+o = []
+p = o.append
+p("# vrdma benchmark\n")
+for line in open(envf):
+    p(f"- {line.strip()}")
+p("")
+p("## References (same run)\n")
+tcp_bps = num(ref.get(("iperf3", "bps")))
+tcp = tcp_bps / 8e9 if tcp_bps else None
+sp = {k: num(ref.get(("sockperf", k))) for k in ("avg_us", "p50_us", "p99_us")}
+mc = {k: num(ref.get(("memcpy", f"memcpy_{k}_GBps"))) for k in ("4k_hot", "1m_hot", "1m_cold", "rand_4k_cold")}
+p("| reference | value |")
+p("|---|---:|")
+if tcp_bps:
+    p(f"| kernel TCP loopback, iperf3, 1 stream | {tcp_bps / 1e9:.2f} Gbit/s = {tcp:.3f} GB/s |")
+else:
+    p(f"| kernel TCP loopback, iperf3 | {ref.get(('iperf3', 'error'), 'not measured')} |")
+if sp["avg_us"]:
+    p(f"| TCP ping-pong 64 B, sockperf, one-way latency | avg {sp['avg_us']:.2f} us, median {fmt(sp['p50_us'])} us, p99 {fmt(sp['p99_us'])} us |")
+else:
+    p(f"| TCP ping-pong 64 B, sockperf | {ref.get(('sockperf', 'error'), 'not measured')} |")
+for k, label in (("4k_hot", "4 KiB hot"), ("1m_hot", "1 MiB hot"), ("1m_cold", "1 MiB cold"), ("rand_4k_cold", "random 4 KiB cold")):
+    p(f"| memcpy {label}, one core | {fmt(mc[k])} GB/s |")
+p("")
+
+p("## vrdma status\n")
+for m in polls:
+    m = "poll" + m
+    st = notes.get(m, [])
+    txt = "; ".join(v if k != "ready" else "ready" for k, v in st) or "not run (--only ref)"
+    if any(k == "notready" for k, _ in st):
+        txt = "vrdma: not ready (" + "; ".join(v for k, v in st if k == "notready") + ")"
+    p(f"- `--poll-us {m[4:]}`: {txt}")
+p("")
+
+modes = ["poll" + m for m in polls]
+bw_rows = sorted({k for k in vr if k[0].endswith("_bw")}, key=lambda k: (k[0], int(k[1]) if k[1].isdigit() else 0))
+lat_rows = sorted({k for k in vr if k[0].endswith("_lat")}, key=lambda k: (k[0], int(k[1]) if k[1].isdigit() else 0))
+
+def bw_gb(m, t, s):
+    mib = num(vr.get((t, s), {}).get((m, "avg_MiBps")))
+    return mib * 1048576 / 1e9 if mib is not None else None
+
+def lat_us(m, t, s):
+    return num(vr.get((t, s), {}).get((m, "avg_us")))
+
+if bw_rows or lat_rows:
+    p("## Headline ratios\n")
+    p("vrdma divided by the reference measured in the same run (higher is better "
+      "for bandwidth, lower is better for latency).\n")
+    p("| ratio | " + " | ".join(f"--poll-us {m[4:]}" for m in modes) + " |")
+    p("|---|" + "---:|" * len(modes))
+    for t in ("ib_write_bw", "ib_send_bw", "ib_read_bw"):
+        p(f"| {t} 64 KiB / iperf3 TCP | " + " | ".join(ratio(bw_gb(m, t, "65536"), tcp) for m in modes) + " |")
+    best = {}
+    for m in modes:
+        cands = [(bw_gb(m, t, s), t, s) for t, s in bw_rows if bw_gb(m, t, s) is not None]
+        best[m] = max(cands) if cands else None
+    p("| best vrdma bw / memcpy 1 MiB cold | " + " | ".join(
+        "-" if not best[m] else f"{ratio(best[m][0], mc['1m_cold'])} ({best[m][1]} {size_str(best[m][2])}, {best[m][0]:.3f} GB/s)"
+        for m in modes) + " |")
+    for t in ("ib_send_lat", "ib_write_lat"):
+        p(f"| {t} 64 B avg / sockperf avg | " + " | ".join(ratio(lat_us(m, t, "64"), sp["avg_us"], 2) for m in modes) + " |")
+    p("| ib_read_lat 64 B avg / (2 x sockperf avg) | " + " | ".join(
+        ratio(lat_us(m, "ib_read_lat", "64"), 2 * sp["avg_us"] if sp["avg_us"] else None, 2) for m in modes) + " |")
+    p("")
+
+p("## vrdma bandwidth by message size\n")
+p("GB/s = 10^9 bytes/s (perftest's BW average, MiB/s, converted). "
+  "x TCP = vrdma / kernel TCP loopback (iperf3); x memcpy = vrdma / memcpy 1 MiB cold; "
+  "cpu = daemon CPU seconds per second during the test.\n")
+if bw_rows:
+    head = "| test | size |"
+    line = "|---|---:|"
+    for m in modes:
+        head += f" {m} GB/s | x TCP | x memcpy | Mpps | cpu |"
+        line += "---:|---:|---:|---:|---:|"
+    p(head)
+    p(line)
+    for t, s in bw_rows:
+        d = vr[(t, s)]
+        r = f"| {t} | {size_str(s)} |"
+        for m in modes:
+            if (m, "error") in d:
+                r += f" failed: {d[(m, 'error')]} | | | | |"
+                continue
+            mib = num(d.get((m, "avg_MiBps")))
+            gb = mib * 1048576 / 1e9 if mib is not None else None
+            r += f" {fmt(gb, 3)} | {ratio(gb, tcp)} | {ratio(gb, mc['1m_cold'])} | {fmt(num(d.get((m, 'Mpps'))), 3)} | {fmt(num(d.get((m, 'daemon_cpu'))))} |"
+        p(r)
+else:
+    p("no bandwidth results (see vrdma status)")
+p("")
+
+p("## vrdma latency\n")
+p("perftest t_typical / t_avg / 99% in us. send and write: one-way (half the "
+  "round trip), like sockperf; read: a full round trip, so its ratio is against "
+  "twice sockperf's one-way average. x TCP = vrdma t_avg / sockperf avg (64 B TCP).\n")
+if lat_rows:
+    head = "| test | size |"
+    line = "|---|---:|"
+    for m in modes:
+        head += f" {m} typical | avg | p99 | x TCP |"
+        line += "---:|---:|---:|---:|"
+    p(head)
+    p(line)
+    for t, s in lat_rows:
+        d = vr[(t, s)]
+        r = f"| {t} | {size_str(s)} |"
+        refl = sp["avg_us"] * (2 if t == "ib_read_lat" else 1) if sp["avg_us"] else None
+        for m in modes:
+            if (m, "error") in d:
+                r += f" failed: {d[(m, 'error')]} | | | |"
+                continue
+            avg = num(d.get((m, "avg_us")))
+            r += f" {fmt(num(d.get((m, 'typical_us'))))} | {fmt(avg)} | {fmt(num(d.get((m, 'p99_us'))))} | {ratio(avg, refl, 2)} |"
+        p(r)
+else:
+    p("no latency results (see vrdma status)")
+p("")
+p("## Commands\n")
+p("$TMP is a fresh temporary directory; DEV0/DEV1 are the two sockets "
+  "(vrdma0.sock, vrdma1.sock) of the daemon started just before. perftest "
+  "and ibv_rc_pingpong run under `stdbuf -oL` (line-buffered logs).\n")
+p("```")
+for line in open(cmdf):
+    p(line.rstrip("\n"))
+p("```")
+print("\n".join(o))
+EOF
+rc=$?
+[ "$(dirname "$out")" = "$top/bench/results" ] &&
+	ln -sfn "$(basename "$out")" "$top/bench/results/latest" 2>/dev/null
+cat "$out/table.md"
+echo
+echo "bench: results in $out (table.md, results.tsv, commands.txt, logs/)"
+exit $rc

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * libvrdma completion queues.
+ *
+ * A CQ is CREATE_CQ plus its completion virtqueue vrdma_vq_cq(1, cqn): num
+ * (a power of two) entries, num device-writable 48-byte buffers (struct
+ * virtio_rdma_cq_req) from shared memory, all posted at creation. The device
+ * writes one completion per buffer and returns it; vrdma_cq_poll consumes
+ * used entries in order, decodes them (the buffer is untrusted: a short one
+ * is counted and skipped) and posts each buffer again at once, so the device
+ * always has num buffers minus what the application has not polled yet.
+ *
+ * Events: the ring has a call eventfd (when the back-end can name the ring:
+ * index < 256 or the wide-index extension). Virtio interrupts stay
+ * suppressed on the ring (the poller moves the suppression point along), so
+ * the device signals the eventfd only for the CQ's own arming: REQ_NOTIFY_CQ
+ * is one-shot and the device disarms when it signals (docs/spec.md
+ * "Completion notification"). Without an eventfd the CQ has no events and
+ * vrdma_cq_wait polls the ring every millisecond.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "driver/rdma_priv.h"
+
+/* vrdma_cq_wait: busy-poll this long before arming and sleeping. */
+#define CQ_WAIT_SPIN_NS 20000
+/* vrdma_cq_wait without an event fd: poll interval. */
+#define CQ_WAIT_POLL_MS 1
+
+static int cq_post_buf(struct vrdma_cq *cq, struct virtio_rdma_cq_req *b)
+{
+	struct vq_buf vb = {
+		.addr = (uint64_t)(uintptr_t)b,
+		.len = (uint32_t)VRDMA_CQE_SIZE,
+	};
+
+	return vq_drv_add(&cq->q->vq, NULL, 0, &vb, 1, b);
+}
+
+/* Free the driver side of a CQ: ring, buffers, struct (device lock held). */
+static void cq_release(struct vrdma_cq *cq)
+{
+	vrdma_queue_teardown(cq->q);
+	vrdma_shm_free(cq->dev, cq->bufs, cq->bufs_bytes);
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+}
+
+void vrdma_rdma_cq_free(struct vrdma_rdma *r, struct vrdma_cq *cq)
+{
+	r->wcs += cq->wcs;
+	r->bad_wcs += cq->bad;
+	r->cqs[cq->cqn] = NULL;
+	r->ncqs--;
+	cq_release(cq);
+}
+
+int vrdma_cq_create(struct vrdma_dev *dev, uint32_t cqe, struct vrdma_cq **out)
+{
+	struct virtio_rdma_cmd_create_cq c;
+	struct virtio_rdma_ack_create_cq a;
+	struct virtio_rdma_cmd_destroy_cq d;
+	struct vrdma_cq *cq = NULL;
+	struct vrdma_rdma *r;
+	uint32_t num, cqn, i;
+	int rc;
+
+	if (!dev || !out)
+		return -EINVAL;
+	vrdma_dev_lock(dev);
+	rc = vrdma_rdma_get(dev, &r);
+	if (rc)
+		goto out;
+	if (!cqe || cqe > r->attr.max_cqe) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (r->ncqs >= r->ncq_rings) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memset(&a, 0, sizeof(a));
+	num = vrdma_rdma_pow2(cqe < 2 ? 2 : cqe);
+	c.cqe = htole32(MIN(num, r->attr.max_cqe));
+	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_CREATE_CQ, &c, sizeof(c), &a, sizeof(a));
+	if (rc) {
+		rc = rc > 0 ? -ENOMEM : rc;
+		goto out;
+	}
+	cqn = le32toh(a.cqn);
+	if (cqn >= r->ncq_rings || r->cqs[cqn]) {
+		LOG_PEER("vrdma: CREATE_CQ returned bad cqn %u", cqn);
+		rc = -EIO;
+		goto undo;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq) {
+		rc = -ENOMEM;
+		goto undo;
+	}
+	cq->dev = dev;
+	cq->cqn = cqn;
+	cq->num = MIN(num, r->attr.max_cqe);
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	cq->bufs_bytes = (size_t)num * VRDMA_CQE_SIZE;
+	cq->bufs = vrdma_shm_alloc(dev, cq->bufs_bytes, 64);
+	if (!cq->bufs) {
+		rc = -errno;
+		goto undo;
+	}
+	rc = vrdma_queue_setup(dev, vrdma_vq_cq(VRDMA_RDMA_NET_PAIRS, cqn), (uint16_t)num,
+			       VRDMA_QF_CALL, &cq->q);
+	if (rc)
+		goto undo;
+	/* Interrupts only for the CQ's arming (see the top of the file). */
+	vq_drv_disable_cb(&cq->q->vq);
+	for (i = 0; i < cq->num; i++) {
+		rc = cq_post_buf(cq, &cq->bufs[i]);
+		if (rc)
+			goto undo;
+	}
+	vrdma_queue_kick(cq->q);
+	r->cqs[cqn] = cq;
+	r->ncqs++;
+	*out = cq;
+	cq = NULL;
+	goto out;
+undo:
+	if (cq)
+		cq_release(cq);
+	d.cqn = a.cqn;
+	if (vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, &d, sizeof(d), NULL, 0))
+		LOG_WARN("vrdma: undoing CREATE_CQ %u failed", cqn);
+out:
+	vrdma_dev_unlock(dev);
+	return rc;
+}
+
+int vrdma_cq_destroy(struct vrdma_cq *cq)
+{
+	struct virtio_rdma_cmd_destroy_cq d;
+	struct vrdma_dev *dev;
+	struct vrdma_rdma *r;
+	int rc;
+
+	if (!cq)
+		return -EINVAL;
+	dev = cq->dev;
+	vrdma_dev_lock(dev);
+	rc = vrdma_rdma_get(dev, &r);
+	if (rc)
+		goto out;
+	if (cq->refs) {
+		rc = -EBUSY;
+		goto out;
+	}
+	d.cqn = htole32(cq->cqn);
+	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, &d, sizeof(d), NULL, 0);
+	if (rc) {
+		rc = rc > 0 ? -EBUSY : rc;
+		goto out;
+	}
+	/* The device stopped processing the ring: reset it (teardown). */
+	vrdma_rdma_cq_free(r, cq);
+out:
+	vrdma_dev_unlock(dev);
+	return rc;
+}
+
+uint32_t vrdma_cq_num(const struct vrdma_cq *cq)
+{
+	return cq->cqn;
+}
+
+uint32_t vrdma_cq_size(const struct vrdma_cq *cq)
+{
+	return cq->num;
+}
+
+int vrdma_cq_event_fd(const struct vrdma_cq *cq)
+{
+	return cq->q->call_fd;
+}
+
+/* Decode one completion buffer (untrusted bytes, copied once). */
+static void cq_decode(const struct virtio_rdma_cq_req *b, struct vrdma_wc *wc)
+{
+	struct virtio_rdma_cq_req e;
+
+	memcpy(&e, b, sizeof(e));
+	wc->wr_id = le64toh(e.wr_id);
+	wc->status = e.status;
+	wc->opcode = e.opcode;
+	wc->vendor_err = le32toh(e.vendor_err);
+	wc->byte_len = le32toh(e.byte_len);
+	wc->imm_data = e.imm_data;
+	wc->qp_num = le32toh(e.qp_num);
+	wc->src_qp = le32toh(e.src_qp);
+	wc->wc_flags = le32toh(e.wc_flags);
+}
+
+int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
+{
+	struct vq_drv *vq;
+	int got = 0, reposted = 0;
+
+	if (n <= 0)
+		return n < 0 ? -EINVAL : 0;
+	pthread_spin_lock(&cq->lock);
+	vq = &cq->q->vq;
+	while (got < n) {
+		uint32_t len = 0;
+		struct virtio_rdma_cq_req *b = vq_drv_get_used(vq, &len);
+
+		if (!b) {
+			if (len == UINT32_MAX) {
+				/* A used entry we never posted: skip it. */
+				cq->bad++;
+				continue;
+			}
+			break;
+		}
+		if (len >= VRDMA_CQE_SIZE) {
+			cq_decode(b, &wc[got++]);
+		} else {
+			LOG_PEER("vrdma: CQ %u: completion of %u bytes", cq->cqn, len);
+			cq->bad++;
+		}
+		if (cq_post_buf(cq, b) == 0)
+			reposted++;
+	}
+	if (reposted) {
+		vrdma_queue_kick(cq->q);
+		/* Keep virtio's interrupt point just behind what we consumed. */
+		vq_drv_disable_cb(vq);
+	}
+	cq->wcs += (uint64_t)got;
+	pthread_spin_unlock(&cq->lock);
+	if (!got && vrdma_dev_is_dead(cq->dev))
+		return -ENOTCONN;
+	return got;
+}
+
+int vrdma_cq_arm(struct vrdma_cq *cq, uint32_t flags)
+{
+	struct virtio_rdma_cmd_req_notify c;
+	struct vrdma_rdma *r;
+	int rc;
+
+	if (!cq)
+		return -EINVAL;
+	if (!flags || (flags & ~(uint32_t)(VIRTIO_IB_NOTIFY_SOLICITED |
+					   VIRTIO_IB_NOTIFY_NEXT_COMPLETION)))
+		return -EINVAL;
+	if (cq->q->call_fd < 0)
+		return -EOPNOTSUPP;
+	vrdma_dev_lock(cq->dev);
+	rc = vrdma_rdma_get(cq->dev, &r);
+	if (rc == 0) {
+		c.cqn = htole32(cq->cqn);
+		c.flags = htole32(flags);
+		rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ, &c, sizeof(c), NULL, 0);
+		if (rc > 0)
+			rc = -EIO;
+	}
+	vrdma_dev_unlock(cq->dev);
+	return rc;
+}
+
+int vrdma_cq_consume_event(struct vrdma_cq *cq)
+{
+	eventfd_t v;
+
+	if (cq->q->call_fd < 0)
+		return -EOPNOTSUPP;
+	if (eventfd_read(cq->q->call_fd, &v) == 0)
+		return 1;
+	return errno == EAGAIN ? 0 : -errno;
+}
+
+static bool cq_has_used(struct vrdma_cq *cq)
+{
+	bool has;
+
+	pthread_spin_lock(&cq->lock);
+	has = vq_drv_has_used(&cq->q->vq);
+	pthread_spin_unlock(&cq->lock);
+	return has;
+}
+
+int vrdma_cq_wait(struct vrdma_cq *cq, int timeout_ms)
+{
+	struct vrdma_dev *dev;
+	uint64_t start, deadline = 0;
+	bool armed = false;
+
+	if (!cq)
+		return -EINVAL;
+	dev = cq->dev;
+	start = vrdma_now_ns();
+	if (timeout_ms >= 0)
+		deadline = start + (uint64_t)timeout_ms * 1000000ull;
+	while (vrdma_now_ns() - start < CQ_WAIT_SPIN_NS) {
+		if (cq_has_used(cq))
+			return 1;
+		if (vrdma_dev_is_dead(dev))
+			return -ENOTCONN;
+	}
+	for (;;) {
+		struct pollfd p[2];
+		int np = 0, wait_ms, rc;
+		uint64_t now;
+
+		if (vrdma_dev_is_dead(dev))
+			return -ENOTCONN;
+		if (cq->q->call_fd >= 0 && !armed) {
+			rc = vrdma_cq_arm(cq, VIRTIO_IB_NOTIFY_NEXT_COMPLETION);
+			if (rc)
+				return rc;
+			armed = true;
+		}
+		if (cq_has_used(cq))
+			return 1;
+		now = vrdma_now_ns();
+		if (timeout_ms >= 0 && now >= deadline)
+			return 0;
+		p[np].fd = vhost_client_fd(&dev->vc);
+		p[np].events = POLLRDHUP;
+		p[np].revents = 0;
+		np++;
+		if (cq->q->call_fd >= 0) {
+			p[np].fd = cq->q->call_fd;
+			p[np].events = POLLIN;
+			p[np].revents = 0;
+			np++;
+			wait_ms = timeout_ms < 0 ? -1 : (int)((deadline - now + 999999) / 1000000);
+		} else {
+			wait_ms = CQ_WAIT_POLL_MS;
+			if (timeout_ms >= 0)
+				wait_ms = (int)MIN((uint64_t)wait_ms,
+						   (deadline - now + 999999) / 1000000);
+		}
+		rc = poll(p, (nfds_t)np, wait_ms);
+		if (rc < 0 && errno != EINTR)
+			return -errno;
+		if (rc > 0 && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
+			vrdma_dev_mark_dead(dev);
+			return -ENOTCONN;
+		}
+		if (rc > 0 && np > 1 && (p[1].revents & POLLIN)) {
+			vrdma_cq_consume_event(cq);
+			armed = false; /* one-shot: the device disarmed */
+		}
+	}
+}

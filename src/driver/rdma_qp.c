@@ -1,0 +1,636 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * libvrdma queue pairs.
+ *
+ * A QP is CREATE_QP plus two virtqueues at vrdma_vq_sq / _rq(1, M, index)
+ * (index = qpn & 0x3fff). Each work queue has a slot array in shared memory,
+ * one slot per WR it can hold (the capacity told to the device):
+ *   send slot:    struct virtio_rdma_sq_req (576 bytes: header + 512-byte
+ *                 inline area) + max_send_sge * 16-byte SGEs
+ *   receive slot: struct virtio_rdma_rq_req (24 bytes) + max_recv_sge SGEs
+ * A WR is encoded into a free slot and posted as ONE device-readable
+ * descriptor of exactly the bytes it uses (576 + 16 * num_sge, or 576 with
+ * inline data; 24 + 16 * num_sge). The device returns a descriptor when its
+ * WR has completed (signaled or not), so each post first reclaims returned
+ * descriptors; the ring therefore bounds the WRs outstanding, and a full
+ * queue is -ENOMEM. The device is notified once per post call, and only
+ * when it asked (event index / NO_NOTIFY); the rings have a kick eventfd and
+ * no call eventfd (completions arrive through CQs).
+ *
+ * Every WR is validated before it takes a slot, so a refused WR leaves the
+ * queue as it was.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "driver/rdma_priv.h"
+
+#define SQ_REQ_SIZE sizeof(struct virtio_rdma_sq_req)
+#define RQ_REQ_SIZE sizeof(struct virtio_rdma_rq_req)
+#define SGE_SIZE    sizeof(struct virtio_rdma_sge)
+
+#define SEND_FLAGS_KNOWN                                                        \
+	(VIRTIO_IB_SEND_FENCE | VIRTIO_IB_SEND_SIGNALED | VIRTIO_IB_SEND_SOLICITED | \
+	 VIRTIO_IB_SEND_INLINE)
+
+/* ---- work queues ----------------------------------------------------------- */
+
+static void wq_release(struct vrdma_dev *dev, struct vrdma_wq *wq)
+{
+	vrdma_queue_teardown(wq->q);
+	wq->q = NULL;
+	vrdma_shm_free(dev, wq->slots, wq->slots_bytes);
+	wq->slots = NULL;
+	free(wq->free);
+	wq->free = NULL;
+	pthread_spin_destroy(&wq->lock);
+}
+
+/* Slots and ring for nslots WRs of slot_size bytes at ring index idx. */
+static int wq_setup(struct vrdma_dev *dev, struct vrdma_wq *wq, unsigned idx,
+		    uint32_t nslots, size_t slot_size)
+{
+	uint32_t ring = vrdma_rdma_pow2(nslots < 2 ? 2 : nslots), i;
+	int rc;
+
+	pthread_spin_init(&wq->lock, PTHREAD_PROCESS_PRIVATE);
+	wq->nslots = nslots;
+	wq->slot_size = ALIGN_UP(slot_size, (size_t)64);
+	wq->slots_bytes = (size_t)(nslots ? nslots : 1) * wq->slot_size;
+	wq->slots = vrdma_shm_alloc(dev, wq->slots_bytes, 64);
+	wq->free = malloc((size_t)(nslots ? nslots : 1) * sizeof(*wq->free));
+	if (!wq->slots || !wq->free) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	/* Popped from the end: slot 0 first. */
+	for (i = 0; i < nslots; i++)
+		wq->free[i] = nslots - 1 - i;
+	wq->nfree = nslots;
+	rc = vrdma_queue_setup(dev, idx, (uint16_t)ring, 0, &wq->q);
+	if (rc)
+		goto fail;
+	return 0;
+fail:
+	wq_release(dev, wq);
+	return rc;
+}
+
+/* Take back the slots of WRs the device returned (wq->lock held). */
+static void wq_reclaim(struct vrdma_wq *wq)
+{
+	for (;;) {
+		uint32_t len = 0;
+		uint8_t *slot = vq_drv_get_used(&wq->q->vq, &len);
+		size_t off;
+
+		if (!slot) {
+			if (len == UINT32_MAX) {
+				wq->bad++;
+				continue;
+			}
+			return;
+		}
+		off = (size_t)(slot - wq->slots);
+		if (wq->nfree < wq->nslots)
+			wq->free[wq->nfree++] = (uint32_t)(off / wq->slot_size);
+	}
+}
+
+/* ---- creation / destruction ---------------------------------------------- */
+
+void vrdma_rdma_qp_free(struct vrdma_rdma *r, struct vrdma_qp *qp)
+{
+	struct vrdma_dev *dev = qp->dev;
+
+	r->send_wrs += qp->sq.posted;
+	r->recv_wrs += qp->rq.posted;
+	r->sq_full += qp->sq.full;
+	r->rq_full += qp->rq.full;
+	r->qps[qp->index] = NULL;
+	if (qp->type != VIRTIO_IB_QPT_GSI)
+		r->nqps--;
+	qp->send_cq->refs--;
+	qp->recv_cq->refs--;
+	r->pds[qp->pdn].refs--;
+	wq_release(dev, &qp->sq);
+	wq_release(dev, &qp->rq);
+	free(qp);
+}
+
+static bool qp_type_ok(uint8_t t)
+{
+	return t == VIRTIO_IB_QPT_GSI || t == VIRTIO_IB_QPT_RC || t == VIRTIO_IB_QPT_UC ||
+	       t == VIRTIO_IB_QPT_UD;
+}
+
+int vrdma_qp_create(struct vrdma_dev *dev, const struct vrdma_qp_init *init,
+		    struct vrdma_qp **out)
+{
+	struct virtio_rdma_cmd_create_qp c;
+	struct virtio_rdma_ack_create_qp a;
+	struct virtio_rdma_cmd_destroy_qp d;
+	const struct vrdma_qp_cap *in;
+	struct vrdma_qp *qp = NULL;
+	struct vrdma_qp_cap cap;
+	struct vrdma_rdma *r;
+	uint32_t qpn, index;
+	int rc;
+
+	if (!dev || !init || !out)
+		return -EINVAL;
+	in = &init->cap;
+	vrdma_dev_lock(dev);
+	rc = vrdma_rdma_get(dev, &r);
+	if (rc)
+		goto out;
+	rc = -EINVAL;
+	if (!vrdma_rdma_pd_live(r, init->pdn) || !init->send_cq || !init->recv_cq ||
+	    init->send_cq->dev != dev || init->recv_cq->dev != dev ||
+	    r->cqs[init->send_cq->cqn] != init->send_cq ||
+	    r->cqs[init->recv_cq->cqn] != init->recv_cq || !qp_type_ok(init->qp_type))
+		goto out;
+	if (in->max_send_wr > r->attr.max_qp_wr || in->max_recv_wr > r->attr.max_qp_wr ||
+	    in->max_send_sge > r->attr.max_send_sge || in->max_recv_sge > r->attr.max_recv_sge ||
+	    in->max_inline_data > VIRTIO_RDMA_INLINE_DATA_SIZE)
+		goto out;
+	rc = -ENOMEM;
+	if (init->qp_type == VIRTIO_IB_QPT_GSI) {
+		if (r->nqp_rings < 2 || r->qps[VRDMA_GSI_QPN])
+			goto out;
+	} else if (r->nqps >= r->attr.max_qp) {
+		goto out;
+	}
+
+	/* Capacities: WRs rounded up to a power of two (the ring size), the
+	 * whole inline area. */
+	cap = *in;
+	if (cap.max_send_wr)
+		cap.max_send_wr = MIN(vrdma_rdma_pow2(cap.max_send_wr), r->attr.max_qp_wr);
+	if (cap.max_recv_wr)
+		cap.max_recv_wr = MIN(vrdma_rdma_pow2(cap.max_recv_wr), r->attr.max_qp_wr);
+	cap.max_inline_data = VIRTIO_RDMA_INLINE_DATA_SIZE;
+
+	memset(&c, 0, sizeof(c));
+	c.pdn = htole32(init->pdn);
+	c.qp_type = init->qp_type;
+	c.sq_sig_all = init->sq_sig_all ? 1 : 0;
+	c.send_cqn = htole32(init->send_cq->cqn);
+	c.recv_cqn = htole32(init->recv_cq->cqn);
+	c.cap.max_send_wr = htole32(cap.max_send_wr);
+	c.cap.max_recv_wr = htole32(cap.max_recv_wr);
+	c.cap.max_send_sge = htole32(cap.max_send_sge);
+	c.cap.max_recv_sge = htole32(cap.max_recv_sge);
+	c.cap.max_inline_data = htole32(cap.max_inline_data);
+	memset(&a, 0, sizeof(a));
+	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_CREATE_QP, &c, sizeof(c), &a, sizeof(a));
+	if (rc) {
+		rc = rc > 0 ? -ENOMEM : rc;
+		goto out;
+	}
+	qpn = le32toh(a.qpn);
+	index = vrdma_qpn_index(qpn);
+	if (qpn > VRDMA_QPN_MASK || index == VRDMA_QP_INDEX_RESERVED || index >= r->nqp_rings ||
+	    r->qps[index] ||
+	    (init->qp_type == VIRTIO_IB_QPT_GSI) != (index == vrdma_qpn_index(VRDMA_GSI_QPN))) {
+		LOG_PEER("vrdma: CREATE_QP returned bad qpn %#x", qpn);
+		rc = -EIO;
+		goto undo;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		rc = -ENOMEM;
+		goto undo;
+	}
+	qp->dev = dev;
+	qp->qpn = qpn;
+	qp->index = index;
+	qp->pdn = init->pdn;
+	qp->type = init->qp_type;
+	qp->sq_sig_all = init->sq_sig_all;
+	qp->send_cq = init->send_cq;
+	qp->recv_cq = init->recv_cq;
+	qp->cap = cap;
+	qp->max_msg_sz = r->max_msg_sz;
+	qp->max_sge_rd = r->attr.max_sge_rd;
+	atomic_init(&qp->state, VIRTIO_IB_QPS_RESET);
+	rc = wq_setup(dev, &qp->sq, vrdma_vq_sq(VRDMA_RDMA_NET_PAIRS, r->ncq_rings, index),
+		      cap.max_send_wr, SQ_REQ_SIZE + (size_t)cap.max_send_sge * SGE_SIZE);
+	if (rc)
+		goto undo;
+	rc = wq_setup(dev, &qp->rq, vrdma_vq_rq(VRDMA_RDMA_NET_PAIRS, r->ncq_rings, index),
+		      cap.max_recv_wr, RQ_REQ_SIZE + (size_t)cap.max_recv_sge * SGE_SIZE);
+	if (rc) {
+		wq_release(dev, &qp->sq);
+		goto undo;
+	}
+	r->qps[index] = qp;
+	if (qp->type != VIRTIO_IB_QPT_GSI)
+		r->nqps++;
+	qp->send_cq->refs++;
+	qp->recv_cq->refs++;
+	r->pds[qp->pdn].refs++;
+	*out = qp;
+	goto out;
+undo:
+	free(qp);
+	d.qpn = a.qpn;
+	if (vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_QP, &d, sizeof(d), NULL, 0))
+		LOG_WARN("vrdma: undoing CREATE_QP %#x failed", qpn);
+out:
+	vrdma_dev_unlock(dev);
+	return rc;
+}
+
+int vrdma_qp_destroy(struct vrdma_qp *qp)
+{
+	struct virtio_rdma_cmd_destroy_qp d;
+	struct vrdma_dev *dev;
+	struct vrdma_rdma *r;
+	int rc;
+
+	if (!qp)
+		return -EINVAL;
+	dev = qp->dev;
+	vrdma_dev_lock(dev);
+	rc = vrdma_rdma_get(dev, &r);
+	if (rc)
+		goto out;
+	d.qpn = htole32(qp->qpn);
+	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_QP, &d, sizeof(d), NULL, 0);
+	if (rc) {
+		rc = rc > 0 ? -EIO : rc;
+		goto out;
+	}
+	/* The device flushed the WRs: reset (tear down) both rings. */
+	vrdma_rdma_qp_free(r, qp);
+out:
+	vrdma_dev_unlock(dev);
+	return rc;
+}
+
+uint32_t vrdma_qp_num(const struct vrdma_qp *qp)
+{
+	return qp->qpn;
+}
+
+void vrdma_qp_get_cap(const struct vrdma_qp *qp, struct vrdma_qp_cap *cap)
+{
+	*cap = qp->cap;
+}
+
+/* ---- modify / query ---------------------------------------------------------- */
+
+/* Range checks of the attributes in mask. 0 or -EINVAL. */
+static int qp_check_attr(const struct vrdma_rdma *r, const struct vrdma_qp_attr *a,
+			 uint32_t mask)
+{
+	if (mask & ~(uint32_t)VIRTIO_IB_QP_ATTR_MASK_ALL || (mask & VIRTIO_IB_QP_CAP))
+		return -EINVAL;
+	if ((mask & VIRTIO_IB_QP_STATE) && a->qp_state > VIRTIO_IB_QPS_ERR)
+		return -EINVAL;
+	if ((mask & VIRTIO_IB_QP_CUR_STATE) && a->cur_qp_state > VIRTIO_IB_QPS_ERR)
+		return -EINVAL;
+	if ((mask & VIRTIO_IB_QP_PATH_MTU) &&
+	    (a->path_mtu < VIRTIO_IB_MTU_256 || a->path_mtu > VIRTIO_IB_MTU_4096))
+		return -EINVAL;
+	if ((mask & VIRTIO_IB_QP_TIMEOUT) && a->timeout > 31)
+		return -EINVAL;
+	if ((mask & VIRTIO_IB_QP_RETRY_CNT) && a->retry_cnt > 7)
+		return -EINVAL;
+	if ((mask & VIRTIO_IB_QP_RNR_RETRY) && a->rnr_retry > 7)
+		return -EINVAL;
+	if ((mask & VIRTIO_IB_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return -EINVAL;
+	if ((mask & VIRTIO_IB_QP_RQ_PSN) && a->rq_psn > VRDMA_QPN_MASK)
+		return -EINVAL;
+	if ((mask & VIRTIO_IB_QP_SQ_PSN) && a->sq_psn > VRDMA_QPN_MASK)
+		return -EINVAL;
+	if ((mask & VIRTIO_IB_QP_DEST_QPN) && a->dest_qp_num > VRDMA_QPN_MASK)
+		return -EINVAL;
+	if ((mask & VIRTIO_IB_QP_ACCESS_FLAGS) &&
+	    (a->qp_access_flags & ~(uint32_t)VIRTIO_IB_ACCESS_SEED_MASK))
+		return -EINVAL;
+	if ((mask & VIRTIO_IB_QP_MAX_QP_RD_ATOMIC) &&
+	    a->max_rd_atomic > r->attr.max_qp_init_rd_atom)
+		return -EINVAL;
+	if ((mask & VIRTIO_IB_QP_MAX_DEST_RD_ATOMIC) &&
+	    a->max_dest_rd_atomic > r->attr.max_qp_rd_atom)
+		return -EINVAL;
+	if ((mask & VIRTIO_IB_QP_AV) && vrdma_rdma_check_av(r, &a->ah_attr))
+		return -EINVAL;
+	return 0;
+}
+
+int vrdma_qp_modify(struct vrdma_qp *qp, const struct vrdma_qp_attr *a, uint32_t mask)
+{
+	struct virtio_rdma_cmd_modify_qp c;
+	struct vrdma_rdma *r;
+	int rc;
+
+	if (!qp || !a)
+		return -EINVAL;
+	vrdma_dev_lock(qp->dev);
+	rc = vrdma_rdma_get(qp->dev, &r);
+	if (rc)
+		goto out;
+	rc = qp_check_attr(r, a, mask);
+	if (rc)
+		goto out;
+	/* Only the attributes of the mask are sent; the rest is zero. */
+	memset(&c, 0, sizeof(c));
+	c.qpn = htole32(qp->qpn);
+	c.attr_mask = htole32(mask);
+	if (mask & VIRTIO_IB_QP_STATE)
+		c.qp_state = a->qp_state;
+	if (mask & VIRTIO_IB_QP_CUR_STATE)
+		c.cur_qp_state = a->cur_qp_state;
+	if (mask & VIRTIO_IB_QP_PATH_MTU)
+		c.path_mtu = a->path_mtu;
+	if (mask & VIRTIO_IB_QP_MAX_QP_RD_ATOMIC)
+		c.max_rd_atomic = a->max_rd_atomic;
+	if (mask & VIRTIO_IB_QP_MAX_DEST_RD_ATOMIC)
+		c.max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & VIRTIO_IB_QP_MIN_RNR_TIMER)
+		c.min_rnr_timer = a->min_rnr_timer;
+	if (mask & VIRTIO_IB_QP_TIMEOUT)
+		c.timeout = a->timeout;
+	if (mask & VIRTIO_IB_QP_RETRY_CNT)
+		c.retry_cnt = a->retry_cnt;
+	if (mask & VIRTIO_IB_QP_RNR_RETRY)
+		c.rnr_retry = a->rnr_retry;
+	if (mask & VIRTIO_IB_QP_QKEY)
+		c.qkey = htole32(a->qkey);
+	if (mask & VIRTIO_IB_QP_RQ_PSN)
+		c.rq_psn = htole32(a->rq_psn);
+	if (mask & VIRTIO_IB_QP_SQ_PSN)
+		c.sq_psn = htole32(a->sq_psn);
+	if (mask & VIRTIO_IB_QP_DEST_QPN)
+		c.dest_qp_num = htole32(a->dest_qp_num);
+	if (mask & VIRTIO_IB_QP_ACCESS_FLAGS)
+		c.qp_access_flags = htole32(a->qp_access_flags);
+	if (mask & VIRTIO_IB_QP_RATE_LIMIT)
+		c.rate_limit = htole32(a->rate_limit);
+	if (mask & VIRTIO_IB_QP_AV)
+		vrdma_rdma_av_to_wire(&a->ah_attr, &c.ah_attr);
+	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_MODIFY_QP, &c, sizeof(c), NULL, 0);
+	if (rc > 0)
+		rc = -EINVAL;
+	if (rc == 0 && (mask & VIRTIO_IB_QP_STATE))
+		atomic_store(&qp->state, a->qp_state);
+out:
+	vrdma_dev_unlock(qp->dev);
+	return rc;
+}
+
+int vrdma_qp_query(struct vrdma_qp *qp, uint32_t mask, struct vrdma_qp_attr *a)
+{
+	struct virtio_rdma_cmd_query_qp c;
+	struct virtio_rdma_ack_query_qp q;
+	struct vrdma_rdma *r;
+	int rc;
+
+	if (!qp || !a)
+		return -EINVAL;
+	if (mask & ~(uint32_t)VIRTIO_IB_QP_ATTR_MASK_ALL)
+		return -EINVAL;
+	vrdma_dev_lock(qp->dev);
+	rc = vrdma_rdma_get(qp->dev, &r);
+	if (rc)
+		goto out;
+	c.qpn = htole32(qp->qpn);
+	c.attr_mask = htole32(mask);
+	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_QUERY_QP, &c, sizeof(c), &q, sizeof(q));
+	if (rc) {
+		rc = rc > 0 ? -EIO : rc;
+		goto out;
+	}
+	memset(a, 0, sizeof(*a));
+	a->qp_state = q.qp_state;
+	a->cur_qp_state = q.qp_state;
+	a->path_mtu = q.path_mtu;
+	a->sq_draining = q.sq_draining;
+	a->max_rd_atomic = q.max_rd_atomic;
+	a->max_dest_rd_atomic = q.max_dest_rd_atomic;
+	a->min_rnr_timer = q.min_rnr_timer;
+	a->timeout = q.timeout;
+	a->retry_cnt = q.retry_cnt;
+	a->rnr_retry = q.rnr_retry;
+	a->qkey = le32toh(q.qkey);
+	a->rq_psn = le32toh(q.rq_psn);
+	a->sq_psn = le32toh(q.sq_psn);
+	a->dest_qp_num = le32toh(q.dest_qp_num);
+	a->qp_access_flags = le32toh(q.qp_access_flags);
+	a->rate_limit = le32toh(q.rate_limit);
+	a->cap.max_send_wr = le32toh(q.cap.max_send_wr);
+	a->cap.max_recv_wr = le32toh(q.cap.max_recv_wr);
+	a->cap.max_send_sge = le32toh(q.cap.max_send_sge);
+	a->cap.max_recv_sge = le32toh(q.cap.max_recv_sge);
+	a->cap.max_inline_data = le32toh(q.cap.max_inline_data);
+	vrdma_rdma_av_from_wire(&q.ah_attr, &a->ah_attr);
+	if (q.qp_state <= VIRTIO_IB_QPS_ERR)
+		atomic_store(&qp->state, q.qp_state);
+out:
+	vrdma_dev_unlock(qp->dev);
+	return rc;
+}
+
+/* ---- data path ----------------------------------------------------------------- */
+
+/* Whether a send WR opcode is allowed on a QP type. */
+static bool send_opcode_ok(uint8_t type, uint8_t op)
+{
+	switch (op) {
+	case VIRTIO_IB_WR_SEND:
+	case VIRTIO_IB_WR_SEND_WITH_IMM:
+		return true;
+	case VIRTIO_IB_WR_RDMA_WRITE:
+	case VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM:
+		return type == VIRTIO_IB_QPT_RC || type == VIRTIO_IB_QPT_UC;
+	case VIRTIO_IB_WR_RDMA_READ:
+		return type == VIRTIO_IB_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+/* Validate a send WR; *len gets the message length. 0 or -EINVAL. */
+static int send_check(const struct vrdma_qp *qp, const struct vrdma_send_wr *wr, uint64_t *len)
+{
+	uint64_t total = 0;
+	uint32_t i;
+
+	if ((wr->send_flags & ~SEND_FLAGS_KNOWN) || !send_opcode_ok(qp->type, wr->opcode) ||
+	    (wr->num_sge && !wr->sg_list))
+		return -EINVAL;
+	if ((qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI) && !wr->ud.ah)
+		return -EINVAL;
+	for (i = 0; i < wr->num_sge; i++)
+		total += wr->sg_list[i].length;
+	if (wr->send_flags & VIRTIO_IB_SEND_INLINE) {
+		if (wr->opcode == VIRTIO_IB_WR_RDMA_READ || total > qp->cap.max_inline_data)
+			return -EINVAL;
+	} else {
+		if (wr->num_sge > qp->cap.max_send_sge)
+			return -EINVAL;
+		if (wr->opcode == VIRTIO_IB_WR_RDMA_READ && wr->num_sge > qp->max_sge_rd)
+			return -EINVAL;
+	}
+	if (total > qp->max_msg_sz)
+		return -EINVAL;
+	*len = total;
+	return 0;
+}
+
+/* Encode a validated send WR into slot; returns the element's length. */
+static uint32_t send_encode(const struct vrdma_qp *qp, uint8_t *slot,
+			    const struct vrdma_send_wr *wr, uint64_t len)
+{
+	struct virtio_rdma_sq_req *q = (struct virtio_rdma_sq_req *)(void *)slot;
+	uint32_t i;
+
+	q->wr_id = htole64(wr->wr_id);
+	q->opcode = wr->opcode;
+	q->send_flags = wr->send_flags;
+	q->padding = 0;
+	q->imm_data = wr->imm_data;
+	memset(q->reserved, 0, sizeof(q->reserved));
+	if (qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI) {
+		q->ud.remote_qpn = htole32(wr->ud.remote_qpn);
+		q->ud.remote_qkey = htole32(wr->ud.remote_qkey);
+		q->ud.ah = htole32(wr->ud.ah);
+	} else if (wr->opcode != VIRTIO_IB_WR_SEND && wr->opcode != VIRTIO_IB_WR_SEND_WITH_IMM) {
+		q->rdma.remote_addr = htole64(wr->rdma.remote_addr);
+		q->rdma.rkey = htole32(wr->rdma.rkey);
+	}
+	memset(q->reserved2, 0, sizeof(q->reserved2));
+	if (wr->send_flags & VIRTIO_IB_SEND_INLINE) {
+		uint8_t *dst = q->inline_data;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			uint32_t l = wr->sg_list[i].length;
+
+			if (l)
+				memcpy(dst, (const void *)(uintptr_t)wr->sg_list[i].addr, l);
+			dst += l;
+		}
+		/* le16 inline_len; the union's upper two bytes zero. */
+		q->num_sge = htole32((uint32_t)len);
+		return (uint32_t)SQ_REQ_SIZE;
+	}
+	q->num_sge = htole32(wr->num_sge);
+	for (i = 0; i < wr->num_sge; i++) {
+		struct virtio_rdma_sge *s = &q->sg_list[i];
+
+		s->addr = htole64(wr->sg_list[i].addr);
+		s->length = htole32(wr->sg_list[i].length);
+		s->lkey = htole32(wr->sg_list[i].lkey);
+	}
+	return (uint32_t)(SQ_REQ_SIZE + (size_t)wr->num_sge * SGE_SIZE);
+}
+
+int vrdma_post_send(struct vrdma_qp *qp, const struct vrdma_send_wr *wr, unsigned n)
+{
+	struct vrdma_wq *wq;
+	unsigned i;
+	int rc = 0;
+	uint8_t st;
+
+	if (!qp || (n && !wr))
+		return -EINVAL;
+	if (vrdma_dev_is_dead(qp->dev))
+		return -ENOTCONN;
+	st = atomic_load_explicit(&qp->state, memory_order_relaxed);
+	if (st == VIRTIO_IB_QPS_RESET || st == VIRTIO_IB_QPS_INIT || st == VIRTIO_IB_QPS_RTR)
+		return n ? -EINVAL : 0;
+	wq = &qp->sq;
+	pthread_spin_lock(&wq->lock);
+	wq_reclaim(wq);
+	for (i = 0; i < n; i++) {
+		struct vq_buf b;
+		uint64_t len;
+		uint8_t *slot;
+
+		rc = send_check(qp, &wr[i], &len);
+		if (rc)
+			break;
+		if (!wq->nfree) {
+			wq->full++;
+			rc = -ENOMEM;
+			break;
+		}
+		slot = wq->slots + (size_t)wq->free[wq->nfree - 1] * wq->slot_size;
+		b.addr = (uint64_t)(uintptr_t)slot;
+		b.len = send_encode(qp, slot, &wr[i], len);
+		rc = vq_drv_add(&wq->q->vq, &b, 1, NULL, 0, slot);
+		if (rc) {
+			rc = -ENOMEM;
+			break;
+		}
+		wq->nfree--;
+	}
+	wq->posted += i;
+	if (i)
+		vrdma_queue_kick(wq->q);
+	pthread_spin_unlock(&wq->lock);
+	return i ? (int)i : rc;
+}
+
+int vrdma_post_recv(struct vrdma_qp *qp, const struct vrdma_recv_wr *wr, unsigned n)
+{
+	struct vrdma_wq *wq;
+	unsigned i;
+	int rc = 0;
+
+	if (!qp || (n && !wr))
+		return -EINVAL;
+	if (vrdma_dev_is_dead(qp->dev))
+		return -ENOTCONN;
+	if (atomic_load_explicit(&qp->state, memory_order_relaxed) == VIRTIO_IB_QPS_RESET)
+		return n ? -EINVAL : 0;
+	wq = &qp->rq;
+	pthread_spin_lock(&wq->lock);
+	wq_reclaim(wq);
+	for (i = 0; i < n; i++) {
+		struct virtio_rdma_rq_req *q;
+		struct vq_buf b;
+		uint8_t *slot;
+		uint32_t s;
+
+		if (wr[i].num_sge > qp->cap.max_recv_sge || (wr[i].num_sge && !wr[i].sg_list)) {
+			rc = -EINVAL;
+			break;
+		}
+		if (!wq->nfree) {
+			wq->full++;
+			rc = -ENOMEM;
+			break;
+		}
+		slot = wq->slots + (size_t)wq->free[wq->nfree - 1] * wq->slot_size;
+		q = (struct virtio_rdma_rq_req *)(void *)slot;
+		q->wr_id = htole64(wr[i].wr_id);
+		q->num_sge = htole32(wr[i].num_sge);
+		memset(q->reserved, 0, sizeof(q->reserved));
+		for (s = 0; s < wr[i].num_sge; s++) {
+			q->sg_list[s].addr = htole64(wr[i].sg_list[s].addr);
+			q->sg_list[s].length = htole32(wr[i].sg_list[s].length);
+			q->sg_list[s].lkey = htole32(wr[i].sg_list[s].lkey);
+		}
+		b.addr = (uint64_t)(uintptr_t)slot;
+		b.len = (uint32_t)(RQ_REQ_SIZE + (size_t)wr[i].num_sge * SGE_SIZE);
+		rc = vq_drv_add(&wq->q->vq, &b, 1, NULL, 0, slot);
+		if (rc) {
+			rc = -ENOMEM;
+			break;
+		}
+		wq->nfree--;
+	}
+	wq->posted += i;
+	if (i)
+		vrdma_queue_kick(wq->q);
+	pthread_spin_unlock(&wq->lock);
+	return i ? (int)i : rc;
+}

@@ -1,0 +1,414 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Completer (RC requester side): ACKs, NAKs and READ responses retire send
+ * WQEs in order; loss is repaired by go-back-N from the oldest
+ * unacknowledged PSN (una).
+ *
+ *  - ACK (coalesced, cumulative): every PSN up to it is acknowledged; an ACK
+ *    beyond an outstanding READ means its responses were lost: re-request.
+ *  - NAK PSN sequence error at una: go back to una (counts as a retry).
+ *  - RNR NAK at una: go back, wait the RNR timer of the NAK, retry at most
+ *    rnr_retry times (7 = for ever) -> RNR_RETRY_EXC_ERR.
+ *  - NAK invalid request / remote access / remote operational: the WQE
+ *    completes with REM_INV_REQ_ERR / REM_ACCESS_ERR / REM_OP_ERR, the QP
+ *    goes to ERR, the rest is flushed.
+ *  - READ responses: data placed at (psn - first_psn) * PMTU; a gap means
+ *    loss: re-request the rest (counts as a retry).
+ *  - Retransmit timer: 4.096 us * 2^timeout without forward progress goes
+ *    back to una; after retry_cnt retries the WQE completes with
+ *    RETRY_EXC_ERR and the QP goes to ERR. Progress resets both counters.
+ */
+#include "roce/roce_tp.h"
+
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+/* RNR timer codes in units of 10 us (IBTA table 45); code 0 = 655.36 ms. */
+static const uint32_t rnr_10us[32] = {
+	65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192,
+	256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288,
+	16384, 24576, 32768, 49152,
+};
+
+uint64_t roce_rnr_timer_ns(uint8_t code)
+{
+	return (uint64_t)rnr_10us[code & 31] * 10000ull;
+}
+
+uint64_t roce_ack_timeout_ns(uint8_t code)
+{
+	if (!code)
+		return 0;
+	return 4096ull << MIN(code, (uint8_t)31);
+}
+
+static uint64_t now_ns(const struct roce_tq *tq)
+{
+	return tq->tp->loop ? loop_now_ns() : 0;
+}
+
+static void comp_progress(struct roce_tq *tq)
+{
+	tq->retry_left = tq->qp->attr.retry_cnt;
+	tq->rnr_left = tq->qp->attr.rnr_retry;
+	tq->progress_ns = now_ns(tq);
+	tq->rewind_marked = false;
+}
+
+static void wqe_done(struct roce_tq *tq, struct roce_swqe *w, uint8_t status)
+{
+	if (w->opcode == VIRTIO_IB_WR_RDMA_READ && w->state == ROCE_WQE_SENT && tq->rd_out)
+		tq->rd_out--;
+	w->state = ROCE_WQE_DONE;
+	w->status = status;
+	if (status != VIRTIO_IB_WC_SUCCESS)
+		w->bad = true;
+}
+
+/* The first WQE from the head that is not done, or NULL. */
+static struct roce_swqe *first_pending(struct roce_tq *tq)
+{
+	for (uint32_t i = tq->sq_head; i != tq->sq_tail; i++) {
+		struct roce_swqe *w = roce_sq_wqe(tq, i);
+
+		if (w->state != ROCE_WQE_DONE)
+			return w;
+	}
+	return NULL;
+}
+
+/* The oldest outstanding WQE fails with status: it completes after the ones
+ * before it, then the QP goes to ERR. */
+static void comp_fail_head(struct roce_tq *tq, uint8_t status)
+{
+	struct roce_swqe *w = first_pending(tq);
+
+	if (w)
+		wqe_done(tq, w, status);
+	roce_comp_drain(tq);
+}
+
+/* Ask for go-back-N from una, once per una until progress. count: this
+ * is a retry (transport retry counter). */
+static void comp_rewind(struct roce_tq *tq, bool count)
+{
+	if (tq->rewind_marked && tq->rewind_mark == tq->una)
+		return;
+	tq->rewind_marked = true;
+	tq->rewind_mark = tq->una;
+	if (count) {
+		if (!tq->retry_left) {
+			comp_fail_head(tq, VIRTIO_IB_WC_RETRY_EXC_ERR);
+			return;
+		}
+		tq->retry_left--;
+	}
+	tq->rewind_pending = true;
+	roce_tp_schedule(tq);
+}
+
+/* Every PSN up to psn is acknowledged. explicit_ack: an ACK packet (not
+ * the implicit acknowledgement of a later response), which reveals lost
+ * READ responses. */
+static void comp_ack(struct roce_tq *tq, uint32_t psn, bool explicit_ack)
+{
+	bool adv = false;
+
+	for (uint32_t i = tq->sq_head; i != tq->sq_tail; i++) {
+		struct roce_swqe *w = roce_sq_wqe(tq, i);
+		uint32_t last;
+
+		if (w->state == ROCE_WQE_DONE) {
+			if (w->bad)
+				break;
+			continue;
+		}
+		if (!w->started)
+			break;
+		if (w->opcode == VIRTIO_IB_WR_RDMA_READ) {
+			if (explicit_ack && roce_psn_diff(psn, w->first_psn) >= 0) {
+				uint32_t exp = roce_psn_add(w->first_psn, w->rd_rcvd);
+
+				if (roce_psn_diff(exp, tq->una) > 0) {
+					tq->una = exp;
+					adv = true;
+				}
+				if (adv)
+					comp_progress(tq);
+				adv = false;
+				comp_rewind(tq, true);
+			}
+			break;
+		}
+		last = roce_swqe_last_psn(w);
+		if (roce_psn_diff(psn, last) >= 0) {
+			uint32_t next = roce_psn_add(last, 1);
+
+			/* Entirely acknowledged (if it is being sent again
+			 * after a rewind, the requester skips the rest). */
+			wqe_done(tq, w, VIRTIO_IB_WC_SUCCESS);
+			if (roce_psn_diff(next, tq->una) > 0) {
+				tq->una = next;
+				adv = true;
+			}
+			continue;
+		}
+		if (roce_psn_diff(psn, w->first_psn) >= 0) {
+			uint32_t next = roce_psn_add(psn, 1);
+
+			if (roce_psn_diff(next, tq->una) > 0) {
+				tq->una = next;
+				adv = true;
+			}
+		}
+		break;
+	}
+	if (adv)
+		comp_progress(tq);
+}
+
+static void comp_ack_pkt(struct roce_tq *tq, const struct roce_pkt_info *pi)
+{
+	struct roce_tp *tp = tq->tp;
+	struct roce_qp *qp = tq->qp;
+	uint8_t syn = roce_aeth_syndrome(pi->aeth);
+	uint32_t psn = pi->psn, prev = roce_psn_add(pi->psn, ROCE_PSN_MASK);
+
+	switch (syn & ROCE_AETH_TYPE_MASK) {
+	case ROCE_AETH_ACK:
+		tp->stats.acks_rcvd++;
+		comp_ack(tq, psn, true);
+		break;
+	case ROCE_AETH_RNR_NAK:
+		tp->stats.rnr_naks_rcvd++;
+		comp_ack(tq, prev, false);
+		if (psn != tq->una || tq->rnr_wait) {
+			tp->stats.rx_stale_resp++;
+			break;
+		}
+		if (qp->attr.rnr_retry != 7) {
+			if (!tq->rnr_left) {
+				comp_fail_head(tq, VIRTIO_IB_WC_RNR_RETRY_EXC_ERR);
+				break;
+			}
+			tq->rnr_left--;
+		}
+		roce_req_rewind(tq);
+		if (tp->loop) {
+			tq->rnr_wait = true;
+			loop_timer_arm(tp->loop, &tq->rnr_timer,
+				       loop_now_ns() + roce_rnr_timer_ns(syn & ROCE_AETH_VALUE_MASK));
+		}
+		break;
+	case ROCE_AETH_NAK:
+		tp->stats.naks_rcvd++;
+		comp_ack(tq, prev, false);
+		if (psn != tq->una) {
+			tp->stats.rx_stale_resp++;
+			break;
+		}
+		switch (syn) {
+		case ROCE_AETH_NAK_PSN_SEQ_ERR:
+			comp_rewind(tq, true);
+			break;
+		case ROCE_AETH_NAK_INVALID_REQ:
+			comp_fail_head(tq, VIRTIO_IB_WC_REM_INV_REQ_ERR);
+			break;
+		case ROCE_AETH_NAK_REM_ACCESS_ERR:
+			comp_fail_head(tq, VIRTIO_IB_WC_REM_ACCESS_ERR);
+			break;
+		default:
+			comp_fail_head(tq, VIRTIO_IB_WC_REM_OP_ERR);
+			break;
+		}
+		break;
+	default:
+		tp->stats.rx_bad_resp++;
+		break;
+	}
+}
+
+static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
+{
+	struct roce_tp *tp = tq->tp;
+	uint32_t psn = pi->psn, off, remain, plen = pi->payload_len;
+	struct roce_swqe *w;
+	bool last, last_op;
+	int32_t k;
+	int st;
+
+	comp_ack(tq, roce_psn_add(psn, ROCE_PSN_MASK), false);
+	w = first_pending(tq);
+	if (!w || w->opcode != VIRTIO_IB_WR_RDMA_READ || !w->started || w->bad) {
+		tp->stats.rx_stale_resp++;
+		return;
+	}
+	k = roce_psn_diff(psn, w->first_psn);
+	if (k < 0 || (uint32_t)k >= w->npkts || (uint32_t)k < w->rd_rcvd) {
+		tp->stats.rx_stale_resp++;
+		return;
+	}
+	if ((uint32_t)k > w->rd_rcvd) {
+		/* Responses lost: re-request from the first missing one. */
+		uint32_t exp = roce_psn_add(w->first_psn, w->rd_rcvd);
+
+		if (roce_psn_diff(exp, tq->una) > 0)
+			tq->una = exp;
+		comp_rewind(tq, true);
+		return;
+	}
+	off = (uint32_t)k * tq->mtu;
+	remain = w->length - MIN(off, w->length);
+	last = (uint32_t)k + 1 == w->npkts;
+	last_op = pi->opcode == ROCE_OP_RC_RDMA_READ_RESPONSE_LAST ||
+		  pi->opcode == ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY;
+	if (last != last_op || (last ? plen != remain : plen != tq->mtu)) {
+		tp->stats.rx_bad_resp++;
+		return;
+	}
+	st = roce_mem_to_sges(tq, roce_swqe_sge(w), w->num_sge, off, pi->payload, plen);
+	if (st) {
+		wqe_done(tq, w, (uint8_t)st);
+		return;
+	}
+	w->rd_rcvd++;
+	tq->una = roce_psn_add(w->first_psn, w->rd_rcvd);
+	comp_progress(tq);
+	if (last) {
+		wqe_done(tq, w, VIRTIO_IB_WC_SUCCESS);
+		roce_tp_schedule(tq);
+	}
+}
+
+void roce_comp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi)
+{
+	struct roce_tp *tp = tq->tp;
+	struct roce_qp *qp = tq->qp;
+	uint8_t st = qp->attr.qp_state;
+
+	if (st != VIRTIO_IB_QPS_RTS && st != VIRTIO_IB_QPS_SQD) {
+		tp->stats.rx_qp_state++;
+		return;
+	}
+	if (!tq->swqe || tq->sq_head == tq->sq_tail ||
+	    roce_psn_diff(pi->psn, tq->psn_hwm) >= 0 ||
+	    roce_psn_diff(pi->psn, roce_psn_add(tq->una, ROCE_PSN_MASK)) < -(int32_t)(1u << 22)) {
+		/* Nothing outstanding, or a PSN never sent / far too old. */
+		tp->stats.rx_stale_resp++;
+		return;
+	}
+	if (pi->opcode == ROCE_OP_RC_ACKNOWLEDGE)
+		comp_ack_pkt(tq, pi);
+	else if (pi->mask & ROCE_OPF_READ)
+		comp_read_resp(tq, pi);
+	else
+		tp->stats.rx_stale_resp++; /* atomic ACK: no atomics issued */
+	roce_comp_drain(tq);
+}
+
+void roce_comp_drain(struct roce_tq *tq)
+{
+	struct roce_tp *tp = tq->tp;
+	bool any = false;
+
+	if (!tq->swqe)
+		return;
+	while (tq->sq_head != tq->sq_tail) {
+		struct roce_swqe *w = roce_sq_wqe(tq, tq->sq_head);
+		uint8_t status;
+
+		if (w->state != ROCE_WQE_DONE)
+			break;
+		status = w->status;
+		roce_sq_complete_head(tq, status);
+		any = true;
+		if (status != VIRTIO_IB_WC_SUCCESS) {
+			roce_tp_qp_error(tq, true);
+			break;
+		}
+	}
+	if (!any)
+		return;
+	if (tq->qp->type == VIRTIO_IB_QPT_RC && tq->una == tq->sq_psn && tp->loop &&
+	    tq->sq_head == tq->sq_cur)
+		loop_timer_cancel(tp->loop, &tq->rexmit_timer);
+	roce_tp_schedule(tq);
+}
+
+void roce_comp_arm_timer(struct roce_tq *tq)
+{
+	struct roce_tp *tp = tq->tp;
+	uint64_t to = roce_ack_timeout_ns(tq->qp->attr.timeout);
+
+	if (!tp->loop || !to || loop_timer_armed(&tq->rexmit_timer))
+		return;
+	if (!tq->progress_ns)
+		tq->progress_ns = loop_now_ns();
+	loop_timer_arm(tp->loop, &tq->rexmit_timer, tq->progress_ns + to);
+}
+
+void roce_comp_rexmit_timer(struct loop_timer *t, void *arg)
+{
+	struct roce_tq *tq = arg;
+	struct roce_tp *tp = tq->tp;
+	struct roce_qp *qp = tq->qp;
+	uint64_t to = roce_ack_timeout_ns(qp->attr.timeout), now;
+	uint8_t st = qp->attr.qp_state;
+
+	if ((st != VIRTIO_IB_QPS_RTS && st != VIRTIO_IB_QPS_SQD) || !to || !tq->swqe ||
+	    (tq->una == tq->sq_psn && tq->sq_head == tq->sq_cur))
+		return;
+	now = loop_now_ns();
+	if (tq->rnr_wait || now - tq->progress_ns < to) {
+		loop_timer_arm(tp->loop, t, (tq->rnr_wait ? now : tq->progress_ns) + to);
+		return;
+	}
+	tp->stats.timeouts++;
+	if (!tq->retry_left) {
+		comp_fail_head(tq, VIRTIO_IB_WC_RETRY_EXC_ERR);
+		roce_tp_commit(tp);
+		return;
+	}
+	tq->retry_left--;
+	tq->progress_ns = now;
+	tq->rewind_marked = true;
+	tq->rewind_mark = tq->una;
+	tq->rewind_pending = true;
+	roce_tp_schedule(tq);
+	loop_timer_arm(tp->loop, t, now + to);
+	roce_tp_commit(tp);
+}
+
+void roce_comp_rnr_timer(struct loop_timer *t, void *arg)
+{
+	struct roce_tq *tq = arg;
+
+	(void)t;
+	if (!tq->rnr_wait)
+		return;
+	tq->rnr_wait = false;
+	tq->progress_ns = loop_now_ns();
+	roce_tp_schedule(tq);
+}
+
+void roce_comp_reset(struct roce_tq *tq)
+{
+	struct roce_tp *tp = tq->tp;
+	struct roce_qp *qp = tq->qp;
+
+	if (tp->loop) {
+		loop_timer_cancel(tp->loop, &tq->rexmit_timer);
+		loop_timer_cancel(tp->loop, &tq->rnr_timer);
+	}
+	tq->sq_psn = tq->una = tq->psn_hwm = qp->attr.sq_psn & ROCE_PSN_MASK;
+	tq->rd_out = 0;
+	tq->retry_left = qp->attr.retry_cnt;
+	tq->rnr_left = qp->attr.rnr_retry;
+	tq->rnr_wait = false;
+	tq->stalled = false;
+	tq->rewind_pending = false;
+	tq->rewind_marked = false;
+	tq->progress_ns = 0;
+}

@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Destination MAC resolution. A path whose destination MAC is all zeros
+ * (address vector without dmac) is resolved here: ARP for IPv4-mapped
+ * GIDs, IPv6 neighbour solicitation for the others. Frames wait in the
+ * entry while it resolves (at most ROCE_TP_NEIGH_QLEN, then dropped and
+ * counted; RC retransmits them). A request is repeated ROCE_TP_NEIGH_TRIES
+ * times, ROCE_TP_NEIGH_RETRY_NS apart; a resolved entry lives
+ * ROCE_TP_NEIGH_TTL_NS. The cache is small and looked up linearly.
+ *
+ * The device is the IP endpoint of its own RoCE traffic: it answers ARP
+ * requests for its IPv4 address (and any IPv4-mapped GID) and neighbour
+ * solicitations for its IPv6 GIDs, so two devices on the switch find each
+ * other without a host stack. The frames also continue to the virtio-net
+ * receive queue (a guest stack that answers too sends the same MAC).
+ */
+#include "roce/roce_tp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+#define ETH_P_ARP     0x0806
+#define ARP_LEN       28
+#define ND_NS         135
+#define ND_NA         136
+#define ICMP6_PROTO   58
+#define ND_MSG_LEN    32 /* NS/NA with one link-layer address option */
+#define FRAME_MIN     60
+
+enum { NE_FREE = 0, NE_INCOMPLETE, NE_VALID };
+
+struct roce_neigh_ent {
+	uint8_t ip[16];           /* GID form */
+	uint8_t sgid[16];         /* our address for requests */
+	uint8_t mac[6];
+	uint8_t state;
+	uint8_t tries;
+	uint64_t deadline;        /* VALID: expiry; INCOMPLETE: next request */
+	uint64_t used;
+	struct pkt_queue q;
+};
+
+struct roce_neigh {
+	struct roce_tp *tp;
+	struct loop_timer timer;
+	struct roce_neigh_ent e[ROCE_TP_NEIGH_SIZE];
+};
+
+static uint64_t neigh_now(const struct roce_neigh *n)
+{
+	return n->tp->loop ? loop_now_ns() : 0;
+}
+
+static void neigh_xmit(struct roce_tp *tp, struct pkt *p)
+{
+	tp->stats.tx_frames++;
+	tp->stats.tx_bytes += p->len;
+	tp->ops.xmit(tp->ctx, p);
+}
+
+static bool gid_is_ours(const struct roce_dev *rd, const uint8_t *gid)
+{
+	for (unsigned i = 0; i < ROCE_GID_TBL_LEN; i++)
+		if (rd->gid[i].valid && !memcmp(rd->gid[i].raw, gid, 16))
+			return true;
+	return false;
+}
+
+static bool ip4_is_ours(const struct roce_dev *rd, const uint8_t *ip)
+{
+	uint8_t gid[16];
+
+	roce_gid_from_ipv4(gid, ip);
+	return gid_is_ours(rd, gid);
+}
+
+static struct roce_neigh_ent *neigh_find(struct roce_neigh *n, const uint8_t *ip)
+{
+	for (unsigned i = 0; i < ROCE_TP_NEIGH_SIZE; i++)
+		if (n->e[i].state != NE_FREE && !memcmp(n->e[i].ip, ip, 16))
+			return &n->e[i];
+	return NULL;
+}
+
+static void ent_purge(struct roce_neigh *n, struct roce_neigh_ent *e)
+{
+	n->tp->stats.neigh_dropped += e->q.len;
+	pkt_queue_purge(&e->q);
+}
+
+/* A free entry, or the least recently used one (resolved ones first). */
+static struct roce_neigh_ent *neigh_victim(struct roce_neigh *n)
+{
+	struct roce_neigh_ent *best = NULL;
+
+	for (unsigned i = 0; i < ROCE_TP_NEIGH_SIZE; i++) {
+		struct roce_neigh_ent *e = &n->e[i];
+
+		if (e->state == NE_FREE)
+			return e;
+		if (!best || (e->state == NE_VALID && best->state != NE_VALID) ||
+		    (e->state == best->state && e->used < best->used))
+			best = e;
+	}
+	ent_purge(n, best);
+	best->state = NE_FREE;
+	return best;
+}
+
+/* ---- frames ------------------------------------------------------------------- */
+
+static uint32_t csum_add(uint32_t sum, const uint8_t *b, uint32_t len)
+{
+	for (uint32_t i = 0; i + 1 < len; i += 2)
+		sum += get_be16(b + i);
+	if (len & 1)
+		sum += (uint32_t)b[len - 1] << 8;
+	return sum;
+}
+
+/* ICMPv6 checksum (RFC 4443) of msg (checksum field as it is). */
+static uint16_t icmp6_csum(const uint8_t *src, const uint8_t *dst, const uint8_t *msg,
+			   uint32_t len)
+{
+	uint32_t sum = 0;
+
+	sum = csum_add(sum, src, 16);
+	sum = csum_add(sum, dst, 16);
+	sum += len >> 16;
+	sum += len & 0xFFFF;
+	sum += ICMP6_PROTO;
+	sum = csum_add(sum, msg, len);
+	while (sum >> 16)
+		sum = (sum & 0xFFFF) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+static struct pkt *frame_new(uint32_t len)
+{
+	struct pkt *p = pkt_alloc();
+
+	if (!p)
+		return NULL;
+	p->len = MAX(len, (uint32_t)FRAME_MIN);
+	memset(p->data, 0, p->len);
+	return p;
+}
+
+static void eth_hdr(uint8_t *f, const uint8_t *dmac, const uint8_t *smac, uint16_t type)
+{
+	memcpy(f, dmac, 6);
+	memcpy(f + 6, smac, 6);
+	put_be16(f + 12, type);
+}
+
+static void send_arp(struct roce_tp *tp, const uint8_t *dmac, uint16_t oper,
+		     const uint8_t *spa, const uint8_t *tha, const uint8_t *tpa)
+{
+	struct pkt *p = frame_new(ROCE_ETH_HLEN + ARP_LEN);
+	uint8_t *a;
+
+	if (!p) {
+		tp->stats.tx_nobuf++;
+		return;
+	}
+	eth_hdr(p->data, dmac, tp->rd->mac, ETH_P_ARP);
+	a = p->data + ROCE_ETH_HLEN;
+	put_be16(a, 1);
+	put_be16(a + 2, ROCE_ETH_P_IPV4);
+	a[4] = 6;
+	a[5] = 4;
+	put_be16(a + 6, oper);
+	memcpy(a + 8, tp->rd->mac, 6);
+	memcpy(a + 14, spa, 4);
+	memcpy(a + 18, tha, 6);
+	memcpy(a + 24, tpa, 4);
+	if (oper == 1)
+		tp->stats.neigh_requests++;
+	else
+		tp->stats.neigh_replies++;
+	neigh_xmit(tp, p);
+}
+
+/* An NS (type 135) or NA (136) with one link-layer address option (ours). */
+static void send_nd(struct roce_tp *tp, const uint8_t *dmac, const uint8_t *src,
+		    const uint8_t *dst, uint8_t type, uint8_t flags, const uint8_t *target)
+{
+	struct pkt *p = frame_new(ROCE_ETH_HLEN + ROCE_IPV6_HLEN + ND_MSG_LEN);
+	uint8_t *ip, *m;
+
+	if (!p) {
+		tp->stats.tx_nobuf++;
+		return;
+	}
+	eth_hdr(p->data, dmac, tp->rd->mac, ROCE_ETH_P_IPV6);
+	ip = p->data + ROCE_ETH_HLEN;
+	put_be32(ip, 6u << 28);
+	put_be16(ip + 4, ND_MSG_LEN);
+	ip[6] = ICMP6_PROTO;
+	ip[7] = 255;
+	memcpy(ip + 8, src, 16);
+	memcpy(ip + 24, dst, 16);
+	m = ip + ROCE_IPV6_HLEN;
+	m[0] = type;
+	m[4] = flags;
+	memcpy(m + 8, target, 16);
+	m[24] = type == ND_NS ? 1 : 2; /* source / target link-layer address */
+	m[25] = 1;
+	memcpy(m + 26, tp->rd->mac, 6);
+	put_be16(m + 2, icmp6_csum(src, dst, m, ND_MSG_LEN));
+	if (type == ND_NS)
+		tp->stats.neigh_requests++;
+	else
+		tp->stats.neigh_replies++;
+	neigh_xmit(tp, p);
+}
+
+static void send_request(struct roce_neigh *n, struct roce_neigh_ent *e)
+{
+	static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	static const uint8_t zero[6];
+
+	if (roce_gid_is_ipv4(e->ip)) {
+		send_arp(n->tp, bcast, 1, e->sgid + 12, zero, e->ip + 12);
+	} else {
+		uint8_t dst[16] = { 0xff, 0x02, [11] = 0x01, [12] = 0xff };
+		uint8_t dmac[6] = { 0x33, 0x33, 0xff, e->ip[13], e->ip[14], e->ip[15] };
+
+		memcpy(dst + 13, e->ip + 13, 3);
+		send_nd(n->tp, dmac, e->sgid, dst, ND_NS, 0, e->ip);
+	}
+}
+
+/* ---- cache --------------------------------------------------------------------- */
+
+static void neigh_arm(struct roce_neigh *n)
+{
+	uint64_t next = UINT64_MAX;
+
+	if (!n->tp->loop)
+		return;
+	for (unsigned i = 0; i < ROCE_TP_NEIGH_SIZE; i++)
+		if (n->e[i].state == NE_INCOMPLETE && n->e[i].deadline < next)
+			next = n->e[i].deadline;
+	if (next != UINT64_MAX)
+		loop_timer_arm(n->tp->loop, &n->timer, next);
+	else
+		loop_timer_cancel(n->tp->loop, &n->timer);
+}
+
+static void neigh_timer(struct loop_timer *t, void *arg)
+{
+	struct roce_neigh *n = arg;
+	uint64_t now = loop_now_ns();
+
+	(void)t;
+	for (unsigned i = 0; i < ROCE_TP_NEIGH_SIZE; i++) {
+		struct roce_neigh_ent *e = &n->e[i];
+
+		if (e->state != NE_INCOMPLETE || e->deadline > now)
+			continue;
+		if (e->tries >= ROCE_TP_NEIGH_TRIES) {
+			ent_purge(n, e);
+			e->state = NE_FREE;
+			continue;
+		}
+		send_request(n, e);
+		e->tries++;
+		e->deadline = now + ROCE_TP_NEIGH_RETRY_NS;
+	}
+	neigh_arm(n);
+}
+
+void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[16],
+		       const uint8_t dgid[16])
+{
+	struct roce_tp *tp = n->tp;
+	struct roce_neigh_ent *e = neigh_find(n, dgid);
+	uint64_t now = neigh_now(n);
+
+	if (e && e->state == NE_VALID && (!tp->loop || now < e->deadline)) {
+		memcpy(p->data, e->mac, 6);
+		e->used = now;
+		neigh_xmit(tp, p);
+		return;
+	}
+	if (!e) {
+		e = neigh_victim(n);
+		memcpy(e->ip, dgid, 16);
+		pkt_queue_init(&e->q);
+		e->state = NE_INCOMPLETE;
+		e->tries = 0;
+	} else if (e->state == NE_VALID) {
+		e->state = NE_INCOMPLETE; /* expired: ask again */
+		e->tries = 0;
+	}
+	memcpy(e->sgid, sgid, 16);
+	e->used = now;
+	if (e->q.len >= ROCE_TP_NEIGH_QLEN) {
+		tp->stats.neigh_dropped++;
+		pkt_free(p);
+	} else {
+		pkt_queue_push(&e->q, p);
+		tp->stats.neigh_queued++;
+	}
+	if (!e->tries) {
+		send_request(n, e);
+		e->tries = 1;
+		e->deadline = now + ROCE_TP_NEIGH_RETRY_NS;
+		neigh_arm(n);
+	}
+}
+
+/* ip is at mac: complete a pending or refresh a known entry (unsolicited
+ * answers for addresses we never asked about are ignored). */
+static void neigh_learn(struct roce_neigh *n, const uint8_t *ip, const uint8_t *mac)
+{
+	struct roce_neigh_ent *e = neigh_find(n, ip);
+	struct pkt *p;
+
+	if (!e || (mac[0] & 1) || !(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))
+		return;
+	if (e->state == NE_INCOMPLETE)
+		n->tp->stats.neigh_resolved++;
+	memcpy(e->mac, mac, 6);
+	e->state = NE_VALID;
+	e->deadline = neigh_now(n) + ROCE_TP_NEIGH_TTL_NS;
+	while ((p = pkt_queue_pop(&e->q))) {
+		memcpy(p->data, mac, 6);
+		neigh_xmit(n->tp, p);
+	}
+	neigh_arm(n);
+}
+
+static void rx_arp(struct roce_neigh *n, const uint8_t *a)
+{
+	struct roce_tp *tp = n->tp;
+	uint8_t gid[16];
+
+	if (get_be16(a) != 1 || get_be16(a + 2) != ROCE_ETH_P_IPV4 || a[4] != 6 || a[5] != 4)
+		return;
+	tp->stats.rx_arp++;
+	roce_gid_from_ipv4(gid, a + 14);
+	neigh_learn(n, gid, a + 8);
+	if (get_be16(a + 6) == 1 && ip4_is_ours(tp->rd, a + 24))
+		send_arp(tp, a + 8, 2, a + 24, a + 8, a + 14);
+}
+
+static void rx_nd(struct roce_neigh *n, const struct pkt *p, uint32_t l3)
+{
+	static const uint8_t unspec[16];
+	struct roce_tp *tp = n->tp;
+	const uint8_t *ip = p->data + l3, *m = ip + ROCE_IPV6_HLEN, *lla = NULL;
+	uint32_t len = get_be16(ip + 4), off;
+
+	if (p->len < l3 + ROCE_IPV6_HLEN + len || len < 24 || ip[7] != 255 ||
+	    (m[0] != ND_NS && m[0] != ND_NA) || m[1] != 0 ||
+	    icmp6_csum(ip + 8, ip + 24, m, len) != 0)
+		return;
+	tp->stats.rx_nd++;
+	/* Options: type, length in 8-byte units. */
+	for (off = 24; off + 8 <= len; ) {
+		uint32_t olen = m[off + 1] * 8u;
+
+		if (!olen || off + olen > len)
+			break;
+		if ((m[0] == ND_NS && m[off] == 1) || (m[0] == ND_NA && m[off] == 2))
+			lla = m + off + 2;
+		off += olen;
+	}
+	if (m[0] == ND_NS) {
+		const uint8_t *src = ip + 8, *target = m + 8;
+		const uint8_t *dmac = lla ? lla : p->data + 6;
+
+		if (lla && memcmp(src, unspec, 16))
+			neigh_learn(n, src, lla);
+		if (!gid_is_ours(tp->rd, target) || roce_gid_is_ipv4(target))
+			return;
+		if (!memcmp(src, unspec, 16)) {
+			/* Duplicate address detection: answer all nodes. */
+			static const uint8_t all[16] = { 0xff, 0x02, [15] = 0x01 };
+			static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
+
+			send_nd(tp, all_mac, target, all, ND_NA, 0x20, target);
+		} else {
+			send_nd(tp, dmac, target, src, ND_NA, 0x60, target);
+		}
+	} else {
+		neigh_learn(n, m + 8, lla ? lla : p->data + 6);
+	}
+}
+
+void roce_neigh_rx(struct roce_neigh *n, struct pkt *p)
+{
+	uint32_t l3 = ROCE_ETH_HLEN;
+	uint16_t type;
+
+	if (p->len < ROCE_ETH_HLEN)
+		goto out;
+	type = get_be16(p->data + 12);
+	if (type == ROCE_ETH_P_8021Q) {
+		if (p->len < ROCE_ETH_HLEN + ROCE_VLAN_HLEN)
+			goto out;
+		type = get_be16(p->data + 16);
+		l3 += ROCE_VLAN_HLEN;
+	}
+	if (type == ETH_P_ARP && p->len >= l3 + ARP_LEN)
+		rx_arp(n, p->data + l3);
+	else if (type == ROCE_ETH_P_IPV6 && p->len >= l3 + ROCE_IPV6_HLEN &&
+		 p->data[l3 + 6] == ICMP6_PROTO)
+		rx_nd(n, p, l3);
+out:
+	pkt_free(p);
+}
+
+bool roce_neigh_wants(const struct roce_tp *tp, const struct pkt *p)
+{
+	const uint8_t *d = p->data;
+	uint32_t l3 = ROCE_ETH_HLEN;
+	uint16_t type;
+
+	if (p->len < ROCE_ETH_HLEN)
+		return false;
+	type = get_be16(d + 12);
+	if (type == ROCE_ETH_P_8021Q) {
+		if (p->len < ROCE_ETH_HLEN + ROCE_VLAN_HLEN)
+			return false;
+		type = get_be16(d + 16);
+		l3 += ROCE_VLAN_HLEN;
+	}
+	if (type == ETH_P_ARP)
+		/* requests for our address and replies to us both carry it
+		 * as the target protocol address */
+		return p->len >= l3 + ARP_LEN && ip4_is_ours(tp->rd, d + l3 + 24);
+	if (type != ROCE_ETH_P_IPV6 || p->len < l3 + ROCE_IPV6_HLEN + 24 ||
+	    d[l3 + 6] != ICMP6_PROTO)
+		return false;
+	if (d[l3 + ROCE_IPV6_HLEN] == ND_NS)
+		return gid_is_ours(tp->rd, d + l3 + ROCE_IPV6_HLEN + 8);
+	if (d[l3 + ROCE_IPV6_HLEN] == ND_NA)
+		return !memcmp(d, tp->rd->mac, 6);
+	return false;
+}
+
+/* ---- life cycle ---------------------------------------------------------------- */
+
+struct roce_neigh *roce_neigh_new(struct roce_tp *tp)
+{
+	struct roce_neigh *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->tp = tp;
+	loop_timer_init(&n->timer, neigh_timer, n);
+	for (unsigned i = 0; i < ROCE_TP_NEIGH_SIZE; i++)
+		pkt_queue_init(&n->e[i].q);
+	return n;
+}
+
+void roce_neigh_flush(struct roce_neigh *n)
+{
+	for (unsigned i = 0; i < ROCE_TP_NEIGH_SIZE; i++) {
+		pkt_queue_purge(&n->e[i].q);
+		n->e[i].state = NE_FREE;
+	}
+	if (n->tp->loop)
+		loop_timer_cancel(n->tp->loop, &n->timer);
+}
+
+void roce_neigh_free(struct roce_neigh *n)
+{
+	if (!n)
+		return;
+	roce_neigh_flush(n);
+	free(n);
+}

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Frames from the switch. roce_tp_input() runs inside sw_input() (another
+ * device's transmit, or our own through the hairpin): it only looks at a few
+ * header bytes and queues what is ours (bounded; a full queue drops and
+ * counts). The poller then parses each queued frame with its ICRC
+ * (roce_pkt_parse, ROCE_RX_F_ICRC), checks it against the QP it names and
+ * hands requests to the responder, responses to the completer. Every drop
+ * is counted by reason.
+ */
+#include "roce/roce_tp.h"
+
+#include <string.h>
+
+#include "common/util.h"
+
+#define ETH_P_ARP 0x0806
+#define IPPROTO_ICMPV6_ 58
+
+static bool gid_is_ours(const struct roce_dev *rd, const uint8_t *gid)
+{
+	for (unsigned i = 0; i < ROCE_GID_TBL_LEN; i++)
+		if (rd->gid[i].valid && !memcmp(rd->gid[i].raw, gid, 16))
+			return true;
+	return false;
+}
+
+static bool ip4_is_ours(const struct roce_dev *rd, const uint8_t *ip)
+{
+	uint8_t gid[16];
+
+	roce_gid_from_ipv4(gid, ip);
+	return gid_is_ours(rd, gid);
+}
+
+/* Ethernet type (after one optional 802.1Q tag) and the L3 offset. */
+static uint16_t frame_type(const struct pkt *p, uint32_t *l3)
+{
+	uint16_t type;
+
+	if (p->len < ROCE_ETH_HLEN)
+		return 0;
+	type = get_be16(p->data + 12);
+	*l3 = ROCE_ETH_HLEN;
+	if (type == ROCE_ETH_P_8021Q) {
+		if (p->len < ROCE_ETH_HLEN + ROCE_VLAN_HLEN)
+			return 0;
+		type = get_be16(p->data + 16);
+		*l3 = ROCE_ETH_HLEN + ROCE_VLAN_HLEN;
+	}
+	return type;
+}
+
+static bool is_icmp6(const struct pkt *p, uint32_t l3)
+{
+	return p->len >= l3 + ROCE_IPV6_HLEN && p->data[l3 + 6] == IPPROTO_ICMPV6_;
+}
+
+static void queue_copy(struct roce_tp *tp, const struct pkt *p)
+{
+	struct pkt *c;
+
+	if (tp->rxq.len >= ROCE_TP_RXQ_MAX) {
+		tp->stats.rx_queue_full++;
+		return;
+	}
+	c = pkt_clone(p);
+	if (c)
+		pkt_queue_push(&tp->rxq, c);
+}
+
+bool roce_tp_input(struct roce_tp *tp, struct pkt *p)
+{
+	const struct roce_dev *rd = tp->rd;
+	const uint8_t *d = p->data, *ip;
+	uint32_t l3 = 0, ihl;
+	uint16_t type = frame_type(p, &l3);
+
+	if (!type)
+		return false;
+	if (type == ETH_P_ARP || (type == ROCE_ETH_P_IPV6 && is_icmp6(p, l3))) {
+		if (roce_neigh_wants(tp, p))
+			queue_copy(tp, p);
+		return false;
+	}
+	if (memcmp(d, rd->mac, 6))
+		return false;
+	if (type == ROCE_ETH_P_IPV4) {
+		if (p->len < l3 + ROCE_IPV4_HLEN)
+			return false;
+		ip = d + l3;
+		ihl = (ip[0] & 0x0Fu) * 4;
+		if ((ip[0] >> 4) != 4 || ihl < ROCE_IPV4_HLEN || p->len < l3 + ihl + ROCE_UDP_HLEN ||
+		    ip[9] != ROCE_IPPROTO_UDP || get_be16(ip + ihl + 2) != ROCE_V2_UDP_DPORT ||
+		    !ip4_is_ours(rd, ip + 16))
+			return false;
+	} else if (type == ROCE_ETH_P_IPV6) {
+		if (p->len < l3 + ROCE_IPV6_HLEN + ROCE_UDP_HLEN)
+			return false;
+		ip = d + l3;
+		if (ip[6] != ROCE_IPPROTO_UDP || get_be16(ip + ROCE_IPV6_HLEN + 2) != ROCE_V2_UDP_DPORT ||
+		    !gid_is_ours(rd, ip + 24))
+			return false;
+	} else {
+		return false;
+	}
+	if (tp->rxq.len >= ROCE_TP_RXQ_MAX) {
+		tp->stats.rx_queue_full++;
+		pkt_free(p);
+		return true;
+	}
+	pkt_queue_push(&tp->rxq, p);
+	return true;
+}
+
+void roce_recv_one(struct roce_tp *tp, struct pkt *p)
+{
+	struct roce_dev *rd = tp->rd;
+	struct roce_pkt_info pi;
+	struct roce_qp *qp;
+	struct roce_tq *tq;
+	uint32_t l3 = 0;
+	uint16_t type = frame_type(p, &l3);
+	bool ok;
+	int rc;
+
+	if (type == ETH_P_ARP || (type == ROCE_ETH_P_IPV6 && is_icmp6(p, l3))) {
+		roce_neigh_rx(tp->neigh, p);
+		return;
+	}
+	rc = roce_pkt_parse_pkt(p, ROCE_RX_F_ICRC, &pi);
+	if (rc < 0) {
+		tp->stats.rx_parse[-rc < ROCE_RX_E_NUM ? -rc : 0]++;
+		goto out;
+	}
+	tp->stats.rx_frames++;
+	tp->stats.rx_bytes += p->len;
+	if (!gid_is_ours(rd, pi.dgid)) {
+		tp->stats.rx_not_ours++;
+		goto out;
+	}
+	if (pi.transport == ROCE_TRANSPORT_CNP) {
+		tp->stats.rx_cnp++;
+		goto out;
+	}
+	if ((pi.pkey & 0x7FFF) != 0x7FFF) {
+		tp->stats.rx_pkey++;
+		goto out;
+	}
+	qp = roce_qp_lookup(rd, pi.dqpn);
+	if (!qp || !(tq = qp->transport)) {
+		tp->stats.rx_no_qp++;
+		goto out;
+	}
+	switch (pi.transport) {
+	case ROCE_TRANSPORT_RC:
+		ok = qp->type == VIRTIO_IB_QPT_RC;
+		break;
+	case ROCE_TRANSPORT_UC:
+		ok = qp->type == VIRTIO_IB_QPT_UC;
+		break;
+	case ROCE_TRANSPORT_UD:
+		ok = qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI;
+		break;
+	default:
+		ok = false;
+		break;
+	}
+	if (!ok) {
+		tp->stats.rx_qp_type++;
+		goto out;
+	}
+	if (pi.transport != ROCE_TRANSPORT_UD &&
+	    (!qp->attr.av_valid || memcmp(pi.sgid, qp->attr.av.dgid, 16) ||
+	     memcmp(pi.dgid, qp->attr.av.sgid, 16))) {
+		/* A connected QP talks to its peer only. */
+		tp->stats.rx_bad_src++;
+		goto out;
+	}
+	if (pi.mask & ROCE_OPF_REQ)
+		roce_resp_rx(tq, &pi, p);
+	else
+		roce_comp_rx(tq, &pi);
+out:
+	pkt_free(p);
+}
+
+uint32_t roce_recv_run(struct roce_tp *tp, uint32_t max)
+{
+	uint32_t n = 0;
+	struct pkt *p;
+
+	while (n < max && (p = pkt_queue_pop(&tp->rxq))) {
+		roce_recv_one(tp, p);
+		n++;
+	}
+	return n;
+}

@@ -1,0 +1,793 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Responder: request packets (SEND, RDMA WRITE, RDMA READ) for a QP.
+ *
+ * RC, by PSN against the expected PSN (epsn):
+ *  - psn == epsn: check the opcode sequence, then execute: a SEND fills the
+ *    receive WQE popped at its first packet (none: RNR NAK with the QP's
+ *    min_rnr_timer); a WRITE checks the R_Key, access and bounds of its RETH
+ *    then copies each packet; a WRITE with immediate needs a receive WQE at
+ *    its last packet; a READ takes a responder resource (ring of
+ *    max_dest_rd_atomic, room for atomics) and is answered from it by
+ *    roce_resp_run, paced by the QP budget.
+ *  - psn > epsn: one NAK (PSN sequence error) until epsn arrives.
+ *  - psn < epsn: duplicate. SEND/WRITE are acknowledged again; a READ is
+ *    answered again from its saved resource (starting at the re-requested
+ *    PSN).
+ *  - ACKs are coalesced: a packet with AckReq (or a duplicate) sets the
+ *    pending ACK; it goes out after the current receive batch, behind any
+ *    READ responses still being sent (responses leave in PSN order).
+ *  - Errors (class C): bad R_Key / access / bounds -> NAK remote access
+ *    error; bad length or opcode sequence, unsupported opcode -> NAK invalid
+ *    request (a receive WQE in progress completes with LOC_LEN_ERR or
+ *    REM_INV_REQ_ERR); a bad receive WQE or a local memory fault -> NAK
+ *    remote operational error. Then the QP goes to ERR.
+ * UC: no ACKs. A PSN gap drops the message in progress; the receiver
+ *  resynchronises on the next FIRST/ONLY. Length or R_Key errors drop the
+ *  message silently; a missing receive WQE drops it (no RNR).
+ * UD: Q_Key must match; payload at most the port MTU; the first 40 bytes of
+ *  the receive buffer get the GRH (IPv6 header, or 20 zero bytes and the
+ *  IPv4 header); no receive WQE or a too small one drops the datagram.
+ */
+#include "roce/roce_tp.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+#define GRH_LEN 40
+
+int roce_resp_init(struct roce_tq *tq)
+{
+	tq->res = NULL;
+	tq->nres = 0;
+	return 0;
+}
+
+void roce_resp_fini(struct roce_tq *tq)
+{
+	free(tq->res);
+	tq->res = NULL;
+	tq->nres = 0;
+}
+
+void roce_resp_reset(struct roce_tq *tq)
+{
+	struct roce_qp *qp = tq->qp;
+	uint32_t n = 0;
+
+	tq->epsn = qp->attr.rq_psn & ROCE_PSN_MASK;
+	tq->msn = 0;
+	tq->rsp_msg = ROCE_RSP_NONE;
+	tq->rsp_off = 0;
+	tq->nak_sent = false;
+	tq->uc_drop = false;
+	tq->ack_pending = false;
+	if (qp->type == VIRTIO_IB_QPT_RC)
+		n = MAX(1u, (uint32_t)qp->attr.max_dest_rd_atomic);
+	if (n != tq->nres) {
+		free(tq->res);
+		tq->res = n ? calloc(n, sizeof(*tq->res)) : NULL;
+		tq->nres = tq->res ? n : 0;
+	} else if (n) {
+		memset(tq->res, 0, n * sizeof(*tq->res));
+	}
+	tq->res_next = 0;
+	tq->res_active = 0;
+}
+
+bool roce_resp_busy(const struct roce_tq *tq)
+{
+	return tq->res_active || tq->ack_pending;
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+static void resp_send_ack(struct roce_tq *tq, uint8_t syndrome, uint32_t psn)
+{
+	struct roce_tp *tp = tq->tp;
+	struct roce_hdr_fields f;
+	struct pkt *p;
+
+	memset(&f, 0, sizeof(f));
+	f.opcode = ROCE_OP_RC_ACKNOWLEDGE;
+	f.pkey = ROCE_PKEY_DEFAULT;
+	f.dqpn = tq->qp->attr.dest_qp_num;
+	f.psn = psn & ROCE_PSN_MASK;
+	f.aeth.syndrome = syndrome;
+	f.aeth.msn = tq->msn;
+	f.ip_id = tp->ip_id++;
+	p = pkt_alloc();
+	if (!p) {
+		tp->stats.tx_nobuf++;
+		return;
+	}
+	memcpy(tq->path.smac, tp->rd->mac, 6);
+	if (roce_pkt_build_frame(p, &tq->path, &f, NULL, 0)) {
+		tp->stats.tx_build_err++;
+		pkt_free(p);
+		return;
+	}
+	switch (syndrome & ROCE_AETH_TYPE_MASK) {
+	case ROCE_AETH_ACK:
+		tp->stats.acks_sent++;
+		break;
+	case ROCE_AETH_RNR_NAK:
+		tp->stats.rnr_naks_sent++;
+		break;
+	default:
+		tp->stats.naks_sent++;
+		break;
+	}
+	roce_tp_xmit(tp, p, &tq->path);
+}
+
+/* Queue the (coalesced) acknowledgement: the latest wins, except that an
+ * ACK does not replace a NAK for a later or equal PSN. */
+static void resp_set_ack(struct roce_tq *tq, uint8_t syndrome, uint32_t psn)
+{
+	if (tq->ack_pending && (tq->ack_syndrome & ROCE_AETH_TYPE_MASK) != ROCE_AETH_ACK &&
+	    (syndrome & ROCE_AETH_TYPE_MASK) == ROCE_AETH_ACK &&
+	    roce_psn_diff(psn, tq->ack_psn) < 0)
+		return;
+	tq->ack_pending = true;
+	tq->ack_syndrome = syndrome;
+	tq->ack_psn = psn & ROCE_PSN_MASK;
+	roce_tp_schedule(tq);
+}
+
+void roce_resp_flush_ack(struct roce_tq *tq)
+{
+	if (!tq->ack_pending || tq->res_active)
+		return;
+	tq->ack_pending = false;
+	resp_send_ack(tq, tq->ack_syndrome, tq->ack_psn);
+}
+
+/* Class C error: complete the receive WQE in progress with rwqe_status
+ * (if not 0), NAK, QP to ERR. */
+static void resp_error(struct roce_tq *tq, uint8_t nak, uint32_t psn, uint8_t rwqe_status)
+{
+	if (rwqe_status && tq->rwqe->valid) {
+		struct roce_wc wc;
+
+		memset(&wc, 0, sizeof(wc));
+		wc.status = rwqe_status;
+		wc.opcode = VIRTIO_IB_WC_RECV;
+		roce_rq_complete(tq, &wc);
+	}
+	tq->ack_pending = false;
+	resp_send_ack(tq, nak, psn);
+	tq->rsp_msg = ROCE_RSP_NONE;
+	roce_tp_qp_error(tq, false);
+}
+
+/* ---- opcode sequence ----------------------------------------------------- */
+
+static bool resp_seq_ok(uint8_t msg, uint32_t m)
+{
+	switch (msg) {
+	case ROCE_RSP_SEND:
+		return (m & ROCE_OPF_SEND) && !(m & ROCE_OPF_FIRST);
+	case ROCE_RSP_WRITE:
+		return (m & ROCE_OPF_WRITE) && !(m & ROCE_OPF_FIRST);
+	default:
+		return m & ROCE_OPF_FIRST;
+	}
+}
+
+static uint32_t npkts_of(uint32_t len, uint32_t mtu)
+{
+	return len && mtu ? (uint32_t)(((uint64_t)len + mtu - 1) / mtu) : 1;
+}
+
+/* ---- RC --------------------------------------------------------------------- */
+
+static void resp_rc_send(struct roce_tq *tq, const struct roce_pkt_info *pi)
+{
+	struct roce_qp *qp = tq->qp;
+	struct roce_rwqe *rw = tq->rwqe;
+	uint32_t m = pi->mask, plen = pi->payload_len, psn = pi->psn;
+	bool last = m & ROCE_OPF_LAST;
+	int rc;
+
+	if (m & ROCE_OPF_IETH) {
+		/* SEND with invalidate: not yet (needs memory windows). */
+		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, 0);
+		return;
+	}
+	if (m & ROCE_OPF_FIRST) {
+		rc = roce_rq_get(tq);
+		if (rc < 0)
+			return;
+		if (rc == 0) {
+			tq->nak_sent = true;
+			resp_set_ack(tq, ROCE_AETH_RNR_NAK | (qp->attr.min_rnr_timer & ROCE_AETH_VALUE_MASK),
+				     psn);
+			return;
+		}
+		if (rw->status) {
+			resp_error(tq, ROCE_AETH_NAK_REM_OP_ERR, psn, rw->status);
+			return;
+		}
+		tq->rsp_off = 0;
+	}
+	if (plen > tq->mtu || (!last && plen != tq->mtu)) {
+		tq->tp->stats.rx_len_err++;
+		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, VIRTIO_IB_WC_REM_INV_REQ_ERR);
+		return;
+	}
+	if ((uint64_t)tq->rsp_off + plen > rw->length) {
+		tq->tp->stats.rx_len_err++;
+		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, VIRTIO_IB_WC_LOC_LEN_ERR);
+		return;
+	}
+	rc = roce_mem_to_sges(tq, rw->sge, rw->num_sge, tq->rsp_off, pi->payload, plen);
+	if (rc) {
+		resp_error(tq, ROCE_AETH_NAK_REM_OP_ERR, psn, (uint8_t)rc);
+		return;
+	}
+	tq->rsp_off += plen;
+	tq->epsn = roce_psn_add(psn, 1);
+	if (last) {
+		struct roce_wc wc;
+
+		memset(&wc, 0, sizeof(wc));
+		wc.opcode = VIRTIO_IB_WC_RECV;
+		wc.byte_len = tq->rsp_off;
+		if (m & ROCE_OPF_IMMDT) {
+			wc.imm = roce_immdt_raw(pi->immdt);
+			wc.wc_flags = VIRTIO_IB_WC_WITH_IMM;
+		}
+		wc.solicited = pi->se;
+		roce_rq_complete(tq, &wc);
+		tq->msn = (tq->msn + 1) & 0xFFFFFF;
+		tq->rsp_msg = ROCE_RSP_NONE;
+	} else {
+		tq->rsp_msg = ROCE_RSP_SEND;
+	}
+	if (pi->ackreq)
+		resp_set_ack(tq, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, psn);
+}
+
+static void resp_rc_write(struct roce_tq *tq, const struct roce_pkt_info *pi)
+{
+	struct roce_tp *tp = tq->tp;
+	struct roce_qp *qp = tq->qp;
+	uint32_t m = pi->mask, plen = pi->payload_len, psn = pi->psn;
+	bool last = m & ROCE_OPF_LAST;
+	struct roce_mr *mr;
+	int rc;
+
+	if (m & ROCE_OPF_FIRST) {
+		uint64_t va = roce_reth_va(pi->reth);
+		uint32_t rkey = roce_reth_rkey(pi->reth), len = roce_reth_len(pi->reth);
+
+		if (len > tp->rd->attr.max_msg_sz) {
+			tp->stats.rx_len_err++;
+			resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, 0);
+			return;
+		}
+		if (len && !roce_mem_rkey(tq, rkey, va, len, VIRTIO_IB_ACCESS_REMOTE_WRITE)) {
+			resp_error(tq, ROCE_AETH_NAK_REM_ACCESS_ERR, psn, 0);
+			return;
+		}
+		tq->wr_va = va;
+		tq->wr_rkey = rkey;
+		tq->wr_len = len;
+		tq->rsp_off = 0;
+	}
+	if (plen > tq->mtu || (!last && plen != tq->mtu) ||
+	    (uint64_t)tq->rsp_off + plen > tq->wr_len ||
+	    (last && tq->rsp_off + plen != tq->wr_len)) {
+		tp->stats.rx_len_err++;
+		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, 0);
+		return;
+	}
+	if (last && (m & ROCE_OPF_IMMDT)) {
+		rc = roce_rq_get(tq);
+		if (rc < 0)
+			return;
+		if (rc == 0) {
+			tq->nak_sent = true;
+			resp_set_ack(tq, ROCE_AETH_RNR_NAK | (qp->attr.min_rnr_timer & ROCE_AETH_VALUE_MASK),
+				     psn);
+			return;
+		}
+		if (tq->rwqe->status) {
+			resp_error(tq, ROCE_AETH_NAK_REM_OP_ERR, psn, tq->rwqe->status);
+			return;
+		}
+	}
+	if (plen) {
+		mr = roce_mem_rkey(tq, tq->wr_rkey, tq->wr_va + tq->rsp_off, plen,
+				   VIRTIO_IB_ACCESS_REMOTE_WRITE);
+		if (!mr) {
+			resp_error(tq, ROCE_AETH_NAK_REM_ACCESS_ERR, psn, 0);
+			return;
+		}
+		if (roce_mem_to_mr(tp, mr, tq->wr_va + tq->rsp_off, pi->payload, plen)) {
+			resp_error(tq, ROCE_AETH_NAK_REM_OP_ERR, psn, 0);
+			return;
+		}
+	}
+	tq->rsp_off += plen;
+	tq->epsn = roce_psn_add(psn, 1);
+	if (last) {
+		if (m & ROCE_OPF_IMMDT) {
+			struct roce_wc wc;
+
+			memset(&wc, 0, sizeof(wc));
+			wc.opcode = VIRTIO_IB_WC_RECV_RDMA_WITH_IMM;
+			wc.byte_len = tq->wr_len;
+			wc.imm = roce_immdt_raw(pi->immdt);
+			wc.wc_flags = VIRTIO_IB_WC_WITH_IMM;
+			wc.solicited = pi->se;
+			roce_rq_complete(tq, &wc);
+		}
+		tq->msn = (tq->msn + 1) & 0xFFFFFF;
+		tq->rsp_msg = ROCE_RSP_NONE;
+	} else {
+		tq->rsp_msg = ROCE_RSP_WRITE;
+	}
+	if (pi->ackreq)
+		resp_set_ack(tq, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, psn);
+}
+
+static void resp_rc_read(struct roce_tq *tq, const struct roce_pkt_info *pi)
+{
+	struct roce_tp *tp = tq->tp;
+	uint64_t va = roce_reth_va(pi->reth);
+	uint32_t rkey = roce_reth_rkey(pi->reth), len = roce_reth_len(pi->reth);
+	uint32_t psn = pi->psn, n;
+	struct roce_rsp_res *r;
+
+	if (len > tp->rd->attr.max_msg_sz) {
+		tp->stats.rx_len_err++;
+		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, 0);
+		return;
+	}
+	if (len && !roce_mem_rkey(tq, rkey, va, len, VIRTIO_IB_ACCESS_REMOTE_READ)) {
+		resp_error(tq, ROCE_AETH_NAK_REM_ACCESS_ERR, psn, 0);
+		return;
+	}
+	r = tq->nres ? &tq->res[tq->res_next % tq->nres] : NULL;
+	if (!r || r->active) {
+		/* More READs outstanding than max_dest_rd_atomic. */
+		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, 0);
+		return;
+	}
+	tq->res_next++;
+	n = npkts_of(len, tq->mtu);
+	memset(r, 0, sizeof(*r));
+	r->type = ROCE_RES_READ;
+	r->first_psn = psn;
+	r->last_psn = roce_psn_add(psn, n - 1);
+	r->rkey = rkey;
+	r->va = va;
+	r->len = len;
+	r->seg_psn = psn;
+	r->seg_va = va;
+	r->seg_len = len;
+	r->seg_npkts = n;
+	r->seg_next = 0;
+	r->active = true;
+	tq->res_active++;
+	tq->epsn = roce_psn_add(psn, n);
+	tq->msn = (tq->msn + 1) & 0xFFFFFF;
+	roce_tp_schedule(tq);
+}
+
+static void resp_rc_dup(struct roce_tq *tq, const struct roce_pkt_info *pi)
+{
+	struct roce_tp *tp = tq->tp;
+	uint32_t psn = pi->psn;
+
+	tp->stats.rx_dup++;
+	if (pi->mask & ROCE_OPF_READ) {
+		struct roce_rsp_res *r = NULL;
+		uint64_t va = roce_reth_va(pi->reth);
+		uint32_t len = roce_reth_len(pi->reth), k, off;
+
+		for (uint32_t i = 0; i < tq->nres; i++) {
+			struct roce_rsp_res *x = &tq->res[i];
+
+			if (x->type == ROCE_RES_READ && roce_psn_diff(psn, x->first_psn) >= 0 &&
+			    roce_psn_diff(psn, x->last_psn) <= 0) {
+				r = x;
+				break;
+			}
+		}
+		if (!r)
+			return; /* too old: its resource was reused */
+		k = (uint32_t)roce_psn_diff(psn, r->first_psn);
+		off = (uint32_t)MIN((uint64_t)k * tq->mtu, (uint64_t)r->len);
+		if (roce_reth_rkey(pi->reth) != r->rkey || va != r->va + off || len != r->len - off) {
+			tp->stats.rx_bad_resp++;
+			return;
+		}
+		/* Younger READs stop: the requester goes back and asks for
+		 * them again after this one. */
+		for (uint32_t i = 0; i < tq->nres; i++) {
+			struct roce_rsp_res *x = &tq->res[i];
+
+			if (x != r && x->active && roce_psn_diff(x->first_psn, r->first_psn) > 0) {
+				x->active = false;
+				tq->res_active--;
+			}
+		}
+		if (!r->active)
+			tq->res_active++;
+		r->active = true;
+		r->seg_psn = psn;
+		r->seg_va = va;
+		r->seg_len = len;
+		r->seg_npkts = npkts_of(len, tq->mtu);
+		r->seg_next = 0;
+		tp->stats.dup_reads++;
+		roce_tp_schedule(tq);
+		return;
+	}
+	/* Already executed: acknowledge again (everything before epsn). */
+	resp_set_ack(tq, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID,
+		     roce_psn_add(tq->epsn, ROCE_PSN_MASK));
+}
+
+static void resp_rc(struct roce_tq *tq, const struct roce_pkt_info *pi)
+{
+	struct roce_tp *tp = tq->tp;
+	int32_t d = roce_psn_diff(pi->psn, tq->epsn);
+	uint32_t m = pi->mask;
+
+	if (d > 0) {
+		tp->stats.rx_seq_err++;
+		if (!tq->nak_sent) {
+			tq->nak_sent = true;
+			resp_set_ack(tq, ROCE_AETH_NAK_PSN_SEQ_ERR, tq->epsn);
+		}
+		return;
+	}
+	if (d < 0) {
+		resp_rc_dup(tq, pi);
+		return;
+	}
+	if (!resp_seq_ok(tq->rsp_msg, m)) {
+		tp->stats.rx_opcode_seq++;
+		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, pi->psn,
+			   tq->rsp_msg == ROCE_RSP_SEND ? VIRTIO_IB_WC_REM_INV_REQ_ERR : 0);
+		return;
+	}
+	tq->nak_sent = false;
+	if (m & ROCE_OPF_SEND)
+		resp_rc_send(tq, pi);
+	else if (m & ROCE_OPF_WRITE)
+		resp_rc_write(tq, pi);
+	else if (m & ROCE_OPF_READ)
+		resp_rc_read(tq, pi);
+	else /* atomics: not yet */
+		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, pi->psn, 0);
+}
+
+/* One READ response packet of resource r. Returns 0, -ENOBUFS or -EIO
+ * (the QP failed). */
+static int resp_send_read(struct roce_tq *tq, struct roce_rsp_res *r)
+{
+	struct roce_tp *tp = tq->tp;
+	uint32_t k = r->seg_next, n = r->seg_npkts, off = k * tq->mtu, plen;
+	struct roce_hdr_fields f;
+	uint8_t *payload;
+	struct pkt *p;
+
+	plen = MIN(tq->mtu, r->seg_len - MIN(off, r->seg_len));
+	memset(&f, 0, sizeof(f));
+	if (n == 1)
+		f.opcode = ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY;
+	else if (k == 0)
+		f.opcode = ROCE_OP_RC_RDMA_READ_RESPONSE_FIRST;
+	else if (k + 1 == n)
+		f.opcode = ROCE_OP_RC_RDMA_READ_RESPONSE_LAST;
+	else
+		f.opcode = ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+	f.pkey = ROCE_PKEY_DEFAULT;
+	f.dqpn = tq->qp->attr.dest_qp_num;
+	f.psn = roce_psn_add(r->seg_psn, k);
+	f.aeth.syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
+	f.aeth.msn = tq->msn;
+	f.ip_id = tp->ip_id++;
+	p = pkt_alloc();
+	if (!p) {
+		tp->stats.tx_nobuf++;
+		return -ENOBUFS;
+	}
+	memcpy(tq->path.smac, tp->rd->mac, 6);
+	if (roce_pkt_build(p, &tq->path, &f, plen, &payload)) {
+		tp->stats.tx_build_err++;
+		pkt_free(p);
+		r->active = false;
+		tq->res_active--;
+		resp_error(tq, ROCE_AETH_NAK_REM_OP_ERR, f.psn, 0);
+		return -EIO;
+	}
+	if (plen) {
+		struct roce_mr *mr = roce_mem_rkey(tq, r->rkey, r->seg_va + off, plen,
+						   VIRTIO_IB_ACCESS_REMOTE_READ);
+
+		if (!mr || roce_mem_from_mr(tp, mr, r->seg_va + off, payload, plen)) {
+			/* The MR went away while answering. */
+			pkt_free(p);
+			r->active = false;
+			tq->res_active--;
+			resp_error(tq, mr ? ROCE_AETH_NAK_REM_OP_ERR : ROCE_AETH_NAK_REM_ACCESS_ERR,
+				   f.psn, 0);
+			return -EIO;
+		}
+	}
+	roce_pkt_finalize(p, 0);
+	tp->stats.read_resp_sent++;
+	roce_tp_xmit(tp, p, &tq->path);
+	if (++r->seg_next == n) {
+		r->active = false;
+		tq->res_active--;
+	}
+	return 0;
+}
+
+uint32_t roce_resp_run(struct roce_tq *tq, uint32_t budget, bool *more)
+{
+	uint32_t sent = 0;
+
+	*more = false;
+	while (tq->res_active && sent < budget) {
+		struct roce_rsp_res *best = NULL;
+		int rc;
+
+		for (uint32_t i = 0; i < tq->nres; i++) {
+			struct roce_rsp_res *x = &tq->res[i];
+
+			if (x->active && (!best || roce_psn_diff(x->seg_psn, best->seg_psn) < 0))
+				best = x;
+		}
+		if (!best) {
+			tq->res_active = 0;
+			break;
+		}
+		rc = resp_send_read(tq, best);
+		if (rc == -ENOBUFS) {
+			*more = true;
+			break;
+		}
+		if (rc)
+			return sent;
+		sent++;
+	}
+	if (tq->res_active && sent >= budget)
+		*more = true;
+	roce_resp_flush_ack(tq);
+	return sent;
+}
+
+/* ---- UC --------------------------------------------------------------------- */
+
+static void resp_uc(struct roce_tq *tq, const struct roce_pkt_info *pi)
+{
+	struct roce_tp *tp = tq->tp;
+	struct roce_rwqe *rw = tq->rwqe;
+	uint32_t m = pi->mask, plen = pi->payload_len, psn = pi->psn;
+	bool last = m & ROCE_OPF_LAST;
+	struct roce_wc wc;
+	int rc;
+
+	if (psn != tq->epsn) {
+		/* Packets were lost: the message in progress is dropped; a
+		 * new one may start here. */
+		tp->stats.rx_seq_err++;
+		if (tq->rsp_msg != ROCE_RSP_NONE)
+			tp->stats.rx_uc_dropped++;
+		tq->rsp_msg = ROCE_RSP_NONE;
+		tq->epsn = psn;
+	}
+	tq->epsn = roce_psn_add(psn, 1);
+	if (!resp_seq_ok(tq->rsp_msg, m)) {
+		tp->stats.rx_uc_dropped++;
+		tq->rsp_msg = ROCE_RSP_NONE;
+		return;
+	}
+	if (m & ROCE_OPF_FIRST)
+		tq->rsp_off = 0;
+	if (plen > tq->mtu || (!last && plen != tq->mtu))
+		goto drop_len;
+	if (m & ROCE_OPF_SEND) {
+		if (m & ROCE_OPF_FIRST) {
+			rc = roce_rq_get(tq);
+			if (rc <= 0) {
+				tp->stats.rx_no_rwqe += rc == 0;
+				tq->rsp_msg = ROCE_RSP_NONE;
+				return;
+			}
+			if (rw->status) {
+				memset(&wc, 0, sizeof(wc));
+				wc.status = rw->status;
+				wc.opcode = VIRTIO_IB_WC_RECV;
+				roce_rq_complete(tq, &wc);
+				roce_tp_qp_error(tq, false);
+				return;
+			}
+		}
+		if ((uint64_t)tq->rsp_off + plen > rw->length)
+			goto drop_len;
+		rc = roce_mem_to_sges(tq, rw->sge, rw->num_sge, tq->rsp_off, pi->payload, plen);
+		if (rc)
+			goto fault;
+		tq->rsp_off += plen;
+		if (!last) {
+			tq->rsp_msg = ROCE_RSP_SEND;
+			return;
+		}
+		memset(&wc, 0, sizeof(wc));
+		wc.opcode = VIRTIO_IB_WC_RECV;
+		wc.byte_len = tq->rsp_off;
+	} else {
+		struct roce_mr *mr;
+
+		if (m & ROCE_OPF_FIRST) {
+			tq->wr_va = roce_reth_va(pi->reth);
+			tq->wr_rkey = roce_reth_rkey(pi->reth);
+			tq->wr_len = roce_reth_len(pi->reth);
+			if (tq->wr_len && !roce_mem_rkey(tq, tq->wr_rkey, tq->wr_va, tq->wr_len,
+							 VIRTIO_IB_ACCESS_REMOTE_WRITE)) {
+				tp->stats.rx_uc_dropped++;
+				tq->rsp_msg = ROCE_RSP_NONE;
+				return;
+			}
+		}
+		if ((uint64_t)tq->rsp_off + plen > tq->wr_len ||
+		    (last && tq->rsp_off + plen != tq->wr_len))
+			goto drop_len;
+		if (last && (m & ROCE_OPF_IMMDT)) {
+			rc = roce_rq_get(tq);
+			if (rc <= 0) {
+				tp->stats.rx_no_rwqe += rc == 0;
+				tq->rsp_msg = ROCE_RSP_NONE;
+				return;
+			}
+			if (rw->status) {
+				memset(&wc, 0, sizeof(wc));
+				wc.status = rw->status;
+				wc.opcode = VIRTIO_IB_WC_RECV;
+				roce_rq_complete(tq, &wc);
+				roce_tp_qp_error(tq, false);
+				return;
+			}
+		}
+		if (plen) {
+			mr = roce_mem_rkey(tq, tq->wr_rkey, tq->wr_va + tq->rsp_off, plen,
+					   VIRTIO_IB_ACCESS_REMOTE_WRITE);
+			if (!mr || roce_mem_to_mr(tp, mr, tq->wr_va + tq->rsp_off, pi->payload, plen)) {
+				tp->stats.rx_uc_dropped++;
+				tq->rsp_msg = ROCE_RSP_NONE;
+				return;
+			}
+		}
+		tq->rsp_off += plen;
+		if (!last) {
+			tq->rsp_msg = ROCE_RSP_WRITE;
+			return;
+		}
+		if (!(m & ROCE_OPF_IMMDT)) {
+			tq->rsp_msg = ROCE_RSP_NONE;
+			tq->msn = (tq->msn + 1) & 0xFFFFFF;
+			return;
+		}
+		memset(&wc, 0, sizeof(wc));
+		wc.opcode = VIRTIO_IB_WC_RECV_RDMA_WITH_IMM;
+		wc.byte_len = tq->wr_len;
+	}
+	if (m & ROCE_OPF_IMMDT) {
+		wc.imm = roce_immdt_raw(pi->immdt);
+		wc.wc_flags = VIRTIO_IB_WC_WITH_IMM;
+	}
+	wc.solicited = pi->se;
+	roce_rq_complete(tq, &wc);
+	tq->rsp_msg = ROCE_RSP_NONE;
+	tq->msn = (tq->msn + 1) & 0xFFFFFF;
+	return;
+
+drop_len:
+	tp->stats.rx_len_err++;
+	tq->rsp_msg = ROCE_RSP_NONE;
+	return;
+fault:
+	memset(&wc, 0, sizeof(wc));
+	wc.status = VIRTIO_IB_WC_LOC_PROT_ERR;
+	wc.opcode = VIRTIO_IB_WC_RECV;
+	roce_rq_complete(tq, &wc);
+	tq->rsp_msg = ROCE_RSP_NONE;
+	roce_tp_qp_error(tq, false);
+}
+
+/* ---- UD --------------------------------------------------------------------- */
+
+static void resp_ud(struct roce_tq *tq, const struct roce_pkt_info *pi, const struct pkt *p)
+{
+	struct roce_tp *tp = tq->tp;
+	struct roce_rwqe *rw = tq->rwqe;
+	uint32_t plen = pi->payload_len;
+	uint8_t grh[GRH_LEN];
+	struct roce_wc wc;
+	int rc;
+
+	if (roce_deth_qkey(pi->deth) != tq->qp->attr.qkey) {
+		tp->stats.rx_qkey++;
+		return;
+	}
+	if (plen > virtio_ib_mtu_bytes(tp->rd->attr.active_mtu)) {
+		tp->stats.rx_mtu++;
+		return;
+	}
+	rc = roce_rq_get(tq);
+	if (rc <= 0) {
+		tp->stats.rx_no_rwqe += rc == 0;
+		return;
+	}
+	memset(&wc, 0, sizeof(wc));
+	wc.opcode = VIRTIO_IB_WC_RECV;
+	if (rw->status) {
+		wc.status = rw->status;
+		roce_rq_complete(tq, &wc);
+		roce_tp_qp_error(tq, false);
+		return;
+	}
+	if (GRH_LEN + (uint64_t)plen > rw->length) {
+		/* Too long for the buffer: dropped, the WQE waits for the
+		 * next datagram. */
+		tp->stats.rx_len_err++;
+		return;
+	}
+	memset(grh, 0, sizeof(grh));
+	if (pi->ip6)
+		memcpy(grh, p->data + pi->l3_off, GRH_LEN);
+	else
+		memcpy(grh + 20, p->data + pi->l3_off, 20);
+	rc = roce_mem_to_sges(tq, rw->sge, rw->num_sge, 0, grh, GRH_LEN);
+	if (!rc)
+		rc = roce_mem_to_sges(tq, rw->sge, rw->num_sge, GRH_LEN, pi->payload, plen);
+	if (rc) {
+		wc.status = (uint8_t)rc;
+		roce_rq_complete(tq, &wc);
+		roce_tp_qp_error(tq, false);
+		return;
+	}
+	wc.byte_len = GRH_LEN + plen;
+	wc.src_qp = roce_deth_sqpn(pi->deth);
+	wc.wc_flags = VIRTIO_IB_WC_GRH;
+	if (pi->mask & ROCE_OPF_IMMDT) {
+		wc.imm = roce_immdt_raw(pi->immdt);
+		wc.wc_flags |= VIRTIO_IB_WC_WITH_IMM;
+	}
+	wc.solicited = pi->se;
+	roce_rq_complete(tq, &wc);
+}
+
+void roce_resp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi, const struct pkt *p)
+{
+	struct roce_qp *qp = tq->qp;
+	uint8_t st = qp->attr.qp_state;
+
+	if (st < VIRTIO_IB_QPS_RTR || st == VIRTIO_IB_QPS_ERR) {
+		tq->tp->stats.rx_qp_state++;
+		return;
+	}
+	switch (qp->type) {
+	case VIRTIO_IB_QPT_RC:
+		resp_rc(tq, pi);
+		break;
+	case VIRTIO_IB_QPT_UC:
+		resp_uc(tq, pi);
+		break;
+	default:
+		resp_ud(tq, pi, p);
+		break;
+	}
+}

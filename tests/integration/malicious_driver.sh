@@ -1,0 +1,281 @@
+#!/usr/bin/env bash
+# A malicious driver against one device of a three-device daemon, while a
+# well-behaved pair keeps passing verified traffic between the other two.
+#
+#  - Devices: A (the victim, qps=2 cqs=1 so it has exactly 8 rings), B, C.
+#  - Throughout: vrdma-netcat rounds, recv on C and send on B, every frame
+#    regenerated and compared by the receiver; every round must verify all
+#    its frames (rounds run back to back until the attacks are over, so the
+#    traffic covers the whole attack phase whatever the machine's speed).
+#  - vrdma-evil runs every attack it knows (vrdma-evil list), each on a new
+#    connection to A: malformed vhost-user messages (wrong sizes, unknown
+#    requests, bad flags, too many / missing fds, bad memory tables, ring
+#    indexes beyond the device, bad ring sizes and addresses, GET_CONFIG out
+#    of range, truncated messages) and, after a correct handshake, bad rings
+#    (bad heads, loops, next out of range, bad indirect tables, addresses
+#    outside shared memory, wrapping lengths, avail index jumps) on the
+#    transmit, control and receive queues.
+#  - After each attack: the daemon is alive (kill -0); vrdma-evil's verdict
+#    (closed connection / session kept / NEEDS_RESET 0x40 in GET_STATUS with
+#    the ring's error eventfd signalled, the ring left alone, and the device
+#    working again after RESET_DEVICE); the daemon's counters (SIGUSR1) show
+#    the bad message (vhost bad_messages) or the broken ring (ring_errors);
+#    and A accepts a fresh, well-behaved client (vrdma-netcat info).
+#  - At the end: A passes verified loopback traffic, the pair's rounds all
+#    verified, the daemon's fd and mapping counts are back to what they were
+#    before any client connected, and it exits cleanly on SIGTERM (under ASan:
+#    no error, no leak report).
+. "$(dirname "$0")/../lib.sh"
+
+DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
+NC="$VRDMA_BUILD/bin/vrdma-netcat"
+EVIL="$VRDMA_BUILD/bin/vrdma-evil"
+MAC_A=02:00:00:00:0b:01
+MAC_B=02:00:00:00:0b:02
+MAC_C=02:00:00:00:0b:03
+SOCK_A="$T_TMP/a.sock"
+SOCK_B="$T_TMP/b.sock"
+SOCK_C="$T_TMP/c.sock"
+LOG="$T_TMP/daemon.err"
+PAIR_COUNT=20000
+
+for b in "$DAEMON" "$NC" "$EVIL"; do
+	if [ ! -x "$b" ]; then
+		not_ok setup "$b not built"
+		t_done
+	fi
+done
+
+# ---- helpers ----------------------------------------------------------------
+
+# stats: make the daemon dump its counters (SIGUSR1) and wait for the whole
+# dump (its last line is "faults ..."); the dump is left in $T_TMP/stats.
+STATS_SEEN=0
+stats() {
+	local i n
+	kill -USR1 "$DAEMON_PID" 2>/dev/null || return 1
+	for ((i = 0; i < 400; i++)); do
+		n=$(grep -c '^faults dropped' "$LOG")
+		[ "$n" -gt "$STATS_SEEN" ] && break
+		sleep 0.05
+	done
+	[ "$n" -gt "$STATS_SEEN" ] || return 1
+	awk -v k="$STATS_SEEN" '/^faults dropped/ { c++; if (c == k + 1) { print; exit } }
+		c == k { print }' "$LOG" >"$T_TMP/stats"
+	STATS_SEEN=$n
+}
+
+# counter DEV KEY: a counter of device DEV (dev0, dev1, ...) in the last dump.
+counter() {
+	awk -v dev="$1" -v key="$2" '
+		/^device / { in_dev = ($2 == dev) }
+		/^(switch|faults|uplink) / { in_dev = 0 }
+		in_dev { for (i = 1; i < NF; i++) if ($i == key) { print $(i + 1); exit } }
+	' "$T_TMP/stats"
+}
+
+daemon_fds() { ls "/proc/$DAEMON_PID/fd" 2>/dev/null | wc -l; }
+daemon_maps() { wc -l <"/proc/$DAEMON_PID/maps" 2>/dev/null; }
+resources() { echo "$(daemon_fds) $(daemon_maps)"; }
+
+# The pair: rounds of recv on C / send on B until $T_TMP/pair.stop exists.
+# Each round appends "ROUND SEND_RC RECV_RC" to pair.rounds.
+pair_rounds() {
+	local r=0 rp rs rr
+	while [ ! -e "$T_TMP/pair.stop" ]; do
+		r=$((r + 1))
+		rm -f "$T_TMP/pair.ready"
+		"$NC" --socket "$SOCK_C" --count $PAIR_COUNT --seed $r --ready "$T_TMP/pair.ready" recv \
+			>"$T_TMP/pair.$r.recv" 2>&1 &
+		rp=$!
+		if ! wait_for_file "$T_TMP/pair.ready"; then
+			kill "$rp" 2>/dev/null
+			wait "$rp" 2>/dev/null
+			echo "$r 99 99" >>"$T_TMP/pair.rounds"
+			break
+		fi
+		"$NC" --socket "$SOCK_B" --count $PAIR_COUNT --seed $r --dst "$MAC_C" send \
+			>"$T_TMP/pair.$r.send" 2>&1
+		rs=$?
+		wait "$rp"
+		rr=$?
+		# A zero status without the summary line still fails the round.
+		grep -q "^received $PAIR_COUNT frames .*all verified" "$T_TMP/pair.$r.recv" ||
+			{ [ "$rr" = 0 ] && rr=98; }
+		grep -q "^sent $PAIR_COUNT frames, all acknowledged" "$T_TMP/pair.$r.send" ||
+			{ [ "$rs" = 0 ] && rs=98; }
+		echo "$r $rs $rr" >>"$T_TMP/pair.rounds"
+		[ "$rs" = 0 ] && [ "$rr" = 0 ] || break
+	done
+}
+
+# ---- the daemon ---------------------------------------------------------------
+
+"$DAEMON" -q --pidfile "$T_TMP/pid" \
+	--device "socket=$SOCK_A,mac=$MAC_A,qps=2,cqs=1" \
+	--device "socket=$SOCK_B,mac=$MAC_B" \
+	--device "socket=$SOCK_C,mac=$MAC_C" 2>"$LOG" &
+DAEMON_PID=$!
+T_PIDS+=("$DAEMON_PID")
+if wait_for_file "$T_TMP/pid" && [ "$(cat "$T_TMP/pid")" = "$DAEMON_PID" ]; then
+	ok daemon_started
+else
+	not_ok daemon_started "no pid file: $(head -5 "$LOG" | tr '\n' ' ')"
+	t_done
+fi
+IDLE_RES=$(resources)
+
+# Warm-up: every device once (allocators of an ASan build grow on first use;
+# the resource check at the end compares against the state after this).
+if "$NC" --socket "$SOCK_A" --count 100 --seed 1 loopback >"$T_TMP/warm" 2>&1 &&
+   "$NC" --socket "$SOCK_B" --count 100 --seed 2 loopback >>"$T_TMP/warm" 2>&1 &&
+   "$NC" --socket "$SOCK_C" --count 100 --seed 3 loopback >>"$T_TMP/warm" 2>&1; then
+	ok warm_up_loopback
+else
+	not_ok warm_up_loopback "$(tr '\n' ' ' <"$T_TMP/warm")"
+fi
+# The warm-up clients are gone once the fd count is back to the idle one.
+fds_idle() { [ "$(daemon_fds)" = "${IDLE_RES%% *}" ]; }
+wait_for fds_idle
+BASE_RES=$(resources)
+
+# ---- the well-behaved pair, in the background ---------------------------------
+
+pair_rounds &
+PAIR_LOOP=$!
+T_PIDS+=("$PAIR_LOOP")
+if wait_for_file "$T_TMP/pair.ready"; then
+	ok pair_started
+else
+	not_ok pair_started "the receiver on C did not come up"
+fi
+
+if stats; then
+	ok stats_dump
+else
+	not_ok stats_dump "no counters after SIGUSR1: $(tail -3 "$LOG" | tr '\n' ' ')"
+	t_done
+fi
+
+# ---- attacks ----------------------------------------------------------------------
+
+"$EVIL" list >"$T_TMP/attacks"
+n_attacks=$(wc -l <"$T_TMP/attacks")
+if [ "$n_attacks" -ge 40 ]; then
+	ok attack_list
+else
+	not_ok attack_list "vrdma-evil lists $n_attacks attacks"
+fi
+
+n_done=0
+while read -r name expect; do
+	out="$T_TMP/evil.$name"
+	bad0=$(counter dev0 bad_messages)
+	ring0=$(counter dev0 ring_errors)
+	conn0=$(counter dev0 connections)
+	timeout 120 "$EVIL" --socket "$SOCK_A" --timeout-ms 20000 "$name" >"$out" 2>&1
+	rc=$?
+	why=()
+	if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
+		not_ok "$name" "the daemon died: $(tail -20 "$LOG" | tr '\n' ' ')"
+		t_done
+	fi
+	if ! stats; then
+		why+=("no counters")
+	fi
+	bad1=$(counter dev0 bad_messages)
+	ring1=$(counter dev0 ring_errors)
+	conn1=$(counter dev0 connections)
+	[ $rc -eq 0 ] || why+=("vrdma-evil rc=$rc: $(grep -E '^(verdict|setup)' "$out" | tr '\n' ' ')")
+	case "$expect" in
+	closed)
+		grep -qx "outcome closed" "$out" || why+=("connection not closed")
+		[ "${bad1:-0}" -gt "${bad0:-0}" ] || why+=("bad_messages did not grow ($bad0 -> $bad1)")
+		;;
+	alive)
+		grep -qx "outcome alive" "$out" || why+=("session not kept")
+		;;
+	eof)
+		grep -qx "outcome eof" "$out" || why+=("no hang-up")
+		[ "${conn1:-0}" -gt "${conn0:-0}" ] || why+=("connections did not grow")
+		;;
+	broken)
+		grep -q "^status 0x.. needs_reset 1$" "$out" || why+=("no NEEDS_RESET in GET_STATUS")
+		grep -qx "err_eventfd 1" "$out" || why+=("error eventfd not signalled")
+		grep -qx "ring_untouched 1" "$out" || why+=("the device touched the broken ring")
+		grep -qx "reset_ok 1" "$out" || why+=("not working after RESET_DEVICE")
+		[ "${ring1:-0}" -gt "${ring0:-0}" ] || why+=("ring_errors did not grow ($ring0 -> $ring1)")
+		;;
+	esac
+	# A fresh, well-behaved front-end is accepted.
+	if ! timeout 60 "$NC" --socket "$SOCK_A" info >"$T_TMP/info" 2>&1 ||
+	   ! grep -qx "mac $MAC_A" "$T_TMP/info"; then
+		why+=("fresh client refused: $(tr '\n' ' ' <"$T_TMP/info")")
+	fi
+	if [ ${#why[@]} -eq 0 ]; then
+		ok "$name"
+	else
+		not_ok "$name" "$(IFS=';'; echo "${why[*]}") | $(tr '\n' ' ' <"$out")"
+	fi
+	n_done=$((n_done + 1))
+done <"$T_TMP/attacks"
+
+if kill -0 "$DAEMON_PID" 2>/dev/null; then
+	ok daemon_alive_after_attacks
+else
+	not_ok daemon_alive_after_attacks
+	t_done
+fi
+
+# The pair kept going during the attacks (its rounds are checked below).
+rounds_during=$(wc -l <"$T_TMP/pair.rounds" 2>/dev/null || echo 0)
+
+# A after all that: verified loopback traffic.
+if "$NC" --socket "$SOCK_A" --count 2000 --seed 77 loopback >"$T_TMP/final" 2>&1 &&
+   grep -q "looped back 2000 frames, all verified" "$T_TMP/final"; then
+	ok victim_passes_traffic
+else
+	not_ok victim_passes_traffic "$(tr '\n' ' ' <"$T_TMP/final")"
+fi
+
+# ---- the pair ---------------------------------------------------------------------
+
+touch "$T_TMP/pair.stop"
+wait "$PAIR_LOOP"
+total=$(wc -l <"$T_TMP/pair.rounds" 2>/dev/null || echo 0)
+bad=$(awk '$2 != 0 || $3 != 0' "$T_TMP/pair.rounds" 2>/dev/null)
+if [ "$total" -ge 1 ] && [ -z "$bad" ]; then
+	ok pair_never_disturbed
+	echo "# pair: $total rounds of $PAIR_COUNT frames verified ($rounds_during finished during the attacks)"
+else
+	r=$(echo "$bad" | head -1 | cut -d' ' -f1)
+	not_ok pair_never_disturbed "rounds $total, failed: $bad;" \
+		"$(cat "$T_TMP/pair.$r.send" "$T_TMP/pair.$r.recv" 2>/dev/null | tr '\n' ' ')"
+fi
+
+# ---- resources: back to where they were before the attacks ---------------------
+
+for ((i = 0; i < 400; i++)); do
+	[ "$(resources)" = "$BASE_RES" ] && break
+	sleep 0.05
+done
+now=$(resources)
+if [ "$now" = "$BASE_RES" ]; then
+	ok resources_released
+else
+	not_ok resources_released "daemon fds/maps before the attacks: $BASE_RES, now: $now (idle at start: $IDLE_RES);" \
+		"fds: $(ls -l "/proc/$DAEMON_PID/fd" | awk 'NR > 1 { print $NF }' | sort | uniq -c | tr '\n' ' ')"
+fi
+
+# ---- clean exit (ASan: no error, no leak) ---------------------------------------
+
+kill -TERM "$DAEMON_PID"
+wait "$DAEMON_PID"
+rc=$?
+if [ $rc -eq 0 ] && ! grep -qE 'AddressSanitizer|LeakSanitizer|runtime error' "$LOG"; then
+	ok daemon_clean_exit
+else
+	not_ok daemon_clean_exit "exit status $rc: $(grep -A15 -E 'Sanitizer|runtime error' "$LOG" | head -30 | tr '\n' ' ')"
+fi
+
+t_done
