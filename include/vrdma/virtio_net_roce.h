@@ -21,7 +21,10 @@
  *
  * The second part of this file (marked "vrdma definitions") is not in the
  * seed: virtqueue index arithmetic and the QPN <-> index rule this
- * implementation chose.
+ * implementation chose. The third part (marked "vrdma extensions") is the
+ * extension set negotiated with VIRTIO_NET_F_ROCE_EXT (SRQ, atomics, memory
+ * windows, fast registration, invalidation, resize, async events):
+ * docs/spec.md "Extensions beyond the seed".
  */
 #ifndef VRDMA_VIRTIO_NET_ROCE_H
 #define VRDMA_VIRTIO_NET_ROCE_H
@@ -773,6 +776,578 @@ static inline enum vrdma_vq_kind vrdma_vq_decode(uint32_t n, uint32_t m, uint32_
 		uint32_t off = vq - (2 * n + m + 1);
 		*idx = off / 2;
 		return off & 1 ? VRDMA_VQ_RQ : VRDMA_VQ_SQ;
+	}
+	return VRDMA_VQ_INVALID;
+}
+
+/* ======================================================================== */
+/* vrdma extensions beyond the seed (NOT in the seed): everything below is   */
+/* negotiated with VIRTIO_NET_F_ROCE_EXT and specified in docs/spec.md       */
+/* "Extensions beyond the seed" ([ext] below). Numbering follows the         */
+/* standalone virtio-rdma RFC (seed 001) where it defined a value, and       */
+/* libibverbs otherwise. A driver that does not negotiate the feature sees   */
+/* exactly the seed device; nothing above this line changes meaning.         */
+/* ======================================================================== */
+
+/* Feature bit of the whole extension set [ext "Discovery"]. Requires
+ * VIRTIO_NET_F_ROCE. Bit 4 is the only unassigned virtio-net device bit
+ * below 64 (vhost-user carries 64 feature bits). */
+#define VIRTIO_NET_F_ROCE_EXT 4
+
+/*
+ * Configuration layout with VIRTIO_NET_F_ROCE_EXT offered: the seed's 32
+ * bytes, then max_rdma_srqs (0..16384, and the device keeps the total number
+ * of virtqueues <= 65536) and a reserved word (reads 0).
+ */
+struct virtio_net_roce_ext_config {
+	uint8_t mac[6];
+	le16 status;
+	le16 max_virtqueue_pairs;
+	le16 mtu;
+	le32 speed;
+	uint8_t duplex;
+	uint8_t rss_max_key_size;
+	le16 rss_max_indirection_table_length;
+	le32 supported_hash_types;
+	le32 max_rdma_qps;
+	le32 max_rdma_cqs;
+	/* Only with VIRTIO_NET_F_ROCE_EXT: */
+	le32 max_rdma_srqs;
+	le32 ext_reserved;
+};
+
+#define VIRTIO_NET_ROCE_MAX_SRQS 16384
+/* virtio numbers virtqueues with 16 bits */
+#define VIRTIO_NET_ROCE_MAX_VQS  65536u
+
+/* Control commands of the extension (class VIRTIO_NET_CTRL_ROCE). Without
+ * VIRTIO_NET_F_ROCE_EXT, or when the capability is not reported, each of
+ * them fails with VIRTIO_NET_ERR like any unknown command. */
+#define VIRTIO_NET_CTRL_ROCE_CREATE_SRQ     18
+#define VIRTIO_NET_CTRL_ROCE_MODIFY_SRQ     19
+#define VIRTIO_NET_CTRL_ROCE_QUERY_SRQ      20
+#define VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ    21
+#define VIRTIO_NET_CTRL_ROCE_ALLOC_MR       22
+#define VIRTIO_NET_CTRL_ROCE_ALLOC_MW       23
+#define VIRTIO_NET_CTRL_ROCE_DEALLOC_MW     24
+#define VIRTIO_NET_CTRL_ROCE_RESIZE_CQ      25
+#define VIRTIO_NET_CTRL_ROCE_RESIZE_QP      26
+#define VIRTIO_NET_CTRL_ROCE_QUERY_PKEY     27
+#define VIRTIO_NET_CTRL_ROCE_EXT_NUM_CMDS   28 /* commands 0..27 */
+
+/* device_cap_flags of QUERY_DEVICE (seed bit 0 = RC_RNR_NAK_GEN). Only
+ * reported when VIRTIO_NET_F_ROCE_EXT is negotiated [ext "Discovery"]. */
+#define VIRTIO_IB_DEVICE_SRQ                 (1ull << 1)
+#define VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS  (1ull << 2)
+#define VIRTIO_IB_DEVICE_MEM_WINDOW          (1ull << 3) /* type 1 */
+#define VIRTIO_IB_DEVICE_MEM_WINDOW_TYPE_2B  (1ull << 4)
+#define VIRTIO_IB_DEVICE_RESIZE_CQ           (1ull << 5)
+#define VIRTIO_IB_DEVICE_RESIZE_MAX_WR       (1ull << 6) /* RESIZE_QP */
+#define VIRTIO_IB_DEVICE_CAP_EXT_MASK        0x7full    /* bits 0..6 */
+
+/* atomic_cap of the extended QUERY_DEVICE ack (values of ibv_atomic_cap). */
+enum virtio_ib_atomic_cap {
+	VIRTIO_IB_ATOMIC_NONE = 0,
+	VIRTIO_IB_ATOMIC_HCA = 1,  /* atomic w.r.t. every QP of this device */
+	VIRTIO_IB_ATOMIC_GLOB = 2, /* never reported by vrdma */
+};
+
+/* Access flags reserved above, now defined (same values). REMOTE_ATOMIC:
+ * MRs, QPs and windows, only with atomic_cap != NONE. MW_BIND: MRs, only
+ * with a memory-window capability. Both require LOCAL_WRITE where IBTA does
+ * (REMOTE_ATOMIC). */
+#define VIRTIO_IB_ACCESS_REMOTE_ATOMIC (1 << 3)
+#define VIRTIO_IB_ACCESS_MW_BIND       (1 << 4)
+#define VIRTIO_IB_ACCESS_EXT_MASK                                              \
+	(VIRTIO_IB_ACCESS_SEED_MASK | VIRTIO_IB_ACCESS_REMOTE_ATOMIC |         \
+	 VIRTIO_IB_ACCESS_MW_BIND)
+/* Rights a memory window may grant. */
+#define VIRTIO_IB_MW_ACCESS_MASK                                               \
+	(VIRTIO_IB_ACCESS_REMOTE_WRITE | VIRTIO_IB_ACCESS_REMOTE_READ |        \
+	 VIRTIO_IB_ACCESS_REMOTE_ATOMIC)
+
+/* Send work request opcodes of the extension: seed 001's numbering, which
+ * is also libibverbs' IBV_WR_* for 0..9. 10 (TSO) and 11 (RDMA READ with
+ * invalidate) stay reserved and are refused. */
+#define VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP   5
+#define VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD 6
+#define VIRTIO_IB_WR_LOCAL_INV            7
+#define VIRTIO_IB_WR_BIND_MW              8
+#define VIRTIO_IB_WR_SEND_WITH_INV        9
+#define VIRTIO_IB_WR_REG_MR               0x20 /* fast registration */
+
+/* Completion opcodes of the extension (after the seed's 0..4). A receive
+ * of SEND_WITH_INV completes as VIRTIO_IB_WC_RECV with WITH_INV. */
+#define VIRTIO_IB_WC_COMP_SWAP  5
+#define VIRTIO_IB_WC_FETCH_ADD  6
+#define VIRTIO_IB_WC_BIND_MW    7
+#define VIRTIO_IB_WC_LOCAL_INV  8
+#define VIRTIO_IB_WC_REG_MR     9
+
+/* Completion status of the extension (after the seed's 0..15). */
+#define VIRTIO_IB_WC_MW_BIND_ERR 16
+
+/* wc_flags: imm_data holds the invalidated rkey (le32). */
+#define VIRTIO_IB_WC_WITH_INV (1 << 2)
+
+/* The low 8 bits of the key of an ALLOC_MR MR or of a memory window belong
+ * to the driver (chosen at each REG_MR / BIND_MW, like ibv_inc_rkey); the
+ * device owns bits 8..31, which name the object. */
+#define VIRTIO_IB_KEY_CONSUMER_MASK 0xffu
+
+/* ALLOC_MR mr_type */
+#define VIRTIO_IB_MR_TYPE_MEM_REG 0
+/* ALLOC_MW mw_type (type 2 windows are type 2B: not tied to a QP) */
+#define VIRTIO_IB_MW_TYPE_1 1
+#define VIRTIO_IB_MW_TYPE_2 2
+
+/* MODIFY_SRQ attr_mask */
+#define VIRTIO_IB_SRQ_MAX_WR (1 << 0) /* resize: never accepted */
+#define VIRTIO_IB_SRQ_LIMIT  (1 << 1)
+
+/* CREATE_QP ext_flags (the seed's reserved[0]) */
+#define VIRTIO_IB_QP_CREATE_SRQ (1 << 0) /* srqn is valid: receive from it */
+#define VIRTIO_IB_QP_CREATE_EXT_MASK VIRTIO_IB_QP_CREATE_SRQ
+
+/* Asynchronous events, written to the event virtqueue. Values are those of
+ * enum ibv_event_type (and Linux ib_event_type). */
+enum virtio_ib_event_type {
+	VIRTIO_IB_EVENT_CQ_ERR = 0,              /* id = cqn */
+	VIRTIO_IB_EVENT_QP_FATAL = 1,            /* id = qpn */
+	VIRTIO_IB_EVENT_QP_REQ_ERR = 2,          /* id = qpn */
+	VIRTIO_IB_EVENT_QP_ACCESS_ERR = 3,       /* id = qpn */
+	VIRTIO_IB_EVENT_COMM_EST = 4,            /* id = qpn */
+	VIRTIO_IB_EVENT_SQ_DRAINED = 5,          /* id = qpn */
+	VIRTIO_IB_EVENT_PATH_MIG = 6,            /* never generated */
+	VIRTIO_IB_EVENT_PATH_MIG_ERR = 7,        /* never generated */
+	VIRTIO_IB_EVENT_DEVICE_FATAL = 8,        /* never generated */
+	VIRTIO_IB_EVENT_PORT_ACTIVE = 9,         /* id = port (1) */
+	VIRTIO_IB_EVENT_PORT_ERR = 10,           /* id = port (1) */
+	VIRTIO_IB_EVENT_LID_CHANGE = 11,         /* never generated */
+	VIRTIO_IB_EVENT_PKEY_CHANGE = 12,        /* never generated */
+	VIRTIO_IB_EVENT_SM_CHANGE = 13,          /* never generated */
+	VIRTIO_IB_EVENT_SRQ_ERR = 14,            /* id = srqn */
+	VIRTIO_IB_EVENT_SRQ_LIMIT_REACHED = 15,  /* id = srqn */
+	VIRTIO_IB_EVENT_QP_LAST_WQE_REACHED = 16,/* id = qpn */
+	VIRTIO_IB_EVENT_CLIENT_REREGISTER = 17,  /* never generated */
+	VIRTIO_IB_EVENT_GID_CHANGE = 18,         /* id = port (1) */
+	VIRTIO_IB_EVENT_NUM = 19,
+};
+
+/* One event: the device writes one into each device-writable buffer (>= 16
+ * bytes) of the event virtqueue. */
+struct virtio_rdma_event {
+	le32 type;       /* enum virtio_ib_event_type */
+	le32 id;         /* cqn, full 24-bit qpn, srqn or port number */
+	le32 vendor_err; /* diagnostic only (0 = none); not to be relied on */
+	le32 reserved;
+};
+
+/* ---- control command and ack structures of the extension ---------------- */
+
+/* QUERY_DEVICE ack with VIRTIO_NET_F_ROCE_EXT: the seed's reserved[14]
+ * (offset 72) gets meaning; the first 72 bytes are the seed's. */
+struct virtio_rdma_ack_query_device_ext {
+	le64 device_cap_flags;    /* VIRTIO_IB_DEVICE_* */
+	le64 max_mr_size;
+	le64 page_size_cap;
+	le32 hw_ver;
+	le32 max_qp_wr;
+	le32 max_send_sge;
+	le32 max_recv_sge;
+	le32 max_sge_rd;
+	le32 max_cqe;
+	le32 max_mr;
+	le32 max_pd;
+	le32 max_qp_rd_atom;      /* RDMA READs + atomics per QP as responder */
+	le32 max_qp_init_rd_atom; /* ... as initiator */
+	le32 max_ah;
+	uint8_t local_ca_ack_delay;
+	uint8_t padding[3];
+	/* extension (zero without VIRTIO_NET_F_ROCE_EXT) */
+	le32 max_srq_wr;          /* receive WRs per SRQ */
+	le32 max_srq_sge;         /* SGEs per SRQ receive WR */
+	le32 max_mw;              /* memory windows */
+	le32 max_fast_reg_page_list_len; /* pages per REG_MR (ALLOC_MR max_num_sg) */
+	le16 max_pkeys;           /* P_Key table length (1) */
+	uint8_t atomic_cap;       /* enum virtio_ib_atomic_cap */
+	uint8_t padding2;
+	le32 reserved[9];
+};
+
+/* QUERY_PORT ack with VIRTIO_NET_F_ROCE_EXT. */
+struct virtio_rdma_ack_query_port_ext {
+	le32 gid_tbl_len;
+	le32 max_msg_sz;
+	le16 pkey_tbl_len;        /* 1 */
+	le16 padding;
+	le32 reserved[5];
+};
+
+/* CREATE_QP with VIRTIO_NET_F_ROCE_EXT: the seed's reserved[0..1] become
+ * ext_flags and srqn. */
+struct virtio_rdma_cmd_create_qp_ext {
+	le32 pdn;
+	uint8_t qp_type;
+	uint8_t sq_sig_all;
+	uint8_t padding[2];
+	le32 send_cqn;
+	le32 recv_cqn;
+	struct virtio_rdma_qp_cap cap;
+	le32 ext_flags;           /* VIRTIO_IB_QP_CREATE_* */
+	le32 srqn;                /* with VIRTIO_IB_QP_CREATE_SRQ */
+	le32 reserved[2];
+};
+
+/* QUERY_QP ack with VIRTIO_NET_F_ROCE_EXT: reserved[0..1] report them. */
+struct virtio_rdma_ack_query_qp_ext {
+	uint8_t qp_state;
+	uint8_t path_mtu;
+	uint8_t sq_draining;
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint8_t min_rnr_timer;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t padding[7];
+	le32 qkey;
+	le32 rq_psn;
+	le32 sq_psn;
+	le32 dest_qp_num;
+	le32 qp_access_flags;
+	le32 rate_limit;
+	struct virtio_rdma_qp_cap cap;
+	struct virtio_rdma_ah_attr ah_attr;
+	le32 ext_flags;           /* VIRTIO_IB_QP_CREATE_* given at creation */
+	le32 srqn;
+	le32 reserved[2];
+};
+
+/* CREATE_SRQ (18) */
+struct virtio_rdma_cmd_create_srq {
+	le32 pdn;
+	le32 max_wr;
+	le32 max_sge;
+	le32 reserved;
+};
+
+struct virtio_rdma_ack_create_srq {
+	le32 srqn;                /* SRQ index: its virtqueue is [ext] */
+	le32 max_wr;              /* as accepted */
+	le32 max_sge;
+	le32 reserved;
+};
+
+/* MODIFY_SRQ (19): no ack data */
+struct virtio_rdma_cmd_modify_srq {
+	le32 srqn;
+	le32 attr_mask;           /* VIRTIO_IB_SRQ_* */
+	le32 max_wr;
+	le32 srq_limit;           /* 0 disarms */
+};
+
+/* QUERY_SRQ (20) */
+struct virtio_rdma_cmd_query_srq {
+	le32 srqn;
+};
+
+struct virtio_rdma_ack_query_srq {
+	le32 max_wr;
+	le32 max_sge;
+	le32 srq_limit;           /* 0 when not armed */
+	le32 reserved;
+};
+
+/* DESTROY_SRQ (21): no ack data */
+struct virtio_rdma_cmd_destroy_srq {
+	le32 srqn;
+};
+
+/* ALLOC_MR (22): an MR for fast registration, FREE until a REG_MR WR. */
+struct virtio_rdma_cmd_alloc_mr {
+	le32 pdn;
+	le32 mr_type;             /* VIRTIO_IB_MR_TYPE_MEM_REG */
+	le32 max_num_sg;          /* pages a REG_MR may map */
+	le32 reserved;
+};
+
+struct virtio_rdma_ack_alloc_mr {
+	le32 mrn;                 /* freed with DEREG_MR */
+	le32 lkey;                /* == rkey */
+	le32 rkey;
+};
+
+/* ALLOC_MW (23) */
+struct virtio_rdma_cmd_alloc_mw {
+	le32 pdn;
+	le32 mw_type;             /* VIRTIO_IB_MW_TYPE_1 / _2 */
+};
+
+struct virtio_rdma_ack_alloc_mw {
+	le32 mwn;
+	le32 rkey;                /* initial key (not usable until bound) */
+};
+
+/* DEALLOC_MW (24): no ack data */
+struct virtio_rdma_cmd_dealloc_mw {
+	le32 mwn;
+};
+
+/* RESIZE_CQ (25) */
+struct virtio_rdma_cmd_resize_cq {
+	le32 cqn;
+	le32 cqe;
+};
+
+struct virtio_rdma_ack_resize_cq {
+	le32 cqe;                 /* new capacity */
+};
+
+/* RESIZE_QP (26): only max_send_wr / max_recv_wr may change. */
+struct virtio_rdma_cmd_resize_qp {
+	le32 qpn;
+	le32 padding;
+	struct virtio_rdma_qp_cap cap;
+};
+
+struct virtio_rdma_ack_resize_qp {
+	struct virtio_rdma_qp_cap cap; /* now in force */
+};
+
+/* QUERY_PKEY (27) */
+struct virtio_rdma_cmd_query_pkey {
+	le16 index;
+	le16 padding;
+};
+
+struct virtio_rdma_ack_query_pkey {
+	le16 pkey;
+	le16 padding;
+};
+
+/* ---- data path structures of the extension -------------------------------- */
+
+/*
+ * Send queue element with the extension's views of the seed's reserved
+ * union (offset 16, 32 bytes) and of imm_data (offset 12). Same size and
+ * offsets as struct virtio_rdma_sq_req (checked below).
+ *   atomic   CMP_AND_SWP / FETCH_AND_ADD; the result goes to sg_list[0]
+ *   bind_mw  BIND_MW: the window is named by rkey (its new key)
+ *   reg      REG_MR: the MR is named by key (its new lkey = rkey); the page
+ *            list is npages le64 guest physical addresses at page_list
+ *   invalidate_rkey  LOCAL_INV, SEND_WITH_INV
+ */
+struct virtio_rdma_sq_req_ext {
+	le64 wr_id;
+	uint8_t opcode;     /* VIRTIO_IB_WR_* */
+	uint8_t send_flags; /* VIRTIO_IB_SEND_* */
+	le16 padding;
+	union {
+		le32 imm_data;        /* network byte order, opaque */
+		le32 invalidate_rkey; /* LOCAL_INV, SEND_WITH_INV */
+	};
+	union {
+		struct {
+			le64 remote_addr;
+			le32 rkey;
+		} rdma;
+		struct {
+			le32 remote_qpn;
+			le32 remote_qkey;
+			le32 ah;
+		} ud;
+		struct {
+			le64 remote_addr; /* 8-byte aligned */
+			le64 compare_add; /* CAS: compare; FAA: add */
+			le64 swap;        /* CAS: swap; FAA: ignored */
+			le32 rkey;
+			le32 padding;
+		} atomic;
+		struct {
+			le64 addr;        /* window start, in the MR's iova space */
+			le64 length;      /* type 1: 0 = unbind */
+			le32 mr_lkey;     /* the MR the window is bound to */
+			le32 rkey;        /* the window's new rkey */
+			le32 access;      /* VIRTIO_IB_MW_ACCESS_MASK bits */
+			le32 padding;
+		} bind_mw;
+		struct {
+			le64 iova;
+			le64 length;
+			le64 page_list;   /* GPA of the le64 page array */
+			le32 key;         /* new lkey = rkey of the MR */
+			le32 access;      /* VIRTIO_IB_ACCESS_* */
+		} reg;
+		le64 reserved[4];
+	};
+	uint8_t inline_data[VIRTIO_RDMA_INLINE_DATA_SIZE];
+	union {
+		le32 num_sge;
+		le16 inline_len;
+	};
+	le32 reserved2[3];
+	struct virtio_rdma_sge sg_list[];
+};
+
+/* Completion queue element with the extension's view of imm_data. */
+struct virtio_rdma_cq_req_ext {
+	le64 wr_id;
+	uint8_t status;  /* enum virtio_ib_wc_status or VIRTIO_IB_WC_MW_BIND_ERR */
+	uint8_t opcode;  /* enum virtio_ib_wc_opcode or VIRTIO_IB_WC_* above */
+	le16 padding;
+	le32 vendor_err;
+	le32 byte_len;
+	union {
+		le32 imm_data;         /* with VIRTIO_IB_WC_WITH_IMM */
+		le32 invalidated_rkey; /* with VIRTIO_IB_WC_WITH_INV */
+	};
+	le32 qp_num;
+	le32 src_qp;
+	le32 wc_flags;   /* VIRTIO_IB_WC_GRH / _WITH_IMM / _WITH_INV */
+	le32 reserved[3];
+};
+
+/* ---- layout checks of the extension --------------------------------------- */
+
+_Static_assert(VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP == VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP_RSVD, "cas");
+_Static_assert(VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD == VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD_RSVD, "faa");
+_Static_assert(VIRTIO_IB_WR_LOCAL_INV == VIRTIO_IB_WR_LOCAL_INV_RSVD, "local inv");
+_Static_assert(VIRTIO_IB_WR_SEND_WITH_INV == VIRTIO_IB_WR_SEND_WITH_INV_RSVD, "send inv");
+_Static_assert(VIRTIO_IB_WR_REG_MR == VIRTIO_IB_WR_REG_MR_RSVD, "reg mr");
+_Static_assert(VIRTIO_IB_ACCESS_REMOTE_ATOMIC == VIRTIO_IB_ACCESS_REMOTE_ATOMIC_RSVD, "atomic");
+_Static_assert(VIRTIO_IB_ACCESS_MW_BIND == VIRTIO_IB_ACCESS_MW_BIND_RSVD, "mw bind");
+_Static_assert(VIRTIO_IB_WC_COMP_SWAP == VIRTIO_IB_WC_RECV_RDMA_WITH_IMM + 1, "wc opcodes");
+_Static_assert(VIRTIO_IB_WC_MW_BIND_ERR == VIRTIO_IB_WC_GENERAL_ERR + 1, "wc status");
+_Static_assert(VIRTIO_NET_CTRL_ROCE_CREATE_SRQ == VIRTIO_NET_CTRL_ROCE_NUM_CMDS, "cmd 18");
+
+VRDMA_ABI_SIZE(virtio_net_roce_ext_config, 40);
+VRDMA_ABI_OFF(virtio_net_roce_ext_config, max_rdma_qps, 24);
+VRDMA_ABI_OFF(virtio_net_roce_ext_config, max_rdma_cqs, 28);
+VRDMA_ABI_OFF(virtio_net_roce_ext_config, max_rdma_srqs, 32);
+VRDMA_ABI_SIZE(virtio_rdma_event, 16);
+VRDMA_ABI_OFF(virtio_rdma_event, id, 4);
+VRDMA_ABI_OFF(virtio_rdma_event, vendor_err, 8);
+
+VRDMA_ABI_SIZE(virtio_rdma_ack_query_device_ext, 128);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_device_ext, max_ah, 64);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_device_ext, local_ca_ack_delay, 68);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_device_ext, max_srq_wr, 72);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_device_ext, max_srq_sge, 76);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_device_ext, max_mw, 80);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_device_ext, max_fast_reg_page_list_len, 84);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_device_ext, max_pkeys, 88);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_device_ext, atomic_cap, 90);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_device_ext, reserved, 92);
+VRDMA_ABI_SIZE(virtio_rdma_ack_query_port_ext, 32);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_port_ext, pkey_tbl_len, 8);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_port_ext, reserved, 12);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_create_qp_ext, 56);
+VRDMA_ABI_OFF(virtio_rdma_cmd_create_qp_ext, cap, 16);
+VRDMA_ABI_OFF(virtio_rdma_cmd_create_qp_ext, ext_flags, 40);
+VRDMA_ABI_OFF(virtio_rdma_cmd_create_qp_ext, srqn, 44);
+VRDMA_ABI_SIZE(virtio_rdma_ack_query_qp_ext, 120);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_qp_ext, ah_attr, 64);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_qp_ext, ext_flags, 104);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_qp_ext, srqn, 108);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_create_srq, 16);
+VRDMA_ABI_SIZE(virtio_rdma_ack_create_srq, 16);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_modify_srq, 16);
+VRDMA_ABI_OFF(virtio_rdma_cmd_modify_srq, srq_limit, 12);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_query_srq, 4);
+VRDMA_ABI_SIZE(virtio_rdma_ack_query_srq, 16);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_destroy_srq, 4);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_alloc_mr, 16);
+VRDMA_ABI_SIZE(virtio_rdma_ack_alloc_mr, 12);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_alloc_mw, 8);
+VRDMA_ABI_SIZE(virtio_rdma_ack_alloc_mw, 8);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_dealloc_mw, 4);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_resize_cq, 8);
+VRDMA_ABI_SIZE(virtio_rdma_ack_resize_cq, 4);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_resize_qp, 32);
+VRDMA_ABI_OFF(virtio_rdma_cmd_resize_qp, cap, 8);
+VRDMA_ABI_SIZE(virtio_rdma_ack_resize_qp, 24);
+VRDMA_ABI_SIZE(virtio_rdma_cmd_query_pkey, 4);
+VRDMA_ABI_SIZE(virtio_rdma_ack_query_pkey, 4);
+
+VRDMA_ABI_SIZE(virtio_rdma_sq_req_ext, 576);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, imm_data, 12);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, invalidate_rkey, 12);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, rdma.remote_addr, 16);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, rdma.rkey, 24);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, ud.ah, 24);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, atomic.remote_addr, 16);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, atomic.compare_add, 24);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, atomic.swap, 32);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, atomic.rkey, 40);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, bind_mw.addr, 16);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, bind_mw.length, 24);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, bind_mw.mr_lkey, 32);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, bind_mw.rkey, 36);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, bind_mw.access, 40);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, reg.iova, 16);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, reg.length, 24);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, reg.page_list, 32);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, reg.key, 40);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, reg.access, 44);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, inline_data, 48);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, num_sge, 560);
+VRDMA_ABI_OFF(virtio_rdma_sq_req_ext, sg_list, 576);
+_Static_assert(sizeof(((struct virtio_rdma_sq_req_ext *)0)->atomic) == 32, "atomic view");
+_Static_assert(sizeof(((struct virtio_rdma_sq_req_ext *)0)->bind_mw) == 32, "bind view");
+_Static_assert(sizeof(((struct virtio_rdma_sq_req_ext *)0)->reg) == 32, "reg view");
+VRDMA_ABI_SIZE(virtio_rdma_cq_req_ext, 48);
+VRDMA_ABI_OFF(virtio_rdma_cq_req_ext, imm_data, 20);
+VRDMA_ABI_OFF(virtio_rdma_cq_req_ext, invalidated_rkey, 20);
+VRDMA_ABI_OFF(virtio_rdma_cq_req_ext, qp_num, 24);
+VRDMA_ABI_OFF(virtio_rdma_cq_req_ext, wc_flags, 32);
+
+/* ---- virtqueues of the extension ------------------------------------------ */
+
+/*
+ * With VIRTIO_NET_F_ROCE_EXT the seed's layout (n, m, l) is followed by
+ *   2n+m+2l+1       the event queue
+ *   2n+m+2l+2+s     the receive queue of SRQ s, 0 <= s < S = max_rdma_srqs
+ * Total 2n+2+m+2l+S virtqueues (<= 65536).
+ */
+enum vrdma_vq_kind_ext {
+	VRDMA_VQ_EVENTQ = VRDMA_VQ_RQ + 1, /* idx 0 */
+	VRDMA_VQ_SRQ,                      /* idx = SRQ index s */
+};
+
+/* The event virtqueue. */
+static inline uint32_t vrdma_vq_eventq(uint32_t n, uint32_t m, uint32_t l)
+{
+	return 2 * n + m + 2 * l + 1;
+}
+
+/* The receive virtqueue of SRQ s. */
+static inline uint32_t vrdma_vq_srq(uint32_t n, uint32_t m, uint32_t l, uint32_t s)
+{
+	return 2 * n + m + 2 * l + 2 + s;
+}
+
+/* Number of virtqueues of the whole device with the extension. */
+static inline uint32_t vrdma_vq_count_ext(uint32_t n, uint32_t m, uint32_t l, uint32_t s)
+{
+	return 2 * n + 2 + m + 2 * l + s;
+}
+
+/* What virtqueue vq is in the extended layout (n, m, l, s): a value of enum
+ * vrdma_vq_kind or enum vrdma_vq_kind_ext; *idx as vrdma_vq_decode. */
+static inline int vrdma_vq_decode_ext(uint32_t n, uint32_t m, uint32_t l, uint32_t s,
+				      uint32_t vq, uint32_t *idx)
+{
+	uint64_t ev = (uint64_t)2 * n + m + 2 * (uint64_t)l + 1;
+	enum vrdma_vq_kind k = vrdma_vq_decode(n, m, l, vq, idx);
+
+	if (k != VRDMA_VQ_INVALID)
+		return (int)k;
+	if (vq == ev)
+		return VRDMA_VQ_EVENTQ;
+	if (vq > ev && vq - ev - 1 < s) {
+		*idx = (uint32_t)(vq - ev - 1);
+		return VRDMA_VQ_SRQ;
 	}
 	return VRDMA_VQ_INVALID;
 }

@@ -283,9 +283,10 @@ struct vrdma_qp_init {
 /*
  * CREATE_QP, then its send and receive virtqueues (vrdma_vq_sq / _rq(1, M,
  * qpn & 0x3fff)) of max_send_wr / max_recv_wr entries rounded up to a power
- * of two (at least 2); those rounded sizes are the QP's capacities and what
- * the device is told. One descriptor per work request, so a ring bounds the
- * WRs outstanding on it. Returns 0 and *qp (vrdma_qp_get_cap: the actual
+ * of two (at least 2); those rounded sizes are the QP's WR capacities and
+ * what the device is told (SGE and inline capacities are kept as asked).
+ * One descriptor per work request, so a ring bounds the WRs outstanding on
+ * it. Returns 0 and *qp (vrdma_qp_get_cap: the actual
  * capacities), -EINVAL (no such PD, a CQ of another device, qp_type SMI or
  * unknown, a capacity above the device's: max_qp_wr, max_send_sge,
  * max_recv_sge, max_inline_data 512), -ENOMEM (every QP index is in use;

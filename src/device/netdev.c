@@ -152,6 +152,11 @@ static bool netdev_tx_src_ok(const struct netdev *nd, const struct vq_elem *e)
 {
 	uint8_t smac[6];
 
+	/* Only a driver that accepted our MAC (VIRTIO_NET_F_MAC) is held to it;
+	 * standard front-ends like QEMU keep the guest's MAC to themselves. */
+	if (!has_feature(nd, VIRTIO_NET_F_MAC))
+		return true;
+
 	if (vq_elem_read(e, nd->hdr_len + 6, smac, 6) != 6)
 		return false;
 	return memcmp(smac, nd->mac, 6) == 0;
@@ -185,6 +190,14 @@ static bool netdev_process_tx(struct netdev *nd)
 			continue;
 		}
 		len = e->out_len - nd->hdr_len;
+		if (has_feature(nd, VIRTIO_NET_F_MTU) && len > (uint32_t)nd->cfg.mtu + 18) {
+			/* virtio: with F_MTU the driver must not send more
+			 * than mtu (+ Ethernet header and one VLAN tag). */
+			nd->stats.tx_errors++;
+			LOG_PEER("%s: tx frame of %u bytes above the MTU dropped", nd->cfg.socket, len);
+			vq_dev_fill(&r->vq, e->head, 0);
+			continue;
+		}
 		if (!netdev_tx_src_ok(nd, e)) {
 			/* Anti-spoofing: a device sends only with its own MAC,
 			 * so one driver cannot steal another device's traffic. */
@@ -461,7 +474,10 @@ static bool netdev_accepts(const struct netdev *nd, const uint8_t *dmac)
 {
 	if (dmac[0] & 1)          /* broadcast / multicast */
 		return true;
-	if (nd->promisc)
+	/* Without VIRTIO_NET_F_CTRL_RX the driver cannot ask for promiscuous
+	 * mode and we do not know its MAC: receive everything, as QEMU's own
+	 * virtio-net does after reset. */
+	if (nd->promisc || !has_feature(nd, VIRTIO_NET_F_CTRL_RX))
 		return true;
 	return memcmp(dmac, nd->mac, 6) == 0;
 }
@@ -612,11 +628,29 @@ static void netdev_ring_kick(void *ctx, struct vhost_vring *r)
 		netdev_roce_ring_kick(nd, r);
 }
 
+static void netdev_reset_state(struct netdev *nd);
+
 static void netdev_set_status(void *ctx, uint8_t status)
 {
 	struct netdev *nd = ctx;
+	uint8_t old = nd->status;
 
 	nd->status = status;
+	/* Writing 0 is a virtio device reset (QEMU sends SET_STATUS 0 on a guest
+	 * reset, without RESET_DEVICE): drop the driver-visible state. The rings
+	 * are stopped by the front-end right after (GET_VRING_BASE). */
+	if (status == 0 && old != 0)
+		netdev_reset_state(nd);
+}
+
+static void netdev_reset_state(struct netdev *nd)
+{
+	pkt_queue_purge(&nd->rxq);
+	netdev_roce_reset(nd);
+	memcpy(nd->mac, nd->cfg.mac, 6);
+	nd->promisc = nd->allmulti = false;
+	nd->rx_stalled = false;
+	nd->stats.resets++;
 }
 
 static void netdev_reset(void *ctx)
@@ -636,16 +670,12 @@ static void netdev_reset(void *ctx)
 
 static void netdev_connected(void *ctx)
 {
-	struct netdev *nd = ctx;
-
-	LOG_INFO("%s: front-end connected", nd->cfg.socket);
+	(void)ctx; /* the vhost server logs connections */
 }
 
 static void netdev_disconnected(void *ctx)
 {
-	struct netdev *nd = ctx;
-
-	LOG_INFO("%s: front-end disconnected", nd->cfg.socket);
+	(void)ctx;
 }
 
 struct netdev *netdev_new(struct loop *loop, struct sw *sw, const struct netdev_cfg *cfg)

@@ -47,7 +47,16 @@ static int cq_post_buf(struct vrdma_cq *cq, struct virtio_rdma_cq_req *b)
 /* Free the driver side of a CQ: ring, buffers, struct (device lock held). */
 static void cq_release(struct vrdma_cq *cq)
 {
+	struct vrdma_dev *dev = cq->dev;
+	bool had_call = cq->q && cq->q->call_fd >= 0;
+	unsigned idx = cq->q ? cq->q->idx : 0;
+
 	vrdma_queue_teardown(cq->q);
+	/* The back-end keeps a stopped ring's call eventfd until it gets
+	 * another: give it "no fd" so it closes its copy now (otherwise it
+	 * holds one per CQ index ever used). */
+	if (had_call && !vrdma_dev_is_dead(dev))
+		vrdma_dev_vc_result(dev, vhost_client_set_vring_call(&dev->vc, idx, -1));
 	vrdma_shm_free(cq->dev, cq->bufs, cq->bufs_bytes);
 	pthread_spin_destroy(&cq->lock);
 	free(cq);

@@ -165,14 +165,14 @@ int vrdma_qp_create(struct vrdma_dev *dev, const struct vrdma_qp_init *init,
 		goto out;
 	}
 
-	/* Capacities: WRs rounded up to a power of two (the ring size), the
-	 * whole inline area. */
+	/* Capacities: WRs rounded up to a power of two (the ring size). SGEs
+	 * and inline data as asked: the device sizes its per-WR state from
+	 * them. */
 	cap = *in;
 	if (cap.max_send_wr)
 		cap.max_send_wr = MIN(vrdma_rdma_pow2(cap.max_send_wr), r->attr.max_qp_wr);
 	if (cap.max_recv_wr)
 		cap.max_recv_wr = MIN(vrdma_rdma_pow2(cap.max_recv_wr), r->attr.max_qp_wr);
-	cap.max_inline_data = VIRTIO_RDMA_INLINE_DATA_SIZE;
 
 	memset(&c, 0, sizeof(c));
 	c.pdn = htole32(init->pdn);

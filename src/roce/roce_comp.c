@@ -55,6 +55,8 @@ static void comp_progress(struct roce_tq *tq)
 	tq->rnr_left = tq->qp->attr.rnr_retry;
 	tq->progress_ns = now_ns(tq);
 	tq->rewind_marked = false;
+	/* The window moved: the requester may send more. */
+	roce_tp_schedule(tq);
 }
 
 static void wqe_done(struct roce_tq *tq, struct roce_swqe *w, uint8_t status)

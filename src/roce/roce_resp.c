@@ -23,8 +23,9 @@
  *    REM_INV_REQ_ERR); a bad receive WQE or a local memory fault -> NAK
  *    remote operational error. Then the QP goes to ERR.
  * UC: no ACKs. A PSN gap drops the message in progress; the receiver
- *  resynchronises on the next FIRST/ONLY. Length or R_Key errors drop the
- *  message silently; a missing receive WQE drops it (no RNR).
+ *  resynchronises on the next FIRST/ONLY; an older PSN (duplicate or late)
+ *  is dropped. Length or R_Key errors drop the message silently; a missing
+ *  receive WQE drops it (no RNR).
  * UD: Q_Key must match; payload at most the port MTU; the first 40 bytes of
  *  the receive buffer get the GRH (IPv6 header, or 20 zero bytes and the
  *  IPv4 header); no receive WQE or a too small one drops the datagram.
@@ -143,6 +144,9 @@ void roce_resp_flush_ack(struct roce_tq *tq)
 	if (!tq->ack_pending || tq->res_active)
 		return;
 	tq->ack_pending = false;
+	/* An ACK covers everything received in order so far. */
+	if ((tq->ack_syndrome & ROCE_AETH_TYPE_MASK) == ROCE_AETH_ACK)
+		tq->ack_psn = roce_psn_add(tq->epsn, ROCE_PSN_MASK);
 	resp_send_ack(tq, tq->ack_syndrome, tq->ack_psn);
 }
 
@@ -579,6 +583,11 @@ static void resp_uc(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	struct roce_wc wc;
 	int rc;
 
+	if (roce_psn_diff(psn, tq->epsn) < 0) {
+		/* Duplicate (or late): already gone past it. */
+		tp->stats.rx_dup++;
+		return;
+	}
 	if (psn != tq->epsn) {
 		/* Packets were lost: the message in progress is dropped; a
 		 * new one may start here. */
@@ -586,7 +595,6 @@ static void resp_uc(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		if (tq->rsp_msg != ROCE_RSP_NONE)
 			tp->stats.rx_uc_dropped++;
 		tq->rsp_msg = ROCE_RSP_NONE;
-		tq->epsn = psn;
 	}
 	tq->epsn = roce_psn_add(psn, 1);
 	if (!resp_seq_ok(tq->rsp_msg, m)) {

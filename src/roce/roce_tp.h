@@ -221,7 +221,7 @@ struct roce_swqe {
 	uint32_t npkts;           /* packets (READ: response packets) */
 	uint32_t next;            /* next packet index to send */
 	uint32_t rd_rcvd;         /* READ: response packets received */
-	uint8_t data[];           /* SGEs or inline data */
+	uint8_t data[] __attribute__((aligned(8))); /* SGEs or inline data */
 };
 
 static inline struct roce_sge *roce_swqe_sge(struct roce_swqe *w)

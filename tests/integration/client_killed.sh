@@ -5,9 +5,11 @@
 #  - Devices: A (where clients get killed) and the pair B -> C. (Three
 #    devices: each device serves one front-end at a time, so the pair needs
 #    two devices of its own besides A.)
-#  - The pair: vrdma-netcat recv on C and send on B, one long run; the
-#    receiver regenerates and compares every frame, so any disturbance fails
-#    it.
+#  - The pair: vrdma-netcat recv on C and send on B, in runs back to back
+#    until the kills are over; the receiver regenerates and compares every
+#    frame, so any disturbance fails a run. (A round during which one run
+#    ends and the next starts cannot compare the daemon's total counts, which
+#    the pair changes too: such a round is done again.)
 #  - Each round: note the daemon's fd and mapping counts, start a client on A
 #    (vrdma-netcat loopback: it sends to its own MAC and verifies what comes
 #    back), wait until the daemon has moved frames for it (SIGUSR1 counters),
@@ -30,8 +32,8 @@ SOCK_A="$T_TMP/a.sock"
 SOCK_B="$T_TMP/b.sock"
 SOCK_C="$T_TMP/c.sock"
 LOG="$T_TMP/daemon.err"
-KILLS=20
-PAIR_COUNT=${VRDMA_KILL_PAIR_COUNT:-1500000}
+KILLS=${VRDMA_KILLS:-20}
+PAIR_COUNT=${VRDMA_KILL_PAIR_COUNT:-1000000}
 
 for b in "$DAEMON" "$NC"; do
 	if [ ! -x "$b" ]; then
@@ -72,11 +74,20 @@ daemon_fds() { ls "/proc/$DAEMON_PID/fd" 2>/dev/null | wc -l; }
 daemon_maps() { wc -l <"/proc/$DAEMON_PID/maps" 2>/dev/null; }
 resources() { echo "$(daemon_fds) $(daemon_maps)"; }
 
+# fds_of PID KIND: fd paths of PID's eventfds (KIND eventfd), memfds (memfd)
+# or sockets (socket), one find(1) per call.
+fds_of() {
+	case "$2" in
+	eventfd) find "/proc/$1/fd" -mindepth 1 -lname 'anon_inode:\[eventfd\]' 2>/dev/null ;;
+	memfd) find "/proc/$1/fd" -mindepth 1 -lname '/memfd:*' 2>/dev/null ;;
+	socket) find "/proc/$1/fd" -mindepth 1 -lname 'socket:*' -printf '%l\n' 2>/dev/null ;;
+	esac
+}
+
 # eventfd_ids PID: the eventfd-id of every eventfd PID holds.
 eventfd_ids() {
 	local f
-	for f in /proc/"$1"/fd/*; do
-		[ "$(readlink "$f" 2>/dev/null)" = "anon_inode:[eventfd]" ] || continue
+	for f in $(fds_of "$1" eventfd); do
 		awk '$1 == "eventfd-id:" { print $2 }' "/proc/$1/fdinfo/${f##*/}" 2>/dev/null
 	done | sort -u
 }
@@ -84,51 +95,89 @@ eventfd_ids() {
 # memfd_inodes PID: inodes of the memfds PID holds open.
 memfd_inodes() {
 	local f
-	for f in /proc/"$1"/fd/*; do
-		case "$(readlink "$f" 2>/dev/null)" in
-		/memfd:*) stat -L -c %i "$f" 2>/dev/null ;;
-		esac
+	for f in $(fds_of "$1" memfd); do
+		stat -L -c %i "$f" 2>/dev/null
 	done | sort -u
 }
 
 # a_sockets: daemon sockets bound to A's path (the listener + connections).
 a_sockets() {
-	local f l n=0
-	for f in /proc/"$DAEMON_PID"/fd/*; do
-		l=$(readlink "$f" 2>/dev/null)
-		case "$l" in
-		socket:*) l=${l#socket:[}; l=${l%]}
-			awk -v i="$l" -v p="$SOCK_A" '$7 == i && $8 == p { found = 1 } END { exit !found }' \
-				/proc/net/unix && n=$((n + 1)) ;;
-		esac
-	done
-	echo $n
+	fds_of "$DAEMON_PID" socket | sed 's/^socket:\[\(.*\)\]$/\1/' |
+		awk -v p="$SOCK_A" 'FNR == NR { mine[$1]; next } ($7 in mine) && $8 == p { n++ }
+			END { print n + 0 }' - /proc/net/unix
 }
 
 # held_by_daemon: what the daemon still holds of the victim (eventfds by id,
 # mappings of its memfds, connections on A's socket); empty when nothing.
 held_by_daemon() {
-	local f id n held=()
+	local f n efds=() held=()
 	if [ -s "$T_TMP/v.efd" ]; then
-		for f in /proc/"$DAEMON_PID"/fd/*; do
-			[ "$(readlink "$f" 2>/dev/null)" = "anon_inode:[eventfd]" ] || continue
-			id=$(awk '$1 == "eventfd-id:" { print $2 }' "/proc/$DAEMON_PID/fdinfo/${f##*/}" 2>/dev/null)
-			grep -qx "$id" "$T_TMP/v.efd" && held+=("eventfd fd ${f##*/} (eventfd-id $id)")
+		for f in $(fds_of "$DAEMON_PID" eventfd); do
+			efds+=("/proc/$DAEMON_PID/fdinfo/${f##*/}")
 		done
+		[ ${#efds[@]} -gt 0 ] && held+=($(awk 'FNR == NR { ids[$1]; next }
+			$1 == "eventfd-id:" && ($2 in ids) { n = split(FILENAME, p, "/");
+				printf "eventfd:fd=%s,eventfd-id=%s\n", p[n], $2 }' "$T_TMP/v.efd" "${efds[@]}" 2>/dev/null))
 	fi
 	if [ -s "$T_TMP/v.memfd" ]; then
-		while read -r range perm off dev ino path; do
-			grep -qx "$ino" "$T_TMP/v.memfd" && held+=("mapping $range of memfd inode $ino")
-		done <"/proc/$DAEMON_PID/maps"
+		held+=($(awk 'FNR == NR { ino[$1]; next } ($5 in ino) { printf "mapping:%s,memfd-inode=%s\n", $1, $5 }' \
+			"$T_TMP/v.memfd" "/proc/$DAEMON_PID/maps" 2>/dev/null))
 	fi
 	n=$(a_sockets)
-	[ "$n" -gt 1 ] && held+=("$((n - 1)) connection(s) on A's socket")
+	[ "$n" -gt 1 ] && held+=("$((n - 1))-connection(s)-on-A's-socket")
 	[ ${#held[@]} -gt 0 ] && echo "${held[*]}"
 }
 
 released() { [ -z "$(held_by_daemon)" ] && [ "$(resources)" = "$BASE" ]; }
 
-pair_alive() { kill -0 "$PAIR_SEND" 2>/dev/null && kill -0 "$PAIR_RECV" 2>/dev/null; }
+# The pair: runs of recv on C / send on B until $T_TMP/pair.stop exists.
+# pair.state holds "RUN RECV_PID SEND_PID" while both ends of a run are up;
+# each finished run appends "RUN SEND_RC RECV_RC" to pair.runs.
+pair_runs() {
+	local r=0 rp sp rs rr
+	while [ ! -e "$T_TMP/pair.stop" ]; do
+		r=$((r + 1))
+		rm -f "$T_TMP/pair.rready" "$T_TMP/pair.sready"
+		"$NC" --socket "$SOCK_C" --count "$PAIR_COUNT" --seed $r --ready "$T_TMP/pair.rready" \
+			recv >"$T_TMP/pair.$r.recv" 2>&1 &
+		rp=$!
+		if ! wait_for_file "$T_TMP/pair.rready"; then
+			kill "$rp" 2>/dev/null
+			wait "$rp" 2>/dev/null
+			echo "$r 99 99" >>"$T_TMP/pair.runs"
+			break
+		fi
+		"$NC" --socket "$SOCK_B" --count "$PAIR_COUNT" --seed $r --dst "$MAC_C" \
+			--ready "$T_TMP/pair.sready" send >"$T_TMP/pair.$r.send" 2>&1 &
+		sp=$!
+		wait_for_file "$T_TMP/pair.sready" && echo "$r $rp $sp" >"$T_TMP/pair.state"
+		wait "$sp"
+		rs=$?
+		wait "$rp"
+		rr=$?
+		rm -f "$T_TMP/pair.state"
+		# A zero status without the summary line still fails the run.
+		grep -q "^received $PAIR_COUNT frames .*all verified" "$T_TMP/pair.$r.recv" ||
+			{ [ "$rr" = 0 ] && rr=98; }
+		grep -q "^sent $PAIR_COUNT frames, all acknowledged" "$T_TMP/pair.$r.send" ||
+			{ [ "$rs" = 0 ] && rs=98; }
+		echo "$r $rs $rr" >>"$T_TMP/pair.runs"
+		[ "$rs" = 0 ] && [ "$rr" = 0 ] || break
+	done
+}
+
+# pair_sig: which run is up ("RUN RECV SEND up"), or "none" between runs.
+pair_sig() {
+	local st
+	st=$(cat "$T_TMP/pair.state" 2>/dev/null)
+	set -- $st
+	if [ $# -eq 3 ] && kill -0 "$2" 2>/dev/null && kill -0 "$3" 2>/dev/null; then
+		echo "$st up"
+	else
+		echo none
+	fi
+}
+pair_steady() { [ "$(pair_sig)" != none ]; }
 
 # ---- the daemon ---------------------------------------------------------------
 
@@ -161,37 +210,28 @@ IDLE_RES=$(resources)
 
 # ---- the pair -------------------------------------------------------------------
 
-"$NC" --socket "$SOCK_C" --count "$PAIR_COUNT" --seed 9 --ready "$T_TMP/pair.ready" \
-	--timeout-ms 60000 recv >"$T_TMP/pair.recv" 2>&1 &
-PAIR_RECV=$!
-T_PIDS+=("$PAIR_RECV")
-if ! wait_for_file "$T_TMP/pair.ready"; then
-	not_ok pair_started "receiver on C did not come up: $(tr '\n' ' ' <"$T_TMP/pair.recv")"
-	t_done
-fi
-"$NC" --socket "$SOCK_B" --count "$PAIR_COUNT" --seed 9 --dst "$MAC_C" --timeout-ms 60000 send \
-	>"$T_TMP/pair.send" 2>&1 &
-PAIR_SEND=$!
-T_PIDS+=("$PAIR_SEND")
+pair_runs &
+PAIR_LOOP=$!
+T_PIDS+=("$PAIR_LOOP")
 # Mid-traffic: the daemon has moved frames from B.
-pair_moving() { stats && [ "$(counter dev1 tx_frames)" -gt 1000 ]; }
+pair_moving() { pair_steady && stats && [ "$(counter dev1 tx_frames)" -gt 1000 ]; }
 if wait_for pair_moving; then
 	ok pair_started
 else
-	not_ok pair_started "no frames from B: $(tr '\n' ' ' <"$T_TMP/pair.send")"
+	not_ok pair_started "no frames from B: $(cat "$T_TMP"/pair.1.* 2>/dev/null | tr '\n' ' ')"
 fi
 
 # ---- the kills --------------------------------------------------------------------
 
-kills=0 attempts=0 voided=0 first_base="" pair_end_round=""
-while [ $kills -lt $KILLS ] && [ $attempts -lt $((KILLS + 10)) ]; do
+kills=0 attempts=0 voided=0 first_base=""
+while [ $kills -lt $KILLS ] && [ $attempts -lt $((KILLS * 3)) ]; do
 	attempts=$((attempts + 1))
 	i=$((kills + 1))
-	pair_before=no
-	pair_alive && pair_before=yes
+	# Start while a pair run is up (not between two runs).
+	wait_for pair_steady
+	sig0=$(pair_sig)
 	BASE=$(resources)
 	[ -n "$first_base" ] || first_base=$BASE
-	[ $pair_before = yes ] && echo "$BASE" >>"$T_TMP/bases"
 	stats
 	tx0=$(counter dev0 tx_frames)
 
@@ -227,22 +267,23 @@ while [ $kills -lt $KILLS ] && [ $attempts -lt $((KILLS + 10)) ]; do
 			"(eventfds: $(wc -l <"$T_TMP/v.efd"), memfds: $(wc -l <"$T_TMP/v.memfd"))"
 	fi
 
-	# The daemon lets go of everything of the dead client.
-	wait_for released
+	# The daemon lets go of everything of the dead client (or the pair
+	# moved on to its next run, which changes the counts as well).
+	settled() { released || [ "$(pair_sig)" != "$sig0" ]; }
+	wait_for settled
 	left=$(held_by_daemon)
 	now=$(resources)
-	pair_after=no
-	pair_alive && pair_after=yes
+	if [ -z "$left" ] && [ "$now" != "$BASE" ] && [ "$(pair_sig)" != "$sig0" ]; then
+		# The totals moved with the pair: not a verdict on the kill;
+		# do the round again.
+		voided=$((voided + 1))
+		continue
+	fi
+	[ "$sig0" != none ] && echo "$BASE" >>"$T_TMP/bases"
 	if [ -n "$left" ]; then
 		not_ok "kill_$i.released" "still held after the client died: $left"
-	elif [ "$now" != "$BASE" ] && [ "$pair_before" != "$pair_after" ]; then
-		# The pair ended in the middle of this round: its counts moved
-		# too. Not a verdict on the kill; do the round again.
-		voided=$((voided + 1))
-		pair_end_round=$i
-		continue
 	elif [ "$now" != "$BASE" ]; then
-		not_ok "kill_$i.released" "fds/maps before the client: $BASE, 20 s after its death: $now;" \
+		not_ok "kill_$i.released" "fds/maps before the client: $BASE, after its death (20 s bound): $now;" \
 			"fds now: $(ls -l "/proc/$DAEMON_PID/fd" | awk 'NR > 1 { print $NF }' | sort | uniq -c | tr '\n' ' ')"
 	else
 		ok "kill_$i.released"
@@ -265,25 +306,22 @@ else
 	not_ok daemon_alive
 	t_done
 fi
-if pair_alive; then
-	echo "# the pair was still running after the $KILLS kills"
-else
-	echo "# the pair finished during kill round ${pair_end_round:-?}; later rounds ran without it"
-fi
 
 # ---- the pair was never disturbed --------------------------------------------------
 
-wait "$PAIR_SEND"
-rs=$?
-wait "$PAIR_RECV"
-rr=$?
-if [ $rs -eq 0 ] && [ $rr -eq 0 ] &&
-   grep -q "^received $PAIR_COUNT frames .*all verified" "$T_TMP/pair.recv" &&
-   grep -q "^sent $PAIR_COUNT frames, all acknowledged" "$T_TMP/pair.send"; then
+runs_during=$(wc -l <"$T_TMP/pair.runs" 2>/dev/null || echo 0)
+touch "$T_TMP/pair.stop"
+wait "$PAIR_LOOP"
+total=$(wc -l <"$T_TMP/pair.runs" 2>/dev/null || echo 0)
+bad=$(awk '$2 != 0 || $3 != 0' "$T_TMP/pair.runs" 2>/dev/null)
+if [ "$total" -ge 1 ] && [ -z "$bad" ]; then
 	ok pair_never_disturbed
+	echo "# pair: $total runs of $PAIR_COUNT frames verified ($runs_during finished during" \
+		"the kills; $voided rounds redone across a change of run)"
 else
-	not_ok pair_never_disturbed "send rc=$rs recv rc=$rr:" \
-		"$(cat "$T_TMP/pair.send" "$T_TMP/pair.recv" | tr '\n' ' ')"
+	r=$(echo "$bad" | head -1 | cut -d' ' -f1)
+	not_ok pair_never_disturbed "runs $total, failed: $bad;" \
+		"$(cat "$T_TMP/pair.$r.send" "$T_TMP/pair.$r.recv" 2>/dev/null | tr '\n' ' ')"
 fi
 
 # ---- nothing grew ---------------------------------------------------------------------
@@ -303,7 +341,8 @@ if [ "$now" = "$IDLE_RES" ]; then
 	ok nothing_grew
 else
 	not_ok nothing_grew "fds/maps idle before the kills: $IDLE_RES, idle after: $now" \
-		"(first round's baseline with the pair: $first_base)"
+		"(first round's baseline with the pair: $first_base);" \
+		"fds: $(ls -l "/proc/$DAEMON_PID/fd" | awk 'NR > 1 { print $NF }' | sort | uniq -c | tr '\n' ' ')"
 fi
 
 # ---- clean exit (ASan: no error, no leak) ---------------------------------------------

@@ -11,13 +11,13 @@ P_ORDER=()                 # names, in start order
 P_DPDK_PREFIXES=()         # --file-prefix values used by this test
 P_LAST_RC=0                # exit status of the last peer_stop
 
-# peer_require CMD PACKAGE: a missing front-end is a failure, not a skip
-# (CI installs it with scripts/deps.sh test). Exits the test when missing.
+# peer_require CMD HINT: a missing front-end or binary is a failure, not a
+# skip (CI installs the packages with scripts/deps.sh test). HINT says how to
+# get CMD. Exits the test when CMD is missing.
 peer_require() {
-	local cmd=$1 pkg=$2
+	local cmd=$1 hint=$2
 	command -v "$cmd" >/dev/null 2>&1 && return 0
-	[ -x "$cmd" ] && return 0
-	not_ok prerequisites "$cmd not found: install Debian package '$pkg' (scripts/deps.sh test)"
+	not_ok prerequisites "$cmd not found: $hint"
 	exit 1
 }
 
@@ -106,7 +106,7 @@ PEER_DAEMON=$VRDMA_BUILD/bin/vhost-user-rdma
 # daemon_start ARGS...: start vhost-user-rdma (-v -v --stats --pidfile added)
 # and wait until its pidfile says every socket listens. Returns 1 on failure.
 daemon_start() {
-	peer_require "$PEER_DAEMON" "(build it: make)"
+	peer_require "$PEER_DAEMON" "build it first (make)"
 	peer_spawn daemon "$PEER_DAEMON" -v -v --stats --pidfile "$T_TMP/daemon.pid" "$@"
 	peer_poll 20 daemon_started
 }
@@ -140,6 +140,11 @@ daemon_switch_stat() {
 	awk -v f="$1" '
 		$1 == "switch" { for (i = 2; i < NF; i++) if ($i == f) v = $(i + 1) }
 		END { print v + 0 }' "$T_TMP/daemon.log"
+}
+
+# daemon_sanitizer_clean: the daemon log holds no ASan/UBSan/LSan report.
+daemon_sanitizer_clean() {
+	! grep -a -q -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T_TMP/daemon.log"
 }
 
 # daemon_rx_accounted SOCKET: frames the switch handed to the device SOCKET:

@@ -2,23 +2,28 @@
 # Two DPDK testpmd processes (net_virtio_user: a vhost-user front-end written
 # outside this project) drive two devices of one vhost-user-rdma daemon: one
 # sends with --forward-mode=txonly, the other counts with --forward-mode=rxonly.
+# Two sender sessions run one after the other on the same socket.
 #
-# Asserts: both front-ends complete the vhost-user handshake and start their
-# rings; frames sent on device A arrive on device B; the receiver's count equals
-# what the daemon delivered to B, and everything A transmitted is accounted for
-# on B (delivered or counted as a drop); no protocol or ring errors; every
-# process stops cleanly on SIGTERM.
+# Asserts: the front-ends complete the vhost-user handshake and start their
+# rings, again for the second session; frames sent on device A arrive on device
+# B in both sessions; the receiver's count equals what the daemon delivered to
+# B, everything A transmitted is accounted for on B (delivered or counted as a
+# drop) and went through the switch exactly once; no protocol, ring or
+# sanitizer errors; every process stops cleanly on SIGTERM.
 #
-# virtio-user keeps the control queue to itself over vhost-user (it masks
-# VIRTIO_NET_F_CTRL_VQ and VIRTIO_NET_F_MAC from SET_FEATURES), so it cannot
-# switch the device to promiscuous mode; the sender therefore addresses the
-# receiver's MAC (--eth-peer), which the switch floods as unknown unicast.
+# Over vhost-user, virtio-user never tells the back-end its MAC nor lets it
+# see the control queue (SET_FEATURES carries neither VIRTIO_NET_F_MAC nor
+# VIRTIO_NET_F_CTRL_VQ), so it cannot make the device promiscuous and uses a
+# random MAC unless given one. Each testpmd therefore gets its device's MAC
+# (mac= devarg; the daemon drops frames with a foreign source MAC), and the
+# sender addresses the receiver's MAC (--eth-peer); the switch floods it as
+# unknown unicast since the receiver never sends.
 set -u
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/peer_lib.bash"
 
-peer_require dpdk-testpmd dpdk-dev
-peer_require "$PEER_DAEMON" "(build it: make)"
+peer_require dpdk-testpmd "install the Debian package dpdk-dev (scripts/deps.sh test)"
+peer_require "$PEER_DAEMON" "build it first (make)"
 
 SOCK_A=$T_TMP/a.sock
 SOCK_B=$T_TMP/b.sock
@@ -158,11 +163,17 @@ else
 fi
 errs=0
 for s in "$SOCK_A" "$SOCK_B"; do
-	for f in bad_messages ring_errors tx_errors ctrl_err; do
+	for f in bad_messages ring_errors tx_errors tx_spoofed ctrl_err; do
 		v=$(daemon_stat "$s" "$f")
 		[ "$v" -eq 0 ] || { echo "# $s: $f $v"; errs=1; }
 	done
 done
+if daemon_sanitizer_clean; then
+	ok daemon_no_sanitizer_report
+else
+	not_ok daemon_no_sanitizer_report "ASan/UBSan reported in the daemon log"
+	grep -a -A12 -E 'Sanitizer|runtime error:' "$T_TMP/daemon.log" | head -30 | sed 's/^/#   /'
+fi
 if [ $errs -eq 0 ]; then
 	ok no_protocol_errors
 else

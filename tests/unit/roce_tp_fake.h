@@ -612,7 +612,7 @@ static inline void fk_path_default(struct fk_path *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->mtu = VIRTIO_IB_MTU_1024;
-	p->timeout = 10;  /* 4 ms */
+	p->timeout = 14;  /* 67 ms: a loaded machine may stall us for ms */
 	p->retry_cnt = 7;
 	p->rnr_retry = 7;
 	p->min_rnr_timer = 1;

@@ -331,6 +331,355 @@ static void test_vq_layout(void)
 	CHECK_EQ(vrdma_vq_cq(2, 0), 5);
 }
 
+/* ---- vrdma extensions (VIRTIO_NET_F_ROCE_EXT) ---------------------------- */
+
+static void test_ext_constants(void)
+{
+	CHECK_EQ(VIRTIO_NET_F_ROCE_EXT, 4);
+	CHECK(VIRTIO_NET_F_ROCE_EXT != VIRTIO_NET_F_ROCE);
+	CHECK(VIRTIO_NET_F_ROCE_EXT != VIRTIO_NET_F_CTRL_VQ);
+	CHECK_EQ(VIRTIO_NET_CTRL_ROCE_CREATE_SRQ, 18);
+	CHECK_EQ(VIRTIO_NET_CTRL_ROCE_MODIFY_SRQ, 19);
+	CHECK_EQ(VIRTIO_NET_CTRL_ROCE_QUERY_SRQ, 20);
+	CHECK_EQ(VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ, 21);
+	CHECK_EQ(VIRTIO_NET_CTRL_ROCE_ALLOC_MR, 22);
+	CHECK_EQ(VIRTIO_NET_CTRL_ROCE_ALLOC_MW, 23);
+	CHECK_EQ(VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, 24);
+	CHECK_EQ(VIRTIO_NET_CTRL_ROCE_RESIZE_CQ, 25);
+	CHECK_EQ(VIRTIO_NET_CTRL_ROCE_RESIZE_QP, 26);
+	CHECK_EQ(VIRTIO_NET_CTRL_ROCE_QUERY_PKEY, 27);
+	CHECK_EQ(VIRTIO_NET_CTRL_ROCE_EXT_NUM_CMDS, 28);
+
+	/* device_cap_flags: distinct bits above the seed's bit 0 */
+	CHECK_EQ(VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN, 1);
+	CHECK_EQ(VIRTIO_IB_DEVICE_SRQ, 2);
+	CHECK_EQ(VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS, 4);
+	CHECK_EQ(VIRTIO_IB_DEVICE_MEM_WINDOW, 8);
+	CHECK_EQ(VIRTIO_IB_DEVICE_MEM_WINDOW_TYPE_2B, 16);
+	CHECK_EQ(VIRTIO_IB_DEVICE_RESIZE_CQ, 32);
+	CHECK_EQ(VIRTIO_IB_DEVICE_RESIZE_MAX_WR, 64);
+	CHECK_EQ(VIRTIO_IB_DEVICE_CAP_EXT_MASK,
+		 VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN | VIRTIO_IB_DEVICE_SRQ |
+		 VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS | VIRTIO_IB_DEVICE_MEM_WINDOW |
+		 VIRTIO_IB_DEVICE_MEM_WINDOW_TYPE_2B | VIRTIO_IB_DEVICE_RESIZE_CQ |
+		 VIRTIO_IB_DEVICE_RESIZE_MAX_WR);
+	CHECK_EQ(VIRTIO_IB_ATOMIC_NONE, 0);
+	CHECK_EQ(VIRTIO_IB_ATOMIC_HCA, 1);
+	CHECK_EQ(VIRTIO_IB_ATOMIC_GLOB, 2);
+
+	CHECK_EQ(VIRTIO_IB_ACCESS_REMOTE_ATOMIC, 8);
+	CHECK_EQ(VIRTIO_IB_ACCESS_MW_BIND, 16);
+	CHECK_EQ(VIRTIO_IB_ACCESS_EXT_MASK, 0x1f);
+	CHECK_EQ(VIRTIO_IB_MW_ACCESS_MASK, 0xe);
+
+	/* WR opcodes: seed 001 / libibverbs numbering */
+	CHECK_EQ(VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP, 5);
+	CHECK_EQ(VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD, 6);
+	CHECK_EQ(VIRTIO_IB_WR_LOCAL_INV, 7);
+	CHECK_EQ(VIRTIO_IB_WR_BIND_MW, 8);
+	CHECK_EQ(VIRTIO_IB_WR_SEND_WITH_INV, 9);
+	CHECK_EQ(VIRTIO_IB_WR_REG_MR, 0x20);
+	CHECK_EQ(VIRTIO_IB_WR_RDMA_READ_WITH_INV_RSVD, 11); /* still reserved */
+
+	CHECK_EQ(VIRTIO_IB_WC_COMP_SWAP, 5);
+	CHECK_EQ(VIRTIO_IB_WC_FETCH_ADD, 6);
+	CHECK_EQ(VIRTIO_IB_WC_BIND_MW, 7);
+	CHECK_EQ(VIRTIO_IB_WC_LOCAL_INV, 8);
+	CHECK_EQ(VIRTIO_IB_WC_REG_MR, 9);
+	CHECK_EQ(VIRTIO_IB_WC_MW_BIND_ERR, 16);
+	CHECK_EQ(VIRTIO_IB_WC_WITH_INV, 4);
+	CHECK_EQ(VIRTIO_IB_WC_WITH_INV & (VIRTIO_IB_WC_GRH | VIRTIO_IB_WC_WITH_IMM), 0);
+
+	CHECK_EQ(VIRTIO_IB_KEY_CONSUMER_MASK, 0xff);
+	CHECK_EQ(VIRTIO_IB_MR_TYPE_MEM_REG, 0);
+	CHECK_EQ(VIRTIO_IB_MW_TYPE_1, 1);
+	CHECK_EQ(VIRTIO_IB_MW_TYPE_2, 2);
+	CHECK_EQ(VIRTIO_IB_SRQ_MAX_WR, 1);
+	CHECK_EQ(VIRTIO_IB_SRQ_LIMIT, 2);
+	CHECK_EQ(VIRTIO_IB_QP_CREATE_SRQ, 1);
+
+	/* events: the values of enum ibv_event_type */
+	CHECK_EQ(VIRTIO_IB_EVENT_CQ_ERR, 0);
+	CHECK_EQ(VIRTIO_IB_EVENT_QP_FATAL, 1);
+	CHECK_EQ(VIRTIO_IB_EVENT_QP_REQ_ERR, 2);
+	CHECK_EQ(VIRTIO_IB_EVENT_QP_ACCESS_ERR, 3);
+	CHECK_EQ(VIRTIO_IB_EVENT_COMM_EST, 4);
+	CHECK_EQ(VIRTIO_IB_EVENT_SQ_DRAINED, 5);
+	CHECK_EQ(VIRTIO_IB_EVENT_DEVICE_FATAL, 8);
+	CHECK_EQ(VIRTIO_IB_EVENT_PORT_ACTIVE, 9);
+	CHECK_EQ(VIRTIO_IB_EVENT_PORT_ERR, 10);
+	CHECK_EQ(VIRTIO_IB_EVENT_SRQ_ERR, 14);
+	CHECK_EQ(VIRTIO_IB_EVENT_SRQ_LIMIT_REACHED, 15);
+	CHECK_EQ(VIRTIO_IB_EVENT_QP_LAST_WQE_REACHED, 16);
+	CHECK_EQ(VIRTIO_IB_EVENT_GID_CHANGE, 18);
+	CHECK_EQ(VIRTIO_IB_EVENT_NUM, 19);
+}
+
+static void test_ext_sizes(void)
+{
+	SZ(virtio_net_roce_ext_config, 40);
+	SZ(virtio_rdma_event, 16);
+	SZ(virtio_rdma_ack_query_device_ext, 128);
+	SZ(virtio_rdma_ack_query_port_ext, 32);
+	SZ(virtio_rdma_cmd_create_qp_ext, 56);
+	SZ(virtio_rdma_ack_query_qp_ext, 120);
+	SZ(virtio_rdma_cmd_create_srq, 16);
+	SZ(virtio_rdma_ack_create_srq, 16);
+	SZ(virtio_rdma_cmd_modify_srq, 16);
+	SZ(virtio_rdma_cmd_query_srq, 4);
+	SZ(virtio_rdma_ack_query_srq, 16);
+	SZ(virtio_rdma_cmd_destroy_srq, 4);
+	SZ(virtio_rdma_cmd_alloc_mr, 16);
+	SZ(virtio_rdma_ack_alloc_mr, 12);
+	SZ(virtio_rdma_cmd_alloc_mw, 8);
+	SZ(virtio_rdma_ack_alloc_mw, 8);
+	SZ(virtio_rdma_cmd_dealloc_mw, 4);
+	SZ(virtio_rdma_cmd_resize_cq, 8);
+	SZ(virtio_rdma_ack_resize_cq, 4);
+	SZ(virtio_rdma_cmd_resize_qp, 32);
+	SZ(virtio_rdma_ack_resize_qp, 24);
+	SZ(virtio_rdma_cmd_query_pkey, 4);
+	SZ(virtio_rdma_ack_query_pkey, 4);
+	SZ(virtio_rdma_sq_req_ext, 576);
+	SZ(virtio_rdma_cq_req_ext, 48);
+	/* Extended views are the same size as the seed structures they reread. */
+	CHECK_EQ(sizeof(struct virtio_rdma_ack_query_device_ext),
+		 sizeof(struct virtio_rdma_ack_query_device));
+	CHECK_EQ(sizeof(struct virtio_rdma_ack_query_port_ext),
+		 sizeof(struct virtio_rdma_ack_query_port));
+	CHECK_EQ(sizeof(struct virtio_rdma_cmd_create_qp_ext),
+		 sizeof(struct virtio_rdma_cmd_create_qp));
+	CHECK_EQ(sizeof(struct virtio_rdma_ack_query_qp_ext),
+		 sizeof(struct virtio_rdma_ack_query_qp));
+	CHECK_EQ(sizeof(struct virtio_rdma_sq_req_ext), sizeof(struct virtio_rdma_sq_req));
+	CHECK_EQ(sizeof(struct virtio_rdma_cq_req_ext), sizeof(struct virtio_rdma_cq_req));
+	CHECK_EQ(sizeof(struct virtio_rdma_ack_alloc_mr),
+		 sizeof(struct virtio_rdma_ack_reg_user_mr));
+}
+
+static void test_ext_offsets(void)
+{
+	/* Every field of a seed structure keeps its offset in the _ext view. */
+	OFF(virtio_net_roce_ext_config, mac, 0);
+	OFF(virtio_net_roce_ext_config, status, 6);
+	OFF(virtio_net_roce_ext_config, mtu, 10);
+	OFF(virtio_net_roce_ext_config, supported_hash_types, 20);
+	OFF(virtio_net_roce_ext_config, max_rdma_qps, 24);
+	OFF(virtio_net_roce_ext_config, max_rdma_cqs, 28);
+	OFF(virtio_net_roce_ext_config, max_rdma_srqs, 32);
+	OFF(virtio_net_roce_ext_config, ext_reserved, 36);
+
+	OFF(virtio_rdma_event, type, 0);
+	OFF(virtio_rdma_event, id, 4);
+	OFF(virtio_rdma_event, vendor_err, 8);
+	OFF(virtio_rdma_event, reserved, 12);
+
+	OFF(virtio_rdma_ack_query_device_ext, device_cap_flags, 0);
+	OFF(virtio_rdma_ack_query_device_ext, max_mr_size, 8);
+	OFF(virtio_rdma_ack_query_device_ext, page_size_cap, 16);
+	OFF(virtio_rdma_ack_query_device_ext, hw_ver, 24);
+	OFF(virtio_rdma_ack_query_device_ext, max_qp_wr, 28);
+	OFF(virtio_rdma_ack_query_device_ext, max_cqe, 44);
+	OFF(virtio_rdma_ack_query_device_ext, max_qp_rd_atom, 56);
+	OFF(virtio_rdma_ack_query_device_ext, max_ah, 64);
+	OFF(virtio_rdma_ack_query_device_ext, local_ca_ack_delay, 68);
+	OFF(virtio_rdma_ack_query_device_ext, max_srq_wr, 72);
+	OFF(virtio_rdma_ack_query_device_ext, max_srq_sge, 76);
+	OFF(virtio_rdma_ack_query_device_ext, max_mw, 80);
+	OFF(virtio_rdma_ack_query_device_ext, max_fast_reg_page_list_len, 84);
+	OFF(virtio_rdma_ack_query_device_ext, max_pkeys, 88);
+	OFF(virtio_rdma_ack_query_device_ext, atomic_cap, 90);
+	OFF(virtio_rdma_ack_query_device_ext, padding2, 91);
+	OFF(virtio_rdma_ack_query_device_ext, reserved, 92);
+	CHECK_EQ(offsetof(struct virtio_rdma_ack_query_device_ext, max_srq_wr),
+		 offsetof(struct virtio_rdma_ack_query_device, reserved));
+
+	OFF(virtio_rdma_ack_query_port_ext, max_msg_sz, 4);
+	OFF(virtio_rdma_ack_query_port_ext, pkey_tbl_len, 8);
+	OFF(virtio_rdma_ack_query_port_ext, reserved, 12);
+
+	OFF(virtio_rdma_cmd_create_qp_ext, qp_type, 4);
+	OFF(virtio_rdma_cmd_create_qp_ext, sq_sig_all, 5);
+	OFF(virtio_rdma_cmd_create_qp_ext, send_cqn, 8);
+	OFF(virtio_rdma_cmd_create_qp_ext, recv_cqn, 12);
+	OFF(virtio_rdma_cmd_create_qp_ext, cap, 16);
+	OFF(virtio_rdma_cmd_create_qp_ext, ext_flags, 40);
+	OFF(virtio_rdma_cmd_create_qp_ext, srqn, 44);
+	OFF(virtio_rdma_cmd_create_qp_ext, reserved, 48);
+	CHECK_EQ(offsetof(struct virtio_rdma_cmd_create_qp_ext, ext_flags),
+		 offsetof(struct virtio_rdma_cmd_create_qp, reserved));
+
+	OFF(virtio_rdma_ack_query_qp_ext, qkey, 16);
+	OFF(virtio_rdma_ack_query_qp_ext, cap, 40);
+	OFF(virtio_rdma_ack_query_qp_ext, ah_attr, 64);
+	OFF(virtio_rdma_ack_query_qp_ext, ext_flags, 104);
+	OFF(virtio_rdma_ack_query_qp_ext, srqn, 108);
+	OFF(virtio_rdma_ack_query_qp_ext, reserved, 112);
+	CHECK_EQ(offsetof(struct virtio_rdma_ack_query_qp_ext, ext_flags),
+		 offsetof(struct virtio_rdma_ack_query_qp, reserved));
+
+	OFF(virtio_rdma_cmd_create_srq, max_wr, 4);
+	OFF(virtio_rdma_cmd_create_srq, max_sge, 8);
+	OFF(virtio_rdma_ack_create_srq, max_wr, 4);
+	OFF(virtio_rdma_ack_create_srq, max_sge, 8);
+	OFF(virtio_rdma_cmd_modify_srq, attr_mask, 4);
+	OFF(virtio_rdma_cmd_modify_srq, max_wr, 8);
+	OFF(virtio_rdma_cmd_modify_srq, srq_limit, 12);
+	OFF(virtio_rdma_ack_query_srq, max_sge, 4);
+	OFF(virtio_rdma_ack_query_srq, srq_limit, 8);
+	OFF(virtio_rdma_cmd_alloc_mr, mr_type, 4);
+	OFF(virtio_rdma_cmd_alloc_mr, max_num_sg, 8);
+	OFF(virtio_rdma_ack_alloc_mr, lkey, 4);
+	OFF(virtio_rdma_ack_alloc_mr, rkey, 8);
+	OFF(virtio_rdma_cmd_alloc_mw, mw_type, 4);
+	OFF(virtio_rdma_ack_alloc_mw, rkey, 4);
+	OFF(virtio_rdma_cmd_resize_cq, cqe, 4);
+	OFF(virtio_rdma_cmd_resize_qp, cap, 8);
+	OFF(virtio_rdma_ack_resize_qp, cap, 0);
+	OFF(virtio_rdma_ack_query_pkey, pkey, 0);
+
+	OFF(virtio_rdma_sq_req_ext, opcode, 8);
+	OFF(virtio_rdma_sq_req_ext, send_flags, 9);
+	OFF(virtio_rdma_sq_req_ext, imm_data, 12);
+	OFF(virtio_rdma_sq_req_ext, invalidate_rkey, 12);
+	OFF(virtio_rdma_sq_req_ext, rdma.remote_addr, 16);
+	OFF(virtio_rdma_sq_req_ext, rdma.rkey, 24);
+	OFF(virtio_rdma_sq_req_ext, ud.remote_qpn, 16);
+	OFF(virtio_rdma_sq_req_ext, ud.remote_qkey, 20);
+	OFF(virtio_rdma_sq_req_ext, ud.ah, 24);
+	OFF(virtio_rdma_sq_req_ext, atomic.remote_addr, 16);
+	OFF(virtio_rdma_sq_req_ext, atomic.compare_add, 24);
+	OFF(virtio_rdma_sq_req_ext, atomic.swap, 32);
+	OFF(virtio_rdma_sq_req_ext, atomic.rkey, 40);
+	OFF(virtio_rdma_sq_req_ext, bind_mw.addr, 16);
+	OFF(virtio_rdma_sq_req_ext, bind_mw.length, 24);
+	OFF(virtio_rdma_sq_req_ext, bind_mw.mr_lkey, 32);
+	OFF(virtio_rdma_sq_req_ext, bind_mw.rkey, 36);
+	OFF(virtio_rdma_sq_req_ext, bind_mw.access, 40);
+	OFF(virtio_rdma_sq_req_ext, reg.iova, 16);
+	OFF(virtio_rdma_sq_req_ext, reg.length, 24);
+	OFF(virtio_rdma_sq_req_ext, reg.page_list, 32);
+	OFF(virtio_rdma_sq_req_ext, reg.key, 40);
+	OFF(virtio_rdma_sq_req_ext, reg.access, 44);
+	OFF(virtio_rdma_sq_req_ext, reserved, 16);
+	OFF(virtio_rdma_sq_req_ext, inline_data, 48);
+	OFF(virtio_rdma_sq_req_ext, num_sge, 560);
+	OFF(virtio_rdma_sq_req_ext, inline_len, 560);
+	OFF(virtio_rdma_sq_req_ext, reserved2, 564);
+	OFF(virtio_rdma_sq_req_ext, sg_list, 576);
+
+	OFF(virtio_rdma_cq_req_ext, status, 8);
+	OFF(virtio_rdma_cq_req_ext, opcode, 9);
+	OFF(virtio_rdma_cq_req_ext, vendor_err, 12);
+	OFF(virtio_rdma_cq_req_ext, byte_len, 16);
+	OFF(virtio_rdma_cq_req_ext, imm_data, 20);
+	OFF(virtio_rdma_cq_req_ext, invalidated_rkey, 20);
+	OFF(virtio_rdma_cq_req_ext, qp_num, 24);
+	OFF(virtio_rdma_cq_req_ext, src_qp, 28);
+	OFF(virtio_rdma_cq_req_ext, wc_flags, 32);
+	OFF(virtio_rdma_cq_req_ext, reserved, 36);
+}
+
+/* Byte images: an atomic request and a CREATE_QP with an SRQ read through
+ * the seed structures give the same bytes. */
+static void test_ext_byte_images(void)
+{
+	struct virtio_rdma_sq_req_ext x;
+	const uint8_t *b = (const uint8_t *)&x;
+
+	memset(&x, 0, sizeof(x));
+	x.opcode = VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP;
+	x.atomic.remote_addr = htole64(0x1122334455667788ull);
+	x.atomic.compare_add = htole64(1);
+	x.atomic.swap = htole64(0x0200000000000000ull);
+	x.atomic.rkey = htole32(0xa1b2c3d4);
+	CHECK_EQ(b[8], 5);
+	CHECK_EQ(b[16], 0x88);
+	CHECK_EQ(b[23], 0x11);
+	CHECK_EQ(b[24], 1);
+	CHECK_EQ(b[39], 2);
+	CHECK_EQ(b[40], 0xd4);
+	CHECK_EQ(b[43], 0xa1);
+	/* The seed's rdma view of the same bytes: remote_addr is shared. */
+	struct virtio_rdma_sq_req seed;
+	memcpy(&seed, &x, sizeof(seed));
+	CHECK_EQ(le64toh(seed.rdma.remote_addr), 0x1122334455667788ull);
+
+	x.invalidate_rkey = htole32(0x01020304);
+	CHECK_EQ(b[12], 4);
+	CHECK_EQ(b[15], 1);
+
+	struct virtio_rdma_cmd_create_qp_ext q;
+	struct virtio_rdma_cmd_create_qp qs;
+	memset(&q, 0, sizeof(q));
+	q.ext_flags = htole32(VIRTIO_IB_QP_CREATE_SRQ);
+	q.srqn = htole32(7);
+	memcpy(&qs, &q, sizeof(qs));
+	CHECK_EQ(le32toh(qs.reserved[0]), VIRTIO_IB_QP_CREATE_SRQ);
+	CHECK_EQ(le32toh(qs.reserved[1]), 7);
+
+	/* A seed driver's CREATE_QP (reserved all zero) means "no SRQ". */
+	memset(&qs, 0, sizeof(qs));
+	memcpy(&q, &qs, sizeof(q));
+	CHECK_EQ(q.ext_flags, 0);
+
+	struct virtio_rdma_event ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.type = htole32(VIRTIO_IB_EVENT_SRQ_LIMIT_REACHED);
+	ev.id = htole32(3);
+	CHECK_EQ(((uint8_t *)&ev)[0], 15);
+	CHECK_EQ(((uint8_t *)&ev)[4], 3);
+}
+
+static void test_ext_vq_layout(void)
+{
+	uint32_t idx;
+
+	/* N = 1, M = 4, L = 3, S = 2: ... 12 last RQ, 13 eventq, 14-15 SRQs. */
+	CHECK_EQ(vrdma_vq_eventq(1, 4, 3), 13);
+	CHECK_EQ(vrdma_vq_eventq(1, 4, 3), vrdma_vq_count(1, 4, 3));
+	CHECK_EQ(vrdma_vq_srq(1, 4, 3, 0), 14);
+	CHECK_EQ(vrdma_vq_srq(1, 4, 3, 1), 15);
+	CHECK_EQ(vrdma_vq_count_ext(1, 4, 3, 2), 16);
+	CHECK_EQ(vrdma_vq_count_ext(1, 4, 3, 0), vrdma_vq_count(1, 4, 3) + 1);
+
+	/* The seed layout is a prefix: every seed index decodes the same. */
+	for (uint32_t vq = 0; vq < vrdma_vq_count(1, 4, 3); vq++) {
+		uint32_t i1, i2;
+		int k1 = vrdma_vq_decode(1, 4, 3, vq, &i1);
+		int k2 = vrdma_vq_decode_ext(1, 4, 3, 2, vq, &i2);
+		CHECK_EQ(k1, k2);
+		CHECK_EQ(i1, i2);
+	}
+	CHECK_EQ(vrdma_vq_decode_ext(1, 4, 3, 2, 13, &idx), VRDMA_VQ_EVENTQ);
+	CHECK_EQ(idx, 0);
+	CHECK_EQ(vrdma_vq_decode_ext(1, 4, 3, 2, 14, &idx), VRDMA_VQ_SRQ);
+	CHECK_EQ(idx, 0);
+	CHECK_EQ(vrdma_vq_decode_ext(1, 4, 3, 2, 15, &idx), VRDMA_VQ_SRQ);
+	CHECK_EQ(idx, 1);
+	CHECK_EQ(vrdma_vq_decode_ext(1, 4, 3, 2, 16, &idx), VRDMA_VQ_INVALID);
+	CHECK_EQ(vrdma_vq_decode_ext(1, 4, 3, 0, 14, &idx), VRDMA_VQ_INVALID);
+	CHECK_EQ(vrdma_vq_decode_ext(1, 4, 3, 2, 0xffffffff, &idx), VRDMA_VQ_INVALID);
+	/* Kinds of the extension do not collide with the seed's. */
+	CHECK((int)VRDMA_VQ_EVENTQ > (int)VRDMA_VQ_RQ);
+	CHECK(VRDMA_VQ_SRQ > VRDMA_VQ_EVENTQ);
+
+	/* Largest layout: N = 1, M = L = 16384 leaves room for 16380 SRQs
+	 * within virtio's 65536 virtqueues. */
+	uint32_t n = 1, m = 16384, l = 16384;
+	uint32_t s = VIRTIO_NET_ROCE_MAX_VQS - vrdma_vq_count_ext(n, m, l, 0);
+	CHECK_EQ(s, 16380);
+	CHECK_EQ(vrdma_vq_count_ext(n, m, l, s), VIRTIO_NET_ROCE_MAX_VQS);
+	CHECK_EQ(vrdma_vq_srq(n, m, l, s - 1), 65535);
+	CHECK_EQ(vrdma_vq_decode_ext(n, m, l, s, 65535, &idx), VRDMA_VQ_SRQ);
+	CHECK_EQ(idx, s - 1);
+	CHECK_EQ(vrdma_vq_decode_ext(n, m, l, s, vrdma_vq_eventq(n, m, l), &idx),
+		 VRDMA_VQ_EVENTQ);
+	for (uint32_t i = 0; i < s; i += 7)
+		CHECK(vrdma_vq_decode_ext(n, m, l, s, vrdma_vq_srq(n, m, l, i), &idx) ==
+		      VRDMA_VQ_SRQ && idx == i);
+}
+
 int main(void)
 {
 	TEST_PROGRAM("test_abi");
@@ -340,5 +689,10 @@ int main(void)
 	RUN(test_byte_images);
 	RUN(test_qpn);
 	RUN(test_vq_layout);
+	RUN(test_ext_constants);
+	RUN(test_ext_sizes);
+	RUN(test_ext_offsets);
+	RUN(test_ext_byte_images);
+	RUN(test_ext_vq_layout);
 	return TEST_DONE();
 }

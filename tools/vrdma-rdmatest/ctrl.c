@@ -239,7 +239,8 @@ static void t_mr(struct rt_ctx *c)
 	RT_CHECK(same(anon, 8 * PG, 3), "contents changed");
 
 	/* A zero-based style iova (same offset in the page). */
-	RT_EQ(vrdma_mr_reg(d, pdn, heap + 100, PG, 0x10000 + 100, lw, &m1), 0);
+	RT_EQ(vrdma_mr_reg(d, pdn, heap + 100, PG, 0x10000 + ((uintptr_t)(heap + 100) & (PG - 1)),
+			   lw, &m1), 0);
 	RT_EQ(vrdma_mr_dereg(d, m1.mrn), 0);
 
 	/* Errors caught by the library: nothing sent. */
@@ -344,13 +345,13 @@ static void t_qp(struct rt_ctx *c)
 	RT_EQ(cap.max_recv_wr, 128);
 	RT_EQ(cap.max_send_sge, 3);
 	RT_EQ(cap.max_recv_sge, 2);
-	RT_EQ(cap.max_inline_data, 512);
+	RT_EQ(cap.max_inline_data, 64);
 	RT_CHECK((vrdma_qp_num(rc) & 0x3fff) >= 2, "qpn %#x", vrdma_qp_num(rc));
 	RT_EQ(vrdma_qp_query(rc, 0, &qa), 0);
 	RT_EQ(qa.qp_state, VIRTIO_IB_QPS_RESET);
 	RT_EQ(qa.cap.max_send_wr, 16);
 	RT_EQ(qa.cap.max_recv_wr, 128);
-	RT_EQ(qa.cap.max_inline_data, 512);
+	RT_EQ(qa.cap.max_inline_data, 64);
 	in.qp_type = VIRTIO_IB_QPT_UC;
 	RT_EQ(vrdma_qp_create(d, &in, &uc), 0);
 	in.qp_type = VIRTIO_IB_QPT_UD;
@@ -434,7 +435,7 @@ static void t_ah(struct rt_ctx *c)
 {
 	struct vrdma_dev *d = dev_a(c);
 	struct vrdma_ah_attr av;
-	uint32_t pdn = 0, pd2 = 0, ah = 0, ah2 = 0;
+	uint32_t pdn = 0, pd2 = 0, ah = 0, ah2 = 0, mc = 0;
 	uint64_t before;
 
 	RT_REQUIRE(d, "no device");
@@ -450,7 +451,7 @@ static void t_ah(struct rt_ctx *c)
 	/* a multicast destination is fine for an AH */
 	av.grh.dgid[0] = 0xff;
 	av.grh.dgid[1] = 0x02;
-	RT_EQ(vrdma_ah_create(d, pdn, &av, &ah2), 0);
+	RT_EQ(vrdma_ah_create(d, pdn, &av, &mc), 0);
 	av.grh.dgid[0] = 0xfe;
 	av.grh.dgid[1] = 0x80;
 	LOCAL_ERR(d, vrdma_pd_free(d, pdn), -EBUSY);
@@ -483,6 +484,7 @@ static void t_ah(struct rt_ctx *c)
 	LOCAL_ERR(d, vrdma_ah_destroy(d, pdn, 7777), -EINVAL);
 	RT_EQ(vrdma_ah_destroy(d, pdn, ah), 0);
 	LOCAL_ERR(d, vrdma_ah_destroy(d, pdn, ah), -EINVAL);
+	RT_EQ(vrdma_ah_destroy(d, pdn, mc), 0);
 	RT_EQ(vrdma_pd_free(d, pdn), 0);
 	RT_EQ(vrdma_pd_free(d, pd2), 0);
 }

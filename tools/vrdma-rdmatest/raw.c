@@ -576,7 +576,7 @@ static void t_raw_ah(struct rt_ctx *c)
 {
 	struct vrdma_dev *d = dev_b(c);
 	struct virtio_rdma_cmd_create_ah ca;
-	struct virtio_rdma_ack_create_ah aa, ab;
+	struct virtio_rdma_ack_create_ah aa, ab, ax;
 	struct virtio_rdma_cmd_destroy_ah da;
 	uint32_t p1, p2;
 
@@ -594,24 +594,24 @@ static void t_raw_ah(struct rt_ctx *c)
 	ca.ah_attr.grh.dgid[0] = 0xff; /* multicast is fine for an AH */
 	OK(rt_raw(d, VIRTIO_NET_CTRL_ROCE_CREATE_AH, &ca, sizeof(ca), &ab, sizeof(ab)));
 	ca.ah_attr.grh.sgid_index = 16;
-	ERR(rt_raw(d, VIRTIO_NET_CTRL_ROCE_CREATE_AH, &ca, sizeof(ca), &ab, sizeof(ab)));
+	ERR(rt_raw(d, VIRTIO_NET_CTRL_ROCE_CREATE_AH, &ca, sizeof(ca), &ax, sizeof(ax)));
 	ca.ah_attr.grh.sgid_index = 4;
-	ERR(rt_raw(d, VIRTIO_NET_CTRL_ROCE_CREATE_AH, &ca, sizeof(ca), &ab, sizeof(ab)));
+	ERR(rt_raw(d, VIRTIO_NET_CTRL_ROCE_CREATE_AH, &ca, sizeof(ca), &ax, sizeof(ax)));
 	ca.ah_attr.grh.sgid_index = 0;
 	ca.ah_attr.grh.flow_label = htole32(0x100000);
-	ERR(rt_raw(d, VIRTIO_NET_CTRL_ROCE_CREATE_AH, &ca, sizeof(ca), &ab, sizeof(ab)));
+	ERR(rt_raw(d, VIRTIO_NET_CTRL_ROCE_CREATE_AH, &ca, sizeof(ca), &ax, sizeof(ax)));
 	ca.ah_attr.grh.flow_label = 0;
 	memset(ca.ah_attr.grh.dgid, 0, 16);
-	ERR(rt_raw(d, VIRTIO_NET_CTRL_ROCE_CREATE_AH, &ca, sizeof(ca), &ab, sizeof(ab)));
+	ERR(rt_raw(d, VIRTIO_NET_CTRL_ROCE_CREATE_AH, &ca, sizeof(ca), &ax, sizeof(ax)));
 	ca.ah_attr.grh.dgid[10] = 0xff; /* IPv4 destination, IPv6 source */
 	ca.ah_attr.grh.dgid[11] = 0xff;
 	ca.ah_attr.grh.dgid[12] = 10;
-	ERR(rt_raw(d, VIRTIO_NET_CTRL_ROCE_CREATE_AH, &ca, sizeof(ca), &ab, sizeof(ab)));
+	ERR(rt_raw(d, VIRTIO_NET_CTRL_ROCE_CREATE_AH, &ca, sizeof(ca), &ax, sizeof(ax)));
 	ca.pdn = htole32(6000);
 	ca.ah_attr.grh.dgid[10] = 0;
 	ca.ah_attr.grh.dgid[11] = 0;
 	ca.ah_attr.grh.dgid[0] = 0xfe;
-	ERR(rt_raw(d, VIRTIO_NET_CTRL_ROCE_CREATE_AH, &ca, sizeof(ca), &ab, sizeof(ab)));
+	ERR(rt_raw(d, VIRTIO_NET_CTRL_ROCE_CREATE_AH, &ca, sizeof(ca), &ax, sizeof(ax)));
 	/* another PD's AH */
 	da.pdn = htole32(p2);
 	da.ah = aa.ah;

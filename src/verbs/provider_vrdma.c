@@ -1,0 +1,611 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vrdma_prov_vrdma_ops: the real device, through libvrdma's RDMA API
+ * (include/vrdma/vrdma_rdma.h). Every operation maps to one libvrdma call;
+ * this file only translates structures (provider.h and vrdma_rdma.h carry
+ * the same fields in the same units) and keeps the registry below.
+ *
+ * Discovery: one device per existing socket of VRDMA_SOCKET (or the default
+ * socket; src/verbs/vrdma_socket.h), "vrdma<i>" for the i-th socket of the
+ * list. Its MAC (for the node GUID of ibv_devices) comes from the device
+ * this process has open on that socket, else from a short probe: connect,
+ * read the MAC from the configuration space (GET_CONFIG), disconnect. A
+ * back-end serves one front-end at a time, so the probe of a device another
+ * process is using waits in the listen backlog: after PROBE_TIMEOUT_MS the
+ * MAC is left zero (GUID unknown) and discovery goes on.
+ *
+ * GID index 1 (the device's IPv4-mapped GID) cannot be read by a driver
+ * (the seed has no command for it): VRDMA_IPV4=ADDR[:ADDR...] gives the
+ * address of device i (checked against the device at open, see
+ * vrdma_gid_set_ipv4); without it GID 1 reads as empty.
+ *
+ * Not supported by the device (left NULL, so EOPNOTSUPP): async events,
+ * destination MAC resolution (the device resolves), multicast, SRQs.
+ */
+#include <arpa/inet.h>
+#include <linux/virtio_net.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs/provider.h"
+#include "verbs/vrdma_socket.h"
+#include "vhost/vhost_client.h"
+#include "vrdma/vrdma.h"
+#include "vrdma/vrdma_rdma.h"
+
+/* Wait for the probe's replies at most this long. */
+#define PROBE_TIMEOUT_MS 250
+/* Post / poll in batches of this many on the stack. */
+#define PROV_BATCH 16
+
+/* Layouts passed through without copying. */
+_Static_assert(sizeof(struct vrdma_prov_sge) == sizeof(struct vrdma_sge), "sge");
+_Static_assert(offsetof(struct vrdma_prov_sge, addr) == offsetof(struct vrdma_sge, addr), "sge");
+_Static_assert(offsetof(struct vrdma_prov_sge, length) == offsetof(struct vrdma_sge, length),
+	       "sge");
+_Static_assert(offsetof(struct vrdma_prov_sge, lkey) == offsetof(struct vrdma_sge, lkey), "sge");
+
+struct vrdma_prov_dev {
+	struct vrdma_dev *dev;
+	char path[VRDMA_PROV_PATH_MAX];
+	struct vrdma_prov_dev *next; /* open devices of this process */
+};
+
+struct vrdma_prov_cq {
+	struct vrdma_cq *cq;
+};
+
+struct vrdma_prov_qp {
+	struct vrdma_qp *qp;
+};
+
+static pthread_mutex_t prov_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vrdma_prov_dev *prov_open_devs;
+
+/* ---- devices ------------------------------------------------------------------- */
+
+/* The MAC of the device at path if this process has it open. */
+static bool prov_open_mac(const char *path, uint8_t mac[6])
+{
+	struct vrdma_prov_dev *d;
+	bool found = false;
+
+	pthread_mutex_lock(&prov_lock);
+	for (d = prov_open_devs; d && !found; d = d->next) {
+		if (!strcmp(d->path, path)) {
+			vrdma_dev_mac(d->dev, mac);
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&prov_lock);
+	return found;
+}
+
+/* Read the MAC of the back-end at path from its configuration space. */
+static void prov_probe_mac(const char *path, uint8_t mac[6])
+{
+	struct vhost_client vc;
+	uint64_t features = 0, pf = 0;
+
+	memset(mac, 0, 6);
+	vhost_client_init_fd(&vc, -1);
+	if (vhost_client_connect(&vc, path) < 0)
+		goto out;
+	vc.timeout_ms = PROBE_TIMEOUT_MS;
+	if (vhost_client_get_features(&vc, &features) < 0 ||
+	    !(features & (1ull << VHOST_USER_F_PROTOCOL_FEATURES)) ||
+	    !(features & (1ull << VIRTIO_NET_F_MAC)))
+		goto out;
+	if (vhost_client_get_protocol_features(&vc, &pf) < 0 ||
+	    !(pf & (1ull << VHOST_USER_PROTOCOL_F_CONFIG)) ||
+	    vhost_client_set_protocol_features(&vc, 1ull << VHOST_USER_PROTOCOL_F_CONFIG) < 0)
+		goto out;
+	if (vhost_client_get_config(&vc, 0, mac, 6) < 0)
+		memset(mac, 0, 6);
+out:
+	vhost_client_close(&vc);
+}
+
+static int prov_discover(struct vrdma_prov_dev_info *devs, int max)
+{
+	char paths[VRDMA_PROV_MAX_DEVICES][256];
+	int n, i, k = 0;
+
+	n = vrdma_socket_list(paths, VRDMA_PROV_MAX_DEVICES);
+	for (i = 0; i < n && k < max; i++) {
+		if (!vrdma_socket_exists(paths[i]))
+			continue;
+		memset(&devs[k], 0, sizeof(devs[k]));
+		snprintf(devs[k].name, sizeof(devs[k].name), "vrdma%d", i);
+		snprintf(devs[k].path, sizeof(devs[k].path), "%s", paths[i]);
+		devs[k].priv = (uint64_t)i;
+		if (!prov_open_mac(paths[i], devs[k].mac))
+			prov_probe_mac(paths[i], devs[k].mac);
+		k++;
+	}
+	return k;
+}
+
+/* The i-th address of VRDMA_IPV4 into a. Returns true if there is one. */
+static bool prov_env_ipv4(unsigned i, uint8_t a[4])
+{
+	const char *e = getenv("VRDMA_IPV4");
+	char buf[64];
+
+	while (e && *e) {
+		const char *end = strchr(e, ':');
+		size_t len = end ? (size_t)(end - e) : strlen(e);
+
+		if (i == 0) {
+			if (len >= sizeof(buf))
+				return false;
+			memcpy(buf, e, len);
+			buf[len] = '\0';
+			return inet_pton(AF_INET, buf, a) == 1;
+		}
+		i--;
+		e = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
+static int prov_open(const struct vrdma_prov_dev_info *info, struct vrdma_prov_dev **out)
+{
+	struct vrdma_prov_dev *d;
+	uint8_t ip[4];
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	snprintf(d->path, sizeof(d->path), "%s", info->path);
+	d->dev = vrdma_dev_open(d->path, NULL);
+	if (!d->dev) {
+		int err = errno ? errno : ENODEV;
+
+		free(d);
+		return -err;
+	}
+	if (!vrdma_dev_max_rdma_qps(d->dev)) {
+		/* A virtio-net device without RoCE is no RDMA device. */
+		vrdma_dev_close(d->dev);
+		free(d);
+		return -ENODEV;
+	}
+	if (prov_env_ipv4((unsigned)info->priv, ip))
+		vrdma_gid_set_ipv4(d->dev, ip);
+	pthread_mutex_lock(&prov_lock);
+	d->next = prov_open_devs;
+	prov_open_devs = d;
+	pthread_mutex_unlock(&prov_lock);
+	*out = d;
+	return 0;
+}
+
+static void prov_close(struct vrdma_prov_dev *d)
+{
+	struct vrdma_prov_dev **pp;
+
+	pthread_mutex_lock(&prov_lock);
+	for (pp = &prov_open_devs; *pp; pp = &(*pp)->next) {
+		if (*pp == d) {
+			*pp = d->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&prov_lock);
+	vrdma_dev_close(d->dev);
+	free(d);
+}
+
+static int prov_query_device(struct vrdma_prov_dev *d, struct vrdma_prov_device_attr *p)
+{
+	struct vrdma_device_attr a;
+	int rc = vrdma_query_device(d->dev, &a);
+
+	if (rc)
+		return rc;
+	memset(p, 0, sizeof(*p));
+	p->device_cap_flags = a.device_cap_flags;
+	p->max_mr_size = a.max_mr_size;
+	p->page_size_cap = a.page_size_cap;
+	p->hw_ver = a.hw_ver;
+	p->max_qp_wr = a.max_qp_wr;
+	p->max_send_sge = a.max_send_sge;
+	p->max_recv_sge = a.max_recv_sge;
+	p->max_sge_rd = a.max_sge_rd;
+	p->max_cqe = a.max_cqe;
+	p->max_mr = a.max_mr;
+	p->max_pd = a.max_pd;
+	p->max_qp_rd_atom = a.max_qp_rd_atom;
+	p->max_qp_init_rd_atom = a.max_qp_init_rd_atom;
+	p->max_ah = a.max_ah;
+	p->local_ca_ack_delay = a.local_ca_ack_delay;
+	vrdma_dev_mac(d->dev, p->mac);
+	p->max_rdma_qps = a.max_rdma_qps;
+	p->max_rdma_cqs = a.max_rdma_cqs;
+	return 0;
+}
+
+static int prov_query_port(struct vrdma_prov_dev *d, struct vrdma_prov_port_attr *p)
+{
+	struct vrdma_port_attr a;
+	int rc = vrdma_query_port(d->dev, &a);
+
+	if (rc)
+		return rc;
+	memset(p, 0, sizeof(*p));
+	p->gid_tbl_len = a.gid_tbl_len;
+	p->max_msg_sz = a.max_msg_sz;
+	p->link_up = a.link_up;
+	p->mtu = a.mtu;
+	p->speed = 0; /* unknown */
+	p->pkey_tbl_len = 1;
+	return 0;
+}
+
+static int prov_query_gid(struct vrdma_prov_dev *d, uint32_t index, struct vrdma_prov_gid *g)
+{
+	int rc = vrdma_gid_query(d->dev, index, g->gid);
+
+	if (rc)
+		return rc;
+	g->gid_type = VRDMA_PROV_GID_TYPE_ROCE_V2;
+	return 0;
+}
+
+/* ---- PDs, MRs, AHs ------------------------------------------------------------- */
+
+static int prov_create_pd(struct vrdma_prov_dev *d, uint32_t *pdn)
+{
+	return vrdma_pd_alloc(d->dev, pdn);
+}
+
+static int prov_destroy_pd(struct vrdma_prov_dev *d, uint32_t pdn)
+{
+	return vrdma_pd_free(d->dev, pdn);
+}
+
+static int prov_reg_mr(struct vrdma_prov_dev *d, uint32_t pdn, void *addr, uint64_t length,
+		       uint64_t iova, uint32_t access, struct vrdma_prov_mr *mr)
+{
+	struct vrdma_mr_info info;
+	int rc = vrdma_mr_reg(d->dev, pdn, addr, length, iova, access, &info);
+
+	if (rc)
+		return rc;
+	mr->mrn = info.mrn;
+	mr->lkey = info.lkey;
+	mr->rkey = info.rkey;
+	return 0;
+}
+
+static int prov_dereg_mr(struct vrdma_prov_dev *d, uint32_t mrn)
+{
+	return vrdma_mr_dereg(d->dev, mrn);
+}
+
+static void prov_ah_attr(const struct vrdma_prov_ah_attr *in, struct vrdma_ah_attr *out)
+{
+	memset(out, 0, sizeof(*out));
+	memcpy(out->grh.dgid, in->grh.dgid, 16);
+	out->grh.flow_label = in->grh.flow_label;
+	out->grh.sgid_index = in->grh.sgid_index;
+	out->grh.hop_limit = in->grh.hop_limit;
+	out->grh.traffic_class = in->grh.traffic_class;
+	memcpy(out->dmac, in->dmac, 6);
+}
+
+static void prov_ah_attr_back(const struct vrdma_ah_attr *in, struct vrdma_prov_ah_attr *out)
+{
+	memset(out, 0, sizeof(*out));
+	memcpy(out->grh.dgid, in->grh.dgid, 16);
+	out->grh.flow_label = in->grh.flow_label;
+	out->grh.sgid_index = in->grh.sgid_index;
+	out->grh.hop_limit = in->grh.hop_limit;
+	out->grh.traffic_class = in->grh.traffic_class;
+	memcpy(out->dmac, in->dmac, 6);
+}
+
+static int prov_create_ah(struct vrdma_prov_dev *d, uint32_t pdn,
+			  const struct vrdma_prov_ah_attr *attr, uint32_t *ah)
+{
+	struct vrdma_ah_attr a;
+
+	prov_ah_attr(attr, &a);
+	return vrdma_ah_create(d->dev, pdn, &a, ah);
+}
+
+static int prov_destroy_ah(struct vrdma_prov_dev *d, uint32_t pdn, uint32_t ah)
+{
+	return vrdma_ah_destroy(d->dev, pdn, ah);
+}
+
+/* ---- CQs ----------------------------------------------------------------------- */
+
+static int prov_create_cq(struct vrdma_prov_dev *d, uint32_t cqe, void *cookie,
+			  struct vrdma_prov_cq **out, struct vrdma_prov_cq_info *info)
+{
+	struct vrdma_prov_cq *p;
+	int rc;
+
+	(void)cookie;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	rc = vrdma_cq_create(d->dev, cqe, &p->cq);
+	if (rc) {
+		free(p);
+		return rc;
+	}
+	info->cqn = vrdma_cq_num(p->cq);
+	info->cqe = vrdma_cq_size(p->cq);
+	info->event_fd = vrdma_cq_event_fd(p->cq);
+	*out = p;
+	return 0;
+}
+
+static int prov_destroy_cq(struct vrdma_prov_cq *p)
+{
+	int rc = vrdma_cq_destroy(p->cq);
+
+	if (rc == 0)
+		free(p);
+	return rc;
+}
+
+static int prov_poll_cq(struct vrdma_prov_cq *p, struct vrdma_prov_wc *wc, int n)
+{
+	struct vrdma_wc w[PROV_BATCH];
+	int done = 0;
+
+	while (done < n) {
+		int want = n - done < PROV_BATCH ? n - done : PROV_BATCH, got, i;
+
+		got = vrdma_cq_poll(p->cq, w, want);
+		if (got < 0)
+			return done ? done : got;
+		for (i = 0; i < got; i++) {
+			struct vrdma_prov_wc *o = &wc[done + i];
+
+			o->wr_id = w[i].wr_id;
+			o->status = w[i].status;
+			o->opcode = w[i].opcode;
+			o->vendor_err = w[i].vendor_err;
+			o->byte_len = w[i].byte_len;
+			o->imm_data = w[i].imm_data;
+			o->qp_num = w[i].qp_num;
+			o->src_qp = w[i].src_qp;
+			o->wc_flags = w[i].wc_flags;
+		}
+		done += got;
+		if (got < want)
+			break;
+	}
+	return done;
+}
+
+static int prov_arm_cq(struct vrdma_prov_cq *p, uint32_t flags)
+{
+	return vrdma_cq_arm(p->cq, flags);
+}
+
+static int prov_cq_consume_event(struct vrdma_prov_cq *p)
+{
+	return vrdma_cq_consume_event(p->cq);
+}
+
+/* ---- QPs ----------------------------------------------------------------------- */
+
+static void prov_cap(const struct vrdma_prov_qp_cap *in, struct vrdma_qp_cap *out)
+{
+	out->max_send_wr = in->max_send_wr;
+	out->max_recv_wr = in->max_recv_wr;
+	out->max_send_sge = in->max_send_sge;
+	out->max_recv_sge = in->max_recv_sge;
+	out->max_inline_data = in->max_inline_data;
+}
+
+static void prov_cap_back(const struct vrdma_qp_cap *in, struct vrdma_prov_qp_cap *out)
+{
+	out->max_send_wr = in->max_send_wr;
+	out->max_recv_wr = in->max_recv_wr;
+	out->max_send_sge = in->max_send_sge;
+	out->max_recv_sge = in->max_recv_sge;
+	out->max_inline_data = in->max_inline_data;
+}
+
+static int prov_create_qp(struct vrdma_prov_dev *d, const struct vrdma_prov_qp_init *init,
+			  void *cookie, struct vrdma_prov_qp **out,
+			  struct vrdma_prov_qp_info *info)
+{
+	struct vrdma_qp_init in;
+	struct vrdma_qp_cap cap;
+	struct vrdma_prov_qp *p;
+	int rc;
+
+	(void)cookie;
+	if (init->srq)
+		return -EOPNOTSUPP;
+	if (!init->send_cq || !init->recv_cq)
+		return -EINVAL;
+	memset(&in, 0, sizeof(in));
+	in.pdn = init->pdn;
+	in.qp_type = init->qp_type;
+	in.sq_sig_all = init->sq_sig_all;
+	in.send_cq = init->send_cq->cq;
+	in.recv_cq = init->recv_cq->cq;
+	prov_cap(&init->cap, &in.cap);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	rc = vrdma_qp_create(d->dev, &in, &p->qp);
+	if (rc) {
+		free(p);
+		return rc;
+	}
+	vrdma_qp_get_cap(p->qp, &cap);
+	info->qpn = vrdma_qp_num(p->qp);
+	prov_cap_back(&cap, &info->cap);
+	*out = p;
+	return 0;
+}
+
+static int prov_modify_qp(struct vrdma_prov_qp *p, const struct vrdma_prov_qp_attr *a,
+			  uint32_t mask)
+{
+	struct vrdma_qp_attr q;
+
+	memset(&q, 0, sizeof(q));
+	q.qp_state = a->qp_state;
+	q.cur_qp_state = a->cur_qp_state;
+	q.path_mtu = a->path_mtu;
+	q.max_rd_atomic = a->max_rd_atomic;
+	q.max_dest_rd_atomic = a->max_dest_rd_atomic;
+	q.min_rnr_timer = a->min_rnr_timer;
+	q.timeout = a->timeout;
+	q.retry_cnt = a->retry_cnt;
+	q.rnr_retry = a->rnr_retry;
+	q.qkey = a->qkey;
+	q.rq_psn = a->rq_psn;
+	q.sq_psn = a->sq_psn;
+	q.dest_qp_num = a->dest_qp_num;
+	q.qp_access_flags = a->qp_access_flags;
+	q.rate_limit = a->rate_limit;
+	prov_cap(&a->cap, &q.cap);
+	prov_ah_attr(&a->ah_attr, &q.ah_attr);
+	return vrdma_qp_modify(p->qp, &q, mask);
+}
+
+static int prov_query_qp(struct vrdma_prov_qp *p, uint32_t mask, struct vrdma_prov_qp_attr *a)
+{
+	struct vrdma_qp_attr q;
+	int rc = vrdma_qp_query(p->qp, mask, &q);
+
+	if (rc)
+		return rc;
+	memset(a, 0, sizeof(*a));
+	a->qp_state = q.qp_state;
+	a->cur_qp_state = q.cur_qp_state;
+	a->path_mtu = q.path_mtu;
+	a->max_rd_atomic = q.max_rd_atomic;
+	a->max_dest_rd_atomic = q.max_dest_rd_atomic;
+	a->min_rnr_timer = q.min_rnr_timer;
+	a->timeout = q.timeout;
+	a->retry_cnt = q.retry_cnt;
+	a->rnr_retry = q.rnr_retry;
+	a->sq_draining = q.sq_draining;
+	a->qkey = q.qkey;
+	a->rq_psn = q.rq_psn;
+	a->sq_psn = q.sq_psn;
+	a->dest_qp_num = q.dest_qp_num;
+	a->qp_access_flags = q.qp_access_flags;
+	a->rate_limit = q.rate_limit;
+	prov_cap_back(&q.cap, &a->cap);
+	prov_ah_attr_back(&q.ah_attr, &a->ah_attr);
+	return 0;
+}
+
+static int prov_destroy_qp(struct vrdma_prov_qp *p)
+{
+	int rc = vrdma_qp_destroy(p->qp);
+
+	if (rc == 0)
+		free(p);
+	return rc;
+}
+
+static int prov_post_send(struct vrdma_prov_qp *p, const struct vrdma_prov_send_wr *wr,
+			  unsigned int n)
+{
+	struct vrdma_send_wr w[PROV_BATCH];
+	unsigned int done = 0;
+
+	while (done < n) {
+		unsigned int k = n - done < PROV_BATCH ? n - done : PROV_BATCH, i;
+		int rc;
+
+		for (i = 0; i < k; i++) {
+			const struct vrdma_prov_send_wr *s = &wr[done + i];
+			struct vrdma_send_wr *o = &w[i];
+
+			o->wr_id = s->wr_id;
+			o->opcode = s->opcode;
+			o->send_flags = s->send_flags;
+			o->imm_data = s->imm_data;
+			o->rdma.remote_addr = 0;
+			o->rdma.rkey = 0;
+			if (s->opcode == VIRTIO_IB_WR_SEND || s->opcode == VIRTIO_IB_WR_SEND_WITH_IMM) {
+				/* UD addressing (ignored on connected QPs) */
+				o->ud.remote_qpn = s->ud.remote_qpn;
+				o->ud.remote_qkey = s->ud.remote_qkey;
+				o->ud.ah = s->ud.ah;
+			} else {
+				o->rdma.remote_addr = s->rdma.remote_addr;
+				o->rdma.rkey = s->rdma.rkey;
+			}
+			o->num_sge = s->num_sge;
+			o->sg_list = (const struct vrdma_sge *)(const void *)s->sg_list;
+		}
+		rc = vrdma_post_send(p->qp, w, k);
+		if (rc < 0)
+			return done ? (int)done : rc;
+		done += (unsigned int)rc;
+		if ((unsigned int)rc < k)
+			break;
+	}
+	return (int)done;
+}
+
+static int prov_post_recv(struct vrdma_prov_qp *p, const struct vrdma_prov_recv_wr *wr,
+			  unsigned int n)
+{
+	struct vrdma_recv_wr w[PROV_BATCH];
+	unsigned int done = 0;
+
+	while (done < n) {
+		unsigned int k = n - done < PROV_BATCH ? n - done : PROV_BATCH, i;
+		int rc;
+
+		for (i = 0; i < k; i++) {
+			w[i].wr_id = wr[done + i].wr_id;
+			w[i].num_sge = wr[done + i].num_sge;
+			w[i].sg_list = (const struct vrdma_sge *)(const void *)wr[done + i].sg_list;
+		}
+		rc = vrdma_post_recv(p->qp, w, k);
+		if (rc < 0)
+			return done ? (int)done : rc;
+		done += (unsigned int)rc;
+		if ((unsigned int)rc < k)
+			break;
+	}
+	return (int)done;
+}
+
+const struct vrdma_prov_ops vrdma_prov_vrdma_ops = {
+	.name = "vrdma",
+	.discover = prov_discover,
+	.open = prov_open,
+	.close = prov_close,
+	.query_device = prov_query_device,
+	.query_port = prov_query_port,
+	.query_gid = prov_query_gid,
+	.create_pd = prov_create_pd,
+	.destroy_pd = prov_destroy_pd,
+	.reg_mr = prov_reg_mr,
+	.dereg_mr = prov_dereg_mr,
+	.create_cq = prov_create_cq,
+	.destroy_cq = prov_destroy_cq,
+	.poll_cq = prov_poll_cq,
+	.arm_cq = prov_arm_cq,
+	.cq_consume_event = prov_cq_consume_event,
+	.create_qp = prov_create_qp,
+	.modify_qp = prov_modify_qp,
+	.query_qp = prov_query_qp,
+	.destroy_qp = prov_destroy_qp,
+	.post_send = prov_post_send,
+	.post_recv = prov_post_recv,
+	.create_ah = prov_create_ah,
+	.destroy_ah = prov_destroy_ah,
+};

@@ -1,0 +1,1219 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The RoCE transport engine driven by a fake driver (tests/unit/
+ * roce_tp_fake.h): devices on a real switch and loop, rings on memfd
+ * memory. Completion queue writer and notification, send/receive queue
+ * validation, flushes; UD, RC and UC operations of every kind and size with
+ * data compared byte for byte; RNR, retry exhaustion, remote access errors;
+ * neighbour resolution; ICRCs of captured frames.
+ */
+#include <sys/stat.h>
+
+#include "../harness.h"
+#include "common/log.h"
+#include "port/pcap.h"
+#include "roce/roce_icrc.h"
+#include "unit/roce_tp_fake.h"
+
+#define WAIT_MS 20000
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+struct cq_wait {
+	struct fk_dev *d;
+	uint32_t cqn;
+	struct virtio_rdma_cq_req *wc;
+	unsigned want, got;
+};
+
+static bool cq_wait_done(void *arg)
+{
+	struct cq_wait *w = arg;
+
+	w->got += fk_poll_cq(w->d, w->cqn, w->wc + w->got, w->want - w->got);
+	return w->got >= w->want;
+}
+
+/* Wait for n completions on cqn into wc[]. Returns how many arrived. */
+static unsigned wait_cq(struct fk_env *env, struct fk_dev *d, uint32_t cqn,
+			struct virtio_rdma_cq_req *wc, unsigned n)
+{
+	struct cq_wait w = { d, cqn, wc, n, 0 };
+
+	fk_run_until(env, cq_wait_done, &w, WAIT_MS);
+	return w.got;
+}
+
+/* Let the engine settle, then return how many completions are there
+ * (buffers are posted again, so a backlog drains too). */
+static unsigned drain_cq(struct fk_env *env, struct fk_dev *d, uint32_t cqn,
+			 struct virtio_rdma_cq_req *wc, unsigned max)
+{
+	unsigned n = 0, k;
+
+	do {
+		fk_spin(env, 20);
+		k = fk_poll_cq(d, cqn, wc + n, max - n);
+		n += k;
+	} while (k && n < max);
+	return n;
+}
+
+struct pair {
+	struct fk_env env;
+	struct fk_dev *a, *b;
+	uint32_t pda, pdb, cqa, cqb;
+	struct fk_qp qa, qb;
+	struct fk_path path;
+};
+
+struct pair_cfg {
+	uint8_t type;
+	uint16_t eth_mtu;
+	bool loopback;            /* both QPs on device a */
+	struct fk_path path;
+	uint32_t max_send_sge, max_recv_sge, max_inline;
+	uint16_t sq_num, rq_num, cq_num;
+	uint32_t cqe;
+	bool sq_polled, rq_polled, sig_all;
+};
+
+static void pair_cfg_default(struct pair_cfg *c, uint8_t type)
+{
+	memset(c, 0, sizeof(*c));
+	c->type = type;
+	fk_path_default(&c->path);
+	c->max_send_sge = 4;
+	c->max_recv_sge = 4;
+	c->sq_num = 64;
+	c->rq_num = 64;
+	c->cq_num = 256;
+	c->cqe = 1024;
+}
+
+static void pair_init(struct pair *p, const struct pair_cfg *c)
+{
+	struct fk_dev_cfg dc = { .eth_mtu = c->eth_mtu ? c->eth_mtu : 1500,
+				 .arena = 96u << 20, .max_send_sge = 64, .max_recv_sge = 64 };
+	struct fk_qp_cfg qc = {
+		.type = c->type, .max_send_sge = c->max_send_sge, .max_recv_sge = c->max_recv_sge,
+		.max_inline = c->max_inline, .sq_num = c->sq_num, .rq_num = c->rq_num,
+		.max_send_wr = c->sq_num, .max_recv_wr = c->rq_num,
+		.sq_polled = c->sq_polled, .rq_polled = c->rq_polled, .sig_all = c->sig_all,
+	};
+
+	memset(p, 0, sizeof(*p));
+	p->path = c->path;
+	if (fk_env_init(&p->env, true))
+		abort();
+	p->a = fk_dev_new(&p->env, &dc);
+	p->b = c->loopback ? p->a : fk_dev_new(&p->env, &dc);
+	p->pda = fk_pd(p->a);
+	p->pdb = c->loopback ? p->pda : fk_pd(p->b);
+	p->cqa = fk_cq(p->a, c->cqe, c->cq_num, true);
+	p->cqb = fk_cq(p->b, c->cqe, c->cq_num, true);
+	qc.pdn = p->pda;
+	qc.scq = qc.rcq = p->cqa;
+	p->qa = fk_qp_new(p->a, &qc);
+	qc.pdn = p->pdb;
+	qc.scq = qc.rcq = p->cqb;
+	p->qb = fk_qp_new(p->b, &qc);
+	if (fk_connect(p->a, p->qa.qpn, p->b, p->qb.qpn, &p->path) ||
+	    fk_connect(p->b, p->qb.qpn, p->a, p->qa.qpn, &p->path))
+		abort();
+}
+
+static void pair_fini(struct pair *p)
+{
+	fk_env_fini(&p->env);
+}
+
+static uint8_t qp_state(struct fk_dev *d, uint32_t qpn)
+{
+	struct roce_qp *qp = roce_qp_lookup(&d->rd, qpn);
+
+	return qp ? qp->attr.qp_state : 0xff;
+}
+
+/* ---- CQ writer, flush -------------------------------------------------------- */
+
+static void test_flush_in_err(void)
+{
+	struct fk_env env;
+	struct fk_dev_cfg dc = { 0 };
+	struct fk_dev *d;
+	struct fk_qp q;
+	struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_RC };
+	struct virtio_rdma_cq_req wc[64];
+	uint32_t pd, scq, rcq;
+	struct fk_mr mr;
+	unsigned n;
+
+	REQUIRE(fk_env_init(&env, true) == 0);
+	d = fk_dev_new(&env, &dc);
+	pd = fk_pd(d);
+	scq = fk_cq(d, 64, 64, true);
+	rcq = fk_cq(d, 64, 64, true);
+	mr = fk_mr_reg(d, pd, 4096, FK_ACC_ALL);
+	qc.pdn = pd;
+	qc.scq = scq;
+	qc.rcq = rcq;
+	q = fk_qp_new(d, &qc);
+	/* RESET: nothing is processed. */
+	for (int i = 0; i < 3; i++) {
+		struct fk_sge s = { mr.buf, 16, mr.lkey };
+		struct fk_wr wr = { .wr_id = 100 + i, .opcode = VIRTIO_IB_WR_SEND, .sge = &s,
+				    .nsge = 1, .trunc = -1 };
+
+		REQUIRE(fk_post_send(d, &q, &wr) == 0);
+		REQUIRE(fk_post_recv(d, &q, 200 + i, &s, 1) == 0);
+	}
+	CHECK_EQ(drain_cq(&env, d, scq, wc, 64), 0);
+	CHECK_EQ(fk_ring_reap(q.sq), 0);
+	/* -> ERR: every WR flushes, in order, descriptors given back. */
+	CHECK_EQ(fk_modify(d, q.qpn, VIRTIO_IB_QPS_ERR, 0, NULL), 0);
+	n = fk_poll_cq(d, scq, wc, 64);
+	CHECK_EQ(n, 3);
+	for (unsigned i = 0; i < n; i++) {
+		CHECK_EQ(wc[i].wr_id, 100 + i);
+		CHECK_EQ(wc[i].status, VIRTIO_IB_WC_WR_FLUSH_ERR);
+		CHECK_EQ(wc[i].opcode, VIRTIO_IB_WC_SEND);
+		CHECK_EQ(wc[i].qp_num, q.qpn);
+	}
+	n = fk_poll_cq(d, rcq, wc, 64);
+	CHECK_EQ(n, 3);
+	for (unsigned i = 0; i < n; i++) {
+		CHECK_EQ(wc[i].wr_id, 200 + i);
+		CHECK_EQ(wc[i].status, VIRTIO_IB_WC_WR_FLUSH_ERR);
+		CHECK_EQ(wc[i].opcode, VIRTIO_IB_WC_RECV);
+	}
+	CHECK_EQ(fk_ring_reap(q.sq), 3);
+	CHECK_EQ(fk_ring_reap(q.rq), 3);
+	/* Posted later: flushed too (kick path and, below, polled path). */
+	{
+		struct fk_sge s = { mr.buf, 16, mr.lkey };
+		struct fk_wr wr = { .wr_id = 7, .opcode = VIRTIO_IB_WR_RDMA_READ, .sge = &s,
+				    .nsge = 1, .trunc = -1 };
+
+		REQUIRE(fk_post_send(d, &q, &wr) == 0);
+		REQUIRE(fk_post_recv(d, &q, 8, &s, 1) == 0);
+	}
+	n = drain_cq(&env, d, scq, wc, 64);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(wc[0].wr_id, 7);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_WR_FLUSH_ERR);
+	CHECK_EQ(wc[0].opcode, VIRTIO_IB_WC_RDMA_READ);
+	n = fk_poll_cq(d, rcq, wc, 64);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(wc[0].wr_id, 8);
+	/* DESTROY_QP flushes what is still posted. */
+	CHECK_EQ(fk_modify(d, q.qpn, VIRTIO_IB_QPS_RESET, 0, NULL), 0);
+	{
+		struct fk_sge s = { mr.buf, 16, mr.lkey };
+		struct fk_wr wr = { .wr_id = 9, .opcode = VIRTIO_IB_WR_SEND, .sge = &s, .nsge = 1,
+				    .trunc = -1 };
+
+		REQUIRE(fk_post_send(d, &q, &wr) == 0);
+		REQUIRE(fk_post_recv(d, &q, 10, &s, 1) == 0);
+	}
+	CHECK_EQ(drain_cq(&env, d, scq, wc, 64), 0);
+	CHECK_EQ(roce_qp_destroy(&d->rd, q.qpn), ROCE_OK);
+	n = fk_poll_cq(d, scq, wc, 64);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(wc[0].wr_id, 9);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_WR_FLUSH_ERR);
+	n = fk_poll_cq(d, rcq, wc, 64);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(wc[0].wr_id, 10);
+	fk_env_fini(&env);
+	CHECK_EQ(pkt_outstanding(), 0);
+}
+
+/* Rings started after the QP / CQ, and rings without kicks (polled). */
+static void test_late_and_polled_rings(void)
+{
+	struct fk_env env;
+	struct fk_dev_cfg dc = { 0 };
+	struct fk_dev *d;
+	struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_UD, .no_rings = true };
+	struct virtio_rdma_cq_req wc[8];
+	struct roce_qp *qp;
+	struct fk_qp q;
+	uint32_t pd, cqn;
+	struct fk_ring *cr;
+
+	REQUIRE(fk_env_init(&env, true) == 0);
+	d = fk_dev_new(&env, &dc);
+	pd = fk_pd(d);
+	REQUIRE(roce_cq_create(&d->rd, 16, &cqn) == ROCE_OK);
+	qc.pdn = pd;
+	qc.scq = qc.rcq = cqn;
+	q = fk_qp_new(d, &qc);
+	qp = roce_qp_lookup(&d->rd, q.qpn);
+	CHECK_EQ(fk_modify(d, q.qpn, VIRTIO_IB_QPS_ERR, 0, NULL), 0);
+	q.sq = fk_ring_setup(d, qp->sq_vq, 16, fk_sq_stride(4), false);
+	q.rq = fk_ring_setup(d, qp->rq_vq, 16, 128, false);
+	{
+		struct fk_wr wr = { .wr_id = 1, .opcode = VIRTIO_IB_WR_SEND, .trunc = -1 };
+
+		REQUIRE(fk_post_send(d, &q, &wr) == 0);
+		REQUIRE(fk_post_recv(d, &q, 2, NULL, 0) == 0);
+	}
+	fk_spin(&env, 20);
+	/* The completion ring comes last: completions waited in the backlog. */
+	cr = fk_ring_setup(d, roce_ring_of_cq(&d->rd, cqn), 16, sizeof(struct virtio_rdma_cq_req),
+			   false);
+	(void)cr;
+	fk_cq_post(d, cqn, 16);
+	CHECK_EQ(drain_cq(&env, d, cqn, wc, 8), 2);
+	CHECK_EQ(wc[0].wr_id, 1);
+	CHECK_EQ(wc[1].wr_id, 2);
+	CHECK(d->tp->stats.cqe_backlogged >= 1);
+	fk_env_fini(&env);
+}
+
+/* No completion buffer: completions wait (never lost); beyond cqe the CQ
+ * overflows: counted, its QPs go to ERR. */
+static void test_cq_backlog_overflow(void)
+{
+	struct fk_env env;
+	struct fk_dev_cfg dc = { 0 };
+	struct fk_dev *d;
+	struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_RC, .sq_num = 64 };
+	struct virtio_rdma_cq_req wc[64];
+	struct fk_qp q;
+	uint32_t pd, cqn, cq2;
+	unsigned n, total = 0;
+
+	REQUIRE(fk_env_init(&env, true) == 0);
+	d = fk_dev_new(&env, &dc);
+	pd = fk_pd(d);
+	cqn = fk_cq(d, 8, 8, false); /* cqe 8, no buffers posted */
+	cq2 = fk_cq(d, 64, 64, true);
+	qc.pdn = pd;
+	qc.scq = cqn;
+	qc.rcq = cq2;
+	q = fk_qp_new(d, &qc);
+	CHECK_EQ(fk_modify(d, q.qpn, VIRTIO_IB_QPS_ERR, 0, NULL), 0);
+	for (int i = 0; i < 8; i++) {
+		struct fk_wr wr = { .wr_id = i, .opcode = VIRTIO_IB_WR_SEND, .trunc = -1 };
+
+		REQUIRE(fk_post_send(d, &q, &wr) == 0);
+	}
+	fk_spin(&env, 20);
+	CHECK_EQ(d->tp->stats.cqe_backlogged, 8);
+	CHECK_EQ(d->tp->stats.cq_overflows, 0);
+	/* Buffers arrive: the backlog drains in order. */
+	fk_cq_post(d, cqn, 3);
+	fk_spin(&env, 20);
+	n = fk_poll_cq2(d, cqn, wc, 64, false);
+	CHECK_EQ(n, 3);
+	total += n;
+	fk_cq_post(d, cqn, 5);
+	fk_spin(&env, 20);
+	n = fk_poll_cq2(d, cqn, wc + total, 64, false);
+	CHECK_EQ(n, 5);
+	total += n;
+	for (unsigned i = 0; i < total; i++)
+		CHECK_EQ(wc[i].wr_id, i);
+	/* 3 buffers posted: 3 + 8 (cqe) fit, the 12th overflows. */
+	fk_cq_post(d, cqn, 3);
+	for (int i = 0; i < 12; i++) {
+		struct fk_wr wr = { .wr_id = 100 + i, .opcode = VIRTIO_IB_WR_SEND, .trunc = -1 };
+
+		REQUIRE(fk_post_send(d, &q, &wr) == 0);
+	}
+	fk_spin(&env, 20);
+	CHECK_EQ(d->tp->stats.cq_overflows, 1);
+	CHECK_EQ(d->tp->stats.cqe_dropped, 1);
+	CHECK_EQ(qp_state(d, q.qpn), VIRTIO_IB_QPS_ERR);
+	/* What was accepted is still delivered, in order. */
+	n = fk_poll_cq2(d, cqn, wc, 64, false);
+	CHECK_EQ(n, 3);
+	fk_cq_post(d, cqn, 8);
+	fk_spin(&env, 20);
+	n += fk_poll_cq2(d, cqn, wc + n, 64, false);
+	CHECK_EQ(n, 11);
+	for (unsigned i = 0; i < n; i++)
+		CHECK_EQ(wc[i].wr_id, 100 + i);
+	fk_env_fini(&env);
+}
+
+/* REQ_NOTIFY_CQ: an armed CQ interrupts even when the driver suppresses
+ * interrupts; NEXT is one-shot; SOLICITED fires only for solicited or
+ * error completions. */
+static void test_cq_notify(void)
+{
+	struct fk_env env;
+	struct fk_dev_cfg dc = { 0 };
+	struct fk_dev *d;
+	struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_UD };
+	struct virtio_rdma_cq_req wc[8];
+	struct fk_ring *cr;
+	struct fk_qp q;
+	uint32_t pd, cqn;
+	uint64_t before;
+
+	REQUIRE(fk_env_init(&env, true) == 0);
+	d = fk_dev_new(&env, &dc);
+	pd = fk_pd(d);
+	cqn = fk_cq(d, 16, 16, true);
+	cr = fk_cq_ring(d, cqn);
+	vq_drv_disable_cb(&cr->drv);
+	qc.pdn = pd;
+	qc.scq = qc.rcq = cqn;
+	q = fk_qp_new(d, &qc);
+	CHECK_EQ(fk_modify(d, q.qpn, VIRTIO_IB_QPS_ERR, 0, NULL), 0);
+	before = cr->calls;
+	{
+		struct fk_wr wr = { .wr_id = 1, .opcode = VIRTIO_IB_WR_SEND, .trunc = -1 };
+
+		REQUIRE(fk_post_send(d, &q, &wr) == 0);
+	}
+	drain_cq(&env, d, cqn, wc, 8);
+	CHECK_EQ(cr->calls, before); /* suppressed, not armed */
+	CHECK_EQ(roce_cq_req_notify(&d->rd, cqn, VIRTIO_IB_NOTIFY_NEXT_COMPLETION), ROCE_OK);
+	{
+		struct fk_wr wr = { .wr_id = 2, .opcode = VIRTIO_IB_WR_SEND, .trunc = -1 };
+
+		REQUIRE(fk_post_send(d, &q, &wr) == 0);
+		wr.wr_id = 3;
+		REQUIRE(fk_post_send(d, &q, &wr) == 0);
+	}
+	drain_cq(&env, d, cqn, wc, 8);
+	CHECK_EQ(cr->forced, 1); /* one-shot */
+	/* SOLICITED: a flush error counts. */
+	CHECK_EQ(roce_cq_req_notify(&d->rd, cqn, VIRTIO_IB_NOTIFY_SOLICITED), ROCE_OK);
+	{
+		struct fk_wr wr = { .wr_id = 4, .opcode = VIRTIO_IB_WR_SEND, .trunc = -1 };
+
+		REQUIRE(fk_post_send(d, &q, &wr) == 0);
+	}
+	drain_cq(&env, d, cqn, wc, 8);
+	CHECK_EQ(cr->forced, 2);
+	/* Fast path: interrupts enabled on the ring (event index). */
+	before = cr->calls;
+	vq_drv_enable_cb(&cr->drv);
+	{
+		struct fk_wr wr = { .wr_id = 5, .opcode = VIRTIO_IB_WR_SEND, .trunc = -1 };
+
+		REQUIRE(fk_post_send(d, &q, &wr) == 0);
+	}
+	drain_cq(&env, d, cqn, wc, 8);
+	CHECK_EQ(cr->calls, before + 1);
+	CHECK_EQ(cr->forced, 2);
+	fk_env_fini(&env);
+}
+
+/* ---- UD ------------------------------------------------------------------------- */
+
+static void ud_case(bool ipv6)
+{
+	struct pair p;
+	struct pair_cfg c;
+	struct fk_mr sa, rb;
+	struct virtio_rdma_cq_req wc[16];
+	uint32_t ah, mtu;
+	const uint32_t sizes[] = { 0, 1, 100, 1023, 1024 };
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_UD);
+	c.path.ipv6 = ipv6;
+	pair_init(&p, &c);
+	mtu = 1024;
+	sa = fk_mr_reg(p.a, p.pda, 8192, FK_ACC_ALL);
+	rb = fk_mr_reg(p.b, p.pdb, 8192, FK_ACC_ALL);
+	ah = fk_ah(p.a, p.pda, p.b, &p.path);
+	for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++) {
+		uint32_t len = sizes[i];
+		struct fk_sge s = { sa.buf, len, sa.lkey };
+		struct fk_sge r = { rb.buf, 40 + mtu, rb.lkey };
+		struct fk_wr wr = {
+			.wr_id = 10 + i, .opcode = i & 1 ? VIRTIO_IB_WR_SEND_WITH_IMM : VIRTIO_IB_WR_SEND,
+			.flags = VIRTIO_IB_SEND_SIGNALED, .imm = htobe32(0xabc00 + i),
+			.remote_qpn = p.qb.qpn, .remote_qkey = p.path.qkey, .ah = ah,
+			.sge = &s, .nsge = 1, .trunc = -1,
+		};
+		struct virtio_rdma_ah_attr a;
+
+		fk_fill(sa.buf, len, i);
+		memset(rb.buf, 0xee, 8192);
+		REQUIRE(fk_post_recv(p.b, &p.qb, 500 + i, &r, 1) == 0);
+		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+		REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 1) == 1);
+		CHECK_EQ(wc[0].wr_id, 10 + i);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+		CHECK_EQ(wc[0].opcode, VIRTIO_IB_WC_SEND);
+		REQUIRE(wait_cq(&p.env, p.b, p.cqb, wc, 1) == 1);
+		CHECK_EQ(wc[0].wr_id, 500 + i);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+		CHECK_EQ(wc[0].opcode, VIRTIO_IB_WC_RECV);
+		CHECK_EQ(wc[0].byte_len, 40 + len);
+		CHECK_EQ(wc[0].src_qp, p.qa.qpn);
+		CHECK_EQ(wc[0].qp_num, p.qb.qpn);
+		CHECK_EQ(wc[0].wc_flags, VIRTIO_IB_WC_GRH | (i & 1 ? VIRTIO_IB_WC_WITH_IMM : 0));
+		if (i & 1)
+			CHECK_EQ(wc[0].imm_data, htobe32(0xabc00 + i));
+		CHECK_MEM(rb.buf + 40, sa.buf, len);
+		CHECK_EQ(rb.buf[40 + len], 0xee);
+		fk_ah_attr(p.b, &p.path, &a);
+		if (ipv6) {
+			CHECK_EQ(rb.buf[0] >> 4, 6);
+			CHECK_MEM(rb.buf + 8, roce_gid_get(&p.a->rd, 0), 16);
+			CHECK_MEM(rb.buf + 24, roce_gid_get(&p.b->rd, 0), 16);
+		} else {
+			static const uint8_t z[20];
+
+			CHECK_MEM(rb.buf, z, 20);
+			CHECK_EQ(rb.buf[20], 0x45);
+			CHECK_MEM(rb.buf + 20 + 12, &p.a->ip4, 4);
+			CHECK_MEM(rb.buf + 20 + 16, &p.b->ip4, 4);
+		}
+	}
+	pair_fini(&p);
+}
+
+static void test_ud_ipv4(void)
+{
+	ud_case(false);
+}
+
+static void test_ud_ipv6(void)
+{
+	ud_case(true);
+}
+
+/* ---- RC / UC operations ------------------------------------------------------- */
+
+struct bufs {
+	struct fk_mr la, lb;      /* local MRs on a and b */
+	uint64_t size;
+};
+
+static void bufs_init(struct pair *p, struct bufs *b, uint64_t size)
+{
+	b->size = size;
+	b->la = fk_mr_reg(p->a, p->pda, size, FK_ACC_ALL);
+	b->lb = fk_mr_reg(p->b, p->pdb, size, FK_ACC_ALL);
+}
+
+/* Split [buf, buf+len) into n SGEs of uneven sizes (some may be empty). */
+static unsigned make_sges(struct fk_sge *s, unsigned n, uint8_t *buf, uint32_t len, uint32_t lkey)
+{
+	uint32_t off = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t chunk = i + 1 == n ? len - off : (len - off) / (n - i) + (i & 1 ? 3 : 0);
+
+		chunk = MIN(chunk, len - off);
+		s[i] = (struct fk_sge){ buf + off, chunk, lkey };
+		off += chunk;
+	}
+	return n;
+}
+
+/*
+ * One operation from a to b: len bytes in nsge SGEs (or inline). Checks
+ * both completions and the data. Returns false on a failed check.
+ */
+static bool do_op(struct pair *p, struct bufs *b, uint8_t op, uint32_t len, unsigned nsge,
+		  bool inl, uint32_t seed)
+{
+	struct fk_sge ls[64], rs[64];
+	struct virtio_rdma_cq_req wc[4];
+	bool read = op == VIRTIO_IB_WR_RDMA_READ;
+	bool send = op == VIRTIO_IB_WR_SEND || op == VIRTIO_IB_WR_SEND_WITH_IMM;
+	bool imm = op == VIRTIO_IB_WR_SEND_WITH_IMM || op == VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM;
+	uint8_t *src = read ? b->lb.buf : b->la.buf, *dst = read ? b->la.buf : b->lb.buf;
+	uint64_t id = 1000 + seed;
+	struct fk_wr wr = {
+		.wr_id = id, .opcode = op, .flags = VIRTIO_IB_SEND_SIGNALED | VIRTIO_IB_SEND_SOLICITED,
+		.imm = htobe32(seed), .trunc = -1,
+	};
+	int fails = th_failed_checks;
+
+	fk_fill(src, len, seed);
+	memset(dst, 0x5a, MIN((uint64_t)len + 64, b->size));
+	if (inl) {
+		wr.flags |= VIRTIO_IB_SEND_INLINE;
+		wr.inl = src;
+		wr.inline_len = (uint16_t)len;
+	} else {
+		wr.nsge = make_sges(ls, nsge ? nsge : 1, read ? dst : src, len, b->la.lkey);
+		wr.sge = ls;
+	}
+	if (!send) {
+		wr.remote_addr = (uintptr_t)(read ? src : dst);
+		wr.rkey = read ? b->lb.rkey : b->lb.rkey;
+	}
+	if (send || imm) {
+		unsigned n = send ? make_sges(rs, nsge ? nsge : 1, dst, len + 16, b->lb.lkey) : 0;
+
+		if (fk_post_recv(p->b, &p->qb, id + 1, rs, n))
+			return false;
+	}
+	if (fk_post_send(p->a, &p->qa, &wr))
+		return false;
+	CHECK_EQ(wait_cq(&p->env, p->a, p->cqa, wc, 1), 1);
+	CHECK_EQ(wc[0].wr_id, id);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK_EQ(wc[0].opcode, roce_wc_opcode_of_wr(op));
+	CHECK_EQ(wc[0].qp_num, p->qa.qpn);
+	if (send || imm) {
+		CHECK_EQ(wait_cq(&p->env, p->b, p->cqb, wc, 1), 1);
+		CHECK_EQ(wc[0].wr_id, id + 1);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+		CHECK_EQ(wc[0].opcode, send ? VIRTIO_IB_WC_RECV : VIRTIO_IB_WC_RECV_RDMA_WITH_IMM);
+		CHECK_EQ(wc[0].byte_len, len);
+		CHECK_EQ(wc[0].qp_num, p->qb.qpn);
+		CHECK_EQ(wc[0].wc_flags, imm ? VIRTIO_IB_WC_WITH_IMM : 0);
+		if (imm)
+			CHECK_EQ(wc[0].imm_data, htobe32(seed));
+	}
+	CHECK(memcmp(src, dst, len) == 0);
+	if (len + 1 <= b->size)
+		CHECK_EQ(dst[len], 0x5a);
+	fk_ring_reap(p->qa.sq);
+	fk_ring_reap(p->qb.rq);
+	return th_failed_checks == fails;
+}
+
+static const uint8_t all_ops[] = {
+	VIRTIO_IB_WR_SEND, VIRTIO_IB_WR_SEND_WITH_IMM, VIRTIO_IB_WR_RDMA_WRITE,
+	VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM, VIRTIO_IB_WR_RDMA_READ,
+};
+
+/* Every operation, every MTU, sizes around every MTU boundary up to 4 MiB. */
+static void conn_sizes(uint8_t type, bool ipv6)
+{
+	for (uint8_t m = VIRTIO_IB_MTU_256; m <= VIRTIO_IB_MTU_4096; m++) {
+		uint32_t mtu = virtio_ib_mtu_bytes(m);
+		const uint32_t sizes[] = { 0, 1, mtu - 1, mtu, mtu + 1, 2 * mtu - 1, 2 * mtu,
+					   2 * mtu + 1, 3 * mtu, 10 * mtu + 7, 65536,
+					   (1u << 20) + 3, 4u << 20 };
+		struct pair_cfg c;
+		struct bufs b;
+		struct pair p;
+		unsigned bad = 0;
+
+		pair_cfg_default(&c, type);
+		c.eth_mtu = 9000;
+		c.path.mtu = m;
+		c.path.ipv6 = ipv6;
+		pair_init(&p, &c);
+		bufs_init(&p, &b, (4u << 20) + 4096);
+		for (unsigned o = 0; o < ARRAY_SIZE(all_ops); o++) {
+			if (type == VIRTIO_IB_QPT_UC && all_ops[o] == VIRTIO_IB_WR_RDMA_READ)
+				continue;
+			for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++) {
+				if (!do_op(&p, &b, all_ops[o], sizes[i], 1 + i % 4, false, o * 100 + i)) {
+					printf("#   type %u mtu %u op %u size %u failed\n", type, mtu,
+					       all_ops[o], sizes[i]);
+					if (++bad > 3)
+						break;
+				}
+			}
+		}
+		if (getenv("FK_STATS")) { roce_tp_dump_stats(p.a->tp, stdout); roce_tp_dump_stats(p.b->tp, stdout); }
+		CHECK_EQ(qp_state(p.a, p.qa.qpn), VIRTIO_IB_QPS_RTS);
+		CHECK_EQ(qp_state(p.b, p.qb.qpn), VIRTIO_IB_QPS_RTS);
+		pair_fini(&p);
+	}
+}
+
+static void test_rc_sizes(void)
+{
+	conn_sizes(VIRTIO_IB_QPT_RC, false);
+}
+
+static void test_rc_sizes_ipv6(void)
+{
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	c.path.ipv6 = true;
+	pair_init(&p, &c);
+	bufs_init(&p, &b, 1u << 20);
+	for (unsigned o = 0; o < ARRAY_SIZE(all_ops); o++)
+		CHECK(do_op(&p, &b, all_ops[o], 100000, 3, false, o));
+	pair_fini(&p);
+}
+
+static void test_uc_sizes(void)
+{
+	conn_sizes(VIRTIO_IB_QPT_UC, false);
+}
+
+/* 1 .. max SGEs on both sides, and inline data up to 512 bytes. */
+static void test_rc_sges_inline(void)
+{
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	c.max_send_sge = 32;
+	c.max_recv_sge = 32;
+	c.max_inline = 512;
+	pair_init(&p, &c);
+	bufs_init(&p, &b, 1u << 20);
+	for (unsigned n = 1; n <= 32; n++)
+		for (unsigned o = 0; o < ARRAY_SIZE(all_ops); o++)
+			CHECK(do_op(&p, &b, all_ops[o], 3000 + n * 777, n, false, n * 10 + o));
+	for (uint32_t len = 0; len <= 512; len += len < 8 ? 1 : 63) {
+		CHECK(do_op(&p, &b, VIRTIO_IB_WR_SEND, len, 0, true, len));
+		CHECK(do_op(&p, &b, VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM, len, 0, true, len + 1));
+	}
+	CHECK(do_op(&p, &b, VIRTIO_IB_WR_SEND, 512, 0, true, 9));
+	pair_fini(&p);
+}
+
+/* Two QPs of one device talk through the switch hairpin. */
+static void test_rc_loopback(void)
+{
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	c.loopback = true;
+	pair_init(&p, &c);
+	bufs_init(&p, &b, 1u << 20);
+	for (unsigned o = 0; o < ARRAY_SIZE(all_ops); o++)
+		CHECK(do_op(&p, &b, all_ops[o], 300000 + o, 2, false, o));
+	pair_fini(&p);
+}
+
+/* ---- errors and recovery ------------------------------------------------------- */
+
+static int post_simple(struct pair *p, uint64_t id, uint8_t op, struct fk_mr *l, uint32_t len,
+		       uint64_t raddr, uint32_t rkey)
+{
+	struct fk_sge s = { l->buf, len, l->lkey };
+	struct fk_wr wr = { .wr_id = id, .opcode = op, .flags = VIRTIO_IB_SEND_SIGNALED,
+			    .remote_addr = raddr, .rkey = rkey, .sge = &s, .nsge = 1, .trunc = -1 };
+
+	return fk_post_send(p->a, &p->qa, &wr);
+}
+
+/* The receiver posts late: RNR NAKs, then the message goes through. With a
+ * finite rnr_retry the WR fails with RNR_RETRY_EXC_ERR. */
+static void test_rnr(void)
+{
+	struct virtio_rdma_cq_req wc[8];
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	c.path.min_rnr_timer = 1;
+	pair_init(&p, &c);
+	bufs_init(&p, &b, 65536);
+	fk_fill(b.la.buf, 5000, 1);
+	REQUIRE(post_simple(&p, 1, VIRTIO_IB_WR_SEND, &b.la, 5000, 0, 0) == 0);
+	fk_spin(&p.env, 200);
+	CHECK(p.a->tp->stats.rnr_naks_rcvd > 0);
+	CHECK(p.b->tp->stats.rnr_naks_sent > 0);
+	CHECK_EQ(fk_poll_cq(p.a, p.cqa, wc, 8), 0);
+	{
+		struct fk_sge r = { b.lb.buf, 8192, b.lb.lkey };
+
+		REQUIRE(fk_post_recv(p.b, &p.qb, 2, &r, 1) == 0);
+	}
+	REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 1) == 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	REQUIRE(wait_cq(&p.env, p.b, p.cqb, wc, 1) == 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK_EQ(wc[0].byte_len, 5000);
+	CHECK_MEM(b.lb.buf, b.la.buf, 5000);
+	pair_fini(&p);
+
+	/* rnr_retry 2: three RNR NAKs and the WR fails; the QP goes to ERR
+	 * and the next WR is flushed. */
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	c.path.rnr_retry = 2;
+	pair_init(&p, &c);
+	bufs_init(&p, &b, 65536);
+	REQUIRE(post_simple(&p, 1, VIRTIO_IB_WR_SEND_WITH_IMM, &b.la, 100, 0, 0) == 0);
+	REQUIRE(post_simple(&p, 2, VIRTIO_IB_WR_SEND, &b.la, 100, 0, 0) == 0);
+	REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 2) == 2);
+	CHECK_EQ(wc[0].wr_id, 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_RNR_RETRY_EXC_ERR);
+	CHECK_EQ(wc[1].wr_id, 2);
+	CHECK_EQ(wc[1].status, VIRTIO_IB_WC_WR_FLUSH_ERR);
+	CHECK_EQ(p.a->tp->stats.rnr_naks_rcvd, 3);
+	CHECK_EQ(qp_state(p.a, p.qa.qpn), VIRTIO_IB_QPS_ERR);
+	CHECK_EQ(qp_state(p.b, p.qb.qpn), VIRTIO_IB_QPS_RTS);
+	pair_fini(&p);
+}
+
+/* The peer is gone: retransmissions, then RETRY_EXC_ERR. */
+static void test_retry_exceeded(void)
+{
+	struct virtio_rdma_cq_req wc[8];
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+
+	for (int variant = 0; variant < 3; variant++) {
+		pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+		c.path.timeout = 1;
+		c.path.retry_cnt = 3;
+		pair_init(&p, &c);
+		bufs_init(&p, &b, 65536);
+		if (variant == 0) {
+			sw_detach(p.env.sw, &p.b->port); /* unplugged */
+			p.b->attached = false;
+		} else {
+			CHECK_EQ(roce_qp_destroy(&p.b->rd, p.qb.qpn), ROCE_OK); /* QP gone */
+		}
+		REQUIRE(post_simple(&p, 1, variant == 2 ? VIRTIO_IB_WR_RDMA_READ : VIRTIO_IB_WR_RDMA_WRITE,
+				    &b.la, 3000, (uintptr_t)b.lb.buf, b.lb.rkey) == 0);
+		REQUIRE(post_simple(&p, 2, VIRTIO_IB_WR_SEND, &b.la, 10, 0, 0) == 0);
+		REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 2) == 2);
+		CHECK_EQ(wc[0].wr_id, 1);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_RETRY_EXC_ERR);
+		CHECK_EQ(wc[1].wr_id, 2);
+		CHECK_EQ(wc[1].status, VIRTIO_IB_WC_WR_FLUSH_ERR);
+		CHECK_EQ(p.a->tp->stats.timeouts, 4);
+		CHECK(p.a->tp->stats.retransmits >= 3);
+		CHECK_EQ(qp_state(p.a, p.qa.qpn), VIRTIO_IB_QPS_ERR);
+		pair_fini(&p);
+	}
+}
+
+/* R_Key, bounds and access violations: REM_ACCESS_ERR at the requester,
+ * both QPs in ERR; a SEND longer than the receive buffer: REM_INV_REQ_ERR
+ * and LOC_LEN_ERR at the receiver. */
+static void test_remote_errors(void)
+{
+	struct virtio_rdma_cq_req wc[8];
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+
+	for (int k = 0; k < 7; k++) {
+		uint8_t op = k == 2 || k == 3 ? VIRTIO_IB_WR_RDMA_READ : VIRTIO_IB_WR_RDMA_WRITE;
+		uint32_t rkey, len = 2000;
+		uint64_t raddr;
+		struct fk_mr ro;
+
+		pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+		if (k == 5)
+			c.path.access = VIRTIO_IB_ACCESS_LOCAL_WRITE; /* no remote access */
+		pair_init(&p, &c);
+		bufs_init(&p, &b, 65536);
+		ro = fk_mr_reg(p.b, p.pdb, 8192, VIRTIO_IB_ACCESS_REMOTE_READ);
+		rkey = b.lb.rkey;
+		raddr = (uintptr_t)b.lb.buf;
+		switch (k) {
+		case 0: rkey ^= 0x55; break;                          /* wrong key */
+		case 1: raddr += 65536 - 1000; break;                 /* past the end */
+		case 2: rkey = b.lb.lkey; break;                      /* an lkey */
+		case 3: raddr -= 1; break;                            /* before the start */
+		case 4: rkey = ro.rkey; raddr = (uintptr_t)ro.buf; break; /* no REMOTE_WRITE */
+		default: break;
+		}
+		if (k == 6) {
+			struct fk_sge r = { b.lb.buf, 1000, b.lb.lkey };
+
+			REQUIRE(fk_post_recv(p.b, &p.qb, 77, &r, 1) == 0);
+			op = VIRTIO_IB_WR_SEND;
+		}
+		REQUIRE(post_simple(&p, 1, op, &b.la, len, raddr, rkey) == 0);
+		REQUIRE(post_simple(&p, 2, VIRTIO_IB_WR_SEND, &b.la, 10, 0, 0) == 0);
+		REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 2) == 2);
+		CHECK_EQ(wc[0].wr_id, 1);
+		CHECK_EQ(wc[0].status, k == 6 ? VIRTIO_IB_WC_REM_INV_REQ_ERR : VIRTIO_IB_WC_REM_ACCESS_ERR);
+		CHECK_EQ(wc[1].status, VIRTIO_IB_WC_WR_FLUSH_ERR);
+		CHECK_EQ(qp_state(p.a, p.qa.qpn), VIRTIO_IB_QPS_ERR);
+		CHECK_EQ(qp_state(p.b, p.qb.qpn), VIRTIO_IB_QPS_ERR);
+		if (k == 6) {
+			REQUIRE(wait_cq(&p.env, p.b, p.cqb, wc, 1) == 1);
+			CHECK_EQ(wc[0].wr_id, 77);
+			CHECK_EQ(wc[0].status, VIRTIO_IB_WC_LOC_LEN_ERR);
+		}
+		pair_fini(&p);
+	}
+}
+
+/* Bad WRs complete with the right status, in order, and never break the
+ * ring: RC goes to ERR, UD to SQE (recoverable). */
+static void test_local_errors(void)
+{
+	struct virtio_rdma_cq_req wc[16];
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+	const struct {
+		uint8_t op, flags;
+		uint32_t lkey_xor, nsge, len;
+		int32_t trunc;
+		uint16_t inl;
+		uint8_t status;
+		uint64_t want_id;
+	} cases[] = {
+		{ VIRTIO_IB_WR_SEND, 0, 0x33, 1, 100, -1, 0, VIRTIO_IB_WC_LOC_PROT_ERR, 1 },
+		{ VIRTIO_IB_WR_RDMA_READ, 0, 0, 1, 70000, -1, 0, VIRTIO_IB_WC_LOC_PROT_ERR, 1 },
+		{ VIRTIO_IB_WR_SEND, VIRTIO_IB_SEND_INLINE, 0, 0, 0, -1, 65, VIRTIO_IB_WC_LOC_LEN_ERR, 1 },
+		{ VIRTIO_IB_WR_RDMA_READ, VIRTIO_IB_SEND_INLINE, 0, 0, 0, -1, 8, VIRTIO_IB_WC_LOC_QP_OP_ERR, 1 },
+		{ VIRTIO_IB_WR_SEND, 0, 0, 5, 10, -1, 0, VIRTIO_IB_WC_LOC_QP_OP_ERR, 1 },
+		{ VIRTIO_IB_WR_SEND, 0, 0, 2, 10, 576 + 20, 0, VIRTIO_IB_WC_LOC_QP_OP_ERR, 1 },
+		{ VIRTIO_IB_WR_SEND, 0, 0, 1, 10, 100, 0, VIRTIO_IB_WC_LOC_QP_OP_ERR, 1 },
+		{ VIRTIO_IB_WR_SEND, 0, 0, 1, 10, 4, 0, VIRTIO_IB_WC_LOC_QP_OP_ERR, 0 },
+		{ 9, 0, 0, 1, 10, -1, 0, VIRTIO_IB_WC_LOC_QP_OP_ERR, 1 },
+		{ VIRTIO_IB_WR_RDMA_READ + 1, 0, 0, 1, 10, -1, 0, VIRTIO_IB_WC_LOC_QP_OP_ERR, 1 },
+	};
+
+	for (unsigned k = 0; k < ARRAY_SIZE(cases); k++) {
+		struct fk_sge s[5];
+		struct fk_wr wr = {
+			.wr_id = 1, .opcode = cases[k].op, .flags = cases[k].flags,
+			.remote_addr = 0, .trunc = cases[k].trunc, .inline_len = cases[k].inl,
+		};
+		uint8_t inl[512] = { 0 };
+
+		pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+		c.max_inline = 64;
+		pair_init(&p, &c);
+		bufs_init(&p, &b, 65536);
+		wr.remote_addr = (uintptr_t)b.lb.buf;
+		wr.rkey = b.lb.rkey;
+		/* A good WR first: it completes before the bad one. */
+		REQUIRE(post_simple(&p, 0, VIRTIO_IB_WR_RDMA_WRITE, &b.la, 5000,
+				    (uintptr_t)b.lb.buf, b.lb.rkey) == 0);
+		for (unsigned i = 0; i < cases[k].nsge; i++)
+			s[i] = (struct fk_sge){ b.la.buf, cases[k].len, b.la.lkey ^ cases[k].lkey_xor };
+		wr.sge = s;
+		wr.nsge = cases[k].nsge;
+		wr.inl = inl;
+		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+		REQUIRE(post_simple(&p, 2, VIRTIO_IB_WR_SEND, &b.la, 10, 0, 0) == 0);
+		REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 3) == 3);
+		CHECK_EQ(wc[0].wr_id, 0);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+		CHECK_EQ(wc[1].wr_id, cases[k].want_id);
+		CHECK_EQ(wc[1].status, cases[k].status);
+		CHECK_EQ(wc[2].wr_id, 2);
+		CHECK_EQ(wc[2].status, VIRTIO_IB_WC_WR_FLUSH_ERR);
+		CHECK_EQ(qp_state(p.a, p.qa.qpn), VIRTIO_IB_QPS_ERR);
+		CHECK(!p.qa.sq->r.vq.broken);
+		CHECK_EQ(fk_ring_reap(p.qa.sq), 3);
+		if (th_failed_checks)
+			printf("#   case %u\n", k);
+		pair_fini(&p);
+	}
+}
+
+static void test_ud_errors(void)
+{
+	struct virtio_rdma_cq_req wc[16];
+	struct pair_cfg c;
+	struct pair p;
+	struct fk_mr sa, rb;
+	uint32_t ah, pd2, ah2;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_UD);
+	pair_init(&p, &c);
+	sa = fk_mr_reg(p.a, p.pda, 8192, FK_ACC_ALL);
+	rb = fk_mr_reg(p.b, p.pdb, 8192, FK_ACC_ALL);
+	ah = fk_ah(p.a, p.pda, p.b, &p.path);
+	pd2 = fk_pd(p.a);
+	ah2 = fk_ah(p.a, pd2, p.b, &p.path);
+	const struct {
+		uint8_t op;
+		uint32_t ah, len, qkey;
+		uint8_t status;
+	} cases[] = {
+		{ VIRTIO_IB_WR_RDMA_WRITE, 0, 10, 0, VIRTIO_IB_WC_LOC_QP_OP_ERR },
+		{ VIRTIO_IB_WR_RDMA_READ, 0, 10, 0, VIRTIO_IB_WC_LOC_QP_OP_ERR },
+		{ VIRTIO_IB_WR_SEND, 999, 10, 0, VIRTIO_IB_WC_LOC_QP_OP_ERR },
+		{ VIRTIO_IB_WR_SEND, 1, 10, 0, VIRTIO_IB_WC_LOC_PROT_ERR },
+		{ VIRTIO_IB_WR_SEND, 0, 1025, 0, VIRTIO_IB_WC_LOC_LEN_ERR },
+	};
+	for (unsigned k = 0; k < ARRAY_SIZE(cases); k++) {
+		struct fk_sge s = { sa.buf, cases[k].len, sa.lkey }, s10 = { sa.buf, 10, sa.lkey };
+		struct fk_wr wr = { .wr_id = 10 + k, .opcode = cases[k].op, .remote_qpn = p.qb.qpn,
+				    .remote_qkey = p.path.qkey, .sge = &s, .nsge = 1, .trunc = -1 };
+		struct fk_wr next = wr;
+
+		wr.ah = cases[k].ah == 0 ? ah : cases[k].ah == 1 ? ah2 : cases[k].ah;
+		next.wr_id = 50;
+		next.opcode = VIRTIO_IB_WR_SEND;
+		next.ah = ah;
+		next.sge = &s10;
+		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+		REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 1) == 1);
+		CHECK_EQ(wc[0].wr_id, 10 + k);
+		CHECK_EQ(wc[0].status, cases[k].status);
+		/* UD: the send queue is in error (SQE); later WRs flush until
+		 * the driver moves it back to RTS. */
+		CHECK_EQ(qp_state(p.a, p.qa.qpn), VIRTIO_IB_QPS_SQE);
+		REQUIRE(fk_post_send(p.a, &p.qa, &next) == 0);
+		REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 1) == 1);
+		CHECK_EQ(wc[0].wr_id, 50);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_WR_FLUSH_ERR);
+		CHECK_EQ(fk_modify(p.a, p.qa.qpn, VIRTIO_IB_QPS_RTS, 0, NULL), 0);
+		next.flags = VIRTIO_IB_SEND_SIGNALED;
+		{
+			struct fk_sge r = { rb.buf, 2000, rb.lkey };
+
+			REQUIRE(fk_post_recv(p.b, &p.qb, 60, &r, 1) == 0);
+		}
+		REQUIRE(fk_post_send(p.a, &p.qa, &next) == 0);
+		REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 1) == 1);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+		REQUIRE(wait_cq(&p.env, p.b, p.cqb, wc, 1) == 1);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	}
+	/* Q_Key: a wrong one is dropped at the receiver; bit 31 set uses the
+	 * QP's own. */
+	{
+		struct fk_sge s = { sa.buf, 10, sa.lkey };
+		struct fk_sge r = { rb.buf, 2000, rb.lkey };
+		struct fk_wr wr = { .wr_id = 70, .opcode = VIRTIO_IB_WR_SEND, .flags = VIRTIO_IB_SEND_SIGNALED,
+				    .remote_qpn = p.qb.qpn, .remote_qkey = p.path.qkey + 1, .ah = ah,
+				    .sge = &s, .nsge = 1, .trunc = -1 };
+
+		REQUIRE(fk_post_recv(p.b, &p.qb, 71, &r, 1) == 0);
+		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+		REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 1) == 1);
+		CHECK_EQ(drain_cq(&p.env, p.b, p.cqb, wc, 4), 0);
+		CHECK_EQ(p.b->tp->stats.rx_qkey, 1);
+		wr.remote_qkey = 0x80000000u;
+		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+		REQUIRE(wait_cq(&p.env, p.b, p.cqb, wc, 1) == 1);
+		CHECK_EQ(wc[0].wr_id, 71);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	}
+	pair_fini(&p);
+}
+
+/* Unsignaled WRs: no completion, but their descriptors come back in order;
+ * sq_sig_all signals everything. */
+static void test_unsignaled(void)
+{
+	struct virtio_rdma_cq_req wc[16];
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+
+	for (int all = 0; all < 2; all++) {
+		pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+		c.sig_all = all;
+		pair_init(&p, &c);
+		bufs_init(&p, &b, 65536);
+		for (int i = 0; i < 10; i++) {
+			struct fk_sge s = { b.la.buf, 3000, b.la.lkey };
+			struct fk_wr wr = { .wr_id = i, .opcode = VIRTIO_IB_WR_RDMA_WRITE,
+					    .flags = i == 9 ? VIRTIO_IB_SEND_SIGNALED : 0,
+					    .remote_addr = (uintptr_t)b.lb.buf, .rkey = b.lb.rkey,
+					    .sge = &s, .nsge = 1, .trunc = -1 };
+
+			REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+		}
+		REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, all ? 10 : 1) == (all ? 10u : 1u));
+		CHECK_EQ(wc[all ? 9 : 0].wr_id, 9);
+		CHECK_EQ(drain_cq(&p.env, p.a, p.cqa, wc, 16), 0);
+		CHECK_EQ(fk_ring_reap(p.qa.sq), 10);
+		pair_fini(&p);
+	}
+}
+
+/* A fenced WRITE waits for the READ before it: the READ sees the old data
+ * although the WRITE overwrites the same remote bytes. */
+static void test_fence(void)
+{
+	struct virtio_rdma_cq_req wc[4];
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+	uint8_t *old;
+	const uint32_t len = 1u << 20;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	c.path.mtu = VIRTIO_IB_MTU_256;
+	pair_init(&p, &c);
+	bufs_init(&p, &b, 2 * len);
+	old = malloc(len);
+	fk_fill(b.lb.buf, len, 7);
+	memcpy(old, b.lb.buf, len);
+	fk_fill(b.la.buf + len, len, 8);
+	{
+		struct fk_sge rd = { b.la.buf, len, b.la.lkey }, wr_s = { b.la.buf + len, len, b.la.lkey };
+		struct fk_wr r = { .wr_id = 1, .opcode = VIRTIO_IB_WR_RDMA_READ,
+				   .flags = VIRTIO_IB_SEND_SIGNALED, .remote_addr = (uintptr_t)b.lb.buf,
+				   .rkey = b.lb.rkey, .sge = &rd, .nsge = 1, .trunc = -1 };
+		struct fk_wr w = { .wr_id = 2, .opcode = VIRTIO_IB_WR_RDMA_WRITE,
+				   .flags = VIRTIO_IB_SEND_SIGNALED | VIRTIO_IB_SEND_FENCE,
+				   .remote_addr = (uintptr_t)b.lb.buf, .rkey = b.lb.rkey, .sge = &wr_s,
+				   .nsge = 1, .trunc = -1 };
+
+		REQUIRE(fk_post_send(p.a, &p.qa, &r) == 0);
+		REQUIRE(fk_post_send(p.a, &p.qa, &w) == 0);
+	}
+	REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 2) == 2);
+	CHECK_EQ(wc[0].wr_id, 1);
+	CHECK_EQ(wc[1].wr_id, 2);
+	CHECK(memcmp(b.la.buf, old, len) == 0);
+	CHECK(memcmp(b.lb.buf, b.la.buf + len, len) == 0);
+	free(old);
+	pair_fini(&p);
+}
+
+/* SQD: started WRs finish, new ones wait until SQD -> RTS. */
+static void test_sqd(void)
+{
+	struct virtio_rdma_cq_req wc[4];
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+	struct roce_qp *qp;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	pair_init(&p, &c);
+	bufs_init(&p, &b, 1u << 20);
+	qp = roce_qp_lookup(&p.a->rd, p.qa.qpn);
+	REQUIRE(post_simple(&p, 1, VIRTIO_IB_WR_RDMA_WRITE, &b.la, 1u << 20, (uintptr_t)b.lb.buf,
+			    b.lb.rkey) == 0);
+	fk_spin(&p.env, 2);
+	CHECK_EQ(fk_modify(p.a, p.qa.qpn, VIRTIO_IB_QPS_SQD, 0, NULL), 0);
+	REQUIRE(post_simple(&p, 2, VIRTIO_IB_WR_RDMA_WRITE, &b.la, 100, (uintptr_t)b.lb.buf,
+			    b.lb.rkey) == 0);
+	REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 1) == 1);
+	CHECK_EQ(wc[0].wr_id, 1);
+	fk_spin(&p.env, 20);
+	CHECK(!qp->sq_draining);
+	CHECK_EQ(fk_poll_cq(p.a, p.cqa, wc, 4), 0);
+	CHECK_EQ(fk_modify(p.a, p.qa.qpn, VIRTIO_IB_QPS_RTS, 0, NULL), 0);
+	REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 1) == 1);
+	CHECK_EQ(wc[0].wr_id, 2);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	pair_fini(&p);
+}
+
+/* Address vectors without a MAC: the device resolves it (ARP / ND), each
+ * device answering for its own addresses. */
+static void test_neigh(void)
+{
+	for (int v6 = 0; v6 < 2; v6++) {
+		struct pair_cfg c;
+		struct bufs b;
+		struct pair p;
+
+		pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+		c.path.zero_dmac = true;
+		c.path.ipv6 = v6;
+		pair_init(&p, &c);
+		bufs_init(&p, &b, 1u << 20);
+		for (unsigned o = 0; o < ARRAY_SIZE(all_ops); o++)
+			CHECK(do_op(&p, &b, all_ops[o], 50000, 2, false, o));
+		CHECK_EQ(p.a->tp->stats.neigh_requests, 1);
+		CHECK_EQ(p.a->tp->stats.neigh_resolved, 1);
+		CHECK_EQ(p.b->tp->stats.neigh_replies, 1);
+		CHECK_EQ(p.a->tp->stats.neigh_dropped, 0);
+		CHECK_EQ(v6 ? p.b->tp->stats.rx_nd : p.b->tp->stats.rx_arp, 2);
+		pair_fini(&p);
+	}
+}
+
+/* Every frame on the switch is captured; each RoCE frame's ICRC is
+ * checked here and, when available, by scapy. */
+static void test_pcap_icrc(void)
+{
+	char path[] = "/tmp/vrdma_roce_tp_XXXXXX";
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+	int fd = mkstemp(path);
+	unsigned frames = 0, roce = 0, bad = 0;
+	FILE *f;
+
+	REQUIRE(fd >= 0);
+	close(fd);
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	pair_init(&p, &c);
+	REQUIRE(sw_set_pcap(p.env.sw, path) == 0);
+	bufs_init(&p, &b, 1u << 20);
+	for (unsigned o = 0; o < ARRAY_SIZE(all_ops); o++)
+		CHECK(do_op(&p, &b, all_ops[o], 3000, 1, false, o));
+	REQUIRE(sw_set_pcap(p.env.sw, NULL) == 0);
+	pair_fini(&p);
+	f = fopen(path, "rb");
+	REQUIRE(f);
+	{
+		uint8_t gh[24], rh[16];
+		static uint8_t frame[65536];
+
+		REQUIRE(fread(gh, 1, 24, f) == 24);
+		while (fread(rh, 1, 16, f) == 16) {
+			uint32_t incl;
+
+			memcpy(&incl, rh + 8, 4);
+			if (incl > sizeof(frame) || fread(frame, 1, incl, f) != incl)
+				break;
+			frames++;
+			if (incl > 42 && frame[12] == 0x08 && frame[13] == 0 && frame[23] == 17 &&
+			    frame[36] == 0x12 && frame[37] == 0xb7) {
+				roce++;
+				bad += roce_icrc_frame_verify(frame, incl) != 0;
+			}
+		}
+	}
+	fclose(f);
+	CHECK(roce > 10);
+	CHECK_EQ(bad, 0);
+	if (!access("/usr/bin/python3", X_OK) &&
+	    system("/usr/bin/python3 -c 'from scapy.contrib.roce import BTH' 2>/dev/null") == 0) {
+		char cmd[512];
+
+		snprintf(cmd, sizeof(cmd),
+			 "/usr/bin/python3 - '%s' <<'EOF'\n"
+			 "import sys, logging\n"
+			 "logging.getLogger('scapy.runtime').setLevel(logging.ERROR)\n"
+			 "from scapy.all import rdpcap, raw, UDP\n"
+			 "from scapy.contrib.roce import BTH\n"
+			 "n = bad = 0\n"
+			 "for f in rdpcap(sys.argv[1]):\n"
+			 "    if UDP in f and f[UDP].dport == 4791:\n"
+			 "        n += 1\n"
+			 "        g = f.copy(); g[BTH].icrc = None\n"
+			 "        if raw(g.__class__(raw(g)))[-4:] != raw(f)[-4:]: bad += 1\n"
+			 "sys.exit(0 if n and not bad else 1)\n"
+			 "EOF", path);
+		CHECK_EQ(system(cmd), 0);
+	}
+	unlink(path);
+	CHECK(frames >= roce);
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	TEST_PROGRAM("test_roce_tp");
+	vlog_level = VLOG_ERR;
+	RUN(test_flush_in_err);
+	RUN(test_late_and_polled_rings);
+	RUN(test_cq_backlog_overflow);
+	RUN(test_cq_notify);
+	RUN(test_ud_ipv4);
+	RUN(test_ud_ipv6);
+	RUN(test_rc_loopback);
+	RUN(test_rc_sges_inline);
+	RUN(test_rc_sizes_ipv6);
+	RUN(test_rc_sizes);
+	RUN(test_uc_sizes);
+	RUN(test_rnr);
+	RUN(test_retry_exceeded);
+	RUN(test_remote_errors);
+	RUN(test_local_errors);
+	RUN(test_ud_errors);
+	RUN(test_unsignaled);
+	RUN(test_fence);
+	RUN(test_sqd);
+	RUN(test_neigh);
+	RUN(test_pcap_icrc);
+	return TEST_DONE();
+}
