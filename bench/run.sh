@@ -55,8 +55,10 @@ if [ $quick = 1 ]; then
 	: "${BENCH_TCP_SEC:=3}" "${BENCH_LAT_SEC:=3}" "${BENCH_MEMCPY_SEC:=0.5}"
 	: "${BENCH_BW_BYTES:=67108864}" "${BENCH_LAT_ITERS:=500}"
 	: "${BENCH_BW_SIZES:=64 4096 65536 1048576}" "${BENCH_LAT_SIZES:=64 4096}"
+	: "${BENCH_REPEAT:=1}"
 fi
 : "${BENCH_POLL:=0 50}"
+: "${BENCH_REPEAT:=3}"
 : "${BENCH_GID:=0}"
 : "${BENCH_BW_SIZES:=64 256 1024 4096 16384 65536 262144 1048576 8388608}"
 : "${BENCH_BW_BYTES:=536870912}"
@@ -74,7 +76,7 @@ stamp=$(date +%Y-%m-%d_%H%M%S)
 [ -n "$out" ] || out=$top/bench/results/$stamp
 mkdir -p "$out/logs" || exit 1
 out=$(cd "$out" && pwd)
-tsv=$out/results.tsv		# section mode test size metric value
+tsv=$out/results.tsv		# section mode test size metric value run
 cmds=$out/commands.txt
 : >"$tsv"
 : >"$cmds"
@@ -100,7 +102,9 @@ trap cleanup EXIT
 trap 'echo "bench/run.sh: interrupted" >&2; exit 130' INT TERM
 
 log() { echo "bench: $*" >&2; }
-rec() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$tsv"; }
+# rec SECTION MODE TEST SIZE METRIC VALUE: one result of repeat $run.
+run=1
+rec() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" "$run" >>"$tsv"; }
 # cmd LINE: record a command line (what a user would type to repeat it).
 cmd() { local l="$*"; echo "${l//"$tmp"/\$TMP}" >>"$cmds"; }
 # stop PID: TERM, up to 5 s, then KILL; forget it.
@@ -167,11 +171,38 @@ install_deps
 # Project dependencies (build set) too, through the project's own script.
 [ "${BENCH_NO_APT:-0}" = 1 ] || timeout 900 scripts/deps.sh build >>"$out/logs/apt.log" 2>&1
 
+# Build, then run vrdma from a private copy of its binaries ($tmp/vrdma) so
+# that a rebuild of build/ during the run (other work in the tree) cannot
+# swap libraries under a test. A copy caught mid-link is not valid ELF:
+# rebuild and copy again (3 tries).
 build_note=""
-if [ "${BENCH_NO_MAKE:-0}" != 1 ] && [ "$only" != ref ]; then
-	log "make (log: $out/logs/make.log)"
-	timeout 900 make -j"$(nproc)" >"$out/logs/make.log" 2>&1 ||
-		build_note="make failed ($(last_line "$out/logs/make.log")); using the binaries already in build/"
+snapshot() {
+	local f ok=1
+	rm -rf "$tmp/vrdma"
+	mkdir -p "$tmp/vrdma/bin" "$tmp/vrdma/lib"
+	for f in bin/vhost-user-rdma bin/vrdma-run lib/libibverbs.so.1 lib/libvrdma.so; do
+		[ -e "build/$f" ] || continue
+		cp "build/$f" "$tmp/vrdma/$f" && readelf -h "$tmp/vrdma/$f" >/dev/null 2>&1 || ok=0
+	done
+	[ $ok = 1 ]
+}
+if [ "$only" != ref ]; then
+	for try in 1 2 3; do
+		if [ "${BENCH_NO_MAKE:-0}" != 1 ]; then
+			log "make (log: $out/logs/make.log)"
+			if timeout 900 make -j"$(nproc)" >"$out/logs/make.log" 2>&1; then
+				build_note=""
+			else
+				build_note="make failed ($(last_line "$out/logs/make.log")); using the binaries already in build/"
+			fi
+		fi
+		snapshot && break
+		build_note="build/ changed while copying it (try $try)"
+		sleep 15
+	done
+	bin=$tmp/vrdma/bin
+	sha=$(sha256sum "$tmp/vrdma/lib/libibverbs.so.1" "$tmp/vrdma/bin/vhost-user-rdma" 2>/dev/null |
+		awk '{ printf "%s%s %s", sep, substr($1, 1, 12), $2; sep = ", " }')
 fi
 mkdir -p build/bench
 cmd "gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/memcpy_bw.c -o build/bench/memcpy_bw"
@@ -185,14 +216,15 @@ gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/memcpy_bw.c \
 	echo "git: $(git rev-parse --short HEAD 2>/dev/null) $(git status --porcelain 2>/dev/null | grep -q . && echo '(+ uncommitted changes)')"
 	echo "versions: $(iperf3 --version 2>/dev/null | head -n1); sockperf $(sockperf --version 2>/dev/null | sed -n 's/.*version \([^ ]*\).*/\1/p' | head -n1); perftest $(dpkg-query -W -f='${Version}' perftest 2>/dev/null); gcc $(gcc -dumpfullversion 2>/dev/null)"
 	[ -n "$build_note" ] && echo "build: $build_note"
+	[ -n "${sha:-}" ] && echo "vrdma binaries (sha256): ${sha//"$tmp"\/vrdma\//}"
 } >"$out/env.txt"
 
 # ------------------------------------------------------------- 1. references
 run_iperf3() {
-	local port=15201 srv cl=$out/logs/iperf3.client.json
+	local port=15201 srv cl=$out/logs/iperf3.r$run.client.json
 	cmd "iperf3 -s -1 -p $port -B 127.0.0.1 &  iperf3 -c 127.0.0.1 -p $port -t $BENCH_TCP_SEC -J"
 	timeout -k 5 $((BENCH_TCP_SEC + 60)) iperf3 -s -1 -p $port -B 127.0.0.1 \
-		>"$out/logs/iperf3.server.log" 2>&1 &
+		>"$out/logs/iperf3.r$run.server.log" 2>&1 &
 	srv=$!
 	pids+=("$srv")
 	if ! wait_port $port $srv; then
@@ -201,22 +233,22 @@ run_iperf3() {
 		return
 	fi
 	timeout -k 5 $((BENCH_TCP_SEC + 30)) iperf3 -c 127.0.0.1 -p $port \
-		-t "$BENCH_TCP_SEC" -J >"$cl" 2>"$out/logs/iperf3.client.err"
+		-t "$BENCH_TCP_SEC" -J >"$cl" 2>"$out/logs/iperf3.r$run.client.err"
 	wait_exit $srv 10
 	local bps
 	bps=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"])' "$cl" 2>/dev/null)
 	if [ -n "$bps" ]; then
 		rec ref - iperf3 - bps "$bps"
 	else
-		rec ref - iperf3 - error "$(last_line "$out/logs/iperf3.client.err")"
+		rec ref - iperf3 - error "$(last_line "$out/logs/iperf3.r$run.client.err")"
 	fi
 }
 
 run_sockperf() {
-	local port=11711 srv cl=$out/logs/sockperf.client.log
+	local port=11711 srv cl=$out/logs/sockperf.r$run.client.log
 	cmd "sockperf sr --tcp -i 127.0.0.1 -p $port &  sockperf pp --tcp -i 127.0.0.1 -p $port -m 64 -t $BENCH_LAT_SEC"
 	timeout -k 5 $((BENCH_LAT_SEC + 60)) sockperf sr --tcp -i 127.0.0.1 -p $port \
-		>"$out/logs/sockperf.server.log" 2>&1 &
+		>"$out/logs/sockperf.r$run.server.log" 2>&1 &
 	srv=$!
 	pids+=("$srv")
 	if ! wait_port $port $srv; then
@@ -258,6 +290,7 @@ run_memcpy() {
 
 # ------------------------------------------------------------- 2. vrdma
 daemon_pid=""
+cur_mode=""
 sock0="" sock1=""
 # start_daemon POLL_US: two devices on the switch; sets sock0/sock1/daemon_pid.
 start_daemon() {
@@ -328,7 +361,7 @@ vrdma_ready() {
 	for f in vhost-user-rdma vrdma-run; do
 		[ -x "$bin/$f" ] || { ready_reason="build/bin/$f missing"; return 1; }
 	done
-	[ -e "$top/build/lib/libibverbs.so.1" ] || { ready_reason="build/lib/libibverbs.so.1 missing"; return 1; }
+	[ -e "$bin/../lib/libibverbs.so.1" ] || { ready_reason="build/lib/libibverbs.so.1 missing"; return 1; }
 	cmd "build/bin/vrdma-run --socket DEV0 -- ibv_devinfo -v"
 	timeout -k 5 30 "$bin/vrdma-run" --socket "$sock0" -- ibv_devinfo -v >"$l" 2>&1
 	local rc=$?
@@ -349,29 +382,75 @@ vrdma_ready() {
 parse_perftest() {
 	local m=$1 t=$2 kind=$4 l=$5
 	# Rows: whitespace, #bytes, #iterations, numbers...
-	awk -v m="$m" -v t="$t" -v kind="$kind" '
+	awk -v m="$m" -v t="$t" -v kind="$kind" -v run="$run" '
 		/^[ \t]*[0-9]+[ \t]+[0-9]+[ \t]+[0-9.]+/ {
 			if (kind == "bw" && NF >= 5) {
-				printf "vrdma\t%s\t%s\t%s\tpeak_MiBps\t%s\n", m, t, $1, $3
-				printf "vrdma\t%s\t%s\t%s\tavg_MiBps\t%s\n", m, t, $1, $4
-				printf "vrdma\t%s\t%s\t%s\tMpps\t%s\n", m, t, $1, $5
+				printf "vrdma\t%s\t%s\t%s\tpeak_MiBps\t%s\t%s\n", m, t, $1, $3, run
+				printf "vrdma\t%s\t%s\t%s\tavg_MiBps\t%s\t%s\n", m, t, $1, $4, run
+				printf "vrdma\t%s\t%s\t%s\tMpps\t%s\t%s\n", m, t, $1, $5, run
 			} else if (kind == "lat" && NF >= 9) {
-				printf "vrdma\t%s\t%s\t%s\tmin_us\t%s\n", m, t, $1, $3
-				printf "vrdma\t%s\t%s\t%s\ttypical_us\t%s\n", m, t, $1, $5
-				printf "vrdma\t%s\t%s\t%s\tavg_us\t%s\n", m, t, $1, $6
-				printf "vrdma\t%s\t%s\t%s\tp99_us\t%s\n", m, t, $1, $8
+				printf "vrdma\t%s\t%s\t%s\tmin_us\t%s\t%s\n", m, t, $1, $3, run
+				printf "vrdma\t%s\t%s\t%s\ttypical_us\t%s\t%s\n", m, t, $1, $5, run
+				printf "vrdma\t%s\t%s\t%s\tavg_us\t%s\t%s\n", m, t, $1, $6, run
+				printf "vrdma\t%s\t%s\t%s\tp99_us\t%s\t%s\n", m, t, $1, $8, run
 			}
 		}' "$l" >>"$tsv"
+}
+
+# daemon_retx: retransmits counted by the daemon so far (all devices): asks
+# for its counters (SIGUSR1, printed to its log) and reads the last block.
+daemon_retx() {
+	local l=$out/logs/daemon.$cur_mode.log n0 n
+	n0=$(grep -c '^faults' "$l" 2>/dev/null)
+	kill -USR1 "$daemon_pid" 2>/dev/null || { echo 0; return; }
+	for _ in $(seq 20); do
+		n=$(grep -c '^faults' "$l" 2>/dev/null)
+		[ "${n:-0}" -gt "${n0:-0}" ] && break
+		sleep 0.1
+	done
+	awk '/^device dev0 / { r = 0 }
+	     { for (i = 1; i < NF; i++) if ($i == "retransmits") r += $(i + 1) }
+	     END { print r + 0 }' "$l"
 }
 
 # cpu_ticks PID: utime+stime of PID in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
+# perftest_once MODE TEST SIZE KIND ARGS...: one server/client pair (repeat
+# $run); records its table, the daemon's retransmits and CPU share, or the
+# error. Returns 1 if the daemon died.
+perftest_once() {
+	local m=$1 t=$2 s=$3 kind=$4 retx0 before after wall0 wall1
+	shift 4
+	log "$m: $t $* (run $run/$BENCH_REPEAT)"
+	retx0=$(daemon_retx)
+	before=$(cpu_ticks "$daemon_pid")
+	wall0=$(date +%s.%N)
+	if pair "$m.$t.$s.r$run" 300 -- "$t" "$@"; then
+		wall1=$(date +%s.%N)
+		after=$(cpu_ticks "$daemon_pid")
+		parse_perftest "$m" "$t" "$s" "$kind" "$out/logs/$m.$t.$s.r$run.client.log"
+		rec vrdma "$m" "$t" "$s" retransmits $(($(daemon_retx) - retx0))
+		# Daemon CPU seconds per second during the pair (setup included).
+		rec vrdma "$m" "$t" "$s" daemon_cpu \
+			"$(awk -v a="$before" -v b="$after" -v w0="$wall0" -v w1="$wall1" \
+				-v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (b - a) / hz / (w1 - w0) }')"
+		return 0
+	fi
+	rec vrdma "$m" "$t" "$s" error "$pair_reason"
+	log "$m: $t $s failed: $pair_reason"
+	# A dead daemon fails everything after it.
+	if ! kill -0 "$daemon_pid" 2>/dev/null; then
+		rec vrdma "$m" - - error "daemon died: $(last_line "$out/logs/daemon.$m.log")"
+		return 1
+	fi
+	return 0
+}
+
 run_perftest() {
-	local m=$1 t s n kind before after wall0 wall1
+	local m=$1 t s n kind sizes
 	for t in ib_send_bw ib_write_bw ib_read_bw ib_send_lat ib_write_lat ib_read_lat; do
 		case $t in *_bw) kind=bw ;; *) kind=lat ;; esac
-		local sizes
 		if [ $kind = bw ]; then sizes=$BENCH_BW_SIZES; else sizes=$BENCH_LAT_SIZES; fi
 		for s in $sizes; do
 			# shellcheck disable=SC2206 # BENCH_PERFTEST_ARGS is a word list
@@ -386,24 +465,10 @@ run_perftest() {
 			else
 				args+=(-s "$s" -n "$BENCH_LAT_ITERS")
 			fi
-			log "$m: $t ${args[*]}"
-			before=$(cpu_ticks "$daemon_pid")
-			wall0=$(date +%s.%N)
-			if pair "$m.$t.$s" 300 -- "$t" "${args[@]}"; then
-				wall1=$(date +%s.%N)
-				after=$(cpu_ticks "$daemon_pid")
-				parse_perftest "$m" "$t" "$s" "$kind" "$out/logs/$m.$t.$s.client.log"
-				# Daemon CPU share during the pair (setup included).
-				rec vrdma "$m" "$t" "$s" daemon_cpu \
-					"$(awk -v a="$before" -v b="$after" -v w0="$wall0" -v w1="$wall1" -v hz="$(getconf CLK_TCK)" \
-						'BEGIN { printf "%.2f", (b - a) / hz / (w1 - w0) }')"
-			else
-				rec vrdma "$m" "$t" "$s" error "$pair_reason"
-				log "$m: $t $s failed: $pair_reason"
-				# A dead daemon fails everything after it: stop here.
-				kill -0 "$daemon_pid" 2>/dev/null ||
-					{ rec vrdma "$m" - - error "daemon died: $(last_line "$out/logs/daemon.poll${m#poll}.log")"; return; }
-			fi
+			for run in $(seq "$BENCH_REPEAT"); do
+				perftest_once "$m" "$t" "$s" "$kind" "${args[@]}" || { run=1; return; }
+			done
+			run=1
 		done
 	done
 }
@@ -412,6 +477,7 @@ run_vrdma() {
 	local p m any_ready=1
 	for p in $BENCH_POLL; do
 		m=poll$p
+		cur_mode=$m
 		log "$m: starting daemon (--poll-us $p)"
 		if ! start_daemon "$p"; then
 			rec vrdma "$m" - - notready "daemon did not start: $(last_line "$out/logs/daemon.$m.log")"
@@ -440,10 +506,13 @@ if [ $check_only = 1 ]; then
 	exit $rc
 fi
 if [ "$only" != vrdma ]; then
-	log "references: iperf3 (${BENCH_TCP_SEC}s)"
-	run_iperf3
-	log "references: sockperf ping-pong 64 B (${BENCH_LAT_SEC}s)"
-	run_sockperf
+	for run in $(seq "$BENCH_REPEAT"); do
+		log "references: iperf3 (${BENCH_TCP_SEC}s, run $run/$BENCH_REPEAT)"
+		run_iperf3
+		log "references: sockperf ping-pong 64 B (${BENCH_LAT_SEC}s, run $run/$BENCH_REPEAT)"
+		run_sockperf
+	done
+	run=1
 	log "references: memcpy_bw"
 	run_memcpy
 fi
@@ -454,19 +523,26 @@ echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/env.txt"
 $PY - "$tsv" "$out/env.txt" "$cmds" "$BENCH_POLL" >"$out/table.md" <<'EOF'
 import sys, collections
 tsv, envf, cmdf, polls = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split()
-ref, vr, notes = {}, collections.defaultdict(dict), {}
+modes = ["poll" + m for m in polls]
+
+# ref[test][run][metric], vr[(test, size)][mode][run][metric], notes[mode]
+ref = collections.defaultdict(lambda: collections.defaultdict(dict))
+vr = collections.defaultdict(lambda: collections.defaultdict(lambda: collections.defaultdict(dict)))
+notes = collections.defaultdict(list)
 for line in open(tsv):
     f = line.rstrip("\n").split("\t")
-    if len(f) != 6:
+    if len(f) == 6:
+        f.append("1")
+    if len(f) != 7:
         continue
-    sec, mode, test, size, metric, val = f
+    sec, mode, test, size, metric, val, run = f
     val = val.replace("|", "/")
     if sec == "ref":
-        ref[(test, metric)] = val
+        ref[test][run][metric] = val
     elif test == "-":
-        notes.setdefault(mode, []).append((metric, val))
+        notes[mode].append((metric, val))
     else:
-        vr[(test, size)][(mode, metric)] = val
+        vr[(test, size)][mode][run][metric] = val
 
 def num(x):
     try:
@@ -489,51 +565,84 @@ def size_str(s):
             return f"{s // v} {unit}"
     return f"{s} B"
 
+def best(runs, key, bigger):
+    """The metrics of the best run (by key), the number of good runs, the
+    last error; runs without the key are failures."""
+    good = [r for r in runs.values() if num(r.get(key)) is not None]
+    errs = [r["error"] for r in runs.values() if "error" in r]
+    if not good:
+        return None, 0, (errs[-1] if errs else None)
+    pick = (max if bigger else min)(good, key=lambda r: num(r[key]))
+    return pick, len(good), (errs[-1] if errs else None)
+
 o = []
 p = o.append
 p("# vrdma benchmark\n")
 for line in open(envf):
     p(f"- {line.strip()}")
 p("")
-p("## References (same run)\n")
-tcp_bps = num(ref.get(("iperf3", "bps")))
+
+# ---- references
+ip, ip_n, ip_err = best(ref["iperf3"], "bps", True)
+spk, sp_n, sp_err = best(ref["sockperf"], "p50_us", False)
+tcp_bps = num(ip["bps"]) if ip else None
 tcp = tcp_bps / 8e9 if tcp_bps else None
-sp = {k: num(ref.get(("sockperf", k))) for k in ("avg_us", "p50_us", "p99_us")}
-mc = {k: num(ref.get(("memcpy", f"memcpy_{k}_GBps"))) for k in ("4k_hot", "1m_hot", "1m_cold", "rand_4k_cold")}
-p("| reference | value |")
-p("|---|---:|")
+sp = {k: num(spk.get(k)) if spk else None for k in ("avg_us", "p50_us", "p99_us")}
+mcr = ref["memcpy"].get("1", {})
+mc = {k: num(mcr.get(f"memcpy_{k}_GBps")) for k in ("4k_hot", "1m_hot", "1m_cold", "rand_4k_cold")}
+
+p("## References (same run)\n")
+p("Best of the repeats (iperf3: highest throughput; sockperf: lowest median); "
+  "every run is in results.tsv and logs/.\n")
+p("| reference | value | runs |")
+p("|---|---:|---|")
 if tcp_bps:
-    p(f"| kernel TCP loopback, iperf3, 1 stream | {tcp_bps / 1e9:.2f} Gbit/s = {tcp:.3f} GB/s |")
+    allr = ", ".join(f"{num(r['bps']) / 1e9:.2f}" for r in ref["iperf3"].values() if "bps" in r)
+    p(f"| kernel TCP loopback, iperf3, 1 stream | {tcp_bps / 1e9:.2f} Gbit/s = {tcp:.3f} GB/s | {allr} Gbit/s |")
 else:
-    p(f"| kernel TCP loopback, iperf3 | {ref.get(('iperf3', 'error'), 'not measured')} |")
-if sp["avg_us"]:
-    p(f"| TCP ping-pong 64 B, sockperf, one-way latency | avg {sp['avg_us']:.2f} us, median {fmt(sp['p50_us'])} us, p99 {fmt(sp['p99_us'])} us |")
+    p(f"| kernel TCP loopback, iperf3 | {ip_err or 'not measured'} | |")
+if sp["avg_us"] is not None:
+    allr = ", ".join(f"{r.get('p50_us')}/{r.get('avg_us')}" for r in ref["sockperf"].values() if "avg_us" in r)
+    p(f"| TCP ping-pong 64 B, sockperf, one-way latency | median {fmt(sp['p50_us'])} us, avg {fmt(sp['avg_us'])} us, p99 {fmt(sp['p99_us'])} us | median/avg {allr} us |")
 else:
-    p(f"| TCP ping-pong 64 B, sockperf | {ref.get(('sockperf', 'error'), 'not measured')} |")
+    p(f"| TCP ping-pong 64 B, sockperf | {sp_err or 'not measured'} | |")
 for k, label in (("4k_hot", "4 KiB hot"), ("1m_hot", "1 MiB hot"), ("1m_cold", "1 MiB cold"), ("rand_4k_cold", "random 4 KiB cold")):
-    p(f"| memcpy {label}, one core | {fmt(mc[k])} GB/s |")
+    p(f"| memcpy {label}, one core | {fmt(mc[k])} GB/s | best 1 ms round |")
 p("")
 
+# ---- vrdma status
 p("## vrdma status\n")
-for m in polls:
-    m = "poll" + m
+for m in modes:
     st = notes.get(m, [])
-    txt = "; ".join(v if k != "ready" else "ready" for k, v in st) or "not run (--only ref)"
-    if any(k == "notready" for k, _ in st):
-        txt = "vrdma: not ready (" + "; ".join(v for k, v in st if k == "notready") + ")"
+    nr = [v for k, v in st if k == "notready"]
+    if nr:
+        txt = "vrdma: not ready (" + "; ".join(nr) + ")"
+    elif st:
+        txt = "; ".join("ready" if k == "ready" else v for k, v in st)
+    else:
+        txt = "not run"
     p(f"- `--poll-us {m[4:]}`: {txt}")
 p("")
 
-modes = ["poll" + m for m in polls]
-bw_rows = sorted({k for k in vr if k[0].endswith("_bw")}, key=lambda k: (k[0], int(k[1]) if k[1].isdigit() else 0))
-lat_rows = sorted({k for k in vr if k[0].endswith("_lat")}, key=lambda k: (k[0], int(k[1]) if k[1].isdigit() else 0))
+def sort_key(k):
+    return (k[0], int(k[1]) if k[1].isdigit() else 0)
+
+bw_rows = sorted((k for k in vr if k[0].endswith("_bw")), key=sort_key)
+lat_rows = sorted((k for k in vr if k[0].endswith("_lat")), key=sort_key)
+
+def pick(t, s, m):
+    runs = vr.get((t, s), {}).get(m, {})
+    if t.endswith("_bw"):
+        return best(runs, "avg_MiBps", True)
+    return best(runs, "typical_us", False)
 
 def bw_gb(m, t, s):
-    mib = num(vr.get((t, s), {}).get((m, "avg_MiBps")))
-    return mib * 1048576 / 1e9 if mib is not None else None
+    r = pick(t, s, m)[0]
+    return num(r["avg_MiBps"]) * 1048576 / 1e9 if r else None
 
-def lat_us(m, t, s):
-    return num(vr.get((t, s), {}).get((m, "avg_us")))
+def lat(m, t, s, k):
+    r = pick(t, s, m)[0]
+    return num(r.get(k)) if r else None
 
 if bw_rows or lat_rows:
     p("## Headline ratios\n")
@@ -543,79 +652,112 @@ if bw_rows or lat_rows:
     p("|---|" + "---:|" * len(modes))
     for t in ("ib_write_bw", "ib_send_bw", "ib_read_bw"):
         p(f"| {t} 64 KiB / iperf3 TCP | " + " | ".join(ratio(bw_gb(m, t, "65536"), tcp) for m in modes) + " |")
-    best = {}
+    bests = {}
     for m in modes:
-        cands = [(bw_gb(m, t, s), t, s) for t, s in bw_rows if bw_gb(m, t, s) is not None]
-        best[m] = max(cands) if cands else None
-    p("| best vrdma bw / memcpy 1 MiB cold | " + " | ".join(
-        "-" if not best[m] else f"{ratio(best[m][0], mc['1m_cold'])} ({best[m][1]} {size_str(best[m][2])}, {best[m][0]:.3f} GB/s)"
+        c = [(bw_gb(m, t, s), t, s) for t, s in bw_rows if bw_gb(m, t, s) is not None]
+        bests[m] = max(c) if c else None
+    p("| best vrdma bw (any test, any size) / iperf3 TCP | " + " | ".join(
+        "-" if not bests[m] else f"{ratio(bests[m][0], tcp)} ({bests[m][1]} {size_str(bests[m][2])}, {bests[m][0]:.3f} GB/s)"
         for m in modes) + " |")
+    p("| best vrdma bw / memcpy 1 MiB cold | " + " | ".join(
+        "-" if not bests[m] else ratio(bests[m][0], mc["1m_cold"]) for m in modes) + " |")
     for t in ("ib_send_lat", "ib_write_lat"):
-        p(f"| {t} 64 B avg / sockperf avg | " + " | ".join(ratio(lat_us(m, t, "64"), sp["avg_us"], 2) for m in modes) + " |")
+        p(f"| {t} 64 B median / sockperf median | " + " | ".join(ratio(lat(m, t, "64", "typical_us"), sp["p50_us"], 2) for m in modes) + " |")
+        p(f"| {t} 64 B avg / sockperf avg | " + " | ".join(ratio(lat(m, t, "64", "avg_us"), sp["avg_us"], 2) for m in modes) + " |")
+    two = lambda x: 2 * x if x else None
+    p("| ib_read_lat 64 B median / (2 x sockperf median) | " + " | ".join(
+        ratio(lat(m, "ib_read_lat", "64", "typical_us"), two(sp["p50_us"]), 2) for m in modes) + " |")
     p("| ib_read_lat 64 B avg / (2 x sockperf avg) | " + " | ".join(
-        ratio(lat_us(m, "ib_read_lat", "64"), 2 * sp["avg_us"] if sp["avg_us"] else None, 2) for m in modes) + " |")
+        ratio(lat(m, "ib_read_lat", "64", "avg_us"), two(sp["avg_us"]), 2) for m in modes) + " |")
     p("")
 
+def fail_cell(err, ncols):
+    return f" failed: {err or 'no result'} |" + " |" * (ncols - 1)
+
 p("## vrdma bandwidth by message size\n")
-p("GB/s = 10^9 bytes/s (perftest's BW average, MiB/s, converted). "
-  "x TCP = vrdma / kernel TCP loopback (iperf3); x memcpy = vrdma / memcpy 1 MiB cold; "
-  "cpu = daemon CPU seconds per second during the test.\n")
+p("Best run of the repeats (highest BW average). GB/s = 10^9 bytes/s (perftest's "
+  "MB/sec are MiB/s, converted). x TCP = vrdma / kernel TCP loopback (iperf3); "
+  "x memcpy = vrdma / memcpy 1 MiB cold; cpu = daemon CPU seconds per second "
+  "during that run (setup included); retx = packets the daemon retransmitted "
+  "during that run; ok = runs that completed / runs.\n")
 if bw_rows:
-    head = "| test | size |"
-    line = "|---|---:|"
+    head, line = "| test | size |", "|---|---:|"
     for m in modes:
-        head += f" {m} GB/s | x TCP | x memcpy | Mpps | cpu |"
-        line += "---:|---:|---:|---:|---:|"
+        head += f" {m} GB/s | x TCP | x memcpy | Mpps | cpu | retx | ok |"
+        line += "---:|" * 7
     p(head)
     p(line)
     for t, s in bw_rows:
-        d = vr[(t, s)]
         r = f"| {t} | {size_str(s)} |"
         for m in modes:
-            if (m, "error") in d:
-                r += f" failed: {d[(m, 'error')]} | | | | |"
+            runs = vr[(t, s)].get(m, {})
+            b, n, err = pick(t, s, m)
+            if not b:
+                r += fail_cell(err, 7) if runs else " - |" * 7
                 continue
-            mib = num(d.get((m, "avg_MiBps")))
-            gb = mib * 1048576 / 1e9 if mib is not None else None
-            r += f" {fmt(gb, 3)} | {ratio(gb, tcp)} | {ratio(gb, mc['1m_cold'])} | {fmt(num(d.get((m, 'Mpps'))), 3)} | {fmt(num(d.get((m, 'daemon_cpu'))))} |"
+            gb = num(b["avg_MiBps"]) * 1048576 / 1e9
+            r += (f" {gb:.3f} | {ratio(gb, tcp)} | {ratio(gb, mc['1m_cold'])} |"
+                  f" {fmt(num(b.get('Mpps')), 3)} | {fmt(num(b.get('daemon_cpu')))} |"
+                  f" {b.get('retransmits', '-')} | {n}/{len(runs)} |")
         p(r)
+    p("")
+    errs = [(t, s, m, pick(t, s, m)[2]) for t, s in bw_rows for m in modes if pick(t, s, m)[2]]
 else:
-    p("no bandwidth results (see vrdma status)")
-p("")
+    p("no bandwidth results (see vrdma status)\n")
+    errs = []
 
 p("## vrdma latency\n")
-p("perftest t_typical / t_avg / 99% in us. send and write: one-way (half the "
-  "round trip), like sockperf; read: a full round trip, so its ratio is against "
-  "twice sockperf's one-way average. x TCP = vrdma t_avg / sockperf avg (64 B TCP).\n")
+p("Best run of the repeats (lowest t_typical). perftest t_typical (its median) "
+  "/ t_avg / 99th percentile in us. send and write report half the round trip, "
+  "like sockperf; read reports a full round trip, so its ratios are against "
+  "twice sockperf's one-way numbers. x TCP med = vrdma t_typical / sockperf "
+  "median; x TCP avg = vrdma t_avg / sockperf average (64 B TCP).\n")
 if lat_rows:
-    head = "| test | size |"
-    line = "|---|---:|"
+    head, line = "| test | size |", "|---|---:|"
     for m in modes:
-        head += f" {m} typical | avg | p99 | x TCP |"
-        line += "---:|---:|---:|---:|"
+        head += f" {m} typical | avg | p99 | x TCP med | x TCP avg | retx | ok |"
+        line += "---:|" * 7
     p(head)
     p(line)
     for t, s in lat_rows:
-        d = vr[(t, s)]
         r = f"| {t} | {size_str(s)} |"
-        refl = sp["avg_us"] * (2 if t == "ib_read_lat" else 1) if sp["avg_us"] else None
+        k = 2 if t == "ib_read_lat" else 1
         for m in modes:
-            if (m, "error") in d:
-                r += f" failed: {d[(m, 'error')]} | | | |"
+            runs = vr[(t, s)].get(m, {})
+            b, n, err = pick(t, s, m)
+            if not b:
+                r += fail_cell(err, 7) if runs else " - |" * 7
                 continue
-            avg = num(d.get((m, "avg_us")))
-            r += f" {fmt(num(d.get((m, 'typical_us'))))} | {fmt(avg)} | {fmt(num(d.get((m, 'p99_us'))))} | {ratio(avg, refl, 2)} |"
+            typ, avg = num(b.get("typical_us")), num(b.get("avg_us"))
+            r += (f" {fmt(typ)} | {fmt(avg)} | {fmt(num(b.get('p99_us')))} |"
+                  f" {ratio(typ, k * sp['p50_us'] if sp['p50_us'] else None, 2)} |"
+                  f" {ratio(avg, k * sp['avg_us'] if sp['avg_us'] else None, 2)} |"
+                  f" {b.get('retransmits', '-')} | {n}/{len(runs)} |")
         p(r)
+    p("")
+    errs += [(t, s, m, pick(t, s, m)[2]) for t, s in lat_rows for m in modes if pick(t, s, m)[2]]
 else:
-    p("no latency results (see vrdma status)")
-p("")
+    p("no latency results (see vrdma status)\n")
+
+if errs:
+    p("## Failed runs\n")
+    for t, s, m, e in errs:
+        p(f"- {m} {t} {size_str(s)}: {e}")
+    p("")
+
 p("## Commands\n")
-p("$TMP is a fresh temporary directory; DEV0/DEV1 are the two sockets "
-  "(vrdma0.sock, vrdma1.sock) of the daemon started just before. perftest "
-  "and ibv_rc_pingpong run under `stdbuf -oL` (line-buffered logs).\n")
+p("$TMP is a fresh temporary directory holding a copy of build/bin and build/lib "
+  "(the daemon and vrdma-run below run from $TMP/vrdma/bin); DEV0/DEV1 are the "
+  "two sockets (vrdma0.sock, vrdma1.sock) of the daemon started just before. "
+  "perftest and ibv_rc_pingpong run under `stdbuf -oL` (line-buffered logs). "
+  "Repeated runs repeat the same line.\n")
 p("```")
+prev = None
 for line in open(cmdf):
-    p(line.rstrip("\n"))
+    line = line.rstrip("\n")
+    if line != prev:
+        p(line)
+    prev = line
 p("```")
 print("\n".join(o))
 EOF

@@ -102,7 +102,7 @@ static void env_connect(struct env *e, uint32_t qpn, uint8_t type)
 
 static void env_setup(struct env *e)
 {
-	struct fk_dev_cfg dc = { .arena = 4u << 20, .no_loop = true, .qps = 8, .cqs = 4 };
+	struct fk_dev_cfg dc = { .arena = 4u << 20, .no_loop = true, .small = true, .qps = 8, .cqs = 4 };
 	static const uint8_t peer_ip[4] = { 10, 0, 0, 99 };
 
 	memset(e, 0, sizeof(*e));
@@ -110,7 +110,7 @@ static void env_setup(struct env *e)
 		abort();
 	e->d = fk_dev_new(&e->env, &dc);
 	e->pd = fk_pd(e->d);
-	e->cq = fk_cq(e->d, 512, 256, true);
+	e->cq = fk_cq(e->d, 512, 64, true);
 	e->mr = fk_mr_reg(e->d, e->pd, 65536, FK_ACC_ALL);
 	e->mr_ro = fk_mr_reg(e->d, e->pd, 8192, VIRTIO_IB_ACCESS_REMOTE_READ);
 	roce_gid_from_ipv4(e->peer_gid, peer_ip);

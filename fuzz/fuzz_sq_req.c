@@ -11,8 +11,9 @@
  *    engine run: the WR must complete or be outstanding exactly once, its
  *    descriptor given back when it completes, every packet it produced must
  *    parse with a valid ICRC, and the ring must not break.
- * The memory region the SGEs can name is small and known (lkey found by
- * the fuzzer through comparisons), so valid WRs are reachable.
+ * The memory region the SGEs can name is small and at a fixed I/O address
+ * (0x10000, 16 KiB; its lkey is deterministic, found by the fuzzer through
+ * comparisons), so valid WRs are reachable.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -78,7 +79,7 @@ static bool opcode_valid(uint8_t type, uint8_t op)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct fk_dev_cfg dc = { .arena = 4u << 20, .no_loop = true, .qps = 8, .cqs = 2,
+	struct fk_dev_cfg dc = { .arena = 4u << 20, .no_loop = true, .small = true, .qps = 8, .cqs = 2,
 				 .max_send_sge = 8 };
 	static struct roce_swqe *w;
 	static struct vq_elem e;
@@ -116,8 +117,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	d = fk_dev_new(&env, &dc);
 	pd = fk_pd(d);
-	cq = fk_cq(d, 64, 64, true);
-	mr = fk_mr_reg(d, pd, 16384, FK_ACC_ALL);
+	cq = fk_cq(d, 64, 16, true);
+	/* A fixed I/O address, so SGEs in the input can name it. */
+	mr = fk_mr_reg_at(d, pd, 16384, FK_ACC_ALL, 0x10000);
 	fk_fill(mr.buf, 16384, 1);
 	{
 		struct fk_qp_cfg qc = { .type = type, .pdn = pd, .scq = cq, .rcq = cq, .sq_num = 8,

@@ -57,7 +57,8 @@ struct roce_dev;
 #define ROCE_DEF_MAX_SGE           32
 #define ROCE_DEF_MAX_QP_RD_ATOM    128
 #define ROCE_DEF_MAX_MR_SIZE       (1ull << 32)
-#define ROCE_DEF_MAX_MR_PAGES      (16u << 20) /* 64 GiB registered in all */
+/* 8 GiB registered in all; the page arrays then take at most 16 MiB */
+#define ROCE_DEF_MAX_MR_PAGES      (2u << 20)
 #define ROCE_DEF_MAX_MSG_SZ        (1u << 31)
 /* Keys: (MR index << ROCE_KEY_BITS) | random bits (never 0), so a guessed or
  * stale key matches with probability 1 / 65535. */

@@ -38,6 +38,7 @@
  * Lock order: device lock, then the registry lock.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,7 +321,7 @@ static int chunk_create(uintptr_t s, uintptr_t e, struct vrdma_chunk **out)
 	rc = maps_lookup(s, e, &c->pieces, &c->npieces);
 	if (rc < 0)
 		goto fail;
-	c->fd = memfd_create("vrdma-mr", MFD_CLOEXEC);
+	c->fd = memfd_create("vrdma-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (c->fd < 0) {
 		rc = -errno;
 		goto fail;
@@ -329,6 +330,9 @@ static int chunk_create(uintptr_t s, uintptr_t e, struct vrdma_chunk **out)
 		rc = -errno;
 		goto fail;
 	}
+	/* A chunk never changes size: sealed, so the back-end knows it cannot
+	 * be truncated under it. */
+	(void)fcntl(c->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
 	rc = copy_to_fd(c->fd, s, e - s);
 	if (rc < 0)
 		goto fail;

@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -31,6 +32,8 @@
 
 /* vrdma_cq_wait: busy-poll this long before arming and sleeping. */
 #define CQ_WAIT_SPIN_NS 20000
+/* vrdma_cq_poll: empty polls in a row before each further one yields. */
+#define CQ_SPIN_POLLS 16
 /* vrdma_cq_wait without an event fd: poll interval. */
 #define CQ_WAIT_POLL_MS 1
 
@@ -42,6 +45,20 @@ static int cq_post_buf(struct vrdma_cq *cq, struct virtio_rdma_cq_req *b)
 	};
 
 	return vq_drv_add(&cq->q->vq, NULL, 0, &vb, 1, b);
+}
+
+int vrdma_rdma_cq_fill(struct vrdma_cq *cq)
+{
+	uint32_t i;
+	int rc;
+
+	for (i = 0; i < cq->num; i++) {
+		rc = cq_post_buf(cq, &cq->bufs[i]);
+		if (rc)
+			return rc;
+	}
+	vrdma_queue_kick(cq->q);
+	return 0;
 }
 
 /* Free the driver side of a CQ: ring, buffers, struct (device lock held). */
@@ -78,7 +95,7 @@ int vrdma_cq_create(struct vrdma_dev *dev, uint32_t cqe, struct vrdma_cq **out)
 	struct virtio_rdma_cmd_destroy_cq d;
 	struct vrdma_cq *cq = NULL;
 	struct vrdma_rdma *r;
-	uint32_t num, cqn, i;
+	uint32_t num, cqn;
 	int rc;
 
 	if (!dev || !out)
@@ -130,12 +147,9 @@ int vrdma_cq_create(struct vrdma_dev *dev, uint32_t cqe, struct vrdma_cq **out)
 		goto undo;
 	/* Interrupts only for the CQ's arming (see the top of the file). */
 	vq_drv_disable_cb(&cq->q->vq);
-	for (i = 0; i < cq->num; i++) {
-		rc = cq_post_buf(cq, &cq->bufs[i]);
-		if (rc)
-			goto undo;
-	}
-	vrdma_queue_kick(cq->q);
+	rc = vrdma_rdma_cq_fill(cq);
+	if (rc)
+		goto undo;
 	r->cqs[cqn] = cq;
 	r->ncqs++;
 	*out = cq;
@@ -251,9 +265,19 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 		vq_drv_disable_cb(vq);
 	}
 	cq->wcs += (uint64_t)got;
+	if (got)
+		cq->empty_polls = 0;
+	else
+		cq->empty_polls++;
 	pthread_spin_unlock(&cq->lock);
-	if (!got && vrdma_dev_is_dead(cq->dev))
-		return -ENOTCONN;
+	if (!got) {
+		if (vrdma_dev_is_dead(cq->dev))
+			return -ENOTCONN;
+		/* The device is software on the same CPUs: an application
+		 * spinning on an empty CQ must leave it some time. */
+		if (cq->empty_polls > CQ_SPIN_POLLS)
+			sched_yield();
+	}
 	return got;
 }
 

@@ -99,6 +99,7 @@ struct vrdma_cq {
 	size_t bufs_bytes;
 	uint32_t refs;            /* QPs using it (device lock) */
 	pthread_spinlock_t lock;  /* the virtqueue */
+	uint32_t empty_polls;     /* in a row */
 	uint64_t wcs, bad;
 };
 
@@ -169,6 +170,10 @@ static inline uint32_t vrdma_rdma_pow2(uint32_t v)
 		p <<= 1;
 	return p;
 }
+
+/* Post every completion buffer of cq (ring set up, interrupts as wanted)
+ * and notify the device. Returns 0 or -ENOSPC. */
+int vrdma_rdma_cq_fill(struct vrdma_cq *cq);
 
 /* Teardown on close (rdma_dev.c calls the two below): free CQs / QPs
  * without talking to the dead back-end. */

@@ -6,6 +6,7 @@
 #include "driver/shm.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -142,7 +143,7 @@ static int arena_new(struct vrdma_dev *dev, size_t size, struct vrdma_arena **ou
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
-	a->fd = memfd_create("vrdma-shm", MFD_CLOEXEC);
+	a->fd = memfd_create("vrdma-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (a->fd < 0) {
 		rc = -errno;
 		goto fail;
@@ -151,6 +152,9 @@ static int arena_new(struct vrdma_dev *dev, size_t size, struct vrdma_arena **ou
 		rc = -errno;
 		goto fail;
 	}
+	/* Arenas never change size (more memory is a new arena): say so, so
+	 * the back-end knows the file cannot be truncated under it. */
+	(void)fcntl(a->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
 	if (p == MAP_FAILED) {
 		rc = -errno;

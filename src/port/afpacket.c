@@ -111,11 +111,14 @@ static unsigned afp_tx_flush(struct afp_port *a)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
+			/* errno means something only when r < 0. */
+			int err = r < 0 ? errno : EAGAIN;
+
 			/* The first frame was refused: drop it, go on with
 			 * the rest (they may fit, e.g. after EMSGSIZE). */
 			a->port.stats.tx_dropped++;
-			if (errno != EAGAIN && errno != ENOBUFS)
-				LOG_PEER("afpacket %s: send: %s", a->port.name, strerror(errno));
+			if (err != EAGAIN && err != ENOBUFS)
+				LOG_PEER("afpacket %s: send: %s", a->port.name, strerror(err));
 			pkt_free(a->tx_pkt[done]);
 			done++;
 			continue;
@@ -252,11 +255,13 @@ static void afp_rx_cb(void *arg, uint32_t events)
 			return;
 		}
 		r = recvmmsg(a->fd, a->rx_msg, n, MSG_DONTWAIT | MSG_TRUNC, NULL);
-		if (r < 0) {
-			if (errno == EAGAIN || errno == EINTR)
+		if (r <= 0) {
+			int err = r < 0 ? errno : EAGAIN; /* 0: nothing, errno stale */
+
+			if (err == EAGAIN || err == EINTR)
 				return;
 			a->port.stats.rx_errors++;
-			LOG_PEER("afpacket %s: recv: %s", a->port.name, strerror(errno));
+			LOG_PEER("afpacket %s: recv: %s", a->port.name, strerror(err));
 			if (events & (EPOLLERR | EPOLLHUP)) {
 				int err = 0;
 				socklen_t len = sizeof(err);

@@ -5,11 +5,13 @@
 #include "port/pcap.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <pcap/pcap.h>
 
@@ -89,11 +91,30 @@ struct pcapw *pcapw_open(const char *path, struct loop *loop)
 		err = ENOMEM;
 		goto fail;
 	}
-	w->fp = fopen(path, "wbe");
-	if (!w->fp) {
-		err = errno;
-		LOG_ERR("pcap: cannot create %s: %s", path, strerror(err));
-		goto fail;
+	/* Not through a symbolic link (ELOOP), so a link planted at the path
+	 * cannot redirect the capture onto another file; O_NONBLOCK so that a
+	 * FIFO without a reader fails (ENXIO) instead of hanging. */
+	{
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC |
+				    O_NONBLOCK, 0644);
+		int fl;
+
+		if (fd < 0) {
+			err = errno;
+			LOG_ERR("pcap: cannot create %s: %s%s", path, strerror(err),
+				err == ELOOP ? " (a symbolic link)" : "");
+			goto fail;
+		}
+		fl = fcntl(fd, F_GETFL);
+		if (fl >= 0)
+			fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+		w->fp = fdopen(fd, "wb");
+		if (!w->fp) {
+			err = errno;
+			close(fd);
+			LOG_ERR("pcap: cannot create %s: %s", path, strerror(err));
+			goto fail;
+		}
 	}
 	/* Our own buffer, set before the first write, so we know how much is
 	 * pending and never let stdio write part of a record. */

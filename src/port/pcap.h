@@ -25,9 +25,9 @@ struct pcapw_stats {
 	uint64_t errors;        /* write or flush failures */
 };
 
-/* Create (truncate) path and write the pcap header. loop may be NULL (flush
- * per frame). Returns the writer, or NULL with errno set (and a message
- * logged). */
+/* Create (truncate, mode 0644) path and write the pcap header. A symbolic
+ * link at path is refused (ELOOP). loop may be NULL (flush per frame).
+ * Returns the writer, or NULL with errno set (and a message logged). */
 struct pcapw *pcapw_open(const char *path, struct loop *loop);
 
 /* Append one frame of len bytes (at most 65535 are stored; the original

@@ -14,7 +14,9 @@
  * (those are counted as tx_dropped).
  *
  * The fd is non-blocking and level-triggered: each wakeup reads at most
- * TAP_RX_BUDGET frames, so one busy tap cannot starve the loop. There is one
+ * TAP_RX_BUDGET frames, so one busy tap cannot starve the loop. A frame
+ * larger than PKT_MAX_FRAME (interface MTU above 9202) is dropped and counted
+ * in rx_errors. There is one
  * syscall per frame in each direction (tun has no batch interface).
  */
 #include "port/port.h"
@@ -88,6 +90,15 @@ static void tap_rx_cb(void *arg, uint32_t events)
 				tap_stop_watching(t);
 			}
 			return;
+		}
+		if (unlikely((size_t)n > PKT_MAX_FRAME)) {
+			/* tun reports the frame's whole length even when it
+			 * copied only what fit: a truncated frame, dropped. */
+			t->spare = p;
+			t->port.stats.rx_errors++;
+			LOG_PEER("tap %s: dropping a %zd-byte frame (more than %u)",
+				 t->port.name, n, (unsigned)PKT_MAX_FRAME);
+			continue;
 		}
 		p->len = (uint32_t)n;
 		if (t->port.sw)

@@ -335,12 +335,12 @@ static void vm_kill(struct vhost_mem_region *r)
 	vhost_mem_region_put(r);
 }
 
-/* Recompute uva_maxlast[from .. nregions). */
-static void vm_uva_fix(struct vhost_mem *m, unsigned from)
+/* Recompute uva_maxlast[from .. n). */
+static void vm_uva_fix(struct vhost_mem *m, unsigned from, unsigned n)
 {
 	uint64_t mx = from ? m->uva_maxlast[from - 1] : 0;
 
-	for (unsigned i = from; i < m->nregions; i++) {
+	for (unsigned i = from; i < n; i++) {
 		const struct vhost_mem_region *r = m->by_uva[i];
 		uint64_t last = r->uva + (r->size - 1);
 
@@ -369,9 +369,7 @@ static void vm_uva_remove(struct vhost_mem *m, const struct vhost_mem_region *r)
 		return; /* not reached: every live region is indexed */
 	memmove(&m->by_uva[i], &m->by_uva[i + 1],
 		(m->nregions - i - 1) * sizeof(*m->by_uva));
-	m->nregions--;
-	vm_uva_fix(m, i);
-	m->nregions++;
+	vm_uva_fix(m, i, m->nregions - 1);
 }
 
 void vhost_mem_remove_all(struct vhost_mem *m)
@@ -585,8 +583,6 @@ int vhost_mem_add(struct vhost_mem *m, uint64_t gpa, uint64_t size, uint64_t uva
 	m->regions[pos] = r;
 
 	/* After the last region with the same or a lower uva. */
-	for (upos = m->nregions; upos > 0 && m->by_uva[upos - 1]->uva > uva; upos--)
-		;
 	{
 		unsigned lo = 0, hi = m->nregions;
 
@@ -604,7 +600,7 @@ int vhost_mem_add(struct vhost_mem *m, uint64_t gpa, uint64_t size, uint64_t uva
 		(m->nregions - upos) * sizeof(*m->by_uva));
 	m->by_uva[upos] = r;
 	m->nregions++;
-	vm_uva_fix(m, upos);
+	vm_uva_fix(m, upos, m->nregions);
 	m->generation++;
 	return 0;
 

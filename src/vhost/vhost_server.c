@@ -25,10 +25,34 @@
  * removes its memory, RESET_DEVICE/RESET_OWNER and the end of the session.
  *
  * Memory safety across memory-table changes: a started ring holds references
- * on the regions of its three parts, and when a region goes away while any
- * ring runs, the server keeps a reference too (the "graveyard") until no ring
- * is running, so buffers the device popped but has not completed yet stay
- * mapped.
+ * on the regions of its three parts, and when a region goes away while some
+ * ring has popped elements it has not given back yet, the server keeps a
+ * reference too (the "graveyard") until a later memory change finds every
+ * running ring with nothing outstanding, or no ring runs, so buffers the
+ * device popped but has not completed yet stay mapped. The graveyard never
+ * lets go of a region early: if it cannot hold one more, the front-end is
+ * disconnected (stats.grave_overflows). It is bounded by the memory table's
+ * live + dead budget (vhost_mem.h).
+ *
+ * Costs a front-end can impose (one loop thread serves every device):
+ *  - rings are on a "running" or a "waiting for memory" list; a memory change
+ *    looks at the running rings whose regions died and retries only the
+ *    waiting rings whose parts the new region overlaps; UVA lookups are
+ *    O(log regions);
+ *  - each wake-up of the connection handles at most VHOST_SERVER_MSG_BUDGET
+ *    units of work, where a message costs 1 plus its scans, ring starts and
+ *    mmaps (VS_STEPS_PER_UNIT steps a unit);
+ *  - fds: kick/call/err fds are counted per connection against max_fds
+ *    (VHOST_SERVER_MAX_CONN_FDS by default); rings >= 256 (wide index only)
+ *    take fds only once their size and addresses are set; a kick fd beyond
+ *    the budget is closed and the ring runs polled, a call or error fd
+ *    beyond it is refused (stats.fds_refused);
+ *  - accept() failing for lack of fds (or memory) stops watching the
+ *    listening socket and retries from a timer instead of spinning.
+ *
+ * Shared memory truncated under the device (SIGBUS, vhost_mem.h): the fault
+ * handler signals the server's fault eventfd; from the loop, the server
+ * disconnects that front-end (stats.mem_faults).
  */
 #include "vhost/vhost_server.h"
 
@@ -38,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -75,10 +100,18 @@
 #define VRING_CHUNK (1u << VRING_CHUNK_SHIFT)
 /* Rings a front-end without the wide index can give a kick fd. */
 #define VRING_STD_KICKABLE 256
-/* Messages handled per wake-up of the connection socket. */
+/* Work units handled per wake-up of the connection socket (a simple
+ * message is one unit). */
 #define VHOST_SERVER_MSG_BUDGET 64
-/* Dead regions kept mapped while rings run (oldest released beyond). */
-#define VHOST_SERVER_GRAVE_MAX 1024
+/* Steps of work that make one unit, and what costs steps. */
+#define VS_STEPS_PER_UNIT 256
+#define VS_COST_SLOT 1            /* a ring slot visited by a scan */
+#define VS_COST_TRY 8             /* a ring start attempt (translation) */
+#define VS_COST_MMAP 256          /* a region mapped */
+/* Wait before accepting again after accept() ran out of fds or memory. */
+#define VS_ACCEPT_RETRY_NS (100ull * 1000 * 1000)
+
+enum { VS_LIST_NONE, VS_LIST_WAITING, VS_LIST_RUNNING };
 
 enum { VH_OK = 0, VH_REPLY = 1, VH_FAIL = -1, VH_BAD = -2 };
 
@@ -87,6 +120,8 @@ struct vring_slot {
 	bool enable_explicit;     /* SET_VRING_ENABLE seen */
 	bool kick_watched;        /* kick_fd registered with the loop */
 	bool warned;              /* translation failure logged */
+	uint8_t list;             /* VS_LIST_*: which list links it */
+	struct vring_slot *lprev, *lnext;
 };
 
 struct vhost_server {
@@ -122,10 +157,20 @@ struct vhost_server {
 	unsigned nchunks;
 	struct vring_slot ***chunks;
 	unsigned nstarted;
+	struct vring_slot *running;  /* started rings */
+	struct vring_slot *waiting;  /* ready, but memory does not translate */
 
 	/* Regions removed while rings run */
 	struct vhost_mem_region **grave;
 	unsigned ngrave, grave_cap;
+
+	/* Budgets */
+	unsigned nfds;            /* kick/call/err fds held by the session */
+	unsigned max_fds;
+	uint64_t steps;           /* work of the current message */
+	struct loop_timer accept_timer;
+	int fault_fd;             /* eventfd signalled on SIGBUS in our memory */
+	bool fault_watched;
 
 	struct vhost_server_stats stats;
 };
@@ -135,12 +180,36 @@ static const char *vs_name(const struct vhost_server *s)
 	return s->path ? s->path : "vhost";
 }
 
+static void vs_check_faults(struct vhost_server *s);
+
 /* ---- fds from the front-end ---- */
+
+/*
+ * Without /proc: is fd an anonymous inode (eventfd, timerfd, epoll...)? Those
+ * have no file type bits and live on the anon inode file system, like an
+ * eventfd of our own. None of them blocks once non-blocking or raises SIGPIPE;
+ * one that is not an eventfd just fails its reads (session closed) or writes.
+ */
+static bool vs_is_anon_inode(int fd)
+{
+	struct stat st, ref;
+	int probe;
+
+	if (fstat(fd, &st) < 0 || (st.st_mode & S_IFMT) != 0)
+		return false;
+	probe = eventfd(0, EFD_CLOEXEC);
+	if (probe < 0)
+		return true; /* the type bits alone */
+	if (fstat(probe, &ref) < 0)
+		ref.st_dev = st.st_dev;
+	close(probe);
+	return ref.st_dev == st.st_dev;
+}
 
 /*
  * Accept an fd for KICK/CALL/ERR: it must be an eventfd (so reads and writes
  * are 8 bytes, never block once non-blocking, never raise SIGPIPE). Where
- * /proc is not mounted the type cannot be checked and any fd is taken.
+ * /proc is not mounted, an anonymous inode is required instead.
  * Returns 0 or -errno.
  */
 static int vs_prepare_eventfd(int fd)
@@ -155,6 +224,8 @@ static int vs_prepare_eventfd(int fd)
 		link[n] = '\0';
 		if (strcmp(link, "anon_inode:[eventfd]") != 0)
 			return -EINVAL;
+	} else if (!vs_is_anon_inode(fd)) {
+		return -EINVAL;
 	}
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0)
@@ -171,6 +242,53 @@ static void vs_close_fd(int *fd)
 	*fd = -1;
 }
 
+/* Put fd (or -1) into a ring's kick/call/err place, closing what was there
+ * and keeping the session's fd count. */
+static void vs_ring_fd_set(struct vhost_server *s, int *place, int fd)
+{
+	if (*place >= 0) {
+		close(*place);
+		s->nfds--;
+	}
+	*place = fd;
+	if (fd >= 0)
+		s->nfds++;
+}
+
+/* ---- ring lists ---- */
+
+static struct vring_slot **vs_list_head(struct vhost_server *s, uint8_t list)
+{
+	return list == VS_LIST_RUNNING ? &s->running : &s->waiting;
+}
+
+static void vs_list_del(struct vhost_server *s, struct vring_slot *v)
+{
+	if (v->list == VS_LIST_NONE)
+		return;
+	if (v->lprev)
+		v->lprev->lnext = v->lnext;
+	else
+		*vs_list_head(s, v->list) = v->lnext;
+	if (v->lnext)
+		v->lnext->lprev = v->lprev;
+	v->lprev = v->lnext = NULL;
+	v->list = VS_LIST_NONE;
+}
+
+static void vs_list_add(struct vhost_server *s, struct vring_slot *v, uint8_t list)
+{
+	struct vring_slot **head = vs_list_head(s, list);
+
+	vs_list_del(s, v);
+	v->lprev = NULL;
+	v->lnext = *head;
+	if (*head)
+		(*head)->lprev = v;
+	*head = v;
+	v->list = list;
+}
+
 /* ---- graveyard ---- */
 
 static void vs_grave_release(struct vhost_server *s)
@@ -180,32 +298,60 @@ static void vs_grave_release(struct vhost_server *s)
 	s->ngrave = 0;
 }
 
-/* Keep region mapped while rings run (it is about to leave the table). */
-static void vs_grave_hold(struct vhost_server *s, struct vhost_mem_region *reg)
+/* No running ring has an element popped and not given back: no pointer into
+ * driver memory is kept outside the references. */
+static bool vs_quiescent(struct vhost_server *s)
 {
-	if (!s->nstarted || !reg)
-		return;
-	if (s->ngrave == s->grave_cap) {
-		if (s->grave_cap < VHOST_SERVER_GRAVE_MAX) {
-			unsigned cap = s->grave_cap ? s->grave_cap * 2 : 16;
-			void *n = realloc(s->grave, cap * sizeof(*s->grave));
+	for (struct vring_slot *v = s->running; v; v = v->lnext) {
+		s->steps += VS_COST_SLOT;
+		if (v->r.vq.stats.popped != v->r.vq.stats.pushed)
+			return false;
+	}
+	return true;
+}
 
-			if (n) {
-				s->grave = n;
-				s->grave_cap = cap;
-			}
+/*
+ * Regions are about to leave the table: must they be kept mapped? Not when
+ * no ring runs or nothing is outstanding (then the graveyard is emptied too).
+ */
+static bool vs_grave_needed(struct vhost_server *s)
+{
+	if (s->nstarted && !vs_quiescent(s))
+		return true;
+	vs_grave_release(s);
+	return false;
+}
+
+/*
+ * Keep region reg mapped (it is about to leave the table) while elements
+ * popped before now may still point into it. Returns 0, or -ENOSPC when it
+ * cannot be held (the caller ends the session before removing anything).
+ */
+static int vs_grave_hold(struct vhost_server *s, struct vhost_mem_region *reg)
+{
+	unsigned max = s->mem.max_regions + s->mem.max_dead;
+
+	if (!reg)
+		return 0;
+	if (s->ngrave == s->grave_cap) {
+		unsigned cap = s->grave_cap ? s->grave_cap * 2 : 16;
+		void *n;
+
+		if (cap > max)
+			cap = max;
+		n = cap > s->grave_cap ? realloc(s->grave, cap * sizeof(*s->grave)) : NULL;
+		if (!n) {
+			s->stats.grave_overflows++;
+			LOG_PEER("%s: %u removed regions still in use; cannot keep more",
+				 vs_name(s), s->ngrave);
+			return -ENOSPC;
 		}
-		if (s->ngrave == s->grave_cap) {
-			if (!s->grave_cap)
-				return;
-			vhost_mem_region_put(s->grave[0]);
-			memmove(&s->grave[0], &s->grave[1],
-				(s->ngrave - 1) * sizeof(*s->grave));
-			s->ngrave--;
-		}
+		s->grave = n;
+		s->grave_cap = cap;
 	}
 	vhost_mem_region_get(reg);
 	s->grave[s->ngrave++] = reg;
+	return 0;
 }
 
 /* ---- ring slots ---- */
@@ -276,24 +422,6 @@ static struct vring_slot *vs_slot_next(const struct vhost_server *s, uint32_t *p
 #define vs_for_each_slot(s, v, pos) \
 	for ((pos) = 0; ((v) = vs_slot_next((s), &(pos))) != NULL;)
 
-/* The live region containing [uva, uva + len), or NULL. */
-static struct vhost_mem_region *vs_find_uva(const struct vhost_mem *m, uint64_t uva,
-					    uint64_t len)
-{
-	for (unsigned i = 0; i < m->nregions; i++) {
-		struct vhost_mem_region *reg = m->regions[i];
-		uint64_t off;
-
-		if (uva < reg->uva)
-			continue;
-		off = uva - reg->uva;
-		if (off >= reg->size)
-			continue;
-		return len <= reg->size - off ? reg : NULL;
-	}
-	return NULL;
-}
-
 /*
  * Translate the three ring parts of r (whole sizes for r->num entries).
  * Returns 0 with host pointers and their regions, or -EFAULT.
@@ -307,12 +435,32 @@ static int vs_translate(struct vhost_server *s, const struct vhost_vring *r,
 	static const uintptr_t align[3] = { 16, 2, 4 };
 
 	for (int i = 0; i < 3; i++) {
-		reg[i] = vs_find_uva(&s->mem, uva[i], len[i]);
-		host[i] = vhost_mem_uva_to_host(&s->mem, uva[i], len[i]);
-		if (!reg[i] || !host[i] || ((uintptr_t)host[i] & (align[i] - 1)))
+		reg[i] = vhost_mem_find_uva(&s->mem, uva[i], len[i]);
+		if (!reg[i])
+			return -EFAULT;
+		host[i] = reg[i]->host + (uva[i] - reg[i]->uva);
+		if ((uintptr_t)host[i] & (align[i] - 1))
 			return -EFAULT;
 	}
 	return 0;
+}
+
+/* Does any part of ring r overlap region reg's user address range? */
+static bool vs_ring_touches(const struct vhost_vring *r, const struct vhost_mem_region *reg)
+{
+	const uint64_t uva[3] = { r->desc_uva, r->avail_uva, r->used_uva };
+	const uint64_t len[3] = { vq_desc_size(r->num), vq_avail_size(r->num),
+				  vq_used_size(r->num) };
+	uint64_t rlast = reg->uva + (reg->size - 1);
+
+	for (int i = 0; i < 3; i++) {
+		uint64_t last = len[i] - 1 > UINT64_MAX - uva[i] ? UINT64_MAX
+								  : uva[i] + (len[i] - 1);
+
+		if (uva[i] <= rlast && reg->uva <= last)
+			return true;
+	}
+	return false;
 }
 
 static void vs_put_held(struct vhost_vring *r)
@@ -342,13 +490,18 @@ static int vs_ring_try_start(struct vhost_server *s, struct vring_slot *v)
 	void *host[3];
 	int err;
 
+	if (v->list == VS_LIST_WAITING)
+		vs_list_del(s, v);
 	if (!vs_ring_ready(r))
 		return 0;
+	s->steps += VS_COST_TRY;
+	s->stats.ring_start_attempts++;
 	if (vs_translate(s, r, host, reg) < 0) {
 		if (!v->warned)
 			LOG_PEER("%s: ring %u addresses not in shared memory (yet)",
 				 vs_name(s), r->idx);
 		v->warned = true;
+		vs_list_add(s, v, VS_LIST_WAITING);
 		return 0;
 	}
 	err = vq_dev_init(&r->vq, &s->mem, r->num, host[0], host[1], host[2], r->base,
@@ -359,6 +512,7 @@ static int vs_ring_try_start(struct vhost_server *s, struct vring_slot *v)
 			LOG_PEER("%s: ring %u cannot start: %s", vs_name(s), r->idx,
 				 strerror(-err));
 		v->warned = true;
+		vs_list_add(s, v, VS_LIST_WAITING);
 		return 0;
 	}
 	if (r->kick_fd >= 0 && s->loop) {
@@ -377,6 +531,7 @@ static int vs_ring_try_start(struct vhost_server *s, struct vring_slot *v)
 	v->warned = false;
 	r->started = true;
 	s->nstarted++;
+	vs_list_add(s, v, VS_LIST_RUNNING);
 	if (s->ops.ring_started)
 		s->ops.ring_started(s->ctx, r);
 	return 0;
@@ -398,17 +553,15 @@ static void vs_ring_stop(struct vhost_server *s, struct vring_slot *v)
 	r->started = false;
 	r->base = r->vq.last_avail_idx;
 	vs_put_held(r);
+	vs_list_del(s, v);
 	if (--s->nstarted == 0)
 		vs_grave_release(s);
 }
 
 static void vs_stop_all(struct vhost_server *s)
 {
-	struct vring_slot *v;
-	uint32_t pos;
-
-	vs_for_each_slot(s, v, pos)
-		vs_ring_stop(s, v);
+	while (s->running)
+		vs_ring_stop(s, s->running);
 }
 
 /* Try to start every ring that is not running. Returns 0 or -errno. */
@@ -419,6 +572,7 @@ static int vs_start_all(struct vhost_server *s)
 	int err;
 
 	vs_for_each_slot(s, v, pos) {
+		s->steps += VS_COST_SLOT;
 		err = vs_ring_try_start(s, v);
 		if (err)
 			return err;
@@ -440,9 +594,10 @@ static void vs_free_slots(struct vhost_server *s)
 			if (!v)
 				continue;
 			vs_ring_stop(s, v);
-			vs_close_fd(&v->r.kick_fd);
-			vs_close_fd(&v->r.call_fd);
-			vs_close_fd(&v->r.err_fd);
+			vs_list_del(s, v);
+			vs_ring_fd_set(s, &v->r.kick_fd, -1);
+			vs_ring_fd_set(s, &v->r.call_fd, -1);
+			vs_ring_fd_set(s, &v->r.err_fd, -1);
 			free(v);
 		}
 		free(chunk);
@@ -451,30 +606,35 @@ static void vs_free_slots(struct vhost_server *s)
 }
 
 /*
- * The memory table changed: running rings whose memory went away are moved
- * onto the new mapping of the same addresses, or stopped if those addresses
- * are gone; rings waiting for memory are started. Returns 0 or -errno.
+ * The memory table changed. If regions were removed, running rings whose
+ * memory went away are moved onto the new mapping of the same addresses, or
+ * stopped (and wait for memory) if those addresses are gone. If regions were
+ * added, rings waiting for memory are retried: those the new region "added"
+ * overlaps, or all of them when added is NULL. Returns 0 or -errno.
  */
-static int vs_mem_changed(struct vhost_server *s)
+static int vs_mem_changed(struct vhost_server *s, bool removed, bool grew,
+			  const struct vhost_mem_region *added)
 {
-	struct vring_slot *v;
-	uint32_t pos;
+	struct vring_slot *v, *next;
 
-	vs_for_each_slot(s, v, pos) {
+	for (v = removed ? s->running : NULL; v; v = next) {
 		struct vhost_vring *r = &v->r;
 		struct vhost_mem_region *reg[3];
 		void *host[3];
 
-		if (!r->started)
-			continue;
+		next = v->lnext;
+		s->steps += VS_COST_SLOT;
 		if (!vhost_mem_region_dead(r->held[0]) &&
 		    !vhost_mem_region_dead(r->held[1]) &&
 		    !vhost_mem_region_dead(r->held[2]))
 			continue;
+		s->steps += VS_COST_TRY;
 		if (vs_translate(s, r, host, reg) < 0) {
 			LOG_PEER("%s: ring %u memory removed while running; ring stopped",
 				 vs_name(s), r->idx);
 			vs_ring_stop(s, v);
+			v->warned = true;
+			vs_list_add(s, v, VS_LIST_WAITING);
 			continue;
 		}
 		r->vq.desc = host[0];
@@ -488,7 +648,20 @@ static int vs_mem_changed(struct vhost_server *s)
 	}
 	if (s->ops.mem_changed)
 		s->ops.mem_changed(s->ctx);
-	return vs_start_all(s);
+	/* A ring tried here leaves the list (started, or back at its head):
+	 * next is saved first and only v's links change. */
+	for (v = grew ? s->waiting : NULL; v; v = next) {
+		int err;
+
+		next = v->lnext;
+		s->steps += VS_COST_SLOT;
+		if (added && !vs_ring_touches(&v->r, added))
+			continue;
+		err = vs_ring_try_start(s, v);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 /* ---- session state ---- */
@@ -638,11 +811,14 @@ static int vs_set_features(struct vhost_server *s, struct vhost_user_msg *msg,
 	s->pf_negotiated = pfn;
 	/* Rings never enabled explicitly: enabled iff no protocol features. */
 	vs_for_each_slot(s, v, pos) {
+		s->steps += VS_COST_SLOT;
 		if (v->enable_explicit)
 			continue;
 		v->r.enabled = !pfn;
-		if (!v->r.enabled)
+		if (!v->r.enabled) {
 			vs_ring_stop(s, v);
+			vs_list_del(s, v);
+		}
 	}
 	return vs_start_all(s) ? VH_BAD : VH_OK;
 }
@@ -693,16 +869,22 @@ static int vs_set_mem_table(struct vhost_server *s, struct vhost_user_msg *msg,
 			    int *fds, int nfds)
 {
 	const struct vhost_user_memory *mt = &msg->payload.memory;
+	bool removed = s->mem.nregions > 0;
 	int err;
 
 	(void)nfds;
-	/* The whole old table goes away: keep it mapped while rings run. */
-	for (unsigned i = 0; i < s->mem.nregions; i++)
-		vs_grave_hold(s, s->mem.regions[i]);
-	vhost_mem_clear(&s->mem);
+	/* The whole old table goes away: keep it mapped while elements popped
+	 * from running rings may point into it. */
+	if (removed && vs_grave_needed(s)) {
+		for (unsigned i = 0; i < s->mem.nregions; i++)
+			if (vs_grave_hold(s, s->mem.regions[i]) < 0)
+				return VH_BAD; /* nothing removed yet */
+	}
+	vhost_mem_remove_all(&s->mem);
 	for (uint32_t i = 0; i < mt->nregions; i++) {
 		const struct vhost_user_mem_region *reg = &mt->regions[i];
 
+		s->steps += VS_COST_MMAP;
 		err = vhost_mem_add(&s->mem, reg->guest_phys_addr, reg->memory_size,
 				    reg->userspace_addr, reg->mmap_offset, fds[i]);
 		fds[i] = -1;
@@ -713,7 +895,7 @@ static int vs_set_mem_table(struct vhost_server *s, struct vhost_user_msg *msg,
 			return VH_BAD;
 		}
 	}
-	return vs_mem_changed(s) ? VH_BAD : VH_OK;
+	return vs_mem_changed(s, removed, mt->nregions > 0, NULL) ? VH_BAD : VH_OK;
 }
 
 static int vs_add_mem_reg(struct vhost_server *s, struct vhost_user_msg *msg,
@@ -724,16 +906,22 @@ static int vs_add_mem_reg(struct vhost_server *s, struct vhost_user_msg *msg,
 
 	if (!(s->offered_pf & PF_BIT(VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS)))
 		return vs_unsupported(s, msg, fds, nfds);
+	s->steps += VS_COST_MMAP;
 	err = vhost_mem_add(&s->mem, reg->guest_phys_addr, reg->memory_size,
 			    reg->userspace_addr, reg->mmap_offset, fds[0]);
 	fds[0] = -1;
 	if (err) {
-		LOG_PEER("%s: ADD_MEM_REG (gpa %#llx size %#llx): %s", vs_name(s),
+		LOG_PEER("%s: ADD_MEM_REG (gpa %#llx size %#llx): %s%s", vs_name(s),
 			 (unsigned long long)reg->guest_phys_addr,
-			 (unsigned long long)reg->memory_size, strerror(-err));
-		return VH_BAD;
+			 (unsigned long long)reg->memory_size, strerror(-err),
+			 err == -ENOSPC ? " (memory slots or removed-region budget used up)"
+					: "");
+		/* Out of slots is a limit the front-end may handle if it asked
+		 * for an ack; anything else is a bad request. */
+		return err == -ENOSPC ? vs_refuse(msg) : VH_BAD;
 	}
-	return vs_mem_changed(s) ? VH_BAD : VH_OK;
+	return vs_mem_changed(s, false, true,
+			      vhost_mem_find(&s->mem, reg->guest_phys_addr)) ? VH_BAD : VH_OK;
 }
 
 static int vs_rem_mem_reg(struct vhost_server *s, struct vhost_user_msg *msg,
@@ -746,13 +934,14 @@ static int vs_rem_mem_reg(struct vhost_server *s, struct vhost_user_msg *msg,
 		return vs_unsupported(s, msg, fds, nfds);
 	/* A stray fd (older QEMU sends one) is closed by the caller. */
 	old = vhost_mem_find(&s->mem, reg->guest_phys_addr);
-	if (old && old->gpa == reg->guest_phys_addr && old->size == reg->memory_size &&
-	    old->uva == reg->userspace_addr)
-		vs_grave_hold(s, old);
-	if (vhost_mem_remove(&s->mem, reg->guest_phys_addr, reg->memory_size,
-			     reg->userspace_addr) < 0)
+	if (!old || old->gpa != reg->guest_phys_addr || old->size != reg->memory_size ||
+	    old->uva != reg->userspace_addr)
 		return vs_bad(s, msg, "no such region");
-	return vs_mem_changed(s) ? VH_BAD : VH_OK;
+	if (vs_grave_needed(s) && vs_grave_hold(s, old) < 0)
+		return VH_BAD;
+	vhost_mem_remove(&s->mem, reg->guest_phys_addr, reg->memory_size,
+			 reg->userspace_addr);
+	return vs_mem_changed(s, true, false, NULL) ? VH_BAD : VH_OK;
 }
 
 /* The ring of a vring-state message, created; NULL after logging. */
@@ -852,7 +1041,8 @@ static int vs_get_vring_base(struct vhost_server *s, struct vhost_user_msg *msg,
 	msg->payload.state.num = 0;
 	if (v) {
 		vs_ring_stop(s, v);
-		vs_close_fd(&v->r.kick_fd);
+		vs_list_del(s, v);
+		vs_ring_fd_set(s, &v->r.kick_fd, -1);
 		v->r.kick_set = false;
 		msg->payload.state.num = v->r.base;
 	}
@@ -874,11 +1064,29 @@ static int vs_set_vring_fd(struct vhost_server *s, struct vhost_user_msg *msg,
 
 	if (vhost_msg_vring_fd_decode(msg->payload.u64, wide, &idx, &nofd) < 0)
 		return vs_bad(s, msg, "reserved bits set");
+	if (idx >= s->max_rings) {
+		LOG_PEER("%s: %s for ring %u, device has %u", vs_name(s),
+			 vhost_msg_name(req), idx, s->max_rings);
+		return VH_BAD;
+	}
+	/* Beyond the 256 rings a standard front-end can name (and configures
+	 * early), fds only go to rings that have a size and addresses, so
+	 * slots cannot be created by the thousand just to hold fds. */
+	v = vs_slot(s, idx);
+	if (!nofd && idx >= VRING_STD_KICKABLE && (!v || !v->r.num || !v->r.addr_set)) {
+		s->stats.fds_refused++;
+		LOG_PEER("%s: %s ring %u: ring not configured yet; fd refused", vs_name(s),
+			 vhost_msg_name(req), idx);
+		return vs_refuse(msg);
+	}
 	v = vs_msg_slot(s, msg, idx);
 	if (!v)
 		return VH_BAD;
 	r = &v->r;
 	if (!nofd) {
+		int *place = req == VHOST_USER_SET_VRING_CALL ? &r->call_fd :
+			     req == VHOST_USER_SET_VRING_ERR ? &r->err_fd : &r->kick_fd;
+
 		if (nfds != 1)
 			return vs_bad(s, msg, "fd missing");
 		err = vs_prepare_eventfd(fds[0]);
@@ -887,18 +1095,29 @@ static int vs_set_vring_fd(struct vhost_server *s, struct vhost_user_msg *msg,
 				 vs_name(s), vhost_msg_name(req), idx, strerror(-err));
 			return VH_BAD;
 		}
-		fd = fds[0];
-		fds[0] = -1;
+		if (*place < 0 && s->nfds >= s->max_fds) {
+			s->stats.fds_refused++;
+			LOG_PEER("%s: %s ring %u: %u fds held, the limit%s", vs_name(s),
+				 vhost_msg_name(req), idx, s->nfds,
+				 req == VHOST_USER_SET_VRING_KICK ? "; ring polled instead"
+								  : "; refused");
+			if (req != VHOST_USER_SET_VRING_KICK)
+				return vs_refuse(msg);
+			/* The device polls a ring without a kick fd; the
+			 * front-end's kicks are harmless writes to its own fd. */
+			nofd = true;
+		} else {
+			fd = fds[0];
+			fds[0] = -1;
+		}
 	}
 
 	if (req == VHOST_USER_SET_VRING_CALL) {
-		vs_close_fd(&r->call_fd);
-		r->call_fd = fd;
+		vs_ring_fd_set(s, &r->call_fd, fd);
 		return VH_OK;
 	}
 	if (req == VHOST_USER_SET_VRING_ERR) {
-		vs_close_fd(&r->err_fd);
-		r->err_fd = fd;
+		vs_ring_fd_set(s, &r->err_fd, fd);
 		return VH_OK;
 	}
 
@@ -907,8 +1126,7 @@ static int vs_set_vring_fd(struct vhost_server *s, struct vhost_user_msg *msg,
 	if (r->started && (r->kick_fd >= 0) == (fd >= 0) && fd >= 0 && v->kick_watched) {
 		loop_del_fd(s->loop, r->kick_fd);
 		v->kick_watched = false;
-		vs_close_fd(&r->kick_fd);
-		r->kick_fd = fd;
+		vs_ring_fd_set(s, &r->kick_fd, fd);
 		err = loop_add_fd(s->loop, fd, EPOLLIN, vs_kick_cb, v);
 		if (err) {
 			LOG_PEER("%s: ring %u kick fd cannot be watched: %s", vs_name(s),
@@ -919,8 +1137,7 @@ static int vs_set_vring_fd(struct vhost_server *s, struct vhost_user_msg *msg,
 		return VH_OK;
 	}
 	vs_ring_stop(s, v);
-	vs_close_fd(&r->kick_fd);
-	r->kick_fd = fd;
+	vs_ring_fd_set(s, &r->kick_fd, fd);
 	r->kick_set = true;
 	return vs_ring_try_start(s, v) ? VH_BAD : VH_OK;
 }
@@ -941,6 +1158,7 @@ static int vs_set_vring_enable(struct vhost_server *s, struct vhost_user_msg *ms
 	v->r.enabled = msg->payload.state.num == 1;
 	if (!v->r.enabled) {
 		vs_ring_stop(s, v);
+		vs_list_del(s, v);
 		return VH_OK;
 	}
 	return vs_ring_try_start(s, v) ? VH_BAD : VH_OK;
@@ -1159,10 +1377,33 @@ int vhost_server_handle_msg(struct vhost_server *s, struct vhost_user_msg *msg,
 	}
 	if (s->disconnect_pending)
 		vhost_server_disconnect(s, "requested by the device");
+	vs_check_faults(s);
 	return send ? 1 : 0;
 }
 
 /* ---- sockets ---- */
+
+/* Did an access to this session's memory fault (the front-end truncated a
+ * file it shared)? Then give up on the front-end. */
+static void vs_check_faults(struct vhost_server *s)
+{
+	if (!s->connected || s->in_msg || !vhost_mem_faults(&s->mem))
+		return;
+	s->stats.mem_faults++;
+	LOG_PEER("%s: shared memory was truncated under the device (SIGBUS)", vs_name(s));
+	vhost_server_disconnect(s, "shared memory truncated");
+}
+
+static void vs_fault_cb(void *arg, uint32_t events)
+{
+	struct vhost_server *s = arg;
+	uint64_t cnt;
+
+	(void)events;
+	while (read(s->fault_fd, &cnt, sizeof(cnt)) == (ssize_t)sizeof(cnt))
+		;
+	vs_check_faults(s);
+}
 
 /* Handle one received message from the socket and answer it. */
 static void vs_conn_msg(struct vhost_server *s)
@@ -1193,14 +1434,18 @@ static void vs_conn_msg(struct vhost_server *s)
 	} else if (s->disconnect_pending) {
 		vhost_server_disconnect(s, "requested by the device");
 	}
+	vs_check_faults(s);
 }
 
 static void vs_conn_cb(void *arg, uint32_t events)
 {
 	struct vhost_server *s = arg;
+	uint64_t used = 0;
 
 	(void)events;
-	for (int i = 0; i < VHOST_SERVER_MSG_BUDGET && s->connected; i++) {
+	/* Level-triggered: what is left waits for the next wake-up, after the
+	 * other devices had their turn. */
+	while (used < VHOST_SERVER_MSG_BUDGET && s->connected) {
 		int r = vhost_msg_rx_read(&s->rx, s->conn_fd);
 
 		if (r == 0)
@@ -1214,7 +1459,9 @@ static void vs_conn_cb(void *arg, uint32_t events)
 								   : strerror(-r));
 			return;
 		}
+		s->steps = 0;
 		vs_conn_msg(s);
+		used += 1 + s->steps / VS_STEPS_PER_UNIT;
 	}
 }
 
@@ -1248,21 +1495,42 @@ int vhost_server_attach_fd(struct vhost_server *s, int fd)
 	return 0;
 }
 
+static void vs_accept_retry_cb(struct loop_timer *t, void *arg)
+{
+	struct vhost_server *s = arg;
+
+	(void)t;
+	if (!s->connected)
+		vs_watch_listen(s);
+}
+
 static void vs_listen_cb(void *arg, uint32_t events)
 {
 	struct vhost_server *s = arg;
-	int fd;
+	int fd, e;
 
 	(void)events;
 	fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-		    errno != ECONNABORTED)
-			LOG_WARN("%s: accept: %s", vs_name(s), strerror(errno));
+		e = errno;
+		if (e == EAGAIN || e == EWOULDBLOCK || e == EINTR || e == ECONNABORTED)
+			return;
+		/* Out of fds (EMFILE, ENFILE) or memory, or worse: the
+		 * connection stays in the backlog and the socket stays
+		 * readable, so stop watching it for a while instead of
+		 * spinning. */
+		s->stats.accept_errors++;
+		LOG_PEER("%s: accept: %s; retrying in %llu ms", vs_name(s), strerror(e),
+			 VS_ACCEPT_RETRY_NS / 1000000);
+		if (s->listen_watched) {
+			loop_del_fd(s->loop, s->listen_fd);
+			s->listen_watched = false;
+		}
+		loop_timer_arm(s->loop, &s->accept_timer, loop_now_ns() + VS_ACCEPT_RETRY_NS);
 		return;
 	}
 	if (vhost_server_attach_fd(s, fd) < 0)
-		LOG_WARN("%s: front-end connection dropped", vs_name(s));
+		LOG_PEER("%s: front-end connection dropped", vs_name(s));
 }
 
 static void vs_kick_cb(void *arg, uint32_t events)
@@ -1352,6 +1620,9 @@ struct vhost_server *vhost_server_new(struct loop *loop, const char *path,
 	s->ctx = ctx;
 	s->listen_fd = -1;
 	s->conn_fd = -1;
+	s->fault_fd = -1;
+	s->max_fds = VHOST_SERVER_MAX_CONN_FDS;
+	loop_timer_init(&s->accept_timer, vs_accept_retry_cb, s);
 	s->max_rings = ops->max_rings;
 	s->nchunks = (ops->max_rings + VRING_CHUNK - 1) / VRING_CHUNK;
 	s->chunks = calloc(s->nchunks, sizeof(*s->chunks));
@@ -1364,6 +1635,19 @@ struct vhost_server *vhost_server_new(struct loop *loop, const char *path,
 	if (!s->chunks) {
 		err = -ENOMEM;
 		goto fail;
+	}
+	if (loop) {
+		/* Where the SIGBUS handler reports faults in our memory. */
+		s->fault_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (s->fault_fd < 0) {
+			err = -errno;
+			goto fail;
+		}
+		err = loop_add_fd(loop, s->fault_fd, EPOLLIN, vs_fault_cb, s);
+		if (err)
+			goto fail;
+		s->fault_watched = true;
+		vhost_mem_set_fault_fd(&s->mem, s->fault_fd);
 	}
 	if (path) {
 		s->path = strdup(path);
@@ -1389,6 +1673,10 @@ struct vhost_server *vhost_server_new(struct loop *loop, const char *path,
 	return s;
 
 fail:
+	if (s->fault_watched)
+		loop_del_fd(loop, s->fault_fd);
+	if (s->fault_fd >= 0)
+		close(s->fault_fd);
 	free(s->chunks);
 	free(s->path);
 	free(s);
@@ -1407,7 +1695,15 @@ void vhost_server_free(struct vhost_server *s)
 	vhost_server_disconnect(s, "server freed");
 	vs_free_slots(s);
 	vs_grave_release(s);
+	vhost_mem_set_fault_fd(&s->mem, -1);
 	vhost_mem_clear(&s->mem);
+	if (s->fault_fd >= 0) {
+		if (s->fault_watched)
+			loop_del_fd(s->loop, s->fault_fd);
+		close(s->fault_fd);
+	}
+	if (s->loop)
+		loop_timer_cancel(s->loop, &s->accept_timer);
 	if (s->listen_fd >= 0) {
 		if (s->listen_watched)
 			loop_del_fd(s->loop, s->listen_fd);
@@ -1428,6 +1724,11 @@ void vhost_server_free(struct vhost_server *s)
 struct vhost_mem *vhost_server_mem(struct vhost_server *s)
 {
 	return &s->mem;
+}
+
+void vhost_server_set_max_fds(struct vhost_server *s, unsigned max_fds)
+{
+	s->max_fds = max_fds;
 }
 
 uint64_t vhost_server_features(const struct vhost_server *s)

@@ -20,6 +20,23 @@
  * kick that starts the ring (also after GET_VRING_BASE stopped it). With it,
  * every ring waits for its SET_VRING_KICK (fd or "no fd") like rings < 256.
  *
+ * Limits a front-end cannot exceed (one loop thread serves every device):
+ *  - fds: the kick, call and error eventfds of a session count against
+ *    max_fds (VHOST_SERVER_MAX_CONN_FDS, vhost_server_set_max_fds()). Rings
+ *    >= 256 take fds only once SET_VRING_NUM and SET_VRING_ADDR were given
+ *    (rings < 256 take them at any time: QEMU and DPDK send CALL first).
+ *    Beyond the budget a kick fd is closed and the ring is polled instead;
+ *    a call or error fd is refused (NACK with REPLY_ACK, else the session
+ *    is closed). Every refusal is counted in stats.fds_refused;
+ *  - work per wake-up of the connection: VHOST_SERVER_MSG_BUDGET units, a
+ *    message costing more the more rings it scans or starts and regions it
+ *    maps; memory changes retry only the rings waiting for that memory;
+ *  - mappings: see vhost_mem.h (live + dead region budget); ADD_MEM_REG
+ *    beyond it is refused like the fd above;
+ *  - accept() out of fds: the listening socket is retried from a timer.
+ * A front-end that truncates shared memory under the device (SIGBUS, see
+ * vhost_mem.h) is disconnected (stats.mem_faults).
+ *
  * Runs on the loop thread; not thread-safe.
  */
 #ifndef VRDMA_VHOST_SERVER_H
@@ -37,6 +54,9 @@ struct vhost_user_msg;
 
 /* Most rings one device may have (16384 QPs * 2 + 16384 CQs + 3 net rings). */
 #define VHOST_SERVER_MAX_RINGS (16384u * 2 + 16384u + 3)
+/* Default most kick/call/err fds one session holds (about 2000 rings with a
+ * kick and a call fd each). */
+#define VHOST_SERVER_MAX_CONN_FDS 4096
 
 struct vhost_vring {
 	unsigned idx;
@@ -99,6 +119,13 @@ struct vhost_server_stats {
 	uint64_t calls;
 	uint64_t refused;          /* requests refused, connection kept (NACK, or
 				    * GET_CONFIG answered with an empty payload) */
+	/* Additive */
+	uint64_t mem_faults;       /* sessions closed: shared memory truncated */
+	uint64_t fds_refused;      /* kick/call/err fds refused (budget, ring) */
+	uint64_t accept_errors;    /* accept() failures (then retried later) */
+	uint64_t grave_overflows;  /* sessions closed: removed regions in use
+				    * could not be kept mapped */
+	uint64_t ring_start_attempts; /* ring translations tried */
 };
 
 /* Create the socket at path (an existing stale socket file is replaced; a
@@ -113,6 +140,9 @@ struct vhost_server *vhost_server_new(struct loop *loop, const char *path,
 void vhost_server_free(struct vhost_server *s);
 
 struct vhost_mem *vhost_server_mem(struct vhost_server *s);
+/* Additive: the session fd budget (see above); applies to fds given from
+ * now on. */
+void vhost_server_set_max_fds(struct vhost_server *s, unsigned max_fds);
 uint64_t vhost_server_features(const struct vhost_server *s);       /* acked */
 uint64_t vhost_server_protocol_features(const struct vhost_server *s);
 bool vhost_server_connected(const struct vhost_server *s);

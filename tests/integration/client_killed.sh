@@ -109,15 +109,25 @@ a_sockets() {
 
 # held_by_daemon: what the daemon still holds of the victim (eventfds by id,
 # mappings of its memfds, connections on A's socket); empty when nothing.
+# eventfd ids are recycled by the kernel: an id that a live pair process
+# holds now belongs to the pair, not to the dead victim. (A pair process that
+# just exited may leave a recycled id in the daemon for a moment: callers
+# judge on the first sample where nothing is held, never on one sample.)
 held_by_daemon() {
-	local f n efds=() held=()
+	local f n p efds=() held=()
 	if [ -s "$T_TMP/v.efd" ]; then
+		for p in $(cat "$T_TMP/pair.pids" 2>/dev/null); do
+			kill -0 "$p" 2>/dev/null || continue
+			eventfd_ids "$p"
+		done >"$T_TMP/pair.efd"
 		for f in $(fds_of "$DAEMON_PID" eventfd); do
 			efds+=("/proc/$DAEMON_PID/fdinfo/${f##*/}")
 		done
-		[ ${#efds[@]} -gt 0 ] && held+=($(awk 'FNR == NR { ids[$1]; next }
+		[ ${#efds[@]} -gt 0 ] && held+=($(awk 'FILENAME == ARGV[1] { ids[$1]; next }
+			FILENAME == ARGV[2] { delete ids[$1]; next }
 			$1 == "eventfd-id:" && ($2 in ids) { n = split(FILENAME, p, "/");
-				printf "eventfd:fd=%s,eventfd-id=%s\n", p[n], $2 }' "$T_TMP/v.efd" "${efds[@]}" 2>/dev/null))
+				printf "eventfd:fd=%s,eventfd-id=%s\n", p[n], $2 }' \
+			"$T_TMP/v.efd" "$T_TMP/pair.efd" "${efds[@]}" 2>/dev/null))
 	fi
 	if [ -s "$T_TMP/v.memfd" ]; then
 		held+=($(awk 'FNR == NR { ino[$1]; next } ($5 in ino) { printf "mapping:%s,memfd-inode=%s\n", $1, $5 }' \
@@ -127,8 +137,6 @@ held_by_daemon() {
 	[ "$n" -gt 1 ] && held+=("$((n - 1))-connection(s)-on-A's-socket")
 	[ ${#held[@]} -gt 0 ] && echo "${held[*]}"
 }
-
-released() { [ -z "$(held_by_daemon)" ] && [ "$(resources)" = "$BASE" ]; }
 
 # The pair: runs of recv on C / send on B until $T_TMP/pair.stop exists.
 # pair.state holds "RUN RECV_PID SEND_PID" while both ends of a run are up;
@@ -141,6 +149,7 @@ pair_runs() {
 		"$NC" --socket "$SOCK_C" --count "$PAIR_COUNT" --seed $r --ready "$T_TMP/pair.rready" \
 			recv >"$T_TMP/pair.$r.recv" 2>&1 &
 		rp=$!
+		echo "$rp" >>"$T_TMP/pair.pids"
 		if ! wait_for_file "$T_TMP/pair.rready"; then
 			kill "$rp" 2>/dev/null
 			wait "$rp" 2>/dev/null
@@ -150,6 +159,7 @@ pair_runs() {
 		"$NC" --socket "$SOCK_B" --count "$PAIR_COUNT" --seed $r --dst "$MAC_C" \
 			--ready "$T_TMP/pair.sready" send >"$T_TMP/pair.$r.send" 2>&1 &
 		sp=$!
+		echo "$sp" >>"$T_TMP/pair.pids"
 		wait_for_file "$T_TMP/pair.sready" && echo "$r $rp $sp" >"$T_TMP/pair.state"
 		wait "$sp"
 		rs=$?
@@ -269,11 +279,15 @@ while [ $kills -lt $KILLS ] && [ $attempts -lt $((KILLS * 3)) ]; do
 
 	# The daemon lets go of everything of the dead client (or the pair
 	# moved on to its next run, which changes the counts as well).
-	settled() { released || [ "$(pair_sig)" != "$sig0" ]; }
+	# The verdict is on the sample that settled (or the last one).
+	settled() {
+		left=$(held_by_daemon)
+		now=$(resources)
+		sig1=$(pair_sig)
+		[ -z "$left" ] && { [ "$now" = "$BASE" ] || [ "$sig1" != "$sig0" ]; }
+	}
 	wait_for settled
-	left=$(held_by_daemon)
-	now=$(resources)
-	if [ -z "$left" ] && [ "$now" != "$BASE" ] && [ "$(pair_sig)" != "$sig0" ]; then
+	if [ -z "$left" ] && [ "$now" != "$BASE" ] && [ "$sig1" != "$sig0" ]; then
 		# The totals moved with the pair: not a verdict on the kill;
 		# do the round again.
 		voided=$((voided + 1))

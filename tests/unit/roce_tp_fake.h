@@ -201,6 +201,7 @@ struct fk_dev_cfg {
 	uint16_t eth_mtu;
 	uint64_t arena;
 	bool no_loop;
+	bool small;               /* small object tables (fuzzing: fast setup) */
 	uint32_t max_send_sge, max_recv_sge;
 };
 
@@ -238,6 +239,11 @@ static inline struct fk_dev *fk_dev_new(struct fk_env *env, const struct fk_dev_
 	cfg.eth_mtu = c->eth_mtu ? c->eth_mtu : 1500;
 	cfg.max_rdma_qps = c->qps ? c->qps : 16;
 	cfg.max_rdma_cqs = c->cqs ? c->cqs : 8;
+	if (c->small) {
+		cfg.max_pd = 8;
+		cfg.max_mr = 32;
+		cfg.max_ah = 8;
+	}
 	cfg.max_send_sge = c->max_send_sge;
 	cfg.max_recv_sge = c->max_recv_sge;
 	cfg.mem = &d->mem;
@@ -509,7 +515,17 @@ struct fk_mr {
 	uint32_t mrn, lkey, rkey;
 };
 
+/* The same at I/O virtual address iova (0: the buffer's own address). */
+static inline struct fk_mr fk_mr_reg_at(struct fk_dev *d, uint32_t pdn, uint64_t len,
+					uint32_t access, uint64_t iova);
+
 static inline struct fk_mr fk_mr_reg(struct fk_dev *d, uint32_t pdn, uint64_t len, uint32_t access)
+{
+	return fk_mr_reg_at(d, pdn, len, access, 0);
+}
+
+static inline struct fk_mr fk_mr_reg_at(struct fk_dev *d, uint32_t pdn, uint64_t len,
+					uint32_t access, uint64_t iova)
 {
 	struct fk_mr m = { 0 };
 	uint64_t npages = len ? (len + 4095) / 4096 : 0;
@@ -520,8 +536,8 @@ static inline struct fk_mr fk_mr_reg(struct fk_dev *d, uint32_t pdn, uint64_t le
 	m.len = len;
 	for (uint64_t i = 0; i < npages; i++)
 		pages[i] = htole64((uintptr_t)m.buf + i * 4096);
-	if (roce_mr_reg_user(&d->rd, pdn, access, (uintptr_t)m.buf, len, (uint32_t)npages,
-			     pages, &mr))
+	if (roce_mr_reg_user(&d->rd, pdn, access, iova ? iova : (uintptr_t)m.buf, len,
+			     (uint32_t)npages, pages, &mr))
 		abort();
 	free(pages);
 	m.mrn = mr->mrn;

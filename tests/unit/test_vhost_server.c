@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -40,6 +41,9 @@ struct stub {
 	unsigned last_kick_idx;
 	bool disconnect_on_kick;
 	bool disconnect_on_start;
+	bool pop_on_kick;      /* the device reads the ring on a kick */
+	int pop_rc;            /* what that pop returned */
+	struct vq_elem elem;   /* and the element (kept outstanding) */
 	int running; /* started - stopped */
 };
 
@@ -100,6 +104,8 @@ static void stub_ring_kick(void *ctx, struct vhost_vring *r)
 	st->kicks++;
 	st->last_kicked = r;
 	st->last_kick_idx = r->idx;
+	if (st->pop_on_kick)
+		st->pop_rc = vq_dev_pop(&r->vq, &st->elem);
 	if (st->disconnect_on_kick)
 		vhost_server_disconnect(st->s, "test: bad ring");
 }
@@ -178,6 +184,7 @@ struct env {
 	uint8_t *mem;     /* client's mapping of the shared memory */
 	int kick, call, err;
 	uint64_t pf;      /* protocol features the client negotiated */
+	bool own_loop;
 };
 
 static int count_fds(void)
@@ -225,7 +232,10 @@ static void pump_connected(struct env *e, bool want)
 		loop_run_once(e->l, 2000000000ll);
 }
 
-static int env_init(struct env *e, uint32_t max_rings)
+/* A server on its own loop (shared NULL) or on shared; the client's memory
+ * is a memfd the server can seal (sealable) or not. */
+static int env_init_on(struct env *e, uint32_t max_rings, struct loop *shared,
+		       bool sealable)
 {
 	memset(e, 0, sizeof(*e));
 	e->c = e->memfd = e->kick = e->call = e->err = -1;
@@ -233,13 +243,14 @@ static int env_init(struct env *e, uint32_t max_rings)
 	if (!mkdtemp(e->dir))
 		return -1;
 	snprintf(e->path, sizeof(e->path), "%s/sock", e->dir);
-	e->l = loop_new();
+	e->own_loop = !shared;
+	e->l = shared ? shared : loop_new();
 	stub_ops(&e->ops, max_rings);
 	e->s = vhost_server_new(e->l, e->path, &e->ops, &e->st);
 	if (!e->l || !e->s)
 		return -1;
 	e->st.s = e->s;
-	e->memfd = memfd_create("vs-test", MFD_CLOEXEC);
+	e->memfd = memfd_create("vs-test", MFD_CLOEXEC | (sealable ? MFD_ALLOW_SEALING : 0));
 	if (e->memfd < 0 || ftruncate(e->memfd, MEM_SIZE) < 0)
 		return -1;
 	e->mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, e->memfd, 0);
@@ -255,12 +266,18 @@ static int env_init(struct env *e, uint32_t max_rings)
 	return vhost_server_connected(e->s) ? 0 : -1;
 }
 
+static int env_init(struct env *e, uint32_t max_rings)
+{
+	return env_init_on(e, max_rings, NULL, false);
+}
+
 static void env_fini(struct env *e)
 {
 	if (e->c >= 0)
 		close(e->c);
 	vhost_server_free(e->s);
-	loop_free(e->l);
+	if (e->own_loop)
+		loop_free(e->l);
 	if (e->mem && e->mem != MAP_FAILED)
 		munmap(e->mem, MEM_SIZE);
 	if (e->memfd >= 0)
@@ -946,6 +963,21 @@ static void test_wide_index(void)
 	CHECK_EQ(e.st.last_kick_idx, hi);
 	vhost_vring_call(ring);
 	CHECK_EQ(efd_read(e.call), 1);
+	/* Rings >= 256 take fds only once they have a size and addresses:
+	 * refused (NACK when asked for an ack), nothing created. */
+	vhost_msg_init(&m, VHOST_USER_SET_VRING_CALL, 8);
+	m.payload.u64 = (300 & 0xff) | (1ull << 32);
+	m.hdr.flags |= VHOST_USER_NEED_REPLY_MASK;
+	{
+		struct vhost_user_msg r;
+
+		CHECK_EQ(xfer(&e, &m, &e.call, 1, &r), 1);
+		CHECK_EQ(r.payload.u64, 1);
+	}
+	CHECK_EQ(vhost_server_stats(e.s)->fds_refused, 1);
+	CHECK(vhost_server_vring(e.s, 300) == NULL);
+	CHECK_EQ(req_state(&e, VHOST_USER_SET_VRING_NUM, 300, 16, NULL), 0);
+	CHECK_EQ(req_addr(&e, 300, 0x80000), 0);
 	/* 300 = 0x12c: low byte 0x2c, high part 1 in bits 32+. */
 	CHECK_EQ(req_vring_fd(&e, VHOST_USER_SET_VRING_CALL, 300, e.call, true), 0);
 	CHECK(vhost_server_vring(e.s, 300) && vhost_server_vring(e.s, 300)->call_fd >= 0);
@@ -1553,6 +1585,421 @@ static void test_validation(void)
 	close(memfd);
 }
 
+
+/* ---- hardening ---- */
+
+/* ADD_MEM_REG / REM_MEM_REG of [gpa, gpa + size) at client address uva_. */
+static void mk_mem_reg(struct vhost_user_msg *m, uint32_t req, uint64_t gpa, uint64_t size,
+		       uint64_t uva_, uint64_t off, bool ack)
+{
+	vhost_msg_init(m, req, 40);
+	m->payload.mem_reg.padding = 0;
+	m->payload.mem_reg.region.guest_phys_addr = gpa;
+	m->payload.mem_reg.region.memory_size = size;
+	m->payload.mem_reg.region.userspace_addr = uva_;
+	m->payload.mem_reg.region.mmap_offset = off;
+	if (ack)
+		m->hdr.flags |= VHOST_USER_NEED_REPLY_MASK;
+}
+
+/* REPLY_ACK value of a request with NEED_REPLY, -1 if none came. */
+static int mem_reg_ack(struct env *e, uint32_t req, uint64_t gpa, uint64_t size,
+		       uint64_t uva_, uint64_t off, int fd)
+{
+	struct vhost_user_msg m, r;
+
+	mk_mem_reg(&m, req, gpa, size, uva_, off, true);
+	if (xfer(e, &m, fd >= 0 ? &fd : NULL, fd >= 0, &r) != 1)
+		return -1;
+	return (int)r.payload.u64;
+}
+
+/*
+ * C1: a front-end truncates memory it shared. A sealable memfd is sealed by
+ * the server, so the shrink fails; an unsealable one faults under the device:
+ * the access completes (reads zeros), that session is closed and counted, the
+ * socket takes the next front-end, and a device on the same loop keeps
+ * working throughout.
+ */
+static void test_truncated_memory(void)
+{
+	struct env a, b;
+	struct vhost_vring *ra, *rb;
+	unsigned guarded = vhost_mem_guarded_regions();
+	int base = count_fds(), seals;
+
+	REQUIRE(env_init(&a, 3) == 0);
+	REQUIRE(env_init_on(&b, 3, a.l, true) == 0);
+	negotiate(&a, PF_STD, true);
+	negotiate(&b, PF_STD, true);
+
+	/* b's memfd allows sealing: the server sealed it against shrinking. */
+	seals = fcntl(b.memfd, F_GET_SEALS);
+	CHECK(seals >= 0 && (seals & F_SEAL_SHRINK));
+	CHECK(vhost_server_mem(b.s)->regions[0]->sealed);
+	CHECK_EQ(vhost_server_mem(b.s)->regions[0]->guard, -1);
+	errno = 0;
+	CHECK_EQ(ftruncate(b.memfd, MEM_SIZE / 2), -1);
+	CHECK_EQ(errno, EPERM);
+	/* a's cannot be sealed (no MFD_ALLOW_SEALING): guarded instead. */
+	CHECK(!vhost_server_mem(a.s)->regions[0]->sealed);
+	CHECK(vhost_server_mem(a.s)->regions[0]->guard >= 0);
+	CHECK_EQ(vhost_mem_guarded_regions(), guarded + 1);
+
+	setup_ring(&a, 0, 64, 0, a.kick, a.call);
+	CHECK_EQ(req_state(&a, VHOST_USER_SET_VRING_ENABLE, 0, 1, NULL), 0);
+	setup_ring(&b, 0, 64, 0, b.kick, b.call);
+	CHECK_EQ(req_state(&b, VHOST_USER_SET_VRING_ENABLE, 0, 1, NULL), 0);
+	ra = vhost_server_vring(a.s, 0);
+	rb = vhost_server_vring(b.s, 0);
+	REQUIRE(ra && ra->started && rb && rb->started);
+	a.st.pop_on_kick = b.st.pop_on_kick = true;
+	a.st.pop_rc = b.st.pop_rc = -100;
+
+	/* a's front-end takes the memory away under the running ring (and
+	 * must not touch its own mapping any more). */
+	REQUIRE(ftruncate(a.memfd, 0) == 0);
+	efd_kick(a.kick);
+	pump_connected(&a, false);
+	CHECK_EQ(a.st.kicks, 1);
+	CHECK_EQ(a.st.pop_rc, 0); /* zeros: an empty ring */
+	CHECK(!vhost_server_connected(a.s));
+	CHECK_EQ(vhost_server_stats(a.s)->mem_faults, 1);
+	CHECK_EQ(a.st.disconnected, 1);
+	CHECK_EQ(vhost_mem_guarded_regions(), guarded);
+
+	/* b never noticed. */
+	CHECK(vhost_server_connected(b.s));
+	CHECK_EQ(vhost_server_stats(b.s)->mem_faults, 0);
+	post_buffer(&b, 0, 64, 2, 16);
+	efd_kick(b.kick);
+	for (int i = 0; i < 100 && b.st.kicks == 0; i++)
+		loop_run_once(b.l, 2000000000ll);
+	CHECK_EQ(b.st.kicks, 1);
+	CHECK_EQ(b.st.pop_rc, 1);
+	CHECK_EQ(b.st.elem.head, 2);
+	vq_dev_push(&rb->vq, b.st.elem.head, 0);
+	CHECK_EQ(((struct vring_used *)(b.mem + USED_OFF))->idx, 1);
+
+	/* a's socket serves the next front-end. */
+	close(a.c);
+	a.c = client_connect(a.path);
+	pump_connected(&a, true);
+	CHECK(vhost_server_connected(a.s));
+	CHECK_EQ(vhost_server_stats(a.s)->mem_faults, 1);
+
+	env_fini(&b);
+	env_fini(&a);
+	CHECK_EQ(count_fds(), base);
+}
+
+/* L1: kick/call/err fds count against the session budget. */
+static void test_fd_budget(void)
+{
+	struct env e;
+	struct vhost_user_msg m, r;
+	struct vhost_vring *ring;
+	int base = count_fds();
+
+	REQUIRE(env_init(&e, 3) == 0);
+	vhost_server_set_max_fds(e.s, 4);
+	negotiate(&e, PF_STD, true);
+	/* ring 0: call + kick, ring 1: call + err: the whole budget. */
+	setup_ring(&e, 0, 64, 0, e.kick, e.call);
+	CHECK_EQ(req_state(&e, VHOST_USER_SET_VRING_ENABLE, 0, 1, NULL), 0);
+	CHECK_EQ(req_vring_fd(&e, VHOST_USER_SET_VRING_CALL, 1, e.call, false), 0);
+	CHECK_EQ(req_vring_fd(&e, VHOST_USER_SET_VRING_ERR, 1, e.err, false), 0);
+	/* Replacing an fd held does not need more. */
+	CHECK_EQ(req_vring_fd(&e, VHOST_USER_SET_VRING_CALL, 0, e.call, false), 0);
+	CHECK_EQ(vhost_server_stats(e.s)->fds_refused, 0);
+
+	/* A fifth call fd: refused, with a NACK since an ack was asked for. */
+	vhost_msg_init(&m, VHOST_USER_SET_VRING_CALL, 8);
+	m.payload.u64 = 2;
+	m.hdr.flags |= VHOST_USER_NEED_REPLY_MASK;
+	CHECK_EQ(xfer(&e, &m, &e.call, 1, &r), 1);
+	CHECK_EQ(r.payload.u64, 1);
+	CHECK_EQ(vhost_server_stats(e.s)->fds_refused, 1);
+	CHECK(!vhost_server_vring(e.s, 2) || vhost_server_vring(e.s, 2)->call_fd == -1);
+
+	/* A fifth kick fd: closed, the ring runs polled. */
+	CHECK_EQ(req_state(&e, VHOST_USER_SET_VRING_NUM, 2, 64, NULL), 0);
+	CHECK_EQ(req_addr(&e, 2, 0x20000), 0);
+	CHECK_EQ(req_state(&e, VHOST_USER_SET_VRING_ENABLE, 2, 1, NULL), 0);
+	CHECK_EQ(req_vring_fd(&e, VHOST_USER_SET_VRING_KICK, 2, e.kick, false), 0);
+	ring = vhost_server_vring(e.s, 2);
+	REQUIRE(ring);
+	CHECK(ring->started);
+	CHECK_EQ(ring->kick_fd, -1);
+	CHECK_EQ(vhost_server_stats(e.s)->fds_refused, 2);
+	CHECK(vhost_server_connected(e.s));
+
+	/* GET_VRING_BASE gives ring 0's kick fd back: room for one. */
+	CHECK_EQ(req_state(&e, VHOST_USER_GET_VRING_BASE, 0, 0, NULL), 1);
+	CHECK_EQ(req_vring_fd(&e, VHOST_USER_SET_VRING_CALL, 2, e.call, false), 0);
+	CHECK(ring->call_fd >= 0);
+	/* Without an ack, a refused call fd ends the session. */
+	CHECK_EQ(req_vring_fd(&e, VHOST_USER_SET_VRING_ERR, 2, e.err, false), -ECONNRESET);
+	CHECK_EQ(vhost_server_stats(e.s)->fds_refused, 3);
+
+	env_fini(&e);
+	CHECK_EQ(count_fds(), base);
+}
+
+/* L1: accept() out of fds does not spin; the socket is retried later. */
+static void test_accept_out_of_fds(void)
+{
+	static int fill[512];
+	struct rlimit old, low;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct env e;
+	int nfill = 0, c2, base = count_fds(), rc;
+	uint64_t errs;
+
+	REQUIRE(env_init(&e, 3) == 0);
+	close(e.c);
+	e.c = -1;
+	pump_connected(&e, false);
+	c2 = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	REQUIRE(c2 >= 0);
+	REQUIRE(strlen(e.path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, e.path, strlen(e.path) + 1);
+
+	/* Use up every fd below a lowered limit. */
+	REQUIRE(getrlimit(RLIMIT_NOFILE, &old) == 0);
+	low = old;
+	low.rlim_cur = 256;
+	REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+	while (nfill < (int)ARRAY_SIZE(fill)) {
+		int fd = dup(0);
+
+		if (fd < 0)
+			break;
+		fill[nfill++] = fd;
+	}
+	rc = connect(c2, (struct sockaddr *)&sa, sizeof(sa));
+	errs = vhost_server_stats(e.s)->accept_errors;
+	for (int i = 0; i < 20; i++)
+		loop_run_once(e.l, 0);
+	/* One failure, then the socket is not watched: no busy loop. */
+	CHECK_EQ(vhost_server_stats(e.s)->accept_errors, errs + 1);
+	CHECK(!vhost_server_connected(e.s));
+
+	while (nfill)
+		close(fill[--nfill]);
+	REQUIRE(setrlimit(RLIMIT_NOFILE, &old) == 0);
+	CHECK_EQ(rc, 0);
+	/* The retry timer watches the socket again: the front-end gets in. */
+	pump_connected(&e, true);
+	CHECK(vhost_server_connected(e.s));
+	CHECK_EQ(vhost_server_stats(e.s)->accept_errors, errs + 1);
+	e.c = c2;
+	env_fini(&e);
+	CHECK_EQ(count_fds(), base);
+}
+
+/* SET_VRING_ADDR for ring idx with its parts packed at client address at. */
+static int req_addr_at(struct env *e, uint32_t idx, uint64_t at)
+{
+	struct vhost_user_msg m;
+
+	vhost_msg_init(&m, VHOST_USER_SET_VRING_ADDR, 40);
+	memset(&m.payload.addr, 0, sizeof(m.payload.addr));
+	m.payload.addr.index = idx;
+	m.payload.addr.desc_user_addr = at;
+	m.payload.addr.avail_user_addr = at + 256;
+	m.payload.addr.used_user_addr = at + 512;
+	return xfer(e, &m, NULL, 0, NULL);
+}
+
+/*
+ * L2: rings waiting for memory are retried only when memory that overlaps
+ * them arrives; a wake-up handles fewer messages when they are expensive.
+ */
+#define WR_RINGS 300
+#define WR_FIRST 256
+#define WR_SIZE (512u << 10)
+static void test_waiting_rings(void)
+{
+	struct env e;
+	struct vhost_user_msg m;
+	uint8_t *p2, *p3;
+	uint64_t att, before;
+	int fd2, fd3, base = count_fds(), started;
+
+	REQUIRE(env_init(&e, WR_FIRST + WR_RINGS) == 0);
+	negotiate(&e, PF_STD, true);
+	fd2 = memfd_create("vs-wr2", MFD_CLOEXEC);
+	fd3 = memfd_create("vs-wr3", MFD_CLOEXEC);
+	REQUIRE(fd2 >= 0 && fd3 >= 0 && ftruncate(fd2, WR_SIZE) == 0 &&
+		ftruncate(fd3, 64 * 4096) == 0);
+	p2 = mmap(NULL, WR_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd2, 0);
+	p3 = mmap(NULL, 64 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd3, 0);
+	REQUIRE(p2 != MAP_FAILED && p3 != MAP_FAILED);
+
+	/* Rings >= 256 without the wide index start on their addresses: all
+	 * wait, their memory is not shared yet. */
+	for (unsigned i = 0; i < WR_RINGS; i++) {
+		CHECK_EQ(req_state(&e, VHOST_USER_SET_VRING_NUM, WR_FIRST + i, 16, NULL), 0);
+		CHECK_EQ(req_state(&e, VHOST_USER_SET_VRING_ENABLE, WR_FIRST + i, 1, NULL), 0);
+		CHECK_EQ(req_addr_at(&e, WR_FIRST + i, (uintptr_t)p2 + i * 1024ull), 0);
+	}
+	CHECK_EQ(e.st.started, 0);
+	att = vhost_server_stats(e.s)->ring_start_attempts;
+	CHECK_EQ(att, WR_RINGS);
+
+	/* Unrelated memory: nobody is retried. */
+	CHECK_EQ(mem_reg_ack(&e, VHOST_USER_ADD_MEM_REG, 0x300000000ull, 4096,
+			     (uintptr_t)p3, 0, fd3), 0);
+	CHECK_EQ(vhost_server_stats(e.s)->ring_start_attempts, att);
+	CHECK_EQ(e.st.started, 0);
+	/* Their memory: each is tried once and starts. */
+	CHECK_EQ(mem_reg_ack(&e, VHOST_USER_ADD_MEM_REG, 0x200000000ull, WR_SIZE,
+			     (uintptr_t)p2, 0, fd2), 0);
+	CHECK_EQ(vhost_server_stats(e.s)->ring_start_attempts, att + WR_RINGS);
+	CHECK_EQ(e.st.started, WR_RINGS);
+	/* Removing unrelated memory touches none; removing theirs stops all,
+	 * and giving it back restarts all. */
+	CHECK_EQ(mem_reg_ack(&e, VHOST_USER_REM_MEM_REG, 0x300000000ull, 4096,
+			     (uintptr_t)p3, 0, -1), 0);
+	CHECK_EQ(e.st.stopped, 0);
+	CHECK_EQ(mem_reg_ack(&e, VHOST_USER_REM_MEM_REG, 0x200000000ull, WR_SIZE,
+			     (uintptr_t)p2, 0, -1), 0);
+	CHECK_EQ(e.st.stopped, WR_RINGS);
+	CHECK_EQ(mem_reg_ack(&e, VHOST_USER_ADD_MEM_REG, 0x200000000ull, WR_SIZE,
+			     (uintptr_t)p2, 0, fd2), 0);
+	CHECK_EQ(e.st.started, 2 * WR_RINGS);
+	CHECK_EQ(vhost_server_stats(e.s)->ring_start_attempts, att + 2 * WR_RINGS);
+	started = e.st.running;
+	CHECK_EQ(started, WR_RINGS);
+
+	/* 80 cheap messages in the socket: one wake-up handles 64 of them. */
+	for (int i = 0; i < 80; i++) {
+		vhost_msg_init(&m, VHOST_USER_GET_QUEUE_NUM, 0);
+		REQUIRE(vhost_msg_send(e.c, &m, NULL, 0, 1000) == 0);
+	}
+	before = vhost_server_stats(e.s)->messages;
+	loop_run_once(e.l, 2000000000ll);
+	CHECK_EQ(vhost_server_stats(e.s)->messages - before, 64);
+	pump_msgs(&e, before + 80);
+	for (int i = 0; i < 80; i++) {
+		struct vhost_user_msg r;
+
+		CHECK_EQ(vhost_msg_recv(e.c, &r, NULL, NULL, 1000), 0);
+	}
+	/* 40 that each map a region: fewer per wake-up. */
+	for (int i = 0; i < 40; i++) {
+		mk_mem_reg(&m, VHOST_USER_ADD_MEM_REG, 0x400000000ull + i * 0x10000ull, 4096,
+			   0x600000000ull + i * 0x10000ull, (uint64_t)i * 4096, false);
+		REQUIRE(vhost_msg_send(e.c, &m, &fd3, 1, 1000) == 0);
+	}
+	before = vhost_server_stats(e.s)->messages;
+	loop_run_once(e.l, 2000000000ll);
+	CHECK(vhost_server_stats(e.s)->messages - before < 40);
+	CHECK(vhost_server_stats(e.s)->messages - before > 0);
+	pump_msgs(&e, before + 40);
+	CHECK_EQ(vhost_server_mem(e.s)->nregions, 2 + 40);
+	CHECK_EQ(vhost_server_stats(e.s)->bad_messages, 0);
+	CHECK(vhost_server_connected(e.s));
+
+	env_fini(&e);
+	munmap(p2, WR_SIZE);
+	munmap(p3, 64 * 4096);
+	close(fd2);
+	close(fd3);
+	CHECK_EQ(count_fds(), base);
+}
+
+/*
+ * L3/L4: removed regions stay mapped while a popped element is outstanding
+ * (graveyard), count against the live + dead budget (ADD_MEM_REG refused
+ * beyond it), are released once nothing is outstanding, and a graveyard
+ * that cannot hold more ends the session instead of unmapping early.
+ */
+static void test_graveyard(void)
+{
+	struct env e;
+	struct vhost_mem *mem;
+	struct vhost_vring *ring;
+	int fd3, base = count_fds();
+	const uint64_t g = 0x300000000ull, u = 0x700000000ull, step = 0x10000;
+
+	REQUIRE(env_init(&e, 3) == 0);
+	negotiate(&e, PF_STD, true);
+	mem = vhost_server_mem(e.s);
+	fd3 = memfd_create("vs-grave", MFD_CLOEXEC);
+	REQUIRE(fd3 >= 0 && ftruncate(fd3, 16 * 4096) == 0);
+	setup_ring(&e, 0, 64, 0, e.kick, e.call);
+	CHECK_EQ(req_state(&e, VHOST_USER_SET_VRING_ENABLE, 0, 1, NULL), 0);
+	ring = vhost_server_vring(e.s, 0);
+	REQUIRE(ring && ring->started);
+
+	/* The device pops an element and keeps it. */
+	e.st.pop_on_kick = true;
+	post_buffer(&e, 0, 64, 3, 16);
+	efd_kick(e.kick);
+	for (int i = 0; i < 100 && e.st.kicks == 0; i++)
+		loop_run_once(e.l, 2000000000ll);
+	CHECK_EQ(e.st.pop_rc, 1);
+
+	for (unsigned i = 1; i <= 3; i++)
+		CHECK_EQ(mem_reg_ack(&e, VHOST_USER_ADD_MEM_REG, g + i * step, 4096,
+				     u + i * step, 0, fd3), 0);
+	mem->max_regions = 4;
+	mem->max_dead = 1;
+	/* Removed while the element is out: kept mapped, counted dead. */
+	CHECK_EQ(mem_reg_ack(&e, VHOST_USER_REM_MEM_REG, g + step, 4096, u + step, 0, -1), 0);
+	CHECK_EQ(mem->nregions, 3);
+	CHECK_EQ(vhost_mem_ndead(mem), 1);
+	CHECK_EQ(mem_reg_ack(&e, VHOST_USER_REM_MEM_REG, g + 2 * step, 4096, u + 2 * step,
+			     0, -1), 0);
+	CHECK_EQ(vhost_mem_ndead(mem), 2);
+	/* 2 live + 2 dead = 4 + 1 - 1: one more fits, then refused (NACK). */
+	CHECK_EQ(mem_reg_ack(&e, VHOST_USER_ADD_MEM_REG, g + 4 * step, 4096, u + 4 * step,
+			     0, fd3), 0);
+	CHECK_EQ(mem_reg_ack(&e, VHOST_USER_ADD_MEM_REG, g + 5 * step, 4096, u + 5 * step,
+			     0, fd3), 1);
+	CHECK(vhost_server_connected(e.s));
+	CHECK_EQ(mem->nregions, 3);
+
+	/* The element completes: the next change lets the graveyard go. */
+	vq_dev_push(&ring->vq, e.st.elem.head, 0);
+	CHECK_EQ(mem_reg_ack(&e, VHOST_USER_REM_MEM_REG, g + 3 * step, 4096, u + 3 * step,
+			     0, -1), 0);
+	CHECK_EQ(vhost_mem_ndead(mem), 0);
+	CHECK_EQ(mem_reg_ack(&e, VHOST_USER_ADD_MEM_REG, g + 5 * step, 4096, u + 5 * step,
+			     0, fd3), 0);
+
+	/* Overflow: another element out, many regions removed, a graveyard
+	 * that may not grow: the session ends (nothing unmapped early). */
+	e.st.kicks = 0;
+	post_buffer(&e, 0, 64, 4, 16);
+	efd_kick(e.kick);
+	for (int i = 0; i < 100 && e.st.kicks == 0; i++)
+		loop_run_once(e.l, 2000000000ll);
+	CHECK_EQ(e.st.pop_rc, 1);
+	mem->max_regions = 64;
+	mem->max_dead = 64;
+	for (unsigned i = 6; i <= 40; i++)
+		CHECK_EQ(mem_reg_ack(&e, VHOST_USER_ADD_MEM_REG, g + i * step, 4096,
+				     u + i * step, 0, fd3), 0);
+	for (unsigned i = 6; i <= 21; i++)
+		CHECK_EQ(mem_reg_ack(&e, VHOST_USER_REM_MEM_REG, g + i * step, 4096,
+				     u + i * step, 0, -1), 0);
+	CHECK_EQ(vhost_mem_ndead(mem), 16);
+	mem->max_regions = 8;
+	mem->max_dead = 8;
+	CHECK_EQ(mem_reg_ack(&e, VHOST_USER_REM_MEM_REG, g + 22 * step, 4096, u + 22 * step,
+			     0, -1), 1);
+	pump_connected(&e, false);
+	CHECK(!vhost_server_connected(e.s));
+	CHECK_EQ(vhost_server_stats(e.s)->grave_overflows, 1);
+
+	env_fini(&e);
+	close(fd3);
+	CHECK_EQ(count_fds(), base);
+}
+
 int main(void)
 {
 	TEST_PROGRAM("test_vhost_server");
@@ -1565,5 +2012,10 @@ int main(void)
 	RUN(test_device_disconnects);
 	RUN(test_socket_file);
 	RUN(test_validation);
+	RUN(test_truncated_memory);
+	RUN(test_fd_budget);
+	RUN(test_accept_out_of_fds);
+	RUN(test_waiting_rings);
+	RUN(test_graveyard);
 	return TEST_DONE();
 }

@@ -206,7 +206,8 @@ int evil_dev_open(struct evil_dev *d, const struct evil_opts *o, unsigned flags)
 		d->rx_tokens[i] = (uint16_t)i;
 
 	d->arena_size = EVIL_ARENA_SIZE;
-	d->arena_fd = memfd_create("vrdma-evil", MFD_CLOEXEC);
+	d->arena_fd = memfd_create("vrdma-evil", MFD_CLOEXEC |
+				   (flags & EVIL_F_SEALABLE ? MFD_ALLOW_SEALING : 0));
 	if (d->arena_fd < 0 || ftruncate(d->arena_fd, (off_t)d->arena_size) < 0)
 		return say_rc("memfd", -errno);
 	d->arena = mmap(NULL, d->arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, d->arena_fd, 0);
@@ -296,8 +297,7 @@ int evil_tx(struct evil_dev *d, const void *frame, size_t len)
 	return 0;
 }
 
-/* Wait for a used entry on ring idx (call eventfd). Returns 1, 0 on timeout. */
-static int wait_used(struct evil_dev *d, unsigned idx, int timeout_ms)
+int evil_wait_used(struct evil_dev *d, unsigned idx, int timeout_ms)
 {
 	struct evil_ring *r = &d->r[idx];
 	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
@@ -324,7 +324,7 @@ int evil_rx(struct evil_dev *d, void *buf, size_t cap, int timeout_ms)
 	size_t n;
 	unsigned i;
 
-	if (!wait_used(d, EVIL_RXQ, timeout_ms))
+	if (!evil_wait_used(d, EVIL_RXQ, timeout_ms))
 		return -ETIMEDOUT;
 	tok = vq_drv_get_used(vq, &len);
 	if (!tok)
@@ -407,7 +407,7 @@ int evil_ctrl(struct evil_dev *d, uint8_t cls, uint8_t cmd, const void *data, si
 		return rc;
 	vq_drv_kick_prepare(vq);
 	evil_kick(d, EVIL_CTRLQ);
-	if (!wait_used(d, EVIL_CTRLQ, d->o->timeout_ms))
+	if (!evil_wait_used(d, EVIL_CTRLQ, d->o->timeout_ms))
 		return -ETIMEDOUT;
 	if (vq_drv_get_used(vq, &ulen) != b || ulen < 1)
 		return -EIO;

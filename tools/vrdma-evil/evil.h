@@ -51,6 +51,7 @@ enum evil_expect {
 	EVIL_ALIVE,
 	EVIL_EOF,
 	EVIL_BROKEN,
+	EVIL_SURVIVE,  /* only the back-end's survival is judged by the caller */
 };
 
 struct evil_attack;
@@ -126,6 +127,7 @@ uint32_t evil_device_rings(const struct evil_opts *o);
 /* evil_dev_open() flags */
 #define EVIL_F_NO_INDIRECT 0x1 /* do not negotiate VIRTIO_RING_F_INDIRECT_DESC */
 #define EVIL_F_NO_RX_POST 0x2  /* leave the receive ring empty */
+#define EVIL_F_SEALABLE 0x4    /* arena memfd created with MFD_ALLOW_SEALING */
 
 struct evil_ring {
 	unsigned idx;
@@ -175,6 +177,9 @@ int evil_loopback(struct evil_dev *d, uint32_t seq);
 int evil_ctrl(struct evil_dev *d, uint8_t cls, uint8_t cmd, const void *data, size_t len);
 /* GET_STATUS. Returns 0 or -errno. */
 int evil_status(struct evil_dev *d, uint8_t *st);
+/* Wait up to timeout_ms for a used entry on ring idx (its call eventfd).
+ * Returns 1, or 0 on timeout. */
+int evil_wait_used(struct evil_dev *d, unsigned idx, int timeout_ms);
 /* Wait up to timeout_ms for the error eventfd of ring idx. Returns 1 if it
  * fired, 0 if not. */
 int evil_wait_err(struct evil_dev *d, unsigned idx, int timeout_ms);

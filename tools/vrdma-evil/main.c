@@ -18,7 +18,7 @@
 
 #include "evil.h"
 
-static const char *const expect_names[] = { "closed", "alive", "eof", "broken" };
+static const char *const expect_names[] = { "closed", "alive", "eof", "broken", "survive" };
 
 void evil_say(const char *fmt, ...)
 {

@@ -12,6 +12,8 @@
 #include <linux/virtio_net.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -361,8 +363,12 @@ static int run_addr_outside(const struct evil_opts *o, const struct evil_attack 
 /*
  * SET_STATUS 0 is a device reset (virtio 1.x 2.1.2 / 2.4): afterwards the
  * device must not consume buffers until the driver sets it up again. Post a
- * frame after the reset and check the transmit ring is left alone.
+ * frame after the reset and watch the transmit ring: a device that takes
+ * the frame is seen at once (its call eventfd); one that leaves it alone is
+ * given EVIL_STATUS0_WAIT_MS to prove it (an absence can only be waited for).
  */
+#define EVIL_STATUS0_WAIT_MS 1500
+
 static int run_status0(const struct evil_opts *o, const struct evil_attack *a)
 {
 	struct evil_dev d;
@@ -387,14 +393,167 @@ static int run_status0(const struct evil_opts *o, const struct evil_attack *a)
 	f[13] = 0xb7;
 	if (!rc)
 		rc = evil_tx(&d, f, sizeof(f));
-	untouched = rc == 0 && ring_untouched(&d, EVIL_TXQ, used);
+	untouched = rc == 0 && !evil_wait_used(&d, EVIL_TXQ, EVIL_STATUS0_WAIT_MS) &&
+		    d.r[EVIL_TXQ].vq.used->idx == used && evil_status(&d, &st) == 0;
 	evil_say("outcome %s", rc ? "closed" : "alive");
 	evil_say("ring_untouched %d", untouched);
 	evil_dev_close(&d);
-	return evil_verdict(rc == 0 && st == 0 && untouched,
-			    "after SET_STATUS 0 the device %s the transmit ring (used idx %u -> %u)",
-			    untouched ? "left" : "still used", used,
-			    (unsigned)(untouched ? used : used + 1));
+	return evil_verdict(rc == 0 && untouched,
+			    "after SET_STATUS 0 the device still consumed a frame of the transmit ring");
+}
+
+/* Wait until the back-end closes the connection (POLLHUP / EOF).
+ * Returns true if it did within timeout_ms. */
+static bool wait_closed(struct evil_dev *d, int timeout_ms)
+{
+	uint64_t nack;
+	unsigned replies;
+
+	return evil_outcome(vhost_client_fd(&d->vc), false, timeout_ms, &nack, &replies) ==
+	       EVIL_OUT_CLOSED;
+}
+
+/*
+ * Truncate the shared memfd under the running device. arg 0: a sealable memfd
+ * (the back-end must have sealed it against shrinking: the truncation fails
+ * and the device keeps working); arg 1: an unsealable one (the truncation
+ * works; the back-end's next access faults and it must drop this session
+ * only, and survive).
+ */
+static int run_shrink(const struct evil_opts *o, const struct evil_attack *a)
+{
+	struct evil_dev d;
+	int seals, rc;
+	bool ok;
+
+	if (evil_dev_open(&d, o, a->arg == 0 ? EVIL_F_SEALABLE : 0) < 0 ||
+	    evil_loopback(&d, 3) < 0) {
+		evil_dev_close(&d);
+		return EVIL_SETUP;
+	}
+	seals = fcntl(d.arena_fd, F_GET_SEALS);
+	evil_say("seals %s", seals < 0 ? "none (not sealable)" : seals & F_SEAL_SHRINK ?
+		 "F_SEAL_SHRINK" : "no F_SEAL_SHRINK");
+	if (a->arg == 0) {
+		rc = ftruncate(d.arena_fd, 4096);
+		evil_say("shrink %s", rc == 0 ? "done" : errno == EPERM ? "refused (sealed)" :
+			 strerror(errno));
+		if (rc == 0) {
+			/* Not sealed: the memory is gone, do not touch it; the
+			 * back-end must survive like in the unsealable case. */
+			evil_kick(&d, EVIL_TXQ);
+			ok = wait_closed(&d, o->timeout_ms);
+			evil_say("outcome %s", ok ? "closed" : "timeout");
+			evil_dev_close(&d);
+			return evil_verdict(false, "the back-end did not seal the sealable memfd "
+					    "(session %s after the truncation)",
+					    ok ? "closed" : "kept");
+		}
+		rc = evil_loopback(&d, 4);
+		evil_say("outcome %s", rc == 0 ? "alive" : "broken");
+		evil_dev_close(&d);
+		return evil_verdict(seals >= 0 && (seals & F_SEAL_SHRINK) && rc == 0,
+				    "sealed %d, works after the refused shrink %d",
+				    seals >= 0 && (seals & F_SEAL_SHRINK), rc == 0);
+	}
+	if (ftruncate(d.arena_fd, 0) < 0) {
+		evil_say("setup: ftruncate: %s", strerror(errno));
+		evil_dev_close(&d);
+		return EVIL_SETUP;
+	}
+	/* From here on the arena must not be touched (it would fault here
+	 * too); a kick makes the device look at its rings. */
+	evil_kick(&d, EVIL_TXQ);
+	evil_kick(&d, EVIL_CTRLQ);
+	ok = wait_closed(&d, o->timeout_ms);
+	evil_say("outcome %s", ok ? "closed" : "timeout");
+	evil_dev_close(&d);
+	return evil_verdict(ok, "the session was not closed after the memory under it was truncated");
+}
+
+/* REM_MEM_REG of the memory the running rings live in, then the same region
+ * again: the rings must stop (not fault, not use freed memory) and start
+ * again once the memory is back. */
+static int run_remove_under_rings(const struct evil_opts *o, const struct evil_attack *a)
+{
+	struct vhost_user_mem_region reg;
+	struct evil_dev d;
+	uint8_t st = 0;
+	int rc, rc2;
+
+	(void)a;
+	if (evil_dev_open(&d, o, 0) < 0 || evil_loopback(&d, 5) < 0) {
+		evil_dev_close(&d);
+		return EVIL_SETUP;
+	}
+	memset(&reg, 0, sizeof(reg));
+	reg.guest_phys_addr = evil_gpa(d.arena);
+	reg.userspace_addr = evil_gpa(d.arena);
+	reg.memory_size = d.arena_size;
+	rc = vhost_client_rem_mem_reg(&d.vc, &reg);
+	evil_say("rem_mem_reg %s", rc == 0 ? "accepted" : strerror(-rc));
+	evil_kick(&d, EVIL_TXQ);
+	evil_kick(&d, EVIL_RXQ);
+	rc2 = evil_status(&d, &st);
+	evil_say("outcome %s", rc2 == 0 ? "alive" : "closed");
+	evil_say("status 0x%02x needs_reset %d", st, !!(st & VIRTIO_CONFIG_S_NEEDS_RESET));
+	if (rc == 0 && rc2 == 0) {
+		rc = vhost_client_add_mem_reg(&d.vc, &reg, d.arena_fd);
+		if (!rc)
+			rc = evil_loopback(&d, 6);
+		evil_say("works_after_readd %d", rc == 0);
+	}
+	evil_dev_close(&d);
+	return evil_verdict(rc == 0 && rc2 == 0,
+			    "removing the rings' memory and adding it back: %s",
+			    strerror(rc ? -rc : -rc2));
+}
+
+/* More ADD_MEM_REG than the back-end has slots (GET_MAX_MEM_SLOTS): the extra
+ * ones must be refused (NACK) or end the session, never accepted. */
+static int run_slots(const struct evil_opts *o, const struct evil_attack *a)
+{
+	struct evil_dev d;
+	uint64_t slots = 0;
+	unsigned accepted = 1, n;
+	int fd, rc = 0;
+
+	(void)a;
+	if (evil_dev_open(&d, o, 0) < 0 ||
+	    vhost_client_get_max_mem_slots(&d.vc, &slots) < 0 || slots > 100000) {
+		evil_dev_close(&d);
+		return EVIL_SETUP;
+	}
+	n = (unsigned)slots + 8;
+	fd = memfd_create("vrdma-evil-slots", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)n * 4096) < 0) {
+		if (fd >= 0)
+			close(fd);
+		evil_dev_close(&d);
+		return EVIL_SETUP;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct vhost_user_mem_region reg = {
+			.guest_phys_addr = 0x200000000000ull + (uint64_t)i * 8192,
+			.memory_size = 4096,
+			.userspace_addr = 0x200000000000ull + (uint64_t)i * 8192,
+			.mmap_offset = (uint64_t)i * 4096,
+		};
+
+		rc = vhost_client_add_mem_reg(&d.vc, &reg, fd);
+		if (rc < 0)
+			break;
+		accepted++; /* the arena is region 0 */
+	}
+	close(fd);
+	evil_say("slots %llu accepted %u of %u (with the arena) stopped by %s",
+		 (unsigned long long)slots, accepted, n + 1,
+		 rc == 0 ? "nothing" : rc == -EIO ? "a NACK" : "the end of the session");
+	evil_say("outcome %s", vhost_client_alive(&d.vc) ? "alive" : "closed");
+	evil_dev_close(&d);
+	return evil_verdict(rc < 0 && accepted <= slots,
+			    "%u regions accepted with %llu slots", accepted,
+			    (unsigned long long)slots);
 }
 
 #define rx EVIL_RXQ
@@ -470,6 +629,13 @@ const struct evil_attack evil_ring_attacks[] = {
 
 	{ "vring_addr_outside", EVIL_ALIVE, "SET_VRING_ADDR with the used ring outside shared memory",
 	  run_addr_outside, 0 },
+	{ "mem_remove_under_rings", EVIL_ALIVE, "REM_MEM_REG of the running rings' memory, then back",
+	  run_remove_under_rings, 0 },
+	{ "mem_slots_exhaust", EVIL_SURVIVE, "ADD_MEM_REG beyond GET_MAX_MEM_SLOTS", run_slots, 0 },
+	{ "mem_shrink_sealable", EVIL_SURVIVE, "shrink the shared (sealable) memfd under the device",
+	  run_shrink, 0 },
+	{ "mem_shrink_unsealable", EVIL_SURVIVE, "truncate the shared (unsealable) memfd under the device",
+	  run_shrink, 1 },
 	{ "status0_stops_rings", EVIL_ALIVE, "SET_STATUS 0, then a frame on the transmit ring",
 	  run_status0, 0 },
 };

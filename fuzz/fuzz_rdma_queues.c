@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Fuzz target for libvrdma's RDMA data path against a hostile device: what
+ * the device writes into a CQ's and a QP's rings (used entries with any id
+ * and length, any used->idx, any bytes in completion buffers) interleaved
+ * with the application's polls and posts (work requests with random fields,
+ * valid or not).
+ *
+ * No back-end: a CQ and a QP are built by hand on rings in plain memory
+ * (their structures are libvrdma's own, src/driver/rdma_priv.h), with no
+ * eventfds. Checked after every step:
+ *   - vrdma_cq_poll returns 0..n, every completion buffer is posted again
+ *     (the ring's free descriptors stay ring size - buffers);
+ *   - the send queue's free slots and the ring's free descriptors agree,
+ *     the free slots are distinct and in range; a post returns -errno or
+ *     0..n, never more WRs than the queue holds;
+ *   - ASan/UBSan: nothing outside the rings, buffers and slots is touched.
+ *
+ * Input: [0] CQ ring log2 (1..6), [1] SQ ring log2, [2] flags (1 event_idx,
+ * 2 QP type UD, 4 QP in RTS), then ops (1 byte + arguments), see below.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "driver/rdma_priv.h"
+
+struct input {
+	const uint8_t *p;
+	size_t n;
+};
+
+static uint8_t in8(struct input *in)
+{
+	if (!in->n)
+		return 0;
+	in->n--;
+	return *in->p++;
+}
+
+static uint32_t in32(struct input *in)
+{
+	uint32_t v = 0;
+
+	for (int i = 0; i < 4; i++)
+		v |= (uint32_t)in8(in) << (8 * i);
+	return v;
+}
+
+static void *ring_alloc(uint16_t num, struct vq_drv *vq, bool event_idx)
+{
+	void *mem = aligned_alloc(4096, ALIGN_UP(vq_drv_ring_bytes(num), 4096ull));
+
+	if (!mem)
+		abort();
+	if (vq_drv_init(vq, mem, num, event_idx) < 0)
+		abort();
+	return mem;
+}
+
+/* The device publishes k used entries on vq: ids / lengths from input,
+ * then used->idx moves by the count (or a wild value). */
+static void device_use(struct vq_drv *vq, struct input *in, uint8_t *data, size_t data_len,
+		       size_t stride)
+{
+	uint16_t idx = vq->used->idx;
+	unsigned k = in8(in) % 9, i;
+
+	for (i = 0; i < k; i++) {
+		struct vring_used_elem *e = &vq->used->ring[(uint16_t)(idx + i) & (vq->num - 1)];
+		uint8_t mode = in8(in);
+
+		e->id = mode & 1 ? in32(in) : mode % vq->num;
+		e->len = mode & 2 ? in32(in) : (uint32_t)(mode * 7u);
+		if (data && (mode & 4)) {
+			/* scribble into the buffer of that id's slot */
+			size_t off = (size_t)(e->id % (data_len / stride)) * stride;
+			size_t want = in8(in), len = MIN(want, stride);
+
+			for (size_t j = 0; j < len; j++)
+				data[off + j] = in8(in);
+		}
+	}
+	if (in8(in) == 0xff)
+		idx = (uint16_t)(idx + (uint16_t)in32(in));
+	else
+		idx = (uint16_t)(idx + k);
+	__atomic_store_n(&vq->used->idx, idx, __ATOMIC_RELEASE);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct input in = { data, size };
+	struct vrdma_dev *dev;
+	struct vrdma_queue cq_q, sq_q;
+	struct vrdma_cq cq;
+	struct vrdma_qp qp;
+	struct vrdma_wc wc[32];
+	uint8_t scratch[1024];
+	struct vrdma_sge sges[40];
+	void *cq_ring, *sq_ring;
+	uint16_t cq_num, sq_num;
+	uint8_t flags;
+	bool event_idx;
+
+	vlog_level = -1;
+	if (size < 3)
+		return 0;
+	cq_num = (uint16_t)(1u << (1 + in8(&in) % 6));
+	sq_num = (uint16_t)(1u << (1 + in8(&in) % 6));
+	flags = in8(&in);
+	event_idx = flags & 1;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		abort();
+	atomic_init(&dev->dead, false);
+
+	/* CQ: every buffer posted */
+	memset(&cq_q, 0, sizeof(cq_q));
+	cq_q.dev = dev;
+	cq_q.num = cq_num;
+	cq_q.kick_fd = cq_q.call_fd = cq_q.err_fd = -1;
+	cq_ring = ring_alloc(cq_num, &cq_q.vq, event_idx);
+	cq_q.vq_inited = true;
+	memset(&cq, 0, sizeof(cq));
+	cq.dev = dev;
+	cq.num = cq_num - (flags & 8 ? 1 : 0);
+	cq.q = &cq_q;
+	cq.bufs_bytes = (size_t)cq_num * VRDMA_CQE_SIZE;
+	cq.bufs = calloc(cq_num, VRDMA_CQE_SIZE);
+	pthread_spin_init(&cq.lock, PTHREAD_PROCESS_PRIVATE);
+	if (!cq.bufs || vrdma_rdma_cq_fill(&cq))
+		abort();
+
+	/* QP: send queue only (the receive queue is the same code) */
+	memset(&sq_q, 0, sizeof(sq_q));
+	sq_q.dev = dev;
+	sq_q.num = sq_num;
+	sq_q.kick_fd = sq_q.call_fd = sq_q.err_fd = -1;
+	sq_ring = ring_alloc(sq_num, &sq_q.vq, event_idx);
+	sq_q.vq_inited = true;
+	memset(&qp, 0, sizeof(qp));
+	qp.dev = dev;
+	qp.qpn = 0x4002;
+	qp.type = flags & 2 ? VIRTIO_IB_QPT_UD : VIRTIO_IB_QPT_RC;
+	qp.cap.max_send_wr = sq_num - (flags & 16 ? sq_num / 2 : 0);
+	qp.cap.max_send_sge = 1 + flags % 5;
+	qp.cap.max_inline_data = 64 + (flags >> 5) * 64;
+	qp.max_msg_sz = 1u << 31;
+	qp.max_sge_rd = 2;
+	atomic_init(&qp.state, flags & 4 ? VIRTIO_IB_QPS_RTS : VIRTIO_IB_QPS_INIT);
+	qp.sq.q = &sq_q;
+	qp.sq.nslots = qp.cap.max_send_wr;
+	qp.sq.slot_size = ALIGN_UP(sizeof(struct virtio_rdma_sq_req) +
+					   (size_t)qp.cap.max_send_sge * sizeof(struct virtio_rdma_sge),
+				   (size_t)64);
+	qp.sq.slots_bytes = (size_t)qp.sq.nslots * qp.sq.slot_size;
+	qp.sq.slots = calloc(qp.sq.nslots, qp.sq.slot_size);
+	qp.sq.free = calloc(qp.sq.nslots, sizeof(uint32_t));
+	if (!qp.sq.slots || !qp.sq.free)
+		abort();
+	for (uint32_t i = 0; i < qp.sq.nslots; i++)
+		qp.sq.free[i] = qp.sq.nslots - 1 - i;
+	qp.sq.nfree = qp.sq.nslots;
+	pthread_spin_init(&qp.sq.lock, PTHREAD_PROCESS_PRIVATE);
+	memset(scratch, 0x5a, sizeof(scratch));
+
+	while (in.n) {
+		uint8_t op = in8(&in);
+
+		switch (op % 5) {
+		case 0: /* device completes into the CQ */
+			device_use(&cq_q.vq, &in, (uint8_t *)cq.bufs, cq.bufs_bytes, VRDMA_CQE_SIZE);
+			break;
+		case 1: { /* application polls */
+			int n = in8(&in) % 33, got = vrdma_cq_poll(&cq, wc, n);
+
+			if (got < 0 || got > n)
+				abort();
+			break;
+		}
+		case 2: /* device returns send descriptors */
+			device_use(&sq_q.vq, &in, qp.sq.slots, qp.sq.slots_bytes, qp.sq.slot_size);
+			break;
+		case 3: { /* application posts */
+			struct vrdma_send_wr w[6];
+			unsigned n = in8(&in) % 7;
+			int rc;
+
+			for (unsigned i = 0; i < n; i++) {
+				unsigned ns = in8(&in) % 41;
+
+				memset(&w[i], 0, sizeof(w[i]));
+				w[i].wr_id = i;
+				w[i].opcode = in8(&in) % 8;
+				w[i].send_flags = in8(&in) & 0x1f;
+				w[i].imm_data = in32(&in);
+				w[i].rdma.remote_addr = in32(&in);
+				w[i].rdma.rkey = in32(&in);
+				w[i].num_sge = ns;
+				w[i].sg_list = ns ? sges : NULL;
+			}
+			for (unsigned i = 0; i < 40; i++) {
+				sges[i].addr = (uintptr_t)scratch + in8(&in);
+				sges[i].length = in8(&in) % 200;
+				sges[i].lkey = i;
+			}
+			rc = vrdma_post_send(&qp, w, n);
+			/* (descriptors returned are reclaimed first) */
+			if (rc > (int)n || (rc > 0 && (unsigned)rc > qp.sq.nslots))
+				abort();
+			break;
+		}
+		default: /* the device rewrites a completion buffer wholesale */
+			if (cq.num) {
+				uint8_t *b = (uint8_t *)&cq.bufs[in8(&in) % cq.num];
+
+				for (size_t j = 0; j < VRDMA_CQE_SIZE; j++)
+					b[j] = in8(&in);
+			}
+			break;
+		}
+		/* invariants */
+		if (cq_q.vq.num_free != cq_num - cq.num)
+			abort();
+		if (qp.sq.nfree > qp.sq.nslots ||
+		    sq_q.vq.num_free != sq_num - (qp.sq.nslots - qp.sq.nfree))
+			abort();
+		for (uint32_t i = 0; i < qp.sq.nfree; i++) {
+			if (qp.sq.free[i] >= qp.sq.nslots)
+				abort();
+			for (uint32_t j = i + 1; j < qp.sq.nfree; j++)
+				if (qp.sq.free[i] == qp.sq.free[j])
+					abort();
+		}
+	}
+
+	pthread_spin_destroy(&cq.lock);
+	pthread_spin_destroy(&qp.sq.lock);
+	vq_drv_fini(&cq_q.vq);
+	vq_drv_fini(&sq_q.vq);
+	free(cq.bufs);
+	free(qp.sq.slots);
+	free(qp.sq.free);
+	free(cq_ring);
+	free(sq_ring);
+	free(dev);
+	return 0;
+}
