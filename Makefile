@@ -64,6 +64,9 @@ ALL_TARGETS += $(VERBS_SO)
 endif
 
 .PHONY: all build asan fuzz test demo clean deps-build deps-test deps-demo
+# Keep object files that pattern rules produce (else make deletes them as
+# intermediates and rebuilds every tool each time).
+.SECONDARY:
 all: $(ALL_TARGETS)
 build: all
 

@@ -23,13 +23,16 @@
 #   --check        only build and check whether vrdma is ready (exit 0 if so)
 #   --out DIR      results directory (default bench/results/<date>)
 #
-# Tunables (environment): BENCH_POLL ("0 50"), BENCH_GID (perftest -x and
-# pingpong -g GID index, 0), BENCH_BW_SIZES (bytes, or "all" for perftest -a),
-# BENCH_BW_BYTES (bytes moved per bw size, sets -n), BENCH_BW_ITERS (-n with
-# "all"), BENCH_LAT_SIZES, BENCH_LAT_ITERS, BENCH_TCP_SEC, BENCH_LAT_SEC,
-# BENCH_MEMCPY_SEC, BENCH_DEV_OPTS (extra device options, e.g. ",mtu=9000"),
-# BENCH_PERFTEST_ARGS (extra perftest arguments, e.g. "-e" to sleep on events),
-# BENCH_NO_MAKE=1 (do not run make), BENCH_NO_APT=1 (do not install).
+# Tunables (environment; see bench/README.md): BENCH_POLL ("0 50"),
+# BENCH_REPEAT (runs per measurement, best kept; 3), BENCH_GID (perftest -x
+# and pingpong -g GID index; 0), BENCH_BW_SIZES (bytes, or "all" for
+# perftest -a), BENCH_BW_BYTES (bytes per bw run, sets -n, clamped to
+# 100..BENCH_BW_MAX_ITERS), BENCH_BW_ITERS (-n with "all"), BENCH_LAT_SIZES,
+# BENCH_LAT_ITERS, BENCH_TCP_SEC, BENCH_LAT_SEC, BENCH_MEMCPY_SEC,
+# BENCH_DEV_OPTS (appended to each --device, e.g. ",mtu=9000"),
+# BENCH_PERFTEST_ARGS (extra perftest arguments, e.g. "-e"),
+# BENCH_PAIR_TIMEOUT (seconds per perftest pair; 90), BENCH_NO_MAKE=1,
+# BENCH_NO_APT=1.
 set -u
 set -o pipefail
 
@@ -55,7 +58,7 @@ if [ $quick = 1 ]; then
 	: "${BENCH_TCP_SEC:=3}" "${BENCH_LAT_SEC:=3}" "${BENCH_MEMCPY_SEC:=0.5}"
 	: "${BENCH_BW_BYTES:=67108864}" "${BENCH_LAT_ITERS:=500}"
 	: "${BENCH_BW_SIZES:=64 4096 65536 1048576}" "${BENCH_LAT_SIZES:=64 4096}"
-	: "${BENCH_REPEAT:=1}"
+	: "${BENCH_REPEAT:=1}" "${BENCH_BW_MAX_ITERS:=5000}"
 fi
 : "${BENCH_POLL:=0 50}"
 : "${BENCH_REPEAT:=3}"
@@ -63,6 +66,7 @@ fi
 : "${BENCH_BW_SIZES:=64 256 1024 4096 16384 65536 262144 1048576 8388608}"
 : "${BENCH_BW_BYTES:=536870912}"
 : "${BENCH_BW_ITERS:=1000}"
+: "${BENCH_BW_MAX_ITERS:=100000}"
 : "${BENCH_LAT_SIZES:=64 1024 4096 65536}"
 : "${BENCH_LAT_ITERS:=2000}"
 : "${BENCH_TCP_SEC:=10}"
@@ -70,7 +74,8 @@ fi
 : "${BENCH_MEMCPY_SEC:=2}"
 : "${BENCH_DEV_OPTS:=}"
 : "${BENCH_PERFTEST_ARGS:=}"
-: "${BENCH_PORT:=18515}"
+: "${BENCH_PAIR_TIMEOUT:=90}"
+: "${BENCH_PORT:=18599}"	# first pair uses the next free port
 
 stamp=$(date +%Y-%m-%d_%H%M%S)
 [ -n "$out" ] || out=$top/bench/results/$stamp
@@ -99,9 +104,11 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-trap 'echo "bench/run.sh: interrupted" >&2; exit 130' INT TERM
+# fd 3: the script's stderr, also inside functions whose output is redirected.
+exec 3>&2
+trap 'echo "bench/run.sh: interrupted" >&3; exit 130' INT TERM
 
-log() { echo "bench: $*" >&2; }
+log() { echo "bench: $*" >&3; }
 # rec SECTION MODE TEST SIZE METRIC VALUE: one result of repeat $run.
 run=1
 rec() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" "$run" >>"$tsv"; }
@@ -117,6 +124,20 @@ stop() {
 	local keep=()
 	for q in "${pids[@]}"; do [ "$q" = "$p" ] || keep+=("$q"); done
 	pids=("${keep[@]}")
+}
+# run_fg CMD...: run CMD in the background and wait for it, so that a TERM
+# or INT reaches the trap at once (bash runs traps only between foreground
+# commands); the cleanup stops CMD. Returns CMD's status.
+run_fg() {
+	local p rc q keep=()
+	"$@" &
+	p=$!
+	pids+=("$p")
+	wait "$p"
+	rc=$?
+	for q in "${pids[@]}"; do [ "$q" = "$p" ] || keep+=("$q"); done
+	pids=("${keep[@]}")
+	return $rc
 }
 # wait_port PORT PID: until something listens on TCP PORT (max 15 s) and PID lives.
 wait_port() {
@@ -141,7 +162,17 @@ wait_exit() {
 }
 # last_line FILE: last non-empty line, one line, for "reason" texts.
 last_line() { grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n 1 | tr -d '\r' | cut -c1-160; }
-next_port() { BENCH_PORT=$((BENCH_PORT + 1)); [ $BENCH_PORT -gt 18999 ] && BENCH_PORT=18516; }
+# next_port: the next TCP port after BENCH_PORT that nothing uses (tests
+# running at the same time use perftest's 18515 and a few above).
+next_port() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		BENCH_PORT=$((BENCH_PORT + 1))
+		[ $BENCH_PORT -gt 19999 ] && BENCH_PORT=18600
+		ss -Htan "( sport = :$BENCH_PORT or dport = :$BENCH_PORT )" 2>/dev/null |
+			grep -q . || return 0
+	done
+}
 
 PY=/usr/bin/python3
 [ -x $PY ] || PY=python3
@@ -190,7 +221,7 @@ if [ "$only" != ref ]; then
 	for try in 1 2 3; do
 		if [ "${BENCH_NO_MAKE:-0}" != 1 ]; then
 			log "make (log: $out/logs/make.log)"
-			if timeout 900 make -j"$(nproc)" >"$out/logs/make.log" 2>&1; then
+			if run_fg timeout 900 make -j"$(nproc)" >"$out/logs/make.log" 2>&1; then
 				build_note=""
 			else
 				build_note="make failed ($(last_line "$out/logs/make.log")); using the binaries already in build/"
@@ -232,7 +263,7 @@ run_iperf3() {
 		stop $srv
 		return
 	fi
-	timeout -k 5 $((BENCH_TCP_SEC + 30)) iperf3 -c 127.0.0.1 -p $port \
+	run_fg timeout -k 5 $((BENCH_TCP_SEC + 30)) iperf3 -c 127.0.0.1 -p $port \
 		-t "$BENCH_TCP_SEC" -J >"$cl" 2>"$out/logs/iperf3.r$run.client.err"
 	wait_exit $srv 10
 	local bps
@@ -256,7 +287,7 @@ run_sockperf() {
 		stop $srv
 		return
 	fi
-	timeout -k 5 $((BENCH_LAT_SEC + 30)) sockperf pp --tcp -i 127.0.0.1 -p $port \
+	run_fg timeout -k 5 $((BENCH_LAT_SEC + 30)) sockperf pp --tcp -i 127.0.0.1 -p $port \
 		-m 64 -t "$BENCH_LAT_SEC" >"$cl" 2>&1
 	stop $srv
 	# Strip colour escapes, then pick avg / median / p99 (one-way: RTT/2).
@@ -277,7 +308,7 @@ run_sockperf() {
 run_memcpy() {
 	local l=$out/logs/memcpy_bw.log
 	cmd "build/bench/memcpy_bw -t $BENCH_MEMCPY_SEC"
-	if ! timeout -k 5 $((${BENCH_MEMCPY_SEC%.*} * 4 + 60)) build/bench/memcpy_bw \
+	if ! run_fg timeout -k 5 $((${BENCH_MEMCPY_SEC%.*} * 4 + 60)) build/bench/memcpy_bw \
 		-t "$BENCH_MEMCPY_SEC" >"$l" 2>&1; then
 		rec ref - memcpy - error "$(last_line "$l")"
 		return
@@ -328,8 +359,8 @@ pair_reason=""
 pair() {
 	local name=$1 t=$2 srv rc_c rc_s
 	shift 3
-	local port=$BENCH_PORT
 	next_port
+	local port=$BENCH_PORT
 	local sl=$out/logs/$name.server.log cl=$out/logs/$name.client.log
 	cmd "build/bin/vrdma-run --socket DEV1 -- $* -p $port &  build/bin/vrdma-run --socket DEV0 -- $* -p $port 127.0.0.1"
 	timeout -k 5 "$t" "$bin/vrdma-run" --socket "$sock1" -- stdbuf -oL "$@" -p "$port" \
@@ -341,7 +372,7 @@ pair() {
 		pair_reason="server did not listen: $(last_line "$sl")"
 		return 1
 	fi
-	timeout -k 5 "$t" "$bin/vrdma-run" --socket "$sock0" -- stdbuf -oL "$@" -p "$port" \
+	run_fg timeout -k 5 "$t" "$bin/vrdma-run" --socket "$sock0" -- stdbuf -oL "$@" -p "$port" \
 		127.0.0.1 >"$cl" 2>&1
 	rc_c=$?
 	wait_exit "$srv" 15
@@ -363,7 +394,7 @@ vrdma_ready() {
 	done
 	[ -e "$bin/../lib/libibverbs.so.1" ] || { ready_reason="build/lib/libibverbs.so.1 missing"; return 1; }
 	cmd "build/bin/vrdma-run --socket DEV0 -- ibv_devinfo -v"
-	timeout -k 5 30 "$bin/vrdma-run" --socket "$sock0" -- ibv_devinfo -v >"$l" 2>&1
+	run_fg timeout -k 5 30 "$bin/vrdma-run" --socket "$sock0" -- ibv_devinfo -v >"$l" 2>&1
 	local rc=$?
 	if [ $rc != 0 ] || ! grep -q PORT_ACTIVE "$l"; then
 		ready_reason="ibv_devinfo through vrdma-run: $( [ $rc = 124 ] && echo 'timed out' || echo "exit $rc, $(last_line "$l")")"
@@ -426,7 +457,7 @@ perftest_once() {
 	retx0=$(daemon_retx)
 	before=$(cpu_ticks "$daemon_pid")
 	wall0=$(date +%s.%N)
-	if pair "$m.$t.$s.r$run" 300 -- "$t" "$@"; then
+	if pair "$m.$t.$s.r$run" "$BENCH_PAIR_TIMEOUT" -- "$t" "$@"; then
 		wall1=$(date +%s.%N)
 		after=$(cpu_ticks "$daemon_pid")
 		parse_perftest "$m" "$t" "$s" "$kind" "$out/logs/$m.$t.$s.r$run.client.log"
@@ -459,7 +490,7 @@ run_perftest() {
 				args+=(-a -n "$BENCH_BW_ITERS")
 			elif [ $kind = bw ]; then
 				n=$((BENCH_BW_BYTES / s))
-				[ $n -gt 5000 ] && n=5000
+				[ $n -gt "$BENCH_BW_MAX_ITERS" ] && n=$BENCH_BW_MAX_ITERS
 				[ $n -lt 100 ] && n=100
 				args+=(-s "$s" -n "$n")
 			else

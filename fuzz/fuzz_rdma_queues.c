@@ -13,7 +13,9 @@
  *     (the ring's free descriptors stay ring size - buffers);
  *   - the send queue's free slots and the ring's free descriptors agree,
  *     the free slots are distinct and in range; a post returns -errno or
- *     0..n, never more WRs than the queue holds;
+ *     0..n, never more WRs than the queue holds; the completion log never
+ *     holds more than the queue's capacity (completions are mapped back to
+ *     the QP through the CQ's QPN table, whatever their content);
  *   - ASan/UBSan: nothing outside the rings, buffers and slots is touched.
  *
  * Input: [0] CQ ring log2 (1..6), [1] SQ ring log2, [2] flags (1 event_idx,
@@ -147,7 +149,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sq_q.vq_inited = true;
 	memset(&qp, 0, sizeof(qp));
 	qp.dev = dev;
-	qp.qpn = 0x4002;
+	qp.qpn = flags & 128 ? 0x4002 : in32(&in) & 0xffffff;
 	qp.type = flags & 2 ? VIRTIO_IB_QPT_UD : VIRTIO_IB_QPT_RC;
 	qp.cap.max_send_wr = sq_num - (flags & 16 ? sq_num / 2 : 0);
 	qp.cap.max_send_sge = 1 + flags % 5;
@@ -163,12 +165,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	qp.sq.slots_bytes = (size_t)qp.sq.nslots * qp.sq.slot_size;
 	qp.sq.slots = calloc(qp.sq.nslots, qp.sq.slot_size);
 	qp.sq.free = calloc(qp.sq.nslots, sizeof(uint32_t));
-	if (!qp.sq.slots || !qp.sq.free)
+	qp.sq.log_sig = calloc(qp.sq.nslots, 1);
+	if (!qp.sq.slots || !qp.sq.free || !qp.sq.log_sig)
 		abort();
+	atomic_init(&qp.sq.log_head, 0);
+	atomic_init(&qp.sq.log_tail, 0);
+	qp.send_cq = qp.recv_cq = &cq;
+	qp.sq_sig_all = flags & 64;
 	for (uint32_t i = 0; i < qp.sq.nslots; i++)
 		qp.sq.free[i] = qp.sq.nslots - 1 - i;
 	qp.sq.nfree = qp.sq.nslots;
 	pthread_spin_init(&qp.sq.lock, PTHREAD_PROCESS_PRIVATE);
+	if (vrdma_rdma_cq_attach(&cq, &qp))
+		abort();
 	memset(scratch, 0x5a, sizeof(scratch));
 
 	while (in.n) {
@@ -229,6 +238,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* invariants */
 		if (cq_q.vq.num_free != cq_num - cq.num)
 			abort();
+		if (atomic_load(&qp.sq.log_tail) - atomic_load(&qp.sq.log_head) > qp.sq.nslots)
+			abort();
 		if (qp.sq.nfree > qp.sq.nslots ||
 		    sq_q.vq.num_free != sq_num - (qp.sq.nslots - qp.sq.nfree))
 			abort();
@@ -241,8 +252,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 
+	vrdma_rdma_cq_detach(&cq, &qp);
 	pthread_spin_destroy(&cq.lock);
 	pthread_spin_destroy(&qp.sq.lock);
+	free(cq.qtab);
+	free(qp.sq.log_sig);
 	vq_drv_fini(&cq_q.vq);
 	vq_drv_fini(&sq_q.vq);
 	free(cq.bufs);

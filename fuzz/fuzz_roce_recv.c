@@ -102,7 +102,8 @@ static void env_connect(struct env *e, uint32_t qpn, uint8_t type)
 
 static void env_setup(struct env *e)
 {
-	struct fk_dev_cfg dc = { .arena = 4u << 20, .no_loop = true, .small = true, .qps = 8, .cqs = 4 };
+	struct fk_dev_cfg dc = { .arena = 4u << 20, .no_loop = true, .small = true, .qps = 8,
+				 .cqs = 4 };
 	static const uint8_t peer_ip[4] = { 10, 0, 0, 99 };
 
 	memset(e, 0, sizeof(*e));
@@ -124,7 +125,8 @@ static void env_setup(struct env *e)
 		e->q[i] = fk_qp_new(e->d, &qc);
 		env_connect(e, e->q[i].qpn, types[i]);
 		for (int k = 0; k < 4; k++) {
-			struct fk_sge s = { e->mr.buf + 8192 * (uint64_t)(k + 1), 4096 + 40, e->mr.lkey };
+			struct fk_sge s = { e->mr.buf + 8192 * (uint64_t)(k + 1), 4096 + 40,
+					    e->mr.lkey };
 
 			fk_post_recv(e->d, &e->q[i], k, &s, 1);
 		}
@@ -134,8 +136,8 @@ static void env_setup(struct env *e)
 	{
 		struct fk_sge s = { e->mr.buf, 3000, e->mr.lkey };
 		struct fk_wr wr = { .wr_id = 1, .opcode = VIRTIO_IB_WR_SEND, .sge = &s, .nsge = 1,
-				    .flags = VIRTIO_IB_SEND_SIGNALED, .trunc = -1, .remote_addr = 0x1000,
-				    .rkey = 0x4242 };
+				    .flags = VIRTIO_IB_SEND_SIGNALED, .trunc = -1,
+				    .remote_addr = 0x1000, .rkey = 0x4242 };
 
 		fk_post_send(e->d, &e->q[0], &wr);
 		wr.wr_id = 2;
@@ -164,7 +166,8 @@ static void check_invariants(struct env *e)
 
 		if (!qp || !(tq = qp->transport))
 			abort();
-		if ((int32_t)(tq->sq_cur - tq->sq_head) < 0 || (int32_t)(tq->sq_tail - tq->sq_cur) < 0 ||
+		if ((int32_t)(tq->sq_cur - tq->sq_head) < 0 ||
+		    (int32_t)(tq->sq_tail - tq->sq_cur) < 0 ||
 		    tq->sq_tail - tq->sq_head > tq->sq_slots)
 			abort();
 		if (tq->res_active > tq->nres || tq->rd_out > 255)
@@ -200,8 +203,8 @@ static struct pkt *build(struct env *e, struct in *in)
 	}
 	delta = (int16_t)rd(in, 2);
 	if (tq)
-		f.psn = roce_psn_add((roce_opcode_mask(f.opcode) & ROCE_OPF_RESP) ? tq->una : tq->epsn,
-				     (uint32_t)(int32_t)delta);
+		f.psn = roce_psn_add((roce_opcode_mask(f.opcode) & ROCE_OPF_RESP) ? tq->una :
+				     tq->epsn, (uint32_t)(int32_t)delta);
 	else
 		f.psn = (uint32_t)delta & ROCE_PSN_MASK;
 	flags = rd(in, 1);

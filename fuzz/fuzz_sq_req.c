@@ -79,8 +79,8 @@ static bool opcode_valid(uint8_t type, uint8_t op)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct fk_dev_cfg dc = { .arena = 4u << 20, .no_loop = true, .small = true, .qps = 8, .cqs = 2,
-				 .max_send_sge = 8 };
+	struct fk_dev_cfg dc = { .arena = 4u << 20, .no_loop = true, .small = true, .qps = 8,
+				 .cqs = 2, .max_send_sge = 8 };
 	static struct roce_swqe *w;
 	static struct vq_elem e;
 	struct virtio_rdma_cq_req wc[8];
@@ -168,7 +168,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (w->bad || w->head != 3 || !opcode_valid(type, w->opcode) ||
 		    w->length > d->rd.attr.max_msg_sz)
 			abort();
-		if (w->inl ? w->length > qp->cap.max_inline_data : w->num_sge > qp->cap.max_send_sge)
+		if (w->inl ? w->length > qp->cap.max_inline_data :
+			     w->num_sge > qp->cap.max_send_sge)
 			abort();
 		if ((type == VIRTIO_IB_QPT_UD || type == VIRTIO_IB_QPT_GSI) &&
 		    w->length > virtio_ib_mtu_bytes(d->rd.attr.active_mtu))

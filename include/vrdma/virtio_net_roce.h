@@ -290,7 +290,12 @@ struct virtio_rdma_ack_query_device {
 struct virtio_rdma_ack_query_port {
 	le32 gid_tbl_len;
 	le32 max_msg_sz;
-	le32 reserved[6];
+	le32 reserved0;           /* pkey_tbl_len with VIRTIO_NET_F_ROCE_EXT */
+	/* vrdma: the IPv4 address behind the default GID 1 (::ffff:a.b.c.d),
+	 * network byte order, all zeros when the device has none. A driver
+	 * has no other way to read the device's GID table [spec.md]. */
+	uint8_t gid1_ipv4[4];
+	le32 reserved[4];
 };
 
 /* CREATE_CQ */
@@ -581,6 +586,7 @@ VRDMA_ABI_OFF(virtio_rdma_ack_query_device, max_ah, 64);
 VRDMA_ABI_OFF(virtio_rdma_ack_query_device, local_ca_ack_delay, 68);
 VRDMA_ABI_OFF(virtio_rdma_ack_query_device, reserved, 72);
 VRDMA_ABI_SIZE(virtio_rdma_ack_query_port, 32);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_port, gid1_ipv4, 12);
 VRDMA_ABI_SIZE(virtio_rdma_cmd_create_cq, 4);
 VRDMA_ABI_SIZE(virtio_rdma_ack_create_cq, 4);
 VRDMA_ABI_SIZE(virtio_rdma_cmd_destroy_cq, 4);
@@ -981,7 +987,8 @@ struct virtio_rdma_ack_query_port_ext {
 	le32 max_msg_sz;
 	le16 pkey_tbl_len;        /* 1 */
 	le16 padding;
-	le32 reserved[5];
+	uint8_t gid1_ipv4[4];     /* as in virtio_rdma_ack_query_port */
+	le32 reserved[4];
 };
 
 /* CREATE_QP with VIRTIO_NET_F_ROCE_EXT: the seed's reserved[0..1] become
@@ -1241,7 +1248,8 @@ VRDMA_ABI_OFF(virtio_rdma_ack_query_device_ext, atomic_cap, 90);
 VRDMA_ABI_OFF(virtio_rdma_ack_query_device_ext, reserved, 92);
 VRDMA_ABI_SIZE(virtio_rdma_ack_query_port_ext, 32);
 VRDMA_ABI_OFF(virtio_rdma_ack_query_port_ext, pkey_tbl_len, 8);
-VRDMA_ABI_OFF(virtio_rdma_ack_query_port_ext, reserved, 12);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_port_ext, gid1_ipv4, 12);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_port_ext, reserved, 16);
 VRDMA_ABI_SIZE(virtio_rdma_cmd_create_qp_ext, 56);
 VRDMA_ABI_OFF(virtio_rdma_cmd_create_qp_ext, cap, 16);
 VRDMA_ABI_OFF(virtio_rdma_cmd_create_qp_ext, ext_flags, 40);

@@ -393,8 +393,13 @@ struct vrdma_send_wr {
  * Post n send WRs in order, one send-queue descriptor each, and notify the
  * device once (if it asked). With VIRTIO_IB_SEND_INLINE the bytes the SGEs
  * point at (any memory, lkey ignored) are copied into the request, at most
- * max_inline_data in all. Descriptors come back when their WR completed; they
- * are reclaimed here, so at most the send ring's capacity is outstanding.
+ * max_inline_data in all.
+ * Capacity (max_send_wr), as on a hardware queue: a WR occupies the send
+ * queue until the device gave its descriptor back (it does when the WR
+ * completed; reclaimed here) AND its completion was polled from the CQ; an
+ * unsignaled WR until a later completion of the send queue was polled. So a
+ * CQ with room for the queues that use it never overflows (after an error,
+ * until the QP is reset, a few completed unsignaled WRs may keep their place).
  * Returns how many WRs were posted (n, or fewer: WR number <return> was
  * refused), or, when the first was refused, -ENOMEM (send queue full),
  * -EINVAL (QP in RESET, INIT or RTR; opcode not allowed on the QP type or
@@ -410,8 +415,9 @@ struct vrdma_recv_wr {
 	const struct vrdma_sge *sg_list;
 };
 
-/* Post n receive WRs, as vrdma_post_send. Returns how many, or -ENOMEM
- * (receive queue full), -EINVAL (QP in RESET, more SGEs than max_recv_sge),
+/* Post n receive WRs, as vrdma_post_send (a receive WR occupies the queue
+ * until its completion was polled). Returns how many, or -ENOMEM (receive
+ * queue full), -EINVAL (QP in RESET, more SGEs than max_recv_sge),
  * -ENOTCONN. */
 int vrdma_post_recv(struct vrdma_qp *qp, const struct vrdma_recv_wr *wr, unsigned n);
 

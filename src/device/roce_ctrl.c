@@ -139,6 +139,8 @@ static enum roce_err cmd_query_port(struct roce_dev *rd, void *out)
 	memset(&a, 0, sizeof(a));
 	put_le32(&a.gid_tbl_len, rd->attr.gid_tbl_len);
 	put_le32(&a.max_msg_sz, rd->attr.max_msg_sz);
+	if (rd->has_ip4)
+		memcpy(a.gid1_ipv4, &rd->ip4, 4);
 	memcpy(out, &a, sizeof(a));
 	return ROCE_OK;
 }

@@ -47,6 +47,99 @@ static int cq_post_buf(struct vrdma_cq *cq, struct virtio_rdma_cq_req *b)
 	return vq_drv_add(&cq->q->vq, NULL, 0, &vb, 1, b);
 }
 
+/* ---- QPN table ---- */
+
+static uint32_t qtab_slot(uint32_t qpn, uint32_t size)
+{
+	return (qpn * 2654435761u) & (size - 1);
+}
+
+/* The attached QP with this QPN, or NULL (CQ lock held). */
+static struct vrdma_qp *qtab_find(const struct vrdma_cq *cq, uint32_t qpn)
+{
+	uint32_t i, n;
+
+	if (!cq->qtab_size)
+		return NULL;
+	i = qtab_slot(qpn, cq->qtab_size);
+	for (n = 0; n < cq->qtab_size; n++, i = (i + 1) & (cq->qtab_size - 1)) {
+		struct vrdma_qp *qp = cq->qtab[i];
+
+		if (!qp)
+			return NULL;
+		if (qp->qpn == qpn)
+			return qp;
+	}
+	return NULL;
+}
+
+static void qtab_put(struct vrdma_qp **t, uint32_t size, struct vrdma_qp *qp)
+{
+	uint32_t i = qtab_slot(qp->qpn, size);
+
+	while (t[i])
+		i = (i + 1) & (size - 1);
+	t[i] = qp;
+}
+
+int vrdma_rdma_cq_attach(struct vrdma_cq *cq, struct vrdma_qp *qp)
+{
+	struct vrdma_qp **nt = NULL, **old = NULL;
+	uint32_t n = cq->refs, size = cq->qtab_size, i;
+
+	/* cq->refs counts attached QPs (callers update it after this). At
+	 * most half full. */
+	if ((n + 1) * 2 > size) {
+		size = size ? size * 2 : 8;
+		while ((n + 1) * 2 > size)
+			size *= 2;
+		nt = calloc(size, sizeof(*nt));
+		if (!nt)
+			return -ENOMEM;
+	}
+	pthread_spin_lock(&cq->lock);
+	if (nt) {
+		for (i = 0; i < cq->qtab_size; i++)
+			if (cq->qtab[i])
+				qtab_put(nt, size, cq->qtab[i]);
+		old = cq->qtab;
+		cq->qtab = nt;
+		cq->qtab_size = size;
+	}
+	qtab_put(cq->qtab, cq->qtab_size, qp);
+	pthread_spin_unlock(&cq->lock);
+	free(old);
+	return 0;
+}
+
+void vrdma_rdma_cq_detach(struct vrdma_cq *cq, struct vrdma_qp *qp)
+{
+	uint32_t m, i, j, k, n;
+
+	pthread_spin_lock(&cq->lock);
+	if (!cq->qtab_size)
+		goto out;
+	m = cq->qtab_size - 1;
+	i = qtab_slot(qp->qpn, cq->qtab_size);
+	for (n = 0; n <= m && cq->qtab[i] != qp; n++, i = (i + 1) & m)
+		if (!cq->qtab[i])
+			goto out;
+	if (cq->qtab[i] != qp)
+		goto out;
+	/* Linear-probing deletion: pull later members of the cluster back. */
+	cq->qtab[i] = NULL;
+	for (j = (i + 1) & m; cq->qtab[j]; j = (j + 1) & m) {
+		k = qtab_slot(cq->qtab[j]->qpn, cq->qtab_size);
+		if ((j > i && (k <= i || k > j)) || (j < i && k <= i && k > j)) {
+			cq->qtab[i] = cq->qtab[j];
+			cq->qtab[j] = NULL;
+			i = j;
+		}
+	}
+out:
+	pthread_spin_unlock(&cq->lock);
+}
+
 int vrdma_rdma_cq_fill(struct vrdma_cq *cq)
 {
 	uint32_t i;
@@ -76,6 +169,7 @@ static void cq_release(struct vrdma_cq *cq)
 		vrdma_dev_vc_result(dev, vhost_client_set_vring_call(&dev->vc, idx, -1));
 	vrdma_shm_free(cq->dev, cq->bufs, cq->bufs_bytes);
 	pthread_spin_destroy(&cq->lock);
+	free(cq->qtab);
 	free(cq);
 }
 
@@ -251,7 +345,13 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 			break;
 		}
 		if (len >= VRDMA_CQE_SIZE) {
-			cq_decode(b, &wc[got++]);
+			struct vrdma_qp *qp;
+
+			cq_decode(b, &wc[got]);
+			qp = qtab_find(cq, wc[got].qp_num);
+			if (qp)
+				vrdma_rdma_qp_retire(qp, &wc[got]);
+			got++;
 		} else {
 			LOG_PEER("vrdma: CQ %u: completion of %u bytes", cq->cqn, len);
 			cq->bad++;

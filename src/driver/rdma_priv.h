@@ -98,12 +98,32 @@ struct vrdma_cq {
 	struct virtio_rdma_cq_req *bufs; /* num buffers (shm) */
 	size_t bufs_bytes;
 	uint32_t refs;            /* QPs using it (device lock) */
-	pthread_spinlock_t lock;  /* the virtqueue */
+	pthread_spinlock_t lock;  /* the virtqueue and qtab */
 	uint32_t empty_polls;     /* in a row */
+	/* QPs using this CQ by QPN (open addressing, linear probing;
+	 * changed under the device lock and this lock, read under this
+	 * lock): completions retire the WRs of their work queue. */
+	struct vrdma_qp **qtab;
+	uint32_t qtab_size;       /* power of two, or 0 */
 	uint64_t wcs, bad;
 };
 
-/* A send or receive work queue. */
+/*
+ * A send or receive work queue.
+ *
+ * Two bounds on posting, both of nslots WRs:
+ *  - descriptors: a WR's descriptor (and slot) is in use until the device
+ *    gives it back, which it does when the WR completed (reclaimed at the
+ *    next post);
+ *  - completions ("the log"): as on a hardware queue, a WR occupies its
+ *    queue until its completion has been polled; an unsignaled send WR
+ *    until a later completion of the send queue is polled. So the WRs of a
+ *    queue never have more completions waiting in a CQ than the queue's
+ *    capacity, and a CQ sized for its queues never overflows.
+ * log_tail counts WRs posted (written under lock), log_head WRs retired by
+ * polled completions (written under the CQ's lock); log_sig[i % nslots] says
+ * whether send WR i asked for a completion.
+ */
 struct vrdma_wq {
 	struct vrdma_queue *q;
 	uint8_t *slots;           /* nslots * slot_size bytes (shm) */
@@ -112,6 +132,8 @@ struct vrdma_wq {
 	uint32_t nslots;          /* = the capacity told to the device */
 	uint32_t *free;           /* free slot indexes (stack) */
 	uint32_t nfree;
+	_Atomic uint32_t log_head, log_tail;
+	uint8_t *log_sig;         /* send queue only */
 	pthread_spinlock_t lock;
 	uint64_t posted, full, bad;
 };
@@ -170,6 +192,13 @@ static inline uint32_t vrdma_rdma_pow2(uint32_t v)
 		p <<= 1;
 	return p;
 }
+
+/* Attach / detach qp to the QPN table of cq (device lock held). Returns 0
+ * or -ENOMEM. */
+int vrdma_rdma_cq_attach(struct vrdma_cq *cq, struct vrdma_qp *qp);
+void vrdma_rdma_cq_detach(struct vrdma_cq *cq, struct vrdma_qp *qp);
+/* A polled completion of qp (CQ lock held): retire its WR. */
+void vrdma_rdma_qp_retire(struct vrdma_qp *qp, const struct vrdma_wc *wc);
 
 /* Post every completion buffer of cq (ring set up, interrupts as wanted)
  * and notify the device. Returns 0 or -ENOSPC. */

@@ -12,8 +12,10 @@
  * descriptor of exactly the bytes it uses (576 + 16 * num_sge, or 576 with
  * inline data; 24 + 16 * num_sge). The device returns a descriptor when its
  * WR has completed (signaled or not), so each post first reclaims returned
- * descriptors; the ring therefore bounds the WRs outstanding, and a full
- * queue is -ENOMEM. The device is notified once per post call, and only
+ * descriptors; the ring therefore bounds the WRs outstanding. A second bound,
+ * the completion log (struct vrdma_wq), keeps a WR's place until its
+ * completion is polled, as hardware queues do, so CQs sized for their
+ * queues cannot overflow. A full queue is -ENOMEM. The device is notified once per post call, and only
  * when it asked (event index / NO_NOTIFY); the rings have a kick eventfd and
  * no call eventfd (completions arrive through CQs).
  *
@@ -46,12 +48,14 @@ static void wq_release(struct vrdma_dev *dev, struct vrdma_wq *wq)
 	wq->slots = NULL;
 	free(wq->free);
 	wq->free = NULL;
+	free(wq->log_sig);
+	wq->log_sig = NULL;
 	pthread_spin_destroy(&wq->lock);
 }
 
 /* Slots and ring for nslots WRs of slot_size bytes at ring index idx. */
 static int wq_setup(struct vrdma_dev *dev, struct vrdma_wq *wq, unsigned idx,
-		    uint32_t nslots, size_t slot_size)
+		    uint32_t nslots, size_t slot_size, bool send)
 {
 	uint32_t ring = vrdma_rdma_pow2(nslots < 2 ? 2 : nslots), i;
 	int rc;
@@ -62,7 +66,11 @@ static int wq_setup(struct vrdma_dev *dev, struct vrdma_wq *wq, unsigned idx,
 	wq->slots_bytes = (size_t)(nslots ? nslots : 1) * wq->slot_size;
 	wq->slots = vrdma_shm_alloc(dev, wq->slots_bytes, 64);
 	wq->free = malloc((size_t)(nslots ? nslots : 1) * sizeof(*wq->free));
-	if (!wq->slots || !wq->free) {
+	atomic_init(&wq->log_head, 0);
+	atomic_init(&wq->log_tail, 0);
+	if (send)
+		wq->log_sig = calloc(nslots ? nslots : 1, 1);
+	if (!wq->slots || !wq->free || (send && !wq->log_sig)) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -100,6 +108,47 @@ static void wq_reclaim(struct vrdma_wq *wq)
 	}
 }
 
+/* Forget every WR of the log (RESET). */
+static void wq_log_clear(struct vrdma_wq *wq)
+{
+	pthread_spin_lock(&wq->lock);
+	atomic_store(&wq->log_head, atomic_load(&wq->log_tail));
+	pthread_spin_unlock(&wq->lock);
+}
+
+/* Whether the log has room for another WR (wq->lock held). */
+static bool wq_log_room(struct vrdma_wq *wq)
+{
+	uint32_t tail = atomic_load_explicit(&wq->log_tail, memory_order_relaxed);
+
+	return tail - atomic_load_explicit(&wq->log_head, memory_order_acquire) < wq->nslots;
+}
+
+void vrdma_rdma_qp_retire(struct vrdma_qp *qp, const struct vrdma_wc *wc)
+{
+	bool recv = wc->opcode == VIRTIO_IB_WC_RECV || wc->opcode == VIRTIO_IB_WC_RECV_RDMA_WITH_IMM;
+	struct vrdma_wq *wq = recv ? &qp->rq : &qp->sq;
+	uint32_t head = atomic_load_explicit(&wq->log_head, memory_order_relaxed), next, tail;
+
+	do {
+		tail = atomic_load_explicit(&wq->log_tail, memory_order_acquire);
+		if (head == tail)
+			return; /* nothing outstanding: a stale completion */
+		next = head + 1;
+		if (!recv && wc->status == VIRTIO_IB_WC_SUCCESS && !qp->sq_sig_all) {
+			/* Unsignaled WRs before it completed without entries:
+			 * this is the first signaled one. */
+			next = head;
+			while (next != tail && !wq->log_sig[next % wq->nslots])
+				next++;
+			if (next != tail)
+				next++;
+		}
+	} while (!atomic_compare_exchange_weak_explicit(&wq->log_head, &head, next,
+							memory_order_release,
+							memory_order_relaxed));
+}
+
 /* ---- creation / destruction ---------------------------------------------- */
 
 void vrdma_rdma_qp_free(struct vrdma_rdma *r, struct vrdma_qp *qp)
@@ -113,6 +162,9 @@ void vrdma_rdma_qp_free(struct vrdma_rdma *r, struct vrdma_qp *qp)
 	r->qps[qp->index] = NULL;
 	if (qp->type != VIRTIO_IB_QPT_GSI)
 		r->nqps--;
+	vrdma_rdma_cq_detach(qp->send_cq, qp);
+	if (qp->recv_cq != qp->send_cq)
+		vrdma_rdma_cq_detach(qp->recv_cq, qp);
 	qp->send_cq->refs--;
 	qp->recv_cq->refs--;
 	r->pds[qp->pdn].refs--;
@@ -218,13 +270,24 @@ int vrdma_qp_create(struct vrdma_dev *dev, const struct vrdma_qp_init *init,
 	qp->max_sge_rd = r->attr.max_sge_rd;
 	atomic_init(&qp->state, VIRTIO_IB_QPS_RESET);
 	rc = wq_setup(dev, &qp->sq, vrdma_vq_sq(VRDMA_RDMA_NET_PAIRS, r->ncq_rings, index),
-		      cap.max_send_wr, SQ_REQ_SIZE + (size_t)cap.max_send_sge * SGE_SIZE);
+		      cap.max_send_wr, SQ_REQ_SIZE + (size_t)cap.max_send_sge * SGE_SIZE, true);
 	if (rc)
 		goto undo;
 	rc = wq_setup(dev, &qp->rq, vrdma_vq_rq(VRDMA_RDMA_NET_PAIRS, r->ncq_rings, index),
-		      cap.max_recv_wr, RQ_REQ_SIZE + (size_t)cap.max_recv_sge * SGE_SIZE);
+		      cap.max_recv_wr, RQ_REQ_SIZE + (size_t)cap.max_recv_sge * SGE_SIZE, false);
 	if (rc) {
 		wq_release(dev, &qp->sq);
+		goto undo;
+	}
+	rc = vrdma_rdma_cq_attach(qp->send_cq, qp);
+	if (!rc && qp->recv_cq != qp->send_cq) {
+		rc = vrdma_rdma_cq_attach(qp->recv_cq, qp);
+		if (rc)
+			vrdma_rdma_cq_detach(qp->send_cq, qp);
+	}
+	if (rc) {
+		wq_release(dev, &qp->sq);
+		wq_release(dev, &qp->rq);
 		goto undo;
 	}
 	r->qps[index] = qp;
@@ -379,8 +442,14 @@ int vrdma_qp_modify(struct vrdma_qp *qp, const struct vrdma_qp_attr *a, uint32_t
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_MODIFY_QP, &c, sizeof(c), NULL, 0);
 	if (rc > 0)
 		rc = -EINVAL;
-	if (rc == 0 && (mask & VIRTIO_IB_QP_STATE))
+	if (rc == 0 && (mask & VIRTIO_IB_QP_STATE)) {
 		atomic_store(&qp->state, a->qp_state);
+		if (a->qp_state == VIRTIO_IB_QPS_RESET) {
+			/* The device dropped the queued WRs without completions. */
+			wq_log_clear(&qp->sq);
+			wq_log_clear(&qp->rq);
+		}
+	}
 out:
 	vrdma_dev_unlock(qp->dev);
 	return rc;
@@ -557,7 +626,7 @@ int vrdma_post_send(struct vrdma_qp *qp, const struct vrdma_send_wr *wr, unsigne
 		rc = send_check(qp, &wr[i], &len);
 		if (rc)
 			break;
-		if (!wq->nfree) {
+		if (!wq->nfree || !wq_log_room(wq)) {
 			wq->full++;
 			rc = -ENOMEM;
 			break;
@@ -571,6 +640,13 @@ int vrdma_post_send(struct vrdma_qp *qp, const struct vrdma_send_wr *wr, unsigne
 			break;
 		}
 		wq->nfree--;
+		{
+			uint32_t t = atomic_load_explicit(&wq->log_tail, memory_order_relaxed);
+
+			wq->log_sig[t % wq->nslots] =
+				qp->sq_sig_all || (wr[i].send_flags & VIRTIO_IB_SEND_SIGNALED);
+			atomic_store_explicit(&wq->log_tail, t + 1, memory_order_release);
+		}
 	}
 	wq->posted += i;
 	if (i)
@@ -604,7 +680,7 @@ int vrdma_post_recv(struct vrdma_qp *qp, const struct vrdma_recv_wr *wr, unsigne
 			rc = -EINVAL;
 			break;
 		}
-		if (!wq->nfree) {
+		if (!wq->nfree || !wq_log_room(wq)) {
 			wq->full++;
 			rc = -ENOMEM;
 			break;
@@ -627,6 +703,7 @@ int vrdma_post_recv(struct vrdma_qp *qp, const struct vrdma_recv_wr *wr, unsigne
 			break;
 		}
 		wq->nfree--;
+		atomic_fetch_add_explicit(&wq->log_tail, 1, memory_order_release);
 	}
 	wq->posted += i;
 	if (i)

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -45,6 +46,7 @@ struct tap_port {
 	int fd;
 	bool watching;
 	struct pkt *spare;   /* a frame buffer kept across wakeups */
+	uint8_t overflow[8]; /* catches the bytes of a frame that does not fit */
 };
 
 static void tap_stop_watching(struct tap_port *t)
@@ -74,7 +76,18 @@ static void tap_rx_cb(void *arg, uint32_t events)
 			}
 		}
 		t->spare = NULL;
-		n = read(t->fd, p->data, PKT_MAX_FRAME);
+		/* One byte more than a frame buffer: tun silently cuts a frame
+		 * to the room given (and some kernels report the cut length,
+		 * others the whole one), so only a read that spills over
+		 * shows the frame did not fit. */
+		{
+			struct iovec iov[2] = {
+				{ .iov_base = p->data, .iov_len = PKT_MAX_FRAME },
+				{ .iov_base = t->overflow, .iov_len = sizeof(t->overflow) },
+			};
+
+			n = readv(t->fd, iov, 2);
+		}
 		if (n < 0) {
 			int err = errno;
 
@@ -92,8 +105,7 @@ static void tap_rx_cb(void *arg, uint32_t events)
 			return;
 		}
 		if (unlikely((size_t)n > PKT_MAX_FRAME)) {
-			/* tun reports the frame's whole length even when it
-			 * copied only what fit: a truncated frame, dropped. */
+			/* Truncated: dropped. */
 			t->spare = p;
 			t->port.stats.rx_errors++;
 			LOG_PEER("tap %s: dropping a %zd-byte frame (more than %u)",

@@ -96,10 +96,15 @@ static void comp_fail_head(struct roce_tq *tq, uint8_t status)
  * is a retry (transport retry counter). */
 static void comp_rewind(struct roce_tq *tq, bool count)
 {
-	if (tq->rewind_marked && tq->rewind_mark == tq->una)
+	/* Already going back to una: a second request for the same una is
+	 * news only once enough was sent again (the responder repeats its
+	 * NAK every ROCE_TP_RENAK_EVERY out-of-sequence packets). */
+	if (tq->rewind_marked && tq->rewind_mark == tq->una &&
+	    tq->sent_since_rewind < ROCE_TP_RENAK_EVERY)
 		return;
 	tq->rewind_marked = true;
 	tq->rewind_mark = tq->una;
+	tq->sent_since_rewind = 0;
 	if (count) {
 		if (!tq->retry_left) {
 			comp_fail_head(tq, VIRTIO_IB_WC_RETRY_EXC_ERR);
@@ -199,9 +204,10 @@ static void comp_ack_pkt(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		}
 		roce_req_rewind(tq);
 		if (tp->loop) {
+			uint64_t wait = roce_rnr_timer_ns(syn & ROCE_AETH_VALUE_MASK);
+
 			tq->rnr_wait = true;
-			loop_timer_arm(tp->loop, &tq->rnr_timer,
-				       loop_now_ns() + roce_rnr_timer_ns(syn & ROCE_AETH_VALUE_MASK));
+			loop_timer_arm(tp->loop, &tq->rnr_timer, loop_now_ns() + wait);
 		}
 		break;
 	case ROCE_AETH_NAK:
@@ -377,6 +383,7 @@ void roce_comp_rexmit_timer(struct loop_timer *t, void *arg)
 	tq->progress_ns = now;
 	tq->rewind_marked = true;
 	tq->rewind_mark = tq->una;
+	tq->sent_since_rewind = 0;
 	tq->rewind_pending = true;
 	roce_tp_schedule(tq);
 	loop_timer_arm(tp->loop, t, now + to);

@@ -90,15 +90,16 @@ bool roce_tp_input(struct roce_tp *tp, struct pkt *p)
 			return false;
 		ip = d + l3;
 		ihl = (ip[0] & 0x0Fu) * 4;
-		if ((ip[0] >> 4) != 4 || ihl < ROCE_IPV4_HLEN || p->len < l3 + ihl + ROCE_UDP_HLEN ||
-		    ip[9] != ROCE_IPPROTO_UDP || get_be16(ip + ihl + 2) != ROCE_V2_UDP_DPORT ||
-		    !ip4_is_ours(rd, ip + 16))
+		if ((ip[0] >> 4) != 4 || ihl < ROCE_IPV4_HLEN ||
+		    p->len < l3 + ihl + ROCE_UDP_HLEN || ip[9] != ROCE_IPPROTO_UDP ||
+		    get_be16(ip + ihl + 2) != ROCE_V2_UDP_DPORT || !ip4_is_ours(rd, ip + 16))
 			return false;
 	} else if (type == ROCE_ETH_P_IPV6) {
 		if (p->len < l3 + ROCE_IPV6_HLEN + ROCE_UDP_HLEN)
 			return false;
 		ip = d + l3;
-		if (ip[6] != ROCE_IPPROTO_UDP || get_be16(ip + ROCE_IPV6_HLEN + 2) != ROCE_V2_UDP_DPORT ||
+		if (ip[6] != ROCE_IPPROTO_UDP ||
+		    get_be16(ip + ROCE_IPV6_HLEN + 2) != ROCE_V2_UDP_DPORT ||
 		    !gid_is_ours(rd, ip + 24))
 			return false;
 	} else {

@@ -60,11 +60,13 @@ static uint8_t req_opcode(uint8_t type, const struct roce_swqe *w, uint32_t k)
 	case VIRTIO_IB_WR_RDMA_WRITE:
 	case VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM:
 		if (only)
-			op = imm ? ROCE_OP_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE : ROCE_OP_RC_RDMA_WRITE_ONLY;
+			op = imm ? ROCE_OP_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE :
+				   ROCE_OP_RC_RDMA_WRITE_ONLY;
 		else if (first)
 			op = ROCE_OP_RC_RDMA_WRITE_FIRST;
 		else if (last)
-			op = imm ? ROCE_OP_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE : ROCE_OP_RC_RDMA_WRITE_LAST;
+			op = imm ? ROCE_OP_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE :
+				   ROCE_OP_RC_RDMA_WRITE_LAST;
 		else
 			op = ROCE_OP_RC_RDMA_WRITE_MIDDLE;
 		break;
@@ -153,6 +155,7 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k)
 
 		if (roce_psn_diff(f.psn, tq->psn_hwm) < 0)
 			tp->stats.retransmits++;
+		tq->sent_since_rewind++;
 		if (roce_psn_diff(end, tq->psn_hwm) > 0)
 			tq->psn_hwm = end;
 	}

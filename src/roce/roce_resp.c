@@ -64,6 +64,8 @@ void roce_resp_reset(struct roce_tq *tq)
 	tq->rsp_msg = ROCE_RSP_NONE;
 	tq->rsp_off = 0;
 	tq->nak_sent = false;
+	tq->nak_rnr = false;
+	tq->ooo_since_nak = 0;
 	tq->uc_drop = false;
 	tq->ack_pending = false;
 	if (qp->type == VIRTIO_IB_QPT_RC)
@@ -182,6 +184,11 @@ static bool resp_seq_ok(uint8_t msg, uint32_t m)
 	}
 }
 
+static uint8_t rnr_syndrome(const struct roce_qp *qp)
+{
+	return ROCE_AETH_RNR_NAK | (qp->attr.min_rnr_timer & ROCE_AETH_VALUE_MASK);
+}
+
 static uint32_t npkts_of(uint32_t len, uint32_t mtu)
 {
 	return len && mtu ? (uint32_t)(((uint64_t)len + mtu - 1) / mtu) : 1;
@@ -208,8 +215,8 @@ static void resp_rc_send(struct roce_tq *tq, const struct roce_pkt_info *pi)
 			return;
 		if (rc == 0) {
 			tq->nak_sent = true;
-			resp_set_ack(tq, ROCE_AETH_RNR_NAK | (qp->attr.min_rnr_timer & ROCE_AETH_VALUE_MASK),
-				     psn);
+			tq->nak_rnr = true;
+			resp_set_ack(tq, rnr_syndrome(qp), psn);
 			return;
 		}
 		if (rw->status) {
@@ -296,8 +303,8 @@ static void resp_rc_write(struct roce_tq *tq, const struct roce_pkt_info *pi)
 			return;
 		if (rc == 0) {
 			tq->nak_sent = true;
-			resp_set_ack(tq, ROCE_AETH_RNR_NAK | (qp->attr.min_rnr_timer & ROCE_AETH_VALUE_MASK),
-				     psn);
+			tq->nak_rnr = true;
+			resp_set_ack(tq, rnr_syndrome(qp), psn);
 			return;
 		}
 		if (tq->rwqe->status) {
@@ -408,7 +415,8 @@ static void resp_rc_dup(struct roce_tq *tq, const struct roce_pkt_info *pi)
 			return; /* too old: its resource was reused */
 		k = (uint32_t)roce_psn_diff(psn, r->first_psn);
 		off = (uint32_t)MIN((uint64_t)k * tq->mtu, (uint64_t)r->len);
-		if (roce_reth_rkey(pi->reth) != r->rkey || va != r->va + off || len != r->len - off) {
+		if (roce_reth_rkey(pi->reth) != r->rkey || va != r->va + off ||
+		    len != r->len - off) {
 			tp->stats.rx_bad_resp++;
 			return;
 		}
@@ -446,9 +454,14 @@ static void resp_rc(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	uint32_t m = pi->mask;
 
 	if (d > 0) {
+		/* One NAK per gap; repeated every ROCE_TP_RENAK_EVERY packets
+		 * that keep arriving out of sequence, in case it was lost. */
 		tp->stats.rx_seq_err++;
-		if (!tq->nak_sent) {
+		if (!tq->nak_sent ||
+		    (!tq->nak_rnr && ++tq->ooo_since_nak >= ROCE_TP_RENAK_EVERY)) {
 			tq->nak_sent = true;
+			tq->nak_rnr = false;
+			tq->ooo_since_nak = 0;
 			resp_set_ack(tq, ROCE_AETH_NAK_PSN_SEQ_ERR, tq->epsn);
 		}
 		return;
@@ -672,7 +685,8 @@ static void resp_uc(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		if (plen) {
 			mr = roce_mem_rkey(tq, tq->wr_rkey, tq->wr_va + tq->rsp_off, plen,
 					   VIRTIO_IB_ACCESS_REMOTE_WRITE);
-			if (!mr || roce_mem_to_mr(tp, mr, tq->wr_va + tq->rsp_off, pi->payload, plen)) {
+			if (!mr || roce_mem_to_mr(tp, mr, tq->wr_va + tq->rsp_off, pi->payload,
+						  plen)) {
 				tp->stats.rx_uc_dropped++;
 				tq->rsp_msg = ROCE_RSP_NONE;
 				return;

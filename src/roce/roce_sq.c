@@ -247,6 +247,8 @@ uint32_t roce_sq_fetch(struct roce_tq *tq, uint32_t max)
 		tp->stats.send_wrs++;
 		n++;
 	}
+	if (n)
+		roce_tp_sq_quiet(tq);
 	return n;
 }
 

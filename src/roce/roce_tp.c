@@ -103,6 +103,46 @@ void roce_tp_schedule(struct roce_tq *tq)
 	tp->runq_tail = tq;
 }
 
+void roce_tp_sq_quiet(struct roce_tq *tq)
+{
+	struct roce_tp *tp = tq->tp;
+
+	if (tq->quiet || !tq->sq.r || tq->sq.polled || tq->sq.r->vq.broken)
+		return;
+	vq_dev_set_notify(&tq->sq.r->vq, false);
+	tq->quiet = true;
+	tq->quiet_next = tp->quiet;
+	tp->quiet = tq;
+}
+
+/* Kicks back on; returns true if the ring has work already. */
+static bool sq_unquiet(struct roce_tq *tq)
+{
+	struct vhost_vring *r = tq->sq.r;
+
+	tq->quiet = false;
+	tq->quiet_next = NULL;
+	if (!r || r->vq.broken)
+		return false;
+	vq_dev_set_notify(&r->vq, true);
+	return vq_dev_avail(&r->vq) != 0;
+}
+
+static void quiet_remove(struct roce_tp *tp, struct roce_tq *tq)
+{
+	struct roce_tq **pp;
+
+	if (!tq->quiet)
+		return;
+	for (pp = &tp->quiet; *pp; pp = &(*pp)->quiet_next) {
+		if (*pp == tq) {
+			*pp = tq->quiet_next;
+			break;
+		}
+	}
+	sq_unquiet(tq);
+}
+
 static struct roce_tq *runq_pop(struct roce_tp *tp)
 {
 	struct roce_tq *tq = tp->runq_head;
@@ -177,11 +217,37 @@ static bool qp_run(struct roce_tq *tq, uint32_t budget)
 	return more;
 }
 
+/* Keep tq on the list of QPs with a kick-less ring iff it has one. */
+static void poll_list_update(struct roce_tp *tp, struct roce_tq *tq)
+{
+	bool want = (tq->sq.r && tq->sq.polled) || (tq->rq.r && tq->rq.polled);
+
+	if (want == tq->on_poll_list)
+		return;
+	if (want) {
+		tq->poll_prev = NULL;
+		tq->poll_next = tp->polled;
+		if (tp->polled)
+			tp->polled->poll_prev = tq;
+		tp->polled = tq;
+	} else {
+		if (tq->poll_prev)
+			tq->poll_prev->poll_next = tq->poll_next;
+		else
+			tp->polled = tq->poll_next;
+		if (tq->poll_next)
+			tq->poll_next->poll_prev = tq->poll_prev;
+		tq->poll_prev = tq->poll_next = NULL;
+	}
+	tq->on_poll_list = want;
+}
+
+/* Rings without a kick fd: look for work the driver posted. */
 static void poll_rings(struct roce_tp *tp)
 {
 	struct roce_tq *tq;
 
-	for (tq = tp->all; tq; tq = tq->all_next) {
+	for (tq = tp->polled; tq; tq = tq->poll_next) {
 		uint8_t st = tq->qp->attr.qp_state;
 
 		if (tq->on_runq)
@@ -231,8 +297,12 @@ bool roce_tp_poll(struct roce_tp *tp)
 
 	if (roce_recv_run(tp, ROCE_TP_RX_BATCH))
 		work = true;
-	if (tp->npolled)
+	if (tp->polled)
 		poll_rings(tp);
+	for (struct roce_tq *q = tp->quiet; q; q = q->quiet_next)
+		if (!q->on_runq && q->sq.r && q->sq_tail - q->sq_head < q->sq_slots &&
+		    vq_dev_avail(&q->sq.r->vq))
+			roce_tp_schedule(q);
 	if (tp->bl_list && drain_backlogs(tp))
 		work = true;
 	/* Each QP queued now gets one turn of at most ROCE_TP_QP_BUDGET
@@ -267,8 +337,15 @@ static void poll_timer_cb(struct loop_timer *t, void *arg)
 bool roce_tp_arm(struct roce_tp *tp)
 {
 	bool pending = tp->rxq.len || tp->runq_head;
-	bool need_timer = tp->npolled > 0;
+	bool need_timer = tp->polled != NULL;
 	struct roce_tcq *tc;
+	struct roce_tq *q;
+
+	while ((q = tp->quiet)) {
+		tp->quiet = q->quiet_next;
+		if (sq_unquiet(q))
+			pending = true;
+	}
 
 	for (tc = tp->bl_list; tc; tc = tc->bl_next) {
 		struct vhost_vring *r = tc->ring.r;
@@ -362,6 +439,7 @@ static void tq_attach_sq(struct roce_tq *tq, struct vhost_vring *r)
 {
 	struct roce_tp *tp = tq->tp;
 
+	quiet_remove(tp, tq);
 	roce_tp_ring_ref_set(tp, &tq->sq, r);
 	if (roce_sq_attach(tq) < 0) {
 		LOG_ERR("roce: no memory for the send queue of QP 0x%x", tq->qp->qpn);
@@ -369,12 +447,14 @@ static void tq_attach_sq(struct roce_tq *tq, struct vhost_vring *r)
 		roce_tp_qp_error(tq, false);
 		return;
 	}
+	poll_list_update(tp, tq);
 	roce_tp_schedule(tq);
 }
 
 static void tq_attach_rq(struct roce_tq *tq, struct vhost_vring *r)
 {
 	roce_tp_ring_ref_set(tq->tp, &tq->rq, r);
+	poll_list_update(tq->tp, tq);
 	/* Receive-ring kicks matter only in ERR (flush). */
 	if (!r->vq.broken && !tq->rq.polled)
 		vq_dev_set_notify(&r->vq, tq->qp->attr.qp_state == VIRTIO_IB_QPS_ERR);
@@ -490,8 +570,10 @@ static void hook_qp_destroy(struct roce_dev *rd, struct roce_qp *qp)
 		loop_timer_cancel(tp->loop, &tq->rnr_timer);
 	}
 	runq_remove(tp, tq);
+	quiet_remove(tp, tq);
 	roce_tp_ring_ref_set(tp, &tq->sq, NULL);
 	roce_tp_ring_ref_set(tp, &tq->rq, NULL);
+	poll_list_update(tp, tq);
 	if (tq->all_prev)
 		tq->all_prev->all_next = tq->all_next;
 	else
@@ -583,6 +665,7 @@ void roce_tp_ring_stopped(struct roce_tp *tp, struct vhost_vring *r)
 		/* The driver took the ring back: what was popped from it is
 		 * forgotten (no used entries, no completions). */
 		if (is_send && tq->sq.r == r) {
+			quiet_remove(tp, tq);
 			roce_tp_ring_ref_set(tp, &tq->sq, NULL);
 			roce_sq_detach(tq);
 		} else if (!is_send && tq->rq.r == r) {
@@ -591,6 +674,7 @@ void roce_tp_ring_stopped(struct roce_tp *tp, struct vhost_vring *r)
 		} else {
 			break;
 		}
+		poll_list_update(tp, tq);
 		/* Its work requests are gone: the QP cannot go on. */
 		roce_tp_qp_error(tq, false);
 		break;

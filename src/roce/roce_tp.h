@@ -73,6 +73,8 @@ struct roce_tp_ops {
 #define ROCE_TP_RUN_BUDGET     1024   /* packets per poll, all QPs */
 #define ROCE_TP_WINDOW         256    /* RC: unacknowledged PSNs in flight */
 #define ROCE_TP_ACKREQ_EVERY   32     /* RC: AckReq at least every N packets */
+#define ROCE_TP_RENAK_EVERY    64     /* RC: repeat a sequence NAK every N
+				       * out-of-sequence packets */
 #define ROCE_TP_MAX_MSG_PKTS   (1u << 22) /* packets per message (PSN space) */
 #define ROCE_TP_POLL_NS        200000ull  /* wake-up to poll kick-less rings */
 #define ROCE_TP_NEIGH_SIZE     64     /* neighbour cache entries */
@@ -318,6 +320,10 @@ struct roce_tq {
 	/* scheduling */
 	bool on_runq;
 	struct roce_tq *run_next;
+	bool quiet;               /* send-ring kicks suppressed (busy) */
+	struct roce_tq *quiet_next;
+	bool on_poll_list;        /* has a ring without a kick fd */
+	struct roce_tq *poll_prev, *poll_next;
 	struct roce_tq *all_prev, *all_next;
 	uint8_t state;            /* the QP state the engine last acted on */
 
@@ -342,6 +348,7 @@ struct roce_tq {
 	bool rewind_pending;      /* go back to una at the next turn */
 	uint32_t rewind_mark;     /* una of the last rewind (no repeats) */
 	bool rewind_marked;
+	uint32_t sent_since_rewind; /* packets sent since the last rewind */
 	uint64_t progress_ns;     /* last forward progress (timer) */
 	struct loop_timer rexmit_timer;
 	struct loop_timer rnr_timer;
@@ -358,6 +365,8 @@ struct roce_tq {
 	uint64_t wr_va;           /* WRITE in progress */
 	uint32_t wr_rkey, wr_len;
 	bool nak_sent;            /* sequence/RNR NAK sent, wait for epsn */
+	bool nak_rnr;             /* ... and it was an RNR NAK */
+	uint32_t ooo_since_nak;   /* out-of-sequence packets since the NAK */
 	bool uc_drop;             /* UC: drop until the next FIRST/ONLY */
 	bool ack_pending;
 	uint8_t ack_syndrome;
@@ -379,6 +388,8 @@ struct roce_tp {
 	struct pkt_queue rxq;     /* RoCE frames from the switch */
 	struct roce_tq *runq_head, *runq_tail;
 	struct roce_tq *all;      /* every QP */
+	struct roce_tq *quiet;    /* QPs whose send-ring kicks are off */
+	struct roce_tq *polled;   /* QPs with a ring without a kick fd */
 	struct roce_tcq *bl_list; /* CQs with a backlog */
 	struct roce_ring_ref *dirty;
 	uint32_t npolled;         /* rings without a kick fd */
@@ -394,6 +405,9 @@ struct roce_tp {
 /* ---- roce_tp.c ---- */
 /* Put tq on the run queue (no-op if already there). */
 void roce_tp_schedule(struct roce_tq *tq);
+/* The send ring of tq had work: suppress its kicks until the loop is about
+ * to sleep (the poller looks at it meanwhile). */
+void roce_tp_sq_quiet(struct roce_tq *tq);
 /* Note that ref's ring has filled used entries; force = interrupt. */
 void roce_tp_ring_dirty(struct roce_tp *tp, struct roce_ring_ref *ref, bool force);
 /* Point ref at ring r (NULL: none), publishing what the old ring has. */

@@ -13,7 +13,6 @@
 
 NS_LIST=()                 # namespaces created by this test
 declare -A D_PID=()        # daemon name -> pid
-declare -A D_NS=()         # daemon name -> namespace
 declare -A D_SNAP=()       # daemon name -> snapshots taken so far
 D_LAST_RC=0                # exit status of the last nsd_stop
 NS_DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
@@ -98,7 +97,6 @@ nsd_start() {
 		>"$T_TMP/$name.log" 2>&1 </dev/null &
 	pid=$!
 	D_PID[$name]=$pid
-	D_NS[$name]=$ns
 	D_SNAP[$name]=0
 	ns_poll 20 nsd_up_or_gone "$name"
 	# ip netns exec execs the daemon: the pid we hold is the daemon's.
@@ -173,12 +171,6 @@ stat_dev() {
 		$1 == "roce" { next }
 		in_dev { for (i = 1; i < NF; i++)
 			if ($i == k && $(i + 1) ~ /^[0-9]+$/) { print $(i + 1); exit } }' "$1"
-}
-
-# stat_switch SNAP KEY: a counter of the "switch ..." line.
-stat_switch() {
-	awk -v k="$2" '$1 == "switch" { for (i = 2; i < NF; i++)
-		if ($i == k) { print $(i + 1); exit } }' "$1"
 }
 
 # delta OLD_SNAP NEW_SNAP FN ARGS...: FN NEW ARGS - FN OLD ARGS ("?" when

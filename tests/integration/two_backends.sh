@@ -214,7 +214,8 @@ snap_all() {
 # of DATA frames from device SOCK_TX of daemon D_TX to SOCK_RX of D_RX,
 # answered by ACKS acknowledgements, every counter moved by exactly that.
 counters_match() {
-	local name=$1 dt=$2 st=$3 dr=$4 sr=$5 data=$6 acks=$7 errs=() d v want
+	local name=$1 dt=$2 st=$3 dr=$4 sr=$5 data=$6 acks=$7 errs=() d k v
+	local ktx krx otx orx
 	local -A exp=()
 	exp[$dt.tx]=$data; exp[$dt.rx]=$acks; exp[$dr.rx]=$data; exp[$dr.tx]=$acks
 	for d in "$dt" "$dr"; do
@@ -227,7 +228,6 @@ counters_match() {
 			[ "$v" = 0 ] || errs+=("$d uplink $k +$v")
 		done
 		# The kernel carried exactly what the daemon says it sent and got.
-		local ktx krx otx orx
 		ktx=$(ns_ifstat "${KNS[$d]}" "${KIF[$d]}" tx_packets)
 		krx=$(ns_ifstat "${KNS[$d]}" "${KIF[$d]}" rx_packets)
 		read -r otx orx <<<"${KOLD[$d]}"
@@ -253,10 +253,8 @@ counters_match() {
 	[ "$v" = "$data" ] || errs+=("$dr device $(basename "$sr") rx_frames +$v, want +$data")
 	v=$(delta "${SNAP_OLD[$dr]}" "${SNAP_NEW[$dr]}" stat_dev "$sr" tx_frames)
 	[ "$v" = "$acks" ] || errs+=("$dr device $(basename "$sr") tx_frames +$v, want +$acks")
-	for s in "$sr"; do
-		v=$(delta "${SNAP_OLD[$dr]}" "${SNAP_NEW[$dr]}" stat_dev "$s" rx_dropped_no_buffer)
-		[ "$v" = 0 ] || errs+=("$dr device $(basename "$s") rx_dropped_no_buffer +$v")
-	done
+	v=$(delta "${SNAP_OLD[$dr]}" "${SNAP_NEW[$dr]}" stat_dev "$sr" rx_dropped_no_buffer)
+	[ "$v" = 0 ] || errs+=("$dr device $(basename "$sr") rx_dropped_no_buffer +$v")
 	if [ ${#errs[@]} -eq 0 ]; then
 		ok "${name}_counters"
 	else
@@ -414,15 +412,16 @@ ip_of() {
 	esac
 }
 
-# vrun NAME SOCK CMD...: a verbs program on one device, in namespace C. A
-# driver cannot read the device's IPv4 address (GID 1): VRDMA_IPV4 tells
-# vrdma's libibverbs (src/verbs/provider_vrdma.c).
+# vrun NAME SOCK CMD...: a verbs program on one device, in namespace C, at
+# most 20 s, its output line-buffered (what it printed before a hang stays in
+# $T_TMP/NAME.log). A driver cannot read the device's IPv4 address (GID 1):
+# VRDMA_IPV4 tells vrdma's libibverbs (src/verbs/provider_vrdma.c).
 vrun() {
 	local name=$1 sock=$2; shift 2
 	ip netns exec "$NS_C" env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} \
 		VRDMA_IPV4="$(ip_of "$sock")" \
 		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
-		timeout 20 "$RUN" --socket "$sock" -- "$@" >"$T_TMP/$name.log" 2>&1 </dev/null
+		timeout 20 stdbuf -oL "$RUN" --socket "$sock" -- "$@" >"$T_TMP/$name.log" 2>&1 </dev/null
 }
 
 # gid_index SOCK IP: the index of the IPv4-mapped GID of IP in ibv_devinfo.
@@ -434,7 +433,8 @@ gid_index() {
 }
 
 # pingpong NAME SRV_SOCK CLI_SOCK GID_INDEX PORT [args]: ibv_rc_pingpong
-# server and client; both must print their bandwidth line and exit 0.
+# server and client; both must print their bandwidth line and exit 0. Why
+# not goes to $T_TMP/NAME.diag.
 pingpong() {
 	local name=$1 ss=$2 cs=$3 gi=$4 port=$5 spid rc_s rc_c; shift 5
 	vrun "$name.srv" "$ss" ibv_rc_pingpong -d vrdma0 -g "$gi" -p "$port" "$@" &
@@ -442,27 +442,54 @@ pingpong() {
 	if ! ns_poll 20 ns_tcp_listening "$NS_C" "$port"; then
 		kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
-		echo "# $name: server not listening: $(tr '\n' ' ' <"$T_TMP/$name.srv.log")"
+		echo "server not listening: $(tr '\n' ' ' <"$T_TMP/$name.srv.log")" >"$T_TMP/$name.diag"
 		return 1
 	fi
 	vrun "$name.cli" "$cs" ibv_rc_pingpong -d vrdma0 -g "$gi" -p "$port" "$@" localhost
 	rc_c=$?
 	wait "$spid"
 	rc_s=$?
-	[ $rc_s -eq 0 ] && [ $rc_c -eq 0 ] &&
+	[ "$rc_s" -eq 0 ] && [ "$rc_c" -eq 0 ] &&
 	grep -q "bytes in .* seconds = .*Mbit/sec" "$T_TMP/$name.srv.log" &&
 	grep -q "bytes in .* seconds = .*Mbit/sec" "$T_TMP/$name.cli.log" && return 0
-	echo "# $name: server rc=$rc_s client rc=$rc_c"
-	sed 's/^/#   srv: /' "$T_TMP/$name.srv.log" | tail -5
-	sed 's/^/#   cli: /' "$T_TMP/$name.cli.log" | tail -5
+	rdma_diag "$name" "$rc_s" "$rc_c" 5
 	return 1
+}
+
+# rdma_diag NAME RC_SRV RC_CLI LINES: what a failed verbs test left, into
+# $T_TMP/NAME.diag: exit statuses (124: killed after 20 s), the end of both
+# outputs, the RoCE counters of every running daemon.
+rdma_diag() {
+	local name=$1 d
+	{
+		echo "server rc=$2 client rc=$3 (124 = hung)"
+		tail -n "$4" "$T_TMP/$name.srv.log" | sed 's/^/srv: /'
+		tail -n "$4" "$T_TMP/$name.cli.log" | sed 's/^/cli: /'
+		for d in "${!D_PID[@]}"; do
+			nsd_stats "$d" 1 && grep -E '^device|^  roce (rx|tx|wr)|^uplink' "$NSD_SNAP" |
+				sed "s/^/$d: /"
+		done
+	} >"$T_TMP/$name.diag"
+}
+
+# rcheck TEST NAME FN ARGS...: ok TEST if FN NAME ARGS succeeds, else not ok
+# with $T_TMP/NAME.diag.
+rcheck() {
+	local t=$1 name=$2 fn=$3; shift 3
+	if "$fn" "$name" "$@"; then
+		ok "$t"
+	else
+		not_ok "$t"
+		sed 's/^/#   /' "$T_TMP/$name.diag" 2>/dev/null
+	fi
 }
 
 # perf_result LOG: perftest printed a result row (#bytes #iterations ...).
 perf_result() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 { found = 1 } END { exit !found }' "$1"; }
 
 # perf NAME SRV_SOCK CLI_SOCK GID_INDEX PORT TOOL [args]: a perftest
-# bandwidth test; both ends exit 0 and the client prints its result line.
+# bandwidth test; both ends exit 0 and print their result row. Why not goes
+# to $T_TMP/NAME.diag.
 perf() {
 	local name=$1 ss=$2 cs=$3 gi=$4 port=$5 tool=$6 spid rc_s rc_c; shift 6
 	vrun "$name.srv" "$ss" "$tool" -d vrdma0 -x "$gi" -p "$port" "$@" &
@@ -470,18 +497,16 @@ perf() {
 	if ! ns_poll 20 ns_tcp_listening "$NS_C" "$port"; then
 		kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
-		echo "# $name: server not listening: $(tr '\n' ' ' <"$T_TMP/$name.srv.log")"
+		echo "server not listening: $(tr '\n' ' ' <"$T_TMP/$name.srv.log")" >"$T_TMP/$name.diag"
 		return 1
 	fi
 	vrun "$name.cli" "$cs" "$tool" -d vrdma0 -x "$gi" -p "$port" "$@" localhost
 	rc_c=$?
 	wait "$spid"
 	rc_s=$?
-	[ $rc_s -eq 0 ] && [ $rc_c -eq 0 ] &&
+	[ "$rc_s" -eq 0 ] && [ "$rc_c" -eq 0 ] &&
 	perf_result "$T_TMP/$name.cli.log" && perf_result "$T_TMP/$name.srv.log" && return 0
-	echo "# $name: server rc=$rc_s client rc=$rc_c"
-	sed 's/^/#   srv: /' "$T_TMP/$name.srv.log" | tail -8
-	sed 's/^/#   cli: /' "$T_TMP/$name.cli.log" | tail -8
+	rdma_diag "$name" "$rc_s" "$rc_c" 8
 	return 1
 }
 
@@ -540,12 +565,12 @@ else
 	echo "# IPv4-mapped GID index: $GI"
 	# Inside one daemon first (tells a transport failure from a
 	# cross-back-end one), then across the veth, both ways.
-	check rc_pingpong_same_backend pingpong pp0 "$SA9" "$SA" "$GI" 18514 -n 20
+	rcheck rc_pingpong_same_backend pp0 pingpong "$SA9" "$SA" "$GI" 18514 -n 20
 	snap_all old da db
-	check rc_pingpong_b_to_a pingpong pp1 "$SB" "$SA" "$GI" 18515 -n 200
-	check rc_pingpong_a_to_b pingpong pp2 "$SA" "$SB" "$GI" 18516 -n 200 -s 8192
-	check rc_pingpong_jumbo pingpong pp3 "$SB9" "$SA9" "$GI" 18517 -n 100 -s 65536 -m 4096
-	check ib_write_bw perf wbw "$SB" "$SA" "$GI" 18518 ib_write_bw -n 200 -s 65536
+	rcheck rc_pingpong_b_to_a pp1 pingpong "$SB" "$SA" "$GI" 18515 -n 200
+	rcheck rc_pingpong_a_to_b pp2 pingpong "$SA" "$SB" "$GI" 18516 -n 200 -s 8192
+	rcheck rc_pingpong_jumbo pp3 pingpong "$SB9" "$SA9" "$GI" 18517 -n 100 -s 65536 -m 4096
+	rcheck ib_write_bw wbw perf "$SB" "$SA" "$GI" 18518 ib_write_bw -n 200 -s 65536
 	wire_symmetric rdma_wire_counters da db
 fi
 
@@ -585,7 +610,9 @@ xchg tap_jumbo_b_to_a dbt "$SB9" da "$SA9" "$MAC_A9" 500 204 64
 xchg tap_broadcast_b_to_a dbt "$SB" da "$SA" "$BCAST" 300 205 64
 # RDMA through the tap uplink too.
 if [ -n "${GI:-}" ]; then
-	check rc_pingpong_over_tap pingpong pp4 "$SA" "$SB" "$GI" 18519 -n 200 -s 4096
+	rcheck rc_pingpong_over_tap pp4 pingpong "$SA" "$SB" "$GI" 18519 -n 200 -s 4096
+elif [ -z "$rdma_reason" ]; then
+	not_ok rc_pingpong_over_tap "no IPv4-mapped GID (see ipv4_gid)"
 fi
 
 # ---- 5. clean shutdown -----------------------------------------------------------------

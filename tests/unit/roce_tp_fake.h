@@ -575,8 +575,10 @@ static inline struct fk_qp fk_qp_new(struct fk_dev *d, const struct fk_qp_cfg *c
 	struct roce_qp_init in = {
 		.pdn = c->pdn, .qp_type = c->type, .sq_sig_all = c->sig_all,
 		.send_cqn = c->scq, .recv_cqn = c->rcq,
-		.cap = { c->max_send_wr ? c->max_send_wr : 64, c->max_recv_wr ? c->max_recv_wr : 64,
-			 c->max_send_sge ? c->max_send_sge : 4, c->max_recv_sge ? c->max_recv_sge : 4,
+		.cap = { c->max_send_wr ? c->max_send_wr : 64,
+			 c->max_recv_wr ? c->max_recv_wr : 64,
+			 c->max_send_sge ? c->max_send_sge : 4,
+			 c->max_recv_sge ? c->max_recv_sge : 4,
 			 c->max_inline },
 	};
 	struct fk_qp q = { 0 };
@@ -768,7 +770,8 @@ static inline int fk_post_send(struct fk_dev *d, struct fk_qp *q, const struct f
 	req.opcode = wr->opcode;
 	req.send_flags = wr->flags;
 	req.imm_data = wr->imm;
-	if (wr->opcode == VIRTIO_IB_WR_RDMA_WRITE || wr->opcode == VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM ||
+	if (wr->opcode == VIRTIO_IB_WR_RDMA_WRITE ||
+	    wr->opcode == VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM ||
 	    wr->opcode == VIRTIO_IB_WR_RDMA_READ) {
 		req.rdma.remote_addr = htole64(wr->remote_addr);
 		req.rdma.rkey = htole32(wr->rkey);

@@ -140,6 +140,7 @@ static void test_offsets(void)
 	OFF(virtio_rdma_ack_query_device, local_ca_ack_delay, 68);
 	OFF(virtio_rdma_ack_query_device, reserved, 72);
 	OFF(virtio_rdma_ack_query_port, max_msg_sz, 4);
+	OFF(virtio_rdma_ack_query_port, gid1_ipv4, 12);
 
 	OFF(virtio_rdma_cmd_get_dma_mr, access_flags, 4);
 	OFF(virtio_rdma_ack_get_dma_mr, rkey, 8);
@@ -496,7 +497,8 @@ static void test_ext_offsets(void)
 
 	OFF(virtio_rdma_ack_query_port_ext, max_msg_sz, 4);
 	OFF(virtio_rdma_ack_query_port_ext, pkey_tbl_len, 8);
-	OFF(virtio_rdma_ack_query_port_ext, reserved, 12);
+	OFF(virtio_rdma_ack_query_port_ext, gid1_ipv4, 12);
+	OFF(virtio_rdma_ack_query_port_ext, reserved, 16);
 
 	OFF(virtio_rdma_cmd_create_qp_ext, qp_type, 4);
 	OFF(virtio_rdma_cmd_create_qp_ext, sq_sig_all, 5);

@@ -122,7 +122,8 @@ static void flow_post(struct flow *f)
 		uint64_t off = (uint64_t)slot * SLOT;
 		struct fk_sge s;
 		struct fk_wr wr = { .wr_id = i, .opcode = m->op, .imm = htobe32(m->seed),
-				    .flags = VIRTIO_IB_SEND_SIGNALED, .sge = &s, .nsge = 1, .trunc = -1 };
+				    .flags = VIRTIO_IB_SEND_SIGNALED, .sge = &s, .nsge = 1,
+				    .trunc = -1 };
 
 		if (m->op == VIRTIO_IB_WR_RDMA_READ) {
 			fk_fill(f->rdsrc.buf + off, m->len, m->seed);
@@ -184,16 +185,18 @@ static void flow_poll(struct flow *f)
 		bool send = m->op != VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM;
 		bool ok = k < f->recv_expected && wc[j].wr_id == k &&
 			  wc[j].status == VIRTIO_IB_WC_SUCCESS && wc[j].byte_len == m->len &&
-			  wc[j].opcode == (send ? VIRTIO_IB_WC_RECV : VIRTIO_IB_WC_RECV_RDMA_WITH_IMM);
+			  wc[j].opcode == (send ? VIRTIO_IB_WC_RECV :
+						  VIRTIO_IB_WC_RECV_RDMA_WITH_IMM);
 
 		if (ok && m->op != VIRTIO_IB_WR_SEND)
-			ok = wc[j].imm_data == htobe32(m->seed) && (wc[j].wc_flags & VIRTIO_IB_WC_WITH_IMM);
+			ok = wc[j].imm_data == htobe32(m->seed) &&
+			     (wc[j].wc_flags & VIRTIO_IB_WC_WITH_IMM);
 		if (ok && send)
 			ok = pattern_ok(f->rbuf.buf + (k % NRQ) * (uint64_t)SLOT, m->len, m->seed);
 		if (!ok && f->errors++ < 5)
 			printf("#   receive %u (message %u op %u len %u): wr_id %llu status %u "
-			       "byte_len %u\n", k, i, m->op, m->len, (unsigned long long)wc[j].wr_id,
-			       wc[j].status, wc[j].byte_len);
+			       "byte_len %u\n", k, i, m->op, m->len,
+			       (unsigned long long)wc[j].wr_id, wc[j].status, wc[j].byte_len);
 		f->recv_done++;
 	}
 	fk_ring_reap(f->rs_qp->rq);
@@ -278,8 +281,7 @@ static void rc_stress(uint8_t mtu, bool ipv6, unsigned seed)
 	CHECK_EQ(fab.recv_done, fab.recv_expected);
 	CHECK_EQ(fba.recv_done, fba.recv_expected);
 	CHECK(a->tp->stats.rewinds > 0);
-	CHECK(a->tp->stats.rx_parse[ROCE_RX_E_ICRC] + a->tp->stats.rx_parse[ROCE_RX_E_IP4_CSUM] +
-	      b->tp->stats.rx_parse[ROCE_RX_E_ICRC] + b->tp->stats.rx_parse[ROCE_RX_E_IP4_CSUM] > 0);
+	CHECK(a->tp->stats.rx_parse[ROCE_RX_E_ICRC] + b->tp->stats.rx_parse[ROCE_RX_E_ICRC] > 0);
 	if (getenv("FK_STATS")) {
 		roce_tp_dump_stats(a->tp, stdout);
 		roce_tp_dump_stats(b->tp, stdout);
@@ -343,7 +345,8 @@ static void dg_post(struct dgram *g)
 {
 	while (g->recv_posted < g->recv_done + DG_NRQ) {
 		unsigned k = g->recv_posted;
-		struct fk_sge r = { g->rbuf.buf + (k % DG_NRQ) * (uint64_t)DG_SLOT, DG_SLOT, g->rbuf.lkey };
+		struct fk_sge r = { g->rbuf.buf + (k % DG_NRQ) * (uint64_t)DG_SLOT, DG_SLOT,
+				    g->rbuf.lkey };
 
 		if (fk_post_recv(g->b, &g->qb, k, &r, 1))
 			break;

@@ -428,7 +428,8 @@ static void ud_case(bool ipv6)
 		struct fk_sge s = { sa.buf, len, sa.lkey };
 		struct fk_sge r = { rb.buf, 40 + mtu, rb.lkey };
 		struct fk_wr wr = {
-			.wr_id = 10 + i, .opcode = i & 1 ? VIRTIO_IB_WR_SEND_WITH_IMM : VIRTIO_IB_WR_SEND,
+			.wr_id = 10 + i,
+			.opcode = i & 1 ? VIRTIO_IB_WR_SEND_WITH_IMM : VIRTIO_IB_WR_SEND,
 			.flags = VIRTIO_IB_SEND_SIGNALED, .imm = htobe32(0xabc00 + i),
 			.remote_qpn = p.qb.qpn, .remote_qkey = p.path.qkey, .ah = ah,
 			.sge = &s, .nsge = 1, .trunc = -1,
@@ -482,6 +483,113 @@ static void test_ud_ipv6(void)
 	ud_case(true);
 }
 
+/* GSI (QP1): UD with the well-known Q_Key, QPN 1 on both sides. */
+static void test_gsi(void)
+{
+	struct fk_env env;
+	struct fk_dev_cfg dc = { 0 };
+	struct fk_dev *a, *b;
+	struct fk_qp qa, qb;
+	struct fk_path path;
+	struct virtio_rdma_cq_req wc[4];
+	uint32_t pda, pdb, cqa, cqb, ah;
+	struct fk_mr ma, mb;
+
+	REQUIRE(fk_env_init(&env, true) == 0);
+	a = fk_dev_new(&env, &dc);
+	b = fk_dev_new(&env, &dc);
+	pda = fk_pd(a);
+	pdb = fk_pd(b);
+	cqa = fk_cq(a, 16, 16, true);
+	cqb = fk_cq(b, 16, 16, true);
+	{
+		struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_GSI, .pdn = pda, .scq = cqa,
+					.rcq = cqa };
+
+		qa = fk_qp_new(a, &qc);
+		qc.pdn = pdb;
+		qc.scq = qc.rcq = cqb;
+		qb = fk_qp_new(b, &qc);
+	}
+	CHECK_EQ(qa.qpn, VRDMA_GSI_QPN);
+	CHECK_EQ(qb.qpn, VRDMA_GSI_QPN);
+	fk_path_default(&path);
+	path.qkey = 0x80010000u;
+	REQUIRE(fk_connect(a, qa.qpn, b, qb.qpn, &path) == 0);
+	REQUIRE(fk_connect(b, qb.qpn, a, qa.qpn, &path) == 0);
+	ma = fk_mr_reg(a, pda, 4096, FK_ACC_ALL);
+	mb = fk_mr_reg(b, pdb, 4096, FK_ACC_ALL);
+	ah = fk_ah(a, pda, b, &path);
+	fk_fill(ma.buf, 256, 3);
+	{
+		struct fk_sge s = { ma.buf, 256, ma.lkey }, r = { mb.buf, 296, mb.lkey };
+		struct fk_wr wr = { .wr_id = 1, .opcode = VIRTIO_IB_WR_SEND,
+				    .flags = VIRTIO_IB_SEND_SIGNALED, .remote_qpn = VRDMA_GSI_QPN,
+				    .remote_qkey = 0x80010000u, .ah = ah, .sge = &s, .nsge = 1,
+				    .trunc = -1 };
+
+		REQUIRE(fk_post_recv(b, &qb, 2, &r, 1) == 0);
+		REQUIRE(fk_post_send(a, &qa, &wr) == 0);
+	}
+	REQUIRE(wait_cq(&env, b, cqb, wc, 1) == 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK_EQ(wc[0].src_qp, VRDMA_GSI_QPN);
+	CHECK_EQ(wc[0].byte_len, 296);
+	CHECK_MEM(mb.buf + 40, ma.buf, 256);
+	fk_env_fini(&env);
+}
+
+/* MODIFY_QP to RESET gives taken WRs back without completions; a ring the
+ * driver stops under a live QP moves it to ERR. */
+static void test_reset_and_ring_stop(void)
+{
+	struct fk_env env;
+	struct fk_dev_cfg dc = { 0 };
+	struct fk_dev *d;
+	struct fk_qp q;
+	struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_UC };
+	struct virtio_rdma_cq_req wc[8];
+	struct fk_path path;
+	struct roce_qp *qp;
+	struct fk_mr mr;
+	uint32_t pd, cq;
+
+	REQUIRE(fk_env_init(&env, true) == 0);
+	d = fk_dev_new(&env, &dc);
+	pd = fk_pd(d);
+	cq = fk_cq(d, 16, 16, true);
+	qc.pdn = pd;
+	qc.scq = qc.rcq = cq;
+	q = fk_qp_new(d, &qc);
+	qp = roce_qp_lookup(&d->rd, q.qpn);
+	mr = fk_mr_reg(d, pd, 4096, FK_ACC_ALL);
+	fk_path_default(&path);
+	REQUIRE(fk_connect(d, q.qpn, d, q.qpn, &path) == 0); /* talks to itself */
+	{
+		struct fk_sge s = { mr.buf, 100, mr.lkey };
+
+		/* a receive element taken by a message in progress, then reset */
+		REQUIRE(fk_post_recv(d, &q, 1, &s, 1) == 0);
+		REQUIRE(fk_post_recv(d, &q, 2, &s, 1) == 0);
+	}
+	roce_rq_get(qp->transport);
+	CHECK_EQ(fk_modify(d, q.qpn, VIRTIO_IB_QPS_RESET, 0, NULL), 0);
+	CHECK_EQ(fk_ring_reap(q.rq), 1);
+	CHECK_EQ(drain_cq(&env, d, cq, wc, 8), 0);
+	/* back up; the second element is still in the ring */
+	REQUIRE(fk_connect(d, q.qpn, d, q.qpn, &path) == 0);
+	fk_ring_free(d, qp->sq_vq);
+	fk_spin(&env, 5);
+	CHECK_EQ(qp_state(d, q.qpn), VIRTIO_IB_QPS_ERR);
+	CHECK_EQ(drain_cq(&env, d, cq, wc, 8), 1);
+	CHECK_EQ(wc[0].wr_id, 2);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_WR_FLUSH_ERR);
+	fk_env_fini(&env);
+}
+
+/* Send and receive rings without kick fds are polled by the device. */
+static void test_polled_rings_traffic(void);
+
 /* ---- RC / UC operations ------------------------------------------------------- */
 
 struct bufs {
@@ -526,7 +634,8 @@ static bool do_op(struct pair *p, struct bufs *b, uint8_t op, uint32_t len, unsi
 	uint8_t *src = read ? b->lb.buf : b->la.buf, *dst = read ? b->la.buf : b->lb.buf;
 	uint64_t id = 1000 + seed;
 	struct fk_wr wr = {
-		.wr_id = id, .opcode = op, .flags = VIRTIO_IB_SEND_SIGNALED | VIRTIO_IB_SEND_SOLICITED,
+		.wr_id = id, .opcode = op,
+		.flags = VIRTIO_IB_SEND_SIGNALED | VIRTIO_IB_SEND_SOLICITED,
 		.imm = htobe32(seed), .trunc = -1,
 	};
 	int fails = th_failed_checks;
@@ -605,15 +714,19 @@ static void conn_sizes(uint8_t type, bool ipv6)
 			if (type == VIRTIO_IB_QPT_UC && all_ops[o] == VIRTIO_IB_WR_RDMA_READ)
 				continue;
 			for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++) {
-				if (!do_op(&p, &b, all_ops[o], sizes[i], 1 + i % 4, false, o * 100 + i)) {
-					printf("#   type %u mtu %u op %u size %u failed\n", type, mtu,
-					       all_ops[o], sizes[i]);
+				if (!do_op(&p, &b, all_ops[o], sizes[i], 1 + i % 4, false,
+					   o * 100 + i)) {
+					printf("#   type %u mtu %u op %u size %u failed\n", type,
+					       mtu, all_ops[o], sizes[i]);
 					if (++bad > 3)
 						break;
 				}
 			}
 		}
-		if (getenv("FK_STATS")) { roce_tp_dump_stats(p.a->tp, stdout); roce_tp_dump_stats(p.b->tp, stdout); }
+		if (getenv("FK_STATS")) {
+			roce_tp_dump_stats(p.a->tp, stdout);
+			roce_tp_dump_stats(p.b->tp, stdout);
+		}
 		CHECK_EQ(qp_state(p.a, p.qa.qpn), VIRTIO_IB_QPS_RTS);
 		CHECK_EQ(qp_state(p.b, p.qb.qpn), VIRTIO_IB_QPS_RTS);
 		pair_fini(&p);
@@ -768,8 +881,9 @@ static void test_retry_exceeded(void)
 		} else {
 			CHECK_EQ(roce_qp_destroy(&p.b->rd, p.qb.qpn), ROCE_OK); /* QP gone */
 		}
-		REQUIRE(post_simple(&p, 1, variant == 2 ? VIRTIO_IB_WR_RDMA_READ : VIRTIO_IB_WR_RDMA_WRITE,
-				    &b.la, 3000, (uintptr_t)b.lb.buf, b.lb.rkey) == 0);
+		REQUIRE(post_simple(&p, 1, variant == 2 ? VIRTIO_IB_WR_RDMA_READ :
+				    VIRTIO_IB_WR_RDMA_WRITE, &b.la, 3000, (uintptr_t)b.lb.buf,
+				    b.lb.rkey) == 0);
 		REQUIRE(post_simple(&p, 2, VIRTIO_IB_WR_SEND, &b.la, 10, 0, 0) == 0);
 		REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 2) == 2);
 		CHECK_EQ(wc[0].wr_id, 1);
@@ -825,7 +939,8 @@ static void test_remote_errors(void)
 		REQUIRE(post_simple(&p, 2, VIRTIO_IB_WR_SEND, &b.la, 10, 0, 0) == 0);
 		REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 2) == 2);
 		CHECK_EQ(wc[0].wr_id, 1);
-		CHECK_EQ(wc[0].status, k == 6 ? VIRTIO_IB_WC_REM_INV_REQ_ERR : VIRTIO_IB_WC_REM_ACCESS_ERR);
+		CHECK_EQ(wc[0].status, k == 6 ? VIRTIO_IB_WC_REM_INV_REQ_ERR :
+			 VIRTIO_IB_WC_REM_ACCESS_ERR);
 		CHECK_EQ(wc[1].status, VIRTIO_IB_WC_WR_FLUSH_ERR);
 		CHECK_EQ(qp_state(p.a, p.qa.qpn), VIRTIO_IB_QPS_ERR);
 		CHECK_EQ(qp_state(p.b, p.qb.qpn), VIRTIO_IB_QPS_ERR);
@@ -856,8 +971,10 @@ static void test_local_errors(void)
 	} cases[] = {
 		{ VIRTIO_IB_WR_SEND, 0, 0x33, 1, 100, -1, 0, VIRTIO_IB_WC_LOC_PROT_ERR, 1 },
 		{ VIRTIO_IB_WR_RDMA_READ, 0, 0, 1, 70000, -1, 0, VIRTIO_IB_WC_LOC_PROT_ERR, 1 },
-		{ VIRTIO_IB_WR_SEND, VIRTIO_IB_SEND_INLINE, 0, 0, 0, -1, 65, VIRTIO_IB_WC_LOC_LEN_ERR, 1 },
-		{ VIRTIO_IB_WR_RDMA_READ, VIRTIO_IB_SEND_INLINE, 0, 0, 0, -1, 8, VIRTIO_IB_WC_LOC_QP_OP_ERR, 1 },
+		{ VIRTIO_IB_WR_SEND, VIRTIO_IB_SEND_INLINE, 0, 0, 0, -1, 65,
+		  VIRTIO_IB_WC_LOC_LEN_ERR, 1 },
+		{ VIRTIO_IB_WR_RDMA_READ, VIRTIO_IB_SEND_INLINE, 0, 0, 0, -1, 8,
+		  VIRTIO_IB_WC_LOC_QP_OP_ERR, 1 },
 		{ VIRTIO_IB_WR_SEND, 0, 0, 5, 10, -1, 0, VIRTIO_IB_WC_LOC_QP_OP_ERR, 1 },
 		{ VIRTIO_IB_WR_SEND, 0, 0, 2, 10, 576 + 20, 0, VIRTIO_IB_WC_LOC_QP_OP_ERR, 1 },
 		{ VIRTIO_IB_WR_SEND, 0, 0, 1, 10, 100, 0, VIRTIO_IB_WC_LOC_QP_OP_ERR, 1 },
@@ -884,7 +1001,8 @@ static void test_local_errors(void)
 		REQUIRE(post_simple(&p, 0, VIRTIO_IB_WR_RDMA_WRITE, &b.la, 5000,
 				    (uintptr_t)b.lb.buf, b.lb.rkey) == 0);
 		for (unsigned i = 0; i < cases[k].nsge; i++)
-			s[i] = (struct fk_sge){ b.la.buf, cases[k].len, b.la.lkey ^ cases[k].lkey_xor };
+			s[i] = (struct fk_sge){ b.la.buf, cases[k].len,
+						b.la.lkey ^ cases[k].lkey_xor };
 		wr.sge = s;
 		wr.nsge = cases[k].nsge;
 		wr.inl = inl;
@@ -972,8 +1090,9 @@ static void test_ud_errors(void)
 	{
 		struct fk_sge s = { sa.buf, 10, sa.lkey };
 		struct fk_sge r = { rb.buf, 2000, rb.lkey };
-		struct fk_wr wr = { .wr_id = 70, .opcode = VIRTIO_IB_WR_SEND, .flags = VIRTIO_IB_SEND_SIGNALED,
-				    .remote_qpn = p.qb.qpn, .remote_qkey = p.path.qkey + 1, .ah = ah,
+		struct fk_wr wr = { .wr_id = 70, .opcode = VIRTIO_IB_WR_SEND,
+				    .flags = VIRTIO_IB_SEND_SIGNALED, .remote_qpn = p.qb.qpn,
+				    .remote_qkey = p.path.qkey + 1, .ah = ah,
 				    .sge = &s, .nsge = 1, .trunc = -1 };
 
 		REQUIRE(fk_post_recv(p.b, &p.qb, 71, &r, 1) == 0);
@@ -1041,14 +1160,16 @@ static void test_fence(void)
 	memcpy(old, b.lb.buf, len);
 	fk_fill(b.la.buf + len, len, 8);
 	{
-		struct fk_sge rd = { b.la.buf, len, b.la.lkey }, wr_s = { b.la.buf + len, len, b.la.lkey };
+		struct fk_sge rd = { b.la.buf, len, b.la.lkey };
+		struct fk_sge wr_s = { b.la.buf + len, len, b.la.lkey };
 		struct fk_wr r = { .wr_id = 1, .opcode = VIRTIO_IB_WR_RDMA_READ,
-				   .flags = VIRTIO_IB_SEND_SIGNALED, .remote_addr = (uintptr_t)b.lb.buf,
+				   .flags = VIRTIO_IB_SEND_SIGNALED,
+				   .remote_addr = (uintptr_t)b.lb.buf,
 				   .rkey = b.lb.rkey, .sge = &rd, .nsge = 1, .trunc = -1 };
 		struct fk_wr w = { .wr_id = 2, .opcode = VIRTIO_IB_WR_RDMA_WRITE,
 				   .flags = VIRTIO_IB_SEND_SIGNALED | VIRTIO_IB_SEND_FENCE,
-				   .remote_addr = (uintptr_t)b.lb.buf, .rkey = b.lb.rkey, .sge = &wr_s,
-				   .nsge = 1, .trunc = -1 };
+				   .remote_addr = (uintptr_t)b.lb.buf, .rkey = b.lb.rkey,
+				   .sge = &wr_s, .nsge = 1, .trunc = -1 };
 
 		REQUIRE(fk_post_send(p.a, &p.qa, &r) == 0);
 		REQUIRE(fk_post_send(p.a, &p.qa, &w) == 0);
@@ -1188,6 +1309,22 @@ static void test_pcap_icrc(void)
 	CHECK(frames >= roce);
 }
 
+static void test_polled_rings_traffic(void)
+{
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	c.sq_polled = true;
+	c.rq_polled = true;
+	pair_init(&p, &c);
+	bufs_init(&p, &b, 1u << 20);
+	for (unsigned o = 0; o < ARRAY_SIZE(all_ops); o++)
+		CHECK(do_op(&p, &b, all_ops[o], 70000, 2, false, o));
+	pair_fini(&p);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -1200,6 +1337,9 @@ int main(int argc, char **argv)
 	RUN(test_cq_notify);
 	RUN(test_ud_ipv4);
 	RUN(test_ud_ipv6);
+	RUN(test_gsi);
+	RUN(test_reset_and_ring_stop);
+	RUN(test_polled_rings_traffic);
 	RUN(test_rc_loopback);
 	RUN(test_rc_sges_inline);
 	RUN(test_rc_sizes_ipv6);

@@ -4,7 +4,11 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../harness.h"
@@ -384,6 +388,236 @@ static void test_many_regions(void)
 	close(fd);
 }
 
+
+/*
+ * Truncation: a sealable memfd is sealed against shrinking; an unsealable one
+ * is guarded: after the front-end shrinks it, accesses beyond the new end
+ * read zeros instead of killing us, the table counts the fault and signals
+ * its fault fd, dead regions too. Pages before the cut are untouched.
+ */
+static void test_seal_or_guard(void)
+{
+	struct vhost_mem m;
+	unsigned g0 = vhost_mem_guarded_regions();
+	int fs = memfd_create("tvm-seal", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	int fu = make_memfd(4 * PG);
+	int fss = memfd_create("tvm-sealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	struct vhost_mem_region *rs, *ru, *rss;
+	const uint32_t marker = 0xabcd1234;
+	volatile uint8_t *h;
+	uint64_t cnt = 0;
+
+	REQUIRE(fs >= 0 && fu >= 0 && fss >= 0 && efd >= 0);
+	REQUIRE(ftruncate(fs, 4 * PG) == 0 && ftruncate(fss, 4 * PG) == 0);
+	REQUIRE(pwrite(fu, &marker, sizeof(marker), 0) == sizeof(marker));
+	/* Sealing itself sealed, shrink not: cannot be sealed by us. */
+	REQUIRE(fcntl(fss, F_ADD_SEALS, F_SEAL_SEAL) == 0);
+	vhost_mem_init(&m);
+	vhost_mem_set_fault_fd(&m, efd);
+	CHECK_EQ(vhost_mem_add(&m, 0x10000, 4 * PG, 0x10000, 0, dup(fs)), 0);
+	CHECK_EQ(vhost_mem_add(&m, 0x20000, 4 * PG, 0x20000, 0, dup(fu)), 0);
+	CHECK_EQ(vhost_mem_add(&m, 0x30000, 4 * PG, 0x30000, 0, dup(fss)), 0);
+	rs = vhost_mem_find(&m, 0x10000);
+	ru = vhost_mem_find(&m, 0x20000);
+	rss = vhost_mem_find(&m, 0x30000);
+	REQUIRE(rs && ru && rss);
+
+	CHECK(rs->sealed);
+	CHECK_EQ(rs->guard, -1);
+	CHECK(fcntl(fs, F_GET_SEALS) & F_SEAL_SHRINK);
+	errno = 0;
+	CHECK_EQ(ftruncate(fs, PG), -1);
+	CHECK_EQ(errno, EPERM);
+	CHECK_EQ(ftruncate(fs, 8 * PG), 0); /* growing is the front-end's business */
+	CHECK(!ru->sealed && ru->guard >= 0);
+	CHECK(!rss->sealed && rss->guard >= 0);
+	CHECK_EQ(vhost_mem_guarded_regions(), g0 + 2);
+
+	/* Cut to one page. */
+	REQUIRE(ftruncate(fu, PG) == 0);
+	h = ru->host;
+	CHECK_EQ(vhost_mem_faults(&m), 0);
+	CHECK_EQ(*(volatile uint32_t *)(h + 2 * PG), 0); /* was 2: faulted */
+	CHECK_EQ(vhost_mem_faults(&m), 1);
+	CHECK_EQ(read(efd, &cnt, sizeof(cnt)), (ssize_t)sizeof(cnt));
+	CHECK_EQ(cnt, 1);
+	h[3 * PG + 1] = 9; /* the rest of the region was replaced at once */
+	CHECK_EQ(h[3 * PG + 1], 9);
+	CHECK_EQ(vhost_mem_faults(&m), 1);
+	CHECK_EQ(*(volatile uint32_t *)h, marker); /* before the cut: the file */
+
+	/* Removed but held: still guarded, still reported here. */
+	vhost_mem_region_get(ru);
+	CHECK_EQ(vhost_mem_remove(&m, 0x20000, 4 * PG, 0x20000), 0);
+	CHECK_EQ(vhost_mem_ndead(&m), 1);
+	CHECK_EQ(*(volatile uint32_t *)(h + PG), 0); /* page 1: still the file */
+	CHECK_EQ(vhost_mem_faults(&m), 2);
+	vhost_mem_region_put(ru);
+	CHECK_EQ(vhost_mem_ndead(&m), 0);
+	CHECK_EQ(vhost_mem_guarded_regions(), g0 + 1);
+
+	/* A fresh account after clear(). */
+	vhost_mem_clear(&m);
+	CHECK_EQ(vhost_mem_faults(&m), 0);
+	CHECK_EQ(vhost_mem_guarded_regions(), g0);
+	close(fs);
+	close(fu);
+	close(fss);
+	close(efd);
+}
+
+/* In a child: touch a truncated mapping that is not a region (how = 0), or
+ * send ourselves SIGBUS (how = 1). Returns the wait status. */
+static int sigbus_child(int how)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	if (pid == 0) {
+		struct rlimit no = { 0, 0 };
+		int fd = make_memfd(2 * PG);
+		volatile uint32_t *p;
+
+		setrlimit(RLIMIT_CORE, &no);
+		if (fd < 0)
+			_exit(3);
+		p = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED || ftruncate(fd, 0) < 0)
+			_exit(3);
+		if (how == 0)
+			(void)p[PG / 4];
+		else
+			raise(SIGBUS);
+		_exit(0); /* survived: wrong */
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return status;
+}
+
+/* SIGBUS anywhere else keeps its old meaning: the process dies. */
+static void test_sigbus_elsewhere(void)
+{
+	struct vhost_mem m;
+	int fd = make_memfd(PG);
+
+	/* Make sure the handler is installed (a guarded region). */
+	REQUIRE(fd >= 0);
+	vhost_mem_init(&m);
+	CHECK_EQ(vhost_mem_add(&m, 0x1000, PG, 0x1000, 0, dup(fd)), 0);
+	REQUIRE(m.nregions == 1 && m.regions[0]->guard >= 0);
+	for (int how = 0; how < 2; how++) {
+		int st = sigbus_child(how);
+
+#ifdef VRDMA_SANITIZE
+		/* The sanitizer's own handler was there before ours: it
+		 * reports and exits non-zero. */
+		CHECK(st != -1 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0));
+		CHECK(!WIFEXITED(st) || WEXITSTATUS(st) != 3);
+#else
+		CHECK(st != -1 && WIFSIGNALED(st));
+		CHECK_EQ(WTERMSIG(st), SIGBUS);
+#endif
+	}
+	vhost_mem_clear(&m);
+	close(fd);
+}
+
+/* Live + dead regions together are bounded; clear() starts a new account. */
+static void test_dead_budget(void)
+{
+	struct vhost_mem m;
+	struct vhost_mem_region *r[3];
+	int fd = make_memfd(8 * PG);
+	uint8_t *h0;
+
+	REQUIRE(fd >= 0);
+	vhost_mem_init(&m);
+	CHECK_EQ(m.max_dead, VHOST_MEM_MAX_DEAD);
+	m.max_regions = 3;
+	m.max_dead = 2;
+	for (unsigned i = 0; i < 3; i++)
+		CHECK_EQ(vhost_mem_add(&m, 0x10000 * (i + 1), PG, 0x10000 * (i + 1), i * PG,
+				       dup(fd)), 0);
+	CHECK_EQ(vhost_mem_add(&m, 0x90000, PG, 0x90000, 0, dup(fd)), -ENOSPC);
+	for (unsigned i = 0; i < 3; i++) {
+		r[i] = vhost_mem_find(&m, 0x10000 * (i + 1));
+		REQUIRE(r[i]);
+		vhost_mem_region_get(r[i]);
+	}
+	h0 = r[0]->host;
+	for (unsigned i = 0; i < 3; i++)
+		CHECK_EQ(vhost_mem_remove(&m, 0x10000 * (i + 1), PG, 0x10000 * (i + 1)), 0);
+	CHECK_EQ(m.nregions, 0);
+	CHECK_EQ(vhost_mem_ndead(&m), 3);
+	/* 3 dead: two more live make 5 = 3 + 2, then no more. */
+	CHECK_EQ(vhost_mem_add(&m, 0x50000, PG, 0x50000, 0, dup(fd)), 0);
+	CHECK_EQ(vhost_mem_add(&m, 0x60000, PG, 0x60000, 0, dup(fd)), 0);
+	CHECK_EQ(vhost_mem_add(&m, 0x70000, PG, 0x70000, 0, dup(fd)), -ENOSPC);
+	vhost_mem_region_put(r[2]);
+	CHECK_EQ(vhost_mem_ndead(&m), 2);
+	CHECK_EQ(vhost_mem_add(&m, 0x70000, PG, 0x70000, 0, dup(fd)), 0);
+	/* clear(): the holders keep their mappings; the account is new. */
+	vhost_mem_clear(&m);
+	CHECK_EQ(vhost_mem_ndead(&m), 0);
+	CHECK(is_mapped(h0, PG));
+	CHECK_EQ(*(uint32_t *)h0, 0);
+	vhost_mem_region_put(r[0]);
+	vhost_mem_region_put(r[1]);
+	CHECK(!is_mapped(h0, PG));
+	close(fd);
+}
+
+/* User address lookups: sorted index, overlapping ranges, bounded scan. */
+static void test_uva_lookup(void)
+{
+	struct vhost_mem m;
+	struct vhost_mem_region *a, *b, *c;
+	int fd = make_memfd(32 * PG);
+
+	REQUIRE(fd >= 0);
+	vhost_mem_init(&m);
+	/* B lies inside A's user range (another GPA), C further up. */
+	CHECK_EQ(vhost_mem_add(&m, 0x300000, 2 * PG, 0x7010000, 10 * PG, dup(fd)), 0);
+	CHECK_EQ(vhost_mem_add(&m, 0x100000, 8 * PG, 0x7000000, 0, dup(fd)), 0);
+	CHECK_EQ(vhost_mem_add(&m, 0x200000, PG, 0x7002000, 12 * PG, dup(fd)), 0);
+	a = vhost_mem_find(&m, 0x100000);
+	b = vhost_mem_find(&m, 0x200000);
+	c = vhost_mem_find(&m, 0x300000);
+	REQUIRE(a && b && c);
+	CHECK(vhost_mem_find_uva(&m, 0x7002100, 16) == b);
+	CHECK(vhost_mem_find_uva(&m, 0x7002800, PG) == a); /* runs past B, not A */
+	CHECK(vhost_mem_find_uva(&m, 0x7005000, 16) == a);
+	CHECK(vhost_mem_find_uva(&m, 0x7000000, 0) == a);
+	CHECK(vhost_mem_find_uva(&m, 0x7008000, 1) == NULL);
+	CHECK(vhost_mem_find_uva(&m, 0x6fff000, 1) == NULL);
+	CHECK(vhost_mem_find_uva(&m, 0x7010000 + 2 * PG - 1, 1) == c);
+	CHECK(vhost_mem_find_uva(&m, 0x7010000 + 2 * PG - 1, 2) == NULL);
+	CHECK(vhost_mem_find_uva(&m, UINT64_MAX, 1) == NULL);
+	CHECK(vhost_mem_find_uva(&m, 0x7000000, UINT64_MAX) == NULL);
+	CHECK(vhost_mem_uva_to_host(&m, 0x7010000 + 5, 4) == c->host + 5);
+	CHECK_EQ(*(uint32_t *)vhost_mem_uva_to_host(&m, 0x7002000, 4), 12);
+	CHECK_EQ(vhost_mem_remove(&m, 0x200000, PG, 0x7002000), 0);
+	CHECK(vhost_mem_find_uva(&m, 0x7002100, 16) == a);
+	CHECK_EQ(vhost_mem_remove(&m, 0x100000, 8 * PG, 0x7000000), 0);
+	CHECK(vhost_mem_find_uva(&m, 0x7002100, 16) == NULL);
+	CHECK(vhost_mem_find_uva(&m, 0x7010000, 16) == c);
+	vhost_mem_clear(&m);
+
+	/* 20 regions at one user address, the largest indexed first: a range
+	 * only it contains is not searched for that far (hostile layout). */
+	vhost_mem_init(&m);
+	for (unsigned k = 0; k < 20; k++)
+		CHECK_EQ(vhost_mem_add(&m, 0x1000000 * (k + 1), (20 - k) * PG, 0x9000000, 0,
+				       dup(fd)), 0);
+	CHECK(vhost_mem_find_uva(&m, 0x9000000, 1) != NULL);
+	CHECK(vhost_mem_find_uva(&m, 0x9000000 + 19 * PG, 1) == NULL);
+	CHECK(vhost_mem_find_uva(&m, 0x9000000 + 3 * PG, 1) != NULL);
+	vhost_mem_clear(&m);
+	close(fd);
+}
+
 int main(void)
 {
 	TEST_PROGRAM("test_vhost_mem");
@@ -395,5 +629,9 @@ int main(void)
 	RUN(test_iov_split);
 	RUN(test_held_reference);
 	RUN(test_many_regions);
+	RUN(test_seal_or_guard);
+	RUN(test_sigbus_elsewhere);
+	RUN(test_dead_budget);
+	RUN(test_uva_lookup);
 	return TEST_DONE();
 }

@@ -192,6 +192,8 @@ int evil_dev_open(struct evil_dev *d, const struct evil_opts *o, unsigned flags)
 	d->flags = flags;
 	d->arena_fd = -1;
 	vhost_client_init_fd(&d->vc, -1);
+	for (unsigned i = 0; i < EVIL_NRINGS; i++)
+		d->r[i].kick = d->r[i].call = d->r[i].err = -1;
 	for (unsigned i = 0; i < EVIL_NRINGS; i++) {
 		struct evil_ring *r = &d->r[i];
 

@@ -336,7 +336,8 @@ static void put_regions(struct raw_msg *m, uint32_t nregions, const struct vhost
 	memcpy(m->payload, &mt, m->size);
 }
 
-static void put_single_region(struct raw_msg *m, uint32_t req, const struct vhost_user_mem_region *r)
+static void put_single_region(struct raw_msg *m, uint32_t req,
+			      const struct vhost_user_mem_region *r)
 {
 	struct vhost_user_single_mem_region s;
 
@@ -837,6 +838,8 @@ static int run_raw(const struct evil_opts *o, const struct evil_attack *a, raw_b
 		free(m);
 		return EVIL_SETUP;
 	}
+	evil_dbg(o, "sending request %u flags %#x size %u (%zu payload bytes, %d fds)%s",
+		  m->req, m->flags, m->size, m->len, m->nfds, m->hangup ? ", then hanging up" : "");
 	if (m->hangup && m->len == 0 && m->size)
 		rc = raw_header_only(fd, m);
 	else
@@ -880,6 +883,44 @@ static int run_raw(const struct evil_opts *o, const struct evil_attack *a, raw_b
 				   nack == UINT64_MAX ? -1ll : (long long)nack);
 	free(m);
 	return ret;
+}
+
+/*
+ * Many front-ends at once on a device that serves one: 64 connections (those
+ * beyond the listen backlog are refused by the kernel), half of them sending
+ * a garbage header, all closed at once. The back-end must work through the
+ * queue and accept a normal front-end afterwards.
+ */
+static int r_connect_flood(const struct evil_opts *o, const struct evil_attack *a)
+{
+	static const uint8_t junk[12] = { 0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0, 0, 0, 0, 0 };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fds[64], n = 0, rc;
+
+	(void)a;
+	if (strlen(o->socket) >= sizeof(sa.sun_path))
+		return EVIL_SETUP;
+	strcpy(sa.sun_path, o->socket);
+	for (int i = 0; i < 64; i++) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+		if (fd < 0)
+			break;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+			close(fd);
+			continue;
+		}
+		if (i & 1)
+			(void)send(fd, junk, sizeof(junk), MSG_NOSIGNAL | MSG_DONTWAIT);
+		fds[n++] = fd;
+	}
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	evil_say("connections %d of 64", n);
+	evil_say("outcome eof");
+	rc = reconnect_probe(o);
+	evil_say("reconnect %s", rc ? "failed" : "ok");
+	return evil_verdict(rc == 0, "no front-end accepted after the flood (%s)", strerror(-rc));
 }
 
 #define RAW_ATTACK(fn)                                                               \
@@ -931,7 +972,8 @@ const struct evil_attack evil_msg_attacks[] = {
 	{ "mem_bad_fd_eventfd", EVIL_CLOSED, "ADD_MEM_REG backed by an eventfd", r_b_mem, MEM_EVENTFD },
 	{ "mem_size_zero", EVIL_CLOSED, "ADD_MEM_REG of 0 bytes", r_b_mem, MEM_ZERO },
 	{ "mem_nregions", EVIL_CLOSED, "SET_MEM_TABLE announcing 9 regions", r_b_mem, MEM_NREGIONS },
-	{ "mem_rem_unknown", EVIL_CLOSED, "REM_MEM_REG of a region never added", r_b_mem, MEM_REM_UNKNOWN },
+	{ "mem_rem_unknown", EVIL_CLOSED, "REM_MEM_REG of a region never added", r_b_mem,
+	  MEM_REM_UNKNOWN },
 	{ "ring_index_num", EVIL_CLOSED, "SET_VRING_NUM for ring index = number of rings",
 	  r_b_ring_index, 0 },
 	{ "ring_index_addr", EVIL_CLOSED, "SET_VRING_ADDR for ring 0xffffffff", r_b_ring_index, 1 },
@@ -976,5 +1018,7 @@ const struct evil_attack evil_msg_attacks[] = {
 	  r_b_trunc, 2 },
 	{ "hangup_before_ack", EVIL_EOF, "ADD_MEM_REG asking for an ack, then hang up",
 	  r_b_trunc, 3 },
+	{ "connect_flood", EVIL_EOF, "64 connections at once, half with garbage, all closed",
+	  r_connect_flood, 0 },
 };
 const unsigned evil_msg_nattacks = sizeof(evil_msg_attacks) / sizeof(evil_msg_attacks[0]);

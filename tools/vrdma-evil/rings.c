@@ -14,6 +14,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -205,9 +206,10 @@ static const char *chain_name(enum evil_chain k)
 	return k < K_MAX ? n[k] : "?";
 }
 
-/* Ring idx broken: its used index must not move any more. Kick again and make
- * two round trips (the second request is only read once the loop iteration
- * that handled the kick is over). Returns true if untouched. */
+/* Ring idx broken: its used index must not move any more. Kick again and
+ * make two round trips on the socket, then look. (One-sided: a device that
+ * writes late is missed, a failure is never invented.) Returns true if
+ * untouched. */
 static bool ring_untouched(struct evil_dev *d, unsigned idx, uint16_t used_before)
 {
 	uint8_t st;
@@ -556,90 +558,130 @@ static int run_slots(const struct evil_opts *o, const struct evil_attack *a)
 			    (unsigned long long)slots);
 }
 
+/*
+ * Replace the call, error and kick eventfds of the running rings again and
+ * again (more fds in total than a session may hold at once): the back-end
+ * must close each replaced fd (and give back its share of the fd budget), and
+ * the device must still work with the last ones.
+ */
+#define EVIL_CHURN_ROUNDS 500
+
+static int run_fd_churn(const struct evil_opts *o, const struct evil_attack *a)
+{
+	struct evil_dev d;
+	unsigned done = 0;
+	int rc = 0;
+
+	(void)a;
+	if (evil_dev_open(&d, o, 0) < 0 || evil_loopback(&d, 8) < 0) {
+		evil_dev_close(&d);
+		return EVIL_SETUP;
+	}
+	for (unsigned i = 0; i < EVIL_CHURN_ROUNDS && !rc; i++) {
+		for (unsigned idx = 0; idx < EVIL_NRINGS && !rc; idx++) {
+			struct evil_ring *r = &d.r[idx];
+			int call = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+			int err = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+			int kick = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+
+			if (call < 0 || err < 0 || kick < 0) {
+				rc = -errno;
+			} else {
+				rc = vhost_client_set_vring_call(&d.vc, idx, call);
+				if (!rc)
+					rc = vhost_client_set_vring_err(&d.vc, idx, err);
+				if (!rc)
+					rc = vhost_client_set_vring_kick(&d.vc, idx, kick);
+			}
+			/* The back-end has its own copies: ours replace the old. */
+			close(r->call);
+			close(r->err);
+			close(r->kick);
+			r->call = call;
+			r->err = err;
+			r->kick = kick;
+			if (!rc)
+				done += 3;
+		}
+	}
+	evil_say("fds replaced %u%s%s", done, rc ? ", then " : "", rc ? strerror(-rc) : "");
+	if (!rc)
+		rc = evil_loopback(&d, 9);
+	evil_say("outcome %s", vhost_client_alive(&d.vc) ? "alive" : "closed");
+	evil_dev_close(&d);
+	return evil_verdict(rc == 0, "after replacing %u eventfds: %s", done, strerror(-rc));
+}
+
+/* A bad chain of kind k on queue q (rx, tx or ctrl), named "q.name". */
+#define RING(q, k, name, what) { #q "." name, EVIL_BROKEN, what, run_ring, ATTACK_ARG(q, k) }
 #define rx EVIL_RXQ
 #define tx EVIL_TXQ
 #define ctrl EVIL_CTRLQ
-/* Names are "<ring>.<chain>". */
 const struct evil_attack evil_ring_attacks[] = {
-	{ "tx.head_oob", EVIL_BROKEN, "avail ring entry = ring size", run_ring, ATTACK_ARG(tx, K_HEAD_OOB) },
-	{ "tx.head_ffff", EVIL_BROKEN, "avail ring entry = 0xffff", run_ring, ATTACK_ARG(tx, K_HEAD_FFFF) },
-	{ "tx.loop_self", EVIL_BROKEN, "descriptor chained to itself", run_ring, ATTACK_ARG(tx, K_LOOP_SELF) },
-	{ "tx.loop_2", EVIL_BROKEN, "descriptor chain 0 -> 1 -> 0", run_ring, ATTACK_ARG(tx, K_LOOP_2) },
-	{ "tx.next_oob", EVIL_BROKEN, "next = ring size + 3", run_ring, ATTACK_ARG(tx, K_NEXT_OOB) },
-	{ "tx.indirect_len", EVIL_BROKEN, "indirect table of 17 bytes", run_ring, ATTACK_ARG(tx, K_IND_LEN) },
-	{ "tx.indirect_len0", EVIL_BROKEN, "indirect table of 0 bytes", run_ring, ATTACK_ARG(tx, K_IND_LEN0) },
-	{ "tx.indirect_huge", EVIL_BROKEN, "indirect table of 32769 entries", run_ring, ATTACK_ARG(tx, K_IND_HUGE) },
-	{ "tx.indirect_nested", EVIL_BROKEN, "indirect descriptor inside an indirect table", run_ring,
-	  ATTACK_ARG(tx, K_IND_NESTED) },
-	{ "tx.indirect_loop", EVIL_BROKEN, "loop inside an indirect table", run_ring, ATTACK_ARG(tx, K_IND_LOOP) },
-	{ "tx.indirect_next_oob", EVIL_BROKEN, "next beyond the indirect table", run_ring,
-	  ATTACK_ARG(tx, K_IND_NEXT_OOB) },
-	{ "tx.indirect_outside", EVIL_BROKEN, "indirect table outside shared memory", run_ring,
-	  ATTACK_ARG(tx, K_IND_OUTSIDE) },
-	{ "tx.indirect_with_next", EVIL_BROKEN, "INDIRECT and NEXT on one descriptor", run_ring,
-	  ATTACK_ARG(tx, K_IND_WITH_NEXT) },
-	{ "tx.indirect_not_negotiated", EVIL_BROKEN, "indirect descriptor without INDIRECT_DESC", run_ring,
-	  ATTACK_ARG(tx, K_IND_NOT_NEG) },
-	{ "tx.addr_outside", EVIL_BROKEN, "buffer outside shared memory", run_ring, ATTACK_ARG(tx, K_ADDR_OUTSIDE) },
-	{ "tx.addr_straddle", EVIL_BROKEN, "buffer crossing the end of shared memory", run_ring,
-	  ATTACK_ARG(tx, K_ADDR_STRADDLE) },
-	{ "tx.addr_wrap", EVIL_BROKEN, "addr + len wraps 2^64", run_ring, ATTACK_ARG(tx, K_ADDR_WRAP) },
-	{ "tx.len_sum_wrap", EVIL_BROKEN, "chain length beyond 2^32 (4 GiB region)", run_ring,
-	  ATTACK_ARG(tx, K_LEN_SUM_WRAP) },
-	{ "tx.chain_too_long", EVIL_BROKEN, "chain of 70 descriptors (more iovecs than allowed)", run_ring,
-	  ATTACK_ARG(tx, K_CHAIN_LONG) },
-	{ "tx.write_then_read", EVIL_BROKEN, "device-readable after device-writable", run_ring,
-	  ATTACK_ARG(tx, K_ORDER) },
-	{ "tx.avail_jump", EVIL_BROKEN, "avail idx ring size + 1 ahead", run_ring, ATTACK_ARG(tx, K_AVAIL_JUMP) },
+	RING(tx, K_HEAD_OOB, "head_oob", "avail ring entry = ring size"),
+	RING(tx, K_HEAD_FFFF, "head_ffff", "avail ring entry = 0xffff"),
+	RING(tx, K_LOOP_SELF, "loop_self", "descriptor chained to itself"),
+	RING(tx, K_LOOP_2, "loop_2", "descriptor chain 0 -> 1 -> 0"),
+	RING(tx, K_NEXT_OOB, "next_oob", "next = ring size + 3"),
+	RING(tx, K_IND_LEN, "indirect_len", "indirect table of 17 bytes"),
+	RING(tx, K_IND_LEN0, "indirect_len0", "indirect table of 0 bytes"),
+	RING(tx, K_IND_HUGE, "indirect_huge", "indirect table of 32769 entries"),
+	RING(tx, K_IND_NESTED, "indirect_nested", "indirect descriptor inside an indirect table"),
+	RING(tx, K_IND_LOOP, "indirect_loop", "loop inside an indirect table"),
+	RING(tx, K_IND_NEXT_OOB, "indirect_next_oob", "next beyond the indirect table"),
+	RING(tx, K_IND_OUTSIDE, "indirect_outside", "indirect table outside shared memory"),
+	RING(tx, K_IND_WITH_NEXT, "indirect_with_next", "INDIRECT and NEXT on one descriptor"),
+	RING(tx, K_IND_NOT_NEG, "indirect_not_negotiated",
+	     "indirect descriptor without INDIRECT_DESC"),
+	RING(tx, K_ADDR_OUTSIDE, "addr_outside", "buffer outside shared memory"),
+	RING(tx, K_ADDR_STRADDLE, "addr_straddle", "buffer crossing the end of shared memory"),
+	RING(tx, K_ADDR_WRAP, "addr_wrap", "addr + len wraps 2^64"),
+	RING(tx, K_LEN_SUM_WRAP, "len_sum_wrap", "chain length beyond 2^32 (4 GiB region)"),
+	RING(tx, K_CHAIN_LONG, "chain_too_long",
+	     "chain of 70 descriptors (more iovecs than allowed)"),
+	RING(tx, K_ORDER, "write_then_read", "device-readable after device-writable"),
+	RING(tx, K_AVAIL_JUMP, "avail_jump", "avail idx ring size + 1 ahead"),
 
-	{ "ctrl.head_oob", EVIL_BROKEN, "avail ring entry = ring size", run_ring, ATTACK_ARG(ctrl, K_HEAD_OOB) },
-	{ "ctrl.loop_self", EVIL_BROKEN, "descriptor chained to itself", run_ring, ATTACK_ARG(ctrl, K_LOOP_SELF) },
-	{ "ctrl.loop_2", EVIL_BROKEN, "descriptor chain 0 -> 1 -> 0", run_ring, ATTACK_ARG(ctrl, K_LOOP_2) },
-	{ "ctrl.next_oob", EVIL_BROKEN, "next = ring size + 3", run_ring, ATTACK_ARG(ctrl, K_NEXT_OOB) },
-	{ "ctrl.indirect_len", EVIL_BROKEN, "indirect table of 17 bytes", run_ring, ATTACK_ARG(ctrl, K_IND_LEN) },
-	{ "ctrl.indirect_huge", EVIL_BROKEN, "indirect table of 32769 entries", run_ring,
-	  ATTACK_ARG(ctrl, K_IND_HUGE) },
-	{ "ctrl.indirect_nested", EVIL_BROKEN, "indirect descriptor inside an indirect table", run_ring,
-	  ATTACK_ARG(ctrl, K_IND_NESTED) },
-	{ "ctrl.indirect_loop", EVIL_BROKEN, "loop inside an indirect table", run_ring,
-	  ATTACK_ARG(ctrl, K_IND_LOOP) },
-	{ "ctrl.indirect_outside", EVIL_BROKEN, "indirect table outside shared memory", run_ring,
-	  ATTACK_ARG(ctrl, K_IND_OUTSIDE) },
-	{ "ctrl.addr_outside", EVIL_BROKEN, "buffer outside shared memory", run_ring,
-	  ATTACK_ARG(ctrl, K_ADDR_OUTSIDE) },
-	{ "ctrl.addr_straddle", EVIL_BROKEN, "buffer crossing the end of shared memory", run_ring,
-	  ATTACK_ARG(ctrl, K_ADDR_STRADDLE) },
-	{ "ctrl.addr_wrap", EVIL_BROKEN, "addr + len wraps 2^64", run_ring, ATTACK_ARG(ctrl, K_ADDR_WRAP) },
-	{ "ctrl.len_sum_wrap", EVIL_BROKEN, "chain length beyond 2^32 (4 GiB region)", run_ring,
-	  ATTACK_ARG(ctrl, K_LEN_SUM_WRAP) },
-	{ "ctrl.write_then_read", EVIL_BROKEN, "device-readable after device-writable", run_ring,
-	  ATTACK_ARG(ctrl, K_ORDER) },
-	{ "ctrl.avail_jump", EVIL_BROKEN, "avail idx ring size + 1 ahead", run_ring,
-	  ATTACK_ARG(ctrl, K_AVAIL_JUMP) },
+	RING(ctrl, K_HEAD_OOB, "head_oob", "avail ring entry = ring size"),
+	RING(ctrl, K_LOOP_SELF, "loop_self", "descriptor chained to itself"),
+	RING(ctrl, K_LOOP_2, "loop_2", "descriptor chain 0 -> 1 -> 0"),
+	RING(ctrl, K_NEXT_OOB, "next_oob", "next = ring size + 3"),
+	RING(ctrl, K_IND_LEN, "indirect_len", "indirect table of 17 bytes"),
+	RING(ctrl, K_IND_HUGE, "indirect_huge", "indirect table of 32769 entries"),
+	RING(ctrl, K_IND_NESTED, "indirect_nested", "indirect descriptor inside an indirect table"),
+	RING(ctrl, K_IND_LOOP, "indirect_loop", "loop inside an indirect table"),
+	RING(ctrl, K_IND_OUTSIDE, "indirect_outside", "indirect table outside shared memory"),
+	RING(ctrl, K_ADDR_OUTSIDE, "addr_outside", "buffer outside shared memory"),
+	RING(ctrl, K_ADDR_STRADDLE, "addr_straddle", "buffer crossing the end of shared memory"),
+	RING(ctrl, K_ADDR_WRAP, "addr_wrap", "addr + len wraps 2^64"),
+	RING(ctrl, K_LEN_SUM_WRAP, "len_sum_wrap", "chain length beyond 2^32 (4 GiB region)"),
+	RING(ctrl, K_ORDER, "write_then_read", "device-readable after device-writable"),
+	RING(ctrl, K_AVAIL_JUMP, "avail_jump", "avail idx ring size + 1 ahead"),
 
-	{ "rx.head_oob", EVIL_BROKEN, "avail ring entry = ring size", run_ring, ATTACK_ARG(rx, K_HEAD_OOB) },
-	{ "rx.loop_2", EVIL_BROKEN, "descriptor chain 0 -> 1 -> 0", run_ring, ATTACK_ARG(rx, K_LOOP_2) },
-	{ "rx.next_oob", EVIL_BROKEN, "next = ring size + 3", run_ring, ATTACK_ARG(rx, K_NEXT_OOB) },
-	{ "rx.indirect_nested", EVIL_BROKEN, "indirect descriptor inside an indirect table", run_ring,
-	  ATTACK_ARG(rx, K_IND_NESTED) },
-	{ "rx.addr_outside", EVIL_BROKEN, "buffer outside shared memory", run_ring,
-	  ATTACK_ARG(rx, K_ADDR_OUTSIDE) },
-	{ "rx.addr_wrap", EVIL_BROKEN, "addr + len wraps 2^64", run_ring, ATTACK_ARG(rx, K_ADDR_WRAP) },
-	{ "rx.avail_jump", EVIL_BROKEN, "avail idx ring size + 1 ahead", run_ring, ATTACK_ARG(rx, K_AVAIL_JUMP) },
+	RING(rx, K_HEAD_OOB, "head_oob", "avail ring entry = ring size"),
+	RING(rx, K_LOOP_2, "loop_2", "descriptor chain 0 -> 1 -> 0"),
+	RING(rx, K_NEXT_OOB, "next_oob", "next = ring size + 3"),
+	RING(rx, K_IND_NESTED, "indirect_nested", "indirect descriptor inside an indirect table"),
+	RING(rx, K_ADDR_OUTSIDE, "addr_outside", "buffer outside shared memory"),
+	RING(rx, K_ADDR_WRAP, "addr_wrap", "addr + len wraps 2^64"),
+	RING(rx, K_AVAIL_JUMP, "avail_jump", "avail idx ring size + 1 ahead"),
 
-	{ "vring_addr_outside", EVIL_ALIVE, "SET_VRING_ADDR with the used ring outside shared memory",
-	  run_addr_outside, 0 },
-	{ "mem_remove_under_rings", EVIL_ALIVE, "REM_MEM_REG of the running rings' memory, then back",
-	  run_remove_under_rings, 0 },
+	{ "vring_addr_outside", EVIL_ALIVE,
+	  "SET_VRING_ADDR with the used ring outside shared memory", run_addr_outside, 0 },
+	{ "mem_remove_under_rings", EVIL_ALIVE,
+	  "REM_MEM_REG of the running rings' memory, then back", run_remove_under_rings, 0 },
+	{ "fd_churn", EVIL_ALIVE, "call/err/kick eventfds of running rings replaced 1500 times",
+	  run_fd_churn, 0 },
 	{ "mem_slots_exhaust", EVIL_SURVIVE, "ADD_MEM_REG beyond GET_MAX_MEM_SLOTS", run_slots, 0 },
-	{ "mem_shrink_sealable", EVIL_SURVIVE, "shrink the shared (sealable) memfd under the device",
-	  run_shrink, 0 },
-	{ "mem_shrink_unsealable", EVIL_SURVIVE, "truncate the shared (unsealable) memfd under the device",
-	  run_shrink, 1 },
+	{ "mem_shrink_sealable", EVIL_SURVIVE,
+	  "shrink the shared (sealable) memfd under the device", run_shrink, 0 },
+	{ "mem_shrink_unsealable", EVIL_SURVIVE,
+	  "truncate the shared (unsealable) memfd under the device", run_shrink, 1 },
 	{ "status0_stops_rings", EVIL_ALIVE, "SET_STATUS 0, then a frame on the transmit ring",
 	  run_status0, 0 },
 };
 #undef rx
 #undef tx
 #undef ctrl
+#undef RING
 const unsigned evil_ring_nattacks = sizeof(evil_ring_attacks) / sizeof(evil_ring_attacks[0]);

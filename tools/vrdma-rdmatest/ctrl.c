@@ -158,8 +158,30 @@ static bool same(const uint8_t *p, size_t n, uint32_t seed)
 	return true;
 }
 
+/* Whether some page of [p, p + n) is mapped from a memfd libvrdma made
+ * for registered memory ("vrdma-mr"), i.e. still shared with the device. */
+static bool shared_now(const void *p, size_t n)
+{
+	uintptr_t s = (uintptr_t)p, e = s + n;
+	char line[512];
+	bool found = false;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long ms, me;
+
+		if (sscanf(line, "%lx-%lx", &ms, &me) == 2 && ms < e && me > s &&
+		    strstr(line, "vrdma-mr"))
+			found = true;
+	}
+	fclose(f);
+	return found;
+}
+
 /* Register [p, p + n) and check contents survive registration and
- * deregistration. */
+ * deregistration, and that the pages are shared exactly while registered. */
 static void reg_roundtrip(struct vrdma_dev *d, uint32_t pdn, void *p, size_t n,
 			  const char *what)
 {
@@ -176,9 +198,11 @@ static void reg_roundtrip(struct vrdma_dev *d, uint32_t pdn, void *p, size_t n,
 	RT_CHECK(mr.mrn && mr.lkey && mr.rkey, "%s: mrn %u lkey %#x rkey %#x", what, mr.mrn,
 		 mr.lkey, mr.rkey);
 	RT_CHECK(same(p, n, 7), "%s: contents changed by registration", what);
+	RT_CHECK(shared_now(p, n), "%s: not shared while registered", what);
 	fill(p, n, 9);
 	RT_EQ(vrdma_mr_dereg(d, mr.mrn), 0);
 	RT_CHECK(same(p, n, 9), "%s: contents changed by deregistration", what);
+	RT_CHECK(!shared_now(p, n), "%s: still shared after deregistration", what);
 }
 
 /* A page-aligned buffer on the stack (the pages hold nothing else). */
@@ -235,8 +259,11 @@ static void t_mr(struct rt_ctx *c)
 	RT_EQ(vrdma_mr_dereg(d, m1.mrn), 0);
 	RT_EQ(vrdma_mr_dereg(d, m3.mrn), 0);
 	RT_CHECK(same(anon, 8 * PG, 3), "contents changed");
+	RT_CHECK(shared_now(anon + 100, 2 * PG), "pages of a live MR unshared");
+	RT_CHECK(!shared_now(anon + 3 * PG, 5 * PG), "pages of no MR still shared");
 	RT_EQ(vrdma_mr_dereg(d, m2.mrn), 0);
 	RT_CHECK(same(anon, 8 * PG, 3), "contents changed");
+	RT_CHECK(!shared_now(anon, 8 * PG), "still shared after the last MR");
 
 	/* A zero-based style iova (same offset in the page). */
 	RT_EQ(vrdma_mr_reg(d, pdn, heap + 100, PG, 0x10000 + ((uintptr_t)(heap + 100) & (PG - 1)),

@@ -12,12 +12,15 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "rt.h"
+#include "vhost/vhost_proto.h"
 
 #define WAIT_MS   20000
 #define BUF_LEN   (4u << 20)
@@ -760,6 +763,165 @@ static void t_errors(struct rt_ctx *c)
 	ep_fini(&b);
 }
 
+/*
+ * A front-end without the wide-index extension: rings >= 256 get no
+ * eventfds (the device polls them, and cannot interrupt them). Every QP
+ * ring is such a ring; a CQ is once its index is >= 253. Data still flows,
+ * such a CQ has no event fd, cannot be armed, and vrdma_cq_wait polls.
+ */
+static void t_no_wide_index(struct rt_ctx *c)
+{
+	struct vrdma_dev_opts o;
+	struct vrdma_cq *extra[256];
+	struct vrdma_wc wc;
+	unsigned nextra = 0, i;
+	struct ep a, b;
+	int rc;
+
+	RT_REQUIRE(c->sock[1], "needs two devices");
+	for (i = 0; i < 2; i++) {
+		vrdma_dev_close(c->dev[i]);
+		memset(&o, 0, sizeof(o));
+		o.timeout_ms = 20000;
+		o.protocol_features_off = 1ull << VHOST_USER_PROTOCOL_F_VRDMA_WIDE_INDEX;
+		c->dev[i] = vrdma_dev_open(c->sock[i], &o);
+		RT_REQUIRE(c->dev[i], "open without wide index");
+		RT_CHECK(!(vrdma_dev_protocol_features(c->dev[i]) &
+			   (1ull << VHOST_USER_PROTOCOL_F_VRDMA_WIDE_INDEX)), "still negotiated");
+	}
+	/* Push B's next CQ index past ring 255. */
+	while (nextra < 256) {
+		RT_REQUIRE(vrdma_cq_create(c->dev[1], 2, &extra[nextra]) == 0, "cq");
+		if (vrdma_vq_cq(1, vrdma_cq_num(extra[nextra++])) >= 255)
+			break;
+	}
+	RT_REQUIRE(pair_init(&a, &b, c->dev[0], c->dev[1], VIRTIO_IB_QPT_RC) == 0, "setup");
+	RT_CHECK(vrdma_vq_cq(1, vrdma_cq_num(b.cq)) >= 256, "CQ ring %u",
+		 vrdma_vq_cq(1, vrdma_cq_num(b.cq)));
+	RT_EQ(vrdma_cq_event_fd(b.cq), -1);
+	RT_EQ(vrdma_cq_arm(b.cq, VIRTIO_IB_NOTIFY_NEXT_COMPLETION), -EOPNOTSUPP);
+	RT_EQ(vrdma_cq_consume_event(b.cq), -EOPNOTSUPP);
+	send_sizes(c, &a, &b, rc_sizes, 12);
+	write_read_sizes(c, &a, &b, true);
+	/* vrdma_cq_wait polls the ring */
+	RT_REQUIRE(post_recv1(&b, 70, 0, 64) == 1, "post_recv");
+	RT_REQUIRE(post_send1(&a, 71, VIRTIO_IB_WR_SEND, 0, 0, 64, 0, 0, 0) == 0, "post");
+	rc = vrdma_cq_wait(b.cq, WAIT_MS);
+	RT_EQ(rc, 1);
+	RT_EQ(vrdma_cq_poll(b.cq, &wc, 1), 1);
+	RT_EQ(wc.wr_id, 70);
+	expect_wc(c, &a, 71, VIRTIO_IB_WC_SEND, VIRTIO_IB_WC_SUCCESS, -1, "send");
+	ep_fini(&a);
+	ep_fini(&b);
+	for (i = 0; i < nextra; i++)
+		RT_EQ(vrdma_cq_destroy(extra[i]), 0);
+	for (i = 0; i < 2; i++) {
+		vrdma_dev_close(c->dev[i]);
+		c->dev[i] = NULL;
+	}
+}
+
+/* Several threads post WRITEs to one QP while others poll its CQ: every
+ * WR completes exactly once. */
+#define MT_POSTERS 4
+#define MT_POLLERS 2
+#define MT_PER     2000
+
+struct mt {
+	struct ep *a, *b;
+	unsigned id;
+	_Atomic unsigned done;
+	_Atomic uint8_t *seen;
+	_Atomic int errors;
+};
+
+static struct mt mt_shared;
+
+static void *mt_post(void *arg)
+{
+	unsigned id = (unsigned)(uintptr_t)arg, i = 0;
+	struct mt *m = &mt_shared;
+	uint64_t end = now_ms() + 60000;
+
+	while (i < MT_PER && now_ms() < end) {
+		uint64_t wr = (uint64_t)id * MT_PER + i;
+		struct vrdma_sge s = { (uintptr_t)m->a->buf + (wr % 64) * 64, 64, m->a->mr.lkey };
+		struct vrdma_send_wr w;
+		int rc;
+
+		memset(&w, 0, sizeof(w));
+		w.wr_id = wr;
+		w.opcode = VIRTIO_IB_WR_RDMA_WRITE;
+		w.send_flags = VIRTIO_IB_SEND_SIGNALED;
+		w.num_sge = 1;
+		w.sg_list = &s;
+		w.rdma.remote_addr = (uintptr_t)m->b->buf + (wr % 64) * 64;
+		w.rdma.rkey = m->b->mr.rkey;
+		rc = vrdma_post_send(m->a->qp, &w, 1);
+		if (rc == 1)
+			i++;
+		else if (rc == -ENOMEM)
+			sched_yield();
+		else {
+			atomic_fetch_add(&m->errors, 1);
+			break;
+		}
+	}
+	return NULL;
+}
+
+static void *mt_poll(void *arg)
+{
+	struct mt *m = &mt_shared;
+	uint64_t end = now_ms() + 60000;
+	struct vrdma_wc wc[8];
+
+	(void)arg;
+	while (atomic_load(&m->done) < MT_POSTERS * MT_PER && now_ms() < end &&
+	       !atomic_load(&m->errors)) {
+		int n = vrdma_cq_poll(m->a->cq, wc, 8);
+
+		for (int i = 0; i < n; i++) {
+			if (wc[i].status || wc[i].wr_id >= MT_POSTERS * MT_PER ||
+			    atomic_fetch_add(&m->seen[wc[i].wr_id], 1))
+				atomic_fetch_add(&m->errors, 1);
+			atomic_fetch_add(&m->done, 1);
+		}
+	}
+	return NULL;
+}
+
+static void t_threads(struct rt_ctx *c)
+{
+	pthread_t t[MT_POSTERS + MT_POLLERS];
+	struct ep a, b;
+	unsigned i;
+
+	RT_REQUIRE(dev(c, 0) && dev(c, 1), "needs two devices");
+	RT_REQUIRE(pair_init(&a, &b, c->dev[0], c->dev[1], VIRTIO_IB_QPT_RC) == 0, "setup");
+	memset(&mt_shared, 0, sizeof(mt_shared));
+	mt_shared.a = &a;
+	mt_shared.b = &b;
+	mt_shared.seen = calloc(MT_POSTERS * MT_PER, 1);
+	RT_REQUIRE(mt_shared.seen, "calloc");
+	for (i = 0; i < MT_POSTERS; i++)
+		pthread_create(&t[i], NULL, mt_post, (void *)(uintptr_t)i);
+	for (i = 0; i < MT_POLLERS; i++)
+		pthread_create(&t[MT_POSTERS + i], NULL, mt_poll, NULL);
+	for (i = 0; i < MT_POSTERS + MT_POLLERS; i++)
+		pthread_join(t[i], NULL);
+	RT_EQ(atomic_load(&mt_shared.errors), 0);
+	RT_EQ(atomic_load(&mt_shared.done), MT_POSTERS * MT_PER);
+	for (i = 0; i < MT_POSTERS * MT_PER; i++)
+		if (mt_shared.seen[i] != 1) {
+			RT_CHECK(0, "wr %u completed %u times", i, (unsigned)mt_shared.seen[i]);
+			break;
+		}
+	free((void *)mt_shared.seen);
+	ep_fini(&a);
+	ep_fini(&b);
+}
+
 /* Round trips A -> B -> A of 64-byte SENDs (reported, not judged). */
 static void t_pingpong(struct rt_ctx *c)
 {
@@ -800,5 +962,7 @@ void rt_data(struct rt_ctx *c)
 	RT_RUN(c, t_events);
 	RT_RUN(c, t_queue_full_flush);
 	RT_RUN(c, t_errors);
+	RT_RUN(c, t_threads);
 	RT_RUN(c, t_pingpong);
+	RT_RUN(c, t_no_wide_index);
 }

@@ -49,6 +49,13 @@ void rt_report(struct rt_ctx *c, const char *fn)
 	fflush(stdout);
 }
 
+bool rt_selected(const char *fn)
+{
+	const char *only = getenv("RT_ONLY");
+
+	return !only || !*only || strstr(fn, only);
+}
+
 int rt_raw(struct vrdma_dev *dev, uint8_t cmd, const void *in, size_t in_len, void *out,
 	   size_t out_len)
 {

@@ -74,6 +74,8 @@ extern const char *rt_skip;
 /* Run fn(c) as test NAME. */
 #define RT_RUN(c, fn)                                                           \
 	do {                                                                    \
+		if (!rt_selected(#fn))                                          \
+			break;                                                  \
 		rt_fails = 0;                                                   \
 		rt_skip = NULL;                                                 \
 		fn(c);                                                          \
@@ -81,6 +83,8 @@ extern const char *rt_skip;
 	} while (0)
 
 void rt_report(struct rt_ctx *c, const char *fn);
+/* Whether test fn runs ($RT_ONLY: a substring of the names to run). */
+bool rt_selected(const char *fn);
 
 /* A raw RoCE command on dev: returns the ack (0 OK / 1 ERR) or -errno. */
 int rt_raw(struct vrdma_dev *dev, uint8_t cmd, const void *in, size_t in_len, void *out,
