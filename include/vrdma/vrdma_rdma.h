@@ -228,12 +228,15 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n);
 
 /*
  * Request a completion event (one-shot): VIRTIO_IB_NOTIFY_NEXT_COMPLETION
- * (the next completion) or VIRTIO_IB_NOTIFY_SOLICITED (the next solicited
- * receive or error completion). The event makes vrdma_cq_event_fd()
- * readable. Completions already in the CQ may give an event at once
- * (applications poll after arming anyway). Returns 0, -EINVAL (flags 0 or
- * unknown bits), -EOPNOTSUPP (the CQ has no event fd, see below); device
- * ERR: -EIO.
+ * (the next completion; with SOLICITED too it means the same) or
+ * VIRTIO_IB_NOTIFY_SOLICITED alone (the next solicited receive or error
+ * completion). The event makes vrdma_cq_event_fd() readable until
+ * vrdma_cq_consume_event(). NEXT_COMPLETION costs no command: it asks
+ * virtio for an interrupt at the next used entry (the spec's fast path);
+ * SOLICITED sends REQ_NOTIFY_CQ. A completion that arrives while arming may
+ * give an event at once (applications poll after arming anyway).
+ * Returns 0, -EINVAL (flags 0 or unknown bits), -EOPNOTSUPP (the CQ has no
+ * event fd, see below); device ERR (SOLICITED): -EIO.
  */
 int vrdma_cq_arm(struct vrdma_cq *cq, uint32_t flags);
 

@@ -12,11 +12,14 @@
  *
  * Events: the ring has a call eventfd (when the back-end can name the ring:
  * index < 256 or the wide-index extension). Virtio interrupts stay
- * suppressed on the ring (the poller moves the suppression point along), so
- * the device signals the eventfd only for the CQ's own arming: REQ_NOTIFY_CQ
- * is one-shot and the device disarms when it signals (docs/spec.md
- * "Completion notification"). Without an eventfd the CQ has no events and
- * vrdma_cq_wait polls the ring every millisecond.
+ * suppressed on the ring (the poller moves the suppression point along)
+ * except while armed. Arming NEXT_COMPLETION is the spec's fast path, no
+ * command: virtio's used_event (or NO_INTERRUPT) asks for an interrupt at
+ * the next used entry; the arming ends when its event is consumed. Arming
+ * SOLICITED sends REQ_NOTIFY_CQ: the device interrupts for the next
+ * solicited or error completion and disarms (docs/spec.md "Completion
+ * notification", "RDMA queues"). Without an eventfd the CQ has no events
+ * and vrdma_cq_wait polls the ring every millisecond.
  */
 #include <errno.h>
 #include <poll.h>
@@ -361,8 +364,10 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 	}
 	if (reposted) {
 		vrdma_queue_kick(cq->q);
-		/* Keep virtio's interrupt point just behind what we consumed. */
-		vq_drv_disable_cb(vq);
+		/* Keep virtio's interrupt point just behind what we consumed
+		 * (unless armed: then it marks the next completion). */
+		if (!cq->armed)
+			vq_drv_disable_cb(vq);
 	}
 	cq->wcs += (uint64_t)got;
 	if (got)
@@ -381,6 +386,30 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 	return got;
 }
 
+/*
+ * Fast "next completion" arming (docs/spec.md "RDMA queues", completion
+ * queue, fast path): ask virtio for an interrupt when the device publishes
+ * the used entry after the ones it has published now, then look again: a
+ * completion that slipped in meanwhile may have missed the request, so the
+ * event is raised here. CQ lock held.
+ */
+static void cq_arm_fast(struct vrdma_cq *cq)
+{
+	struct vq_drv *vq = &cq->q->vq;
+	uint16_t idx = __atomic_load_n(&vq->used->idx, __ATOMIC_ACQUIRE);
+
+	cq->armed = true;
+	vq->cb_enabled = false; /* the poller must not move the request */
+	if (vq->event_idx)
+		/* used_event sits after the avail ring (virtio 1.x 2.7.10) */
+		__atomic_store_n(&vq->avail->ring[vq->num], idx, __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(&vq->avail->flags, 0, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&vq->used->idx, __ATOMIC_ACQUIRE) != idx)
+		eventfd_write(cq->q->call_fd, 1);
+}
+
 int vrdma_cq_arm(struct vrdma_cq *cq, uint32_t flags)
 {
 	struct virtio_rdma_cmd_req_notify c;
@@ -394,6 +423,14 @@ int vrdma_cq_arm(struct vrdma_cq *cq, uint32_t flags)
 		return -EINVAL;
 	if (cq->q->call_fd < 0)
 		return -EOPNOTSUPP;
+	if (flags & VIRTIO_IB_NOTIFY_NEXT_COMPLETION) {
+		/* (both bits mean NEXT_COMPLETION) */
+		pthread_spin_lock(&cq->lock);
+		cq_arm_fast(cq);
+		pthread_spin_unlock(&cq->lock);
+		return 0;
+	}
+	/* SOLICITED needs the device's own arming. */
 	vrdma_dev_lock(cq->dev);
 	rc = vrdma_rdma_get(cq->dev, &r);
 	if (rc == 0) {
@@ -413,8 +450,16 @@ int vrdma_cq_consume_event(struct vrdma_cq *cq)
 
 	if (cq->q->call_fd < 0)
 		return -EOPNOTSUPP;
-	if (eventfd_read(cq->q->call_fd, &v) == 0)
+	if (eventfd_read(cq->q->call_fd, &v) == 0) {
+		/* One-shot: the fast arming is used up too. */
+		pthread_spin_lock(&cq->lock);
+		if (cq->armed) {
+			cq->armed = false;
+			vq_drv_disable_cb(&cq->q->vq);
+		}
+		pthread_spin_unlock(&cq->lock);
 		return 1;
+	}
 	return errno == EAGAIN ? 0 : -errno;
 }
 

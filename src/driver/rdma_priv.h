@@ -100,6 +100,7 @@ struct vrdma_cq {
 	uint32_t refs;            /* QPs using it (device lock) */
 	pthread_spinlock_t lock;  /* the virtqueue and qtab */
 	uint32_t empty_polls;     /* in a row */
+	bool armed;               /* fast NEXT_COMPLETION arming pending */
 	/* QPs using this CQ by QPN (open addressing, linear probing;
 	 * changed under the device lock and this lock, read under this
 	 * lock): completions retire the WRs of their work queue. */

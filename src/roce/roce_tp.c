@@ -343,8 +343,11 @@ bool roce_tp_arm(struct roce_tp *tp)
 
 	while ((q = tp->quiet)) {
 		tp->quiet = q->quiet_next;
-		if (sq_unquiet(q))
+		/* Posted while kicks were off: nobody will kick for it. */
+		if (sq_unquiet(q)) {
+			roce_tp_schedule(q);
 			pending = true;
+		}
 	}
 
 	for (tc = tp->bl_list; tc; tc = tc->bl_next) {
@@ -846,4 +849,23 @@ void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 	DUMP(f, s, neigh_queued);
 	DUMP(f, s, neigh_dropped);
 	fprintf(f, "\n");
+	/* QPs with work in progress (or waiting in their rings). */
+	for (const struct roce_tq *tq = tp->all; tq; tq = tq->all_next) {
+		const struct vhost_vring *sr = tq->sq.r, *rr = tq->rq.r;
+		uint16_t sq_avail = sr ? (uint16_t)(__atomic_load_n(&sr->vq.avail->idx,
+								     __ATOMIC_RELAXED) -
+						    sr->vq.last_avail_idx) : 0;
+
+		if (tq->sq_head == tq->sq_tail && !sq_avail && !tq->res_active &&
+		    !tq->on_runq && !tq->rnr_wait)
+			continue;
+		fprintf(f, "  roce qp 0x%x state %u sq %u/%u/%u avail %u%s%s psn 0x%x una 0x%x "
+			"rd_out %u%s%s%s%s rq %s epsn 0x%x res %u\n", tq->qp->qpn,
+			tq->qp->attr.qp_state, tq->sq_head, tq->sq_cur, tq->sq_tail, sq_avail,
+			sr ? (sr->vq.notify_enabled ? " kicks" : " quiet") : " no-ring",
+			tq->sq.polled ? " polled" : "", tq->sq_psn, tq->una, tq->rd_out,
+			tq->on_runq ? " runq" : "", tq->rnr_wait ? " rnr" : "",
+			tq->stalled ? " stalled" : "", tq->quiet ? " q" : "",
+			rr ? (tq->rwqe->valid ? "held" : "ok") : "no-ring", tq->epsn, tq->res_active);
+	}
 }

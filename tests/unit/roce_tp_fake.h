@@ -44,6 +44,7 @@ struct fk_ring {
 	uint32_t next_buf;
 	bool kickable;
 	uint64_t calls, forced;    /* interrupts the device raised */
+	uint64_t kicks;            /* kicks the driver sent */
 	uint64_t used;             /* used entries consumed by the driver */
 };
 
@@ -391,8 +392,10 @@ static inline struct fk_ring *fk_ring_setup(struct fk_dev *d, uint32_t idx, uint
 /* Publish what was added; kick the device if it asks (and can be kicked). */
 static inline void fk_ring_publish(struct fk_dev *d, struct fk_ring *fr)
 {
-	if (vq_drv_kick_prepare(&fr->drv) && fr->kickable)
+	if (vq_drv_kick_prepare(&fr->drv) && fr->kickable) {
+		fr->kicks++;
 		roce_tp_ring_kick(d->tp, &fr->r);
+	}
 }
 
 static inline uint8_t *fk_ring_buf(struct fk_ring *fr)

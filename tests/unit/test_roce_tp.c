@@ -1325,6 +1325,43 @@ static void test_polled_rings_traffic(void)
 	pair_fini(&p);
 }
 
+/* While the device serves a send ring it suppresses its kicks; a WR posted
+ * then (no kick) must still be found when the loop is about to sleep. */
+static void test_quiet_send_ring(void)
+{
+	struct virtio_rdma_cq_req wc[4];
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+	uint64_t kicks;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	pair_init(&p, &c);
+	bufs_init(&p, &b, 65536);
+	REQUIRE(post_simple(&p, 1, VIRTIO_IB_WR_RDMA_WRITE, &b.la, 3000, (uintptr_t)b.lb.buf,
+			    b.lb.rkey) == 0);
+	/* The pollers run, the loop never sleeps: WR 1 is taken (kicks
+	 * off), sent, acknowledged and completed. */
+	for (int i = 0; i < 4; i++) {
+		roce_tp_poll(p.a->tp);
+		roce_tp_poll(p.b->tp);
+	}
+	REQUIRE(fk_poll_cq(p.a, p.cqa, wc, 4) == 1);
+	CHECK_EQ(wc[0].wr_id, 1);
+	CHECK(!p.qa.sq->r.vq.notify_enabled);
+	/* the driver posts WR 2 and is told not to kick */
+	kicks = p.qa.sq->kicks;
+	REQUIRE(post_simple(&p, 2, VIRTIO_IB_WR_RDMA_WRITE, &b.la, 100, (uintptr_t)b.lb.buf,
+			    b.lb.rkey) == 0);
+	CHECK_EQ(p.qa.sq->kicks, kicks);
+	/* about to sleep: kicks back on, and the WR found */
+	CHECK(roce_tp_arm(p.a->tp));
+	CHECK(p.qa.sq->r.vq.notify_enabled);
+	REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 1) == 1);
+	CHECK_EQ(wc[0].wr_id, 2);
+	pair_fini(&p);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -1340,6 +1377,7 @@ int main(int argc, char **argv)
 	RUN(test_gsi);
 	RUN(test_reset_and_ring_stop);
 	RUN(test_polled_rings_traffic);
+	RUN(test_quiet_send_ring);
 	RUN(test_rc_loopback);
 	RUN(test_rc_sges_inline);
 	RUN(test_rc_sizes_ipv6);

@@ -236,6 +236,21 @@ static int wait_wc(struct rt_ctx *c, struct ep *e, struct vrdma_wc *wc)
 	}
 }
 
+#include "driver/rdma_priv.h"
+static void dump_vq(const char *n, struct vq_drv *vq)
+{
+	printf("#   %s: num %u free %u avail_idx %u(shared %u) last_kick %u last_used %u used %u "
+	       "used_flags %u avail_event %u used_event %u cb %d\n", n, vq->num, vq->num_free,
+	       vq->avail_idx, vq->avail->idx, vq->last_kick_idx, vq->last_used_idx, vq->used->idx,
+	       vq->used->flags, ((volatile uint16_t *)vq->avail)[2 + vq->num + 0] * 0 +
+	       *(volatile uint16_t *)((char *)vq->used + 4 + 8 * vq->num),
+	       *(volatile uint16_t *)((char *)vq->avail + 4 + 2 * vq->num), vq->cb_enabled);
+}
+#define DBG_DUMP(e) do { dump_vq("sq", &(e)->qp->sq.q->vq); dump_vq("rq", &(e)->qp->rq.q->vq); \
+	dump_vq("cq", &(e)->cq->q->vq); printf("#   sq log %u..%u nfree %u; rq log %u..%u nfree %u\n", \
+	(unsigned)(e)->qp->sq.log_head, (unsigned)(e)->qp->sq.log_tail, (e)->qp->sq.nfree, \
+	(unsigned)(e)->qp->rq.log_head, (unsigned)(e)->qp->rq.log_tail, (e)->qp->rq.nfree); } while (0)
+
 /* Wait for a completion and check it. */
 static bool expect_wc(struct rt_ctx *c, struct ep *e, uint64_t wr_id, uint8_t opcode,
 		      uint8_t status, int64_t byte_len, const char *what)
@@ -244,8 +259,10 @@ static bool expect_wc(struct rt_ctx *c, struct ep *e, uint64_t wr_id, uint8_t op
 	int rc = wait_wc(c, e, &wc);
 
 	RT_CHECK(rc == 1, "%s: no completion (%d)", what, rc);
-	if (rc != 1)
+	if (rc != 1) {
+		DBG_DUMP(e);
 		return false;
+	}
 	RT_CHECK(wc.wr_id == wr_id, "%s: wr_id %#" PRIx64 " != %#" PRIx64, what, wc.wr_id, wr_id);
 	RT_CHECK(wc.status == status, "%s: status %u != %u (vendor_err %u)", what, wc.status,
 		 status, wc.vendor_err);
@@ -935,8 +952,11 @@ static void t_pingpong(struct rt_ctx *c)
 	for (i = 0; i < n; i++) {
 		RT_REQUIRE(post_recv1(&b, 1, 0, 64) == 1 && post_recv1(&a, 2, 0, 64) == 1, "recv");
 		RT_REQUIRE(post_send1(&a, 3, VIRTIO_IB_WR_SEND, 0, 64, 64, 0, 0, 0) == 0, "send");
-		if (!expect_wc(c, &b, 1, VIRTIO_IB_WC_RECV, 0, 64, "ping"))
+		if (!expect_wc(c, &b, 1, VIRTIO_IB_WC_RECV, 0, 64, "ping")) {
+			printf("# A:\n");
+			DBG_DUMP(&a);
 			break;
+		}
 		RT_REQUIRE(post_send1(&b, 4, VIRTIO_IB_WR_SEND, 0, 64, 64, 0, 0, 0) == 0, "send");
 		if (!expect_wc(c, &b, 4, VIRTIO_IB_WC_SEND, 0, -1, "pong sent") ||
 		    !expect_wc(c, &a, 3, VIRTIO_IB_WC_SEND, 0, -1, "ping sent") ||
