@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "driver/rdma_priv.h"
 #include "rt.h"
 #include "vhost/vhost_proto.h"
 
@@ -236,20 +237,31 @@ static int wait_wc(struct rt_ctx *c, struct ep *e, struct vrdma_wc *wc)
 	}
 }
 
-#include "driver/rdma_priv.h"
-static void dump_vq(const char *n, struct vq_drv *vq)
+/* On a stall: the driver's view of an endpoint's rings (libvrdma
+ * internals), to tell a lost kick from a lost completion. */
+static void dump_vq(const char *n, const struct vq_drv *vq)
 {
-	printf("#   %s: num %u free %u avail_idx %u(shared %u) last_kick %u last_used %u used %u "
-	       "used_flags %u avail_event %u used_event %u cb %d\n", n, vq->num, vq->num_free,
-	       vq->avail_idx, vq->avail->idx, vq->last_kick_idx, vq->last_used_idx, vq->used->idx,
-	       vq->used->flags, ((volatile uint16_t *)vq->avail)[2 + vq->num + 0] * 0 +
-	       *(volatile uint16_t *)((char *)vq->used + 4 + 8 * vq->num),
-	       *(volatile uint16_t *)((char *)vq->avail + 4 + 2 * vq->num), vq->cb_enabled);
+	const volatile uint16_t *used_event =
+		(const volatile uint16_t *)((const char *)vq->avail + 4 + 2 * vq->num);
+	const volatile uint16_t *avail_event =
+		(const volatile uint16_t *)((const char *)vq->used + 4 + 8 * vq->num);
+
+	printf("#   %s: num %u free %u avail %u (published %u, kicked at %u) used %u/%u "
+	       "avail_event %u used_event %u\n", n, vq->num, vq->num_free, vq->avail_idx,
+	       vq->avail->idx, vq->last_kick_idx, vq->last_used_idx, vq->used->idx, *avail_event,
+	       *used_event);
 }
-#define DBG_DUMP(e) do { dump_vq("sq", &(e)->qp->sq.q->vq); dump_vq("rq", &(e)->qp->rq.q->vq); \
-	dump_vq("cq", &(e)->cq->q->vq); printf("#   sq log %u..%u nfree %u; rq log %u..%u nfree %u\n", \
-	(unsigned)(e)->qp->sq.log_head, (unsigned)(e)->qp->sq.log_tail, (e)->qp->sq.nfree, \
-	(unsigned)(e)->qp->rq.log_head, (unsigned)(e)->qp->rq.log_tail, (e)->qp->rq.nfree); } while (0)
+
+static void dump_ep(const char *name, const struct ep *e)
+{
+	printf("# %s:\n", name);
+	dump_vq("sq", &e->qp->sq.q->vq);
+	dump_vq("rq", &e->qp->rq.q->vq);
+	dump_vq("cq", &e->cq->q->vq);
+	printf("#   sq log %u..%u free %u; rq log %u..%u free %u\n",
+	       (unsigned)e->qp->sq.log_head, (unsigned)e->qp->sq.log_tail, e->qp->sq.nfree,
+	       (unsigned)e->qp->rq.log_head, (unsigned)e->qp->rq.log_tail, e->qp->rq.nfree);
+}
 
 /* Wait for a completion and check it. */
 static bool expect_wc(struct rt_ctx *c, struct ep *e, uint64_t wr_id, uint8_t opcode,
@@ -260,7 +272,7 @@ static bool expect_wc(struct rt_ctx *c, struct ep *e, uint64_t wr_id, uint8_t op
 
 	RT_CHECK(rc == 1, "%s: no completion (%d)", what, rc);
 	if (rc != 1) {
-		DBG_DUMP(e);
+		dump_ep("this endpoint", e);
 		return false;
 	}
 	RT_CHECK(wc.wr_id == wr_id, "%s: wr_id %#" PRIx64 " != %#" PRIx64, what, wc.wr_id, wr_id);
@@ -953,8 +965,7 @@ static void t_pingpong(struct rt_ctx *c)
 		RT_REQUIRE(post_recv1(&b, 1, 0, 64) == 1 && post_recv1(&a, 2, 0, 64) == 1, "recv");
 		RT_REQUIRE(post_send1(&a, 3, VIRTIO_IB_WR_SEND, 0, 64, 64, 0, 0, 0) == 0, "send");
 		if (!expect_wc(c, &b, 1, VIRTIO_IB_WC_RECV, 0, 64, "ping")) {
-			printf("# A:\n");
-			DBG_DUMP(&a);
+			dump_ep("A", &a);
 			break;
 		}
 		RT_REQUIRE(post_send1(&b, 4, VIRTIO_IB_WR_SEND, 0, 64, 64, 0, 0, 0) == 0, "send");
