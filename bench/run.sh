@@ -449,7 +449,8 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
 # perftest_once MODE TEST SIZE KIND ARGS...: one server/client pair (repeat
 # $run); records its table, the daemon's retransmits and CPU share, or the
-# error. Returns 1 if the daemon died.
+# error. Returns 0 on success, 1 on a failure, 2 on a hang (timeout), 3 if
+# the daemon died.
 perftest_once() {
 	local m=$1 t=$2 s=$3 kind=$4 retx0 before after wall0 wall1
 	shift 4
@@ -473,9 +474,10 @@ perftest_once() {
 	# A dead daemon fails everything after it.
 	if ! kill -0 "$daemon_pid" 2>/dev/null; then
 		rec vrdma "$m" - - error "daemon died: $(last_line "$out/logs/daemon.$m.log")"
-		return 1
+		return 3
 	fi
-	return 0
+	case $pair_reason in *"timed out"*) return 2 ;; esac
+	return 1
 }
 
 run_perftest() {
@@ -496,8 +498,11 @@ run_perftest() {
 			else
 				args+=(-s "$s" -n "$BENCH_LAT_ITERS")
 			fi
+			# A pair that hung is not repeated (each hang costs
+			# BENCH_PAIR_TIMEOUT); a dead daemon ends this mode.
 			for run in $(seq "$BENCH_REPEAT"); do
-				perftest_once "$m" "$t" "$s" "$kind" "${args[@]}" || { run=1; return; }
+				perftest_once "$m" "$t" "$s" "$kind" "${args[@]}"
+				case $? in 2) break ;; 3) run=1; return ;; esac
 			done
 			run=1
 		done

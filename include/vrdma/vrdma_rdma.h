@@ -100,27 +100,20 @@ struct vrdma_port_attr {
 				   * payload + 84 header bytes fit mtu */
 };
 
-/* Port attributes. Returns 0; device ERR: -EIO. */
+/* Port attributes (QUERY_PORT is sent each time). Returns 0; device ERR:
+ * -EIO. */
 int vrdma_query_port(struct vrdma_dev *dev, struct vrdma_port_attr *attr);
 
 /*
  * GID table entry index (all RoCE v2 GIDs) into gid[16]. Index 0 is the
- * link-local GID fe80::<EUI-64 of the MAC>; 2..gid_tbl_len-1 are what
- * vrdma_gid_add() set. Index 1 is the device's IPv4-mapped GID, which the
- * seed gives a driver no command to read: it is returned once known through
- * vrdma_gid_set_ipv4(), otherwise the entry reads as empty.
- * Returns 0, -ENODATA (empty entry), -EINVAL (index >= gid_tbl_len).
+ * link-local GID fe80::<EUI-64 of the MAC>; index 1 the IPv4-mapped GID
+ * ::ffff:a.b.c.d of the device's IPv4 address, as QUERY_PORT reported it
+ * (gid1_ipv4; at the first RDMA call and at each vrdma_query_port); 2 ..
+ * gid_tbl_len-1 are what vrdma_gid_add() set. No command is sent.
+ * Returns 0, -ENODATA (empty entry: e.g. index 1 of a device without IPv4
+ * address), -EINVAL (index >= gid_tbl_len).
  */
 int vrdma_gid_query(struct vrdma_dev *dev, uint32_t index, uint8_t gid[16]);
-
-/*
- * Tell the library the IPv4 address (4 bytes, network order) the device was
- * given (its GID index 1), or forget it (addr NULL). Checked against the
- * device: an address handle with source GID 1 and an IPv4 destination must
- * be accepted, otherwise the device has no IPv4 GID. Returns 0, -ENODATA
- * (the device has no IPv4 GID).
- */
-int vrdma_gid_set_ipv4(struct vrdma_dev *dev, const uint8_t addr[4]);
 
 /*
  * ADD_GID: set entry index (2..gid_tbl_len-1) to gid. Adding the GID an

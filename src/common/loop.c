@@ -46,6 +46,7 @@ struct loop {
 	int heap_len, heap_cap;
 
 	unsigned poll_us;
+	bool have_pwait2;
 	uint64_t last_work_ns;
 	bool armed;
 	bool stop;
@@ -71,6 +72,7 @@ struct loop *loop_new(void)
 		return NULL;
 	}
 	l->poll_us = 0;
+	l->have_pwait2 = true;
 	return l;
 }
 
@@ -391,7 +393,21 @@ int loop_run_once(struct loop *l, int64_t max_wait_ns)
 	else
 		timeout_ms = (int)((wait_ns + 999999) / 1000000);
 
-	n = epoll_wait(l->epfd, evs, LOOP_MAX_EVENTS, timeout_ms);
+	/* Nanosecond timeouts where the kernel has epoll_pwait2 (Linux 5.11):
+	 * transport timers (RNR waits, short retransmit timeouts, kick-less
+	 * ring polling) are shorter than a millisecond. */
+	if (l->have_pwait2 && wait_ns > 0) {
+		struct timespec ts = { .tv_sec = wait_ns / 1000000000,
+				       .tv_nsec = wait_ns % 1000000000 };
+
+		n = epoll_pwait2(l->epfd, evs, LOOP_MAX_EVENTS, &ts, NULL);
+		if (n < 0 && errno == ENOSYS) {
+			l->have_pwait2 = false;
+			n = epoll_wait(l->epfd, evs, LOOP_MAX_EVENTS, timeout_ms);
+		}
+	} else {
+		n = epoll_wait(l->epfd, evs, LOOP_MAX_EVENTS, timeout_ms);
+	}
 	if (l->armed)
 		disarm_pollers(l);
 	if (n < 0) {

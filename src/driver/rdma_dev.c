@@ -90,6 +90,16 @@ static void rdma_dev_destroy(struct vrdma_dev *dev)
 	rdma_state_free(r);
 }
 
+/* GID 1 from a QUERY_PORT ack: its gid1_ipv4 bytes (zeros: no IPv4 GID;
+ * a seed device leaves them zero too). */
+static void rdma_port_ipv4(struct vrdma_rdma *r, const struct virtio_rdma_ack_query_port *p)
+{
+	static const uint8_t zero[4];
+
+	r->ipv4_known = memcmp(p->gid1_ipv4, zero, 4) != 0;
+	memcpy(r->ipv4, p->gid1_ipv4, 4);
+}
+
 /* Send QUERY_DEVICE and QUERY_PORT and check the answers. */
 static int rdma_fetch_attrs(struct vrdma_rdma *r)
 {
@@ -131,6 +141,7 @@ static int rdma_fetch_attrs(struct vrdma_rdma *r)
 		a->max_cqe = 32768;
 	r->gid_tbl_len = le32toh(p.gid_tbl_len);
 	r->max_msg_sz = le32toh(p.max_msg_sz);
+	rdma_port_ipv4(r, &p);
 	if (r->gid_tbl_len > VRDMA_RDMA_MAX_GIDS) {
 		LOG_PEER("vrdma: device GID table of %u entries, using %u", r->gid_tbl_len,
 			 VRDMA_RDMA_MAX_GIDS);
@@ -226,6 +237,17 @@ int vrdma_query_port(struct vrdma_dev *dev, struct vrdma_port_attr *attr)
 	rc = rdma_enter(dev, &r);
 	if (rc)
 		return rc;
+	{
+		struct virtio_rdma_ack_query_port p;
+
+		/* Fresh: the link and GID 1 may change. */
+		rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_QUERY_PORT, NULL, 0, &p, sizeof(p));
+		if (rc) {
+			vrdma_dev_unlock(dev);
+			return rc > 0 ? -EIO : rc;
+		}
+		rdma_port_ipv4(r, &p);
+	}
 	memset(attr, 0, sizeof(*attr));
 	attr->gid_tbl_len = r->gid_tbl_len;
 	attr->max_msg_sz = r->max_msg_sz;
@@ -308,63 +330,6 @@ int vrdma_gid_query(struct vrdma_dev *dev, uint32_t index, uint8_t gid[16])
 	} else {
 		rc = -ENODATA;
 	}
-	vrdma_dev_unlock(dev);
-	return rc;
-}
-
-int vrdma_gid_set_ipv4(struct vrdma_dev *dev, const uint8_t addr[4])
-{
-	struct virtio_rdma_ack_create_pd pa;
-	struct virtio_rdma_cmd_destroy_pd pd;
-	struct virtio_rdma_cmd_create_ah ca;
-	struct virtio_rdma_ack_create_ah aa;
-	struct virtio_rdma_cmd_destroy_ah da;
-	struct vrdma_rdma *r;
-	int rc, rc2;
-
-	rc = rdma_enter(dev, &r);
-	if (rc)
-		return rc;
-	if (!addr) {
-		r->ipv4_known = false;
-		vrdma_dev_unlock(dev);
-		return 0;
-	}
-	/* Probe: an AH from source GID 1 to an IPv4 destination is valid only
-	 * if GID 1 exists and is IPv4-mapped. The PD and AH live for the two
-	 * commands only. */
-	rc = -ENOMEM;
-	if (r->npds >= r->attr.max_pd || r->nahs >= r->attr.max_ah || r->gid_tbl_len < 2)
-		goto out;
-	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_CREATE_PD, NULL, 0, &pa, sizeof(pa));
-	if (rc) {
-		rc = rc > 0 ? -ENOMEM : rc;
-		goto out;
-	}
-	memset(&ca, 0, sizeof(ca));
-	ca.pdn = pa.pdn;
-	gid_ipv4(addr, ca.ah_attr.grh.dgid);
-	ca.ah_attr.grh.sgid_index = 1;
-	ca.ah_attr.grh.hop_limit = 64;
-	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_CREATE_AH, &ca, sizeof(ca), &aa, sizeof(aa));
-	if (rc == 0) {
-		da.pdn = pa.pdn;
-		da.ah = aa.ah;
-		rc2 = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_AH, &da, sizeof(da), NULL, 0);
-		if (rc2)
-			LOG_WARN("vrdma: GID probe: DESTROY_AH failed (%d)", rc2);
-	}
-	pd.pdn = pa.pdn;
-	rc2 = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_PD, &pd, sizeof(pd), NULL, 0);
-	if (rc2)
-		LOG_WARN("vrdma: GID probe: DESTROY_PD failed (%d)", rc2);
-	if (rc > 0) {
-		rc = -ENODATA;
-	} else if (rc == 0) {
-		memcpy(r->ipv4, addr, 4);
-		r->ipv4_known = true;
-	}
-out:
 	vrdma_dev_unlock(dev);
 	return rc;
 }

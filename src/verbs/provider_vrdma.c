@@ -14,15 +14,12 @@
  * process is using waits in the listen backlog: after PROBE_TIMEOUT_MS the
  * MAC is left zero (GUID unknown) and discovery goes on.
  *
- * GID index 1 (the device's IPv4-mapped GID) cannot be read by a driver
- * (the seed has no command for it): VRDMA_IPV4=ADDR[:ADDR...] gives the
- * address of device i (checked against the device at open, see
- * vrdma_gid_set_ipv4); without it GID 1 reads as empty.
+ * GIDs: index 0 from the MAC, index 1 from the IPv4 address QUERY_PORT
+ * reports (vrdma_gid_query), 2.. as added.
  *
  * Not supported by the device (left NULL, so EOPNOTSUPP): async events,
  * destination MAC resolution (the device resolves), multicast, SRQs.
  */
-#include <arpa/inet.h>
 #include <linux/virtio_net.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -128,33 +125,9 @@ static int prov_discover(struct vrdma_prov_dev_info *devs, int max)
 	return k;
 }
 
-/* The i-th address of VRDMA_IPV4 into a. Returns true if there is one. */
-static bool prov_env_ipv4(unsigned i, uint8_t a[4])
-{
-	const char *e = getenv("VRDMA_IPV4");
-	char buf[64];
-
-	while (e && *e) {
-		const char *end = strchr(e, ':');
-		size_t len = end ? (size_t)(end - e) : strlen(e);
-
-		if (i == 0) {
-			if (len >= sizeof(buf))
-				return false;
-			memcpy(buf, e, len);
-			buf[len] = '\0';
-			return inet_pton(AF_INET, buf, a) == 1;
-		}
-		i--;
-		e = end ? end + 1 : NULL;
-	}
-	return false;
-}
-
 static int prov_open(const struct vrdma_prov_dev_info *info, struct vrdma_prov_dev **out)
 {
 	struct vrdma_prov_dev *d;
-	uint8_t ip[4];
 
 	d = calloc(1, sizeof(*d));
 	if (!d)
@@ -173,8 +146,6 @@ static int prov_open(const struct vrdma_prov_dev_info *info, struct vrdma_prov_d
 		free(d);
 		return -ENODEV;
 	}
-	if (prov_env_ipv4((unsigned)info->priv, ip))
-		vrdma_gid_set_ipv4(d->dev, ip);
 	pthread_mutex_lock(&prov_lock);
 	d->next = prov_open_devs;
 	prov_open_devs = d;

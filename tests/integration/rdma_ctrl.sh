@@ -21,6 +21,7 @@ RUN="$VRDMA_BUILD/bin/vrdma-run"
 LIB="$VRDMA_BUILD/lib/libibverbs.so.1"
 MAC_A=02:00:00:00:0b:01
 MAC_B=02:00:00:00:0b:02
+MAC_C=02:00:00:00:0b:03
 
 for f in "$DAEMON" "$RT"; do
 	if [ ! -x "$f" ]; then
@@ -38,14 +39,16 @@ if objdump -T "$DAEMON" 2>/dev/null | grep -q __asan_init ||
 	RSS_KB=16384
 fi
 
-# start_daemon NAME OPTS...: a daemon with devices a and b; sets PID.
+# start_daemon NAME OPTS...: a daemon with devices a and b (IPv4
+# addresses) and c (none); sets PID.
 start_daemon() {
 	local name=$1
 	shift
 	rm -f "$T_TMP/$name.pid"
 	bg "$DAEMON" -q --pidfile "$T_TMP/$name.pid" 2>"$T_TMP/$name.log" \
 		--device "socket=$T_TMP/$name-a.sock,mac=$MAC_A,ip=10.9.0.1/24$1" \
-		--device "socket=$T_TMP/$name-b.sock,mac=$MAC_B,ip=10.9.0.2/24$1"
+		--device "socket=$T_TMP/$name-b.sock,mac=$MAC_B,ip=10.9.0.2/24$1" \
+		--device "socket=$T_TMP/$name-c.sock,mac=$MAC_C$1"
 	if ! wait_for_file "$T_TMP/$name.pid"; then
 		not_ok "$name.daemon_started" "no pid file"
 		return 1
@@ -106,7 +109,7 @@ if start_daemon main ""; then
 		else
 			not_ok ibv_devices "$out"
 		fi
-		out=$(VRDMA_IPV4=10.9.0.1 vrun -s "$T_TMP/main-a.sock" -- ibv_devinfo -v 2>&1)
+		out=$(vrun -s "$T_TMP/main-a.sock" -- ibv_devinfo -v 2>&1)
 		rc=$?
 		miss=
 		for pat in 'hca_id:\s+vrdma0' 'node_guid:\s+0000:00ff:fe00:0b01' \
@@ -122,9 +125,9 @@ if start_daemon main ""; then
 		else
 			not_ok ibv_devinfo "rc=$rc missing:$miss" "$out"
 		fi
-		# Without VRDMA_IPV4 only the link-local GID is listed.
-		out=$(vrun -s "$T_TMP/main-b.sock" -- ibv_devinfo -v 2>&1)
-		if echo "$out" | grep -Eq 'GID\[\s*0\]:\s+fe80::ff:fe00:b02' &&
+		# A device without an IPv4 address lists the link-local GID only.
+		out=$(vrun -s "$T_TMP/main-c.sock" -- ibv_devinfo -v 2>&1)
+		if echo "$out" | grep -Eq 'GID\[\s*0\]:\s+fe80::ff:fe00:b03' &&
 		   ! echo "$out" | grep -q 'GID\[ *1\]'; then
 			ok ibv_devinfo_no_ipv4
 		else

@@ -8,7 +8,9 @@
  *
  * Waiting: --events sleeps on the CQ's event fd (vrdma_cq_wait: arm, sleep,
  * consume); otherwise the CQ is polled. Every wait gives up after
- * WAIT_MS (a failure, never a synchronisation).
+ * WAIT_MS (a failure, never a synchronisation); then the endpoint's rings
+ * are printed as libvrdma sees them (its internals: driver/rdma_priv.h) to
+ * tell a lost kick from a lost completion.
  */
 #include <errno.h>
 #include <poll.h>
