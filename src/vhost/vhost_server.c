@@ -57,6 +57,7 @@
 #include "vhost/vhost_server.h"
 
 #include <errno.h>
+#include <linux/virtio_config.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,6 +150,8 @@ struct vhost_server {
 	bool pf_negotiated;       /* VHOST_USER_F_PROTOCOL_FEATURES acked */
 	uint64_t pf;              /* acked protocol features */
 	uint8_t status;           /* last SET_STATUS */
+	bool status_halted;       /* SET_STATUS 0 stopped the rings: none starts
+				   * again before DRIVER_OK or a ring message */
 	uint8_t dev_status;       /* device-set bits */
 	uint32_t mtu;
 
@@ -492,7 +495,7 @@ static int vs_ring_try_start(struct vhost_server *s, struct vring_slot *v)
 
 	if (v->list == VS_LIST_WAITING)
 		vs_list_del(s, v);
-	if (!vs_ring_ready(r))
+	if (!vs_ring_ready(r) || s->status_halted)
 		return 0;
 	s->steps += VS_COST_TRY;
 	s->stats.ring_start_attempts++;
@@ -679,6 +682,7 @@ static void vs_reset_device(struct vhost_server *s)
 	s->features_set = false;
 	s->pf_negotiated = false;
 	s->status = 0;
+	s->status_halted = false;
 	s->dev_status = 0;
 }
 
@@ -737,6 +741,7 @@ void vhost_server_disconnect(struct vhost_server *s, const char *why)
 	s->pf_negotiated = false;
 	s->pf = 0;
 	s->status = 0;
+	s->status_halted = false;
 	s->dev_status = 0;
 	s->mtu = 0;
 	s->connected = false;
@@ -977,6 +982,7 @@ static int vs_set_vring_num(struct vhost_server *s, struct vhost_user_msg *msg,
 	vs_ring_stop(s, v);
 	v->r.num = (uint16_t)num;
 	v->warned = false;
+	s->status_halted = false; /* the front-end sets rings up again */
 	return vs_ring_try_start(s, v) ? VH_BAD : VH_OK;
 }
 
@@ -1007,6 +1013,7 @@ static int vs_set_vring_addr(struct vhost_server *s, struct vhost_user_msg *msg,
 	if (!vs_kickable(s, v->r.idx))
 		v->r.kick_set = true; /* no kick message can reach this ring */
 	v->warned = false;
+	s->status_halted = false; /* the front-end sets rings up again */
 	return vs_ring_try_start(s, v) ? VH_BAD : VH_OK;
 }
 
@@ -1024,6 +1031,7 @@ static int vs_set_vring_base(struct vhost_server *s, struct vhost_user_msg *msg,
 		return VH_BAD;
 	vs_ring_stop(s, v);
 	v->r.base = (uint16_t)msg->payload.state.num;
+	s->status_halted = false; /* the front-end sets rings up again */
 	return vs_ring_try_start(s, v) ? VH_BAD : VH_OK;
 }
 
@@ -1139,6 +1147,7 @@ static int vs_set_vring_fd(struct vhost_server *s, struct vhost_user_msg *msg,
 	vs_ring_stop(s, v);
 	vs_ring_fd_set(s, &r->kick_fd, fd);
 	r->kick_set = true;
+	s->status_halted = false; /* the front-end sets rings up again */
 	return vs_ring_try_start(s, v) ? VH_BAD : VH_OK;
 }
 
@@ -1161,6 +1170,7 @@ static int vs_set_vring_enable(struct vhost_server *s, struct vhost_user_msg *ms
 		vs_list_del(s, v);
 		return VH_OK;
 	}
+	s->status_halted = false; /* the front-end sets rings up again */
 	return vs_ring_try_start(s, v) ? VH_BAD : VH_OK;
 }
 
@@ -1240,15 +1250,30 @@ static int vs_set_config(struct vhost_server *s, struct vhost_user_msg *msg,
 static int vs_set_status(struct vhost_server *s, struct vhost_user_msg *msg,
 			 int *fds, int nfds)
 {
+	uint8_t old;
+
 	(void)fds;
 	(void)nfds;
 	if (msg->payload.u64 > 0xff)
 		return vs_bad(s, msg, "status > 0xff");
+	old = s->status;
 	s->status = (uint8_t)msg->payload.u64;
 	if (s->status == 0)
 		s->dev_status = 0; /* a reset clears DEVICE_NEEDS_RESET */
+	if (s->status == 0 && old != 0) {
+		/* Writing 0 resets the device: it must stop consuming buffers.
+		 * Rings keep their configuration and base (GET_VRING_BASE still
+		 * answers) and start again on DRIVER_OK or a ring message. */
+		vs_stop_all(s);
+		s->status_halted = true;
+	}
 	if (s->ops.set_status)
 		s->ops.set_status(s->ctx, s->status);
+	if (s->status_halted && (s->status & VIRTIO_CONFIG_S_DRIVER_OK)) {
+		s->status_halted = false;
+		if (vs_start_all(s))
+			return VH_BAD;
+	}
 	return VH_OK;
 }
 

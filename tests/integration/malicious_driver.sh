@@ -48,11 +48,7 @@ LOG="$T_TMP/daemon.err"
 PAIR_COUNT=20000
 # Attacks whose failure is a known deviation, reported as "skip" with the
 # reason (the daemon survives them; see the comment at the top).
-declare -A KNOWN=(
-	[status0_stops_rings]="SET_STATUS 0 leaves the rings running: the device keeps consuming\
- buffers after a virtio reset (QEMU stops rings with GET_VRING_BASE right after; a driver\
- that does not is not protected)"
-)
+declare -A KNOWN=()
 
 # The binaries are copied first: a rebuild of the tree during the run must not
 # swap them under the test.
