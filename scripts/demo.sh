@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# make demo: start the backend with two devices on the built-in switch and run
-# a program through them. Everything it starts is stopped on exit.
+# make demo: start the backend with two devices on the built-in switch, pass
+# Ethernet frames between them, then run an unmodified verbs program
+# (Debian's ibv_rc_pingpong) through them. Everything it starts is stopped on
+# exit.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin="$top/build/bin"
@@ -38,6 +40,22 @@ wait "$rx"
 
 echo "== device 0 reaching itself (loopback through the switch)"
 "$bin/vrdma-netcat" --socket "$dir/vrdma0.sock" loopback --count 1000
+
+echo "== an unmodified verbs program: Debian's ibv_rc_pingpong, server on device 1, client on device 0"
+echo "   (vrdma-run puts our libibverbs.so.1 first; GID index 1 is the device's IPv4 address)"
+port=$((20000 + $$ % 10000))
+"$bin/vrdma-run" --socket "$dir/vrdma1.sock" -- ibv_rc_pingpong -g 1 -p "$port" -n 2000 -c &
+srv=$!
+pids+=("$srv")
+for _ in $(seq 400); do
+	ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
+	sleep 0.05
+done
+"$bin/vrdma-run" --socket "$dir/vrdma0.sock" -- ibv_rc_pingpong -g 1 -p "$port" -n 2000 -c localhost
+wait "$srv"
+
+echo "== ibv_devinfo through vrdma-run"
+"$bin/vrdma-run" --socket "$dir/vrdma0.sock" -- ibv_devinfo
 
 echo "== backend counters"
 kill -TERM "$daemon"
