@@ -15,6 +15,8 @@
 #   src/verbs/*.c + libvrdma objects                      -> build/lib/libibverbs.so.1
 #   tools/NAME/*.c                                        -> build/bin/NAME
 #   tests/unit/test_*.c (+ tests/common/*.c)              -> build/tests/test_*
+#   tests/verbs/NAME.c (against Debian's libibverbs)      -> build/tests/verbs/NAME
+#   src/shmalloc/*.c                                      -> build/lib/libvrdma-shmalloc.so
 #   fuzz/fuzz_*.c (clang, libFuzzer)                      -> build/fuzz/fuzz_*
 
 BUILD    ?= build
@@ -47,6 +49,8 @@ DRIVER_SRCS := $(foreach d,$(DRIVER_DIRS),$(wildcard $(d)/*.c))
 VERBS_SRCS  := $(wildcard src/verbs/*.c)
 TOOLS       := $(notdir $(wildcard tools/*))
 TEST_SRCS   := $(wildcard tests/unit/test_*.c)
+VTEST_SRCS  := $(wildcard tests/verbs/*.c)
+SHMALLOC_SRCS := $(wildcard src/shmalloc/*.c)
 TESTCOMMON_SRCS := $(wildcard tests/common/*.c)
 FUZZ_SRCS   := $(wildcard fuzz/fuzz_*.c)
 
@@ -57,8 +61,13 @@ DRIVER_SO   := $(BUILD)/lib/libvrdma.so
 VERBS_SO    := $(BUILD)/lib/libibverbs.so.1
 TOOL_BINS   := $(addprefix $(BUILD)/bin/,$(TOOLS))
 TEST_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+VTEST_BINS  := $(patsubst tests/verbs/%.c,$(BUILD)/tests/verbs/%,$(VTEST_SRCS))
+SHMALLOC_SO := $(BUILD)/lib/libvrdma-shmalloc.so
 
-ALL_TARGETS := $(CORE_LIB) $(DRIVER_SO) $(TOOL_BINS) $(TEST_BINS)
+ALL_TARGETS := $(CORE_LIB) $(DRIVER_SO) $(TOOL_BINS) $(TEST_BINS) $(VTEST_BINS)
+ifneq ($(SHMALLOC_SRCS),)
+ALL_TARGETS += $(SHMALLOC_SO)
+endif
 ifneq ($(VERBS_SRCS),)
 ALL_TARGETS += $(VERBS_SO)
 endif
@@ -102,6 +111,19 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(call obj,$(TESTCOMMON_SRCS)) $(C
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+# Verbs-level test programs: plain libibverbs programs (built against
+# Debian's headers and library, run through vrdma-run like any other).
+$(BUILD)/tests/verbs/%: $(BUILD)/obj/tests/verbs/%.o
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -libverbs -pthread
+
+# The shared-heap allocator preloaded by vrdma-run (zero-copy registration).
+$(SHMALLOC_SO): $(call obj,$(SHMALLOC_SRCS))
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -Wl,-soname,libvrdma-shmalloc.so -Wl,-z,defs $(LDFLAGS) $^ -o $@ -ldl -pthread
 
 asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build/asan SANITIZE=1 all

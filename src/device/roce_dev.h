@@ -82,6 +82,12 @@ struct roce_dev_cfg {
 	uint64_t max_mr_size;
 	uint64_t max_mr_pages;    /* all REG_USER_MR pages together */
 	const struct vhost_mem *mem; /* driver memory (may be set later) */
+	/* Extensions (docs/spec.md "Extensions beyond the seed"); they are
+	 * usable only after roce_dev_set_ext(rd, true). */
+	uint32_t max_rdma_srqs;   /* S: 0..16384 (0 = no SRQ virtqueues) */
+	uint32_t max_srq_wr, max_srq_sge;
+	uint32_t max_mw;
+	uint32_t max_fast_reg_page_list_len;
 	/* Tests and fuzzing only: derive keys from this seed instead of
 	 * getrandom(), so runs are reproducible. */
 	bool deterministic;
@@ -107,6 +113,7 @@ enum roce_err {
 	ROCE_ERR_PAGE,          /* page misaligned or outside shared memory */
 	ROCE_ERR_GID,           /* GID index invalid, reserved or empty */
 	ROCE_ERR_NOMEM,         /* allocation or transport hook failed */
+	ROCE_ERR_CQ_STATE,      /* RESIZE_CQ of an overflowed CQ ("state") */
 	ROCE_ERR_MAX
 };
 
@@ -114,7 +121,7 @@ enum roce_err {
 const char *roce_err_name(enum roce_err e);
 
 struct roce_stats {
-	uint64_t cmds[VIRTIO_NET_CTRL_ROCE_NUM_CMDS]; /* executed, by command */
+	uint64_t cmds[VIRTIO_NET_CTRL_ROCE_EXT_NUM_CMDS]; /* executed, by command */
 	uint64_t ok;
 	uint64_t err;
 	uint64_t errs[ROCE_ERR_MAX];                  /* failures by reason */
@@ -145,16 +152,48 @@ struct roce_dev_attr {
 	uint32_t gid_tbl_len;
 	uint32_t max_msg_sz;
 	uint8_t active_mtu;       /* enum virtio_ib_mtu, from the Ethernet MTU */
+	/* extensions (reported only with ROCE_EXT negotiated) */
+	uint32_t max_srq;         /* max_rdma_srqs */
+	uint32_t max_srq_wr;
+	uint32_t max_srq_sge;
+	uint32_t max_mw;
+	uint32_t max_fast_reg_page_list_len;
+	uint16_t max_pkeys;       /* 1 */
+	uint8_t atomic_cap;       /* VIRTIO_IB_ATOMIC_HCA */
+	uint64_t ext_cap_flags;   /* VIRTIO_IB_DEVICE_* bits 1..6 offered */
 };
 
 struct roce_pd {
 	uint32_t pdn;
-	uint32_t refcnt;          /* MRs, QPs and AHs using it */
+	uint32_t refcnt;          /* MRs, windows, SRQs, QPs and AHs using it */
+};
+
+/*
+ * Asynchronous events (docs/spec.md "Asynchronous events"). Each object that
+ * can have events embeds a struct roce_ev_obj: one pending bit per event
+ * type, and a link in the device's FIFO of objects with pending bits. Raising
+ * an event sets the bit (merging with a pending one) and queues the object;
+ * nothing is allocated, nothing is dropped. The transport delivers them into
+ * the event virtqueue (roce_event_pop) when it has buffers.
+ */
+struct roce_ev_obj {
+	uint32_t pending;         /* 1 << enum virtio_ib_event_type */
+	uint32_t id;              /* cqn, qpn, srqn or 1 (port) */
+	bool queued;
+	struct roce_ev_obj *next;
 };
 
 enum roce_mr_type {
 	ROCE_MR_USER = 1,         /* REG_USER_MR: pinned page array */
 	ROCE_MR_DMA = 2,          /* GET_DMA_MR: iova = GPA, whole shared memory */
+	ROCE_MR_FAST = 3,         /* ALLOC_MR: pages set by a REG_MR work request */
+	ROCE_MR_MW = 4,           /* a memory window (ALLOC_MW), same table */
+};
+
+/* State of ROCE_MR_FAST MRs and windows (USER and DMA MRs are always VALID). */
+enum roce_mr_state {
+	ROCE_MR_VALID = 0,        /* keys usable (a window: bound) */
+	ROCE_MR_FREE = 1,         /* keys unusable (not registered / not bound) */
 };
 
 struct roce_mr {
@@ -174,6 +213,15 @@ struct roce_mr {
 	struct vhost_mem_region **regions;
 	uint32_t lkey;
 	uint32_t rkey;            /* 0 when no remote access */
+	/* ---- extensions ---- */
+	uint8_t state;            /* enum roce_mr_state */
+	uint32_t max_pages;       /* FAST: capacity of pages[] (max_num_sg) */
+	uint32_t nbound;          /* windows bound to this MR */
+	uint8_t mw_type;          /* MW: VIRTIO_IB_MW_TYPE_1 / _2 */
+	/* MW: the MR it is bound to (VALID) or NULL; iova/length/access are
+	 * the window's range (in the MR's iova space) and remote rights, and
+	 * rkey (= lkey, never usable locally) its key. */
+	struct roce_mr *bound_mr;
 };
 
 /* Completion queue arm flags (REQ_NOTIFY_CQ). */
@@ -186,6 +234,20 @@ struct roce_cq {
 	uint32_t vq;              /* its completion virtqueue index */
 	uint8_t armed;            /* ROCE_CQ_ARM_* */
 	uint32_t refcnt;          /* QPs using it (send or receive) */
+	struct roce_ev_obj ev;    /* CQ_ERR */
+	void *transport;          /* owned by the transport engine */
+};
+
+/* A shared receive queue (CREATE_SRQ). */
+struct roce_srq {
+	uint32_t srqn;            /* index 0..max_rdma_srqs-1 */
+	struct roce_pd *pd;
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint32_t srq_limit;       /* 0 = not armed */
+	uint32_t vq;              /* its virtqueue index */
+	uint32_t refcnt;          /* QPs using it */
+	struct roce_ev_obj ev;    /* SRQ_ERR, SRQ_LIMIT_REACHED */
 	void *transport;          /* owned by the transport engine */
 };
 
@@ -248,7 +310,10 @@ struct roce_qp {
 	struct roce_qp_attr attr;
 	bool sq_draining;         /* in SQD until the transport says drained */
 	uint32_t sq_vq;           /* send virtqueue index */
-	uint32_t rq_vq;           /* receive virtqueue index */
+	uint32_t rq_vq;           /* receive virtqueue index (unused with an SRQ) */
+	uint32_t ext_flags;       /* VIRTIO_IB_QP_CREATE_* given at creation */
+	struct roce_srq *srq;     /* receives from this SRQ (NULL: its own RQ) */
+	struct roce_ev_obj ev;    /* QP_* events */
 	/* ---- reserved for the transport engine (src/roce): its per-QP
 	 * state, created in hooks.qp_create and freed in hooks.qp_destroy. */
 	void *transport;
@@ -283,6 +348,8 @@ struct roce_qp_init {
 	uint32_t send_cqn;
 	uint32_t recv_cqn;
 	struct roce_qp_cap cap;
+	uint32_t ext_flags;       /* ROCE_EXT only: VIRTIO_IB_QP_CREATE_* */
+	uint32_t srqn;            /* with VIRTIO_IB_QP_CREATE_SRQ */
 };
 
 /*
@@ -301,6 +368,23 @@ struct roce_hooks {
 	void (*qp_destroy)(struct roce_dev *rd, struct roce_qp *qp);
 	int (*cq_create)(struct roce_dev *rd, struct roce_cq *cq);
 	void (*cq_destroy)(struct roce_dev *rd, struct roce_cq *cq);
+	/* ---- extensions ---- */
+	/* RESIZE_CQ after its checks: -ERANGE if the transport holds more than
+	 * cqe completions for cq now, -ENOMEM; 0 = accepted (the caller then
+	 * sets cq->cqe). */
+	int (*cq_resize)(struct roce_dev *rd, struct roce_cq *cq, uint32_t cqe);
+	/* Whether cq has overflowed (RESIZE_CQ fails with "state"). */
+	bool (*cq_overflowed)(struct roce_dev *rd, struct roce_cq *cq);
+	/* RESIZE_QP after its checks: -ERANGE if a new depth is below the WRs
+	 * outstanding on that queue, -ENOMEM; 0 = accepted (the caller then
+	 * stores cap). */
+	int (*qp_resize)(struct roce_dev *rd, struct roce_qp *qp, const struct roce_qp_cap *cap);
+	int (*srq_create)(struct roce_dev *rd, struct roce_srq *srq);
+	/* Before an SRQ is freed: stop processing its ring, drop its requests
+	 * without completion. */
+	void (*srq_destroy)(struct roce_dev *rd, struct roce_srq *srq);
+	/* An asynchronous event was queued (the transport should deliver). */
+	void (*event_raised)(struct roce_dev *rd);
 	void *arg;
 };
 
@@ -336,7 +420,7 @@ struct roce_dev {
 	bool has_ip4;
 	uint32_t ip4;
 
-	struct roce_table pds, mrs, cqs, qps, ahs;
+	struct roce_table pds, mrs, cqs, qps, ahs, srqs;
 	uint16_t *qp_gen;         /* next generation per QP index */
 	uint16_t *mr_lkey8;       /* last key bits per MR index */
 	uint16_t *mr_rkey8;
@@ -348,6 +432,14 @@ struct roce_dev {
 	struct roce_rng rng;
 	struct roce_hooks hooks;
 	struct roce_stats stats;
+
+	/* ---- extensions ---- */
+	bool ext;                 /* VIRTIO_NET_F_ROCE_EXT negotiated */
+	uint32_t max_rdma_srqs;   /* S (virtqueues exist for them when offered) */
+	uint32_t nmw;             /* live windows (limit attr.max_mw) */
+	struct roce_ev_obj port_ev; /* PORT_ACTIVE, PORT_ERR, GID_CHANGE; id 1 */
+	struct roce_ev_obj *ev_head, *ev_tail; /* FIFO of objects with events */
+	uint64_t events_raised, events_merged;
 };
 
 /* ---- device ------------------------------------------------------------ */
@@ -373,6 +465,7 @@ uint8_t roce_mtu_from_eth(uint32_t eth_mtu);
 /* Number of live objects of each kind (for tests and stats). */
 struct roce_counts {
 	uint32_t pd, mr, cq, qp, ah, gid_drv;
+	uint32_t srq, mw;         /* mr counts MRs only (not windows) */
 };
 void roce_dev_counts(const struct roce_dev *rd, struct roce_counts *c);
 
@@ -480,8 +573,15 @@ enum vrdma_vq_kind roce_ring_decode(const struct roce_dev *rd, uint32_t ring, ui
 uint32_t roce_ring_of_cq(const struct roce_dev *rd, uint32_t cqn);
 uint32_t roce_ring_of_sq(const struct roce_dev *rd, uint32_t qp_index);
 uint32_t roce_ring_of_rq(const struct roce_dev *rd, uint32_t qp_index);
-/* Total virtqueues of the device. */
+/* Total virtqueues of the device: the seed's layout, plus the event queue
+ * and S SRQ rings when max_rdma_srqs was configured (ROCE_EXT offered), the
+ * extension's rings being processed only once ROCE_EXT is negotiated. */
 uint32_t roce_ring_count(const struct roce_dev *rd);
+/* The event virtqueue index (2N+M+2L+1) and the ring of SRQ s. */
+uint32_t roce_ring_of_eventq(const struct roce_dev *rd);
+uint32_t roce_ring_of_srq(const struct roce_dev *rd, uint32_t srqn);
+/* The SRQ owning ring `ring`, or NULL. */
+struct roce_srq *roce_ring_srq(const struct roce_dev *rd, uint32_t ring);
 /* The CQ owning completion ring `ring`, or NULL (not a CQ ring / no CQ). */
 struct roce_cq *roce_ring_cq(const struct roce_dev *rd, uint32_t ring);
 /* The QP owning send or receive ring `ring` (*is_send tells which), or NULL. */
@@ -490,6 +590,68 @@ struct roce_qp *roce_ring_qp(const struct roce_dev *rd, uint32_t ring, bool *is_
  * a completion ring once its CQ exists, send/receive rings once their QP
  * exists. */
 bool roce_ring_usable(const struct roce_dev *rd, uint32_t ring);
+/* (With ROCE_EXT negotiated, also: the event queue always, an SRQ ring once
+ * its SRQ exists; a QP's receive ring is not usable when it has an SRQ.) */
+
+/* ---- extensions (ROCE_EXT; docs/spec.md "Extensions beyond the seed") --- */
+
+/* ROCE_EXT negotiated (true) or not (feature negotiation, device reset):
+ * commands 18..27, the extension words of the acks, the new access flags
+ * and the event queue are accepted only when on. Turning it off destroys
+ * nothing (a reset does that). */
+void roce_dev_set_ext(struct roce_dev *rd, bool on);
+
+/* Commands 18..27 as functions (host byte order; ROCE_OK or the reason,
+ * nothing changed on error). The control path checks rd->ext and the
+ * capability before calling them. */
+enum roce_err roce_srq_create(struct roce_dev *rd, uint32_t pdn, uint32_t max_wr,
+			      uint32_t max_sge, struct roce_srq **srq);
+enum roce_err roce_srq_modify(struct roce_dev *rd, uint32_t srqn, uint32_t attr_mask,
+			      uint32_t srq_limit);
+enum roce_err roce_srq_destroy(struct roce_dev *rd, uint32_t srqn);
+struct roce_srq *roce_srq_lookup(const struct roce_dev *rd, uint32_t srqn);
+enum roce_err roce_mr_alloc(struct roce_dev *rd, uint32_t pdn, uint32_t max_num_sg,
+			    struct roce_mr **mr);
+enum roce_err roce_mw_alloc(struct roce_dev *rd, uint32_t pdn, uint32_t mw_type,
+			    struct roce_mr **mw);
+enum roce_err roce_mw_dealloc(struct roce_dev *rd, uint32_t mwn);
+enum roce_err roce_cq_resize(struct roce_dev *rd, uint32_t cqn, uint32_t cqe);
+enum roce_err roce_qp_resize(struct roce_dev *rd, uint32_t qpn, const struct roce_qp_cap *cap);
+
+/* Memory operations of the send queue, executed by the transport when the
+ * requester reaches the WR (qp's PD; see docs/spec.md). Each returns 0 or
+ * the completion status of the failure (the objects then unchanged). */
+/* REG_MR: page_list_gpa holds the pages of [iova, iova+length). Returns 0
+ * or VIRTIO_IB_WC_LOC_PROT_ERR. */
+int roce_mr_fast_reg(struct roce_dev *rd, const struct roce_pd *pd, uint32_t key,
+		     uint64_t iova, uint64_t length, uint64_t page_list_gpa, uint32_t access);
+/* LOCAL_INV / received SEND_WITH_INV of key (an ALLOC_MR MR or a type 2
+ * window of pd). Returns 0, or VIRTIO_IB_WC_LOC_PROT_ERR (the caller of a
+ * remote invalidation maps it to NAK Invalid Request). */
+int roce_key_invalidate(struct roce_dev *rd, const struct roce_pd *pd, uint32_t key);
+/* BIND_MW of the window named by mw_rkey (its new key) onto the MR of
+ * mr_lkey (type 1 and 2 rules; the caller checked the QP type). Returns 0 or
+ * VIRTIO_IB_WC_MW_BIND_ERR. */
+int roce_mw_bind(struct roce_dev *rd, const struct roce_pd *pd, uint32_t mw_rkey,
+		 uint32_t mr_lkey, uint64_t addr, uint64_t length, uint32_t access);
+/* Lookups above work for every kind: roce_mr_lookup_lkey never returns a
+ * window or a FREE MR; roce_mr_lookup_rkey returns a VALID MR or a bound
+ * window whose rights include access; roce_mr_to_iov of a window checks
+ * the window's bounds and reads through its MR. */
+
+/* Asynchronous events. Raise type for an object (its ev must have its id
+ * set); merged if already pending. Does nothing unless rd->ext. */
+void roce_event_raise(struct roce_dev *rd, struct roce_ev_obj *o, uint8_t type);
+/* The oldest pending event (object FIFO, then type order): fills *type
+ * and *id and clears it. Returns false when none is pending. */
+bool roce_event_pop(struct roce_dev *rd, uint8_t *type, uint32_t *id);
+/* Drop every pending event of o (object destroyed). */
+void roce_event_drop(struct roce_dev *rd, struct roce_ev_obj *o);
+/* Whether any event is pending. */
+static inline bool roce_event_pending(const struct roce_dev *rd)
+{
+	return rd->ev_head != NULL;
+}
 
 /* ---- internals shared by the .c files ---------------------------------- */
 
