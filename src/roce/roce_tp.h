@@ -244,7 +244,9 @@ struct roce_rwqe {
 	uint8_t status;           /* validation: SUCCESS or the error */
 	uint32_t num_sge;
 	uint64_t length;          /* sum of SGE lengths */
-	struct roce_sge sge[];    /* max_recv_sge */
+	struct roce_srq *srq;     /* taken from this SRQ's ring (NULL: the QP's
+				   * own receive ring) */
+	struct roce_sge sge[];    /* max(max_recv_sge, the SRQ's max_sge) */
 };
 
 /* A work completion before it is written (host order). */
@@ -377,6 +379,8 @@ struct roce_tq {
 };
 
 struct roce_neigh;
+/* Event queue and SRQ state of the extensions: src/roce/roce_ext.h. */
+struct roce_tp_ext;
 
 /* Per-device transport state. */
 struct roce_tp {
@@ -397,6 +401,7 @@ struct roce_tp {
 	uint16_t ip_id;
 	bool in_event;            /* an entry point is running */
 	struct roce_neigh *neigh;
+	struct roce_tp_ext *ext;  /* roce_ext.h (event queue, SRQ rings) */
 	struct vq_elem elem;      /* scratch: send / receive rings */
 	struct vq_elem cq_elem;   /* scratch: completion rings */
 	struct roce_tp_stats stats;
