@@ -9,6 +9,10 @@
 # 2. vrdma: for each --poll-us value (default "0 50") a daemon with two
 #    devices on its built-in switch, then perftest through build/bin/vrdma-run,
 #    server on device 1 and client on device 0, two processes;
+#    then, on the first daemon, the cost of ibv_reg_mr per GiB
+#    (bench/reg_mr_cost.c: zero-copy through vrdma-run's shared-heap
+#    allocator for malloc / memalign / mmap buffers, the copy path for
+#    private memory, against pvrdma's documented 0.5 s/GiB);
 # 3. a markdown table (absolute numbers and ratios against the references),
 #    the raw logs and every command line in bench/results/<date>/, and the
 #    table on stdout.
@@ -31,7 +35,9 @@
 # BENCH_LAT_ITERS, BENCH_TCP_SEC, BENCH_LAT_SEC, BENCH_MEMCPY_SEC,
 # BENCH_DEV_OPTS (appended to each --device, e.g. ",mtu=9000"),
 # BENCH_PERFTEST_ARGS (extra perftest arguments, e.g. "-e"),
-# BENCH_PAIR_TIMEOUT (seconds per perftest pair; 90), BENCH_NO_MAKE=1,
+# BENCH_PAIR_TIMEOUT (seconds per perftest pair; 90), BENCH_REG_SIZES (MiB
+# per reg_mr_cost case, "64 256 1024"; --quick: "64 256"; "" skips it),
+# BENCH_NO_MAKE=1,
 # BENCH_NO_APT=1.
 set -u
 set -o pipefail
@@ -58,7 +64,7 @@ if [ $quick = 1 ]; then
 	: "${BENCH_TCP_SEC:=3}" "${BENCH_LAT_SEC:=3}" "${BENCH_MEMCPY_SEC:=0.5}"
 	: "${BENCH_BW_BYTES:=67108864}" "${BENCH_LAT_ITERS:=500}"
 	: "${BENCH_BW_SIZES:=64 4096 65536 1048576}" "${BENCH_LAT_SIZES:=64 4096}"
-	: "${BENCH_REPEAT:=1}" "${BENCH_BW_MAX_ITERS:=5000}"
+	: "${BENCH_REPEAT:=1}" "${BENCH_BW_MAX_ITERS:=5000}" "${BENCH_REG_SIZES=64 256}"
 fi
 : "${BENCH_POLL:=0 50}"
 : "${BENCH_REPEAT:=3}"
@@ -75,6 +81,7 @@ fi
 : "${BENCH_DEV_OPTS:=}"
 : "${BENCH_PERFTEST_ARGS:=}"
 : "${BENCH_PAIR_TIMEOUT:=90}"
+: "${BENCH_REG_SIZES=64 256 1024}"
 : "${BENCH_PORT:=18599}"	# first pair uses the next free port
 
 stamp=$(date +%Y-%m-%d_%H%M%S)
@@ -211,7 +218,8 @@ snapshot() {
 	local f ok=1
 	rm -rf "$tmp/vrdma"
 	mkdir -p "$tmp/vrdma/bin" "$tmp/vrdma/lib"
-	for f in bin/vhost-user-rdma bin/vrdma-run lib/libibverbs.so.1 lib/libvrdma.so; do
+	for f in bin/vhost-user-rdma bin/vrdma-run lib/libibverbs.so.1 lib/libvrdma.so \
+		lib/libvrdma-shmalloc.so; do
 		[ -e "build/$f" ] || continue
 		cp "build/$f" "$tmp/vrdma/$f" && readelf -h "$tmp/vrdma/$f" >/dev/null 2>&1 || ok=0
 	done
@@ -236,6 +244,9 @@ if [ "$only" != ref ]; then
 		awk '{ printf "%s%s %s", sep, substr($1, 1, 12), $2; sep = ", " }')
 fi
 mkdir -p build/bench
+cmd "gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/reg_mr_cost.c -libverbs -o build/bench/reg_mr_cost"
+gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/reg_mr_cost.c -libverbs \
+	-o build/bench/reg_mr_cost 2>"$out/logs/reg_mr_cost_build.log" || log "reg_mr_cost did not build"
 cmd "gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/memcpy_bw.c -o build/bench/memcpy_bw"
 gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/memcpy_bw.c \
 	-o build/bench/memcpy_bw 2>"$out/logs/memcpy_build.log" || log "memcpy_bw did not build"
@@ -509,8 +520,32 @@ run_perftest() {
 	done
 }
 
+# run_reg_mr MODE: ibv_reg_mr cost on device 0 (bench/reg_mr_cost.c, 3 runs
+# per case, best and median recorded in s/GiB).
+run_reg_mr() {
+	local m=$1 l=$out/logs/reg_mr_cost.log
+	[ -n "$BENCH_REG_SIZES" ] && [ -x build/bench/reg_mr_cost ] || return 0
+	log "$m: ibv_reg_mr cost ($BENCH_REG_SIZES MiB)"
+	# shellcheck disable=SC2086 # a list of sizes
+	cmd "build/bin/vrdma-run --socket DEV0 -- build/bench/reg_mr_cost $BENCH_REG_SIZES"
+	# shellcheck disable=SC2086
+	if ! run_fg timeout -k 5 600 "$bin/vrdma-run" --socket "$sock0" -- \
+		build/bench/reg_mr_cost $BENCH_REG_SIZES >"$l" 2>&1; then
+		rec reg "$m" - - error "reg_mr_cost: $(last_line "$l")"
+		return 0
+	fi
+	# kind MiB path reg BEST / MED s/GiB re-reg BEST / MED s/GiB dereg BEST / MED
+	awk -v m="$m" '$3 == "MiB" && $NF == "intact" {
+		printf "reg\t%s\t%s\t%s\tpath\t%s\n", m, $1, $2, $4
+		printf "reg\t%s\t%s\t%s\treg_best\t%s\n", m, $1, $2, $6
+		printf "reg\t%s\t%s\t%s\treg_med\t%s\n", m, $1, $2, $8
+		printf "reg\t%s\t%s\t%s\trereg_med\t%s\n", m, $1, $2, $13
+		printf "reg\t%s\t%s\t%s\tdereg_med\t%s\n", m, $1, $2, $18
+	}' "$l" >>"$tsv"
+}
+
 run_vrdma() {
-	local p m any_ready=1
+	local p m any_ready=1 reg_done=0
 	for p in $BENCH_POLL; do
 		m=poll$p
 		cur_mode=$m
@@ -524,6 +559,10 @@ run_vrdma() {
 		if vrdma_ready "$m"; then
 			rec vrdma "$m" - - ready yes
 			[ $check_only = 1 ] || run_perftest "$m"
+			if [ $check_only = 0 ] && [ $reg_done = 0 ]; then
+				run_reg_mr "$m"
+				reg_done=1
+			fi
 		else
 			rec vrdma "$m" - - notready "$ready_reason"
 			log "$m: not ready: $ready_reason"
@@ -565,6 +604,8 @@ modes = ["poll" + m for m in polls]
 ref = collections.defaultdict(lambda: collections.defaultdict(dict))
 vr = collections.defaultdict(lambda: collections.defaultdict(lambda: collections.defaultdict(dict)))
 notes = collections.defaultdict(list)
+reg = collections.defaultdict(dict)   # (kind, MiB) -> metric -> value
+reg_err = []
 for line in open(tsv):
     f = line.rstrip("\n").split("\t")
     if len(f) == 6:
@@ -573,6 +614,12 @@ for line in open(tsv):
         continue
     sec, mode, test, size, metric, val, run = f
     val = val.replace("|", "/")
+    if sec == "reg":
+        if metric == "error":
+            reg_err.append(val)
+        else:
+            reg[(test, size)][metric] = val
+        continue
     if sec == "ref":
         ref[test][run][metric] = val
     elif test == "-":
@@ -774,6 +821,25 @@ if lat_rows:
     errs += [(t, s, m, pick(t, s, m)[2]) for t, s in lat_rows for m in modes if pick(t, s, m)[2]]
 else:
     p("no latency results (see vrdma status)\n")
+
+p("## Memory registration (bench/reg_mr_cost.c)\n")
+if reg:
+    p("ibv_reg_mr of a fresh touched buffer, s/GiB, median of 3 runs (best in "
+      "parentheses). malloc / memalign / mmap buffers come from vrdma-run's "
+      "shared-heap allocator (zero-copy); private is anonymous memory from the raw "
+      "mmap system call (the copy path), in the same run. x pvrdma = 0.5 s/GiB "
+      "(QEMU pvrdma's documented cost) / ours.\n")
+    p("| buffer | MiB | path | reg | x pvrdma | re-reg | dereg |")
+    p("|---|---:|---|---:|---:|---:|---:|")
+    for (k, mib), r in sorted(reg.items(), key=lambda x: (int(x[0][1]) if x[0][1].isdigit() else 0, x[0][0])):
+        med = num(r.get("reg_med"))
+        p(f"| {k} | {mib} | {r.get('path', '-')} | {fmt(med, 3)} ({fmt(num(r.get('reg_best')), 3)}) |"
+          f" {ratio(0.5, med, 1)} | {fmt(num(r.get('rereg_med')), 3)} | {fmt(num(r.get('dereg_med')), 3)} |")
+    p("")
+elif reg_err:
+    p("failed: " + "; ".join(reg_err) + "\n")
+else:
+    p("not run\n")
 
 if errs:
     p("## Failed runs\n")

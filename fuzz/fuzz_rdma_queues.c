@@ -18,8 +18,20 @@
  *     the QP through the CQ's QPN table, whatever their content);
  *   - ASan/UBSan: nothing outside the rings, buffers and slots is touched.
  *
+ * Work requests include the extension's opcodes and views (atomics,
+ * LOCAL_INV, SEND_WITH_INV, BIND_MW, REG_MR of a fast-registration MR whose
+ * page list must stay inside its max_num_sg entries), on a device whose
+ * extension capabilities the input chooses.
+ *
+ * The event virtqueue of the extension too: the device publishes used
+ * entries with any id, length and event bytes, the application reads events
+ * (vrdma_event_get) or a destroy drops an object's (events_forget). Checked:
+ * every event buffer is posted again, an event names one of our objects or
+ * none, unknown types are dropped.
+ *
  * Input: [0] CQ ring log2 (1..6), [1] SQ ring log2, [2] flags (1 event_idx,
- * 2 QP type UD, 4 QP in RTS), then ops (1 byte + arguments), see below.
+ * 2 QP type UD, 4 QP in RTS), [3] extension (1 ROCE_EXT with every
+ * capability, 2 atomics), then ops (1 byte + arguments), see below.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -99,6 +111,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct input in = { data, size };
 	struct vrdma_dev *dev;
+	struct vrdma_rdma *r;
+	struct vrdma_wq_chunk chunk;
+	struct vrdma_queue ev_q;
+	struct virtio_rdma_event *ev_bufs;
+	void *ev_ring;
+	pthread_mutexattr_t ma;
+	uint8_t xflags;
 	struct vrdma_queue cq_q, sq_q;
 	struct vrdma_cq cq;
 	struct vrdma_qp qp;
@@ -111,17 +130,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool event_idx;
 
 	vlog_level = -1;
-	if (size < 3)
+	if (size < 4)
 		return 0;
 	cq_num = (uint16_t)(1u << (1 + in8(&in) % 6));
 	sq_num = (uint16_t)(1u << (1 + in8(&in) % 6));
 	flags = in8(&in);
+	xflags = in8(&in);
 	event_idx = flags & 1;
 
 	dev = calloc(1, sizeof(*dev));
-	if (!dev)
+	r = calloc(1, sizeof(*r));
+	if (!dev || !r)
 		abort();
 	atomic_init(&dev->dead, false);
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&dev->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	/* the device's attributes and one fast-registration MR (mrn 1, PD 0,
+	 * 4 pages) for REG_MR */
+	r->dev = dev;
+	r->ext = xflags & 1;
+	if (r->ext)
+		r->attr.device_cap_flags = VIRTIO_IB_DEVICE_CAP_EXT_MASK;
+	r->attr.atomic_cap = r->ext && (xflags & 2) ? VIRTIO_IB_ATOMIC_HCA : 0;
+	r->mrs_cap = 3;
+	r->mrs = calloc(r->mrs_cap, sizeof(*r->mrs));
+	if (!r->mrs)
+		abort();
+	r->mrs[1].live = true;
+	r->mrs[1].lkey = r->mrs[1].rkey = 0x1234500;
+	r->mrs[1].max_num_sg = 4;
+	r->mrs[1].pages = calloc(4, sizeof(le64));
+	r->mrs[2].live = true; /* a user MR: not for REG_MR */
+	if (!r->mrs[1].pages)
+		abort();
+	dev->rdma = r;
 
 	/* CQ: every buffer posted */
 	memset(&cq_q, 0, sizeof(cq_q));
@@ -159,31 +203,64 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	atomic_init(&qp.state, flags & 4 ? VIRTIO_IB_QPS_RTS : VIRTIO_IB_QPS_INIT);
 	qp.sq.q = &sq_q;
 	qp.sq.nslots = qp.cap.max_send_wr;
+	qp.sq.nalloc = qp.sq.nslots;
+	qp.sq.ring = sq_num;
 	qp.sq.slot_size = ALIGN_UP(sizeof(struct virtio_rdma_sq_req) +
 					   (size_t)qp.cap.max_send_sge * sizeof(struct virtio_rdma_sge),
 				   (size_t)64);
-	qp.sq.slots_bytes = (size_t)qp.sq.nslots * qp.sq.slot_size;
-	qp.sq.slots = calloc(qp.sq.nslots, qp.sq.slot_size);
-	qp.sq.free = calloc(qp.sq.nslots, sizeof(uint32_t));
-	qp.sq.log_sig = calloc(qp.sq.nslots, 1);
-	if (!qp.sq.slots || !qp.sq.free || !qp.sq.log_sig)
+	memset(&chunk, 0, sizeof(chunk));
+	chunk.bytes = (size_t)qp.sq.nslots * qp.sq.slot_size;
+	chunk.mem = calloc(qp.sq.nslots, qp.sq.slot_size);
+	qp.sq.chunks = &chunk;
+	qp.sq.free = calloc(sq_num, sizeof(*qp.sq.free));
+	qp.sq.log_sig = calloc(sq_num, 1);
+	if (!chunk.mem || !qp.sq.free || !qp.sq.log_sig)
 		abort();
 	atomic_init(&qp.sq.log_head, 0);
 	atomic_init(&qp.sq.log_tail, 0);
 	qp.send_cq = qp.recv_cq = &cq;
 	qp.sq_sig_all = flags & 64;
 	for (uint32_t i = 0; i < qp.sq.nslots; i++)
-		qp.sq.free[i] = qp.sq.nslots - 1 - i;
+		qp.sq.free[i] = chunk.mem + (size_t)(qp.sq.nslots - 1 - i) * qp.sq.slot_size;
 	qp.sq.nfree = qp.sq.nslots;
 	pthread_spin_init(&qp.sq.lock, PTHREAD_PROCESS_PRIVATE);
 	if (vrdma_rdma_cq_attach(&cq, &qp))
 		abort();
+
+	/* the event queue: 64 buffers of 16 bytes; objects to resolve to */
+	r->ncq_rings = 1;
+	r->nqp_rings = VRDMA_MAX_QP_INDEXES;
+	r->cqs = calloc(1, sizeof(*r->cqs));
+	r->qps = calloc(r->nqp_rings, sizeof(*r->qps));
+	r->srqs = calloc(1, sizeof(*r->srqs));
+	if (!r->cqs || !r->qps || !r->srqs)
+		abort();
+	r->cqs[0] = &cq;
+	r->qps[vrdma_qpn_index(qp.qpn)] = &qp;
+	memset(&ev_q, 0, sizeof(ev_q));
+	ev_q.dev = dev;
+	ev_q.num = 64;
+	ev_q.kick_fd = ev_q.call_fd = ev_q.err_fd = -1;
+	ev_ring = ring_alloc(64, &ev_q.vq, event_idx);
+	ev_q.vq_inited = true;
+	ev_bufs = calloc(64, sizeof(*ev_bufs));
+	if (!ev_bufs)
+		abort();
+	for (unsigned i = 0; i < 64; i++) {
+		struct vq_buf vb = { (uint64_t)(uintptr_t)&ev_bufs[i], sizeof(*ev_bufs) };
+
+		if (vq_drv_add(&ev_q.vq, NULL, 0, &vb, 1, &ev_bufs[i]))
+			abort();
+	}
+	r->evq = &ev_q;
+	r->ev_bufs = ev_bufs;
+	r->ev_epfd = -1;
 	memset(scratch, 0x5a, sizeof(scratch));
 
 	while (in.n) {
 		uint8_t op = in8(&in);
 
-		switch (op % 5) {
+		switch (op % 7) {
 		case 0: /* device completes into the CQ */
 			device_use(&cq_q.vq, &in, (uint8_t *)cq.bufs, cq.bufs_bytes, VRDMA_CQE_SIZE);
 			break;
@@ -195,7 +272,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		case 2: /* device returns send descriptors */
-			device_use(&sq_q.vq, &in, qp.sq.slots, qp.sq.slots_bytes, qp.sq.slot_size);
+			device_use(&sq_q.vq, &in, chunk.mem, chunk.bytes, qp.sq.slot_size);
 			break;
 		case 3: { /* application posts */
 			struct vrdma_send_wr w[6];
@@ -205,13 +282,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (unsigned i = 0; i < n; i++) {
 				unsigned ns = in8(&in) % 41;
 
+				uint8_t o = in8(&in);
+
 				memset(&w[i], 0, sizeof(w[i]));
 				w[i].wr_id = i;
-				w[i].opcode = in8(&in) % 8;
+				w[i].opcode = o >= 240 ? VIRTIO_IB_WR_REG_MR : o % 12;
 				w[i].send_flags = in8(&in) & 0x1f;
 				w[i].imm_data = in32(&in);
 				w[i].rdma.remote_addr = in32(&in);
 				w[i].rdma.rkey = in32(&in);
+				switch (w[i].opcode) {
+				case VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP:
+				case VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD:
+					w[i].atomic.swap = in32(&in);
+					w[i].atomic.rkey = in32(&in);
+					break;
+				case VIRTIO_IB_WR_BIND_MW:
+					w[i].bind_mw.length = in32(&in);
+					w[i].bind_mw.access = in32(&in);
+					break;
+				case VIRTIO_IB_WR_REG_MR:
+					w[i].reg.mrn = in8(&in) % 4;
+					w[i].reg.key = 0x1234500 | in8(&in);
+					if (in8(&in) & 1)
+						w[i].reg.key ^= in32(&in);
+					w[i].reg.iova = in32(&in);
+					if (in8(&in) & 1)
+						w[i].reg.iova = ~w[i].reg.iova;
+					w[i].reg.length = in32(&in) % (6 * 4096);
+					w[i].reg.addr = scratch + in8(&in) * 4;
+					break;
+				default:
+					break;
+				}
 				w[i].num_sge = ns;
 				w[i].sg_list = ns ? sges : NULL;
 			}
@@ -226,6 +329,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 			break;
 		}
+		case 5: /* device writes events */
+			device_use(&ev_q.vq, &in, (uint8_t *)ev_bufs, 64 * sizeof(*ev_bufs),
+				   sizeof(*ev_bufs));
+			break;
+		case 6: { /* application reads events, or a destroy drops some */
+			struct vrdma_async_event ev;
+			uint8_t k = in8(&in);
+
+			if (k & 0x80) {
+				vrdma_rdma_events_forget(r, k & 1 ? (void *)&cq : (void *)&qp);
+				break;
+			}
+			for (k = k % 8; k; k--) {
+				int rc = vrdma_event_get(dev, &ev);
+
+				if (rc != 0 && rc != 1 && rc != -EOPNOTSUPP)
+					abort();
+				if (rc != 1)
+					break;
+				if ((ev.cq && ev.cq != &cq) || (ev.qp && ev.qp != &qp) || ev.srq ||
+				    ev.type >= VIRTIO_IB_EVENT_NUM)
+					abort();
+			}
+			break;
+		}
 		default: /* the device rewrites a completion buffer wholesale */
 			if (cq.num) {
 				uint8_t *b = (uint8_t *)&cq.bufs[in8(&in) % cq.num];
@@ -236,7 +364,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		/* invariants */
-		if (cq_q.vq.num_free != cq_num - cq.num)
+		if (cq_q.vq.num_free != cq_num - cq.num || ev_q.vq.num_free != 0)
 			abort();
 		if (atomic_load(&qp.sq.log_tail) - atomic_load(&qp.sq.log_head) > qp.sq.nslots)
 			abort();
@@ -244,7 +372,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    sq_q.vq.num_free != sq_num - (qp.sq.nslots - qp.sq.nfree))
 			abort();
 		for (uint32_t i = 0; i < qp.sq.nfree; i++) {
-			if (qp.sq.free[i] >= qp.sq.nslots)
+			size_t off = (size_t)(qp.sq.free[i] - chunk.mem);
+
+			if (qp.sq.free[i] < chunk.mem || off >= chunk.bytes || off % qp.sq.slot_size)
 				abort();
 			for (uint32_t j = i + 1; j < qp.sq.nfree; j++)
 				if (qp.sq.free[i] == qp.sq.free[j])
@@ -257,10 +387,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pthread_spin_destroy(&qp.sq.lock);
 	free(cq.qtab);
 	free(qp.sq.log_sig);
+	free(r->mrs[1].pages);
+	free(r->mrs);
+	free(r->cqs);
+	free(r->qps);
+	free(r->srqs);
+	free(r->evs);
+	free(r);
+	vq_drv_fini(&ev_q.vq);
+	free(ev_ring);
+	free(ev_bufs);
+	pthread_mutex_destroy(&dev->lock);
 	vq_drv_fini(&cq_q.vq);
 	vq_drv_fini(&sq_q.vq);
 	free(cq.bufs);
-	free(qp.sq.slots);
+	free(chunk.mem);
 	free(qp.sq.free);
 	free(cq_ring);
 	free(sq_ring);

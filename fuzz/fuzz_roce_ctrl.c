@@ -3,16 +3,20 @@
  * Fuzz the RoCE control path: the input is a sequence of records
  *   u8 op | u8 len | len bytes
  * executed in order on one fresh roce_dev whose driver memory is a real
- * vhost_mem with one memfd region (GPA 0x10000, 16 pages). op & 0x1f is the
- * command number (18..31 unknown); op & 0x40 shrinks the ack buffer to
- * len / 4 bytes; op & 0x80 turns the record into a transport-side action
- * (async QP state change, CQ notification check, MR translation, device
- * reset) chosen by the first byte.
+ * vhost_mem with one memfd region (GPA 0x10000, 16 pages; page 15 holds a
+ * page list of the 16 pages). The device offers the extension (ROCE_EXT,
+ * 3 SRQs, 3 windows) and starts with it negotiated. op & 0x1f is the command
+ * number (28..31 unknown); op & 0x40 shrinks the ack buffer to len / 4
+ * bytes; op & 0x80 turns the record into a transport-side action (async QP
+ * state change, CQ notification check, MR translation, device reset, REG_MR,
+ * invalidation, BIND_MW, events, ROCE_EXT on/off, link and MAC changes)
+ * chosen by the first byte.
  *
  * After every step the fuzzer checks the model's invariants and aborts on a
  * violation: a failed command changed nothing, reference counts equal the
- * objects that hold them, registered pages add up, region references are
- * balanced at the end.
+ * objects that hold them, registered pages add up, windows never exceed
+ * their MR, the event FIFO is consistent, region references are balanced at
+ * the end.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,17 +51,32 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	    vhost_mem_add(&mem, REGION_GPA, REGION_PAGES * 4096, REGION_GPA, 0, fd) < 0)
 		abort();
 	region = vhost_mem_find(&mem, REGION_GPA);
+	if (!region)
+		abort();
 	return 0;
+}
+
+/* Page 15 of the region: a page list naming pages 0..15 (restored before
+ * each input; translations may overwrite it). */
+static void write_page_list(void)
+{
+	for (uint64_t k = 0; k < REGION_PAGES; k++) {
+		uint64_t g = htole64(REGION_GPA + k * 4096);
+
+		memcpy(region->host + 15 * 4096 + 8 * k, &g, 8);
+	}
 }
 
 /* Walk every table and check reference counts and page accounting. */
 static void check_invariants(const struct roce_dev *rd)
 {
-	uint64_t pd_refs = 0, cq_refs = 0, pages = 0, holders = 0;
-	uint32_t i, n;
+	uint64_t pd_refs = 0, cq_refs = 0, pages = 0, holders = 0, srq_refs = 0;
+	uint32_t i, n, nmw = 0, nev = 0;
+	struct roce_counts c;
 
 	for (i = 0, n = 0; i < rd->mrs.size; i++) {
 		const struct roce_mr *mr = rd->mrs.slot[i];
+		uint32_t bound = 0;
 
 		if (!mr)
 			continue;
@@ -67,12 +86,66 @@ static void check_invariants(const struct roce_dev *rd)
 			die("mr");
 		if (mr->rkey && (mr->rkey >> ROCE_KEY_BITS) != i)
 			die("rkey");
-		pages += mr->npages;
+		pages += mr->type == ROCE_MR_FAST ? mr->max_pages : mr->npages;
+		if (mr->type == ROCE_MR_FAST && mr->npages > mr->max_pages)
+			die("fast pages");
+		if (mr->state == ROCE_MR_FREE && mr->nregions)
+			die("free mr pinned");
 		for (uint32_t r = 0; r < mr->nregions; r++)
 			holders += mr->regions[r] == region;
+		if (mr->type == ROCE_MR_MW) {
+			const struct roce_mr *b = mr->bound_mr;
+
+			nmw++;
+			if ((mr->state == ROCE_MR_VALID) != (b != NULL) || mr->nbound)
+				die("mw state");
+			if (b && (roce_mr_lookup(rd, b->mrn) != b || b->type == ROCE_MR_MW ||
+				  b->type == ROCE_MR_DMA || b->state != ROCE_MR_VALID ||
+				  b->pd != mr->pd))
+				die("mw bound");
+			/* a window never grants more than its MR */
+			if (b && (mr->iova < b->iova || mr->length > b->length ||
+				  mr->iova - b->iova > b->length - mr->length))
+				die("mw range");
+			if (b && (mr->access & (VIRTIO_IB_ACCESS_REMOTE_WRITE |
+						VIRTIO_IB_ACCESS_REMOTE_ATOMIC)) &&
+			    !(b->access & VIRTIO_IB_ACCESS_LOCAL_WRITE))
+				die("mw rights");
+			if (roce_mr_lookup_lkey(rd, mr->lkey, mr->pd, 0))
+				die("mw local");
+			continue;
+		}
+		for (uint32_t j = 0; j < rd->mrs.size; j++) {
+			const struct roce_mr *w = rd->mrs.slot[j];
+
+			bound += w && w->type == ROCE_MR_MW && w->bound_mr == mr;
+		}
+		if (bound != mr->nbound)
+			die("nbound");
+		if (mr->state != ROCE_MR_VALID &&
+		    (roce_mr_lookup_lkey(rd, mr->lkey, mr->pd, 0) ||
+		     roce_mr_lookup_rkey(rd, mr->rkey, mr->pd, 0)))
+			die("free key usable");
 	}
-	if (n != rd->mrs.used || pages != rd->mr_pages)
+	if (n != rd->mrs.used || pages != rd->mr_pages || nmw != rd->nmw)
 		die("mr count");
+	roce_dev_counts(rd, &c);
+	if (c.mw != nmw || c.mr != n - nmw || c.mr > rd->attr.max_mr || nmw > rd->attr.max_mw)
+		die("mr counts");
+	pd_refs += n;
+	for (i = 0, n = 0; i < rd->srqs.size; i++) {
+		const struct roce_srq *srq = rd->srqs.slot[i];
+
+		if (!srq)
+			continue;
+		n++;
+		if (srq->srqn != i || srq->ev.id != i || roce_srq_lookup(rd, i) != srq ||
+		    roce_ring_srq(rd, srq->vq) != srq || srq->srq_limit > srq->max_wr)
+			die("srq");
+		srq_refs += srq->refcnt;
+	}
+	if (n != rd->srqs.used)
+		die("srq count");
 	pd_refs += n;
 	for (i = 0, n = 0; i < rd->ahs.size; i++)
 		n += rd->ahs.slot[i] != NULL;
@@ -95,7 +168,15 @@ static void check_invariants(const struct roce_dev *rd)
 		if (roce_cq_lookup(rd, qp->send_cq->cqn) != qp->send_cq ||
 		    roce_cq_lookup(rd, qp->recv_cq->cqn) != qp->recv_cq)
 			die("qp cq");
+		if (qp->srq && (roce_srq_lookup(rd, qp->srq->srqn) != qp->srq ||
+				qp->cap.max_recv_wr || qp->type == VIRTIO_IB_QPT_GSI))
+			die("qp srq");
+		if (qp->ev.id != qp->qpn)
+			die("qp ev");
+		srq_refs -= qp->srq != NULL;
 	}
+	if (srq_refs)
+		die("srq refs");
 	if (n != rd->qps.used)
 		die("qp count");
 	pd_refs += n;
@@ -108,6 +189,15 @@ static void check_invariants(const struct roce_dev *rd)
 			cq_refs -= ((const struct roce_cq *)rd->cqs.slot[i])->refcnt;
 	if (pd_refs || cq_refs)
 		die("refcnt");
+	/* the event FIFO: linked both ways, only objects with pending bits */
+	for (const struct roce_ev_obj *o = rd->ev_head, *prev = NULL; o; prev = o, o = o->next) {
+		if (!o->queued || !o->pending || o->prev != prev || ++nev > 100000)
+			die("event fifo");
+		if (!o->next && rd->ev_tail != o)
+			die("event tail");
+	}
+	if (!rd->ev_head && rd->ev_tail)
+		die("event tail");
 	if (region->refcnt != 1 + holders)
 		die("region refs");
 }
@@ -119,10 +209,13 @@ static void transport_action(struct roce_dev *rd, const uint8_t *d, size_t len)
 	struct roce_qp *qp;
 	struct roce_mr *mr;
 	struct roce_cq *cq;
+	struct roce_srq *srq;
+	uint8_t t;
+	uint32_t id;
 
 	if (!len)
 		return;
-	switch (d[0] % 6) {
+	switch (d[0] % 14) {
 	case 0:
 		qp = roce_qp_lookup(rd, a);
 		if (qp)
@@ -165,8 +258,67 @@ static void transport_action(struct roce_dev *rd, const uint8_t *d, size_t len)
 		(void)roce_ring_qp(rd, a, NULL);
 		(void)roce_ring_cq(rd, a);
 		break;
-	default:
+	case 5:
 		roce_dev_reset(rd);
+		break;
+	case 6: /* REG_MR: MR a, key byte, iova, length, page list, PD, access */
+		mr = roce_mr_lookup(rd, a);
+		if (mr && len >= 10)
+			(void)roce_mr_fast_reg(rd, roce_pd_lookup(rd, d[8]),
+					       (mr->lkey & ~0xffu) | d[4], (uint64_t)d[5] * 1000,
+					       (uint64_t)d[6] * 512,
+					       REGION_GPA + 15 * 4096 + (uint64_t)(d[7] & 0x7f) * 8 -
+						       (d[7] & 0x80 ? 4096 : 0),
+					       d[9] & 0x3f);
+		break;
+	case 7: /* LOCAL_INV / SEND_WITH_INV of the object a */
+		mr = roce_mr_lookup(rd, a);
+		if (mr && len >= 6)
+			(void)roce_key_invalidate(rd, d[5] ? roce_pd_lookup(rd, d[5]) : mr->pd,
+						  d[4] == 0xff ? mr->rkey
+							       : (mr->rkey & ~0xffu) | d[4]);
+		break;
+	case 8: /* BIND_MW: window a onto MR d[4] */
+		mr = roce_mr_lookup(rd, a);
+		if (mr && len >= 10) {
+			struct roce_mr *base = roce_mr_lookup(rd, d[4]);
+			uint32_t lkey = base ? base->lkey ^ (d[6] & 3) : d[6];
+			uint64_t addr = (base ? base->iova : 0) + (uint64_t)(int8_t)d[7] * 64;
+
+			(void)roce_mw_bind(rd, mr->pd, (mr->rkey & ~0xffu) | d[5], lkey, addr,
+					   (uint64_t)d[8] * 64, d[9] & 0x1f);
+		}
+		break;
+	case 9: /* raise an event */
+		if (len >= 5) {
+			struct roce_ev_obj *o = &rd->port_ev;
+
+			if ((qp = roce_qp_lookup(rd, a)))
+				o = &qp->ev;
+			else if ((cq = roce_cq_lookup(rd, a)))
+				o = &cq->ev;
+			else if ((srq = roce_srq_lookup(rd, a & 0xff)))
+				o = &srq->ev;
+			roce_event_raise(rd, o, d[4]);
+		}
+		break;
+	case 10: /* deliver up to a events */
+		for (uint32_t k = 0; k < (a & 0xff) && roce_event_pop(rd, &t, &id); k++)
+			if (t >= VIRTIO_IB_EVENT_NUM)
+				die("event type");
+		break;
+	case 11:
+		roce_dev_set_ext(rd, !rd->ext);
+		break;
+	case 12:
+		roce_dev_link_changed(rd, a & 1);
+		if (len >= 5)
+			roce_dev_set_mac(rd, (const uint8_t[6]){ 0x52, 0, 0, 0, 0, d[4] });
+		break;
+	default: /* rings of the extension */
+		(void)roce_ring_srq(rd, a);
+		(void)roce_ring_usable(rd, roce_ring_of_eventq(rd) + (a & 7));
+		(void)roce_ring_decode(rd, a, &id);
 		break;
 	}
 }
@@ -191,11 +343,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.max_cqe = 64;
 	cfg.max_qp_wr = 64;
 	cfg.max_mr_pages = 24;
+	cfg.ext_offered = true;
+	cfg.max_rdma_srqs = 3;
+	cfg.max_srq_wr = 64;
+	cfg.max_mw = 3;
+	cfg.max_fast_reg_page_list_len = 8;
 	cfg.mem = &mem;
 	cfg.deterministic = true;
 	cfg.seed = 1;
 	if (roce_dev_init(&rd, &cfg))
 		abort();
+	roce_dev_set_ext(&rd, true);
+	write_page_list();
 
 	while (pos + 2 <= size) {
 		uint8_t op = data[pos], len = data[pos + 1];

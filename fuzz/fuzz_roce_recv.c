@@ -14,6 +14,11 @@
  *    so the responder and the completer see plausible traffic.
  * The engine runs after each frame. Checked: no crash or sanitizer report,
  * the engine's invariants after every step, no frame leaked.
+ * Inputs of odd length run with ROCE_EXT negotiated: the QPs and one MR
+ * allow remote atomics, a fast-registered MR and a bound type 2 window
+ * exist (rkey selectors 2 and 3), an atomic and a SEND with invalidate are
+ * outstanding on the RC QP, and built frames carry an AtomicETH (VA, R_Key
+ * from the RETH fields, aligned unless the length is odd) and an IETH.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,6 +52,8 @@ struct env {
 	struct fk_dev *d;
 	uint32_t pd, cq;
 	struct fk_mr mr, mr_ro;
+	bool ext;
+	uint32_t fast_key, mw_key;
 	struct fk_qp q[4];         /* RC, UC, UD, GSI */
 	uint8_t peer_gid[16], peer_mac[6];
 	uint32_t peer_qpn;
@@ -61,7 +68,7 @@ static void env_connect(struct env *e, uint32_t qpn, uint8_t type)
 
 	memset(&m, 0, sizeof(m));
 	m.qkey = type == VIRTIO_IB_QPT_GSI ? 0x80010000u : 0x1234;
-	m.qp_access_flags = FK_ACC_ALL;
+	m.qp_access_flags = FK_ACC_ALL | (e->ext ? VIRTIO_IB_ACCESS_REMOTE_ATOMIC : 0);
 	if (type == VIRTIO_IB_QPT_UD || type == VIRTIO_IB_QPT_GSI) {
 		fk_modify(e->d, qpn, VIRTIO_IB_QPS_INIT, VIRTIO_IB_QP_QKEY, &m);
 		fk_modify(e->d, qpn, VIRTIO_IB_QPS_RTR, 0, &m);
@@ -100,20 +107,37 @@ static void env_connect(struct env *e, uint32_t qpn, uint8_t type)
 		fk_modify(e->d, qpn, VIRTIO_IB_QPS_RTS, VIRTIO_IB_QP_SQ_PSN, &m);
 }
 
-static void env_setup(struct env *e)
+static void env_setup(struct env *e, bool ext)
 {
 	struct fk_dev_cfg dc = { .arena = 4u << 20, .no_loop = true, .small = true, .qps = 8,
-				 .cqs = 4 };
+				 .cqs = 4, .ext = ext };
 	static const uint8_t peer_ip[4] = { 10, 0, 0, 99 };
 
 	memset(e, 0, sizeof(*e));
+	e->ext = ext;
 	if (fk_env_init(&e->env, false))
 		abort();
 	e->d = fk_dev_new(&e->env, &dc);
 	e->pd = fk_pd(e->d);
 	e->cq = fk_cq(e->d, 512, 64, true);
-	e->mr = fk_mr_reg(e->d, e->pd, 65536, FK_ACC_ALL);
+	e->mr = fk_mr_reg(e->d, e->pd, 65536, FK_ACC_ALL |
+			  (ext ? VIRTIO_IB_ACCESS_REMOTE_ATOMIC | VIRTIO_IB_ACCESS_MW_BIND : 0));
 	e->mr_ro = fk_mr_reg(e->d, e->pd, 8192, VIRTIO_IB_ACCESS_REMOTE_READ);
+	if (ext) {
+		const struct roce_pd *pd = roce_pd_lookup(&e->d->rd, e->pd);
+		struct roce_mr *fm = fk_mr_alloc(e->d, e->pd, 2);
+		struct roce_mr *mw = fk_mw_alloc(e->d, e->pd, VIRTIO_IB_MW_TYPE_2);
+		uint8_t *buf = fk_alloc(e->d, 8192, 4096);
+
+		e->fast_key = fk_key8(fm->lkey, 1);
+		e->mw_key = fk_key8(mw->rkey, 1);
+		if (roce_mr_fast_reg(&e->d->rd, pd, e->fast_key, (uintptr_t)e->mr.buf, 8192,
+				     fk_page_list(e->d, buf, 8192), FK_ACC_ALL |
+				     VIRTIO_IB_ACCESS_REMOTE_ATOMIC) ||
+		    roce_mw_bind(&e->d->rd, pd, e->mw_key, e->mr.lkey, (uintptr_t)e->mr.buf + 4096,
+				 16384, VIRTIO_IB_MW_ACCESS_MASK))
+			abort();
+	}
 	roce_gid_from_ipv4(e->peer_gid, peer_ip);
 	memcpy(e->peer_mac, (uint8_t[6]){ 0x52, 0x54, 0, 0, 0, 0x99 }, 6);
 	e->peer_qpn = 0x77;
@@ -144,6 +168,20 @@ static void env_setup(struct env *e)
 		wr.opcode = VIRTIO_IB_WR_RDMA_READ;
 		s.len = 5000;
 		fk_post_send(e->d, &e->q[0], &wr);
+		if (e->ext) {
+			struct fk_sge r = { e->mr.buf + 60000, 8, e->mr.lkey };
+
+			wr.wr_id = 5;
+			wr.opcode = VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD;
+			wr.sge = &r;
+			wr.compare_add = 3;
+			fk_post_send(e->d, &e->q[0], &wr);
+			wr.wr_id = 6;
+			wr.opcode = VIRTIO_IB_WR_SEND_WITH_INV;
+			wr.inv_rkey = 0x4343;
+			fk_post_send(e->d, &e->q[0], &wr);
+			wr.sge = &s;
+		}
 		wr.wr_id = 3;
 		wr.opcode = VIRTIO_IB_WR_RDMA_WRITE;
 		wr.flags |= VIRTIO_IB_SEND_FENCE;
@@ -216,12 +254,21 @@ static struct pkt *build(struct env *e, struct in *in)
 	if (!(flags & 8))
 		f.reth.len %= 20000;
 	rkey_sel = rd(in, 1);
-	f.reth.rkey = rkey_sel == 0 ? e->mr.rkey : rkey_sel == 1 ? e->mr_ro.rkey : rd(in, 4);
+	f.reth.rkey = rkey_sel == 0 ? e->mr.rkey : rkey_sel == 1 ? e->mr_ro.rkey :
+		      rkey_sel == 2 && e->ext ? e->fast_key : rkey_sel == 3 && e->ext ? e->mw_key :
+		      rd(in, 4);
 	f.aeth.syndrome = (uint8_t)rd(in, 1);
 	f.aeth.msn = rd(in, 3);
 	f.deth.qkey = flags & 16 ? rd(in, 4) : (qsel == 3 ? 0x80010000u : 0x1234);
 	f.deth.sqpn = rd(in, 3);
 	f.imm = rd(in, 4);
+	/* AtomicETH and IETH from the same fields (no extra input bytes) */
+	f.atmeth.va = f.reth.len & 1 ? f.reth.va : f.reth.va & ~7ull;
+	f.atmeth.rkey = f.reth.rkey;
+	f.atmeth.swap_add = (uint64_t)f.imm << 32 | f.reth.len;
+	f.atmeth.compare = f.aeth.msn;
+	f.atmack_orig = f.atmeth.swap_add;
+	f.ieth_rkey = f.reth.rkey;
 	plen = rd(in, 2) % 4200;
 	memcpy(path.smac, e->peer_mac, 6);
 	memcpy(path.dmac, e->d->mac, 6);
@@ -284,7 +331,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		once = 1;
 	}
 	base = pkt_outstanding();
-	env_setup(&e);
+	env_setup(&e, size & 1);
 	while (in.n && frames++ < 64) {
 		uint32_t kind = rd(&in, 1);
 		struct pkt *p = kind & 0x80 ? raw(&e, &in) : build(&e, &in);

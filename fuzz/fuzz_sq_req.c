@@ -14,6 +14,10 @@
  * The memory region the SGEs can name is small and at a fixed I/O address
  * (0x10000, 16 KiB; its lkey is deterministic, found by the fuzzer through
  * comparisons), so valid WRs are reachable.
+ * With bit 7 of the selector the device negotiated ROCE_EXT: the
+ * extension's views of the request (atomic, bind_mw, reg, invalidate_rkey)
+ * are parsed and executed; an ALLOC_MR MR and windows of both types exist
+ * (deterministic keys) so REG_MR, LOCAL_INV and BIND_MW can succeed.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -68,10 +72,19 @@ static void connect_qp(struct fk_dev *d, uint32_t qpn, uint8_t type)
 	}
 }
 
-static bool opcode_valid(uint8_t type, uint8_t op)
+static bool opcode_valid(uint8_t type, uint8_t op, bool ext)
 {
+	bool rc = type == VIRTIO_IB_QPT_RC, uc = type == VIRTIO_IB_QPT_UC;
+
 	if (op == VIRTIO_IB_WR_SEND || op == VIRTIO_IB_WR_SEND_WITH_IMM)
 		return true;
+	if (ext && (op == VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP ||
+		    op == VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD || op == VIRTIO_IB_WR_SEND_WITH_INV))
+		return rc;
+	if (ext && (op == VIRTIO_IB_WR_LOCAL_INV || op == VIRTIO_IB_WR_REG_MR))
+		return type != VIRTIO_IB_QPT_GSI;
+	if (ext && op == VIRTIO_IB_WR_BIND_MW)
+		return rc || uc;
 	if (op == VIRTIO_IB_WR_RDMA_WRITE || op == VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM)
 		return type == VIRTIO_IB_QPT_RC || type == VIRTIO_IB_QPT_UC;
 	return op == VIRTIO_IB_WR_RDMA_READ && type == VIRTIO_IB_QPT_RC;
@@ -90,6 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fk_mr mr;
 	uint32_t pd, cq, sel, cuts[3], ncut, len, ah;
 	uint8_t type, *chain;
+	bool ext;
 	struct roce_qp *qp;
 	struct roce_tq *tq;
 	uint64_t base;
@@ -102,6 +116,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sel = data[0];
 	type = types[sel & 3];
 	ncut = (sel >> 2) & 3;
+	ext = sel & 0x80;
+	dc.ext = ext;
 	for (unsigned i = 0; i < 3; i++)
 		cuts[i] = data[1 + i] * 3u;
 	data += 4;
@@ -119,8 +135,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pd = fk_pd(d);
 	cq = fk_cq(d, 64, 16, true);
 	/* A fixed I/O address, so SGEs in the input can name it. */
-	mr = fk_mr_reg_at(d, pd, 16384, FK_ACC_ALL, 0x10000);
+	mr = fk_mr_reg_at(d, pd, 16384, FK_ACC_ALL | (ext ? VIRTIO_IB_ACCESS_REMOTE_ATOMIC |
+						     VIRTIO_IB_ACCESS_MW_BIND : 0), 0x10000);
 	fk_fill(mr.buf, 16384, 1);
+	if (ext) {
+		fk_mr_alloc(d, pd, 4);
+		fk_mw_alloc(d, pd, VIRTIO_IB_MW_TYPE_1);
+		fk_mw_alloc(d, pd, VIRTIO_IB_MW_TYPE_2);
+	}
 	{
 		struct fk_qp_cfg qc = { .type = type, .pdn = pd, .scq = cq, .rcq = cq, .sq_num = 8,
 					.rq_num = 8, .max_send_wr = 8, .max_recv_wr = 8,
@@ -165,8 +187,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!w->bad || w->status == VIRTIO_IB_WC_SUCCESS || w->status > 15)
 			abort();
 	} else {
-		if (w->bad || w->head != 3 || !opcode_valid(type, w->opcode) ||
+		if (w->bad || w->head != 3 || !opcode_valid(type, w->opcode, ext) ||
 		    w->length > d->rd.attr.max_msg_sz)
+			abort();
+		if (roce_wr_is_local(w->opcode) && (w->length || w->num_sge || w->inl))
+			abort();
+		if (roce_wr_is_atomic(w->opcode) &&
+		    (w->length != 8 || w->inl || w->res_sge.length != 8))
+			abort();
+		if (w->sge_unchecked != (ext && !roce_wr_is_local(w->opcode) && !w->inl))
 			abort();
 		if (w->inl ? w->length > qp->cap.max_inline_data :
 			     w->num_sge > qp->cap.max_send_sge)

@@ -10,7 +10,9 @@
  *   even: a fixed sequence of vhost_client calls, with protocol features
  *         taken from byte 1 (REPLY_ACK / CONFIG / STATUS / slots / wide);
  *   odd:  vrdma_dev_open on the socket (small rings and arenas).
- * Checks: no crash, no leak, no hang; every call returns 0 or a negative
+ * Checks: no crash, no leak, no hang; what was negotiated is sane (RoCE
+ * limits, VIRTIO_NET_F_ROCE_EXT only with ROCE and a valid max_rdma_srqs
+ * from the 40-byte configuration); every call returns 0 or a negative
  * errno, and once the connection is declared dead every later call returns
  * -ENOTCONN without touching the socket.
  */
@@ -125,6 +127,17 @@ static void run_dev(int fd)
 			abort();
 		if (vrdma_dev_max_rdma_qps(d) > 16384 || vrdma_dev_max_rdma_cqs(d) > 16384)
 			abort();
+		/* The extension only with RoCE, within the virtqueue budget. */
+		if ((vrdma_dev_features(d) >> VIRTIO_NET_F_ROCE_EXT) & 1) {
+			if (!((vrdma_dev_features(d) >> VIRTIO_NET_F_ROCE) & 1))
+				abort();
+			if (vrdma_dev_max_rdma_srqs(d) > VIRTIO_NET_ROCE_MAX_SRQS ||
+			    vrdma_vq_count_ext(1, vrdma_dev_max_rdma_cqs(d), vrdma_dev_max_rdma_qps(d),
+					       vrdma_dev_max_rdma_srqs(d)) > VIRTIO_NET_ROCE_MAX_VQS)
+				abort();
+		} else if (vrdma_dev_max_rdma_srqs(d)) {
+			abort();
+		}
 		vrdma_net_send(d, buf, sizeof(buf));
 		vrdma_net_recv(d, buf, sizeof(buf));
 		vrdma_ctrl_cmd(d, 0, 0, NULL, 0, NULL, 0, &ack);

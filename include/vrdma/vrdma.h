@@ -60,8 +60,8 @@ struct vrdma_dev_opts {
 
 /*
  * Connect to the back-end at socket_path, negotiate (VERSION_1, MAC, MTU,
- * STATUS, CTRL_VQ, CTRL_RX, CTRL_MAC_ADDR, EVENT_IDX, INDIRECT_DESC, ROCE if
- * offered), read the config space, set up receive queue 0, transmit queue 1
+ * STATUS, CTRL_VQ, CTRL_RX, CTRL_MAC_ADDR, EVENT_IDX, INDIRECT_DESC, ROCE and
+ * ROCE_EXT if offered), read the config space (40 bytes with ROCE_EXT), set up receive queue 0, transmit queue 1
  * and the control queue 2, fill the receive queue and set DRIVER_OK.
  * Returns the device, or NULL with errno set (ECONNREFUSED/ENOENT: no
  * back-end; ENOTSUP: VERSION_1 not offered; EPROTO: bad reply; ENOTCONN:
@@ -99,6 +99,9 @@ int vrdma_dev_link_up(struct vrdma_dev *dev);
  * negotiated). */
 uint32_t vrdma_dev_max_rdma_qps(const struct vrdma_dev *dev);
 uint32_t vrdma_dev_max_rdma_cqs(const struct vrdma_dev *dev);
+/* max_rdma_srqs from the config space (0 when VIRTIO_NET_F_ROCE_EXT is not
+ * negotiated). */
+uint32_t vrdma_dev_max_rdma_srqs(const struct vrdma_dev *dev);
 
 struct vrdma_dev_stats {
 	uint64_t tx_frames, tx_bytes, tx_kicks, tx_full;

@@ -53,6 +53,8 @@ static uint64_t netdev_offered_features(const struct netdev_cfg *cfg)
 
 	if (cfg->roce)
 		f |= 1ull << VIRTIO_NET_F_ROCE;
+	if (cfg->roce && cfg->roce_ext)
+		f |= 1ull << VIRTIO_NET_F_ROCE_EXT;
 	return f;
 }
 
@@ -63,11 +65,11 @@ static inline bool has_feature(const struct netdev *nd, unsigned bit)
 
 /* ---- configuration space ---- */
 
-static void netdev_build_config(const struct netdev *nd, struct virtio_net_roce_config *c)
+static void netdev_build_config(const struct netdev *nd, struct virtio_net_roce_ext_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	memcpy(c->mac, nd->mac, 6);
-	c->status = htole16(VIRTIO_NET_S_LINK_UP);
+	c->status = htole16(nd->link_down ? 0 : VIRTIO_NET_S_LINK_UP);
 	c->max_virtqueue_pairs = htole16(1);
 	c->mtu = htole16(nd->cfg.mtu);
 	c->speed = htole32(100000);   /* Mbit/s: nominal */
@@ -76,13 +78,20 @@ static void netdev_build_config(const struct netdev *nd, struct virtio_net_roce_
 		c->max_rdma_qps = htole32(nd->cfg.max_qps);
 		c->max_rdma_cqs = htole32(nd->cfg.max_cqs);
 	}
+	if (nd->cfg.roce && nd->cfg.roce_ext)
+		c->max_rdma_srqs = htole32(netdev_roce_max_srqs(nd));
 }
 
 static int netdev_get_config(void *ctx, uint32_t offset, void *buf, uint32_t len)
 {
 	struct netdev *nd = ctx;
-	struct virtio_net_roce_config c;
-	uint32_t size = nd->cfg.roce ? sizeof(c) : offsetof(struct virtio_net_roce_config, max_rdma_qps);
+	struct virtio_net_roce_ext_config c;
+	uint32_t size = offsetof(struct virtio_net_roce_ext_config, max_rdma_qps);
+
+	/* 32 bytes with ROCE, 40 when ROCE_EXT is offered too */
+	if (nd->cfg.roce)
+		size = nd->cfg.roce_ext ? sizeof(c)
+					: offsetof(struct virtio_net_roce_ext_config, max_rdma_srqs);
 
 	if (offset > size || len > size - offset)
 		return -EINVAL;
@@ -122,11 +131,17 @@ static int netdev_set_features(void *ctx, uint64_t features)
 		LOG_PEER("%s: VIRTIO_NET_F_ROCE requires VIRTIO_NET_F_CTRL_VQ", nd->cfg.socket);
 		return -EINVAL;
 	}
+	if ((features & (1ull << VIRTIO_NET_F_ROCE_EXT)) &&
+	    !(features & (1ull << VIRTIO_NET_F_ROCE))) {
+		LOG_PEER("%s: VIRTIO_NET_F_ROCE_EXT requires VIRTIO_NET_F_ROCE", nd->cfg.socket);
+		return -EINVAL;
+	}
 	if (features != nd->features && (nd->rxr || nd->txr || nd->ctrlr || nd->rdma_rings_started)) {
 		LOG_PEER("%s: feature change while rings run refused", nd->cfg.socket);
 		return -EBUSY;
 	}
 	nd->features = features;
+	netdev_roce_set_features(nd);
 	nd->hdr_len = (has_feature(nd, VIRTIO_F_VERSION_1) || has_feature(nd, VIRTIO_NET_F_MRG_RXBUF))
 		      ? sizeof(struct virtio_net_hdr_v1) : sizeof(struct virtio_net_hdr);
 	return 0;
@@ -662,6 +677,7 @@ static void netdev_reset(void *ctx)
 	memcpy(nd->mac, nd->cfg.mac, 6);
 	nd->promisc = nd->allmulti = false;
 	nd->features = 0;
+	netdev_roce_set_features(nd);
 	nd->rx_stalled = false;
 	nd->broken_reported = 0;
 	nd->status = 0;
@@ -697,6 +713,8 @@ struct netdev *netdev_new(struct loop *loop, struct sw *sw, const struct netdev_
 	nd->ops.features = netdev_offered_features(cfg);
 	nd->ops.protocol_features = ~0ull; /* everything the server implements */
 	nd->ops.max_rings = 3 + (cfg->roce ? cfg->max_cqs + 2 * cfg->max_qps : 0);
+	if (cfg->roce && cfg->roce_ext)
+		nd->ops.max_rings += 1 + cfg->max_srqs; /* event queue, SRQ rings */
 	nd->ops.queue_num = 1;
 	nd->ops.set_features = netdev_set_features;
 	nd->ops.get_config = netdev_get_config;
@@ -712,6 +730,9 @@ struct netdev *netdev_new(struct loop *loop, struct sw *sw, const struct netdev_
 	rc = netdev_roce_init(nd);
 	if (rc < 0)
 		goto fail;
+	/* exactly the device's layout (the RoCE model clamps what it got) */
+	if (nd->roce)
+		nd->ops.max_rings = netdev_roce_ring_count(nd);
 
 	nd->port.ops = &netdev_port_ops;
 	nd->port.hairpin = true;
@@ -763,6 +784,14 @@ void netdev_free(struct netdev *nd)
 const struct netdev_cfg *netdev_cfg(const struct netdev *nd)
 {
 	return &nd->cfg;
+}
+
+void netdev_set_link(struct netdev *nd, bool up)
+{
+	if (nd->link_down == !up)
+		return;
+	nd->link_down = !up;
+	netdev_roce_link_changed(nd, up);
 }
 
 struct port *netdev_port(struct netdev *nd)

@@ -33,6 +33,8 @@ struct netdev_cfg {
 	uint32_t max_qps;        /* config max_rdma_qps */
 	uint32_t max_cqs;        /* config max_rdma_cqs */
 	bool roce;               /* offer VIRTIO_NET_F_ROCE */
+	bool roce_ext;           /* offer VIRTIO_NET_F_ROCE_EXT (with roce) */
+	uint32_t max_srqs;       /* config max_rdma_srqs (with roce_ext) */
 	unsigned index;          /* position on the command line (names, MAC) */
 };
 
@@ -42,9 +44,13 @@ struct netdev_cfg {
 #define NETDEV_DEFAULT_CQS 1024
 #define NETDEV_MAX_QPS 16384
 #define NETDEV_MAX_CQS 16384
+#define NETDEV_DEFAULT_SRQS 1024
+#define NETDEV_MAX_SRQS 16384
+/* virtqueues of a device: 2 + 1 + cqs + 2 * qps (+ 1 + srqs with ext) */
+#define NETDEV_MAX_VQS 65536
 
 /* Parse "socket=PATH[,mac=MAC][,ip=ADDR/PREFIX][,ip6=ADDR/PREFIX][,mtu=N]
- * [,qps=N][,cqs=N][,roce=on|off]" into cfg (defaults filled in; the MAC
+ * [,qps=N][,cqs=N][,roce=on|off][,ext=on|off][,srqs=N]" into cfg (defaults filled in; the MAC
  * defaults to 52:54:00 + 3 bytes derived from index). Returns 0 or -EINVAL
  * with a message in err (errlen bytes). */
 int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
@@ -56,6 +62,9 @@ struct netdev *netdev_new(struct loop *loop, struct sw *sw, const struct netdev_
 void netdev_free(struct netdev *nd);
 
 const struct netdev_cfg *netdev_cfg(const struct netdev *nd);
+/* Set the link status (config status VIRTIO_NET_S_LINK_UP, up at start);
+ * with ROCE_EXT negotiated a change raises PORT_ACTIVE / PORT_ERR. */
+void netdev_set_link(struct netdev *nd, bool up);
 struct port *netdev_port(struct netdev *nd);
 
 struct netdev_stats {

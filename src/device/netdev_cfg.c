@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "device/netdev.h"
+#include "vhost/vhost_server.h"
 
 static int cfg_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -79,6 +81,8 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 		     char *err, size_t errlen)
 {
 	char *copy, *save = NULL, *tok;
+	bool ext_given = false, srqs_given = false;
+	uint64_t seed_vqs, max_vqs;
 	int rc = 0;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -87,6 +91,8 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 	cfg->max_qps = NETDEV_DEFAULT_QPS;
 	cfg->max_cqs = NETDEV_DEFAULT_CQS;
 	cfg->roce = true;
+	cfg->roce_ext = true;
+	cfg->max_srqs = NETDEV_DEFAULT_SRQS;
 	/* Locally administered default MAC: 02:56:52:00 + index. */
 	cfg->mac[0] = 0x02;
 	cfg->mac[1] = 0x56;
@@ -158,13 +164,51 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 				rc = cfg_err(err, errlen, "roce '%s': expected on or off", val);
 				break;
 			}
+		} else if (!strcmp(tok, "ext")) {
+			if (!strcmp(val, "on")) {
+				cfg->roce_ext = true;
+			} else if (!strcmp(val, "off")) {
+				cfg->roce_ext = false;
+			} else {
+				rc = cfg_err(err, errlen, "ext '%s': expected on or off", val);
+				break;
+			}
+			ext_given = true;
+		} else if (!strcmp(tok, "srqs")) {
+			if (parse_u32(val, 0, NETDEV_MAX_SRQS, &v) < 0) {
+				rc = cfg_err(err, errlen, "srqs '%s': expected 0..%d", val, NETDEV_MAX_SRQS);
+				break;
+			}
+			cfg->max_srqs = v;
+			srqs_given = true;
 		} else {
-			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, mtu, qps, cqs, roce)", tok);
+			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, mtu, qps, cqs, roce, ext, srqs)", tok);
 			break;
 		}
 	}
 	free(copy);
 	if (rc == 0 && !cfg->socket[0])
 		rc = cfg_err(err, errlen, "socket=PATH is required");
-	return rc;
+	if (rc || !cfg->roce || !cfg->roce_ext)
+		return rc;
+	/* 2 + 1 + cqs + 2 qps, then the event queue and srqs SRQ rings: at most
+	 * 65536 virtqueues (16-bit numbers) and what the vhost server serves.
+	 * Defaults shrink to fit; values given explicitly must fit. */
+	seed_vqs = 3ull + cfg->max_cqs + 2ull * cfg->max_qps;
+	max_vqs = MIN((uint64_t)NETDEV_MAX_VQS, (uint64_t)VHOST_SERVER_MAX_RINGS);
+	if (seed_vqs + 1 > max_vqs) {
+		if (ext_given)
+			return cfg_err(err, errlen, "ext=on: 4 + cqs + 2 * qps virtqueues exceed %llu",
+				       (unsigned long long)max_vqs);
+		cfg->roce_ext = false;
+		return 0;
+	}
+	if (seed_vqs + 1 + cfg->max_srqs > max_vqs) {
+		if (srqs_given)
+			return cfg_err(err, errlen,
+				       "srqs=%u: 4 + cqs + 2 * qps + srqs virtqueues exceed %llu",
+				       cfg->max_srqs, (unsigned long long)max_vqs);
+		cfg->max_srqs = (uint32_t)(max_vqs - seed_vqs - 1);
+	}
+	return 0;
 }

@@ -34,6 +34,7 @@ struct netdev {
 	uint32_t hdr_len;         /* virtio_net_hdr size in use */
 	uint8_t mac[6];           /* current MAC (CTRL_MAC_ADDR_SET may change it) */
 	bool promisc, allmulti;
+	bool link_down;           /* netdev_set_link(false) */
 
 	struct vhost_vring *rxr, *txr, *ctrlr;
 	struct pkt_queue rxq;     /* frames waiting for receive buffers */
@@ -55,6 +56,13 @@ void netdev_roce_attach_mem(struct netdev *nd);
 void netdev_roce_set_mac(struct netdev *nd, const uint8_t mac[6]);
 void netdev_roce_fini(struct netdev *nd);
 void netdev_roce_reset(struct netdev *nd);
+/* Features were (re)negotiated or cleared: ROCE_EXT on or off. */
+void netdev_roce_set_features(struct netdev *nd);
+void netdev_roce_link_changed(struct netdev *nd, bool up);
+/* Virtqueues of the device (net, control and RDMA rings). */
+uint32_t netdev_roce_ring_count(const struct netdev *nd);
+/* max_rdma_srqs of the configuration space. */
+uint32_t netdev_roce_max_srqs(const struct netdev *nd);
 uint8_t netdev_roce_ctrl(struct netdev *nd, uint8_t cmd, const void *in, size_t in_len,
 			 void *out, size_t out_cap, size_t *out_len);
 /* A frame from the switch: true if the RoCE engine took it. */

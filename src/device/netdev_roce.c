@@ -75,6 +75,10 @@ int netdev_roce_init(struct netdev *nd)
 	cfg.net_pairs = 1;
 	cfg.max_rdma_qps = nd->cfg.max_qps;
 	cfg.max_rdma_cqs = nd->cfg.max_cqs;
+	if (nd->cfg.roce_ext) {
+		cfg.ext_offered = true;
+		cfg.max_rdma_srqs = nd->cfg.max_srqs;
+	}
 	nd->roce = calloc(1, sizeof(*nd->roce));
 	if (!nd->roce)
 		return -ENOMEM;
@@ -116,9 +120,35 @@ void netdev_roce_reset(struct netdev *nd)
 {
 	if (!nd->roce)
 		return;
+	/* no event for what the reset itself changes */
+	roce_dev_set_ext(nd->roce, false);
 	roce_dev_reset(nd->roce);
 	roce_tp_reset(nd->roce_tp);
 	roce_dev_set_mac(nd->roce, nd->cfg.mac);
+	netdev_roce_set_features(nd);
+}
+
+void netdev_roce_set_features(struct netdev *nd)
+{
+	if (nd->roce)
+		roce_dev_set_ext(nd->roce, (nd->features & (1ull << VIRTIO_NET_F_ROCE)) &&
+					   (nd->features & (1ull << VIRTIO_NET_F_ROCE_EXT)));
+}
+
+void netdev_roce_link_changed(struct netdev *nd, bool up)
+{
+	if (nd->roce)
+		roce_dev_link_changed(nd->roce, up);
+}
+
+uint32_t netdev_roce_ring_count(const struct netdev *nd)
+{
+	return nd->roce ? roce_ring_count(nd->roce) : 3;
+}
+
+uint32_t netdev_roce_max_srqs(const struct netdev *nd)
+{
+	return nd->roce ? nd->roce->max_rdma_srqs : 0;
 }
 
 void netdev_roce_set_mac(struct netdev *nd, const uint8_t mac[6])
@@ -193,7 +223,12 @@ void netdev_roce_dump_stats(const struct netdev *nd, FILE *f)
 		return;
 	s = &nd->roce->stats;
 	roce_dev_counts(nd->roce, &c);
-	fprintf(f, "  roce objects pd %u mr %u cq %u qp %u ah %u\n", c.pd, c.mr, c.cq, c.qp, c.ah);
+	fprintf(f, "  roce objects pd %u mr %u cq %u qp %u ah %u srq %u mw %u\n", c.pd, c.mr,
+		c.cq, c.qp, c.ah, c.srq, c.mw);
+	if (nd->roce->ext)
+		fprintf(f, "  roce events raised %llu merged %llu\n",
+			(unsigned long long)nd->roce->events_raised,
+			(unsigned long long)nd->roce->events_merged);
 	fprintf(f, "  roce commands ok %llu err %llu", (unsigned long long)s->ok,
 		(unsigned long long)s->err);
 	for (int i = 1; i < ROCE_ERR_MAX; i++)

@@ -20,43 +20,65 @@ static const struct {
 	const char *name;
 	size_t in;  /* command data length, VRDMA_VARLEN: checked by the handler */
 	size_t out; /* ack data length */
-} cmd_info[VIRTIO_NET_CTRL_ROCE_NUM_CMDS] = {
+	uint64_t cap; /* extension: capability bit required (0: ROCE_EXT only) */
+} cmd_info[VIRTIO_NET_CTRL_ROCE_EXT_NUM_CMDS] = {
 	[VIRTIO_NET_CTRL_ROCE_QUERY_DEVICE] = { "QUERY_DEVICE", 0,
-		ACK(query_device) },
+		ACK(query_device), 0 },
 	[VIRTIO_NET_CTRL_ROCE_QUERY_PORT] = { "QUERY_PORT", 0,
-		ACK(query_port) },
+		ACK(query_port), 0 },
 	[VIRTIO_NET_CTRL_ROCE_CREATE_CQ] = { "CREATE_CQ",
-		CMD(create_cq), ACK(create_cq) },
+		CMD(create_cq), ACK(create_cq), 0 },
 	[VIRTIO_NET_CTRL_ROCE_DESTROY_CQ] = { "DESTROY_CQ",
-		CMD(destroy_cq), 0 },
+		CMD(destroy_cq), 0, 0 },
 	[VIRTIO_NET_CTRL_ROCE_CREATE_PD] = { "CREATE_PD", 0,
-		ACK(create_pd) },
+		ACK(create_pd), 0 },
 	[VIRTIO_NET_CTRL_ROCE_DESTROY_PD] = { "DESTROY_PD",
-		CMD(destroy_pd), 0 },
+		CMD(destroy_pd), 0, 0 },
 	[VIRTIO_NET_CTRL_ROCE_GET_DMA_MR] = { "GET_DMA_MR",
-		CMD(get_dma_mr), ACK(get_dma_mr) },
+		CMD(get_dma_mr), ACK(get_dma_mr), 0 },
 	[VIRTIO_NET_CTRL_ROCE_REG_USER_MR] = { "REG_USER_MR", VRDMA_VARLEN,
-		ACK(reg_user_mr) },
+		ACK(reg_user_mr), 0 },
 	[VIRTIO_NET_CTRL_ROCE_DEREG_MR] = { "DEREG_MR",
-		CMD(dereg_mr), 0 },
+		CMD(dereg_mr), 0, 0 },
 	[VIRTIO_NET_CTRL_ROCE_CREATE_QP] = { "CREATE_QP",
-		CMD(create_qp), ACK(create_qp) },
+		CMD(create_qp), ACK(create_qp), 0 },
 	[VIRTIO_NET_CTRL_ROCE_MODIFY_QP] = { "MODIFY_QP",
-		CMD(modify_qp), 0 },
+		CMD(modify_qp), 0, 0 },
 	[VIRTIO_NET_CTRL_ROCE_QUERY_QP] = { "QUERY_QP",
-		CMD(query_qp), ACK(query_qp) },
+		CMD(query_qp), ACK(query_qp), 0 },
 	[VIRTIO_NET_CTRL_ROCE_DESTROY_QP] = { "DESTROY_QP",
-		CMD(destroy_qp), 0 },
+		CMD(destroy_qp), 0, 0 },
 	[VIRTIO_NET_CTRL_ROCE_CREATE_AH] = { "CREATE_AH",
-		CMD(create_ah), ACK(create_ah) },
+		CMD(create_ah), ACK(create_ah), 0 },
 	[VIRTIO_NET_CTRL_ROCE_DESTROY_AH] = { "DESTROY_AH",
-		CMD(destroy_ah), 0 },
+		CMD(destroy_ah), 0, 0 },
 	[VIRTIO_NET_CTRL_ROCE_ADD_GID] = { "ADD_GID",
-		CMD(add_gid), 0 },
+		CMD(add_gid), 0, 0 },
 	[VIRTIO_NET_CTRL_ROCE_DEL_GID] = { "DEL_GID",
-		CMD(del_gid), 0 },
+		CMD(del_gid), 0, 0 },
 	[VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ] = { "REQ_NOTIFY_CQ",
-		CMD(req_notify), 0 },
+		CMD(req_notify), 0, 0 },
+	/* extension (ROCE_EXT) */
+	[VIRTIO_NET_CTRL_ROCE_CREATE_SRQ] = { "CREATE_SRQ",
+		CMD(create_srq), ACK(create_srq), VIRTIO_IB_DEVICE_SRQ },
+	[VIRTIO_NET_CTRL_ROCE_MODIFY_SRQ] = { "MODIFY_SRQ",
+		CMD(modify_srq), 0, VIRTIO_IB_DEVICE_SRQ },
+	[VIRTIO_NET_CTRL_ROCE_QUERY_SRQ] = { "QUERY_SRQ",
+		CMD(query_srq), ACK(query_srq), VIRTIO_IB_DEVICE_SRQ },
+	[VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ] = { "DESTROY_SRQ",
+		CMD(destroy_srq), 0, VIRTIO_IB_DEVICE_SRQ },
+	[VIRTIO_NET_CTRL_ROCE_ALLOC_MR] = { "ALLOC_MR",
+		CMD(alloc_mr), ACK(alloc_mr), VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS },
+	[VIRTIO_NET_CTRL_ROCE_ALLOC_MW] = { "ALLOC_MW",
+		CMD(alloc_mw), ACK(alloc_mw), VIRTIO_IB_DEVICE_MEM_WINDOW },
+	[VIRTIO_NET_CTRL_ROCE_DEALLOC_MW] = { "DEALLOC_MW",
+		CMD(dealloc_mw), 0, VIRTIO_IB_DEVICE_MEM_WINDOW },
+	[VIRTIO_NET_CTRL_ROCE_RESIZE_CQ] = { "RESIZE_CQ",
+		CMD(resize_cq), ACK(resize_cq), VIRTIO_IB_DEVICE_RESIZE_CQ },
+	[VIRTIO_NET_CTRL_ROCE_RESIZE_QP] = { "RESIZE_QP",
+		CMD(resize_qp), ACK(resize_qp), VIRTIO_IB_DEVICE_RESIZE_MAX_WR },
+	[VIRTIO_NET_CTRL_ROCE_QUERY_PKEY] = { "QUERY_PKEY",
+		CMD(query_pkey), ACK(query_pkey), 0 },
 };
 
 static const char *const err_names[ROCE_ERR_MAX] = {
@@ -77,6 +99,7 @@ static const char *const err_names[ROCE_ERR_MAX] = {
 	[ROCE_ERR_PAGE] = "page",
 	[ROCE_ERR_GID] = "gid",
 	[ROCE_ERR_NOMEM] = "nomem",
+	[ROCE_ERR_CQ_STATE] = "cq_state",
 };
 
 const char *roce_err_name(enum roce_err e)
@@ -86,7 +109,7 @@ const char *roce_err_name(enum roce_err e)
 
 const char *roce_cmd_name(uint8_t cmd)
 {
-	return cmd < VIRTIO_NET_CTRL_ROCE_NUM_CMDS ? cmd_info[cmd].name : "?";
+	return cmd < VIRTIO_NET_CTRL_ROCE_EXT_NUM_CMDS ? cmd_info[cmd].name : "?";
 }
 
 static void put_le32(void *p, uint32_t v)
@@ -101,6 +124,12 @@ static void put_le64(void *p, uint64_t v)
 	memcpy(p, &v, 8);
 }
 
+static void put_le16(void *p, uint16_t v)
+{
+	v = htole16(v);
+	memcpy(p, &v, 2);
+}
+
 #define IN32(s, f)  get_le32((const uint8_t *)in + offsetof(struct s, f))
 #define IN16(s, f)  get_le16((const uint8_t *)in + offsetof(struct s, f))
 #define IN64(s, f)  get_le64((const uint8_t *)in + offsetof(struct s, f))
@@ -109,11 +138,12 @@ static void put_le64(void *p, uint64_t v)
 
 static enum roce_err cmd_query_device(struct roce_dev *rd, void *out)
 {
-	struct virtio_rdma_ack_query_device a;
+	struct virtio_rdma_ack_query_device_ext a;
 	const struct roce_dev_attr *d = &rd->attr;
 
 	memset(&a, 0, sizeof(a));
-	put_le64(&a.device_cap_flags, d->device_cap_flags);
+	put_le64(&a.device_cap_flags,
+		 d->device_cap_flags | (rd->ext ? d->ext_cap_flags : 0));
 	put_le64(&a.max_mr_size, d->max_mr_size);
 	put_le64(&a.page_size_cap, d->page_size_cap);
 	put_le32(&a.hw_ver, d->hw_ver);
@@ -128,17 +158,27 @@ static enum roce_err cmd_query_device(struct roce_dev *rd, void *out)
 	put_le32(&a.max_qp_init_rd_atom, d->max_qp_init_rd_atom);
 	put_le32(&a.max_ah, d->max_ah);
 	a.local_ca_ack_delay = d->local_ca_ack_delay;
+	if (rd->ext) {
+		put_le32(&a.max_srq_wr, d->max_srq_wr);
+		put_le32(&a.max_srq_sge, d->max_srq_sge);
+		put_le32(&a.max_mw, d->max_mw);
+		put_le32(&a.max_fast_reg_page_list_len, d->max_fast_reg_page_list_len);
+		put_le16(&a.max_pkeys, d->max_pkeys);
+		a.atomic_cap = d->atomic_cap;
+	}
 	memcpy(out, &a, sizeof(a));
 	return ROCE_OK;
 }
 
 static enum roce_err cmd_query_port(struct roce_dev *rd, void *out)
 {
-	struct virtio_rdma_ack_query_port a;
+	struct virtio_rdma_ack_query_port_ext a;
 
 	memset(&a, 0, sizeof(a));
 	put_le32(&a.gid_tbl_len, rd->attr.gid_tbl_len);
 	put_le32(&a.max_msg_sz, rd->attr.max_msg_sz);
+	if (rd->ext)
+		put_le16(&a.pkey_tbl_len, rd->attr.max_pkeys);
 	if (rd->has_ip4)
 		memcpy(a.gid1_ipv4, &rd->ip4, 4);
 	memcpy(out, &a, sizeof(a));
@@ -174,12 +214,17 @@ static enum roce_err cmd_reg_user_mr(struct roce_dev *rd, const void *in, size_t
 
 static enum roce_err cmd_create_qp(struct roce_dev *rd, const void *in, void *out)
 {
-	struct virtio_rdma_cmd_create_qp c;
+	struct virtio_rdma_cmd_create_qp_ext c;
 	struct roce_qp_init init;
 	struct roce_qp *qp;
 	enum roce_err err;
 
 	memcpy(&c, in, sizeof(c));
+	memset(&init, 0, sizeof(init));
+	if (rd->ext) { /* without ROCE_EXT these words are ignored */
+		init.ext_flags = le32toh(c.ext_flags);
+		init.srqn = le32toh(c.srqn);
+	}
 	init.pdn = le32toh(c.pdn);
 	init.qp_type = c.qp_type;
 	init.sq_sig_all = c.sq_sig_all;
@@ -239,7 +284,7 @@ static enum roce_err cmd_query_qp(struct roce_dev *rd, const void *in, void *out
 {
 	uint32_t mask = IN32(virtio_rdma_cmd_query_qp, attr_mask);
 	struct roce_qp *qp = roce_qp_lookup(rd, IN32(virtio_rdma_cmd_query_qp, qpn));
-	struct virtio_rdma_ack_query_qp a;
+	struct virtio_rdma_ack_query_qp_ext a;
 	const struct roce_qp_attr *at;
 
 	if (!qp)
@@ -270,7 +315,113 @@ static enum roce_err cmd_query_qp(struct roce_dev *rd, const void *in, void *out
 	put_le32(&a.cap.max_inline_data, qp->cap.max_inline_data);
 	if (at->av_valid)
 		av_to_wire(&at->av, &a.ah_attr);
+	if (rd->ext) {
+		put_le32(&a.ext_flags, qp->ext_flags);
+		put_le32(&a.srqn, qp->srq ? qp->srq->srqn : 0);
+	}
 	memcpy(out, &a, sizeof(a));
+	return ROCE_OK;
+}
+
+/* ---- commands of the extension ---- */
+
+static enum roce_err cmd_create_srq(struct roce_dev *rd, const void *in, void *out)
+{
+	struct roce_srq *srq;
+	enum roce_err err;
+
+	err = roce_srq_create(rd, IN32(virtio_rdma_cmd_create_srq, pdn),
+			      IN32(virtio_rdma_cmd_create_srq, max_wr),
+			      IN32(virtio_rdma_cmd_create_srq, max_sge), &srq);
+	if (err)
+		return err;
+	memset(out, 0, ACK(create_srq));
+	OUT32(virtio_rdma_ack_create_srq, srqn, srq->srqn);
+	OUT32(virtio_rdma_ack_create_srq, max_wr, srq->max_wr);
+	OUT32(virtio_rdma_ack_create_srq, max_sge, srq->max_sge);
+	return ROCE_OK;
+}
+
+static enum roce_err cmd_query_srq(struct roce_dev *rd, const void *in, void *out)
+{
+	struct roce_srq *srq = roce_srq_lookup(rd, IN32(virtio_rdma_cmd_query_srq, srqn));
+
+	if (!srq)
+		return ROCE_ERR_BAD_HANDLE;
+	memset(out, 0, ACK(query_srq));
+	OUT32(virtio_rdma_ack_query_srq, max_wr, srq->max_wr);
+	OUT32(virtio_rdma_ack_query_srq, max_sge, srq->max_sge);
+	OUT32(virtio_rdma_ack_query_srq, srq_limit, srq->srq_limit);
+	return ROCE_OK;
+}
+
+static enum roce_err cmd_alloc_mr(struct roce_dev *rd, const void *in, void *out)
+{
+	uint32_t pdn = IN32(virtio_rdma_cmd_alloc_mr, pdn);
+	struct roce_mr *mr;
+	enum roce_err err;
+
+	if (!roce_pd_lookup(rd, pdn))
+		return ROCE_ERR_BAD_HANDLE;
+	if (IN32(virtio_rdma_cmd_alloc_mr, mr_type) != VIRTIO_IB_MR_TYPE_MEM_REG)
+		return ROCE_ERR_RANGE;
+	err = roce_mr_alloc(rd, pdn, IN32(virtio_rdma_cmd_alloc_mr, max_num_sg), &mr);
+	if (err)
+		return err;
+	OUT32(virtio_rdma_ack_alloc_mr, mrn, mr->mrn);
+	OUT32(virtio_rdma_ack_alloc_mr, lkey, mr->lkey);
+	OUT32(virtio_rdma_ack_alloc_mr, rkey, mr->rkey);
+	return ROCE_OK;
+}
+
+static enum roce_err cmd_alloc_mw(struct roce_dev *rd, const void *in, void *out)
+{
+	struct roce_mr *mw;
+	enum roce_err err;
+
+	err = roce_mw_alloc(rd, IN32(virtio_rdma_cmd_alloc_mw, pdn),
+			    IN32(virtio_rdma_cmd_alloc_mw, mw_type), &mw);
+	if (err)
+		return err;
+	OUT32(virtio_rdma_ack_alloc_mw, mwn, mw->mrn);
+	OUT32(virtio_rdma_ack_alloc_mw, rkey, mw->rkey);
+	return ROCE_OK;
+}
+
+static enum roce_err cmd_resize_qp(struct roce_dev *rd, const void *in, void *out)
+{
+	struct virtio_rdma_cmd_resize_qp c;
+	struct virtio_rdma_ack_resize_qp a;
+	struct roce_qp_cap cap;
+	struct roce_qp *qp;
+	enum roce_err err;
+
+	memcpy(&c, in, sizeof(c));
+	cap.max_send_wr = le32toh(c.cap.max_send_wr);
+	cap.max_recv_wr = le32toh(c.cap.max_recv_wr);
+	cap.max_send_sge = le32toh(c.cap.max_send_sge);
+	cap.max_recv_sge = le32toh(c.cap.max_recv_sge);
+	cap.max_inline_data = le32toh(c.cap.max_inline_data);
+	err = roce_qp_resize(rd, le32toh(c.qpn), &cap);
+	if (err)
+		return err;
+	qp = roce_qp_lookup(rd, le32toh(c.qpn));
+	memset(&a, 0, sizeof(a));
+	put_le32(&a.cap.max_send_wr, qp->cap.max_send_wr);
+	put_le32(&a.cap.max_recv_wr, qp->cap.max_recv_wr);
+	put_le32(&a.cap.max_send_sge, qp->cap.max_send_sge);
+	put_le32(&a.cap.max_recv_sge, qp->cap.max_recv_sge);
+	put_le32(&a.cap.max_inline_data, qp->cap.max_inline_data);
+	memcpy(out, &a, sizeof(a));
+	return ROCE_OK;
+}
+
+static enum roce_err cmd_query_pkey(struct roce_dev *rd, const void *in, void *out)
+{
+	if (IN16(virtio_rdma_cmd_query_pkey, index) >= rd->attr.max_pkeys)
+		return ROCE_ERR_RANGE;
+	memset(out, 0, ACK(query_pkey));
+	put_le16(out, 0xffff); /* the default P_Key, full membership */
 	return ROCE_OK;
 }
 
@@ -340,6 +491,32 @@ static enum roce_err cmd_dispatch(struct roce_dev *rd, uint8_t cmd, const void *
 	case VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ:
 		return roce_cq_req_notify(rd, IN32(virtio_rdma_cmd_req_notify, cqn),
 					  IN32(virtio_rdma_cmd_req_notify, flags));
+	case VIRTIO_NET_CTRL_ROCE_CREATE_SRQ:
+		return cmd_create_srq(rd, in, out);
+	case VIRTIO_NET_CTRL_ROCE_MODIFY_SRQ:
+		return roce_srq_modify(rd, IN32(virtio_rdma_cmd_modify_srq, srqn),
+				       IN32(virtio_rdma_cmd_modify_srq, attr_mask),
+				       IN32(virtio_rdma_cmd_modify_srq, srq_limit));
+	case VIRTIO_NET_CTRL_ROCE_QUERY_SRQ:
+		return cmd_query_srq(rd, in, out);
+	case VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ:
+		return roce_srq_destroy(rd, IN32(virtio_rdma_cmd_destroy_srq, srqn));
+	case VIRTIO_NET_CTRL_ROCE_ALLOC_MR:
+		return cmd_alloc_mr(rd, in, out);
+	case VIRTIO_NET_CTRL_ROCE_ALLOC_MW:
+		return cmd_alloc_mw(rd, in, out);
+	case VIRTIO_NET_CTRL_ROCE_DEALLOC_MW:
+		return roce_mw_dealloc(rd, IN32(virtio_rdma_cmd_dealloc_mw, mwn));
+	case VIRTIO_NET_CTRL_ROCE_RESIZE_CQ:
+		v = IN32(virtio_rdma_cmd_resize_cq, cqe);
+		err = roce_cq_resize(rd, IN32(virtio_rdma_cmd_resize_cq, cqn), v);
+		if (!err)
+			OUT32(virtio_rdma_ack_resize_cq, cqe, v);
+		return err;
+	case VIRTIO_NET_CTRL_ROCE_RESIZE_QP:
+		return cmd_resize_qp(rd, in, out);
+	case VIRTIO_NET_CTRL_ROCE_QUERY_PKEY:
+		return cmd_query_pkey(rd, in, out);
 	default:
 		return ROCE_ERR_UNKNOWN_CMD;
 	}
@@ -352,12 +529,23 @@ enum roce_err roce_ctrl_exec_err(struct roce_dev *rd, uint8_t cmd, const void *i
 	uint8_t ack[ACK(query_device)];
 
 	_Static_assert(ACK(query_device) >= ACK(query_qp), "ack buffer holds every ack");
+	_Static_assert(ACK(query_device_ext) == ACK(query_device), "same ack size");
+	_Static_assert(ACK(query_port_ext) == ACK(query_port), "same ack size");
+	_Static_assert(ACK(query_qp_ext) == ACK(query_qp), "same ack size");
+	_Static_assert(CMD(create_qp_ext) == CMD(create_qp), "same command size");
 	*out_len = 0;
-	if (cmd >= VIRTIO_NET_CTRL_ROCE_NUM_CMDS) {
+	if (cmd >= VIRTIO_NET_CTRL_ROCE_EXT_NUM_CMDS) {
 		err = ROCE_ERR_UNKNOWN_CMD;
 		goto done;
 	}
 	rd->stats.cmds[cmd]++;
+	/* commands of the extension: ROCE_EXT negotiated and the capability
+	 * reported, else unknown like any other number */
+	if (cmd >= VIRTIO_NET_CTRL_ROCE_NUM_CMDS &&
+	    (!rd->ext || (cmd_info[cmd].cap && !(rd->attr.ext_cap_flags & cmd_info[cmd].cap)))) {
+		err = ROCE_ERR_UNKNOWN_CMD;
+		goto done;
+	}
 	if ((!in && in_len) ||
 	    (cmd_info[cmd].in != VRDMA_VARLEN && in_len != cmd_info[cmd].in)) {
 		err = ROCE_ERR_BAD_LEN;

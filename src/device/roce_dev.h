@@ -18,7 +18,9 @@
  * never a valid handle); cqn is the CQ index 0..max_rdma_cqs-1; QPNs follow
  * the rule of include/vrdma/virtio_net_roce.h (index | generation << 14,
  * GSI = 1). lkey/rkey = (MR index << 16) | 16 random bits from a CSPRNG, the
- * lkey and rkey bits drawn independently.
+ * lkey and rkey bits drawn independently. ALLOC_MR MRs and memory windows
+ * (extensions) have one key: (index << 16) | 8 random bits << 8 | the
+ * driver's consumer byte.
  *
  * Single-threaded: owned by the loop thread of its device.
  */
@@ -65,6 +67,10 @@ struct roce_dev;
 #define ROCE_KEY_BITS              16
 #define ROCE_KEY_MASK              ((1u << ROCE_KEY_BITS) - 1)
 #define ROCE_MAX_MR_INDEX          ((1u << (32 - ROCE_KEY_BITS)) - 1) /* 65535 */
+/* Extension defaults (used when the cfg field is 0). */
+#define ROCE_DEF_MAX_SRQS          1024   /* what netdev offers by default */
+#define ROCE_DEF_MAX_MW            16384
+#define ROCE_DEF_MAX_FAST_REG_PAGES 4096  /* 16 MiB per fast-registered MR */
 
 /* Configuration of one device. Zero limits mean "the default". */
 struct roce_dev_cfg {
@@ -88,6 +94,9 @@ struct roce_dev_cfg {
 	uint32_t max_srq_wr, max_srq_sge;
 	uint32_t max_mw;
 	uint32_t max_fast_reg_page_list_len;
+	/* The device offers ROCE_EXT: the event queue and the S SRQ rings are
+	 * part of the ring layout (also implied by max_rdma_srqs != 0). */
+	bool ext_offered;
 	/* Tests and fuzzing only: derive keys from this seed instead of
 	 * getrandom(), so runs are reproducible. */
 	bool deterministic;
@@ -97,7 +106,7 @@ struct roce_dev_cfg {
 /* Why a command failed. Each has a counter in struct roce_stats. */
 enum roce_err {
 	ROCE_OK = 0,
-	ROCE_ERR_UNKNOWN_CMD,   /* command number >= 18 */
+	ROCE_ERR_UNKNOWN_CMD,   /* >= 28, or 18..27 without ROCE_EXT / capability */
 	ROCE_ERR_BAD_LEN,       /* command data length is not the structure's */
 	ROCE_ERR_OUT_SPACE,     /* no room for the ack data */
 	ROCE_ERR_BAD_HANDLE,    /* pdn/cqn/qpn/mrn/ah does not exist */
@@ -181,6 +190,7 @@ struct roce_ev_obj {
 	uint32_t id;              /* cqn, qpn, srqn or 1 (port) */
 	bool queued;
 	struct roce_ev_obj *next;
+	struct roce_ev_obj *prev; /* FIFO links (O(1) drop) */
 };
 
 enum roce_mr_type {
@@ -435,6 +445,7 @@ struct roce_dev {
 
 	/* ---- extensions ---- */
 	bool ext;                 /* VIRTIO_NET_F_ROCE_EXT negotiated */
+	bool ext_offered;         /* ROCE_EXT offered: extended ring layout */
 	uint32_t max_rdma_srqs;   /* S (virtqueues exist for them when offered) */
 	uint32_t nmw;             /* live windows (limit attr.max_mw) */
 	struct roce_ev_obj port_ev; /* PORT_ACTIVE, PORT_ERR, GID_CHANGE; id 1 */
@@ -598,7 +609,7 @@ bool roce_ring_usable(const struct roce_dev *rd, uint32_t ring);
 /* ROCE_EXT negotiated (true) or not (feature negotiation, device reset):
  * commands 18..27, the extension words of the acks, the new access flags
  * and the event queue are accepted only when on. Turning it off destroys
- * nothing (a reset does that). */
+ * nothing (a reset does that) but drops the pending events. */
 void roce_dev_set_ext(struct roce_dev *rd, bool on);
 
 /* Commands 18..27 as functions (host byte order; ROCE_OK or the reason,
@@ -647,6 +658,8 @@ void roce_event_raise(struct roce_dev *rd, struct roce_ev_obj *o, uint8_t type);
 bool roce_event_pop(struct roce_dev *rd, uint8_t *type, uint32_t *id);
 /* Drop every pending event of o (object destroyed). */
 void roce_event_drop(struct roce_dev *rd, struct roce_ev_obj *o);
+/* The port's link went up (PORT_ACTIVE) or down (PORT_ERR). */
+void roce_dev_link_changed(struct roce_dev *rd, bool up);
 /* Whether any event is pending. */
 static inline bool roce_event_pending(const struct roce_dev *rd)
 {

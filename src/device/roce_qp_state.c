@@ -33,6 +33,17 @@ enum { T_RC, T_UC, T_UD, T_GSI, T_NUM };
 #define M_DQP  VIRTIO_IB_QP_DEST_QPN
 #define M_RL   VIRTIO_IB_QP_RATE_LIMIT
 
+/* Access flags MODIFY_QP accepts: the seed's, plus REMOTE_ATOMIC with the
+ * extension and an atomic capability. */
+static uint32_t roce_qp_access_mask(const struct roce_dev *rd)
+{
+	uint32_t m = VIRTIO_IB_ACCESS_SEED_MASK;
+
+	if (rd->ext && rd->attr.atomic_cap != VIRTIO_IB_ATOMIC_NONE)
+		m |= VIRTIO_IB_ACCESS_REMOTE_ATOMIC;
+	return m;
+}
+
 struct qp_trans {
 	bool valid;
 	uint32_t req[T_NUM];
@@ -237,7 +248,7 @@ enum roce_err roce_qp_check_modify(const struct roce_dev *rd, const struct roce_
 	if (!roce_qp_modify_is_ok(qp->type, cur, next, mask))
 		return ROCE_ERR_ATTR_MASK;
 
-	if ((mask & M_ACC) && (m->qp_access_flags & ~(uint32_t)VIRTIO_IB_ACCESS_SEED_MASK))
+	if ((mask & M_ACC) && (m->qp_access_flags & ~roce_qp_access_mask(rd)))
 		return ROCE_ERR_FLAGS;
 	/* Controlled Q_Keys (MSB set) are for the GSI QP only. */
 	if ((mask & M_QKEY) && qp->type != VIRTIO_IB_QPT_GSI && (m->qkey & 0x80000000u))

@@ -9,6 +9,7 @@
  * only); lookups from the data path are an array index.
  */
 #include "device/roce_dev.h"
+#include "device/roce_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -70,8 +71,7 @@ void roce_table_free(struct roce_table *t, uint32_t idx)
 	t->slot[idx] = NULL;
 }
 
-/* Undo the last roce_table_alloc() exactly (the FIFO order is restored). */
-static void roce_table_unalloc(struct roce_table *t, uint32_t idx)
+void roce_table_unalloc(struct roce_table *t, uint32_t idx)
 {
 	t->head = (t->head + t->cap - 1) % t->cap;
 	t->fifo[t->head] = idx;
@@ -255,6 +255,7 @@ int roce_dev_init(struct roce_dev *rd, const struct roce_dev_cfg *cfg)
 {
 	struct roce_dev_attr *a = &rd->attr;
 	uint32_t qps = cfg->max_rdma_qps, cqs = cfg->max_rdma_cqs;
+	uint32_t mr_slots;
 
 	memset(rd, 0, sizeof(*rd));
 	if (qps < 1 || qps > VIRTIO_NET_ROCE_MAX_QPS || cqs < 1 || cqs > VIRTIO_NET_ROCE_MAX_CQS)
@@ -289,16 +290,23 @@ int roce_dev_init(struct roce_dev *rd, const struct roce_dev_cfg *cfg)
 	a->max_msg_sz = ROCE_DEF_MAX_MSG_SZ;
 	a->active_mtu = roce_mtu_from_eth(cfg->eth_mtu ? cfg->eth_mtu : 1500);
 	rd->max_mr_pages = cfg->max_mr_pages ? cfg->max_mr_pages : ROCE_DEF_MAX_MR_PAGES;
+	roce_dev_init_ext(rd, cfg);
+	/* MRs and windows share the table (one key space); each kind has its
+	 * own limit. */
+	mr_slots = a->max_mr;
+	if (rd->ext_offered)
+		mr_slots = (uint32_t)MIN((uint64_t)a->max_mr + a->max_mw, ROCE_MAX_MR_INDEX);
 
 	if (roce_table_init(&rd->pds, 1, a->max_pd + 1) ||
-	    roce_table_init(&rd->mrs, 1, a->max_mr + 1) ||
+	    roce_table_init(&rd->mrs, 1, mr_slots + 1) ||
+	    roce_table_init(&rd->srqs, 0, rd->max_rdma_srqs) ||
 	    roce_table_init(&rd->ahs, 1, a->max_ah + 1) ||
 	    roce_table_init(&rd->cqs, 0, cqs) ||
 	    roce_table_init(&rd->qps, 2, qps)) /* 0 reserved, 1 = GSI */
 		goto nomem;
 	rd->qp_gen = calloc(qps, sizeof(*rd->qp_gen));
-	rd->mr_lkey8 = calloc(a->max_mr + 1, sizeof(*rd->mr_lkey8));
-	rd->mr_rkey8 = calloc(a->max_mr + 1, sizeof(*rd->mr_rkey8));
+	rd->mr_lkey8 = calloc(mr_slots + 1, sizeof(*rd->mr_lkey8));
+	rd->mr_rkey8 = calloc(mr_slots + 1, sizeof(*rd->mr_rkey8));
 	if (!rd->qp_gen || !rd->mr_lkey8 || !rd->mr_rkey8)
 		goto nomem;
 	roce_rng_seed(&rd->rng, cfg->deterministic, cfg->seed);
@@ -316,6 +324,9 @@ static void roce_qp_free(struct roce_dev *rd, struct roce_qp *qp)
 
 	if (rd->hooks.qp_destroy)
 		rd->hooks.qp_destroy(rd, qp);
+	roce_event_drop(rd, &qp->ev);
+	if (qp->srq)
+		qp->srq->refcnt--;
 	qp->pd->refcnt--;
 	qp->send_cq->refcnt--;
 	qp->recv_cq->refcnt--;
@@ -340,13 +351,18 @@ static void roce_ah_free(struct roce_dev *rd, struct roce_ah *ah)
 	free(ah);
 }
 
-static void roce_mr_free(struct roce_dev *rd, struct roce_mr *mr)
+void roce_mr_free(struct roce_dev *rd, struct roce_mr *mr)
 {
 	uint32_t i;
 
+	if (mr->type == ROCE_MR_MW) {
+		if (mr->bound_mr)
+			mr->bound_mr->nbound--;
+		rd->nmw--;
+	}
 	for (i = 0; i < mr->nregions; i++)
 		vhost_mem_region_put(mr->regions[i]);
-	rd->mr_pages -= mr->npages;
+	rd->mr_pages -= mr->type == ROCE_MR_FAST ? mr->max_pages : mr->npages;
 	mr->pd->refcnt--;
 	roce_table_free(&rd->mrs, mr->mrn);
 	free(mr->regions);
@@ -358,6 +374,7 @@ static void roce_cq_free(struct roce_dev *rd, struct roce_cq *cq)
 {
 	if (rd->hooks.cq_destroy)
 		rd->hooks.cq_destroy(rd, cq);
+	roce_event_drop(rd, &cq->ev);
 	roce_table_free(&rd->cqs, cq->cqn);
 	free(cq);
 }
@@ -377,8 +394,18 @@ void roce_dev_reset(struct roce_dev *rd)
 
 	ROCE_TABLE_DRAIN(rd, &rd->qps, struct roce_qp, roce_qp_free);
 	ROCE_TABLE_DRAIN(rd, &rd->ahs, struct roce_ah, roce_ah_free);
+	/* windows before the MRs they are bound to */
+	for (i = 0; rd->mrs.slot && i < rd->mrs.size; i++) {
+		struct roce_mr *mr = rd->mrs.slot[i];
+
+		if (mr && mr->type == ROCE_MR_MW)
+			roce_mr_free(rd, mr);
+	}
 	ROCE_TABLE_DRAIN(rd, &rd->mrs, struct roce_mr, roce_mr_free);
+	ROCE_TABLE_DRAIN(rd, &rd->srqs, struct roce_srq, roce_srq_free);
 	ROCE_TABLE_DRAIN(rd, &rd->cqs, struct roce_cq, roce_cq_free);
+	roce_event_drop(rd, &rd->port_ev);
+	rd->ev_head = rd->ev_tail = NULL;
 	for (i = 0; rd->pds.slot && i < rd->pds.size; i++)
 		if (rd->pds.slot[i]) {
 			free(rd->pds.slot[i]);
@@ -397,6 +424,7 @@ void roce_dev_fini(struct roce_dev *rd)
 	roce_table_fini(&rd->ahs);
 	roce_table_fini(&rd->cqs);
 	roce_table_fini(&rd->qps);
+	roce_table_fini(&rd->srqs);
 	free(rd->qp_gen);
 	free(rd->mr_lkey8);
 	free(rd->mr_rkey8);
@@ -410,17 +438,36 @@ void roce_dev_set_mem(struct roce_dev *rd, const struct vhost_mem *mem)
 	rd->mem = mem;
 }
 
+/* Recompute the device-managed GIDs; GID_CHANGE if one of them changed. */
+static void roce_gid_update(struct roce_dev *rd)
+{
+	uint8_t old[2][16];
+	bool valid[2];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		memcpy(old[i], rd->gid[i].raw, 16);
+		valid[i] = rd->gid[i].valid;
+	}
+	roce_gid_defaults(rd);
+	for (i = 0; i < 2; i++)
+		if (valid[i] != rd->gid[i].valid || memcmp(old[i], rd->gid[i].raw, 16)) {
+			roce_event_raise(rd, &rd->port_ev, VIRTIO_IB_EVENT_GID_CHANGE);
+			break;
+		}
+}
+
 void roce_dev_set_mac(struct roce_dev *rd, const uint8_t mac[6])
 {
 	memcpy(rd->mac, mac, 6);
-	roce_gid_defaults(rd);
+	roce_gid_update(rd);
 }
 
 void roce_dev_set_ip4(struct roce_dev *rd, bool has_ip4, uint32_t ip4)
 {
 	rd->has_ip4 = has_ip4;
 	rd->ip4 = has_ip4 ? ip4 : 0;
-	roce_gid_defaults(rd);
+	roce_gid_update(rd);
 }
 
 void roce_dev_set_eth_mtu(struct roce_dev *rd, uint16_t eth_mtu)
@@ -433,7 +480,9 @@ void roce_dev_counts(const struct roce_dev *rd, struct roce_counts *c)
 	uint32_t i;
 
 	c->pd = rd->pds.used;
-	c->mr = rd->mrs.used;
+	c->mr = rd->mrs.used - rd->nmw;
+	c->srq = rd->srqs.used;
+	c->mw = rd->nmw;
 	c->cq = rd->cqs.used;
 	c->qp = rd->qps.used;
 	c->ah = rd->ahs.used;
@@ -482,7 +531,8 @@ struct roce_mr *roce_mr_lookup_lkey(const struct roce_dev *rd, uint32_t lkey,
 {
 	struct roce_mr *mr = roce_table_get(&rd->mrs, lkey >> ROCE_KEY_BITS);
 
-	if (!mr || mr->lkey != lkey || mr->pd != pd || (access & ~mr->access))
+	if (!mr || mr->lkey != lkey || mr->pd != pd || (access & ~mr->access) ||
+	    mr->type == ROCE_MR_MW || mr->state != ROCE_MR_VALID)
 		return NULL;
 	return mr;
 }
@@ -492,7 +542,10 @@ struct roce_mr *roce_mr_lookup_rkey(const struct roce_dev *rd, uint32_t rkey,
 {
 	struct roce_mr *mr = roce_table_get(&rd->mrs, rkey >> ROCE_KEY_BITS);
 
-	if (!mr || !mr->rkey || mr->rkey != rkey || mr->pd != pd || (access & ~mr->access))
+	if (!mr || !mr->rkey || mr->rkey != rkey || mr->pd != pd || (access & ~mr->access) ||
+	    mr->state != ROCE_MR_VALID)
+		return NULL;
+	if (mr->type == ROCE_MR_MW && !mr->bound_mr)
 		return NULL;
 	return mr;
 }
@@ -505,6 +558,15 @@ int roce_mr_to_iov(const struct roce_dev *rd, const struct roce_mr *mr, uint64_t
 
 	if (!len)
 		return 0;
+	if (mr->state != ROCE_MR_VALID)
+		return -EFAULT;
+	if (mr->type == ROCE_MR_MW) {
+		/* a window: its own bounds, then the bytes of its MR */
+		if (!mr->bound_mr || iova < mr->iova || iova - mr->iova > mr->length ||
+		    len > mr->length - (iova - mr->iova))
+			return -EFAULT;
+		return roce_mr_to_iov(rd, mr->bound_mr, iova, len, iov, max);
+	}
 	if (mr->type == ROCE_MR_DMA) {
 		if (!rd->mem)
 			return -EFAULT;
@@ -557,6 +619,10 @@ bool roce_cq_notify_check(struct roce_cq *cq, bool solicited_or_error)
 
 enum vrdma_vq_kind roce_ring_decode(const struct roce_dev *rd, uint32_t ring, uint32_t *idx)
 {
+	if (rd->ext_offered)
+		return (enum vrdma_vq_kind)vrdma_vq_decode_ext(rd->net_pairs, rd->max_rdma_cqs,
+							       rd->max_rdma_qps,
+							       rd->max_rdma_srqs, ring, idx);
 	return vrdma_vq_decode(rd->net_pairs, rd->max_rdma_cqs, rd->max_rdma_qps, ring, idx);
 }
 
@@ -577,7 +643,29 @@ uint32_t roce_ring_of_rq(const struct roce_dev *rd, uint32_t qp_index)
 
 uint32_t roce_ring_count(const struct roce_dev *rd)
 {
+	if (rd->ext_offered)
+		return vrdma_vq_count_ext(rd->net_pairs, rd->max_rdma_cqs, rd->max_rdma_qps,
+					  rd->max_rdma_srqs);
 	return vrdma_vq_count(rd->net_pairs, rd->max_rdma_cqs, rd->max_rdma_qps);
+}
+
+uint32_t roce_ring_of_eventq(const struct roce_dev *rd)
+{
+	return vrdma_vq_eventq(rd->net_pairs, rd->max_rdma_cqs, rd->max_rdma_qps);
+}
+
+uint32_t roce_ring_of_srq(const struct roce_dev *rd, uint32_t srqn)
+{
+	return vrdma_vq_srq(rd->net_pairs, rd->max_rdma_cqs, rd->max_rdma_qps, srqn);
+}
+
+struct roce_srq *roce_ring_srq(const struct roce_dev *rd, uint32_t ring)
+{
+	uint32_t idx;
+
+	if ((int)roce_ring_decode(rd, ring, &idx) != VRDMA_VQ_SRQ)
+		return NULL;
+	return roce_table_get(&rd->srqs, idx);
 }
 
 struct roce_cq *roce_ring_cq(const struct roce_dev *rd, uint32_t ring)
@@ -604,7 +692,10 @@ struct roce_qp *roce_ring_qp(const struct roce_dev *rd, uint32_t ring, bool *is_
 
 bool roce_ring_usable(const struct roce_dev *rd, uint32_t ring)
 {
-	switch (roce_ring_decode(rd, ring, &(uint32_t){ 0 })) {
+	struct roce_qp *qp;
+	bool is_send;
+
+	switch ((int)roce_ring_decode(rd, ring, &(uint32_t){ 0 })) {
 	case VRDMA_VQ_NET_RX:
 	case VRDMA_VQ_NET_TX:
 	case VRDMA_VQ_CTRL:
@@ -613,7 +704,13 @@ bool roce_ring_usable(const struct roce_dev *rd, uint32_t ring)
 		return roce_ring_cq(rd, ring) != NULL;
 	case VRDMA_VQ_SQ:
 	case VRDMA_VQ_RQ:
-		return roce_ring_qp(rd, ring, NULL) != NULL;
+		qp = roce_ring_qp(rd, ring, &is_send);
+		/* a QP with an SRQ never uses its own receive ring */
+		return qp && (is_send || !qp->srq);
+	case VRDMA_VQ_EVENTQ:
+		return rd->ext;
+	case VRDMA_VQ_SRQ:
+		return rd->ext && roce_ring_srq(rd, ring) != NULL;
 	default:
 		return false;
 	}
@@ -669,6 +766,7 @@ enum roce_err roce_cq_create(struct roce_dev *rd, uint32_t cqe, uint32_t *cqn)
 	cq->cqn = (uint32_t)idx;
 	cq->cqe = cqe;
 	cq->vq = roce_ring_of_cq(rd, cq->cqn);
+	cq->ev.id = cq->cqn;
 	if (rd->hooks.cq_create && rd->hooks.cq_create(rd, cq)) {
 		roce_table_unalloc(&rd->cqs, cq->cqn);
 		free(cq);
@@ -719,7 +817,8 @@ static void roce_mr_publish(struct roce_dev *rd, struct roce_mr *mr, struct roce
 	mr->lkey = (idx << ROCE_KEY_BITS) | k;
 	mr->rkey = 0;
 	if (mr->type == ROCE_MR_USER &&
-	    (mr->access & (VIRTIO_IB_ACCESS_REMOTE_READ | VIRTIO_IB_ACCESS_REMOTE_WRITE))) {
+	    (mr->access & (VIRTIO_IB_ACCESS_REMOTE_READ | VIRTIO_IB_ACCESS_REMOTE_WRITE |
+			   VIRTIO_IB_ACCESS_REMOTE_ATOMIC))) {
 		k = roce_new_key(rd, rd->mr_rkey8[idx]);
 		rd->mr_rkey8[idx] = k;
 		mr->rkey = (idx << ROCE_KEY_BITS) | k;
@@ -738,7 +837,7 @@ enum roce_err roce_mr_get_dma(struct roce_dev *rd, uint32_t pdn, uint32_t access
 		return ROCE_ERR_BAD_HANDLE;
 	if (access & ~(uint32_t)VIRTIO_IB_ACCESS_LOCAL_WRITE)
 		return ROCE_ERR_FLAGS;
-	if (!rd->mrs.nfree)
+	if (!roce_mr_room(rd))
 		return ROCE_ERR_LIMIT;
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
@@ -754,13 +853,13 @@ enum roce_err roce_mr_get_dma(struct roce_dev *rd, uint32_t pdn, uint32_t access
 }
 
 /* Number of 4 KiB pages [va, va+len) touches (len > 0, no wrap). */
-static uint64_t span_pages(uint64_t va, uint64_t len)
+uint64_t roce_span_pages(uint64_t va, uint64_t len)
 {
 	return ((va + len - 1) >> VRDMA_PAGE_SHIFT) - (va >> VRDMA_PAGE_SHIFT) + 1;
 }
 
 /* Add r to the sorted set regs[0..*n) if absent. */
-static int region_set_add(struct vhost_mem_region ***regs, uint32_t *n, uint32_t *cap,
+int roce_region_set_add(struct vhost_mem_region ***regs, uint32_t *n, uint32_t *cap,
 			  struct vhost_mem_region *r)
 {
 	uint32_t lo = 0, hi = *n;
@@ -802,14 +901,13 @@ enum roce_err roce_mr_reg_user(struct roce_dev *rd, uint32_t pdn, uint32_t acces
 
 	if (!pd)
 		return ROCE_ERR_BAD_HANDLE;
-	if ((access & ~(uint32_t)VIRTIO_IB_ACCESS_SEED_MASK) ||
-	    ((access & VIRTIO_IB_ACCESS_REMOTE_WRITE) && !(access & VIRTIO_IB_ACCESS_LOCAL_WRITE)))
+	if (!roce_mr_access_ok(rd, access))
 		return ROCE_ERR_FLAGS;
 	if (length > rd->attr.max_mr_size || (length && va > UINT64_MAX - (length - 1)))
 		return ROCE_ERR_RANGE;
-	if (npages != (length ? span_pages(va, length) : 0))
+	if (npages != (length ? roce_span_pages(va, length) : 0))
 		return ROCE_ERR_NPAGES;
-	if (!rd->mrs.nfree || npages > rd->max_mr_pages - rd->mr_pages)
+	if (!roce_mr_room(rd) || npages > rd->max_mr_pages - rd->mr_pages)
 		return ROCE_ERR_LIMIT;
 	if (npages && !rd->mem)
 		return ROCE_ERR_PAGE;
@@ -846,7 +944,7 @@ enum roce_err roce_mr_reg_user(struct roce_dev *rd, uint32_t pdn, uint32_t acces
 				err = ROCE_ERR_PAGE;
 				goto fail;
 			}
-			if (region_set_add(&mr->regions, &mr->nregions, &ncap, r)) {
+			if (roce_region_set_add(&mr->regions, &mr->nregions, &ncap, r)) {
 				err = ROCE_ERR_NOMEM;
 				goto fail;
 			}
@@ -871,8 +969,10 @@ enum roce_err roce_mr_dereg(struct roce_dev *rd, uint32_t mrn)
 {
 	struct roce_mr *mr = roce_mr_lookup(rd, mrn);
 
-	if (!mr)
+	if (!mr || mr->type == ROCE_MR_MW)
 		return ROCE_ERR_BAD_HANDLE;
+	if (mr->nbound)
+		return ROCE_ERR_IN_USE;
 	roce_mr_free(rd, mr);
 	return ROCE_OK;
 }
@@ -884,7 +984,9 @@ enum roce_err roce_qp_create(struct roce_dev *rd, const struct roce_qp_init *in,
 {
 	const struct roce_dev_attr *a = &rd->attr;
 	const uint32_t gsi = vrdma_qpn_index(VRDMA_GSI_QPN);
+	struct roce_srq *srq = NULL;
 	struct roce_cq *scq, *rcq;
+	struct roce_qp_cap cap = in->cap;
 	struct roce_pd *pd;
 	struct roce_qp *qp;
 	uint32_t idx, gen;
@@ -892,16 +994,30 @@ enum roce_err roce_qp_create(struct roce_dev *rd, const struct roce_qp_init *in,
 	if (in->qp_type != VIRTIO_IB_QPT_RC && in->qp_type != VIRTIO_IB_QPT_UC &&
 	    in->qp_type != VIRTIO_IB_QPT_UD && in->qp_type != VIRTIO_IB_QPT_GSI)
 		return ROCE_ERR_QP_TYPE;
+	if ((in->ext_flags & ~(uint32_t)VIRTIO_IB_QP_CREATE_EXT_MASK) ||
+	    ((in->ext_flags & VIRTIO_IB_QP_CREATE_SRQ) &&
+	     !(rd->attr.ext_cap_flags & VIRTIO_IB_DEVICE_SRQ)))
+		return ROCE_ERR_FLAGS;
 	if (in->sq_sig_all > 1)
 		return ROCE_ERR_RANGE;
 	pd = roce_pd_lookup(rd, in->pdn);
 	scq = roce_cq_lookup(rd, in->send_cqn);
 	rcq = roce_cq_lookup(rd, in->recv_cqn);
+	if (in->ext_flags & VIRTIO_IB_QP_CREATE_SRQ) {
+		srq = roce_srq_lookup(rd, in->srqn);
+		if (!srq)
+			return ROCE_ERR_BAD_HANDLE;
+		if (in->qp_type == VIRTIO_IB_QPT_GSI)
+			return ROCE_ERR_QP_TYPE;
+		/* the SRQ's limits apply; the QP's receive caps are unused */
+		cap.max_recv_wr = 0;
+		cap.max_recv_sge = 0;
+	}
 	if (!pd || !scq || !rcq)
 		return ROCE_ERR_BAD_HANDLE;
-	if (in->cap.max_send_wr > a->max_qp_wr || in->cap.max_recv_wr > a->max_qp_wr ||
-	    in->cap.max_send_sge > a->max_send_sge || in->cap.max_recv_sge > a->max_recv_sge ||
-	    in->cap.max_inline_data > a->max_inline_data)
+	if (cap.max_send_wr > a->max_qp_wr || cap.max_recv_wr > a->max_qp_wr ||
+	    cap.max_send_sge > a->max_send_sge || cap.max_recv_sge > a->max_recv_sge ||
+	    cap.max_inline_data > a->max_inline_data)
 		return ROCE_ERR_RANGE;
 	if (in->qp_type == VIRTIO_IB_QPT_GSI) {
 		if (gsi >= rd->qps.size || rd->qps.slot[gsi])
@@ -926,9 +1042,12 @@ enum roce_err roce_qp_create(struct roce_dev *rd, const struct roce_qp_init *in,
 	qp->pd = pd;
 	qp->send_cq = scq;
 	qp->recv_cq = rcq;
-	qp->cap = in->cap;
+	qp->cap = cap;
 	qp->sq_vq = roce_ring_of_sq(rd, idx);
 	qp->rq_vq = roce_ring_of_rq(rd, idx);
+	qp->ext_flags = in->ext_flags;
+	qp->srq = srq;
+	qp->ev.id = qp->qpn;
 	roce_qp_attr_default(rd, qp, &qp->attr);
 	if (rd->hooks.qp_create && rd->hooks.qp_create(rd, qp)) {
 		if (idx != gsi)
@@ -942,6 +1061,8 @@ enum roce_err roce_qp_create(struct roce_dev *rd, const struct roce_qp_init *in,
 	pd->refcnt++;
 	scq->refcnt++;
 	rcq->refcnt++;
+	if (srq)
+		srq->refcnt++;
 	*out = qp;
 	return ROCE_OK;
 }

@@ -25,7 +25,8 @@
 	 BIT64(VIRTIO_NET_F_MTU) | BIT64(VIRTIO_NET_F_STATUS) |                 \
 	 BIT64(VIRTIO_NET_F_CTRL_VQ) | BIT64(VIRTIO_NET_F_CTRL_RX) |            \
 	 BIT64(VIRTIO_NET_F_CTRL_MAC_ADDR) | BIT64(VIRTIO_RING_F_EVENT_IDX) |   \
-	 BIT64(VIRTIO_RING_F_INDIRECT_DESC) | BIT64(VIRTIO_NET_F_ROCE))
+	 BIT64(VIRTIO_RING_F_INDIRECT_DESC) | BIT64(VIRTIO_NET_F_ROCE) |         \
+	 BIT64(VIRTIO_NET_F_ROCE_EXT))
 
 /* vhost-user protocol features libvrdma uses. */
 #define VRDMA_WANT_PROTOCOL_FEATURES                                            \
@@ -108,19 +109,33 @@ static void random_mac(uint8_t mac[6])
  */
 static int read_config(struct vrdma_dev *dev)
 {
-	uint8_t cfg[VRDMA_CFG_ROCE_SIZE];
+	uint8_t cfg[VRDMA_CFG_ROCE_EXT_SIZE];
 	uint32_t len = sizeof(struct virtio_net_config);
 	bool roce = has_feature(dev, VIRTIO_NET_F_ROCE);
+	bool ext = roce && has_feature(dev, VIRTIO_NET_F_ROCE_EXT);
 	int rc;
 
 	memset(cfg, 0, sizeof(cfg));
 	if (!vhost_client_has_pf(&dev->vc, VHOST_USER_PROTOCOL_F_CONFIG)) {
 		/* Nothing readable: fall back to what needs no config. */
 		dev->features &= ~(BIT64(VIRTIO_NET_F_MAC) | BIT64(VIRTIO_NET_F_MTU) |
-				   BIT64(VIRTIO_NET_F_STATUS) | BIT64(VIRTIO_NET_F_ROCE));
+				   BIT64(VIRTIO_NET_F_STATUS) | BIT64(VIRTIO_NET_F_ROCE) |
+				   BIT64(VIRTIO_NET_F_ROCE_EXT));
 		random_mac(dev->mac);
 		dev->mtu = 1500;
 		return 0;
+	}
+	if (ext) {
+		/* The extension's 40 bytes (max_rdma_srqs at 32). */
+		len = VRDMA_CFG_ROCE_EXT_SIZE;
+		rc = vrdma_dev_vc_result(dev, vhost_client_get_config(&dev->vc, 0, cfg, len));
+		if (rc == 0)
+			goto parse;
+		if (rc != -EIO)
+			return rc;
+		LOG_WARN("vrdma: config space too short for the RoCE extension; not using it");
+		ext = false;
+		dev->features &= ~BIT64(VIRTIO_NET_F_ROCE_EXT);
 	}
 	if (roce)
 		len = VRDMA_CFG_ROCE_SIZE;
@@ -135,7 +150,7 @@ static int read_config(struct vrdma_dev *dev)
 	}
 	if (rc < 0)
 		return rc;
-
+parse:
 	if (has_feature(dev, VIRTIO_NET_F_MAC))
 		memcpy(dev->mac, cfg + offsetof(struct virtio_net_config, mac), 6);
 	else
@@ -160,10 +175,24 @@ static int read_config(struct vrdma_dev *dev)
 		    cqs > VRDMA_MAX_RDMA_QUEUES) {
 			LOG_WARN("vrdma: device RoCE limits invalid (qps %u cqs %u); RoCE disabled",
 				 qps, cqs);
-			dev->features &= ~BIT64(VIRTIO_NET_F_ROCE);
+			dev->features &= ~(BIT64(VIRTIO_NET_F_ROCE) | BIT64(VIRTIO_NET_F_ROCE_EXT));
+			ext = false;
 		} else {
 			dev->max_rdma_qps = qps;
 			dev->max_rdma_cqs = cqs;
+		}
+	}
+	if (ext) {
+		uint32_t srqs = get_le32(cfg + VRDMA_CFG_MAX_RDMA_SRQS_OFF);
+		uint64_t total = vrdma_vq_count_ext(1, dev->max_rdma_cqs, dev->max_rdma_qps, 0) +
+				 (uint64_t)srqs;
+
+		if (srqs > VIRTIO_NET_ROCE_MAX_SRQS || total > VIRTIO_NET_ROCE_MAX_VQS) {
+			LOG_WARN("vrdma: device max_rdma_srqs %u invalid; RoCE extension not used",
+				 srqs);
+			dev->features &= ~BIT64(VIRTIO_NET_F_ROCE_EXT);
+		} else {
+			dev->max_rdma_srqs = srqs;
 		}
 	}
 	return 0;
@@ -219,6 +248,9 @@ static int negotiate(struct vrdma_dev *dev)
 		dev->features &= ~(BIT64(VIRTIO_NET_F_CTRL_RX) |
 				   BIT64(VIRTIO_NET_F_CTRL_MAC_ADDR) |
 				   BIT64(VIRTIO_NET_F_ROCE));
+	/* The extension needs RoCE (and so the control queue). */
+	if (!has_feature(dev, VIRTIO_NET_F_ROCE))
+		dev->features &= ~BIT64(VIRTIO_NET_F_ROCE_EXT);
 
 	rc = read_config(dev);
 	if (rc < 0)
@@ -458,6 +490,11 @@ uint32_t vrdma_dev_max_rdma_qps(const struct vrdma_dev *dev)
 uint32_t vrdma_dev_max_rdma_cqs(const struct vrdma_dev *dev)
 {
 	return has_feature(dev, VIRTIO_NET_F_ROCE) ? dev->max_rdma_cqs : 0;
+}
+
+uint32_t vrdma_dev_max_rdma_srqs(const struct vrdma_dev *dev)
+{
+	return has_feature(dev, VIRTIO_NET_F_ROCE_EXT) ? dev->max_rdma_srqs : 0;
 }
 
 int vrdma_dev_link_up(struct vrdma_dev *dev)

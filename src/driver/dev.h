@@ -30,6 +30,9 @@
 #define VRDMA_CFG_MAX_RDMA_CQS_OFF offsetof(struct virtio_net_roce_config, max_rdma_cqs)
 #define VRDMA_CFG_ROCE_SIZE sizeof(struct virtio_net_roce_config)
 #define VRDMA_MAX_RDMA_QUEUES VIRTIO_NET_ROCE_MAX_QPS
+/* With VIRTIO_NET_F_ROCE_EXT offered: the 40-byte layout, max_rdma_srqs. */
+#define VRDMA_CFG_MAX_RDMA_SRQS_OFF offsetof(struct virtio_net_roce_ext_config, max_rdma_srqs)
+#define VRDMA_CFG_ROCE_EXT_SIZE sizeof(struct virtio_net_roce_ext_config)
 _Static_assert(offsetof(struct virtio_net_roce_config, max_rdma_qps) ==
 		       offsetof(struct virtio_net_config, supported_hash_types) + 4,
 	       "RoCE config fields follow supported_hash_types");
@@ -96,6 +99,7 @@ struct vrdma_dev {
 	uint8_t mac[6];
 	uint16_t mtu;
 	uint32_t max_rdma_qps, max_rdma_cqs;
+	uint32_t max_rdma_srqs;   /* with VIRTIO_NET_F_ROCE_EXT (0..16384) */
 	uint16_t ring_size;
 	bool event_idx, indirect, wide_index;
 

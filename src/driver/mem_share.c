@@ -5,8 +5,18 @@
  * drop-in libibverbs.
  *
  * A virtio device can only reach memory the driver put in a shared region,
- * and vhost-user regions are fds. Private anonymous memory has no fd, so the
- * pages are converted in place:
+ * and vhost-user regions are fds.
+ *
+ * Zero copy: memory from the shared heap of libvrdma-shmalloc (preloaded by
+ * vrdma-run: large malloc / memalign / calloc / realloc / anonymous mmap
+ * blocks) already lies in a memfd mapped MAP_SHARED. Such a range becomes a
+ * "heap chunk": the heap's fd (dup'ed) and the range's offset in it are
+ * announced as they are, nothing is copied or remapped. The allocator is
+ * found with dlsym(RTLD_DEFAULT, VRDMA_SHMALLOC_HEAP_SYM); without it (or
+ * for memory outside its heap) the copy path below is used.
+ *
+ * Copy path: private anonymous memory has no fd, so the pages are converted
+ * in place:
  *   1. memfd_create + ftruncate to the page-rounded length;
  *   2. pwrite() the current contents into it (the kernel copies straight into
  *      the memfd's page cache: no page faults on a temporary mapping);
@@ -27,31 +37,50 @@
  *
  * When the last handle of a chunk goes, the range becomes private anonymous
  * memory again with the same contents (pread into a new anonymous mapping,
- * mremap over the range), so fork semantics return to normal.
+ * mremap over the range), so fork semantics return to normal. Heap chunks
+ * are just forgotten (the memory stays the allocator's).
+ *
+ * Memory management calls here are raw system calls: with the allocator
+ * preloaded, mmap / mremap of anonymous memory would be served from its heap.
+ *
+ * The copy-path conversions (copy then swap, both directions) must see no
+ * write to the range between the copy and the swap, or that write is lost.
+ * The calling thread's own stack is the case that always happens (a stack
+ * buffer shares pages with the frames of ibv_reg_mr itself), so both steps
+ * run in a helper task (clone CLONE_VM | CLONE_VFORK, its own small stack)
+ * while the kernel holds the calling thread still inside clone(): its
+ * stack does not change until the swap is done.
  *
  * fork(): a pthread_atfork child handler does the same conversion for every
- * live chunk in the child, so the child gets a private copy (what a
+ * live copy-path chunk the child inherited (the verbs layer marks registered
+ * ranges MADV_DONTFORK, so usually there is none; heap chunks: the
+ * allocator's own child handler gives the child a private copy of the whole
+ * heap), so the child gets a private copy (what a
  * fork-safe verbs library gives) instead of sharing pages with the parent,
  * and it replaces each device's socket by an unconnected one so the back-end
  * still sees the parent's connection close when the parent exits.
  *
  * Lock order: device lock, then the registry lock.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "common/util.h"
 #include "driver/dev.h"
+#include "shmalloc/shmalloc.h"
 
 struct vrdma_piece {
 	uintptr_t start, end;
@@ -66,6 +95,8 @@ struct vrdma_chunk_dev {
 struct vrdma_chunk {
 	uintptr_t start, end;
 	int fd;
+	bool heap;      /* in the allocator's heap: fd is a dup of its memfd */
+	uint64_t off;   /* offset of start in fd */
 	unsigned refs;
 	struct vrdma_chunk_dev *devs;
 	unsigned ndevs;
@@ -89,6 +120,57 @@ static struct {
 } reg = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static vrdma_shmalloc_heap_fn *heap_fn;
+static pthread_once_t heap_once = PTHREAD_ONCE_INIT;
+
+static void heap_fn_init(void)
+{
+	heap_fn = (vrdma_shmalloc_heap_fn *)dlsym(RTLD_DEFAULT, VRDMA_SHMALLOC_HEAP_SYM);
+}
+
+/* The preloaded allocator's heap: true with its bounds and fd. */
+static bool heap_get(uintptr_t *hs, uintptr_t *he, int *fd)
+{
+	pthread_once(&heap_once, heap_fn_init);
+	return heap_fn && heap_fn(hs, he, fd) == 0;
+}
+
+static void *raw_mmap(void *a, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return (void *)syscall(SYS_mmap, a, len, prot, flags, fd, off);
+}
+
+#define SIDE_STACK (256u << 10)
+
+/*
+ * Run fn on a copy of the size bytes at arg in a task sharing our memory,
+ * on its own stack, while this thread waits inside clone() (CLONE_VFORK)
+ * until it exits; the copy (fn's results) is copied back to arg. The copy
+ * lives in the task's stack mapping, not in arg's memory, which may be in
+ * the range being converted. fn must only use system calls (it runs with
+ * our thread pointer). Returns 0, or -errno if the task could not run.
+ */
+static int side_run(int (*fn)(void *), void *arg, size_t size)
+{
+	char *stk = raw_mmap(NULL, SIDE_STACK, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	int pid, st, rc = 0;
+
+	if (stk == MAP_FAILED)
+		return -errno;
+	memcpy(stk, arg, size); /* bottom of the mapping; the stack grows down */
+	pid = clone(fn, stk + SIDE_STACK, CLONE_VM | CLONE_VFORK, stk);
+	if (pid < 0) {
+		rc = -errno;
+	} else {
+		while (waitpid(pid, &st, __WCLONE) < 0 && errno == EINTR)
+			;
+		memcpy(arg, stk, size);
+	}
+	syscall(SYS_munmap, stk, SIDE_STACK);
+	return rc;
+}
 
 static size_t page_size(void)
 {
@@ -202,13 +284,13 @@ static int maps_lookup(uintptr_t s, uintptr_t e, struct vrdma_piece **out, unsig
 
 /* Replace [s, e) (mapping fd at offset off) by private anonymous memory with
  * the same contents and protection prot. */
-static int make_private_piece(uintptr_t s, uintptr_t e, int fd, uint64_t off, int prot)
+static int make_private_piece_direct(uintptr_t s, uintptr_t e, int fd, uint64_t off, int prot)
 {
 	size_t len = e - s;
 	void *tmp, *r;
 	size_t done = 0;
 
-	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	tmp = raw_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (tmp == MAP_FAILED)
 		return -errno;
 	while (done < len) {
@@ -218,22 +300,46 @@ static int make_private_piece(uintptr_t s, uintptr_t e, int fd, uint64_t off, in
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			munmap(tmp, len);
+			syscall(SYS_munmap, tmp, len);
 			return n < 0 ? -errno : -EIO;
 		}
 		done += (size_t)n;
 	}
 	/* Atomic replacement: the range is never unmapped in between. */
-	r = mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)s);
+	r = (void *)syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)s);
 	if (r == MAP_FAILED) {
 		int rc = -errno;
 
-		munmap(tmp, len);
+		syscall(SYS_munmap, tmp, len);
 		return rc;
 	}
 	if (prot != (PROT_READ | PROT_WRITE))
 		mprotect((void *)s, len, prot);
 	return 0;
+}
+
+struct private_arg {
+	uintptr_t s, e;
+	uint64_t off;
+	int fd, prot, rc;
+};
+
+static int private_task(void *p)
+{
+	struct private_arg *a = p;
+
+	a->rc = make_private_piece_direct(a->s, a->e, a->fd, a->off, a->prot);
+	return 0;
+}
+
+/* The same, from the side task (see the top of the file). */
+static int make_private_piece(uintptr_t s, uintptr_t e, int fd, uint64_t off, int prot)
+{
+	struct private_arg a = { .s = s, .e = e, .off = off, .fd = fd, .prot = prot,
+				 .rc = -EINTR };
+	int r = side_run(private_task, &a, sizeof(a));
+
+	return r < 0 ? r : a.rc;
 }
 
 /*
@@ -305,10 +411,45 @@ static void chunk_free(struct vrdma_chunk *c)
 	free(c);
 }
 
+struct convert_arg {
+	struct vrdma_chunk *c;
+	unsigned done; /* pieces swapped */
+	bool copied;   /* contents in the memfd */
+	int rc;
+};
+
+/* In the side task: copy the chunk's pages into its memfd and map that over
+ * them, piece by piece. */
+static int convert_task(void *p)
+{
+	struct convert_arg *a = p;
+	struct vrdma_chunk *c = a->c;
+	unsigned i;
+
+	a->done = 0;
+	a->rc = copy_to_fd(c->fd, c->start, c->end - c->start);
+	if (a->rc < 0)
+		return 0;
+	a->copied = true;
+	for (i = 0; i < c->npieces; i++) {
+		const struct vrdma_piece *pc = &c->pieces[i];
+		void *m = raw_mmap((void *)pc->start, pc->end - pc->start, pc->prot,
+				   MAP_SHARED | MAP_FIXED, c->fd, (off_t)(pc->start - c->start));
+
+		if (m == MAP_FAILED) {
+			a->rc = -errno;
+			break;
+		}
+	}
+	a->done = i;
+	return 0;
+}
+
 /* Convert the private pages [s, e) into a new chunk. */
 static int chunk_create(uintptr_t s, uintptr_t e, struct vrdma_chunk **out)
 {
 	struct vrdma_chunk *c;
+	bool a_copied = false;
 	unsigned i;
 	int rc;
 
@@ -333,19 +474,20 @@ static int chunk_create(uintptr_t s, uintptr_t e, struct vrdma_chunk **out)
 	/* A chunk never changes size: sealed, so the back-end knows it cannot
 	 * be truncated under it. */
 	(void)fcntl(c->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
-	rc = copy_to_fd(c->fd, s, e - s);
-	if (rc < 0)
-		goto fail;
-	for (i = 0; i < c->npieces; i++) {
-		const struct vrdma_piece *p = &c->pieces[i];
-		void *m = mmap((void *)p->start, p->end - p->start, p->prot,
-			       MAP_SHARED | MAP_FIXED, c->fd, (off_t)(p->start - s));
+	{
+		struct convert_arg a = { .c = c, .rc = -EINTR };
+		int r = side_run(convert_task, &a, sizeof(a));
 
-		if (m == MAP_FAILED) {
-			rc = -errno;
-			break;
+		if (r < 0) {
+			rc = r;
+			goto fail;
 		}
+		rc = a.rc;
+		i = a.done;
+		a_copied = a.copied;
 	}
+	if (rc < 0 && !a_copied)
+		goto fail; /* nothing swapped */
 	if (i < c->npieces) {
 		/* Undo the pieces already swapped (and the failed one, which
 		 * MAP_FIXED may have unmapped): same contents, private again. */
@@ -363,6 +505,39 @@ fail:
 	return rc;
 }
 
+/* [s, e) inside the allocator's heap (start hs, memfd hfd): a chunk that
+ * shares the heap's pages as they are. */
+static int chunk_create_heap(uintptr_t s, uintptr_t e, uintptr_t hs, int hfd,
+			     struct vrdma_chunk **out)
+{
+	struct vrdma_chunk *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->start = s;
+	c->end = e;
+	c->heap = true;
+	c->off = s - hs;
+	c->fd = fcntl(hfd, F_DUPFD_CLOEXEC, 0);
+	if (c->fd < 0) {
+		int rc = -errno;
+
+		free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+/* A chunk that is in no table any more: give its pages back (copy path). */
+static void chunk_discard(struct vrdma_chunk *c)
+{
+	if (!c->heap && make_private(c->start, c->end, c->fd) < 0)
+		LOG_WARN("vrdma: %#lx-%#lx stays shared memory (could not make it private)",
+			 (unsigned long)c->start, (unsigned long)c->end);
+	chunk_free(c);
+}
+
 /* Last reference gone: private again, out of the table. */
 static void chunk_release(struct vrdma_chunk *c)
 {
@@ -375,10 +550,7 @@ static void chunk_release(struct vrdma_chunk *c)
 		memmove(&reg.v[i], &reg.v[i + 1], (reg.n - i - 1) * sizeof(reg.v[0]));
 		reg.n--;
 	}
-	if (make_private(c->start, c->end, c->fd) < 0)
-		LOG_WARN("vrdma: %#lx-%#lx stays shared memory (could not make it private)",
-			 (unsigned long)c->start, (unsigned long)c->end);
-	chunk_free(c);
+	chunk_discard(c);
 }
 
 static int reg_insert(struct vrdma_chunk *c)
@@ -434,7 +606,7 @@ static int chunk_dev_get(struct vrdma_chunk *c, struct vrdma_dev *dev)
 	if (!d)
 		return -ENOMEM;
 	c->devs = d;
-	rc = vrdma_mreg_add(dev, c->start, c->end - c->start, c->fd, 0);
+	rc = vrdma_mreg_add(dev, c->start, c->end - c->start, c->fd, c->off);
 	if (rc < 0)
 		return rc;
 	c->devs[c->ndevs].dev = dev;
@@ -516,26 +688,126 @@ static void share_unlink(struct vrdma_mem_share *sh)
 
 /* ---- fork ------------------------------------------------------------------ */
 
+/*
+ * Until the child has its private copies, the copy-path pages are shared
+ * between parent and child. The parent's handler therefore waits (pipe) for
+ * the child's handler to finish, and the child converts them first, with
+ * no allocation (glibc's heap may be among them) and from the chunks' own
+ * piece lists (the mappings are those of the parent at fork time).
+ */
+static int fork_pipe[2] = { -1, -1 };
+
 static void atfork_prepare(void)
 {
 	pthread_mutex_lock(&reg.lock);
+	fork_pipe[0] = fork_pipe[1] = -1;
+	for (unsigned i = 0; i < reg.n; i++) {
+		if (!reg.v[i]->heap) {
+			if (pipe2(fork_pipe, O_CLOEXEC) < 0)
+				fork_pipe[0] = fork_pipe[1] = -1;
+			break;
+		}
+	}
 }
 
 static void atfork_parent(void)
 {
+	if (fork_pipe[0] >= 0) {
+		char b;
+
+		close(fork_pipe[1]);
+		/* One byte when the child is done, EOF if it died. */
+		while (read(fork_pipe[0], &b, 1) < 0 && errno == EINTR)
+			;
+		close(fork_pipe[0]);
+	}
 	pthread_mutex_unlock(&reg.lock);
+}
+
+/* Whether all of [s, e) is mapped (mincore fails with ENOMEM on holes). */
+static bool range_mapped(uintptr_t s, uintptr_t e)
+{
+	static unsigned char vec[256];
+	size_t step = sizeof(vec) * page_size();
+
+	for (uintptr_t a = s; a < e; a += step)
+		if (mincore((void *)a, MIN(step, e - a), vec) < 0 && errno == ENOMEM)
+			return false;
+	return true;
+}
+
+/* Whether the object [p, p + n) is mapped. */
+static bool obj_mapped(const void *p, size_t n)
+{
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(page_size() - 1);
+
+	return range_mapped(a, (uintptr_t)p + n);
+}
+
+/* Chunk i of the registry if the child has it (and its piece list). */
+static struct vrdma_chunk *child_chunk(unsigned i)
+{
+	struct vrdma_chunk *c;
+
+	if (!obj_mapped(&reg.v[i], sizeof(reg.v[i])))
+		return NULL;
+	c = reg.v[i];
+	if (!obj_mapped(c, sizeof(*c)) ||
+	    (c->npieces && !obj_mapped(c->pieces, c->npieces * sizeof(c->pieces[0]))))
+		return NULL;
+	return c;
 }
 
 static void atfork_child(void)
 {
+	/*
+	 * The verbs layer marks registered ranges MADV_DONTFORK, so the child
+	 * may lack them, and with them whatever else lay on those pages (our
+	 * own records too, when they sit in glibc's heap next to a registered
+	 * small block): nothing is read here without checking it is mapped.
+	 * Only pieces the child inherited are converted (mapping anything
+	 * over a hole would be wrong); all are checked before converting any
+	 * (a conversion maps memory).
+	 */
 	for (unsigned i = 0; i < reg.n; i++) {
-		struct vrdma_chunk *c = reg.v[i];
+		struct vrdma_chunk *c = child_chunk(i);
 
-		make_private(c->start, c->end, c->fd);
-		chunk_free(c);
+		for (unsigned j = 0; c && !c->heap && j < c->npieces; j++)
+			if (!range_mapped(c->pieces[j].start, c->pieces[j].end))
+				c->pieces[j].prot = -1;
+	}
+	for (unsigned i = 0; i < reg.n; i++) {
+		struct vrdma_chunk *c = child_chunk(i);
+
+		for (unsigned j = 0; c && !c->heap && j < c->npieces; j++) {
+			const struct vrdma_piece *p = &c->pieces[j];
+
+			if (p->prot != -1)
+				make_private_piece(p->start, p->end, c->fd, p->start - c->start,
+						   p->prot);
+		}
+	}
+	if (fork_pipe[1] >= 0) {
+		if (write(fork_pipe[1], "", 1) < 0) {
+			/* the parent then sees EOF */
+		}
+		close(fork_pipe[0]);
+		close(fork_pipe[1]);
+	}
+	/* The records are the parent's: close our copies of the fds, but do
+	 * not free() them: pages of glibc's heap registered by the parent
+	 * may be missing here (MADV_DONTFORK), and the allocator's lists may
+	 * run through them. The few bytes stay allocated in the child. */
+	for (unsigned i = 0; i < reg.n; i++) {
+		struct vrdma_chunk *c = child_chunk(i);
+
+		if (c)
+			close(c->fd);
 	}
 	reg.n = 0;
-	for (struct vrdma_dev *d = reg.devs; d; d = d->next_dev) {
+	reg.cap = 0;
+	reg.v = NULL;
+	for (struct vrdma_dev *d = reg.devs; d && obj_mapped(d, sizeof(*d)); d = d->next_dev) {
 		int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		int fd = vhost_client_fd(&d->vc);
 
@@ -638,18 +910,27 @@ int vrdma_mem_share(struct vrdma_dev *dev, void *addr, size_t len,
 			i++;
 			continue;
 		}
-		/* Gap up to the next chunk (or the end). */
+		/* Gap up to the next chunk (or the end): a heap chunk for the
+		 * part in the allocator's heap, a converted one elsewhere. */
 		{
-			uintptr_t ge = c ? MIN(c->start, e) : e;
+			uintptr_t ge = c ? MIN(c->start, e) : e, hs = 0, he = 0;
 			struct vrdma_chunk *n = NULL;
+			int hfd = -1;
+			bool heap = heap_get(&hs, &he, &hfd);
 
-			rc = chunk_create(cur, ge, &n);
+			if (heap && cur >= hs && cur < he) {
+				ge = MIN(ge, he);
+				rc = chunk_create_heap(cur, ge, hs, hfd, &n);
+			} else {
+				if (heap && hs > cur && hs < ge)
+					ge = hs;
+				rc = chunk_create(cur, ge, &n);
+			}
 			if (rc < 0)
 				break;
 			rc = reg_insert(n);
 			if (rc < 0) {
-				make_private(n->start, n->end, n->fd);
-				chunk_free(n);
+				chunk_discard(n);
 				break;
 			}
 			rc = share_add_chunk(sh, n);

@@ -231,7 +231,7 @@ int vrdma_queue_teardown(struct vrdma_queue *q)
 		return 0;
 	dev = q->dev;
 	vrdma_dev_lock(dev);
-	if (!vrdma_dev_is_dead(dev)) {
+	if (!vrdma_dev_is_dead(dev) && !q->stopped) {
 		if (dev->vc.features & (1ull << VHOST_USER_F_PROTOCOL_FEATURES))
 			rc = vhost_client_set_vring_enable(&dev->vc, q->idx, false);
 		if (rc == 0 || rc == -EIO)
@@ -241,6 +241,86 @@ int vrdma_queue_teardown(struct vrdma_queue *q)
 	if (q->idx < dev->queues_cap && dev->queues[q->idx] == q)
 		dev->queues[q->idx] = NULL;
 	queue_free(q);
+	vrdma_dev_unlock(dev);
+	return rc;
+}
+
+int vrdma_queue_stop(struct vrdma_queue *q)
+{
+	struct vrdma_dev *dev = q->dev;
+	uint32_t base;
+	int rc = 0;
+
+	vrdma_dev_lock(dev);
+	if (vrdma_dev_is_dead(dev)) {
+		rc = -ENOTCONN;
+	} else if (!q->stopped) {
+		if (dev->vc.features & (1ull << VHOST_USER_F_PROTOCOL_FEATURES))
+			rc = vhost_client_set_vring_enable(&dev->vc, q->idx, false);
+		if (rc == 0 || rc == -EIO)
+			rc = vhost_client_get_vring_base(&dev->vc, q->idx, &base);
+		rc = vrdma_dev_vc_result(dev, rc);
+		if (rc == 0)
+			q->stopped = true;
+	}
+	vrdma_dev_unlock(dev);
+	return rc;
+}
+
+int vrdma_queue_restart(struct vrdma_queue *q, uint16_t num)
+{
+	struct vrdma_dev *dev = q->dev;
+	struct vq_drv nvq, ovq;
+	size_t obytes;
+	void *oring;
+	int rc;
+
+	if (num < 2 || !IS_POW2(num) || num > 32768 || (q->flags & VRDMA_QF_INDIRECT))
+		return -EINVAL;
+	vrdma_dev_lock(dev);
+	if (vrdma_dev_is_dead(dev)) {
+		rc = -ENOTCONN;
+		goto out;
+	}
+	if (!q->stopped) {
+		rc = -EINVAL;
+		goto out;
+	}
+	obytes = q->ring_bytes;
+	oring = q->ring;
+	q->ring_bytes = vq_drv_ring_bytes(num);
+	q->ring = vrdma_shm_alloc(dev, q->ring_bytes, 4096);
+	if (!q->ring) {
+		rc = -errno;
+		goto undo_mem;
+	}
+	rc = vq_drv_init(&nvq, q->ring, num, dev->event_idx);
+	if (rc < 0) {
+		vrdma_shm_free(dev, q->ring, q->ring_bytes);
+		goto undo_mem;
+	}
+	if (q->call_fd < 0)
+		vq_drv_disable_cb(&nvq);
+	ovq = q->vq;
+	q->vq = nvq;
+	q->num = num;
+	rc = queue_vhost_setup(dev, q);
+	if (rc < 0) {
+		/* Back to the old (stopped) ring. */
+		vq_drv_fini(&q->vq);
+		vrdma_shm_free(dev, q->ring, q->ring_bytes);
+		q->vq = ovq;
+		q->num = ovq.num;
+		goto undo_mem;
+	}
+	q->stopped = false;
+	vq_drv_fini(&ovq);
+	vrdma_shm_free(dev, oring, obytes);
+	goto out;
+undo_mem:
+	q->ring = oring;
+	q->ring_bytes = obytes;
+out:
 	vrdma_dev_unlock(dev);
 	return rc;
 }

@@ -55,6 +55,7 @@ struct vrdma_queue {
 	int call_fd;            /* eventfd, or -1: no interrupts (we poll) */
 	int err_fd;             /* eventfd, or -1 */
 	uint64_t kicks;         /* eventfd writes */
+	bool stopped;           /* vrdma_queue_stop: the device left it */
 };
 
 /* Descriptors per indirect table (VRDMA_QF_INDIRECT). */
@@ -75,6 +76,23 @@ int vrdma_queue_setup(struct vrdma_dev *dev, unsigned idx, uint16_t num,
  * not returned). Returns 0, or the -errno of the vhost-user exchange (the
  * queue is freed in every case). NULL is ignored. */
 int vrdma_queue_teardown(struct vrdma_queue *q);
+
+/*
+ * Stop the ring (SET_VRING_ENABLE 0 + GET_VRING_BASE): afterwards the device
+ * no longer touches it, so its used entries are final and may be read
+ * (vq_drv_get_used) before vrdma_queue_restart. Takes the device lock.
+ * Returns 0 or -errno (-ENOTCONN).
+ */
+int vrdma_queue_stop(struct vrdma_queue *q);
+
+/*
+ * Replace the ring of a stopped queue by a fresh one of num entries (power
+ * of two, 2..32768) and start it again (NUM, BASE 0, ADDR, the same call /
+ * error / kick eventfds, ENABLE). Buffers of the old ring are abandoned:
+ * read what you need first. On failure the queue stays stopped with its old
+ * ring. Takes the device lock. Returns 0, -EINVAL, -ENOMEM, -ENOTCONN, -EIO.
+ */
+int vrdma_queue_restart(struct vrdma_queue *q, uint16_t num);
 
 /* The queue at index idx, or NULL. Takes the device lock. */
 struct vrdma_queue *vrdma_queue_get(struct vrdma_dev *dev, unsigned idx);

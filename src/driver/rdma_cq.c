@@ -40,6 +40,9 @@
 /* vrdma_cq_wait without an event fd: poll interval. */
 #define CQ_WAIT_POLL_MS 1
 
+static void cq_decode(const struct virtio_rdma_cq_req *b, struct vrdma_wc *wc);
+static void cq_arm_fast(struct vrdma_cq *cq);
+
 static int cq_post_buf(struct vrdma_cq *cq, struct virtio_rdma_cq_req *b)
 {
 	struct vq_buf vb = {
@@ -173,6 +176,7 @@ static void cq_release(struct vrdma_cq *cq)
 	vrdma_shm_free(cq->dev, cq->bufs, cq->bufs_bytes);
 	pthread_spin_destroy(&cq->lock);
 	free(cq->qtab);
+	free(cq->stash);
 	free(cq);
 }
 
@@ -287,6 +291,9 @@ int vrdma_cq_destroy(struct vrdma_cq *cq)
 		rc = rc > 0 ? -EBUSY : rc;
 		goto out;
 	}
+	/* Events the device wrote for the CQ precede the ack: read them and
+	 * drop the CQ's (its cqn may be reused at once). */
+	vrdma_rdma_events_forget(r, cq);
 	/* The device stopped processing the ring: reset it (teardown). */
 	vrdma_rdma_cq_free(r, cq);
 out:
@@ -302,6 +309,142 @@ uint32_t vrdma_cq_num(const struct vrdma_cq *cq)
 uint32_t vrdma_cq_size(const struct vrdma_cq *cq)
 {
 	return cq->num;
+}
+
+void vrdma_cq_set_context(struct vrdma_cq *cq, void *context)
+{
+	cq->context = context;
+}
+
+void *vrdma_cq_context(const struct vrdma_cq *cq)
+{
+	return cq->context;
+}
+
+/*
+ * Replace cq's ring by one of num entries (device lock held, RESIZE_CQ
+ * accepted): stop the old ring, keep its completions (they come before
+ * every later one), then start the new ring with fresh buffers; the device
+ * writes what waited meanwhile into it. The eventfds stay. 0 or -errno (the
+ * CQ then keeps its old ring, stopped if the stop worked: -EIO).
+ */
+static int cq_replace_ring(struct vrdma_cq *cq, uint32_t num)
+{
+	struct virtio_rdma_cq_req *nb, *ob;
+	struct vrdma_wc *stash;
+	size_t nbytes = (size_t)num * VRDMA_CQE_SIZE, obytes;
+	uint32_t cap, len;
+	int rc;
+
+	nb = vrdma_shm_alloc(cq->dev, nbytes, 64);
+	if (!nb)
+		return -ENOMEM;
+	pthread_spin_lock(&cq->lock);
+	/* Room for the stash and every used entry of the old ring. */
+	cap = cq->stash_len + cq->num;
+	stash = malloc((size_t)cap * sizeof(*stash));
+	if (!stash) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if (cq->stash_len)
+		memcpy(stash, cq->stash + cq->stash_head, cq->stash_len * sizeof(*stash));
+	rc = vrdma_queue_stop(cq->q);
+	if (rc)
+		goto fail;
+	/* The old ring is final now: its used entries are completions. */
+	for (len = cq->stash_len; len < cap;) {
+		uint32_t l = 0;
+		struct virtio_rdma_cq_req *b = vq_drv_get_used(&cq->q->vq, &l);
+
+		if (!b) {
+			if (l == UINT32_MAX) {
+				cq->bad++;
+				continue;
+			}
+			break;
+		}
+		if (l >= VRDMA_CQE_SIZE)
+			cq_decode(b, &stash[len++]);
+		else
+			cq->bad++;
+	}
+	rc = vrdma_queue_restart(cq->q, (uint16_t)num);
+	if (rc) {
+		/* Stopped with its completions taken: give them out anyway. */
+		free(cq->stash);
+		cq->stash = stash;
+		cq->stash_head = 0;
+		cq->stash_len = len;
+		pthread_spin_unlock(&cq->lock);
+		vrdma_shm_free(cq->dev, nb, nbytes);
+		return rc;
+	}
+	free(cq->stash);
+	cq->stash = stash;
+	cq->stash_head = 0;
+	cq->stash_len = len;
+	ob = cq->bufs;
+	obytes = cq->bufs_bytes;
+	cq->bufs = nb;
+	cq->bufs_bytes = nbytes;
+	cq->num = num;
+	vq_drv_disable_cb(&cq->q->vq);
+	rc = vrdma_rdma_cq_fill(cq);
+	if (cq->armed && cq->q->call_fd >= 0)
+		cq_arm_fast(cq);
+	pthread_spin_unlock(&cq->lock);
+	vrdma_shm_free(cq->dev, ob, obytes);
+	return rc;
+fail:
+	pthread_spin_unlock(&cq->lock);
+	free(stash);
+	vrdma_shm_free(cq->dev, nb, nbytes);
+	return rc;
+}
+
+int vrdma_cq_resize(struct vrdma_cq *cq, uint32_t cqe)
+{
+	struct virtio_rdma_cmd_resize_cq c;
+	struct virtio_rdma_ack_resize_cq a;
+	struct vrdma_dev *dev;
+	struct vrdma_rdma *r;
+	uint32_t num;
+	int rc;
+
+	if (!cq)
+		return -EINVAL;
+	dev = cq->dev;
+	vrdma_dev_lock(dev);
+	rc = vrdma_rdma_get(dev, &r);
+	if (rc)
+		goto out;
+	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_RESIZE_CQ)) {
+		rc = -EOPNOTSUPP;
+		goto out;
+	}
+	if (!cqe || cqe > r->attr.max_cqe) {
+		rc = -EINVAL;
+		goto out;
+	}
+	num = MIN(vrdma_rdma_pow2(cqe < 2 ? 2 : cqe), r->attr.max_cqe);
+	if (num <= cq->num)
+		goto out; /* never shrinks: the capacity holds cqe already */
+	/* 1. the device may hold that many while the ring is replaced */
+	c.cqn = htole32(cq->cqn);
+	c.cqe = htole32(num);
+	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_RESIZE_CQ, &c, sizeof(c), &a, sizeof(a));
+	if (rc) {
+		rc = rc > 0 ? -EINVAL : rc;
+		goto out;
+	}
+	/* 2-4. stop, keep the leftovers, new ring */
+	rc = cq_replace_ring(cq, num);
+	if (rc)
+		LOG_WARN("vrdma: CQ %u: replacing the ring failed: %s", cq->cqn, strerror(-rc));
+out:
+	vrdma_dev_unlock(dev);
+	return rc;
 }
 
 int vrdma_cq_event_fd(const struct vrdma_cq *cq)
@@ -324,6 +467,9 @@ static void cq_decode(const struct virtio_rdma_cq_req *b, struct vrdma_wc *wc)
 	wc->qp_num = le32toh(e.qp_num);
 	wc->src_qp = le32toh(e.src_qp);
 	wc->wc_flags = le32toh(e.wc_flags);
+	/* Extension: the same slot holds the invalidated key (host order). */
+	if (wc->wc_flags & VIRTIO_IB_WC_WITH_INV)
+		wc->invalidated_rkey = le32toh(e.imm_data);
 }
 
 int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
@@ -335,6 +481,22 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 		return n < 0 ? -EINVAL : 0;
 	pthread_spin_lock(&cq->lock);
 	vq = &cq->q->vq;
+	/* Completions of a replaced ring come first. */
+	while (got < n && cq->stash_len) {
+		struct vrdma_qp *qp;
+
+		wc[got] = cq->stash[cq->stash_head++];
+		cq->stash_len--;
+		qp = qtab_find(cq, wc[got].qp_num);
+		if (qp)
+			vrdma_rdma_qp_retire(qp, &wc[got]);
+		got++;
+	}
+	if (!cq->stash_len) {
+		free(cq->stash);
+		cq->stash = NULL;
+		cq->stash_head = 0;
+	}
 	while (got < n) {
 		uint32_t len = 0;
 		struct virtio_rdma_cq_req *b = vq_drv_get_used(vq, &len);
@@ -468,7 +630,7 @@ static bool cq_has_used(struct vrdma_cq *cq)
 	bool has;
 
 	pthread_spin_lock(&cq->lock);
-	has = vq_drv_has_used(&cq->q->vq);
+	has = cq->stash_len || vq_drv_has_used(&cq->q->vq);
 	pthread_spin_unlock(&cq->lock);
 	return has;
 }

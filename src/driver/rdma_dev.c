@@ -57,6 +57,8 @@ int vrdma_rdma_cmd(struct vrdma_rdma *r, uint8_t cmd, const void *in, size_t in_
 
 static void rdma_state_free(struct vrdma_rdma *r)
 {
+	vrdma_rdma_ext_fini(r);
+	free(r->srqs);
 	free(r->pds);
 	free(r->mrs);
 	free(r->ahs);
@@ -79,12 +81,18 @@ static void rdma_dev_destroy(struct vrdma_dev *dev)
 	for (i = 0; i < r->nqp_rings; i++)
 		if (r->qps[i])
 			vrdma_rdma_qp_free(r, r->qps[i]);
+	for (i = 0; i < r->nsrq_rings; i++)
+		if (r->srqs[i])
+			vrdma_rdma_srq_free(r, r->srqs[i]);
 	for (i = 0; i < r->ncq_rings; i++)
 		if (r->cqs[i])
 			vrdma_rdma_cq_free(r, r->cqs[i]);
-	for (i = 0; i < r->mrs_cap; i++)
+	for (i = 0; i < r->mrs_cap; i++) {
 		if (r->mrs[i].live && r->mrs[i].sh)
 			vrdma_mem_unshare(r->mrs[i].sh);
+		if (r->mrs[i].live && r->mrs[i].pages)
+			vrdma_shm_free(dev, r->mrs[i].pages, (size_t)r->mrs[i].max_num_sg * 8);
+	}
 	dev->rdma = NULL;
 	dev->rdma_destroy = NULL;
 	rdma_state_free(r);
@@ -92,19 +100,19 @@ static void rdma_dev_destroy(struct vrdma_dev *dev)
 
 /* GID 1 from a QUERY_PORT ack: its gid1_ipv4 bytes (zeros: no IPv4 GID;
  * a seed device leaves them zero too). */
-static void rdma_port_ipv4(struct vrdma_rdma *r, const struct virtio_rdma_ack_query_port *p)
+static void rdma_port_ipv4(struct vrdma_rdma *r, const uint8_t gid1_ipv4[4])
 {
 	static const uint8_t zero[4];
 
-	r->ipv4_known = memcmp(p->gid1_ipv4, zero, 4) != 0;
-	memcpy(r->ipv4, p->gid1_ipv4, 4);
+	r->ipv4_known = memcmp(gid1_ipv4, zero, 4) != 0;
+	memcpy(r->ipv4, gid1_ipv4, 4);
 }
 
 /* Send QUERY_DEVICE and QUERY_PORT and check the answers. */
 static int rdma_fetch_attrs(struct vrdma_rdma *r)
 {
-	struct virtio_rdma_ack_query_device d;
-	struct virtio_rdma_ack_query_port p;
+	struct virtio_rdma_ack_query_device_ext d;
+	struct virtio_rdma_ack_query_port_ext p;
 	struct vrdma_device_attr *a = &r->attr;
 	int rc;
 
@@ -139,9 +147,34 @@ static int rdma_fetch_attrs(struct vrdma_rdma *r)
 		a->max_qp_wr = 32768;
 	if (a->max_cqe > 32768)
 		a->max_cqe = 32768;
+	if (r->ext) {
+		/* Only capabilities this library knows; an SRQ capability
+		 * without SRQ virtqueues is none. */
+		a->ext = true;
+		a->device_cap_flags &= VIRTIO_IB_DEVICE_CAP_EXT_MASK;
+		if (!r->nsrq_rings)
+			a->device_cap_flags &= ~VIRTIO_IB_DEVICE_SRQ;
+		if (a->device_cap_flags & VIRTIO_IB_DEVICE_SRQ) {
+			a->max_srq = r->nsrq_rings;
+			a->max_srq_wr = MIN(le32toh(d.max_srq_wr), 32768u);
+			a->max_srq_sge = le32toh(d.max_srq_sge);
+		}
+		if (a->device_cap_flags & VIRTIO_IB_DEVICE_MEM_WINDOW)
+			a->max_mw = le32toh(d.max_mw);
+		if (a->device_cap_flags & VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS)
+			a->max_fast_reg_page_list_len = le32toh(d.max_fast_reg_page_list_len);
+		a->max_pkeys = le16toh(d.max_pkeys);
+		a->atomic_cap = d.atomic_cap == VIRTIO_IB_ATOMIC_HCA ||
+					d.atomic_cap == VIRTIO_IB_ATOMIC_GLOB ?
+				d.atomic_cap : VIRTIO_IB_ATOMIC_NONE;
+		r->pkey_tbl_len = le16toh(p.pkey_tbl_len);
+	} else {
+		/* A seed device: only the seed's bits mean anything. */
+		a->device_cap_flags &= VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN;
+	}
 	r->gid_tbl_len = le32toh(p.gid_tbl_len);
 	r->max_msg_sz = le32toh(p.max_msg_sz);
-	rdma_port_ipv4(r, &p);
+	rdma_port_ipv4(r, p.gid1_ipv4);
 	if (r->gid_tbl_len > VRDMA_RDMA_MAX_GIDS) {
 		LOG_PEER("vrdma: device GID table of %u entries, using %u", r->gid_tbl_len,
 			 VRDMA_RDMA_MAX_GIDS);
@@ -170,15 +203,23 @@ int vrdma_rdma_get(struct vrdma_dev *dev, struct vrdma_rdma **out)
 	if (!r)
 		return -ENOMEM;
 	r->dev = dev;
+	r->ev_epfd = -1;
 	r->nqp_rings = qps;
 	r->ncq_rings = cqs;
+	r->ext = (vrdma_dev_features(dev) >> VIRTIO_NET_F_ROCE_EXT) & 1;
+	r->nsrq_rings = vrdma_dev_max_rdma_srqs(dev);
 	r->cqs = calloc(cqs, sizeof(*r->cqs));
 	r->qps = calloc(qps, sizeof(*r->qps));
-	if (!r->cqs || !r->qps) {
+	r->srqs = calloc(r->nsrq_rings ? r->nsrq_rings : 1, sizeof(*r->srqs));
+	if (!r->cqs || !r->qps || !r->srqs) {
 		rdma_state_free(r);
 		return -ENOMEM;
 	}
-	rc = rdma_fetch_attrs(r);
+	/* The extension's event queue gets its buffers before any object
+	 * exists (docs/spec.md "Discovery", step 3). */
+	rc = vrdma_rdma_ext_init(r);
+	if (rc == 0)
+		rc = rdma_fetch_attrs(r);
 	if (rc == 0) {
 		r->gids = calloc(r->gid_tbl_len ? r->gid_tbl_len : 1, sizeof(*r->gids));
 		if (!r->gids)
@@ -246,11 +287,12 @@ int vrdma_query_port(struct vrdma_dev *dev, struct vrdma_port_attr *attr)
 			vrdma_dev_unlock(dev);
 			return rc > 0 ? -EIO : rc;
 		}
-		rdma_port_ipv4(r, &p);
+		rdma_port_ipv4(r, p.gid1_ipv4);
 	}
 	memset(attr, 0, sizeof(*attr));
 	attr->gid_tbl_len = r->gid_tbl_len;
 	attr->max_msg_sz = r->max_msg_sz;
+	attr->pkey_tbl_len = r->ext && r->pkey_tbl_len ? r->pkey_tbl_len : 1;
 	attr->mtu = vrdma_dev_mtu(dev);
 	rc = vrdma_dev_link_up(dev);
 	vrdma_dev_unlock(dev);
@@ -630,6 +672,10 @@ int vrdma_rdma_get_stats(struct vrdma_dev *dev, struct vrdma_rdma_stats *st)
 		st->sq_full = r->sq_full;
 		st->rq_full = r->rq_full;
 		st->bad_wcs = r->bad_wcs;
+		st->srqs = r->nsrqs;
+		st->mws = r->nmws;
+		st->events = r->events;
+		st->bad_events = r->bad_events;
 		for (i = 0; i < r->ncq_rings; i++) {
 			struct vrdma_cq *cq = r->cqs[i];
 
@@ -649,6 +695,14 @@ int vrdma_rdma_get_stats(struct vrdma_dev *dev, struct vrdma_rdma_stats *st)
 			st->recv_wrs += qp->rq.posted;
 			st->sq_full += qp->sq.full;
 			st->rq_full += qp->rq.full;
+		}
+		for (i = 0; i < r->nsrq_rings; i++) {
+			struct vrdma_srq *srq = r->srqs[i];
+
+			if (!srq)
+				continue;
+			st->recv_wrs += srq->wq.posted;
+			st->rq_full += srq->wq.full;
 		}
 	}
 	rc = 0;

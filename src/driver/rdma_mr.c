@@ -25,14 +25,19 @@
  * data; leave room for the header). */
 #define MR_MAX_PAGES ((32u << 20) / 8 - 8)
 
-/* Access bits a user MR accepts. 0 or -errno. */
-static int mr_check_access(uint32_t access)
+/* Access bits a user MR accepts (the extension's when reported). 0 or
+ * -errno. */
+static int mr_check_access(const struct vrdma_rdma *r, uint32_t access)
 {
-	if (access & (VIRTIO_IB_ACCESS_REMOTE_ATOMIC_RSVD | VIRTIO_IB_ACCESS_MW_BIND_RSVD))
-		return -EOPNOTSUPP;
-	if (access & ~VIRTIO_IB_ACCESS_SEED_MASK)
+	if (access & ~(uint32_t)VIRTIO_IB_ACCESS_EXT_MASK)
 		return -EINVAL;
-	if ((access & VIRTIO_IB_ACCESS_REMOTE_WRITE) && !(access & VIRTIO_IB_ACCESS_LOCAL_WRITE))
+	if ((access & VIRTIO_IB_ACCESS_REMOTE_ATOMIC) &&
+	    (!r->ext || r->attr.atomic_cap == VIRTIO_IB_ATOMIC_NONE))
+		return -EOPNOTSUPP;
+	if ((access & VIRTIO_IB_ACCESS_MW_BIND) && !vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_WINDOW))
+		return -EOPNOTSUPP;
+	if ((access & (VIRTIO_IB_ACCESS_REMOTE_WRITE | VIRTIO_IB_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & VIRTIO_IB_ACCESS_LOCAL_WRITE))
 		return -EINVAL;
 	return 0;
 }
@@ -87,9 +92,8 @@ int vrdma_mr_reg(struct vrdma_dev *dev, uint32_t pdn, void *addr, uint64_t lengt
 
 	if (!dev || !mr || !addr || !length)
 		return -EINVAL;
-	rc = mr_check_access(access);
-	if (rc)
-		return rc;
+	if (access & ~(uint32_t)VIRTIO_IB_ACCESS_EXT_MASK)
+		return -EINVAL;
 	if (iova + length - 1 < iova || (uint64_t)va + length - 1 < (uint64_t)va ||
 	    ((iova ^ (uint64_t)va) & (VRDMA_PAGE_SIZE - 1)))
 		return -EINVAL;
@@ -99,6 +103,9 @@ int vrdma_mr_reg(struct vrdma_dev *dev, uint32_t pdn, void *addr, uint64_t lengt
 
 	vrdma_dev_lock(dev);
 	rc = vrdma_rdma_get(dev, &r);
+	if (rc)
+		goto out;
+	rc = mr_check_access(r, access);
 	if (rc)
 		goto out;
 	if (!vrdma_rdma_pd_live(r, pdn) || length > r->attr.max_mr_size) {
@@ -203,7 +210,7 @@ int vrdma_mr_dereg(struct vrdma_dev *dev, uint32_t mrn)
 	rc = vrdma_rdma_get(dev, &r);
 	if (rc)
 		goto out;
-	if (!mrn || mrn >= r->mrs_cap || !r->mrs[mrn].live) {
+	if (!mrn || mrn >= r->mrs_cap || !r->mrs[mrn].live || r->mrs[mrn].mw) {
 		rc = -EINVAL;
 		goto out;
 	}
@@ -211,9 +218,13 @@ int vrdma_mr_dereg(struct vrdma_dev *dev, uint32_t mrn)
 	d.mrn = htole32(mrn);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DEREG_MR, &d, sizeof(d), NULL, 0);
 	if (rc) {
-		rc = rc > 0 ? -EINVAL : rc;
+		/* (With windows, a refusal is most likely one bound to it.) */
+		rc = rc > 0 ? (vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_WINDOW) ? -EBUSY : -EINVAL)
+			    : rc;
 		goto out;
 	}
+	if (m->pages)
+		vrdma_shm_free(dev, m->pages, (size_t)m->max_num_sg * 8);
 	if (m->sh) {
 		int urc = vrdma_mem_unshare(m->sh);
 
@@ -223,6 +234,166 @@ int vrdma_mr_dereg(struct vrdma_dev *dev, uint32_t mrn)
 	r->pds[m->pdn].refs--;
 	memset(m, 0, sizeof(*m));
 	r->nmrs--;
+out:
+	vrdma_dev_unlock(dev);
+	return rc;
+}
+
+/* ---- extension: fast-registration MRs, memory windows ------------------------ */
+
+int vrdma_mr_alloc(struct vrdma_dev *dev, uint32_t pdn, uint32_t max_num_sg,
+		   struct vrdma_mr_info *mr)
+{
+	struct virtio_rdma_cmd_alloc_mr c;
+	struct virtio_rdma_ack_alloc_mr a;
+	struct vrdma_rdma *r;
+	le64 *pages = NULL;
+	le32 ack[3];
+	int rc;
+
+	if (!dev || !mr)
+		return -EINVAL;
+	vrdma_dev_lock(dev);
+	rc = vrdma_rdma_get(dev, &r);
+	if (rc)
+		goto out;
+	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS)) {
+		rc = -EOPNOTSUPP;
+		goto out;
+	}
+	if (!vrdma_rdma_pd_live(r, pdn) || !max_num_sg ||
+	    max_num_sg > r->attr.max_fast_reg_page_list_len) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (r->nmrs >= r->attr.max_mr) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* The page list REG_MR points at: shared memory, allocated now. */
+	pages = vrdma_shm_alloc(dev, (size_t)max_num_sg * 8, 64);
+	if (!pages) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memset(&c, 0, sizeof(c));
+	c.pdn = htole32(pdn);
+	c.mr_type = htole32(VIRTIO_IB_MR_TYPE_MEM_REG);
+	c.max_num_sg = htole32(max_num_sg);
+	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_ALLOC_MR, &c, sizeof(c), &a, sizeof(a));
+	if (rc) {
+		rc = rc > 0 ? -ENOMEM : rc;
+		goto out;
+	}
+	ack[0] = a.mrn;
+	ack[1] = a.lkey;
+	ack[2] = a.rkey;
+	rc = mr_record(r, pdn, false, ack, NULL, mr);
+	if (rc == 0) {
+		r->mrs[mr->mrn].pages = pages;
+		r->mrs[mr->mrn].max_num_sg = max_num_sg;
+		pages = NULL;
+	}
+out:
+	if (pages)
+		vrdma_shm_free(dev, pages, (size_t)max_num_sg * 8);
+	vrdma_dev_unlock(dev);
+	return rc;
+}
+
+int vrdma_mw_alloc(struct vrdma_dev *dev, uint32_t pdn, uint32_t type, struct vrdma_mw_info *mw)
+{
+	struct virtio_rdma_cmd_alloc_mw c;
+	struct virtio_rdma_ack_alloc_mw a;
+	struct virtio_rdma_cmd_dealloc_mw d;
+	struct vrdma_rdma *r;
+	uint32_t mwn;
+	int rc;
+
+	if (!dev || !mw)
+		return -EINVAL;
+	vrdma_dev_lock(dev);
+	rc = vrdma_rdma_get(dev, &r);
+	if (rc)
+		goto out;
+	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_WINDOW) ||
+	    (type == VIRTIO_IB_MW_TYPE_2 && !vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_WINDOW_TYPE_2B))) {
+		rc = -EOPNOTSUPP;
+		goto out;
+	}
+	if (!vrdma_rdma_pd_live(r, pdn) ||
+	    (type != VIRTIO_IB_MW_TYPE_1 && type != VIRTIO_IB_MW_TYPE_2)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (r->nmws >= r->attr.max_mw || r->nmrs + r->nmws >= r->attr.max_mr) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	c.pdn = htole32(pdn);
+	c.mw_type = htole32(type);
+	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_ALLOC_MW, &c, sizeof(c), &a, sizeof(a));
+	if (rc) {
+		rc = rc > 0 ? -ENOMEM : rc;
+		goto out;
+	}
+	mwn = le32toh(a.mwn);
+	rc = mwn && mwn <= 0xffff ? 0 : -EIO;
+	if (!rc)
+		rc = vrdma_rdma_table_reserve((void **)&r->mrs, &r->mrs_cap, sizeof(*r->mrs), mwn);
+	if (!rc && r->mrs[mwn].live)
+		rc = -EIO;
+	if (rc) {
+		if (rc == -EIO)
+			LOG_PEER("vrdma: ALLOC_MW returned bad mwn %u", mwn);
+		d.mwn = a.mwn;
+		vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, &d, sizeof(d), NULL, 0);
+		goto out;
+	}
+	memset(&r->mrs[mwn], 0, sizeof(r->mrs[mwn]));
+	r->mrs[mwn].live = true;
+	r->mrs[mwn].mw = true;
+	r->mrs[mwn].mw_type = (uint8_t)type;
+	r->mrs[mwn].pdn = pdn;
+	r->mrs[mwn].rkey = le32toh(a.rkey);
+	r->nmws++;
+	r->pds[pdn].refs++;
+	mw->mwn = mwn;
+	mw->rkey = r->mrs[mwn].rkey;
+out:
+	vrdma_dev_unlock(dev);
+	return rc;
+}
+
+int vrdma_mw_dealloc(struct vrdma_dev *dev, uint32_t mwn)
+{
+	struct virtio_rdma_cmd_dealloc_mw d;
+	struct vrdma_rdma *r;
+	int rc;
+
+	if (!dev)
+		return -EINVAL;
+	vrdma_dev_lock(dev);
+	rc = vrdma_rdma_get(dev, &r);
+	if (rc)
+		goto out;
+	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_WINDOW)) {
+		rc = -EOPNOTSUPP;
+		goto out;
+	}
+	if (!mwn || mwn >= r->mrs_cap || !r->mrs[mwn].live || !r->mrs[mwn].mw) {
+		rc = -EINVAL;
+		goto out;
+	}
+	d.mwn = htole32(mwn);
+	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, &d, sizeof(d), NULL, 0);
+	if (rc) {
+		rc = rc > 0 ? -EINVAL : rc;
+		goto out;
+	}
+	r->pds[r->mrs[mwn].pdn].refs--;
+	memset(&r->mrs[mwn], 0, sizeof(r->mrs[mwn]));
+	r->nmws--;
 out:
 	vrdma_dev_unlock(dev);
 	return rc;

@@ -11,7 +11,10 @@
  *   rdma_cq.c   completion queues: CREATE_CQ + completion virtqueue, poll,
  *               arm, events
  *   rdma_qp.c   queue pairs: CREATE_QP + send/receive virtqueues, modify,
- *               query, post send / receive
+ *               query, post send / receive, resize; the work queues shared
+ *               with SRQs
+ *   rdma_ext.c  extension objects: SRQs, fast-registration MRs, memory
+ *               windows, P_Key query, the event virtqueue and async events
  *
  * Locking: the shadow tables and every command are under the device lock
  * (dev->lock, recursive: vrdma_ctrl_cmd takes it again). A CQ's virtqueue is
@@ -46,9 +49,14 @@ struct vrdma_rdma_pd {
 struct vrdma_rdma_mr {
 	bool live;
 	bool dma;                 /* GET_DMA_MR */
+	bool mw;                  /* a memory window (ALLOC_MW), not an MR */
+	uint8_t mw_type;
 	uint32_t pdn;
 	uint32_t lkey, rkey;
 	struct vrdma_mem_share *sh; /* the shared pages (user MRs) */
+	/* ALLOC_MR: the page list REG_MR points the device at (shm) */
+	le64 *pages;
+	uint32_t max_num_sg;      /* 0: not a fast-registration MR */
 };
 
 struct vrdma_rdma_ah {
@@ -85,10 +93,30 @@ struct vrdma_rdma {
 	bool ipv4_known;
 	uint8_t ipv4[4];
 
+	/* extension (VIRTIO_NET_F_ROCE_EXT) */
+	bool ext;
+	uint32_t nsrq_rings;      /* S */
+	struct vrdma_srq **srqs;  /* S entries, by srqn */
+	uint32_t nsrqs, nmws;
+	uint16_t pkey_tbl_len;
+	struct vrdma_queue *evq;  /* event virtqueue, or NULL */
+	struct virtio_rdma_event *ev_bufs; /* evq->num buffers (shm) */
+	size_t ev_bufs_bytes;
+	int ev_epfd;              /* vrdma_event_fd, or -1 */
+	struct vrdma_async_event *evs; /* read, not yet handed out (FIFO) */
+	uint32_t evs_head, evs_len, evs_cap;
+	uint64_t events, bad_events;
+
 	/* counters (dead queues' data-path counters are folded in) */
 	uint64_t cmds, cmd_errors;
 	uint64_t send_wrs, recv_wrs, wcs, sq_full, rq_full, bad_wcs;
 };
+
+/* Whether the device reported capability bit cap (VIRTIO_IB_DEVICE_*). */
+static inline bool vrdma_rdma_cap(const struct vrdma_rdma *r, uint64_t cap)
+{
+	return r->ext && (r->attr.device_cap_flags & cap);
+}
 
 struct vrdma_cq {
 	struct vrdma_dev *dev;
@@ -107,6 +135,11 @@ struct vrdma_cq {
 	struct vrdma_qp **qtab;
 	uint32_t qtab_size;       /* power of two, or 0 */
 	uint64_t wcs, bad;
+	void *context;
+	/* completions read from a replaced ring (vrdma_cq_resize), polled
+	 * before the new ring's (cq->lock) */
+	struct vrdma_wc *stash;
+	uint32_t stash_head, stash_len;
 };
 
 /*
@@ -125,18 +158,42 @@ struct vrdma_cq {
  * polled completions (written under the CQ's lock); log_sig[i % nslots] says
  * whether send WR i asked for a completion.
  */
+struct vrdma_wq_chunk {
+	struct vrdma_wq_chunk *next;
+	uint8_t *mem;             /* slots (shm) */
+	size_t bytes;
+};
+
+/* (Slots come in chunks so that a resize grows the queue without moving the
+ * slots of WRs in flight; the log is indexed modulo the ring size, which
+ * never changes in place and is >= nslots.) */
 struct vrdma_wq {
 	struct vrdma_queue *q;
-	uint8_t *slots;           /* nslots * slot_size bytes (shm) */
+	struct vrdma_wq_chunk *chunks;
 	size_t slot_size;
-	size_t slots_bytes;
 	uint32_t nslots;          /* = the capacity told to the device */
-	uint32_t *free;           /* free slot indexes (stack) */
+	uint32_t nalloc;          /* slots allocated (>= nslots) */
+	uint8_t **free;           /* free slots (stack), ring-size entries */
 	uint32_t nfree;
+	uint32_t ring;            /* ring entries (power of two) */
 	_Atomic uint32_t log_head, log_tail;
-	uint8_t *log_sig;         /* send queue only */
+	uint8_t *log_sig;         /* send queue only; ring entries */
+	bool no_log;              /* SRQ: bounded by descriptors only (a
+				   * completion polled after its QP was
+				   * destroyed could not be retired) */
 	pthread_spinlock_t lock;
 	uint64_t posted, full, bad;
+};
+
+/* A shared receive queue (extension). */
+struct vrdma_srq {
+	struct vrdma_dev *dev;
+	uint32_t srqn;
+	uint32_t pdn;
+	uint32_t max_wr, max_sge;
+	uint32_t refs;            /* QPs using it (device lock) */
+	void *context;
+	struct vrdma_wq wq;
 };
 
 struct vrdma_qp {
@@ -151,6 +208,8 @@ struct vrdma_qp {
 	uint32_t max_msg_sz;
 	uint32_t max_sge_rd;
 	_Atomic uint8_t state;    /* last state set by modify / seen by query */
+	struct vrdma_srq *srq;    /* extension: receives from it (rq unused) */
+	void *context;
 	struct vrdma_wq sq, rq;
 };
 
@@ -209,5 +268,24 @@ int vrdma_rdma_cq_fill(struct vrdma_cq *cq);
  * without talking to the dead back-end. */
 void vrdma_rdma_cq_free(struct vrdma_rdma *r, struct vrdma_cq *cq);
 void vrdma_rdma_qp_free(struct vrdma_rdma *r, struct vrdma_qp *qp);
+
+/* Work queues (rdma_qp.c), shared by QP send / receive queues and SRQs. */
+int vrdma_rdma_wq_setup(struct vrdma_dev *dev, struct vrdma_wq *wq, unsigned idx,
+			uint32_t nslots, uint32_t ring, size_t slot_size, bool send);
+void vrdma_rdma_wq_release(struct vrdma_dev *dev, struct vrdma_wq *wq);
+/* Post receive WRs of at most max_sge SGEs to wq (vrdma_post_recv). */
+int vrdma_rdma_wq_post_recv(struct vrdma_wq *wq, uint32_t max_sge,
+			    const struct vrdma_recv_wr *wr, unsigned n);
+/* Ring entries for a queue of cap WRs (headroom when resizable). */
+uint32_t vrdma_rdma_ring_size(const struct vrdma_rdma *r, uint32_t cap);
+
+/* Extension state (rdma_ext.c): set up when the RDMA state is created
+ * (the event queue before any object), freed on close; SRQ teardown on
+ * close; the events of an object being destroyed: read the event ring up to
+ * its used index, then drop what is queued for the object (device lock). */
+int vrdma_rdma_ext_init(struct vrdma_rdma *r);
+void vrdma_rdma_ext_fini(struct vrdma_rdma *r);
+void vrdma_rdma_srq_free(struct vrdma_rdma *r, struct vrdma_srq *srq);
+void vrdma_rdma_events_forget(struct vrdma_rdma *r, const void *obj);
 
 #endif /* VRDMA_DRIVER_RDMA_PRIV_H */

@@ -40,12 +40,22 @@
 
 /* ---- work queues ----------------------------------------------------------- */
 
-static void wq_release(struct vrdma_dev *dev, struct vrdma_wq *wq)
+static void wq_free_chunks(struct vrdma_dev *dev, struct vrdma_wq *wq)
+{
+	while (wq->chunks) {
+		struct vrdma_wq_chunk *c = wq->chunks;
+
+		wq->chunks = c->next;
+		vrdma_shm_free(dev, c->mem, c->bytes);
+		free(c);
+	}
+}
+
+void vrdma_rdma_wq_release(struct vrdma_dev *dev, struct vrdma_wq *wq)
 {
 	vrdma_queue_teardown(wq->q);
 	wq->q = NULL;
-	vrdma_shm_free(dev, wq->slots, wq->slots_bytes);
-	wq->slots = NULL;
+	wq_free_chunks(dev, wq);
 	free(wq->free);
 	wq->free = NULL;
 	free(wq->log_sig);
@@ -53,37 +63,71 @@ static void wq_release(struct vrdma_dev *dev, struct vrdma_wq *wq)
 	pthread_spin_destroy(&wq->lock);
 }
 
-/* Slots and ring for nslots WRs of slot_size bytes at ring index idx. */
-static int wq_setup(struct vrdma_dev *dev, struct vrdma_wq *wq, unsigned idx,
-		    uint32_t nslots, size_t slot_size, bool send)
+/* Add n slots (a new chunk) to the free stack (wq->free has room: the
+ * caller keeps nalloc <= ring). Returns 0 or -ENOMEM. */
+static int wq_add_slots(struct vrdma_dev *dev, struct vrdma_wq *wq, uint32_t n)
 {
-	uint32_t ring = vrdma_rdma_pow2(nslots < 2 ? 2 : nslots), i;
+	struct vrdma_wq_chunk *c;
+	uint32_t i;
+
+	if (!n)
+		return 0;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->bytes = (size_t)n * wq->slot_size;
+	c->mem = vrdma_shm_alloc(dev, c->bytes, 64);
+	if (!c->mem) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->next = wq->chunks;
+	wq->chunks = c;
+	/* Popped from the end: the chunk's first slot first. */
+	for (i = 0; i < n; i++)
+		wq->free[wq->nfree++] = c->mem + (size_t)(n - 1 - i) * wq->slot_size;
+	wq->nalloc += n;
+	return 0;
+}
+
+uint32_t vrdma_rdma_ring_size(const struct vrdma_rdma *r, uint32_t cap)
+{
+	uint32_t ring = vrdma_rdma_pow2(cap < 2 ? 2 : cap);
+
+	/* Room to grow in place (RESIZE_QP), rings are cheap: ~26 bytes an
+	 * entry; slots are only allocated for the capacity. */
+	if (vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_RESIZE_MAX_WR))
+		ring = ring >= 8192 ? 32768 : ring * 4;
+	return ring;
+}
+
+int vrdma_rdma_wq_setup(struct vrdma_dev *dev, struct vrdma_wq *wq, unsigned idx,
+			uint32_t nslots, uint32_t ring, size_t slot_size, bool send)
+{
 	int rc;
 
 	pthread_spin_init(&wq->lock, PTHREAD_PROCESS_PRIVATE);
 	wq->nslots = nslots;
+	wq->ring = ring;
 	wq->slot_size = ALIGN_UP(slot_size, (size_t)64);
-	wq->slots_bytes = (size_t)(nslots ? nslots : 1) * wq->slot_size;
-	wq->slots = vrdma_shm_alloc(dev, wq->slots_bytes, 64);
-	wq->free = malloc((size_t)(nslots ? nslots : 1) * sizeof(*wq->free));
+	wq->free = malloc((size_t)ring * sizeof(*wq->free));
 	atomic_init(&wq->log_head, 0);
 	atomic_init(&wq->log_tail, 0);
 	if (send)
-		wq->log_sig = calloc(nslots ? nslots : 1, 1);
-	if (!wq->slots || !wq->free || (send && !wq->log_sig)) {
+		wq->log_sig = calloc(ring, 1);
+	if (!wq->free || (send && !wq->log_sig)) {
 		rc = -ENOMEM;
 		goto fail;
 	}
-	/* Popped from the end: slot 0 first. */
-	for (i = 0; i < nslots; i++)
-		wq->free[i] = nslots - 1 - i;
-	wq->nfree = nslots;
+	rc = wq_add_slots(dev, wq, nslots);
+	if (rc)
+		goto fail;
 	rc = vrdma_queue_setup(dev, idx, (uint16_t)ring, 0, &wq->q);
 	if (rc)
 		goto fail;
 	return 0;
 fail:
-	wq_release(dev, wq);
+	vrdma_rdma_wq_release(dev, wq);
 	return rc;
 }
 
@@ -93,7 +137,6 @@ static void wq_reclaim(struct vrdma_wq *wq)
 	for (;;) {
 		uint32_t len = 0;
 		uint8_t *slot = vq_drv_get_used(&wq->q->vq, &len);
-		size_t off;
 
 		if (!slot) {
 			if (len == UINT32_MAX) {
@@ -102,9 +145,8 @@ static void wq_reclaim(struct vrdma_wq *wq)
 			}
 			return;
 		}
-		off = (size_t)(slot - wq->slots);
-		if (wq->nfree < wq->nslots)
-			wq->free[wq->nfree++] = (uint32_t)(off / wq->slot_size);
+		if (wq->nfree < wq->ring)
+			wq->free[wq->nfree++] = slot;
 	}
 }
 
@@ -124,11 +166,20 @@ static bool wq_log_room(struct vrdma_wq *wq)
 	return tail - atomic_load_explicit(&wq->log_head, memory_order_acquire) < wq->nslots;
 }
 
+/* WRs posted and not yet retired. */
+static uint32_t wq_log_used(struct vrdma_wq *wq)
+{
+	return atomic_load(&wq->log_tail) - atomic_load(&wq->log_head);
+}
+
 void vrdma_rdma_qp_retire(struct vrdma_qp *qp, const struct vrdma_wc *wc)
 {
 	bool recv = wc->opcode == VIRTIO_IB_WC_RECV || wc->opcode == VIRTIO_IB_WC_RECV_RDMA_WITH_IMM;
 	struct vrdma_wq *wq = recv ? &qp->rq : &qp->sq;
 	uint32_t head = atomic_load_explicit(&wq->log_head, memory_order_relaxed), next, tail;
+
+	if (recv && qp->srq)
+		return; /* an SRQ has no log */
 
 	do {
 		tail = atomic_load_explicit(&wq->log_tail, memory_order_acquire);
@@ -139,7 +190,7 @@ void vrdma_rdma_qp_retire(struct vrdma_qp *qp, const struct vrdma_wc *wc)
 			/* Unsignaled WRs before it completed without entries:
 			 * this is the first signaled one. */
 			next = head;
-			while (next != tail && !wq->log_sig[next % wq->nslots])
+			while (next != tail && !wq->log_sig[next & (wq->ring - 1)])
 				next++;
 			if (next != tail)
 				next++;
@@ -168,8 +219,10 @@ void vrdma_rdma_qp_free(struct vrdma_rdma *r, struct vrdma_qp *qp)
 	qp->send_cq->refs--;
 	qp->recv_cq->refs--;
 	r->pds[qp->pdn].refs--;
-	wq_release(dev, &qp->sq);
-	wq_release(dev, &qp->rq);
+	if (qp->srq)
+		qp->srq->refs--;
+	vrdma_rdma_wq_release(dev, &qp->sq);
+	vrdma_rdma_wq_release(dev, &qp->rq);
 	free(qp);
 }
 
@@ -182,10 +235,11 @@ static bool qp_type_ok(uint8_t t)
 int vrdma_qp_create(struct vrdma_dev *dev, const struct vrdma_qp_init *init,
 		    struct vrdma_qp **out)
 {
-	struct virtio_rdma_cmd_create_qp c;
+	struct virtio_rdma_cmd_create_qp_ext c;
 	struct virtio_rdma_ack_create_qp a;
 	struct virtio_rdma_cmd_destroy_qp d;
 	const struct vrdma_qp_cap *in;
+	struct vrdma_srq *srq = init ? init->srq : NULL;
 	struct vrdma_qp *qp = NULL;
 	struct vrdma_qp_cap cap;
 	struct vrdma_rdma *r;
@@ -205,8 +259,19 @@ int vrdma_qp_create(struct vrdma_dev *dev, const struct vrdma_qp_init *init,
 	    r->cqs[init->send_cq->cqn] != init->send_cq ||
 	    r->cqs[init->recv_cq->cqn] != init->recv_cq || !qp_type_ok(init->qp_type))
 		goto out;
-	if (in->max_send_wr > r->attr.max_qp_wr || in->max_recv_wr > r->attr.max_qp_wr ||
-	    in->max_send_sge > r->attr.max_send_sge || in->max_recv_sge > r->attr.max_recv_sge ||
+	if (srq) {
+		if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_SRQ)) {
+			rc = -EOPNOTSUPP;
+			goto out;
+		}
+		if (srq->dev != dev || srq->srqn >= r->nsrq_rings || r->srqs[srq->srqn] != srq ||
+		    init->qp_type == VIRTIO_IB_QPT_GSI)
+			goto out;
+	}
+	if (in->max_send_wr > r->attr.max_qp_wr ||
+	    (!srq && in->max_recv_wr > r->attr.max_qp_wr) ||
+	    in->max_send_sge > r->attr.max_send_sge ||
+	    (!srq && in->max_recv_sge > r->attr.max_recv_sge) ||
 	    in->max_inline_data > VIRTIO_RDMA_INLINE_DATA_SIZE)
 		goto out;
 	rc = -ENOMEM;
@@ -225,6 +290,11 @@ int vrdma_qp_create(struct vrdma_dev *dev, const struct vrdma_qp_init *init,
 		cap.max_send_wr = MIN(vrdma_rdma_pow2(cap.max_send_wr), r->attr.max_qp_wr);
 	if (cap.max_recv_wr)
 		cap.max_recv_wr = MIN(vrdma_rdma_pow2(cap.max_recv_wr), r->attr.max_qp_wr);
+	if (srq) {
+		/* The device ignores them and reports 0. */
+		cap.max_recv_wr = 0;
+		cap.max_recv_sge = 0;
+	}
 
 	memset(&c, 0, sizeof(c));
 	c.pdn = htole32(init->pdn);
@@ -237,6 +307,10 @@ int vrdma_qp_create(struct vrdma_dev *dev, const struct vrdma_qp_init *init,
 	c.cap.max_send_sge = htole32(cap.max_send_sge);
 	c.cap.max_recv_sge = htole32(cap.max_recv_sge);
 	c.cap.max_inline_data = htole32(cap.max_inline_data);
+	if (srq) {
+		c.ext_flags = htole32(VIRTIO_IB_QP_CREATE_SRQ);
+		c.srqn = htole32(srq->srqn);
+	}
 	memset(&a, 0, sizeof(a));
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_CREATE_QP, &c, sizeof(c), &a, sizeof(a));
 	if (rc) {
@@ -269,14 +343,25 @@ int vrdma_qp_create(struct vrdma_dev *dev, const struct vrdma_qp_init *init,
 	qp->max_msg_sz = r->max_msg_sz;
 	qp->max_sge_rd = r->attr.max_sge_rd;
 	atomic_init(&qp->state, VIRTIO_IB_QPS_RESET);
-	rc = wq_setup(dev, &qp->sq, vrdma_vq_sq(VRDMA_RDMA_NET_PAIRS, r->ncq_rings, index),
-		      cap.max_send_wr, SQ_REQ_SIZE + (size_t)cap.max_send_sge * SGE_SIZE, true);
+	qp->srq = srq;
+	rc = vrdma_rdma_wq_setup(dev, &qp->sq,
+				 vrdma_vq_sq(VRDMA_RDMA_NET_PAIRS, r->ncq_rings, index),
+				 cap.max_send_wr, vrdma_rdma_ring_size(r, cap.max_send_wr),
+				 SQ_REQ_SIZE + (size_t)cap.max_send_sge * SGE_SIZE, true);
 	if (rc)
 		goto undo;
-	rc = wq_setup(dev, &qp->rq, vrdma_vq_rq(VRDMA_RDMA_NET_PAIRS, r->ncq_rings, index),
-		      cap.max_recv_wr, RQ_REQ_SIZE + (size_t)cap.max_recv_sge * SGE_SIZE, false);
+	if (srq) {
+		/* The QP's own receive virtqueue is never used: not set up. */
+		pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
+		rc = 0;
+	} else {
+		rc = vrdma_rdma_wq_setup(dev, &qp->rq,
+					 vrdma_vq_rq(VRDMA_RDMA_NET_PAIRS, r->ncq_rings, index),
+					 cap.max_recv_wr, vrdma_rdma_ring_size(r, cap.max_recv_wr),
+					 RQ_REQ_SIZE + (size_t)cap.max_recv_sge * SGE_SIZE, false);
+	}
 	if (rc) {
-		wq_release(dev, &qp->sq);
+		vrdma_rdma_wq_release(dev, &qp->sq);
 		goto undo;
 	}
 	rc = vrdma_rdma_cq_attach(qp->send_cq, qp);
@@ -286,11 +371,13 @@ int vrdma_qp_create(struct vrdma_dev *dev, const struct vrdma_qp_init *init,
 			vrdma_rdma_cq_detach(qp->send_cq, qp);
 	}
 	if (rc) {
-		wq_release(dev, &qp->sq);
-		wq_release(dev, &qp->rq);
+		vrdma_rdma_wq_release(dev, &qp->sq);
+		vrdma_rdma_wq_release(dev, &qp->rq);
 		goto undo;
 	}
 	r->qps[index] = qp;
+	if (srq)
+		srq->refs++;
 	if (qp->type != VIRTIO_IB_QPT_GSI)
 		r->nqps++;
 	qp->send_cq->refs++;
@@ -328,6 +415,9 @@ int vrdma_qp_destroy(struct vrdma_qp *qp)
 		rc = rc > 0 ? -EIO : rc;
 		goto out;
 	}
+	/* Events the device wrote for the QP precede the ack: read them and
+	 * drop the QP's (its QPN never comes back). */
+	vrdma_rdma_events_forget(r, qp);
 	/* The device flushed the WRs: reset (tear down) both rings. */
 	vrdma_rdma_qp_free(r, qp);
 out:
@@ -343,6 +433,149 @@ uint32_t vrdma_qp_num(const struct vrdma_qp *qp)
 void vrdma_qp_get_cap(const struct vrdma_qp *qp, struct vrdma_qp_cap *cap)
 {
 	*cap = qp->cap;
+}
+
+void vrdma_qp_set_context(struct vrdma_qp *qp, void *context)
+{
+	qp->context = context;
+}
+
+void *vrdma_qp_context(const struct vrdma_qp *qp)
+{
+	return qp->context;
+}
+
+/* ---- resize (extension) ------------------------------------------------------- */
+
+/* Whether wq's WRs have all completed and been polled (wq->lock held). */
+static bool wq_quiescent(struct vrdma_wq *wq)
+{
+	wq_reclaim(wq);
+	return vq_drv_num_free(&wq->q->vq) == wq->q->num && wq_log_used(wq) == 0;
+}
+
+/* Make wq hold n WRs (RESIZE_QP accepted it; device lock held). A larger
+ * ring replaces the (quiescent) one. Returns 0 or -errno. */
+static int wq_resize(struct vrdma_dev *dev, const struct vrdma_rdma *r, struct vrdma_wq *wq,
+		     uint32_t n)
+{
+	int rc = 0;
+
+	pthread_spin_lock(&wq->lock);
+	if (n > wq->ring) {
+		uint32_t ring = vrdma_rdma_ring_size(r, n);
+		uint8_t **nf = malloc((size_t)ring * sizeof(*nf));
+		uint8_t *ns = wq->log_sig ? calloc(ring, 1) : NULL;
+
+		if (!nf || (wq->log_sig && !ns)) {
+			free(nf);
+			free(ns);
+			rc = -ENOMEM;
+			goto out;
+		}
+		rc = vrdma_queue_stop(wq->q);
+		if (!rc)
+			rc = vrdma_queue_restart(wq->q, (uint16_t)ring);
+		if (rc) {
+			free(nf);
+			free(ns);
+			goto out;
+		}
+		memcpy(nf, wq->free, (size_t)wq->nfree * sizeof(*nf));
+		free(wq->free);
+		wq->free = nf;
+		if (ns) {
+			free(wq->log_sig);
+			wq->log_sig = ns;
+		}
+		wq->ring = ring;
+	}
+	if (n > wq->nalloc)
+		rc = wq_add_slots(dev, wq, n - wq->nalloc);
+	if (!rc)
+		wq->nslots = n;
+out:
+	pthread_spin_unlock(&wq->lock);
+	return rc;
+}
+
+/* Whether wq may take n WRs: -EBUSY if a ring replacement is needed and
+ * WRs are outstanding, or n is below what is outstanding. */
+static int wq_resize_check(struct vrdma_wq *wq, uint32_t n)
+{
+	int rc = 0;
+
+	pthread_spin_lock(&wq->lock);
+	if (n < wq_log_used(wq) || (n > wq->ring && !wq_quiescent(wq)))
+		rc = -EBUSY;
+	pthread_spin_unlock(&wq->lock);
+	return rc;
+}
+
+static int qp_resize_cmd(struct vrdma_rdma *r, const struct vrdma_qp *qp, uint32_t s,
+			 uint32_t rw)
+{
+	struct virtio_rdma_cmd_resize_qp c;
+	struct virtio_rdma_ack_resize_qp a;
+
+	memset(&c, 0, sizeof(c));
+	c.qpn = htole32(qp->qpn);
+	c.cap.max_send_wr = htole32(s);
+	c.cap.max_recv_wr = htole32(rw);
+	c.cap.max_send_sge = htole32(qp->cap.max_send_sge);
+	c.cap.max_recv_sge = htole32(qp->cap.max_recv_sge);
+	c.cap.max_inline_data = htole32(qp->cap.max_inline_data);
+	return vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_RESIZE_QP, &c, sizeof(c), &a, sizeof(a));
+}
+
+int vrdma_qp_resize(struct vrdma_qp *qp, uint32_t max_send_wr, uint32_t max_recv_wr)
+{
+	struct vrdma_dev *dev;
+	struct vrdma_rdma *r;
+	uint32_t ns, nr;
+	int rc;
+
+	if (!qp)
+		return -EINVAL;
+	dev = qp->dev;
+	vrdma_dev_lock(dev);
+	rc = vrdma_rdma_get(dev, &r);
+	if (rc)
+		goto out;
+	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_RESIZE_MAX_WR)) {
+		rc = -EOPNOTSUPP;
+		goto out;
+	}
+	rc = -EINVAL;
+	if (max_send_wr > r->attr.max_qp_wr || max_recv_wr > r->attr.max_qp_wr ||
+	    (qp->srq && max_recv_wr))
+		goto out;
+	ns = max_send_wr ? MIN(vrdma_rdma_pow2(max_send_wr), r->attr.max_qp_wr) : 0;
+	nr = max_recv_wr ? MIN(vrdma_rdma_pow2(max_recv_wr), r->attr.max_qp_wr) : 0;
+	rc = wq_resize_check(&qp->sq, ns);
+	if (!rc && !qp->srq)
+		rc = wq_resize_check(&qp->rq, nr);
+	if (rc)
+		goto out;
+	rc = qp_resize_cmd(r, qp, ns, nr);
+	if (rc) {
+		rc = rc > 0 ? -EINVAL : rc;
+		goto out;
+	}
+	rc = wq_resize(dev, r, &qp->sq, ns);
+	if (!rc && !qp->srq)
+		rc = wq_resize(dev, r, &qp->rq, nr);
+	if (rc) {
+		/* Keep the device at what the queues can hold. */
+		if (qp_resize_cmd(r, qp, qp->sq.nslots, qp->srq ? 0 : qp->rq.nslots))
+			LOG_WARN("vrdma: QP %#x: undoing RESIZE_QP failed", qp->qpn);
+		goto out;
+	}
+	qp->cap.max_send_wr = ns;
+	qp->cap.max_recv_wr = nr;
+out:
+	vrdma_dev_unlock(dev);
+	return rc;
 }
 
 /* ---- modify / query ---------------------------------------------------------- */
@@ -375,8 +608,13 @@ static int qp_check_attr(const struct vrdma_rdma *r, const struct vrdma_qp_attr 
 	if ((mask & VIRTIO_IB_QP_DEST_QPN) && a->dest_qp_num > VRDMA_QPN_MASK)
 		return -EINVAL;
 	if ((mask & VIRTIO_IB_QP_ACCESS_FLAGS) &&
-	    (a->qp_access_flags & ~(uint32_t)VIRTIO_IB_ACCESS_SEED_MASK))
+	    (a->qp_access_flags & ~(uint32_t)(VIRTIO_IB_ACCESS_SEED_MASK |
+					      VIRTIO_IB_ACCESS_REMOTE_ATOMIC)))
 		return -EINVAL;
+	if ((mask & VIRTIO_IB_QP_ACCESS_FLAGS) &&
+	    (a->qp_access_flags & VIRTIO_IB_ACCESS_REMOTE_ATOMIC) &&
+	    (!r->ext || r->attr.atomic_cap == VIRTIO_IB_ATOMIC_NONE))
+		return -EOPNOTSUPP;
 	if ((mask & VIRTIO_IB_QP_MAX_QP_RD_ATOMIC) &&
 	    a->max_rd_atomic > r->attr.max_qp_init_rd_atom)
 		return -EINVAL;
@@ -509,32 +747,120 @@ out:
 
 /* ---- data path ----------------------------------------------------------------- */
 
-/* Whether a send WR opcode is allowed on a QP type. */
-static bool send_opcode_ok(uint8_t type, uint8_t op)
+/* Whether a send WR opcode is allowed on a QP type (-EINVAL if not), and
+ * its capability reported (-EOPNOTSUPP if not). */
+static int send_opcode_ok(const struct vrdma_rdma *r, uint8_t type, uint8_t op)
 {
+	bool rc_ = type == VIRTIO_IB_QPT_RC, uc = type == VIRTIO_IB_QPT_UC;
+	bool ud = type == VIRTIO_IB_QPT_UD;
+	bool ok;
+	uint64_t cap = 0;
+
 	switch (op) {
 	case VIRTIO_IB_WR_SEND:
 	case VIRTIO_IB_WR_SEND_WITH_IMM:
-		return true;
+		return 0;
 	case VIRTIO_IB_WR_RDMA_WRITE:
 	case VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM:
-		return type == VIRTIO_IB_QPT_RC || type == VIRTIO_IB_QPT_UC;
+		return rc_ || uc ? 0 : -EINVAL;
 	case VIRTIO_IB_WR_RDMA_READ:
-		return type == VIRTIO_IB_QPT_RC;
+		return rc_ ? 0 : -EINVAL;
+	case VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP:
+	case VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD:
+		if (!r->ext || r->attr.atomic_cap == VIRTIO_IB_ATOMIC_NONE)
+			return -EOPNOTSUPP;
+		return rc_ ? 0 : -EINVAL;
+	case VIRTIO_IB_WR_LOCAL_INV:
+	case VIRTIO_IB_WR_REG_MR:
+		cap = VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS;
+		ok = rc_ || uc || ud;
+		break;
+	case VIRTIO_IB_WR_SEND_WITH_INV:
+		cap = VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS;
+		ok = rc_;
+		break;
+	case VIRTIO_IB_WR_BIND_MW:
+		cap = VIRTIO_IB_DEVICE_MEM_WINDOW;
+		ok = rc_ || uc;
+		break;
 	default:
-		return false;
+		return -EINVAL;
 	}
+	if (!vrdma_rdma_cap(r, cap))
+		return -EOPNOTSUPP;
+	return ok ? 0 : -EINVAL;
 }
 
-/* Validate a send WR; *len gets the message length. 0 or -EINVAL. */
+/* Whether op is a local operation of the extension (no SGE, no inline). */
+static bool send_op_local(uint8_t op)
+{
+	return op == VIRTIO_IB_WR_LOCAL_INV || op == VIRTIO_IB_WR_BIND_MW ||
+	       op == VIRTIO_IB_WR_REG_MR;
+}
+
+static bool send_op_atomic(uint8_t op)
+{
+	return op == VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP || op == VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/*
+ * REG_MR: find the MR (device lock held by the caller) and write its page
+ * list, the pages of [addr, addr + length) by their identity GPAs. *pages
+ * gets the list. 0 or -EINVAL.
+ */
+static int send_reg_pages(const struct vrdma_qp *qp, const struct vrdma_send_wr *wr,
+			  const le64 **pages)
+{
+	const struct vrdma_rdma *r = qp->dev->rdma;
+	const struct vrdma_rdma_mr *m;
+	uint64_t iova = wr->reg.iova, len = wr->reg.length, np, k, page0;
+	uintptr_t va = (uintptr_t)wr->reg.addr;
+
+	if (!wr->reg.mrn || wr->reg.mrn >= r->mrs_cap)
+		return -EINVAL;
+	m = &r->mrs[wr->reg.mrn];
+	if (!m->live || !m->max_num_sg || !m->pages || m->pdn != qp->pdn)
+		return -EINVAL;
+	if ((wr->reg.key & ~VIRTIO_IB_KEY_CONSUMER_MASK) != (m->lkey & ~VIRTIO_IB_KEY_CONSUMER_MASK))
+		return -EINVAL;
+	if (len && (iova + len - 1 < iova || (uint64_t)va + len - 1 < (uint64_t)va ||
+		    !va || ((iova ^ (uint64_t)va) & (VRDMA_PAGE_SIZE - 1))))
+		return -EINVAL;
+	np = len ? ((iova + len - 1) >> VRDMA_PAGE_SHIFT) - (iova >> VRDMA_PAGE_SHIFT) + 1 : 0;
+	if (np > m->max_num_sg)
+		return -EINVAL;
+	page0 = (uint64_t)va & ~(uint64_t)(VRDMA_PAGE_SIZE - 1);
+	for (k = 0; k < np; k++)
+		m->pages[k] = htole64(page0 + (k << VRDMA_PAGE_SHIFT));
+	*pages = m->pages;
+	return 0;
+}
+
+/* Validate a send WR; *len gets the message length. 0 or -EINVAL /
+ * -EOPNOTSUPP. */
 static int send_check(const struct vrdma_qp *qp, const struct vrdma_send_wr *wr, uint64_t *len)
 {
+	const struct vrdma_rdma *r = qp->dev->rdma;
 	uint64_t total = 0;
 	uint32_t i;
+	int rc;
 
-	if ((wr->send_flags & ~SEND_FLAGS_KNOWN) || !send_opcode_ok(qp->type, wr->opcode) ||
-	    (wr->num_sge && !wr->sg_list))
+	if ((wr->send_flags & ~SEND_FLAGS_KNOWN) || (wr->num_sge && !wr->sg_list))
 		return -EINVAL;
+	rc = send_opcode_ok(r, qp->type, wr->opcode);
+	if (rc)
+		return rc;
+	if (send_op_local(wr->opcode) || send_op_atomic(wr->opcode)) {
+		if (wr->send_flags & VIRTIO_IB_SEND_INLINE)
+			return -EINVAL;
+		if (send_op_local(wr->opcode) && wr->num_sge)
+			return -EINVAL;
+		if (send_op_atomic(wr->opcode) &&
+		    (wr->num_sge != 1 || wr->sg_list[0].length < 8 || qp->cap.max_send_sge < 1))
+			return -EINVAL;
+		*len = send_op_atomic(wr->opcode) ? 8 : 0;
+		return 0;
+	}
 	if ((qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI) && !wr->ud.ah)
 		return -EINVAL;
 	for (i = 0; i < wr->num_sge; i++)
@@ -554,11 +880,12 @@ static int send_check(const struct vrdma_qp *qp, const struct vrdma_send_wr *wr,
 	return 0;
 }
 
-/* Encode a validated send WR into slot; returns the element's length. */
+/* Encode a validated send WR into slot; returns the element's length.
+ * pages: REG_MR's page list. */
 static uint32_t send_encode(const struct vrdma_qp *qp, uint8_t *slot,
-			    const struct vrdma_send_wr *wr, uint64_t len)
+			    const struct vrdma_send_wr *wr, uint64_t len, const le64 *pages)
 {
-	struct virtio_rdma_sq_req *q = (struct virtio_rdma_sq_req *)(void *)slot;
+	struct virtio_rdma_sq_req_ext *q = (struct virtio_rdma_sq_req_ext *)(void *)slot;
 	uint32_t i;
 
 	q->wr_id = htole64(wr->wr_id);
@@ -567,15 +894,50 @@ static uint32_t send_encode(const struct vrdma_qp *qp, uint8_t *slot,
 	q->padding = 0;
 	q->imm_data = wr->imm_data;
 	memset(q->reserved, 0, sizeof(q->reserved));
-	if (qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI) {
-		q->ud.remote_qpn = htole32(wr->ud.remote_qpn);
-		q->ud.remote_qkey = htole32(wr->ud.remote_qkey);
-		q->ud.ah = htole32(wr->ud.ah);
-	} else if (wr->opcode != VIRTIO_IB_WR_SEND && wr->opcode != VIRTIO_IB_WR_SEND_WITH_IMM) {
-		q->rdma.remote_addr = htole64(wr->rdma.remote_addr);
-		q->rdma.rkey = htole32(wr->rdma.rkey);
-	}
 	memset(q->reserved2, 0, sizeof(q->reserved2));
+	switch (wr->opcode) {
+	case VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP:
+	case VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD:
+		q->atomic.remote_addr = htole64(wr->atomic.remote_addr);
+		q->atomic.compare_add = htole64(wr->atomic.compare_add);
+		q->atomic.swap = htole64(wr->atomic.swap);
+		q->atomic.rkey = htole32(wr->atomic.rkey);
+		break;
+	case VIRTIO_IB_WR_LOCAL_INV:
+		q->invalidate_rkey = htole32(wr->invalidate_rkey);
+		q->num_sge = 0;
+		return (uint32_t)SQ_REQ_SIZE;
+	case VIRTIO_IB_WR_BIND_MW:
+		q->bind_mw.addr = htole64(wr->bind_mw.addr);
+		q->bind_mw.length = htole64(wr->bind_mw.length);
+		q->bind_mw.mr_lkey = htole32(wr->bind_mw.mr_lkey);
+		q->bind_mw.rkey = htole32(wr->bind_mw.rkey);
+		q->bind_mw.access = htole32(wr->bind_mw.access);
+		q->num_sge = 0;
+		return (uint32_t)SQ_REQ_SIZE;
+	case VIRTIO_IB_WR_REG_MR:
+		q->reg.iova = htole64(wr->reg.iova);
+		q->reg.length = htole64(wr->reg.length);
+		q->reg.page_list = htole64((uint64_t)(uintptr_t)pages);
+		q->reg.key = htole32(wr->reg.key);
+		q->reg.access = htole32(wr->reg.access);
+		q->num_sge = 0;
+		return (uint32_t)SQ_REQ_SIZE;
+	case VIRTIO_IB_WR_SEND_WITH_INV:
+		q->invalidate_rkey = htole32(wr->invalidate_rkey);
+		break;
+	default:
+		if (qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI) {
+			q->ud.remote_qpn = htole32(wr->ud.remote_qpn);
+			q->ud.remote_qkey = htole32(wr->ud.remote_qkey);
+			q->ud.ah = htole32(wr->ud.ah);
+		} else if (wr->opcode != VIRTIO_IB_WR_SEND &&
+			   wr->opcode != VIRTIO_IB_WR_SEND_WITH_IMM) {
+			q->rdma.remote_addr = htole64(wr->rdma.remote_addr);
+			q->rdma.rkey = htole32(wr->rdma.rkey);
+		}
+		break;
+	}
 	if (wr->send_flags & VIRTIO_IB_SEND_INLINE) {
 		uint8_t *dst = q->inline_data;
 
@@ -606,6 +968,7 @@ int vrdma_post_send(struct vrdma_qp *qp, const struct vrdma_send_wr *wr, unsigne
 	struct vrdma_wq *wq;
 	unsigned i;
 	int rc = 0;
+	bool reg;
 	uint8_t st;
 
 	if (!qp || (n && !wr))
@@ -616,9 +979,18 @@ int vrdma_post_send(struct vrdma_qp *qp, const struct vrdma_send_wr *wr, unsigne
 	if (st == VIRTIO_IB_QPS_RESET || st == VIRTIO_IB_QPS_INIT || st == VIRTIO_IB_QPS_RTR)
 		return n ? -EINVAL : 0;
 	wq = &qp->sq;
+	/* REG_MR looks its MR up in the device's tables: lock order is the
+	 * device lock, then the queue's. */
+	for (i = 0; i < n; i++)
+		if (wr[i].opcode == VIRTIO_IB_WR_REG_MR)
+			break;
+	reg = i < n;
+	if (reg)
+		vrdma_dev_lock(qp->dev);
 	pthread_spin_lock(&wq->lock);
 	wq_reclaim(wq);
 	for (i = 0; i < n; i++) {
+		const le64 *pages = NULL;
 		struct vq_buf b;
 		uint64_t len;
 		uint8_t *slot;
@@ -631,9 +1003,14 @@ int vrdma_post_send(struct vrdma_qp *qp, const struct vrdma_send_wr *wr, unsigne
 			rc = -ENOMEM;
 			break;
 		}
-		slot = wq->slots + (size_t)wq->free[wq->nfree - 1] * wq->slot_size;
+		if (wr[i].opcode == VIRTIO_IB_WR_REG_MR) {
+			rc = send_reg_pages(qp, &wr[i], &pages);
+			if (rc)
+				break;
+		}
+		slot = wq->free[wq->nfree - 1];
 		b.addr = (uint64_t)(uintptr_t)slot;
-		b.len = send_encode(qp, slot, &wr[i], len);
+		b.len = send_encode(qp, slot, &wr[i], len, pages);
 		rc = vq_drv_add(&wq->q->vq, &b, 1, NULL, 0, slot);
 		if (rc) {
 			rc = -ENOMEM;
@@ -643,7 +1020,7 @@ int vrdma_post_send(struct vrdma_qp *qp, const struct vrdma_send_wr *wr, unsigne
 		{
 			uint32_t t = atomic_load_explicit(&wq->log_tail, memory_order_relaxed);
 
-			wq->log_sig[t % wq->nslots] =
+			wq->log_sig[t & (wq->ring - 1)] =
 				qp->sq_sig_all || (wr[i].send_flags & VIRTIO_IB_SEND_SIGNALED);
 			atomic_store_explicit(&wq->log_tail, t + 1, memory_order_release);
 		}
@@ -652,22 +1029,17 @@ int vrdma_post_send(struct vrdma_qp *qp, const struct vrdma_send_wr *wr, unsigne
 	if (i)
 		vrdma_queue_kick(wq->q);
 	pthread_spin_unlock(&wq->lock);
+	if (reg)
+		vrdma_dev_unlock(qp->dev);
 	return i ? (int)i : rc;
 }
 
-int vrdma_post_recv(struct vrdma_qp *qp, const struct vrdma_recv_wr *wr, unsigned n)
+int vrdma_rdma_wq_post_recv(struct vrdma_wq *wq, uint32_t max_sge,
+			    const struct vrdma_recv_wr *wr, unsigned n)
 {
-	struct vrdma_wq *wq;
 	unsigned i;
 	int rc = 0;
 
-	if (!qp || (n && !wr))
-		return -EINVAL;
-	if (vrdma_dev_is_dead(qp->dev))
-		return -ENOTCONN;
-	if (atomic_load_explicit(&qp->state, memory_order_relaxed) == VIRTIO_IB_QPS_RESET)
-		return n ? -EINVAL : 0;
-	wq = &qp->rq;
 	pthread_spin_lock(&wq->lock);
 	wq_reclaim(wq);
 	for (i = 0; i < n; i++) {
@@ -676,16 +1048,16 @@ int vrdma_post_recv(struct vrdma_qp *qp, const struct vrdma_recv_wr *wr, unsigne
 		uint8_t *slot;
 		uint32_t s;
 
-		if (wr[i].num_sge > qp->cap.max_recv_sge || (wr[i].num_sge && !wr[i].sg_list)) {
+		if (wr[i].num_sge > max_sge || (wr[i].num_sge && !wr[i].sg_list)) {
 			rc = -EINVAL;
 			break;
 		}
-		if (!wq->nfree || !wq_log_room(wq)) {
+		if (!wq->nfree || (!wq->no_log && !wq_log_room(wq))) {
 			wq->full++;
 			rc = -ENOMEM;
 			break;
 		}
-		slot = wq->slots + (size_t)wq->free[wq->nfree - 1] * wq->slot_size;
+		slot = wq->free[wq->nfree - 1];
 		q = (struct virtio_rdma_rq_req *)(void *)slot;
 		q->wr_id = htole64(wr[i].wr_id);
 		q->num_sge = htole32(wr[i].num_sge);
@@ -703,11 +1075,24 @@ int vrdma_post_recv(struct vrdma_qp *qp, const struct vrdma_recv_wr *wr, unsigne
 			break;
 		}
 		wq->nfree--;
-		atomic_fetch_add_explicit(&wq->log_tail, 1, memory_order_release);
+		if (!wq->no_log)
+			atomic_fetch_add_explicit(&wq->log_tail, 1, memory_order_release);
 	}
 	wq->posted += i;
 	if (i)
 		vrdma_queue_kick(wq->q);
 	pthread_spin_unlock(&wq->lock);
 	return i ? (int)i : rc;
+}
+
+int vrdma_post_recv(struct vrdma_qp *qp, const struct vrdma_recv_wr *wr, unsigned n)
+{
+	if (!qp || (n && !wr))
+		return -EINVAL;
+	if (vrdma_dev_is_dead(qp->dev))
+		return -ENOTCONN;
+	if (qp->srq ||
+	    atomic_load_explicit(&qp->state, memory_order_relaxed) == VIRTIO_IB_QPS_RESET)
+		return n ? -EINVAL : 0;
+	return vrdma_rdma_wq_post_recv(&qp->rq, qp->cap.max_recv_sge, wr, n);
 }

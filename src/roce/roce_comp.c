@@ -14,6 +14,11 @@
  *    goes to ERR, the rest is flushed.
  *  - READ responses: data placed at (psn - first_psn) * PMTU; a gap means
  *    loss: re-request the rest (counts as a retry).
+ *  - ATOMIC ACKNOWLEDGE: the original value goes to the atomic's result
+ *    buffer (little-endian, 8 bytes). Like a READ, an atomic completes only
+ *    with its own response: an ACK covering it means the response was lost,
+ *    so the atomic is sent again (the responder answers from its saved
+ *    result, never executing it twice).
  *  - Retransmit timer: 4.096 us * 2^timeout without forward progress goes
  *    back to una; after retry_cnt retries the WQE completes with
  *    RETRY_EXC_ERR and the QP goes to ERR. Progress resets both counters.
@@ -61,7 +66,7 @@ static void comp_progress(struct roce_tq *tq)
 
 static void wqe_done(struct roce_tq *tq, struct roce_swqe *w, uint8_t status)
 {
-	if (w->opcode == VIRTIO_IB_WR_RDMA_READ && w->state == ROCE_WQE_SENT && tq->rd_out)
+	if (roce_wr_is_rd_atomic(w->opcode) && w->state == ROCE_WQE_SENT && tq->rd_out)
 		tq->rd_out--;
 	w->state = ROCE_WQE_DONE;
 	w->status = status;
@@ -134,7 +139,7 @@ static void comp_ack(struct roce_tq *tq, uint32_t psn, bool explicit_ack)
 		}
 		if (!w->started)
 			break;
-		if (w->opcode == VIRTIO_IB_WR_RDMA_READ) {
+		if (roce_wr_is_rd_atomic(w->opcode)) {
 			if (explicit_ack && roce_psn_diff(psn, w->first_psn) >= 0) {
 				uint32_t exp = roce_psn_add(w->first_psn, w->rd_rcvd);
 
@@ -290,6 +295,37 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	}
 }
 
+static void comp_atomic_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
+{
+	struct roce_tp *tp = tq->tp;
+	uint8_t syn = roce_aeth_syndrome(pi->aeth), res[8];
+	struct roce_swqe *w;
+	uint64_t orig;
+	int st;
+
+	if ((syn & ROCE_AETH_TYPE_MASK) != ROCE_AETH_ACK) {
+		tp->stats.rx_bad_resp++;
+		return;
+	}
+	comp_ack(tq, roce_psn_add(pi->psn, ROCE_PSN_MASK), false);
+	w = first_pending(tq);
+	/* (It may have been rewound meanwhile: the requester then skips it.) */
+	if (!w || !roce_wr_is_atomic(w->opcode) || !w->started || w->bad ||
+	    pi->psn != w->first_psn) {
+		tp->stats.rx_stale_resp++;
+		return;
+	}
+	tp->stats.atomic_acks_rcvd++;
+	orig = htole64(roce_atmack_orig(pi->atmack));
+	memcpy(res, &orig, sizeof(res));
+	st = roce_mem_to_sges(tq, &w->res_sge, 1, 0, res, sizeof(res));
+	w->rd_rcvd = 1;
+	tq->una = roce_psn_add(w->first_psn, 1);
+	comp_progress(tq);
+	wqe_done(tq, w, (uint8_t)st);
+	roce_tp_schedule(tq);
+}
+
 void roce_comp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi)
 {
 	struct roce_tp *tp = tq->tp;
@@ -311,8 +347,10 @@ void roce_comp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		comp_ack_pkt(tq, pi);
 	else if (pi->mask & ROCE_OPF_READ)
 		comp_read_resp(tq, pi);
+	else if (pi->opcode == ROCE_OP_RC_ATOMIC_ACKNOWLEDGE)
+		comp_atomic_resp(tq, pi);
 	else
-		tp->stats.rx_stale_resp++; /* atomic ACK: no atomics issued */
+		tp->stats.rx_stale_resp++;
 	roce_comp_drain(tq);
 }
 

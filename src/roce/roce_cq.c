@@ -11,8 +11,14 @@
  * whether the CQ's arming (REQ_NOTIFY_CQ) asks for an interrupt; the ring is
  * then interrupted unconditionally (force), otherwise the virtio
  * suppression rules (event index / NO_INTERRUPT) decide.
+ *
+ * Extensions (ROCE_EXT only): completions with the new opcodes, status
+ * MW_BIND_ERR and the WITH_INV flag (struct virtio_rdma_cq_req_ext); an
+ * overflow raises CQ_ERR and QP_FATAL for each QP of the CQ; RESIZE_CQ
+ * changes the backlog's capacity (cqe) keeping its order.
  */
 #include "roce/roce_tp.h"
+#include "roce/roce_ext.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -78,7 +84,9 @@ static bool cq_write(struct roce_tcq *tc, const struct roce_wc *wc)
 	struct roce_tp *tp = tc->tp;
 	struct vhost_vring *r = tc->ring.r;
 	struct vq_elem *e = &tp->cq_elem;
-	struct virtio_rdma_cq_req c;
+	struct virtio_rdma_cq_req_ext c;
+	uint8_t status = wc->status, opcode = wc->opcode;
+	uint32_t flags = wc->wc_flags;
 
 	if (!r || r->vq.broken)
 		return false;
@@ -100,14 +108,32 @@ static bool cq_write(struct roce_tcq *tc, const struct roce_wc *wc)
 		roce_tp_ring_dirty(tp, &tc->ring, false);
 	}
 	memset(&c, 0, sizeof(c));
+	if (status > VIRTIO_IB_WC_GENERAL_ERR || opcode > VIRTIO_IB_WC_RECV_RDMA_WITH_IMM ||
+	    (flags & VIRTIO_IB_WC_WITH_INV)) {
+		if (tp->rd->ext) {
+			tp->ext->stats.wc_ext++;
+		} else {
+			/* Never for a seed driver (the engine does not
+			 * produce them then): a bug, counted. */
+			tp->ext->stats.wc_ext_blocked++;
+			if (status > VIRTIO_IB_WC_GENERAL_ERR)
+				status = VIRTIO_IB_WC_GENERAL_ERR;
+			if (opcode > VIRTIO_IB_WC_RECV_RDMA_WITH_IMM)
+				opcode = VIRTIO_IB_WC_SEND;
+			flags &= ~(uint32_t)VIRTIO_IB_WC_WITH_INV;
+		}
+	}
 	c.wr_id = htole64(wc->wr_id);
-	c.status = wc->status;
-	c.opcode = wc->opcode;
+	c.status = status;
+	c.opcode = opcode;
 	c.byte_len = htole32(wc->byte_len);
-	c.imm_data = wc->imm;
+	/* imm: the immediate (network order) or, with WITH_INV, the
+	 * invalidated rkey already little-endian: copied verbatim. */
+	if (flags & (VIRTIO_IB_WC_WITH_IMM | VIRTIO_IB_WC_WITH_INV))
+		c.imm_data = wc->imm;
 	c.qp_num = htole32(wc->qp_num);
 	c.src_qp = htole32(wc->src_qp);
-	c.wc_flags = htole32(wc->wc_flags);
+	c.wc_flags = htole32(flags);
 	vq_elem_write(e, 0, &c, sizeof(c));
 	vq_dev_fill(&r->vq, e->head, sizeof(c));
 	roce_tp_ring_dirty(tp, &tc->ring,
@@ -126,9 +152,52 @@ static void cq_overflow(struct roce_tcq *tc)
 	tp->stats.cq_overflows++;
 	LOG_PEER("roce: CQ %u overflowed (%u completions waiting for buffers): "
 		 "its QPs go to the error state", tc->cq->cqn, tc->bl_len);
+	if (tp->rd->ext) {
+		tp->ext->stats.cq_err_events++;
+		roce_tp_event(tp, &tc->cq->ev, VIRTIO_IB_EVENT_CQ_ERR);
+	}
 	for (tq = tp->all; tq; tq = tq->all_next)
 		if (tq->qp->send_cq == tc->cq || tq->qp->recv_cq == tc->cq)
-			roce_tp_qp_error(tq, false);
+			roce_tp_qp_fatal(tq);
+}
+
+int roce_cq_resize_hook(struct roce_dev *rd, struct roce_cq *cq, uint32_t cqe)
+{
+	struct roce_tcq *tc = cq->transport;
+	struct roce_tp *tp = rd->hooks.arg;
+	struct roce_wc *bl;
+	uint32_t cap = cqe ? cqe : 1;
+
+	if (!tc)
+		return 0;
+	if (tc->bl_len > cqe) {
+		tp->ext->stats.cq_resize_range++;
+		return -ERANGE;
+	}
+	if (cap != tc->bl_cap) {
+		bl = calloc(cap, sizeof(*bl));
+		if (!bl) {
+			tp->ext->stats.cq_resize_nomem++;
+			return -ENOMEM;
+		}
+		/* Oldest first at index 0. */
+		for (uint32_t i = 0; i < tc->bl_len; i++)
+			bl[i] = tc->backlog[(tc->bl_head + i) % tc->bl_cap];
+		free(tc->backlog);
+		tc->backlog = bl;
+		tc->bl_cap = cap;
+		tc->bl_head = 0;
+	}
+	tp->ext->stats.cq_resizes++;
+	return 0;
+}
+
+bool roce_cq_overflowed_hook(struct roce_dev *rd, struct roce_cq *cq)
+{
+	const struct roce_tcq *tc = cq->transport;
+
+	(void)rd;
+	return tc && tc->overflowed;
 }
 
 void roce_cq_post(struct roce_tp *tp, struct roce_cq *cq, const struct roce_wc *wc)

@@ -4,6 +4,9 @@
  * the key up again (an MR deregistered while a WR is outstanding is
  * detected, not used) and goes through roce_mr_to_iov(), which checks the
  * range against the MR and, for DMA MRs, against the driver's shared memory.
+ * Remote keys may name a VALID user or fast-registered MR or a bound memory
+ * window (its bounds and rights; bytes reached through its MR), so an
+ * invalidation takes effect at the next packet, even mid-message.
  */
 #include "roce/roce_tp.h"
 
@@ -64,7 +67,7 @@ int roce_mem_check_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t
 		mr = roce_mr_lookup_lkey(rd, sge[i].lkey, pd, access);
 		if (!mr)
 			return VIRTIO_IB_WC_LOC_PROT_ERR;
-		if (mr->type == ROCE_MR_USER) {
+		if (mr->type != ROCE_MR_DMA) {
 			if (a < mr->iova || a - mr->iova > mr->length ||
 			    l > mr->length - (a - mr->iova))
 				return VIRTIO_IB_WC_LOC_PROT_ERR;
@@ -77,12 +80,13 @@ int roce_mem_check_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t
 	return 0;
 }
 
-/* Walk SGEs from message offset off over len bytes; copy each piece. */
-static int sges_copy(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n, uint64_t off,
-		     uint8_t *buf, uint32_t len, uint32_t access, bool to_mem)
+/* Walk SGEs (keys of pd) from message offset off over len bytes; copy
+ * each piece. */
+static int sges_copy(struct roce_tq *tq, const struct roce_pd *pd, const struct roce_sge *sge,
+		     uint32_t n, uint64_t off, uint8_t *buf, uint32_t len, uint32_t access,
+		     bool to_mem)
 {
 	const struct roce_dev *rd = tq->tp->rd;
-	const struct roce_pd *pd = tq->qp->pd;
 
 	for (uint32_t i = 0; i < n && len; i++) {
 		const struct roce_mr *mr;
@@ -114,7 +118,7 @@ int roce_mem_from_swqe(struct roce_tq *tq, struct roce_swqe *w, uint32_t off,
 		memcpy(dst, w->data + off, len);
 		return 0;
 	}
-	return sges_copy(tq, roce_swqe_sge(w), w->num_sge, off, dst, len, 0, false);
+	return sges_copy(tq, tq->qp->pd, roce_swqe_sge(w), w->num_sge, off, dst, len, 0, false);
 }
 
 int roce_mem_to_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
@@ -122,8 +126,17 @@ int roce_mem_to_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
 {
 	if (!len)
 		return 0;
-	return sges_copy(tq, sge, n, off, (uint8_t *)src, len, VIRTIO_IB_ACCESS_LOCAL_WRITE,
-			 true);
+	return sges_copy(tq, tq->qp->pd, sge, n, off, (uint8_t *)src, len,
+			 VIRTIO_IB_ACCESS_LOCAL_WRITE, true);
+}
+
+int roce_mem_to_rwqe(struct roce_tq *tq, const struct roce_rwqe *rw, uint64_t off,
+		     const uint8_t *src, uint32_t len)
+{
+	if (!len)
+		return 0;
+	return sges_copy(tq, rw->srq ? rw->srq->pd : tq->qp->pd, rw->sge, rw->num_sge, off,
+			 (uint8_t *)src, len, VIRTIO_IB_ACCESS_LOCAL_WRITE, true);
 }
 
 struct roce_mr *roce_mem_rkey(struct roce_tq *tq, uint32_t rkey, uint64_t va,
@@ -136,8 +149,20 @@ struct roce_mr *roce_mem_rkey(struct roce_tq *tq, uint32_t rkey, uint64_t va,
 	if ((qp->attr.qp_access_flags & access) != access)
 		return NULL;
 	mr = roce_mr_lookup_rkey(tq->tp->rd, rkey, qp->pd, access);
-	if (!mr || mr->type != ROCE_MR_USER || va < mr->iova)
+	if (!mr || mr->type == ROCE_MR_DMA || va < mr->iova)
 		return NULL;
+	if (mr->type == ROCE_MR_MW) {
+		/* A window never grants more than its MR (the device checks
+		 * this at bind; checked again at every access). */
+		const struct roce_mr *base = mr->bound_mr;
+
+		if (mr->state != ROCE_MR_VALID || !base || base->state != ROCE_MR_VALID ||
+		    ((access & (VIRTIO_IB_ACCESS_REMOTE_WRITE | VIRTIO_IB_ACCESS_REMOTE_ATOMIC)) &&
+		     !(base->access & VIRTIO_IB_ACCESS_LOCAL_WRITE)))
+			return NULL;
+	} else if (mr->state != ROCE_MR_VALID) {
+		return NULL;
+	}
 	off = va - mr->iova;
 	if (off > mr->length || len > mr->length - off)
 		return NULL;
@@ -154,4 +179,16 @@ int roce_mem_from_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
 		     uint8_t *dst, uint32_t len)
 {
 	return mr_copy(tp->rd, mr, va, dst, len, false);
+}
+
+uint64_t *roce_mem_atomic_ptr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va)
+{
+	struct iovec iov[1];
+
+	if (va & 7)
+		return NULL;
+	if (roce_mr_to_iov(tp->rd, mr, va, 8, iov, 1) != 1 || iov[0].iov_len != 8 ||
+	    ((uintptr_t)iov[0].iov_base & 7))
+		return NULL;
+	return iov[0].iov_base;
 }

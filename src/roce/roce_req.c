@@ -13,8 +13,15 @@
  * send position back to the WQE holding the oldest unacknowledged PSN and
  * regenerates the packets from the WR's memory (nothing is buffered).
  *
+ * Atomics (RC, ROCE_EXT) are one request packet (COMPARE & SWAP or FETCH &
+ * ADD with an AtomicETH, one PSN) answered by an ATOMIC ACKNOWLEDGE; they
+ * count with READs. Local operations (REG_MR, LOCAL_INV, BIND_MW) consume no
+ * PSN: they run when the requester reaches them in send-queue order (after
+ * every earlier WR was sent), once, and are never repeated by a rewind.
+ * SEND_WITH_INV ends with SEND LAST / ONLY with Invalidate (IETH).
+ *
  * RC flow control: at most ROCE_TP_WINDOW PSNs unacknowledged; at most
- * max_rd_atomic READs outstanding; a FENCE WR waits for earlier READs;
+ * max_rd_atomic READs and atomics outstanding; a FENCE WR waits for them;
  * AckReq on the last packet of a message and every ROCE_TP_ACKREQ_EVERY
  * packets (the responder coalesces its ACKs per receive batch).
  */
@@ -46,6 +53,16 @@ static uint8_t req_opcode(uint8_t type, const struct roce_swqe *w, uint32_t k)
 	if (type == VIRTIO_IB_QPT_UD || type == VIRTIO_IB_QPT_GSI)
 		return imm ? ROCE_OP_UD_SEND_ONLY_WITH_IMMEDIATE : ROCE_OP_UD_SEND_ONLY;
 	switch (w->opcode) {
+	case VIRTIO_IB_WR_SEND_WITH_INV:
+		if (only)
+			return ROCE_OP_RC_SEND_ONLY_WITH_INVALIDATE;
+		if (last)
+			return ROCE_OP_RC_SEND_LAST_WITH_INVALIDATE;
+		return first ? ROCE_OP_RC_SEND_FIRST : ROCE_OP_RC_SEND_MIDDLE;
+	case VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP:
+		return ROCE_OP_RC_COMPARE_SWAP;
+	case VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD:
+		return ROCE_OP_RC_FETCH_ADD;
 	case VIRTIO_IB_WR_SEND:
 	case VIRTIO_IB_WR_SEND_WITH_IMM:
 		if (only)
@@ -112,7 +129,17 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k)
 		memcpy(tq->path.smac, tp->rd->mac, 6);
 		path = &tq->path;
 		off = k * tq->mtu;
-		if (w->opcode == VIRTIO_IB_WR_RDMA_READ) {
+		if (roce_wr_is_atomic(w->opcode)) {
+			f.atmeth.va = w->remote_addr;
+			f.atmeth.rkey = w->rkey;
+			if (w->opcode == VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP) {
+				f.atmeth.swap_add = w->swap;
+				f.atmeth.compare = w->cmp_add;
+			} else {
+				f.atmeth.swap_add = w->cmp_add;
+			}
+			off = 0;
+		} else if (w->opcode == VIRTIO_IB_WR_RDMA_READ) {
 			f.reth.va = w->remote_addr + off;
 			f.reth.rkey = w->rkey;
 			f.reth.len = w->length - MIN(off, w->length);
@@ -123,12 +150,16 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k)
 				f.reth.rkey = w->rkey;
 				f.reth.len = w->length;
 			}
+			if (w->opcode == VIRTIO_IB_WR_SEND_WITH_INV)
+				f.ieth_rkey = w->inv_rkey;
 		}
 	}
 	if (last && (w->flags & VIRTIO_IB_SEND_SOLICITED) && w->opcode != VIRTIO_IB_WR_RDMA_WRITE &&
-	    w->opcode != VIRTIO_IB_WR_RDMA_READ)
+	    !roce_wr_is_rd_atomic(w->opcode))
 		f.se = true;
-	if (qp->type == VIRTIO_IB_QPT_RC && w->opcode != VIRTIO_IB_WR_RDMA_READ)
+	if (roce_wr_is_atomic(w->opcode))
+		f.ackreq = true;
+	else if (qp->type == VIRTIO_IB_QPT_RC && w->opcode != VIRTIO_IB_WR_RDMA_READ)
 		f.ackreq = last || k % ROCE_TP_ACKREQ_EVERY == ROCE_TP_ACKREQ_EVERY - 1 ||
 			   roce_psn_diff(roce_psn_add(tq->sq_psn, 1), tq->una) >= ROCE_TP_WINDOW;
 	f.ip_id = tp->ip_id++;
@@ -143,7 +174,7 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k)
 		pkt_free(p);
 		return VIRTIO_IB_WC_LOC_QP_OP_ERR;
 	}
-	st = roce_mem_from_swqe(tq, w, off, payload, plen);
+	st = roce_wr_is_atomic(w->opcode) ? 0 : roce_mem_from_swqe(tq, w, off, payload, plen);
 	if (st) {
 		pkt_free(p);
 		return st;
@@ -155,6 +186,8 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k)
 
 		if (roce_psn_diff(f.psn, tq->psn_hwm) < 0)
 			tp->stats.retransmits++;
+		else if (roce_wr_is_atomic(w->opcode))
+			tp->stats.atomics_sent++;
 		tq->sent_since_rewind++;
 		if (roce_psn_diff(end, tq->psn_hwm) > 0)
 			tq->psn_hwm = end;
@@ -163,19 +196,64 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k)
 	return 0;
 }
 
+/* Run local operation w (REG_MR, LOCAL_INV, BIND_MW) on the device's
+ * objects. Returns 0 or its completion status. */
+static int req_local_op(struct roce_tq *tq, struct roce_swqe *w)
+{
+	struct roce_tp *tp = tq->tp;
+	struct roce_dev *rd = tp->rd;
+	const struct roce_pd *pd = tq->qp->pd;
+	int st;
+
+	switch (w->opcode) {
+	case VIRTIO_IB_WR_REG_MR:
+		st = roce_mr_fast_reg(rd, pd, w->ext_key, w->remote_addr, w->ext_len, w->page_list,
+				      w->ext_access);
+		break;
+	case VIRTIO_IB_WR_LOCAL_INV:
+		st = roce_key_invalidate(rd, pd, w->inv_rkey);
+		break;
+	default:
+		st = roce_mw_bind(rd, pd, w->rkey, w->ext_key, w->remote_addr, w->ext_len,
+				  w->ext_access);
+		break;
+	}
+	tp->stats.local_ops++;
+	if (st)
+		tp->stats.local_op_errors++;
+	return st;
+}
+
+/* Check the keys of w's SGEs (or of its atomic result buffer) when the
+ * requester starts it. Returns 0 or a WC status. */
+static int req_check_sges(struct roce_tq *tq, struct roce_swqe *w)
+{
+	uint64_t total;
+
+	w->sge_unchecked = false;
+	if (roce_wr_is_atomic(w->opcode))
+		return roce_mem_check_sges(tq, &w->res_sge, 1, VIRTIO_IB_ACCESS_LOCAL_WRITE,
+					   &total);
+	if (w->inl)
+		return 0;
+	return roce_mem_check_sges(tq, roce_swqe_sge(w), w->num_sge,
+				   w->opcode == VIRTIO_IB_WR_RDMA_READ ?
+				   VIRTIO_IB_ACCESS_LOCAL_WRITE : 0, &total);
+}
+
 uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 {
 	struct roce_qp *qp = tq->qp;
 	bool rc = qp->type == VIRTIO_IB_QPT_RC;
 	bool ud = qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI;
-	uint32_t sent = 0;
+	uint32_t sent = 0, ops = 0;
 
 	*more = false;
 	if (!tq->swqe)
 		return 0;
 	if (tq->rewind_pending)
 		roce_req_rewind(tq);
-	while (sent < budget) {
+	while (sent + ops < budget) {
 		uint8_t st = qp->attr.qp_state;
 		struct roce_swqe *w;
 		int r;
@@ -210,6 +288,33 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 				break; /* draining: finish started WRs only */
 			if ((w->flags & VIRTIO_IB_SEND_FENCE) && tq->rd_out)
 				break;
+			if (roce_wr_is_local(w->opcode)) {
+				/* Runs once, now; consumes no PSN. */
+				w->first_psn = tq->sq_psn;
+				w->npkts = 0;
+				w->started = true;
+				w->state = ROCE_WQE_DONE;
+				w->status = (uint8_t)req_local_op(tq, w);
+				ops++;
+				if (w->status) {
+					w->bad = true;
+					tq->stalled = true;
+					break;
+				}
+				tq->sq_cur++;
+				continue;
+			}
+			if (w->sge_unchecked && !w->started) {
+				int cs = req_check_sges(tq, w);
+
+				if (cs) {
+					w->status = (uint8_t)cs;
+					w->state = ROCE_WQE_DONE;
+					w->bad = true;
+					tq->stalled = true;
+					break;
+				}
+			}
 			w->first_psn = tq->sq_psn;
 			w->npkts = ud ? 1 : roce_req_npkts(w, tq->mtu);
 			w->rd_rcvd = 0;
@@ -217,7 +322,7 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			if (rc && tq->una == tq->sq_psn)
 				tq->progress_ns = tq->tp->loop ? loop_now_ns() : 0;
 		}
-		if (w->opcode == VIRTIO_IB_WR_RDMA_READ &&
+		if (roce_wr_is_rd_atomic(w->opcode) &&
 		    tq->rd_out >= MAX(1u, (uint32_t)qp->attr.max_rd_atomic))
 			break;
 		r = req_send_pkt(tq, w, w->next);
@@ -233,7 +338,7 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			break;
 		}
 		sent++;
-		if (w->opcode == VIRTIO_IB_WR_RDMA_READ) {
+		if (roce_wr_is_rd_atomic(w->opcode)) {
 			tq->sq_psn = roce_psn_add(w->first_psn, w->npkts);
 			w->next = w->npkts;
 			w->state = ROCE_WQE_SENT;
@@ -247,7 +352,7 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			}
 		}
 	}
-	if (sent == budget)
+	if (sent + ops >= budget)
 		*more = true;
 	if (rc && sent)
 		roce_comp_arm_timer(tq);
@@ -271,7 +376,7 @@ void roce_req_rewind(struct roce_tq *tq)
 		w = roce_sq_wqe(tq, i);
 		if (w->state == ROCE_WQE_DONE)
 			continue;
-		if (w->opcode == VIRTIO_IB_WR_RDMA_READ && w->state == ROCE_WQE_SENT && tq->rd_out)
+		if (roce_wr_is_rd_atomic(w->opcode) && w->state == ROCE_WQE_SENT && tq->rd_out)
 			tq->rd_out--;
 		w->state = ROCE_WQE_POSTED;
 		w->next = 0;

@@ -22,6 +22,20 @@
  *    request (a receive WQE in progress completes with LOC_LEN_ERR or
  *    REM_INV_REQ_ERR); a bad receive WQE or a local memory fault -> NAK
  *    remote operational error. Then the QP goes to ERR.
+ *  - Atomics (ROCE_EXT): checked in the order of docs/spec.md "Atomics"
+ *    (QP and key rights over [VA, VA + 8), alignment, a free responder
+ *    resource), executed with the host's atomic instructions on the driver's
+ *    memory, and answered (ATOMIC ACKNOWLEDGE) from a resource of the same
+ *    ring as READs, which keeps {PSN, original value}: a duplicate is
+ *    answered from it and never executed again; if the resource was
+ *    recycled the duplicate is dropped.
+ *  - SEND with Invalidate (ROCE_EXT + MEM_MGT_EXTENSIONS): after the last
+ *    packet is placed, the IETH's key is invalidated; the receive completes
+ *    with WITH_INV and the key, or (the key cannot be invalidated) with
+ *    REM_INV_REQ_ERR after a NAK Invalid Request.
+ *  - Errors not reported by a receive completion raise QP_REQ_ERR (NAK
+ *    Invalid Request) or QP_ACCESS_ERR (NAK Remote Access Error); the first
+ *    request packet of an RC/UC QP in RTR raises COMM_EST (ROCE_EXT only).
  * UC: no ACKs. A PSN gap drops the message in progress; the receiver
  *  resynchronises on the next FIRST/ONLY; an older PSN (duplicate or late)
  *  is dropped. Length or R_Key errors drop the message silently; a missing
@@ -39,6 +53,10 @@
 #include "common/util.h"
 
 #define GRH_LEN 40
+
+/* Atomic targets are little-endian 64-bit integers (docs/spec.md "Atomics"):
+ * the host's own atomic instructions implement them only on such a host. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "atomics need a little-endian host");
 
 int roce_resp_init(struct roce_tq *tq)
 {
@@ -68,6 +86,7 @@ void roce_resp_reset(struct roce_tq *tq)
 	tq->ooo_since_nak = 0;
 	tq->uc_drop = false;
 	tq->ack_pending = false;
+	tq->comm_est = false;
 	if (qp->type == VIRTIO_IB_QPT_RC)
 		n = MAX(1u, (uint32_t)qp->attr.max_dest_rd_atomic);
 	if (n != tq->nres) {
@@ -156,7 +175,10 @@ void roce_resp_flush_ack(struct roce_tq *tq)
  * (if not 0), NAK, QP to ERR. */
 static void resp_error(struct roce_tq *tq, uint8_t nak, uint32_t psn, uint8_t rwqe_status)
 {
-	if (rwqe_status && tq->rwqe->valid) {
+	struct roce_qp *qp = tq->qp;
+	bool reported = rwqe_status && tq->rwqe->valid;
+
+	if (reported) {
 		struct roce_wc wc;
 
 		memset(&wc, 0, sizeof(wc));
@@ -168,6 +190,17 @@ static void resp_error(struct roce_tq *tq, uint8_t nak, uint32_t psn, uint8_t rw
 	resp_send_ack(tq, nak, psn);
 	tq->rsp_msg = ROCE_RSP_NONE;
 	roce_tp_qp_error(tq, false);
+	/* After the state change it reports; nothing without ROCE_EXT. */
+	if (!reported && nak == ROCE_AETH_NAK_INVALID_REQ)
+		roce_event_raise(tq->tp->rd, &qp->ev, VIRTIO_IB_EVENT_QP_REQ_ERR);
+	else if (!reported && nak == ROCE_AETH_NAK_REM_ACCESS_ERR)
+		roce_event_raise(tq->tp->rd, &qp->ev, VIRTIO_IB_EVENT_QP_ACCESS_ERR);
+}
+
+/* Whether the responder takes SEND with Invalidate. */
+static bool resp_inv_ok(const struct roce_dev *rd)
+{
+	return rd->ext && (rd->attr.ext_cap_flags & VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS);
 }
 
 /* ---- opcode sequence ----------------------------------------------------- */
@@ -204,8 +237,8 @@ static void resp_rc_send(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	bool last = m & ROCE_OPF_LAST;
 	int rc;
 
-	if (m & ROCE_OPF_IETH) {
-		/* SEND with invalidate: not yet (needs memory windows). */
+	if ((m & ROCE_OPF_IETH) && !resp_inv_ok(tq->tp->rd)) {
+		/* SEND with invalidate without the feature (the seed's answer). */
 		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, 0);
 		return;
 	}
@@ -235,7 +268,7 @@ static void resp_rc_send(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, VIRTIO_IB_WC_LOC_LEN_ERR);
 		return;
 	}
-	rc = roce_mem_to_sges(tq, rw->sge, rw->num_sge, tq->rsp_off, pi->payload, plen);
+	rc = roce_mem_to_rwqe(tq, rw, tq->rsp_off, pi->payload, plen);
 	if (rc) {
 		resp_error(tq, ROCE_AETH_NAK_REM_OP_ERR, psn, (uint8_t)rc);
 		return;
@@ -251,6 +284,19 @@ static void resp_rc_send(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		if (m & ROCE_OPF_IMMDT) {
 			wc.imm = roce_immdt_raw(pi->immdt);
 			wc.wc_flags = VIRTIO_IB_WC_WITH_IMM;
+		}
+		if (m & ROCE_OPF_IETH) {
+			uint32_t key = roce_ieth_rkey(pi->ieth);
+
+			if (roce_key_invalidate(tq->tp->rd, qp->pd, key)) {
+				tq->tp->stats.remote_inv_failed++;
+				resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn,
+					   VIRTIO_IB_WC_REM_INV_REQ_ERR);
+				return;
+			}
+			tq->tp->stats.remote_inv_ok++;
+			wc.imm = htole32(key);
+			wc.wc_flags = VIRTIO_IB_WC_WITH_INV;
 		}
 		wc.solicited = pi->se;
 		roce_rq_complete(tq, &wc);
@@ -391,12 +437,125 @@ static void resp_rc_read(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	roce_tp_schedule(tq);
 }
 
+static void resp_rc_atomic(struct roce_tq *tq, const struct roce_pkt_info *pi)
+{
+	struct roce_tp *tp = tq->tp;
+	const struct roce_dev *rd = tp->rd;
+	uint64_t va = roce_atmeth_va(pi->atmeth), orig;
+	uint32_t rkey = roce_atmeth_rkey(pi->atmeth), psn = pi->psn;
+	struct roce_rsp_res *r;
+	struct roce_mr *mr;
+	uint64_t *p;
+
+	if (!rd->ext || rd->attr.atomic_cap == VIRTIO_IB_ATOMIC_NONE) {
+		/* No atomics: what an HCA without them answers. */
+		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, 0);
+		return;
+	}
+	mr = roce_mem_rkey(tq, rkey, va, 8, VIRTIO_IB_ACCESS_REMOTE_ATOMIC);
+	if (!mr) {
+		tp->stats.atomic_errors++;
+		resp_error(tq, ROCE_AETH_NAK_REM_ACCESS_ERR, psn, 0);
+		return;
+	}
+	r = tq->nres ? &tq->res[tq->res_next % tq->nres] : NULL;
+	if ((va & 7) || !r || r->active) {
+		/* Misaligned, or more READs and atomics outstanding than
+		 * max_dest_rd_atomic. */
+		tp->stats.atomic_errors++;
+		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, 0);
+		return;
+	}
+	p = roce_mem_atomic_ptr(tp, mr, va);
+	if (!p) {
+		tp->stats.atomic_errors++;
+		resp_error(tq, ROCE_AETH_NAK_REM_OP_ERR, psn, 0);
+		return;
+	}
+	if (pi->opcode == ROCE_OP_RC_COMPARE_SWAP) {
+		orig = roce_atmeth_compare(pi->atmeth);
+		/* On failure orig gets the current value; on success it is
+		 * the compare value, which was the current value. */
+		__atomic_compare_exchange_n(p, &orig, roce_atmeth_swap_add(pi->atmeth), false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	} else {
+		orig = __atomic_fetch_add(p, roce_atmeth_swap_add(pi->atmeth), __ATOMIC_SEQ_CST);
+	}
+	tp->stats.atomics_executed++;
+	tq->res_next++;
+	memset(r, 0, sizeof(*r));
+	r->type = ROCE_RES_ATOMIC;
+	r->first_psn = r->last_psn = psn;
+	r->rkey = rkey;
+	r->va = va;
+	r->len = 8;
+	r->seg_psn = psn;
+	r->seg_va = va;
+	r->seg_npkts = 1;
+	r->atomic_orig = orig;
+	r->active = true;
+	tq->res_active++;
+	tq->epsn = roce_psn_add(psn, 1);
+	tq->msn = (tq->msn + 1) & 0xFFFFFF;
+	roce_tp_schedule(tq);
+}
+
+/* Answer resource r again from psn: younger responses stop (the requester
+ * goes back and asks for them again after this one). */
+static void resp_res_restart(struct roce_tq *tq, struct roce_rsp_res *r)
+{
+	for (uint32_t i = 0; i < tq->nres; i++) {
+		struct roce_rsp_res *x = &tq->res[i];
+
+		if (x != r && x->active && roce_psn_diff(x->first_psn, r->first_psn) > 0) {
+			x->active = false;
+			tq->res_active--;
+		}
+	}
+	if (!r->active)
+		tq->res_active++;
+	r->active = true;
+	r->seg_next = 0;
+	roce_tp_schedule(tq);
+}
+
+/* A duplicate atomic: answered from its saved result, never executed. */
+static void resp_rc_dup_atomic(struct roce_tq *tq, const struct roce_pkt_info *pi)
+{
+	struct roce_tp *tp = tq->tp;
+	struct roce_rsp_res *r = NULL;
+
+	for (uint32_t i = 0; i < tq->nres; i++) {
+		struct roce_rsp_res *x = &tq->res[i];
+
+		if (x->type == ROCE_RES_ATOMIC && x->first_psn == pi->psn) {
+			r = x;
+			break;
+		}
+	}
+	if (!r || r->rkey != roce_atmeth_rkey(pi->atmeth) ||
+	    r->va != roce_atmeth_va(pi->atmeth)) {
+		/* Recycled (or not the request it answered): no answer; the
+		 * requester ends in RETRY_EXC_ERR, never in a second run. */
+		tp->stats.atomic_dups_dropped++;
+		return;
+	}
+	r->seg_psn = pi->psn;
+	r->seg_npkts = 1;
+	tp->stats.atomic_dups_answered++;
+	resp_res_restart(tq, r);
+}
+
 static void resp_rc_dup(struct roce_tq *tq, const struct roce_pkt_info *pi)
 {
 	struct roce_tp *tp = tq->tp;
 	uint32_t psn = pi->psn;
 
 	tp->stats.rx_dup++;
+	if (pi->mask & ROCE_OPF_ATOMIC) {
+		resp_rc_dup_atomic(tq, pi);
+		return;
+	}
 	if (pi->mask & ROCE_OPF_READ) {
 		struct roce_rsp_res *r = NULL;
 		uint64_t va = roce_reth_va(pi->reth);
@@ -420,26 +579,12 @@ static void resp_rc_dup(struct roce_tq *tq, const struct roce_pkt_info *pi)
 			tp->stats.rx_bad_resp++;
 			return;
 		}
-		/* Younger READs stop: the requester goes back and asks for
-		 * them again after this one. */
-		for (uint32_t i = 0; i < tq->nres; i++) {
-			struct roce_rsp_res *x = &tq->res[i];
-
-			if (x != r && x->active && roce_psn_diff(x->first_psn, r->first_psn) > 0) {
-				x->active = false;
-				tq->res_active--;
-			}
-		}
-		if (!r->active)
-			tq->res_active++;
-		r->active = true;
 		r->seg_psn = psn;
 		r->seg_va = va;
 		r->seg_len = len;
 		r->seg_npkts = npkts_of(len, tq->mtu);
-		r->seg_next = 0;
 		tp->stats.dup_reads++;
-		roce_tp_schedule(tq);
+		resp_res_restart(tq, r);
 		return;
 	}
 	/* Already executed: acknowledge again (everything before epsn). */
@@ -483,8 +628,45 @@ static void resp_rc(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		resp_rc_write(tq, pi);
 	else if (m & ROCE_OPF_READ)
 		resp_rc_read(tq, pi);
-	else /* atomics: not yet */
+	else if (m & ROCE_OPF_ATOMIC)
+		resp_rc_atomic(tq, pi);
+	else
 		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, pi->psn, 0);
+}
+
+/* The ATOMIC ACKNOWLEDGE of resource r. Returns 0, -ENOBUFS or -EIO. */
+static int resp_send_atomic(struct roce_tq *tq, struct roce_rsp_res *r)
+{
+	struct roce_tp *tp = tq->tp;
+	struct roce_hdr_fields f;
+	struct pkt *p;
+
+	memset(&f, 0, sizeof(f));
+	f.opcode = ROCE_OP_RC_ATOMIC_ACKNOWLEDGE;
+	f.pkey = ROCE_PKEY_DEFAULT;
+	f.dqpn = tq->qp->attr.dest_qp_num;
+	f.psn = r->seg_psn;
+	f.aeth.syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
+	f.aeth.msn = tq->msn;
+	f.atmack_orig = r->atomic_orig;
+	f.ip_id = tp->ip_id++;
+	p = pkt_alloc();
+	if (!p) {
+		tp->stats.tx_nobuf++;
+		return -ENOBUFS;
+	}
+	memcpy(tq->path.smac, tp->rd->mac, 6);
+	r->active = false;
+	tq->res_active--;
+	if (roce_pkt_build_frame(p, &tq->path, &f, NULL, 0)) {
+		tp->stats.tx_build_err++;
+		pkt_free(p);
+		resp_error(tq, ROCE_AETH_NAK_REM_OP_ERR, f.psn, 0);
+		return -EIO;
+	}
+	tp->stats.acks_sent++;
+	roce_tp_xmit(tp, p, &tq->path);
+	return 0;
 }
 
 /* One READ response packet of resource r. Returns 0, -ENOBUFS or -EIO
@@ -570,7 +752,8 @@ uint32_t roce_resp_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			tq->res_active = 0;
 			break;
 		}
-		rc = resp_send_read(tq, best);
+		rc = best->type == ROCE_RES_ATOMIC ? resp_send_atomic(tq, best) :
+						     resp_send_read(tq, best);
 		if (rc == -ENOBUFS) {
 			*more = true;
 			break;
@@ -638,7 +821,7 @@ static void resp_uc(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		}
 		if ((uint64_t)tq->rsp_off + plen > rw->length)
 			goto drop_len;
-		rc = roce_mem_to_sges(tq, rw->sge, rw->num_sge, tq->rsp_off, pi->payload, plen);
+		rc = roce_mem_to_rwqe(tq, rw, tq->rsp_off, pi->payload, plen);
 		if (rc)
 			goto fault;
 		tq->rsp_off += plen;
@@ -772,9 +955,9 @@ static void resp_ud(struct roce_tq *tq, const struct roce_pkt_info *pi, const st
 		memcpy(grh, p->data + pi->l3_off, GRH_LEN);
 	else
 		memcpy(grh + 20, p->data + pi->l3_off, 20);
-	rc = roce_mem_to_sges(tq, rw->sge, rw->num_sge, 0, grh, GRH_LEN);
+	rc = roce_mem_to_rwqe(tq, rw, 0, grh, GRH_LEN);
 	if (!rc)
-		rc = roce_mem_to_sges(tq, rw->sge, rw->num_sge, GRH_LEN, pi->payload, plen);
+		rc = roce_mem_to_rwqe(tq, rw, GRH_LEN, pi->payload, plen);
 	if (rc) {
 		wc.status = (uint8_t)rc;
 		roce_rq_complete(tq, &wc);
@@ -800,6 +983,15 @@ void roce_resp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi, const stru
 	if (st < VIRTIO_IB_QPS_RTR || st == VIRTIO_IB_QPS_ERR) {
 		tq->tp->stats.rx_qp_state++;
 		return;
+	}
+	if (st == VIRTIO_IB_QPS_RTR && !tq->comm_est &&
+	    (qp->type == VIRTIO_IB_QPT_RC || qp->type == VIRTIO_IB_QPT_UC)) {
+		/* Once per entry into RTR (roce_resp_reset clears it). */
+		tq->comm_est = true;
+		if (tq->tp->rd->ext) {
+			tq->tp->stats.comm_est++;
+			roce_event_raise(tq->tp->rd, &qp->ev, VIRTIO_IB_EVENT_COMM_EST);
+		}
 	}
 	switch (qp->type) {
 	case VIRTIO_IB_QPT_RC:

@@ -5,8 +5,15 @@
  * responder pops one when a message needs it (the first packet of a SEND,
  * the last of a WRITE with immediate, a UD datagram), fills it, completes it
  * to the receive CQ and gives the descriptor back (used, length 0).
+ *
+ * A QP created with an SRQ never uses its own receive ring: it takes the
+ * next element of the SRQ's ring (same format, validated against the SRQ's
+ * max_sge and PD), completes it on its own receive CQ with its own qp_num,
+ * and gives it back on the SRQ's ring (out of order across QPs). The SRQ's
+ * ring is never flushed: when such a QP leaves the receive side only the
+ * element it holds completes (WR_FLUSH_ERR).
  */
-#include "roce/roce_tp.h"
+#include "roce/roce_ext.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -17,9 +24,43 @@
 
 int roce_rq_init(struct roce_tq *tq)
 {
-	tq->rq_max_sge = tq->qp->cap.max_recv_sge;
-	tq->rwqe = calloc(1, sizeof(*tq->rwqe) + tq->rq_max_sge * sizeof(struct roce_sge));
+	uint32_t n = tq->qp->cap.max_recv_sge;
+
+	tq->rq_max_sge = n;
+	/* Room for the SRQ's elements too. */
+	if (tq->qp->srq && tq->qp->srq->max_sge > n)
+		n = tq->qp->srq->max_sge;
+	tq->rwqe = calloc(1, sizeof(*tq->rwqe) + (size_t)n * sizeof(struct roce_sge));
 	return tq->rwqe ? 0 : -ENOMEM;
+}
+
+/* SGEs of an SRQ element: keys of the SRQ's PD with LOCAL_WRITE, inside
+ * their MR. Returns 0 or LOC_PROT_ERR; *total gets the sum. */
+static int srq_check_sges(const struct roce_dev *rd, const struct roce_pd *pd,
+			  const struct roce_sge *sge, uint32_t n, uint64_t *total)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct roce_mr *mr;
+		uint64_t a = sge[i].addr, l = sge[i].length;
+
+		if (!l)
+			continue;
+		mr = roce_mr_lookup_lkey(rd, sge[i].lkey, pd, VIRTIO_IB_ACCESS_LOCAL_WRITE);
+		if (!mr)
+			return VIRTIO_IB_WC_LOC_PROT_ERR;
+		if (mr->type == ROCE_MR_DMA) {
+			if (a > UINT64_MAX - (l - 1))
+				return VIRTIO_IB_WC_LOC_PROT_ERR;
+		} else if (a < mr->iova || a - mr->iova > mr->length ||
+			   l > mr->length - (a - mr->iova)) {
+			return VIRTIO_IB_WC_LOC_PROT_ERR;
+		}
+		sum += l;
+	}
+	*total = sum;
+	return 0;
 }
 
 void roce_rq_fini(struct roce_tq *tq)
@@ -28,7 +69,10 @@ void roce_rq_fini(struct roce_tq *tq)
 	tq->rwqe = NULL;
 }
 
-void roce_rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rwqe *w)
+/* Parse an element with at most max_sge SGEs; srq: checked against its PD
+ * (NULL: the QP's). */
+static void rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rwqe *w,
+		     uint32_t max_sge, const struct roce_srq *srq)
 {
 	struct virtio_rdma_rq_req req;
 	uint64_t total = 0;
@@ -54,7 +98,7 @@ void roce_rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rwqe
 	vq_elem_read(e, 0, &req, sizeof(req));
 	w->wr_id = le64toh(req.wr_id);
 	n = le32toh(req.num_sge);
-	if (n > tq->rq_max_sge) {
+	if (n > max_sge) {
 		w->status = VIRTIO_IB_WC_LOC_QP_OP_ERR;
 		return;
 	}
@@ -72,12 +116,59 @@ void roce_rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rwqe
 		w->sge[i].lkey = le32toh(s.lkey);
 	}
 	w->num_sge = n;
-	st = roce_mem_check_sges(tq, w->sge, n, VIRTIO_IB_ACCESS_LOCAL_WRITE, &total);
+	if (srq)
+		st = srq_check_sges(tq->tp->rd, srq->pd, w->sge, n, &total);
+	else
+		st = roce_mem_check_sges(tq, w->sge, n, VIRTIO_IB_ACCESS_LOCAL_WRITE, &total);
 	if (st) {
 		w->status = (uint8_t)st;
 		return;
 	}
 	w->length = total;
+}
+
+void roce_rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rwqe *w)
+{
+	w->srq = NULL;
+	rq_parse(tq, e, w, tq->rq_max_sge, NULL);
+}
+
+/* Take the next element of the QP's SRQ (empty, broken: as roce_rq_get). */
+static int rq_get_srq(struct roce_tq *tq)
+{
+	struct roce_tp *tp = tq->tp;
+	struct roce_srq *srq = tq->qp->srq;
+	struct roce_tsrq *ts = srq->transport;
+	struct roce_ext_stats *xs = &tp->ext->stats;
+	struct roce_rwqe *w = tq->rwqe;
+	struct vhost_vring *r;
+	int rc;
+
+	if (!ts || ts->broken || !(r = ts->ring.r)) {
+		xs->srq_empty++;
+		return 0;
+	}
+	rc = r->vq.broken ? -EIO : vq_dev_pop(&r->vq, &tp->elem);
+	if (rc == 0) {
+		xs->srq_empty++;
+		return 0;
+	}
+	if (rc < 0) {
+		roce_srq_broken(ts);
+		return -EIO;
+	}
+	rq_parse(tq, &tp->elem, w, srq->max_sge, srq);
+	w->srq = srq;
+	w->valid = true;
+	tp->stats.recv_wrs++;
+	xs->srq_recv_wrs++;
+	/* The limit: armed, and fewer elements left than it. */
+	if (srq->srq_limit && roce_srq_count(ts) < srq->srq_limit) {
+		srq->srq_limit = 0;
+		xs->srq_limit_events++;
+		roce_tp_event(tp, &srq->ev, VIRTIO_IB_EVENT_SRQ_LIMIT_REACHED);
+	}
+	return 1;
 }
 
 int roce_rq_get(struct roce_tq *tq)
@@ -88,6 +179,8 @@ int roce_rq_get(struct roce_tq *tq)
 
 	if (tq->rwqe->valid)
 		return 1;
+	if (tq->qp->srq)
+		return rq_get_srq(tq);
 	if (!r || r->vq.broken)
 		return 0;
 	rc = vq_dev_pop(&r->vq, &tp->elem);
@@ -104,27 +197,54 @@ int roce_rq_get(struct roce_tq *tq)
 	return 1;
 }
 
-static void rq_give_back(struct roce_tq *tq, uint16_t head)
+/* Used entry for an element of the QP's receive ring, or of srq's. */
+static void rq_give_back(struct roce_tq *tq, uint16_t head, struct roce_srq *srq)
 {
-	struct vhost_vring *r = tq->rq.r;
+	struct roce_ring_ref *ref = &tq->rq;
+	struct vhost_vring *r;
 
+	if (srq) {
+		struct roce_tsrq *ts = srq->transport;
+
+		if (!ts)
+			return;
+		ref = &ts->ring;
+	}
+	r = ref->r;
 	if (!r || r->vq.broken)
 		return;
 	vq_dev_fill(&r->vq, head, 0);
-	roce_tp_ring_dirty(tq->tp, &tq->rq, false);
+	roce_tp_ring_dirty(tq->tp, ref, false);
 }
 
 void roce_rq_complete(struct roce_tq *tq, struct roce_wc *wc)
 {
 	struct roce_tp *tp = tq->tp;
 	struct roce_rwqe *w = tq->rwqe;
+	struct roce_srq *srq = w->srq;
+	uint16_t head = w->head;
 
+	/* Released before posting: an overflow of the CQ moves the QP to
+	 * ERR, which must not find this element still held. */
+	w->valid = false;
 	wc->wr_id = w->wr_id;
 	wc->qp_num = tq->qp->qpn;
 	tp->stats.wc[wc->status & 15]++;
 	roce_cq_post(tp, tq->qp->recv_cq, wc);
-	rq_give_back(tq, w->head);
-	w->valid = false;
+	rq_give_back(tq, head, srq);
+}
+
+void roce_rq_srq_release(struct roce_tq *tq)
+{
+	struct roce_wc wc;
+
+	if (!tq->rwqe || !tq->rwqe->valid)
+		return;
+	memset(&wc, 0, sizeof(wc));
+	wc.status = VIRTIO_IB_WC_WR_FLUSH_ERR;
+	wc.opcode = VIRTIO_IB_WC_RECV;
+	tq->tp->ext->stats.srq_flushed += tq->rwqe->srq != NULL;
+	roce_rq_complete(tq, &wc);
 }
 
 void roce_rq_flush(struct roce_tq *tq)
@@ -133,13 +253,9 @@ void roce_rq_flush(struct roce_tq *tq)
 	struct vhost_vring *r = tq->rq.r;
 	struct roce_wc wc;
 
-	if (tq->rwqe->valid) {
-		memset(&wc, 0, sizeof(wc));
-		wc.status = VIRTIO_IB_WC_WR_FLUSH_ERR;
-		wc.opcode = VIRTIO_IB_WC_RECV;
-		roce_rq_complete(tq, &wc);
-	}
-	if (!r || r->vq.broken)
+	roce_rq_srq_release(tq);
+	/* An SRQ's ring is never flushed (other QPs use it). */
+	if (tq->qp->srq || !r || r->vq.broken)
 		return;
 	for (;;) {
 		int rc = vq_dev_pop(&r->vq, &tp->elem);
@@ -165,7 +281,7 @@ void roce_rq_flush(struct roce_tq *tq)
 		tp->stats.recv_wrs++;
 		tp->stats.wc[VIRTIO_IB_WC_WR_FLUSH_ERR]++;
 		roce_cq_post(tp, tq->qp->recv_cq, &wc);
-		rq_give_back(tq, head);
+		rq_give_back(tq, head, NULL);
 	}
 }
 
@@ -173,6 +289,11 @@ void roce_rq_drop(struct roce_tq *tq)
 {
 	if (!tq->rwqe->valid)
 		return;
-	rq_give_back(tq, tq->rwqe->head);
+	if (tq->rwqe->srq) {
+		/* An SRQ element cannot go back to the SRQ: it completes. */
+		roce_rq_srq_release(tq);
+		return;
+	}
 	tq->rwqe->valid = false;
+	rq_give_back(tq, tq->rwqe->head, NULL);
 }

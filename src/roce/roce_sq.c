@@ -8,6 +8,12 @@
  * (576 bytes) followed by num_sge struct virtio_rdma_sge, in any number of
  * descriptors. It is copied and validated when popped; its descriptor is
  * given back (used, length 0) when the WR completes.
+ *
+ * With ROCE_EXT the extension's views of the request are parsed too
+ * (struct virtio_rdma_sq_req_ext: atomic, bind_mw, reg, invalidate_rkey),
+ * each opcode only on its QP types and with its capability; SGE keys are
+ * then checked when the requester starts the WR, because an earlier REG_MR
+ * of the same queue may create them.
  */
 #include "roce/roce_tp.h"
 
@@ -71,9 +77,28 @@ uint8_t roce_wc_opcode_of_wr(uint8_t wr_opcode)
 		return VIRTIO_IB_WC_RDMA_WRITE;
 	case VIRTIO_IB_WR_RDMA_READ:
 		return VIRTIO_IB_WC_RDMA_READ;
+	case VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP:
+		return VIRTIO_IB_WC_COMP_SWAP;
+	case VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD:
+		return VIRTIO_IB_WC_FETCH_ADD;
+	case VIRTIO_IB_WR_LOCAL_INV:
+		return VIRTIO_IB_WC_LOCAL_INV;
+	case VIRTIO_IB_WR_BIND_MW:
+		return VIRTIO_IB_WC_BIND_MW;
+	case VIRTIO_IB_WR_REG_MR:
+		return VIRTIO_IB_WC_REG_MR;
 	default:
 		return VIRTIO_IB_WC_SEND;
 	}
+}
+
+/* The completion opcode for tq: a driver without ROCE_EXT never sees one of
+ * the extension's opcodes (its WRs with those opcodes are refused). */
+static uint8_t sq_wc_opcode(const struct roce_tq *tq, uint8_t wr_opcode)
+{
+	if (!tq->tp->rd->ext && wr_opcode > VIRTIO_IB_WR_RDMA_READ)
+		return VIRTIO_IB_WC_SEND;
+	return roce_wc_opcode_of_wr(wr_opcode);
 }
 
 static void wqe_bad(struct roce_tq *tq, struct roce_swqe *w, uint8_t status)
@@ -84,10 +109,26 @@ static void wqe_bad(struct roce_tq *tq, struct roce_swqe *w, uint8_t status)
 	w->state = ROCE_WQE_DONE;
 }
 
-/* Whether opcode is a valid send WR for a QP of type. */
-static bool opcode_ok(uint8_t type, uint8_t opcode)
+/* Whether opcode is a valid send WR for a QP of type on device rd (the
+ * extension's opcodes need ROCE_EXT and their capability; never GSI). */
+static bool opcode_ok(const struct roce_dev *rd, uint8_t type, uint8_t opcode)
 {
+	bool rc = type == VIRTIO_IB_QPT_RC, uc = type == VIRTIO_IB_QPT_UC;
+	bool ud = type == VIRTIO_IB_QPT_UD;
+	uint64_t caps = rd->ext ? rd->attr.ext_cap_flags : 0;
+	bool mgt = caps & VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS;
+
 	switch (opcode) {
+	case VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP:
+	case VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD:
+		return rd->ext && rd->attr.atomic_cap != VIRTIO_IB_ATOMIC_NONE && rc;
+	case VIRTIO_IB_WR_LOCAL_INV:
+	case VIRTIO_IB_WR_REG_MR:
+		return mgt && (rc || uc || ud);
+	case VIRTIO_IB_WR_SEND_WITH_INV:
+		return mgt && rc;
+	case VIRTIO_IB_WR_BIND_MW:
+		return (caps & VIRTIO_IB_DEVICE_MEM_WINDOW) && (rc || uc);
 	case VIRTIO_IB_WR_SEND:
 	case VIRTIO_IB_WR_SEND_WITH_IMM:
 		return true;
@@ -101,11 +142,80 @@ static bool opcode_ok(uint8_t type, uint8_t opcode)
 	}
 }
 
+/* REG_MR, LOCAL_INV, BIND_MW: no SGEs, no inline data; the operation
+ * itself runs when the requester reaches the WR. */
+static void sq_parse_local(struct roce_tq *tq, const struct virtio_rdma_sq_req_ext *req,
+			   struct roce_swqe *w)
+{
+	if ((w->flags & VIRTIO_IB_SEND_INLINE) || le32toh(req->num_sge)) {
+		wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
+		return;
+	}
+	w->imm = 0;
+	switch (w->opcode) {
+	case VIRTIO_IB_WR_LOCAL_INV:
+		w->inv_rkey = le32toh(req->invalidate_rkey);
+		break;
+	case VIRTIO_IB_WR_REG_MR:
+		w->remote_addr = le64toh(req->reg.iova);
+		w->ext_len = le64toh(req->reg.length);
+		w->page_list = le64toh(req->reg.page_list);
+		w->ext_key = le32toh(req->reg.key);
+		w->ext_access = le32toh(req->reg.access);
+		break;
+	default: /* BIND_MW */
+		w->remote_addr = le64toh(req->bind_mw.addr);
+		w->ext_len = le64toh(req->bind_mw.length);
+		w->ext_key = le32toh(req->bind_mw.mr_lkey);
+		w->rkey = le32toh(req->bind_mw.rkey);
+		w->ext_access = le32toh(req->bind_mw.access);
+		break;
+	}
+}
+
+/* CMP_AND_SWP, FETCH_AND_ADD: one SGE of at least 8 bytes for the result
+ * (LOC_LEN_ERR), writable through its lkey (LOC_PROT_ERR, checked now or,
+ * with ROCE_EXT, when the requester starts the WR). */
+static void sq_parse_atomic(struct roce_tq *tq, const struct vq_elem *e,
+			    const struct virtio_rdma_sq_req_ext *req, struct roce_swqe *w)
+{
+	struct virtio_rdma_sge s;
+
+	if (w->flags & VIRTIO_IB_SEND_INLINE) {
+		wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
+		return;
+	}
+	w->imm = 0;
+	w->remote_addr = le64toh(req->atomic.remote_addr);
+	w->rkey = le32toh(req->atomic.rkey);
+	w->cmp_add = le64toh(req->atomic.compare_add);
+	w->swap = le64toh(req->atomic.swap);
+	if (le32toh(req->num_sge) != 1) {
+		wqe_bad(tq, w, VIRTIO_IB_WC_LOC_LEN_ERR);
+		return;
+	}
+	if (e->out_len < sizeof(*req) + sizeof(s)) {
+		tq->tp->stats.wr_bad_chain++;
+		wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
+		return;
+	}
+	vq_elem_read(e, sizeof(*req), &s, sizeof(s));
+	if (le32toh(s.length) < 8) {
+		wqe_bad(tq, w, VIRTIO_IB_WC_LOC_LEN_ERR);
+		return;
+	}
+	w->res_sge.addr = le64toh(s.addr);
+	w->res_sge.length = 8;
+	w->res_sge.lkey = le32toh(s.lkey);
+	w->length = 8;
+	w->sge_unchecked = true;
+}
+
 void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe *w)
 {
 	struct roce_tp *tp = tq->tp;
 	struct roce_qp *qp = tq->qp;
-	struct virtio_rdma_sq_req req;
+	struct virtio_rdma_sq_req_ext req;
 	uint32_t nsge, i;
 	uint64_t total = 0;
 	int st;
@@ -132,9 +242,21 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 	w->opcode = req.opcode;
 	w->flags = req.send_flags;
 	memcpy(&w->imm, &req.imm_data, 4);
-	if (!opcode_ok(qp->type, w->opcode)) {
+	if (!opcode_ok(tp->rd, qp->type, w->opcode)) {
 		wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
 		return;
+	}
+	if (roce_wr_is_local(w->opcode)) {
+		sq_parse_local(tq, &req, w);
+		return;
+	}
+	if (roce_wr_is_atomic(w->opcode)) {
+		sq_parse_atomic(tq, e, &req, w);
+		return;
+	}
+	if (w->opcode == VIRTIO_IB_WR_SEND_WITH_INV) {
+		w->inv_rkey = le32toh(req.invalidate_rkey);
+		w->imm = 0;
 	}
 	if (w->opcode == VIRTIO_IB_WR_RDMA_WRITE || w->opcode == VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM ||
 	    w->opcode == VIRTIO_IB_WR_RDMA_READ) {
@@ -180,7 +302,16 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 			sge[i].lkey = le32toh(s.lkey);
 		}
 		w->num_sge = nsge;
-		st = roce_mem_check_sges(tq, sge, nsge, access, &total);
+		if (tp->rd->ext) {
+			/* Keys are checked when the requester starts the WR:
+			 * an earlier REG_MR of this queue may create them. */
+			for (i = 0; i < nsge; i++)
+				total += sge[i].length;
+			w->sge_unchecked = true;
+			st = 0;
+		} else {
+			st = roce_mem_check_sges(tq, sge, nsge, access, &total);
+		}
 		if (st) {
 			wqe_bad(tq, w, (uint8_t)st);
 			return;
@@ -268,21 +399,24 @@ void roce_sq_complete_head(struct roce_tq *tq, uint8_t status)
 	struct roce_qp *qp = tq->qp;
 	struct roce_swqe *w = roce_sq_wqe(tq, tq->sq_head);
 
-	if (w->opcode == VIRTIO_IB_WR_RDMA_READ && w->state == ROCE_WQE_SENT && tq->rd_out)
+	if (roce_wr_is_rd_atomic(w->opcode) && w->state == ROCE_WQE_SENT && tq->rd_out)
 		tq->rd_out--;
 	if (status != VIRTIO_IB_WC_SUCCESS || (w->flags & VIRTIO_IB_SEND_SIGNALED) ||
 	    qp->sq_sig_all) {
 		struct roce_wc wc = {
 			.wr_id = w->wr_id,
 			.status = status,
-			.opcode = roce_wc_opcode_of_wr(w->opcode),
+			.opcode = sq_wc_opcode(tq, w->opcode),
 			.byte_len = status == VIRTIO_IB_WC_SUCCESS ? w->length : 0,
 			.qp_num = qp->qpn,
 		};
 
 		roce_cq_post(tp, qp->send_cq, &wc);
 	}
-	tp->stats.wc[status & 15]++;
+	if (status < 16)
+		tp->stats.wc[status]++;
+	else
+		tp->stats.wc_ext[status == 16 ? 0 : 1]++;
 	sq_give_back(tq, w->head);
 	tq->sq_head++;
 	if ((int32_t)(tq->sq_cur - tq->sq_head) < 0) {
@@ -315,7 +449,7 @@ static void sq_flush_elem(struct roce_tq *tq, const struct vq_elem *e)
 	if (e->out_len >= sizeof(hdr)) {
 		vq_elem_read(e, 0, hdr, sizeof(hdr));
 		wc.wr_id = get_le64(hdr);
-		wc.opcode = roce_wc_opcode_of_wr(hdr[8]);
+		wc.opcode = sq_wc_opcode(tq, hdr[8]);
 	} else if (e->out_len >= 8) {
 		vq_elem_read(e, 0, hdr, 8);
 		wc.wr_id = get_le64(hdr);

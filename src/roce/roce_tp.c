@@ -3,9 +3,11 @@
  * Transport engine, per device: creation, the control-path hooks (QP and CQ
  * life cycle, state changes), ring attach/detach, the run queue with a
  * per-QP packet budget, poll/arm/disarm for the loop, used-ring publication
- * and the counters.
+ * and the counters. With ROCE_EXT also the extension's hooks (SRQs, resize,
+ * events) and rings (event queue, SRQ rings): roce_ext.h.
  */
 #include "roce/roce_tp.h"
+#include "roce/roce_ext.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -33,6 +35,10 @@ void roce_tp_commit(struct roce_tp *tp)
 {
 	struct roce_ring_ref *ref;
 
+	/* Events raised so far go out with this commit, and their ring is
+	 * published last: an event is never seen before the completions
+	 * written with it. */
+	roce_evq_deliver(tp);
 	while ((ref = tp->dirty)) {
 		tp->dirty = ref->next_dirty;
 		ref->next_dirty = NULL;
@@ -43,6 +49,7 @@ void roce_tp_commit(struct roce_tp *tp)
 		}
 		ref->force = false;
 	}
+	roce_evq_publish(tp);
 }
 
 /* Remove ref from the dirty list (publishing what it has). */
@@ -81,9 +88,20 @@ void roce_tp_ring_ref_set(struct roce_tp *tp, struct roce_ring_ref *ref, struct 
 
 void roce_tp_ring_broken(struct roce_tp *tp, struct roce_ring_ref *ref)
 {
+	struct roce_qp *qp;
+	struct roce_tq *tq;
+
 	tp->stats.ring_errors++;
 	if (ref->r && tp->ops.ring_error)
 		tp->ops.ring_error(tp->ctx, ref->r);
+	/* One of a QP's own rings: the QP goes to ERR with QP_FATAL (the
+	 * caller's roce_tp_qp_error then finds it there). */
+	if (!ref->r)
+		return;
+	qp = roce_ring_qp(tp->rd, ref->r->idx, NULL);
+	tq = qp ? qp->transport : NULL;
+	if (tq && (ref == &tq->sq || ref == &tq->rq))
+		roce_tp_qp_fatal(tq);
 }
 
 /* ---- scheduling ----------------------------------------------------------- */
@@ -212,8 +230,13 @@ static bool qp_run(struct roce_tq *tq, uint32_t budget)
 	st = qp->attr.qp_state;
 	if (st == VIRTIO_IB_QPS_ERR || st == VIRTIO_IB_QPS_SQE)
 		return true; /* flush at the next turn */
-	if (qp->sq_draining && tq->sq_head == tq->sq_tail)
+	if (qp->sq_draining && tq->sq_head == tq->sq_tail) {
 		roce_qp_sq_drained(qp);
+		if (tq->tp->rd->ext) {
+			tq->tp->ext->stats.sq_drained_events++;
+			roce_tp_event(tq->tp, &qp->ev, VIRTIO_IB_EVENT_SQ_DRAINED);
+		}
+	}
 	return more;
 }
 
@@ -293,8 +316,9 @@ static bool drain_backlogs(struct roce_tp *tp)
 bool roce_tp_poll(struct roce_tp *tp)
 {
 	uint32_t budget = ROCE_TP_RUN_BUDGET, n, turns;
-	bool work = false;
+	bool work = false, was_in = tp->in_event;
 
+	tp->in_event = true;
 	if (roce_recv_run(tp, ROCE_TP_RX_BATCH))
 		work = true;
 	if (tp->polled)
@@ -323,6 +347,9 @@ bool roce_tp_poll(struct roce_tp *tp)
 		budget -= MIN(n, budget);
 		work = true;
 	}
+	tp->in_event = was_in;
+	if (roce_evq_busy(tp))
+		work = true;
 	roce_tp_commit(tp);
 	return work;
 }
@@ -338,6 +365,7 @@ bool roce_tp_arm(struct roce_tp *tp)
 {
 	bool pending = tp->rxq.len || tp->runq_head;
 	bool need_timer = tp->polled != NULL;
+	struct roce_tp_ext *x = tp->ext;
 	struct roce_tcq *tc;
 	struct roce_tq *q;
 
@@ -363,6 +391,14 @@ bool roce_tp_arm(struct roce_tp *tp)
 		if (vq_dev_avail(&r->vq))
 			pending = true;
 	}
+	/* Events waiting for buffers: a kick brings them (kicks stay on for
+	 * the event ring), a ring without kick fd is polled. */
+	if (x && x->evq.r && tp->rd->ext && roce_event_pending(tp->rd)) {
+		if (roce_evq_busy(tp))
+			pending = true;
+		else if (x->evq.polled)
+			need_timer = true;
+	}
 	if (need_timer && tp->loop && !pending)
 		loop_timer_arm(tp->loop, &tp->poll_timer, loop_now_ns() + ROCE_TP_POLL_NS);
 	return pending;
@@ -375,7 +411,23 @@ void roce_tp_disarm(struct roce_tp *tp)
 
 /* ---- errors and paths ----------------------------------------------------- */
 
-void roce_tp_qp_error(struct roce_tq *tq, bool sqe)
+/* A QP of an SRQ entered ERR: the element it holds completes (flush), then
+ * QP_LAST_WQE_REACHED (it takes no more from the SRQ). */
+static void qp_srq_left(struct roce_tq *tq)
+{
+	struct roce_tp *tp = tq->tp;
+
+	roce_rq_srq_release(tq);
+	if (tp->rd->ext) {
+		tp->ext->stats.last_wqe_events++;
+		roce_tp_event(tp, &tq->qp->ev, VIRTIO_IB_EVENT_QP_LAST_WQE_REACHED);
+	}
+}
+
+/* The engine moves tq to ERR (or SQE); fatal: raise QP_FATAL once in ERR.
+ * A QP of an SRQ then completes the element it holds and raises
+ * QP_LAST_WQE_REACHED. */
+static void qp_to_error(struct roce_tq *tq, bool sqe, bool fatal)
 {
 	struct roce_tp *tp = tq->tp;
 	struct roce_qp *qp = tq->qp;
@@ -399,9 +451,25 @@ void roce_tp_qp_error(struct roce_tq *tq, bool sqe)
 		/* Kicks on the receive ring now matter (flush). */
 		if (tq->rq.r && !tq->rq.r->vq.broken && !tq->rq.polled)
 			vq_dev_set_notify(&tq->rq.r->vq, true);
+		if (fatal && tp->rd->ext) {
+			tp->ext->stats.qp_fatal_events++;
+			roce_tp_event(tp, &qp->ev, VIRTIO_IB_EVENT_QP_FATAL);
+		}
+		if (qp->srq)
+			qp_srq_left(tq);
 	}
 	tq->state = qp->attr.qp_state;
 	roce_tp_schedule(tq);
+}
+
+void roce_tp_qp_error(struct roce_tq *tq, bool sqe)
+{
+	qp_to_error(tq, sqe, false);
+}
+
+void roce_tp_qp_fatal(struct roce_tq *tq)
+{
+	qp_to_error(tq, false, true);
 }
 
 void roce_tp_path_from_av(const struct roce_tp *tp, const struct roce_qp *qp,
@@ -490,7 +558,8 @@ static int hook_qp_create(struct roce_dev *rd, struct roce_qp *qp)
 	r = tp->ops.ring(tp->ctx, qp->sq_vq);
 	if (r)
 		tq_attach_sq(tq, r);
-	r = tp->ops.ring(tp->ctx, qp->rq_vq);
+	/* A QP with an SRQ never uses its own receive ring. */
+	r = qp->srq ? NULL : tp->ops.ring(tp->ctx, qp->rq_vq);
 	if (r)
 		tq_attach_rq(tq, r);
 	return 0;
@@ -502,9 +571,11 @@ static void hook_qp_modify(struct roce_dev *rd, struct roce_qp *qp, uint8_t old,
 	struct roce_tp *tp = tp_of(rd);
 	struct roce_tq *tq = qp->transport;
 	uint8_t st = qp->attr.qp_state;
+	bool was_in = tp->in_event;
 
 	if (!tq)
 		return;
+	tp->in_event = true;
 	if (qp->type == VIRTIO_IB_QPT_RC || qp->type == VIRTIO_IB_QPT_UC) {
 		tq->mtu = virtio_ib_mtu_bytes(qp->attr.path_mtu);
 		if (qp->attr.av_valid)
@@ -549,12 +620,15 @@ static void hook_qp_modify(struct roce_dev *rd, struct roce_qp *qp, uint8_t old,
 		 * returns. */
 		roce_sq_flush(tq);
 		roce_rq_flush(tq);
+		if (qp->srq && old != VIRTIO_IB_QPS_ERR)
+			qp_srq_left(tq);
 		break;
 	default:
 		break;
 	}
 	tq->state = st;
 	roce_tp_schedule(tq);
+	tp->in_event = was_in;
 	roce_tp_commit(tp);
 }
 
@@ -562,11 +636,14 @@ static void hook_qp_destroy(struct roce_dev *rd, struct roce_qp *qp)
 {
 	struct roce_tp *tp = tp_of(rd);
 	struct roce_tq *tq = qp->transport;
+	bool was_in = tp->in_event;
 
 	if (!tq)
 		return;
+	tp->in_event = true;
 	roce_sq_flush(tq);
 	roce_rq_flush(tq);
+	tp->in_event = was_in;
 	roce_tp_commit(tp);
 	if (tp->loop) {
 		loop_timer_cancel(tp->loop, &tq->rexmit_timer);
@@ -615,16 +692,117 @@ static void hook_cq_destroy(struct roce_dev *rd, struct roce_cq *cq)
 	roce_cq_detach_hook(rd, cq);
 }
 
+/* ---- extension hooks ---------------------------------------------------------- */
+
+/* Requests posted on ring r and not given back yet (avail.idx - used.idx). */
+static uint32_t ring_outstanding(struct vhost_vring *r)
+{
+	uint16_t avail;
+
+	if (!r || !r->vq.avail)
+		return 0;
+	avail = le16toh(__atomic_load_n(&r->vq.avail->idx, __ATOMIC_ACQUIRE));
+	return (uint16_t)(avail - r->vq.used_idx);
+}
+
+static uint32_t pow2_up(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v && p < (1u << 31))
+		p <<= 1;
+	return p;
+}
+
+/* More WQE slots for a deeper send queue (the live ones keep their
+ * free-running indexes). Returns 0 or -ENOMEM. */
+static int sq_regrow(struct roce_tq *tq, uint32_t slots)
+{
+	uint8_t *n = calloc(slots, tq->sq_stride);
+
+	if (!n)
+		return -ENOMEM;
+	for (uint32_t i = tq->sq_head; i != tq->sq_tail; i++)
+		memcpy(n + (size_t)(i & (slots - 1)) * tq->sq_stride, roce_sq_wqe(tq, i),
+		       tq->sq_stride);
+	free(tq->swqe);
+	tq->swqe = n;
+	tq->sq_slots = slots;
+	tq->sq_mask = slots - 1;
+	return 0;
+}
+
+static int hook_qp_resize(struct roce_dev *rd, struct roce_qp *qp, const struct roce_qp_cap *cap)
+{
+	struct roce_tp *tp = tp_of(rd);
+	struct roce_tq *tq = qp->transport;
+	struct roce_ext_stats *xs = &tp->ext->stats;
+
+	if (!tq)
+		return 0;
+	if (cap->max_send_wr < ring_outstanding(tq->sq.r) ||
+	    (!qp->srq && cap->max_recv_wr < ring_outstanding(tq->rq.r))) {
+		xs->qp_resize_range++;
+		return -ERANGE;
+	}
+	/* Slots were sized from the ring and the old depth: grow within the
+	 * ring if the new depth needs more. */
+	if (tq->swqe && tq->sq.r) {
+		uint32_t want = MIN(pow2_up(cap->max_send_wr), (uint32_t)tq->sq.r->num);
+
+		if (want > tq->sq_slots && sq_regrow(tq, want)) {
+			xs->qp_resize_nomem++;
+			return -ENOMEM;
+		}
+	}
+	xs->qp_resizes++;
+	roce_tp_schedule(tq);
+	return 0;
+}
+
+static int hook_srq_create(struct roce_dev *rd, struct roce_srq *srq)
+{
+	return roce_srq_create_hook(rd, srq);
+}
+
+static void hook_srq_destroy(struct roce_dev *rd, struct roce_srq *srq)
+{
+	struct roce_tp *tp = tp_of(rd);
+
+	roce_srq_destroy_hook(rd, srq);
+	roce_tp_commit(tp);
+}
+
+static void hook_event_raised(struct roce_dev *rd)
+{
+	struct roce_tp *tp = tp_of(rd);
+
+	/* Inside an entry point, its commit delivers; otherwise now (control
+	 * path, timers). */
+	if (tp && !tp->in_event)
+		roce_tp_commit(tp);
+}
+
 /* ---- ring events ------------------------------------------------------------ */
+
+/* Kind of ring (enum vrdma_vq_kind or enum vrdma_vq_kind_ext). */
+static int ring_kind(const struct roce_dev *rd, uint32_t ring, uint32_t *idx)
+{
+	/* The device's layout: the extension's rings exist when offered. */
+	return (int)roce_ring_decode(rd, ring, idx);
+}
 
 void roce_tp_ring_started(struct roce_tp *tp, struct vhost_vring *r)
 {
 	struct roce_dev *rd = tp->rd;
+	struct roce_srq *srq;
 	struct roce_qp *qp;
 	struct roce_cq *cq;
-	bool is_send;
+	bool is_send, was_in = tp->in_event;
+	uint32_t idx;
 
-	switch (roce_ring_decode(rd, r->idx, &(uint32_t){ 0 })) {
+	tp->in_event = true;
+	switch (ring_kind(rd, r->idx, &idx)) {
 	case VRDMA_VQ_CQ:
 		cq = roce_ring_cq(rd, r->idx);
 		if (cq && cq->transport)
@@ -637,24 +815,37 @@ void roce_tp_ring_started(struct roce_tp *tp, struct vhost_vring *r)
 			break;
 		if (is_send)
 			tq_attach_sq(qp->transport, r);
-		else
+		else if (!qp->srq)
 			tq_attach_rq(qp->transport, r);
+		break;
+	case VRDMA_VQ_EVENTQ:
+		roce_evq_ring_set(tp, r);
+		break;
+	case VRDMA_VQ_SRQ:
+		srq = roce_srq_lookup(rd, idx);
+		if (srq && srq->transport)
+			roce_srq_ring_set(tp, srq, r);
 		break;
 	default:
 		break;
 	}
+	tp->in_event = was_in;
 	roce_tp_commit(tp);
 }
 
 void roce_tp_ring_stopped(struct roce_tp *tp, struct vhost_vring *r)
 {
 	struct roce_dev *rd = tp->rd;
+	struct roce_tsrq *ts;
+	struct roce_srq *srq;
 	struct roce_qp *qp;
 	struct roce_cq *cq;
 	struct roce_tq *tq;
-	bool is_send;
+	bool is_send, was_in = tp->in_event;
+	uint32_t idx;
 
-	switch (roce_ring_decode(rd, r->idx, &(uint32_t){ 0 })) {
+	tp->in_event = true;
+	switch (ring_kind(rd, r->idx, &idx)) {
 	case VRDMA_VQ_CQ:
 		cq = roce_ring_cq(rd, r->idx);
 		if (cq && cq->transport && ((struct roce_tcq *)cq->transport)->ring.r == r)
@@ -681,9 +872,20 @@ void roce_tp_ring_stopped(struct roce_tp *tp, struct vhost_vring *r)
 		/* Its work requests are gone: the QP cannot go on. */
 		roce_tp_qp_error(tq, false);
 		break;
+	case VRDMA_VQ_EVENTQ:
+		if (tp->ext->evq.r == r)
+			roce_evq_ring_set(tp, NULL);
+		break;
+	case VRDMA_VQ_SRQ:
+		srq = roce_srq_lookup(rd, idx);
+		ts = srq ? srq->transport : NULL;
+		if (ts && ts->ring.r == r)
+			roce_srq_ring_set(tp, srq, NULL);
+		break;
 	default:
 		break;
 	}
+	tp->in_event = was_in;
 	roce_tp_commit(tp);
 }
 
@@ -692,13 +894,27 @@ void roce_tp_ring_kick(struct roce_tp *tp, struct vhost_vring *r)
 	struct roce_dev *rd = tp->rd;
 	struct roce_qp *qp;
 	struct roce_cq *cq;
-	bool is_send;
+	bool is_send, was_in = tp->in_event;
+	uint32_t idx;
 
-	switch (roce_ring_decode(rd, r->idx, &(uint32_t){ 0 })) {
+	tp->in_event = true;
+	switch (ring_kind(rd, r->idx, &idx)) {
 	case VRDMA_VQ_CQ:
 		cq = roce_ring_cq(rd, r->idx);
 		if (cq && cq->transport && ((struct roce_tcq *)cq->transport)->bl_len)
 			roce_cq_drain(cq->transport);
+		break;
+	case VRDMA_VQ_EVENTQ:
+		/* New buffers: the commit below delivers what is pending.
+		 * Validate the avail index now even with nothing pending, so
+		 * a corrupt ring is reported when the driver breaks it. */
+		if (tp->ext && tp->ext->evq.r == r && !r->vq.broken) {
+			(void)vq_dev_avail(&r->vq);
+			if (r->vq.broken) {
+				tp->ext->stats.ev_ring_errors++;
+				roce_tp_ring_broken(tp, &tp->ext->evq);
+			}
+		}
 		break;
 	case VRDMA_VQ_SQ:
 	case VRDMA_VQ_RQ:
@@ -711,6 +927,7 @@ void roce_tp_ring_kick(struct roce_tp *tp, struct vhost_vring *r)
 	default:
 		break;
 	}
+	tp->in_event = was_in;
 	roce_tp_commit(tp);
 }
 
@@ -730,7 +947,10 @@ struct roce_tp *roce_tp_new(struct roce_dev *rd, struct loop *loop,
 	pkt_queue_init(&tp->rxq);
 	loop_timer_init(&tp->poll_timer, poll_timer_cb, tp);
 	tp->neigh = roce_neigh_new(tp);
-	if (!tp->neigh) {
+	tp->ext = calloc(1, sizeof(*tp->ext));
+	if (!tp->neigh || !tp->ext) {
+		roce_neigh_free(tp->neigh);
+		free(tp->ext);
 		free(tp);
 		return NULL;
 	}
@@ -739,6 +959,12 @@ struct roce_tp *roce_tp_new(struct roce_dev *rd, struct loop *loop,
 	rd->hooks.qp_destroy = hook_qp_destroy;
 	rd->hooks.cq_create = hook_cq_create;
 	rd->hooks.cq_destroy = hook_cq_destroy;
+	rd->hooks.cq_resize = roce_cq_resize_hook;
+	rd->hooks.cq_overflowed = roce_cq_overflowed_hook;
+	rd->hooks.qp_resize = hook_qp_resize;
+	rd->hooks.srq_create = hook_srq_create;
+	rd->hooks.srq_destroy = hook_srq_destroy;
+	rd->hooks.event_raised = hook_event_raised;
 	rd->hooks.arg = tp;
 	return tp;
 }
@@ -760,6 +986,14 @@ void roce_tp_free(struct roce_tp *tp)
 		loop_timer_cancel(tp->loop, &tp->poll_timer);
 	pkt_queue_purge(&tp->rxq);
 	roce_neigh_free(tp->neigh);
+	/* SRQs still there were forgotten by the device (like QPs and CQs). */
+	while (tp->ext->srqs) {
+		struct roce_tsrq *ts = tp->ext->srqs;
+
+		tp->ext->srqs = ts->next;
+		free(ts);
+	}
+	free(tp->ext);
 	free(tp);
 }
 
@@ -768,6 +1002,11 @@ void roce_tp_free(struct roce_tp *tp)
 const struct roce_tp_stats *roce_tp_get_stats(const struct roce_tp *tp)
 {
 	return &tp->stats;
+}
+
+const struct roce_ext_stats *roce_tp_ext_stats(const struct roce_tp *tp)
+{
+	return &tp->ext->stats;
 }
 
 static const char *const wc_status_names[16] = {
@@ -782,6 +1021,54 @@ static const char *const wc_status_names[16] = {
 		if ((s)->field)                                                \
 			fprintf(f, " " #field " %" PRIu64, (s)->field);        \
 	} while (0)
+
+static const char *const ev_names[VIRTIO_IB_EVENT_NUM] = {
+	"cq_err", "qp_fatal", "qp_req_err", "qp_access_err", "comm_est", "sq_drained",
+	"path_mig", "path_mig_err", "device_fatal", "port_active", "port_err",
+	"lid_change", "pkey_change", "sm_change", "srq_err", "srq_limit_reached",
+	"qp_last_wqe_reached", "client_reregister", "gid_change",
+};
+
+/* Extension counters (one line, only if any is non-zero). */
+static void dump_ext(const struct roce_tp_ext *x, FILE *f)
+{
+	const struct roce_ext_stats *s = &x->stats;
+	static const struct roce_ext_stats zero;
+
+	if (!memcmp(s, &zero, sizeof(zero)))
+		return;
+	fprintf(f, "  roce ext");
+	DUMP(f, s, ev_written);
+	for (int i = 0; i < VIRTIO_IB_EVENT_NUM; i++)
+		if (s->ev_by_type[i])
+			fprintf(f, " ev_%s %" PRIu64, ev_names[i], s->ev_by_type[i]);
+	DUMP(f, s, ev_short_bufs);
+	DUMP(f, s, ev_waits);
+	DUMP(f, s, ev_ring_errors);
+	DUMP(f, s, ev_raised);
+	DUMP(f, s, srq_created);
+	DUMP(f, s, srq_destroyed);
+	DUMP(f, s, srq_recv_wrs);
+	DUMP(f, s, srq_empty);
+	DUMP(f, s, srq_limit_events);
+	DUMP(f, s, srq_errors);
+	DUMP(f, s, srq_flushed);
+	DUMP(f, s, srq_dropped);
+	DUMP(f, s, srq_ring_stopped);
+	DUMP(f, s, last_wqe_events);
+	DUMP(f, s, cq_resizes);
+	DUMP(f, s, cq_resize_range);
+	DUMP(f, s, cq_resize_nomem);
+	DUMP(f, s, qp_resizes);
+	DUMP(f, s, qp_resize_range);
+	DUMP(f, s, qp_resize_nomem);
+	DUMP(f, s, wc_ext);
+	DUMP(f, s, wc_ext_blocked);
+	DUMP(f, s, cq_err_events);
+	DUMP(f, s, qp_fatal_events);
+	DUMP(f, s, sq_drained_events);
+	fprintf(f, "\n");
+}
 
 void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 {
@@ -848,7 +1135,24 @@ void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 	DUMP(f, s, neigh_resolved);
 	DUMP(f, s, neigh_queued);
 	DUMP(f, s, neigh_dropped);
+	fprintf(f, "\n  roce ext wr");
+	if (s->wc_ext[0])
+		fprintf(f, " wc_mw_bind_err %" PRIu64, s->wc_ext[0]);
+	if (s->wc_ext[1])
+		fprintf(f, " wc_other %" PRIu64, s->wc_ext[1]);
+	DUMP(f, s, atomics_sent);
+	DUMP(f, s, atomic_acks_rcvd);
+	DUMP(f, s, atomics_executed);
+	DUMP(f, s, atomic_dups_answered);
+	DUMP(f, s, atomic_dups_dropped);
+	DUMP(f, s, atomic_errors);
+	DUMP(f, s, local_ops);
+	DUMP(f, s, local_op_errors);
+	DUMP(f, s, remote_inv_ok);
+	DUMP(f, s, remote_inv_failed);
+	DUMP(f, s, comm_est);
 	fprintf(f, "\n");
+	dump_ext(tp->ext, f);
 	/* QPs with work in progress (or waiting in their rings). */
 	for (const struct roce_tq *tq = tp->all; tq; tq = tq->all_next) {
 		const struct vhost_vring *sr = tq->sq.r, *rr = tq->rq.r;
@@ -866,6 +1170,16 @@ void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 			tq->sq.polled ? " polled" : "", tq->sq_psn, tq->una, tq->rd_out,
 			tq->on_runq ? " runq" : "", tq->rnr_wait ? " rnr" : "",
 			tq->stalled ? " stalled" : "", tq->quiet ? " q" : "",
-			rr ? (tq->rwqe->valid ? "held" : "ok") : "no-ring", tq->epsn, tq->res_active);
+			rr || tq->qp->srq ? (tq->rwqe->valid ? "held" : "ok") : "no-ring", tq->epsn,
+			tq->res_active);
+	}
+	for (const struct roce_tsrq *ts = tp->ext->srqs; ts; ts = ts->next) {
+		const struct vhost_vring *r = ts->ring.r;
+
+		fprintf(f, "  roce srq %u refs %u limit %u %s avail %u%s\n", ts->srq->srqn,
+			ts->srq->refcnt, ts->srq->srq_limit, r ? "ring" : "no-ring",
+			r ? (uint16_t)(__atomic_load_n(&r->vq.avail->idx, __ATOMIC_RELAXED) -
+				       r->vq.last_avail_idx) : 0,
+			ts->broken ? " broken" : "");
 	}
 }

@@ -6,7 +6,9 @@
  * leave through the device's switch port; packets arriving for the device run
  * the responder (requests) or the completer (responses); completions are
  * written to completion virtqueues. UD, UC and RC (SEND, SEND_WITH_IMM,
- * RDMA WRITE[_WITH_IMM], RDMA READ), with loss recovery for RC.
+ * RDMA WRITE[_WITH_IMM], RDMA READ), with loss recovery for RC; with
+ * ROCE_EXT also atomics, SEND_WITH_INV, and the local operations REG_MR,
+ * LOCAL_INV and BIND_MW (docs/spec.md "Extensions beyond the seed").
  *
  * Files (split by role like Linux rxe, code written from the IBTA rules):
  *   roce_tp.c     per-device context, control-path hooks, rings, scheduling
@@ -134,6 +136,19 @@ struct roce_tp_stats {
 	uint64_t neigh_resolved;
 	uint64_t neigh_queued;
 	uint64_t neigh_dropped;                /* frames dropped: queue full, failed */
+	/* extensions (atomics, memory management, windows) */
+	uint64_t wc_ext[2];                    /* completions by status 16, 17+ */
+	uint64_t atomics_sent;                 /* atomic requests sent (first time) */
+	uint64_t atomic_acks_rcvd;             /* ATOMIC ACKNOWLEDGEs used */
+	uint64_t atomics_executed;             /* responder: executed once each */
+	uint64_t atomic_dups_answered;         /* duplicates answered from the saved result */
+	uint64_t atomic_dups_dropped;          /* duplicates whose resource was recycled */
+	uint64_t atomic_errors;                /* responder: NAKed atomics */
+	uint64_t local_ops;                    /* REG_MR / LOCAL_INV / BIND_MW executed */
+	uint64_t local_op_errors;              /* ... that failed */
+	uint64_t remote_inv_ok;                /* SEND_WITH_INV: key invalidated */
+	uint64_t remote_inv_failed;            /* ... could not be: NAK Invalid Request */
+	uint64_t comm_est;                     /* COMM_EST events raised */
 };
 
 /* A transport for rd, sending through ops. loop may be NULL (no timers: no
@@ -222,7 +237,20 @@ struct roce_swqe {
 	uint32_t first_psn;       /* PSN of packet 0 (READ: of the request) */
 	uint32_t npkts;           /* packets (READ: response packets) */
 	uint32_t next;            /* next packet index to send */
-	uint32_t rd_rcvd;         /* READ: response packets received */
+	uint32_t rd_rcvd;         /* READ: response packets received; atomic:
+				   * 1 once its ATOMIC ACKNOWLEDGE arrived */
+	/* ---- extensions (docs/spec.md "Extensions beyond the seed") ---- */
+	bool sge_unchecked;       /* SGE keys checked when the requester starts
+				   * the WR (an earlier REG_MR may create them) */
+	uint32_t inv_rkey;        /* LOCAL_INV, SEND_WITH_INV: the key */
+	uint64_t cmp_add, swap;   /* atomics (host values) */
+	struct roce_sge res_sge;  /* atomics: the result buffer (8 bytes) */
+	uint64_t ext_len;         /* REG_MR, BIND_MW: length (remote_addr is the
+				   * iova / window start) */
+	uint64_t page_list;       /* REG_MR: GPA of the page array */
+	uint32_t ext_key;         /* REG_MR: the new key; BIND_MW: the MR lkey
+				   * (rkey: the window's new key) */
+	uint32_t ext_access;      /* REG_MR, BIND_MW: access flags */
 	uint8_t data[] __attribute__((aligned(8))); /* SGEs or inline data */
 };
 
@@ -253,7 +281,9 @@ struct roce_rwqe {
 struct roce_wc {
 	uint64_t wr_id;
 	uint32_t byte_len;
-	uint32_t imm;             /* network order */
+	uint32_t imm;             /* network order; with VIRTIO_IB_WC_WITH_INV the
+				   * invalidated rkey, little-endian (the
+				   * imm_data slot is copied verbatim) */
 	uint32_t qp_num;
 	uint32_t src_qp;
 	uint8_t status;
@@ -288,7 +318,7 @@ struct roce_tcq {
 enum roce_res_type {
 	ROCE_RES_NONE = 0,
 	ROCE_RES_READ,
-	ROCE_RES_ATOMIC,          /* reserved (next issue) */
+	ROCE_RES_ATOMIC,          /* one atomic: {first_psn, atomic_orig} */
 };
 
 struct roce_rsp_res {
@@ -376,6 +406,7 @@ struct roce_tq {
 	struct roce_rsp_res *res;
 	uint32_t nres, res_next;  /* ring of responder resources */
 	uint32_t res_active;
+	bool comm_est;            /* COMM_EST raised since entering RTR */
 };
 
 struct roce_neigh;
@@ -456,6 +487,23 @@ void roce_sq_flush(struct roce_tq *tq);
 void roce_sq_drop(struct roce_tq *tq);
 /* The completion opcode of a send WR opcode. */
 uint8_t roce_wc_opcode_of_wr(uint8_t wr_opcode);
+/* Whether a send WR opcode is an atomic (CMP_AND_SWP, FETCH_AND_ADD). */
+static inline bool roce_wr_is_atomic(uint8_t wr_opcode)
+{
+	return wr_opcode == VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP ||
+	       wr_opcode == VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD;
+}
+/* Whether it counts against max_rd_atomic (RDMA READ or atomic). */
+static inline bool roce_wr_is_rd_atomic(uint8_t wr_opcode)
+{
+	return wr_opcode == VIRTIO_IB_WR_RDMA_READ || roce_wr_is_atomic(wr_opcode);
+}
+/* Whether it is a local operation (REG_MR, LOCAL_INV, BIND_MW). */
+static inline bool roce_wr_is_local(uint8_t wr_opcode)
+{
+	return wr_opcode == VIRTIO_IB_WR_REG_MR || wr_opcode == VIRTIO_IB_WR_LOCAL_INV ||
+	       wr_opcode == VIRTIO_IB_WR_BIND_MW;
+}
 
 /* ---- roce_rq.c ---- */
 int roce_rq_init(struct roce_tq *tq);
@@ -538,6 +586,10 @@ int roce_mem_from_swqe(struct roce_tq *tq, struct roce_swqe *w, uint32_t off,
  * keys, LOCAL_WRITE). Returns 0 or a WC status. */
 int roce_mem_to_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
 		     uint64_t off, const uint8_t *src, uint32_t len);
+/* The same into a receive WQE: keys of its SRQ's PD when it came from an
+ * SRQ (IBTA), else of the QP's PD. */
+int roce_mem_to_rwqe(struct roce_tq *tq, const struct roce_rwqe *rw, uint64_t off,
+		     const uint8_t *src, uint32_t len);
 /* Check an SGE list: keys of the QP's PD with access, in bounds. Returns
  * 0 or a WC status (LOC_PROT_ERR / LOC_LEN_ERR). *total gets the sum. */
 int roce_mem_check_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
@@ -553,6 +605,10 @@ int roce_mem_to_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
 		   const uint8_t *src, uint32_t len);
 int roce_mem_from_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
 		     uint8_t *dst, uint32_t len);
+/* The host address of the 8 aligned bytes at va of a remote-key range
+ * (already checked by roce_mem_rkey), or NULL if they are not mapped as
+ * one aligned host word. */
+uint64_t *roce_mem_atomic_ptr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va);
 
 /* ---- roce_neigh.c ---- */
 struct roce_neigh *roce_neigh_new(struct roce_tp *tp);

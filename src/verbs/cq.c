@@ -137,16 +137,40 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *ibctx, int cqe,
 		channel->refcnt++;
 		pthread_mutex_unlock(&ibctx->mutex);
 	}
+	vrdma_verbs_obj_add(ctx, &cq->obj, VRDMA_OBJ_CQ, info.cqn);
 	return &cq->ibcq;
 }
 
-/* CQs keep their size: 0 if cqe already fits, else EOPNOTSUPP. */
+/*
+ * Resizes a CQ to at least cqe entries (RESIZE_CQ; the provider replaces
+ * the completion ring when it grows, losing and reordering nothing):
+ * 0 with ibcq->cqe updated, or a positive errno (EINVAL when the CQ holds
+ * more completions than the new size). A device without CQ resize keeps
+ * the size: 0 if cqe already fits, else EOPNOTSUPP.
+ */
 int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	if (cqe > 0 && cqe <= ibcq->cqe)
-		return 0;
-	errno = EOPNOTSUPP;
-	return EOPNOTSUPP;
+	struct vrdma_verbs_cq *cq = vrdma_cq(ibcq);
+	uint32_t n;
+	int ret;
+
+	if (cqe <= 0) {
+		errno = EINVAL;
+		return EINVAL;
+	}
+	if (!cq->ops->resize_cq ||
+	    !vrdma_verbs_has_cap(vrdma_ctx(ibcq->context), VIRTIO_IB_DEVICE_RESIZE_CQ)) {
+		if (cqe <= ibcq->cqe)
+			return 0;
+		errno = EOPNOTSUPP;
+		return EOPNOTSUPP;
+	}
+	n = (uint32_t)cqe;
+	ret = cq->ops->resize_cq(cq->prov, &n);
+	if (ret)
+		return vrdma_errno(ret);
+	ibcq->cqe = n > (uint32_t)cqe && n <= INT32_MAX ? (int)n : cqe;
+	return 0;
 }
 
 /* Destroys a CQ after its events were acknowledged: 0 or a positive errno
@@ -157,7 +181,10 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	struct ibv_comp_channel *channel = ibcq->channel;
 	int ret;
 
-	/* Wait until every event handed out was acknowledged. */
+	/* No more asynchronous events for it (an event counted before this
+	 * is visible below), then wait until every event handed out was
+	 * acknowledged. */
+	vrdma_verbs_obj_del(vrdma_ctx(ibcq->context), &cq->obj);
 	pthread_mutex_lock(&ibcq->mutex);
 	while (ibcq->comp_events_completed != cq->comp_events_delivered ||
 	       ibcq->async_events_completed != cq->async_events_delivered)
@@ -173,6 +200,8 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 
 			epoll_ctl(channel->fd, EPOLL_CTL_ADD, cq->event_fd, &ev);
 		}
+		vrdma_verbs_obj_add(vrdma_ctx(ibcq->context), &cq->obj, VRDMA_OBJ_CQ,
+				    cq->obj.num);
 		return vrdma_errno(ret);
 	}
 	if (channel) {
@@ -239,8 +268,9 @@ void ibv_ack_cq_events(struct ibv_cq *ibcq, unsigned int nevents)
 /* Data path: ctx->ops.poll_cq / req_notify_cq                               */
 /* ------------------------------------------------------------------------ */
 
-/* Completion status of the device (seed numbering) to libibverbs. */
-static const uint8_t vrdma_wc_status[16] = {
+/* Completion status of the device (seed numbering, then the extension's
+ * MW_BIND_ERR) to libibverbs. */
+static const uint8_t vrdma_wc_status[17] = {
 	[VIRTIO_IB_WC_SUCCESS] = IBV_WC_SUCCESS,
 	[VIRTIO_IB_WC_LOC_LEN_ERR] = IBV_WC_LOC_LEN_ERR,
 	[VIRTIO_IB_WC_LOC_QP_OP_ERR] = IBV_WC_LOC_QP_OP_ERR,
@@ -257,23 +287,30 @@ static const uint8_t vrdma_wc_status[16] = {
 	[VIRTIO_IB_WC_FATAL_ERR] = IBV_WC_FATAL_ERR,
 	[VIRTIO_IB_WC_RESP_TIMEOUT_ERR] = IBV_WC_RESP_TIMEOUT_ERR,
 	[VIRTIO_IB_WC_GENERAL_ERR] = IBV_WC_GENERAL_ERR,
+	[VIRTIO_IB_WC_MW_BIND_ERR] = IBV_WC_MW_BIND_ERR,
 };
 
-/* Completion opcodes of the device (the seed's 0-4; the values it reserves
- * for extensions get an entry when an extension defines them). */
-static const uint8_t vrdma_wc_opcode[5] = {
+/* Completion opcodes of the device (the seed's 0-4, the extension's 5-8;
+ * REG_MR (9) completes only WRs libibverbs cannot post). */
+static const uint8_t vrdma_wc_opcode[9] = {
 	[VIRTIO_IB_WC_SEND] = IBV_WC_SEND,
 	[VIRTIO_IB_WC_RDMA_WRITE] = IBV_WC_RDMA_WRITE,
 	[VIRTIO_IB_WC_RDMA_READ] = IBV_WC_RDMA_READ,
 	[VIRTIO_IB_WC_RECV] = IBV_WC_RECV,
 	[VIRTIO_IB_WC_RECV_RDMA_WITH_IMM] = IBV_WC_RECV_RDMA_WITH_IMM,
+	[VIRTIO_IB_WC_COMP_SWAP] = IBV_WC_COMP_SWAP,
+	[VIRTIO_IB_WC_FETCH_ADD] = IBV_WC_FETCH_ADD,
+	[VIRTIO_IB_WC_BIND_MW] = IBV_WC_BIND_MW,
+	[VIRTIO_IB_WC_LOCAL_INV] = IBV_WC_LOCAL_INV,
 };
 
 _Static_assert(VIRTIO_IB_WC_GRH == IBV_WC_GRH, "wc flags");
 _Static_assert(VIRTIO_IB_WC_WITH_IMM == IBV_WC_WITH_IMM, "wc flags");
 
 /* One device completion as a struct ibv_wc. A status or opcode outside the
- * tables (a device bug) reads as a general error. */
+ * tables (a device bug) reads as a general error; an error completion keeps
+ * the opcode the device gave when it is known (libibverbs leaves it
+ * undefined). */
 static inline void vrdma_wc_to_ibv(const struct vrdma_prov_wc *p, struct ibv_wc *wc)
 {
 	wc->wr_id = p->wr_id;
@@ -281,19 +318,80 @@ static inline void vrdma_wc_to_ibv(const struct vrdma_prov_wc *p, struct ibv_wc 
 		wc->status = (enum ibv_wc_status)vrdma_wc_status[p->status];
 		wc->opcode = (enum ibv_wc_opcode)vrdma_wc_opcode[p->opcode];
 	} else {
-		wc->status = IBV_WC_GENERAL_ERR;
+		wc->status = p->status < sizeof(vrdma_wc_status) &&
+					     p->status != VIRTIO_IB_WC_SUCCESS ?
+				     (enum ibv_wc_status)vrdma_wc_status[p->status] :
+				     IBV_WC_GENERAL_ERR;
 		wc->opcode = IBV_WC_SEND;
 	}
 	wc->vendor_err = p->vendor_err;
 	wc->byte_len = p->byte_len;
-	wc->imm_data = p->imm_data;
 	wc->qp_num = p->qp_num;
 	wc->src_qp = p->src_qp;
 	wc->wc_flags = p->wc_flags & (IBV_WC_GRH | IBV_WC_WITH_IMM);
+	/* imm_data and invalidated_rkey share one union in struct ibv_wc. */
+	if (p->wc_flags & VIRTIO_IB_WC_WITH_INV) {
+		wc->invalidated_rkey = p->invalidated_rkey;
+		wc->wc_flags = (wc->wc_flags & ~(unsigned int)IBV_WC_WITH_IMM) |
+			       IBV_WC_WITH_INV;
+	} else {
+		wc->imm_data = p->imm_data;
+	}
 	wc->pkey_index = 0;
 	wc->slid = 0;
 	wc->sl = 0;
 	wc->dlid_path_bits = 0;
+}
+
+/* Forgets pending binds: all (by_qp false, mw NULL), those of QP qp_num
+ * (by_qp), or those of window mw. */
+void vrdma_verbs_binds_forget(struct vrdma_verbs_context *ctx, uint32_t qp_num,
+			      bool by_qp, struct ibv_mw *mw)
+{
+	struct vrdma_verbs_bind **pp, *b;
+
+	if (!__atomic_load_n(&ctx->nbinds, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&ctx->obj_lock);
+	pp = &ctx->binds;
+	while ((b = *pp)) {
+		if ((by_qp && b->qp_num != qp_num) || (mw && b->mw != mw)) {
+			pp = &b->next;
+			continue;
+		}
+		*pp = b->next;
+		free(b);
+		__atomic_fetch_sub(&ctx->nbinds, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&ctx->obj_lock);
+}
+
+/* Completions of ibv_bind_mw binds: a successful BIND_MW completion sets
+ * the window's rkey to the one posted; an error completion of the bind
+ * (MW_BIND_ERR, a flush) leaves the window's rkey as it was. */
+static void vrdma_binds_complete(struct vrdma_verbs_context *ctx,
+				 const struct ibv_wc *wc, int n)
+{
+	int i;
+
+	pthread_mutex_lock(&ctx->obj_lock);
+	for (i = 0; i < n && ctx->binds; i++) {
+		struct vrdma_verbs_bind **pp, *b;
+
+		if (wc[i].status == IBV_WC_SUCCESS && wc[i].opcode != IBV_WC_BIND_MW)
+			continue;
+		for (pp = &ctx->binds; (b = *pp); pp = &b->next) {
+			if (b->qp_num != wc[i].qp_num || b->wr_id != wc[i].wr_id)
+				continue;
+			if (wc[i].status == IBV_WC_SUCCESS)
+				b->mw->rkey = b->rkey;
+			*pp = b->next;
+			free(b);
+			__atomic_fetch_sub(&ctx->nbinds, 1, __ATOMIC_RELEASE);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->obj_lock);
 }
 
 /* ctx->ops.poll_cq: up to n completions. Returns how many, or -1 (errno). */
@@ -317,6 +415,9 @@ int vrdma_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		}
 		for (i = 0; i < got; i++)
 			vrdma_wc_to_ibv(&pwc[i], &wc[done + i]);
+		if (got > 0 &&
+		    __atomic_load_n(&vrdma_ctx(ibcq->context)->nbinds, __ATOMIC_ACQUIRE))
+			vrdma_binds_complete(vrdma_ctx(ibcq->context), wc + done, got);
 		done += got;
 		if (got < want)
 			break;

@@ -227,12 +227,17 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 
+	if (VRDMA_PROV_CALL(ctx->ops, query_device, ctx->prov, &ctx->caps))
+		memset(&ctx->caps, 0, sizeof(ctx->caps));
+	pthread_mutex_init(&ctx->obj_lock, NULL);
+
 	fd = VRDMA_PROV_CALL(ctx->ops, async_fd, ctx->prov);
 	if (fd < 0) {
 		fd = eventfd(0, EFD_CLOEXEC);
 		if (fd < 0) {
 			ret = errno;
 			ctx->ops->close(ctx->prov);
+			pthread_mutex_destroy(&ctx->obj_lock);
 			free(ctx);
 			errno = ret;
 			return NULL;
@@ -247,6 +252,13 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ibctx->ops.post_send = vrdma_verbs_post_send;
 	ibctx->ops.post_recv = vrdma_verbs_post_recv;
 	ibctx->ops.post_srq_recv = vrdma_verbs_post_srq_recv;
+	/* Memory windows: verbs.h's ibv_alloc_mw fails EOPNOTSUPP when
+	 * alloc_mw is NULL, so it is only set when the device has windows. */
+	if (vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_WINDOW)) {
+		ibctx->ops.alloc_mw = vrdma_verbs_alloc_mw;
+		ibctx->ops.bind_mw = vrdma_verbs_bind_mw;
+		ibctx->ops.dealloc_mw = vrdma_verbs_dealloc_mw;
+	}
 	ibctx->cmd_fd = -1;
 	ibctx->async_fd = fd;
 	ibctx->num_comp_vectors = VRDMA_VERBS_COMP_VECTORS;
@@ -258,6 +270,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->vctx.sz = sizeof(ctx->vctx);
 	ctx->vctx.query_port = vrdma_vctx_query_port;
 	ctx->vctx.query_device_ex = vrdma_vctx_query_device_ex;
+	ctx->vctx.create_srq_ex = vrdma_verbs_create_srq_ex;
 	return ibctx;
 }
 
@@ -269,6 +282,8 @@ int ibv_close_device(struct ibv_context *ibctx)
 	ctx->ops->close(ctx->prov);
 	if (ctx->own_async_fd >= 0)
 		close(ctx->own_async_fd);
+	vrdma_verbs_binds_forget(ctx, 0, false, NULL);
+	pthread_mutex_destroy(&ctx->obj_lock);
 	pthread_mutex_destroy(&ibctx->mutex);
 	free(ctx);
 	return 0;
@@ -313,8 +328,19 @@ static int vrdma_fill_device_attr(struct vrdma_verbs_context *ctx,
 	attr->max_qp_wr = vrdma_clamp_int(pa.max_qp_wr);
 	if (pa.device_cap_flags & VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN)
 		attr->device_cap_flags |= IBV_DEVICE_RC_RNR_NAK_GEN;
-	if (pa.max_srq)
-		attr->device_cap_flags |= IBV_DEVICE_SRQ_RESIZE;
+	/* spec.md "Mapping for the verbs layer". SRQ resize is not offered
+	 * (no IBV_DEVICE_SRQ_RESIZE); SRQ support shows in max_srq. */
+	if (pa.device_cap_flags & VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS)
+		attr->device_cap_flags |= IBV_DEVICE_MEM_MGT_EXTENSIONS;
+	if (pa.device_cap_flags & VIRTIO_IB_DEVICE_MEM_WINDOW)
+		attr->device_cap_flags |= IBV_DEVICE_MEM_WINDOW;
+	if ((pa.device_cap_flags & VIRTIO_IB_DEVICE_MEM_WINDOW_TYPE_2B) &&
+	    (pa.device_cap_flags & VIRTIO_IB_DEVICE_MEM_WINDOW))
+		attr->device_cap_flags |= IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+	if (pa.device_cap_flags & VIRTIO_IB_DEVICE_RESIZE_MAX_WR)
+		attr->device_cap_flags |= IBV_DEVICE_RESIZE_MAX_WR;
+	if (pa.ext)
+		attr->device_cap_flags |= IBV_DEVICE_PORT_ACTIVE_EVENT;
 	attr->max_sge = vrdma_clamp_int(pa.max_send_sge < pa.max_recv_sge ?
 					pa.max_send_sge : pa.max_recv_sge);
 	attr->max_sge_rd = vrdma_clamp_int(pa.max_sge_rd);
@@ -341,10 +367,16 @@ static int vrdma_fill_device_attr(struct vrdma_verbs_context *ctx,
 	attr->max_total_mcast_qp_attach =
 		vrdma_clamp_int((uint64_t)pa.max_mcast_grp * pa.max_mcast_qp_attach);
 	attr->max_ah = vrdma_clamp_int(pa.max_ah);
-	attr->max_srq = vrdma_clamp_int(pa.max_srq);
-	attr->max_srq_wr = vrdma_clamp_int(pa.max_srq_wr);
-	attr->max_srq_sge = vrdma_clamp_int(pa.max_srq_sge);
-	attr->max_pkeys = VRDMA_VERBS_MAX_PKEYS;
+	if (pa.device_cap_flags & VIRTIO_IB_DEVICE_SRQ) {
+		attr->max_srq = vrdma_clamp_int(pa.max_srq);
+		attr->max_srq_wr = vrdma_clamp_int(pa.max_srq_wr);
+		attr->max_srq_sge = vrdma_clamp_int(pa.max_srq_sge);
+	}
+	if (pa.device_cap_flags & VIRTIO_IB_DEVICE_MEM_WINDOW)
+		attr->max_mw = vrdma_clamp_int(pa.max_mw);
+	/* max_fast_reg_page_list_len has no field in struct ibv_device_attr
+	 * (it serves libvrdma's ALLOC_MR / REG_MR, which libibverbs lacks). */
+	attr->max_pkeys = pa.max_pkeys ? pa.max_pkeys : VRDMA_VERBS_MAX_PKEYS;
 	attr->local_ca_ack_delay = pa.local_ca_ack_delay;
 	attr->phys_port_cnt = 1;
 	return 0;
@@ -609,26 +641,42 @@ int ibv_query_gid_type(struct ibv_context *ibctx, uint8_t port,
 	return 0;
 }
 
-/* P_Key by index (network byte order): 0, or -1. The table is {0xffff}. */
+/* P_Key by index (network byte order): 0, or -1. The device's table
+ * (QUERY_PKEY) is {0xffff}; without the extension the verbs layer answers
+ * that itself. */
 int ibv_query_pkey(struct ibv_context *ibctx, uint8_t port, int index,
 		   __be16 *pkey)
 {
-	(void)ibctx;
-	if (port != VRDMA_VERBS_PORT || index != 0) {
+	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
+	unsigned int len = ctx->caps.max_pkeys ? ctx->caps.max_pkeys :
+						 VRDMA_VERBS_MAX_PKEYS;
+	uint16_t v = VRDMA_VERBS_DEFAULT_PKEY;
+	int ret;
+
+	if (port != VRDMA_VERBS_PORT || index < 0 || (unsigned int)index >= len) {
 		errno = EINVAL;
 		return -1;
 	}
-	*pkey = htobe16(VRDMA_VERBS_DEFAULT_PKEY);
+	ret = VRDMA_PROV_CALL(ctx->ops, query_pkey, ctx->prov, (uint32_t)index, &v);
+	if (ret == -EOPNOTSUPP && index == 0)
+		v = VRDMA_VERBS_DEFAULT_PKEY;
+	else if (ret) {
+		errno = -ret;
+		return -1;
+	}
+	*pkey = htobe16(v);
 	return 0;
 }
 
 /* Index of a P_Key (network byte order), or -1. */
 int ibv_get_pkey_index(struct ibv_context *ibctx, uint8_t port, __be16 pkey)
 {
+	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
+	int len = ctx->caps.max_pkeys ? ctx->caps.max_pkeys : VRDMA_VERBS_MAX_PKEYS;
 	__be16 p;
 	int i;
 
-	for (i = 0; i < VRDMA_VERBS_MAX_PKEYS; i++) {
+	for (i = 0; i < len; i++) {
 		if (ibv_query_pkey(ibctx, port, i, &p))
 			return -1;
 		if (p == pkey)
@@ -649,16 +697,88 @@ static bool vrdma_fd_nonblocking(int fd)
 	return fl >= 0 && (fl & O_NONBLOCK);
 }
 
+/* Adds an object to the context's registry. */
+void vrdma_verbs_obj_add(struct vrdma_verbs_context *ctx, struct vrdma_verbs_obj *obj,
+			 uint8_t kind, uint32_t num)
+{
+	obj->kind = kind;
+	obj->num = num;
+	pthread_mutex_lock(&ctx->obj_lock);
+	obj->next = ctx->objs;
+	ctx->objs = obj;
+	pthread_mutex_unlock(&ctx->obj_lock);
+}
+
+/* Removes an object from the registry (no-op if it is not there). */
+void vrdma_verbs_obj_del(struct vrdma_verbs_context *ctx, struct vrdma_verbs_obj *obj)
+{
+	struct vrdma_verbs_obj **pp;
+
+	pthread_mutex_lock(&ctx->obj_lock);
+	for (pp = &ctx->objs; *pp; pp = &(*pp)->next) {
+		if (*pp == obj) {
+			*pp = obj->next;
+			break;
+		}
+	}
+	obj->next = NULL;
+	pthread_mutex_unlock(&ctx->obj_lock);
+}
+
+/* The live object of a kind and number; caller holds obj_lock. */
+static struct vrdma_verbs_obj *vrdma_obj_find(struct vrdma_verbs_context *ctx,
+					      uint8_t kind, uint32_t num)
+{
+	struct vrdma_verbs_obj *o;
+
+	for (o = ctx->objs; o; o = o->next)
+		if (o->kind == kind && o->num == num)
+			return o;
+	return NULL;
+}
+
+/* The object an event names: its cookie, or the registry entry for its id.
+ * Caller holds obj_lock. NULL when the object is gone. */
+static void *vrdma_async_object(struct vrdma_verbs_context *ctx,
+				const struct vrdma_prov_async_event *pev, uint8_t kind)
+{
+	struct vrdma_verbs_obj *o;
+	void *p;
+
+	if (!pev->cookie)
+		o = vrdma_obj_find(ctx, kind, pev->id);
+	else
+		o = ctx->objs; /* check the cookie is still a live object */
+	for (; o; o = pev->cookie ? o->next : NULL) {
+		switch (kind) {
+		case VRDMA_OBJ_CQ:
+			p = vrdma_container_of(o, struct vrdma_verbs_cq, obj);
+			break;
+		case VRDMA_OBJ_QP:
+			p = vrdma_container_of(o, struct vrdma_verbs_qp, obj);
+			break;
+		default:
+			p = vrdma_container_of(o, struct vrdma_verbs_srq, obj);
+			break;
+		}
+		if (!pev->cookie || (o->kind == kind && p == pev->cookie))
+			return p;
+	}
+	return NULL;
+}
+
 /* Fills event from a provider event and counts it on its object. Returns
- * false for an event of an unknown type. */
-static bool vrdma_async_translate(const struct vrdma_prov_async_event *pev,
+ * false for an event of an unknown type or of an object that is gone.
+ * Caller holds ctx->obj_lock (so the object cannot be unlinked meanwhile). */
+static bool vrdma_async_translate(struct vrdma_verbs_context *ctx,
+				  const struct vrdma_prov_async_event *pev,
 				  struct ibv_async_event *event)
 {
 	memset(event, 0, sizeof(*event));
 	event->event_type = (enum ibv_event_type)pev->type;
 	switch (pev->type) {
 	case VRDMA_PROV_EVENT_CQ_ERR: {
-		struct vrdma_verbs_cq *cq = pev->cookie;
+		struct vrdma_verbs_cq *cq = vrdma_async_object(ctx, pev, VRDMA_OBJ_CQ);
 
 		if (!cq)
 			return false;
@@ -676,7 +796,7 @@ static bool vrdma_async_translate(const struct vrdma_prov_async_event *pev,
 	case VRDMA_PROV_EVENT_PATH_MIG:
 	case VRDMA_PROV_EVENT_PATH_MIG_ERR:
 	case VRDMA_PROV_EVENT_QP_LAST_WQE_REACHED: {
-		struct vrdma_verbs_qp *qp = pev->cookie;
+		struct vrdma_verbs_qp *qp = vrdma_async_object(ctx, pev, VRDMA_OBJ_QP);
 
 		if (!qp)
 			return false;
@@ -688,7 +808,7 @@ static bool vrdma_async_translate(const struct vrdma_prov_async_event *pev,
 	}
 	case VRDMA_PROV_EVENT_SRQ_ERR:
 	case VRDMA_PROV_EVENT_SRQ_LIMIT_REACHED: {
-		struct vrdma_verbs_srq *srq = pev->cookie;
+		struct vrdma_verbs_srq *srq = vrdma_async_object(ctx, pev, VRDMA_OBJ_SRQ);
 
 		if (!srq)
 			return false;
@@ -727,9 +847,14 @@ int ibv_get_async_event(struct ibv_context *ibctx, struct ibv_async_event *event
 		memset(&pev, 0, sizeof(pev));
 		ret = VRDMA_PROV_CALL(ctx->ops, get_async_event, ctx->prov, &pev);
 		if (ret == 0) {
-			if (vrdma_async_translate(&pev, event))
+			bool ok;
+
+			pthread_mutex_lock(&ctx->obj_lock);
+			ok = vrdma_async_translate(ctx, &pev, event);
+			pthread_mutex_unlock(&ctx->obj_lock);
+			if (ok)
 				return 0;
-			continue; /* malformed: dropped */
+			continue; /* malformed, or its object is gone: dropped */
 		}
 		if (ret != -EAGAIN && ret != -EOPNOTSUPP) {
 			errno = -ret;

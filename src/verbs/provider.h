@@ -12,8 +12,7 @@
  * <infiniband/verbs.h>.
  *
  * Providers (one struct vrdma_prov_ops each):
- *   vrdma_prov_vrdma_ops  the real device through libvrdma (provider_stub.c
- *                         until the libvrdma binding replaces that file)
+ *   vrdma_prov_vrdma_ops  the real device through libvrdma (provider_vrdma.c)
  *   vrdma_prov_fake_ops   a fake device with no network (provider_fake.c),
  *                         selected by VRDMA_FAKE_DEVICE=N (N devices, 1..8);
  *                         used by tests and to check a tool starts
@@ -45,6 +44,15 @@
  * - Extensions: things the seed has no command for (SRQ, multicast, atomics,
  *   async events, P_Key) are marked "vrdma extension"; a provider without
  *   them leaves the operation NULL or reports 0 in the capability field.
+ *   The device side is docs/spec.md "Extensions beyond the seed" (its table
+ *   "Mapping for the verbs layer" says which verb uses which operation).
+ *   A provider reports only what the device reported: capability bits in
+ *   device_cap_flags (VIRTIO_IB_DEVICE_*), limits in the extension fields of
+ *   vrdma_prov_device_attr, `ext` when VIRTIO_NET_F_ROCE_EXT was
+ *   negotiated. The verbs layer refuses what is not reported before calling
+ *   the provider (EOPNOTSUPP), so the provider may trust that an operation
+ *   it is asked for was advertised, but must still fail cleanly if not
+ *   (the device answers VIRTIO_NET_ERR / LOC_QP_OP_ERR anyway).
  */
 #ifndef VRDMA_VERBS_PROVIDER_H
 #define VRDMA_VERBS_PROVIDER_H
@@ -63,6 +71,8 @@ struct vrdma_prov_cq;
 struct vrdma_prov_qp;
 struct vrdma_prov_srq;
 struct vrdma_prov_ops;
+/* Memory windows have no provider object: a window is its mwn (a handle of
+ * the device's MR table) and its current rkey. */
 
 #define VRDMA_PROV_NAME_MAX 64  /* = IBV_SYSFS_NAME_MAX */
 #define VRDMA_PROV_PATH_MAX 256 /* = IBV_SYSFS_PATH_MAX */
@@ -103,13 +113,37 @@ struct vrdma_prov_device_attr {
 				* (index 0 reserved, index 1 = GSI) */
 	uint32_t max_rdma_cqs;
 	/* vrdma extensions (0 = not supported) */
-	uint32_t max_srq;
+	bool ext;          /* VIRTIO_NET_F_ROCE_EXT negotiated: asynchronous
+			    * events (async_fd / get_async_event) and
+			    * query_pkey work; the verbs layer then reports
+			    * IBV_DEVICE_PORT_ACTIVE_EVENT */
+	uint32_t max_srq;  /* max_rdma_srqs of the configuration space; 0
+			    * unless device_cap_flags has VIRTIO_IB_DEVICE_SRQ */
 	uint32_t max_srq_wr;
 	uint32_t max_srq_sge;
+	uint32_t max_mw;   /* memory windows (VIRTIO_IB_DEVICE_MEM_WINDOW) */
+	uint32_t max_fast_reg_page_list_len; /* MEM_MGT_EXTENSIONS */
+	uint16_t max_pkeys; /* P_Key table length; 0 is reported as 1 */
 	uint32_t max_mcast_grp;
 	uint32_t max_mcast_qp_attach;
-	uint8_t atomic_cap; /* 0 none, 1 atomic within the device, 2 global */
+	uint8_t atomic_cap; /* enum virtio_ib_atomic_cap: 0 none, 1 atomic
+			     * within the device (IBV_ATOMIC_HCA), 2 global */
 };
+/*
+ * device_cap_flags bits and what the verbs layer makes of them (spec.md
+ * "Mapping for the verbs layer"):
+ *   VIRTIO_IB_DEVICE_SRQ                 ibv_create_srq & co, QPs with an SRQ
+ *   VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS  IBV_DEVICE_MEM_MGT_EXTENSIONS;
+ *                                        IBV_WR_LOCAL_INV, IBV_WR_SEND_WITH_INV
+ *   VIRTIO_IB_DEVICE_MEM_WINDOW          IBV_DEVICE_MEM_WINDOW; ibv_alloc_mw
+ *                                        type 1, ibv_bind_mw
+ *   VIRTIO_IB_DEVICE_MEM_WINDOW_TYPE_2B  IBV_DEVICE_MEM_WINDOW_TYPE_2B; type 2
+ *                                        windows, IBV_WR_BIND_MW
+ *   VIRTIO_IB_DEVICE_RESIZE_CQ           ibv_resize_cq (resize_cq)
+ *   VIRTIO_IB_DEVICE_RESIZE_MAX_WR       IBV_DEVICE_RESIZE_MAX_WR; ibv_modify_qp
+ *                                        with IBV_QP_CAP (resize_qp)
+ * atomic_cap != 0 enables IBV_WR_ATOMIC_* and IBV_ACCESS_REMOTE_ATOMIC.
+ */
 
 /*
  * QUERY_PORT ack (struct virtio_rdma_ack_query_port) plus the link facts of
@@ -152,17 +186,23 @@ struct vrdma_prov_cq_info {
 			   * cq_consume_event(). -1 if the CQ has no events. */
 };
 
-/* struct virtio_rdma_cq_req in host order. */
+/* struct virtio_rdma_cq_req (or _cq_req_ext) in host order. */
 struct vrdma_prov_wc {
 	uint64_t wr_id;
-	uint8_t status;  /* enum virtio_ib_wc_status */
-	uint8_t opcode;  /* enum virtio_ib_wc_opcode */
+	uint8_t status;  /* enum virtio_ib_wc_status, and with the extension
+			  * VIRTIO_IB_WC_MW_BIND_ERR (16) */
+	uint8_t opcode;  /* enum virtio_ib_wc_opcode, and with the extension
+			  * VIRTIO_IB_WC_COMP_SWAP, _FETCH_ADD, _BIND_MW,
+			  * _LOCAL_INV, _REG_MR (5..9) */
 	uint32_t vendor_err;
 	uint32_t byte_len;
-	uint32_t imm_data; /* network byte order, opaque */
+	uint32_t imm_data; /* network byte order, opaque; with WITH_IMM only */
+	uint32_t invalidated_rkey; /* host order; with VIRTIO_IB_WC_WITH_INV
+				    * only (the imm_data slot of the wire's
+				    * cq_req_ext, little-endian there) */
 	uint32_t qp_num;
 	uint32_t src_qp;   /* UD */
-	uint32_t wc_flags; /* VIRTIO_IB_WC_GRH / VIRTIO_IB_WC_WITH_IMM */
+	uint32_t wc_flags; /* VIRTIO_IB_WC_GRH / _WITH_IMM / _WITH_INV */
 };
 
 /* struct virtio_rdma_sge; same layout as struct ibv_sge, so the verbs layer
@@ -174,15 +214,34 @@ struct vrdma_prov_sge {
 };
 
 /*
- * struct virtio_rdma_sq_req, host order. With VIRTIO_IB_SEND_INLINE the
- * provider copies the bytes the SGEs point at (unregistered memory, lkey
- * ignored) into inline_data; otherwise it passes the SGEs.
+ * struct virtio_rdma_sq_req (and _sq_req_ext), host order. With
+ * VIRTIO_IB_SEND_INLINE the provider copies the bytes the SGEs point at
+ * (unregistered memory, lkey ignored) into inline_data; otherwise it passes
+ * the SGEs.
+ *
+ * Opcodes and the fields they use (the verbs layer fills only these and
+ * zeroes nothing else, so a provider must not read other views):
+ *   SEND, RDMA_*                      as the seed (rdma view, imm_data)
+ *   ATOMIC_CMP_AND_SWP (5),
+ *   ATOMIC_FETCH_AND_ADD (6)          atomic view; num_sge 1 (the 8-byte
+ *                                     result buffer; the device checks it)
+ *   LOCAL_INV (7)                     invalidate_rkey; num_sge 0
+ *   BIND_MW (8)                       bind_mw view; num_sge 0 (both for
+ *                                     ibv_bind_mw of type 1 windows and
+ *                                     IBV_WR_BIND_MW of type 2)
+ *   SEND_WITH_INV (9)                 invalidate_rkey + the SGEs / inline
+ *                                     data of a SEND
+ * invalidate_rkey shares imm_data's slot (offset 12 of the wire request,
+ * little-endian there) but is in host order here.
  */
 struct vrdma_prov_send_wr {
 	uint64_t wr_id;
-	uint8_t opcode;     /* enum virtio_ib_wr_opcode (or *_RSVD) */
+	uint8_t opcode;     /* enum virtio_ib_wr_opcode, VIRTIO_IB_WR_* */
 	uint8_t send_flags; /* VIRTIO_IB_SEND_* */
-	uint32_t imm_data;  /* network byte order, opaque */
+	union {
+		uint32_t imm_data;        /* network byte order, opaque */
+		uint32_t invalidate_rkey; /* LOCAL_INV, SEND_WITH_INV */
+	};
 	union {
 		struct {
 			uint64_t remote_addr;
@@ -193,12 +252,23 @@ struct vrdma_prov_send_wr {
 			uint32_t remote_qkey;
 			uint32_t ah;
 		} ud;
-		struct { /* vrdma extension: VIRTIO_IB_WR_ATOMIC_*_RSVD */
+		struct { /* vrdma extension: VIRTIO_IB_WR_ATOMIC_* */
 			uint64_t remote_addr;
-			uint64_t compare_add;
-			uint64_t swap;
+			uint64_t compare_add; /* CMP_AND_SWP: compare;
+					       * FETCH_AND_ADD: add */
+			uint64_t swap;        /* CMP_AND_SWP only */
 			uint32_t rkey;
 		} atomic;
+		struct { /* vrdma extension: VIRTIO_IB_WR_BIND_MW */
+			uint64_t addr;    /* in the MR's iova space */
+			uint64_t length;  /* 0 unbinds a type 1 window */
+			uint32_t mr_lkey; /* the MR bound to (MW_BIND access) */
+			uint32_t rkey;    /* the window's new key: bits 8..31
+					   * its current ones, bits 0..7 new
+					   * (ibv_inc_rkey) */
+			uint32_t access;  /* VIRTIO_IB_ACCESS_REMOTE_READ /
+					   * _REMOTE_WRITE / _REMOTE_ATOMIC */
+		} bind_mw;
 	};
 	uint32_t num_sge;
 	const struct vrdma_prov_sge *sg_list;
@@ -227,7 +297,11 @@ struct vrdma_prov_qp_init {
 	bool sq_sig_all;
 	struct vrdma_prov_cq *send_cq;
 	struct vrdma_prov_cq *recv_cq;
-	struct vrdma_prov_srq *srq; /* vrdma extension; NULL = own RQ */
+	struct vrdma_prov_srq *srq; /* vrdma extension (CREATE_QP ext_flags
+				     * SRQ + srqn); NULL = own RQ. With an
+				     * SRQ, cap.max_recv_wr / max_recv_sge
+				     * are ignored and reported 0, and
+				     * post_recv is never called */
 	struct vrdma_prov_qp_cap cap; /* requested */
 };
 
@@ -277,14 +351,24 @@ struct vrdma_prov_qp_attr {
 	struct vrdma_prov_ah_attr ah_attr;
 };
 
-/* vrdma extension: shared receive queues (no seed command). */
+/*
+ * vrdma extension: shared receive queues (commands 18-21). The verbs layer
+ * never asks for VRDMA_PROV_SRQ_MAX_WR (SRQ resize is not offered: it fails
+ * ibv_modify_srq with EINVAL itself); a provider answers it -EINVAL.
+ */
 struct vrdma_prov_srq_attr {
 	uint32_t max_wr;
 	uint32_t max_sge;
-	uint32_t srq_limit;
+	uint32_t srq_limit; /* 0 = not armed */
+	uint32_t srqn;      /* out of create_srq: the device's SRQ number (what
+			     * asynchronous events name) */
 };
 #define VRDMA_PROV_SRQ_MAX_WR (1u << 0)
 #define VRDMA_PROV_SRQ_LIMIT  (1u << 1)
+
+/* vrdma extension: memory window types (ALLOC_MW mw_type). */
+#define VRDMA_PROV_MW_TYPE_1 VIRTIO_IB_MW_TYPE_1
+#define VRDMA_PROV_MW_TYPE_2 VIRTIO_IB_MW_TYPE_2
 
 /* vrdma extension: asynchronous events, numbered as enum ibv_event_type
  * (the verbs layer checks this at compile time). */
@@ -311,9 +395,19 @@ enum vrdma_prov_event_type {
 	VRDMA_PROV_EVENT_WQ_FATAL,
 };
 
+/*
+ * One event of the event virtqueue (struct virtio_rdma_event). The object
+ * is named either by its cookie (what was given at creation) or, when the
+ * provider leaves cookie NULL, by id: cqn (CQ_ERR), the 24-bit QPN (QP
+ * events), srqn (SRQ events); the verbs layer then looks the object up
+ * among the live objects of the context and drops the event if none
+ * matches (the object was destroyed: spec.md "Delivery"). Port events (and
+ * GID_CHANGE) carry port 1 and no object.
+ */
 struct vrdma_prov_async_event {
 	uint32_t type;  /* enum vrdma_prov_event_type */
-	void *cookie;   /* the CQ / QP / SRQ cookie; NULL for port and device */
+	void *cookie;   /* the CQ / QP / SRQ cookie, or NULL: see id */
+	uint32_t id;    /* cqn / qpn / srqn when cookie is NULL */
 	uint32_t port;  /* port events: 1 */
 };
 
@@ -350,6 +444,11 @@ struct vrdma_prov_ops {
 	/* Dequeue one event without blocking: 0, or -EAGAIN if none. */
 	int (*get_async_event)(struct vrdma_prov_dev *dev,
 			       struct vrdma_prov_async_event *ev);
+	/* vrdma extension: QUERY_PKEY (27). index < max_pkeys; *pkey in host
+	 * order (0xffff at index 0). NULL: the verbs layer answers 0xffff
+	 * for index 0 itself. */
+	int (*query_pkey)(struct vrdma_prov_dev *dev, uint32_t index,
+			  uint16_t *pkey);
 
 	/* --- protection domains, memory regions --- */
 
@@ -362,6 +461,12 @@ struct vrdma_prov_ops {
 		      uint64_t length, uint64_t iova, uint32_t access,
 		      struct vrdma_prov_mr *mr);
 	int (*dereg_mr)(struct vrdma_prov_dev *dev, uint32_t mrn);
+	/* vrdma extension: memory windows (ALLOC_MW 23, DEALLOC_MW 24).
+	 * mw_type VRDMA_PROV_MW_TYPE_1 / _2; *mwn and *rkey: the handle and
+	 * the initial (unbound) key. Binding is a send WR (BIND_MW). */
+	int (*alloc_mw)(struct vrdma_prov_dev *dev, uint32_t pdn,
+			uint32_t mw_type, uint32_t *mwn, uint32_t *rkey);
+	int (*dealloc_mw)(struct vrdma_prov_dev *dev, uint32_t mwn);
 
 	/* --- completion queues --- */
 
@@ -376,6 +481,11 @@ struct vrdma_prov_ops {
 	/* Clear the pending event of the CQ (non-blocking). Returns 1 if one
 	 * was pending, 0 if not (another thread took it), or -errno. */
 	int (*cq_consume_event)(struct vrdma_prov_cq *cq);
+	/* vrdma extension: RESIZE_CQ (25) plus the ring replacement of
+	 * spec.md "Resizing CQs and QPs". cqe: requested in, actual (>=
+	 * requested) out. Completions are neither lost nor reordered; a CQ
+	 * holding more than the new size fails -EINVAL and keeps its size. */
+	int (*resize_cq)(struct vrdma_prov_cq *cq, uint32_t *cqe);
 
 	/* --- queue pairs --- */
 
@@ -390,6 +500,14 @@ struct vrdma_prov_ops {
 	int (*query_qp)(struct vrdma_prov_qp *qp, uint32_t mask,
 			struct vrdma_prov_qp_attr *attr);
 	int (*destroy_qp)(struct vrdma_prov_qp *qp);
+	/* vrdma extension: RESIZE_QP (26), what ibv_modify_qp with IBV_QP_CAP
+	 * becomes (alone: the verbs layer issues it separately from, and
+	 * before, any other attribute of the same call). cap: requested in
+	 * (max_send_sge, max_recv_sge, max_inline_data unchanged from the QP's;
+	 * max_recv_wr 0 with an SRQ), actual out. -EINVAL for what the device
+	 * refuses, -EBUSY when growing needs a ring replacement while requests
+	 * are outstanding. */
+	int (*resize_qp)(struct vrdma_prov_qp *qp, struct vrdma_prov_qp_cap *cap);
 	/* Post n WRs in order. Returns how many were posted (== n, or fewer
 	 * when WR number <return> was refused) or -errno if the first was. */
 	int (*post_send)(struct vrdma_prov_qp *qp,
@@ -402,15 +520,24 @@ struct vrdma_prov_ops {
 
 	/* --- shared receive queues (vrdma extension) --- */
 
-	/* attr: requested in, actual out. */
+	/* attr: requested in (max_wr, max_sge; srq_limit ignored: an SRQ is
+	 * created unarmed), actual out (and srqn). */
 	int (*create_srq)(struct vrdma_prov_dev *dev, uint32_t pdn,
 			  struct vrdma_prov_srq_attr *attr, void *cookie,
 			  struct vrdma_prov_srq **srq);
+	/* MODIFY_SRQ; mask VRDMA_PROV_SRQ_LIMIT (srq_limit 0 disarms, else
+	 * arms; > max_wr: -EINVAL). */
 	int (*modify_srq)(struct vrdma_prov_srq *srq,
 			  const struct vrdma_prov_srq_attr *attr, uint32_t mask);
+	/* QUERY_SRQ: max_wr, max_sge, srq_limit (0 once its event fired). */
 	int (*query_srq)(struct vrdma_prov_srq *srq,
 			 struct vrdma_prov_srq_attr *attr);
+	/* -EBUSY while a QP uses it. Requests left on it are dropped without
+	 * completion; its pending events are dropped. */
 	int (*destroy_srq)(struct vrdma_prov_srq *srq);
+	/* Post n receive WRs to the SRQ's virtqueue (same return as
+	 * post_recv). Completions come on the receive CQ of whichever QP took
+	 * the request, with that QP's qp_num. */
 	int (*post_srq_recv)(struct vrdma_prov_srq *srq,
 			     const struct vrdma_prov_recv_wr *wr, unsigned int n);
 

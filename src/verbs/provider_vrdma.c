@@ -17,8 +17,13 @@
  * GIDs: index 0 from the MAC, index 1 from the IPv4 address QUERY_PORT
  * reports (vrdma_gid_query), 2.. as added.
  *
- * Not supported by the device (left NULL, so EOPNOTSUPP): async events,
- * destination MAC resolution (the device resolves), multicast, SRQs.
+ * Extensions (docs/spec.md "Extensions beyond the seed"): SRQs, atomics,
+ * asynchronous events map to libvrdma's extension calls, which fail with
+ * EOPNOTSUPP on a device that did not report them. Objects carry the verbs
+ * layer's cookie as their libvrdma context, so an async event gives it back.
+ *
+ * Not supported (left NULL, so EOPNOTSUPP): destination MAC resolution (the
+ * device resolves), multicast.
  */
 #include <linux/virtio_net.h>
 #include <pthread.h>
@@ -56,6 +61,10 @@ struct vrdma_prov_cq {
 
 struct vrdma_prov_qp {
 	struct vrdma_qp *qp;
+};
+
+struct vrdma_prov_srq {
+	struct vrdma_srq *srq;
 };
 
 static pthread_mutex_t prov_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -196,6 +205,14 @@ static int prov_query_device(struct vrdma_prov_dev *d, struct vrdma_prov_device_
 	vrdma_dev_mac(d->dev, p->mac);
 	p->max_rdma_qps = a.max_rdma_qps;
 	p->max_rdma_cqs = a.max_rdma_cqs;
+	p->ext = a.ext;
+	p->max_srq = a.max_srq;
+	p->max_srq_wr = a.max_srq_wr;
+	p->max_srq_sge = a.max_srq_sge;
+	p->max_mw = a.max_mw;
+	p->max_fast_reg_page_list_len = a.max_fast_reg_page_list_len;
+	p->max_pkeys = a.max_pkeys;
+	p->atomic_cap = a.atomic_cap;
 	return 0;
 }
 
@@ -212,8 +229,42 @@ static int prov_query_port(struct vrdma_prov_dev *d, struct vrdma_prov_port_attr
 	p->link_up = a.link_up;
 	p->mtu = a.mtu;
 	p->speed = 0; /* unknown */
-	p->pkey_tbl_len = 1;
+	p->pkey_tbl_len = a.pkey_tbl_len ? a.pkey_tbl_len : 1;
 	return 0;
+}
+
+static int prov_async_fd(struct vrdma_prov_dev *d)
+{
+	return vrdma_event_fd(d->dev);
+}
+
+static int prov_get_async_event(struct vrdma_prov_dev *d, struct vrdma_prov_async_event *ev)
+{
+	struct vrdma_async_event e;
+	int rc = vrdma_event_get(d->dev, &e);
+
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		return -EAGAIN;
+	memset(ev, 0, sizeof(*ev));
+	/* enum virtio_ib_event_type has the values of ibv_event_type */
+	ev->type = e.type;
+	if (e.cq)
+		ev->cookie = vrdma_cq_context(e.cq);
+	else if (e.qp)
+		ev->cookie = vrdma_qp_context(e.qp);
+	else if (e.srq)
+		ev->cookie = vrdma_srq_context(e.srq);
+	else
+		ev->port = e.id;
+	ev->id = e.id;
+	return 0;
+}
+
+static int prov_query_pkey(struct vrdma_prov_dev *d, uint32_t index, uint16_t *pkey)
+{
+	return vrdma_query_pkey(d->dev, index, pkey);
 }
 
 static int prov_query_gid(struct vrdma_prov_dev *d, uint32_t index, struct vrdma_prov_gid *g)
@@ -255,6 +306,24 @@ static int prov_reg_mr(struct vrdma_prov_dev *d, uint32_t pdn, void *addr, uint6
 static int prov_dereg_mr(struct vrdma_prov_dev *d, uint32_t mrn)
 {
 	return vrdma_mr_dereg(d->dev, mrn);
+}
+
+static int prov_alloc_mw(struct vrdma_prov_dev *d, uint32_t pdn, uint32_t mw_type,
+			 uint32_t *mwn, uint32_t *rkey)
+{
+	struct vrdma_mw_info mw;
+	int rc = vrdma_mw_alloc(d->dev, pdn, mw_type, &mw);
+
+	if (rc)
+		return rc;
+	*mwn = mw.mwn;
+	*rkey = mw.rkey;
+	return 0;
+}
+
+static int prov_dealloc_mw(struct vrdma_prov_dev *d, uint32_t mwn)
+{
+	return vrdma_mw_dealloc(d->dev, mwn);
 }
 
 static void prov_ah_attr(const struct vrdma_prov_ah_attr *in, struct vrdma_ah_attr *out)
@@ -301,7 +370,6 @@ static int prov_create_cq(struct vrdma_prov_dev *d, uint32_t cqe, void *cookie,
 	struct vrdma_prov_cq *p;
 	int rc;
 
-	(void)cookie;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
@@ -310,6 +378,7 @@ static int prov_create_cq(struct vrdma_prov_dev *d, uint32_t cqe, void *cookie,
 		free(p);
 		return rc;
 	}
+	vrdma_cq_set_context(p->cq, cookie);
 	info->cqn = vrdma_cq_num(p->cq);
 	info->cqe = vrdma_cq_size(p->cq);
 	info->event_fd = vrdma_cq_event_fd(p->cq);
@@ -345,7 +414,12 @@ static int prov_poll_cq(struct vrdma_prov_cq *p, struct vrdma_prov_wc *wc, int n
 			o->opcode = w[i].opcode;
 			o->vendor_err = w[i].vendor_err;
 			o->byte_len = w[i].byte_len;
-			o->imm_data = w[i].imm_data;
+			o->imm_data = 0;
+			o->invalidated_rkey = 0;
+			if (w[i].wc_flags & VIRTIO_IB_WC_WITH_INV)
+				o->invalidated_rkey = w[i].invalidated_rkey;
+			else
+				o->imm_data = w[i].imm_data;
 			o->qp_num = w[i].qp_num;
 			o->src_qp = w[i].src_qp;
 			o->wc_flags = w[i].wc_flags;
@@ -365,6 +439,16 @@ static int prov_arm_cq(struct vrdma_prov_cq *p, uint32_t flags)
 static int prov_cq_consume_event(struct vrdma_prov_cq *p)
 {
 	return vrdma_cq_consume_event(p->cq);
+}
+
+static int prov_resize_cq(struct vrdma_prov_cq *p, uint32_t *cqe)
+{
+	int rc = vrdma_cq_resize(p->cq, *cqe);
+
+	if (rc)
+		return rc;
+	*cqe = vrdma_cq_size(p->cq);
+	return 0;
 }
 
 /* ---- QPs ----------------------------------------------------------------------- */
@@ -396,9 +480,6 @@ static int prov_create_qp(struct vrdma_prov_dev *d, const struct vrdma_prov_qp_i
 	struct vrdma_prov_qp *p;
 	int rc;
 
-	(void)cookie;
-	if (init->srq)
-		return -EOPNOTSUPP;
 	if (!init->send_cq || !init->recv_cq)
 		return -EINVAL;
 	memset(&in, 0, sizeof(in));
@@ -407,6 +488,7 @@ static int prov_create_qp(struct vrdma_prov_dev *d, const struct vrdma_prov_qp_i
 	in.sq_sig_all = init->sq_sig_all;
 	in.send_cq = init->send_cq->cq;
 	in.recv_cq = init->recv_cq->cq;
+	in.srq = init->srq ? init->srq->srq : NULL;
 	prov_cap(&init->cap, &in.cap);
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -416,6 +498,7 @@ static int prov_create_qp(struct vrdma_prov_dev *d, const struct vrdma_prov_qp_i
 		free(p);
 		return rc;
 	}
+	vrdma_qp_set_context(p->qp, cookie);
 	vrdma_qp_get_cap(p->qp, &cap);
 	info->qpn = vrdma_qp_num(p->qp);
 	prov_cap_back(&cap, &info->cap);
@@ -478,6 +561,23 @@ static int prov_query_qp(struct vrdma_prov_qp *p, uint32_t mask, struct vrdma_pr
 	return 0;
 }
 
+static int prov_resize_qp(struct vrdma_prov_qp *p, struct vrdma_prov_qp_cap *cap)
+{
+	struct vrdma_qp_cap now;
+	int rc;
+
+	vrdma_qp_get_cap(p->qp, &now);
+	if (cap->max_send_sge != now.max_send_sge || cap->max_recv_sge != now.max_recv_sge ||
+	    cap->max_inline_data != now.max_inline_data)
+		return -EINVAL;
+	rc = vrdma_qp_resize(p->qp, cap->max_send_wr, cap->max_recv_wr);
+	if (rc)
+		return rc;
+	vrdma_qp_get_cap(p->qp, &now);
+	prov_cap_back(&now, cap);
+	return 0;
+}
+
 static int prov_destroy_qp(struct vrdma_prov_qp *p)
 {
 	int rc = vrdma_qp_destroy(p->qp);
@@ -501,20 +601,41 @@ static int prov_post_send(struct vrdma_prov_qp *p, const struct vrdma_prov_send_
 			const struct vrdma_prov_send_wr *s = &wr[done + i];
 			struct vrdma_send_wr *o = &w[i];
 
+			memset(o, 0, sizeof(*o));
 			o->wr_id = s->wr_id;
 			o->opcode = s->opcode;
 			o->send_flags = s->send_flags;
 			o->imm_data = s->imm_data;
-			o->rdma.remote_addr = 0;
-			o->rdma.rkey = 0;
-			if (s->opcode == VIRTIO_IB_WR_SEND || s->opcode == VIRTIO_IB_WR_SEND_WITH_IMM) {
+			switch (s->opcode) {
+			case VIRTIO_IB_WR_SEND:
+			case VIRTIO_IB_WR_SEND_WITH_IMM:
 				/* UD addressing (ignored on connected QPs) */
 				o->ud.remote_qpn = s->ud.remote_qpn;
 				o->ud.remote_qkey = s->ud.remote_qkey;
 				o->ud.ah = s->ud.ah;
-			} else {
+				break;
+			case VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP:
+			case VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD:
+				o->atomic.remote_addr = s->atomic.remote_addr;
+				o->atomic.compare_add = s->atomic.compare_add;
+				o->atomic.swap = s->atomic.swap;
+				o->atomic.rkey = s->atomic.rkey;
+				break;
+			case VIRTIO_IB_WR_LOCAL_INV:
+			case VIRTIO_IB_WR_SEND_WITH_INV: /* (RC: no addressing) */
+				o->invalidate_rkey = s->invalidate_rkey;
+				break;
+			case VIRTIO_IB_WR_BIND_MW:
+				o->bind_mw.addr = s->bind_mw.addr;
+				o->bind_mw.length = s->bind_mw.length;
+				o->bind_mw.mr_lkey = s->bind_mw.mr_lkey;
+				o->bind_mw.rkey = s->bind_mw.rkey;
+				o->bind_mw.access = s->bind_mw.access;
+				break;
+			default:
 				o->rdma.remote_addr = s->rdma.remote_addr;
 				o->rdma.rkey = s->rdma.rkey;
+				break;
 			}
 			o->num_sge = s->num_sge;
 			o->sg_list = (const struct vrdma_sge *)(const void *)s->sg_list;
@@ -554,6 +675,101 @@ static int prov_post_recv(struct vrdma_prov_qp *p, const struct vrdma_prov_recv_
 	return (int)done;
 }
 
+/* ---- SRQs (extension) ----------------------------------------------------------- */
+
+static int prov_create_srq(struct vrdma_prov_dev *d, uint32_t pdn,
+			   struct vrdma_prov_srq_attr *attr, void *cookie,
+			   struct vrdma_prov_srq **out)
+{
+	struct vrdma_srq_attr a;
+	struct vrdma_prov_srq *p;
+	int rc;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	memset(&a, 0, sizeof(a));
+	a.max_wr = attr->max_wr;
+	a.max_sge = attr->max_sge;
+	rc = vrdma_srq_create(d->dev, pdn, &a, &p->srq);
+	if (rc) {
+		free(p);
+		return rc;
+	}
+	vrdma_srq_set_context(p->srq, cookie);
+	/* (created unarmed: srq_limit is ignored) */
+	attr->max_wr = a.max_wr;
+	attr->max_sge = a.max_sge;
+	attr->srq_limit = 0;
+	attr->srqn = vrdma_srq_num(p->srq);
+	*out = p;
+	return 0;
+}
+
+static int prov_modify_srq(struct vrdma_prov_srq *p, const struct vrdma_prov_srq_attr *attr,
+			   uint32_t mask)
+{
+	struct vrdma_srq_attr a;
+	uint32_t m = 0;
+
+	if (mask & VRDMA_PROV_SRQ_MAX_WR)
+		return -EINVAL; /* no SRQ resize */
+	if (mask & VRDMA_PROV_SRQ_LIMIT)
+		m |= VIRTIO_IB_SRQ_LIMIT;
+	memset(&a, 0, sizeof(a));
+	a.max_wr = attr->max_wr;
+	a.max_sge = attr->max_sge;
+	a.srq_limit = attr->srq_limit;
+	return vrdma_srq_modify(p->srq, &a, m);
+}
+
+static int prov_query_srq(struct vrdma_prov_srq *p, struct vrdma_prov_srq_attr *attr)
+{
+	struct vrdma_srq_attr a;
+	int rc = vrdma_srq_query(p->srq, &a);
+
+	if (rc)
+		return rc;
+	attr->max_wr = a.max_wr;
+	attr->max_sge = a.max_sge;
+	attr->srq_limit = a.srq_limit;
+	return 0;
+}
+
+static int prov_destroy_srq(struct vrdma_prov_srq *p)
+{
+	int rc = vrdma_srq_destroy(p->srq);
+
+	if (rc == 0)
+		free(p);
+	return rc;
+}
+
+static int prov_post_srq_recv(struct vrdma_prov_srq *p, const struct vrdma_prov_recv_wr *wr,
+			      unsigned int n)
+{
+	struct vrdma_recv_wr w[PROV_BATCH];
+	unsigned int done = 0;
+
+	while (done < n) {
+		unsigned int k = n - done < PROV_BATCH ? n - done : PROV_BATCH, i;
+		int rc;
+
+		for (i = 0; i < k; i++) {
+			w[i].wr_id = wr[done + i].wr_id;
+			w[i].num_sge = wr[done + i].num_sge;
+			w[i].sg_list = (const struct vrdma_sge *)(const void *)wr[done + i].sg_list;
+		}
+		rc = vrdma_post_srq_recv(p->srq, w, k);
+		if (rc < 0)
+			return done ? (int)done : rc;
+		done += (unsigned int)rc;
+		if ((unsigned int)rc < k)
+			break;
+	}
+	return (int)done;
+}
+
 const struct vrdma_prov_ops vrdma_prov_vrdma_ops = {
 	.name = "vrdma",
 	.discover = prov_discover,
@@ -562,21 +778,33 @@ const struct vrdma_prov_ops vrdma_prov_vrdma_ops = {
 	.query_device = prov_query_device,
 	.query_port = prov_query_port,
 	.query_gid = prov_query_gid,
+	.async_fd = prov_async_fd,
+	.get_async_event = prov_get_async_event,
+	.query_pkey = prov_query_pkey,
 	.create_pd = prov_create_pd,
 	.destroy_pd = prov_destroy_pd,
 	.reg_mr = prov_reg_mr,
 	.dereg_mr = prov_dereg_mr,
+	.alloc_mw = prov_alloc_mw,
+	.dealloc_mw = prov_dealloc_mw,
 	.create_cq = prov_create_cq,
 	.destroy_cq = prov_destroy_cq,
 	.poll_cq = prov_poll_cq,
 	.arm_cq = prov_arm_cq,
 	.cq_consume_event = prov_cq_consume_event,
+	.resize_cq = prov_resize_cq,
 	.create_qp = prov_create_qp,
 	.modify_qp = prov_modify_qp,
 	.query_qp = prov_query_qp,
 	.destroy_qp = prov_destroy_qp,
+	.resize_qp = prov_resize_qp,
 	.post_send = prov_post_send,
 	.post_recv = prov_post_recv,
+	.create_srq = prov_create_srq,
+	.modify_srq = prov_modify_srq,
+	.query_srq = prov_query_srq,
+	.destroy_srq = prov_destroy_srq,
+	.post_srq_recv = prov_post_srq_recv,
 	.create_ah = prov_create_ah,
 	.destroy_ah = prov_destroy_ah,
 };

@@ -33,12 +33,14 @@ _Static_assert(IBV_MTU_256 == (int)VIRTIO_IB_MTU_256 &&
 		       IBV_MTU_4096 == (int)VIRTIO_IB_MTU_4096, "mtu");
 _Static_assert(IBV_WR_RDMA_WRITE == (int)VIRTIO_IB_WR_RDMA_WRITE &&
 		       IBV_WR_RDMA_READ == (int)VIRTIO_IB_WR_RDMA_READ &&
-		       IBV_WR_ATOMIC_CMP_AND_SWP == VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP_RSVD &&
-		       IBV_WR_ATOMIC_FETCH_AND_ADD ==
-			       VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD_RSVD &&
-		       IBV_WR_LOCAL_INV == VIRTIO_IB_WR_LOCAL_INV_RSVD &&
-		       IBV_WR_SEND_WITH_INV == VIRTIO_IB_WR_SEND_WITH_INV_RSVD,
+		       IBV_WR_ATOMIC_CMP_AND_SWP == VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP &&
+		       IBV_WR_ATOMIC_FETCH_AND_ADD == VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD &&
+		       IBV_WR_LOCAL_INV == VIRTIO_IB_WR_LOCAL_INV &&
+		       IBV_WR_BIND_MW == VIRTIO_IB_WR_BIND_MW &&
+		       IBV_WR_SEND_WITH_INV == VIRTIO_IB_WR_SEND_WITH_INV,
 	       "wr opcode");
+_Static_assert(IBV_SRQ_MAX_WR == VIRTIO_IB_SRQ_MAX_WR &&
+		       IBV_SRQ_LIMIT == VIRTIO_IB_SRQ_LIMIT, "srq mask");
 _Static_assert(IBV_SEND_FENCE == VIRTIO_IB_SEND_FENCE &&
 		       IBV_SEND_SIGNALED == VIRTIO_IB_SEND_SIGNALED &&
 		       IBV_SEND_SOLICITED == VIRTIO_IB_SEND_SOLICITED &&
@@ -93,6 +95,10 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 		return NULL;
 	}
 	ctx = vrdma_ctx(pd->context);
+	if (attr->srq && !vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_SRQ)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	memset(&in, 0, sizeof(in));
 	in.pdn = pd->handle;
 	in.qp_type = (uint8_t)attr->qp_type;
@@ -101,6 +107,11 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	in.recv_cq = vrdma_cq(attr->recv_cq)->prov;
 	in.srq = attr->srq ? vrdma_srq(attr->srq)->prov : NULL;
 	vrdma_cap_to_prov(&attr->cap, &in.cap);
+	if (attr->srq) {
+		/* The SRQ's limits apply; the device ignores these. */
+		in.cap.max_recv_wr = 0;
+		in.cap.max_recv_sge = 0;
+	}
 
 	qp = calloc(1, sizeof(*qp));
 	if (!qp) {
@@ -128,7 +139,15 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	qp->ibqp.qp_type = attr->qp_type;
 	pthread_mutex_init(&qp->ibqp.mutex, NULL);
 	pthread_cond_init(&qp->ibqp.cond, NULL);
-	vrdma_cap_to_ibv(&info.cap, &attr->cap);
+	qp->sq_sig_all = attr->sq_sig_all != 0;
+	qp->cap = info.cap;
+	if (attr->srq) {
+		qp->cap.max_recv_wr = 0;
+		qp->cap.max_recv_sge = 0;
+	}
+	pthread_mutex_init(&qp->cap_lock, NULL);
+	vrdma_cap_to_ibv(&qp->cap, &attr->cap);
+	vrdma_verbs_obj_add(ctx, &qp->obj, VRDMA_OBJ_QP, info.qpn);
 	return &qp->ibqp;
 }
 
@@ -146,16 +165,23 @@ struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
+	struct vrdma_verbs_context *ctx = vrdma_ctx(ibqp->context);
 	int ret;
 
+	/* No more asynchronous events for it, then wait for the acks. */
+	vrdma_verbs_obj_del(ctx, &qp->obj);
 	pthread_mutex_lock(&ibqp->mutex);
 	while (ibqp->events_completed != qp->events_delivered)
 		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
 	pthread_mutex_unlock(&ibqp->mutex);
 
 	ret = qp->ops->destroy_qp(qp->prov);
-	if (ret)
+	if (ret) {
+		vrdma_verbs_obj_add(ctx, &qp->obj, VRDMA_OBJ_QP, ibqp->qp_num);
 		return vrdma_errno(ret);
+	}
+	vrdma_verbs_binds_forget(ctx, ibqp->qp_num, true, NULL);
+	pthread_mutex_destroy(&qp->cap_lock);
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&ibqp->mutex);
 	free(qp);
@@ -261,7 +287,39 @@ static int vrdma_qp_attr_to_prov(struct vrdma_verbs_context *ctx,
 	return 0;
 }
 
-/* Modifies a QP: 0 or a positive errno. */
+/*
+ * IBV_QP_CAP: resizes the QP's work queues (RESIZE_QP; spec.md "Resizing
+ * CQs and QPs"). Only max_send_wr and max_recv_wr can change; the SGE and
+ * inline limits are those in force, whatever attr says (the device
+ * requires them unchanged). 0 or a positive errno.
+ */
+static int vrdma_qp_resize(struct vrdma_verbs_qp *qp, const struct ibv_qp_cap *want)
+{
+	struct vrdma_verbs_context *ctx = vrdma_ctx(qp->ibqp.context);
+	struct vrdma_prov_qp_cap cap;
+	int ret;
+
+	if (!vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_RESIZE_MAX_WR))
+		return EOPNOTSUPP;
+	if (!want->max_send_wr || (!qp->ibqp.srq && !want->max_recv_wr) ||
+	    (qp->ibqp.srq && want->max_recv_wr))
+		return EINVAL;
+	pthread_mutex_lock(&qp->cap_lock);
+	cap = qp->cap;
+	cap.max_send_wr = want->max_send_wr;
+	cap.max_recv_wr = want->max_recv_wr;
+	ret = VRDMA_PROV_CALL(qp->ops, resize_qp, qp->prov, &cap);
+	if (!ret) {
+		qp->cap.max_send_wr = cap.max_send_wr;
+		qp->cap.max_recv_wr = cap.max_recv_wr;
+	}
+	pthread_mutex_unlock(&qp->cap_lock);
+	return -ret;
+}
+
+/* Modifies a QP: 0 or a positive errno. With IBV_QP_CAP the queues are
+ * resized first (the device has no CAP attribute in MODIFY_QP); if the
+ * other attributes then fail, the new sizes stay. */
 int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
 	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
@@ -269,13 +327,18 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	uint32_t dmask;
 	int ret;
 
-	ret = vrdma_qp_mask(mask, &dmask);
+	ret = vrdma_qp_mask(mask & ~IBV_QP_CAP, &dmask);
 	if (!ret)
-		ret = vrdma_qp_attr_to_prov(vrdma_ctx(ibqp->context), attr, mask, &pa);
+		ret = vrdma_qp_attr_to_prov(vrdma_ctx(ibqp->context), attr,
+					    mask & ~IBV_QP_CAP, &pa);
+	if (!ret && (mask & IBV_QP_CAP))
+		ret = vrdma_qp_resize(qp, &attr->cap);
 	if (ret) {
 		errno = ret;
 		return ret;
 	}
+	if (mask == IBV_QP_CAP)
+		return 0;
 	ret = VRDMA_PROV_CALL(qp->ops, modify_qp, qp->prov, &pa, dmask);
 	if (ret)
 		return vrdma_errno(ret);
@@ -403,8 +466,25 @@ int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid
 #define VRDMA_SEND_FLAGS                                                        \
 	(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE)
 
-/* One send WR as the device's: 0 or a positive errno. */
-static inline int vrdma_send_wr(enum ibv_qp_type type, const struct ibv_send_wr *wr,
+/* The window rights of libibverbs (IBV_ACCESS_REMOTE_*, same values as the
+ * device's) as VIRTIO_IB_ACCESS_*: 0 or a positive errno. */
+int vrdma_verbs_mw_access(unsigned int ibv_access, uint32_t *out)
+{
+	if (ibv_access & ~(unsigned int)VIRTIO_IB_MW_ACCESS_MASK)
+		return ibv_access & IBV_ACCESS_ZERO_BASED ? EOPNOTSUPP : EINVAL;
+	*out = ibv_access;
+	return 0;
+}
+
+/*
+ * One send WR as the device's: 0 or a positive errno. The extension's
+ * opcodes (atomics, LOCAL_INV, SEND_WITH_INV, BIND_MW) are checked here
+ * against the QP type and what the device reported, so that a program
+ * learns EINVAL / EOPNOTSUPP at post time; the device checks them again
+ * (spec.md "New values at a glance").
+ */
+static inline int vrdma_send_wr(const struct vrdma_verbs_context *ctx,
+				enum ibv_qp_type type, const struct ibv_send_wr *wr,
 				struct vrdma_prov_send_wr *out)
 {
 	if (wr->num_sge < 0 || (wr->send_flags & ~VRDMA_SEND_FLAGS))
@@ -415,39 +495,76 @@ static inline int vrdma_send_wr(enum ibv_qp_type type, const struct ibv_send_wr 
 	out->num_sge = (uint32_t)wr->num_sge;
 	out->sg_list = (const struct vrdma_prov_sge *)wr->sg_list;
 
-	if (type == IBV_QPT_UD) {
-		if (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM)
-			return EINVAL;
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		out->opcode = (uint8_t)wr->opcode;
+		if (type != IBV_QPT_UD)
+			return 0;
 		if (!wr->wr.ud.ah)
 			return EINVAL;
-		out->opcode = (uint8_t)wr->opcode;
 		out->ud.remote_qpn = wr->wr.ud.remote_qpn;
 		out->ud.remote_qkey = wr->wr.ud.remote_qkey;
 		out->ud.ah = wr->wr.ud.ah->handle;
 		return 0;
-	}
-	switch (wr->opcode) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-	case IBV_WR_SEND_WITH_INV:
-	case IBV_WR_LOCAL_INV:
-		out->opcode = (uint8_t)wr->opcode;
-		return 0;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 	case IBV_WR_RDMA_READ:
+		if (type == IBV_QPT_UD)
+			return EINVAL;
 		out->opcode = (uint8_t)wr->opcode;
 		out->rdma.remote_addr = wr->wr.rdma.remote_addr;
 		out->rdma.rkey = wr->wr.rdma.rkey;
 		return 0;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		if (type != IBV_QPT_RC || (wr->send_flags & IBV_SEND_INLINE))
+			return EINVAL;
+		if (ctx->caps.atomic_cap == VIRTIO_IB_ATOMIC_NONE)
+			return EOPNOTSUPP;
 		out->opcode = (uint8_t)wr->opcode;
 		out->atomic.remote_addr = wr->wr.atomic.remote_addr;
 		out->atomic.compare_add = wr->wr.atomic.compare_add;
 		out->atomic.swap = wr->wr.atomic.swap;
 		out->atomic.rkey = wr->wr.atomic.rkey;
 		return 0;
+	case IBV_WR_LOCAL_INV:
+	case IBV_WR_SEND_WITH_INV:
+		if ((wr->opcode == IBV_WR_SEND_WITH_INV && type != IBV_QPT_RC) ||
+		    (wr->opcode == IBV_WR_LOCAL_INV &&
+		     (wr->num_sge || (wr->send_flags & IBV_SEND_INLINE))))
+			return EINVAL;
+		if (!vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS))
+			return EOPNOTSUPP;
+		out->opcode = (uint8_t)wr->opcode;
+		out->invalidate_rkey = wr->invalidate_rkey;
+		return 0;
+	case IBV_WR_BIND_MW: {
+		/* Type 2 windows only (type 1: ibv_bind_mw). The application
+		 * picks the new key (ibv_inc_rkey) and keeps track of it. */
+		const struct ibv_mw *mw = wr->bind_mw.mw;
+		const struct ibv_mw_bind_info *bi = &wr->bind_mw.bind_info;
+		uint32_t access;
+		int ret;
+
+		if (type == IBV_QPT_UD || !mw || mw->type != IBV_MW_TYPE_2 ||
+		    wr->num_sge || (wr->send_flags & IBV_SEND_INLINE) || !bi->mr ||
+		    bi->mr->pd != mw->pd)
+			return EINVAL;
+		if (!vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_WINDOW_TYPE_2B))
+			return EOPNOTSUPP;
+		ret = vrdma_verbs_mw_access(bi->mw_access_flags, &access);
+		if (ret)
+			return ret;
+		out->opcode = VIRTIO_IB_WR_BIND_MW;
+		out->num_sge = 0;
+		out->bind_mw.addr = bi->addr;
+		out->bind_mw.length = bi->length;
+		out->bind_mw.mr_lkey = bi->mr->lkey;
+		out->bind_mw.rkey = wr->bind_mw.rkey;
+		out->bind_mw.access = access;
+		return 0;
+	}
 	default:
 		return EINVAL;
 	}
@@ -459,6 +576,7 @@ int vrdma_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			  struct ibv_send_wr **bad_wr)
 {
 	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
+	const struct vrdma_verbs_context *ctx = vrdma_ctx(ibqp->context);
 	struct vrdma_prov_send_wr pw[VRDMA_VERBS_POST_BATCH];
 	struct ibv_send_wr *src[VRDMA_VERBS_POST_BATCH];
 
@@ -467,7 +585,7 @@ int vrdma_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		int xerr = 0;
 
 		while (wr && n < VRDMA_VERBS_POST_BATCH) {
-			xerr = vrdma_send_wr(ibqp->qp_type, wr, &pw[n]);
+			xerr = vrdma_send_wr(ctx, ibqp->qp_type, wr, &pw[n]);
 			if (xerr)
 				break;
 			src[n++] = wr;
@@ -553,8 +671,9 @@ int vrdma_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 /* Shared receive queues (a vrdma extension of the device)                   */
 /* ------------------------------------------------------------------------ */
 
-/* Returns an SRQ (attr->attr updated to the actual sizes), or NULL with
- * errno set (EOPNOTSUPP without the provider's SRQ extension). */
+/* Returns an SRQ (attr->attr updated to the actual sizes; srq_limit 0: it
+ * is created unarmed, arm it with ibv_modify_srq), or NULL with errno set
+ * (EOPNOTSUPP when the device has no SRQs). */
 struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
 	struct vrdma_verbs_context *ctx;
@@ -567,15 +686,24 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr
 		return NULL;
 	}
 	ctx = vrdma_ctx(pd->context);
+	if (!vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_SRQ) || !ctx->ops->create_srq) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->attr.max_wr > ctx->caps.max_srq_wr ||
+	    attr->attr.max_sge > ctx->caps.max_srq_sge) {
+		errno = EINVAL;
+		return NULL;
+	}
 	srq = calloc(1, sizeof(*srq));
 	if (!srq) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	srq->ops = ctx->ops;
+	memset(&sa, 0, sizeof(sa));
 	sa.max_wr = attr->attr.max_wr;
 	sa.max_sge = attr->attr.max_sge;
-	sa.srq_limit = attr->attr.srq_limit;
 	ret = VRDMA_PROV_CALL(ctx->ops, create_srq, ctx->prov, pd->handle, &sa, srq,
 			      &srq->prov);
 	if (ret) {
@@ -586,16 +714,53 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr
 	srq->ibsrq.context = pd->context;
 	srq->ibsrq.srq_context = attr->srq_context;
 	srq->ibsrq.pd = pd;
-	srq->ibsrq.handle = 0;
+	srq->ibsrq.handle = sa.srqn;
 	pthread_mutex_init(&srq->ibsrq.mutex, NULL);
 	pthread_cond_init(&srq->ibsrq.cond, NULL);
 	attr->attr.max_wr = sa.max_wr;
 	attr->attr.max_sge = sa.max_sge;
-	attr->attr.srq_limit = sa.srq_limit;
+	attr->attr.srq_limit = 0;
+	vrdma_verbs_obj_add(ctx, &srq->obj, VRDMA_OBJ_SRQ, sa.srqn);
 	return &srq->ibsrq;
 }
 
-/* Resizes an SRQ or sets its limit: 0 or a positive errno. */
+/* verbs_context create_srq_ex: what ibv_create_srq_ex does not hand to
+ * ibv_create_srq itself. Basic SRQs only (a CQ given for them is ignored,
+ * as libibverbs does); XRC and tag-matching SRQs: EOPNOTSUPP. */
+struct ibv_srq *vrdma_verbs_create_srq_ex(struct ibv_context *ibctx,
+					  struct ibv_srq_init_attr_ex *attr)
+{
+	const uint32_t known = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			       IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ |
+			       IBV_SRQ_INIT_ATTR_TM;
+	struct ibv_srq_init_attr basic;
+	struct ibv_srq *srq;
+
+	if (!attr || (attr->comp_mask & ~known)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((attr->comp_mask & (IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_TM)) ||
+	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	     attr->srq_type != IBV_SRQT_BASIC)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd ||
+	    attr->pd->context != ibctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	basic.srq_context = attr->srq_context;
+	basic.attr = attr->attr;
+	srq = ibv_create_srq(attr->pd, &basic);
+	if (srq)
+		attr->attr = basic.attr;
+	return srq;
+}
+
+/* Sets an SRQ's limit (IBV_SRQ_LIMIT; 0 disarms): 0 or a positive errno.
+ * Resizing (IBV_SRQ_MAX_WR) is not offered: EINVAL. */
 int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 {
 	struct vrdma_verbs_srq *srq = vrdma_srq(ibsrq);
@@ -603,14 +768,12 @@ int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 	uint32_t pmask = 0;
 	int ret;
 
-	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)) {
+	if (!mask || (mask & ~IBV_SRQ_LIMIT)) {
 		errno = EINVAL;
 		return EINVAL;
 	}
-	if (mask & IBV_SRQ_MAX_WR)
-		pmask |= VRDMA_PROV_SRQ_MAX_WR;
-	if (mask & IBV_SRQ_LIMIT)
-		pmask |= VRDMA_PROV_SRQ_LIMIT;
+	pmask |= VRDMA_PROV_SRQ_LIMIT;
+	memset(&sa, 0, sizeof(sa));
 	sa.max_wr = attr->max_wr;
 	sa.max_sge = attr->max_sge;
 	sa.srq_limit = attr->srq_limit;
@@ -640,16 +803,21 @@ int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 int ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct vrdma_verbs_srq *srq = vrdma_srq(ibsrq);
+	struct vrdma_verbs_context *ctx = vrdma_ctx(ibsrq->context);
 	int ret;
 
+	/* No more asynchronous events for it, then wait for the acks. */
+	vrdma_verbs_obj_del(ctx, &srq->obj);
 	pthread_mutex_lock(&ibsrq->mutex);
 	while (ibsrq->events_completed != srq->events_delivered)
 		pthread_cond_wait(&ibsrq->cond, &ibsrq->mutex);
 	pthread_mutex_unlock(&ibsrq->mutex);
 
 	ret = VRDMA_PROV_CALL(srq->ops, destroy_srq, srq->prov);
-	if (ret)
+	if (ret) {
+		vrdma_verbs_obj_add(ctx, &srq->obj, VRDMA_OBJ_SRQ, srq->obj.num);
 		return vrdma_errno(ret);
+	}
 	pthread_cond_destroy(&ibsrq->cond);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	free(srq);

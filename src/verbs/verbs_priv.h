@@ -12,11 +12,12 @@
  *   pd_mr.c      protection domains, memory regions, fork
  *   cq.c         completion channels, CQs, poll / arm / CQ events
  *   qp.c         QPs, SRQs, post send/recv, multicast, ECE
+ *   mw.c         memory windows (alloc, dealloc, ibv_bind_mw)
  *   ah.c         address handles, AH from a work completion, L2 resolution
  *   strings.c    *_str() and rate conversions
  *   marshall.c   ibv_copy_*_from_kern / _to_kern (librdmacm's)
  *   private.c    IBVERBS_PRIVATE_34 and import entry points (stubs)
- *   provider_fake.c, provider_stub.c   providers (see provider.h)
+ *   provider_fake.c, provider_vrdma.c  providers (see provider.h)
  *
  * Device identity (what ibv_devinfo shows):
  *   vendor_id 0x1af4 (the virtio PCI vendor, Red Hat), vendor_part_id 0x1041
@@ -62,17 +63,52 @@ struct vrdma_verbs_device {
 	bool present;    /* seen by the last discovery */
 };
 
+/*
+ * Live CQs, QPs and SRQs of a context, so that an asynchronous event naming
+ * an object by number (cqn / qpn / srqn, struct vrdma_prov_async_event.id)
+ * finds its object. Linked into the context's list under obj_lock from
+ * creation until destruction starts; an event found through the list is
+ * counted on its object while obj_lock is held, so the destroying thread
+ * sees the count once it has unlinked the object.
+ */
+enum vrdma_verbs_obj_kind { VRDMA_OBJ_CQ, VRDMA_OBJ_QP, VRDMA_OBJ_SRQ };
+
+struct vrdma_verbs_obj {
+	struct vrdma_verbs_obj *next;
+	uint8_t kind;     /* enum vrdma_verbs_obj_kind */
+	uint32_t num;     /* cqn / qpn / srqn */
+};
+
+/* A type 1 window bind posted with ibv_bind_mw and not completed yet:
+ * poll_cq sets mw->rkey = rkey when its successful completion (qp_num,
+ * wr_id) is polled and forgets it on an error completion. */
+struct vrdma_verbs_bind {
+	struct vrdma_verbs_bind *next;
+	uint32_t qp_num;
+	uint64_t wr_id;
+	struct ibv_mw *mw;
+	uint32_t rkey;
+};
+
 /* An open device: what struct ibv_context * points into. */
 struct vrdma_verbs_context {
 	struct vrdma_verbs_device *dev;
 	const struct vrdma_prov_ops *ops;
 	struct vrdma_prov_dev *prov;
 	int own_async_fd; /* our never-firing eventfd when the provider has none */
+	/* The device's capabilities, read once at open (zero if the query
+	 * failed): what the extension checks look at. */
+	struct vrdma_prov_device_attr caps;
+	pthread_mutex_t obj_lock;        /* objs and binds */
+	struct vrdma_verbs_obj *objs;
+	struct vrdma_verbs_bind *binds;  /* oldest first */
+	unsigned int nbinds;             /* atomic; poll_cq's fast-path test */
 	struct verbs_context vctx; /* ibv_context last, as verbs_context wants */
 };
 
 struct vrdma_verbs_cq {
 	struct ibv_cq ibcq;
+	struct vrdma_verbs_obj obj;
 	const struct vrdma_prov_ops *ops;
 	struct vrdma_prov_cq *prov;
 	int event_fd;                     /* provider's, watched by the channel */
@@ -82,13 +118,18 @@ struct vrdma_verbs_cq {
 
 struct vrdma_verbs_qp {
 	struct ibv_qp ibqp;
+	struct vrdma_verbs_obj obj;
 	const struct vrdma_prov_ops *ops;
 	struct vrdma_prov_qp *prov;
+	bool sq_sig_all;
+	struct vrdma_prov_qp_cap cap; /* in force (create, resize) */
+	pthread_mutex_t cap_lock;     /* cap, for ibv_modify_qp(IBV_QP_CAP) */
 	uint32_t events_delivered; /* under ibqp.mutex */
 };
 
 struct vrdma_verbs_srq {
 	struct ibv_srq ibsrq;
+	struct vrdma_verbs_obj obj;
 	const struct vrdma_prov_ops *ops;
 	struct vrdma_prov_srq *prov;
 	uint32_t events_delivered; /* under ibsrq.mutex */
@@ -154,7 +195,19 @@ VRDMA_HIDDEN int vrdma_verbs_query_gid_entry(struct ibv_context *ibctx,
 /* The IB MTU enum for a netdev MTU of mtu bytes (RoCE v2 headers taken off). */
 VRDMA_HIDDEN enum ibv_mtu vrdma_verbs_mtu_from_netdev(uint32_t mtu);
 
-/* Called by ibv_ack_async_event's accounting: nothing to do for the device. */
+/* Object registry (see struct vrdma_verbs_obj). */
+VRDMA_HIDDEN void vrdma_verbs_obj_add(struct vrdma_verbs_context *ctx,
+				      struct vrdma_verbs_obj *obj, uint8_t kind,
+				      uint32_t num);
+VRDMA_HIDDEN void vrdma_verbs_obj_del(struct vrdma_verbs_context *ctx,
+				      struct vrdma_verbs_obj *obj);
+
+/* Whether the device reported a VIRTIO_IB_DEVICE_* capability bit. */
+static inline bool vrdma_verbs_has_cap(const struct vrdma_verbs_context *ctx,
+				       uint64_t bit)
+{
+	return (ctx->caps.device_cap_flags & bit) != 0;
+}
 
 /* --- pd_mr.c --- */
 
@@ -168,6 +221,11 @@ VRDMA_HIDDEN unsigned int vrdma_verbs_access_to_ibv(uint32_t access);
 
 VRDMA_HIDDEN int vrdma_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
 VRDMA_HIDDEN int vrdma_verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+/* Pending ibv_bind_mw binds: forget those of a QP (destroyed) or of a
+ * window (deallocated); either pointer may be NULL. */
+VRDMA_HIDDEN void vrdma_verbs_binds_forget(struct vrdma_verbs_context *ctx,
+					   uint32_t qp_num, bool by_qp,
+					   struct ibv_mw *mw);
 
 /* --- qp.c --- */
 
@@ -178,6 +236,19 @@ VRDMA_HIDDEN int vrdma_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *
 VRDMA_HIDDEN int vrdma_verbs_post_srq_recv(struct ibv_srq *ibsrq,
 					   struct ibv_recv_wr *wr,
 					   struct ibv_recv_wr **bad_wr);
+/* Window rights (IBV_ACCESS_REMOTE_*) as VIRTIO_IB_ACCESS_*: 0 or a
+ * positive errno. */
+VRDMA_HIDDEN int vrdma_verbs_mw_access(unsigned int ibv_access, uint32_t *out);
+VRDMA_HIDDEN struct ibv_srq *vrdma_verbs_create_srq_ex(struct ibv_context *ibctx,
+						       struct ibv_srq_init_attr_ex *attr);
+
+/* --- mw.c --- */
+
+VRDMA_HIDDEN struct ibv_mw *vrdma_verbs_alloc_mw(struct ibv_pd *pd,
+						 enum ibv_mw_type type);
+VRDMA_HIDDEN int vrdma_verbs_dealloc_mw(struct ibv_mw *mw);
+VRDMA_HIDDEN int vrdma_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+				     struct ibv_mw_bind *mw_bind);
 
 /* --- ah.c --- */
 

@@ -52,8 +52,10 @@ struct loop;
 struct vhost_server;
 struct vhost_user_msg;
 
-/* Most rings one device may have (16384 QPs * 2 + 16384 CQs + 3 net rings). */
-#define VHOST_SERVER_MAX_RINGS (16384u * 2 + 16384u + 3)
+/* Most rings one device may have: virtio numbers virtqueues with 16 bits
+ * (the RoCE layout with its extension, 2N+2+M+2L+S, is kept within this).
+ * Ring slots are created on first use, so the limit costs nothing. */
+#define VHOST_SERVER_MAX_RINGS 65536u
 /* Default most kick/call/err fds one session holds (about 2000 rings with a
  * kick and a call fd each). */
 #define VHOST_SERVER_MAX_CONN_FDS 4096

@@ -21,6 +21,18 @@
 #    working again after RESET_DEVICE); the daemon's counters (SIGUSR1) show
 #    the bad message (vhost bad_messages) or the broken ring (ring_errors);
 #    and A accepts a fresh, well-behaved client (vrdma-netcat info).
+#  - The verbs extensions (vrdma-evil's ext_* attacks, against a fourth
+#    device D with the extension, qps=8 cqs=2 srqs=2): control commands
+#    18..27 with bad lengths, handles and every field at its extremes,
+#    commands >= 28, the extension without its feature bit; atomics, BIND_MW,
+#    REG_MR, LOCAL_INV and SEND_WITH_INV work requests with bad keys,
+#    misaligned or out-of-range addresses and page lists outside shared
+#    memory (each completes with the status the spec gives); bad SRQ
+#    elements, short event buffers; bad descriptors on an SRQ ring, on the
+#    event ring and on a completion ring with completions waiting (the ring
+#    is reported and the device works again after RESET_DEVICE); garbage on
+#    the extension's ring indexes when the driver did not negotiate it.
+#    Every one ends with verified RDMA traffic on D.
 #  - Also: memory removed under running rings and added back, more regions
 #    than memory slots, the shared memfd shrunk (sealable: must be sealed;
 #    unsealable: the session dies, not the daemon), SET_STATUS 0 (a virtio
@@ -41,9 +53,11 @@ EVIL="$VRDMA_BUILD/bin/vrdma-evil"
 MAC_A=02:00:00:00:0b:01
 MAC_B=02:00:00:00:0b:02
 MAC_C=02:00:00:00:0b:03
+MAC_D=02:00:00:00:0b:04
 SOCK_A="$T_TMP/a.sock"
 SOCK_B="$T_TMP/b.sock"
 SOCK_C="$T_TMP/c.sock"
+SOCK_D="$T_TMP/d.sock"
 LOG="$T_TMP/daemon.err"
 PAIR_COUNT=20000
 # Attacks whose failure is a known deviation, reported as "skip" with the
@@ -143,7 +157,8 @@ pair_rounds() {
 "$DAEMON" -q --pidfile "$T_TMP/pid" \
 	--device "socket=$SOCK_A,mac=$MAC_A,qps=2,cqs=1" \
 	--device "socket=$SOCK_B,mac=$MAC_B" \
-	--device "socket=$SOCK_C,mac=$MAC_C" 2>"$LOG" &
+	--device "socket=$SOCK_C,mac=$MAC_C" \
+	--device "socket=$SOCK_D,mac=$MAC_D,qps=8,cqs=2,srqs=2" 2>"$LOG" &
 DAEMON_PID=$!
 T_PIDS+=("$DAEMON_PID")
 if wait_for_file "$T_TMP/pid" && [ "$(cat "$T_TMP/pid")" = "$DAEMON_PID" ]; then
@@ -159,7 +174,8 @@ IDLE_RES=$(resources)
 # the resource check at the end compares against the state after this).
 if "$NC" --socket "$SOCK_A" --count 100 --seed 1 loopback >"$T_TMP/warm" 2>&1 &&
    "$NC" --socket "$SOCK_B" --count 100 --seed 2 loopback >>"$T_TMP/warm" 2>&1 &&
-   "$NC" --socket "$SOCK_C" --count 100 --seed 3 loopback >>"$T_TMP/warm" 2>&1; then
+   "$NC" --socket "$SOCK_C" --count 100 --seed 3 loopback >>"$T_TMP/warm" 2>&1 &&
+   "$NC" --socket "$SOCK_D" --count 100 --seed 4 loopback >>"$T_TMP/warm" 2>&1; then
 	ok warm_up_loopback
 else
 	not_ok warm_up_loopback "$(tr '\n' ' ' <"$T_TMP/warm")"
@@ -201,10 +217,13 @@ fi
 n_done=0
 while read -r name expect; do
 	out="$T_TMP/evil.$name"
-	bad0=$(counter dev0 bad_messages)
-	ring0=$(counter dev0 ring_errors)
-	conn0=$(counter dev0 connections)
-	timeout 120 "$EVIL" --socket "$SOCK_A" --timeout-ms 20000 "$name" >"$out" 2>&1
+	# Attacks on the extension go to D, the others to A.
+	sock=$SOCK_A dev=dev0 mac=$MAC_A
+	[[ $name == ext_* ]] && sock=$SOCK_D dev=dev3 mac=$MAC_D
+	bad0=$(counter $dev bad_messages)
+	ring0=$(counter $dev ring_errors)
+	conn0=$(counter $dev connections)
+	timeout 300 "$EVIL" --socket "$sock" --timeout-ms 20000 "$name" >"$out" 2>&1
 	rc=$?
 	why=()
 	if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
@@ -214,9 +233,9 @@ while read -r name expect; do
 	if ! stats; then
 		why+=("no counters")
 	fi
-	bad1=$(counter dev0 bad_messages)
-	ring1=$(counter dev0 ring_errors)
-	conn1=$(counter dev0 connections)
+	bad1=$(counter $dev bad_messages)
+	ring1=$(counter $dev ring_errors)
+	conn1=$(counter $dev connections)
 	[ $rc -eq 0 ] || why+=("vrdma-evil rc=$rc: $(grep -E '^(verdict|setup)' "$out" | tr '\n' ' ')")
 	case "$expect" in
 	closed)
@@ -241,8 +260,8 @@ while read -r name expect; do
 		;;
 	esac
 	# A fresh, well-behaved front-end is accepted.
-	if ! timeout 60 "$NC" --socket "$SOCK_A" info >"$T_TMP/info" 2>&1 ||
-	   ! grep -qx "mac $MAC_A" "$T_TMP/info"; then
+	if ! timeout 60 "$NC" --socket "$sock" info >"$T_TMP/info" 2>&1 ||
+	   ! grep -qx "mac $mac" "$T_TMP/info"; then
 		why+=("fresh client refused: $(tr '\n' ' ' <"$T_TMP/info")")
 	fi
 	if [ ${#why[@]} -eq 0 ]; then

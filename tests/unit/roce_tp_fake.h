@@ -204,6 +204,7 @@ struct fk_dev_cfg {
 	bool no_loop;
 	bool small;               /* small object tables (fuzzing: fast setup) */
 	uint32_t max_send_sge, max_recv_sge;
+	bool ext;                 /* offer and negotiate ROCE_EXT */
 };
 
 static inline struct fk_dev *fk_dev_new(struct fk_env *env, const struct fk_dev_cfg *c)
@@ -250,8 +251,11 @@ static inline struct fk_dev *fk_dev_new(struct fk_env *env, const struct fk_dev_
 	cfg.mem = &d->mem;
 	cfg.deterministic = true;
 	cfg.seed = 42 + d->id;
+	cfg.ext_offered = c->ext;
 	if (roce_dev_init(&d->rd, &cfg))
 		abort();
+	if (c->ext)
+		roce_dev_set_ext(&d->rd, true);
 	d->tp = roce_tp_new(&d->rd, c->no_loop ? NULL : env->loop, &fk_ops, d);
 	if (!d->tp)
 		abort();
@@ -752,13 +756,24 @@ struct fk_wr {
 	uint16_t inline_len;
 	int32_t trunc;             /* >= 0: readable length of the chain */
 	bool split;                /* header and SGEs in separate descriptors */
+	/* extension opcodes (struct virtio_rdma_sq_req_ext views) */
+	uint64_t compare_add, swap;  /* atomics (remote_addr, rkey as above) */
+	uint32_t inv_rkey;           /* LOCAL_INV, SEND_WITH_INV */
+	struct {
+		uint64_t addr, length;
+		uint32_t mr_lkey, rkey, access;
+	} mw;                        /* BIND_MW */
+	struct {
+		uint64_t iova, length, page_list;
+		uint32_t key, access;
+	} reg;                       /* REG_MR */
 };
 
 /* Post a send WR. Returns 0 or -ENOSPC (ring full). */
 static inline int fk_post_send(struct fk_dev *d, struct fk_qp *q, const struct fk_wr *wr)
 {
 	struct fk_ring *fr = q->sq;
-	struct virtio_rdma_sq_req req;
+	struct virtio_rdma_sq_req_ext req;
 	uint8_t *b;
 	uint32_t len;
 	struct vq_buf out[2];
@@ -778,13 +793,35 @@ static inline int fk_post_send(struct fk_dev *d, struct fk_qp *q, const struct f
 	    wr->opcode == VIRTIO_IB_WR_RDMA_READ) {
 		req.rdma.remote_addr = htole64(wr->remote_addr);
 		req.rdma.rkey = htole32(wr->rkey);
+	} else if (wr->opcode == VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP ||
+		   wr->opcode == VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD) {
+		req.atomic.remote_addr = htole64(wr->remote_addr);
+		req.atomic.rkey = htole32(wr->rkey);
+		req.atomic.compare_add = htole64(wr->compare_add);
+		req.atomic.swap = htole64(wr->swap);
+	} else if (wr->opcode == VIRTIO_IB_WR_LOCAL_INV ||
+		   wr->opcode == VIRTIO_IB_WR_SEND_WITH_INV) {
+		req.invalidate_rkey = htole32(wr->inv_rkey);
+	} else if (wr->opcode == VIRTIO_IB_WR_BIND_MW) {
+		req.bind_mw.addr = htole64(wr->mw.addr);
+		req.bind_mw.length = htole64(wr->mw.length);
+		req.bind_mw.mr_lkey = htole32(wr->mw.mr_lkey);
+		req.bind_mw.rkey = htole32(wr->mw.rkey);
+		req.bind_mw.access = htole32(wr->mw.access);
+	} else if (wr->opcode == VIRTIO_IB_WR_REG_MR) {
+		req.reg.iova = htole64(wr->reg.iova);
+		req.reg.length = htole64(wr->reg.length);
+		req.reg.page_list = htole64(wr->reg.page_list);
+		req.reg.key = htole32(wr->reg.key);
+		req.reg.access = htole32(wr->reg.access);
 	} else {
 		req.ud.remote_qpn = htole32(wr->remote_qpn);
 		req.ud.remote_qkey = htole32(wr->remote_qkey);
 		req.ud.ah = htole32(wr->ah);
 	}
 	if (wr->flags & VIRTIO_IB_SEND_INLINE) {
-		memcpy(req.inline_data, wr->inl, MIN(wr->inline_len, (uint16_t)512));
+		if (wr->inl)
+			memcpy(req.inline_data, wr->inl, MIN(wr->inline_len, (uint16_t)512));
 		req.inline_len = htole16(wr->inline_len);
 	} else {
 		req.num_sge = htole32(wr->nsge);
@@ -857,6 +894,46 @@ static inline void fk_fill(void *buf, uint64_t len, uint32_t seed)
 		x = x * 1103515245u + 12345u;
 		b[i] = (uint8_t)(x >> 16);
 	}
+}
+
+/* ---- extensions ------------------------------------------------------------------ */
+
+/* An ALLOC_MR MR (state FREE) with room for max_num_sg pages. */
+static inline struct roce_mr *fk_mr_alloc(struct fk_dev *d, uint32_t pdn, uint32_t max_num_sg)
+{
+	struct roce_mr *mr;
+
+	if (roce_mr_alloc(&d->rd, pdn, max_num_sg, &mr))
+		abort();
+	return mr;
+}
+
+/* A memory window of type 1 or 2 (unbound). */
+static inline struct roce_mr *fk_mw_alloc(struct fk_dev *d, uint32_t pdn, uint32_t type)
+{
+	struct roce_mr *mw;
+
+	if (roce_mw_alloc(&d->rd, pdn, type, &mw))
+		abort();
+	return mw;
+}
+
+/* The le64 page array of [buf, buf + len) (page-aligned buf) in driver
+ * memory, for REG_MR. Returns its address. */
+static inline uint64_t fk_page_list(struct fk_dev *d, const void *buf, uint64_t len)
+{
+	uint64_t n = len ? (len + 4095) / 4096 : 1;
+	uint64_t *pl = fk_alloc(d, n * 8, 8);
+
+	for (uint64_t i = 0; i < n; i++)
+		pl[i] = htole64((uintptr_t)buf + i * 4096);
+	return (uintptr_t)pl;
+}
+
+/* A key with the consumer byte of key replaced by b. */
+static inline uint32_t fk_key8(uint32_t key, uint8_t b)
+{
+	return (key & ~(uint32_t)VIRTIO_IB_KEY_CONSUMER_MASK) | b;
 }
 
 #endif /* VRDMA_TESTS_ROCE_TP_FAKE_H */

@@ -15,7 +15,9 @@
 
 #include "harness.h"
 #include "common/util.h"
+#include "device/netdev.h"
 #include "device/roce_dev.h"
+#include "vhost/vhost_server.h"
 #include "vhost/vhost_mem.h"
 
 /* Two regions of shared memory: A (64 pages) and B (16 pages), a gap between. */
@@ -1813,6 +1815,1150 @@ static void test_names(void)
 	CHECK(!strcmp(roce_err_name(ROCE_ERR_WRONG_PD), "wrong_pd"));
 }
 
+/* ---- extensions (ROCE_EXT) ------------------------------------------------ */
+
+/* S = 4 SRQs, 4 windows, 16 pages per fast registration, 8 MRs. */
+static struct roce_dev_cfg ext_cfg(void)
+{
+	struct roce_dev_cfg c = base_cfg();
+
+	c.ext_offered = true;
+	c.max_rdma_srqs = 4;
+	c.max_mw = 4;
+	c.max_fast_reg_page_list_len = 16;
+	return c;
+}
+
+static bool setup_ext(void)
+{
+	struct roce_dev_cfg c = ext_cfg();
+
+	if (!setup_cfg(&c))
+		return false;
+	roce_dev_set_ext(&rd, true);
+	return true;
+}
+
+static bool no_ext_objects(void)
+{
+	struct roce_counts c;
+
+	counts(&c);
+	return no_objects() && !c.srq && !c.mw && !rd.nmw && !roce_event_pending(&rd);
+}
+
+static enum roce_err srq_create(uint32_t pdn, uint32_t max_wr, uint32_t max_sge, uint32_t *srqn)
+{
+	le32 w[4] = { htole32(pdn), htole32(max_wr), htole32(max_sge), 0 };
+	enum roce_err e = X(VIRTIO_NET_CTRL_ROCE_CREATE_SRQ, w, sizeof(w));
+
+	*srqn = e ? 0 : out32(0);
+	return e;
+}
+
+static enum roce_err srq_modify(uint32_t srqn, uint32_t mask, uint32_t max_wr, uint32_t limit)
+{
+	le32 w[4] = { htole32(srqn), htole32(mask), htole32(max_wr), htole32(limit) };
+
+	return X(VIRTIO_NET_CTRL_ROCE_MODIFY_SRQ, w, sizeof(w));
+}
+
+static enum roce_err alloc_mr(uint32_t pdn, uint32_t type, uint32_t nsg, uint32_t *mrn,
+			      uint32_t *key)
+{
+	le32 w[4] = { htole32(pdn), htole32(type), htole32(nsg), 0 };
+	enum roce_err e = X(VIRTIO_NET_CTRL_ROCE_ALLOC_MR, w, sizeof(w));
+
+	*mrn = e ? 0 : out32(0);
+	*key = e ? 0 : out32(4);
+	if (!e)
+		CHECK_EQ(out32(4), out32(8));
+	return e;
+}
+
+static enum roce_err alloc_mw(uint32_t pdn, uint32_t type, uint32_t *mwn, uint32_t *rkey)
+{
+	enum roce_err e = two32(VIRTIO_NET_CTRL_ROCE_ALLOC_MW, pdn, type);
+
+	*mwn = e ? 0 : out32(0);
+	*rkey = e ? 0 : out32(4);
+	return e;
+}
+
+/* CREATE_QP with the extension words. */
+static enum roce_err qp_create_ext(uint32_t pdn, uint8_t type, uint32_t cqn, uint32_t ext_flags,
+				   uint32_t srqn, uint32_t *qpn)
+{
+	struct virtio_rdma_cmd_create_qp_ext c;
+	enum roce_err e;
+
+	memset(&c, 0, sizeof(c));
+	c.pdn = htole32(pdn);
+	c.qp_type = type;
+	c.send_cqn = htole32(cqn);
+	c.recv_cqn = htole32(cqn);
+	c.cap.max_send_wr = htole32(CAP.swr);
+	c.cap.max_recv_wr = htole32(CAP.rwr);
+	c.cap.max_send_sge = htole32(CAP.ssge);
+	c.cap.max_recv_sge = htole32(CAP.rsge);
+	c.cap.max_inline_data = htole32(CAP.inl);
+	c.ext_flags = htole32(ext_flags);
+	c.srqn = htole32(srqn);
+	e = X(VIRTIO_NET_CTRL_ROCE_CREATE_QP, &c, sizeof(c));
+	*qpn = e ? 0 : out32(0);
+	return e;
+}
+
+static enum roce_err resize_qp(uint32_t qpn, const struct qcap *cap)
+{
+	struct virtio_rdma_cmd_resize_qp c;
+
+	memset(&c, 0, sizeof(c));
+	c.qpn = htole32(qpn);
+	c.cap.max_send_wr = htole32(cap->swr);
+	c.cap.max_recv_wr = htole32(cap->rwr);
+	c.cap.max_send_sge = htole32(cap->ssge);
+	c.cap.max_recv_sge = htole32(cap->rsge);
+	c.cap.max_inline_data = htole32(cap->inl);
+	return X(VIRTIO_NET_CTRL_ROCE_RESIZE_QP, &c, sizeof(c));
+}
+
+/* Command data lengths of 18..27. */
+static const size_t ext_len[10] = { 16, 16, 4, 4, 16, 8, 4, 8, 32, 4 };
+static const size_t ext_ack[10] = { 16, 0, 16, 0, 12, 8, 0, 4, 24, 4 };
+
+static void test_ext_off(void)
+{
+	struct virtio_rdma_ack_query_device_ext d;
+	struct virtio_rdma_ack_query_qp_ext q;
+	uint8_t buf[64] = { 0 }, zero[56] = { 0 };
+	uint32_t pdn, cqn, qpn, x, lk, rk, i;
+	struct roce_dev_cfg cfg;
+
+	/* Offered, not negotiated: the seed device. */
+	cfg = ext_cfg();
+	REQUIRE(setup_cfg(&cfg));
+	for (i = 0; i < 10; i++) {
+		CHECK_EQ(X(18 + i, buf, ext_len[i]), ROCE_ERR_UNKNOWN_CMD);
+		CHECK_EQ(rd.stats.cmds[18 + i], 1);
+	}
+	CHECK_EQ(X(28, buf, 4), ROCE_ERR_UNKNOWN_CMD);
+	CHECK_EQ(rd.stats.errs[ROCE_ERR_UNKNOWN_CMD], 11);
+	CHECK_EQ(X(VIRTIO_NET_CTRL_ROCE_QUERY_DEVICE, NULL, 0), ROCE_OK);
+	memcpy(&d, obuf, sizeof(d));
+	CHECK_EQ(le64toh(d.device_cap_flags), VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN);
+	CHECK_MEM(obuf + 72, zero, 56);
+	CHECK_EQ(X(VIRTIO_NET_CTRL_ROCE_QUERY_PORT, NULL, 0), ROCE_OK);
+	CHECK_MEM(obuf + 8, zero, 4);
+	CHECK_MEM(obuf + 16, zero, 16);
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(cq_create(4, &cqn), ROCE_OK);
+	/* CREATE_QP's reserved words are ignored (a bogus SRQ flag too). */
+	CHECK_EQ(qp_create_ext(pdn, VIRTIO_IB_QPT_RC, cqn, 0xffffffff, 77, &qpn), ROCE_OK);
+	CHECK(roce_qp_lookup(&rd, qpn)->srq == NULL);
+	CHECK_EQ(roce_qp_lookup(&rd, qpn)->ext_flags, 0);
+	CHECK_EQ(roce_qp_lookup(&rd, qpn)->cap.max_recv_wr, CAP.rwr);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_QUERY_QP, qpn, 0), ROCE_OK);
+	memcpy(&q, obuf, sizeof(q));
+	CHECK_MEM(obuf + 104, zero, 16);
+	/* New access flags refused. */
+	CHECK_EQ(reg_a(pdn, VIRTIO_IB_ACCESS_LOCAL_WRITE | VIRTIO_IB_ACCESS_REMOTE_ATOMIC, 0, 1,
+		       &x, &lk, &rk), ROCE_ERR_FLAGS);
+	CHECK_EQ(reg_a(pdn, VIRTIO_IB_ACCESS_MW_BIND, 0, 1, &x, &lk, &rk), ROCE_ERR_FLAGS);
+	{
+		struct virtio_rdma_cmd_modify_qp c;
+
+		mq_fill(&c, qpn, VIRTIO_IB_QP_STATE | req_init(VIRTIO_IB_QPT_RC), VIRTIO_IB_QPS_INIT);
+		c.qp_access_flags = htole32(VIRTIO_IB_ACCESS_LOCAL_WRITE |
+					    VIRTIO_IB_ACCESS_REMOTE_ATOMIC);
+		CHECK_EQ(modify(&c), ROCE_ERR_FLAGS);
+		CHECK_EQ(qp_state(qpn), VIRTIO_IB_QPS_RESET);
+		/* with the extension it is accepted */
+		roce_dev_set_ext(&rd, true);
+		CHECK_EQ(modify(&c), ROCE_OK);
+		CHECK_EQ(roce_qp_lookup(&rd, qpn)->attr.qp_access_flags,
+			 VIRTIO_IB_ACCESS_LOCAL_WRITE | VIRTIO_IB_ACCESS_REMOTE_ATOMIC);
+		c.qp_access_flags = htole32(VIRTIO_IB_ACCESS_MW_BIND);
+		c.attr_mask = htole32(VIRTIO_IB_QP_ACCESS_FLAGS);
+		CHECK_EQ(modify(&c), ROCE_ERR_FLAGS); /* not a QP flag */
+		roce_dev_set_ext(&rd, false);
+	}
+	/* No events; extension rings exist but are not usable. */
+	roce_event_raise(&rd, &rd.port_ev, VIRTIO_IB_EVENT_PORT_ERR);
+	roce_dev_set_mac(&rd, (const uint8_t[6]){ 0x52, 0, 0, 0, 0, 9 });
+	CHECK(!roce_event_pending(&rd));
+	CHECK_EQ(rd.events_raised, 0);
+	CHECK_EQ(roce_ring_count(&rd), 3 + 8 + 32 + 1 + 4);
+	CHECK(!roce_ring_usable(&rd, roce_ring_of_eventq(&rd)));
+	CHECK(!roce_ring_usable(&rd, roce_ring_of_srq(&rd, 0)));
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, cqn), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn), ROCE_OK);
+	CHECK(no_ext_objects());
+	teardown();
+
+	/* Not offered at all: the seed layout. */
+	REQUIRE(setup());
+	CHECK(!rd.ext_offered);
+	CHECK_EQ(roce_ring_count(&rd), 3 + 8 + 32);
+	CHECK_EQ(rd.max_rdma_srqs, 0);
+	teardown();
+}
+
+static void test_ext_query(void)
+{
+	struct virtio_rdma_ack_query_device_ext d;
+	struct virtio_rdma_ack_query_port_ext p;
+	uint8_t buf[64] = { 0 }, zero[36] = { 0 };
+	uint32_t i;
+
+	REQUIRE(setup_ext());
+	CHECK_EQ(X(VIRTIO_NET_CTRL_ROCE_QUERY_DEVICE, NULL, 0), ROCE_OK);
+	CHECK_EQ(olen, 128);
+	memcpy(&d, obuf, sizeof(d));
+	CHECK_EQ(le64toh(d.device_cap_flags),
+		 VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN | VIRTIO_IB_DEVICE_SRQ |
+		 VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS | VIRTIO_IB_DEVICE_MEM_WINDOW |
+		 VIRTIO_IB_DEVICE_MEM_WINDOW_TYPE_2B | VIRTIO_IB_DEVICE_RESIZE_CQ |
+		 VIRTIO_IB_DEVICE_RESIZE_MAX_WR);
+	CHECK_EQ(le32toh(d.max_srq_wr), ROCE_DEF_MAX_QP_WR);
+	CHECK_EQ(le32toh(d.max_srq_sge), ROCE_DEF_MAX_SGE);
+	CHECK_EQ(le32toh(d.max_mw), 4);
+	CHECK_EQ(le32toh(d.max_fast_reg_page_list_len), 16);
+	CHECK_EQ(le16toh(d.max_pkeys), 1);
+	CHECK_EQ(d.atomic_cap, VIRTIO_IB_ATOMIC_HCA);
+	CHECK_EQ(d.padding2, 0);
+	CHECK_MEM(d.reserved, zero, sizeof(d.reserved));
+	CHECK_EQ(rd.attr.max_srq, 4);
+	CHECK_EQ(X(VIRTIO_NET_CTRL_ROCE_QUERY_PORT, NULL, 0), ROCE_OK);
+	memcpy(&p, obuf, sizeof(p));
+	CHECK_EQ(le16toh(p.pkey_tbl_len), 1);
+	CHECK_EQ(p.padding, 0);
+	CHECK_EQ(p.gid1_ipv4[0], 10);
+	CHECK_EQ(p.gid1_ipv4[3], 1);
+	CHECK_MEM(p.reserved, zero, 16);
+	/* QUERY_PKEY */
+	{
+		le16 w[2] = { 0, 0 };
+
+		CHECK_EQ(X(VIRTIO_NET_CTRL_ROCE_QUERY_PKEY, w, 4), ROCE_OK);
+		CHECK_EQ(olen, 4);
+		CHECK_EQ(get_le16(obuf), 0xffff);
+		CHECK_EQ(get_le16(obuf + 2), 0);
+		w[0] = htole16(1);
+		CHECK_EQ(X(VIRTIO_NET_CTRL_ROCE_QUERY_PKEY, w, 4), ROCE_ERR_RANGE);
+		w[0] = htole16(0xffff);
+		CHECK_EQ(X(VIRTIO_NET_CTRL_ROCE_QUERY_PKEY, w, 4), ROCE_ERR_RANGE);
+	}
+	/* Exact lengths and ack room for 18..27. */
+	for (i = 0; i < 10; i++) {
+		CHECK_EQ(X(18 + i, buf, ext_len[i] - 1), ROCE_ERR_BAD_LEN);
+		CHECK_EQ(X(18 + i, buf, ext_len[i] + 1), ROCE_ERR_BAD_LEN);
+		CHECK_EQ(X(18 + i, NULL, ext_len[i]), ROCE_ERR_BAD_LEN);
+		if (ext_ack[i])
+			CHECK_EQ(roce_ctrl_exec_err(&rd, 18 + i, buf, ext_len[i], obuf,
+						    ext_ack[i] - 1, &olen),
+				 ROCE_ERR_OUT_SPACE);
+		CHECK_EQ(olen, 0);
+	}
+	CHECK(no_ext_objects());
+	CHECK(!strcmp(roce_cmd_name(VIRTIO_NET_CTRL_ROCE_QUERY_PKEY), "QUERY_PKEY"));
+	CHECK(!strcmp(roce_cmd_name(VIRTIO_NET_CTRL_ROCE_CREATE_SRQ), "CREATE_SRQ"));
+	CHECK(!strcmp(roce_err_name(ROCE_ERR_CQ_STATE), "cq_state"));
+	/* A capability the device does not report: unknown. */
+	rd.attr.ext_cap_flags &= ~(VIRTIO_IB_DEVICE_RESIZE_CQ | VIRTIO_IB_DEVICE_MEM_WINDOW);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_RESIZE_CQ, 0, 1), ROCE_ERR_UNKNOWN_CMD);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_ALLOC_MW, 1, 1), ROCE_ERR_UNKNOWN_CMD);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, 1), ROCE_ERR_UNKNOWN_CMD);
+	{
+		uint32_t pdn, x, lk, rk;
+
+		CHECK_EQ(pd_create(&pdn), ROCE_OK);
+		CHECK_EQ(reg_a(pdn, VIRTIO_IB_ACCESS_MW_BIND, 0, 1, &x, &lk, &rk), ROCE_ERR_FLAGS);
+	}
+	teardown();
+
+	/* max_rdma_srqs 0 with ROCE_EXT: no SRQ capability. */
+	{
+		struct roce_dev_cfg c = ext_cfg();
+		uint32_t pdn, cqn, x;
+
+		c.max_rdma_srqs = 0;
+		REQUIRE(setup_cfg(&c));
+		roce_dev_set_ext(&rd, true);
+		CHECK(rd.ext_offered);
+		CHECK_EQ(roce_ring_count(&rd), 3 + 8 + 32 + 1);
+		CHECK(!(rd.attr.ext_cap_flags & VIRTIO_IB_DEVICE_SRQ));
+		CHECK_EQ(pd_create(&pdn), ROCE_OK);
+		CHECK_EQ(cq_create(4, &cqn), ROCE_OK);
+		CHECK_EQ(srq_create(pdn, 1, 1, &x), ROCE_ERR_UNKNOWN_CMD);
+		CHECK_EQ(qp_create_ext(pdn, VIRTIO_IB_QPT_RC, cqn, VIRTIO_IB_QP_CREATE_SRQ, 0, &x),
+			 ROCE_ERR_FLAGS);
+		teardown();
+	}
+}
+
+struct ext_hooks {
+	int srq_create, srq_destroy, events;
+	int fail_srq, cq_resize_rc, qp_resize_rc;
+	bool overflowed;
+	uint32_t last_cqe;
+};
+static struct ext_hooks eh;
+
+static int eh_srq_create(struct roce_dev *d, struct roce_srq *s)
+{
+	(void)d;
+	(void)s;
+	eh.srq_create++;
+	return eh.fail_srq ? -ENOMEM : 0;
+}
+
+static void eh_srq_destroy(struct roce_dev *d, struct roce_srq *s)
+{
+	(void)d;
+	(void)s;
+	eh.srq_destroy++;
+}
+
+static void eh_event(struct roce_dev *d)
+{
+	(void)d;
+	eh.events++;
+}
+
+static int eh_cq_resize(struct roce_dev *d, struct roce_cq *cq, uint32_t cqe)
+{
+	(void)d;
+	(void)cq;
+	eh.last_cqe = cqe;
+	return eh.cq_resize_rc;
+}
+
+static bool eh_cq_overflowed(struct roce_dev *d, struct roce_cq *cq)
+{
+	(void)d;
+	(void)cq;
+	return eh.overflowed;
+}
+
+static int eh_qp_resize(struct roce_dev *d, struct roce_qp *qp, const struct roce_qp_cap *c)
+{
+	(void)d;
+	(void)qp;
+	(void)c;
+	return eh.qp_resize_rc;
+}
+
+static void ext_hooks_set(void)
+{
+	memset(&eh, 0, sizeof(eh));
+	rd.hooks.srq_create = eh_srq_create;
+	rd.hooks.srq_destroy = eh_srq_destroy;
+	rd.hooks.event_raised = eh_event;
+	rd.hooks.cq_resize = eh_cq_resize;
+	rd.hooks.cq_overflowed = eh_cq_overflowed;
+	rd.hooks.qp_resize = eh_qp_resize;
+}
+
+static void test_srq(void)
+{
+	uint32_t pdn, pdn2, cqn, srqn[5], qpn, qpn2, x, i;
+	struct virtio_rdma_ack_query_qp_ext q;
+	struct roce_srq *s;
+	struct roce_qp *qp;
+
+	REQUIRE(setup_ext());
+	ext_hooks_set();
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(pd_create(&pdn2), ROCE_OK);
+	CHECK_EQ(cq_create(4, &cqn), ROCE_OK);
+	/* errors: nothing left behind */
+	CHECK_EQ(srq_create(99, 8, 1, &x), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(srq_create(pdn, 0, 1, &x), ROCE_ERR_RANGE);
+	CHECK_EQ(srq_create(pdn, ROCE_DEF_MAX_QP_WR + 1, 1, &x), ROCE_ERR_RANGE);
+	CHECK_EQ(srq_create(pdn, 8, ROCE_DEF_MAX_SGE + 1, &x), ROCE_ERR_RANGE);
+	eh.fail_srq = 1;
+	CHECK_EQ(srq_create(pdn, 8, 1, &x), ROCE_ERR_NOMEM);
+	eh.fail_srq = 0;
+	CHECK_EQ(rd.srqs.used, 0);
+	CHECK_EQ(roce_pd_lookup(&rd, pdn)->refcnt, 0);
+	/* success: the ack, then the limit S = 4 */
+	CHECK_EQ(srq_create(pdn2, ROCE_DEF_MAX_QP_WR, ROCE_DEF_MAX_SGE, &srqn[0]), ROCE_OK);
+	CHECK_EQ(olen, 16);
+	CHECK_EQ(srqn[0], 0); /* the failed create did not consume index 0 */
+	CHECK_EQ(out32(4), ROCE_DEF_MAX_QP_WR);
+	CHECK_EQ(out32(8), ROCE_DEF_MAX_SGE);
+	CHECK_EQ(out32(12), 0);
+	for (i = 1; i < 4; i++)
+		CHECK_EQ(srq_create(pdn, 8, 0, &srqn[i]), ROCE_OK);
+	CHECK_EQ(srq_create(pdn, 8, 1, &x), ROCE_ERR_LIMIT);
+	CHECK_EQ(eh.srq_create, 5);
+	s = roce_srq_lookup(&rd, srqn[1]);
+	REQUIRE(s);
+	CHECK_EQ(s->vq, roce_ring_of_srq(&rd, srqn[1]));
+	CHECK_EQ(s->ev.id, srqn[1]);
+	CHECK(roce_ring_srq(&rd, s->vq) == s);
+	CHECK(roce_ring_usable(&rd, s->vq));
+	CHECK_EQ(s->srq_limit, 0);
+	/* MODIFY_SRQ / QUERY_SRQ */
+	CHECK_EQ(srq_modify(77, VIRTIO_IB_SRQ_LIMIT, 0, 1), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(srq_modify(srqn[1], 0, 0, 1), ROCE_ERR_ATTR_MASK);
+	CHECK_EQ(srq_modify(srqn[1], VIRTIO_IB_SRQ_MAX_WR, 16, 0), ROCE_ERR_ATTR_MASK);
+	CHECK_EQ(srq_modify(srqn[1], VIRTIO_IB_SRQ_MAX_WR | VIRTIO_IB_SRQ_LIMIT, 16, 1),
+		 ROCE_ERR_ATTR_MASK);
+	CHECK_EQ(srq_modify(srqn[1], VIRTIO_IB_SRQ_LIMIT | 4, 0, 1), ROCE_ERR_ATTR_MASK);
+	CHECK_EQ(srq_modify(srqn[1], VIRTIO_IB_SRQ_LIMIT, 0, 9), ROCE_ERR_RANGE);
+	CHECK_EQ(s->srq_limit, 0);
+	CHECK_EQ(srq_modify(srqn[1], VIRTIO_IB_SRQ_LIMIT, 12345, 8), ROCE_OK);
+	CHECK_EQ(olen, 0);
+	CHECK_EQ(s->srq_limit, 8);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_QUERY_SRQ, srqn[1]), ROCE_OK);
+	CHECK_EQ(olen, 16);
+	CHECK_EQ(out32(0), 8);
+	CHECK_EQ(out32(4), 0);
+	CHECK_EQ(out32(8), 8);
+	CHECK_EQ(out32(12), 0);
+	CHECK_EQ(srq_modify(srqn[1], VIRTIO_IB_SRQ_LIMIT, 0, 0), ROCE_OK);
+	CHECK_EQ(s->srq_limit, 0);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_QUERY_SRQ, 4), ROCE_ERR_BAD_HANDLE);
+	/* CREATE_QP with an SRQ */
+	CHECK_EQ(qp_create_ext(pdn, VIRTIO_IB_QPT_RC, cqn, 2, srqn[0], &x), ROCE_ERR_FLAGS);
+	CHECK_EQ(qp_create_ext(pdn, VIRTIO_IB_QPT_RC, cqn, VIRTIO_IB_QP_CREATE_SRQ, 4, &x),
+		 ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(qp_create_ext(pdn, VIRTIO_IB_QPT_GSI, cqn, VIRTIO_IB_QP_CREATE_SRQ, srqn[0], &x),
+		 ROCE_ERR_QP_TYPE);
+	CHECK_EQ(rd.qps.used, 0);
+	CHECK_EQ(roce_srq_lookup(&rd, srqn[0])->refcnt, 0);
+	/* the SRQ's PD need not be the QP's */
+	CHECK_EQ(qp_create_ext(pdn, VIRTIO_IB_QPT_UD, cqn, VIRTIO_IB_QP_CREATE_SRQ, srqn[0], &qpn),
+		 ROCE_OK);
+	CHECK_EQ(qp_create_ext(pdn, VIRTIO_IB_QPT_RC, cqn, 0, srqn[2], &qpn2), ROCE_OK);
+	qp = roce_qp_lookup(&rd, qpn);
+	REQUIRE(qp);
+	CHECK(qp->srq == roce_srq_lookup(&rd, srqn[0]));
+	CHECK_EQ(qp->cap.max_recv_wr, 0);
+	CHECK_EQ(qp->cap.max_recv_sge, 0);
+	CHECK_EQ(qp->ev.id, qpn);
+	CHECK_EQ(roce_srq_lookup(&rd, srqn[0])->refcnt, 1);
+	CHECK(roce_qp_lookup(&rd, qpn2)->srq == NULL);
+	/* its own receive ring is never used */
+	CHECK(roce_ring_usable(&rd, qp->sq_vq));
+	CHECK(!roce_ring_usable(&rd, qp->rq_vq));
+	CHECK(roce_ring_usable(&rd, roce_qp_lookup(&rd, qpn2)->rq_vq));
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_QUERY_QP, qpn, 0), ROCE_OK);
+	memcpy(&q, obuf, sizeof(q));
+	CHECK_EQ(le32toh(q.ext_flags), VIRTIO_IB_QP_CREATE_SRQ);
+	CHECK_EQ(le32toh(q.srqn), srqn[0]);
+	CHECK_EQ(le32toh(q.cap.max_recv_wr), 0);
+	CHECK_EQ(q.reserved[0] | q.reserved[1], 0);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_QUERY_QP, qpn2, 0), ROCE_OK);
+	memcpy(&q, obuf, sizeof(q));
+	CHECK_EQ(le32toh(q.ext_flags), 0);
+	CHECK_EQ(le32toh(q.srqn), 0);
+	/* in use */
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ, srqn[0]), ROCE_ERR_IN_USE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn2), ROCE_ERR_IN_USE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ, 4), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn), ROCE_OK);
+	CHECK_EQ(roce_srq_lookup(&rd, srqn[0])->refcnt, 0);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn2), ROCE_OK);
+	for (i = 0; i < 4; i++)
+		CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ, srqn[i]), ROCE_OK);
+	CHECK_EQ(eh.srq_destroy, 4);
+	CHECK(!roce_ring_usable(&rd, roce_ring_of_srq(&rd, srqn[1])));
+	CHECK(roce_ring_srq(&rd, roce_ring_of_srq(&rd, srqn[1])) == NULL);
+	/* FIFO reuse: the next SRQ is index 4? no: S = 4, so index 0 again */
+	CHECK_EQ(srq_create(pdn, 8, 1, &srqn[4]), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ, srqn[4]), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, cqn), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn2), ROCE_OK);
+	CHECK(no_ext_objects());
+	CHECK_EQ(rd.stats.cmds[VIRTIO_NET_CTRL_ROCE_CREATE_SRQ], 11);
+	teardown();
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+
+/* Write a le64 page array into region B (page index `at`), return its GPA. */
+static uint64_t page_list(uint32_t at, const uint64_t *gpas, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		put64(map_b + at * PG + 8 * i, gpas[i]);
+	return GPA_B + at * PG;
+}
+
+static void test_fast_reg(void)
+{
+	uint32_t pdn, pdn2, mrn, key, umrn, ulk, urk, x, lk, i, many[8];
+	const uint32_t LW = VIRTIO_IB_ACCESS_LOCAL_WRITE, RW = VIRTIO_IB_ACCESS_REMOTE_WRITE,
+		       RR = VIRTIO_IB_ACCESS_REMOTE_READ;
+	struct vhost_mem_region *ra = vhost_mem_find(&mem, GPA_A);
+	uint64_t g[17], pl;
+	struct iovec iov[4];
+	struct roce_pd *pd;
+	struct roce_mr *mr;
+	struct roce_dev_cfg cfg;
+
+	REQUIRE(setup_ext());
+	ra = vhost_mem_find(&mem, GPA_A);
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(pd_create(&pdn2), ROCE_OK);
+	pd = roce_pd_lookup(&rd, pdn);
+	/* ALLOC_MR errors */
+	CHECK_EQ(alloc_mr(77, 0, 4, &x, &lk), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(alloc_mr(77, 1, 4, &x, &lk), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(alloc_mr(pdn, 1, 4, &x, &lk), ROCE_ERR_RANGE);
+	CHECK_EQ(alloc_mr(pdn, 0, 0, &x, &lk), ROCE_ERR_RANGE);
+	CHECK_EQ(alloc_mr(pdn, 0, 17, &x, &lk), ROCE_ERR_RANGE);
+	CHECK(no_objects() == false); /* the two PDs */
+	CHECK_EQ(rd.mrs.used, 0);
+	CHECK_EQ(rd.mr_pages, 0);
+	/* ALLOC_MR: FREE, key with consumer byte 0, page budget taken */
+	CHECK_EQ(alloc_mr(pdn, 0, 16, &mrn, &key), ROCE_OK);
+	CHECK_EQ(olen, 12);
+	CHECK_EQ(key >> 16, mrn);
+	CHECK_EQ(key & 0xff, 0);
+	CHECK((key & 0xff00) != 0);
+	CHECK_EQ(rd.mr_pages, 16);
+	mr = roce_mr_lookup(&rd, mrn);
+	REQUIRE(mr);
+	CHECK_EQ(mr->type, ROCE_MR_FAST);
+	CHECK_EQ(mr->state, ROCE_MR_FREE);
+	CHECK_EQ(mr->max_pages, 16);
+	CHECK(roce_mr_lookup_lkey(&rd, key, pd, 0) == NULL);
+	CHECK(roce_mr_lookup_rkey(&rd, key, pd, 0) == NULL);
+	/* a page list of 3 pages of A for [iova, iova + 2 pages + 2) at offset 4094 */
+	for (i = 0; i < 17; i++)
+		g[i] = GPA_A + (10 + i) * PG;
+	pl = page_list(0, g, 17);
+	for (i = 0; i < 3 * PG; i++)
+		map_a[10 * PG + i] = (uint8_t)(i * 7);
+	/* REG_MR failures: LOC_PROT_ERR and nothing changes */
+	CHECK_EQ(roce_mr_fast_reg(&rd, roce_pd_lookup(&rd, pdn2), key | 1, 0x1ffe, 2 * PG + 4,
+				  pl, LW), VIRTIO_IB_WC_LOC_PROT_ERR);            /* other PD */
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, (key ^ 0x100) | 1, 0x1ffe, 2 * PG + 4, pl, LW),
+		 VIRTIO_IB_WC_LOC_PROT_ERR);                                   /* device bits */
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, key, 0, 17 * PG, pl, LW),
+		 VIRTIO_IB_WC_LOC_PROT_ERR);                                   /* > max_num_sg */
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, key, UINT64_MAX - 10, 100, pl, LW),
+		 VIRTIO_IB_WC_LOC_PROT_ERR);                                   /* wraps */
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, key, 0, ROCE_DEF_MAX_MR_SIZE + 1, pl, LW),
+		 VIRTIO_IB_WC_LOC_PROT_ERR);                                   /* > max_mr_size */
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, key, 0x1ffe, 2 * PG + 4, pl, RW),
+		 VIRTIO_IB_WC_LOC_PROT_ERR);                                   /* RW without LW */
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, key, 0x1ffe, 2 * PG + 4, pl, 1u << 5),
+		 VIRTIO_IB_WC_LOC_PROT_ERR);                                   /* unknown bit */
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, key, 0x1ffe, 2 * PG + 4, pl + 4, LW),
+		 VIRTIO_IB_WC_LOC_PROT_ERR);                                   /* list misaligned */
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, key, 0x1ffe, 2 * PG + 4, 0x300000, LW),
+		 VIRTIO_IB_WC_LOC_PROT_ERR);                                   /* list outside */
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, key, 0x1ffe, 2 * PG + 4, GPA_B + PAGES_B * PG - 16, LW),
+		 VIRTIO_IB_WC_LOC_PROT_ERR);                                   /* list crosses end */
+	put64(map_b + 8, GPA_A + 11 * PG + 8);
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, key, 0x1ffe, 2 * PG + 4, pl, LW),
+		 VIRTIO_IB_WC_LOC_PROT_ERR);                                   /* page misaligned */
+	put64(map_b + 8, 0x300000);
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, key, 0x1ffe, 2 * PG + 4, pl, LW),
+		 VIRTIO_IB_WC_LOC_PROT_ERR);                                   /* page outside */
+	put64(map_b + 8, GPA_A + PAGES_A * PG);
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, key, 0x1ffe, 2 * PG + 4, pl, LW),
+		 VIRTIO_IB_WC_LOC_PROT_ERR);                                   /* page past A */
+	put64(map_b + 8, GPA_A + 11 * PG);
+	CHECK_EQ(mr->state, ROCE_MR_FREE);
+	CHECK_EQ(mr->nregions, 0);
+	CHECK_EQ(ra->refcnt, 1);
+	/* success with consumer byte 0x11 */
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, key | 0x11, 0x1ffe, 2 * PG + 4, pl,
+				  LW | RR | VIRTIO_IB_ACCESS_MW_BIND), 0);
+	CHECK_EQ(mr->state, ROCE_MR_VALID);
+	CHECK_EQ(mr->npages, 4);
+	CHECK_EQ(ra->refcnt, 2);
+	CHECK_EQ(rd.mr_pages, 16);
+	CHECK(roce_mr_lookup_lkey(&rd, key | 0x11, pd, LW) == mr);
+	CHECK(roce_mr_lookup_rkey(&rd, key | 0x11, pd, RR) == mr);
+	CHECK(roce_mr_lookup_rkey(&rd, key | 0x11, pd, RW) == NULL);
+	CHECK(roce_mr_lookup_lkey(&rd, key, pd, 0) == NULL);             /* stale byte */
+	CHECK(roce_mr_lookup_lkey(&rd, key | 0x11, roce_pd_lookup(&rd, pdn2), 0) == NULL);
+	/* bytes: iova 0x1ffe is page 0 offset 4094 */
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, 0x1ffe, 2 * PG + 4, iov, 4), 1); /* A is contiguous */
+	CHECK(iov[0].iov_len == 2 * PG + 4);
+	CHECK_MEM(iov[0].iov_base, map_a + 10 * PG + 4094, 2 * PG + 4);
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, 0x1ffe + 2 * PG + 4, 1, iov, 4), -EFAULT);
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, 0x1ffd, 1, iov, 4), -EFAULT);
+	/* registered again while VALID: refused */
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, key | 0x12, 0, PG, pl, LW), VIRTIO_IB_WC_LOC_PROT_ERR);
+	/* invalidation: exact key, PD, kind */
+	CHECK_EQ(roce_key_invalidate(&rd, pd, key), VIRTIO_IB_WC_LOC_PROT_ERR);
+	CHECK_EQ(roce_key_invalidate(&rd, roce_pd_lookup(&rd, pdn2), key | 0x11),
+		 VIRTIO_IB_WC_LOC_PROT_ERR);
+	CHECK_EQ(reg_a(pdn, LW | RR, 0, 1, &umrn, &ulk, &urk), ROCE_OK);
+	CHECK_EQ(roce_key_invalidate(&rd, pd, ulk), VIRTIO_IB_WC_LOC_PROT_ERR); /* user MR */
+	CHECK_EQ(roce_key_invalidate(&rd, pd, urk), VIRTIO_IB_WC_LOC_PROT_ERR);
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, ulk, 0, PG, pl, LW), VIRTIO_IB_WC_LOC_PROT_ERR);
+	CHECK_EQ(mr->state, ROCE_MR_VALID);
+	CHECK_EQ(roce_key_invalidate(&rd, pd, key | 0x11), 0);
+	CHECK_EQ(mr->state, ROCE_MR_FREE);
+	CHECK_EQ(ra->refcnt, 2);                       /* the user MR's only */
+	CHECK(roce_mr_lookup_lkey(&rd, key | 0x11, pd, 0) == NULL);
+	CHECK(roce_mr_lookup_rkey(&rd, key | 0x11, pd, RR) == NULL);
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, 0x1ffe, 1, iov, 4), -EFAULT);
+	CHECK_EQ(roce_key_invalidate(&rd, pd, key | 0x11), 0); /* FREE: no change */
+	CHECK_EQ(roce_key_invalidate(&rd, pd, key | 0x12), VIRTIO_IB_WC_LOC_PROT_ERR);
+	/* registered again with another consumer byte, zero length */
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, key | 0x12, 0x5000, 0, 0, LW), 0);
+	CHECK(roce_mr_lookup_lkey(&rd, key | 0x12, pd, 0) == mr);
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, 0x5000, 0, iov, 4), 0);
+	CHECK_EQ(roce_mr_to_iov(&rd, mr, 0x5000, 1, iov, 4), -EFAULT);
+	/* DEREG_MR in any state, budget back; DEALLOC_MW of an MR refused */
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, mrn), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, mrn), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, umrn), ROCE_OK);
+	CHECK_EQ(rd.mr_pages, 0);
+	CHECK_EQ(ra->refcnt, 1);
+	/* a VALID one deregistered drops its page references */
+	CHECK_EQ(alloc_mr(pdn, 0, 4, &mrn, &key), ROCE_OK);
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, key | 0xff, 0, 4 * PG, pl, LW), 0);
+	CHECK_EQ(ra->refcnt, 2);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn), ROCE_ERR_IN_USE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, mrn), ROCE_OK);
+	CHECK_EQ(ra->refcnt, 1);
+	/* MRs limit (8) */
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(alloc_mr(pdn, 0, 1, &many[i], &lk), ROCE_OK);
+	CHECK_EQ(alloc_mr(pdn, 0, 1, &x, &lk), ROCE_ERR_LIMIT);
+	CHECK_EQ(dma_mr(pdn, 0, &x, &lk, &urk), ROCE_ERR_LIMIT);
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, many[i]), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn2), ROCE_OK);
+	CHECK(no_ext_objects());
+	teardown();
+
+	/* The page budget counts max_num_sg. */
+	cfg = ext_cfg();
+	cfg.max_mr_pages = 20;
+	REQUIRE(setup_cfg(&cfg));
+	roce_dev_set_ext(&rd, true);
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(alloc_mr(pdn, 0, 16, &mrn, &key), ROCE_OK);
+	CHECK_EQ(alloc_mr(pdn, 0, 5, &x, &lk), ROCE_ERR_LIMIT);
+	CHECK_EQ(reg_a(pdn, 0, 0, 5, &x, &lk, &urk), ROCE_ERR_LIMIT);
+	CHECK_EQ(alloc_mr(pdn, 0, 4, &x, &lk), ROCE_OK);
+	CHECK_EQ(rd.mr_pages, 20);
+	roce_dev_reset(&rd);
+	CHECK_EQ(rd.mr_pages, 0);
+	CHECK(no_ext_objects());
+	teardown();
+}
+
+static void test_mw(void)
+{
+	const uint32_t LW = VIRTIO_IB_ACCESS_LOCAL_WRITE, RW = VIRTIO_IB_ACCESS_REMOTE_WRITE,
+		       RR = VIRTIO_IB_ACCESS_REMOTE_READ, RA = VIRTIO_IB_ACCESS_REMOTE_ATOMIC,
+		       MB = VIRTIO_IB_ACCESS_MW_BIND;
+	uint32_t pdn, pdn2, m1, k1, m2, k2, m3, k3, w1, r1, w2, r2, x, dlk, drk, mrn, key, i;
+	uint32_t ws[4];
+	struct roce_mr *mr1, *mr3, *mw1, *mw2;
+	struct iovec iov[4];
+	struct roce_pd *pd, *pd2;
+	uint64_t va = 0x7000000000ull, g[4], pl;
+
+	REQUIRE(setup_ext());
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(pd_create(&pdn2), ROCE_OK);
+	pd = roce_pd_lookup(&rd, pdn);
+	pd2 = roce_pd_lookup(&rd, pdn2);
+	/* REG_USER_MR accepts MW_BIND and REMOTE_ATOMIC (with LOCAL_WRITE) now */
+	CHECK_EQ(reg_a(pdn, RA, 0, 1, &x, &dlk, &drk), ROCE_ERR_FLAGS);
+	CHECK_EQ(reg_a(pdn, LW | MB, 0, 4, &m1, &k1, &x), ROCE_OK);      /* base of windows */
+	CHECK_EQ(x, 0);                                                  /* no rkey */
+	CHECK_EQ(reg_a(pdn, MB | RR, 4, 1, &m2, &k2, &x), ROCE_OK);      /* read-only MR */
+	CHECK_EQ(reg_a(pdn, LW | RA, 5, 1, &m3, &k3, &x), ROCE_OK);      /* no MW_BIND */
+	CHECK(x != 0);
+	mr3 = roce_mr_lookup(&rd, m3);
+	CHECK(roce_mr_lookup_rkey(&rd, x, pd, RA) == mr3);
+	CHECK_EQ(dma_mr(pdn, LW, &x, &dlk, &drk), ROCE_OK);
+	mr1 = roce_mr_lookup(&rd, m1);
+	for (i = 0; i < 4 * PG; i++)
+		map_a[i] = (uint8_t)(i * 13 + 1);
+	/* ALLOC_MW */
+	CHECK_EQ(alloc_mw(77, 1, &x, &x), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(alloc_mw(pdn, 0, &x, &x), ROCE_ERR_RANGE);
+	CHECK_EQ(alloc_mw(pdn, 3, &x, &x), ROCE_ERR_RANGE);
+	CHECK_EQ(alloc_mw(pdn, 1, &w1, &r1), ROCE_OK);
+	CHECK_EQ(olen, 8);
+	CHECK_EQ(alloc_mw(pdn, 2, &w2, &r2), ROCE_OK);
+	CHECK_EQ(r1 >> 16, w1);
+	CHECK_EQ(r1 & 0xff, 0);
+	mw1 = roce_mr_lookup(&rd, w1);
+	mw2 = roce_mr_lookup(&rd, w2);
+	REQUIRE(mw1 && mw2);
+	CHECK_EQ(mw1->mw_type, 1);
+	CHECK_EQ(mw2->mw_type, 2);
+	CHECK(roce_mr_lookup_rkey(&rd, r1, pd, 0) == NULL);              /* not bound */
+	{
+		struct roce_counts c;
+
+		counts(&c);
+		CHECK_EQ(c.mw, 2);
+		CHECK_EQ(c.mr, 4);
+	}
+	/* DEREG_MR of a window, DEALLOC_MW of an MR: bad handle */
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, w1), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, m1), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, 999), ROCE_ERR_BAD_HANDLE);
+	/* BIND_MW failures: MW_BIND_ERR, window unchanged */
+	CHECK_EQ(roce_mw_bind(&rd, pd2, r2 | 1, k1, va, PG, RR), VIRTIO_IB_WC_MW_BIND_ERR); /* PD */
+	CHECK_EQ(roce_mw_bind(&rd, pd, (r2 ^ 0x100) | 1, k1, va, PG, RR), VIRTIO_IB_WC_MW_BIND_ERR);
+	CHECK_EQ(roce_mw_bind(&rd, pd, k1, k1, va, PG, RR), VIRTIO_IB_WC_MW_BIND_ERR); /* MR key */
+	CHECK_EQ(roce_mw_bind(&rd, pd, r2 | 1, k3, va, PG, RR),
+		 VIRTIO_IB_WC_MW_BIND_ERR);                              /* MR without MW_BIND */
+	CHECK_EQ(roce_mw_bind(&rd, pd, r2 | 1, dlk, 0x100000, PG, RR),
+		 VIRTIO_IB_WC_MW_BIND_ERR);                              /* DMA MR */
+	CHECK_EQ(roce_mw_bind(&rd, pd, r2 | 1, k1 ^ 1, va, PG, RR), VIRTIO_IB_WC_MW_BIND_ERR);
+	CHECK_EQ(roce_mw_bind(&rd, pd, r2 | 1, k1, va - 1, PG, RR), VIRTIO_IB_WC_MW_BIND_ERR);
+	CHECK_EQ(roce_mw_bind(&rd, pd, r2 | 1, k1, va + 3 * PG, PG + 1, RR),
+		 VIRTIO_IB_WC_MW_BIND_ERR);                              /* past the MR */
+	CHECK_EQ(roce_mw_bind(&rd, pd, r2 | 1, k1, UINT64_MAX, 2, RR), VIRTIO_IB_WC_MW_BIND_ERR);
+	CHECK_EQ(roce_mw_bind(&rd, pd, r2 | 1, k1, va, PG, LW), VIRTIO_IB_WC_MW_BIND_ERR);
+	CHECK_EQ(roce_mw_bind(&rd, pd, r2 | 1, k1, va, PG, MB), VIRTIO_IB_WC_MW_BIND_ERR);
+	CHECK_EQ(roce_mw_bind(&rd, pd, r2 | 1, k2, va, PG, RW),
+		 VIRTIO_IB_WC_MW_BIND_ERR);                              /* MR without LW */
+	CHECK_EQ(roce_mw_bind(&rd, pd, r2 | 1, k2, va, PG, RA), VIRTIO_IB_WC_MW_BIND_ERR);
+	CHECK_EQ(mw2->state, ROCE_MR_FREE);
+	CHECK_EQ(mr1->nbound, 0);
+	/* bind type 2: pages 1..2 of MR 1, read + write */
+	CHECK_EQ(roce_mw_bind(&rd, pd, r2 | 0x21, k1, va + PG, 2 * PG, RR | RW), 0);
+	CHECK_EQ(mw2->state, ROCE_MR_VALID);
+	CHECK_EQ(mr1->nbound, 1);
+	CHECK(roce_mr_lookup_rkey(&rd, r2 | 0x21, pd, RR | RW) == mw2);
+	CHECK(roce_mr_lookup_rkey(&rd, r2 | 0x21, pd, RA) == NULL);      /* no such right */
+	CHECK(roce_mr_lookup_rkey(&rd, r2 | 0x21, pd2, RR) == NULL);     /* other PD */
+	CHECK(roce_mr_lookup_rkey(&rd, r2, pd, RR) == NULL);             /* stale byte */
+	CHECK(roce_mr_lookup_lkey(&rd, r2 | 0x21, pd, 0) == NULL);       /* never local */
+	CHECK_EQ(roce_mr_to_iov(&rd, mw2, va + PG, 2 * PG, iov, 4), 1);
+	CHECK_MEM(iov[0].iov_base, map_a + PG, 2 * PG);
+	CHECK_EQ(roce_mr_to_iov(&rd, mw2, va + PG + 100, 10, iov, 4), 1);
+	CHECK_MEM(iov[0].iov_base, map_a + PG + 100, 10);
+	CHECK_EQ(roce_mr_to_iov(&rd, mw2, va, 1, iov, 4), -EFAULT);       /* in the MR, not in it */
+	CHECK_EQ(roce_mr_to_iov(&rd, mw2, va + 3 * PG - 1, 2, iov, 4), -EFAULT);
+	/* a bound type 2 window is not bound again; the MR is in use */
+	CHECK_EQ(roce_mw_bind(&rd, pd, r2 | 0x22, k1, va, PG, RR), VIRTIO_IB_WC_MW_BIND_ERR);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, m1), ROCE_ERR_IN_USE);
+	/* invalidation: type 2 yes (exact key), type 1 never */
+	CHECK_EQ(roce_key_invalidate(&rd, pd, r2 | 0x22), VIRTIO_IB_WC_LOC_PROT_ERR);
+	CHECK_EQ(roce_key_invalidate(&rd, pd2, r2 | 0x21), VIRTIO_IB_WC_LOC_PROT_ERR);
+	CHECK_EQ(roce_key_invalidate(&rd, pd, r2 | 0x21), 0);
+	CHECK_EQ(mw2->state, ROCE_MR_FREE);
+	CHECK_EQ(mr1->nbound, 0);
+	CHECK(roce_mr_lookup_rkey(&rd, r2 | 0x21, pd, RR) == NULL);
+	CHECK_EQ(roce_mr_to_iov(&rd, mw2, va + PG, 1, iov, 4), -EFAULT);
+	CHECK_EQ(roce_key_invalidate(&rd, pd, r2 | 0x21), 0);             /* FREE: nothing */
+	CHECK_EQ(roce_key_invalidate(&rd, pd, r1), VIRTIO_IB_WC_LOC_PROT_ERR);
+	/* type 1: bind, move to another MR, unbind with length 0 */
+	CHECK_EQ(roce_mw_bind(&rd, pd, r1 | 1, k1, va, PG, RR), 0);
+	CHECK_EQ(mr1->nbound, 1);
+	CHECK_EQ(roce_key_invalidate(&rd, pd, r1 | 1), VIRTIO_IB_WC_LOC_PROT_ERR);
+	CHECK_EQ(roce_mw_bind(&rd, pd, r1 | 2, k2, va, PG, RR), 0);
+	CHECK_EQ(mr1->nbound, 0);
+	CHECK_EQ(roce_mr_lookup(&rd, m2)->nbound, 1);
+	CHECK(roce_mr_lookup_rkey(&rd, r1 | 1, pd, RR) == NULL);
+	CHECK(roce_mr_lookup_rkey(&rd, r1 | 2, pd, RR) == mw1);
+	CHECK_EQ(roce_mr_to_iov(&rd, mw1, va, 8, iov, 4), 1);
+	CHECK_MEM(iov[0].iov_base, map_a + 4 * PG, 8);
+	CHECK_EQ(roce_mw_bind(&rd, pd, r1 | 3, 0, 0, 0, 0), 0);
+	CHECK_EQ(mw1->state, ROCE_MR_FREE);
+	CHECK_EQ(roce_mr_lookup(&rd, m2)->nbound, 0);
+	CHECK(roce_mr_lookup_rkey(&rd, r1 | 2, pd, RR) == NULL);
+	/* a window never outlives its fast-registration MR either */
+	CHECK_EQ(alloc_mr(pdn, 0, 4, &mrn, &key), ROCE_OK);
+	for (i = 0; i < 4; i++)
+		g[i] = GPA_A + (20 + i) * PG;
+	pl = page_list(1, g, 4);
+	CHECK_EQ(roce_mr_fast_reg(&rd, pd, key | 5, 0x10000, 4 * PG, pl, LW | MB | RA), 0);
+	CHECK_EQ(roce_mw_bind(&rd, pd, r2 | 0x30, key | 5, 0x10000 + 8, 8, RA | RW), 0);
+	CHECK(roce_mr_lookup_rkey(&rd, r2 | 0x30, pd, RA) == mw2);
+	CHECK_EQ(roce_key_invalidate(&rd, pd, key | 5), VIRTIO_IB_WC_LOC_PROT_ERR);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, mrn), ROCE_ERR_IN_USE);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn), ROCE_ERR_IN_USE);
+	/* DEALLOC_MW unbinds first */
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, w2), ROCE_OK);
+	CHECK_EQ(roce_mr_lookup(&rd, mrn)->nbound, 0);
+	CHECK_EQ(roce_key_invalidate(&rd, pd, key | 5), 0);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, mrn), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, w1), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, w1), ROCE_ERR_BAD_HANDLE);
+	/* the window limit (4) */
+	for (i = 0; i < 4; i++)
+		CHECK_EQ(alloc_mw(pdn2, 1 + (i & 1), &ws[i], &x), ROCE_OK);
+	CHECK_EQ(alloc_mw(pdn2, 1, &x, &x), ROCE_ERR_LIMIT);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn2), ROCE_ERR_IN_USE);
+	for (i = 0; i < 4; i++)
+		CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, ws[i]), ROCE_OK);
+	/* type 2 needs its capability */
+	rd.attr.ext_cap_flags &= ~VIRTIO_IB_DEVICE_MEM_WINDOW_TYPE_2B;
+	CHECK_EQ(alloc_mw(pdn2, 2, &x, &x), ROCE_ERR_RANGE);
+	/* a bound window dies with a device reset, before its MR */
+	CHECK_EQ(alloc_mw(pdn, 1, &w1, &r1), ROCE_OK);
+	CHECK_EQ(roce_mw_bind(&rd, pd, r1 | 1, k1, va, PG, RR), 0);
+	roce_dev_reset(&rd);
+	CHECK(no_ext_objects());
+	CHECK_EQ(vhost_mem_find(&mem, GPA_A)->refcnt, 1);
+	teardown();
+}
+
+static void test_resize(void)
+{
+	uint32_t pdn, cqn, qpn, qpn2, srqn, x;
+	struct roce_qp *qp;
+	struct qcap c;
+
+	REQUIRE(setup_ext());
+	ext_hooks_set();
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(cq_create(4, &cqn), ROCE_OK);
+	/* RESIZE_CQ */
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_RESIZE_CQ, 5, 8), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_RESIZE_CQ, cqn, 0), ROCE_ERR_RANGE);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_RESIZE_CQ, cqn, ROCE_DEF_MAX_CQE + 1), ROCE_ERR_RANGE);
+	eh.overflowed = true;
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_RESIZE_CQ, cqn, 8), ROCE_ERR_CQ_STATE);
+	eh.overflowed = false;
+	eh.cq_resize_rc = -ERANGE;
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_RESIZE_CQ, cqn, 2), ROCE_ERR_RANGE);
+	eh.cq_resize_rc = -ENOMEM;
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_RESIZE_CQ, cqn, 64), ROCE_ERR_NOMEM);
+	CHECK_EQ(roce_cq_lookup(&rd, cqn)->cqe, 4);
+	eh.cq_resize_rc = 0;
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_RESIZE_CQ, cqn, 64), ROCE_OK);
+	CHECK_EQ(olen, 4);
+	CHECK_EQ(out32(0), 64);
+	CHECK_EQ(eh.last_cqe, 64);
+	CHECK_EQ(roce_cq_lookup(&rd, cqn)->cqe, 64);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_RESIZE_CQ, cqn, 1), ROCE_OK);
+	CHECK_EQ(roce_cq_lookup(&rd, cqn)->cqe, 1);
+	CHECK_EQ(rd.stats.errs[ROCE_ERR_CQ_STATE], 1);
+	/* RESIZE_QP */
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_RC, cqn, cqn, &qpn), ROCE_OK);
+	qp = roce_qp_lookup(&rd, qpn);
+	c = CAP;
+	c.swr = 128;
+	c.rwr = 1;
+	CHECK_EQ(resize_qp(qpn + (1u << 14), &c), ROCE_ERR_BAD_HANDLE);
+	c.ssge++;
+	CHECK_EQ(resize_qp(qpn, &c), ROCE_ERR_RANGE);
+	c.ssge--;
+	c.rsge--;
+	CHECK_EQ(resize_qp(qpn, &c), ROCE_ERR_RANGE);
+	c.rsge++;
+	c.inl = 0;
+	CHECK_EQ(resize_qp(qpn, &c), ROCE_ERR_RANGE);
+	c.inl = CAP.inl;
+	c.swr = ROCE_DEF_MAX_QP_WR + 1;
+	CHECK_EQ(resize_qp(qpn, &c), ROCE_ERR_RANGE);
+	c.swr = 128;
+	c.rwr = ROCE_DEF_MAX_QP_WR + 1;
+	CHECK_EQ(resize_qp(qpn, &c), ROCE_ERR_RANGE);
+	c.rwr = 1;
+	eh.qp_resize_rc = -ERANGE;
+	CHECK_EQ(resize_qp(qpn, &c), ROCE_ERR_RANGE);
+	eh.qp_resize_rc = -ENOMEM;
+	CHECK_EQ(resize_qp(qpn, &c), ROCE_ERR_NOMEM);
+	CHECK_EQ(qp->cap.max_send_wr, CAP.swr);
+	eh.qp_resize_rc = 0;
+	CHECK_EQ(resize_qp(qpn, &c), ROCE_OK);
+	CHECK_EQ(olen, 24);
+	CHECK_EQ(out32(0), 128);
+	CHECK_EQ(out32(4), 1);
+	CHECK_EQ(out32(8), CAP.ssge);
+	CHECK_EQ(out32(12), CAP.rsge);
+	CHECK_EQ(out32(16), CAP.inl);
+	CHECK_EQ(out32(20), 0);
+	CHECK_EQ(qp->cap.max_send_wr, 128);
+	CHECK_EQ(qp->cap.max_recv_wr, 1);
+	CHECK_EQ(two32(VIRTIO_NET_CTRL_ROCE_QUERY_QP, qpn, 0), ROCE_OK);
+	CHECK_EQ(out32(40), 128);
+	CHECK_EQ(out32(44), 1);
+	/* with an SRQ: max_recv_wr 0 and max_recv_sge 0 */
+	CHECK_EQ(srq_create(pdn, 8, 1, &srqn), ROCE_OK);
+	CHECK_EQ(qp_create_ext(pdn, VIRTIO_IB_QPT_UC, cqn, VIRTIO_IB_QP_CREATE_SRQ, srqn, &qpn2),
+		 ROCE_OK);
+	c = CAP;
+	c.rsge = 0;
+	CHECK_EQ(resize_qp(qpn2, &c), ROCE_ERR_RANGE); /* max_recv_wr 64 */
+	c.rwr = 0;
+	CHECK_EQ(resize_qp(qpn2, &c), ROCE_OK);
+	(void)x;
+	roce_dev_reset(&rd);
+	CHECK(no_ext_objects());
+	CHECK_EQ(eh.srq_destroy, 1);
+	teardown();
+}
+
+static void test_events(void)
+{
+	uint32_t pdn, cqn, cqn2, qpn, srqn, id, i;
+	struct roce_cq *cq, *cq2;
+	struct roce_qp *qp;
+	struct roce_srq *srq;
+	uint8_t type;
+
+	REQUIRE(setup_ext());
+	ext_hooks_set();
+	CHECK(!roce_event_pop(&rd, &type, &id));
+	CHECK_EQ(pd_create(&pdn), ROCE_OK);
+	CHECK_EQ(cq_create(4, &cqn), ROCE_OK);
+	CHECK_EQ(cq_create(4, &cqn2), ROCE_OK);
+	CHECK_EQ(srq_create(pdn, 8, 1, &srqn), ROCE_OK);
+	CHECK_EQ(srq_create(pdn, 8, 1, &srqn), ROCE_OK); /* srqn 1 */
+	CHECK_EQ(qp_create(pdn, VIRTIO_IB_QPT_RC, cqn, cqn, &qpn), ROCE_OK);
+	cq = roce_cq_lookup(&rd, cqn);
+	cq2 = roce_cq_lookup(&rd, cqn2);
+	qp = roce_qp_lookup(&rd, qpn);
+	srq = roce_srq_lookup(&rd, srqn);
+	CHECK_EQ(cq2->ev.id, 1);
+	CHECK_EQ(srq->ev.id, 1);
+	/* FIFO of objects, type order within one, merging */
+	roce_event_raise(&rd, &qp->ev, VIRTIO_IB_EVENT_QP_LAST_WQE_REACHED);
+	roce_event_raise(&rd, &cq2->ev, VIRTIO_IB_EVENT_CQ_ERR);
+	roce_event_raise(&rd, &qp->ev, VIRTIO_IB_EVENT_QP_FATAL);
+	roce_event_raise(&rd, &qp->ev, VIRTIO_IB_EVENT_QP_FATAL);
+	roce_event_raise(&rd, &srq->ev, VIRTIO_IB_EVENT_SRQ_LIMIT_REACHED);
+	roce_event_raise(&rd, &rd.port_ev, VIRTIO_IB_EVENT_PORT_ERR);
+	roce_event_raise(&rd, &qp->ev, VIRTIO_IB_EVENT_NUM); /* ignored */
+	CHECK_EQ(rd.events_raised, 6);
+	CHECK_EQ(rd.events_merged, 1);
+	CHECK_EQ(eh.events, 5);
+	CHECK(roce_event_pending(&rd));
+	CHECK(roce_event_pop(&rd, &type, &id));
+	CHECK_EQ(type, VIRTIO_IB_EVENT_QP_FATAL);
+	CHECK_EQ(id, qpn);
+	/* raised again while the object is still queued: same place */
+	roce_event_raise(&rd, &qp->ev, VIRTIO_IB_EVENT_COMM_EST);
+	CHECK(roce_event_pop(&rd, &type, &id));
+	CHECK_EQ(type, VIRTIO_IB_EVENT_COMM_EST);
+	CHECK(roce_event_pop(&rd, &type, &id));
+	CHECK_EQ(type, VIRTIO_IB_EVENT_QP_LAST_WQE_REACHED);
+	CHECK_EQ(id, qpn);
+	CHECK(roce_event_pop(&rd, &type, &id));
+	CHECK_EQ(type, VIRTIO_IB_EVENT_CQ_ERR);
+	CHECK_EQ(id, cqn2);
+	/* a popped-empty object goes to the back when raised again */
+	roce_event_raise(&rd, &qp->ev, VIRTIO_IB_EVENT_SQ_DRAINED);
+	CHECK(roce_event_pop(&rd, &type, &id));
+	CHECK_EQ(type, VIRTIO_IB_EVENT_SRQ_LIMIT_REACHED);
+	CHECK_EQ(id, srqn);
+	CHECK(roce_event_pop(&rd, &type, &id));
+	CHECK_EQ(type, VIRTIO_IB_EVENT_PORT_ERR);
+	CHECK_EQ(id, 1);
+	CHECK(roce_event_pop(&rd, &type, &id));
+	CHECK_EQ(type, VIRTIO_IB_EVENT_SQ_DRAINED);
+	CHECK(!roce_event_pop(&rd, &type, &id));
+	CHECK(!roce_event_pending(&rd));
+	/* DESTROY drops the object's pending events, wherever it is queued */
+	roce_event_raise(&rd, &cq->ev, VIRTIO_IB_EVENT_CQ_ERR);
+	roce_event_raise(&rd, &qp->ev, VIRTIO_IB_EVENT_QP_FATAL);
+	roce_event_raise(&rd, &srq->ev, VIRTIO_IB_EVENT_SRQ_ERR);
+	roce_event_raise(&rd, &cq2->ev, VIRTIO_IB_EVENT_CQ_ERR);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn), ROCE_OK);   /* middle */
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, cqn2), ROCE_OK);  /* tail */
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, cqn), ROCE_OK);   /* head */
+	CHECK(roce_event_pop(&rd, &type, &id));
+	CHECK_EQ(type, VIRTIO_IB_EVENT_SRQ_ERR);
+	CHECK(!roce_event_pop(&rd, &type, &id));
+	roce_event_raise(&rd, &srq->ev, VIRTIO_IB_EVENT_SRQ_ERR);
+	CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ, srqn), ROCE_OK);
+	CHECK(!roce_event_pending(&rd));
+	/* port: link and GID changes */
+	roce_dev_link_changed(&rd, false);
+	roce_dev_link_changed(&rd, true);
+	roce_dev_set_mac(&rd, MAC);                          /* unchanged: no event */
+	roce_dev_set_ip4(&rd, true, htonl(0x0a000001));      /* unchanged */
+	CHECK(roce_event_pop(&rd, &type, &id));
+	CHECK_EQ(type, VIRTIO_IB_EVENT_PORT_ACTIVE);
+	CHECK(roce_event_pop(&rd, &type, &id));
+	CHECK_EQ(type, VIRTIO_IB_EVENT_PORT_ERR);
+	CHECK(!roce_event_pop(&rd, &type, &id));
+	roce_dev_set_mac(&rd, (const uint8_t[6]){ 0x52, 0x54, 0, 0, 0, 7 });
+	CHECK(roce_event_pop(&rd, &type, &id));
+	CHECK_EQ(type, VIRTIO_IB_EVENT_GID_CHANGE);
+	CHECK_EQ(id, 1);
+	CHECK_EQ(roce_gid_get(&rd, 0)[15], 7);
+	roce_dev_set_ip4(&rd, false, 0);
+	roce_dev_set_ip4(&rd, true, htonl(0x0a000002));      /* merged */
+	CHECK(roce_event_pop(&rd, &type, &id));
+	CHECK_EQ(type, VIRTIO_IB_EVENT_GID_CHANGE);
+	CHECK(!roce_event_pop(&rd, &type, &id));
+	/* bounded: many raises on few objects never grow anything */
+	for (i = 0; i < 10000; i++)
+		roce_event_raise(&rd, &rd.port_ev, (uint8_t)(i % VIRTIO_IB_EVENT_NUM));
+	for (i = 0; roce_event_pop(&rd, &type, &id); i++)
+		;
+	CHECK_EQ(i, VIRTIO_IB_EVENT_NUM);
+	/* reset drops everything; so does turning the extension off; without
+	 * it nothing is raised */
+	roce_event_raise(&rd, &rd.port_ev, VIRTIO_IB_EVENT_PORT_ERR);
+	roce_dev_reset(&rd);
+	CHECK(!roce_event_pending(&rd));
+	CHECK_EQ(cq_create(4, &cqn), ROCE_OK);
+	roce_event_raise(&rd, &roce_cq_lookup(&rd, cqn)->ev, VIRTIO_IB_EVENT_CQ_ERR);
+	roce_event_raise(&rd, &rd.port_ev, VIRTIO_IB_EVENT_PORT_ERR);
+	roce_dev_set_ext(&rd, false);
+	CHECK(!roce_event_pending(&rd));
+	CHECK_EQ(roce_cq_lookup(&rd, cqn)->ev.pending, 0);
+	CHECK(!roce_cq_lookup(&rd, cqn)->ev.queued);
+	CHECK_EQ(rd.port_ev.pending, 0);
+	roce_dev_link_changed(&rd, false);
+	CHECK(!roce_event_pending(&rd));
+	teardown();
+}
+
+static void test_ext_rings(void)
+{
+	uint32_t idx, ev;
+	struct roce_dev_cfg c;
+
+	REQUIRE(setup_ext());
+	/* N = 1, M = 8, L = 16: 43 seed rings, event queue 43, SRQs 44..47 */
+	ev = roce_ring_of_eventq(&rd);
+	CHECK_EQ(ev, 43);
+	CHECK_EQ(roce_ring_count(&rd), 48);
+	CHECK_EQ((int)roce_ring_decode(&rd, 43, &idx), VRDMA_VQ_EVENTQ);
+	CHECK_EQ((int)roce_ring_decode(&rd, 44, &idx), VRDMA_VQ_SRQ);
+	CHECK_EQ(idx, 0);
+	CHECK_EQ((int)roce_ring_decode(&rd, 47, &idx), VRDMA_VQ_SRQ);
+	CHECK_EQ(idx, 3);
+	CHECK_EQ((int)roce_ring_decode(&rd, 48, &idx), VRDMA_VQ_INVALID);
+	CHECK_EQ((int)roce_ring_decode(&rd, 42, &idx), VRDMA_VQ_RQ);
+	CHECK_EQ(roce_ring_of_srq(&rd, 3), 47);
+	CHECK(roce_ring_usable(&rd, 43));
+	CHECK(!roce_ring_usable(&rd, 44));       /* no SRQ yet */
+	CHECK(!roce_ring_usable(&rd, 48));
+	CHECK(roce_ring_srq(&rd, 43) == NULL);
+	CHECK(roce_ring_cq(&rd, 43) == NULL);
+	CHECK(roce_ring_qp(&rd, 44, NULL) == NULL);
+	roce_dev_set_ext(&rd, false);
+	CHECK(!roce_ring_usable(&rd, 43));
+	teardown();
+
+	/* Total virtqueues stay <= 65536: S is clamped. */
+	c = ext_cfg();
+	c.max_rdma_qps = 16384;
+	c.max_rdma_cqs = 16384;
+	c.max_rdma_srqs = 16384;
+	REQUIRE(setup_cfg(&c));
+	CHECK_EQ(rd.max_rdma_srqs, 16380);
+	CHECK_EQ(roce_ring_count(&rd), 65536);
+	CHECK_EQ((int)roce_ring_decode(&rd, 65535, &idx), VRDMA_VQ_SRQ);
+	CHECK_EQ(idx, 16379);
+	teardown();
+}
+
+/* 3,000 cycles of every extension object: counts and budgets back to zero. */
+static void test_ext_cycles(void)
+{
+	uint32_t pdn, cqn, srqn, qpn, mrn, key, mwn, rkey, m1, k1, x, i;
+	struct vhost_mem_region *ra;
+	struct roce_pd *pd;
+	uint64_t g[2], pl;
+
+	REQUIRE(setup_ext());
+	ra = vhost_mem_find(&mem, GPA_A);
+	g[0] = GPA_A;
+	g[1] = GPA_A + PG;
+	pl = page_list(2, g, 2);
+	for (i = 0; i < 3000; i++) {
+		CHECK_EQ(pd_create(&pdn), ROCE_OK);
+		pd = roce_pd_lookup(&rd, pdn);
+		CHECK_EQ(cq_create(4, &cqn), ROCE_OK);
+		CHECK_EQ(srq_create(pdn, 8, 1, &srqn), ROCE_OK);
+		CHECK_EQ(qp_create_ext(pdn, VIRTIO_IB_QPT_RC, cqn, VIRTIO_IB_QP_CREATE_SRQ, srqn,
+				       &qpn), ROCE_OK);
+		CHECK_EQ(alloc_mr(pdn, 0, 2, &mrn, &key), ROCE_OK);
+		CHECK_EQ(roce_mr_fast_reg(&rd, pd, key | (i & 0xff), 0, 2 * PG, pl,
+					  VIRTIO_IB_ACCESS_LOCAL_WRITE | VIRTIO_IB_ACCESS_MW_BIND), 0);
+		CHECK_EQ(reg_a(pdn, VIRTIO_IB_ACCESS_LOCAL_WRITE | VIRTIO_IB_ACCESS_MW_BIND, 0, 1,
+			       &m1, &k1, &x), ROCE_OK);
+		CHECK_EQ(alloc_mw(pdn, 1 + (i & 1), &mwn, &rkey), ROCE_OK);
+		CHECK_EQ(roce_mw_bind(&rd, pd, rkey | 1, (i & 2) ? k1 : key | (i & 0xff),
+				      (i & 2) ? 0x7000000000ull : 0, 8,
+				      VIRTIO_IB_ACCESS_REMOTE_READ), 0);
+		roce_event_raise(&rd, &roce_qp_lookup(&rd, qpn)->ev, VIRTIO_IB_EVENT_QP_FATAL);
+		roce_event_raise(&rd, &roce_srq_lookup(&rd, srqn)->ev, VIRTIO_IB_EVENT_SRQ_ERR);
+		if (i % 3 == 0) {
+			roce_dev_reset(&rd);
+			continue;
+		}
+		CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_QP, qpn), ROCE_OK);
+		CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ, srqn), ROCE_OK);
+		CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, mwn), ROCE_OK);
+		CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, mrn), ROCE_OK);
+		CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DEREG_MR, m1), ROCE_OK);
+		CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, cqn), ROCE_OK);
+		CHECK_EQ(one32(VIRTIO_NET_CTRL_ROCE_DESTROY_PD, pdn), ROCE_OK);
+	}
+	CHECK(no_ext_objects());
+	CHECK_EQ(ra->refcnt, 1);
+	CHECK_EQ(rd.mr_pages, 0);
+	teardown();
+}
+
+/* The device options of the extension (netdev_parse_cfg). */
+static void test_netdev_cfg_ext(void)
+{
+	struct netdev_cfg c;
+	char err[256];
+	uint32_t room;
+
+	CHECK_EQ(netdev_parse_cfg("socket=/tmp/s", 0, &c, err, sizeof(err)), 0);
+	CHECK(c.roce && c.roce_ext);
+	CHECK_EQ(c.max_srqs, NETDEV_DEFAULT_SRQS);
+	CHECK_EQ(netdev_parse_cfg("socket=/tmp/s,ext=off,srqs=7", 0, &c, err, sizeof(err)), 0);
+	CHECK(!c.roce_ext);
+	CHECK_EQ(c.max_srqs, 7);
+	CHECK_EQ(netdev_parse_cfg("socket=/tmp/s,ext=on,srqs=0", 0, &c, err, sizeof(err)), 0);
+	CHECK(c.roce_ext);
+	CHECK_EQ(c.max_srqs, 0);
+	CHECK_EQ(netdev_parse_cfg("socket=/tmp/s,srqs=16384", 0, &c, err, sizeof(err)), 0);
+	CHECK_EQ(netdev_parse_cfg("socket=/tmp/s,srqs=16385", 0, &c, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "srqs") != NULL);
+	CHECK_EQ(netdev_parse_cfg("socket=/tmp/s,srqs=-1", 0, &c, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(netdev_parse_cfg("socket=/tmp/s,ext=yes", 0, &c, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "ext") != NULL);
+	/* the ring budget: defaults shrink, explicit values must fit */
+	room = (uint32_t)MIN(65536u, VHOST_SERVER_MAX_RINGS) - (3 + 16000 + 2 * 16384) - 1;
+	CHECK_EQ(netdev_parse_cfg("socket=/tmp/s,qps=16384,cqs=16000", 0, &c, err, sizeof(err)), 0);
+	CHECK(c.roce_ext);
+	CHECK_EQ(c.max_srqs, MIN(room, NETDEV_DEFAULT_SRQS));
+	if (room < 16384) {
+		char spec[96];
+
+		snprintf(spec, sizeof(spec), "socket=/tmp/s,qps=16384,cqs=16000,srqs=%u", room + 1);
+		CHECK_EQ(netdev_parse_cfg(spec, 0, &c, err, sizeof(err)), -EINVAL);
+		snprintf(spec, sizeof(spec), "socket=/tmp/s,qps=16384,cqs=16000,srqs=%u", room);
+		CHECK_EQ(netdev_parse_cfg(spec, 0, &c, err, sizeof(err)), 0);
+		CHECK_EQ(c.max_srqs, room);
+	}
+	if (VHOST_SERVER_MAX_RINGS < 3 + 16384 + 2 * 16384 + 1) {
+		CHECK_EQ(netdev_parse_cfg("socket=/tmp/s,qps=16384,cqs=16384", 0, &c, err,
+					  sizeof(err)), 0);
+		CHECK(!c.roce_ext);
+		CHECK_EQ(netdev_parse_cfg("socket=/tmp/s,qps=16384,cqs=16384,ext=on", 0, &c, err,
+					  sizeof(err)), -EINVAL);
+	}
+	/* no extension check without roce */
+	CHECK_EQ(netdev_parse_cfg("socket=/tmp/s,roce=off,srqs=16384,qps=16384,cqs=16384", 0, &c,
+				  err, sizeof(err)), 0);
+}
+
 int main(void)
 {
 	TEST_PROGRAM("test_roce_ctrl");
@@ -1839,5 +2985,15 @@ int main(void)
 	RUN(test_keys_random);
 	RUN(test_mtu);
 	RUN(test_names);
+	RUN(test_ext_off);
+	RUN(test_ext_query);
+	RUN(test_srq);
+	RUN(test_fast_reg);
+	RUN(test_mw);
+	RUN(test_resize);
+	RUN(test_events);
+	RUN(test_ext_rings);
+	RUN(test_ext_cycles);
+	RUN(test_netdev_cfg_ext);
 	return TEST_DONE();
 }

@@ -6,7 +6,10 @@
  *    READ messages in both directions at once complete exactly once, in
  *    order, with their data intact;
  *  - UC: what is delivered is intact, in order, never twice;
- *  - UD: a datagram is delivered intact or not at all.
+ *  - UD: a datagram is delivered intact or not at all;
+ *  - atomics (ROCE_EXT): FETCH_AND_ADDs from two QPs on one counter, mixed
+ *    with READs, each applied exactly once (the counter ends at the sum)
+ *    and each completion returning a distinct prior value.
  * Deterministic fault decisions (fixed seeds); timing only affects how long
  * it takes.
  */
@@ -504,6 +507,165 @@ static void test_ud_faults(void)
 	dgram_stress(VIRTIO_IB_QPT_UD, 7);
 }
 
+/* ---- atomics ------------------------------------------------------------------- */
+
+#define AQ 2
+#define AN 1500
+
+struct atom_run {
+	struct fk_env *env;
+	struct fk_dev *a;
+	struct fk_qp *q[AQ];
+	uint32_t cq;
+	struct fk_mr res, rd, tgt;
+	uint64_t va;
+	unsigned posted[AQ], done[AQ], total;
+	uint64_t prior[AQ * AN];
+	unsigned nprior, errors, bad_reads;
+};
+
+static uint64_t atom_add(unsigned q, unsigned i)
+{
+	return (uint64_t)((q * 7 + i) % 13 + 1) << (i % 3 == 0 ? 20 : 0);
+}
+
+static void atom_post(struct atom_run *r)
+{
+	for (unsigned q = 0; q < AQ; q++) {
+		fk_ring_reap(r->q[q]->sq);
+		while (r->posted[q] < AN && r->posted[q] - r->done[q] < 48) {
+			unsigned i = r->posted[q];
+			uint64_t id = (uint64_t)q << 32 | i;
+			struct fk_sge s;
+			struct fk_wr wr = { .wr_id = id, .flags = VIRTIO_IB_SEND_SIGNALED,
+					    .rkey = r->tgt.rkey, .nsge = 1, .sge = &s, .trunc = -1 };
+
+			if (i % 8 == 7) {
+				/* a READ of the pattern after the counter */
+				wr.opcode = VIRTIO_IB_WR_RDMA_READ;
+				wr.remote_addr = (uintptr_t)r->tgt.buf + 64;
+				s = (struct fk_sge){ r->rd.buf + (q * AN + i) * 64ull, 64, r->rd.lkey };
+			} else {
+				wr.opcode = VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD;
+				wr.remote_addr = r->va;
+				wr.compare_add = atom_add(q, i);
+				s = (struct fk_sge){ r->res.buf + (q * AN + i) * 8ull, 8, r->res.lkey };
+			}
+			if (fk_post_send(r->a, r->q[q], &wr))
+				break;
+			r->posted[q]++;
+		}
+	}
+}
+
+static bool atom_done(void *arg)
+{
+	struct atom_run *r = arg;
+	struct virtio_rdma_cq_req wc[64];
+	unsigned n = fk_poll_cq(r->a, r->cq, wc, 64);
+
+	for (unsigned k = 0; k < n; k++) {
+		unsigned q = (unsigned)(wc[k].wr_id >> 32), i = (uint32_t)wc[k].wr_id;
+
+		if (wc[k].status != VIRTIO_IB_WC_SUCCESS || q >= AQ || i != r->done[q]) {
+			r->errors++;
+			continue;
+		}
+		r->done[q]++;
+		r->total++;
+		if (i % 8 == 7) {
+			if (memcmp(r->rd.buf + (q * AN + i) * 64ull, r->tgt.buf + 64, 64))
+				r->bad_reads++;
+		} else {
+			if (wc[k].byte_len != 8 || wc[k].opcode != VIRTIO_IB_WC_FETCH_ADD)
+				r->errors++;
+			r->prior[r->nprior++] = get_le64(r->res.buf + (q * AN + i) * 8ull);
+		}
+	}
+	atom_post(r);
+	return r->errors || r->total == AQ * AN;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static void test_atomic_faults(void)
+{
+	static struct atom_run r;
+	struct fk_env env;
+	struct fk_dev_cfg dc = { .arena = 64u << 20, .ext = true };
+	struct fk_dev *a, *b;
+	struct fk_qp qa[AQ], qb[AQ];
+	struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_RC, .sq_num = 64, .max_send_wr = 64 };
+	struct fk_path path;
+	uint32_t pda, pdb, cqb;
+	uint64_t sum = 0, dups = 0;
+
+	REQUIRE(fk_env_init(&env, true) == 0);
+	memset(&r, 0, sizeof(r));
+	a = fk_dev_new(&env, &dc);
+	b = fk_dev_new(&env, &dc);
+	pda = fk_pd(a);
+	pdb = fk_pd(b);
+	r.cq = fk_cq(a, 4096, 256, true);
+	cqb = fk_cq(b, 4096, 256, true);
+	fk_path_default(&path);
+	path.timeout = 12;
+	path.access |= VIRTIO_IB_ACCESS_REMOTE_ATOMIC;
+	path.sq_psn = path.rq_psn = 0xffff00;    /* wraps around 2^24 */
+	path.max_rd = 8;
+	path.max_dest_rd = 8;
+	for (unsigned q = 0; q < AQ; q++) {
+		qc.pdn = pda;
+		qc.scq = qc.rcq = r.cq;
+		qa[q] = fk_qp_new(a, &qc);
+		qc.pdn = pdb;
+		qc.scq = qc.rcq = cqb;
+		qb[q] = fk_qp_new(b, &qc);
+		REQUIRE(fk_connect(a, qa[q].qpn, b, qb[q].qpn, &path) == 0);
+		REQUIRE(fk_connect(b, qb[q].qpn, a, qa[q].qpn, &path) == 0);
+		r.q[q] = &qa[q];
+	}
+	r.env = &env;
+	r.a = a;
+	r.tgt = fk_mr_reg(b, pdb, 4096, FK_ACC_ALL | VIRTIO_IB_ACCESS_REMOTE_ATOMIC);
+	fk_fill(r.tgt.buf + 64, 64, 77);
+	r.va = (uintptr_t)r.tgt.buf + 8;
+	r.res = fk_mr_reg(a, pda, AQ * AN * 8, FK_ACC_ALL);
+	r.rd = fk_mr_reg(a, pda, AQ * AN * 64, FK_ACC_ALL);
+	set_faults(&env, 23);
+	atom_post(&r);
+	CHECK(fk_run_until(&env, atom_done, &r, WAIT_MS));
+	CHECK_EQ(r.errors, 0);
+	CHECK_EQ(r.bad_reads, 0);
+	CHECK_EQ(r.total, AQ * AN);
+	for (unsigned q = 0; q < AQ; q++)
+		for (unsigned i = 0; i < AN; i++)
+			if (i % 8 != 7)
+				sum += atom_add(q, i);
+	CHECK_EQ(get_le64(r.tgt.buf + 8), sum);          /* each applied once */
+	qsort(r.prior, r.nprior, sizeof(r.prior[0]), cmp_u64);
+	for (unsigned i = 1; i < r.nprior; i++)
+		dups += r.prior[i] == r.prior[i - 1];
+	CHECK_EQ(dups, 0);                               /* distinct prior values */
+	CHECK_EQ(r.nprior ? r.prior[0] : 1, 0);
+	CHECK_EQ(b->tp->stats.atomics_executed, r.nprior);
+	/* the faults did hit atomics: some were answered again */
+	CHECK(b->tp->stats.atomic_dups_answered > 0);
+	CHECK(a->tp->stats.rewinds > 0);
+	if (getenv("FK_STATS")) {
+		roce_tp_dump_stats(a->tp, stdout);
+		roce_tp_dump_stats(b->tp, stdout);
+		printf("# dups answered %" PRIu64 " dropped %" PRIu64 "\n",
+		       b->tp->stats.atomic_dups_answered, b->tp->stats.atomic_dups_dropped);
+	}
+	fk_env_fini(&env);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -515,5 +677,6 @@ int main(int argc, char **argv)
 	RUN(test_rc_faults_4096);
 	RUN(test_uc_faults);
 	RUN(test_ud_faults);
+	RUN(test_atomic_faults);
 	return TEST_DONE();
 }

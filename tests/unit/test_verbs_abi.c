@@ -111,6 +111,11 @@ static struct {
 	F(ibv_destroy_qp);
 	F(ibv_qp_to_qp_ex);
 	F(ibv_create_srq);
+	F(ibv_modify_srq);
+	F(ibv_query_srq);
+	F(ibv_destroy_srq);
+	F(ibv_resize_cq);
+	F(ibv_ack_async_event);
 	F(ibv_create_ah);
 	F(ibv_destroy_ah);
 	F(ibv_init_ah_from_wc);
@@ -202,6 +207,11 @@ static void test_symbols(void)
 	CHECK(LOAD(ibv_destroy_qp, "IBVERBS_1.1"));
 	CHECK(LOAD(ibv_qp_to_qp_ex, "IBVERBS_1.6"));
 	CHECK(LOAD(ibv_create_srq, "IBVERBS_1.1"));
+	CHECK(LOAD(ibv_modify_srq, "IBVERBS_1.1"));
+	CHECK(LOAD(ibv_query_srq, "IBVERBS_1.1"));
+	CHECK(LOAD(ibv_destroy_srq, "IBVERBS_1.1"));
+	CHECK(LOAD(ibv_resize_cq, "IBVERBS_1.1"));
+	CHECK(LOAD(ibv_ack_async_event, "IBVERBS_1.1"));
 	CHECK(LOAD(ibv_create_ah, "IBVERBS_1.1"));
 	CHECK(LOAD(ibv_destroy_ah, "IBVERBS_1.1"));
 	CHECK(LOAD(ibv_init_ah_from_wc, "IBVERBS_1.1"));
@@ -333,8 +343,22 @@ static void test_query(void)
 	CHECK_EQ(da.max_qp, 1022);
 	CHECK_EQ(da.max_cq, 1024);
 	CHECK_EQ(da.max_pkeys, 1);
-	CHECK_EQ(da.atomic_cap, IBV_ATOMIC_NONE);
+	CHECK_EQ(da.atomic_cap, IBV_ATOMIC_HCA);
 	CHECK(da.device_cap_flags & IBV_DEVICE_RC_RNR_NAK_GEN);
+	/* The extensions the fake reports (spec.md "Mapping for the verbs
+	 * layer"). */
+	CHECK(da.device_cap_flags & IBV_DEVICE_MEM_MGT_EXTENSIONS);
+	CHECK(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW);
+	CHECK(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	CHECK(da.device_cap_flags & IBV_DEVICE_RESIZE_MAX_WR);
+	CHECK(da.device_cap_flags & IBV_DEVICE_PORT_ACTIVE_EVENT);
+	CHECK(!(da.device_cap_flags & IBV_DEVICE_SRQ_RESIZE));
+	CHECK_EQ(da.max_srq, 64);
+	CHECK_EQ(da.max_srq_wr, 4096);
+	CHECK_EQ(da.max_srq_sge, 8);
+	CHECK_EQ(da.max_mw, 1024);
+	CHECK(ctx->ops.alloc_mw && ctx->ops.bind_mw && ctx->ops.dealloc_mw);
+	CHECK(vctx->create_srq_ex != NULL);
 	CHECK(!strcmp(da.fw_ver, "vrdma-0.1"));
 
 	memset(&dax, 0xaa, sizeof(dax));
@@ -656,14 +680,633 @@ static void test_cq_qp(void)
 	CHECK_EQ(V.ibv_destroy_cq(cq), 0);
 	CHECK_EQ(V.ibv_destroy_comp_channel(ch), 0);
 
-	/* No SRQ on this device. */
-	{
-		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	CHECK_EQ(V.ibv_dealloc_pd(pd), 0);
+	CHECK_EQ(V.ibv_close_device(ctx), 0);
+}
 
-		errno = 0;
-		CHECK(V.ibv_create_srq(pd, &sa) == NULL);
-		CHECK_EQ(errno, EOPNOTSUPP);
+/* ------------------------------------------------------------------------ */
+/* Extensions (issue 6) through the fake device's loopback                   */
+/* ------------------------------------------------------------------------ */
+
+/* A QP of type t on cq (and srq, may be NULL). */
+static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_srq *srq,
+			      enum ibv_qp_type t)
+{
+	struct ibv_qp_init_attr ia;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	ia.srq = srq;
+	ia.qp_type = t;
+	ia.cap.max_send_wr = 16;
+	ia.cap.max_recv_wr = srq ? 0 : 4;
+	ia.cap.max_send_sge = 2;
+	ia.cap.max_recv_sge = srq ? 0 : 2;
+	return V.ibv_create_qp(pd, &ia);
+}
+
+/* Moves qp to RTS with REMOTE_ATOMIC too (the loopback does not look). */
+static int qp_up(struct ibv_qp *qp, uint32_t dest_qpn)
+{
+	struct ibv_qp_attr a;
+	int ret = qp_to_rts(qp, dest_qpn);
+
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			    IBV_ACCESS_REMOTE_ATOMIC;
+	return V.ibv_modify_qp(qp, &a, IBV_QP_ACCESS_FLAGS);
+}
+
+/* Polls exactly one completion. */
+static bool poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct ibv_wc extra;
+
+	return ibv_poll_cq(cq, 1, wc) == 1 && ibv_poll_cq(cq, 1, &extra) == 0;
+}
+
+/* The seed device (VRDMA_FAKE_SEED): every extension refused up front. */
+static void test_ext_absent(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_device_attr da;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_qp_attr qa;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	uint64_t res = 0;
+
+	if (!lib_ready())
+		SKIP("library not loaded");
+	setenv("VRDMA_FAKE_SEED", "1", 1);
+	ctx = open_fake(0);
+	unsetenv("VRDMA_FAKE_SEED");
+	REQUIRE(ctx);
+	CHECK_EQ(V.ibv_query_device(ctx, &da), 0);
+	CHECK_EQ(da.atomic_cap, IBV_ATOMIC_NONE);
+	CHECK_EQ(da.max_srq, 0);
+	CHECK_EQ(da.max_mw, 0);
+	CHECK(!(da.device_cap_flags &
+		(IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+		 IBV_DEVICE_MEM_MGT_EXTENSIONS | IBV_DEVICE_RESIZE_MAX_WR |
+		 IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SRQ_RESIZE)));
+	pd = V.ibv_alloc_pd(ctx);
+	REQUIRE(pd);
+	errno = 0;
+	CHECK(V.ibv_create_srq(pd, &sa) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	errno = 0;
+	CHECK(ibv_alloc_mw(pd, IBV_MW_TYPE_1) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	cq = V.ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	REQUIRE(cq);
+	CHECK_EQ(V.ibv_resize_cq(cq, 4), 0); /* fits already */
+	CHECK_EQ(V.ibv_resize_cq(cq, 64), EOPNOTSUPP);
+	qp = make_qp(pd, cq, NULL, IBV_QPT_RC);
+	REQUIRE(qp);
+	CHECK_EQ(qp_to_rts(qp, qp->qp_num), 0);
+	memset(&qa, 0, sizeof(qa));
+	qa.cap.max_send_wr = 32;
+	qa.cap.max_recv_wr = 4;
+	CHECK_EQ(V.ibv_modify_qp(qp, &qa, IBV_QP_CAP), EOPNOTSUPP);
+	sge.addr = (uintptr_t)&res;
+	sge.length = 8;
+	sge.lkey = 1;
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.wr.atomic.remote_addr = (uintptr_t)&res;
+	wr.wr.atomic.rkey = 1;
+	bad = NULL;
+	CHECK_EQ(ibv_post_send(qp, &wr, &bad), EOPNOTSUPP);
+	CHECK(bad == &wr);
+	wr.opcode = IBV_WR_LOCAL_INV;
+	wr.num_sge = 0;
+	CHECK_EQ(ibv_post_send(qp, &wr, &bad), EOPNOTSUPP);
+	CHECK_EQ(V.ibv_destroy_qp(qp), 0);
+	CHECK_EQ(V.ibv_destroy_cq(cq), 0);
+	CHECK_EQ(V.ibv_dealloc_pd(pd), 0);
+	CHECK_EQ(V.ibv_close_device(ctx), 0);
+}
+
+static void test_srq(void)
+{
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq, *srq2;
+	struct ibv_srq_init_attr sa;
+	struct ibv_srq_init_attr_ex sx;
+	struct ibv_srq_attr attr;
+	struct ibv_qp *a, *b, *c, *d;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct ibv_recv_wr rwr[4], *rbad;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge rsge[4], ssge;
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+	struct ibv_mr *mr;
+	char rbuf[4][32], sbuf[32] = "hello, shared queue";
+	int i;
+
+	if (!lib_ready())
+		SKIP("library not loaded");
+	ctx = open_fake(0);
+	REQUIRE(ctx);
+	pd = V.ibv_alloc_pd(ctx);
+	REQUIRE(pd);
+	cq = V.ibv_create_cq(ctx, 32, NULL, NULL, 0);
+	REQUIRE(cq);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.srq_context = (void *)0x5151;
+	sa.attr.max_wr = 8;
+	sa.attr.max_sge = 2;
+	sa.attr.srq_limit = 5; /* ignored: created unarmed */
+	srq = V.ibv_create_srq(pd, &sa);
+	REQUIRE(srq);
+	CHECK(srq->context == ctx && srq->pd == pd && srq->srq_context == (void *)0x5151);
+	CHECK_EQ(sa.attr.max_wr, 8);
+	CHECK_EQ(sa.attr.max_sge, 2);
+	CHECK_EQ(sa.attr.srq_limit, 0);
+	sa.attr.max_wr = 5000; /* above max_srq_wr */
+	errno = 0;
+	CHECK(V.ibv_create_srq(pd, &sa) == NULL);
+	CHECK_EQ(errno, EINVAL);
+
+	/* ibv_create_srq_ex: basic SRQs (through the context's op when
+	 * the mask has more than PD and TYPE); XRC refused. */
+	memset(&sx, 0, sizeof(sx));
+	sx.attr.max_wr = 2;
+	sx.attr.max_sge = 1;
+	sx.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_CQ;
+	sx.srq_type = IBV_SRQT_BASIC;
+	sx.pd = pd;
+	sx.cq = cq;
+	srq2 = verbs_get_ctx(ctx)->create_srq_ex(ctx, &sx);
+	REQUIRE(srq2);
+	CHECK_EQ(sx.attr.max_wr, 2);
+	CHECK_EQ(V.ibv_destroy_srq(srq2), 0);
+	sx.srq_type = IBV_SRQT_XRC;
+	errno = 0;
+	CHECK(verbs_get_ctx(ctx)->create_srq_ex(ctx, &sx) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+
+	/* Limits: no resize, the limit arms. */
+	memset(&attr, 0, sizeof(attr));
+	attr.max_wr = 16;
+	CHECK_EQ(V.ibv_modify_srq(srq, &attr, IBV_SRQ_MAX_WR), EINVAL);
+	CHECK_EQ(V.ibv_modify_srq(srq, &attr, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT), EINVAL);
+	attr.srq_limit = 3;
+	CHECK_EQ(V.ibv_modify_srq(srq, &attr, IBV_SRQ_LIMIT), 0);
+	memset(&attr, 0, sizeof(attr));
+	CHECK_EQ(V.ibv_query_srq(srq, &attr), 0);
+	CHECK_EQ(attr.max_wr, 8);
+	CHECK_EQ(attr.max_sge, 2);
+	CHECK_EQ(attr.srq_limit, 3);
+
+	/* Receivers b and c share the SRQ; a sends to b, d to c. */
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	ia.srq = srq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 4;
+	ia.cap.max_recv_wr = 99; /* ignored with an SRQ */
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 99;
+	b = V.ibv_create_qp(pd, &ia);
+	REQUIRE(b);
+	CHECK(b->srq == srq);
+	CHECK_EQ(ia.cap.max_recv_wr, 0);
+	CHECK_EQ(ia.cap.max_recv_sge, 0);
+	c = make_qp(pd, cq, srq, IBV_QPT_UC);
+	a = make_qp(pd, cq, NULL, IBV_QPT_RC);
+	d = make_qp(pd, cq, NULL, IBV_QPT_UC);
+	REQUIRE(a && c && d);
+	CHECK_EQ(qp_up(a, b->qp_num), 0);
+	CHECK_EQ(qp_up(b, a->qp_num), 0);
+	CHECK_EQ(qp_to_rts(c, d->qp_num), 0);
+	CHECK_EQ(qp_to_rts(d, c->qp_num), 0);
+	CHECK_EQ(V.ibv_destroy_srq(srq), EBUSY);
+
+	mr = (V.ibv_reg_mr)(pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(mr);
+	memset(rbuf, 0, sizeof(rbuf));
+	memset(rwr, 0, sizeof(rwr));
+	for (i = 0; i < 4; i++) {
+		rsge[i].addr = (uintptr_t)rbuf[i];
+		rsge[i].length = sizeof(rbuf[i]);
+		rsge[i].lkey = mr->lkey;
+		rwr[i].wr_id = 500 + (uint64_t)i;
+		rwr[i].sg_list = &rsge[i];
+		rwr[i].num_sge = 1;
+		rwr[i].next = i < 3 ? &rwr[i + 1] : NULL;
 	}
+	/* The inline verb goes through ctx->ops.post_srq_recv. */
+	rbad = NULL;
+	CHECK_EQ(ibv_post_srq_recv(srq, &rwr[0], &rbad), 0);
+	rwr[0].next = NULL;
+	CHECK_EQ(ibv_post_recv(b, &rwr[0], &rbad), EINVAL); /* has an SRQ */
+	CHECK(rbad == &rwr[0]);
+
+	ssge.addr = (uintptr_t)sbuf;
+	ssge.length = 20;
+	ssge.lkey = mr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.sg_list = &ssge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	CHECK_EQ(ibv_post_send(a, &wr, &bad), 0);
+	REQUIRE(poll_one(cq, &wc));
+	CHECK_EQ(wc.wr_id, 500);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_RECV);
+	CHECK_EQ(wc.qp_num, b->qp_num);
+	CHECK_EQ(wc.byte_len, 20);
+	CHECK_EQ(wc.wc_flags & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV), 0);
+	CHECK_MEM(rbuf[0], sbuf, 20);
+
+	/* The next request goes to c (the other QP), with immediate data;
+	 * the SRQ then holds 2 < 3: SRQ_LIMIT_REACHED, found by number. */
+	CHECK(!readable(ctx->async_fd));
+	wr.opcode = IBV_WR_SEND_WITH_IMM;
+	wr.imm_data = htonl(0xfeedbeef);
+	CHECK_EQ(ibv_post_send(d, &wr, &bad), 0);
+	REQUIRE(poll_one(cq, &wc));
+	CHECK_EQ(wc.wr_id, 501);
+	CHECK_EQ(wc.qp_num, c->qp_num);
+	CHECK_EQ(wc.wc_flags & IBV_WC_WITH_IMM, IBV_WC_WITH_IMM);
+	CHECK_EQ(wc.imm_data, htonl(0xfeedbeef));
+	CHECK(readable(ctx->async_fd));
+	memset(&ev, 0, sizeof(ev));
+	CHECK_EQ(V.ibv_get_async_event(ctx, &ev), 0);
+	CHECK_EQ(ev.event_type, IBV_EVENT_SRQ_LIMIT_REACHED);
+	CHECK(ev.element.srq == srq);
+	V.ibv_ack_async_event(&ev);
+	CHECK(!readable(ctx->async_fd));
+	memset(&attr, 0xff, sizeof(attr));
+	CHECK_EQ(V.ibv_query_srq(srq, &attr), 0);
+	CHECK_EQ(attr.srq_limit, 0); /* disarmed by the event */
+
+	/* SEND with invalidate: the receiver's completion carries the key. */
+	wr.opcode = IBV_WR_SEND_WITH_INV;
+	wr.invalidate_rkey = 0x00abcd12;
+	CHECK_EQ(ibv_post_send(d, &wr, &bad), EINVAL); /* UC: RC only */
+	CHECK_EQ(ibv_post_send(a, &wr, &bad), 0);
+	REQUIRE(poll_one(cq, &wc));
+	CHECK_EQ(wc.wr_id, 502);
+	CHECK_EQ(wc.qp_num, b->qp_num);
+	CHECK_EQ(wc.opcode, IBV_WC_RECV);
+	CHECK_EQ(wc.wc_flags & (IBV_WC_WITH_INV | IBV_WC_WITH_IMM), IBV_WC_WITH_INV);
+	CHECK_EQ(wc.invalidated_rkey, 0x00abcd12);
+
+	/* A QP with an SRQ moved to ERR: QP_LAST_WQE_REACHED on it. */
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_state = IBV_QPS_ERR;
+	CHECK_EQ(V.ibv_modify_qp(c, &qa, IBV_QP_STATE), 0);
+	memset(&ev, 0, sizeof(ev));
+	CHECK_EQ(V.ibv_get_async_event(ctx, &ev), 0);
+	CHECK_EQ(ev.event_type, IBV_EVENT_QP_LAST_WQE_REACHED);
+	CHECK(ev.element.qp == c);
+	V.ibv_ack_async_event(&ev);
+
+	/* An event whose QP is destroyed before it is read is never handed
+	 * out (the device drops it; the verbs layer would drop it too). */
+	CHECK_EQ(V.ibv_modify_qp(b, &qa, IBV_QP_STATE), 0);
+	CHECK(readable(ctx->async_fd));
+	CHECK_EQ(V.ibv_destroy_qp(b), 0);
+	CHECK_EQ(fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK),
+		 0);
+	errno = 0;
+	CHECK_EQ(V.ibv_get_async_event(ctx, &ev), -1);
+	CHECK_EQ(errno, EAGAIN);
+
+	CHECK_EQ(V.ibv_destroy_qp(a), 0);
+	CHECK_EQ(V.ibv_destroy_qp(c), 0);
+	CHECK_EQ(V.ibv_destroy_qp(d), 0);
+	CHECK_EQ(V.ibv_destroy_srq(srq), 0);
+	CHECK_EQ(V.ibv_dereg_mr(mr), 0);
+	CHECK_EQ(V.ibv_destroy_cq(cq), 0);
+	CHECK_EQ(V.ibv_dealloc_pd(pd), 0);
+	CHECK_EQ(V.ibv_close_device(ctx), 0);
+}
+
+static void test_atomic_inv(void)
+{
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp, *uc;
+	struct ibv_mr *tmr, *rmr;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	uint64_t *target, result = 0;
+	static uint64_t area[4] __attribute__((aligned(64)));
+
+	if (!lib_ready())
+		SKIP("library not loaded");
+	ctx = open_fake(0);
+	REQUIRE(ctx);
+	pd = V.ibv_alloc_pd(ctx);
+	REQUIRE(pd);
+	cq = V.ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	REQUIRE(cq);
+	qp = make_qp(pd, cq, NULL, IBV_QPT_RC);
+	uc = make_qp(pd, cq, NULL, IBV_QPT_UC);
+	REQUIRE(qp && uc);
+	CHECK_EQ(qp_up(qp, qp->qp_num), 0); /* loopback to itself */
+	CHECK_EQ(qp_to_rts(uc, uc->qp_num), 0);
+
+	target = &area[1];
+	*target = 5;
+	tmr = (V.ibv_reg_mr)(pd, area, sizeof(area),
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	rmr = (V.ibv_reg_mr)(pd, &result, sizeof(result), IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(tmr && rmr);
+
+	sge.addr = (uintptr_t)&result;
+	sge.length = 8;
+	sge.lkey = rmr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 7;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr.wr.atomic.remote_addr = (uintptr_t)target;
+	wr.wr.atomic.rkey = tmr->rkey;
+	wr.wr.atomic.compare_add = 5;
+	wr.wr.atomic.swap = 9;
+	CHECK_EQ(ibv_post_send(qp, &wr, &bad), 0);
+	REQUIRE(poll_one(cq, &wc));
+	CHECK_EQ(wc.wr_id, 7);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_COMP_SWAP);
+	CHECK_EQ(wc.byte_len, 8);
+	CHECK_EQ(result, 5);
+	CHECK_EQ(*target, 9);
+
+	/* Compare fails: nothing swapped, the original comes back. */
+	wr.wr.atomic.compare_add = 1;
+	wr.wr.atomic.swap = 77;
+	CHECK_EQ(ibv_post_send(qp, &wr, &bad), 0);
+	REQUIRE(poll_one(cq, &wc));
+	CHECK_EQ(result, 9);
+	CHECK_EQ(*target, 9);
+
+	wr.wr_id = 8;
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.wr.atomic.compare_add = 3;
+	wr.wr.atomic.swap = 0xdead; /* ignored */
+	CHECK_EQ(ibv_post_send(qp, &wr, &bad), 0);
+	REQUIRE(poll_one(cq, &wc));
+	CHECK_EQ(wc.wr_id, 8);
+	CHECK_EQ(wc.opcode, IBV_WC_FETCH_ADD);
+	CHECK_EQ(result, 9);
+	CHECK_EQ(*target, 12);
+
+	/* A wrong rkey: remote access error. */
+	wr.wr.atomic.rkey = tmr->rkey ^ 0x100;
+	CHECK_EQ(ibv_post_send(qp, &wr, &bad), 0);
+	REQUIRE(poll_one(cq, &wc));
+	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	CHECK_EQ(*target, 12);
+	wr.wr.atomic.rkey = tmr->rkey;
+
+	/* Atomics are RC only and never inline. */
+	bad = NULL;
+	CHECK_EQ(ibv_post_send(uc, &wr, &bad), EINVAL);
+	CHECK(bad == &wr);
+	wr.send_flags |= IBV_SEND_INLINE;
+	CHECK_EQ(ibv_post_send(qp, &wr, &bad), EINVAL);
+	wr.send_flags = IBV_SEND_SIGNALED;
+
+	/* LOCAL_INV: no SGEs; any QP type but the key is not checked here. */
+	wr.wr_id = 9;
+	wr.opcode = IBV_WR_LOCAL_INV;
+	wr.invalidate_rkey = 0x1234;
+	CHECK_EQ(ibv_post_send(qp, &wr, &bad), EINVAL); /* num_sge 1 */
+	wr.num_sge = 0;
+	CHECK_EQ(ibv_post_send(uc, &wr, &bad), 0);
+	REQUIRE(poll_one(cq, &wc));
+	CHECK_EQ(wc.wr_id, 9);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_LOCAL_INV);
+
+	CHECK_EQ(V.ibv_destroy_qp(qp), 0);
+	CHECK_EQ(V.ibv_destroy_qp(uc), 0);
+	CHECK_EQ(V.ibv_dereg_mr(tmr), 0);
+	CHECK_EQ(V.ibv_dereg_mr(rmr), 0);
+	CHECK_EQ(V.ibv_destroy_cq(cq), 0);
+	CHECK_EQ(V.ibv_dealloc_pd(pd), 0);
+	CHECK_EQ(V.ibv_close_device(ctx), 0);
+}
+
+static void test_mw(void)
+{
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr, *plain, *rmr;
+	struct ibv_mw *mw, *mw2;
+	struct ibv_mw_bind bind;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	uint32_t rkey0, rkey1;
+	uint64_t result = 0;
+	static uint64_t area[8] __attribute__((aligned(64)));
+
+	if (!lib_ready())
+		SKIP("library not loaded");
+	ctx = open_fake(0);
+	REQUIRE(ctx);
+	pd = V.ibv_alloc_pd(ctx);
+	REQUIRE(pd);
+	cq = V.ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	REQUIRE(cq);
+	qp = make_qp(pd, cq, NULL, IBV_QPT_RC);
+	REQUIRE(qp);
+	CHECK_EQ(qp_up(qp, qp->qp_num), 0);
+	mr = (V.ibv_reg_mr)(pd, area, sizeof(area), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	plain = (V.ibv_reg_mr)(pd, &area[4], 8, IBV_ACCESS_LOCAL_WRITE);
+	rmr = (V.ibv_reg_mr)(pd, &result, sizeof(result), IBV_ACCESS_LOCAL_WRITE);
+	REQUIRE(mr && plain && rmr);
+
+	mw = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	REQUIRE(mw);
+	CHECK(mw->pd == pd && mw->context == ctx && mw->type == IBV_MW_TYPE_1);
+	rkey0 = mw->rkey;
+
+	/* Signaled bind: the key changes when the completion is polled. */
+	memset(&bind, 0, sizeof(bind));
+	bind.wr_id = 71;
+	bind.send_flags = IBV_SEND_SIGNALED;
+	bind.bind_info.mr = mr;
+	bind.bind_info.addr = (uintptr_t)area;
+	bind.bind_info.length = sizeof(area);
+	bind.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_REMOTE_READ;
+	CHECK_EQ(ibv_bind_mw(qp, mw, &bind), 0);
+	CHECK_EQ(mw->rkey, rkey0);
+	REQUIRE(poll_one(cq, &wc));
+	CHECK_EQ(wc.wr_id, 71);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_BIND_MW);
+	rkey1 = ibv_inc_rkey(rkey0);
+	CHECK_EQ(mw->rkey, rkey1);
+	CHECK(rkey1 != rkey0 && (rkey1 & ~0xffu) == (rkey0 & ~0xffu));
+
+	/* An atomic through the window. */
+	area[2] = 40;
+	sge.addr = (uintptr_t)&result;
+	sge.length = 8;
+	sge.lkey = rmr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 72;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.wr.atomic.remote_addr = (uintptr_t)&area[2];
+	wr.wr.atomic.rkey = mw->rkey;
+	wr.wr.atomic.compare_add = 2;
+	CHECK_EQ(ibv_post_send(qp, &wr, &bad), 0);
+	REQUIRE(poll_one(cq, &wc));
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(result, 40);
+	CHECK_EQ(area[2], 42);
+
+	/* A bind to an MR without MW_BIND fails: the key stays. */
+	bind.wr_id = 73;
+	bind.bind_info.mr = plain;
+	bind.bind_info.addr = (uintptr_t)&area[4];
+	bind.bind_info.length = 8;
+	CHECK_EQ(ibv_bind_mw(qp, mw, &bind), 0);
+	REQUIRE(poll_one(cq, &wc));
+	CHECK_EQ(wc.wr_id, 73);
+	CHECK_EQ(wc.status, IBV_WC_MW_BIND_ERR);
+	CHECK_EQ(mw->rkey, rkey1);
+
+	/* Window rights beyond remote read/write/atomic: EINVAL. */
+	bind.bind_info.mr = mr;
+	bind.bind_info.mw_access_flags = IBV_ACCESS_LOCAL_WRITE;
+	CHECK_EQ(ibv_bind_mw(qp, mw, &bind), EINVAL);
+	bind.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+
+	/* Unsignaled: no completion, the key is taken at once. */
+	bind.send_flags = 0;
+	CHECK_EQ(ibv_bind_mw(qp, mw, &bind), 0);
+	CHECK_EQ(mw->rkey, ibv_inc_rkey(rkey1));
+	CHECK_EQ(ibv_poll_cq(cq, 1, &wc), 0);
+
+	/* Type 2: IBV_WR_BIND_MW with the application's key. */
+	mw2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	REQUIRE(mw2);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 74;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = mw2;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw2->rkey);
+	wr.bind_mw.bind_info.mr = mr;
+	wr.bind_mw.bind_info.addr = (uintptr_t)area;
+	wr.bind_mw.bind_info.length = 16;
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+	CHECK_EQ(ibv_post_send(qp, &wr, &bad), 0);
+	REQUIRE(poll_one(cq, &wc));
+	CHECK_EQ(wc.wr_id, 74);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_BIND_MW);
+	/* IBV_WR_BIND_MW is for type 2, ibv_bind_mw for type 1. */
+	wr.bind_mw.mw = mw;
+	CHECK_EQ(ibv_post_send(qp, &wr, &bad), EINVAL);
+	CHECK_EQ(ibv_bind_mw(qp, mw2, &bind), EINVAL);
+
+	CHECK_EQ(ibv_dealloc_mw(mw), 0);
+	CHECK_EQ(ibv_dealloc_mw(mw2), 0);
+	CHECK_EQ(V.ibv_destroy_qp(qp), 0);
+	CHECK_EQ(V.ibv_dereg_mr(mr), 0);
+	CHECK_EQ(V.ibv_dereg_mr(plain), 0);
+	CHECK_EQ(V.ibv_dereg_mr(rmr), 0);
+	CHECK_EQ(V.ibv_destroy_cq(cq), 0);
+	CHECK_EQ(V.ibv_dealloc_pd(pd), 0);
+	CHECK_EQ(V.ibv_close_device(ctx), 0);
+}
+
+static void test_resize(void)
+{
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qia;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_wc wc[8];
+	int i;
+
+	if (!lib_ready())
+		SKIP("library not loaded");
+	ctx = open_fake(0);
+	REQUIRE(ctx);
+	pd = V.ibv_alloc_pd(ctx);
+	REQUIRE(pd);
+	cq = V.ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	REQUIRE(cq);
+	qp = make_qp(pd, cq, NULL, IBV_QPT_UC);
+	REQUIRE(qp);
+	CHECK_EQ(qp_to_rts(qp, 0x77), 0);
+
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	for (i = 0; i < 3; i++) {
+		wr.wr_id = 60 + (uint64_t)i;
+		CHECK_EQ(ibv_post_send(qp, &wr, &bad), 0);
+	}
+	/* Three completions held: 2 is too small, 16 keeps them in order. */
+	CHECK_EQ(V.ibv_resize_cq(cq, 2), EINVAL);
+	CHECK_EQ(V.ibv_resize_cq(cq, 0), EINVAL);
+	CHECK_EQ(V.ibv_resize_cq(cq, 16), 0);
+	CHECK(cq->cqe >= 16);
+	for (i = 3; i < 8; i++) {
+		wr.wr_id = 60 + (uint64_t)i;
+		CHECK_EQ(ibv_post_send(qp, &wr, &bad), 0);
+	}
+	CHECK_EQ(ibv_poll_cq(cq, 8, wc), 8);
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(wc[i].wr_id, 60 + (uint64_t)i);
+
+	/* IBV_QP_CAP resizes the work queues; SGE/inline sizes stay. */
+	memset(&qa, 0, sizeof(qa));
+	qa.cap.max_send_wr = 128;
+	qa.cap.max_recv_wr = 32;
+	qa.cap.max_send_sge = 7; /* ignored */
+	CHECK_EQ(V.ibv_modify_qp(qp, &qa, IBV_QP_CAP), 0);
+	memset(&qa, 0, sizeof(qa));
+	CHECK_EQ(V.ibv_query_qp(qp, &qa, IBV_QP_CAP, &qia), 0);
+	CHECK_EQ(qa.cap.max_send_wr, 128);
+	CHECK_EQ(qa.cap.max_recv_wr, 32);
+	CHECK_EQ(qa.cap.max_send_sge, 2);
+	qa.cap.max_send_wr = 0;
+	CHECK_EQ(V.ibv_modify_qp(qp, &qa, IBV_QP_CAP), EINVAL);
+	qa.cap.max_send_wr = 100000;
+	CHECK_EQ(V.ibv_modify_qp(qp, &qa, IBV_QP_CAP), EINVAL);
+
+	CHECK_EQ(V.ibv_destroy_qp(qp), 0);
+	CHECK_EQ(V.ibv_destroy_cq(cq), 0);
 	CHECK_EQ(V.ibv_dealloc_pd(pd), 0);
 	CHECK_EQ(V.ibv_close_device(ctx), 0);
 }
@@ -899,6 +1542,11 @@ int main(void)
 	RUN(test_query);
 	RUN(test_pd_mr);
 	RUN(test_cq_qp);
+	RUN(test_ext_absent);
+	RUN(test_srq);
+	RUN(test_atomic_inv);
+	RUN(test_mw);
+	RUN(test_resize);
 	RUN(test_ah);
 	RUN(test_async_and_private);
 	RUN(test_strings);

@@ -190,5 +190,8 @@ extern const struct evil_attack evil_msg_attacks[];
 extern const unsigned evil_msg_nattacks;
 extern const struct evil_attack evil_ring_attacks[];
 extern const unsigned evil_ring_nattacks;
+/* attacks on the verbs extensions (ext.c, over the RDMA driver of rdma.c) */
+extern const struct evil_attack evil_ext_attacks[];
+extern const unsigned evil_ext_nattacks;
 
 #endif /* VRDMA_EVIL_H */

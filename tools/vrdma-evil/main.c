@@ -68,6 +68,9 @@ static const struct evil_attack *find_attack(const char *name)
 	for (unsigned i = 0; i < evil_ring_nattacks; i++)
 		if (!strcmp(evil_ring_attacks[i].name, name))
 			return &evil_ring_attacks[i];
+	for (unsigned i = 0; i < evil_ext_nattacks; i++)
+		if (!strcmp(evil_ext_attacks[i].name, name))
+			return &evil_ext_attacks[i];
 	return NULL;
 }
 
@@ -79,6 +82,9 @@ static void list(void)
 	for (unsigned i = 0; i < evil_ring_nattacks; i++)
 		printf("%s %s\n", evil_ring_attacks[i].name,
 		       expect_names[evil_ring_attacks[i].expect]);
+	for (unsigned i = 0; i < evil_ext_nattacks; i++)
+		printf("%s %s\n", evil_ext_attacks[i].name,
+		       expect_names[evil_ext_attacks[i].expect]);
 }
 
 static void usage(FILE *f)

@@ -25,6 +25,7 @@
 
 #define VIRTIO_F_VERSION_1_BIT 32
 #define VIRTIO_NET_F_ROCE_BIT 55
+#define VIRTIO_NET_F_ROCE_EXT_BIT 4
 #define EVIL_MAX_SEND_FDS 16
 
 /* ---- raw socket helpers ---- */
@@ -240,6 +241,7 @@ uint32_t evil_device_rings(const struct evil_opts *o)
 	struct vhost_user_msg m;
 	struct vhost_user_config c;
 	uint32_t rings = 0;
+	bool ext;
 	int fd, rc;
 
 	if (o->rings)
@@ -253,18 +255,24 @@ uint32_t evil_device_rings(const struct evil_opts *o)
 		rings = 3;
 		goto out;
 	}
+	/* max_rdma_qps, max_rdma_cqs (and max_rdma_srqs when the device offers
+	 * VIRTIO_NET_F_ROCE_EXT: its rings exist whatever a driver negotiates) */
+	ext = !!(s.features & (1ull << VIRTIO_NET_F_ROCE_EXT_BIT));
 	memset(&c, 0, sizeof(c));
-	c.offset = 24; /* max_rdma_qps, max_rdma_cqs */
-	c.size = 8;
+	c.offset = 24;
+	c.size = ext ? 12 : 8;
 	rc = raw_call(fd, VHOST_USER_GET_CONFIG, VHOST_USER_VERSION, &c,
-		      VHOST_USER_CONFIG_HDR_SIZE + 8, NULL, 0, &m, o->timeout_ms);
-	if (rc == VHOST_USER_CONFIG_HDR_SIZE + 8) {
-		uint32_t qps, cqs;
+		      VHOST_USER_CONFIG_HDR_SIZE + c.size, NULL, 0, &m, o->timeout_ms);
+	if (rc == (int)(VHOST_USER_CONFIG_HDR_SIZE + c.size)) {
+		uint32_t qps, cqs, srqs = 0;
 
 		memcpy(&qps, m.payload.config.region, 4);
 		memcpy(&cqs, m.payload.config.region + 4, 4);
-		/* netdev.h: rx, tx, ctrl, then the CQs, then SQ/RQ pairs. */
-		rings = 3 + cqs + 2 * qps;
+		if (ext)
+			memcpy(&srqs, m.payload.config.region + 8, 4);
+		/* netdev.h: rx, tx, ctrl, then the CQs, then SQ/RQ pairs; with
+		 * the extension the event queue and the SRQ rings. */
+		rings = 3 + cqs + 2 * qps + (ext ? 1 + srqs : 0);
 	}
 out:
 	close(fd);

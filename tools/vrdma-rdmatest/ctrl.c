@@ -272,8 +272,20 @@ static void t_mr(struct rt_ctx *c)
 	LOCAL_ERR(d, vrdma_mr_reg(d, pdn, heap, PG, UINT64_MAX - 100, lw, &m1), -EINVAL);
 	LOCAL_ERR(d, vrdma_mr_reg(d, pdn, heap, PG, (uintptr_t)heap,
 				  VIRTIO_IB_ACCESS_REMOTE_WRITE, &m1), -EINVAL);
-	LOCAL_ERR(d, vrdma_mr_reg(d, pdn, heap, PG, (uintptr_t)heap,
-				  lw | VIRTIO_IB_ACCESS_REMOTE_ATOMIC_RSVD, &m1), -EOPNOTSUPP);
+	{
+		struct vrdma_device_attr da;
+
+		/* REMOTE_ATOMIC needs the extension's atomic_cap; without
+		 * it the library refuses it (with it: tools "ext" group). */
+		RT_EQ(vrdma_query_device(d, &da), 0);
+		if (da.atomic_cap == VIRTIO_IB_ATOMIC_NONE)
+			LOCAL_ERR(d, vrdma_mr_reg(d, pdn, heap, PG, (uintptr_t)heap,
+						  lw | VIRTIO_IB_ACCESS_REMOTE_ATOMIC, &m1),
+				  -EOPNOTSUPP);
+		LOCAL_ERR(d, vrdma_mr_reg(d, pdn, heap, PG, (uintptr_t)heap,
+					  VIRTIO_IB_ACCESS_REMOTE_ATOMIC, &m1),
+			  da.atomic_cap == VIRTIO_IB_ATOMIC_NONE ? -EOPNOTSUPP : -EINVAL);
+	}
 	LOCAL_ERR(d, vrdma_mr_reg(d, pdn, heap, PG, (uintptr_t)heap, 1u << 7, &m1), -EINVAL);
 	LOCAL_ERR(d, vrdma_mr_reg(d, pdn, heap, (1ull << 32) + 1, (uintptr_t)heap, lw, &m1),
 		  -EINVAL);

@@ -18,6 +18,10 @@
  *            daemon's (--pid) fd count must stay exact and its VmRSS within
  *            --rss-kb
  *   data     SEND/RECV, WRITE, READ, UD between A and B and loopback
+ *   ext      the extensions (SRQ, atomics, fast registration, windows, CQ / QP
+ *            resize, async events) between A and B
+ *   extoff   A is a device without VIRTIO_NET_F_ROCE_EXT: extension calls
+ *            fail with EOPNOTSUPP and send nothing
  *
  * Output: "ok PREFIX.NAME" / "not ok PREFIX.NAME" / "skip PREFIX.NAME: why"
  * lines (tests/run.sh counts them). Exit status 0 if every test passed, 1
@@ -114,7 +118,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: vrdma-rdmatest --socket A [--socket B] [options] GROUP...\n"
-		"groups: ctrl raw qpstate limits soak data\n"
+		"groups: ctrl raw qpstate limits soak data ext extoff\n"
 		"options:\n"
 		"  --socket PATH   device socket (first: A, second: B)\n"
 		"  --ip ADDR       IPv4 address of device A (GID 1); --ip-b for B\n"
@@ -216,6 +220,10 @@ int main(int argc, char **argv)
 			rt_soak(&c);
 		else if (!strcmp(g, "data"))
 			rt_data(&c);
+		else if (!strcmp(g, "ext"))
+			rt_ext(&c);
+		else if (!strcmp(g, "extoff"))
+			rt_extoff(&c);
 		else {
 			fprintf(stderr, "vrdma-rdmatest: unknown group %s\n", g);
 			return 2;

@@ -262,8 +262,8 @@ static void t_raw_mr(struct rt_ctx *c)
 	m->pdn = htole32(pdn);
 	m->access_flags = htole32(VIRTIO_IB_ACCESS_REMOTE_WRITE);
 	ERR(reg(d, m, cl, &a2));                           /* RW without LW */
-	m->access_flags = htole32(VIRTIO_IB_ACCESS_LOCAL_WRITE | VIRTIO_IB_ACCESS_REMOTE_ATOMIC_RSVD);
-	ERR(reg(d, m, cl, &a2));                           /* reserved bit */
+	m->access_flags = htole32(VIRTIO_IB_ACCESS_LOCAL_WRITE | (1u << 5));
+	ERR(reg(d, m, cl, &a2));                           /* unknown bit */
 	m->access_flags = htole32(all);
 	m->length = htole64(3 * PG);
 	ERR(reg(d, m, cl, &a2));                           /* npages != span */
@@ -452,7 +452,7 @@ static void t_raw_modify(struct rt_ctx *c)
 	ERR(modify(d, &m, qpn, VIRTIO_IB_QP_STATE));       /* ACCESS_FLAGS required */
 	ERR(modify(d, &m, qpn, VIRTIO_IB_QP_STATE | VIRTIO_IB_QP_ACCESS_FLAGS |
 				       VIRTIO_IB_QP_QKEY)); /* QKEY not allowed on RC */
-	m.qp_access_flags = htole32(1u << 3);
+	m.qp_access_flags = htole32(1u << 5);
 	ERR(modify(d, &m, qpn, VIRTIO_IB_QP_STATE | VIRTIO_IB_QP_ACCESS_FLAGS));
 	m.qp_access_flags = htole32(VIRTIO_IB_ACCESS_LOCAL_WRITE);
 	ERR(modify(d, &m, qpn, VIRTIO_IB_QP_STATE | VIRTIO_IB_QP_ACCESS_FLAGS | (1u << 17)));

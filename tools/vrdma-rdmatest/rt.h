@@ -99,6 +99,8 @@ void rt_qp_states(struct rt_ctx *c);
 void rt_limits(struct rt_ctx *c);
 void rt_soak(struct rt_ctx *c);
 void rt_data(struct rt_ctx *c);
+void rt_ext(struct rt_ctx *c);
+void rt_extoff(struct rt_ctx *c);
 
 /* Helpers shared by the groups. */
 struct vrdma_dev *rt_open(const char *sock);

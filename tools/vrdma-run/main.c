@@ -5,7 +5,9 @@
  * It puts the directory of vrdma's libibverbs.so.1 (../lib next to this
  * executable) first in LD_LIBRARY_PATH, sets VRDMA_SOCKET to the device
  * socket(s) and execs the command. See usage() for the socket rules (shared
- * with the library: src/verbs/vrdma_socket.h).
+ * with the library: src/verbs/vrdma_socket.h). Unless disabled, it also
+ * appends ../lib/libvrdma-shmalloc.so to LD_PRELOAD (the shared-heap
+ * allocator: zero-copy memory registration, src/shmalloc/shmalloc.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -32,6 +34,7 @@ static void usage(FILE *f)
 		"                     is vrdma<i>, in the order given; no ':' in PATH)\n"
 		"  -f, --fake         use the fake device of the library instead\n"
 		"                     (VRDMA_FAKE_DEVICE=1: no network, for tests)\n"
+		"  -n, --no-shmalloc  do not preload the shared-heap allocator (see below)\n"
 		"  -v, --verbose      print the environment set before running COMMAND\n"
 		"  -h, --help         this text\n"
 		"\n"
@@ -40,6 +43,19 @@ static void usage(FILE *f)
 		"  2. the first existing socket, in sorted order, matching\n"
 		"     $VRDMA_SOCKET_DIR/*.sock (VRDMA_SOCKET_DIR defaults to %s), else\n"
 		"  3. %s\n"
+		"\n"
+		"Zero-copy registration: by default ../lib/libvrdma-shmalloc.so is\n"
+		"appended to LD_PRELOAD. It serves malloc / calloc / realloc /\n"
+		"memalign / posix_memalign / aligned_alloc / valloc / pvalloc requests\n"
+		"and anonymous private read-write mmaps of at least VRDMA_SHMALLOC_MIN\n"
+		"bytes (default 64k) from one shared memfd heap (reserved range\n"
+		"VRDMA_SHMALLOC_HEAP, default 64g), so ibv_reg_mr on them shares the\n"
+		"pages with the device without copying them. Smaller requests go to\n"
+		"glibc. Other memory (stack, globals, small blocks) is still registered\n"
+		"by copying it into shared memory in place. fork() gives the child a\n"
+		"private copy of the heap's data (copied at fork time).\n"
+		"--no-shmalloc or VRDMA_SHMALLOC=0 in the environment turns it off\n"
+		"(every registration then uses the copy path).\n"
 		"\n"
 		"Exit status: that of COMMAND; 127 if COMMAND is not found, 126 if it\n"
 		"cannot be run, 2 on a usage error.\n",
@@ -69,6 +85,27 @@ static int lib_dir(char *buf, size_t size)
 	if (access(path, R_OK))
 		return -errno;
 	return 0;
+}
+
+/* LD_PRELOAD with libdir/libvrdma-shmalloc.so appended (after what is
+ * there: a sanitizer runtime must stay first) into *out (malloc'ed).
+ * Returns 0, -ENOENT if the library is missing, -ENOMEM. */
+static int shmalloc_preload(const char *libdir, char **out)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char path[PATH_MAX + 32];
+	int n;
+
+	snprintf(path, sizeof(path), "%s/libvrdma-shmalloc.so", libdir);
+	if (access(path, R_OK))
+		return -ENOENT;
+	if (old && strstr(old, path)) /* already there (nested vrdma-run) */
+		n = asprintf(out, "%s", old);
+	else if (old && *old)
+		n = asprintf(out, "%s:%s", old, path);
+	else
+		n = asprintf(out, "%s", path);
+	return n < 0 ? -ENOMEM : 0;
 }
 
 /* Appends s to the ':'-separated list in *list (grown with realloc).
@@ -105,17 +142,18 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "fake", no_argument, NULL, 'f' },
+		{ "no-shmalloc", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char libdir[PATH_MAX], sock[256];
-	char *sockets = NULL, *ldpath;
+	char *sockets = NULL, *ldpath, *preload = NULL;
 	const char *old;
-	int c, ret, fake = 0, verbose = 0;
+	int c, ret, fake = 0, verbose = 0, shmalloc = 1;
 
 	/* '+': stop at the first non-option, which is COMMAND. */
-	while ((c = getopt_long(argc, argv, "+s:fvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+s:fnvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (!*optarg || strchr(optarg, ':') || strlen(optarg) >= sizeof(sock)) {
@@ -129,6 +167,9 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			fake = 1;
+			break;
+		case 'n':
+			shmalloc = 0;
 			break;
 		case 'v':
 			verbose = 1;
@@ -163,6 +204,23 @@ int main(int argc, char **argv)
 		return 126;
 	}
 
+	old = getenv("VRDMA_SHMALLOC");
+	if (old && !strcmp(old, "0"))
+		shmalloc = 0;
+	if (shmalloc) {
+		ret = shmalloc_preload(libdir, &preload);
+		if (ret == -ENOENT) {
+			shmalloc = 0; /* not built: registrations use the copy path */
+		} else if (ret < 0 || setenv("LD_PRELOAD", preload, 1)) {
+			fprintf(stderr, "vrdma-run: cannot set LD_PRELOAD\n");
+			return 126;
+		}
+	}
+	if (!shmalloc && setenv("VRDMA_SHMALLOC", "0", 1)) {
+		fprintf(stderr, "vrdma-run: cannot set the environment\n");
+		return 126;
+	}
+
 	if (!sockets) {
 		old = getenv(VRDMA_SOCKET_ENV);
 		if (old && *old) {
@@ -188,7 +246,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "vrdma-run: VRDMA_SOCKET=%s\n", sockets);
 		if (fake)
 			fprintf(stderr, "vrdma-run: VRDMA_FAKE_DEVICE=1\n");
+		if (preload)
+			fprintf(stderr, "vrdma-run: LD_PRELOAD=%s\n", preload);
+		else
+			fprintf(stderr, "vrdma-run: VRDMA_SHMALLOC=0\n");
 	}
+	free(preload);
 	free(ldpath);
 	free(sockets);
 

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Fuzz target: the transport's extension rings against a hostile driver.
+ * One device with ROCE_EXT, an SRQ shared by three QPs (RC, UC, UD) and the
+ * event virtqueue; the input is a list of operations:
+ *   - SRQ elements with any bytes, any length, split over up to three
+ *     descriptors, some device-writable or outside shared memory (breaks the
+ *     ring), posted with or without kicks;
+ *   - QPs taking elements (roce_rq_get) and completing them (success or
+ *     error), moving to ERR, RESET, or being destroyed and created again;
+ *   - event buffers of any length (short ones included), events raised on
+ *     any object, MODIFY_SRQ limits, CQ resizes, completion buffers, polls.
+ * Checked after every step: an SRQ never counts more elements than its ring
+ * holds; every element taken is given back at most once (the driver side of
+ * the ring validates used ids); a QP of the SRQ never holds an element of
+ * another ring; every event written has a known type, length 16 and
+ * reserved 0; short buffers come back with length 0; ASan/UBSan clean.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "roce/roce_ext.h"
+#include "unit/roce_tp_fake.h"
+
+struct input {
+	const uint8_t *p;
+	size_t n;
+};
+
+static uint8_t in8(struct input *in)
+{
+	if (!in->n)
+		return 0;
+	in->n--;
+	return *in->p++;
+}
+
+static const uint8_t types[3] = { VIRTIO_IB_QPT_RC, VIRTIO_IB_QPT_UC, VIRTIO_IB_QPT_UD };
+
+struct fz {
+	struct fk_env env;
+	struct fk_dev *d;
+	uint32_t pd, cq[2];
+	struct roce_srq *srq;
+	struct fk_ring *srq_ring, *evq;
+	uint32_t qpn[3];
+	struct fk_mr mr;
+	uint64_t next_id;
+};
+
+static struct fk_dev *dev_new(struct fk_env *env)
+{
+	struct fk_dev *d = calloc(1, sizeof(*d));
+	struct roce_dev_cfg cfg;
+	int fd;
+
+	if (!d)
+		abort();
+	d->env = env;
+	d->arena_size = 4u << 20;
+	fd = memfd_create("fz-arena", 0);
+	if (fd < 0 || ftruncate(fd, (off_t)d->arena_size))
+		abort();
+	d->arena = mmap(NULL, d->arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (d->arena == MAP_FAILED)
+		abort();
+	d->memfd = fd;
+	d->brk = 4096;
+	vhost_mem_init(&d->mem);
+	if (vhost_mem_add(&d->mem, (uintptr_t)d->arena, d->arena_size, (uintptr_t)d->arena, 0,
+			  dup(fd)))
+		abort();
+	d->mac[0] = 0x52;
+	d->mac[5] = 0x10;
+	d->ip4 = htobe32(0x0a000001u);
+	memset(&cfg, 0, sizeof(cfg));
+	memcpy(cfg.mac, d->mac, 6);
+	cfg.has_ip4 = true;
+	cfg.ip4 = d->ip4;
+	cfg.max_rdma_qps = 8;
+	cfg.max_rdma_cqs = 4;
+	cfg.max_pd = 8;
+	cfg.max_mr = 8;
+	cfg.max_ah = 4;
+	cfg.mem = &d->mem;
+	cfg.deterministic = true;
+	cfg.ext_offered = true;
+	cfg.max_rdma_srqs = 2;
+	if (roce_dev_init(&d->rd, &cfg))
+		abort();
+	roce_dev_set_ext(&d->rd, true);
+	d->tp = roce_tp_new(&d->rd, NULL, &fk_ops, d);
+	if (!d->tp)
+		abort();
+	d->nrings = roce_ring_count(&d->rd);
+	d->rings = calloc(d->nrings, sizeof(*d->rings));
+	pkt_queue_init(&d->wire);
+	env->dev[env->ndev++] = d;
+	return d;
+}
+
+static uint32_t qp_new(struct fz *f, int i)
+{
+	struct roce_qp_init in = {
+		.pdn = f->pd, .qp_type = types[i], .send_cqn = f->cq[0], .recv_cqn = f->cq[i & 1],
+		.cap = { 4, 0, 1, 0, 0 }, .ext_flags = VIRTIO_IB_QP_CREATE_SRQ,
+		.srqn = f->srq->srqn,
+	};
+	struct roce_qp *qp;
+	struct fk_path p;
+
+	if (roce_qp_create(&f->d->rd, &in, &qp))
+		abort();
+	fk_path_default(&p);
+	fk_connect(f->d, qp->qpn, f->d, qp->qpn, &p);
+	return qp->qpn;
+}
+
+/* Post one SRQ element from the input. */
+static void srq_element(struct fz *f, struct input *in)
+{
+	struct fk_ring *fr = f->srq_ring;
+	uint8_t mode = in8(in), len = in8(in) % 96;
+	uint8_t *b;
+	struct vq_buf out[3], inb;
+	unsigned nout = 0, k, off = 0;
+
+	if (!vq_drv_num_free(&fr->drv))
+		return;
+	b = fk_ring_buf(fr);
+	for (k = 0; k < len; k++)
+		b[k] = in8(in);
+	if (mode & 1) {
+		/* a well-formed header with a valid SGE most of the time */
+		struct virtio_rdma_rq_req req = { .wr_id = htole64(f->next_id++), .num_sge = 0 };
+		struct virtio_rdma_sge s = { htole64((uintptr_t)f->mr.buf + (in8(in) & 63)),
+					     htole32(in8(in)), htole32(f->mr.lkey) };
+
+		req.num_sge = htole32(mode & 2 ? 1 : in8(in) % 4);
+		memcpy(b, &req, sizeof(req));
+		memcpy(b + sizeof(req), &s, sizeof(s));
+		len = (uint8_t)MAX(len, (uint8_t)(sizeof(req) + sizeof(s)));
+	}
+	/* split into up to three readable pieces */
+	for (k = 0; k < 3 && off < len; k++) {
+		unsigned piece = k == 2 ? len - off : MIN(len - off, (unsigned)(in8(in) % 48) + 1);
+
+		out[nout++] = (struct vq_buf){ (uintptr_t)b + off, piece };
+		off += piece;
+	}
+	if (!nout)
+		out[nout++] = (struct vq_buf){ (uintptr_t)b, 1 };
+	if (mode & 0x40)
+		out[0].addr = 0x100; /* outside shared memory: breaks the ring */
+	inb = (struct vq_buf){ (uintptr_t)b + 128, 16 };
+	if (vq_drv_add(&fr->drv, out, nout, &inb, mode & 0x20 ? 1 : 0, b))
+		return;
+	if (mode & 0x80)
+		fk_ring_publish(f->d, fr);
+	else
+		vq_drv_kick_prepare(&fr->drv);
+}
+
+static void evq_buffers(struct fz *f, struct input *in)
+{
+	struct fk_ring *fr = f->evq;
+	uint8_t n = in8(in) % 4;
+
+	for (uint8_t k = 0; k < n && vq_drv_num_free(&fr->drv); k++) {
+		uint8_t *b = fk_ring_buf(fr);
+		uint8_t l = in8(in) % 40;
+		struct vq_buf out = { (uintptr_t)b, 4 }, inb = { (uintptr_t)b + 8, l ? l : 1 };
+
+		vq_drv_add(&fr->drv, &out, l & 1, &inb, 1, b);
+	}
+	fk_ring_publish(f->d, fr);
+}
+
+static void check_events(struct fz *f)
+{
+	uint32_t len;
+	uint8_t *b;
+
+	while ((b = vq_drv_get_used(&f->evq->drv, &len))) {
+		struct virtio_rdma_event ev;
+
+		if (len == 0)
+			continue;
+		if (len != 16)
+			abort();
+		memcpy(&ev, b + 8, sizeof(ev));
+		if (le32toh(ev.type) >= VIRTIO_IB_EVENT_NUM || ev.reserved || ev.vendor_err)
+			abort();
+	}
+}
+
+static void check(struct fz *f)
+{
+	struct roce_tsrq *ts = f->srq->transport;
+	uint32_t len;
+
+	if (ts && roce_srq_count(ts) > f->srq_ring->r.num)
+		abort();
+	for (int i = 0; i < 3; i++) {
+		struct roce_qp *qp = roce_qp_lookup(&f->d->rd, f->qpn[i]);
+		struct roce_tq *tq = qp ? qp->transport : NULL;
+
+		if (tq && tq->rwqe->valid && tq->rwqe->srq != f->srq)
+			abort();
+	}
+	/* used SRQ entries are consumed (vq_drv checks each id) */
+	while (vq_drv_get_used(&f->srq_ring->drv, &len))
+		;
+	check_events(f);
+	pkt_queue_purge(&f->d->wire);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct input in = { data, size };
+	struct fz f;
+	unsigned steps = 0;
+
+	vlog_level = -1;
+	memset(&f, 0, sizeof(f));
+	f.d = dev_new(&f.env);
+	f.pd = fk_pd(f.d);
+	f.cq[0] = fk_cq(f.d, 8, 8, true);
+	f.cq[1] = fk_cq(f.d, 2, 4, in8(&in) & 1);
+	if (roce_srq_create(&f.d->rd, f.pd, 16, 2, &f.srq))
+		abort();
+	f.srq_ring = fk_ring_setup(f.d, f.srq->vq, 16, 256, in8(&in) & 1);
+	f.evq = fk_ring_setup(f.d, roce_ring_of_eventq(&f.d->rd), 8, 64, true);
+	f.mr = fk_mr_reg(f.d, f.pd, 4096, FK_ACC_ALL);
+	for (int i = 0; i < 3; i++)
+		f.qpn[i] = qp_new(&f, i);
+
+	while (in.n && steps++ < 256) {
+		uint8_t op = in8(&in), i = (uint8_t)(in8(&in) % 3);
+		struct roce_qp *qp = roce_qp_lookup(&f.d->rd, f.qpn[i]);
+		struct roce_tq *tq = qp ? qp->transport : NULL;
+
+		switch (op % 11) {
+		case 0:
+			srq_element(&f, &in);
+			break;
+		case 1:
+			if (tq && qp->attr.qp_state >= VIRTIO_IB_QPS_RTR &&
+			    qp->attr.qp_state != VIRTIO_IB_QPS_ERR)
+				roce_rq_get(tq);
+			break;
+		case 2:
+			if (tq && tq->rwqe->valid) {
+				struct roce_wc wc;
+
+				memset(&wc, 0, sizeof(wc));
+				wc.opcode = VIRTIO_IB_WC_RECV;
+				wc.status = in8(&in) & 1 ? VIRTIO_IB_WC_LOC_LEN_ERR : 0;
+				roce_rq_complete(tq, &wc);
+			}
+			break;
+		case 3:
+			fk_modify(f.d, f.qpn[i], in8(&in) & 1 ? VIRTIO_IB_QPS_ERR :
+				  VIRTIO_IB_QPS_RESET, 0, NULL);
+			break;
+		case 4:
+			if (qp && roce_qp_destroy(&f.d->rd, f.qpn[i]) == ROCE_OK)
+				f.qpn[i] = qp_new(&f, i);
+			break;
+		case 5:
+			evq_buffers(&f, &in);
+			break;
+		case 6: {
+			uint8_t t = (uint8_t)(in8(&in) % VIRTIO_IB_EVENT_NUM);
+
+			switch (in8(&in) % 4) {
+			case 0:
+				if (qp)
+					roce_event_raise(&f.d->rd, &qp->ev, t);
+				break;
+			case 1:
+				roce_event_raise(&f.d->rd, &f.srq->ev, t);
+				break;
+			case 2:
+				roce_event_raise(&f.d->rd,
+						 &roce_cq_lookup(&f.d->rd, f.cq[1])->ev, t);
+				break;
+			default:
+				roce_event_raise(&f.d->rd, &f.d->rd.port_ev, t);
+				break;
+			}
+			break;
+		}
+		case 7:
+			roce_srq_modify(&f.d->rd, f.srq->srqn, VIRTIO_IB_SRQ_LIMIT, in8(&in) % 18);
+			break;
+		case 8:
+			roce_cq_resize(&f.d->rd, f.cq[in8(&in) & 1], in8(&in) % 12);
+			break;
+		case 9:
+			fk_cq_post(f.d, f.cq[in8(&in) & 1], in8(&in) % 4);
+			for (int c = 0; c < 2; c++) {
+				struct virtio_rdma_cq_req wc[8];
+
+				fk_poll_cq(f.d, f.cq[c], wc, 8);
+			}
+			break;
+		default:
+			roce_tp_poll(f.d->tp);
+			break;
+		}
+		check(&f);
+	}
+	fk_env_fini(&f.env);
+	return 0;
+}

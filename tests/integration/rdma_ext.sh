@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The extensions of docs/spec.md "Extensions beyond the seed" through libvrdma
+# and a real daemon (tools/vrdma-rdmatest "ext"): capabilities and P_Key, an
+# SRQ shared by two QPs (data compared), FETCH_AND_ADD / CMP_AND_SWP across
+# two devices, fast registration + LOCAL_INV + SEND_WITH_INV, memory windows
+# of type 1 and 2, CQ resize with completions pending, QP resize, and
+# asynchronous events (SRQ limit, CQ overflow: CQ_ERR + QP_FATAL, remote
+# access error: QP_ACCESS_ERR). Then devices started with ext=off: libvrdma
+# does not negotiate the extension, every extension call fails with
+# EOPNOTSUPP without a command ("extoff"), and the seed data path still
+# works ("data"). Also Debian's ibv_srq_pingpong through vrdma-run (the verbs
+# layer's SRQ on this driver), polling and with completion events.
+. "$(dirname "$0")/../lib.sh"
+
+DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
+RT="$VRDMA_BUILD/bin/vrdma-rdmatest"
+
+for f in "$DAEMON" "$RT"; do
+	if [ ! -x "$f" ]; then
+		skip all "$f not built"
+		t_done
+	fi
+done
+
+# rdmatest NAME ARGS...: run the test client; its ok/not ok lines are ours.
+rdmatest() {
+	local name=$1 rc
+	shift
+	"$RT" --prefix "$T_PROG.$name" "$@" >"$T_TMP/$name.out" 2>&1
+	rc=$?
+	cat "$T_TMP/$name.out"
+	if [ $rc -ne 0 ] && ! grep -q '^not ok ' "$T_TMP/$name.out"; then
+		not_ok "$name" "vrdma-rdmatest exited with $rc"
+	fi
+}
+
+# daemon NAME DEVICE-OPTIONS...: start a daemon with devices a and b.
+daemon() {
+	local name=$1 extra=$2
+	rm -f "$T_TMP/$name.pid"
+	bg "$DAEMON" -q --pidfile "$T_TMP/$name.pid" 2>"$T_TMP/$name.log" \
+		--device "socket=$T_TMP/$name-a.sock,mac=02:00:00:00:0e:01,ip=10.9.0.1/24$extra" \
+		--device "socket=$T_TMP/$name-b.sock,mac=02:00:00:00:0e:02,ip=10.9.0.2/24$extra"
+	if ! wait_for_file "$T_TMP/$name.pid"; then
+		not_ok "${name}_started" "no pid file: $(cat "$T_TMP/$name.log")"
+		return 1
+	fi
+	return 0
+}
+
+# stop NAME: the daemon must exit cleanly.
+stop() {
+	local name=$1 pid rc
+	pid=$(cat "$T_TMP/$name.pid")
+	kill "$pid"
+	wait "$pid" 2>/dev/null
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		ok "${name}_exit"
+	else
+		not_ok "${name}_exit" "exit status $rc: $(tail -20 "$T_TMP/$name.log")"
+	fi
+}
+
+port_listening() { ss -ltn 2>/dev/null | grep -q ":$1 "; }
+port=18700
+
+# pingpong NAME PROG ARGS...: Debian's program through vrdma-run, server on
+# device ext-a, client on ext-b (the verbs layer on this provider).
+pingpong() {
+	local name=$1 prog=$2 spid src crc
+	shift 2
+	port=$((port + 1))
+	env LD_PRELOAD="$PRELOAD" \
+		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
+		"$RUN" -s "$T_TMP/ext-a.sock" -- "$prog" -p $port "$@" >"$T_TMP/$name.srv" 2>&1 &
+	spid=$!
+	if ! wait_for port_listening $port; then
+		kill $spid 2>/dev/null
+		wait $spid 2>/dev/null
+		not_ok "$name" "server did not listen: $(cat "$T_TMP/$name.srv")"
+		return
+	fi
+	timeout 120 env LD_PRELOAD="$PRELOAD" \
+		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
+		"$RUN" -s "$T_TMP/ext-b.sock" -- "$prog" -p $port "$@" 127.0.0.1 \
+		>"$T_TMP/$name.cli" 2>&1
+	crc=$?
+	wait $spid
+	src=$?
+	if [ $crc -eq 0 ] && [ $src -eq 0 ] &&
+	   grep -q 'iters in' "$T_TMP/$name.cli" && grep -q 'iters in' "$T_TMP/$name.srv"; then
+		ok "$name"
+	else
+		not_ok "$name" "client rc=$crc server rc=$src:" \
+			"$(cat "$T_TMP/$name.cli" "$T_TMP/$name.srv" | tr '\n' ' ')"
+	fi
+}
+
+RUN="$VRDMA_BUILD/bin/vrdma-run"
+LIB="$VRDMA_BUILD/lib/libibverbs.so.1"
+PRELOAD=
+if [ -f "$LIB" ] && objdump -T "$LIB" | grep -q __asan_init; then
+	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+fi
+
+if daemon ext ""; then
+	rdmatest ext --socket "$T_TMP/ext-a.sock" --socket "$T_TMP/ext-b.sock" ext
+	# 16 RC QPs on one SRQ per side, through libibverbs (ibv_create_srq,
+	# ibv_post_srq_recv, QPs with an SRQ), polling and with events
+	if [ -x "$RUN" ] && [ -f "$LIB" ] && command -v ibv_srq_pingpong >/dev/null &&
+	   command -v ss >/dev/null; then
+		pingpong ibv_srq_pingpong ibv_srq_pingpong -g 0 -n 1000
+		pingpong ibv_srq_pingpong_events ibv_srq_pingpong -g 0 -n 500 -e -q 4
+	else
+		skip ibv_srq_pingpong "vrdma-run, libibverbs.so.1, ibverbs-utils or ss missing"
+	fi
+	stop ext
+fi
+
+if daemon seed ",ext=off"; then
+	rdmatest extoff --socket "$T_TMP/seed-a.sock" --socket "$T_TMP/seed-b.sock" extoff
+	rdmatest seed_data --socket "$T_TMP/seed-a.sock" \
+		--socket "$T_TMP/seed-b.sock" data
+	stop seed
+fi
+
+t_done
