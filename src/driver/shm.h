@@ -7,7 +7,7 @@
  * each region is announced with guest_phys_addr == userspace_addr == the
  * pointer, mmap_offset == offset of that pointer in the region's fd.
  *
- * Two sources of shared memory:
+ * Three sources of shared memory:
  *  - arenas: memfd_create(MFD_CLOEXEC) files mmap'ed MAP_SHARED, announced
  *    with ADD_MEM_REG (or the whole table with SET_MEM_TABLE when the
  *    back-end lacks CONFIGURE_MEM_SLOTS). vrdma_shm_alloc() carves rings,
@@ -16,7 +16,10 @@
  *    previous size, up to 256 MiB, at least the request), so the number of
  *    memory slots used stays logarithmic. Arenas are MADV_DONTFORK: a forked
  *    child never shares the rings.
- *  - application ranges converted in place (mem_share.c, vrdma_mem_share()).
+ *  - application ranges converted in place (mem_share.c, vrdma_mem_share());
+ *  - application ranges in the preloaded shared-heap allocator's memfd
+ *    (src/shmalloc), announced as they are: region fd = a dup of the heap's
+ *    fd, mmap_offset = the range's offset in the heap (mem_share.c).
  *
  * All functions here need the device lock (dev->lock, recursive) held; the
  * vrdma_shm_alloc/free wrappers take it themselves.

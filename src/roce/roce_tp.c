@@ -841,7 +841,7 @@ void roce_tp_ring_stopped(struct roce_tp *tp, struct vhost_vring *r)
 	struct roce_qp *qp;
 	struct roce_cq *cq;
 	struct roce_tq *tq;
-	bool is_send, was_in = tp->in_event;
+	bool is_send, held, was_in = tp->in_event;
 	uint32_t idx;
 
 	tp->in_event = true;
@@ -856,21 +856,27 @@ void roce_tp_ring_stopped(struct roce_tp *tp, struct vhost_vring *r)
 		qp = roce_ring_qp(rd, r->idx, &is_send);
 		if (!qp || !(tq = qp->transport))
 			break;
-		/* The driver took the ring back: what was popped from it is
-		 * forgotten (no used entries, no completions). */
+		/* The driver took the ring back. If the device held nothing
+		 * from it (a quiescent ring being replaced, e.g. to grow a
+		 * queue: spec "Resizing CQs and QPs", ROCE_EXT only), the QP
+		 * simply waits for the new ring. Otherwise what was popped from it is
+		 * forgotten (no used entries, no completions) and the QP
+		 * cannot go on. */
 		if (is_send && tq->sq.r == r) {
+			held = tq->sq_head != tq->sq_tail;
 			quiet_remove(tp, tq);
 			roce_tp_ring_ref_set(tp, &tq->sq, NULL);
 			roce_sq_detach(tq);
 		} else if (!is_send && tq->rq.r == r) {
+			held = tq->rwqe->valid;
 			roce_tp_ring_ref_set(tp, &tq->rq, NULL);
 			tq->rwqe->valid = false;
 		} else {
 			break;
 		}
 		poll_list_update(tp, tq);
-		/* Its work requests are gone: the QP cannot go on. */
-		roce_tp_qp_error(tq, false);
+		if (held || !rd->ext)
+			roce_tp_qp_error(tq, false);
 		break;
 	case VRDMA_VQ_EVENTQ:
 		if (tp->ext->evq.r == r)

@@ -6,7 +6,9 @@
  *
  * Interposed: malloc, free, calloc, realloc, memalign, posix_memalign,
  * aligned_alloc, valloc, pvalloc, malloc_usable_size, and mmap/mmap64,
- * munmap, mremap, madvise for anonymous private read-write mappings.
+ * munmap, mremap, madvise for anonymous private read-write mappings;
+ * mprotect only notes that some heap page lost read-write access (freed
+ * pages are then made read-write again before reuse).
  * Requests below the threshold (and anything else) go to glibc through its
  * __libc_* entry points (no dlsym on the allocation path, so no reentrancy
  * problem); a pointer is ours exactly when it lies in the heap's range, so
@@ -97,6 +99,7 @@ static struct {
 	size_t nfr, capfr;
 	size_t dirty;      /* pages in dirty free extents */
 	size_t dumped;     /* pages [0, dumped) are in core dumps */
+	_Atomic bool any_prot; /* mprotect made some heap page not read-write */
 } H = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 static size_t (*real_usable)(void *);
@@ -318,6 +321,10 @@ static void fr_purge(void)
 static void pages_free_locked(size_t pg, size_t n, bool dirty)
 {
 	size_t lo = 0, hi = H.nfr;
+
+	/* A freed block is read-write again, whatever the program did. */
+	if (dirty && atomic_load_explicit(&H.any_prot, memory_order_relaxed))
+		syscall(SYS_mprotect, ptr_of(pg), n * SHM_PAGE, PROT_READ | PROT_WRITE);
 
 	if (pg + n == H.top) {
 		if (dirty)
@@ -801,6 +808,17 @@ EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		return MAP_FAILED;
 	}
 	return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, target);
+}
+
+EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+	uintptr_t a = (uintptr_t)addr;
+
+	if (prot != (PROT_READ | PROT_WRITE) &&
+	    atomic_load_explicit(&H.state, memory_order_acquire) == ST_ACTIVE &&
+	    a < H.base + H.npages * SHM_PAGE && a + len > H.base)
+		atomic_store(&H.any_prot, true);
+	return (int)syscall(SYS_mprotect, addr, len, prot);
 }
 
 EXPORT int madvise(void *addr, size_t len, int advice)
