@@ -52,8 +52,8 @@
  * stack does not change until the swap is done.
  *
  * fork(): a pthread_atfork child handler does the same conversion for every
- * live copy-path chunk the child inherited (the verbs layer marks registered
- * ranges MADV_DONTFORK, so usually there is none; heap chunks: the
+ * live copy-path chunk the child inherited (all of them, unless the
+ * program marked ranges with ibv_dontfork_range; heap chunks: the
  * allocator's own child handler gives the child a private copy of the whole
  * heap), so the child gets a private copy (what a
  * fork-safe verbs library gives) instead of sharing pages with the parent,
@@ -761,8 +761,8 @@ static struct vrdma_chunk *child_chunk(unsigned i)
 static void atfork_child(void)
 {
 	/*
-	 * The verbs layer marks registered ranges MADV_DONTFORK, so the child
-	 * may lack them, and with them whatever else lay on those pages (our
+	 * A program may have marked registered ranges MADV_DONTFORK
+	 * (ibv_dontfork_range), so the child may lack them, and with them whatever else lay on those pages (our
 	 * own records too, when they sit in glibc's heap next to a registered
 	 * small block): nothing is read here without checking it is mapped.
 	 * Only pieces the child inherited are converted (mapping anything

@@ -88,8 +88,14 @@ static bool cq_write(struct roce_tcq *tc, const struct roce_wc *wc)
 	uint8_t status = wc->status, opcode = wc->opcode;
 	uint32_t flags = wc->wc_flags;
 
-	if (!r || r->vq.broken)
+	if (!r)
 		return false;
+	if (r->vq.broken) {
+		/* Possibly found by an avail check, not a pop: reported
+		 * here too (once per ring). */
+		roce_tp_ring_broken(tp, &tc->ring);
+		return false;
+	}
 	for (;;) {
 		int rc = vq_dev_pop(&r->vq, e);
 

@@ -25,6 +25,22 @@ void roce_tp_event(struct roce_tp *tp, struct roce_ev_obj *o, uint8_t type)
 	roce_event_raise(tp->rd, o, type);
 }
 
+/* A broken event ring is reported once (error eventfd, counted), however
+ * the breakage was found: a pop, or the avail index read by roce_evq_busy()
+ * while the device waits for buffers. Returns true if r is broken. */
+static bool evq_broken(struct roce_tp *tp, struct vhost_vring *r)
+{
+	struct roce_tp_ext *x = tp->ext;
+
+	if (!r->vq.broken)
+		return false;
+	if (!x->evq.err_reported) {
+		x->stats.ev_ring_errors++;
+		roce_tp_ring_broken(tp, &x->evq);
+	}
+	return true;
+}
+
 bool roce_evq_deliver(struct roce_tp *tp)
 {
 	struct roce_tp_ext *x = tp->ext;
@@ -36,7 +52,7 @@ bool roce_evq_deliver(struct roce_tp *tp)
 	if (!x || !rd->ext || !roce_event_pending(rd))
 		return false;
 	r = x->evq.r;
-	if (!r || r->vq.broken)
+	if (!r || evq_broken(tp, r))
 		return false;
 	e = &x->elem;
 	while (roce_event_pending(rd)) {
@@ -52,8 +68,7 @@ bool roce_evq_deliver(struct roce_tp *tp)
 			break;
 		}
 		if (rc < 0) {
-			x->stats.ev_ring_errors++;
-			roce_tp_ring_broken(tp, &x->evq);
+			evq_broken(tp, r);
 			break;
 		}
 		if (e->in_len < sizeof(ev)) {
@@ -118,7 +133,21 @@ bool roce_evq_busy(struct roce_tp *tp)
 	if (!x || !tp->rd->ext || !roce_event_pending(tp->rd))
 		return false;
 	r = x->evq.r;
-	if (!r || r->vq.broken)
+	if (!r || evq_broken(tp, r))
 		return false;
-	return vq_dev_avail(&r->vq) != 0;
+	if (vq_dev_avail(&r->vq))
+		return true;
+	/* A corrupt avail index breaks the ring here: report it now. */
+	evq_broken(tp, r);
+	return false;
+}
+
+void roce_evq_kicked(struct roce_tp *tp, struct vhost_vring *r)
+{
+	struct roce_tp_ext *x = tp->ext;
+
+	if (!x || x->evq.r != r || r->vq.broken)
+		return;
+	(void)vq_dev_avail(&r->vq);
+	evq_broken(tp, r);
 }

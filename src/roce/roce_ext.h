@@ -70,8 +70,12 @@ bool roce_evq_deliver(struct roce_tp *tp);
 void roce_evq_publish(struct roce_tp *tp);
 /* The event ring started / stopped / was kicked. */
 void roce_evq_ring_set(struct roce_tp *tp, struct vhost_vring *r);
-/* Whether deliverable work is waiting (events and buffers). */
+/* Whether deliverable work is waiting (events and buffers); a ring found
+ * broken meanwhile is reported. */
 bool roce_evq_busy(struct roce_tp *tp);
+/* The event ring was kicked: validate its avail index now (a corrupt ring
+ * is reported when the driver breaks it, even with nothing pending). */
+void roce_evq_kicked(struct roce_tp *tp, struct vhost_vring *r);
 /* Raise an event of the engine (counted; no-op without ROCE_EXT). */
 void roce_tp_event(struct roce_tp *tp, struct roce_ev_obj *o, uint8_t type);
 

@@ -162,11 +162,19 @@ static int rq_get_srq(struct roce_tq *tq)
 	w->valid = true;
 	tp->stats.recv_wrs++;
 	xs->srq_recv_wrs++;
-	/* The limit: armed, and fewer elements left than it. */
-	if (srq->srq_limit && roce_srq_count(ts) < srq->srq_limit) {
+	/* The limit: armed, and fewer elements left than it. Counting reads
+	 * the avail index again: a corrupt one breaks the ring there, which
+	 * is then handled like a failed pop (the element just taken is
+	 * flushed with the QPs of the SRQ). */
+	if (srq->srq_limit && roce_srq_count(ts) < srq->srq_limit && !r->vq.broken) {
 		srq->srq_limit = 0;
 		xs->srq_limit_events++;
 		roce_tp_event(tp, &srq->ev, VIRTIO_IB_EVENT_SRQ_LIMIT_REACHED);
+	}
+	if (r->vq.broken) {
+		roce_srq_broken(ts);
+		roce_rq_srq_release(tq); /* (done already unless tq was in ERR) */
+		return -EIO;
 	}
 	return 1;
 }
@@ -181,9 +189,9 @@ int roce_rq_get(struct roce_tq *tq)
 		return 1;
 	if (tq->qp->srq)
 		return rq_get_srq(tq);
-	if (!r || r->vq.broken)
+	if (!r)
 		return 0;
-	rc = vq_dev_pop(&r->vq, &tp->elem);
+	rc = r->vq.broken ? -EIO : vq_dev_pop(&r->vq, &tp->elem);
 	if (rc == 0)
 		return 0;
 	if (rc < 0) {

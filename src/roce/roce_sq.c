@@ -361,8 +361,15 @@ uint32_t roce_sq_fetch(struct roce_tq *tq, uint32_t max)
 	struct vhost_vring *r = tq->sq.r;
 	uint32_t n = 0;
 
-	if (!r || r->vq.broken || !tq->swqe)
+	if (!r || !tq->swqe)
 		return 0;
+	if (r->vq.broken) {
+		/* Found broken by an avail check (poll, arm) rather than a
+		 * pop: the same outcome, reported once. */
+		roce_tp_ring_broken(tp, &tq->sq);
+		roce_tp_qp_error(tq, false);
+		return 0;
+	}
 	while (n < max && tq->sq_tail - tq->sq_head < tq->sq_slots) {
 		int rc = vq_dev_pop(&r->vq, &tp->elem);
 

@@ -78,6 +78,8 @@ void roce_tp_ring_ref_set(struct roce_tp *tp, struct roce_ring_ref *ref, struct 
 {
 	if (ref->r && ref->r != r)
 		ring_ref_undirty(tp, ref);
+	if (ref->r != r)
+		ref->err_reported = false;
 	if (ref->polled)
 		tp->npolled--;
 	ref->r = r;
@@ -91,6 +93,10 @@ void roce_tp_ring_broken(struct roce_tp *tp, struct roce_ring_ref *ref)
 	struct roce_qp *qp;
 	struct roce_tq *tq;
 
+	/* Once per ring: it may be found broken by several checks. */
+	if (ref->err_reported)
+		return;
+	ref->err_reported = true;
 	tp->stats.ring_errors++;
 	if (ref->r && tp->ops.ring_error)
 		tp->ops.ring_error(tp->ctx, ref->r);
@@ -277,11 +283,19 @@ static void poll_rings(struct roce_tp *tp)
 			continue;
 		if (tq->sq.polled && tq->sq.r && st != VIRTIO_IB_QPS_RESET &&
 		    st != VIRTIO_IB_QPS_INIT && st != VIRTIO_IB_QPS_RTR &&
-		    tq->sq_tail - tq->sq_head < tq->sq_slots && vq_dev_avail(&tq->sq.r->vq))
-			roce_tp_schedule(tq);
-		else if (tq->rq.polled && tq->rq.r && st == VIRTIO_IB_QPS_ERR &&
-			 vq_dev_avail(&tq->rq.r->vq))
-			roce_tp_schedule(tq);
+		    tq->sq_tail - tq->sq_head < tq->sq_slots) {
+			if (vq_dev_avail(&tq->sq.r->vq))
+				roce_tp_schedule(tq);
+			else if (tq->sq.r->vq.broken)
+				/* A corrupt avail index: as a failed pop
+				 * (reported once; the QP goes to ERR). */
+				roce_tp_ring_broken(tp, &tq->sq);
+		} else if (tq->rq.polled && tq->rq.r && st == VIRTIO_IB_QPS_ERR) {
+			if (vq_dev_avail(&tq->rq.r->vq))
+				roce_tp_schedule(tq);
+			else if (tq->rq.r->vq.broken)
+				roce_tp_ring_broken(tp, &tq->rq);
+		}
 	}
 }
 
@@ -323,10 +337,14 @@ bool roce_tp_poll(struct roce_tp *tp)
 		work = true;
 	if (tp->polled)
 		poll_rings(tp);
-	for (struct roce_tq *q = tp->quiet; q; q = q->quiet_next)
-		if (!q->on_runq && q->sq.r && q->sq_tail - q->sq_head < q->sq_slots &&
-		    vq_dev_avail(&q->sq.r->vq))
+	for (struct roce_tq *q = tp->quiet; q; q = q->quiet_next) {
+		if (q->on_runq || !q->sq.r || q->sq_tail - q->sq_head >= q->sq_slots)
+			continue;
+		if (vq_dev_avail(&q->sq.r->vq))
 			roce_tp_schedule(q);
+		else if (q->sq.r->vq.broken)
+			roce_tp_ring_broken(tp, &q->sq); /* as a failed pop */
+	}
 	if (tp->bl_list && drain_backlogs(tp))
 		work = true;
 	/* Each QP queued now gets one turn of at most ROCE_TP_QP_BUDGET
@@ -375,6 +393,10 @@ bool roce_tp_arm(struct roce_tp *tp)
 		if (sq_unquiet(q)) {
 			roce_tp_schedule(q);
 			pending = true;
+		} else if (q->sq.r && q->sq.r->vq.broken) {
+			/* A corrupt avail index: as a failed pop. */
+			roce_tp_ring_broken(tp, &q->sq);
+			pending = true;
 		}
 	}
 
@@ -390,6 +412,8 @@ bool roce_tp_arm(struct roce_tp *tp)
 		vq_dev_set_notify(&r->vq, true);
 		if (vq_dev_avail(&r->vq))
 			pending = true;
+		else if (r->vq.broken)
+			roce_tp_ring_broken(tp, &tc->ring);
 	}
 	/* Events waiting for buffers: a kick brings them (kicks stay on for
 	 * the event ring), a ring without kick fd is polled. */
@@ -914,13 +938,7 @@ void roce_tp_ring_kick(struct roce_tp *tp, struct vhost_vring *r)
 		/* New buffers: the commit below delivers what is pending.
 		 * Validate the avail index now even with nothing pending, so
 		 * a corrupt ring is reported when the driver breaks it. */
-		if (tp->ext && tp->ext->evq.r == r && !r->vq.broken) {
-			(void)vq_dev_avail(&r->vq);
-			if (r->vq.broken) {
-				tp->ext->stats.ev_ring_errors++;
-				roce_tp_ring_broken(tp, &tp->ext->evq);
-			}
-		}
+		roce_evq_kicked(tp, r);
 		break;
 	case VRDMA_VQ_SQ:
 	case VRDMA_VQ_RQ:

@@ -298,6 +298,7 @@ struct roce_ring_ref {
 	bool dirty;
 	bool force;               /* interrupt regardless of suppression */
 	bool polled;              /* no kick fd */
+	bool err_reported;        /* roce_tp_ring_broken() ran for this ring */
 	struct roce_ring_ref *next_dirty;
 };
 

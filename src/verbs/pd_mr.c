@@ -7,18 +7,18 @@
  * moved into a memfd mapped MAP_SHARED at the same address, so the
  * application sees no change.
  *
- * What fork means here: a child does not inherit registered memory. Shared
- * pages would otherwise be shared with the child instead of copied on write,
- * so a child writing its copy of the heap would corrupt the parent's (and
- * the device's) data. Every registered range is therefore marked
- * MADV_DONTFORK as soon as it is registered, whether or not the application
- * called ibv_fork_init(): a child that touches those pages faults instead of
- * corrupting the parent, which is what rdma-core gives after ibv_fork_init()
- * on kernels without copy-on-fork for pinned pages. The marks stay after
- * deregistration (the pages stay shared with the device's memory table).
- * A child also cannot use the parent's verbs objects: they belong to the
- * parent's connection to the device. ibv_fork_init() succeeds and
- * ibv_is_fork_initialized() reports IBV_FORK_ENABLED.
+ * What fork means here: a child gets a private copy of the memory its
+ * parent registered, as with kernels that copy pinned pages on fork. The
+ * provider arranges it (src/driver/mem_share.c converts the shared pages a
+ * child inherits back into private ones before fork() returns in the
+ * parent, and the shared-heap allocator gives the child a copy of its
+ * heap), so ibv_reg_mr does not mark ranges MADV_DONTFORK: a child keeps
+ * every page of its address space, including heap pages next to a small
+ * registered block. A child cannot use the parent's verbs objects: they
+ * belong to the parent's connection to the device. ibv_fork_init()
+ * succeeds and ibv_is_fork_initialized() reports IBV_FORK_UNNEEDED.
+ * ibv_dontfork_range / ibv_dofork_range still apply MADV_DONTFORK /
+ * MADV_DOFORK for programs that call them.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -151,9 +151,6 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 		errno = -ret;
 		return NULL;
 	}
-	/* Not inherited by children (see the top of this file); failure to
-	 * mark is not fatal: the range stays usable. */
-	ibv_dontfork_range(addr, length);
 	mr->context = pd->context;
 	mr->pd = pd;
 	mr->addr = addr;
@@ -244,16 +241,16 @@ static int vrdma_madvise_range(void *base, size_t size, int advice)
 	return 0;
 }
 
-/* Registered memory is never inherited (see above): returns 0. */
+/* Nothing to prepare: children get private copies (see above). Returns 0. */
 int ibv_fork_init(void)
 {
 	return 0;
 }
 
-/* Returns IBV_FORK_ENABLED: registered ranges are always MADV_DONTFORK. */
+/* Returns IBV_FORK_UNNEEDED: fork is safe without ibv_fork_init(). */
 enum ibv_fork_status ibv_is_fork_initialized(void)
 {
-	return IBV_FORK_ENABLED;
+	return IBV_FORK_UNNEEDED;
 }
 
 /* Children do not inherit [base, base + size): 0 or a positive errno. */

@@ -23,9 +23,10 @@
 #    timing is asserted).
 # 4. The daemon stops cleanly on SIGTERM (exit 0: no sanitizer report).
 #
-# Under ASan (build/asan) the sanitizer runtime is preloaded first; its
-# allocator then serves every malloc and libvrdma-shmalloc stays inert, so
-# only the copy path is exercised and no zero-copy expectation is made.
+# Under ASan (build/asan) the sanitizer runtime is preloaded first and the
+# sanitizer build of vrdma-run does not preload libvrdma-shmalloc (its
+# allocator would stay inert under ASan's anyway): only the copy path is
+# exercised there and no zero-copy expectation is made.
 . "$(dirname "$0")/../lib.sh"
 
 DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"

@@ -1063,6 +1063,196 @@ static void test_ring_broken_fatal(void)
 	fk_env_fini(&env);
 }
 
+/* A driver corrupts the event ring's avail index while events wait for
+ * buffers: the device finds it when it looks for buffers (poll / arm), and
+ * must report it (error eventfd, counted) like a failed pop, once. */
+static void test_evq_avail_corrupt(void)
+{
+	struct fk_env env;
+	struct fk_dev *d;
+	struct fk_ring *fr;
+
+	REQUIRE(fk_env_init(&env, true) == 0);
+	d = xdev_new(&env, true, true);
+	fr = evq_setup(d, 16);
+	fk_spin(&env, 2);
+	roce_event_raise(&d->rd, &d->rd.port_ev, VIRTIO_IB_EVENT_PORT_ACTIVE);
+	CHECK(roce_event_pending(&d->rd));
+	/* 100 new buffers in a ring of 16 */
+	fr->r.vq.avail->idx = htole16((uint16_t)(fr->r.vq.last_avail_idx + 100));
+	fk_spin(&env, 5);
+	CHECK(fr->r.vq.broken);
+	CHECK_EQ(d->ring_errors, 1);
+	CHECK_EQ(xs(d)->ev_ring_errors, 1);
+	/* the event stays pending (bounded); nothing more is reported */
+	roce_event_raise(&d->rd, &d->rd.port_ev, VIRTIO_IB_EVENT_PORT_ERR);
+	fk_spin(&env, 5);
+	CHECK_EQ(d->ring_errors, 1);
+	CHECK(roce_event_pending(&d->rd));
+	fk_env_fini(&env);
+}
+
+/* The SRQ limit count reads the avail index again after an element was
+ * taken: a corrupt index found there is a broken SRQ ring (SRQ_ERR, its QPs
+ * to ERR, the element just taken flushed), not an element handed out from
+ * a ring the device no longer touches. */
+static void test_srq_count_corrupt(void)
+{
+	struct virtio_rdma_cq_req wc[8];
+	struct fk_ring *fr;
+	struct senv s;
+	struct roce_tq *tq;
+
+	senv_init(&s, 64, 64);
+	fr = s.srq_ring;
+	CHECK_EQ(roce_srq_modify(&s.b->rd, s.srq->srqn, VIRTIO_IB_SRQ_LIMIT, 1), ROCE_OK);
+	srq_post(&s, 800);
+	srq_post(&s, 801);
+	REQUIRE(roce_rq_get(tq_of(s.b, s.qb[0].qpn)) == 1); /* RC holds 800 */
+	fr->r.vq.avail->idx = htole16((uint16_t)(fr->r.vq.last_avail_idx + 1000));
+	tq = tq_of(s.b, s.qb[1].qpn);
+	CHECK_EQ(roce_rq_get(tq), -EIO);                    /* 801: popped, then broken */
+	CHECK(fr->r.vq.broken);
+	CHECK(!tq->rwqe->valid);
+	CHECK_EQ(xs(s.b)->srq_errors, 1);
+	CHECK_EQ(xs(s.b)->srq_limit_events, 0);
+	CHECK(s.b->ring_errors >= 1);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(qp_state(s.b, s.qb[i].qpn), VIRTIO_IB_QPS_ERR);
+	/* both held elements completed (flushed) on their QPs' CQs */
+	fk_spin(&s.env, 5);
+	REQUIRE(fk_poll_cq(s.b, s.cqb[0], wc, 8) == 1);
+	CHECK_EQ(wc[0].wr_id, 800);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_WR_FLUSH_ERR);
+	REQUIRE(fk_poll_cq(s.b, s.cqb[1], wc, 8) == 1);
+	CHECK_EQ(wc[0].wr_id, 801);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_WR_FLUSH_ERR);
+	senv_fini(&s);
+}
+
+/* A send ring whose avail index the driver corrupts after the device went
+ * quiet on it (kicks off after a fetch; polled without a kick fd): the
+ * device finds it reading the avail index (arm, poll), not in a pop. It
+ * must still report the ring (error eventfd) and move the QP to ERR with
+ * QP_FATAL, as for a failed pop, instead of leaving the QP stuck. */
+static void sq_avail_corrupt(bool kickable)
+{
+	struct fk_env env;
+	struct fk_dev *d;
+	struct fk_ring *fr, *sq;
+	struct xev ev[8];
+	struct virtio_rdma_cq_req wc[4];
+	uint32_t pd, cq;
+	struct fk_path path;
+	struct fk_qp q;
+	struct roce_qp *qp;
+	struct roce_qp_init in;
+
+	REQUIRE(fk_env_init(&env, true) == 0);
+	d = xdev_new(&env, true, true);
+	fr = evq_setup(d, 16);
+	evq_post(d, fr, 8, 16);
+	pd = fk_pd(d);
+	cq = fk_cq(d, 16, 16, true);
+	memset(&in, 0, sizeof(in));
+	in.pdn = pd;
+	in.qp_type = VIRTIO_IB_QPT_UD;
+	in.send_cqn = in.recv_cqn = cq;
+	in.cap = (struct roce_qp_cap){ 16, 16, 4, 4, 0 };
+	REQUIRE(roce_qp_create(&d->rd, &in, &qp) == ROCE_OK);
+	memset(&q, 0, sizeof(q));
+	q.qpn = qp->qpn;
+	q.max_send_sge = 4;
+	q.max_recv_sge = 4;
+	q.sq = sq = fk_ring_setup(d, qp->sq_vq, 16, fk_sq_stride(4), kickable);
+	q.rq = fk_ring_setup(d, qp->rq_vq, 16, 128, true);
+	fk_path_default(&path);
+	REQUIRE(fk_connect(d, q.qpn, d, q.qpn, &path) == 0);
+	{
+		/* one good send first: the device fetched from the ring */
+		struct fk_mr m = fk_mr_reg(d, pd, 4096, FK_ACC_ALL);
+		struct fk_sge sg = { m.buf, 10, m.lkey };
+		struct fk_wr wr = { .wr_id = 1, .opcode = VIRTIO_IB_WR_SEND,
+				    .flags = VIRTIO_IB_SEND_SIGNALED, .sge = &sg, .nsge = 1,
+				    .trunc = -1, .remote_qpn = q.qpn, .remote_qkey = path.qkey,
+				    .ah = fk_ah(d, pd, d, &path) };
+
+		REQUIRE(fk_post_send(d, &q, &wr) == 0);
+	}
+	fk_spin(&env, 20);
+	REQUIRE(fk_poll_cq(d, cq, wc, 4) >= 1);
+	CHECK_EQ(wc[0].wr_id, 1);
+	CHECK_EQ(qp_state(d, q.qpn), VIRTIO_IB_QPS_RTS);
+	CHECK_EQ(d->ring_errors, 0);
+	if (kickable) {
+		/* a second send fetched by a poll: kicks go off (quiet) */
+		struct fk_mr m = fk_mr_reg(d, pd, 4096, FK_ACC_ALL);
+		struct fk_sge sg = { m.buf, 10, m.lkey };
+		struct fk_wr wr = { .wr_id = 2, .opcode = VIRTIO_IB_WR_SEND, .sge = &sg,
+				    .nsge = 1, .trunc = -1, .remote_qpn = q.qpn,
+				    .remote_qkey = path.qkey, .ah = fk_ah(d, pd, d, &path) };
+
+		REQUIRE(fk_post_send(d, &q, &wr) == 0);
+		roce_tp_poll(d->tp);
+		CHECK(tq_of(d, q.qpn)->quiet);
+	}
+	/* 200 new requests in a ring of 16, no kick (none is asked for) */
+	sq->r.vq.avail->idx = htole16((uint16_t)(sq->r.vq.last_avail_idx + 200));
+	if (kickable)
+		roce_tp_poll(d->tp);
+	fk_spin(&env, 20);
+	CHECK(sq->r.vq.broken);
+	CHECK_EQ(d->ring_errors, 1);
+	CHECK_EQ(qp_state(d, q.qpn), VIRTIO_IB_QPS_ERR);
+	REQUIRE(evq_read(fr, ev, 8) == 1);
+	CHECK_EQ(ev[0].type, VIRTIO_IB_EVENT_QP_FATAL);
+	CHECK_EQ(ev[0].id, q.qpn);
+	fk_spin(&env, 20);
+	CHECK_EQ(d->ring_errors, 1); /* reported once */
+	fk_env_fini(&env);
+}
+
+static void test_sq_avail_corrupt(void)
+{
+	sq_avail_corrupt(true);
+	sq_avail_corrupt(false);
+}
+
+/* A completion ring with completions waiting (backlog, kicks on) whose
+ * avail index the driver corrupts: found while arming, it must be reported
+ * (error eventfd), once, not just left broken (vrdma-evil
+ * ext_cq_avail_jump). */
+static void test_cq_avail_corrupt(void)
+{
+	struct fk_env env;
+	struct fk_dev *d;
+	struct fk_ring *cr;
+	struct roce_wc wc;
+	uint32_t cq;
+
+	REQUIRE(fk_env_init(&env, true) == 0);
+	d = xdev_new(&env, true, true);
+	cq = fk_cq(d, 16, 16, false);
+	cr = fk_cq_ring(d, cq);
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = 7;
+	roce_cq_post(d->tp, roce_cq_lookup(&d->rd, cq), &wc);
+	fk_spin(&env, 5);
+	CHECK_EQ(d->ring_errors, 0);
+	cr->r.vq.avail->idx = htole16((uint16_t)(cr->r.vq.last_avail_idx + 17));
+	/* the loop arms before it sleeps: that check sees it first */
+	roce_tp_arm(d->tp);
+	roce_tp_disarm(d->tp);
+	CHECK(cr->r.vq.broken);
+	CHECK_EQ(d->ring_errors, 1);
+	fk_spin(&env, 5);
+	CHECK_EQ(d->ring_errors, 1);
+	roce_tp_ring_kick(d->tp, &cr->r);
+	fk_spin(&env, 5);
+	CHECK_EQ(d->ring_errors, 1);
+	fk_env_fini(&env);
+}
+
 /* ---- without ROCE_EXT --------------------------------------------------------------- */
 
 static void test_no_ext(void)
@@ -1156,6 +1346,10 @@ int main(int argc, char **argv)
 	RUN(test_qp_resize);
 	RUN(test_sq_drained);
 	RUN(test_ring_broken_fatal);
+	RUN(test_evq_avail_corrupt);
+	RUN(test_srq_count_corrupt);
+	RUN(test_sq_avail_corrupt);
+	RUN(test_cq_avail_corrupt);
 	RUN(test_no_ext);
 	return TEST_DONE();
 }

@@ -120,8 +120,8 @@ static int faa_server(const struct opts *o)
 		struct ext_msg m = ext_expect_msg(conns[i].fd, MSG_DONE);
 
 		if (m.v[0] != (uint64_t)o->iters) {
-			ext_say("client %d reports %" PRIu64 " values, expected %d", i + 1, m.v[0],
-				o->iters);
+			ext_say("FAIL: client %d reports %" PRIu64 " values, expected %d", i + 1,
+				m.v[0], o->iters);
 			ok = false;
 			srv_verdict(conns, o->clients, false);
 			return 1;

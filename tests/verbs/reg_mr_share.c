@@ -501,16 +501,16 @@ static void fork_case(void)
 		die("fork");
 	if (c == 0) {
 		/*
-		 * What the child has (docs/performance.md, "fork"): shared-heap
-		 * memory as a private copy; other registered memory either as
-		 * a private copy or not at all (MADV_DONTFORK). It must never
-		 * share its pages with the parent.
+		 * What the child has (docs/performance.md, "fork"): every
+		 * registered buffer as a private copy (no MADV_DONTFORK). It
+		 * must never share its pages with the parent.
 		 */
 		bool hm = mapped(h, hl), pm = mapped(p, pl);
 		int bad = 0;
 
-		if (expect == EXPECT_ZC && !hm) {
-			fprintf(stderr, "%s: fork child: heap buffer not inherited\n", role);
+		if (!hm || !pm) {
+			fprintf(stderr, "%s: fork child: registered buffer not inherited (heap %d, mmap %d)\n",
+				role, hm, pm);
 			bad = 1;
 		}
 		if ((hm && mismatch(h, hl, 80, 0) != SIZE_MAX) ||

@@ -10,7 +10,8 @@
  * malloc_usable_size >= the request; posix_memalign / aligned_alloc / valloc
  * / pvalloc alignment; anonymous mmap, partial munmap (the rest stays
  * usable), madvise(MADV_DONTNEED) reads zeroes, mremap growth keeps the data
- * and the new part is zero; realloc from a small (glibc) block to a large
+ * and the new part is zero; a page protected with mprotect is read-write
+ * again when its memory is reused; realloc from a small (glibc) block to a large
  * one and back; fork(): the child sees the data, its writes stay its own;
  * free(NULL), realloc(p, 0). Prints "ok NAME" lines; exit 0 if all passed.
  */
@@ -193,6 +194,21 @@ int main(int argc, char **argv)
 	result(m != MAP_FAILED && all_eq(m + 4096, 9 * 4096, 7) &&
 		       all_eq(m + 10 * 4096, 54 * 4096, 0), "mremap_grow");
 	result(m != MAP_FAILED && munmap(m, 64 * 4096) == 0, "munmap_all");
+
+	/* a guard page made with mprotect does not outlive its mapping */
+	for (int i = 0; i < 4; i++) {
+		m = mmap(NULL, 32 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			break;
+		memset(m, 1, 32 * 4096); /* faults here if a guard page came back */
+		mprotect(m + 4096, 4096, PROT_NONE);
+		munmap(m, 32 * 4096);
+	}
+	p = malloc(32 * 4096);
+	if (p)
+		memset(p, 2, 32 * 4096);
+	free(p);
+	result(m != MAP_FAILED && p, "mprotect_not_inherited_by_reuse");
 
 	/* fork: private copy for the child */
 	p = malloc(3 * M);

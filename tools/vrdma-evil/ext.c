@@ -73,7 +73,9 @@ static int expect_cmd(struct evil_rdev *d, struct tally *t, int want, uint8_t cm
 	return rc;
 }
 
-#define BAD(d, t, cmd, s, label) expect_cmd(d, t, VIRTIO_NET_ERR, cmd, &(s), sizeof(s), ack, sizeof(ack), label)
+/* A command (struct s) that must be refused; ack is the caller's buffer. */
+#define BAD(d, t, cmd, s, label) \
+	expect_cmd(d, t, VIRTIO_NET_ERR, cmd, &(s), sizeof(s), ack, sizeof(ack), label)
 
 /* The end of an attack: the device passes verified traffic; "outcome
  * alive" if so. */
@@ -820,7 +822,8 @@ static int run_wr_bind(const struct evil_opts *o, const struct evil_attack *a)
 
 		for (unsigned i = 0; i < sizeof(acc) / sizeof(acc[0]); i++) {
 			bind_wr(&wr, base, 4096, d.data_lkey, key, acc[i]);
-			expect_wr(&d, &t, &wr, NULL, 0, S_BIND, "BIND_MW with rights a window cannot have");
+			expect_wr(&d, &t, &wr, NULL, 0, S_BIND,
+				  "BIND_MW with rights a window cannot have");
 		}
 	}
 	bind_wr(&wr, base, 4096, d.data_lkey, key, rw);
@@ -966,7 +969,8 @@ static int run_wr_reg(const struct evil_opts *o, const struct evil_attack *a)
 			p2[0] = htole64(evil_gpa(d.data));
 			p2[1] = htole64(bad[i]);
 			reg_wr(&wr, iova, 8192, plg + 16 * 8, key, acc);
-			expect_wr(&d, &t, &wr, NULL, 0, S_LOC_PROT, "REG_MR page outside shared memory");
+			expect_wr(&d, &t, &wr, NULL, 0, S_LOC_PROT,
+				  "REG_MR page outside shared memory");
 		}
 	}
 	/* ranges, keys, rights */
@@ -985,8 +989,10 @@ static int run_wr_reg(const struct evil_opts *o, const struct evil_attack *a)
 			{ iova, 4096, key ^ 0x100, acc, "a key naming another object" },
 			{ iova, 4096, 0, acc, "key 0" },
 			{ iova, 4096, 0xffffffff, acc, "key 0xffffffff" },
-			{ iova, 4096, key, VIRTIO_IB_ACCESS_REMOTE_WRITE, "REMOTE_WRITE without LOCAL_WRITE" },
-			{ iova, 4096, key, VIRTIO_IB_ACCESS_REMOTE_ATOMIC, "REMOTE_ATOMIC without LOCAL_WRITE" },
+			{ iova, 4096, key, VIRTIO_IB_ACCESS_REMOTE_WRITE,
+			  "REMOTE_WRITE without LOCAL_WRITE" },
+			{ iova, 4096, key, VIRTIO_IB_ACCESS_REMOTE_ATOMIC,
+			  "REMOTE_ATOMIC without LOCAL_WRITE" },
 			{ iova, 4096, key, 1u << 5, "unknown access bit" },
 			{ iova, 4096, key, 0xffffffff, "every access bit" },
 		};
@@ -1156,7 +1162,8 @@ static void post_bad(struct evil_rdev *d, struct evil_rring *r, enum bad_kind k,
 		desc_set(&desc[0], 0x1000, blen, fw, 0);
 		break;
 	case B_ADDR_STRADDLE:
-		desc_set(&desc[0], evil_gpa(d->arena) + d->arena_size - 8, blen < 64 ? 64 : blen, fw, 0);
+		desc_set(&desc[0], evil_gpa(d->arena) + d->arena_size - 8, blen < 64 ? 64 : blen,
+			 fw, 0);
 		break;
 	case B_ADDR_WRAP:
 		desc_set(&desc[0], 0xfffffffffffff000ull, 0x2000, fw, 0);

@@ -55,7 +55,8 @@ static void usage(FILE *f)
 		"by copying it into shared memory in place. fork() gives the child a\n"
 		"private copy of the heap's data (copied at fork time).\n"
 		"--no-shmalloc or VRDMA_SHMALLOC=0 in the environment turns it off\n"
-		"(every registration then uses the copy path).\n"
+		"(every registration then uses the copy path); sanitizer builds of\n"
+		"vrdma-run never preload it.\n"
 		"\n"
 		"Exit status: that of COMMAND; 127 if COMMAND is not found, 126 if it\n"
 		"cannot be run, 2 on a usage error.\n",
@@ -207,6 +208,12 @@ int main(int argc, char **argv)
 	old = getenv("VRDMA_SHMALLOC");
 	if (old && !strcmp(old, "0"))
 		shmalloc = 0;
+#ifdef VRDMA_SANITIZE
+	/* The sanitizer build of the library needs the sanitizer runtime
+	 * loaded first, which would break every program not built with it;
+	 * and under that runtime the allocator would stay inert anyway. */
+	shmalloc = 0;
+#endif
 	if (shmalloc) {
 		ret = shmalloc_preload(libdir, &preload);
 		if (ret == -ENOENT) {
