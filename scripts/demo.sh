@@ -54,6 +54,18 @@ done
 "$bin/vrdma-run" --socket "$dir/vrdma0.sock" -- ibv_rc_pingpong -g 1 -p "$port" -n 2000 -c localhost
 wait "$srv"
 
+echo "== the extensions: ib_atomic_lat (remote FETCH_AND_ADD), server on device 1, client on device 0"
+port=$((port + 1))
+"$bin/vrdma-run" --socket "$dir/vrdma1.sock" -- ib_atomic_lat -x 1 -F -A FETCH_AND_ADD -n 2000 -p "$port" &
+srv=$!
+pids+=("$srv")
+for _ in $(seq 400); do
+	ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
+	sleep 0.05
+done
+"$bin/vrdma-run" --socket "$dir/vrdma0.sock" -- ib_atomic_lat -x 1 -F -A FETCH_AND_ADD -n 2000 -p "$port" localhost
+wait "$srv"
+
 echo "== ibv_devinfo through vrdma-run"
 "$bin/vrdma-run" --socket "$dir/vrdma0.sock" -- ibv_devinfo
 
