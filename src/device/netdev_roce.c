@@ -198,6 +198,9 @@ void netdev_roce_disarm(struct netdev *nd)
 
 void netdev_roce_ring_started(struct netdev *nd, struct vhost_vring *r)
 {
+	/* A restarted ring is a fresh ring: if the driver breaks it again,
+	 * that is reported again. */
+	r->dev_priv = NULL;
 	if (nd->roce_tp)
 		roce_tp_ring_started(nd->roce_tp, r);
 }

@@ -100,6 +100,35 @@ void roce_resp_reset(struct roce_tq *tq)
 	tq->res_active = 0;
 }
 
+int roce_resp_resize(struct roce_tq *tq)
+{
+	struct roce_qp *qp = tq->qp;
+	struct roce_rsp_res *n;
+	uint32_t want, keep, i;
+
+	if (qp->type != VIRTIO_IB_QPT_RC)
+		return 0;
+	want = MAX(1u, (uint32_t)qp->attr.max_dest_rd_atomic);
+	if (want == tq->nres)
+		return 0;
+	n = calloc(want, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	/* The newest min(old, new) resources, oldest first: slot
+	 * res_next % nres is the oldest of the old ring. */
+	keep = MIN(want, tq->nres);
+	tq->res_active = 0;
+	for (i = 0; i < keep; i++) {
+		n[i] = tq->res[(tq->res_next + tq->nres - keep + i) % tq->nres];
+		tq->res_active += n[i].active;
+	}
+	free(tq->res);
+	tq->res = n;
+	tq->nres = want;
+	tq->res_next = keep % want;
+	return 0;
+}
+
 bool roce_resp_busy(const struct roce_tq *tq)
 {
 	return tq->res_active || tq->ack_pending;

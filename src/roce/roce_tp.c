@@ -420,8 +420,8 @@ bool roce_tp_arm(struct roce_tp *tp)
 	if (x && x->evq.r && tp->rd->ext && roce_event_pending(tp->rd)) {
 		if (roce_evq_busy(tp))
 			pending = true;
-		else if (x->evq.polled)
-			need_timer = true;
+		else if (x->evq.polled && !x->evq.r->vq.broken)
+			need_timer = true; /* (a broken ring waits for a reset) */
 	}
 	if (need_timer && tp->loop && !pending)
 		loop_timer_arm(tp->loop, &tp->poll_timer, loop_now_ns() + ROCE_TP_POLL_NS);
@@ -627,11 +627,14 @@ static void hook_qp_modify(struct roce_dev *rd, struct roce_qp *qp, uint8_t old,
 		if (old == VIRTIO_IB_QPS_RTR)
 			roce_comp_reset(tq);
 		else if (mask & VIRTIO_IB_QP_MAX_DEST_RD_ATOMIC)
-			roce_resp_reset(tq);
+			(void)roce_resp_resize(tq);
 		break;
 	case VIRTIO_IB_QPS_SQD:
+		/* The connection stays: only the resources change (a reset
+		 * would forget the expected PSN, and duplicates of executed
+		 * atomics would run again). On -ENOMEM the old ones stay. */
 		if (mask & VIRTIO_IB_QP_MAX_DEST_RD_ATOMIC)
-			roce_resp_reset(tq);
+			(void)roce_resp_resize(tq);
 		break;
 	case VIRTIO_IB_QPS_ERR:
 		if (tp->loop) {

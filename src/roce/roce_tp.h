@@ -558,6 +558,11 @@ int roce_resp_init(struct roce_tq *tq);
 void roce_resp_fini(struct roce_tq *tq);
 /* Reset responder state (RTR entry, RESET). */
 void roce_resp_reset(struct roce_tq *tq);
+/* max_dest_rd_atomic changed on a connected QP (SQD -> SQD): resize the
+ * responder resources keeping the newest ones (saved READ / atomic results)
+ * and every other piece of responder state (expected PSN, MSN). Returns 0
+ * or -ENOMEM (old resources kept). */
+int roce_resp_resize(struct roce_tq *tq);
 /* Whether the responder has packets to send. */
 bool roce_resp_busy(const struct roce_tq *tq);
 

@@ -487,6 +487,63 @@ static void test_atomic_duplicate(void)
 	xp_fini(&p);
 }
 
+/* SQD -> SQD may change max_dest_rd_atomic (the responder resources). It
+ * must not reset the responder's expected PSN: a duplicate of an atomic
+ * executed before would then be taken as a new request and executed a
+ * second time, and the requester's next request would be out of sequence.
+ * Saved results survive the resize (up to the new depth). */
+static void test_sqd_max_dest(void)
+{
+	struct virtio_rdma_cq_req wc[4];
+	struct roce_qp_modify m;
+	struct xp_cfg c;
+	struct fk_mr tgt, res;
+	struct xp p;
+	uint64_t va;
+	uint32_t psn0 = 0x100;
+
+	xp_cfg_default(&c);
+	c.max_dest_rd = 2;
+	c.max_rd = 2;
+	xp_init(&p, &c);
+	tgt = fk_mr_reg(p.b, p.pdb, 4096, ACC_ATOM);
+	res = fk_mr_reg(p.a, p.pda, 4096, FK_ACC_ALL);
+	va = (uintptr_t)tgt.buf;
+	wr64(tgt.buf, 5);
+	REQUIRE(post_atomic(p.a, &p.qa[0], 1, VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD, va, tgt.rkey,
+			    1, 0, res.buf, 8, res.lkey) == 0);
+	REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 1) == 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	/* b: RTS -> SQD -> SQD (4 resources, then 1) -> RTS */
+	memset(&m, 0, sizeof(m));
+	REQUIRE(fk_modify(p.b, p.qb[0].qpn, VIRTIO_IB_QPS_SQD, 0, &m) == 0);
+	fk_spin(&p.env, 5);
+	m.max_dest_rd_atomic = 4;
+	REQUIRE(fk_modify(p.b, p.qb[0].qpn, VIRTIO_IB_QPS_SQD,
+			  VIRTIO_IB_QP_MAX_DEST_RD_ATOMIC, &m) == 0);
+	replay_atomic(&p, psn0, va, tgt.rkey, 1);
+	CHECK_EQ(rd64(tgt.buf), 6);
+	CHECK_EQ(p.b->tp->stats.atomics_executed, 1);
+	CHECK_EQ(p.b->tp->stats.atomic_dups_answered, 1);
+	m.max_dest_rd_atomic = 1;
+	REQUIRE(fk_modify(p.b, p.qb[0].qpn, VIRTIO_IB_QPS_SQD,
+			  VIRTIO_IB_QP_MAX_DEST_RD_ATOMIC, &m) == 0);
+	REQUIRE(fk_modify(p.b, p.qb[0].qpn, VIRTIO_IB_QPS_RTS, 0, &m) == 0);
+	replay_atomic(&p, psn0, va, tgt.rkey, 1);
+	CHECK_EQ(rd64(tgt.buf), 6);
+	CHECK_EQ(p.b->tp->stats.atomics_executed, 1);
+	CHECK_EQ(p.b->tp->stats.atomic_dups_answered, 2);
+	/* the connection goes on */
+	REQUIRE(post_atomic(p.a, &p.qa[0], 2, VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD, va, tgt.rkey,
+			    1, 0, res.buf + 8, 8, res.lkey) == 0);
+	REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 1) == 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK_EQ(rd64(res.buf + 8), 6);
+	CHECK_EQ(rd64(tgt.buf), 7);
+	CHECK_EQ(qp_state(p.b, p.qb[0].qpn), VIRTIO_IB_QPS_RTS);
+	xp_fini(&p);
+}
+
 /* Many QPs add to one counter: it ends at the total and every completion
  * got a distinct prior value (together: every value below the total). */
 static void test_atomic_race(void)
@@ -1202,6 +1259,7 @@ int main(int argc, char **argv)
 	RUN(test_atomic_values);
 	RUN(test_atomic_errors);
 	RUN(test_atomic_duplicate);
+	RUN(test_sqd_max_dest);
 	RUN(test_atomic_race);
 	RUN(test_reg_mr_remote);
 	RUN(test_reg_mr_local);
