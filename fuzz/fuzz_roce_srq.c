@@ -52,53 +52,17 @@ struct fz {
 
 static struct fk_dev *dev_new(struct fk_env *env)
 {
-	struct fk_dev *d = calloc(1, sizeof(*d));
-	struct roce_dev_cfg cfg;
-	int fd;
+	struct fk_dev_cfg c = {
+		.qps = 8,
+		.cqs = 4,
+		.arena = 4u << 20,
+		.no_loop = true,
+		.small = true,
+		.ext = true,
+		.srqs = 2,
+	};
 
-	if (!d)
-		abort();
-	d->env = env;
-	d->arena_size = 4u << 20;
-	fd = memfd_create("fz-arena", 0);
-	if (fd < 0 || ftruncate(fd, (off_t)d->arena_size))
-		abort();
-	d->arena = mmap(NULL, d->arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (d->arena == MAP_FAILED)
-		abort();
-	d->memfd = fd;
-	d->brk = 4096;
-	vhost_mem_init(&d->mem);
-	if (vhost_mem_add(&d->mem, (uintptr_t)d->arena, d->arena_size, (uintptr_t)d->arena, 0,
-			  dup(fd)))
-		abort();
-	d->mac[0] = 0x52;
-	d->mac[5] = 0x10;
-	d->ip4 = htobe32(0x0a000001u);
-	memset(&cfg, 0, sizeof(cfg));
-	memcpy(cfg.mac, d->mac, 6);
-	cfg.has_ip4 = true;
-	cfg.ip4 = d->ip4;
-	cfg.max_rdma_qps = 8;
-	cfg.max_rdma_cqs = 4;
-	cfg.max_pd = 8;
-	cfg.max_mr = 8;
-	cfg.max_ah = 4;
-	cfg.mem = &d->mem;
-	cfg.deterministic = true;
-	cfg.ext_offered = true;
-	cfg.max_rdma_srqs = 2;
-	if (roce_dev_init(&d->rd, &cfg))
-		abort();
-	roce_dev_set_ext(&d->rd, true);
-	d->tp = roce_tp_new(&d->rd, NULL, &fk_ops, d);
-	if (!d->tp)
-		abort();
-	d->nrings = roce_ring_count(&d->rd);
-	d->rings = calloc(d->nrings, sizeof(*d->rings));
-	pkt_queue_init(&d->wire);
-	env->dev[env->ndev++] = d;
-	return d;
+	return fk_dev_new(env, &c);
 }
 
 static uint32_t qp_new(struct fz *f, int i)

@@ -205,6 +205,8 @@ struct fk_dev_cfg {
 	bool small;               /* small object tables (fuzzing: fast setup) */
 	uint32_t max_send_sge, max_recv_sge;
 	bool ext;                 /* offer and negotiate ROCE_EXT */
+	bool ext_offered;         /* offer ROCE_EXT (extended ring layout) only */
+	uint32_t srqs;            /* max_rdma_srqs when ROCE_EXT is offered */
 };
 
 static inline struct fk_dev *fk_dev_new(struct fk_env *env, const struct fk_dev_cfg *c)
@@ -251,7 +253,8 @@ static inline struct fk_dev *fk_dev_new(struct fk_env *env, const struct fk_dev_
 	cfg.mem = &d->mem;
 	cfg.deterministic = true;
 	cfg.seed = 42 + d->id;
-	cfg.ext_offered = c->ext;
+	cfg.ext_offered = c->ext || c->ext_offered;
+	cfg.max_rdma_srqs = cfg.ext_offered ? c->srqs : 0;
 	if (roce_dev_init(&d->rd, &cfg))
 		abort();
 	if (c->ext)
@@ -934,6 +937,32 @@ static inline uint64_t fk_page_list(struct fk_dev *d, const void *buf, uint64_t 
 static inline uint32_t fk_key8(uint32_t key, uint8_t b)
 {
 	return (key & ~(uint32_t)VIRTIO_IB_KEY_CONSUMER_MASK) | b;
+}
+
+/* Wait (running the loop) for n completions on cqn into wc[]. Returns how
+ * many arrived within ms. */
+struct fk_cq_wait {
+	struct fk_dev *d;
+	uint32_t cqn;
+	struct virtio_rdma_cq_req *wc;
+	unsigned want, got;
+};
+
+static inline bool fk_cq_wait_done(void *arg)
+{
+	struct fk_cq_wait *w = arg;
+
+	w->got += fk_poll_cq(w->d, w->cqn, w->wc + w->got, w->want - w->got);
+	return w->got >= w->want;
+}
+
+static inline unsigned fk_wait_cq(struct fk_env *env, struct fk_dev *d, uint32_t cqn,
+				  struct virtio_rdma_cq_req *wc, unsigned n, unsigned ms)
+{
+	struct fk_cq_wait w = { d, cqn, wc, n, 0 };
+
+	fk_run_until(env, fk_cq_wait_done, &w, ms);
+	return w.got;
 }
 
 #endif /* VRDMA_TESTS_ROCE_TP_FAKE_H */

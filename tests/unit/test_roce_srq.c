@@ -18,62 +18,13 @@
  * ROCE_EXT on). */
 static struct fk_dev *xdev_new(struct fk_env *env, bool offer, bool negotiate)
 {
-	struct fk_dev *d = calloc(1, sizeof(*d));
-	struct roce_dev_cfg cfg;
-	int fd;
+	struct fk_dev_cfg c = {
+		.ext_offered = offer,
+		.ext = negotiate,
+		.srqs = offer ? NSRQ : 0,
+	};
 
-	if (!d)
-		abort();
-	d->env = env;
-	d->id = env->ndev;
-	d->arena_size = 64u << 20;
-	fd = memfd_create("xk-arena", 0);
-	if (fd < 0 || ftruncate(fd, (off_t)d->arena_size))
-		abort();
-	d->arena = mmap(NULL, d->arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (d->arena == MAP_FAILED)
-		abort();
-	d->memfd = fd;
-	d->brk = 4096;
-	vhost_mem_init(&d->mem);
-	if (vhost_mem_add(&d->mem, (uintptr_t)d->arena, d->arena_size, (uintptr_t)d->arena, 0,
-			  dup(fd)))
-		abort();
-	d->mac[0] = 0x52;
-	d->mac[1] = 0x54;
-	d->mac[5] = (uint8_t)(0x10 + d->id);
-	d->ip4 = htobe32(0x0a000001u + d->id);
-	memset(&cfg, 0, sizeof(cfg));
-	memcpy(cfg.mac, d->mac, 6);
-	cfg.has_ip4 = true;
-	cfg.ip4 = d->ip4;
-	cfg.eth_mtu = 1500;
-	cfg.max_rdma_qps = 16;
-	cfg.max_rdma_cqs = 8;
-	cfg.mem = &d->mem;
-	cfg.deterministic = true;
-	cfg.seed = 42 + d->id;
-	cfg.ext_offered = offer;
-	cfg.max_rdma_srqs = offer ? NSRQ : 0;
-	if (roce_dev_init(&d->rd, &cfg))
-		abort();
-	roce_dev_set_ext(&d->rd, negotiate);
-	d->tp = roce_tp_new(&d->rd, env->loop, &fk_ops, d);
-	if (!d->tp)
-		abort();
-	d->nrings = roce_ring_count(&d->rd);
-	d->rings = calloc(d->nrings, sizeof(*d->rings));
-	pkt_queue_init(&d->wire);
-	d->port.ops = &fk_port_ops;
-	d->port.hairpin = true;
-	d->port.priv = d;
-	snprintf(d->port.name, sizeof(d->port.name), "xdev%u", d->id);
-	if (sw_attach(env->sw, &d->port))
-		abort();
-	d->attached = true;
-	d->poller = loop_add_poller(env->loop, &fk_poller_ops, d);
-	env->dev[env->ndev++] = d;
-	return d;
+	return fk_dev_new(env, &c);
 }
 
 static const struct roce_ext_stats *xs(struct fk_dev *d)
@@ -251,28 +202,11 @@ static void send_from(struct senv *s, int i, uint64_t wr_id, uint32_t len, uint3
 		abort();
 }
 
-struct cq_wait {
-	struct fk_dev *d;
-	uint32_t cqn;
-	struct virtio_rdma_cq_req *wc;
-	unsigned want, got;
-};
-
-static bool cq_wait_done(void *arg)
-{
-	struct cq_wait *w = arg;
-
-	w->got += fk_poll_cq(w->d, w->cqn, w->wc + w->got, w->want - w->got);
-	return w->got >= w->want;
-}
-
+/* Wait for n completions on cqn into wc[]. Returns how many arrived. */
 static unsigned wait_cq(struct fk_env *env, struct fk_dev *d, uint32_t cqn,
 			struct virtio_rdma_cq_req *wc, unsigned n)
 {
-	struct cq_wait w = { d, cqn, wc, n, 0 };
-
-	fk_run_until(env, cq_wait_done, &w, WAIT_MS);
-	return w.got;
+	return fk_wait_cq(env, d, cqn, wc, n, WAIT_MS);
 }
 
 /* Used entries of the SRQ ring, as wr_ids (read back from the element). */

@@ -19,29 +19,11 @@
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-struct cq_wait {
-	struct fk_dev *d;
-	uint32_t cqn;
-	struct virtio_rdma_cq_req *wc;
-	unsigned want, got;
-};
-
-static bool cq_wait_done(void *arg)
-{
-	struct cq_wait *w = arg;
-
-	w->got += fk_poll_cq(w->d, w->cqn, w->wc + w->got, w->want - w->got);
-	return w->got >= w->want;
-}
-
 /* Wait for n completions on cqn into wc[]. Returns how many arrived. */
 static unsigned wait_cq(struct fk_env *env, struct fk_dev *d, uint32_t cqn,
 			struct virtio_rdma_cq_req *wc, unsigned n)
 {
-	struct cq_wait w = { d, cqn, wc, n, 0 };
-
-	fk_run_until(env, cq_wait_done, &w, WAIT_MS);
-	return w.got;
+	return fk_wait_cq(env, d, cqn, wc, n, WAIT_MS);
 }
 
 /* Let the engine settle, then return how many completions are there
