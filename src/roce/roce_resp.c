@@ -422,6 +422,30 @@ static void resp_rc_write(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		resp_set_ack(tq, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, psn);
 }
 
+/*
+ * The responder resource for a new READ or atomic (the slot of the oldest
+ * request), or NULL if none is free. A slot still answering a duplicate
+ * (replay) is stale: a requester that keeps max_rd_atomic <=
+ * max_dest_rd_atomic only sends a new request once it holds the responses
+ * of the request max_dest_rd_atomic before it, so that replay is cancelled.
+ * A slot still sending its original responses means the requester exceeded
+ * max_dest_rd_atomic (NULL: NAK Invalid Request).
+ */
+static struct roce_rsp_res *resp_res_take(struct roce_tq *tq)
+{
+	struct roce_rsp_res *r;
+
+	if (!tq->nres)
+		return NULL;
+	r = &tq->res[tq->res_next % tq->nres];
+	if (r->active && r->replay) {
+		r->active = false;
+		tq->res_active--;
+		tq->tp->stats.stale_replays++;
+	}
+	return r->active ? NULL : r;
+}
+
 static void resp_rc_read(struct roce_tq *tq, const struct roce_pkt_info *pi)
 {
 	struct roce_tp *tp = tq->tp;
@@ -439,8 +463,8 @@ static void resp_rc_read(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		resp_error(tq, ROCE_AETH_NAK_REM_ACCESS_ERR, psn, 0);
 		return;
 	}
-	r = tq->nres ? &tq->res[tq->res_next % tq->nres] : NULL;
-	if (!r || r->active) {
+	r = resp_res_take(tq);
+	if (!r) {
 		/* More READs outstanding than max_dest_rd_atomic. */
 		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, 0);
 		return;
@@ -487,8 +511,8 @@ static void resp_rc_atomic(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		resp_error(tq, ROCE_AETH_NAK_REM_ACCESS_ERR, psn, 0);
 		return;
 	}
-	r = tq->nres ? &tq->res[tq->res_next % tq->nres] : NULL;
-	if ((va & 7) || !r || r->active) {
+	r = (va & 7) ? NULL : resp_res_take(tq);
+	if (!r) {
 		/* Misaligned, or more READs and atomics outstanding than
 		 * max_dest_rd_atomic. */
 		tp->stats.atomic_errors++;
@@ -544,6 +568,7 @@ static void resp_res_restart(struct roce_tq *tq, struct roce_rsp_res *r)
 	if (!r->active)
 		tq->res_active++;
 	r->active = true;
+	r->replay = true;
 	r->seg_next = 0;
 	roce_tp_schedule(tq);
 }

@@ -1178,6 +1178,7 @@ void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 	DUMP(f, s, remote_inv_ok);
 	DUMP(f, s, remote_inv_failed);
 	DUMP(f, s, comm_est);
+	DUMP(f, s, stale_replays);
 	fprintf(f, "\n");
 	dump_ext(tp->ext, f);
 	/* QPs with work in progress (or waiting in their rings). */

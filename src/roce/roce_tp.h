@@ -149,6 +149,8 @@ struct roce_tp_stats {
 	uint64_t remote_inv_ok;                /* SEND_WITH_INV: key invalidated */
 	uint64_t remote_inv_failed;            /* ... could not be: NAK Invalid Request */
 	uint64_t comm_est;                     /* COMM_EST events raised */
+	uint64_t stale_replays;                /* answers to old duplicates cancelled
+						* by a new READ / atomic */
 };
 
 /* A transport for rd, sending through ops. loop may be NULL (no timers: no
@@ -336,6 +338,7 @@ struct roce_rsp_res {
 	uint32_t seg_next;        /* next response index in the segment */
 	uint32_t seg_npkts;
 	uint64_t atomic_orig;     /* ATOMIC: value returned */
+	bool replay;              /* answering a duplicate request again */
 };
 
 enum roce_rsp_msg {

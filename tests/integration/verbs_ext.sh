@@ -80,6 +80,18 @@ for b in "$DAEMON" "$RUN" "$ATOMIC" "$MW"; do
 		t_done
 	fi
 done
+# The binaries are copied first (a tree of their own: vrdma-run finds the
+# libraries in ../lib): a rebuild during the run must not swap them.
+mkdir -p "$T_TMP/tree/bin" "$T_TMP/tree/lib" "$T_TMP/tree/tests"
+if ! cp "$DAEMON" "$RUN" "$T_TMP/tree/bin/" || ! cp "$ATOMIC" "$MW" "$T_TMP/tree/tests/" ||
+   { [ -e "$LIB" ] && ! cp "$VRDMA_BUILD"/lib/*.so* "$T_TMP/tree/lib/"; }; then
+	not_ok setup "cannot copy the binaries"
+	t_done
+fi
+DAEMON="$T_TMP/tree/bin/vhost-user-rdma"
+RUN="$T_TMP/tree/bin/vrdma-run"
+ATOMIC="$T_TMP/tree/tests/ext_atomic"
+MW="$T_TMP/tree/tests/ext_mw"
 reason=""
 if [ ! -e "$LIB" ]; then
 	reason="libibverbs.so.1 not built"
@@ -241,6 +253,9 @@ group() {
 			tail -n 8 "$f" | sed "s|^|#   $(basename "$f" .log): |"
 		done
 		d_stats "$d" | grep -vE ' 0( |$)' | head -60 | sed 's/^/#   daemon: /'
+		# the daemon's own messages (-q: warnings and errors)
+		grep -vE '^(device |switch |faults |uplink |  |$)' "$T_TMP/$d.log" | tail -n 20 |
+			sed 's/^/#   daemon log: /'
 	fi
 }
 

@@ -386,7 +386,17 @@ static void test_atomic_errors(void)
 }
 
 /* Hand b a request packet of a's QP 0 (built here, as a would). */
+static void inject_spin(struct xp *p, struct roce_hdr_fields *f, const void *payload,
+			uint32_t plen, unsigned spin);
+
 static void inject(struct xp *p, struct roce_hdr_fields *f, const void *payload, uint32_t plen)
+{
+	inject_spin(p, f, payload, plen, 50);
+}
+
+/* Hand b a frame a could have sent, then run spin loop iterations. */
+static void inject_spin(struct xp *p, struct roce_hdr_fields *f, const void *payload,
+			uint32_t plen, unsigned spin)
 {
 	struct roce_qp *qa = roce_qp_lookup(&p->a->rd, p->qa[0].qpn);
 	struct roce_tq *tq = qa->transport;
@@ -400,7 +410,8 @@ static void inject(struct xp *p, struct roce_hdr_fields *f, const void *payload,
 		abort();
 	if (!roce_tp_input(p->b->tp, pk))
 		pkt_free(pk);
-	fk_spin(&p->env, 50);
+	if (spin)
+		fk_spin(&p->env, spin);
 }
 
 /* The request a sends for an atomic, handed to b again. */
@@ -416,6 +427,64 @@ static void replay_atomic(struct xp *p, uint32_t psn, uint64_t va, uint32_t rkey
 	f.atmeth.rkey = rkey;
 	f.atmeth.swap_add = add;
 	inject(p, &f, NULL, 0);
+}
+
+/* A late duplicate restarts the answer of an old atomic; the requester,
+ * which already had that answer, then sends its next request (max_rd_atomic
+ * = max_dest_rd_atomic = 1). The new request takes the resource (the stale
+ * replay is cancelled) instead of being refused as "resources exceeded",
+ * and it is still executed once. */
+static void test_atomic_stale_replay(void)
+{
+	struct virtio_rdma_cq_req wc[2];
+	struct roce_hdr_fields f;
+	struct xp_cfg c;
+	struct fk_mr tgt, res;
+	struct xp p;
+	uint64_t va;
+	uint32_t psn0 = 0x100;
+
+	xp_cfg_default(&c);
+	c.max_dest_rd = 1;
+	c.max_rd = 1;
+	xp_init(&p, &c);
+	tgt = fk_mr_reg(p.b, p.pdb, 4096, ACC_ATOM);
+	res = fk_mr_reg(p.a, p.pda, 4096, FK_ACC_ALL);
+	va = (uintptr_t)tgt.buf;
+	wr64(tgt.buf, 1000);
+	REQUIRE(post_atomic(p.a, &p.qa[0], 1, VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD, va, tgt.rkey,
+			    10, 0, res.buf, 8, res.lkey) == 0);
+	REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 1) == 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK_EQ(rd64(res.buf), 1000);
+	/* the late duplicate and the next request arrive together */
+	memset(&f, 0, sizeof(f));
+	f.opcode = ROCE_OP_RC_FETCH_ADD;
+	f.psn = psn0;
+	f.ackreq = true;
+	f.atmeth.va = va;
+	f.atmeth.rkey = tgt.rkey;
+	f.atmeth.swap_add = 10;
+	inject_spin(&p, &f, NULL, 0, 0);
+	f.psn = psn0 + 1;
+	f.atmeth.swap_add = 1;
+	inject_spin(&p, &f, NULL, 0, 50);
+	CHECK_EQ(p.b->tp->stats.atomic_errors, 0);
+	CHECK_EQ(p.b->tp->stats.stale_replays, 1);
+	CHECK_EQ(p.b->tp->stats.atomics_executed, 2);
+	CHECK_EQ(rd64(tgt.buf), 1011);
+	CHECK_EQ(qp_state(p.b, p.qb[0].qpn), VIRTIO_IB_QPS_RTS);
+	/* a now sends that same request: a duplicate, answered, not executed */
+	REQUIRE(post_atomic(p.a, &p.qa[0], 2, VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD, va, tgt.rkey,
+			    1, 0, res.buf + 8, 8, res.lkey) == 0);
+	REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 1) == 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK_EQ(rd64(res.buf + 8), 1010);
+	CHECK_EQ(rd64(tgt.buf), 1011);
+	CHECK_EQ(p.b->tp->stats.atomics_executed, 2);
+	CHECK_EQ(qp_state(p.a, p.qa[0].qpn), VIRTIO_IB_QPS_RTS);
+	CHECK_EQ(qp_state(p.b, p.qb[0].qpn), VIRTIO_IB_QPS_RTS);
+	xp_fini(&p);
 }
 
 /* A duplicate is answered from the saved result (the counter changes once);
@@ -1242,6 +1311,7 @@ int main(int argc, char **argv)
 	RUN(test_atomic_values);
 	RUN(test_atomic_errors);
 	RUN(test_atomic_duplicate);
+	RUN(test_atomic_stale_replay);
 	RUN(test_sqd_max_dest);
 	RUN(test_atomic_race);
 	RUN(test_reg_mr_remote);
