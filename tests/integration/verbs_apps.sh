@@ -86,59 +86,12 @@ if [ -n "$reason" ]; then
 fi
 
 # ---- daemons -------------------------------------------------------------------
-declare -A D_TPID=() D_PID=()   # name -> pid of its timeout wrapper / of the daemon
 declare -A ALLOW=()             # name -> "dev:counter:max ..." tolerated by the health check
-D_RC=0
+. "$(dirname "$0")/daemon_lib.bash"
 
-# d_start NAME ARGS...: a daemon with ARGS (plus -q --stats --pidfile), log
-# in $T_TMP/NAME.log; succeeds once the pid file is written (every socket
-# listens), fails if it exits first or takes 30 s.
-d_start() {
-	local name=$1 pidf="$T_TMP/$1.pid" i; shift
-	rm -f "$pidf"
-	timeout -k 5 "$DAEMON_TMO" "$DAEMON" -q --stats --pidfile "$pidf" "$@" \
-		>"$T_TMP/$name.log" 2>&1 </dev/null &
-	D_TPID[$name]=$!
-	T_PIDS+=($!)
-	for ((i = 0; i < 600; i++)); do
-		[ -s "$pidf" ] && break
-		kill -0 "${D_TPID[$name]}" 2>/dev/null || break
-		sleep 0.05
-	done
-	[ -s "$pidf" ] || return 1
-	D_PID[$name]=$(cat "$pidf")
-}
 
-dumps_of() { grep -c '^faults ' "$T_TMP/$1.log"; }
 
-# d_stats NAME: SIGUSR1 the daemon, wait (at most 20 s) for the whole dump
-# and print it.
-d_stats() {
-	local name=$1 log="$T_TMP/$1.log" from n i
-	from=$(($(wc -l <"$log") + 1))
-	n=$(dumps_of "$name")
-	kill -USR1 "${D_PID[$name]}" 2>/dev/null || { echo "(daemon $name is gone)"; return 1; }
-	for ((i = 0; i < 400; i++)); do
-		[ "$(dumps_of "$name")" -gt "$n" ] && break
-		sleep 0.05
-	done
-	tail -n +"$from" "$log"
-}
 
-# d_stop NAME: SIGTERM, reap (SIGKILL after 30 s); D_RC is its exit status.
-d_stop() {
-	local name=$1 p=${D_TPID[$1]} i
-	kill -TERM "$p" 2>/dev/null
-	for ((i = 0; i < 600; i++)); do
-		kill -0 "$p" 2>/dev/null || break
-		[[ $(ps -o stat= -p "$p" 2>/dev/null) == Z* ]] && break
-		sleep 0.05
-	done
-	kill -0 "$p" 2>/dev/null && ! [[ $(ps -o stat= -p "$p" 2>/dev/null) == Z* ]] &&
-		kill -KILL "$p" 2>/dev/null
-	wait "$p" 2>/dev/null
-	D_RC=$?
-}
 
 # d_check_stop NAME SOCK...: the daemon stops cleanly (exit 0, one more
 # dump, sockets removed), then its last dump shows no errors.

@@ -104,41 +104,10 @@ if [ -n "$reason" ]; then
 fi
 
 # ---- daemons ---------------------------------------------------------------------
-declare -A D_TPID=() D_PID=()
-D_RC=0
+. "$(dirname "$0")/daemon_lib.bash"
 
-# d_start NAME ARGS...: a daemon with ARGS (plus -q --stats --pidfile), log in
-# $T_TMP/NAME.log; succeeds once its pid file is written (every socket listens).
-d_start() {
-	local name=$1 pidf="$T_TMP/$1.pid" i; shift
-	rm -f "$pidf"
-	timeout -k 5 "$DAEMON_TMO" "$DAEMON" -q --stats --pidfile "$pidf" "$@" \
-		>"$T_TMP/$name.log" 2>&1 </dev/null &
-	D_TPID[$name]=$!
-	T_PIDS+=($!)
-	for ((i = 0; i < 600; i++)); do
-		[ -s "$pidf" ] && break
-		kill -0 "${D_TPID[$name]}" 2>/dev/null || break
-		sleep 0.05
-	done
-	[ -s "$pidf" ] || return 1
-	D_PID[$name]=$(cat "$pidf")
-}
 
-dumps_of() { grep -c '^faults ' "$T_TMP/$1.log"; }
 
-# d_stats NAME: SIGUSR1 the daemon, wait (bounded) for the whole dump, print it.
-d_stats() {
-	local name=$1 log="$T_TMP/$1.log" from n i
-	from=$(($(wc -l <"$log") + 1))
-	n=$(dumps_of "$name")
-	kill -USR1 "${D_PID[$name]}" 2>/dev/null || { echo "(daemon $name is gone)"; return 1; }
-	for ((i = 0; i < 400; i++)); do
-		[ "$(dumps_of "$name")" -gt "$n" ] && break
-		sleep 0.05
-	done
-	tail -n +"$from" "$log"
-}
 
 # d_check_stop NAME PREFIX SOCK...: SIGTERM; exit 0, a final dump, sockets
 # removed, no sanitizer report.
