@@ -49,7 +49,7 @@ rdmatest events --socket "$T_TMP/a.sock" --socket "$T_TMP/b.sock" --events data
 
 # --- Debian's pingpong programs through vrdma-run --------------------------------
 
-port_listening() { ss -ltn 2>/dev/null | grep -q ":$1 "; }
+. "$(dirname "$0")/verbs_lib.bash"
 
 if [ -x "$RUN" ] && [ -f "$LIB" ] && command -v ibv_rc_pingpong >/dev/null &&
    command -v ss >/dev/null; then
@@ -60,35 +60,9 @@ if [ -x "$RUN" ] && [ -f "$LIB" ] && command -v ibv_rc_pingpong >/dev/null &&
 	port=18600
 	# pingpong NAME PROG ARGS...: server on device a, client on device b.
 	pingpong() {
-		local name=$1 prog=$2 spid src crc
-		shift 2
-		port=$((port + 1))
-		env LD_PRELOAD="$PRELOAD" \
-			ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
-			"$RUN" -s "$T_TMP/a.sock" -- "$prog" -p $port "$@" \
-			>"$T_TMP/$name.srv" 2>&1 &
-		spid=$!
-		if ! wait_for port_listening $port; then
-			kill $spid 2>/dev/null
-			wait $spid 2>/dev/null
-			not_ok "$name" "server did not listen: $(cat "$T_TMP/$name.srv")"
-			return
-		fi
-		timeout 120 env LD_PRELOAD="$PRELOAD" \
-			ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
-			"$RUN" -s "$T_TMP/b.sock" -- "$prog" -p $port "$@" 127.0.0.1 \
-			>"$T_TMP/$name.cli" 2>&1
-		crc=$?
-		wait $spid
-		src=$?
-		if [ $crc -eq 0 ] && [ $src -eq 0 ] &&
-		   grep -q 'iters in' "$T_TMP/$name.cli" && grep -q 'iters in' "$T_TMP/$name.srv"; then
-			ok "$name"
-			grep 'iters in' "$T_TMP/$name.cli" | sed 's/^/# /'
-		else
-			not_ok "$name" "client rc=$crc server rc=$src:" \
-				"$(cat "$T_TMP/$name.cli" "$T_TMP/$name.srv" | tr '\n' ' ')"
-		fi
+		local name=$1
+		shift
+		vpair "$name" "$T_TMP/a.sock" "$T_TMP/b.sock" "$@"
 	}
 	pingpong ibv_rc_pingpong ibv_rc_pingpong -g 0 -n 2000
 	pingpong ibv_rc_pingpong_events ibv_rc_pingpong -g 0 -n 2000 -e

@@ -62,39 +62,15 @@ stop() {
 	fi
 }
 
-port_listening() { ss -ltn 2>/dev/null | grep -q ":$1 "; }
+. "$(dirname "$0")/verbs_lib.bash"
 port=18700
 
 # pingpong NAME PROG ARGS...: Debian's program through vrdma-run, server on
 # device ext-a, client on ext-b (the verbs layer on this provider).
 pingpong() {
-	local name=$1 prog=$2 spid src crc
-	shift 2
-	port=$((port + 1))
-	env LD_PRELOAD="$PRELOAD" \
-		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
-		"$RUN" -s "$T_TMP/ext-a.sock" -- "$prog" -p $port "$@" >"$T_TMP/$name.srv" 2>&1 &
-	spid=$!
-	if ! wait_for port_listening $port; then
-		kill $spid 2>/dev/null
-		wait $spid 2>/dev/null
-		not_ok "$name" "server did not listen: $(cat "$T_TMP/$name.srv")"
-		return
-	fi
-	timeout 120 env LD_PRELOAD="$PRELOAD" \
-		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
-		"$RUN" -s "$T_TMP/ext-b.sock" -- "$prog" -p $port "$@" 127.0.0.1 \
-		>"$T_TMP/$name.cli" 2>&1
-	crc=$?
-	wait $spid
-	src=$?
-	if [ $crc -eq 0 ] && [ $src -eq 0 ] &&
-	   grep -q 'iters in' "$T_TMP/$name.cli" && grep -q 'iters in' "$T_TMP/$name.srv"; then
-		ok "$name"
-	else
-		not_ok "$name" "client rc=$crc server rc=$src:" \
-			"$(cat "$T_TMP/$name.cli" "$T_TMP/$name.srv" | tr '\n' ' ')"
-	fi
+	local name=$1
+	shift
+	vpair "$name" "$T_TMP/ext-a.sock" "$T_TMP/ext-b.sock" "$@"
 }
 
 RUN="$VRDMA_BUILD/bin/vrdma-run"
