@@ -650,8 +650,10 @@ static int prov_post_send(struct vrdma_prov_qp *p, const struct vrdma_prov_send_
 	return (int)done;
 }
 
-static int prov_post_recv(struct vrdma_prov_qp *p, const struct vrdma_prov_recv_wr *wr,
-			  unsigned int n)
+/* Convert receive WRs in batches and hand them to post (a QP's receive
+ * queue or an SRQ). Returns the number posted, or an error if none was. */
+static int prov_post_recv_batches(int (*post)(void *q, const struct vrdma_recv_wr *w, unsigned n),
+				  void *q, const struct vrdma_prov_recv_wr *wr, unsigned int n)
 {
 	struct vrdma_recv_wr w[PROV_BATCH];
 	unsigned int done = 0;
@@ -665,7 +667,7 @@ static int prov_post_recv(struct vrdma_prov_qp *p, const struct vrdma_prov_recv_
 			w[i].num_sge = wr[done + i].num_sge;
 			w[i].sg_list = (const struct vrdma_sge *)(const void *)wr[done + i].sg_list;
 		}
-		rc = vrdma_post_recv(p->qp, w, k);
+		rc = post(q, w, k);
 		if (rc < 0)
 			return done ? (int)done : rc;
 		done += (unsigned int)rc;
@@ -673,6 +675,22 @@ static int prov_post_recv(struct vrdma_prov_qp *p, const struct vrdma_prov_recv_
 			break;
 	}
 	return (int)done;
+}
+
+static int post_qp_recv(void *q, const struct vrdma_recv_wr *w, unsigned n)
+{
+	return vrdma_post_recv(q, w, n);
+}
+
+static int post_srq_recv(void *q, const struct vrdma_recv_wr *w, unsigned n)
+{
+	return vrdma_post_srq_recv(q, w, n);
+}
+
+static int prov_post_recv(struct vrdma_prov_qp *p, const struct vrdma_prov_recv_wr *wr,
+			  unsigned int n)
+{
+	return prov_post_recv_batches(post_qp_recv, p->qp, wr, n);
 }
 
 /* ---- SRQs (extension) ----------------------------------------------------------- */
@@ -748,26 +766,7 @@ static int prov_destroy_srq(struct vrdma_prov_srq *p)
 static int prov_post_srq_recv(struct vrdma_prov_srq *p, const struct vrdma_prov_recv_wr *wr,
 			      unsigned int n)
 {
-	struct vrdma_recv_wr w[PROV_BATCH];
-	unsigned int done = 0;
-
-	while (done < n) {
-		unsigned int k = n - done < PROV_BATCH ? n - done : PROV_BATCH, i;
-		int rc;
-
-		for (i = 0; i < k; i++) {
-			w[i].wr_id = wr[done + i].wr_id;
-			w[i].num_sge = wr[done + i].num_sge;
-			w[i].sg_list = (const struct vrdma_sge *)(const void *)wr[done + i].sg_list;
-		}
-		rc = vrdma_post_srq_recv(p->srq, w, k);
-		if (rc < 0)
-			return done ? (int)done : rc;
-		done += (unsigned int)rc;
-		if ((unsigned int)rc < k)
-			break;
-	}
-	return (int)done;
+	return prov_post_recv_batches(post_srq_recv, p->srq, wr, n);
 }
 
 const struct vrdma_prov_ops vrdma_prov_vrdma_ops = {

@@ -38,7 +38,7 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void drain(int fd)
+void evil_drain(int fd)
 {
 	eventfd_t v;
 
@@ -52,7 +52,7 @@ void evil_kick(struct evil_dev *d, unsigned idx)
 		(void)eventfd_write(d->r[idx].kick, 1);
 }
 
-static int say_rc(const char *what, int rc)
+int evil_say_rc(const char *what, int rc)
 {
 	if (rc < 0)
 		evil_say("setup: %s: %s", what, strerror(-rc));
@@ -69,9 +69,9 @@ static int dev_negotiate(struct evil_dev *d, bool first)
 
 	rc = vhost_client_get_features(vc, &f);
 	if (rc < 0)
-		return say_rc("GET_FEATURES", rc);
+		return evil_say_rc("GET_FEATURES", rc);
 	if (!(f & BIT64(VIRTIO_F_VERSION_1)) || !(f & BIT64(VHOST_USER_F_PROTOCOL_FEATURES)))
-		return say_rc("features", -ENOTSUP);
+		return evil_say_rc("features", -ENOTSUP);
 	if (first) {
 		rc = vhost_client_get_protocol_features(vc, &pf);
 		if (!rc)
@@ -83,19 +83,19 @@ static int dev_negotiate(struct evil_dev *d, bool first)
 					  BIT64(VHOST_USER_PROTOCOL_F_STATUS) |
 					  BIT64(VHOST_USER_PROTOCOL_F_RESET_DEVICE)));
 		if (rc < 0)
-			return say_rc("protocol features", rc);
+			return evil_say_rc("protocol features", rc);
 		if (!vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_REPLY_ACK) ||
 		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_STATUS) ||
 		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS) ||
 		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_RESET_DEVICE) ||
 		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_CONFIG))
-			return say_rc("protocol features missing", -ENOTSUP);
+			return evil_say_rc("protocol features missing", -ENOTSUP);
 		rc = vhost_client_set_owner(vc);
 		if (rc < 0)
-			return say_rc("SET_OWNER", rc);
+			return evil_say_rc("SET_OWNER", rc);
 		rc = vhost_client_get_config(vc, 0, d->mac, 6);
 		if (rc < 0)
-			return say_rc("GET_CONFIG", rc);
+			return evil_say_rc("GET_CONFIG", rc);
 	}
 	want = BIT64(VIRTIO_F_VERSION_1) | BIT64(VIRTIO_NET_F_MAC) | BIT64(VIRTIO_NET_F_CTRL_VQ) |
 	       BIT64(VIRTIO_NET_F_CTRL_RX);
@@ -112,44 +112,52 @@ static int dev_negotiate(struct evil_dev *d, bool first)
 	if (!rc)
 		rc = vhost_client_get_status(vc, &st);
 	if (rc < 0)
-		return say_rc("status / SET_FEATURES", rc);
+		return evil_say_rc("status / SET_FEATURES", rc);
 	if (!(st & VIRTIO_CONFIG_S_FEATURES_OK))
-		return say_rc("FEATURES_OK refused", -ENOTSUP);
+		return evil_say_rc("FEATURES_OK refused", -ENOTSUP);
 	return 0;
+}
+
+int evil_vring_start(struct vhost_client *vc, unsigned idx, struct vq_drv *vq, uint8_t *mem,
+		     unsigned num, int kick, int call, int err)
+{
+	struct vhost_user_vring_addr a;
+	int rc;
+
+	vq_drv_fini(vq);
+	rc = vq_drv_init(vq, mem, num, false);
+	if (rc < 0)
+		return evil_say_rc("vq_drv_init", rc);
+	evil_drain(kick);
+	evil_drain(call);
+	evil_drain(err);
+	memset(&a, 0, sizeof(a));
+	a.index = idx;
+	a.desc_user_addr = evil_gpa(vq_drv_desc(vq));
+	a.avail_user_addr = evil_gpa(vq_drv_avail(vq));
+	a.used_user_addr = evil_gpa(vq_drv_used(vq));
+	rc = vhost_client_set_vring_num(vc, idx, num);
+	if (!rc)
+		rc = vhost_client_set_vring_base(vc, idx, 0);
+	if (!rc)
+		rc = vhost_client_set_vring_addr(vc, &a);
+	if (!rc)
+		rc = vhost_client_set_vring_call(vc, idx, call);
+	if (!rc)
+		rc = vhost_client_set_vring_err(vc, idx, err);
+	if (!rc)
+		rc = vhost_client_set_vring_kick(vc, idx, kick);
+	if (!rc)
+		rc = vhost_client_set_vring_enable(vc, idx, true);
+	return evil_say_rc("ring setup", rc);
 }
 
 static int ring_setup(struct evil_dev *d, unsigned idx)
 {
 	struct evil_ring *r = &d->r[idx];
-	struct vhost_user_vring_addr a;
-	int rc;
 
-	vq_drv_fini(&r->vq);
-	rc = vq_drv_init(&r->vq, r->mem, EVIL_RING_NUM, false);
-	if (rc < 0)
-		return say_rc("vq_drv_init", rc);
-	drain(r->kick);
-	drain(r->call);
-	drain(r->err);
-	memset(&a, 0, sizeof(a));
-	a.index = idx;
-	a.desc_user_addr = evil_gpa(vq_drv_desc(&r->vq));
-	a.avail_user_addr = evil_gpa(vq_drv_avail(&r->vq));
-	a.used_user_addr = evil_gpa(vq_drv_used(&r->vq));
-	rc = vhost_client_set_vring_num(&d->vc, idx, EVIL_RING_NUM);
-	if (!rc)
-		rc = vhost_client_set_vring_base(&d->vc, idx, 0);
-	if (!rc)
-		rc = vhost_client_set_vring_addr(&d->vc, &a);
-	if (!rc)
-		rc = vhost_client_set_vring_call(&d->vc, idx, r->call);
-	if (!rc)
-		rc = vhost_client_set_vring_err(&d->vc, idx, r->err);
-	if (!rc)
-		rc = vhost_client_set_vring_kick(&d->vc, idx, r->kick);
-	if (!rc)
-		rc = vhost_client_set_vring_enable(&d->vc, idx, true);
-	return say_rc("ring setup", rc);
+	return evil_vring_start(&d->vc, idx, &r->vq, r->mem, EVIL_RING_NUM, r->kick, r->call,
+				r->err);
 }
 
 static void rx_post(struct evil_dev *d, unsigned i)
@@ -167,7 +175,7 @@ static int dev_rings_up(struct evil_dev *d)
 	for (unsigned i = 0; !rc && i < EVIL_NRINGS; i++)
 		rc = ring_setup(d, i);
 	if (!rc)
-		rc = say_rc("DRIVER_OK", vhost_client_set_status(&d->vc,
+		rc = evil_say_rc("DRIVER_OK", vhost_client_set_status(&d->vc,
 				VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
 				VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK));
 	if (rc)
@@ -202,7 +210,7 @@ int evil_dev_open(struct evil_dev *d, const struct evil_opts *o, unsigned flags)
 		r->call = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		r->err = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (r->kick < 0 || r->call < 0 || r->err < 0)
-			return say_rc("eventfd", -errno);
+			return evil_say_rc("eventfd", -errno);
 	}
 	for (unsigned i = 0; i < EVIL_RING_NUM; i++)
 		d->rx_tokens[i] = (uint16_t)i;
@@ -211,11 +219,11 @@ int evil_dev_open(struct evil_dev *d, const struct evil_opts *o, unsigned flags)
 	d->arena_fd = memfd_create("vrdma-evil", MFD_CLOEXEC |
 				   (flags & EVIL_F_SEALABLE ? MFD_ALLOW_SEALING : 0));
 	if (d->arena_fd < 0 || ftruncate(d->arena_fd, (off_t)d->arena_size) < 0)
-		return say_rc("memfd", -errno);
+		return evil_say_rc("memfd", -errno);
 	d->arena = mmap(NULL, d->arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, d->arena_fd, 0);
 	if (d->arena == MAP_FAILED) {
 		d->arena = NULL;
-		return say_rc("mmap", -errno);
+		return evil_say_rc("mmap", -errno);
 	}
 	for (unsigned i = 0; i < EVIL_NRINGS; i++)
 		d->r[i].mem = d->arena + (size_t)i * EVIL_RING_SLOT;
@@ -226,7 +234,7 @@ int evil_dev_open(struct evil_dev *d, const struct evil_opts *o, unsigned flags)
 
 	rc = vhost_client_connect(&d->vc, o->socket);
 	if (rc < 0)
-		return say_rc("connect", rc);
+		return evil_say_rc("connect", rc);
 	d->vc.timeout_ms = o->timeout_ms;
 	rc = dev_negotiate(d, true);
 	if (rc < 0)
@@ -237,7 +245,7 @@ int evil_dev_open(struct evil_dev *d, const struct evil_opts *o, unsigned flags)
 	reg.memory_size = d->arena_size;
 	rc = vhost_client_add_mem_reg(&d->vc, &reg, d->arena_fd);
 	if (rc < 0)
-		return say_rc("ADD_MEM_REG", rc);
+		return evil_say_rc("ADD_MEM_REG", rc);
 	return dev_rings_up(d);
 }
 
@@ -308,7 +316,7 @@ int evil_wait_used(struct evil_dev *d, unsigned idx, int timeout_ms)
 		struct pollfd p = { .fd = r->call, .events = POLLIN };
 		uint64_t now;
 
-		drain(r->call);
+		evil_drain(r->call);
 		if (vq_drv_has_used(&r->vq))
 			return 1;
 		now = now_ms();

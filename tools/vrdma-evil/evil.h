@@ -76,6 +76,10 @@ struct evil_attack {
 int evil_verdict(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Print a line (stdout, flushed). */
 void evil_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Log "setup: what: error" if rc < 0; returns rc. */
+int evil_say_rc(const char *what, int rc);
+/* Read (reset) an eventfd if fd >= 0. */
+void evil_drain(int fd);
 /* Print a diagnostic to stderr when verbose. */
 void evil_dbg(const struct evil_opts *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -162,6 +166,11 @@ void evil_dev_close(struct evil_dev *d);
 
 /* GPA (== our address) of a pointer into the arena. */
 static inline uint64_t evil_gpa(const void *p) { return (uint64_t)(uintptr_t)p; }
+
+/* (Re)start ring idx on vq over mem with num entries: NUM, BASE 0, ADDR,
+ * CALL, ERR, KICK, ENABLE. Returns 0 or -errno (logged). */
+int evil_vring_start(struct vhost_client *vc, unsigned idx, struct vq_drv *vq, uint8_t *mem,
+		     unsigned num, int kick, int call, int err);
 
 /* Kick ring idx (eventfd write). */
 void evil_kick(struct evil_dev *d, unsigned idx);

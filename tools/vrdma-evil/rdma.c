@@ -36,21 +36,6 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void drain(int fd)
-{
-	eventfd_t v;
-
-	if (fd >= 0)
-		(void)eventfd_read(fd, &v);
-}
-
-static int say_rc(const char *what, int rc)
-{
-	if (rc < 0)
-		evil_say("setup: %s: %s", what, strerror(-rc));
-	return rc;
-}
-
 /* ---- arena ------------------------------------------------------------------ */
 
 /* Bump allocation of len bytes (aligned to 64) from the arena. */
@@ -78,9 +63,9 @@ static int rring_alloc(struct evil_rdev *d, struct evil_rring *r)
 	r->call = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r->err = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (r->kick < 0 || r->call < 0 || r->err < 0)
-		return say_rc("eventfd", -errno);
+		return evil_say_rc("eventfd", -errno);
 	r->mem = arena_get(d, RDEV_RING_SLOT, 4096);
-	return r->mem ? 0 : say_rc("arena", -ENOMEM);
+	return r->mem ? 0 : evil_say_rc("arena", -ENOMEM);
 }
 
 static void rring_free(struct evil_rring *r)
@@ -98,38 +83,14 @@ static void rring_free(struct evil_rring *r)
 
 int rdev_ring_setup(struct evil_rdev *d, struct evil_rring *r, unsigned idx)
 {
-	struct vhost_user_vring_addr a;
 	int rc;
 
-	vq_drv_fini(&r->vq);
-	rc = vq_drv_init(&r->vq, r->mem, RDEV_RING_NUM, false);
-	if (rc < 0)
-		return say_rc("vq_drv_init", rc);
 	r->idx = idx;
-	drain(r->kick);
-	drain(r->call);
-	drain(r->err);
-	memset(&a, 0, sizeof(a));
-	a.index = idx;
-	a.desc_user_addr = evil_gpa(vq_drv_desc(&r->vq));
-	a.avail_user_addr = evil_gpa(vq_drv_avail(&r->vq));
-	a.used_user_addr = evil_gpa(vq_drv_used(&r->vq));
-	rc = vhost_client_set_vring_num(&d->vc, idx, RDEV_RING_NUM);
-	if (!rc)
-		rc = vhost_client_set_vring_base(&d->vc, idx, 0);
-	if (!rc)
-		rc = vhost_client_set_vring_addr(&d->vc, &a);
-	if (!rc)
-		rc = vhost_client_set_vring_call(&d->vc, idx, r->call);
-	if (!rc)
-		rc = vhost_client_set_vring_err(&d->vc, idx, r->err);
-	if (!rc)
-		rc = vhost_client_set_vring_kick(&d->vc, idx, r->kick);
-	if (!rc)
-		rc = vhost_client_set_vring_enable(&d->vc, idx, true);
+	rc = evil_vring_start(&d->vc, idx, &r->vq, r->mem, RDEV_RING_NUM, r->kick, r->call,
+			      r->err);
 	if (!rc)
 		r->up = true;
-	return say_rc("ring setup", rc);
+	return rc;
 }
 
 /* Wait up to timeout_ms for a used entry on r. Returns 1 or 0. */
@@ -141,7 +102,7 @@ int rdev_wait_used(struct evil_rring *r, int timeout_ms)
 		struct pollfd p = { .fd = r->call, .events = POLLIN };
 		uint64_t now;
 
-		drain(r->call);
+		evil_drain(r->call);
 		if (vq_drv_has_used(&r->vq))
 			return 1;
 		now = now_ms();
@@ -241,7 +202,7 @@ static int rdev_negotiate(struct evil_rdev *d, bool first, bool ext)
 
 	rc = vhost_client_get_features(vc, &f);
 	if (rc < 0)
-		return say_rc("GET_FEATURES", rc);
+		return evil_say_rc("GET_FEATURES", rc);
 	if (first) {
 		rc = vhost_client_get_protocol_features(vc, &pf);
 		if (!rc)
@@ -253,15 +214,15 @@ static int rdev_negotiate(struct evil_rdev *d, bool first, bool ext)
 					  BIT64(VHOST_USER_PROTOCOL_F_STATUS) |
 					  BIT64(VHOST_USER_PROTOCOL_F_RESET_DEVICE)));
 		if (rc < 0)
-			return say_rc("protocol features", rc);
+			return evil_say_rc("protocol features", rc);
 		if (!vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_REPLY_ACK) ||
 		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_STATUS) ||
 		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_RESET_DEVICE) ||
 		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_CONFIG))
-			return say_rc("protocol features missing", -ENOTSUP);
+			return evil_say_rc("protocol features missing", -ENOTSUP);
 		rc = vhost_client_set_owner(vc);
 		if (rc < 0)
-			return say_rc("SET_OWNER", rc);
+			return evil_say_rc("SET_OWNER", rc);
 	}
 	want = BIT64(VIRTIO_F_VERSION_1) | BIT64(VIRTIO_NET_F_MAC) | BIT64(VIRTIO_NET_F_CTRL_VQ) |
 	       BIT64(VIRTIO_NET_F_ROCE);
@@ -283,13 +244,13 @@ static int rdev_negotiate(struct evil_rdev *d, bool first, bool ext)
 	if (!rc)
 		rc = vhost_client_get_status(vc, &st);
 	if (rc < 0)
-		return say_rc("status / SET_FEATURES", rc);
+		return evil_say_rc("status / SET_FEATURES", rc);
 	if (!(st & VIRTIO_CONFIG_S_FEATURES_OK))
-		return say_rc("FEATURES_OK refused", -ENOTSUP);
+		return evil_say_rc("FEATURES_OK refused", -ENOTSUP);
 	memset(&cfg, 0, sizeof(cfg));
 	rc = vhost_client_get_config(vc, 0, &cfg, ext ? sizeof(cfg) : 32);
 	if (rc < 0)
-		return say_rc("GET_CONFIG", rc);
+		return evil_say_rc("GET_CONFIG", rc);
 	memcpy(d->mac, cfg.mac, 6);
 	d->qps = le32toh(cfg.max_rdma_qps);
 	d->cqs = le32toh(cfg.max_rdma_cqs);
@@ -350,7 +311,7 @@ static int create_qp(struct evil_rdev *d, int which, bool srq)
 	d->qpn[which] = le32toh(a.qpn);
 	i = vrdma_qpn_index(d->qpn[which]);
 	if (i >= d->qps)
-		return say_rc("CREATE_QP returned a bad qpn", -EPROTO);
+		return evil_say_rc("CREATE_QP returned a bad qpn", -EPROTO);
 	rc = rdev_ring_setup(d, &d->sq[which], vrdma_vq_sq(1, d->cqs, i));
 	if (!rc)
 		rc = rdev_ring_setup(d, &d->rq[which], vrdma_vq_rq(1, d->cqs, i));
@@ -460,7 +421,7 @@ int rdev_up(struct evil_rdev *d, unsigned flags)
 	if (!rc && ext)
 		rc = rdev_ring_setup(d, &d->eventq, rdev_vq_eventq(d));
 	if (!rc)
-		rc = say_rc("DRIVER_OK", vhost_client_set_status(&d->vc,
+		rc = evil_say_rc("DRIVER_OK", vhost_client_set_status(&d->vc,
 				VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
 				VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK));
 	if (rc)
@@ -492,7 +453,7 @@ int rdev_up(struct evil_rdev *d, unsigned flags)
 		return rc;
 	d->cqn = le32toh(ca.cqn);
 	if (d->cqn >= d->cqs)
-		return say_rc("CREATE_CQ returned a bad cqn", -EPROTO);
+		return evil_say_rc("CREATE_CQ returned a bad cqn", -EPROTO);
 	rc = rdev_ring_setup(d, &d->cq, vrdma_vq_cq(1, d->cqn));
 	if (rc)
 		return rc;
@@ -540,7 +501,7 @@ int rdev_up(struct evil_rdev *d, unsigned flags)
 			return rc;
 		d->srqn = le32toh(as.srqn);
 		if (d->srqn >= d->srqs)
-			return say_rc("CREATE_SRQ returned a bad srqn", -EPROTO);
+			return evil_say_rc("CREATE_SRQ returned a bad srqn", -EPROTO);
 		rc = rdev_ring_setup(d, &d->srq, rdev_vq_srq(d, d->srqn));
 		if (rc)
 			return rc;
@@ -583,11 +544,11 @@ int rdev_open(struct evil_rdev *d, const struct evil_opts *o, unsigned flags)
 	d->arena_size = RDEV_ARENA_SIZE;
 	d->arena_fd = memfd_create("vrdma-evil-rdma", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (d->arena_fd < 0 || ftruncate(d->arena_fd, (off_t)d->arena_size) < 0)
-		return say_rc("memfd", -errno);
+		return evil_say_rc("memfd", -errno);
 	d->arena = mmap(NULL, d->arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, d->arena_fd, 0);
 	if (d->arena == MAP_FAILED) {
 		d->arena = NULL;
-		return say_rc("mmap", -errno);
+		return evil_say_rc("mmap", -errno);
 	}
 	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
 		rc = rring_alloc(d, all[i]);
@@ -604,11 +565,11 @@ int rdev_open(struct evil_rdev *d, const struct evil_opts *o, unsigned flags)
 	d->data = arena_get(d, RDEV_DATA_SIZE, 4096);
 	if (!d->ctrlbuf || !d->ind || !d->cqbufs || !d->evbufs || !d->sqbufs || !d->rqbufs ||
 	    !d->scratch || !d->data)
-		return say_rc("arena", -ENOMEM);
+		return evil_say_rc("arena", -ENOMEM);
 
 	rc = vhost_client_connect(&d->vc, o->socket);
 	if (rc < 0)
-		return say_rc("connect", rc);
+		return evil_say_rc("connect", rc);
 	d->vc.timeout_ms = o->timeout_ms;
 	rc = rdev_negotiate(d, true, !(flags & RDEV_F_NO_EXT));
 	if (rc)
@@ -619,7 +580,7 @@ int rdev_open(struct evil_rdev *d, const struct evil_opts *o, unsigned flags)
 	reg.memory_size = d->arena_size;
 	rc = vhost_client_add_mem_reg(&d->vc, &reg, d->arena_fd);
 	if (rc < 0)
-		return say_rc("ADD_MEM_REG", rc);
+		return evil_say_rc("ADD_MEM_REG", rc);
 	/* GID 0: fe80::/64 with the EUI-64 of the MAC */
 	memset(d->gid0, 0, 16);
 	d->gid0[0] = 0xfe;
