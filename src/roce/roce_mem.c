@@ -54,8 +54,13 @@ static int mr_copy(const struct roce_dev *rd, const struct roce_mr *mr, uint64_t
 int roce_mem_check_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
 			uint32_t access, uint64_t *total)
 {
-	const struct roce_dev *rd = tq->tp->rd;
-	const struct roce_pd *pd = tq->qp->pd;
+	return roce_mem_check_sges_pd(tq->tp->rd, tq->qp->pd, sge, n, access, total);
+}
+
+int roce_mem_check_sges_pd(const struct roce_dev *rd, const struct roce_pd *pd,
+			   const struct roce_sge *sge, uint32_t n, uint32_t access,
+			   uint64_t *total)
+{
 	uint64_t sum = 0;
 
 	for (uint32_t i = 0; i < n; i++) {

@@ -34,35 +34,6 @@ int roce_rq_init(struct roce_tq *tq)
 	return tq->rwqe ? 0 : -ENOMEM;
 }
 
-/* SGEs of an SRQ element: keys of the SRQ's PD with LOCAL_WRITE, inside
- * their MR. Returns 0 or LOC_PROT_ERR; *total gets the sum. */
-static int srq_check_sges(const struct roce_dev *rd, const struct roce_pd *pd,
-			  const struct roce_sge *sge, uint32_t n, uint64_t *total)
-{
-	uint64_t sum = 0;
-
-	for (uint32_t i = 0; i < n; i++) {
-		const struct roce_mr *mr;
-		uint64_t a = sge[i].addr, l = sge[i].length;
-
-		if (!l)
-			continue;
-		mr = roce_mr_lookup_lkey(rd, sge[i].lkey, pd, VIRTIO_IB_ACCESS_LOCAL_WRITE);
-		if (!mr)
-			return VIRTIO_IB_WC_LOC_PROT_ERR;
-		if (mr->type == ROCE_MR_DMA) {
-			if (a > UINT64_MAX - (l - 1))
-				return VIRTIO_IB_WC_LOC_PROT_ERR;
-		} else if (a < mr->iova || a - mr->iova > mr->length ||
-			   l > mr->length - (a - mr->iova)) {
-			return VIRTIO_IB_WC_LOC_PROT_ERR;
-		}
-		sum += l;
-	}
-	*total = sum;
-	return 0;
-}
-
 void roce_rq_fini(struct roce_tq *tq)
 {
 	free(tq->rwqe);
@@ -117,7 +88,8 @@ static void rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rw
 	}
 	w->num_sge = n;
 	if (srq)
-		st = srq_check_sges(tq->tp->rd, srq->pd, w->sge, n, &total);
+		st = roce_mem_check_sges_pd(tq->tp->rd, srq->pd, w->sge, n,
+					    VIRTIO_IB_ACCESS_LOCAL_WRITE, &total);
 	else
 		st = roce_mem_check_sges(tq, w->sge, n, VIRTIO_IB_ACCESS_LOCAL_WRITE, &total);
 	if (st) {

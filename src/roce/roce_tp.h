@@ -603,6 +603,10 @@ int roce_mem_to_rwqe(struct roce_tq *tq, const struct roce_rwqe *rw, uint64_t of
  * 0 or a WC status (LOC_PROT_ERR / LOC_LEN_ERR). *total gets the sum. */
 int roce_mem_check_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
 			uint32_t access, uint64_t *total);
+/* The same with the keys of pd (an SRQ's elements use the SRQ's PD). */
+int roce_mem_check_sges_pd(const struct roce_dev *rd, const struct roce_pd *pd,
+			   const struct roce_sge *sge, uint32_t n, uint32_t access,
+			   uint64_t *total);
 /* The MR of a remote key if the QP allows access, the key matches, and
  * [va, va+len) is inside it; NULL otherwise. len 0 is always allowed
  * (returns a non-NULL dummy only if needed: callers skip len 0). */
