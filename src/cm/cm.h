@@ -169,7 +169,7 @@ int cm_sidr_resolve(struct cm_port *port, const struct cm_sidr_req_info *req,
 		    const struct cm_addr *dst, uint8_t timeout, uint8_t retries, void *ctx,
 		    struct cm_conn **out);
 /* SIDR passive side: answers CM_EVENT_SIDR_REQ_RECEIVED (request ID and
- * service ID are filled in). */
+ * service ID are filled in). The reply ends the request: conn is freed. */
 int cm_send_sidr_rep(struct cm_conn *conn, const struct cm_sidr_rep_info *rep);
 
 /*

@@ -65,6 +65,7 @@ int cm_send_sidr_rep(struct cm_conn *c, const struct cm_sidr_rep_info *rep)
 	if (rc < 0)
 		return rc;
 	cm_conn_set_state(c, CM_IDLE);
+	cm_conn_destroy(c); /* the reply ends the request */
 	return 0;
 }
 
