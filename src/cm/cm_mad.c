@@ -558,13 +558,15 @@ int cm_ip_hdr_parse(const void *private_data, size_t len, struct cm_ip_info *out
 
 uint8_t cm_ack_timeout(uint8_t ca_ack_delay, uint8_t packet_life_time)
 {
-	uint64_t need = 2 * cm_time_us(packet_life_time) + cm_time_us(ca_ack_delay);
-	uint8_t t;
+	/* The larger of ack delay and lifetime + 1 (the doubling), one more
+	 * when the other term is within a factor of two. */
+	unsigned t = packet_life_time + 1u;
 
-	for (t = 0; t < 31; t++)
-		if (cm_time_us(t) >= need)
-			break;
-	return t;
+	if (t >= ca_ack_delay)
+		t += ca_ack_delay + 1u >= t;
+	else
+		t = ca_ack_delay + (t + 1u >= ca_ack_delay);
+	return (uint8_t)(t > 31 ? 31 : t);
 }
 
 void cm_gid_from_ipv4(uint8_t gid[16], const uint8_t ipv4[4])

@@ -264,8 +264,10 @@ static inline uint64_t cm_time_us(unsigned t)
 	return ((uint64_t)4096 << (t & 31)) / 1000;
 }
 
-/* The smallest exponent t with 4.096us*2^t >= 2 * 4.096us*2^packet_life_time
- * + 4.096us*2^ca_ack_delay (IBTA 12.7.34, local ACK timeout), at most 31. */
+/* Local ACK timeout exponent for 2 * packet lifetime + CA ACK delay
+ * (IBTA 12.7.34), rounded as Linux's ib_cm rounds it so a REQ carries the
+ * same value: max(ca_ack_delay, packet_life_time + 1), plus one when the
+ * smaller term is within a factor of two; at most 31. */
 uint8_t cm_ack_timeout(uint8_t ca_ack_delay, uint8_t packet_life_time);
 
 /* IPv4-mapped GID (::ffff:a.b.c.d) of an IPv4 address in network order,

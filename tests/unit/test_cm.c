@@ -12,6 +12,7 @@
 
 #include "harness.h"
 #include "cm/cm.h"
+#include "cm/cm_rdma_cm.h"
 
 /* ------------------------------------------------------------------ */
 /* Fake clock and network.                                              */
@@ -701,7 +702,11 @@ static void test_rdma_cm_conventions(void)
 	CHECK_EQ(cm_time_us(16), 268435);
 	CHECK_EQ(cm_time_us(20), 4294967);
 	CHECK_EQ(cm_time_us(31), 8796093022ull);
-	CHECK_EQ(cm_ack_timeout(15, 16), 18);
+	CHECK_EQ(cm_ack_timeout(15, 16), 17);
+	CHECK_EQ(cm_ack_timeout(16, 16), 18);
+	CHECK_EQ(cm_ack_timeout(20, 16), 20);
+	CHECK_EQ(cm_ack_timeout(18, 16), 19);
+	CHECK_EQ(cm_ack_timeout(31, 31), 31);
 	CHECK_EQ(cm_ack_timeout(0, 0), 2);
 
 	/* IPv4-mapped GIDs. */
@@ -713,6 +718,58 @@ static void test_rdma_cm_conventions(void)
 	CHECK(cm_gid_is_ipv4(gid));
 	gid[10] = 0;
 	CHECK(!cm_gid_is_ipv4(gid));
+}
+
+/* The REQ rdma_connect() sends for 10.0.0.1:40000 -> 10.0.0.2:7471 over
+ * RoCE v2 (rxe, MTU 1500): byte image of the fields docs/spec.md lists. */
+static void test_rdma_cm_req_image(void)
+{
+	struct cm_rdma_cm_req_params p = {
+		.ps = CM_PS_TCP, .ip = { .family = AF_INET, .src_port = 40000,
+		.src_addr = { 10, 0, 0, 1 }, .dst_addr = { 10, 0, 0, 2 } }, .dst_port = 7471,
+		.qpn = 0x11, .starting_psn = 0xABCDEF, .transport = CM_TRANSPORT_RC,
+		.path_mtu = 3, .ca_ack_delay = 15, .responder_resources = 1,
+		.initiator_depth = 1, .retry_count = 7, .rnr_retry_count = 7,
+		.private_data = "user", .private_data_len = 4,
+	};
+	struct cm_msg m;
+	struct cm_mad mad;
+	const uint8_t *d = mad.data;
+
+	memset(&m, 0, sizeof(m));
+	m.attr_id = CM_ATTR_REQ;
+	REQUIRE(cm_req_init_rdma_cm(&m.req, &p) == 0);
+	REQUIRE(cm_mad_build(&mad, &m) == 0);
+	static const uint8_t head[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x06, 0x1D, 0x2F };
+	CHECK_MEM(d + 4, head, sizeof(head));
+	static const uint8_t words[20] = {
+		0x00, 0x00, 0x11, 0x01,          /* QPN | responder resources */
+		0x00, 0x00, 0x00, 0x01,          /* EECN | initiator depth */
+		0x00, 0x00, 0x00, 20 << 3,       /* remote CM response timeout 20, RC, no FC */
+		0xAB, 0xCD, 0xEF, (20 << 3) | 7, /* PSN, local CM response timeout 20, retry 7 */
+		0xFF, 0xFF, (3 << 4) | 7, 15 << 4, /* P_Key, MTU 1024, RNR 7, max CM retries 15 */
+	};
+	CHECK_MEM(d + 32, words, sizeof(words));
+	static const uint8_t path[44] = {
+		0xFF, 0xFF, 0xFF, 0xFF,          /* permissive LIDs: routed (hop limit 64) */
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 10, 0, 0, 1,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 10, 0, 0, 2,
+		0x30, 0x8E, 0xF0, 0x00,          /* flow label (40000*31+7471) & 0xFFFFF, rate 0 */
+		0x00, 64, 0x00, 17 << 3,         /* TC 0, hop limit 64, SL 0 not local, ACK tmo 17 */
+	};
+	CHECK_MEM(d + 52, path, sizeof(path));
+	static const uint8_t pd[40] = { 0x00, 0x40, 0x9C, 0x40,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 1,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 2, 'u', 's', 'e', 'r' };
+	CHECK_MEM(d + 140, pd, sizeof(pd));
+	for (int i = 96; i < 140; i++)
+		CHECK_EQ(d[i], 0);              /* no alternate path */
+
+	p.private_data_len = CM_RDMA_CM_REQ_USER_PD_MAX + 1;
+	CHECK_EQ(cm_req_init_rdma_cm(&m.req, &p), -EINVAL);
+	p.private_data_len = 0;
+	p.ip.family = AF_UNIX;
+	CHECK_EQ(cm_req_init_rdma_cm(&m.req, &p), -EAFNOSUPPORT);
 }
 
 static void test_gsi_packet(void)
@@ -1342,6 +1399,7 @@ int main(int argc, char **argv)
 	RUN(test_small_messages_wire_image);
 	RUN(test_roundtrip_every_message);
 	RUN(test_rdma_cm_conventions);
+	RUN(test_rdma_cm_req_image);
 	RUN(test_gsi_packet);
 	RUN(test_connect_accept_disconnect);
 	RUN(test_reject);
