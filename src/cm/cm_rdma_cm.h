@@ -13,7 +13,8 @@
 #define CM_RDMA_CM_RESPONSE_TIMEOUT 20   /* CM response timeouts, both sides */
 #define CM_RDMA_CM_MAX_CM_RETRIES   15
 #define CM_RDMA_CM_MRA_TIMEOUT      24   /* service timeout of its MRAs */
-#define CM_RDMA_CM_PACKET_LIFETIME  16   /* RoCE path record (18 before Linux 5.12) */
+#define CM_RDMA_CM_PACKET_LIFETIME  16   /* RoCE path record (18 in older kernels) */
+#define CM_RDMA_CM_TARGET_ACK_DELAY 20   /* in its REPs */
 #define CM_RDMA_CM_HOP_LIMIT        64   /* the IP route's, usually 64 */
 #define CM_RDMA_CM_UDP_QKEY         0x01234567u /* Q_Key of UDP/IB port-space UD QPs */
 /* User private data that fits after the 36-byte cma_hdr. */
