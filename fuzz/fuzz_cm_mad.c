@@ -168,9 +168,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!fn[k].port)
 			abort();
 	}
-	cm_listen(fn[1].port, cm_service_id(CM_PS_TCP, 1), NULL, &l);
-	cm_listen(fn[1].port, cm_service_id(CM_PS_UDP, 1), NULL, &l);
-	cm_listen(fn[0].port, cm_service_id(CM_PS_TCP, 1), NULL, &l);
+	cm_listen(fn[1].port, cm_service_id(CM_PS_TCP, 1), 3, NULL, &l);
+	cm_listen(fn[1].port, cm_service_id(CM_PS_UDP, 1), 0, NULL, &l);
+	cm_listen(fn[0].port, cm_service_id(CM_PS_TCP, 1), 0, NULL, &l);
 
 	while (i < size) {
 		uint8_t op = data[i++];

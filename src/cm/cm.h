@@ -122,8 +122,10 @@ struct cm_port *cm_port_create(const struct cm_port_config *cfg, const struct cm
 /* Frees the port and every connection and listener, without sending. */
 void cm_port_destroy(struct cm_port *port);
 
-/* Handles one received, untrusted MAD of len bytes from src. Returns 0 if
- * it was used, or a negative errno if it was refused or dropped (counted). */
+/* Handles one received, untrusted MAD of len bytes from src (the sender's
+ * GID from the IP header, source QP from the DETH, P_Key from the BTH).
+ * Returns 0 if it was used, or a negative errno if it was refused or dropped
+ * (counted). */
 int cm_port_recv(struct cm_port *port, const void *mad, size_t len, const struct cm_addr *src);
 /* Fires every timer due at ops->now_us. */
 void cm_port_tick(struct cm_port *port);
@@ -131,8 +133,12 @@ void cm_port_tick(struct cm_port *port);
 uint64_t cm_port_next_timeout(const struct cm_port *port);
 const struct cm_port_stats *cm_port_stats(const struct cm_port *port);
 
-/* Listens on service_id (exact match). Returns 0 or -EADDRINUSE/-ENOMEM. */
-int cm_listen(struct cm_port *port, uint64_t service_id, void *ctx, struct cm_listener **out);
+/* Listens on service_id (exact match). At most `backlog` of its requests
+ * are pending (not yet established) at once, 0 for only the port's bound;
+ * more are dropped and counted, so one busy service cannot take the port's
+ * whole max_pending. Returns 0 or -EADDRINUSE/-ENOMEM. */
+int cm_listen(struct cm_port *port, uint64_t service_id, uint32_t backlog, void *ctx,
+	      struct cm_listener **out);
 void cm_listener_destroy(struct cm_listener *l);
 
 /*

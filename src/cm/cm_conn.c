@@ -127,7 +127,7 @@ int cm_recv_req(struct cm_port *p, const struct cm_msg *m, const struct cm_addr 
 		}
 		return -EALREADY;
 	}
-	c = cm_find_qpn(p, req->local_qpn, src->gid);
+	c = cm_find_qpn(p, req->local_qpn, src->gid); /* connected QPs only */
 	if (c && !c->sidr) {
 		/* The remote QP is still part of a connection here (12.9.8.3.1). */
 		p->stats.rx_stale++;
@@ -149,7 +149,7 @@ int cm_recv_req(struct cm_port *p, const struct cm_msg *m, const struct cm_addr 
 		return -ECONNREFUSED;
 	}
 	/* A flood is dropped silently: a real peer retries its REQ. */
-	if (!cm_can_accept(p) || !(c = cm_conn_alloc(p, true))) {
+	if (!cm_can_accept(p, l) || !(c = cm_conn_alloc(p, true))) {
 		p->stats.rx_flood_dropped++;
 		return -ENOBUFS;
 	}
@@ -157,6 +157,7 @@ int cm_recv_req(struct cm_port *p, const struct cm_msg *m, const struct cm_addr 
 	c->tid = m->tid;
 	c->service_id = req->service_id;
 	c->listen_ctx = l->ctx;
+	c->listener = l;
 	c->peer_resp_timeout = req->local_cm_response_timeout;
 	c->ack_timeout = req->primary.local_ack_timeout;
 	c->max_retries = req->max_cm_retries;

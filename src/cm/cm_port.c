@@ -89,15 +89,22 @@ struct cm_conn *cm_find_qpn(struct cm_port *p, uint32_t remote_qpn, const uint8_
 	return NULL;
 }
 
+/* The remote QP is no longer connected here (timewait, idle). */
+void cm_conn_unhash_qpn(struct cm_conn *c)
+{
+	if (c->in_qpn)
+		CHAIN_REMOVE(qpn_slot(c->port, c->remote_qpn, c->peer.gid), c, qpn_chain);
+	c->in_qpn = false;
+}
+
 static void unhash_remote(struct cm_conn *c)
 {
 	struct cm_port *p = c->port;
 
 	if (c->in_remote)
 		CHAIN_REMOVE(remote_slot(p, c->remote_id, c->peer.gid), c, remote_chain);
-	if (c->in_qpn)
-		CHAIN_REMOVE(qpn_slot(p, c->remote_qpn, c->peer.gid), c, qpn_chain);
-	c->in_remote = c->in_qpn = false;
+	c->in_remote = false;
+	cm_conn_unhash_qpn(c);
 }
 
 void cm_conn_set_remote(struct cm_conn *c, uint32_t remote_id, uint32_t remote_qpn)
@@ -123,9 +130,10 @@ void cm_conn_set_remote(struct cm_conn *c, uint32_t remote_id, uint32_t remote_q
 /* ------------------------------------------------------------------ */
 /* Connections.                                                         */
 
-bool cm_can_accept(struct cm_port *p)
+bool cm_can_accept(struct cm_port *p, const struct cm_listener *l)
 {
-	return p->stats.conns < p->cfg.max_conns && p->stats.pending < p->cfg.max_pending;
+	return p->stats.conns < p->cfg.max_conns && p->stats.pending < p->cfg.max_pending &&
+	       (!l->backlog || l->pending < l->backlog);
 }
 
 struct cm_conn *cm_conn_alloc(struct cm_port *p, bool passive)
@@ -171,8 +179,11 @@ static void conn_free(struct cm_conn *c)
 		p->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	if (c->pending)
+	if (c->pending) {
 		p->stats.pending--;
+		if (c->listener)
+			c->listener->pending--;
+	}
 	p->stats.conns--;
 	free(c);
 }
@@ -212,8 +223,12 @@ void cm_conn_set_state(struct cm_conn *c, enum cm_state st)
 
 	if (pending != c->pending) {
 		c->port->stats.pending += pending ? 1 : (uint64_t)-1;
+		if (c->listener)
+			c->listener->pending += pending ? 1 : (uint32_t)-1;
 		c->pending = pending;
 	}
+	if (st == CM_TIMEWAIT)
+		cm_conn_unhash_qpn(c);
 	c->state = st;
 	if (st == CM_IDLE) {
 		cm_stop_timer(c);
@@ -365,7 +380,8 @@ struct cm_listener *cm_find_listener(struct cm_port *p, uint64_t service_id)
 	return NULL;
 }
 
-int cm_listen(struct cm_port *p, uint64_t service_id, void *ctx, struct cm_listener **out)
+int cm_listen(struct cm_port *p, uint64_t service_id, uint32_t backlog, void *ctx,
+	      struct cm_listener **out)
 {
 	struct cm_listener *l;
 
@@ -376,6 +392,7 @@ int cm_listen(struct cm_port *p, uint64_t service_id, void *ctx, struct cm_liste
 		return -ENOMEM;
 	l->port = p;
 	l->service_id = service_id;
+	l->backlog = backlog;
 	l->ctx = ctx;
 	l->next = p->listeners;
 	p->listeners = l;
@@ -389,6 +406,9 @@ void cm_listener_destroy(struct cm_listener *l)
 
 	if (!l)
 		return;
+	for (struct cm_conn *c = l->port->conns; c; c = c->next)
+		if (c->listener == l)
+			c->listener = NULL;
 	for (pp = &l->port->listeners; *pp && *pp != l; pp = &(*pp)->next)
 		;
 	if (*pp)
@@ -446,6 +466,8 @@ int cm_port_recv(struct cm_port *p, const void *buf, size_t len, const struct cm
 	enum cm_mad_status st;
 	int rc;
 
+	if (!src)
+		return -EINVAL;
 	p->stats.rx++;
 	st = cm_mad_parse(buf, len, &m);
 	if (st != CM_MAD_OK) {

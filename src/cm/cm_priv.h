@@ -15,6 +15,7 @@ struct cm_conn {
 	struct cm_conn *remote_chain;       /* hash by remote comm ID + peer GID */
 	struct cm_conn *qpn_chain;          /* hash by peer GID + remote QPN */
 	struct cm_conn *reap_next;
+	struct cm_listener *listener;       /* passive: whose backlog it counts in */
 	bool in_remote, in_qpn, on_reap;
 	bool passive, sidr, detached, pending;
 
@@ -63,6 +64,8 @@ struct cm_listener {
 	struct cm_listener *next;
 	uint64_t service_id;
 	void *ctx;
+	uint32_t backlog;                   /* 0: no own limit */
+	uint32_t pending;
 };
 
 /* cm_port.c */
@@ -74,7 +77,8 @@ struct cm_conn *cm_find_local(struct cm_port *p, uint32_t local_id);
 struct cm_conn *cm_find_remote(struct cm_port *p, uint32_t remote_id, const uint8_t gid[16]);
 struct cm_conn *cm_find_qpn(struct cm_port *p, uint32_t remote_qpn, const uint8_t gid[16]);
 struct cm_listener *cm_find_listener(struct cm_port *p, uint64_t service_id);
-bool cm_can_accept(struct cm_port *p);
+bool cm_can_accept(struct cm_port *p, const struct cm_listener *l);
+void cm_conn_unhash_qpn(struct cm_conn *c);
 void cm_deliver(struct cm_conn *c, enum cm_event_type type, int status, const struct cm_msg *msg);
 void cm_send_msg_raw(struct cm_port *p, const struct cm_mad *mad, const struct cm_addr *dst);
 int cm_send_msg(struct cm_port *p, const struct cm_msg *msg, const struct cm_addr *dst,

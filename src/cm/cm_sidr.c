@@ -95,7 +95,7 @@ int cm_recv_sidr_req(struct cm_port *p, const struct cm_msg *m, const struct cm_
 		cm_send_msg(p, &r, src, NULL);
 		return -ECONNREFUSED;
 	}
-	if (!cm_can_accept(p) || !(c = cm_conn_alloc(p, true))) {
+	if (!cm_can_accept(p, l) || !(c = cm_conn_alloc(p, true))) {
 		p->stats.rx_flood_dropped++;
 		return -ENOBUFS;
 	}
@@ -104,6 +104,7 @@ int cm_recv_sidr_req(struct cm_port *p, const struct cm_msg *m, const struct cm_
 	c->tid = m->tid;
 	c->service_id = req->service_id;
 	c->listen_ctx = l->ctx;
+	c->listener = l;
 	cm_conn_set_remote(c, req->request_id, 0);
 	cm_conn_set_state(c, CM_SIDR_REQ_RCVD);
 	cm_deliver(c, CM_EVENT_SIDR_REQ_RECEIVED, 0, m);

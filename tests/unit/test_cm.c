@@ -328,7 +328,7 @@ static struct cm_listener *listen_b(void)
 {
 	struct cm_listener *l = NULL;
 
-	cm_listen(nodes[1].port, cm_service_id(CM_PS_TCP, SERVICE_PORT), (void *)0xB, &l);
+	cm_listen(nodes[1].port, cm_service_id(CM_PS_TCP, SERVICE_PORT), 0, (void *)0xB, &l);
 	return l;
 }
 
@@ -1151,8 +1151,8 @@ static void test_sidr(void)
 	const struct rec *r;
 
 	setup();
-	REQUIRE(cm_listen(nodes[1].port, cm_service_id(CM_PS_UDP, 4711), (void *)0xC, &l) == 0);
-	CHECK_EQ(cm_listen(nodes[1].port, cm_service_id(CM_PS_UDP, 4711), NULL, &l),
+	REQUIRE(cm_listen(nodes[1].port, cm_service_id(CM_PS_UDP, 4711), 0, (void *)0xC, &l) == 0);
+	CHECK_EQ(cm_listen(nodes[1].port, cm_service_id(CM_PS_UDP, 4711), 0, NULL, &l),
 		 -EADDRINUSE);
 	memset(&req, 0, sizeof(req));
 	req.pkey = 0xFFFF;
@@ -1262,6 +1262,62 @@ static void test_req_flood_bounded(void)
 	REQUIRE(a);
 	pump();
 	CHECK_EQ(count_events(&nodes[1], CM_EVENT_REQ_RECEIVED), 5);
+	teardown();
+}
+
+/* One service flooded to its backlog leaves the port's other services
+ * reachable. */
+static void test_listener_backlog_isolates_services(void)
+{
+	struct cm_listener *busy = NULL, *other = NULL;
+	struct cm_req_info req;
+	struct cm_conn *a;
+
+	setup_cfg(8);
+	REQUIRE(cm_listen(nodes[1].port, cm_service_id(CM_PS_TCP, SERVICE_PORT), 2, (void *)1,
+			  &busy) == 0);
+	REQUIRE(cm_listen(nodes[1].port, cm_service_id(CM_PS_TCP, 80), 2, (void *)2, &other) == 0);
+	for (uint32_t i = 0; i < 5; i++)
+		REQUIRE(connect_a(NULL, 0x300 + i));
+	pump();
+	CHECK_EQ(count_events(&nodes[1], CM_EVENT_REQ_RECEIVED), 2);
+	CHECK_EQ(cm_port_stats(nodes[1].port)->rx_flood_dropped, 3);
+	make_req(&req, 0x400, NULL);
+	req.service_id = cm_service_id(CM_PS_TCP, 80);
+	REQUIRE(cm_connect(nodes[0].port, &req, &nodes[1].addr, NULL, &a) == 0);
+	pump();
+	CHECK_EQ(count_events(&nodes[1], CM_EVENT_REQ_RECEIVED), 3);
+	CHECK(nodes[1].ev[2].listen_ctx == (void *)2);
+	/* A listener going away leaves its pending requests valid. */
+	cm_listener_destroy(busy);
+	CHECK_EQ(cm_send_rej(nodes[1].ev[0].conn, CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0), 0);
+	CHECK_EQ(cm_port_stats(nodes[1].port)->pending, 2);
+	teardown();
+}
+
+/* After a disconnect, the same remote QP may connect again at once (its old
+ * connection is in timewait, not connected). */
+static void test_reconnect_from_same_qp(void)
+{
+	struct cm_conn *a;
+
+	setup();
+	REQUIRE(listen_b());
+	nodes[1].auto_rep = true;
+	nodes[0].auto_rtu = true;
+	nodes[1].auto_drep = true;
+	a = connect_a(NULL, 0x77);
+	REQUIRE(a);
+	pump();
+	CHECK_EQ(cm_send_dreq(a, NULL, 0), 0);
+	pump();
+	CHECK_EQ(cm_conn_state(a), CM_TIMEWAIT);
+	a = connect_a(NULL, 0x77);
+	REQUIRE(a);
+	pump();
+	CHECK_EQ(cm_conn_state(a), CM_ESTABLISHED);
+	CHECK_EQ(count_events(&nodes[1], CM_EVENT_REQ_RECEIVED), 2);
+	CHECK_EQ(cm_port_stats(nodes[1].port)->rx_stale, 0);
 	teardown();
 }
 
@@ -1411,6 +1467,8 @@ int main(int argc, char **argv)
 	RUN(test_sidr);
 	RUN(test_destroy_tears_down);
 	RUN(test_req_flood_bounded);
+	RUN(test_listener_backlog_isolates_services);
+	RUN(test_reconnect_from_same_qp);
 	RUN(test_bad_input_refused_and_counted);
 	return TEST_DONE();
 }
