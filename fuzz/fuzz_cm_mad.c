@@ -60,7 +60,8 @@ static void f_event(void *ctx, const struct cm_event *ev)
 {
 	struct fnode *n = ctx;
 
-	if (!ev->msg && ev->status == 0 && ev->type != CM_EVENT_TIMEWAIT_EXIT)
+	if (!ev->msg && ev->status == 0 && ev->type != CM_EVENT_TIMEWAIT_EXIT &&
+	    ev->type != CM_EVENT_ESTABLISHED)
 		__builtin_trap(); /* only timeouts and timewait come without a message */
 	if (ev->type == CM_EVENT_SIDR_REQ_RECEIVED) {
 		struct cm_sidr_rep_info rep = { .status = CM_SIDR_SUCCESS, .qpn = 9 };
@@ -222,6 +223,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 4:
 			if (!n->last)
 				break;
+			cm_notify_established(n->last);
 			cm_send_rtu(n->last, pd, (uint8_t)(size % 225));
 			cm_send_dreq(n->last, NULL, 0);
 			cm_send_drep(n->last, NULL, 0);

@@ -56,7 +56,7 @@ enum cm_state {
 enum cm_event_type {
 	CM_EVENT_REQ_RECEIVED,      /* passive: connect request (msg->req, listen_ctx) */
 	CM_EVENT_REP_RECEIVED,      /* active: accepted; answer cm_send_rtu or cm_send_rej */
-	CM_EVENT_ESTABLISHED,       /* passive: RTU received */
+	CM_EVENT_ESTABLISHED,       /* passive: RTU received (or cm_notify_established) */
 	CM_EVENT_REJ_RECEIVED,      /* rejected: msg->rej.reason */
 	CM_EVENT_MRA_RECEIVED,      /* the peer needs more time (informational) */
 	CM_EVENT_REQ_ERROR,         /* active: no answer to the REQ (status -ETIMEDOUT) */
@@ -160,6 +160,10 @@ int cm_send_rep(struct cm_conn *conn, const struct cm_rep_info *rep);
  * for the REP (the MRA is resent on duplicate REQs). */
 int cm_send_mra(struct cm_conn *conn, uint8_t service_timeout, const void *private_data,
 		uint8_t len);
+/* Passive: the QP received a packet before the RTU (IBTA "communication
+ * established"): the RTU was lost, the connection is up. Stops the REP
+ * retries and reports CM_EVENT_ESTABLISHED (without a message). */
+int cm_notify_established(struct cm_conn *conn);
 /* Rejects the peer's REQ (passive) or REP (active). */
 int cm_send_rej(struct cm_conn *conn, uint16_t reason, const void *ari, uint8_t ari_len,
 		const void *private_data, uint8_t len);

@@ -172,24 +172,30 @@ int cm_recv_mra(struct cm_port *p, const struct cm_msg *m, const struct cm_addr 
 	const struct cm_mra_info *mra = &m->mra;
 	struct cm_conn *c = cm_find_local(p, mra->remote_comm_id);
 
+	bool repeated;
+
 	if (!c || c->sidr || !from_peer(c, src))
 		goto unmatched;
-	if (mra->message_mraed == CM_MSG_RESPONSE_REQ && c->state == CM_REQ_SENT)
+	if (mra->message_mraed == CM_MSG_RESPONSE_REQ &&
+	    (c->state == CM_REQ_SENT || c->state == CM_MRA_REQ_RCVD)) {
+		repeated = c->state == CM_MRA_REQ_RCVD;
 		cm_conn_set_state(c, CM_MRA_REQ_RCVD);
-	else if (mra->message_mraed == CM_MSG_RESPONSE_REP && c->state == CM_REP_SENT &&
-		 c->remote_id == mra->local_comm_id)
+	} else if (mra->message_mraed == CM_MSG_RESPONSE_REP && c->remote_id == mra->local_comm_id &&
+		   (c->state == CM_REP_SENT || c->state == CM_MRA_REP_RCVD)) {
+		repeated = c->state == CM_MRA_REP_RCVD;
 		cm_conn_set_state(c, CM_MRA_REP_RCVD);
-	else if ((c->state == CM_MRA_REQ_RCVD || c->state == CM_MRA_REP_RCVD))
-		goto duplicate;
-	else
+	} else {
 		goto unmatched;
-	/* Wait the service time more; the retries left still apply after. */
+	}
+	/* Wait the service time more (again, for a repeated MRA); the retries
+	 * left still apply after. */
 	c->deadline = cm_now(p) + cm_time_us(mra->service_timeout) + cm_time_us(c->ack_timeout);
+	if (repeated) {
+		p->stats.rx_duplicates++;
+		return -EALREADY;
+	}
 	cm_deliver(c, CM_EVENT_MRA_RECEIVED, 0, m);
 	return 0;
-duplicate:
-	p->stats.rx_duplicates++;
-	return -EALREADY;
 unmatched:
 	p->stats.rx_unmatched++;
 	return -ENOENT;
@@ -335,6 +341,20 @@ int cm_recv_drep(struct cm_port *p, const struct cm_msg *m, const struct cm_addr
 	}
 	enter_timewait(c);
 	cm_deliver(c, CM_EVENT_DREP_RECEIVED, 0, m);
+	return 0;
+}
+
+int cm_notify_established(struct cm_conn *c)
+{
+	if (!c || c->sidr)
+		return -EINVAL;
+	if (c->state == CM_ESTABLISHED)
+		return 0;
+	if (c->state != CM_REP_SENT && c->state != CM_MRA_REP_RCVD)
+		return -EINVAL;
+	cm_stop_timer(c);
+	cm_conn_set_state(c, CM_ESTABLISHED);
+	cm_deliver(c, CM_EVENT_ESTABLISHED, 0, NULL);
 	return 0;
 }
 

@@ -936,6 +936,15 @@ static void test_mra_extends_wait(void)
 	now_us = t_req + 1;
 	cm_port_tick(nodes[0].port);
 	CHECK_EQ(cm_port_stats(nodes[0].port)->retransmits, 0);
+	/* After the MRA's time the REQ is resent; the passive side answers
+	 * with its MRA again, which restarts the wait without a new event. */
+	now_us = t_mra;
+	cm_port_tick(nodes[0].port);
+	CHECK_EQ(cm_port_stats(nodes[0].port)->retransmits, 1);
+	pump();
+	CHECK_EQ(sent_by_attr[CM_ATTR_MRA], 2);
+	CHECK_EQ(count_events(&nodes[0], CM_EVENT_MRA_RECEIVED), 1);
+	CHECK_EQ(cm_port_next_timeout(nodes[0].port) - now_us, cm_time_us(24) + cm_time_us(18));
 	b = nodes[1].last_conn;
 	struct cm_rep_info rep = { .local_qpn = 0x21 };
 	CHECK_EQ(cm_send_rep(b, &rep), 0);
@@ -991,6 +1000,28 @@ static void test_lost_rep_and_rtu_are_retried(void)
 	CHECK_EQ(cm_port_stats(nodes[0].port)->rx_duplicates, 1);
 	CHECK_EQ(count_events(&nodes[0], CM_EVENT_REP_RECEIVED), 1);
 	CHECK_EQ(count_events(&nodes[1], CM_EVENT_ESTABLISHED), 1);
+	teardown();
+
+	/* Lost RTU, but data arrives on the QP: the passive side is told. */
+	setup();
+	REQUIRE(listen_b());
+	nodes[1].auto_rep = true;
+	nodes[0].auto_rtu = true;
+	drop_attr = CM_ATTR_RTU;
+	drop_count = 1;
+	a = connect_a(NULL, 0x32);
+	REQUIRE(a);
+	pump();
+	b = nodes[1].last_conn;
+	CHECK_EQ(cm_conn_state(b), CM_REP_SENT);
+	CHECK_EQ(cm_notify_established(b), 0);
+	CHECK_EQ(cm_conn_state(b), CM_ESTABLISHED);
+	CHECK_EQ(count_events(&nodes[1], CM_EVENT_ESTABLISHED), 1);
+	CHECK_EQ(cm_port_next_timeout(nodes[1].port), UINT64_MAX);
+	CHECK_EQ(cm_notify_established(b), 0);
+	CHECK_EQ(count_events(&nodes[1], CM_EVENT_ESTABLISHED), 1);
+	CHECK_EQ(cm_notify_established(a), 0); /* already up: nothing happens */
+	CHECK_EQ(count_events(&nodes[0], CM_EVENT_ESTABLISHED), 0);
 	teardown();
 }
 
