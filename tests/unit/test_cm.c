@@ -1352,6 +1352,195 @@ static void test_reconnect_from_same_qp(void)
 	teardown();
 }
 
+/* Less common transitions: MRA of a REP, the active side rejecting a REP, a
+ * passive side told by REJ(timeout) that the active side gave up, crossing
+ * DREQs, repeated DREQs, destroy in every waiting state, bad transport. */
+static void test_other_transitions(void)
+{
+	struct cm_conn *a, *b;
+	struct cm_msg m;
+	struct cm_mad mad;
+	const struct rec *r;
+	uint64_t before;
+
+	/* The active side MRAs the REP (as Linux's rdma_cm does). */
+	setup();
+	REQUIRE(listen_b());
+	nodes[1].auto_rep = true;
+	a = connect_a(NULL, 0x80);
+	REQUIRE(a);
+	pump();
+	b = nodes[1].last_conn;
+	REQUIRE(cm_conn_state(a) == CM_REP_RCVD);
+	memset(&m, 0, sizeof(m));
+	m.attr_id = CM_ATTR_MRA;
+	m.mra.local_comm_id = cm_conn_local_id(a);
+	m.mra.remote_comm_id = cm_conn_local_id(b);
+	m.mra.message_mraed = CM_MSG_RESPONSE_REP;
+	m.mra.service_timeout = 24;
+	REQUIRE(cm_mad_build(&mad, &m) == 0);
+	CHECK_EQ(cm_port_recv(nodes[1].port, &mad, sizeof(mad), &nodes[0].addr), 0);
+	CHECK_EQ(cm_conn_state(b), CM_MRA_REP_RCVD);
+	CHECK_EQ(cm_port_next_timeout(nodes[1].port) - now_us, cm_time_us(24) + cm_time_us(18));
+	/* ... then rejects it: both sides end in timewait. */
+	CHECK_EQ(cm_send_rej(a, CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0), 0);
+	pump();
+	CHECK_EQ(cm_conn_state(a), CM_TIMEWAIT);
+	CHECK_EQ(cm_conn_state(b), CM_TIMEWAIT);
+	r = find_event(&nodes[1], CM_EVENT_REJ_RECEIVED);
+	REQUIRE(r);
+	CHECK_EQ(r->reason, CM_REJ_CONSUMER_DEFINED);
+	teardown();
+
+	/* Nobody answers the REQ on the passive side: the active side gives up
+	 * with REJ(timeout), which reaches the passive side. */
+	setup();
+	REQUIRE(listen_b());
+	struct cm_req_info req;
+	make_req(&req, 0x81, NULL);
+	req.max_cm_retries = 1;
+	REQUIRE(cm_connect(nodes[0].port, &req, &nodes[1].addr, NULL, &a) == 0);
+	pump();
+	b = nodes[1].last_conn;
+	REQUIRE(cm_conn_state(b) == CM_REQ_RCVD);
+	while (run_next_timer() && cm_conn_state(b) == CM_REQ_RCVD)
+		;
+	CHECK(find_event(&nodes[0], CM_EVENT_REQ_ERROR) != NULL);
+	r = find_event(&nodes[1], CM_EVENT_REJ_RECEIVED);
+	REQUIRE(r);
+	CHECK_EQ(r->reason, CM_REJ_TIMEOUT);
+	CHECK_EQ(cm_port_stats(nodes[1].port)->pending, 0);
+	teardown();
+
+	/* Crossing DREQs, then a repeated DREQ in timewait gets a DREP. */
+	setup();
+	REQUIRE(listen_b());
+	nodes[1].auto_rep = true;
+	nodes[0].auto_rtu = true;
+	nodes[0].auto_drep = true;
+	nodes[1].auto_drep = true;
+	save_attr = CM_ATTR_DREQ;
+	a = connect_a(NULL, 0x82);
+	REQUIRE(a);
+	pump();
+	b = nodes[1].last_conn;
+	CHECK_EQ(cm_send_dreq(a, NULL, 0), 0);
+	CHECK_EQ(cm_send_dreq(b, NULL, 0), 0);
+	pump();
+	CHECK_EQ(cm_conn_state(a), CM_TIMEWAIT);
+	CHECK_EQ(cm_conn_state(b), CM_TIMEWAIT);
+	CHECK_EQ(count_events(&nodes[0], CM_EVENT_DREQ_RECEIVED), 1);
+	CHECK_EQ(count_events(&nodes[1], CM_EVENT_DREQ_RECEIVED), 1);
+	before = (uint64_t)sent_by_attr[CM_ATTR_DREP];
+	cm_port_recv(nodes[saved.to].port, &saved.mad, sizeof(saved.mad), &saved.src);
+	CHECK_EQ(sent_by_attr[CM_ATTR_DREP], (int)before + 1);
+	pump();
+	teardown();
+
+	/* DREQ received while the user has not answered the previous one. */
+	setup();
+	REQUIRE(listen_b());
+	nodes[1].auto_rep = true;
+	nodes[0].auto_rtu = true;
+	save_attr = CM_ATTR_DREQ;
+	a = connect_a(NULL, 0x83);
+	REQUIRE(a);
+	pump();
+	b = nodes[1].last_conn;
+	CHECK_EQ(cm_send_dreq(a, NULL, 0), 0);
+	pump();
+	CHECK_EQ(cm_conn_state(b), CM_DREQ_RCVD);
+	CHECK_EQ(cm_port_recv(nodes[1].port, &saved.mad, sizeof(saved.mad), &saved.src),
+		 -EALREADY);
+	/* The user goes away instead of answering: DREP on its behalf. */
+	cm_conn_destroy(b);
+	pump();
+	CHECK_EQ(cm_conn_state(a), CM_TIMEWAIT);
+	teardown();
+
+	/* Destroy while the REP is unanswered: REJ(REP), timewait, then freed. */
+	setup();
+	REQUIRE(listen_b());
+	nodes[1].auto_rep = true;
+	a = connect_a(NULL, 0x84);
+	REQUIRE(a);
+	pump();
+	b = nodes[1].last_conn;
+	REQUIRE(cm_conn_state(b) == CM_REP_SENT);
+	cm_conn_destroy(b);
+	pump();
+	CHECK_EQ(cm_conn_state(a), CM_TIMEWAIT);
+	CHECK_EQ(find_event(&nodes[0], CM_EVENT_REJ_RECEIVED)->reason, CM_REJ_CONSUMER_DEFINED);
+	while (run_next_timer())
+		;
+	CHECK_EQ(cm_port_stats(nodes[1].port)->conns, 0);
+	/* Destroy while our REQ is unanswered: REJ(timeout) to the peer. */
+	nodes[1].auto_rep = false;
+	a = connect_a(NULL, 0x85);
+	REQUIRE(a);
+	pump();
+	b = nodes[1].last_conn;
+	cm_conn_destroy(a);
+	pump();
+	CHECK_EQ(cm_conn_state(b), CM_TIMEWAIT);
+	CHECK_EQ(nodes[1].ev[nodes[1].nev - 1].reason, CM_REJ_TIMEOUT);
+	teardown();
+
+	/* RD and unknown extended transports are refused. */
+	setup();
+	REQUIRE(listen_b());
+	memset(&m, 0, sizeof(m));
+	m.attr_id = CM_ATTR_REQ;
+	make_req(&m.req, 0x86, NULL);
+	m.req.local_comm_id = 1234;
+	m.req.transport_service_type = CM_TRANSPORT_RD;
+	REQUIRE(cm_mad_build(&mad, &m) == 0);
+	CHECK_EQ(cm_port_recv(nodes[1].port, &mad, sizeof(mad), &nodes[0].addr),
+		 -EPROTONOSUPPORT);
+	REQUIRE(qlen == 1);
+	CHECK(cm_mad_parse(&queue[0].mad, sizeof(mad), &m) == CM_MAD_OK);
+	CHECK_EQ(m.rej.reason, CM_REJ_INVALID_TRANSPORT_TYPE);
+	CHECK_EQ(m.rej.remote_comm_id, 1234);
+	CHECK_EQ(cm_port_stats(nodes[1].port)->rx_bad_req, 1);
+	qlen = 0;
+	make_req(&req, 0x87, NULL);
+	req.transport_service_type = CM_TRANSPORT_RD;
+	CHECK_EQ(cm_connect(nodes[0].port, &req, &nodes[1].addr, NULL, &a), -EINVAL);
+	teardown();
+}
+
+/* SIDR: a repeated SIDR_REQ while the user decides is a duplicate; the
+ * user going away answers SIDR_REP(reject). */
+static void test_sidr_duplicate_and_abandon(void)
+{
+	struct cm_listener *l = NULL;
+	struct cm_sidr_req_info req = { .service_id = cm_service_id(CM_PS_UDP, 5) };
+	struct cm_conn *a;
+	const struct rec *r;
+
+	setup();
+	REQUIRE(cm_listen(nodes[1].port, req.service_id, 0, NULL, &l) == 0);
+	save_attr = CM_ATTR_SIDR_REQ;
+	REQUIRE(cm_sidr_resolve(nodes[0].port, &req, &nodes[1].addr, 16, 3, NULL, &a) == 0);
+	pump();
+	r = find_event(&nodes[1], CM_EVENT_SIDR_REQ_RECEIVED);
+	REQUIRE(r);
+	CHECK_EQ(cm_port_recv(nodes[1].port, &saved.mad, sizeof(saved.mad), &saved.src),
+		 -EALREADY);
+	CHECK_EQ(count_events(&nodes[1], CM_EVENT_SIDR_REQ_RECEIVED), 1);
+	cm_conn_destroy(r->conn);
+	pump();
+	r = find_event(&nodes[0], CM_EVENT_SIDR_REP_RECEIVED);
+	REQUIRE(r);
+	CHECK_EQ(r->sidr_status, CM_SIDR_REJECT);
+	CHECK_EQ(cm_port_stats(nodes[1].port)->conns, 0);
+	/* The same SIDR_REP again: the request is over. */
+	CHECK_EQ(cm_port_recv(nodes[0].port, &queue[0].mad, sizeof(queue[0].mad),
+			      &nodes[1].addr), -ENOENT); /* queue[0]: the last MAD delivered */
+	CHECK_EQ(cm_port_stats(nodes[0].port)->rx_unmatched, 1);
+	teardown();
+}
+
 static void test_bad_input_refused_and_counted(void)
 {
 	struct cm_mad mad, good;
@@ -1500,6 +1689,8 @@ int main(int argc, char **argv)
 	RUN(test_req_flood_bounded);
 	RUN(test_listener_backlog_isolates_services);
 	RUN(test_reconnect_from_same_qp);
+	RUN(test_other_transitions);
+	RUN(test_sidr_duplicate_and_abandon);
 	RUN(test_bad_input_refused_and_counted);
 	return TEST_DONE();
 }
