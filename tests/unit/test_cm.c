@@ -27,6 +27,7 @@ struct rec {
 	enum cm_event_type type;
 	int status;
 	struct cm_conn *conn;
+	void *conn_ctx;
 	void *listen_ctx;
 	uint16_t reason;
 	uint32_t qpn;
@@ -77,7 +78,7 @@ static void write_corpus(const struct cm_mad *mad)
 
 	if (!corpus_dir)
 		return;
-	snprintf(path, sizeof(path), "%s/%s_%02d", corpus_dir,
+	snprintf(path, sizeof(path), "%s/%s_%03d", corpus_dir,
 		 cm_attr_name(get_be16(mad->hdr.attr_id)), n++);
 	f = fopen(path, "wb");
 	if (f) {
@@ -129,6 +130,7 @@ static void fake_event(void *ctx, const struct cm_event *ev)
 	r->status = ev->status;
 	r->conn = ev->conn;
 	r->listen_ctx = ev->listen_ctx;
+	r->conn_ctx = ev->conn_ctx;
 	n->last_conn = ev->conn;
 	if (ev->msg) {
 		switch (ev->msg->attr_id) {
@@ -709,6 +711,14 @@ static void test_rdma_cm_conventions(void)
 	CHECK_EQ(cm_ack_timeout(31, 31), 31);
 	CHECK_EQ(cm_ack_timeout(0, 0), 2);
 
+	/* Names for logs. */
+	CHECK(!strcmp(cm_state_name(CM_MRA_REP_RCVD), "MRA_REP_RCVD"));
+	CHECK(!strcmp(cm_state_name(CM_STATE_COUNT), "?"));
+	CHECK(!strcmp(cm_event_name(CM_EVENT_SIDR_REP_RECEIVED), "SIDR_REP_RECEIVED"));
+	CHECK(!strcmp(cm_mad_status_name(CM_MAD_BAD_FIELD), "invalid field"));
+	CHECK(!strcmp(cm_attr_name(CM_ATTR_DREP), "DREP"));
+	CHECK(!strcmp(cm_attr_name(0x1234), "?"));
+
 	/* IPv4-mapped GIDs. */
 	uint8_t gid[16];
 	static const uint8_t mapped[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 10, 0, 0, 1 };
@@ -829,6 +839,8 @@ static void test_connect_accept_disconnect(void)
 	CHECK_EQ(ip.src_port, 40000);
 	CHECK_MEM(r->pd + 36, "hello", 5);
 	CHECK_EQ(cm_conn_state(b), CM_REQ_RCVD);
+	CHECK(r->conn_ctx == NULL);
+	cm_conn_set_context(b, (void *)0xBB);
 	CHECK_EQ(cm_port_stats(nodes[1].port)->pending, 1);
 
 	struct cm_rep_info rep = { .local_qpn = 0x000B0B, .starting_psn = 0x222222,
@@ -843,6 +855,7 @@ static void test_connect_accept_disconnect(void)
 	CHECK(r->conn == a);
 	CHECK_EQ(r->qpn, 0x000B0B);
 	CHECK_MEM(r->pd, "world", 5);
+	CHECK(r->conn_ctx == (void *)0xA);
 	CHECK_EQ(cm_conn_remote_id(a), cm_conn_local_id(b));
 	CHECK_EQ(cm_conn_remote_id(b), cm_conn_local_id(a));
 	CHECK_EQ(cm_send_rtu(a, "rtu", 3), 0);
@@ -850,6 +863,7 @@ static void test_connect_accept_disconnect(void)
 	CHECK_EQ(cm_conn_state(a), CM_ESTABLISHED);
 	CHECK_EQ(cm_conn_state(b), CM_ESTABLISHED);
 	CHECK_EQ(count_events(&nodes[1], CM_EVENT_ESTABLISHED), 1);
+	CHECK(find_event(&nodes[1], CM_EVENT_ESTABLISHED)->conn_ctx == (void *)0xBB);
 	CHECK_EQ(cm_port_stats(nodes[1].port)->pending, 0);
 
 	/* Disconnect from the active side, answer from the passive side. */
