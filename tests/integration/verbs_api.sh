@@ -16,7 +16,13 @@
 #    vrdma0 with the transports rc_verbs and ud_verbs on device vrdma0:1;
 #    with the device files turned off (VRDMA_DEVFILES=0) it lists none (UCX
 #    only offers a device whose /dev/infiniband node exists).
-# 5. The daemon stops cleanly on SIGTERM.
+# 5. ucx_perftest tag_bw (64 KiB messages) between a server on A and a
+#    client on B, once over ud_verbs alone and once over rc_verbs (with
+#    ud_verbs for wire-up), over GID index 0 (UCX_IB_GID_INDEX=0; see
+#    docs/design.md for why not the IPv4 GID): both exit 0 and the client
+#    prints its Final row. ucx_perftest does not check payloads; the data
+#    path itself is checked byte for byte by 1-3.
+# 6. The daemon stops cleanly on SIGTERM.
 . "$(dirname "$0")/../lib.sh"
 
 DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
@@ -31,7 +37,8 @@ if [ -f "$LIB" ] && objdump -T "$LIB" 2>/dev/null | grep -q __asan_init; then
 	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
 fi
 
-ALL_TESTS="daemon_started $PROGS ucx_info_lists_verbs ucx_info_needs_dev_node daemon_clean_exit"
+ALL_TESTS="daemon_started $PROGS ucx_info_lists_verbs ucx_info_needs_dev_node
+	ucx_perftest_ud_verbs ucx_perftest_rc_verbs daemon_clean_exit"
 for b in "$DAEMON" "$RUN"; do
 	if [ ! -x "$b" ]; then
 		not_ok setup "$b not built"
@@ -107,6 +114,43 @@ if [ $rc = 0 ] && grep -q 'Transport: tcp' "$T_TMP/ucx_info_nofiles.log" &&
 else
 	not_ok ucx_info_needs_dev_node "exit status $rc, or vrdma0 listed without the device files"
 fi
+
+# ucx_perftest server on A, client on B (a free TCP port, bounded waits).
+listening() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
+ucx_perf() {
+	local t=$1 tls=$2 port i spid rc src why=""
+	for ((i = 0; i < 100; i++)); do
+		port=$((20000 + ($$ * 13 + i) % 20000))
+		listening "$port" || break
+	done
+	SOCKS="$SA"
+	UCX_TLS=$tls UCX_NET_DEVICES=vrdma0:1 UCX_IB_GID_INDEX=0 \
+		vrun "$t.srv" ucx_perftest -p "$port" &
+	spid=$!
+	for ((i = 0; i < 1200; i++)); do
+		listening "$port" && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.05
+	done
+	SOCKS="$SB"
+	UCX_TLS=$tls UCX_NET_DEVICES=vrdma0:1 UCX_IB_GID_INDEX=0 \
+		vrun "$t.cli" ucx_perftest -p "$port" -t tag_bw -s 65536 -n 500 127.0.0.1
+	rc=$?
+	[ $rc = 0 ] || why="client exit status $rc; "
+	grep -q '^Final:' "$T_TMP/$t.cli.log" || why="${why}no Final row; "
+	wait "$spid"
+	src=$?
+	[ $src = 0 ] || why="${why}server exit status $src"
+	if [ -z "$why" ]; then
+		ok "$t"
+		grep '^Final:' "$T_TMP/$t.cli.log" | sed "s/^/# $t: /"
+	else
+		not_ok "$t" "$why"
+		grep -hE 'ERROR|Fatal|WARN' "$T_TMP/$t".*.log | head -10 | sed 's/^/#   /'
+	fi
+}
+ucx_perf ucx_perftest_ud_verbs ud_verbs
+ucx_perf ucx_perftest_rc_verbs rc_verbs,ud_verbs
 
 d_stop d
 if [ "$D_RC" = 0 ] && ! grep -qE 'AddressSanitizer|LeakSanitizer|runtime error' "$T_TMP/d.log"; then
