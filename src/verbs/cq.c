@@ -318,6 +318,11 @@ static const uint8_t vrdma_wc_opcode[9] = {
 	[VIRTIO_IB_WC_LOCAL_INV] = IBV_WC_LOCAL_INV,
 };
 
+/* RoCE packet type of a UD receive in wc.sl. */
+#define VRDMA_WC_SL_ROCE_V2 0x8
+#define VRDMA_WC_SL_IPV6    0x1
+#define VRDMA_WC_SL_IPV4    0x2
+
 _Static_assert(VIRTIO_IB_WC_GRH == IBV_WC_GRH, "wc flags");
 _Static_assert(VIRTIO_IB_WC_WITH_IMM == IBV_WC_WITH_IMM, "wc flags");
 
@@ -353,7 +358,13 @@ static inline void vrdma_wc_to_ibv(const struct vrdma_prov_wc *p, struct ibv_wc 
 	}
 	wc->pkey_index = 0;
 	wc->slid = 0;
-	wc->sl = 0;
+	/* A UD receive on RoCE: the packet type in sl, as RoCE HCAs report it
+	 * (bit 3: UDP, i.e. RoCE v2; bits 0..2: 1 IPv6, 2 IPv4); UCX's UD
+	 * transport reads the destination GID of the GRH area by it. */
+	wc->sl = (p->wc_flags & VIRTIO_IB_WC_GRH) ?
+			 (uint8_t)(VRDMA_WC_SL_ROCE_V2 | ((p->wc_flags & VIRTIO_IB_WC_GRH_IPV4) ?
+							  VRDMA_WC_SL_IPV4 : VRDMA_WC_SL_IPV6)) :
+			 0;
 	wc->dlid_path_bits = 0;
 }
 

@@ -6,7 +6,8 @@
  * accessors of struct ibv_cq_ex.
  *
  * Supported wc_flags: the standard ones (byte_len, imm / invalidated rkey,
- * qp_num, src_qp, slid / sl / dlid_path_bits, which are 0 on RoCE) and the
+ * qp_num, src_qp, sl: the RoCE packet type of a UD receive, slid and
+ * dlid_path_bits: 0 on RoCE) and the
  * two completion timestamps. A timestamp is the time the completion was
  * taken off the device's CQ ring by this library (the device writes no
  * time into a completion): CLOCK_MONOTONIC in nanoseconds for
@@ -145,7 +146,13 @@ static unsigned int vrdma_cq_ex_read_wc_flags(struct ibv_cq_ex *ibcq)
 	return vrdma_cq_ex_wc(ibcq).wc_flags;
 }
 
-/* RoCE has no LIDs, SLs or path bits. */
+/* The RoCE packet type of a UD receive (see vrdma_wc_to_ibv in cq.c). */
+static uint8_t vrdma_cq_ex_read_sl(struct ibv_cq_ex *ibcq)
+{
+	return vrdma_cq_ex_wc(ibcq).sl;
+}
+
+/* RoCE has no LIDs or path bits. */
 static uint32_t vrdma_cq_ex_read_slid(struct ibv_cq_ex *ibcq)
 {
 	(void)ibcq;
@@ -226,7 +233,7 @@ struct ibv_cq_ex *vrdma_verbs_create_cq_ex(struct ibv_context *ibctx,
 	x->read_src_qp = vrdma_cq_ex_read_src_qp;
 	x->read_wc_flags = vrdma_cq_ex_read_wc_flags;
 	x->read_slid = vrdma_cq_ex_read_slid;
-	x->read_sl = vrdma_cq_ex_read_u8_zero;
+	x->read_sl = vrdma_cq_ex_read_sl;
 	x->read_dlid_path_bits = vrdma_cq_ex_read_u8_zero;
 	if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
 		x->read_completion_ts = vrdma_cq_ex_read_completion_ts;

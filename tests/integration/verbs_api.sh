@@ -17,10 +17,9 @@
 #    with the device files turned off (VRDMA_DEVFILES=0) it lists none (UCX
 #    only offers a device whose /dev/infiniband node exists).
 # 5. ucx_perftest tag_bw (64 KiB messages) between a server on A and a
-#    client on B, once over ud_verbs alone and once over rc_verbs (with
-#    ud_verbs for wire-up), over GID index 0 (UCX_IB_GID_INDEX=0; see
-#    docs/design.md for why not the IPv4 GID): both exit 0 and the client
-#    prints its Final row. ucx_perftest does not check payloads; the data
+#    client on B, over ud_verbs alone with UCX's default GID (index 1,
+#    IPv4) and with GID index 0 (IPv6), and over rc_verbs (with ud_verbs for
+#    wire-up): both exit 0 and the client prints its Final row. ucx_perftest does not check payloads; the data
 #    path itself is checked byte for byte by 1-3.
 # 6. The daemon stops cleanly on SIGTERM.
 . "$(dirname "$0")/../lib.sh"
@@ -38,7 +37,7 @@ if [ -f "$LIB" ] && objdump -T "$LIB" 2>/dev/null | grep -q __asan_init; then
 fi
 
 ALL_TESTS="daemon_started $PROGS ucx_info_lists_verbs ucx_info_needs_dev_node
-	ucx_perftest_ud_verbs ucx_perftest_rc_verbs daemon_clean_exit"
+	ucx_perftest_ud_verbs ucx_perftest_ud_verbs_gid0 ucx_perftest_rc_verbs daemon_clean_exit"
 for b in "$DAEMON" "$RUN"; do
 	if [ ! -x "$b" ]; then
 		not_ok setup "$b not built"
@@ -118,13 +117,13 @@ fi
 # ucx_perftest server on A, client on B (a free TCP port, bounded waits).
 listening() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
 ucx_perf() {
-	local t=$1 tls=$2 port i spid rc src why=""
+	local t=$1 tls=$2 gid=$3 port i spid rc src why=""
 	for ((i = 0; i < 100; i++)); do
 		port=$((20000 + ($$ * 13 + i) % 20000))
 		listening "$port" || break
 	done
 	SOCKS="$SA"
-	UCX_TLS=$tls UCX_NET_DEVICES=vrdma0:1 UCX_IB_GID_INDEX=0 \
+	UCX_TLS=$tls UCX_NET_DEVICES=vrdma0:1 UCX_IB_GID_INDEX=$gid \
 		vrun "$t.srv" ucx_perftest -p "$port" &
 	spid=$!
 	for ((i = 0; i < 1200; i++)); do
@@ -133,7 +132,7 @@ ucx_perf() {
 		sleep 0.05
 	done
 	SOCKS="$SB"
-	UCX_TLS=$tls UCX_NET_DEVICES=vrdma0:1 UCX_IB_GID_INDEX=0 \
+	UCX_TLS=$tls UCX_NET_DEVICES=vrdma0:1 UCX_IB_GID_INDEX=$gid \
 		vrun "$t.cli" ucx_perftest -p "$port" -t tag_bw -s 65536 -n 500 127.0.0.1
 	rc=$?
 	[ $rc = 0 ] || why="client exit status $rc; "
@@ -149,8 +148,9 @@ ucx_perf() {
 		grep -hE 'ERROR|Fatal|WARN' "$T_TMP/$t".*.log | head -10 | sed 's/^/#   /'
 	fi
 }
-ucx_perf ucx_perftest_ud_verbs ud_verbs
-ucx_perf ucx_perftest_rc_verbs rc_verbs,ud_verbs
+ucx_perf ucx_perftest_ud_verbs ud_verbs auto
+ucx_perf ucx_perftest_ud_verbs_gid0 ud_verbs 0
+ucx_perf ucx_perftest_rc_verbs rc_verbs,ud_verbs auto
 
 d_stop d
 if [ "$D_RC" = 0 ] && ! grep -qE 'AddressSanitizer|LeakSanitizer|runtime error' "$T_TMP/d.log"; then

@@ -18,7 +18,8 @@
  *    pass; start_poll on an empty CQ: ENOENT; the same CQ polled through
  *    ibv_cq_ex_to_cq + ibv_poll_cq
  *  - UD: src_qp is the sender's QP number, IBV_WC_GRH set, byte_len the
- *    payload plus the 40-byte GRH; a single-threaded CQ
+ *    payload plus the 40-byte GRH, sl the RoCE packet type (0xa IPv4, 0x9
+ *    IPv6) matching the header in the GRH area; a single-threaded CQ
  */
 #include "api_common.h"
 
@@ -326,6 +327,21 @@ static void ud_checks(struct api_end *a, struct api_end *b)
 			  !memcmp(rb + 40, sa, 500),
 		  "UD RECV: src_qp %u (sender %u), GRH flag, imm, byte_len %u = 500 + 40, data intact",
 		  wr_.src_qp, a->qp->qp_num, wr_.byte_len);
+	{
+		/* RoCE v2 packet type in sl (bit 3 UDP; 2 IPv4, 1 IPv6) and the
+		 * header in the GRH area: IPv4 (20 zero bytes, then the header
+		 * with B's address as destination) or IPv6 (dgid B's GID). */
+		static const uint8_t zero[20];
+		const union ibv_gid *g = &b->c.gid;
+		int v4 = g->raw[10] == 0xff && g->raw[11] == 0xff && !memcmp(g->raw, zero, 10);
+		int hdr_ok = v4 ? !memcmp(rb, zero, 20) && (rb[20] >> 4) == 4 &&
+					  !memcmp(rb + 36, g->raw + 12, 4)
+				: (rb[0] >> 4) == 6 && !memcmp(rb + 24, g->raw, 16);
+
+		API_CHECK(wr_.sl == (v4 ? 0xa : 0x9) && hdr_ok,
+			  "UD RECV: sl 0x%x = RoCE v2 over %s, GRH area holds that header with our "
+			  "address as destination", wr_.sl, v4 ? "IPv4" : "IPv6");
+	}
 	ibv_dereg_mr(mra);
 	ibv_dereg_mr(mrb);
 	free(sa);
