@@ -12,6 +12,9 @@
 #    refusals.
 #    Each runs as one process on both devices (vrdma-run --socket A
 #    --socket B), exits 0 and prints PASS; the number of checks is shown.
+#    api_pyverbs (tests/verbs/api_pyverbs.py, Debian's python3-pyverbs):
+#    every pyverbs module loads, its queries agree, a PD, MR and (extended)
+#    CQs work.
 # 4. ucx_info -d (UCX 1.13, Debian's ucx-utils) lists the memory domain
 #    vrdma0 with the transports rc_verbs and ud_verbs on device vrdma0:1;
 #    with the device files turned off (VRDMA_DEVFILES=0) it lists none (UCX
@@ -36,7 +39,7 @@ if [ -f "$LIB" ] && objdump -T "$LIB" 2>/dev/null | grep -q __asan_init; then
 	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
 fi
 
-ALL_TESTS="daemon_started $PROGS ucx_info_lists_verbs ucx_info_needs_dev_node
+ALL_TESTS="daemon_started $PROGS api_pyverbs ucx_info_lists_verbs ucx_info_needs_dev_node
 	ucx_perftest_ud_verbs ucx_perftest_ud_verbs_gid0 ucx_perftest_rc_verbs daemon_clean_exit"
 for b in "$DAEMON" "$RUN"; do
 	if [ ! -x "$b" ]; then
@@ -85,6 +88,18 @@ for p in $PROGS; do
 		tail -n 5 "$T_TMP/$p.log" | sed 's/^/#   /'
 	fi
 done
+
+SOCKS="$SA"
+vrun api_pyverbs /usr/bin/python3 "$VRDMA_TOP/tests/verbs/api_pyverbs.py"
+rc=$?
+if [ $rc = 0 ] && grep -q "^api_pyverbs: PASS" "$T_TMP/api_pyverbs.log"; then
+	ok api_pyverbs
+	echo "# api_pyverbs: $(grep -c "^api_pyverbs: ok:" "$T_TMP/api_pyverbs.log") checks passed"
+else
+	not_ok api_pyverbs "exit status $rc"
+	grep -E 'FAIL|Error|Sanitizer' "$T_TMP/api_pyverbs.log" | head -10 | sed 's/^/#   /'
+	tail -n 5 "$T_TMP/api_pyverbs.log" | sed 's/^/#   /'
+fi
 
 # UCX: a memory domain vrdma0 with rc_verbs and ud_verbs on vrdma0:1.
 ucx_lists() {
