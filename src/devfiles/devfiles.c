@@ -44,29 +44,33 @@
 
 #define DEVFILES_EXPORT __attribute__((visibility("default")))
 
-/* Number of vrdma devices of this process (read once). */
+/* Number of vrdma devices of this process (computed once; threads racing
+ * at the first call compute the same value). */
 static unsigned int devfiles_count(void)
 {
-	static int n = -1;
+	static int cached = -1;
+	int n = __atomic_load_n(&cached, __ATOMIC_RELAXED);
 	const char *fake, *s;
-	int k;
 
 	if (n >= 0)
 		return (unsigned int)n;
 	fake = getenv("VRDMA_FAKE_DEVICE");
-	if (fake && *fake && strcmp(fake, "0") != 0) {
-		k = atoi(fake);
-		n = k >= 1 && k <= 8 ? k : 1;
-		return (unsigned int)n;
-	}
 	s = getenv("VRDMA_SOCKET");
-	k = 0;
-	if (s && *s) {
-		k = 1;
-		for (; *s; s++)
-			k += *s == ':';
+	if (fake && *fake && strcmp(fake, "0") != 0) {
+		n = atoi(fake);
+		if (n < 1 || n > 8)
+			n = 1;
+	} else {
+		n = 0;
+		if (s && *s) {
+			n = 1;
+			for (; *s; s++)
+				n += *s == ':';
+		}
+		if (n > DEVFILES_MAX_DEVICES)
+			n = DEVFILES_MAX_DEVICES;
 	}
-	n = k > DEVFILES_MAX_DEVICES ? DEVFILES_MAX_DEVICES : k;
+	__atomic_store_n(&cached, n, __ATOMIC_RELAXED);
 	return (unsigned int)n;
 }
 

@@ -33,6 +33,21 @@
 #define VRDMA_CQ_EX_ATTR_FLAGS                                                  \
 	(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
 
+/* struct ibv_cq_ex starts with the fields of struct ibv_cq (verbs_priv.h
+ * keeps both views of a CQ in one union). */
+#define VRDMA_CQ_SAME(f)                                                        \
+	_Static_assert(offsetof(struct ibv_cq, f) == offsetof(struct ibv_cq_ex, f), #f)
+VRDMA_CQ_SAME(context);
+VRDMA_CQ_SAME(channel);
+VRDMA_CQ_SAME(cq_context);
+VRDMA_CQ_SAME(handle);
+VRDMA_CQ_SAME(cqe);
+VRDMA_CQ_SAME(mutex);
+VRDMA_CQ_SAME(cond);
+VRDMA_CQ_SAME(comp_events_completed);
+VRDMA_CQ_SAME(async_events_completed);
+_Static_assert(offsetof(struct ibv_cq_ex, comp_mask) >= sizeof(struct ibv_cq), "cq_ex");
+
 static inline struct vrdma_verbs_cq *vrdma_cq_ex(struct ibv_cq_ex *ibcq)
 {
 	return vrdma_container_of(ibcq, struct vrdma_verbs_cq, ibcq_ex);

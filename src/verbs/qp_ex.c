@@ -44,6 +44,9 @@ struct vrdma_verbs_qpx_batch {
 
 #define VRDMA_QPX_WR_MIN 16
 
+/* struct ibv_qp_ex starts with struct ibv_qp (one union in verbs_priv.h). */
+_Static_assert(offsetof(struct ibv_qp_ex, qp_base) == 0, "qp_ex");
+
 /* An address handle standing in until ibv_wr_set_ud_addr gives one. */
 static struct ibv_ah vrdma_qpx_no_ah;
 
