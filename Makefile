@@ -17,6 +17,7 @@
 #   tests/unit/test_*.c (+ tests/common/*.c)              -> build/tests/test_*
 #   tests/verbs/NAME.c (against Debian's libibverbs)      -> build/tests/verbs/NAME
 #   src/shmalloc/*.c                                      -> build/lib/libvrdma-shmalloc.so
+#   src/devfiles/*.c                                      -> build/lib/libvrdma-devfiles.so
 #   fuzz/fuzz_*.c (clang, libFuzzer)                      -> build/fuzz/fuzz_*
 
 BUILD    ?= build
@@ -51,6 +52,7 @@ TOOLS       := $(notdir $(wildcard tools/*))
 TEST_SRCS   := $(wildcard tests/unit/test_*.c)
 VTEST_SRCS  := $(wildcard tests/verbs/*.c)
 SHMALLOC_SRCS := $(wildcard src/shmalloc/*.c)
+DEVFILES_SRCS := $(wildcard src/devfiles/*.c)
 TESTCOMMON_SRCS := $(wildcard tests/common/*.c)
 FUZZ_SRCS   := $(wildcard fuzz/fuzz_*.c)
 
@@ -63,6 +65,7 @@ TOOL_BINS   := $(addprefix $(BUILD)/bin/,$(TOOLS))
 TEST_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 VTEST_BINS  := $(patsubst tests/verbs/%.c,$(BUILD)/tests/verbs/%,$(VTEST_SRCS))
 SHMALLOC_SO := $(BUILD)/lib/libvrdma-shmalloc.so
+DEVFILES_SO := $(BUILD)/lib/libvrdma-devfiles.so
 
 ALL_TARGETS := $(CORE_LIB) $(DRIVER_SO) $(TOOL_BINS) $(TEST_BINS) $(VTEST_BINS)
 ifneq ($(SHMALLOC_SRCS),)
@@ -70,6 +73,9 @@ ALL_TARGETS += $(SHMALLOC_SO)
 endif
 ifneq ($(VERBS_SRCS),)
 ALL_TARGETS += $(VERBS_SO)
+endif
+ifneq ($(DEVFILES_SRCS),)
+ALL_TARGETS += $(DEVFILES_SO)
 endif
 
 .PHONY: all build asan fuzz test demo clean deps-build deps-test deps-demo
@@ -124,6 +130,12 @@ $(SHMALLOC_SO): $(call obj,$(SHMALLOC_SRCS))
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) -shared -Wl,-soname,libvrdma-shmalloc.so -Wl,-z,defs $(LDFLAGS) $^ -o $@ -ldl -pthread
+
+# The device files of vrdma devices preloaded by vrdma-run (src/devfiles).
+$(DEVFILES_SO): $(call obj,$(DEVFILES_SRCS))
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -Wl,-soname,libvrdma-devfiles.so -Wl,-z,defs $(LDFLAGS) $^ -o $@ -ldl
 
 asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build/asan SANITIZE=1 all
