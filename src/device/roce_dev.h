@@ -408,6 +408,11 @@ struct roce_table {
 	uint32_t cap;             /* allocatable indexes */
 	uint32_t size;            /* slots including reserved ones */
 	uint32_t used;            /* live objects */
+	/* Indexes come from this table when set: the contexts of one device
+	 * share its index space and limits (its slot[] names the owning
+	 * context table; see roce_dev_share_tables). */
+	struct roce_table *pool;
+	void *owner;              /* the context this table belongs to */
 };
 
 /* ChaCha20-based CSPRNG for keys, keyed from getrandom(). */
@@ -460,6 +465,12 @@ struct roce_dev {
 int roce_dev_init(struct roce_dev *rd, const struct roce_dev_cfg *cfg);
 /* Destroy every object (hooks called) and free the tables. */
 void roce_dev_fini(struct roce_dev *rd);
+/* Take PD, MR, CQ, QP, AH and SRQ indexes from pool's tables from now on
+ * (rd has no objects yet): several contexts of one device then have disjoint
+ * handles and QPNs and share the device's limits. pool (initialised with the
+ * same configuration, never given objects of its own) outlives rd. owner is
+ * recorded in rd's tables (the port finds a QPN's context by it). */
+void roce_dev_share_tables(struct roce_dev *rd, struct roce_dev *pool, void *owner);
 /* Device reset: destroy every object (QPs first, hooks called), GID table
  * back to its defaults, counters kept. */
 void roce_dev_reset(struct roce_dev *rd);
@@ -673,6 +684,11 @@ void roce_table_fini(struct roce_table *t);
 /* A free index (FIFO order), or -1 if none. The slot stays NULL until set. */
 int64_t roce_table_alloc(struct roce_table *t);
 void roce_table_free(struct roce_table *t, uint32_t idx);
+/* Whether one more index can be allocated (from the pool if shared). */
+static inline bool roce_table_room(const struct roce_table *t)
+{
+	return (t->pool ? t->pool->nfree : t->nfree) != 0;
+}
 static inline void *roce_table_get(const struct roce_table *t, uint32_t idx)
 {
 	return idx < t->size ? t->slot[idx] : NULL;

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The device as a port: its socket, its switch port, the QPN space and limits
+ * its contexts share, and receive steering. Every accepted connection becomes
+ * a context (netdev.c) until cfg.max_contexts are open; a connection beyond
+ * that is closed at once (counted, logged), never left waiting.
+ *
+ * Receive: a RoCE frame goes to the context owning its destination QPN (QPNs
+ * are unique per device); ARP and neighbour discovery frames are offered to
+ * every context's neighbour cache; everything else (Ethernet, RoCE frames for
+ * no live QP, QP1 without a GSI owner) goes to the primary context: the
+ * oldest one with its Ethernet receive queue started, else the oldest one.
+ * With one context (a QEMU or DPDK front-end) that is exactly the old path.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "device/netdev_priv.h"
+#include "device/roce_dev.h"
+#include "roce/roce_hdr.h"
+
+enum frame_kind { FRAME_OTHER, FRAME_NEIGH, FRAME_ROCE };
+
+/* What the port needs to know to steer a frame: the kind and, for RoCE v2,
+ * the destination QPN of its BTH. Only a few header bytes are read; the
+ * context's transport validates the frame in full. */
+static enum frame_kind netdev_port_classify(const struct pkt *p, uint32_t *qpn)
+{
+	const uint8_t *d = p->data;
+	uint32_t l3 = ROCE_ETH_HLEN, l4;
+	uint16_t type;
+
+	if (p->len < ROCE_ETH_HLEN)
+		return FRAME_OTHER;
+	type = get_be16(d + 12);
+	if (type == ROCE_ETH_P_8021Q) {
+		if (p->len < ROCE_ETH_HLEN + ROCE_VLAN_HLEN)
+			return FRAME_OTHER;
+		type = get_be16(d + 16);
+		l3 += ROCE_VLAN_HLEN;
+	}
+	if (type == 0x0806)
+		return FRAME_NEIGH;
+	if (type == ROCE_ETH_P_IPV4) {
+		uint32_t ihl;
+
+		if (p->len < l3 + ROCE_IPV4_HLEN)
+			return FRAME_OTHER;
+		ihl = (d[l3] & 0x0fu) * 4;
+		if (ihl < ROCE_IPV4_HLEN || d[l3 + 9] != ROCE_IPPROTO_UDP)
+			return FRAME_OTHER;
+		l4 = l3 + ihl;
+	} else if (type == ROCE_ETH_P_IPV6) {
+		if (p->len < l3 + ROCE_IPV6_HLEN)
+			return FRAME_OTHER;
+		if (d[l3 + 6] == 58)
+			return FRAME_NEIGH;
+		if (d[l3 + 6] != ROCE_IPPROTO_UDP)
+			return FRAME_OTHER;
+		l4 = l3 + ROCE_IPV6_HLEN;
+	} else {
+		return FRAME_OTHER;
+	}
+	if (p->len < l4 + ROCE_UDP_HLEN + 8 || get_be16(d + l4 + 2) != ROCE_V2_UDP_DPORT)
+		return FRAME_OTHER;
+	/* BTH: destination QP in bytes 5..7 */
+	*qpn = ((uint32_t)d[l4 + ROCE_UDP_HLEN + 5] << 16) |
+	       ((uint32_t)d[l4 + ROCE_UDP_HLEN + 6] << 8) | d[l4 + ROCE_UDP_HLEN + 7];
+	return FRAME_ROCE;
+}
+
+static struct netdev *netdev_port_primary(const struct netdev_port *dp)
+{
+	struct netdev *nd, *first = NULL;
+
+	for (nd = dp->ctxs; nd; nd = nd->next) {
+		if (nd->closing)
+			continue;
+		if (netdev_ctx_has_rx(nd))
+			return nd;
+		if (!first)
+			first = nd;
+	}
+	return first;
+}
+
+/* The context with a QP of this number's index (the GSI QP for QPN 1). */
+static struct netdev *netdev_port_qpn_owner(const struct netdev_port *dp, uint32_t qpn)
+{
+	const struct roce_table *pool, *t;
+	uint32_t idx = vrdma_qpn_index(qpn);
+
+	if (!dp->pool || qpn == VRDMA_QPN_MULTICAST)
+		return NULL;
+	pool = &dp->pool->qps;
+	t = idx < pool->size ? pool->slot[idx] : NULL;
+	return t ? t->owner : NULL;
+}
+
+static void netdev_port_xmit(struct port *port, struct pkt *p)
+{
+	struct netdev_port *dp = port->priv;
+	struct netdev *primary = netdev_port_primary(dp), *nd;
+	uint32_t qpn = 0;
+
+	if (!primary) {
+		dp->stats.rx_no_context++;
+		port->stats.tx_dropped++;
+		pkt_free(p);
+		return;
+	}
+	if (dp->nctx > 1) {
+		switch (netdev_port_classify(p, &qpn)) {
+		case FRAME_ROCE:
+			nd = netdev_port_qpn_owner(dp, qpn);
+			if (nd && !nd->closing) {
+				dp->stats.rx_steered++;
+				netdev_ctx_input(nd, p);
+				return;
+			}
+			if (qpn == VRDMA_QPN_MULTICAST) {
+				/* multicast UD: a copy for every context */
+				for (nd = dp->ctxs; nd; nd = nd->next) {
+					struct pkt *c;
+
+					if (nd == primary || nd->closing)
+						continue;
+					c = pkt_clone(p);
+					if (c && !netdev_roce_input(nd, c))
+						pkt_free(c);
+				}
+			}
+			break;
+		case FRAME_NEIGH:
+			/* each context's neighbour cache takes a copy if it
+			 * waits for this answer; the frame itself goes on */
+			for (nd = dp->ctxs; nd; nd = nd->next)
+				if (nd != primary && !nd->closing)
+					netdev_roce_input(nd, p);
+			break;
+		default:
+			break;
+		}
+	}
+	netdev_ctx_input(primary, p);
+}
+
+static void netdev_port_destroy(struct port *port)
+{
+	(void)port;
+}
+
+static const struct port_ops netdev_port_ops = {
+	.xmit = netdev_port_xmit,
+	.destroy = netdev_port_destroy,
+};
+
+/* ---- contexts ---- */
+
+static void netdev_port_accept(void *arg, int fd)
+{
+	struct netdev_port *dp = arg;
+	struct netdev *nd, **pp;
+
+	if (dp->nctx >= dp->cfg.max_contexts) {
+		/* Refused at once: the front-end sees the connection closed
+		 * before any reply (docs/spec.md, "Contexts"). */
+		dp->stats.contexts_refused++;
+		LOG_PEER("%s: connection refused: all %u contexts in use (contexts=%u)",
+			 dp->cfg.socket, dp->nctx, dp->cfg.max_contexts);
+		close(fd);
+		return;
+	}
+	nd = netdev_ctx_new(dp, fd);
+	if (!nd) {
+		LOG_ERR("%s: cannot open a context: %s", dp->cfg.socket, strerror(errno));
+		return;
+	}
+	for (pp = &dp->ctxs; *pp; pp = &(*pp)->next)
+		;
+	*pp = nd;
+	dp->nctx++;
+	dp->stats.contexts_opened++;
+}
+
+void netdev_port_ctx_closed(struct netdev_port *dp, struct netdev *nd)
+{
+	struct netdev **pp;
+
+	for (pp = &dp->ctxs; *pp; pp = &(*pp)->next) {
+		if (*pp == nd) {
+			*pp = nd->next;
+			break;
+		}
+	}
+	dp->nctx--;
+	dp->stats.contexts_closed++;
+	netdev_ctx_free(nd);
+}
+
+static int netdev_port_pool_init(struct netdev_port *dp)
+{
+	struct roce_dev_cfg cfg;
+	int rc;
+
+	if (!dp->cfg.roce)
+		return 0;
+	/* The same limits as every context's device model: its tables are the
+	 * index space the contexts allocate from. */
+	memset(&cfg, 0, sizeof(cfg));
+	memcpy(cfg.mac, dp->cfg.mac, 6);
+	cfg.eth_mtu = dp->cfg.mtu;
+	cfg.net_pairs = 1;
+	cfg.max_rdma_qps = dp->cfg.max_qps;
+	cfg.max_rdma_cqs = dp->cfg.max_cqs;
+	if (dp->cfg.roce_ext) {
+		cfg.ext_offered = true;
+		cfg.max_rdma_srqs = dp->cfg.max_srqs;
+	}
+	dp->pool = calloc(1, sizeof(*dp->pool));
+	if (!dp->pool)
+		return -ENOMEM;
+	rc = roce_dev_init(dp->pool, &cfg);
+	if (rc < 0) {
+		free(dp->pool);
+		dp->pool = NULL;
+	}
+	return rc;
+}
+
+struct netdev_port *netdev_port_new(struct loop *loop, struct sw *sw,
+				   const struct netdev_cfg *cfg)
+{
+	struct netdev_port *dp = calloc(1, sizeof(*dp));
+	int rc;
+
+	if (!dp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	dp->cfg = *cfg;
+	if (!dp->cfg.max_contexts)
+		dp->cfg.max_contexts = NETDEV_DEFAULT_CONTEXTS;
+	dp->loop = loop;
+	dp->sw = sw;
+	rc = netdev_port_pool_init(dp);
+	if (rc < 0)
+		goto fail;
+
+	dp->port.ops = &netdev_port_ops;
+	dp->port.hairpin = true; /* contexts of one device talk through it */
+	dp->port.priv = dp;
+	snprintf(dp->port.name, sizeof(dp->port.name), "dev%u", cfg->index);
+	rc = sw_attach(sw, &dp->port);
+	if (rc < 0) {
+		LOG_ERR("%s: cannot attach to the switch: %s", cfg->socket, strerror(-rc));
+		goto fail_pool;
+	}
+	/* A listening server: no session, every connection handed to us. Its
+	 * ring count is irrelevant (it never has rings). */
+	dp->listen_ops.max_rings = 1;
+	dp->listen_ops.accept = netdev_port_accept;
+	dp->listener = vhost_server_new(loop, cfg->socket, &dp->listen_ops, dp);
+	if (!dp->listener) {
+		rc = -errno;
+		LOG_ERR("%s: cannot listen: %s", cfg->socket, strerror(errno));
+		goto fail_sw;
+	}
+	return dp;
+
+fail_sw:
+	sw_detach(sw, &dp->port);
+fail_pool:
+	if (dp->pool) {
+		roce_dev_fini(dp->pool);
+		free(dp->pool);
+	}
+fail:
+	free(dp);
+	errno = -rc;
+	return NULL;
+}
+
+void netdev_port_free(struct netdev_port *dp)
+{
+	if (!dp)
+		return;
+	vhost_server_free(dp->listener);
+	while (dp->ctxs) {
+		struct netdev *nd = dp->ctxs;
+
+		dp->ctxs = nd->next;
+		netdev_ctx_free(nd);
+	}
+	sw_detach(dp->sw, &dp->port);
+	if (dp->pool) {
+		roce_dev_fini(dp->pool);
+		free(dp->pool);
+	}
+	free(dp);
+}
+
+const struct netdev_cfg *netdev_port_cfg(const struct netdev_port *dp)
+{
+	return &dp->cfg;
+}
+
+void netdev_port_set_link(struct netdev_port *dp, bool up)
+{
+	dp->link_down = !up;
+	for (struct netdev *nd = dp->ctxs; nd; nd = nd->next)
+		if (!nd->closing)
+			netdev_ctx_set_link(nd, up);
+}
+
+struct port *netdev_port_switch_port(struct netdev_port *dp)
+{
+	return &dp->port;
+}
+
+unsigned netdev_port_contexts(const struct netdev_port *dp)
+{
+	return dp->nctx;
+}
+
+void netdev_port_dump_stats(const struct netdev_port *dp, void *fp)
+{
+	FILE *f = fp;
+	const struct netdev_port_stats *s = &dp->stats;
+
+	fprintf(f, "device %s (%s)\n", dp->port.name, dp->cfg.socket);
+	fprintf(f, "  contexts open %u max %u opened %" PRIu64 " closed %" PRIu64
+		" refused %" PRIu64 "\n", dp->nctx, dp->cfg.max_contexts, s->contexts_opened,
+		s->contexts_closed, s->contexts_refused);
+	fprintf(f, "  rx_steered %" PRIu64 " rx_no_context %" PRIu64 "\n", s->rx_steered,
+		s->rx_no_context);
+	for (const struct netdev *nd = dp->ctxs; nd; nd = nd->next)
+		netdev_ctx_dump_stats(nd, f);
+}
