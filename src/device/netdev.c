@@ -814,8 +814,8 @@ void netdev_ctx_dump_stats(const struct netdev *nd, FILE *f)
 	const struct netdev_stats *s = &nd->stats;
 	const struct vhost_server_stats *vs = vhost_server_stats(nd->vs);
 
-	fprintf(f, "context %llu of %s (%s)%s\n", (unsigned long long)nd->id, nd->port->name,
-		nd->cfg.socket, nd->closing ? " closing" : "");
+	fprintf(f, "  context %llu%s\n", (unsigned long long)nd->id,
+		nd->closing ? " (closing)" : "");
 	fprintf(f, "  tx_frames %" PRIu64 " tx_bytes %" PRIu64 " tx_errors %" PRIu64
 		" tx_spoofed %" PRIu64 "\n", s->tx_frames, s->tx_bytes, s->tx_errors, s->tx_spoofed);
 	fprintf(f, "  rx_frames %" PRIu64 " rx_bytes %" PRIu64 " rx_dropped_no_buffer %" PRIu64

@@ -24,6 +24,67 @@
 #include "device/netdev_priv.h"
 #include "device/roce_dev.h"
 #include "roce/roce_hdr.h"
+#include "roce/roce_tp.h"
+
+/* Counters of the contexts that were closed (the dump shows them with the
+ * open contexts' own, so nothing counted disappears with a context). */
+struct netdev_ctx_totals {
+	struct netdev_stats nd;
+	struct vhost_server_stats vs;
+	struct roce_stats roce;
+	struct roce_tp_stats tp;
+};
+
+static void counters_add(void *sum, const void *s, size_t size)
+{
+	uint64_t *d = sum;
+	const uint64_t *a = s;
+
+	for (size_t i = 0; i < size / sizeof(uint64_t); i++)
+		d[i] += a[i];
+}
+
+static void netdev_port_totals_add(struct netdev_ctx_totals *t, const struct netdev *nd)
+{
+	_Static_assert(sizeof(struct netdev_stats) % 8 == 0, "counters only");
+	_Static_assert(sizeof(struct vhost_server_stats) % 8 == 0, "counters only");
+	_Static_assert(sizeof(struct roce_stats) % 8 == 0, "counters only");
+	counters_add(&t->nd, &nd->stats, sizeof(t->nd));
+	counters_add(&t->vs, vhost_server_stats(nd->vs), sizeof(t->vs));
+	if (nd->roce)
+		counters_add(&t->roce, &nd->roce->stats, sizeof(t->roce));
+	if (nd->roce_tp)
+		roce_tp_stats_add(&t->tp, &nd->roce_tp->stats);
+}
+
+static void netdev_port_totals_dump(const struct netdev_ctx_totals *t, FILE *f)
+{
+	const struct netdev_stats *s = &t->nd;
+	const struct vhost_server_stats *vs = &t->vs;
+
+	fprintf(f, "  closed contexts\n");
+	fprintf(f, "  tx_frames %" PRIu64 " tx_bytes %" PRIu64 " tx_errors %" PRIu64
+		" tx_spoofed %" PRIu64 "\n", s->tx_frames, s->tx_bytes, s->tx_errors, s->tx_spoofed);
+	fprintf(f, "  rx_frames %" PRIu64 " rx_bytes %" PRIu64 " rx_dropped_no_buffer %" PRIu64
+		" rx_dropped_too_big %" PRIu64 " rx_filtered %" PRIu64 "\n",
+		s->rx_frames, s->rx_bytes, s->rx_dropped_no_buffer, s->rx_dropped_too_big,
+		s->rx_filtered);
+	fprintf(f, "  ctrl_ok %" PRIu64 " ctrl_err %" PRIu64 " ring_errors %" PRIu64
+		" resets %" PRIu64 "\n", s->ctrl_ok, s->ctrl_err, s->ring_errors, s->resets);
+	fprintf(f, "  vhost connections %" PRIu64 " messages %" PRIu64 " bad_messages %" PRIu64
+		" kicks %" PRIu64 " calls %" PRIu64 "\n", vs->connections, vs->messages,
+		vs->bad_messages, vs->kicks, vs->calls);
+	fprintf(f, "  vhost refused %" PRIu64 " mem_faults %" PRIu64 " fds_refused %" PRIu64
+		" accept_errors %" PRIu64 " grave_overflows %" PRIu64 "\n", vs->refused,
+		vs->mem_faults, vs->fds_refused, vs->accept_errors, vs->grave_overflows);
+	fprintf(f, "  roce commands ok %llu err %llu", (unsigned long long)t->roce.ok,
+		(unsigned long long)t->roce.err);
+	for (int i = 1; i < ROCE_ERR_MAX; i++)
+		if (t->roce.errs[i])
+			fprintf(f, " %s %llu", roce_err_name(i), (unsigned long long)t->roce.errs[i]);
+	fprintf(f, "\n");
+	roce_tp_stats_dump(&t->tp, f);
+}
 
 enum frame_kind { FRAME_OTHER, FRAME_NEIGH, FRAME_ROCE };
 
@@ -201,6 +262,7 @@ void netdev_port_ctx_closed(struct netdev_port *dp, struct netdev *nd)
 	}
 	dp->nctx--;
 	dp->stats.contexts_closed++;
+	netdev_port_totals_add(dp->closed, nd);
 	netdev_ctx_free(nd);
 }
 
@@ -249,6 +311,11 @@ struct netdev_port *netdev_port_new(struct loop *loop, struct sw *sw,
 		dp->cfg.max_contexts = NETDEV_DEFAULT_CONTEXTS;
 	dp->loop = loop;
 	dp->sw = sw;
+	dp->closed = calloc(1, sizeof(*dp->closed));
+	if (!dp->closed) {
+		rc = -ENOMEM;
+		goto fail;
+	}
 	rc = netdev_port_pool_init(dp);
 	if (rc < 0)
 		goto fail;
@@ -282,6 +349,7 @@ fail_pool:
 		free(dp->pool);
 	}
 fail:
+	free(dp->closed);
 	free(dp);
 	errno = -rc;
 	return NULL;
@@ -303,6 +371,7 @@ void netdev_port_free(struct netdev_port *dp)
 		roce_dev_fini(dp->pool);
 		free(dp->pool);
 	}
+	free(dp->closed);
 	free(dp);
 }
 
@@ -340,6 +409,7 @@ void netdev_port_dump_stats(const struct netdev_port *dp, void *fp)
 		s->contexts_closed, s->contexts_refused);
 	fprintf(f, "  rx_steered %" PRIu64 " rx_no_context %" PRIu64 "\n", s->rx_steered,
 		s->rx_no_context);
+	netdev_port_totals_dump(dp->closed, f);
 	for (const struct netdev *nd = dp->ctxs; nd; nd = nd->next)
 		netdev_ctx_dump_stats(nd, f);
 }

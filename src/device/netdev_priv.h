@@ -23,6 +23,8 @@
 struct roce_dev;
 struct roce_tp;
 
+struct netdev_ctx_totals;
+
 /* Counters of the port itself (its contexts count their own traffic). */
 struct netdev_port_stats {
 	uint64_t contexts_opened;
@@ -47,6 +49,7 @@ struct netdev_port {
 	uint64_t next_ctx_id;
 	bool link_down;
 	struct netdev_port_stats stats;
+	struct netdev_ctx_totals *closed; /* counters of closed contexts, summed */
 };
 
 /* One context: what one vhost-user connection (one ibv_open_device) has. */
