@@ -703,7 +703,13 @@ static void netdev_disconnected(void *ctx)
 	if (nd->closing)
 		return;
 	nd->closing = true;
+	nd->dp->nctx--; /* its slot is free at once */
 	loop_timer_arm(nd->loop, &nd->closing_timer, loop_now_ns());
+}
+
+bool netdev_ctx_check_hangup(struct netdev *nd)
+{
+	return !nd->closing && vhost_server_check_hangup(nd->vs);
 }
 
 struct netdev *netdev_ctx_new(struct netdev_port *dp, int fd)

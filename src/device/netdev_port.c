@@ -229,6 +229,12 @@ static void netdev_port_accept(void *arg, int fd)
 	struct netdev_port *dp = arg;
 	struct netdev *nd, **pp;
 
+	/* A front-end that just closed its connection and opened another may
+	 * be seen connecting before its hang-up is read: reap hung-up
+	 * sessions before refusing. */
+	if (dp->nctx >= dp->cfg.max_contexts)
+		for (nd = dp->ctxs; nd; nd = nd->next)
+			netdev_ctx_check_hangup(nd);
 	if (dp->nctx >= dp->cfg.max_contexts) {
 		/* Refused at once: the front-end sees the connection closed
 		 * before any reply (docs/spec.md, "Contexts"). */
@@ -260,7 +266,6 @@ void netdev_port_ctx_closed(struct netdev_port *dp, struct netdev *nd)
 			break;
 		}
 	}
-	dp->nctx--;
 	dp->stats.contexts_closed++;
 	netdev_port_totals_add(dp->closed, nd);
 	netdev_ctx_free(nd);

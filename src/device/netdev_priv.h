@@ -97,6 +97,8 @@ void netdev_port_ctx_closed(struct netdev_port *dp, struct netdev *nd);
 /* A frame from the switch for this context (RoCE engine, else Ethernet). */
 void netdev_ctx_input(struct netdev *nd, struct pkt *p);
 bool netdev_ctx_has_rx(const struct netdev *nd);
+/* End the session now if its front-end hung up; true if it did. */
+bool netdev_ctx_check_hangup(struct netdev *nd);
 void netdev_ctx_set_link(struct netdev *nd, bool up);
 void netdev_ctx_dump_stats(const struct netdev *nd, FILE *f);
 

@@ -57,6 +57,7 @@
 #include "vhost/vhost_server.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <linux/virtio_config.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -1748,6 +1749,18 @@ void vhost_server_free(struct vhost_server *s)
 	free(s->path);
 	free(s->name);
 	free(s);
+}
+
+bool vhost_server_check_hangup(struct vhost_server *s)
+{
+	struct pollfd p = { .fd = s->conn_fd, .events = POLLRDHUP };
+
+	if (!s->connected || s->conn_fd < 0 || s->in_msg)
+		return false;
+	if (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+		return false;
+	vhost_server_disconnect(s, "front-end closed");
+	return true;
 }
 
 void vhost_server_set_name(struct vhost_server *s, const char *name)

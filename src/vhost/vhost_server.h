@@ -155,6 +155,9 @@ uint64_t vhost_server_protocol_features(const struct vhost_server *s);
 bool vhost_server_connected(const struct vhost_server *s);
 const struct vhost_server_stats *vhost_server_stats(const struct vhost_server *s);
 const char *vhost_server_path(const struct vhost_server *s);
+/* If the front-end has hung up, end the session now (before its EOF is read
+ * in turn) and return true. */
+bool vhost_server_check_hangup(struct vhost_server *s);
 /* Name in log messages of a server without a socket (copied). */
 void vhost_server_set_name(struct vhost_server *s, const char *name);
 
