@@ -26,8 +26,8 @@
 #include "roce/roce_hdr.h"
 #include "roce/roce_tp.h"
 
-/* Counters of the contexts that were closed (the dump shows them with the
- * open contexts' own, so nothing counted disappears with a context). */
+/* Counters summed over contexts: those of the closed ones are kept, so the
+ * device's counters never lose what a context counted. */
 struct netdev_ctx_totals {
 	struct netdev_stats nd;
 	struct vhost_server_stats vs;
@@ -62,7 +62,6 @@ static void netdev_port_totals_dump(const struct netdev_ctx_totals *t, FILE *f)
 	const struct netdev_stats *s = &t->nd;
 	const struct vhost_server_stats *vs = &t->vs;
 
-	fprintf(f, "  closed contexts\n");
 	fprintf(f, "  tx_frames %" PRIu64 " tx_bytes %" PRIu64 " tx_errors %" PRIu64
 		" tx_spoofed %" PRIu64 "\n", s->tx_frames, s->tx_bytes, s->tx_errors, s->tx_spoofed);
 	fprintf(f, "  rx_frames %" PRIu64 " rx_bytes %" PRIu64 " rx_dropped_no_buffer %" PRIu64
@@ -414,7 +413,14 @@ void netdev_port_dump_stats(const struct netdev_port *dp, void *fp)
 		s->contexts_closed, s->contexts_refused);
 	fprintf(f, "  rx_steered %" PRIu64 " rx_no_context %" PRIu64 "\n", s->rx_steered,
 		s->rx_no_context);
-	netdev_port_totals_dump(dp->closed, f);
+	/* the device's counters: every context it ever had, then each open one */
+	{
+		struct netdev_ctx_totals sum = *dp->closed;
+
+		for (const struct netdev *nd = dp->ctxs; nd; nd = nd->next)
+			netdev_port_totals_add(&sum, nd);
+		netdev_port_totals_dump(&sum, f);
+	}
 	for (const struct netdev *nd = dp->ctxs; nd; nd = nd->next)
 		netdev_ctx_dump_stats(nd, f);
 }
