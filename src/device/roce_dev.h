@@ -430,6 +430,7 @@ struct roce_dev {
 	uint32_t max_rdma_cqs;    /* M */
 	uint64_t max_mr_pages;
 	uint64_t mr_pages;        /* pages held by all user MRs */
+	struct roce_dev *pool;    /* the device's shared tables (roce_dev_share_tables) */
 	const struct vhost_mem *mem;
 	uint8_t mac[6];
 	bool has_ip4;
@@ -684,6 +685,20 @@ void roce_table_fini(struct roce_table *t);
 /* A free index (FIFO order), or -1 if none. The slot stays NULL until set. */
 int64_t roce_table_alloc(struct roce_table *t);
 void roce_table_free(struct roce_table *t, uint32_t idx);
+/* Whether n more MR pages fit (the device's total when shared), and their
+ * accounting. */
+static inline bool roce_mr_pages_room(const struct roce_dev *rd, uint64_t n)
+{
+	const struct roce_dev *t = rd->pool ? rd->pool : rd;
+
+	return n <= rd->max_mr_pages - t->mr_pages;
+}
+static inline void roce_mr_pages_add(struct roce_dev *rd, int64_t n)
+{
+	rd->mr_pages += (uint64_t)n;
+	if (rd->pool)
+		rd->pool->mr_pages += (uint64_t)n;
+}
 /* Whether one more index can be allocated (from the pool if shared). */
 static inline bool roce_table_room(const struct roce_table *t)
 {

@@ -210,7 +210,7 @@ enum roce_err roce_mr_alloc(struct roce_dev *rd, uint32_t pdn, uint32_t max_num_
 		return ROCE_ERR_BAD_HANDLE;
 	if (!max_num_sg || max_num_sg > rd->attr.max_fast_reg_page_list_len)
 		return ROCE_ERR_RANGE;
-	if (!roce_mr_room(rd) || max_num_sg > rd->max_mr_pages - rd->mr_pages)
+	if (!roce_mr_room(rd) || !roce_mr_pages_room(rd, max_num_sg))
 		return ROCE_ERR_LIMIT;
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
@@ -226,7 +226,7 @@ enum roce_err roce_mr_alloc(struct roce_dev *rd, uint32_t pdn, uint32_t max_num_
 	}
 	mr->type = ROCE_MR_FAST;
 	mr->max_pages = max_num_sg;
-	rd->mr_pages += max_num_sg;
+	roce_mr_pages_add(rd, max_num_sg);
 	roce_mr_publish8(rd, mr, pd);
 	*out = mr;
 	return ROCE_OK;

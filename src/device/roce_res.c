@@ -385,7 +385,7 @@ void roce_mr_free(struct roce_dev *rd, struct roce_mr *mr)
 	}
 	for (i = 0; i < mr->nregions; i++)
 		vhost_mem_region_put(mr->regions[i]);
-	rd->mr_pages -= mr->type == ROCE_MR_FAST ? mr->max_pages : mr->npages;
+	roce_mr_pages_add(rd, -(int64_t)(mr->type == ROCE_MR_FAST ? mr->max_pages : mr->npages));
 	mr->pd->refcnt--;
 	roce_table_free(&rd->mrs, mr->mrn);
 	free(mr->regions);
@@ -449,6 +449,7 @@ void roce_dev_share_tables(struct roce_dev *rd, struct roce_dev *pool, void *own
 		t[i]->pool = p[i];
 		t[i]->owner = owner;
 	}
+	rd->pool = pool;
 }
 
 void roce_dev_fini(struct roce_dev *rd)
@@ -942,7 +943,7 @@ enum roce_err roce_mr_reg_user(struct roce_dev *rd, uint32_t pdn, uint32_t acces
 		return ROCE_ERR_RANGE;
 	if (npages != (length ? roce_span_pages(va, length) : 0))
 		return ROCE_ERR_NPAGES;
-	if (!roce_mr_room(rd) || npages > rd->max_mr_pages - rd->mr_pages)
+	if (!roce_mr_room(rd) || !roce_mr_pages_room(rd, npages))
 		return ROCE_ERR_LIMIT;
 	if (npages && !rd->mem)
 		return ROCE_ERR_PAGE;
@@ -989,7 +990,7 @@ enum roce_err roce_mr_reg_user(struct roce_dev *rd, uint32_t pdn, uint32_t acces
 	}
 	for (i = 0; i < mr->nregions; i++)
 		vhost_mem_region_get(mr->regions[i]);
-	rd->mr_pages += npages;
+	roce_mr_pages_add(rd, npages);
 	roce_mr_publish(rd, mr, pd);
 	*out = mr;
 	return ROCE_OK;

@@ -277,7 +277,7 @@ for ((r = 0; r < KILL_ROUNDS; r++)); do
 		fi
 	done
 	for p in "${vpids[@]}"; do kill_prog "$p"; done
-	for p in "${vpids[@]}"; do wait "$p" 2>/dev/null; done
+	for p in "${vpids[@]}"; do { wait "$p"; } 2>/dev/null; done
 	if [ $r = 0 ]; then
 		for ((i = 0; i < 400; i++)); do
 			[ "$(contexts_open d dev0)" -le 2 ] 2>/dev/null && break
@@ -334,7 +334,7 @@ ref1=$(refused_of d dev1)
 [ -n "$ref0" ] && [ -n "$ref1" ] && [ "$ref1" -gt "$ref0" ] && ok context_limit_counted ||
 	not_ok context_limit_counted "refused before $ref0 after $ref1"
 for p in "${hold[@]}"; do kill_prog "$p"; done
-for p in "${hold[@]}"; do wait "$p" 2>/dev/null; done
+for p in "${hold[@]}"; do { wait "$p"; } 2>/dev/null; done
 if vrun fourth.log "$SL" ibv_devinfo && grep -q PORT_ACTIVE "$T_TMP/fourth.log"; then
 	ok context_limit_freed
 else

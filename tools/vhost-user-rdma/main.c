@@ -60,6 +60,8 @@ static void usage(FILE *f)
 "                     4 + cqs + 2 * qps + srqs virtqueues must fit the ring limit\n"
 "                     (defaults shrink to fit; ext is dropped if even the event\n"
 "                     queue does not fit)\n"
+"  contexts=N         connections (contexts) served at once, 1..1024 (default\n"
+"                     64); qps, cqs, srqs, MRs and PDs are shared device totals\n"
 "\n"
 "Options:\n"
 "  --device SPEC          add a device (repeatable, at least one)\n"
