@@ -23,7 +23,10 @@
 # 6. L (contexts=2) with two contexts held: a third opener (ibv_devinfo)
 #    fails at once with the documented message; the daemon counts it
 #    refused; once the holders are gone, a new opener succeeds.
-# 7. The daemon stops cleanly on SIGTERM (exit 0; no sanitizer report).
+# 7. With the daemon stopped (SIGSTOP), an opener waiting for its first reply
+#    ends at once on SIGTERM and on SIGINT (default dispositions; exit status
+#    128 + signal), instead of waiting out its 30 s reply timeout.
+# 8. The daemon stops cleanly on SIGTERM (exit 0; no sanitizer report).
 . "$(dirname "$0")/../lib.sh"
 
 DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
@@ -42,7 +45,7 @@ ALL_TESTS="daemon_started devinfo_during_write_bw write_bw_unaffected same_socke
 	same_socket_ib_read_bw same_socket_ib_send_lat same_socket_ib_atomic_bw two_contexts
 	sixteen_processes kill_100_traffic_ok kill_100_fds_baseline kill_100_maps_baseline
 	kill_100_rss context_limit_refused context_limit_counted context_limit_freed
-	daemon_clean_exit"
+	blocked_open_sigTERM blocked_open_sigINT daemon_clean_exit"
 
 PRELOAD=""
 ASAN=0
@@ -341,7 +344,35 @@ else
 	not_ok context_limit_freed "$(tr '\n' ' ' <"$T_TMP/fourth.log")"
 fi
 
-# ---- 7. clean stop -------------------------------------------------------------------------
+# ---- 7. an opener waiting for a stopped daemon ends on SIGTERM / SIGINT -----------------
+# (the daemon is SIGSTOPped; the program is past exec and waiting for its
+# first reply; background jobs start with SIGINT ignored, so a small wrapper
+# restores its default disposition first)
+kill -STOP "$DPID"
+for sig in TERM INT; do
+	python3 -c 'import signal, os, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' "$RUN" --socket "$SA" -- ibv_devinfo \
+		>"$T_TMP/sig$sig.log" 2>&1 </dev/null &
+	spid=$!
+	for ((i = 0; i < 400; i++)); do
+		[ "$(cat "/proc/$spid/comm" 2>/dev/null)" = ibv_devinfo ] &&
+			ls -l "/proc/$spid/fd" 2>/dev/null | grep -q 'socket:' && break
+		sleep 0.05
+	done
+	kill -"$sig" "$spid"
+	wait "$spid"
+	rc=$?
+	want=$((128 + $(kill -l "$sig")))
+	if [ $rc = $want ]; then
+		ok "blocked_open_sig$sig"
+	else
+		not_ok "blocked_open_sig$sig" "exit status $rc, expected $want: $(tr '\n' ' ' <"$T_TMP/sig$sig.log")"
+	fi
+done
+kill -CONT "$DPID"
+
+# ---- 8. clean stop -------------------------------------------------------------------------
 d_stop d
 if [ "$D_RC" = 0 ]; then
 	ok daemon_clean_exit
