@@ -85,22 +85,18 @@ static void netdev_port_totals_dump(const struct netdev_ctx_totals *t, FILE *f)
 	roce_tp_stats_dump(&t->tp, f);
 }
 
-enum frame_kind { FRAME_OTHER, FRAME_NEIGH, FRAME_ROCE };
-
-/* What the port needs to know to steer a frame: the kind and, for RoCE v2,
- * the destination QPN of its BTH. Only a few header bytes are read; the
- * context's transport validates the frame in full. */
-static enum frame_kind netdev_port_classify(const struct pkt *p, uint32_t *qpn)
+/* Only a few header bytes are read; the context's transport validates the
+ * frame in full. */
+enum netdev_frame_kind netdev_port_classify(const uint8_t *d, uint32_t len, uint32_t *qpn)
 {
-	const uint8_t *d = p->data;
 	uint32_t l3 = ROCE_ETH_HLEN, l4;
 	uint16_t type;
 
-	if (p->len < ROCE_ETH_HLEN)
+	if (len < ROCE_ETH_HLEN)
 		return FRAME_OTHER;
 	type = get_be16(d + 12);
 	if (type == ROCE_ETH_P_8021Q) {
-		if (p->len < ROCE_ETH_HLEN + ROCE_VLAN_HLEN)
+		if (len < ROCE_ETH_HLEN + ROCE_VLAN_HLEN)
 			return FRAME_OTHER;
 		type = get_be16(d + 16);
 		l3 += ROCE_VLAN_HLEN;
@@ -110,14 +106,14 @@ static enum frame_kind netdev_port_classify(const struct pkt *p, uint32_t *qpn)
 	if (type == ROCE_ETH_P_IPV4) {
 		uint32_t ihl;
 
-		if (p->len < l3 + ROCE_IPV4_HLEN)
+		if (len < l3 + ROCE_IPV4_HLEN)
 			return FRAME_OTHER;
 		ihl = (d[l3] & 0x0fu) * 4;
 		if (ihl < ROCE_IPV4_HLEN || d[l3 + 9] != ROCE_IPPROTO_UDP)
 			return FRAME_OTHER;
 		l4 = l3 + ihl;
 	} else if (type == ROCE_ETH_P_IPV6) {
-		if (p->len < l3 + ROCE_IPV6_HLEN)
+		if (len < l3 + ROCE_IPV6_HLEN)
 			return FRAME_OTHER;
 		if (d[l3 + 6] == 58)
 			return FRAME_NEIGH;
@@ -127,7 +123,7 @@ static enum frame_kind netdev_port_classify(const struct pkt *p, uint32_t *qpn)
 	} else {
 		return FRAME_OTHER;
 	}
-	if (p->len < l4 + ROCE_UDP_HLEN + 8 || get_be16(d + l4 + 2) != ROCE_V2_UDP_DPORT)
+	if (len < l4 + ROCE_UDP_HLEN + 8 || get_be16(d + l4 + 2) != ROCE_V2_UDP_DPORT)
 		return FRAME_OTHER;
 	/* BTH: destination QP in bytes 5..7 */
 	*qpn = ((uint32_t)d[l4 + ROCE_UDP_HLEN + 5] << 16) |
@@ -176,7 +172,7 @@ static void netdev_port_xmit(struct port *port, struct pkt *p)
 		return;
 	}
 	if (dp->nctx > 1) {
-		switch (netdev_port_classify(p, &qpn)) {
+		switch (netdev_port_classify(p->data, p->len, &qpn)) {
 		case FRAME_ROCE:
 			nd = netdev_port_qpn_owner(dp, qpn);
 			if (nd && !nd->closing) {

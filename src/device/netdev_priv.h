@@ -88,6 +88,12 @@ struct netdev {
 	struct netdev_stats stats;
 };
 
+/* What the port reads of a frame from the switch to steer it: a RoCE v2
+ * frame (with the destination QPN of its BTH in *qpn), an ARP or ICMPv6 frame
+ * (for every context's neighbour cache), or anything else. */
+enum netdev_frame_kind { FRAME_OTHER, FRAME_NEIGH, FRAME_ROCE };
+enum netdev_frame_kind netdev_port_classify(const uint8_t *data, uint32_t len, uint32_t *qpn);
+
 /* A context for an accepted connection (fd taken in every case); NULL on
  * error. netdev_ctx_free only from the loop, never inside its callbacks. */
 struct netdev *netdev_ctx_new(struct netdev_port *dp, int fd);
