@@ -8,7 +8,7 @@
 #    PORT_ACTIVE while the pair is still running; the pair exits 0 with its
 #    result row.
 # 2. Server and client on the same socket A, unmodified Debian programs:
-#    ibv_rc_pingpong -c, ibv_ud_pingpong, ibv_srq_pingpong, ib_write_bw,
+#    ibv_rc_pingpong -c, ibv_uc_pingpong, ibv_ud_pingpong, ibv_srq_pingpong, ib_write_bw,
 #    ib_read_bw, ib_send_lat, ib_atomic_bw.
 # 3. tests/verbs/two_contexts: one process opens A twice; RC (SEND, WRITE,
 #    READ, FETCH_AND_ADD) and UD between the contexts, data compared; a SEND
@@ -41,7 +41,7 @@ KILL_ROUNDS=${VRDMA_SHARED_KILL_ROUNDS:-10}
 KILL_BATCH=10
 
 ALL_TESTS="daemon_started devinfo_during_write_bw write_bw_unaffected same_socket_rc_pingpong
-	same_socket_ud_pingpong same_socket_srq_pingpong same_socket_ib_write_bw
+	same_socket_uc_pingpong same_socket_ud_pingpong same_socket_srq_pingpong same_socket_ib_write_bw
 	same_socket_ib_read_bw same_socket_ib_send_lat same_socket_ib_atomic_bw two_contexts
 	sixteen_processes kill_100_traffic_ok kill_100_fds_baseline kill_100_maps_baseline
 	kill_100_rss context_limit_refused context_limit_counted context_limit_freed
@@ -210,6 +210,7 @@ same() {
 PP='^[0-9]+ iters in [0-9.]+ seconds'
 ROW='^ *[0-9]+ +[0-9]+ +[0-9.]+'
 same rc_pingpong "$PP" ibv_rc_pingpong -c -g 1 -n 200
+same uc_pingpong "$PP" ibv_uc_pingpong -g 1 -n 200
 same ud_pingpong "$PP" ibv_ud_pingpong -g 1 -n 200
 same srq_pingpong "$PP" ibv_srq_pingpong -g 1 -n 200
 same ib_write_bw "$ROW|^ *65536 " ib_write_bw -x 1 -n 200
