@@ -60,6 +60,8 @@ static void usage(FILE *f)
 "                     4 + cqs + 2 * qps + srqs virtqueues must fit the ring limit\n"
 "                     (defaults shrink to fit; ext is dropped if even the event\n"
 "                     queue does not fit)\n"
+"  contexts=N         connections (contexts) served at once, 1..1024 (default\n"
+"                     64); qps, cqs, srqs, MRs and PDs are shared device totals\n"
 "\n"
 "Options:\n"
 "  --device SPEC          add a device (repeatable, at least one)\n"
@@ -170,7 +172,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 struct daemon {
 	struct loop *loop;
 	struct sw *sw;
-	struct netdev *devs[MAX_DEVICES];
+	struct netdev_port *devs[MAX_DEVICES];
 	unsigned ndevs;
 	struct port *uplinks[MAX_UPLINKS];
 	unsigned nuplinks;
@@ -182,7 +184,7 @@ static void dump_stats(struct daemon *d)
 	const struct sw_stats *s = sw_get_stats(d->sw);
 
 	for (unsigned i = 0; i < d->ndevs; i++)
-		netdev_dump_stats(d->devs[i], stderr);
+		netdev_port_dump_stats(d->devs[i], stderr);
 	fprintf(stderr, "switch forwarded %llu flooded %llu dropped_no_port %llu dropped_runt %llu\n",
 		(unsigned long long)s->forwarded, (unsigned long long)s->flooded,
 		(unsigned long long)s->dropped_no_port, (unsigned long long)s->dropped_runt);
@@ -292,12 +294,12 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		for (unsigned j = 0; j < d.ndevs; j++) {
-			if (!strcmp(netdev_cfg(d.devs[j])->socket, cfg.socket)) {
+			if (!strcmp(netdev_port_cfg(d.devs[j])->socket, cfg.socket)) {
 				fprintf(stderr, "vhost-user-rdma: socket %s given twice\n", cfg.socket);
 				goto out;
 			}
 		}
-		d.devs[d.ndevs] = netdev_new(d.loop, d.sw, &cfg);
+		d.devs[d.ndevs] = netdev_port_new(d.loop, d.sw, &cfg);
 		if (!d.devs[d.ndevs]) {
 			fprintf(stderr, "vhost-user-rdma: device %s: %s\n", cfg.socket, strerror(errno));
 			goto out;
@@ -338,7 +340,7 @@ out:
 	for (unsigned i = 0; i < d.nuplinks; i++)
 		port_destroy(d.uplinks[i]);
 	for (unsigned i = 0; i < d.ndevs; i++)
-		netdev_free(d.devs[i]);
+		netdev_port_free(d.devs[i]);
 	if (d.sw)
 		sw_free(d.sw);
 	if (d.sigfd >= 0) {
