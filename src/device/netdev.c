@@ -525,6 +525,8 @@ static void netdev_port_destroy(struct port *port)
 static const struct port_ops netdev_port_ops = {
 	.xmit = netdev_port_xmit,
 	.destroy = netdev_port_destroy,
+	.busy = netdev_roce_port_busy,
+	.ready = netdev_roce_port_ready,
 };
 
 /* ---- poller ---- */

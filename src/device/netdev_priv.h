@@ -67,6 +67,9 @@ uint8_t netdev_roce_ctrl(struct netdev *nd, uint8_t cmd, const void *in, size_t 
 			 void *out, size_t out_cap, size_t *out_len);
 /* A frame from the switch: true if the RoCE engine took it. */
 bool netdev_roce_input(struct netdev *nd, struct pkt *p);
+/* Switch flow control of the device port (port_ops busy / ready). */
+bool netdev_roce_port_busy(const struct port *port);
+void netdev_roce_port_ready(struct port *port);
 bool netdev_roce_poll(struct netdev *nd);
 bool netdev_roce_arm(struct netdev *nd);
 void netdev_roce_disarm(struct netdev *nd);

@@ -403,8 +403,11 @@ void roce_comp_rexmit_timer(struct loop_timer *t, void *arg)
 	uint64_t to = roce_ack_timeout_ns(qp->attr.timeout), now;
 	uint8_t st = qp->attr.qp_state;
 
+	/* Nothing unacknowledged on the wire (completions may still wait for
+	 * CQ room, a rewound WQE for its turn): no timeout, the next send
+	 * arms the timer again. */
 	if ((st != VIRTIO_IB_QPS_RTS && st != VIRTIO_IB_QPS_SQD) || !to || !tq->swqe ||
-	    (tq->una == tq->sq_psn && tq->sq_head == tq->sq_cur))
+	    tq->una == tq->sq_psn)
 		return;
 	now = loop_now_ns();
 	if (tq->rnr_wait || now - tq->progress_ns < to) {

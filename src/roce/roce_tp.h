@@ -66,10 +66,19 @@ struct roce_tp_ops {
 	void (*notify)(void *ctx, struct vhost_vring *r, bool force);
 	/* The driver broke ring r (bad descriptors): report it (optional). */
 	void (*ring_error)(void *ctx, struct vhost_vring *r);
+	/* Flow control inside the process (optional, port.h sw_input_try):
+	 * xmit_try may refuse a frame with -EAGAIN (the engine keeps it and
+	 * holds its transmit until roce_tp_tx_ready); rx_room tells the switch
+	 * that our receive queue, busy before, has room again. */
+	int (*xmit_try)(void *ctx, struct pkt *p);
+	void (*rx_room)(void *ctx);
 };
 
 /* Tunables (compile-time). */
 #define ROCE_TP_RXQ_MAX        2048   /* frames queued in the device */
+#define ROCE_TP_RXQ_HIGH       1536   /* busy to senders of this process */
+#define ROCE_TP_RXQ_LOW        512    /* ... until it is back down to this */
+#define ROCE_TP_TXQ_MAX        8192   /* frames held for a busy receiver */
 #define ROCE_TP_RX_BATCH       256    /* frames handled per poll */
 #define ROCE_TP_QP_BUDGET      32     /* packets per QP per turn */
 #define ROCE_TP_RUN_BUDGET     1024   /* packets per poll, all QPs */
@@ -112,6 +121,8 @@ struct roce_tp_stats {
 	uint64_t tx_frames, tx_bytes;
 	uint64_t tx_nobuf;                     /* pkt_alloc failed */
 	uint64_t tx_build_err;                 /* roce_pkt_build failed (bug) */
+	uint64_t tx_held;                      /* refused by a busy receiver, kept */
+	uint64_t tx_queue_full;                /* dropped: held queue full */
 	/* reliable connection */
 	uint64_t acks_sent, naks_sent, rnr_naks_sent, read_resp_sent;
 	uint64_t acks_rcvd, naks_rcvd, rnr_naks_rcvd;
@@ -170,6 +181,10 @@ void roce_tp_reset(struct roce_tp *tp);
  * MAC); ARP / NS / NA frames for us are copied (queued) but returns false,
  * so they also reach the virtio-net receive queue. */
 bool roce_tp_input(struct roce_tp *tp, struct pkt *p);
+/* Flow control (see roce_tp_ops.xmit_try): true while the receive queue is
+ * past its high mark; the transmit held for a busy receiver may resume. */
+bool roce_tp_rx_busy(struct roce_tp *tp);
+void roce_tp_tx_ready(struct roce_tp *tp);
 
 /* Poller: process queued frames, scheduled QPs, kick-less rings, CQ
  * backlogs. Returns true if anything was done. */
@@ -425,6 +440,9 @@ struct roce_tp {
 	void *ctx;
 
 	struct pkt_queue rxq;     /* RoCE frames from the switch */
+	struct pkt_queue txq;     /* frames held for a busy receiver, in order */
+	bool tx_ready;            /* the receiver that refused us has room */
+	bool rx_busy;             /* we refused a sender (rx_room owed) */
 	struct roce_tq *runq_head, *runq_tail;
 	struct roce_tq *all;      /* every QP */
 	struct roce_tq *quiet;    /* QPs whose send-ring kicks are off */
@@ -459,6 +477,9 @@ void roce_tp_commit(struct roce_tp *tp);
 void roce_tp_qp_error(struct roce_tq *tq, bool sqe);
 /* Send a frame of tq (dmac resolved if the path has none); takes p. */
 void roce_tp_xmit(struct roce_tp *tp, struct pkt *p, const struct roce_path *path);
+/* A finished frame to the port (counted by the caller): sent, or held in order
+ * while a receiver of this process is busy (roce_tp_ops.xmit_try). */
+void roce_tp_output(struct roce_tp *tp, struct pkt *p);
 /* A ring broke: count, report, and move the owner QP to ERR. */
 void roce_tp_ring_broken(struct roce_tp *tp, struct roce_ring_ref *ref);
 /* Fill a path from an address vector for qp (smac, sport...). */
