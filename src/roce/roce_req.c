@@ -162,7 +162,7 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, boo
 		f.ackreq = true;
 	else if (qp->type == VIRTIO_IB_QPT_RC && w->opcode != VIRTIO_IB_WR_RDMA_READ)
 		f.ackreq = last || turn_end || k % ROCE_TP_ACKREQ_EVERY == ROCE_TP_ACKREQ_EVERY - 1 ||
-			   roce_psn_diff(roce_psn_add(tq->sq_psn, 1), tq->una) >= ROCE_TP_WINDOW;
+			   roce_recover_ackreq(tq);
 	f.ip_id = tp->ip_id++;
 
 	p = pkt_alloc();
@@ -282,7 +282,7 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			tq->sq_cur++;
 			continue;
 		}
-		if (rc && roce_psn_diff(tq->sq_psn, tq->una) >= ROCE_TP_WINDOW)
+		if (rc && roce_psn_diff(tq->sq_psn, tq->una) >= (int32_t)roce_recover_window(tq))
 			break;
 		if (w->next == 0) {
 			if (st == VIRTIO_IB_QPS_SQD && !w->started)
@@ -365,6 +365,34 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 		roce_comp_arm_timer(tq);
 	roce_comp_drain(tq);
 	return sent;
+}
+
+bool roce_req_resend_psn(struct roce_tq *tq, uint32_t psn, bool rd_atomic_ok)
+{
+	if (tq->qp->type != VIRTIO_IB_QPT_RC || !tq->swqe)
+		return false;
+	for (uint32_t i = tq->sq_head; i != tq->sq_tail; i++) {
+		struct roce_swqe *w = roce_sq_wqe(tq, i);
+		int32_t k;
+
+		if (!w->started)
+			break;
+		k = roce_psn_diff(psn, w->first_psn);
+		if (k < 0 || (uint32_t)k >= MAX(w->npkts, 1u))
+			continue;
+		if (roce_wr_is_rd_atomic(w->opcode)) {
+			if (!rd_atomic_ok)
+				return false;
+			k = 0; /* one request packet for all its PSNs */
+		} else if ((uint32_t)k >= w->next && w->state != ROCE_WQE_SENT &&
+			   w->state != ROCE_WQE_DONE) {
+			return false; /* not sent yet */
+		}
+		if (w->state == ROCE_WQE_DONE && w->bad)
+			return false;
+		return req_send_pkt(tq, w, (uint32_t)k, true) == 0;
+	}
+	return false;
 }
 
 void roce_req_rewind(struct roce_tq *tq)

@@ -1234,6 +1234,8 @@ void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 	DUMP(f, s, rewinds);
 	DUMP(f, s, retransmits);
 	DUMP(f, s, timeouts);
+	DUMP(f, s, probes);
+	DUMP(f, s, window_cuts);
 	DUMP(f, s, dup_reads);
 	fprintf(f, "\n  roce wr");
 	DUMP(f, s, send_wrs);

@@ -84,6 +84,9 @@ struct roce_tp_ops {
 #define ROCE_TP_RUN_BUDGET     1024   /* packets per poll, all QPs */
 #define ROCE_TP_WINDOW         256    /* RC: unacknowledged PSNs in flight */
 #define ROCE_TP_ACKREQ_EVERY   32     /* RC: AckReq at least every N packets */
+#define ROCE_TP_CWND_MIN       128    /* RC: smallest send window after losses */
+#define ROCE_TP_PROBE_NS       2000000ull /* RC: first loss probe without progress */
+#define ROCE_TP_PROBES         3      /* RC: probes (2, 4, 8 ms) before the timer */
 #define ROCE_TP_RENAK_EVERY    64     /* RC: repeat a sequence NAK every N
 				       * out-of-sequence packets */
 #define ROCE_TP_MAX_MSG_PKTS   (1u << 22) /* packets per message (PSN space) */
@@ -129,6 +132,8 @@ struct roce_tp_stats {
 	uint64_t rewinds;                      /* go-back-N restarts */
 	uint64_t retransmits;                  /* packets sent again */
 	uint64_t timeouts;                     /* retransmit timer expirations */
+	uint64_t probes;                       /* loss probes (roce_recover.c) */
+	uint64_t window_cuts;                  /* send window halved on a loss */
 	uint64_t dup_reads;                    /* duplicate READs answered again */
 	/* work requests and completions */
 	uint64_t send_wrs, recv_wrs;           /* WQEs popped */
@@ -401,6 +406,9 @@ struct roce_tq {
 	bool rewind_marked;
 	uint32_t sent_since_rewind; /* packets sent since the last rewind */
 	uint64_t progress_ns;     /* last forward progress (timer) */
+	uint32_t cwnd;            /* send window, PSNs (roce_recover.c) */
+	uint8_t probes;           /* loss probes since the last progress */
+	uint64_t probe_ns;        /* when the last one went (loop clock) */
 	struct loop_timer rexmit_timer;
 	struct loop_timer rnr_timer;
 
@@ -418,6 +426,7 @@ struct roce_tq {
 	bool nak_sent;            /* sequence/RNR NAK sent, wait for epsn */
 	bool nak_rnr;             /* ... and it was an RNR NAK */
 	uint32_t ooo_since_nak;   /* out-of-sequence packets since the NAK */
+	uint64_t nak_ns;          /* when it was sent (loop clock) */
 	bool uc_drop;             /* UC: drop until the next FIRST/ONLY */
 	bool ack_pending;
 	uint8_t ack_syndrome;
@@ -551,6 +560,21 @@ void roce_rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rwqe
 uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more);
 /* Go back to tq->una (RC go-back-N). */
 void roce_req_rewind(struct roce_tq *tq);
+/* Send the packet of PSN psn again (already sent once) with AckReq; a READ
+ * or atomic request only if rd_atomic_ok. Returns true if it was sent. */
+bool roce_req_resend_psn(struct roce_tq *tq, uint32_t psn, bool rd_atomic_ok);
+
+/* Loss recovery (roce_recover.c). */
+void roce_recover_reset(struct roce_tq *tq);
+uint32_t roce_recover_window(const struct roce_tq *tq);
+bool roce_recover_ackreq(const struct roce_tq *tq);
+void roce_recover_loss(struct roce_tq *tq);
+void roce_recover_acked(struct roce_tq *tq, uint32_t n);
+/* When the retransmit timer (probes, then the timeout) is due next. */
+uint64_t roce_recover_deadline(const struct roce_tq *tq, uint64_t to);
+/* The due timer probes (true) rather than times out. */
+bool roce_recover_probe_due(const struct roce_tq *tq, uint64_t to);
+void roce_recover_probe(struct roce_tq *tq);
 /* Number of response packets (READ) or packets of w for mtu. */
 uint32_t roce_req_npkts(const struct roce_swqe *w, uint32_t mtu);
 
