@@ -56,10 +56,15 @@ static uint64_t now_ns(const struct roce_tq *tq)
 
 static void comp_progress(struct roce_tq *tq)
 {
+	uint64_t now = now_ns(tq);
+
+	/* (Not after a probe: that gap measured the loss, not the path.) */
+	if (!tq->probes && tq->progress_ns && now > tq->progress_ns)
+		roce_recover_sample(tq, now - tq->progress_ns);
 	tq->probes = 0;
 	tq->retry_left = tq->qp->attr.retry_cnt;
 	tq->rnr_left = tq->qp->attr.rnr_retry;
-	tq->progress_ns = now_ns(tq);
+	tq->progress_ns = now;
 	tq->rewind_marked = false;
 	/* The window moved: the requester may send more. */
 	roce_tp_schedule(tq);

@@ -6,8 +6,9 @@
  *    every loss (NAK sequence error, READ response gap, probe, timeout),
  *    down to ROCE_TP_CWND_MIN, and grows back by half of what each ACK
  *    acknowledges, so a rewind never resends a whole window at once again;
- *  - probes before the transport timer: without progress for
- *    ROCE_TP_PROBE_NS (then twice, four times that...), a READ or atomic at
+ *  - probes before the transport timer: without progress for four
+ *    smoothed round trips (within ROCE_TP_PROBE_MIN_NS..ROCE_TP_PROBE_NS;
+ *    then twice, four times that...), a READ or atomic at
  *    the head is requested again from its first missing response, and a
  *    SEND or WRITE has its last packet sent again with AckReq (the
  *    responder answers a duplicate with an ACK, a packet beyond a gap with
@@ -22,6 +23,7 @@ void roce_recover_reset(struct roce_tq *tq)
 {
 	tq->cwnd = ROCE_TP_WINDOW;
 	tq->probes = 0;
+	tq->srtt_ns = 0;
 }
 
 uint32_t roce_recover_window(const struct roce_tq *tq)
@@ -47,8 +49,25 @@ void roce_recover_loss(struct roce_tq *tq)
 
 void roce_recover_acked(struct roce_tq *tq, uint32_t n)
 {
-	tq->probes = 0;
 	tq->cwnd = MIN(roce_recover_window(tq) + n / 2 + 1, (uint32_t)ROCE_TP_WINDOW);
+}
+
+void roce_recover_sample(struct roce_tq *tq, uint64_t gap_ns)
+{
+	/* Time from a send (or the previous progress) to the next progress:
+	 * a round-trip estimate, smoothed 1/8 like TCP's. */
+	if (gap_ns > ROCE_TP_PROBE_NS)
+		gap_ns = ROCE_TP_PROBE_NS;
+	tq->srtt_ns = tq->srtt_ns ? (uint32_t)((7ull * tq->srtt_ns + gap_ns) / 8) :
+				    (uint32_t)gap_ns;
+}
+
+/* First probe interval: a few round trips, within [PROBE_MIN, PROBE]. */
+static uint64_t probe_base(const struct roce_tq *tq)
+{
+	uint64_t b = tq->srtt_ns ? 4ull * tq->srtt_ns : ROCE_TP_PROBE_NS;
+
+	return MIN(MAX(b, ROCE_TP_PROBE_MIN_NS), ROCE_TP_PROBE_NS);
 }
 
 /* Probes only make sense well inside the transport timeout. */
@@ -65,10 +84,10 @@ uint64_t roce_recover_deadline(const struct roce_tq *tq, uint64_t to)
 		return tq->progress_ns + to;
 	if (tq->probes < ROCE_TP_PROBES)
 		return (tq->probes ? tq->probe_ns : tq->progress_ns) +
-		       (ROCE_TP_PROBE_NS << tq->probes);
+		       (probe_base(tq) << tq->probes);
 	/* The timeout, but never right after the last probe (the timer may
 	 * have fired late: a busy machine). */
-	d = tq->probe_ns + (ROCE_TP_PROBE_NS << (ROCE_TP_PROBES - 1));
+	d = tq->probe_ns + (probe_base(tq) << (ROCE_TP_PROBES - 1));
 	return MAX(d, tq->progress_ns + to);
 }
 

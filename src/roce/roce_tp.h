@@ -85,7 +85,8 @@ struct roce_tp_ops {
 #define ROCE_TP_WINDOW         256    /* RC: unacknowledged PSNs in flight */
 #define ROCE_TP_ACKREQ_EVERY   32     /* RC: AckReq at least every N packets */
 #define ROCE_TP_CWND_MIN       128    /* RC: smallest send window after losses */
-#define ROCE_TP_PROBE_NS       2000000ull /* RC: first loss probe without progress */
+#define ROCE_TP_PROBE_NS       2000000ull /* RC: first loss probe, at most */
+#define ROCE_TP_PROBE_MIN_NS   250000ull  /* ... and at least (4 x smoothed RTT) */
 #define ROCE_TP_PROBES         3      /* RC: probes (2, 4, 8 ms) before the timer */
 #define ROCE_TP_RENAK_EVERY    64     /* RC: repeat a sequence NAK every N
 				       * out-of-sequence packets */
@@ -409,6 +410,7 @@ struct roce_tq {
 	uint32_t cwnd;            /* send window, PSNs (roce_recover.c) */
 	uint8_t probes;           /* loss probes since the last progress */
 	uint64_t probe_ns;        /* when the last one went (loop clock) */
+	uint32_t srtt_ns;         /* smoothed send-to-progress time */
 	struct loop_timer rexmit_timer;
 	struct loop_timer rnr_timer;
 
@@ -569,6 +571,7 @@ void roce_recover_reset(struct roce_tq *tq);
 uint32_t roce_recover_window(const struct roce_tq *tq);
 bool roce_recover_ackreq(const struct roce_tq *tq);
 void roce_recover_loss(struct roce_tq *tq);
+void roce_recover_sample(struct roce_tq *tq, uint64_t gap_ns);
 void roce_recover_acked(struct roce_tq *tq, uint32_t n);
 /* When the retransmit timer (probes, then the timeout) is due next. */
 uint64_t roce_recover_deadline(const struct roce_tq *tq, uint64_t to);
