@@ -40,7 +40,7 @@ for f in "$fuzzdir"/fuzz_*; do
 	rc=$?
 	"$f" -merge=1 -timeout=10 -rss_limit_mb=2048 "$work" "$newc" >>"$log" 2>&1
 	rm -rf "$newc"
-	execs=$(awk -F: '/stat::number_of_executed_units/ { gsub(/ /, "", $2); print $2 }' "$log" | tail -1)
+	execs=$(awk '/stat::number_of_executed_units/ { print $NF }' "$log" | tail -1)
 	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | awk '{ print $2 }')
 	nfind=$(($(ls "$finds" | wc -l) - before))
 	[ $rc -ne 0 ] && [ $nfind -eq 0 ] && nfind="rc=$rc"
