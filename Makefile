@@ -7,6 +7,7 @@
 #                   devices and run a program through them
 #   make asan       the ASan+UBSan build in build/asan
 #   make fuzz       libFuzzer targets in build/fuzz
+#   make fuzz-soak  every fuzz target FUZZ_SECONDS (600) each, corpora merged back
 #   make clean
 #
 # Sources are found by directory, so adding a file needs no edit here:
@@ -78,7 +79,7 @@ ifneq ($(DEVFILES_SRCS),)
 ALL_TARGETS += $(DEVFILES_SO)
 endif
 
-.PHONY: all build asan fuzz test demo clean deps-build deps-test deps-demo
+.PHONY: all build asan fuzz fuzz-soak test demo clean deps-build deps-test deps-demo
 # Keep object files that pattern rules produce (else make deletes them as
 # intermediates and rebuilds every tool each time).
 .SECONDARY:
@@ -158,6 +159,11 @@ $(FUZZ_BUILD)/%: $(FUZZ_BUILD)/obj/fuzz/%.o $(FUZZ_LIB_OBJS)
 	$(Q)clang -fsanitize=fuzzer,address,undefined $^ -o $@ $(LDLIBS)
 
 fuzz: $(FUZZ_TARGETS)
+
+# Every fuzz target for FUZZ_SECONDS (600) each, corpora merged back
+# (scripts/fuzz_soak.sh; not part of make test).
+fuzz-soak: fuzz
+	$(Q)scripts/fuzz_soak.sh
 
 deps-build:
 	$(Q)scripts/deps.sh build

@@ -212,9 +212,35 @@ static void netdev_port_destroy(struct port *port)
 	(void)port;
 }
 
+/* Flow control (docs/design.md): the port refuses frames while any of its
+ * contexts' receive queues is near full, so steering never drops; when the
+ * switch has room again, every context resumes its held transmits. */
+static bool netdev_port_busy(const struct port *port)
+{
+	const struct netdev_port *dp = port->priv;
+	const struct netdev *nd;
+
+	for (nd = dp->ctxs; nd; nd = nd->next)
+		if (!nd->closing && netdev_roce_rx_busy(nd))
+			return true;
+	return false;
+}
+
+static void netdev_port_ready(struct port *port)
+{
+	struct netdev_port *dp = port->priv;
+	struct netdev *nd;
+
+	for (nd = dp->ctxs; nd; nd = nd->next)
+		if (!nd->closing)
+			netdev_roce_tx_ready(nd);
+}
+
 static const struct port_ops netdev_port_ops = {
 	.xmit = netdev_port_xmit,
 	.destroy = netdev_port_destroy,
+	.busy = netdev_port_busy,
+	.ready = netdev_port_ready,
 };
 
 /* ---- contexts ---- */
@@ -264,6 +290,8 @@ void netdev_port_ctx_closed(struct netdev_port *dp, struct netdev *nd)
 	dp->stats.contexts_closed++;
 	netdev_port_totals_add(dp->closed, nd);
 	netdev_ctx_free(nd);
+	/* senders held back by this context's full queue may go on */
+	sw_port_ready(dp->sw, &dp->port);
 }
 
 static int netdev_port_pool_init(struct netdev_port *dp)

@@ -125,6 +125,10 @@ uint8_t netdev_roce_ctrl(struct netdev *nd, uint8_t cmd, const void *in, size_t 
 			 void *out, size_t out_cap, size_t *out_len);
 /* A frame from the switch: true if the RoCE engine took it. */
 bool netdev_roce_input(struct netdev *nd, struct pkt *p);
+/* Switch flow control of a context: its receive queue is near full; room
+ * returned at the switch, resume held transmits. */
+bool netdev_roce_rx_busy(const struct netdev *nd);
+void netdev_roce_tx_ready(struct netdev *nd);
 bool netdev_roce_poll(struct netdev *nd);
 bool netdev_roce_arm(struct netdev *nd);
 void netdev_roce_disarm(struct netdev *nd);

@@ -31,6 +31,20 @@ static void nr_xmit(void *ctx, struct pkt *p)
 	sw_input(nd->sw, nd->port, p);
 }
 
+static int nr_xmit_try(void *ctx, struct pkt *p)
+{
+	struct netdev *nd = ctx;
+
+	return sw_input_try(nd->sw, nd->port, p);
+}
+
+static void nr_rx_room(void *ctx)
+{
+	struct netdev *nd = ctx;
+
+	sw_port_ready(nd->sw, nd->port);
+}
+
 static void nr_notify(void *ctx, struct vhost_vring *r, bool force)
 {
 	(void)ctx;
@@ -58,6 +72,8 @@ static const struct roce_tp_ops netdev_roce_tp_ops = {
 	.xmit = nr_xmit,
 	.notify = nr_notify,
 	.ring_error = nr_ring_error,
+	.xmit_try = nr_xmit_try,
+	.rx_room = nr_rx_room,
 };
 
 int netdev_roce_init(struct netdev *nd)
@@ -181,6 +197,18 @@ uint8_t netdev_roce_ctrl(struct netdev *nd, uint8_t cmd, const void *in, size_t 
 bool netdev_roce_input(struct netdev *nd, struct pkt *p)
 {
 	return nd->roce_tp && roce_tp_input(nd->roce_tp, p);
+}
+
+/* Switch flow control of a context (the port's busy / ready, netdev_port.c). */
+bool netdev_roce_rx_busy(const struct netdev *nd)
+{
+	return nd->roce_tp && roce_tp_rx_busy(nd->roce_tp);
+}
+
+void netdev_roce_tx_ready(struct netdev *nd)
+{
+	if (nd->roce_tp)
+		roce_tp_tx_ready(nd->roce_tp);
 }
 
 bool netdev_roce_poll(struct netdev *nd)

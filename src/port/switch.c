@@ -75,6 +75,12 @@ struct sw {
 	struct fault *fault_all;
 	struct sw_named_fault *named;
 
+	/* Flow control: wait_on[id] = 1 + the port id that refused port id
+	 * (0: not waiting); waited[id]: some port waits for id. */
+	uint16_t wait_on[SW_MAX_PORTS];
+	bool waited[SW_MAX_PORTS];
+	uint32_t wake_next;
+
 	/* Counters of fault instances already freed (see sw_get_stats). */
 	struct fault_stats fault_retired;
 	/* Behind a pointer so sw_get_stats() can refresh it from a const sw. */
@@ -341,6 +347,8 @@ void sw_detach(struct sw *s, struct port *p)
 	}
 	s->ports[p->id] = NULL;
 	s->port_fault[p->id] = NULL;
+	s->wait_on[p->id] = 0;
+	sw_port_ready(s, p); /* who waited for p retries (and meets no port) */
 	/* Frames of this port still held for reordering die with it. */
 	if (s->fault_all)
 		fault_discard_stream(s->fault_all, p->id);
@@ -479,6 +487,58 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 		fault_input(f, p->id, pkt);
 	else
 		sw_forward(s, pkt);
+}
+
+/* ---- flow control between ports of this switch ---- */
+
+/* The port a unicast frame would leave by, if it is known, else NULL. */
+static struct port *sw_unicast_out(const struct sw *s, const struct pkt *pkt)
+{
+	const struct sw_mac *e;
+
+	if (pkt->len < ETH_HDR_LEN || (pkt->data[0] & 1))
+		return NULL;
+	e = mac_find(s, mac_key(pkt->data));
+	return e ? s->ports[e->port] : NULL;
+}
+
+int sw_input_try(struct sw *s, struct port *p, struct pkt *pkt)
+{
+	struct port *out;
+
+	if (likely(s && p && pkt && p->sw == s)) {
+		out = sw_unicast_out(s, pkt);
+		if (out && !out->uplink && out->ops->busy && out->ops->busy(out) &&
+		    (out != p || p->hairpin)) {
+			s->wait_on[p->id] = (uint16_t)(out->id + 1);
+			s->waited[out->id] = true;
+			s->stats->held_busy++;
+			return -EAGAIN;
+		}
+	}
+	sw_input(s, p, pkt);
+	return 0;
+}
+
+void sw_port_ready(struct sw *s, struct port *p)
+{
+	uint32_t n, start, i;
+
+	if (!s || !p || p->id >= SW_MAX_PORTS || !s->waited[p->id])
+		return;
+	s->waited[p->id] = false;
+	n = s->nports;
+	start = n ? s->wake_next++ % n : 0;
+	for (i = 0; i < n; i++) {
+		struct port *w = s->list[(start + i) % n];
+
+		if (s->wait_on[w->id] != p->id + 1)
+			continue;
+		s->wait_on[w->id] = 0;
+		s->stats->woken++;
+		if (w->ops->ready)
+			w->ops->ready(w);
+	}
 }
 
 /* ---- configuration ---- */

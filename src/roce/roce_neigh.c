@@ -57,7 +57,7 @@ static void neigh_xmit(struct roce_tp *tp, struct pkt *p)
 {
 	tp->stats.tx_frames++;
 	tp->stats.tx_bytes += p->len;
-	tp->ops.xmit(tp->ctx, p);
+	roce_tp_output(tp, p);
 }
 
 static bool gid_is_ours(const struct roce_dev *rd, const uint8_t *gid)

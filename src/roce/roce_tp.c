@@ -112,6 +112,9 @@ void roce_tp_ring_broken(struct roce_tp *tp, struct roce_ring_ref *ref)
 
 /* ---- scheduling ----------------------------------------------------------- */
 
+static bool tx_flush(struct roce_tp *tp);
+static void rx_room_check(struct roce_tp *tp);
+
 void roce_tp_schedule(struct roce_tq *tq)
 {
 	struct roce_tp *tp = tq->tp;
@@ -335,6 +338,9 @@ bool roce_tp_poll(struct roce_tp *tp)
 	tp->in_event = true;
 	if (roce_recv_run(tp, ROCE_TP_RX_BATCH))
 		work = true;
+	rx_room_check(tp);
+	if (tp->txq.len && tx_flush(tp))
+		work = true;
 	if (tp->polled)
 		poll_rings(tp);
 	for (struct roce_tq *q = tp->quiet; q; q = q->quiet_next) {
@@ -352,7 +358,7 @@ bool roce_tp_poll(struct roce_tp *tp)
 	turns = 0;
 	for (struct roce_tq *t = tp->runq_head; t; t = t->run_next)
 		turns++;
-	while (turns-- && budget) {
+	while (turns-- && budget && !tp->txq.len) {
 		struct roce_tq *tq = runq_pop(tp);
 		uint32_t b = MIN(budget, (uint32_t)ROCE_TP_QP_BUDGET);
 		uint64_t before = tp->stats.tx_frames;
@@ -381,7 +387,8 @@ static void poll_timer_cb(struct loop_timer *t, void *arg)
 
 bool roce_tp_arm(struct roce_tp *tp)
 {
-	bool pending = tp->rxq.len || tp->runq_head;
+	/* Held frames wait for the receiver's room, and so do the QPs. */
+	bool pending = tp->rxq.len || (tp->txq.len ? tp->tx_ready : tp->runq_head != NULL);
 	bool need_timer = tp->polled != NULL;
 	struct roce_tp_ext *x = tp->ext;
 	struct roce_tcq *tc;
@@ -510,6 +517,85 @@ void roce_tp_path_from_av(const struct roce_tp *tp, const struct roce_qp *qp,
 	path->udp_sport = roce_udp_sport_from_qpn(qp->qpn);
 }
 
+/* ---- transmit flow control -------------------------------------------------- */
+
+/* A frame refused by a busy receiver goes back to the head of txq. */
+static void txq_unpop(struct pkt_queue *q, struct pkt *p)
+{
+	p->next = q->head;
+	q->head = p;
+	if (!q->tail)
+		q->tail = p;
+	q->len++;
+}
+
+/* Send, or hold behind frames already held (order is kept per sender). */
+void roce_tp_output(struct roce_tp *tp, struct pkt *p)
+{
+	if (tp->txq.len) {
+		if (unlikely(tp->txq.len >= ROCE_TP_TXQ_MAX)) {
+			tp->stats.tx_queue_full++;
+			pkt_free(p);
+			return;
+		}
+		pkt_queue_push(&tp->txq, p);
+		return;
+	}
+	if (!tp->ops.xmit_try) {
+		tp->ops.xmit(tp->ctx, p);
+		return;
+	}
+	if (tp->ops.xmit_try(tp->ctx, p) < 0) {
+		tp->stats.tx_held++;
+		tp->tx_ready = false;
+		pkt_queue_push(&tp->txq, p);
+	}
+}
+
+/* Sends what was held once the receiver has room. True when nothing is
+ * held any more (QPs may run). */
+static bool tx_flush(struct roce_tp *tp)
+{
+	struct pkt *p;
+
+	if (!tp->txq.len)
+		return true;
+	if (!tp->tx_ready)
+		return false;
+	tp->tx_ready = false;
+	while ((p = pkt_queue_pop(&tp->txq))) {
+		if (tp->ops.xmit_try(tp->ctx, p) < 0) {
+			tp->stats.tx_held++;
+			txq_unpop(&tp->txq, p);
+			return false;
+		}
+	}
+	return true;
+}
+
+bool roce_tp_rx_busy(struct roce_tp *tp)
+{
+	if (tp->rxq.len < ROCE_TP_RXQ_HIGH)
+		return false;
+	tp->rx_busy = true;
+	return true;
+}
+
+void roce_tp_tx_ready(struct roce_tp *tp)
+{
+	tp->tx_ready = true;
+}
+
+/* After receiving: below the low mark again, wake who we refused. */
+static void rx_room_check(struct roce_tp *tp)
+{
+	if (tp->rx_busy && tp->rxq.len <= ROCE_TP_RXQ_LOW) {
+		tp->rx_busy = false;
+		if (tp->ops.rx_room)
+			tp->ops.rx_room(tp->ctx);
+	}
+}
+
 void roce_tp_xmit(struct roce_tp *tp, struct pkt *p, const struct roce_path *path)
 {
 	static const uint8_t zero[6];
@@ -520,7 +606,7 @@ void roce_tp_xmit(struct roce_tp *tp, struct pkt *p, const struct roce_path *pat
 	}
 	tp->stats.tx_frames++;
 	tp->stats.tx_bytes += p->len;
-	tp->ops.xmit(tp->ctx, p);
+	roce_tp_output(tp, p);
 }
 
 /* ---- hooks ------------------------------------------------------------------ */
@@ -972,6 +1058,7 @@ struct roce_tp *roce_tp_new(struct roce_dev *rd, struct loop *loop,
 	tp->ops = *ops;
 	tp->ctx = ctx;
 	pkt_queue_init(&tp->rxq);
+	pkt_queue_init(&tp->txq);
 	loop_timer_init(&tp->poll_timer, poll_timer_cb, tp);
 	tp->neigh = roce_neigh_new(tp);
 	tp->ext = calloc(1, sizeof(*tp->ext));
@@ -999,6 +1086,8 @@ struct roce_tp *roce_tp_new(struct roce_dev *rd, struct loop *loop,
 void roce_tp_reset(struct roce_tp *tp)
 {
 	pkt_queue_purge(&tp->rxq);
+	pkt_queue_purge(&tp->txq);
+	rx_room_check(tp);
 	roce_neigh_flush(tp->neigh);
 	roce_tp_commit(tp);
 }
@@ -1012,6 +1101,7 @@ void roce_tp_free(struct roce_tp *tp)
 	if (tp->loop)
 		loop_timer_cancel(tp->loop, &tp->poll_timer);
 	pkt_queue_purge(&tp->rxq);
+	pkt_queue_purge(&tp->txq);
 	roce_neigh_free(tp->neigh);
 	/* SRQs still there were forgotten by the device (like QPs and CQs). */
 	while (tp->ext->srqs) {
@@ -1149,6 +1239,8 @@ void roce_tp_stats_dump(const struct roce_tp_stats *s, FILE *f)
 	DUMP(f, s, tx_bytes);
 	DUMP(f, s, tx_nobuf);
 	DUMP(f, s, tx_build_err);
+	DUMP(f, s, tx_held);
+	DUMP(f, s, tx_queue_full);
 	DUMP(f, s, acks_sent);
 	DUMP(f, s, naks_sent);
 	DUMP(f, s, rnr_naks_sent);
@@ -1159,6 +1251,8 @@ void roce_tp_stats_dump(const struct roce_tp_stats *s, FILE *f)
 	DUMP(f, s, rewinds);
 	DUMP(f, s, retransmits);
 	DUMP(f, s, timeouts);
+	DUMP(f, s, probes);
+	DUMP(f, s, window_cuts);
 	DUMP(f, s, dup_reads);
 	fprintf(f, "\n  roce wr");
 	DUMP(f, s, send_wrs);

@@ -66,15 +66,28 @@ struct roce_tp_ops {
 	void (*notify)(void *ctx, struct vhost_vring *r, bool force);
 	/* The driver broke ring r (bad descriptors): report it (optional). */
 	void (*ring_error)(void *ctx, struct vhost_vring *r);
+	/* Flow control inside the process (optional, port.h sw_input_try):
+	 * xmit_try may refuse a frame with -EAGAIN (the engine keeps it and
+	 * holds its transmit until roce_tp_tx_ready); rx_room tells the switch
+	 * that our receive queue, busy before, has room again. */
+	int (*xmit_try)(void *ctx, struct pkt *p);
+	void (*rx_room)(void *ctx);
 };
 
 /* Tunables (compile-time). */
 #define ROCE_TP_RXQ_MAX        2048   /* frames queued in the device */
+#define ROCE_TP_RXQ_HIGH       1536   /* busy to senders of this process */
+#define ROCE_TP_RXQ_LOW        512    /* ... until it is back down to this */
+#define ROCE_TP_TXQ_MAX        8192   /* frames held for a busy receiver */
 #define ROCE_TP_RX_BATCH       256    /* frames handled per poll */
 #define ROCE_TP_QP_BUDGET      32     /* packets per QP per turn */
 #define ROCE_TP_RUN_BUDGET     1024   /* packets per poll, all QPs */
 #define ROCE_TP_WINDOW         256    /* RC: unacknowledged PSNs in flight */
 #define ROCE_TP_ACKREQ_EVERY   32     /* RC: AckReq at least every N packets */
+#define ROCE_TP_CWND_MIN       128    /* RC: smallest send window after losses */
+#define ROCE_TP_PROBE_NS       2000000ull /* RC: first loss probe, at most */
+#define ROCE_TP_PROBE_MIN_NS   250000ull  /* ... and at least (4 x smoothed RTT) */
+#define ROCE_TP_PROBES         3      /* RC: probes (2, 4, 8 ms) before the timer */
 #define ROCE_TP_RENAK_EVERY    64     /* RC: repeat a sequence NAK every N
 				       * out-of-sequence packets */
 #define ROCE_TP_MAX_MSG_PKTS   (1u << 22) /* packets per message (PSN space) */
@@ -112,12 +125,16 @@ struct roce_tp_stats {
 	uint64_t tx_frames, tx_bytes;
 	uint64_t tx_nobuf;                     /* pkt_alloc failed */
 	uint64_t tx_build_err;                 /* roce_pkt_build failed (bug) */
+	uint64_t tx_held;                      /* refused by a busy receiver, kept */
+	uint64_t tx_queue_full;                /* dropped: held queue full */
 	/* reliable connection */
 	uint64_t acks_sent, naks_sent, rnr_naks_sent, read_resp_sent;
 	uint64_t acks_rcvd, naks_rcvd, rnr_naks_rcvd;
 	uint64_t rewinds;                      /* go-back-N restarts */
 	uint64_t retransmits;                  /* packets sent again */
 	uint64_t timeouts;                     /* retransmit timer expirations */
+	uint64_t probes;                       /* loss probes (roce_recover.c) */
+	uint64_t window_cuts;                  /* send window halved on a loss */
 	uint64_t dup_reads;                    /* duplicate READs answered again */
 	/* work requests and completions */
 	uint64_t send_wrs, recv_wrs;           /* WQEs popped */
@@ -170,6 +187,10 @@ void roce_tp_reset(struct roce_tp *tp);
  * MAC); ARP / NS / NA frames for us are copied (queued) but returns false,
  * so they also reach the virtio-net receive queue. */
 bool roce_tp_input(struct roce_tp *tp, struct pkt *p);
+/* Flow control (see roce_tp_ops.xmit_try): true while the receive queue is
+ * past its high mark; the transmit held for a busy receiver may resume. */
+bool roce_tp_rx_busy(struct roce_tp *tp);
+void roce_tp_tx_ready(struct roce_tp *tp);
 
 /* Poller: process queued frames, scheduled QPs, kick-less rings, CQ
  * backlogs. Returns true if anything was done. */
@@ -389,6 +410,10 @@ struct roce_tq {
 	bool rewind_marked;
 	uint32_t sent_since_rewind; /* packets sent since the last rewind */
 	uint64_t progress_ns;     /* last forward progress (timer) */
+	uint32_t cwnd;            /* send window, PSNs (roce_recover.c) */
+	uint8_t probes;           /* loss probes since the last progress */
+	uint64_t probe_ns;        /* when the last one went (loop clock) */
+	uint32_t srtt_ns;         /* smoothed send-to-progress time */
 	struct loop_timer rexmit_timer;
 	struct loop_timer rnr_timer;
 
@@ -406,6 +431,7 @@ struct roce_tq {
 	bool nak_sent;            /* sequence/RNR NAK sent, wait for epsn */
 	bool nak_rnr;             /* ... and it was an RNR NAK */
 	uint32_t ooo_since_nak;   /* out-of-sequence packets since the NAK */
+	uint64_t nak_ns;          /* when it was sent (loop clock) */
 	bool uc_drop;             /* UC: drop until the next FIRST/ONLY */
 	bool ack_pending;
 	uint8_t ack_syndrome;
@@ -428,6 +454,9 @@ struct roce_tp {
 	void *ctx;
 
 	struct pkt_queue rxq;     /* RoCE frames from the switch */
+	struct pkt_queue txq;     /* frames held for a busy receiver, in order */
+	bool tx_ready;            /* the receiver that refused us has room */
+	bool rx_busy;             /* we refused a sender (rx_room owed) */
 	struct roce_tq *runq_head, *runq_tail;
 	struct roce_tq *all;      /* every QP */
 	struct roce_tq *quiet;    /* QPs whose send-ring kicks are off */
@@ -462,6 +491,9 @@ void roce_tp_commit(struct roce_tp *tp);
 void roce_tp_qp_error(struct roce_tq *tq, bool sqe);
 /* Send a frame of tq (dmac resolved if the path has none); takes p. */
 void roce_tp_xmit(struct roce_tp *tp, struct pkt *p, const struct roce_path *path);
+/* A finished frame to the port (counted by the caller): sent, or held in order
+ * while a receiver of this process is busy (roce_tp_ops.xmit_try). */
+void roce_tp_output(struct roce_tp *tp, struct pkt *p);
 /* A ring broke: count, report, and move the owner QP to ERR. */
 void roce_tp_ring_broken(struct roce_tp *tp, struct roce_ring_ref *ref);
 /* Fill a path from an address vector for qp (smac, sport...). */
@@ -533,6 +565,22 @@ void roce_rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rwqe
 uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more);
 /* Go back to tq->una (RC go-back-N). */
 void roce_req_rewind(struct roce_tq *tq);
+/* Send the packet of PSN psn again (already sent once) with AckReq; a READ
+ * or atomic request only if rd_atomic_ok. Returns true if it was sent. */
+bool roce_req_resend_psn(struct roce_tq *tq, uint32_t psn, bool rd_atomic_ok);
+
+/* Loss recovery (roce_recover.c). */
+void roce_recover_reset(struct roce_tq *tq);
+uint32_t roce_recover_window(const struct roce_tq *tq);
+bool roce_recover_ackreq(const struct roce_tq *tq);
+void roce_recover_loss(struct roce_tq *tq);
+void roce_recover_sample(struct roce_tq *tq, uint64_t gap_ns);
+void roce_recover_acked(struct roce_tq *tq, uint32_t n);
+/* When the retransmit timer (probes, then the timeout) is due next. */
+uint64_t roce_recover_deadline(const struct roce_tq *tq, uint64_t to);
+/* The due timer probes (true) rather than times out. */
+bool roce_recover_probe_due(const struct roce_tq *tq, uint64_t to);
+void roce_recover_probe(struct roce_tq *tq);
 /* Number of response packets (READ) or packets of w for mtu. */
 uint32_t roce_req_npkts(const struct roce_swqe *w, uint32_t mtu);
 

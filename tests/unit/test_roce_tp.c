@@ -764,6 +764,55 @@ static void test_rc_sges_inline(void)
 	pair_fini(&p);
 }
 
+/* Flow control inside the switch: b's receive queue is filled past its
+ * high mark with frames for no QP; a SEND from a is then held (not dropped)
+ * until b has drained its queue, and completes intact. */
+static void test_busy_receiver_holds(void)
+{
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+	struct roce_path path;
+	struct roce_hdr_fields f;
+	struct pkt *tmpl;
+	uint32_t i;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	pair_init(&p, &c);
+	bufs_init(&p, &b, 1u << 16);
+	CHECK(do_op(&p, &b, VIRTIO_IB_WR_SEND, 100, 1, false, 1)); /* MACs learned */
+
+	memset(&path, 0, sizeof(path));
+	memcpy(path.smac, p.a->mac, 6);
+	memcpy(path.dmac, p.b->mac, 6);
+	roce_gid_from_ipv4(path.sgid, (const uint8_t *)&p.a->ip4);
+	roce_gid_from_ipv4(path.dgid, (const uint8_t *)&p.b->ip4);
+	memset(&f, 0, sizeof(f));
+	f.opcode = ROCE_OP_RC_ACKNOWLEDGE;
+	f.pkey = ROCE_PKEY_DEFAULT;
+	f.dqpn = 0xFFFFFE; /* no such QP: dropped as rx_no_qp */
+	tmpl = pkt_alloc();
+	REQUIRE(tmpl);
+	REQUIRE(roce_pkt_build_frame(tmpl, &path, &f, NULL, 0) == 0);
+	for (i = 0; i < ROCE_TP_RXQ_HIGH; i++) {
+		struct pkt *x = pkt_clone(tmpl);
+
+		REQUIRE(x);
+		CHECK(roce_tp_input(p.b->tp, x));
+	}
+	pkt_free(tmpl);
+	CHECK(roce_tp_rx_busy(p.b->tp));
+
+	for (i = 0; i < 3; i++)
+		CHECK(do_op(&p, &b, all_ops[i], 20000, 2, false, 10 + i));
+	CHECK(p.a->tp->stats.tx_held > 0);
+	CHECK_EQ(p.b->tp->stats.rx_queue_full, 0u);
+	CHECK_EQ(p.a->tp->stats.tx_queue_full, 0u);
+	CHECK(p.b->tp->stats.rx_no_qp >= ROCE_TP_RXQ_HIGH);
+	CHECK(!roce_tp_rx_busy(p.b->tp));
+	pair_fini(&p);
+}
+
 /* Two QPs of one device talk through the switch hairpin. */
 static void test_rc_loopback(void)
 {
@@ -1361,6 +1410,7 @@ int main(int argc, char **argv)
 	RUN(test_polled_rings_traffic);
 	RUN(test_quiet_send_ring);
 	RUN(test_rc_loopback);
+	RUN(test_busy_receiver_holds);
 	RUN(test_rc_sges_inline);
 	RUN(test_rc_sizes_ipv6);
 	RUN(test_rc_sizes);
