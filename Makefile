@@ -42,7 +42,7 @@ ifeq ($(V),1)
 Q :=
 endif
 
-CORE_DIRS   := src/common src/vhost src/virtio src/port src/roce src/device src/driver
+CORE_DIRS   := src/common src/vhost src/virtio src/port src/roce src/device src/driver src/mgmt
 DRIVER_DIRS := src/common src/vhost src/virtio src/driver
 CORE_SRCS   := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c))
 DRIVER_SRCS := $(foreach d,$(DRIVER_DIRS),$(wildcard $(d)/*.c))

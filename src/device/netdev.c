@@ -737,7 +737,10 @@ struct netdev *netdev_new(struct loop *loop, struct sw *sw, const struct netdev_
 	nd->port.ops = &netdev_port_ops;
 	nd->port.hairpin = true;
 	nd->port.priv = nd;
-	snprintf(nd->port.name, sizeof(nd->port.name), "dev%u", cfg->index);
+	if (cfg->name[0])
+		snprintf(nd->port.name, sizeof(nd->port.name), "%s", cfg->name);
+	else
+		snprintf(nd->port.name, sizeof(nd->port.name), "dev%u", cfg->index);
 	rc = sw_attach(sw, &nd->port);
 	if (rc < 0) {
 		LOG_ERR("%s: cannot attach to the switch: %s", cfg->socket, strerror(-rc));

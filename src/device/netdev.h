@@ -36,6 +36,7 @@ struct netdev_cfg {
 	bool roce_ext;           /* offer VIRTIO_NET_F_ROCE_EXT (with roce) */
 	uint32_t max_srqs;       /* config max_rdma_srqs (with roce_ext) */
 	unsigned index;          /* position on the command line (names, MAC) */
+	char name[32];           /* port name; "" = dev<index> */
 };
 
 /* Defaults for cfg fields not given on the command line. */
