@@ -3,6 +3,7 @@
 #include "mgmt/kv.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 static void json_string(FILE *f, const char *s)
 {
@@ -70,6 +71,7 @@ void kvw_obj_begin(struct kvw *k)
 {
 	if (!k->json) {
 		fputs(k->kind, k->f);
+		k->first[0] = true;
 		return;
 	}
 	if (k->depth >= KV_MAX_DEPTH)
@@ -92,7 +94,12 @@ void kvw_obj_end(struct kvw *k)
 void kvw_str(struct kvw *k, const char *key, const char *val)
 {
 	if (!k->json) {
-		fprintf(k->f, " %s %s", key, val);
+		/* "dev NAME ..." rather than "dev dev NAME ...". */
+		if (k->first[0] && !strcmp(key, k->kind))
+			fprintf(k->f, " %s", val);
+		else
+			fprintf(k->f, " %s %s", key, val);
+		k->first[0] = false;
 		return;
 	}
 	sep(k);
@@ -105,6 +112,7 @@ void kvw_u64(struct kvw *k, const char *key, uint64_t val)
 {
 	if (!k->json) {
 		fprintf(k->f, " %s %" PRIu64, key, val);
+		k->first[0] = false;
 		return;
 	}
 	sep(k);
@@ -116,6 +124,7 @@ void kvw_bool(struct kvw *k, const char *key, bool val)
 {
 	if (!k->json) {
 		fprintf(k->f, " %s %s", key, val ? "yes" : "no");
+		k->first[0] = false;
 		return;
 	}
 	sep(k);
