@@ -8,6 +8,8 @@
 #   make asan       the ASan+UBSan build in build/asan
 #   make fuzz       libFuzzer targets in build/fuzz
 #   make clean
+#   make install    PREFIX=/usr/local DESTDIR= (see "Install" below); make uninstall
+#   make deps       install the packages the build needs (scripts/deps.sh build)
 #
 # Sources are found by directory, so adding a file needs no edit here:
 #   src/{common,vhost,virtio,port,roce,device,driver}/*.c -> build/lib/libvrdma-core.a
@@ -72,11 +74,30 @@ ifneq ($(VERBS_SRCS),)
 ALL_TARGETS += $(VERBS_SO)
 endif
 
-.PHONY: all build asan fuzz test demo clean deps-build deps-test deps-demo
+.PHONY: all build asan fuzz test demo clean deps deps-build deps-test deps-demo \
+	depcheck install uninstall
 # Keep object files that pattern rules produce (else make deletes them as
 # intermediates and rebuilds every tool each time).
 .SECONDARY:
-all: $(ALL_TARGETS)
+all: depcheck $(ALL_TARGETS)
+
+# ---- missing build dependencies: say which and how to get them ----------------
+# One probe per package of scripts/deps.sh's build set, before any compiler
+# error about a missing header.
+DEP_PROBES := zlib.h:zlib1g-dev isa-l.h:libisal-dev pcap/pcap.h:libpcap-dev \
+	infiniband/verbs.h:libibverbs-dev
+depcheck:
+	@missing=""; \
+	command -v $(CC) >/dev/null 2>&1 || missing="$$missing gcc"; \
+	for p in $(DEP_PROBES); do \
+		h=$${p%%:*}; pkg=$${p#*:}; \
+		echo "#include <$$h>" | $(CC) -E -x c - >/dev/null 2>&1 || missing="$$missing $$pkg"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "vrdma: missing build dependencies:$$missing" >&2; \
+		echo "vrdma: run: make deps   (or: sudo scripts/deps.sh build)" >&2; \
+		exit 1; \
+	fi
 build: all
 
 $(BUILD)/obj/%.o: %.c
@@ -92,8 +113,10 @@ $(CORE_LIB): $(call obj,$(CORE_SRCS))
 $(DRIVER_SO): $(call obj,$(DRIVER_SRCS)) src/driver/libvrdma.map
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) -shared -Wl,-soname,libvrdma.so -Wl,--version-script=src/driver/libvrdma.map \
+	$(Q)$(CC) -shared -Wl,-soname,libvrdma.so.$(VRDMA_SOMAJOR) \
+		-Wl,--version-script=src/driver/libvrdma.map \
 		-Wl,-z,defs $(LDFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
+	$(Q)ln -sf libvrdma.so $@.$(VRDMA_SOMAJOR)
 
 $(VERBS_SO): $(call obj,$(VERBS_SRCS) $(DRIVER_SRCS)) src/verbs/libibverbs.map
 	@mkdir -p $(dir $@)
@@ -147,7 +170,7 @@ $(FUZZ_BUILD)/%: $(FUZZ_BUILD)/obj/fuzz/%.o $(FUZZ_LIB_OBJS)
 
 fuzz: $(FUZZ_TARGETS)
 
-deps-build:
+deps deps-build:
 	$(Q)scripts/deps.sh build
 deps-test:
 	$(Q)scripts/deps.sh test
@@ -166,5 +189,67 @@ demo: deps-demo
 
 clean:
 	rm -rf build
+
+# ---- Install (make install PREFIX=/usr DESTDIR=/tmp/stage) ---------------------
+# The daemon goes to sbin, the tools to bin, libvrdma (soname libvrdma.so.1)
+# with its headers and vrdma.pc to the usual places. The drop-in
+# libibverbs.so.1 (and librdmacm.so.1 when built) and the allocator go to a
+# private PKGLIBDIR, never on the loader's path: vrdma-run finds them in
+# ../lib/vrdma next to itself.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+SBINDIR    ?= $(PREFIX)/sbin
+LIBDIR     ?= $(PREFIX)/lib
+PKGLIBDIR  := $(LIBDIR)/vrdma
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(LIBDIR)/systemd/system
+VRDMA_VERSION := 1.0.0
+VRDMA_SOMAJOR := 1
+INSTALL_SBIN  := vhost-user-rdma
+INSTALL_BIN   := vrdma-run vrdmactl vrdma-netcat vrdma-rdmatest
+DROPIN_LIBS   := libibverbs.so.1 librdmacm.so.1
+MAN_PAGES     := $(wildcard man/*.[1-8])
+
+install: all
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(INCLUDEDIR)/vrdma $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/vrdma
+	install -m 755 $(addprefix $(BUILD)/bin/,$(INSTALL_SBIN)) $(DESTDIR)$(SBINDIR)/
+	install -m 755 $(addprefix $(BUILD)/bin/,$(INSTALL_BIN)) $(DESTDIR)$(BINDIR)/
+	install -m 755 $(DRIVER_SO) $(DESTDIR)$(LIBDIR)/libvrdma.so.$(VRDMA_VERSION)
+	ln -sf libvrdma.so.$(VRDMA_VERSION) $(DESTDIR)$(LIBDIR)/libvrdma.so.$(VRDMA_SOMAJOR)
+	ln -sf libvrdma.so.$(VRDMA_SOMAJOR) $(DESTDIR)$(LIBDIR)/libvrdma.so
+	install -m 644 include/vrdma/*.h $(DESTDIR)$(INCLUDEDIR)/vrdma/
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|$(VRDMA_VERSION)|' dist/vrdma.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/vrdma.pc
+	for l in $(DROPIN_LIBS) libvrdma-shmalloc.so; do \
+		[ ! -e $(BUILD)/lib/$$l ] || install -m 755 $(BUILD)/lib/$$l $(DESTDIR)$(PKGLIBDIR)/ || exit 1; \
+	done
+	for m in $(MAN_PAGES); do \
+		s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s && \
+		install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/ || exit 1; \
+	done
+	sed -e 's|@SBINDIR@|$(SBINDIR)|; s|@SYSCONFDIR@|$(SYSCONFDIR)|' \
+		dist/vhost-user-rdma.service.in >$(DESTDIR)$(UNITDIR)/vhost-user-rdma.service
+	[ -e $(DESTDIR)$(SYSCONFDIR)/vrdma/vrdma.conf ] || \
+		install -m 644 dist/vrdma.conf $(DESTDIR)$(SYSCONFDIR)/vrdma/vrdma.conf
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(SBINDIR)/,$(INSTALL_SBIN)) \
+		$(addprefix $(DESTDIR)$(BINDIR)/,$(INSTALL_BIN)) \
+		$(DESTDIR)$(LIBDIR)/libvrdma.so.$(VRDMA_VERSION) \
+		$(DESTDIR)$(LIBDIR)/libvrdma.so.$(VRDMA_SOMAJOR) $(DESTDIR)$(LIBDIR)/libvrdma.so \
+		$(DESTDIR)$(LIBDIR)/pkgconfig/vrdma.pc \
+		$(addprefix $(DESTDIR)$(PKGLIBDIR)/,$(DROPIN_LIBS) libvrdma-shmalloc.so) \
+		$(addprefix $(DESTDIR)$(INCLUDEDIR)/vrdma/,$(notdir $(wildcard include/vrdma/*.h))) \
+		$(DESTDIR)$(UNITDIR)/vhost-user-rdma.service
+	for m in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}; done
+	# The config file stays if it was edited.
+	! cmp -s dist/vrdma.conf $(DESTDIR)$(SYSCONFDIR)/vrdma/vrdma.conf || \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/vrdma/vrdma.conf
+	-rmdir $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(INCLUDEDIR)/vrdma $(DESTDIR)$(SYSCONFDIR)/vrdma \
+		2>/dev/null
 
 -include $(shell find $(BUILD)/obj $(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)
