@@ -74,10 +74,15 @@ fi
 # A program built against the installed headers and library.
 cat >"$T_TMP/prog.c" <<'EOF'
 #include <vrdma/vrdma.h>
-int main(void) { return vrdma_dev_event_fd ? 0 : 1; }
+int main(void)
+{
+	int (*volatile f)(const struct vrdma_dev *) = vrdma_dev_event_fd;
+
+	return f ? 0 : 1;
+}
 EOF
 PKGENV=(env PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR="$ROOT/usr/lib/pkgconfig"
-	PKG_CONFIG_SYSROOT_DIR="$ROOT")
+	PKG_CONFIG_SYSROOT_DIR="$ROOT" PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1)
 if ver=$("${PKGENV[@]}" pkg-config --modversion vrdma) && [ -n "$ver" ] &&
    gcc -o "$T_TMP/prog" "$T_TMP/prog.c" $("${PKGENV[@]}" pkg-config --cflags --libs vrdma) \
 	>"$T_TMP/cc.log" 2>&1 &&
@@ -85,7 +90,7 @@ if ver=$("${PKGENV[@]}" pkg-config --modversion vrdma) && [ -n "$ver" ] &&
 	ok pkgconfig
 	echo "# vrdma.pc version $ver"
 else
-	not_ok pkgconfig "$(cat "$T_TMP/cc.log" | tr '\n' ' ')"
+	not_ok pkgconfig "version '$ver': $(cat "$T_TMP/cc.log" | tr '\n' ' ')"
 fi
 
 # ---- 2. man pages --------------------------------------------------------------
