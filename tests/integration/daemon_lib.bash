@@ -47,7 +47,8 @@ d_stats() {
 # signal, which would turn a slow (loaded machine) but clean shutdown into a
 # SIGKILL after 5 s (exit status 137).
 d_stop() {
-	local name=$1 p=${D_TPID[$1]} end
+	local name=$1 p=${D_TPID[$1]} end t0
+	t0=$(date +%s%N)
 	kill -TERM "${D_PID[$1]:-$p}" 2>/dev/null
 	end=$((SECONDS + 60))
 	while ((SECONDS < end)); do
@@ -59,4 +60,5 @@ d_stop() {
 		kill -KILL "$p" 2>/dev/null
 	wait "$p" 2>/dev/null
 	D_RC=$?
+	echo "# daemon $name stopped in $((($(date +%s%N) - t0) / 1000000)) ms (status $D_RC)"
 }
