@@ -24,6 +24,8 @@
 #include "port/port.h"
 #include "daemon.h"
 
+#define SHUTDOWN_SECONDS 30
+
 struct options {
 	char *devices[MAX_DEVICES];
 	unsigned ndevices;
@@ -386,6 +388,10 @@ int main(int argc, char **argv)
 	}
 	LOG_INFO("serving %u device(s), %u uplink(s), poll %u us", d.ndevs, d.nuplinks, o.poll_us);
 	rc = loop_run(d.loop) < 0 ? 1 : 0;
+	/* Teardown is O(configured objects) and waits on no peer; should it
+	 * ever hang, SIGALRM ends the process (status 142) instead of a
+	 * service manager's SIGKILL much later. */
+	alarm(SHUTDOWN_SECONDS);
 	if (o.stats_on_exit)
 		dump_stats(&d);
 out:
