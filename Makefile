@@ -110,7 +110,7 @@ $(CORE_LIB): $(call obj,$(CORE_SRCS))
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(DRIVER_SO): $(call obj,$(DRIVER_SRCS)) src/driver/libvrdma.map
+$(DRIVER_SO): $(call obj,$(DRIVER_SRCS)) src/driver/libvrdma.map Makefile
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) -shared -Wl,-soname,libvrdma.so.$(VRDMA_SOMAJOR) \
