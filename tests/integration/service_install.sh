@@ -7,7 +7,7 @@
 #     drop-in libibverbs.so.1 and the allocator in lib/vrdma, the unit, the
 #     config and the man pages; make uninstall removes them again.
 #  2. Every installed man page renders with `man --warnings -l` without a
-#     warning.
+#     warning; the systemd unit passes `systemd-analyze verify`.
 #  3. The installed daemon starts from a config file (two devices, sockets
 #     and control socket in one directory, socket-mode applied); a broken
 #     config is refused with its line number.
@@ -37,10 +37,10 @@ fi
 VENV=(env LD_PRELOAD="$PRELOAD"
 	ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1")
 
-ALL_TESTS="install_tree pkgconfig man_pages uninstall config_error daemon_from_config
+ALL_TESTS="install_tree pkgconfig man_pages service_unit uninstall config_error daemon_from_config
 	socket_mode perftest_qp_shown counters_moving json_valid hotplug_pingpong
 	traffic_uninterrupted capture hot_unplug reload perftest_done daemon_clean_exit"
-for c in ib_write_bw ibv_rc_pingpong man python3 pkg-config ss; do
+for c in ib_write_bw ibv_rc_pingpong man python3 pkg-config ss systemd-analyze; do
 	if ! command -v "$c" >/dev/null; then
 		for t in $ALL_TESTS; do not_ok "$t" "$c not installed (scripts/deps.sh test)"; done
 		t_done
@@ -107,6 +107,18 @@ if [ -z "$bad" ] && [ "$n" -ge 6 ]; then
 	echo "# $n man pages render without warnings"
 else
 	not_ok man_pages "$n pages:$bad"
+fi
+
+# The unit passes systemd's checks (its binary taken from the install tree).
+unit="$ROOT/usr/lib/systemd/system/vhost-user-rdma.service"
+sed "s|=/usr/sbin/|=$ROOT/usr/sbin/|" "$unit" >"$T_TMP/vhost-user-rdma.service"
+if grep -q '^ExecStart=/usr/sbin/vhost-user-rdma --config /etc/vrdma/vrdma.conf$' "$unit" &&
+   grep -q '^ExecReload=/bin/kill -HUP \$MAINPID$' "$unit" &&
+   grep -q '^RuntimeDirectory=vrdma$' "$unit" &&
+   systemd-analyze verify --man=no "$T_TMP/vhost-user-rdma.service" >"$T_TMP/unit.log" 2>&1; then
+	ok service_unit
+else
+	not_ok service_unit "$(cat "$T_TMP/unit.log" | tr '\n' ' ')"
 fi
 
 # uninstall from a second tree (the first one is used below)
