@@ -38,9 +38,9 @@ VENV=(env LD_PRELOAD="$PRELOAD"
 	ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1")
 
 ALL_TESTS="install_tree pkgconfig man_pages service_unit uninstall config_error daemon_from_config
-	socket_mode perftest_qp_shown counters_moving json_valid hotplug_pingpong
+	socket_mode control_access watch perftest_qp_shown counters_moving json_valid hotplug_pingpong
 	traffic_uninterrupted capture hot_unplug reload perftest_done daemon_clean_exit"
-for c in ib_write_bw ibv_rc_pingpong man python3 pkg-config ss systemd-analyze; do
+for c in ib_write_bw ibv_rc_pingpong man python3 pkg-config ss systemd-analyze setpriv; do
 	if ! command -v "$c" >/dev/null; then
 		for t in $ALL_TESTS; do not_ok "$t" "$c not installed (scripts/deps.sh test)"; done
 		t_done
@@ -141,6 +141,7 @@ cat >"$CONF" <<EOF
 [global]
 socket-dir = $RUNDIR
 socket-mode = 0660
+socket-group = nogroup
 poll-us = 0
 
 [device a]
@@ -174,10 +175,29 @@ else
 fi
 DPID=$(cat "$T_TMP/d.pid")
 ctl() { timeout 30 "$CTL" -s "$RUNDIR/control" "$@"; }
-if [ "$(stat -c %a "$RUNDIR/a.sock")" = 660 ] && [ "$(stat -c %a "$RUNDIR/control")" = 600 ]; then
+if [ "$(stat -c %a:%G "$RUNDIR/a.sock")" = 660:nogroup ] &&
+   [ "$(stat -c %a:%G "$RUNDIR/control")" = 660:nogroup ]; then
 	ok socket_mode
 else
-	not_ok socket_mode "$(stat -c '%n %a' "$RUNDIR"/*)"
+	not_ok socket_mode "$(stat -c '%n %a %G' "$RUNDIR"/*)"
+fi
+# The socket group may look but not change; others cannot connect.
+chmod 711 "$T_TMP" "$RUNDIR"
+as_user() { setpriv --reuid=nobody --regid="$1" --clear-groups -- "${@:2}"; }
+as_user nogroup "$CTL" -s "$RUNDIR/control" dev show >"$T_TMP/ro.log" 2>&1; r1=$?
+as_user nogroup "$CTL" -s "$RUNDIR/control" dev add zz >"$T_TMP/rw.log" 2>&1; r2=$?
+as_user daemon "$CTL" -s "$RUNDIR/control" dev show >"$T_TMP/no.log" 2>&1; r3=$?
+if [ $r1 = 0 ] && grep -q '^dev a ' "$T_TMP/ro.log" && [ $r2 = 1 ] &&
+   grep -q 'permission denied' "$T_TMP/rw.log" && ! ctl dev show zz >/dev/null 2>&1 && [ $r3 = 3 ]; then
+	ok control_access
+else
+	not_ok control_access "group look rc=$r1, group change rc=$r2 ($(cat "$T_TMP/rw.log")), other rc=$r3 ($(cat "$T_TMP/no.log"))"
+fi
+# watch mode: three answers.
+if [ "$(ctl -w 0.1 -c 3 dev show a | grep -c '^dev a ')" = 3 ]; then
+	ok watch
+else
+	not_ok watch "$(ctl -w 0.1 -c 3 dev show a 2>&1 | tr '\n' ' ')"
 fi
 
 # ---- 4. perftest, seen through vrdmactl ------------------------------------------
