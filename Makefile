@@ -100,7 +100,7 @@ depcheck:
 	fi
 build: all
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c | depcheck
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
