@@ -332,8 +332,22 @@ if kill -0 "$BW_CLI" 2>/dev/null && psn_moves a; then
 else
 	not_ok traffic_uninterrupted "ib_write_bw stopped or its QP did not move: $(ctl res show qp dev a 2>&1 | tr '\n' ' ')"
 fi
-# pcap: 24-byte header plus at least one record.
-if [ -s "$T_TMP/c.pcap" ] && [ "$(stat -c %s "$T_TMP/c.pcap")" -gt 100 ]; then
+# pcap: the header, then RoCE v2 frames (UDP port 4791) of both ends.
+if python3 - "$T_TMP/c.pcap" <<'EOF'
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+magic, _, _, _, _, _, link = struct.unpack("<IHHiIII", d[:24])
+assert magic in (0xa1b2c3d4, 0xa1b23c4d) and link == 1
+off, macs = 24, set()
+while off + 16 <= len(d):
+    _, _, incl, _ = struct.unpack("<IIII", d[off:off + 16])
+    f = d[off + 16:off + 16 + incl]
+    off += 16 + incl
+    if len(f) >= 42 and f[12:14] == b"\x08\x00" and f[23] == 17 and f[36:38] == b"\x12\xb7":
+        macs.add(f[6:12])
+assert len(macs) == 2, macs
+EOF
+then
 	ok capture
 else
 	not_ok capture "$(ls -l "$T_TMP/c.pcap" 2>&1)"
