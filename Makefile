@@ -19,6 +19,7 @@
 #   tests/unit/test_*.c (+ tests/common/*.c)              -> build/tests/test_*
 #   tests/verbs/NAME.c (against Debian's libibverbs)      -> build/tests/verbs/NAME
 #   src/shmalloc/*.c                                      -> build/lib/libvrdma-shmalloc.so
+#   src/devfiles/*.c                                      -> build/lib/libvrdma-devfiles.so
 #   fuzz/fuzz_*.c (clang, libFuzzer)                      -> build/fuzz/fuzz_*
 
 BUILD    ?= build
@@ -44,7 +45,7 @@ ifeq ($(V),1)
 Q :=
 endif
 
-CORE_DIRS   := src/common src/vhost src/virtio src/port src/roce src/device src/driver src/mgmt
+CORE_DIRS   := src/common src/vhost src/virtio src/port src/roce src/device src/driver src/cm src/mgmt
 DRIVER_DIRS := src/common src/vhost src/virtio src/driver
 CORE_SRCS   := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c))
 DRIVER_SRCS := $(foreach d,$(DRIVER_DIRS),$(wildcard $(d)/*.c))
@@ -53,6 +54,7 @@ TOOLS       := $(notdir $(wildcard tools/*))
 TEST_SRCS   := $(wildcard tests/unit/test_*.c)
 VTEST_SRCS  := $(wildcard tests/verbs/*.c)
 SHMALLOC_SRCS := $(wildcard src/shmalloc/*.c)
+DEVFILES_SRCS := $(wildcard src/devfiles/*.c)
 TESTCOMMON_SRCS := $(wildcard tests/common/*.c)
 FUZZ_SRCS   := $(wildcard fuzz/fuzz_*.c)
 
@@ -65,6 +67,7 @@ TOOL_BINS   := $(addprefix $(BUILD)/bin/,$(TOOLS))
 TEST_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 VTEST_BINS  := $(patsubst tests/verbs/%.c,$(BUILD)/tests/verbs/%,$(VTEST_SRCS))
 SHMALLOC_SO := $(BUILD)/lib/libvrdma-shmalloc.so
+DEVFILES_SO := $(BUILD)/lib/libvrdma-devfiles.so
 
 ALL_TARGETS := $(CORE_LIB) $(DRIVER_SO) $(TOOL_BINS) $(TEST_BINS) $(VTEST_BINS)
 ifneq ($(SHMALLOC_SRCS),)
@@ -72,6 +75,9 @@ ALL_TARGETS += $(SHMALLOC_SO)
 endif
 ifneq ($(VERBS_SRCS),)
 ALL_TARGETS += $(VERBS_SO)
+endif
+ifneq ($(DEVFILES_SRCS),)
+ALL_TARGETS += $(DEVFILES_SO)
 endif
 
 .PHONY: all build asan fuzz test demo clean deps deps-build deps-test deps-demo \
@@ -148,6 +154,12 @@ $(SHMALLOC_SO): $(call obj,$(SHMALLOC_SRCS))
 	@echo "  LD      $@"
 	$(Q)$(CC) -shared -Wl,-soname,libvrdma-shmalloc.so -Wl,-z,defs $(LDFLAGS) $^ -o $@ -ldl -pthread
 
+# The device files of vrdma devices preloaded by vrdma-run (src/devfiles).
+$(DEVFILES_SO): $(call obj,$(DEVFILES_SRCS))
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -Wl,-soname,libvrdma-devfiles.so -Wl,-z,defs $(LDFLAGS) $^ -o $@ -ldl
+
 asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build/asan SANITIZE=1 all
 
@@ -193,9 +205,9 @@ clean:
 # ---- Install (make install PREFIX=/usr DESTDIR=/tmp/stage) ---------------------
 # The daemon goes to sbin, the tools to bin, libvrdma (soname libvrdma.so.1)
 # with its headers and vrdma.pc to the usual places. The drop-in
-# libibverbs.so.1 (and librdmacm.so.1 when built) and the allocator go to a
-# private PKGLIBDIR, never on the loader's path: vrdma-run finds them in
-# ../lib/vrdma next to itself.
+# libibverbs.so.1 (and librdmacm.so.1 when built), the allocator and the
+# device files library go to a private PKGLIBDIR, never on the loader's
+# path: vrdma-run finds them in ../lib/vrdma next to itself.
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
 SBINDIR    ?= $(PREFIX)/sbin
@@ -210,6 +222,7 @@ VRDMA_SOMAJOR := 1
 INSTALL_SBIN  := vhost-user-rdma
 INSTALL_BIN   := vrdma-run vrdmactl vrdma-netcat vrdma-rdmatest
 DROPIN_LIBS   := libibverbs.so.1 librdmacm.so.1
+PRELOAD_LIBS  := libvrdma-shmalloc.so libvrdma-devfiles.so
 MAN_PAGES     := $(wildcard man/*.[1-8])
 
 # NO_BUILD=1 installs what $(BUILD) holds without building (tests).
@@ -225,7 +238,7 @@ install: $(if $(NO_BUILD),,all)
 	install -m 644 include/vrdma/*.h $(DESTDIR)$(INCLUDEDIR)/vrdma/
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 		-e 's|@VERSION@|$(VRDMA_VERSION)|' dist/vrdma.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/vrdma.pc
-	for l in $(DROPIN_LIBS) libvrdma-shmalloc.so; do \
+	for l in $(DROPIN_LIBS) $(PRELOAD_LIBS); do \
 		[ ! -e $(BUILD)/lib/$$l ] || install -m 755 $(BUILD)/lib/$$l $(DESTDIR)$(PKGLIBDIR)/ || exit 1; \
 	done
 	for m in $(MAN_PAGES); do \
@@ -243,7 +256,7 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/libvrdma.so.$(VRDMA_VERSION) \
 		$(DESTDIR)$(LIBDIR)/libvrdma.so.$(VRDMA_SOMAJOR) $(DESTDIR)$(LIBDIR)/libvrdma.so \
 		$(DESTDIR)$(LIBDIR)/pkgconfig/vrdma.pc \
-		$(addprefix $(DESTDIR)$(PKGLIBDIR)/,$(DROPIN_LIBS) libvrdma-shmalloc.so) \
+		$(addprefix $(DESTDIR)$(PKGLIBDIR)/,$(DROPIN_LIBS) $(PRELOAD_LIBS)) \
 		$(addprefix $(DESTDIR)$(INCLUDEDIR)/vrdma/,$(notdir $(wildcard include/vrdma/*.h))) \
 		$(DESTDIR)$(UNITDIR)/vhost-user-rdma.service
 	for m in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}; done

@@ -895,6 +895,10 @@ enum virtio_ib_atomic_cap {
 
 /* wc_flags: imm_data holds the invalidated rkey (le32). */
 #define VIRTIO_IB_WC_WITH_INV (1 << 2)
+/* wc_flags, UD receives with VIRTIO_IB_WC_GRH: the datagram came over IPv4
+ * (the GRH area holds 20 zero bytes and the IPv4 header); without it, an
+ * IPv6 header. */
+#define VIRTIO_IB_WC_GRH_IPV4 (1 << 3)
 
 /* The low 8 bits of the key of an ALLOC_MR MR or of a memory window belong
  * to the driver (chosen at each REG_MR / BIND_MW, like ibv_inc_rkey); the

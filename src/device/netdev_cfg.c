@@ -93,6 +93,7 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 	cfg->roce = true;
 	cfg->roce_ext = true;
 	cfg->max_srqs = NETDEV_DEFAULT_SRQS;
+	cfg->max_contexts = NETDEV_DEFAULT_CONTEXTS;
 	/* Locally administered default MAC: 02:56:52:00 + index. */
 	cfg->mac[0] = 0x02;
 	cfg->mac[1] = 0x56;
@@ -181,8 +182,15 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 			}
 			cfg->max_srqs = v;
 			srqs_given = true;
+		} else if (!strcmp(tok, "contexts")) {
+			if (parse_u32(val, 1, NETDEV_MAX_CONTEXTS, &v) < 0) {
+				rc = cfg_err(err, errlen, "contexts '%s': expected 1..%d", val,
+					     NETDEV_MAX_CONTEXTS);
+				break;
+			}
+			cfg->max_contexts = v;
 		} else {
-			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, mtu, qps, cqs, roce, ext, srqs)", tok);
+			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, mtu, qps, cqs, roce, ext, srqs, contexts)", tok);
 			break;
 		}
 	}

@@ -28,7 +28,7 @@ static void nr_xmit(void *ctx, struct pkt *p)
 {
 	struct netdev *nd = ctx;
 
-	sw_input(nd->sw, &nd->port, p);
+	sw_input(nd->sw, nd->port, p);
 }
 
 static void nr_notify(void *ctx, struct vhost_vring *r, bool force)
@@ -88,6 +88,9 @@ int netdev_roce_init(struct netdev *nd)
 		nd->roce = NULL;
 		return rc;
 	}
+	/* handles, QPNs and limits come from the device's shared space */
+	if (nd->dp && nd->dp->pool)
+		roce_dev_share_tables(nd->roce, nd->dp->pool, nd);
 	nd->roce_tp = roce_tp_new(nd->roce, nd->loop, &netdev_roce_tp_ops, nd);
 	if (!nd->roce_tp) {
 		roce_dev_fini(nd->roce);

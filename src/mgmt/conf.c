@@ -17,7 +17,7 @@
 #include "device/netdev.h"
 
 static const char *const device_keys[] = {
-	"socket", "mac", "ip", "ip6", "mtu", "qps", "cqs", "roce", "ext", "srqs",
+	"socket", "mac", "ip", "ip6", "mtu", "qps", "cqs", "roce", "ext", "srqs", "contexts",
 };
 #define NDEVKEYS (sizeof(device_keys) / sizeof(device_keys[0]))
 

@@ -111,7 +111,10 @@ void kvw_str(struct kvw *k, const char *key, const char *val)
 void kvw_u64(struct kvw *k, const char *key, uint64_t val)
 {
 	if (!k->json) {
-		fprintf(k->f, " %s %" PRIu64, key, val);
+		if (k->first[0] && !strcmp(key, k->kind))
+			fprintf(k->f, " %" PRIu64, val);
+		else
+			fprintf(k->f, " %s %" PRIu64, key, val);
 		k->first[0] = false;
 		return;
 	}

@@ -277,9 +277,17 @@ void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[1
 		       const uint8_t dgid[16])
 {
 	struct roce_tp *tp = n->tp;
-	struct roce_neigh_ent *e = neigh_find(n, dgid);
+	struct roce_neigh_ent *e;
 	uint64_t now = neigh_now(n);
 
+	/* One of our own addresses (a QP of this device, maybe of another of
+	 * its contexts): no resolution, the switch hairpins the frame back. */
+	if (gid_is_ours(tp->rd, dgid)) {
+		memcpy(p->data, tp->rd->mac, 6);
+		neigh_xmit(tp, p);
+		return;
+	}
+	e = neigh_find(n, dgid);
 	if (e && e->state == NE_VALID && (!tp->loop || now < e->deadline)) {
 		memcpy(p->data, e->mac, 6);
 		e->used = now;

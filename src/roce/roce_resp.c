@@ -1021,6 +1021,8 @@ static void resp_ud(struct roce_tq *tq, const struct roce_pkt_info *pi, const st
 	wc.byte_len = GRH_LEN + plen;
 	wc.src_qp = roce_deth_sqpn(pi->deth);
 	wc.wc_flags = VIRTIO_IB_WC_GRH;
+	if (!pi->ip6)
+		wc.wc_flags |= VIRTIO_IB_WC_GRH_IPV4;
 	if (pi->mask & ROCE_OPF_IMMDT) {
 		wc.imm = roce_immdt_raw(pi->immdt);
 		wc.wc_flags |= VIRTIO_IB_WC_WITH_IMM;

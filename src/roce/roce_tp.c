@@ -1097,10 +1097,27 @@ static void dump_ext(const struct roce_tp_ext *x, FILE *f)
 	fprintf(f, "\n");
 }
 
+static void roce_tp_dump_work(const struct roce_tp *tp, FILE *f);
+
+void roce_tp_stats_add(struct roce_tp_stats *sum, const struct roce_tp_stats *s)
+{
+	uint64_t *d = (uint64_t *)sum;
+	const uint64_t *a = (const uint64_t *)s;
+
+	_Static_assert(sizeof(*s) % sizeof(uint64_t) == 0, "counters only");
+	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
+		d[i] += a[i];
+}
+
 void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 {
-	const struct roce_tp_stats *s = &tp->stats;
+	roce_tp_stats_dump(&tp->stats, f);
+	dump_ext(tp->ext, f);
+	roce_tp_dump_work(tp, f);
+}
 
+void roce_tp_stats_dump(const struct roce_tp_stats *s, FILE *f)
+{
 	fprintf(f, "  roce rx");
 	DUMP(f, s, rx_frames);
 	DUMP(f, s, rx_bytes);
@@ -1180,7 +1197,10 @@ void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 	DUMP(f, s, comm_est);
 	DUMP(f, s, stale_replays);
 	fprintf(f, "\n");
-	dump_ext(tp->ext, f);
+}
+
+static void roce_tp_dump_work(const struct roce_tp *tp, FILE *f)
+{
 	/* QPs with work in progress (or waiting in their rings). */
 	for (const struct roce_tq *tq = tp->all; tq; tq = tq->all_next) {
 		const struct vhost_vring *sr = tq->sq.r, *rr = tq->rq.r;

@@ -188,6 +188,9 @@ void roce_tp_ring_kick(struct roce_tp *tp, struct vhost_vring *r);
 const struct roce_tp_stats *roce_tp_get_stats(const struct roce_tp *tp);
 /* Print the non-zero counters. */
 void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f);
+/* The counter lines alone (totals of closed contexts), and their sum. */
+void roce_tp_stats_dump(const struct roce_tp_stats *s, FILE *f);
+void roce_tp_stats_add(struct roce_tp_stats *sum, const struct roce_tp_stats *s);
 
 /* ------------------------------------------------------------------------ */
 /* Internals shared by src/roce/roce_*.c                                     */

@@ -38,7 +38,8 @@ VENV=(env LD_PRELOAD="$PRELOAD"
 	ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1")
 
 ALL_TESTS="install_tree pkgconfig man_pages service_unit uninstall config_error daemon_from_config
-	socket_mode control_access watch perftest_qp_shown counters_moving json_valid hotplug_pingpong
+	socket_mode control_access watch perftest_qp_shown contexts_shown counters_moving json_valid
+	hotplug_pingpong
 	traffic_uninterrupted capture hot_unplug reload perftest_done daemon_clean_exit"
 for c in ib_write_bw ibv_rc_pingpong man python3 pkg-config ss systemd-analyze setpriv; do
 	if ! command -v "$c" >/dev/null; then
@@ -57,7 +58,8 @@ missing=""
 for f in usr/sbin/vhost-user-rdma usr/bin/vrdma-run usr/bin/vrdmactl usr/bin/vrdma-netcat \
 	usr/bin/vrdma-rdmatest usr/lib/libvrdma.so.1.0.0 usr/lib/libvrdma.so.1 usr/lib/libvrdma.so \
 	usr/include/vrdma/vrdma.h usr/lib/pkgconfig/vrdma.pc usr/lib/vrdma/libibverbs.so.1 \
-	usr/lib/vrdma/libvrdma-shmalloc.so usr/lib/systemd/system/vhost-user-rdma.service \
+	usr/lib/vrdma/libvrdma-shmalloc.so usr/lib/vrdma/libvrdma-devfiles.so \
+	usr/lib/systemd/system/vhost-user-rdma.service \
 	etc/vrdma/vrdma.conf usr/share/man/man8/vhost-user-rdma.8 usr/share/man/man8/vrdmactl.8 \
 	usr/share/man/man1/vrdma-run.1 usr/share/man/man5/vrdma.conf.5; do
 	[ -e "$ROOT/$f" ] || missing="$missing $f"
@@ -263,6 +265,23 @@ if qp_up; then
 else
 	not_ok perftest_qp_shown "$(ctl res show qp 2>&1 | tr '\n' ' ') $(tail -3 "$T_TMP/bw.cli.log")"
 fi
+# The device is a port with contexts: dev show gives its open contexts and one
+# line per context; every QP of the device names one of those contexts.
+ctx_check() {
+	ctl dev show a >"$T_TMP/ctx.dev" 2>&1 && ctl res show qp dev a >"$T_TMP/ctx.qp" 2>&1 &&
+	awk '
+		function val(k,  i) { for (i = 2; i < NF; i++) if ($i == k) return $(i + 1); return "" }
+		FILENAME ~ /dev$/ && $1 == "dev" && $2 == "a" { n = val("contexts") }
+		FILENAME ~ /dev$/ && $1 == "ctx" && val("dev") == "a" { ids[$2] = 1; if (val("state") == "open") nctx++ }
+		FILENAME ~ /qp$/ && $1 == "qp" { nqp++; if (!(val("ctx") in ids)) bad = 1 }
+		END { exit !(n >= 1 && n == nctx && nqp >= 1 && !bad) }' "$T_TMP/ctx.dev" "$T_TMP/ctx.qp"
+}
+if ctx_check; then
+	ok contexts_shown
+	sed 's/^/# /' "$T_TMP/ctx.dev"
+else
+	not_ok contexts_shown "$(cat "$T_TMP/ctx.dev" "$T_TMP/ctx.qp" 2>&1 | tr '\n' ' ')"
+fi
 # moving: the PSN changes between two looks (polled, bounded).
 psn_moves() {
 	local first now i
@@ -298,7 +317,8 @@ if [ -z "$bad" ] && python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 qps = [q for q in d["qp"] if q["dev"] == "a" and q["state"] == "RTS"]
-sys.exit(0 if qps and "sq_psn" in qps[0] and d["dev"][0]["roce_tx_packets"] > 0 else 1)' \
+sys.exit(0 if qps and "sq_psn" in qps[0] and qps[0]["ctx"] >= 1 and
+         d["dev"][0]["roce_tx_packets"] > 0 and d["dev"][0]["contexts"] >= 1 else 1)' \
 	<(ctl -j stat show dev a) 2>/dev/null; then
 	ok json_valid
 else

@@ -40,6 +40,7 @@ static void conf_full(void)
 		"socket = /tmp/b.sock\n"
 		"[device c]\n"
 		"socket = c1.sock\n"
+		"contexts = 8\n"
 		"qps = 64";   /* no final newline */
 
 	REQUIRE(parse(t) == 0);
@@ -56,7 +57,7 @@ static void conf_full(void)
 	CHECK_EQ(conf.dev[0].line, 10);
 	CHECK(!strcmp(conf.dev[1].socket, "/tmp/b.sock"));
 	CHECK(!strcmp(conf.dev[1].spec, "socket=/tmp/b.sock"));
-	CHECK(!strcmp(conf.dev[2].spec, "socket=/run/x/c1.sock,qps=64"));
+	CHECK(!strcmp(conf.dev[2].spec, "socket=/run/x/c1.sock,qps=64,contexts=8"));
 }
 
 static void conf_defaults(void)
@@ -79,6 +80,7 @@ static void conf_errors(void)
 	} bad[] = {
 		{ "[device a]\nfoo = 1\n", "line 2: unknown key 'foo'" },
 		{ "[device a]\nmtu = 99999\n", "line 2: mtu '99999'" },
+		{ "[device a]\ncontexts = 0\n", "line 2: contexts '0'" },
 		{ "[device a]\nmtu = 1500\nmtu = 1500\n", "line 3: mtu given twice (first at line 2)" },
 		{ "[device a]\n[device a]\n", "line 2: device a defined twice" },
 		{ "ip = 1.2.3.4\n", "line 1: 'ip' outside a section" },

@@ -73,13 +73,13 @@ static void conn_timeout(struct loop_timer *t, void *arg)
 	conn_close(arg);
 }
 
-static bool dev_match(const struct ctl_req *r, struct netdev *nd)
+static bool dev_match(const struct ctl_req *r, struct netdev_port *nd)
 {
-	return !r->dev[0] || !strcmp(netdev_port(nd)->name, r->dev);
+	return !r->dev[0] || !strcmp(netdev_port_switch_port(nd)->name, r->dev);
 }
 
 static void show_list(struct daemon *d, const struct ctl_req *r, struct kvw *k, const char *kind,
-		      void (*fn)(const struct netdev *, struct kvw *))
+		      void (*fn)(const struct netdev_port *, struct kvw *))
 {
 	kvw_list_begin(k, kind);
 	for (unsigned i = 0; i < d->ndevs; i++)
@@ -119,7 +119,7 @@ static void show_switch(struct daemon *d, struct kvw *k)
 static bool execute(struct ctl_server *s, const struct ctl_req *r, bool admin, FILE *f)
 {
 	struct daemon *d = s->d;
-	struct netdev *nd = NULL;
+	struct netdev_port *nd = NULL;
 	struct kvw k;
 	char err[512];
 	int rc;
@@ -144,6 +144,7 @@ static bool execute(struct ctl_server *s, const struct ctl_req *r, bool admin, F
 		kvw_begin(&k, f, r->json);
 		if (r->cmd == CTL_DEV_SHOW) {
 			show_list(d, r, &k, "dev", netdev_show_dev);
+			show_list(d, r, &k, "ctx", netdev_show_ctxs);
 		} else if (r->cmd == CTL_RES_SHOW) {
 			if (r->res & CTL_RES_PD)
 				show_list(d, r, &k, "pd", netdev_show_pds);
@@ -181,7 +182,7 @@ static bool execute(struct ctl_server *s, const struct ctl_req *r, bool admin, F
 			fprintf(f, "error: %s\n", err);
 			return false;
 		}
-		fprintf(f, "device %s added: %s\n", r->dev, netdev_cfg(daemon_dev_find(d, r->dev))->socket);
+		fprintf(f, "device %s added: %s\n", r->dev, netdev_port_cfg(daemon_dev_find(d, r->dev))->socket);
 		return true;
 	}
 	case CTL_DEV_DEL:
@@ -190,7 +191,7 @@ static bool execute(struct ctl_server *s, const struct ctl_req *r, bool admin, F
 		return true;
 	case CTL_CAPTURE_START:
 	case CTL_CAPTURE_STOP:
-		rc = sw_set_port_pcap(d->sw, netdev_port(nd),
+		rc = sw_set_port_pcap(d->sw, netdev_port_switch_port(nd),
 				      r->cmd == CTL_CAPTURE_START ? r->arg : NULL);
 		if (rc < 0) {
 			fprintf(f, "error: capture on %s: %s\n", r->dev, strerror(-rc));

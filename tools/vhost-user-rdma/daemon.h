@@ -17,14 +17,14 @@
 
 struct loop;
 struct sw;
-struct netdev;
+struct netdev_port;
 struct port;
 struct ctl_server;
 
 struct daemon {
 	struct loop *loop;
 	struct sw *sw;
-	struct netdev *devs[MAX_DEVICES];
+	struct netdev_port *devs[MAX_DEVICES];
 	unsigned ndevs;
 	struct port *uplinks[MAX_UPLINKS];
 	unsigned nuplinks;
@@ -47,7 +47,7 @@ int daemon_dev_add(struct daemon *d, const char *name, const char *spec, bool fr
 		   char *err, size_t errlen);
 /* Tear down device name (its tenant is disconnected). Returns 0 or -ENOENT. */
 int daemon_dev_del(struct daemon *d, const char *name);
-struct netdev *daemon_dev_find(struct daemon *d, const char *name);
+struct netdev_port *daemon_dev_find(struct daemon *d, const char *name);
 /* Remove every device and free the bookkeeping. */
 void daemon_dev_del_all(struct daemon *d);
 

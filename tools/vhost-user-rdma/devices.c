@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Devices of the daemon: creation and removal at run time (hot-plug, through
- * the same netdev_new/netdev_free as at start-up), the config file and its
+ * the same netdev_port_new/netdev_port_free as at start-up), the config file and its
  * reload (SIGHUP), socket ownership and mode.
  */
 #include <errno.h>
@@ -50,10 +50,10 @@ int daemon_set_socket_perms(struct daemon *d, int mode, const char *group, char 
 	return 0;
 }
 
-struct netdev *daemon_dev_find(struct daemon *d, const char *name)
+struct netdev_port *daemon_dev_find(struct daemon *d, const char *name)
 {
 	for (unsigned i = 0; i < d->ndevs; i++)
-		if (!strcmp(netdev_port(d->devs[i])->name, name))
+		if (!strcmp(netdev_port_switch_port(d->devs[i])->name, name))
 			return d->devs[i];
 	return NULL;
 }
@@ -82,7 +82,7 @@ int daemon_dev_add(struct daemon *d, const char *name, const char *spec, bool fr
 		return -EEXIST;
 	}
 	for (unsigned j = 0; j < d->ndevs; j++) {
-		if (!strcmp(netdev_cfg(d->devs[j])->socket, cfg.socket)) {
+		if (!strcmp(netdev_port_cfg(d->devs[j])->socket, cfg.socket)) {
 			snprintf(err, errlen, "socket %s given twice", cfg.socket);
 			return -EEXIST;
 		}
@@ -92,7 +92,7 @@ int daemon_dev_add(struct daemon *d, const char *name, const char *spec, bool fr
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	d->devs[d->ndevs] = netdev_new(d->loop, d->sw, &cfg);
+	d->devs[d->ndevs] = netdev_port_new(d->loop, d->sw, &cfg);
 	if (!d->devs[d->ndevs]) {
 		rc = -errno;
 		snprintf(err, errlen, "device %s (%s): %s", cfg.name, cfg.socket, strerror(errno));
@@ -104,7 +104,7 @@ int daemon_dev_add(struct daemon *d, const char *name, const char *spec, bool fr
 	if (rc < 0) {
 		snprintf(err, errlen, "socket %s: cannot set owner or mode: %s", cfg.socket,
 			 strerror(-rc));
-		netdev_free(d->devs[d->ndevs]);
+		netdev_port_free(d->devs[d->ndevs]);
 		free(d->dev_spec[d->ndevs]);
 		d->dev_spec[d->ndevs] = NULL;
 		return rc;
@@ -118,8 +118,8 @@ int daemon_dev_add(struct daemon *d, const char *name, const char *spec, bool fr
 
 static void dev_remove_at(struct daemon *d, unsigned i)
 {
-	LOG_INFO("device %s removed", netdev_port(d->devs[i])->name);
-	netdev_free(d->devs[i]);
+	LOG_INFO("device %s removed", netdev_port_switch_port(d->devs[i])->name);
+	netdev_port_free(d->devs[i]);
 	free(d->dev_spec[i]);
 	d->ndevs--;
 	/* Keep the order (listings, stats dumps). */
@@ -135,7 +135,7 @@ static void dev_remove_at(struct daemon *d, unsigned i)
 int daemon_dev_del(struct daemon *d, const char *name)
 {
 	for (unsigned i = 0; i < d->ndevs; i++) {
-		if (!strcmp(netdev_port(d->devs[i])->name, name)) {
+		if (!strcmp(netdev_port_switch_port(d->devs[i])->name, name)) {
 			dev_remove_at(d, i);
 			return 0;
 		}
@@ -164,7 +164,7 @@ int daemon_conf_apply_devices(struct daemon *d, const struct mconf *c, char *err
 
 	/* Gone or changed: remove first (a changed one may keep its socket). */
 	for (unsigned i = d->ndevs; i-- > 0;) {
-		const char *name = netdev_port(d->devs[i])->name;
+		const char *name = netdev_port_switch_port(d->devs[i])->name;
 		bool keep = false;
 
 		if (!d->dev_from_conf[i])

@@ -63,6 +63,8 @@ static void usage(FILE *f)
 "                     4 + cqs + 2 * qps + srqs virtqueues must fit the ring limit\n"
 "                     (defaults shrink to fit; ext is dropped if even the event\n"
 "                     queue does not fit)\n"
+"  contexts=N         connections (contexts) served at once, 1..1024 (default\n"
+"                     64); qps, cqs, srqs, MRs and PDs are shared device totals\n"
 "\n"
 "Options:\n"
 "  --device SPEC          add a device (repeatable; at least one\n"
@@ -190,7 +192,7 @@ static void dump_stats(struct daemon *d)
 	const struct sw_stats *s = sw_get_stats(d->sw);
 
 	for (unsigned i = 0; i < d->ndevs; i++)
-		netdev_dump_stats(d->devs[i], stderr);
+		netdev_port_dump_stats(d->devs[i], stderr);
 	fprintf(stderr, "switch forwarded %llu flooded %llu dropped_no_port %llu dropped_runt %llu\n",
 		(unsigned long long)s->forwarded, (unsigned long long)s->flooded,
 		(unsigned long long)s->dropped_no_port, (unsigned long long)s->dropped_runt);

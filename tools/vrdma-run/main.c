@@ -6,8 +6,10 @@
  * ../lib next to this executable) first in LD_LIBRARY_PATH, sets VRDMA_SOCKET
  * to the device socket(s) and execs the command. See usage() for the socket
  * rules (shared with the library: src/verbs/vrdma_socket.h). Unless disabled,
- * it also appends libvrdma-shmalloc.so of that directory to LD_PRELOAD (the shared-heap
- * allocator: zero-copy memory registration, src/shmalloc/shmalloc.h).
+ * it also appends libvrdma-shmalloc.so of that directory to LD_PRELOAD (the
+ * shared-heap allocator: zero-copy memory registration, src/shmalloc/shmalloc.h)
+ * and libvrdma-devfiles.so of that directory (the /dev and sysfs files of the
+ * devices that libraries such as UCX look for, src/devfiles/devfiles.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -59,6 +61,14 @@ static void usage(FILE *f)
 		"(every registration then uses the copy path); sanitizer builds of\n"
 		"vrdma-run never preload it.\n"
 		"\n"
+		"Device files: libvrdma-devfiles.so (same directory) is appended to\n"
+		"LD_PRELOAD as "
+		"well. For the devices of VRDMA_SOCKET only, it makes\n"
+		"/dev/infiniband/vrdma<i> look like a uverbs character device to stat\n"
+		"and access, and serves /sys/class/infiniband/vrdma<i>/ports/1/gid_attrs/\n"
+		"types/<n> (\"RoCE v2\"), which libraries such as UCX check before they\n"
+		"use a device. VRDMA_DEVFILES=0 in the environment turns it off.\n"
+		"\n"
 		"Exit status: that of COMMAND; 127 if COMMAND is not found, 126 if it\n"
 		"cannot be run, 2 on a usage error.\n",
 		VRDMA_SOCKET_DIR, VRDMA_SOCKET_FALLBACK);
@@ -95,16 +105,16 @@ static int lib_dir(char *buf, size_t size)
 	return rc;
 }
 
-/* LD_PRELOAD with libdir/libvrdma-shmalloc.so appended (after what is
- * there: a sanitizer runtime must stay first) into *out (malloc'ed).
- * Returns 0, -ENOENT if the library is missing, -ENOMEM. */
-static int shmalloc_preload(const char *libdir, char **out)
+/* LD_PRELOAD with libdir/name appended (after what is there: a sanitizer
+ * runtime must stay first) into *out (malloc'ed). Returns 0, -ENOENT if
+ * the library is missing, -ENOMEM. */
+static int lib_preload(const char *libdir, const char *name, char **out)
 {
 	const char *old = getenv("LD_PRELOAD");
 	char path[PATH_MAX + 32];
 	int n;
 
-	snprintf(path, sizeof(path), "%s/libvrdma-shmalloc.so", libdir);
+	snprintf(path, sizeof(path), "%s/%s", libdir, name);
 	if (access(path, R_OK))
 		return -ENOENT;
 	if (old && strstr(old, path)) /* already there (nested vrdma-run) */
@@ -222,12 +232,30 @@ int main(int argc, char **argv)
 	shmalloc = 0;
 #endif
 	if (shmalloc) {
-		ret = shmalloc_preload(libdir, &preload);
+		ret = lib_preload(libdir, "libvrdma-shmalloc.so", &preload);
 		if (ret == -ENOENT) {
 			shmalloc = 0; /* not built: registrations use the copy path */
 		} else if (ret < 0 || setenv("LD_PRELOAD", preload, 1)) {
 			fprintf(stderr, "vrdma-run: cannot set LD_PRELOAD\n");
 			return 126;
+		}
+	}
+	/* The device files (src/devfiles): when built, unless VRDMA_DEVFILES=0. */
+	old = getenv("VRDMA_DEVFILES");
+	if (!old || strcmp(old, "0")) {
+		char *more = NULL;
+
+		ret = lib_preload(libdir, "libvrdma-devfiles.so", &more);
+		if (ret == 0 && setenv("LD_PRELOAD", more, 1))
+			ret = -ENOMEM;
+		if (ret == -ENOMEM) {
+			fprintf(stderr, "vrdma-run: cannot set LD_PRELOAD\n");
+			free(more);
+			return 126;
+		}
+		if (ret == 0) {
+			free(preload);
+			preload = more;
 		}
 	}
 	if (!shmalloc && setenv("VRDMA_SHMALLOC", "0", 1)) {
