@@ -4,7 +4,8 @@
 #  1. make install into a DESTDIR (PREFIX=/usr) puts the daemon in sbin, the
 #     tools in bin, libvrdma.so.1.0.0 with its soname links, headers and
 #     vrdma.pc (a program compiles and links with pkg-config's flags), the
-#     drop-in libibverbs.so.1 and the allocator in lib/vrdma, the unit, the
+#     drop-in libibverbs.so.1, the allocator and the device files library in
+#     lib/vrdma, the unit, the
 #     config and the man pages; make uninstall removes them again.
 #  2. Every installed man page renders with `man --warnings -l` without a
 #     warning; the systemd unit passes `systemd-analyze verify`.
@@ -13,12 +14,14 @@
 #     config is refused with its line number.
 #  4. ib_write_bw runs between the two devices (the client's vrdma-run finds
 #     its device through VRDMA_SOCKET_DIR); meanwhile vrdmactl shows the QPs
-#     (RTS, PSNs) with their counters moving, and its JSON (res, stat, dev)
-#     passes python3 -m json.tool.
+#     (RTS, PSNs) with their counters moving, the device's open contexts and
+#     the context of each QP, and its JSON (res, stat, dev) passes
+#     python3 -m json.tool.
 #  5. Hot-plug: two devices added with vrdmactl serve ibv_rc_pingpong -c
 #     while ib_write_bw goes on; its QP keeps moving and stays RTS after the
 #     pingpong and after the new devices are removed again (sockets gone),
-#     and a capture started on one device at run time records frames.
+#     and a capture started on one device at run time records frames; a
+#     device removed while a context is open on it goes cleanly.
 #  6. SIGHUP (systemctl reload) re-reads the edited config: a device added,
 #     the others untouched.
 . "$(dirname "$0")/../lib.sh"
@@ -40,7 +43,7 @@ VENV=(env LD_PRELOAD="$PRELOAD"
 ALL_TESTS="install_tree pkgconfig man_pages service_unit uninstall config_error daemon_from_config
 	socket_mode control_access watch perftest_qp_shown contexts_shown counters_moving json_valid
 	hotplug_pingpong
-	traffic_uninterrupted capture hot_unplug reload perftest_done daemon_clean_exit"
+	traffic_uninterrupted capture unplug_open_context hot_unplug reload perftest_done daemon_clean_exit"
 for c in ib_write_bw ibv_rc_pingpong man python3 pkg-config ss systemd-analyze setpriv; do
 	if ! command -v "$c" >/dev/null; then
 		for t in $ALL_TESTS; do not_ok "$t" "$c not installed (scripts/deps.sh test)"; done
@@ -372,7 +375,26 @@ then
 else
 	not_ok capture "$(ls -l "$T_TMP/c.pcap" 2>&1): $(tail -n 2 "$T_TMP/pcap.log" | tr '\n' ' ')"
 fi
-ctl dev del c >/dev/null 2>&1
+# A device removed while a context is open on it: an ibv_rc_pingpong server
+# holds a context (with its QP) on c while it waits for its peer; dev del
+# closes that context with the port, the daemon and the others carry on.
+held=""
+hold_open() { ctl dev show c 2>/dev/null | grep -Eq '^ctx [0-9]+ dev c state open'; }
+if next_port; then
+	timeout -k 5 "$STEP_TMO" "${VENV[@]}" "$RUN" -s "$RUNDIR/c.sock" -- ibv_rc_pingpong -g 1 \
+		-p "$PORT" >"$T_TMP/hold.log" 2>&1 </dev/null &
+	HOLD=$!
+	T_PIDS+=($HOLD)
+	wait_for hold_open && held=yes
+fi
+ctl dev del c >"$T_TMP/del.log" 2>&1 || held="$held del failed: $(cat "$T_TMP/del.log")"
+if [ "$held" = yes ] && ! [ -e "$RUNDIR/c.sock" ] && ctl dev show a >/dev/null 2>&1 &&
+   grep -q 'device c removed' "$T_TMP/del.log"; then
+	ok unplug_open_context
+else
+	not_ok unplug_open_context "'$held' $(ctl dev 2>&1 | tr '\n' ' ') $(tail -3 "$T_TMP/hold.log")"
+fi
+[ -n "${HOLD:-}" ] && { kill -TERM "$HOLD" 2>/dev/null; wait "$HOLD" 2>/dev/null; }
 ctl dev del d >/dev/null 2>&1
 if ! [ -e "$RUNDIR/c.sock" ] && ! [ -e "$RUNDIR/d.sock" ] && ! ctl dev show c >/dev/null 2>&1 &&
    kill -0 "$BW_CLI" 2>/dev/null && psn_moves a; then
