@@ -40,6 +40,7 @@ struct netdev_cfg {
 	uint32_t max_srqs;       /* config max_rdma_srqs (with roce_ext) */
 	unsigned index;          /* position on the command line (names, MAC) */
 	uint32_t max_contexts;   /* connections served at once (contexts=N) */
+	char name[32];           /* port name; "" = dev<index> */
 };
 
 /* Defaults for cfg fields not given on the command line. */

@@ -351,7 +351,10 @@ struct netdev_port *netdev_port_new(struct loop *loop, struct sw *sw,
 	dp->port.ops = &netdev_port_ops;
 	dp->port.hairpin = true; /* contexts of one device talk through it */
 	dp->port.priv = dp;
-	snprintf(dp->port.name, sizeof(dp->port.name), "dev%u", cfg->index);
+	if (cfg->name[0])
+		snprintf(dp->port.name, sizeof(dp->port.name), "%s", cfg->name);
+	else
+		snprintf(dp->port.name, sizeof(dp->port.name), "dev%u", cfg->index);
 	rc = sw_attach(sw, &dp->port);
 	if (rc < 0) {
 		LOG_ERR("%s: cannot attach to the switch: %s", cfg->socket, strerror(-rc));
@@ -424,6 +427,20 @@ struct port *netdev_port_switch_port(struct netdev_port *dp)
 unsigned netdev_port_contexts(const struct netdev_port *dp)
 {
 	return dp->nctx;
+}
+
+void netdev_port_sum(const struct netdev_port *dp, struct netdev_stats *nd,
+		     struct vhost_server_stats *vs, struct roce_stats *roce,
+		     struct roce_tp_stats *tp)
+{
+	struct netdev_ctx_totals sum = *dp->closed;
+
+	for (const struct netdev *c = dp->ctxs; c; c = c->next)
+		netdev_port_totals_add(&sum, c);
+	*nd = sum.nd;
+	*vs = sum.vs;
+	*roce = sum.roce;
+	*tp = sum.tp;
 }
 
 void netdev_port_dump_stats(const struct netdev_port *dp, void *fp)

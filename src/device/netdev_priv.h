@@ -108,6 +108,13 @@ bool netdev_ctx_check_hangup(struct netdev *nd);
 void netdev_ctx_set_link(struct netdev *nd, bool up);
 void netdev_ctx_dump_stats(const struct netdev *nd, FILE *f);
 
+/* The device's counters: those of its closed contexts plus the open ones. */
+struct roce_stats;
+struct roce_tp_stats;
+void netdev_port_sum(const struct netdev_port *dp, struct netdev_stats *nd,
+		     struct vhost_server_stats *vs, struct roce_stats *roce,
+		     struct roce_tp_stats *tp);
+
 /* The RoCE extension (netdev_roce.c). */
 int netdev_roce_init(struct netdev *nd);
 void netdev_roce_attach_mem(struct netdev *nd);

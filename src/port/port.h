@@ -95,6 +95,9 @@ void sw_port_ready(struct sw *s, struct port *p);
 /* Capture every frame entering the switch to a pcap file (NULL stops).
  * Returns 0 or -errno. */
 int sw_set_pcap(struct sw *s, const char *path);
+/* Capture the frames port p sends into and receives from the switch to a
+ * pcap file (NULL stops). Returns 0 or -errno. */
+int sw_set_port_pcap(struct sw *s, struct port *p, const char *path);
 
 /* Fault injection, see port/fault.h. port_name NULL = every port. */
 /* (Addition: port_name NULL and cfg->port set = that port. A per-port

@@ -72,6 +72,7 @@ struct sw {
 	struct loop_timer age_timer;
 
 	struct pcapw *pcap;
+	struct pcapw *port_pcap[SW_MAX_PORTS]; /* per-port capture, both ways */
 	struct fault *fault_all;
 	struct sw_named_fault *named;
 
@@ -298,6 +299,8 @@ void sw_free(struct sw *s)
 	}
 	fault_free(s->fault_all);
 	pcapw_close(s->pcap);
+	for (uint32_t i = 0; i < SW_MAX_PORTS; i++)
+		pcapw_close(s->port_pcap[i]);
 	free(s->mac);
 	free(s->stats);
 	free(s);
@@ -349,6 +352,8 @@ void sw_detach(struct sw *s, struct port *p)
 	s->port_fault[p->id] = NULL;
 	s->wait_on[p->id] = 0;
 	sw_port_ready(s, p); /* who waited for p retries (and meets no port) */
+	pcapw_close(s->port_pcap[p->id]);
+	s->port_pcap[p->id] = NULL;
 	/* Frames of this port still held for reordering die with it. */
 	if (s->fault_all)
 		fault_discard_stream(s->fault_all, p->id);
@@ -372,6 +377,8 @@ void port_destroy(struct port *p)
 
 static inline void sw_xmit(struct port *out, struct pkt *pkt)
 {
+	if (unlikely(out->sw->port_pcap[out->id]))
+		pcapw_write(out->sw->port_pcap[out->id], pkt->data, pkt->len);
 	out->stats.tx_frames++;
 	out->stats.tx_bytes += pkt->len;
 	out->ops->xmit(out, pkt);
@@ -473,6 +480,8 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 	}
 	if (s->pcap)
 		pcapw_write(s->pcap, pkt->data, pkt->len);
+	if (unlikely(s->port_pcap[p->id]))
+		pcapw_write(s->port_pcap[p->id], pkt->data, pkt->len);
 	if (unlikely(pkt->len < ETH_HDR_LEN)) {
 		p->stats.rx_errors++;
 		s->stats->dropped_runt++;
@@ -554,6 +563,22 @@ int sw_set_pcap(struct sw *s, const char *path)
 	}
 	pcapw_close(s->pcap);
 	s->pcap = w;
+	return 0;
+}
+
+int sw_set_port_pcap(struct sw *s, struct port *p, const char *path)
+{
+	struct pcapw *w = NULL;
+
+	if (!s || !p || p->sw != s || p->id >= SW_MAX_PORTS || s->ports[p->id] != p)
+		return -EINVAL;
+	if (path) {
+		w = pcapw_open(path, s->loop);
+		if (!w)
+			return -errno;
+	}
+	pcapw_close(s->port_pcap[p->id]);
+	s->port_pcap[p->id] = w;
 	return 0;
 }
 

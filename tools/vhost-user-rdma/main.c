@@ -14,6 +14,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -21,9 +22,9 @@
 #include "device/netdev.h"
 #include "port/fault.h"
 #include "port/port.h"
+#include "daemon.h"
 
-#define MAX_DEVICES 256
-#define MAX_UPLINKS 16
+#define SHUTDOWN_SECONDS 30
 
 struct options {
 	char *devices[MAX_DEVICES];
@@ -35,6 +36,8 @@ struct options {
 	const char *fault;
 	const char *pidfile;
 	bool stats_on_exit;
+	const char *config;       /* --config FILE */
+	const char *control;      /* --control PATH */
 };
 
 static void usage(FILE *f)
@@ -64,7 +67,8 @@ static void usage(FILE *f)
 "                     64); qps, cqs, srqs, MRs and PDs are shared device totals\n"
 "\n"
 "Options:\n"
-"  --device SPEC          add a device (repeatable, at least one)\n"
+"  --device SPEC          add a device (repeatable; at least one\n"
+"                         unless --config or --control is given)\n"
 "  --uplink tap:NAME      attach a TAP interface to the switch (repeatable)\n"
 "  --uplink af_packet:IF  attach a host interface through AF_PACKET (repeatable)\n"
 "  --poll-us N            busy-poll for N microseconds after the last work\n"
@@ -75,6 +79,11 @@ static void usage(FILE *f)
 "                         (P in percent)\n"
 "  --pidfile FILE         write the process id once all sockets listen\n"
 "  --stats                print counters on exit (SIGUSR1 prints them any time)\n"
+"  --config FILE          read devices and options from FILE (vrdma.conf(5));\n"
+"                         SIGHUP re-reads it (devices added, removed, changed)\n"
+"  --control PATH         serve vrdmactl(8) on the UNIX socket PATH (default\n"
+"                         with --config: the config's 'control', else\n"
+"                         <socket-dir>/control; 'none' for no control socket)\n"
 "  -v, --verbose          more logging (repeat for debug)\n"
 "  -q, --quiet            errors only\n"
 "  -h, --help             this text\n");
@@ -93,6 +102,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "config", required_argument, NULL, 'C' },
+		{ "control", required_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -152,6 +163,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'h':
 			usage(stdout);
 			exit(0);
+		case 'C':
+			o->config = optarg;
+			break;
+		case 'K':
+			o->control = optarg;
+			break;
 		default:
 			usage(stderr);
 			return -1;
@@ -161,23 +178,14 @@ static int parse_args(int argc, char **argv, struct options *o)
 		fprintf(stderr, "vhost-user-rdma: unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
-	if (!o->ndevices) {
-		fprintf(stderr, "vhost-user-rdma: at least one --device socket=PATH is required\n");
+	if (!o->ndevices && !o->config && !o->control) {
+		fprintf(stderr, "vhost-user-rdma: at least one --device socket=PATH (or --config, "
+			"--control) is required\n");
 		usage(stderr);
 		return -1;
 	}
 	return 0;
 }
-
-struct daemon {
-	struct loop *loop;
-	struct sw *sw;
-	struct netdev_port *devs[MAX_DEVICES];
-	unsigned ndevs;
-	struct port *uplinks[MAX_UPLINKS];
-	unsigned nuplinks;
-	int sigfd;
-};
 
 static void dump_stats(struct daemon *d)
 {
@@ -209,6 +217,12 @@ static void on_signal(void *arg, uint32_t events)
 	while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGUSR1) {
 			dump_stats(d);
+		} else if (si.ssi_signo == SIGHUP) {
+			char err[512];
+
+			/* systemctl reload: re-read the config file. */
+			if (daemon_reload(d, err, sizeof(err)) < 0)
+				LOG_ERR("reload: %s", err);
 		} else {
 			LOG_INFO("signal %u: shutting down", si.ssi_signo);
 			loop_stop(d->loop);
@@ -230,13 +244,53 @@ static void raise_fd_limit(void)
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	struct daemon d = { .sigfd = -1 };
+	struct daemon d = { .sigfd = -1, .socket_mode = -1, .socket_gid = (gid_t)-1 };
+	struct mconf *conf = NULL;
 	sigset_t mask;
 	bool wrote_pidfile = false;
 	int rc = 1;
 
 	if (parse_args(argc, argv, &o) < 0)
 		return 2;
+	/* ---- service: the config file fills in what the command line did not ---- */
+	snprintf(d.socket_dir, sizeof(d.socket_dir), "%s", MCONF_SOCKET_DIR);
+	if (o.config) {
+		char err[512];
+
+		d.config = o.config;
+		conf = malloc(sizeof(*conf));
+		if (!conf || daemon_conf_load(&d, conf, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vhost-user-rdma: --config %s\n", conf ? err : strerror(ENOMEM));
+			free(conf);
+			return 2;
+		}
+		snprintf(d.socket_dir, sizeof(d.socket_dir), "%s", conf->socket_dir);
+		if (!o.poll_us && conf->poll_us >= 0)
+			o.poll_us = (unsigned)conf->poll_us;
+		if (!o.pcap && conf->pcap[0])
+			o.pcap = conf->pcap;
+		if (!o.fault && conf->fault[0])
+			o.fault = conf->fault;
+		for (unsigned i = 0; i < conf->nuplinks && o.nuplinks < MAX_UPLINKS; i++)
+			o.uplinks[o.nuplinks++] = conf->uplinks[i];
+		if (!o.control)
+			o.control = conf->control[0] ? conf->control : NULL;
+		if (!o.control) {
+			static char path[MCONF_PATH_MAX + 16];
+
+			snprintf(path, sizeof(path), "%s/%s", conf->socket_dir, MCONF_CONTROL_NAME);
+			o.control = path;
+		}
+		/* The socket directory (systemd's RuntimeDirectory makes it too). */
+		if (mkdir(conf->socket_dir, 0755) < 0 && errno != EEXIST) {
+			fprintf(stderr, "vhost-user-rdma: socket-dir %s: %s\n", conf->socket_dir,
+				strerror(errno));
+			free(conf);
+			return 1;
+		}
+	}
+	if (o.control && !strcmp(o.control, "none"))
+		o.control = NULL;
 
 	raise_fd_limit();
 	signal(SIGPIPE, SIG_IGN);
@@ -286,25 +340,28 @@ int main(int argc, char **argv)
 		}
 	}
 	for (unsigned i = 0; i < o.ndevices; i++) {
-		struct netdev_cfg cfg;
-		char err[256];
+		char err[512];
 
-		if (netdev_parse_cfg(o.devices[i], i, &cfg, err, sizeof(err)) < 0) {
-			fprintf(stderr, "vhost-user-rdma: --device '%s': %s\n", o.devices[i], err);
+		if (daemon_dev_add(&d, NULL, o.devices[i], false, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vhost-user-rdma: --device %s\n", err);
 			goto out;
 		}
-		for (unsigned j = 0; j < d.ndevs; j++) {
-			if (!strcmp(netdev_port_cfg(d.devs[j])->socket, cfg.socket)) {
-				fprintf(stderr, "vhost-user-rdma: socket %s given twice\n", cfg.socket);
-				goto out;
-			}
-		}
-		d.devs[d.ndevs] = netdev_port_new(d.loop, d.sw, &cfg);
-		if (!d.devs[d.ndevs]) {
-			fprintf(stderr, "vhost-user-rdma: device %s: %s\n", cfg.socket, strerror(errno));
+	}
+	/* ---- service: devices of the config file, the control socket ---- */
+	if (conf) {
+		char err[512];
+
+		if (daemon_conf_apply_devices(&d, conf, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vhost-user-rdma: %s\n", err);
 			goto out;
 		}
-		d.ndevs++;
+	}
+	if (o.control) {
+		d.ctl = ctl_server_new(&d, o.control);
+		if (!d.ctl) {
+			fprintf(stderr, "vhost-user-rdma: --control %s: %s\n", o.control, strerror(errno));
+			goto out;
+		}
 	}
 	for (unsigned i = 0; i < o.nuplinks; i++) {
 		const char *u = o.uplinks[i];
@@ -334,13 +391,18 @@ int main(int argc, char **argv)
 	}
 	LOG_INFO("serving %u device(s), %u uplink(s), poll %u us", d.ndevs, d.nuplinks, o.poll_us);
 	rc = loop_run(d.loop) < 0 ? 1 : 0;
+	/* Teardown is O(configured objects) and waits on no peer; should it
+	 * ever hang, SIGALRM ends the process (status 142) instead of a
+	 * service manager's SIGKILL much later. */
+	alarm(SHUTDOWN_SECONDS);
 	if (o.stats_on_exit)
 		dump_stats(&d);
 out:
 	for (unsigned i = 0; i < d.nuplinks; i++)
 		port_destroy(d.uplinks[i]);
-	for (unsigned i = 0; i < d.ndevs; i++)
-		netdev_port_free(d.devs[i]);
+	ctl_server_free(d.ctl);
+	daemon_dev_del_all(&d);
+	free(conf);
 	if (d.sw)
 		sw_free(d.sw);
 	if (d.sigfd >= 0) {
