@@ -95,6 +95,7 @@ int netdev_roce_init(struct netdev *nd)
 		nd->roce = NULL;
 		return -ENOMEM;
 	}
+	roce_tp_set_ttl(nd->roce_tp, nd->cfg.ttl);
 	return 0;
 }
 

@@ -395,6 +395,8 @@ struct roce_hooks {
 	void (*srq_destroy)(struct roce_dev *rd, struct roce_srq *srq);
 	/* An asynchronous event was queued (the transport should deliver). */
 	void (*event_raised)(struct roce_dev *rd);
+	/* An AH was created (the transport may start resolving its MAC). */
+	void (*ah_create)(struct roce_dev *rd, const struct roce_ah *ah);
 	void *arg;
 };
 

@@ -1105,6 +1105,8 @@ enum roce_err roce_ah_create(struct roce_dev *rd, uint32_t pdn,
 	pd->refcnt++;
 	rd->ahs.slot[idx] = ah;
 	*handle = ah->handle;
+	if (rd->hooks.ah_create)
+		rd->hooks.ah_create(rd, ah);
 	return ROCE_OK;
 }
 

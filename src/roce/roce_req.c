@@ -196,6 +196,20 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k)
 	return 0;
 }
 
+/* Whether the destination MAC of w's packets is known (see
+ * roce_tp_path_ready). */
+static bool req_path_ready(struct roce_tq *tq, const struct roce_swqe *w)
+{
+	struct roce_qp *qp = tq->qp;
+	struct roce_path udpath;
+
+	if (qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI) {
+		roce_tp_path_from_av(tq->tp, qp, &w->av, &udpath);
+		return roce_tp_path_ready(tq, &udpath);
+	}
+	return roce_tp_path_ready(tq, &tq->path);
+}
+
 /* Run local operation w (REG_MR, LOCAL_INV, BIND_MW) on the device's
  * objects. Returns 0 or its completion status. */
 static int req_local_op(struct roce_tq *tq, struct roce_swqe *w)
@@ -282,6 +296,9 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			continue;
 		}
 		if (rc && roce_psn_diff(tq->sq_psn, tq->una) >= ROCE_TP_WINDOW)
+			break;
+		/* No frame without the peer's MAC: wait, no PSN consumed. */
+		if (!roce_wr_is_local(w->opcode) && !req_path_ready(tq, w))
 			break;
 		if (w->next == 0) {
 			if (st == VIRTIO_IB_QPS_SQD && !w->started)

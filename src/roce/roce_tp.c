@@ -504,8 +504,9 @@ void roce_tp_path_from_av(const struct roce_tp *tp, const struct roce_qp *qp,
 	memcpy(path->dmac, av->dmac, 6);
 	memcpy(path->sgid, av->sgid, 16);
 	memcpy(path->dgid, av->dgid, 16);
-	path->tclass = av->traffic_class;
-	path->hop_limit = av->hop_limit;
+	/* DSCP from the AV; ECN-capable transport ECT(0). */
+	path->tclass = (uint8_t)((av->traffic_class & ~ROCE_ECN_MASK) | ROCE_ECN_ECT0);
+	path->hop_limit = tp->ttl;
 	path->flow_label = av->flow_label;
 	path->udp_sport = roce_udp_sport_from_qpn(qp->qpn);
 }
@@ -521,6 +522,36 @@ void roce_tp_xmit(struct roce_tp *tp, struct pkt *p, const struct roce_path *pat
 	tp->stats.tx_frames++;
 	tp->stats.tx_bytes += p->len;
 	tp->ops.xmit(tp->ctx, p);
+}
+
+bool roce_tp_path_ready(struct roce_tq *tq, const struct roce_path *path)
+{
+	static const uint8_t zero[6];
+	uint8_t mac[6];
+
+	if (likely(memcmp(path->dmac, zero, 6)))
+		return true;
+	if (roce_neigh_lookup(tq->tp->neigh, path->sgid, path->dgid, mac))
+		return true;
+	if (!tq->neigh_wait) {
+		tq->neigh_wait = true;
+		tq->tp->stats.neigh_waits++;
+	}
+	return false;
+}
+
+void roce_tp_neigh_changed(struct roce_tp *tp)
+{
+	for (struct roce_tq *tq = tp->all; tq; tq = tq->all_next)
+		if (tq->neigh_wait) {
+			tq->neigh_wait = false;
+			roce_tp_schedule(tq);
+		}
+}
+
+void roce_tp_set_ttl(struct roce_tp *tp, uint8_t ttl)
+{
+	tp->ttl = ttl ? ttl : ROCE_TP_TTL_DEFAULT;
 }
 
 /* ---- hooks ------------------------------------------------------------------ */
@@ -622,6 +653,12 @@ static void hook_qp_modify(struct roce_dev *rd, struct roce_qp *qp, uint8_t old,
 	case VIRTIO_IB_QPS_RTR:
 		if (old != VIRTIO_IB_QPS_RTR)
 			roce_resp_reset(tq);
+		/* Resolve the peer's MAC now, as the kernel does at RTR, so
+		 * the first send finds it (or waits for it). */
+		if ((qp->type == VIRTIO_IB_QPT_RC || qp->type == VIRTIO_IB_QPT_UC) &&
+		    qp->attr.av_valid)
+			(void)roce_tp_path_ready(tq, &tq->path);
+		tq->neigh_wait = false;
 		break;
 	case VIRTIO_IB_QPS_RTS:
 		if (old == VIRTIO_IB_QPS_RTR)
@@ -810,6 +847,17 @@ static void hook_event_raised(struct roce_dev *rd)
 		roce_tp_commit(tp);
 }
 
+/* A UD address handle: resolve its MAC now so the first send finds it
+ * (the command returns at once; sends wait if it is still unknown). */
+static void hook_ah_create(struct roce_dev *rd, const struct roce_ah *ah)
+{
+	static const uint8_t zero[6];
+	struct roce_tp *tp = tp_of(rd);
+
+	if (tp && !memcmp(ah->av.dmac, zero, 6))
+		roce_neigh_resolve(tp->neigh, ah->av.sgid, ah->av.dgid);
+}
+
 /* ---- ring events ------------------------------------------------------------ */
 
 /* Kind of ring (enum vrdma_vq_kind or enum vrdma_vq_kind_ext). */
@@ -992,7 +1040,9 @@ struct roce_tp *roce_tp_new(struct roce_dev *rd, struct loop *loop,
 	rd->hooks.srq_create = hook_srq_create;
 	rd->hooks.srq_destroy = hook_srq_destroy;
 	rd->hooks.event_raised = hook_event_raised;
+	rd->hooks.ah_create = hook_ah_create;
 	rd->hooks.arg = tp;
+	tp->ttl = ROCE_TP_TTL_DEFAULT;
 	return tp;
 }
 
@@ -1162,6 +1212,9 @@ void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 	DUMP(f, s, neigh_resolved);
 	DUMP(f, s, neigh_queued);
 	DUMP(f, s, neigh_dropped);
+	DUMP(f, s, neigh_failed);
+	DUMP(f, s, neigh_refreshes);
+	DUMP(f, s, neigh_waits);
 	fprintf(f, "\n  roce ext wr");
 	if (s->wc_ext[0])
 		fprintf(f, " wc_mw_bind_err %" PRIu64, s->wc_ext[0]);

@@ -80,10 +80,16 @@ struct roce_tp_ops {
 #define ROCE_TP_MAX_MSG_PKTS   (1u << 22) /* packets per message (PSN space) */
 #define ROCE_TP_POLL_NS        200000ull  /* wake-up to poll kick-less rings */
 #define ROCE_TP_NEIGH_SIZE     64     /* neighbour cache entries */
-#define ROCE_TP_NEIGH_QLEN     64     /* frames waiting for one resolution */
+#define ROCE_TP_NEIGH_QLEN     64     /* non-requester frames waiting for
+				       * one resolution (the requester waits
+				       * before building frames) */
 #define ROCE_TP_NEIGH_TRIES    3      /* ARP/NS requests before giving up */
 #define ROCE_TP_NEIGH_RETRY_NS 200000000ull  /* between requests */
 #define ROCE_TP_NEIGH_TTL_NS   60000000000ull /* a resolved entry lives */
+#define ROCE_TP_NEIGH_BACKOFF_NS     1000000000ull  /* after a failed round, */
+#define ROCE_TP_NEIGH_BACKOFF_MAX_NS 30000000000ull /* doubling up to this */
+#define ROCE_TP_TTL_DEFAULT    64     /* IPv4 TTL / IPv6 hop limit (the
+				       * route's, as the kernel uses) */
 
 struct roce_tp_stats {
 	/* receive */
@@ -136,6 +142,9 @@ struct roce_tp_stats {
 	uint64_t neigh_resolved;
 	uint64_t neigh_queued;
 	uint64_t neigh_dropped;                /* frames dropped: queue full, failed */
+	uint64_t neigh_failed;                 /* rounds of requests unanswered */
+	uint64_t neigh_refreshes;              /* expired entries asked again */
+	uint64_t neigh_waits;                  /* requester turns that waited for a MAC */
 	/* extensions (atomics, memory management, windows) */
 	uint64_t wc_ext[2];                    /* completions by status 16, 17+ */
 	uint64_t atomics_sent;                 /* atomic requests sent (first time) */
@@ -184,6 +193,11 @@ void roce_tp_disarm(struct roce_tp *tp);
 void roce_tp_ring_started(struct roce_tp *tp, struct vhost_vring *r);
 void roce_tp_ring_stopped(struct roce_tp *tp, struct vhost_vring *r);
 void roce_tp_ring_kick(struct roce_tp *tp, struct vhost_vring *r);
+
+/* IPv4 TTL / IPv6 hop limit of the frames (1..255; default
+ * ROCE_TP_TTL_DEFAULT). The address vector's hop_limit is not used, as in
+ * the kernel (it takes the route's). */
+void roce_tp_set_ttl(struct roce_tp *tp, uint8_t ttl);
 
 const struct roce_tp_stats *roce_tp_get_stats(const struct roce_tp *tp);
 /* Print the non-zero counters. */
@@ -362,6 +376,7 @@ struct roce_tq {
 	struct roce_tq *poll_prev, *poll_next;
 	struct roce_tq *all_prev, *all_next;
 	uint8_t state;            /* the QP state the engine last acted on */
+	bool neigh_wait;          /* requester waits for a neighbour entry */
 
 	/* send queue: slots [sq_head, sq_tail) are live, free-running
 	 * counters; slot i is at (i & sq_mask) * sq_stride */
@@ -434,6 +449,7 @@ struct roce_tp {
 	uint32_t npolled;         /* rings without a kick fd */
 	struct loop_timer poll_timer;
 	uint16_t ip_id;
+	uint8_t ttl;              /* IPv4 TTL / IPv6 hop limit of every frame */
 	bool in_event;            /* an entry point is running */
 	struct roce_neigh *neigh;
 	struct roce_tp_ext *ext;  /* roce_ext.h (event queue, SRQ rings) */
@@ -459,6 +475,12 @@ void roce_tp_commit(struct roce_tp *tp);
 void roce_tp_qp_error(struct roce_tq *tq, bool sqe);
 /* Send a frame of tq (dmac resolved if the path has none); takes p. */
 void roce_tp_xmit(struct roce_tp *tp, struct pkt *p, const struct roce_path *path);
+/* Requester: whether path's destination MAC is known (or not needed); if
+ * not, resolution is under way and tq is scheduled again when it changes. */
+bool roce_tp_path_ready(struct roce_tq *tq, const struct roce_path *path);
+/* A neighbour entry changed (resolved, failed, evicted): wake the QPs
+ * waiting for one. */
+void roce_tp_neigh_changed(struct roce_tp *tp);
 /* A ring broke: count, report, and move the owner QP to ERR. */
 void roce_tp_ring_broken(struct roce_tp *tp, struct roce_ring_ref *ref);
 /* Fill a path from an address vector for qp (smac, sport...). */
@@ -627,6 +649,13 @@ uint64_t *roce_mem_atomic_ptr(struct roce_tp *tp, struct roce_mr *mr, uint64_t v
 struct roce_neigh *roce_neigh_new(struct roce_tp *tp);
 void roce_neigh_free(struct roce_neigh *n);
 void roce_neigh_flush(struct roce_neigh *n);
+/* Start resolving dgid (no-op if known or under way). */
+void roce_neigh_resolve(struct roce_neigh *n, const uint8_t sgid[16], const uint8_t dgid[16]);
+/* Whether dgid's MAC is usable (then in mac); if not, resolution is under
+ * way (or in backoff after a failure) and a change calls
+ * roce_tp_neigh_changed(). */
+bool roce_neigh_lookup(struct roce_neigh *n, const uint8_t sgid[16], const uint8_t dgid[16],
+		       uint8_t mac[6]);
 /* Send p to gid (IPv4-mapped or IPv6) once its MAC is known: now if
  * cached, else queued while resolving. Takes p. */
 void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[16],
