@@ -295,7 +295,9 @@ struct virtio_rdma_ack_query_port {
 	 * network byte order, all zeros when the device has none. A driver
 	 * has no other way to read the device's GID table [spec.md]. */
 	uint8_t gid1_ipv4[4];
-	le32 reserved[4];
+	/* vrdma: the device's configured IPv6 address, preset as GID 2, all
+	 * zeros when it has none [spec.md]. */
+	uint8_t gid2_ipv6[16];
 };
 
 /* CREATE_CQ */
@@ -587,6 +589,7 @@ VRDMA_ABI_OFF(virtio_rdma_ack_query_device, local_ca_ack_delay, 68);
 VRDMA_ABI_OFF(virtio_rdma_ack_query_device, reserved, 72);
 VRDMA_ABI_SIZE(virtio_rdma_ack_query_port, 32);
 VRDMA_ABI_OFF(virtio_rdma_ack_query_port, gid1_ipv4, 12);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_port, gid2_ipv6, 16);
 VRDMA_ABI_SIZE(virtio_rdma_cmd_create_cq, 4);
 VRDMA_ABI_SIZE(virtio_rdma_ack_create_cq, 4);
 VRDMA_ABI_SIZE(virtio_rdma_cmd_destroy_cq, 4);
@@ -988,7 +991,7 @@ struct virtio_rdma_ack_query_port_ext {
 	le16 pkey_tbl_len;        /* 1 */
 	le16 padding;
 	uint8_t gid1_ipv4[4];     /* as in virtio_rdma_ack_query_port */
-	le32 reserved[4];
+	uint8_t gid2_ipv6[16];    /* as in virtio_rdma_ack_query_port */
 };
 
 /* CREATE_QP with VIRTIO_NET_F_ROCE_EXT: the seed's reserved[0..1] become
@@ -1249,7 +1252,7 @@ VRDMA_ABI_OFF(virtio_rdma_ack_query_device_ext, reserved, 92);
 VRDMA_ABI_SIZE(virtio_rdma_ack_query_port_ext, 32);
 VRDMA_ABI_OFF(virtio_rdma_ack_query_port_ext, pkey_tbl_len, 8);
 VRDMA_ABI_OFF(virtio_rdma_ack_query_port_ext, gid1_ipv4, 12);
-VRDMA_ABI_OFF(virtio_rdma_ack_query_port_ext, reserved, 16);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_port_ext, gid2_ipv6, 16);
 VRDMA_ABI_SIZE(virtio_rdma_cmd_create_qp_ext, 56);
 VRDMA_ABI_OFF(virtio_rdma_cmd_create_qp_ext, cap, 16);
 VRDMA_ABI_OFF(virtio_rdma_cmd_create_qp_ext, ext_flags, 40);

@@ -181,6 +181,8 @@ static enum roce_err cmd_query_port(struct roce_dev *rd, void *out)
 		put_le16(&a.pkey_tbl_len, rd->attr.max_pkeys);
 	if (rd->has_ip4)
 		memcpy(a.gid1_ipv4, &rd->ip4, 4);
+	if (rd->has_ip6)
+		memcpy(a.gid2_ipv6, rd->ip6, 16);
 	memcpy(out, &a, sizeof(a));
 	return ROCE_OK;
 }

@@ -45,6 +45,8 @@ struct roce_dev;
 #define ROCE_GID_LINKLOCAL 0
 #define ROCE_GID_IPV4      1
 #define ROCE_GID_FIRST_DRV 2
+#define ROCE_GID_IPV6      2  /* the configured IPv6 address, if any (an
+				* entry the driver may delete or keep) */
 
 /* Bytes an Ethernet MTU must leave for RoCE v2 headers around an IB MTU
  * payload: IPv6 40 + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 + ICRC 4. */
@@ -77,6 +79,8 @@ struct roce_dev_cfg {
 	uint8_t mac[6];
 	bool has_ip4;
 	uint32_t ip4;             /* network byte order */
+	bool has_ip6;
+	uint8_t ip6[16];          /* preset as GID 2 */
 	uint16_t eth_mtu;         /* Ethernet MTU; 0 = 1500 */
 	uint32_t net_pairs;       /* N; 0 = 1 */
 	uint32_t max_rdma_qps;    /* L: virtqueue pairs, 1..16384 (QPs = L - 1) */
@@ -431,6 +435,8 @@ struct roce_dev {
 	uint8_t mac[6];
 	bool has_ip4;
 	uint32_t ip4;
+	bool has_ip6;
+	uint8_t ip6[16];
 
 	struct roce_table pds, mrs, cqs, qps, ahs, srqs;
 	uint16_t *qp_gen;         /* next generation per QP index */

@@ -2036,7 +2036,7 @@ static void test_ext_query(void)
 	CHECK_EQ(p.padding, 0);
 	CHECK_EQ(p.gid1_ipv4[0], 10);
 	CHECK_EQ(p.gid1_ipv4[3], 1);
-	CHECK_MEM(p.reserved, zero, 16);
+	CHECK_MEM(p.gid2_ipv6, zero, 16);
 	/* QUERY_PKEY */
 	{
 		le16 w[2] = { 0, 0 };

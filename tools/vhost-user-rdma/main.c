@@ -49,7 +49,7 @@ static void usage(FILE *f)
 "Device options (comma separated after socket=PATH):\n"
 "  mac=MAC            MAC address (default 02:56:52:00:00:<n>)\n"
 "  ip=ADDR[/PREFIX]   IPv4 address (RoCE v2 GID index 1)\n"
-"  ip6=ADDR[/PREFIX]  extra IPv6 address\n"
+"  ip6=ADDR[/PREFIX]  IPv6 address (RoCE v2 GID index 2)\n"
 "  ttl=N              IPv4 TTL / IPv6 hop limit of RoCE frames, 1..255 (default 64)\n"
 "  mtu=N              Ethernet MTU, 576..9198 (default 1500)\n"
 "  qps=N              max_rdma_qps, 2..16384 (default 1024)\n"
