@@ -397,8 +397,17 @@ struct virtio_rdma_global_route {
 struct virtio_rdma_ah_attr {
 	struct virtio_rdma_global_route grh;
 	uint8_t dmac[6];
-	uint8_t reserved[10];
+	/* vrdma [spec.md "RoCE on the network"]: seed drivers leave these 0. */
+	uint8_t sl;                /* service level 0..15: the 802.1Q PCP (sl & 7)
+				    * when non-zero, else DSCP >> 3 */
+	uint8_t flags;             /* VIRTIO_RDMA_AH_F_*; device answers only */
+	le16 vlan_id;              /* with VIRTIO_RDMA_AH_F_VLAN (answers only) */
+	uint8_t reserved[6];
 };
+
+/* virtio_rdma_ah_attr.flags, set by the device in QUERY_QP answers (ignored
+ * in commands): the path's frames carry an 802.1Q tag with vlan_id. */
+#define VIRTIO_RDMA_AH_F_VLAN 0x01
 
 struct virtio_rdma_cmd_modify_qp {
 	le32 qpn;
@@ -616,6 +625,10 @@ VRDMA_ABI_OFF(virtio_rdma_global_route, flow_label, 16);
 VRDMA_ABI_OFF(virtio_rdma_global_route, sgid_index, 20);
 VRDMA_ABI_SIZE(virtio_rdma_ah_attr, 40);
 VRDMA_ABI_OFF(virtio_rdma_ah_attr, dmac, 24);
+VRDMA_ABI_OFF(virtio_rdma_ah_attr, sl, 30);
+VRDMA_ABI_OFF(virtio_rdma_ah_attr, flags, 31);
+VRDMA_ABI_OFF(virtio_rdma_ah_attr, vlan_id, 32);
+VRDMA_ABI_OFF(virtio_rdma_ah_attr, reserved, 34);
 VRDMA_ABI_SIZE(virtio_rdma_cmd_modify_qp, 128);
 VRDMA_ABI_OFF(virtio_rdma_cmd_modify_qp, qp_state, 8);
 VRDMA_ABI_OFF(virtio_rdma_cmd_modify_qp, rnr_retry, 16);

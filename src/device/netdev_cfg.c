@@ -143,6 +143,12 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 				break;
 			}
 			cfg->ttl = (uint8_t)v;
+		} else if (!strcmp(tok, "vlan")) {
+			if (parse_u32(val, 1, 4094, &v) < 0) {
+				rc = cfg_err(err, errlen, "vlan '%s': expected 1..4094", val);
+				break;
+			}
+			cfg->vlan_id = (uint16_t)v;
 		} else if (!strcmp(tok, "mtu")) {
 			if (parse_u32(val, 576, PKT_MAX_FRAME - 18, &v) < 0) {
 				rc = cfg_err(err, errlen, "mtu '%s': expected 576..%d", val, PKT_MAX_FRAME - 18);
@@ -188,7 +194,7 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 			cfg->max_srqs = v;
 			srqs_given = true;
 		} else {
-			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, ttl, mtu, qps, cqs, roce, ext, srqs)", tok);
+			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, ttl, vlan, mtu, qps, cqs, roce, ext, srqs)", tok);
 			break;
 		}
 	}

@@ -72,6 +72,7 @@ int netdev_roce_init(struct netdev *nd)
 	cfg.has_ip4 = nd->cfg.has_ip4;
 	cfg.ip4 = nd->cfg.ip4.s_addr;
 	cfg.has_ip6 = nd->cfg.has_ip6;
+	cfg.vlan_id = nd->cfg.vlan_id;
 	memcpy(cfg.ip6, &nd->cfg.ip6, 16);
 	cfg.eth_mtu = nd->cfg.mtu;
 	cfg.net_pairs = 1;

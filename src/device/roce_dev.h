@@ -81,6 +81,7 @@ struct roce_dev_cfg {
 	uint32_t ip4;             /* network byte order */
 	bool has_ip6;
 	uint8_t ip6[16];          /* preset as GID 2 */
+	uint16_t vlan_id;         /* 802.1Q VLAN of the RoCE traffic, 0: none */
 	uint16_t eth_mtu;         /* Ethernet MTU; 0 = 1500 */
 	uint32_t net_pairs;       /* N; 0 = 1 */
 	uint32_t max_rdma_qps;    /* L: virtqueue pairs, 1..16384 (QPs = L - 1) */
@@ -273,6 +274,7 @@ struct roce_av {
 	uint8_t sgid_index;
 	uint8_t hop_limit;
 	uint8_t traffic_class;
+	uint8_t sl;               /* service level 0..15 */
 	uint8_t dmac[6];
 	uint8_t sgid[16];         /* copy of gid[sgid_index] at that time */
 	bool ipv4;                /* sgid and dgid are IPv4-mapped */
@@ -437,6 +439,7 @@ struct roce_dev {
 	uint32_t ip4;
 	bool has_ip6;
 	uint8_t ip6[16];
+	uint16_t vlan_id;         /* 0 or 1..4094: RoCE frames tagged */
 
 	struct roce_table pds, mrs, cqs, qps, ahs, srqs;
 	uint16_t *qp_gen;         /* next generation per QP index */

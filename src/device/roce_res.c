@@ -279,6 +279,7 @@ int roce_dev_init(struct roce_dev *rd, const struct roce_dev_cfg *cfg)
 	rd->ip4 = cfg->ip4;
 	rd->has_ip6 = cfg->has_ip6;
 	memcpy(rd->ip6, cfg->ip6, 16);
+	rd->vlan_id = cfg->vlan_id;
 
 	a->device_cap_flags = VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN;
 	a->max_mr_size = cfg->max_mr_size ? cfg->max_mr_size : ROCE_DEF_MAX_MR_SIZE;

@@ -165,25 +165,38 @@ static struct pkt *frame_new(uint32_t len)
 	return p;
 }
 
-static void eth_hdr(uint8_t *f, const uint8_t *dmac, const uint8_t *smac, uint16_t type)
+static uint32_t l2_len(const struct roce_tp *tp)
+{
+	return ROCE_ETH_HLEN + (tp->rd->vlan_id ? ROCE_VLAN_HLEN : 0);
+}
+
+/* Ethernet header (802.1Q-tagged with the device's VLAN, PCP 0); returns
+ * the L3 offset. */
+static uint32_t eth_hdr(const struct roce_tp *tp, uint8_t *f, const uint8_t *dmac, uint16_t type)
 {
 	memcpy(f, dmac, 6);
-	memcpy(f + 6, smac, 6);
-	put_be16(f + 12, type);
+	memcpy(f + 6, tp->rd->mac, 6);
+	if (!tp->rd->vlan_id) {
+		put_be16(f + 12, type);
+		return ROCE_ETH_HLEN;
+	}
+	put_be16(f + 12, ROCE_ETH_P_8021Q);
+	put_be16(f + 14, tp->rd->vlan_id);
+	put_be16(f + 16, type);
+	return ROCE_ETH_HLEN + ROCE_VLAN_HLEN;
 }
 
 static void send_arp(struct roce_tp *tp, const uint8_t *dmac, uint16_t oper,
 		     const uint8_t *spa, const uint8_t *tha, const uint8_t *tpa)
 {
-	struct pkt *p = frame_new(ROCE_ETH_HLEN + ARP_LEN);
+	struct pkt *p = frame_new(l2_len(tp) + ARP_LEN);
 	uint8_t *a;
 
 	if (!p) {
 		tp->stats.tx_nobuf++;
 		return;
 	}
-	eth_hdr(p->data, dmac, tp->rd->mac, ETH_P_ARP);
-	a = p->data + ROCE_ETH_HLEN;
+	a = p->data + eth_hdr(tp, p->data, dmac, ETH_P_ARP);
 	put_be16(a, 1);
 	put_be16(a + 2, ROCE_ETH_P_IPV4);
 	a[4] = 6;
@@ -204,15 +217,14 @@ static void send_arp(struct roce_tp *tp, const uint8_t *dmac, uint16_t oper,
 static void send_nd(struct roce_tp *tp, const uint8_t *dmac, const uint8_t *src,
 		    const uint8_t *dst, uint8_t type, uint8_t flags, const uint8_t *target)
 {
-	struct pkt *p = frame_new(ROCE_ETH_HLEN + ROCE_IPV6_HLEN + ND_MSG_LEN);
+	struct pkt *p = frame_new(l2_len(tp) + ROCE_IPV6_HLEN + ND_MSG_LEN);
 	uint8_t *ip, *m;
 
 	if (!p) {
 		tp->stats.tx_nobuf++;
 		return;
 	}
-	eth_hdr(p->data, dmac, tp->rd->mac, ROCE_ETH_P_IPV6);
-	ip = p->data + ROCE_ETH_HLEN;
+	ip = p->data + eth_hdr(tp, p->data, dmac, ROCE_ETH_P_IPV6);
 	put_be32(ip, 6u << 28);
 	put_be16(ip + 4, ND_MSG_LEN);
 	ip[6] = ICMP6_PROTO;

@@ -51,6 +51,15 @@ static uint16_t frame_type(const struct pkt *p, uint32_t *l3)
 	return type;
 }
 
+/* Whether p is on the device's VLAN: tagged with its VLAN ID, or untagged
+ * (or priority-tagged, VID 0) when it has none. */
+static bool vlan_is_ours(const struct roce_dev *rd, const struct pkt *p, uint32_t l3)
+{
+	uint16_t vid = l3 > ROCE_ETH_HLEN ? get_be16(p->data + 14) & 0x0FFF : 0;
+
+	return vid == rd->vlan_id;
+}
+
 static bool is_icmp6(const struct pkt *p, uint32_t l3)
 {
 	return p->len >= l3 + ROCE_IPV6_HLEN && p->data[l3 + 6] == IPPROTO_ICMPV6_;
@@ -76,7 +85,7 @@ bool roce_tp_input(struct roce_tp *tp, struct pkt *p)
 	uint32_t l3 = 0, ihl;
 	uint16_t type = frame_type(p, &l3);
 
-	if (!type)
+	if (!type || !vlan_is_ours(rd, p, l3))
 		return false;
 	if (type == ETH_P_ARP || (type == ROCE_ETH_P_IPV6 && is_icmp6(p, l3))) {
 		if (roce_neigh_wants(tp, p))

@@ -509,6 +509,13 @@ void roce_tp_path_from_av(const struct roce_tp *tp, const struct roce_qp *qp,
 	path->hop_limit = tp->ttl;
 	path->flow_label = av->flow_label;
 	path->udp_sport = roce_udp_sport_from_qpn(qp->qpn);
+	if (tp->rd->vlan_id) {
+		/* PCP: the service level if given, else the DSCP's class. */
+		uint16_t pcp = av->sl ? (av->sl & 7) : (av->traffic_class >> 5);
+
+		path->flags |= ROCE_PATH_F_VLAN;
+		path->vlan_tci = (uint16_t)(pcp << 13 | tp->rd->vlan_id);
+	}
 }
 
 void roce_tp_xmit(struct roce_tp *tp, struct pkt *p, const struct roce_path *path)

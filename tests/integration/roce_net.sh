@@ -11,6 +11,9 @@
 #         -g 2 across the uplink; the peers find each other by neighbour
 #         discovery (NS/NA in the capture).
 #   ipv4  GID 1 (IPv4-mapped), the same programs.
+#   vlan  both devices with vlan=100, over IPv4 (GID 1) and IPv6 (GID 2):
+#         every RoCE frame carries the 802.1Q tag (ARP / ND too, else the
+#         peers would not find each other).
 # Every case checks the capture with scapy: every RoCE frame has a valid
 # ICRC, the right IP version, hop limit / TTL 64 (the programs ask for 1),
 # ECN ECT(0); and the daemons' counters: no frame dropped for lack of a
@@ -148,15 +151,14 @@ for fr in rdpcap(path):
         q[BTH].icrc = None
         if raw(q)[-4:] != wire[-4:]:
             bad_icrc += 1
-    l3 = p[IPv6] if ipver == 6 else p[IP] if IP in p else None
-    if ipver == 6 and IPv6 not in p:
-        l3 = None
+    v = ipver or (6 if IPv6 in p else 4)
+    l3 = p[IPv6] if v == 6 and IPv6 in p else p[IP] if v == 4 and IP in p else None
     if l3 is None:
         bad_ip += 1
-        why.append("frame %d: not IPv%d" % (roce, ipver))
+        why.append("frame %d: not IPv%d" % (roce, v))
     else:
-        hl = l3.hlim if ipver == 6 else l3.ttl
-        tc = l3.tc if ipver == 6 else l3.tos
+        hl = l3.hlim if v == 6 else l3.ttl
+        tc = l3.tc if v == 6 else l3.tos
         if hl != 64 or tc & 3 != 2:
             bad_ip += 1
             why.append("frame %d: hop limit %d, tclass 0x%x" % (roce, hl, tc))
@@ -176,7 +178,7 @@ g = result("roce_frames_captured", roce >= 20, "%d RoCE frames" % roce)
 g &= result("icrc_valid", roce and not bad_icrc, "%d of %d bad" % (bad_icrc, roce))
 g &= result("ip_header", roce and not bad_ip, "; ".join(why[:4]))
 g &= result("vlan_tag", roce and not bad_tag, "%d of %d frames with the wrong tag" % (bad_tag, roce))
-if ipver == 6:
+if ipver != 4:
     g &= result("neighbour_discovery", nd >= 2, "%d NS/NA frames" % nd)
 sys.exit(0 if g else 1)
 PYEOF
@@ -213,8 +215,10 @@ run_case() {
 		nsd_stop da TERM; nsd_stop db TERM
 		return
 	fi
-	vpair "$name.rc_pingpong" ibv_rc_pingpong -d vrdma0 -g "$gid" -n 20 -s 8192 -m 1024
-	vpair "$name.ud_pingpong" ibv_ud_pingpong -d vrdma0 -g "$gid" -n 20 -s 512
+	for g in $gid; do
+		vpair "$name.rc_pingpong_g$g" ibv_rc_pingpong -d vrdma0 -g "$g" -n 20 -s 8192 -m 1024
+		vpair "$name.ud_pingpong_g$g" ibv_ud_pingpong -d vrdma0 -g "$g" -n 20 -s 512
+	done
 	counters "$name"
 	nsd_stop da TERM
 	nsd_stop db TERM
@@ -231,4 +235,7 @@ run_case ipv6 2 6 0 \
 run_case ipv4 1 4 0 \
 	"mac=02:00:00:00:6a:01,ip=10.79.0.1/24" \
 	"mac=02:00:00:00:6b:01,ip=10.79.0.2/24"
+run_case vlan "1 2" 0 100 \
+	"mac=02:00:00:00:6a:01,ip=10.79.0.1/24,ip6=fd00:79::1/64,vlan=100" \
+	"mac=02:00:00:00:6b:01,ip=10.79.0.2/24,ip6=fd00:79::2/64,vlan=100"
 t_done

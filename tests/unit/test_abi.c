@@ -164,7 +164,10 @@ static void test_offsets(void)
 	OFF(virtio_rdma_global_route, hop_limit, 21);
 	OFF(virtio_rdma_global_route, traffic_class, 22);
 	OFF(virtio_rdma_ah_attr, dmac, 24);
-	OFF(virtio_rdma_ah_attr, reserved, 30);
+	OFF(virtio_rdma_ah_attr, sl, 30);
+	OFF(virtio_rdma_ah_attr, flags, 31);
+	OFF(virtio_rdma_ah_attr, vlan_id, 32);
+	OFF(virtio_rdma_ah_attr, reserved, 34);
 
 	OFF(virtio_rdma_cmd_modify_qp, attr_mask, 4);
 	OFF(virtio_rdma_cmd_modify_qp, qp_state, 8);

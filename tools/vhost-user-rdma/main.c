@@ -51,6 +51,7 @@ static void usage(FILE *f)
 "  ip=ADDR[/PREFIX]   IPv4 address (RoCE v2 GID index 1)\n"
 "  ip6=ADDR[/PREFIX]  IPv6 address (RoCE v2 GID index 2)\n"
 "  ttl=N              IPv4 TTL / IPv6 hop limit of RoCE frames, 1..255 (default 64)\n"
+"  vlan=ID            802.1Q VLAN of the RoCE traffic (and its ARP / ND), 1..4094\n"
 "  mtu=N              Ethernet MTU, 576..9198 (default 1500)\n"
 "  qps=N              max_rdma_qps, 2..16384 (default 1024)\n"
 "  cqs=N              max_rdma_cqs, 1..16384 (default 1024)\n"
