@@ -74,8 +74,10 @@ else
 	t_done
 fi
 
+t0=$SECONDS
 if rxe_boot "$SG" "$MAC_G" "$IP_G/24"; then
 	ok guest_booted
+	echo "# guest up in $((SECONDS - t0)) s"
 else
 	not_ok guest_booted "see the console above"
 	t_done
@@ -169,13 +171,15 @@ both() {
 	host_server "vrdma_srv.$name" "$prog" "$hflag $args" "$gflag $args"
 }
 
-both rc_pingpong ibv_rc_pingpong "-n 50 -s 8192 -m 1024"
-both uc_pingpong ibv_uc_pingpong "-n 50 -s 8192 -m 1024"
-both ud_pingpong ibv_ud_pingpong "-n 50 -s 512"
-both write_bw ib_write_bw "-n 200 -s 65536 -m 1024"
-both read_bw ib_read_bw "-n 200 -s 65536 -m 1024"
-both send_bw ib_send_bw "-n 200 -s 65536 -m 1024"
-both atomic_bw ib_atomic_bw "-n 200 -m 1024"
+t0=$SECONDS
+both rc_pingpong ibv_rc_pingpong "-n 20 -s 8192 -m 1024"
+both uc_pingpong ibv_uc_pingpong "-n 20 -s 8192 -m 1024"
+both ud_pingpong ibv_ud_pingpong "-n 20 -s 512"
+both write_bw ib_write_bw "-n 50 -s 16384 -m 1024"
+both read_bw ib_read_bw "-n 50 -s 16384 -m 1024"
+both send_bw ib_send_bw "-n 50 -s 16384 -m 1024"
+both atomic_bw ib_atomic_bw "-n 50 -m 1024"
+echo "# verbs programs: $((SECONDS - t0)) s"
 
 # The vrdma device's neighbour counters.
 if nsd_stats da 1; then
@@ -248,8 +252,9 @@ g = result("frames_both_ways", n[mac_h] >= 100 and n[mac_g] >= 100,
 g &= result("icrc_valid", total and not bad_icrc, "%d of %d bad" % (bad_icrc, total))
 g &= result("ttl_64", total and not bad_ttl, "%d of %d frames not TTL 64" % (bad_ttl, total))
 g &= result("vrdma_ect0", n[mac_h] and not bad_ecn, "%d frames not ECT(0)" % bad_ecn)
-# RC SEND/WRITE/READ/atomics and their responses, UC, UD
-want = {0x04, 0x0a, 0x0c, 0x10, 0x11, 0x12, 0x13, 0x64}
+# RC SEND FIRST/MIDDLE/LAST, WRITE FIRST, READ request / response FIRST,
+# ACK, ATOMIC ACK, FETCH & ADD; UC SEND FIRST; UD SEND ONLY
+want = {0x00, 0x01, 0x02, 0x06, 0x0c, 0x0d, 0x11, 0x12, 0x14, 0x20, 0x64}
 g &= result("opcodes_seen", want <= ops, "missing %s" % sorted(hex(o) for o in want - ops))
 sys.exit(0 if g else 1)
 PYEOF
