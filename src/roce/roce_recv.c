@@ -151,6 +151,9 @@ void roce_recv_one(struct roce_tp *tp, struct pkt *p)
 	}
 	if (pi.transport == ROCE_TRANSPORT_CNP) {
 		tp->stats.rx_cnp++;
+		qp = roce_qp_lookup(rd, pi.dqpn);
+		if (qp && (tq = qp->transport))
+			roce_cc_cnp(tq);
 		goto out;
 	}
 	if ((pi.pkey & 0x7FFF) != 0x7FFF) {
@@ -187,6 +190,8 @@ void roce_recv_one(struct roce_tp *tp, struct pkt *p)
 		tp->stats.rx_bad_src++;
 		goto out;
 	}
+	if ((pi.tclass & ROCE_ECN_MASK) == ROCE_ECN_CE)
+		roce_cc_ce(tq, &pi, p);
 	if (pi.mask & ROCE_OPF_REQ)
 		roce_resp_rx(tq, &pi, p);
 	else

@@ -192,6 +192,8 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k)
 		if (roce_psn_diff(end, tq->psn_hwm) > 0)
 			tq->psn_hwm = end;
 	}
+	if (tq->cc)
+		roce_cc_sent(tq, p->len);
 	roce_tp_xmit(tp, p, path);
 	return 0;
 }
@@ -299,6 +301,9 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			break;
 		/* No frame without the peer's MAC: wait, no PSN consumed. */
 		if (!roce_wr_is_local(w->opcode) && !req_path_ready(tq, w))
+			break;
+		/* Congestion control: the pacer may hold the next packet. */
+		if (tq->cc && !roce_cc_may_send(tq))
 			break;
 		if (w->next == 0) {
 			if (st == VIRTIO_IB_QPS_SQD && !w->started)

@@ -652,6 +652,8 @@ static void hook_qp_modify(struct roce_dev *rd, struct roce_qp *qp, uint8_t old,
 
 	switch (st) {
 	case VIRTIO_IB_QPS_RESET:
+		roce_cc_qp_free(tq);
+		tq->cnp_sent_ns = 0;
 		roce_sq_drop(tq);
 		roce_rq_drop(tq);
 		roce_comp_reset(tq);
@@ -731,6 +733,7 @@ static void hook_qp_destroy(struct roce_dev *rd, struct roce_qp *qp)
 		tp->all = tq->all_next;
 	if (tq->all_next)
 		tq->all_next->all_prev = tq->all_prev;
+	roce_cc_qp_free(tq);
 	roce_sq_detach(tq);
 	roce_rq_fini(tq);
 	roce_resp_fini(tq);
@@ -1050,6 +1053,7 @@ struct roce_tp *roce_tp_new(struct roce_dev *rd, struct loop *loop,
 	rd->hooks.ah_create = hook_ah_create;
 	rd->hooks.arg = tp;
 	tp->ttl = ROCE_TP_TTL_DEFAULT;
+	roce_cc_params_default(&tp->cc);
 	return tp;
 }
 
@@ -1222,6 +1226,11 @@ void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 	DUMP(f, s, neigh_failed);
 	DUMP(f, s, neigh_refreshes);
 	DUMP(f, s, neigh_waits);
+	DUMP(f, s, rx_ce);
+	DUMP(f, s, cnp_sent);
+	DUMP(f, s, cc_decreases);
+	DUMP(f, s, cc_increases);
+	DUMP(f, s, cc_paced);
 	fprintf(f, "\n  roce ext wr");
 	if (s->wc_ext[0])
 		fprintf(f, " wc_mw_bind_err %" PRIu64, s->wc_ext[0]);

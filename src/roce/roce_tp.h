@@ -22,6 +22,8 @@
  *   roce_recv.c   frames from the switch: classify, queue, parse, demux
  *   roce_cq.c     completion writer (backlog, overflow, notification)
  *   roce_mem.c    copies between packets and SGE lists / remote-key ranges
+ *   roce_cc.c     congestion control: CNPs for CE-marked packets, the
+ *                 DCQCN reaction point and its pacer
  *   roce_neigh.c  destination MAC resolution (ARP, IPv6 ND) and answering
  *                 ARP / NS for the device's own addresses
  *
@@ -91,6 +93,23 @@ struct roce_tp_ops {
 #define ROCE_TP_TTL_DEFAULT    64     /* IPv4 TTL / IPv6 hop limit (the
 				       * route's, as the kernel uses) */
 
+/* Congestion control parameters (roce_cc.c; defaults by
+ * roce_cc_params_default, as common RoCE NICs ship; docs/design.md). */
+struct roce_cc_params {
+	bool enabled;
+	uint64_t cnp_interval_ns;  /* at most one CNP per QP per interval */
+	uint64_t line_rate_bps;    /* rate before the first CNP */
+	uint64_t min_rate_bps;
+	unsigned g_shift;          /* alpha gain g = 2^-g_shift */
+	uint64_t alpha_ns;         /* alpha decay period without CNP */
+	uint64_t rai_timer_ns;     /* rate increase timer */
+	uint64_t rai_bytes;        /* rate increase byte counter */
+	uint32_t f;                /* fast recovery steps */
+	uint64_t ai_bps, hai_bps;  /* additive / hyper increase */
+	uint32_t burst;            /* pacer bucket, bytes */
+};
+#define ROCE_CC_CNP_DSCP 48        /* CNPs are sent with this DSCP, Not-ECT */
+
 struct roce_tp_stats {
 	/* receive */
 	uint64_t rx_frames, rx_bytes;          /* RoCE frames taken from the switch */
@@ -114,6 +133,7 @@ struct roce_tp_stats {
 	uint64_t rx_stale_resp;                /* responses for nothing outstanding */
 	uint64_t rx_bad_resp;                  /* malformed responses */
 	uint64_t rx_arp, rx_nd;                /* ARP / ND frames handled */
+	uint64_t rx_ce;                        /* packets that arrived CE-marked */
 	/* transmit */
 	uint64_t tx_frames, tx_bytes;
 	uint64_t tx_nobuf;                     /* pkt_alloc failed */
@@ -145,6 +165,10 @@ struct roce_tp_stats {
 	uint64_t neigh_failed;                 /* rounds of requests unanswered */
 	uint64_t neigh_refreshes;              /* expired entries asked again */
 	uint64_t neigh_waits;                  /* requester turns that waited for a MAC */
+	/* congestion control */
+	uint64_t cnp_sent;
+	uint64_t cc_decreases, cc_increases;   /* reaction point rate changes */
+	uint64_t cc_paced;                     /* requester turns stopped by the pacer */
 	/* extensions (atomics, memory management, windows) */
 	uint64_t wc_ext[2];                    /* completions by status 16, 17+ */
 	uint64_t atomics_sent;                 /* atomic requests sent (first time) */
@@ -377,6 +401,8 @@ struct roce_tq {
 	struct roce_tq *all_prev, *all_next;
 	uint8_t state;            /* the QP state the engine last acted on */
 	bool neigh_wait;          /* requester waits for a neighbour entry */
+	struct roce_cc_rp *cc;    /* reaction point (after a CNP), else NULL */
+	uint64_t cnp_sent_ns;     /* notification point: last CNP sent */
 
 	/* send queue: slots [sq_head, sq_tail) are live, free-running
 	 * counters; slot i is at (i & sq_mask) * sq_stride */
@@ -429,6 +455,7 @@ struct roce_tq {
 };
 
 struct roce_neigh;
+struct roce_cc_rp;
 /* Event queue and SRQ state of the extensions: src/roce/roce_ext.h. */
 struct roce_tp_ext;
 
@@ -450,6 +477,7 @@ struct roce_tp {
 	struct loop_timer poll_timer;
 	uint16_t ip_id;
 	uint8_t ttl;              /* IPv4 TTL / IPv6 hop limit of every frame */
+	struct roce_cc_params cc;
 	bool in_event;            /* an entry point is running */
 	struct roce_neigh *neigh;
 	struct roce_tp_ext *ext;  /* roce_ext.h (event queue, SRQ rings) */
@@ -644,6 +672,21 @@ int roce_mem_from_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
  * (already checked by roce_mem_rkey), or NULL if they are not mapped as
  * one aligned host word. */
 uint64_t *roce_mem_atomic_ptr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va);
+
+/* ---- roce_cc.c ---- */
+void roce_cc_params_default(struct roce_cc_params *c);
+/* Packet pi (frame p) for tq arrived CE-marked: send a CNP if due. */
+void roce_cc_ce(struct roce_tq *tq, const struct roce_pkt_info *pi, const struct pkt *p);
+/* A CNP for tq arrived: lower its rate. */
+void roce_cc_cnp(struct roce_tq *tq);
+/* With tq->cc: whether the pacer lets the next packet go (else tq is
+ * scheduled again when it may). */
+bool roce_cc_may_send(struct roce_tq *tq);
+/* With tq->cc: bytes went out (may end pacing: tq->cc becomes NULL). */
+void roce_cc_sent(struct roce_tq *tq, uint32_t bytes);
+/* Current paced rate in bits/s, 0 when not paced. */
+uint64_t roce_cc_rate(const struct roce_tq *tq);
+void roce_cc_qp_free(struct roce_tq *tq);
 
 /* ---- roce_neigh.c ---- */
 struct roce_neigh *roce_neigh_new(struct roce_tp *tp);

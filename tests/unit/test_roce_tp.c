@@ -1292,6 +1292,72 @@ static void test_neigh_unreachable(void)
 	pair_fini(&p);
 }
 
+static void set_ecn(struct pair *p, const char *spec)
+{
+	struct fault_cfg cfg;
+
+	REQUIRE(fault_cfg_parse(&cfg, spec) == 0);
+	REQUIRE(sw_set_fault(p->env.sw, &cfg, NULL) == 0);
+}
+
+/* Every data packet arrives CE-marked: the receiver answers with a CNP
+ * (one per QP per interval: here a long one, so exactly one), the sender's
+ * reaction point lowers the QP's rate and paces it; the data stays exact. */
+static void test_cc_cnp_once(void)
+{
+	for (int t = 0; t < 2; t++) {
+		struct pair_cfg c;
+		struct bufs b;
+		struct pair p;
+		struct roce_tq *tq;
+
+		pair_cfg_default(&c, t ? VIRTIO_IB_QPT_UC : VIRTIO_IB_QPT_RC);
+		pair_init(&p, &c);
+		p.b->tp->cc.cnp_interval_ns = 3600ull * 1000000000ull;
+		p.a->tp->cc.line_rate_bps = 200000000ull; /* 200 Mbit/s */
+		set_ecn(&p, "ecn=100,seed=3");
+		bufs_init(&p, &b, 1u << 20);
+		CHECK(do_op(&p, &b, VIRTIO_IB_WR_RDMA_WRITE, 1u << 20, 1, false, 1));
+		CHECK(do_op(&p, &b, VIRTIO_IB_WR_SEND, 200000, 1, false, 2));
+		CHECK_EQ(p.b->tp->stats.cnp_sent, 1);
+		CHECK_EQ(p.a->tp->stats.rx_cnp, 1);
+		CHECK_EQ(p.a->tp->stats.cc_decreases, 1);
+		CHECK(p.b->tp->stats.rx_ce > 100);
+		CHECK(p.a->tp->stats.cc_paced > 0);
+		tq = roce_qp_lookup(&p.a->rd, p.qa.qpn)->transport;
+		CHECK(roce_cc_rate(tq) <= 200000000ull);
+		pair_fini(&p);
+	}
+}
+
+/* CNPs at most once per interval and per QP; each lowers the rate; with
+ * congestion control off nothing is sent or paced. */
+static void test_cc_interval_and_off(void)
+{
+	for (int off = 0; off < 2; off++) {
+		struct pair_cfg c;
+		struct bufs b;
+		struct pair p;
+
+		pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+		pair_init(&p, &c);
+		p.a->tp->cc.enabled = p.b->tp->cc.enabled = !off;
+		set_ecn(&p, "ecn=50,seed=9");
+		bufs_init(&p, &b, 1u << 20);
+		CHECK(do_op(&p, &b, VIRTIO_IB_WR_RDMA_WRITE, 1u << 20, 1, false, 1));
+		CHECK(p.b->tp->stats.rx_ce > 100);
+		if (off) {
+			CHECK_EQ(p.b->tp->stats.cnp_sent, 0);
+			CHECK_EQ(p.a->tp->stats.cc_paced, 0);
+		} else {
+			CHECK(p.b->tp->stats.cnp_sent >= 1);
+			CHECK(p.b->tp->stats.cnp_sent <= p.b->tp->stats.rx_ce);
+			CHECK_EQ(p.a->tp->stats.cc_decreases, p.a->tp->stats.rx_cnp);
+		}
+		pair_fini(&p);
+	}
+}
+
 /* Every frame on the switch is captured; each RoCE frame's ICRC is
  * checked here and, when available, by scapy. Every frame has TTL 64 (the
  * AV says 1), the AV's DSCP and ECT(0). */
@@ -1451,6 +1517,8 @@ int main(int argc, char **argv)
 	RUN(test_neigh);
 	RUN(test_neigh_early_send);
 	RUN(test_neigh_unreachable);
+	RUN(test_cc_cnp_once);
+	RUN(test_cc_interval_and_off);
 	RUN(test_pcap_icrc);
 	return TEST_DONE();
 }

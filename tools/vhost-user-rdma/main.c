@@ -188,9 +188,10 @@ static void dump_stats(struct daemon *d)
 	fprintf(stderr, "switch forwarded %llu flooded %llu dropped_no_port %llu dropped_runt %llu\n",
 		(unsigned long long)s->forwarded, (unsigned long long)s->flooded,
 		(unsigned long long)s->dropped_no_port, (unsigned long long)s->dropped_runt);
-	fprintf(stderr, "faults dropped %llu duplicated %llu reordered %llu corrupted %llu\n",
+	fprintf(stderr, "faults dropped %llu duplicated %llu reordered %llu corrupted %llu ce_marked %llu\n",
 		(unsigned long long)s->fault_dropped, (unsigned long long)s->fault_duplicated,
-		(unsigned long long)s->fault_reordered, (unsigned long long)s->fault_corrupted);
+		(unsigned long long)s->fault_reordered, (unsigned long long)s->fault_corrupted,
+		(unsigned long long)s->fault_ce_marked);
 	for (unsigned i = 0; i < d->nuplinks; i++) {
 		const struct port *p = d->uplinks[i];
 
