@@ -37,26 +37,6 @@ struct shaper {
 
 static struct shaper g_sh;
 
-static bool mark_ce(struct pkt *p)
-{
-	uint8_t *ip = p->data + 14;
-	uint32_t sum;
-
-	if (p->len < 34 || p->data[12] != 0x08 || p->data[13] != 0x00 ||
-	    !(ip[1] & 3) || (ip[1] & 3) == 3)
-		return false;
-	sum = (uint16_t)~(ip[10] << 8 | ip[11]);
-	sum += (uint16_t)~(ip[0] << 8 | ip[1]);
-	ip[1] |= 3;
-	sum += (uint32_t)(ip[0] << 8 | ip[1]);
-	while (sum >> 16)
-		sum = (sum & 0xFFFF) + (sum >> 16);
-	sum = (uint16_t)~sum;
-	ip[10] = (uint8_t)(sum >> 8);
-	ip[11] = (uint8_t)sum;
-	return true;
-}
-
 static void sh_drain(struct loop_timer *t, void *arg)
 {
 	struct shaper *s = arg;
@@ -85,7 +65,7 @@ static void sh_xmit(struct port *port, struct pkt *p)
 		pkt_free(p);
 		return;
 	}
-	if (s->q.len >= s->mark && mark_ce(p))
+	if (s->q.len >= s->mark && pkt_set_ce(p))
 		s->marks++;
 	pkt_queue_push(&s->q, p);
 	if (s->q.len == 1)

@@ -57,6 +57,7 @@ void roce_cc_params_default(struct roce_cc_params *c)
 	c->ai_bps = 5000000ull;               /* rpg_ai_rate: 5 Mbit/s */
 	c->hai_bps = 50000000ull;             /* rpg_hai_rate: 50 Mbit/s */
 	c->burst = 16384;                     /* pacer burst, bytes */
+	c->mark_qlen = ROCE_TP_RXQ_MAX / 4;   /* ECN threshold of the device queue */
 }
 
 static uint64_t cc_now(const struct roce_tp *tp)

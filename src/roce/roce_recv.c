@@ -119,6 +119,10 @@ bool roce_tp_input(struct roce_tp *tp, struct pkt *p)
 		pkt_free(p);
 		return true;
 	}
+	/* The device's receive queue is the switch's egress queue towards
+	 * it: above the threshold, ECN-capable frames get CE. */
+	if (tp->cc.mark_qlen && tp->rxq.len >= tp->cc.mark_qlen && pkt_set_ce(p))
+		tp->stats.rx_ce_marked++;
 	pkt_queue_push(&tp->rxq, p);
 	return true;
 }

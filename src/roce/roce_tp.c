@@ -1227,6 +1227,7 @@ void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 	DUMP(f, s, neigh_refreshes);
 	DUMP(f, s, neigh_waits);
 	DUMP(f, s, rx_ce);
+	DUMP(f, s, rx_ce_marked);
 	DUMP(f, s, cnp_sent);
 	DUMP(f, s, cc_decreases);
 	DUMP(f, s, cc_increases);

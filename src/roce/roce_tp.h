@@ -107,6 +107,8 @@ struct roce_cc_params {
 	uint32_t f;                /* fast recovery steps */
 	uint64_t ai_bps, hai_bps;  /* additive / hyper increase */
 	uint32_t burst;            /* pacer bucket, bytes */
+	uint32_t mark_qlen;        /* receive queue: CE-mark ECT frames queued
+				    * behind this many (0: never) */
 };
 #define ROCE_CC_CNP_DSCP 48        /* CNPs are sent with this DSCP, Not-ECT */
 
@@ -134,6 +136,8 @@ struct roce_tp_stats {
 	uint64_t rx_bad_resp;                  /* malformed responses */
 	uint64_t rx_arp, rx_nd;                /* ARP / ND frames handled */
 	uint64_t rx_ce;                        /* packets that arrived CE-marked */
+	uint64_t rx_ce_marked;                 /* ... marked here: receive queue above
+						* cc.mark_qlen */
 	/* transmit */
 	uint64_t tx_frames, tx_bytes;
 	uint64_t tx_nobuf;                     /* pkt_alloc failed */

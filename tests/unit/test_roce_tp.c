@@ -1358,6 +1358,26 @@ static void test_cc_interval_and_off(void)
 	}
 }
 
+/* The receive queue marks CE above its threshold (here: behind one frame),
+ * which drives CNPs back to the sender; the data stays exact. */
+static void test_cc_queue_marks(void)
+{
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	pair_init(&p, &c);
+	p.b->tp->cc.mark_qlen = 1;
+	bufs_init(&p, &b, 1u << 20);
+	CHECK(do_op(&p, &b, VIRTIO_IB_WR_RDMA_WRITE, 1u << 20, 1, false, 4));
+	CHECK(p.b->tp->stats.rx_ce_marked > 0);
+	CHECK_EQ(p.b->tp->stats.rx_ce, p.b->tp->stats.rx_ce_marked);
+	CHECK(p.b->tp->stats.cnp_sent >= 1);
+	CHECK_EQ(p.a->tp->stats.rx_cnp, p.b->tp->stats.cnp_sent);
+	pair_fini(&p);
+}
+
 /* Every frame on the switch is captured; each RoCE frame's ICRC is
  * checked here and, when available, by scapy. Every frame has TTL 64 (the
  * AV says 1), the AV's DSCP and ECT(0). */
@@ -1519,6 +1539,7 @@ int main(int argc, char **argv)
 	RUN(test_neigh_unreachable);
 	RUN(test_cc_cnp_once);
 	RUN(test_cc_interval_and_off);
+	RUN(test_cc_queue_marks);
 	RUN(test_pcap_icrc);
 	return TEST_DONE();
 }
