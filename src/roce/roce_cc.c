@@ -164,6 +164,7 @@ static void rp_done(struct roce_tq *tq)
 		loop_timer_cancel(tq->tp->loop, &rp->timer);
 	free(rp);
 	tq->cc = NULL;
+	tq->cc_wait = false;
 	roce_tp_schedule(tq);
 }
 
@@ -203,8 +204,10 @@ static void rp_timer(struct loop_timer *t, void *arg)
 		}
 	}
 	rp_refill(rp, now);
-	if (rp->tokens >= 0)
+	if (rp->tokens >= 0 && tq->cc_wait) {
+		tq->cc_wait = false;
 		roce_tp_schedule(tq);
+	}
 	rp_arm(rp, now);
 }
 
@@ -247,15 +250,18 @@ bool roce_cc_may_send(struct roce_tq *tq)
 	struct roce_cc_rp *rp = tq->cc;
 	uint64_t now;
 
-	if (!rp->tq->tp->loop)
+	if (!rp->tq->tp->loop || rp->tokens >= 0) {
+		tq->cc_wait = false;
 		return true;
-	if (rp->tokens >= 0)
-		return true;
+	}
 	now = loop_now_ns();
 	rp_refill(rp, now);
-	if (rp->tokens >= 0)
+	if (rp->tokens >= 0) {
+		tq->cc_wait = false;
 		return true;
+	}
 	tq->tp->stats.cc_paced++;
+	tq->cc_wait = true;
 	rp_arm(rp, now);
 	return false;
 }
@@ -289,4 +295,5 @@ void roce_cc_qp_free(struct roce_tq *tq)
 		loop_timer_cancel(tq->tp->loop, &tq->cc->timer);
 	free(tq->cc);
 	tq->cc = NULL;
+	tq->cc_wait = false;
 }

@@ -338,8 +338,9 @@ bool roce_tp_poll(struct roce_tp *tp)
 	if (tp->polled)
 		poll_rings(tp);
 	for (struct roce_tq *q = tp->quiet; q; q = q->quiet_next) {
-		if (q->on_runq || !q->sq.r || q->sq_tail - q->sq_head >= q->sq_slots)
-			continue;
+		if (q->on_runq || !q->sq.r || q->sq_tail - q->sq_head >= q->sq_slots ||
+		    q->neigh_wait || q->cc_wait)
+			continue; /* (waiting QPs are woken by their event) */
 		if (vq_dev_avail(&q->sq.r->vq))
 			roce_tp_schedule(q);
 		else if (q->sq.r->vq.broken)
@@ -389,10 +390,13 @@ bool roce_tp_arm(struct roce_tp *tp)
 
 	while ((q = tp->quiet)) {
 		tp->quiet = q->quiet_next;
-		/* Posted while kicks were off: nobody will kick for it. */
+		/* Posted while kicks were off: nobody will kick for it. A QP
+		 * waiting for a neighbour or its pacer is woken by that. */
 		if (sq_unquiet(q)) {
-			roce_tp_schedule(q);
-			pending = true;
+			if (!q->neigh_wait && !q->cc_wait) {
+				roce_tp_schedule(q);
+				pending = true;
+			}
 		} else if (q->sq.r && q->sq.r->vq.broken) {
 			/* A corrupt avail index: as a failed pop. */
 			roce_tp_ring_broken(tp, &q->sq);

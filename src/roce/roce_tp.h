@@ -406,6 +406,7 @@ struct roce_tq {
 	uint8_t state;            /* the QP state the engine last acted on */
 	bool neigh_wait;          /* requester waits for a neighbour entry */
 	struct roce_cc_rp *cc;    /* reaction point (after a CNP), else NULL */
+	bool cc_wait;             /* requester waits for its pacer's timer */
 	uint64_t cnp_sent_ns;     /* notification point: last CNP sent */
 
 	/* send queue: slots [sq_head, sq_tail) are live, free-running
