@@ -561,6 +561,7 @@ void vrdma_rdma_av_to_wire(const struct vrdma_ah_attr *a, struct virtio_rdma_ah_
 	w->grh.hop_limit = a->grh.hop_limit;
 	w->grh.traffic_class = a->grh.traffic_class;
 	memcpy(w->dmac, a->dmac, 6);
+	w->sl = a->sl;
 }
 
 void vrdma_rdma_av_from_wire(const struct virtio_rdma_ah_attr *w, struct vrdma_ah_attr *a)
@@ -572,6 +573,7 @@ void vrdma_rdma_av_from_wire(const struct virtio_rdma_ah_attr *w, struct vrdma_a
 	a->grh.hop_limit = w->grh.hop_limit;
 	a->grh.traffic_class = w->grh.traffic_class;
 	memcpy(a->dmac, w->dmac, 6);
+	a->sl = w->sl;
 }
 
 int vrdma_ah_create(struct vrdma_dev *dev, uint32_t pdn, const struct vrdma_ah_attr *attr,

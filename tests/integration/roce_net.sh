@@ -11,9 +11,10 @@
 #         -g 2 across the uplink; the peers find each other by neighbour
 #         discovery (NS/NA in the capture).
 #   ipv4  GID 1 (IPv4-mapped), the same programs.
-#   vlan  both devices with vlan=100, over IPv4 (GID 1) and IPv6 (GID 2):
-#         every RoCE frame carries the 802.1Q tag (ARP / ND too, else the
-#         peers would not find each other).
+#   vlan  both devices with vlan=100, over IPv4 (GID 1) and IPv6 (GID 2),
+#         the programs with service level 5 (-l 5): every RoCE frame carries
+#         the 802.1Q tag with PCP 5 (ARP / ND are tagged too, else the peers
+#         would not find each other).
 # Every case checks the capture with scapy: every RoCE frame has a valid
 # ICRC, the right IP version, hop limit / TTL 64 (the programs ask for 1),
 # ECN ECT(0); and the daemons' counters: no frame dropped for lack of a
@@ -163,7 +164,7 @@ for fr in rdpcap(path):
             bad_ip += 1
             why.append("frame %d: hop limit %d, tclass 0x%x" % (roce, hl, tc))
     if vlan:
-        if Dot1Q not in p or p[Dot1Q].vlan != vlan:
+        if Dot1Q not in p or p[Dot1Q].vlan != vlan or p[Dot1Q].prio != 5:
             bad_tag += 1
     elif Dot1Q in p:
         bad_tag += 1
@@ -216,8 +217,10 @@ run_case() {
 		return
 	fi
 	for g in $gid; do
-		vpair "$name.rc_pingpong_g$g" ibv_rc_pingpong -d vrdma0 -g "$g" -n 20 -s 8192 -m 1024
-		vpair "$name.ud_pingpong_g$g" ibv_ud_pingpong -d vrdma0 -g "$g" -n 20 -s 512
+		# shellcheck disable=SC2086
+		vpair "$name.rc_pingpong_g$g" ibv_rc_pingpong -d vrdma0 -g "$g" -n 20 -s 8192 -m 1024 $PP_ARGS
+		# shellcheck disable=SC2086
+		vpair "$name.ud_pingpong_g$g" ibv_ud_pingpong -d vrdma0 -g "$g" -n 20 -s 512 $PP_ARGS
 	done
 	counters "$name"
 	nsd_stop da TERM
@@ -229,12 +232,14 @@ run_case() {
 	fi
 }
 
+PP_ARGS=""
 run_case ipv6 2 6 0 \
 	"mac=02:00:00:00:6a:01,ip=10.79.0.1/24,ip6=fd00:79::1/64" \
 	"mac=02:00:00:00:6b:01,ip=10.79.0.2/24,ip6=fd00:79::2/64"
 run_case ipv4 1 4 0 \
 	"mac=02:00:00:00:6a:01,ip=10.79.0.1/24" \
 	"mac=02:00:00:00:6b:01,ip=10.79.0.2/24"
+PP_ARGS="-l 5"    # service level 5: 802.1Q PCP 5
 run_case vlan "1 2" 0 100 \
 	"mac=02:00:00:00:6a:01,ip=10.79.0.1/24,ip6=fd00:79::1/64,vlan=100" \
 	"mac=02:00:00:00:6b:01,ip=10.79.0.2/24,ip6=fd00:79::2/64,vlan=100"
