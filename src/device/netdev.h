@@ -33,6 +33,8 @@ struct netdev_cfg {
 	struct in6_addr ip6;
 	uint8_t ip6_prefix;
 	uint16_t mtu;            /* Ethernet MTU (IP packet size) */
+	uint8_t ttl;             /* RoCE IPv4 TTL / IPv6 hop limit (0: 64) */
+	uint16_t vlan_id;        /* RoCE frames 802.1Q-tagged (0: untagged) */
 	uint32_t max_qps;        /* config max_rdma_qps */
 	uint32_t max_cqs;        /* config max_rdma_cqs */
 	bool roce;               /* offer VIRTIO_NET_F_ROCE */
@@ -56,7 +58,7 @@ struct netdev_cfg {
 /* virtqueues of a device: 2 + 1 + cqs + 2 * qps (+ 1 + srqs with ext) */
 #define NETDEV_MAX_VQS 65536
 
-/* Parse "socket=PATH[,mac=MAC][,ip=ADDR/PREFIX][,ip6=ADDR/PREFIX][,mtu=N]
+/* Parse "socket=PATH[,mac=MAC][,ip=ADDR/PREFIX][,ip6=ADDR/PREFIX][,ttl=N][,vlan=ID][,mtu=N]
  * [,qps=N][,cqs=N][,roce=on|off][,ext=on|off][,srqs=N][,contexts=N]" into cfg (defaults filled in; the MAC
  * defaults to 52:54:00 + 3 bytes derived from index). Returns 0 or -EINVAL
  * with a message in err (errlen bytes). */

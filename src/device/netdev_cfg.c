@@ -138,6 +138,18 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 				break;
 			}
 			cfg->has_ip6 = true;
+		} else if (!strcmp(tok, "ttl")) {
+			if (parse_u32(val, 1, 255, &v) < 0) {
+				rc = cfg_err(err, errlen, "ttl '%s': expected 1..255", val);
+				break;
+			}
+			cfg->ttl = (uint8_t)v;
+		} else if (!strcmp(tok, "vlan")) {
+			if (parse_u32(val, 1, 4094, &v) < 0) {
+				rc = cfg_err(err, errlen, "vlan '%s': expected 1..4094", val);
+				break;
+			}
+			cfg->vlan_id = (uint16_t)v;
 		} else if (!strcmp(tok, "mtu")) {
 			if (parse_u32(val, 576, PKT_MAX_FRAME - 18, &v) < 0) {
 				rc = cfg_err(err, errlen, "mtu '%s': expected 576..%d", val, PKT_MAX_FRAME - 18);
@@ -190,7 +202,7 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 			}
 			cfg->max_contexts = v;
 		} else {
-			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, mtu, qps, cqs, roce, ext, srqs, contexts)", tok);
+			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, ttl, vlan, mtu, qps, cqs, roce, ext, srqs, contexts)", tok);
 			break;
 		}
 	}

@@ -87,6 +87,9 @@ int netdev_roce_init(struct netdev *nd)
 	memcpy(cfg.mac, nd->cfg.mac, 6);
 	cfg.has_ip4 = nd->cfg.has_ip4;
 	cfg.ip4 = nd->cfg.ip4.s_addr;
+	cfg.has_ip6 = nd->cfg.has_ip6;
+	cfg.vlan_id = nd->cfg.vlan_id;
+	memcpy(cfg.ip6, &nd->cfg.ip6, 16);
 	cfg.eth_mtu = nd->cfg.mtu;
 	cfg.net_pairs = 1;
 	cfg.max_rdma_qps = nd->cfg.max_qps;
@@ -114,6 +117,7 @@ int netdev_roce_init(struct netdev *nd)
 		nd->roce = NULL;
 		return -ENOMEM;
 	}
+	roce_tp_set_ttl(nd->roce_tp, nd->cfg.ttl);
 	return 0;
 }
 

@@ -45,6 +45,8 @@ struct roce_dev;
 #define ROCE_GID_LINKLOCAL 0
 #define ROCE_GID_IPV4      1
 #define ROCE_GID_FIRST_DRV 2
+#define ROCE_GID_IPV6      2  /* the configured IPv6 address, if any (an
+				* entry the driver may delete or keep) */
 
 /* Bytes an Ethernet MTU must leave for RoCE v2 headers around an IB MTU
  * payload: IPv6 40 + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 + ICRC 4. */
@@ -77,6 +79,9 @@ struct roce_dev_cfg {
 	uint8_t mac[6];
 	bool has_ip4;
 	uint32_t ip4;             /* network byte order */
+	bool has_ip6;
+	uint8_t ip6[16];          /* preset as GID 2 */
+	uint16_t vlan_id;         /* 802.1Q VLAN of the RoCE traffic, 0: none */
 	uint16_t eth_mtu;         /* Ethernet MTU; 0 = 1500 */
 	uint32_t net_pairs;       /* N; 0 = 1 */
 	uint32_t max_rdma_qps;    /* L: virtqueue pairs, 1..16384 (QPs = L - 1) */
@@ -269,6 +274,7 @@ struct roce_av {
 	uint8_t sgid_index;
 	uint8_t hop_limit;
 	uint8_t traffic_class;
+	uint8_t sl;               /* service level 0..15 */
 	uint8_t dmac[6];
 	uint8_t sgid[16];         /* copy of gid[sgid_index] at that time */
 	bool ipv4;                /* sgid and dgid are IPv4-mapped */
@@ -395,6 +401,8 @@ struct roce_hooks {
 	void (*srq_destroy)(struct roce_dev *rd, struct roce_srq *srq);
 	/* An asynchronous event was queued (the transport should deliver). */
 	void (*event_raised)(struct roce_dev *rd);
+	/* An AH was created (the transport may start resolving its MAC). */
+	void (*ah_create)(struct roce_dev *rd, const struct roce_ah *ah);
 	void *arg;
 };
 
@@ -435,6 +443,9 @@ struct roce_dev {
 	uint8_t mac[6];
 	bool has_ip4;
 	uint32_t ip4;
+	bool has_ip6;
+	uint8_t ip6[16];
+	uint16_t vlan_id;         /* 0 or 1..4094: RoCE frames tagged */
 
 	struct roce_table pds, mrs, cqs, qps, ahs, srqs;
 	uint16_t *qp_gen;         /* next generation per QP index */

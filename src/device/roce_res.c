@@ -245,6 +245,16 @@ static uint32_t clamp_def(uint32_t v, uint32_t def, uint32_t max)
 	return v > max ? max : v;
 }
 
+/* GID 2: the configured IPv6 address (at creation and reset only: later
+ * the entry belongs to the driver's ADD_GID / DEL_GID). */
+static void roce_gid_ip6_default(struct roce_dev *rd)
+{
+	if (!rd->has_ip6)
+		return;
+	memcpy(rd->gid[ROCE_GID_IPV6].raw, rd->ip6, 16);
+	rd->gid[ROCE_GID_IPV6].valid = true;
+}
+
 static void roce_gid_defaults(struct roce_dev *rd)
 {
 	uint8_t *g = rd->gid[ROCE_GID_LINKLOCAL].raw;
@@ -288,6 +298,9 @@ int roce_dev_init(struct roce_dev *rd, const struct roce_dev_cfg *cfg)
 	memcpy(rd->mac, cfg->mac, 6);
 	rd->has_ip4 = cfg->has_ip4;
 	rd->ip4 = cfg->ip4;
+	rd->has_ip6 = cfg->has_ip6;
+	memcpy(rd->ip6, cfg->ip6, 16);
+	rd->vlan_id = cfg->vlan_id;
 
 	a->device_cap_flags = VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN;
 	a->max_mr_size = cfg->max_mr_size ? cfg->max_mr_size : ROCE_DEF_MAX_MR_SIZE;
@@ -332,6 +345,7 @@ int roce_dev_init(struct roce_dev *rd, const struct roce_dev_cfg *cfg)
 		goto nomem;
 	roce_rng_seed(&rd->rng, cfg->deterministic, cfg->seed);
 	roce_gid_defaults(rd);
+	roce_gid_ip6_default(rd);
 	return 0;
 nomem:
 	roce_dev_fini(rd);
@@ -437,6 +451,7 @@ void roce_dev_reset(struct roce_dev *rd)
 	for (i = 0; i < ROCE_GID_TBL_LEN; i++)
 		rd->gid[i].valid = false;
 	roce_gid_defaults(rd);
+	roce_gid_ip6_default(rd);
 }
 
 void roce_dev_share_tables(struct roce_dev *rd, struct roce_dev *pool, void *owner)
@@ -1146,6 +1161,8 @@ enum roce_err roce_ah_create(struct roce_dev *rd, uint32_t pdn,
 	pd->refcnt++;
 	rd->ahs.slot[idx] = ah;
 	*handle = ah->handle;
+	if (rd->hooks.ah_create)
+		rd->hooks.ah_create(rd, ah);
 	return ROCE_OK;
 }
 

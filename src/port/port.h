@@ -110,6 +110,7 @@ int sw_set_fault(struct sw *s, const struct fault_cfg *cfg, const char *port_nam
 struct sw_stats {
 	uint64_t forwarded, flooded, dropped_no_port, dropped_runt;
 	uint64_t fault_dropped, fault_duplicated, fault_reordered, fault_corrupted;
+	uint64_t fault_ce_marked;
 	/* Additions: unicast to the input port of a port without hairpin;
 	 * source MACs not learned because the table was full. */
 	uint64_t dropped_hairpin, learn_full;

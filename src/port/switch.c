@@ -278,6 +278,7 @@ static void sw_retire_fault(struct sw *s, struct fault *f)
 	s->fault_retired.duplicated += fs->duplicated;
 	s->fault_retired.reordered += fs->reordered;
 	s->fault_retired.corrupted += fs->corrupted;
+	s->fault_retired.ce_marked += fs->ce_marked;
 	fault_free(f);
 }
 
@@ -665,6 +666,7 @@ static void fault_stats_add(struct fault_stats *t, const struct fault *f)
 	t->duplicated += fs->duplicated;
 	t->reordered += fs->reordered;
 	t->corrupted += fs->corrupted;
+	t->ce_marked += fs->ce_marked;
 }
 
 const struct sw_stats *sw_get_stats(const struct sw *s)
@@ -678,5 +680,6 @@ const struct sw_stats *sw_get_stats(const struct sw *s)
 	s->stats->fault_duplicated = t.duplicated;
 	s->stats->fault_reordered = t.reordered;
 	s->stats->fault_corrupted = t.corrupted;
+	s->stats->fault_ce_marked = t.ce_marked;
 	return s->stats;
 }

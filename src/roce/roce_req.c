@@ -193,8 +193,24 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, boo
 		if (roce_psn_diff(end, tq->psn_hwm) > 0)
 			tq->psn_hwm = end;
 	}
+	if (tq->cc)
+		roce_cc_sent(tq, p->len);
 	roce_tp_xmit(tp, p, path);
 	return 0;
+}
+
+/* Whether the destination MAC of w's packets is known (see
+ * roce_tp_path_ready). */
+static bool req_path_ready(struct roce_tq *tq, const struct roce_swqe *w)
+{
+	struct roce_qp *qp = tq->qp;
+	struct roce_path udpath;
+
+	if (qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI) {
+		roce_tp_path_from_av(tq->tp, qp, &w->av, &udpath);
+		return roce_tp_path_ready(tq, &udpath);
+	}
+	return roce_tp_path_ready(tq, &tq->path);
 }
 
 /* Run local operation w (REG_MR, LOCAL_INV, BIND_MW) on the device's
@@ -283,6 +299,12 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			continue;
 		}
 		if (rc && roce_psn_diff(tq->sq_psn, tq->una) >= (int32_t)roce_recover_window(tq))
+			break;
+		/* No frame without the peer's MAC: wait, no PSN consumed. */
+		if (!roce_wr_is_local(w->opcode) && !req_path_ready(tq, w))
+			break;
+		/* Congestion control: the pacer may hold the next packet. */
+		if (tq->cc && !roce_cc_may_send(tq))
 			break;
 		if (w->next == 0) {
 			if (st == VIRTIO_IB_QPS_SQD && !w->started)

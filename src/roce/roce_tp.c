@@ -344,8 +344,9 @@ bool roce_tp_poll(struct roce_tp *tp)
 	if (tp->polled)
 		poll_rings(tp);
 	for (struct roce_tq *q = tp->quiet; q; q = q->quiet_next) {
-		if (q->on_runq || !q->sq.r || q->sq_tail - q->sq_head >= q->sq_slots)
-			continue;
+		if (q->on_runq || !q->sq.r || q->sq_tail - q->sq_head >= q->sq_slots ||
+		    q->neigh_wait || q->cc_wait)
+			continue; /* (waiting QPs are woken by their event) */
 		if (vq_dev_avail(&q->sq.r->vq))
 			roce_tp_schedule(q);
 		else if (q->sq.r->vq.broken)
@@ -396,10 +397,13 @@ bool roce_tp_arm(struct roce_tp *tp)
 
 	while ((q = tp->quiet)) {
 		tp->quiet = q->quiet_next;
-		/* Posted while kicks were off: nobody will kick for it. */
+		/* Posted while kicks were off: nobody will kick for it. A QP
+		 * waiting for a neighbour or its pacer is woken by that. */
 		if (sq_unquiet(q)) {
-			roce_tp_schedule(q);
-			pending = true;
+			if (!q->neigh_wait && !q->cc_wait) {
+				roce_tp_schedule(q);
+				pending = true;
+			}
 		} else if (q->sq.r && q->sq.r->vq.broken) {
 			/* A corrupt avail index: as a failed pop. */
 			roce_tp_ring_broken(tp, &q->sq);
@@ -511,10 +515,18 @@ void roce_tp_path_from_av(const struct roce_tp *tp, const struct roce_qp *qp,
 	memcpy(path->dmac, av->dmac, 6);
 	memcpy(path->sgid, av->sgid, 16);
 	memcpy(path->dgid, av->dgid, 16);
-	path->tclass = av->traffic_class;
-	path->hop_limit = av->hop_limit;
+	/* DSCP from the AV; ECN-capable transport ECT(0). */
+	path->tclass = (uint8_t)((av->traffic_class & ~ROCE_ECN_MASK) | ROCE_ECN_ECT0);
+	path->hop_limit = tp->ttl;
 	path->flow_label = av->flow_label;
 	path->udp_sport = roce_udp_sport_from_qpn(qp->qpn);
+	if (tp->rd->vlan_id) {
+		/* PCP: the service level if given, else the DSCP's class. */
+		uint16_t pcp = av->sl ? (av->sl & 7) : (av->traffic_class >> 5);
+
+		path->flags |= ROCE_PATH_F_VLAN;
+		path->vlan_tci = (uint16_t)(pcp << 13 | tp->rd->vlan_id);
+	}
 }
 
 /* ---- transmit flow control -------------------------------------------------- */
@@ -609,6 +621,36 @@ void roce_tp_xmit(struct roce_tp *tp, struct pkt *p, const struct roce_path *pat
 	roce_tp_output(tp, p);
 }
 
+bool roce_tp_path_ready(struct roce_tq *tq, const struct roce_path *path)
+{
+	static const uint8_t zero[6];
+	uint8_t mac[6];
+
+	if (likely(memcmp(path->dmac, zero, 6)))
+		return true;
+	if (roce_neigh_lookup(tq->tp->neigh, path->sgid, path->dgid, mac))
+		return true;
+	if (!tq->neigh_wait) {
+		tq->neigh_wait = true;
+		tq->tp->stats.neigh_waits++;
+	}
+	return false;
+}
+
+void roce_tp_neigh_changed(struct roce_tp *tp)
+{
+	for (struct roce_tq *tq = tp->all; tq; tq = tq->all_next)
+		if (tq->neigh_wait) {
+			tq->neigh_wait = false;
+			roce_tp_schedule(tq);
+		}
+}
+
+void roce_tp_set_ttl(struct roce_tp *tp, uint8_t ttl)
+{
+	tp->ttl = ttl ? ttl : ROCE_TP_TTL_DEFAULT;
+}
+
 /* ---- hooks ------------------------------------------------------------------ */
 
 static struct roce_tp *tp_of(struct roce_dev *rd)
@@ -700,6 +742,8 @@ static void hook_qp_modify(struct roce_dev *rd, struct roce_qp *qp, uint8_t old,
 
 	switch (st) {
 	case VIRTIO_IB_QPS_RESET:
+		roce_cc_qp_free(tq);
+		tq->cnp_sent_ns = 0;
 		roce_sq_drop(tq);
 		roce_rq_drop(tq);
 		roce_comp_reset(tq);
@@ -708,6 +752,12 @@ static void hook_qp_modify(struct roce_dev *rd, struct roce_qp *qp, uint8_t old,
 	case VIRTIO_IB_QPS_RTR:
 		if (old != VIRTIO_IB_QPS_RTR)
 			roce_resp_reset(tq);
+		/* Resolve the peer's MAC now, as the kernel does at RTR, so
+		 * the first send finds it (or waits for it). */
+		if ((qp->type == VIRTIO_IB_QPT_RC || qp->type == VIRTIO_IB_QPT_UC) &&
+		    qp->attr.av_valid)
+			(void)roce_tp_path_ready(tq, &tq->path);
+		tq->neigh_wait = false;
 		break;
 	case VIRTIO_IB_QPS_RTS:
 		if (old == VIRTIO_IB_QPS_RTR)
@@ -773,6 +823,7 @@ static void hook_qp_destroy(struct roce_dev *rd, struct roce_qp *qp)
 		tp->all = tq->all_next;
 	if (tq->all_next)
 		tq->all_next->all_prev = tq->all_prev;
+	roce_cc_qp_free(tq);
 	roce_sq_detach(tq);
 	roce_rq_fini(tq);
 	roce_resp_fini(tq);
@@ -894,6 +945,17 @@ static void hook_event_raised(struct roce_dev *rd)
 	 * path, timers). */
 	if (tp && !tp->in_event)
 		roce_tp_commit(tp);
+}
+
+/* A UD address handle: resolve its MAC now so the first send finds it
+ * (the command returns at once; sends wait if it is still unknown). */
+static void hook_ah_create(struct roce_dev *rd, const struct roce_ah *ah)
+{
+	static const uint8_t zero[6];
+	struct roce_tp *tp = tp_of(rd);
+
+	if (tp && !memcmp(ah->av.dmac, zero, 6))
+		roce_neigh_resolve(tp->neigh, ah->av.sgid, ah->av.dgid);
 }
 
 /* ---- ring events ------------------------------------------------------------ */
@@ -1079,7 +1141,10 @@ struct roce_tp *roce_tp_new(struct roce_dev *rd, struct loop *loop,
 	rd->hooks.srq_create = hook_srq_create;
 	rd->hooks.srq_destroy = hook_srq_destroy;
 	rd->hooks.event_raised = hook_event_raised;
+	rd->hooks.ah_create = hook_ah_create;
 	rd->hooks.arg = tp;
+	tp->ttl = ROCE_TP_TTL_DEFAULT;
+	roce_cc_params_default(&tp->cc);
 	return tp;
 }
 
@@ -1273,6 +1338,15 @@ void roce_tp_stats_dump(const struct roce_tp_stats *s, FILE *f)
 	DUMP(f, s, neigh_resolved);
 	DUMP(f, s, neigh_queued);
 	DUMP(f, s, neigh_dropped);
+	DUMP(f, s, neigh_failed);
+	DUMP(f, s, neigh_refreshes);
+	DUMP(f, s, neigh_waits);
+	DUMP(f, s, rx_ce);
+	DUMP(f, s, rx_ce_marked);
+	DUMP(f, s, cnp_sent);
+	DUMP(f, s, cc_decreases);
+	DUMP(f, s, cc_increases);
+	DUMP(f, s, cc_paced);
 	fprintf(f, "\n  roce ext wr");
 	if (s->wc_ext[0])
 		fprintf(f, " wc_mw_bind_err %" PRIu64, s->wc_ext[0]);

@@ -22,6 +22,8 @@
  *   roce_recv.c   frames from the switch: classify, queue, parse, demux
  *   roce_cq.c     completion writer (backlog, overflow, notification)
  *   roce_mem.c    copies between packets and SGE lists / remote-key ranges
+ *   roce_cc.c     congestion control: CNPs for CE-marked packets, the
+ *                 DCQCN reaction point and its pacer
  *   roce_neigh.c  destination MAC resolution (ARP, IPv6 ND) and answering
  *                 ARP / NS for the device's own addresses
  *
@@ -93,10 +95,35 @@ struct roce_tp_ops {
 #define ROCE_TP_MAX_MSG_PKTS   (1u << 22) /* packets per message (PSN space) */
 #define ROCE_TP_POLL_NS        200000ull  /* wake-up to poll kick-less rings */
 #define ROCE_TP_NEIGH_SIZE     64     /* neighbour cache entries */
-#define ROCE_TP_NEIGH_QLEN     64     /* frames waiting for one resolution */
+#define ROCE_TP_NEIGH_QLEN     64     /* non-requester frames waiting for
+				       * one resolution (the requester waits
+				       * before building frames) */
 #define ROCE_TP_NEIGH_TRIES    3      /* ARP/NS requests before giving up */
 #define ROCE_TP_NEIGH_RETRY_NS 200000000ull  /* between requests */
 #define ROCE_TP_NEIGH_TTL_NS   60000000000ull /* a resolved entry lives */
+#define ROCE_TP_NEIGH_BACKOFF_NS     1000000000ull  /* after a failed round, */
+#define ROCE_TP_NEIGH_BACKOFF_MAX_NS 30000000000ull /* doubling up to this */
+#define ROCE_TP_TTL_DEFAULT    64     /* IPv4 TTL / IPv6 hop limit (the
+				       * route's, as the kernel uses) */
+
+/* Congestion control parameters (roce_cc.c; defaults by
+ * roce_cc_params_default, as common RoCE NICs ship; docs/design.md). */
+struct roce_cc_params {
+	bool enabled;
+	uint64_t cnp_interval_ns;  /* at most one CNP per QP per interval */
+	uint64_t line_rate_bps;    /* rate before the first CNP */
+	uint64_t min_rate_bps;
+	unsigned g_shift;          /* alpha gain g = 2^-g_shift */
+	uint64_t alpha_ns;         /* alpha decay period without CNP */
+	uint64_t rai_timer_ns;     /* rate increase timer */
+	uint64_t rai_bytes;        /* rate increase byte counter */
+	uint32_t f;                /* fast recovery steps */
+	uint64_t ai_bps, hai_bps;  /* additive / hyper increase */
+	uint32_t burst;            /* pacer bucket, bytes */
+	uint32_t mark_qlen;        /* receive queue: CE-mark ECT frames queued
+				    * behind this many (0: never) */
+};
+#define ROCE_CC_CNP_DSCP 48        /* CNPs are sent with this DSCP, Not-ECT */
 
 struct roce_tp_stats {
 	/* receive */
@@ -121,6 +148,9 @@ struct roce_tp_stats {
 	uint64_t rx_stale_resp;                /* responses for nothing outstanding */
 	uint64_t rx_bad_resp;                  /* malformed responses */
 	uint64_t rx_arp, rx_nd;                /* ARP / ND frames handled */
+	uint64_t rx_ce;                        /* packets that arrived CE-marked */
+	uint64_t rx_ce_marked;                 /* ... marked here: receive queue above
+						* cc.mark_qlen */
 	/* transmit */
 	uint64_t tx_frames, tx_bytes;
 	uint64_t tx_nobuf;                     /* pkt_alloc failed */
@@ -153,6 +183,13 @@ struct roce_tp_stats {
 	uint64_t neigh_resolved;
 	uint64_t neigh_queued;
 	uint64_t neigh_dropped;                /* frames dropped: queue full, failed */
+	uint64_t neigh_failed;                 /* rounds of requests unanswered */
+	uint64_t neigh_refreshes;              /* expired entries asked again */
+	uint64_t neigh_waits;                  /* requester turns that waited for a MAC */
+	/* congestion control */
+	uint64_t cnp_sent;
+	uint64_t cc_decreases, cc_increases;   /* reaction point rate changes */
+	uint64_t cc_paced;                     /* requester turns stopped by the pacer */
 	/* extensions (atomics, memory management, windows) */
 	uint64_t wc_ext[2];                    /* completions by status 16, 17+ */
 	uint64_t atomics_sent;                 /* atomic requests sent (first time) */
@@ -205,6 +242,11 @@ void roce_tp_disarm(struct roce_tp *tp);
 void roce_tp_ring_started(struct roce_tp *tp, struct vhost_vring *r);
 void roce_tp_ring_stopped(struct roce_tp *tp, struct vhost_vring *r);
 void roce_tp_ring_kick(struct roce_tp *tp, struct vhost_vring *r);
+
+/* IPv4 TTL / IPv6 hop limit of the frames (1..255; default
+ * ROCE_TP_TTL_DEFAULT). The address vector's hop_limit is not used, as in
+ * the kernel (it takes the route's). */
+void roce_tp_set_ttl(struct roce_tp *tp, uint8_t ttl);
 
 const struct roce_tp_stats *roce_tp_get_stats(const struct roce_tp *tp);
 /* Print the non-zero counters. */
@@ -386,6 +428,10 @@ struct roce_tq {
 	struct roce_tq *poll_prev, *poll_next;
 	struct roce_tq *all_prev, *all_next;
 	uint8_t state;            /* the QP state the engine last acted on */
+	bool neigh_wait;          /* requester waits for a neighbour entry */
+	struct roce_cc_rp *cc;    /* reaction point (after a CNP), else NULL */
+	bool cc_wait;             /* requester waits for its pacer's timer */
+	uint64_t cnp_sent_ns;     /* notification point: last CNP sent */
 
 	/* send queue: slots [sq_head, sq_tail) are live, free-running
 	 * counters; slot i is at (i & sq_mask) * sq_stride */
@@ -443,6 +489,7 @@ struct roce_tq {
 };
 
 struct roce_neigh;
+struct roce_cc_rp;
 /* Event queue and SRQ state of the extensions: src/roce/roce_ext.h. */
 struct roce_tp_ext;
 
@@ -466,6 +513,8 @@ struct roce_tp {
 	uint32_t npolled;         /* rings without a kick fd */
 	struct loop_timer poll_timer;
 	uint16_t ip_id;
+	uint8_t ttl;              /* IPv4 TTL / IPv6 hop limit of every frame */
+	struct roce_cc_params cc;
 	bool in_event;            /* an entry point is running */
 	struct roce_neigh *neigh;
 	struct roce_tp_ext *ext;  /* roce_ext.h (event queue, SRQ rings) */
@@ -494,6 +543,12 @@ void roce_tp_xmit(struct roce_tp *tp, struct pkt *p, const struct roce_path *pat
 /* A finished frame to the port (counted by the caller): sent, or held in order
  * while a receiver of this process is busy (roce_tp_ops.xmit_try). */
 void roce_tp_output(struct roce_tp *tp, struct pkt *p);
+/* Requester: whether path's destination MAC is known (or not needed); if
+ * not, resolution is under way and tq is scheduled again when it changes. */
+bool roce_tp_path_ready(struct roce_tq *tq, const struct roce_path *path);
+/* A neighbour entry changed (resolved, failed, evicted): wake the QPs
+ * waiting for one. */
+void roce_tp_neigh_changed(struct roce_tp *tp);
 /* A ring broke: count, report, and move the owner QP to ERR. */
 void roce_tp_ring_broken(struct roce_tp *tp, struct roce_ring_ref *ref);
 /* Fill a path from an address vector for qp (smac, sport...). */
@@ -674,10 +729,32 @@ int roce_mem_from_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
  * one aligned host word. */
 uint64_t *roce_mem_atomic_ptr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va);
 
+/* ---- roce_cc.c ---- */
+void roce_cc_params_default(struct roce_cc_params *c);
+/* Packet pi (frame p) for tq arrived CE-marked: send a CNP if due. */
+void roce_cc_ce(struct roce_tq *tq, const struct roce_pkt_info *pi, const struct pkt *p);
+/* A CNP for tq arrived: lower its rate. */
+void roce_cc_cnp(struct roce_tq *tq);
+/* With tq->cc: whether the pacer lets the next packet go (else tq is
+ * scheduled again when it may). */
+bool roce_cc_may_send(struct roce_tq *tq);
+/* With tq->cc: bytes went out (may end pacing: tq->cc becomes NULL). */
+void roce_cc_sent(struct roce_tq *tq, uint32_t bytes);
+/* Current paced rate in bits/s, 0 when not paced. */
+uint64_t roce_cc_rate(const struct roce_tq *tq);
+void roce_cc_qp_free(struct roce_tq *tq);
+
 /* ---- roce_neigh.c ---- */
 struct roce_neigh *roce_neigh_new(struct roce_tp *tp);
 void roce_neigh_free(struct roce_neigh *n);
 void roce_neigh_flush(struct roce_neigh *n);
+/* Start resolving dgid (no-op if known or under way). */
+void roce_neigh_resolve(struct roce_neigh *n, const uint8_t sgid[16], const uint8_t dgid[16]);
+/* Whether dgid's MAC is usable (then in mac); if not, resolution is under
+ * way (or in backoff after a failure) and a change calls
+ * roce_tp_neigh_changed(). */
+bool roce_neigh_lookup(struct roce_neigh *n, const uint8_t sgid[16], const uint8_t dgid[16],
+		       uint8_t mac[6]);
 /* Send p to gid (IPv4-mapped or IPv6) once its MAC is known: now if
  * cached, else queued while resolving. Takes p. */
 void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[16],

@@ -672,6 +672,7 @@ struct fk_path {
 	uint32_t qkey;
 	bool ipv6;                 /* use the link-local GIDs (index 0) */
 	bool zero_dmac;            /* let the device resolve the MAC */
+	uint8_t tclass;            /* traffic class of the address vector */
 };
 
 static inline void fk_path_default(struct fk_path *p)
@@ -696,7 +697,8 @@ static inline void fk_ah_attr(const struct fk_dev *peer, const struct fk_path *p
 	memset(a, 0, sizeof(*a));
 	memcpy(a->grh.dgid, roce_gid_get(&peer->rd, p->ipv6 ? 0 : 1), 16);
 	a->grh.sgid_index = p->ipv6 ? 0 : 1;
-	a->grh.hop_limit = 64;
+	a->grh.hop_limit = 1;      /* as ibv_*_pingpong: the device uses its own */
+	a->grh.traffic_class = p->tclass;
 	if (!p->zero_dmac)
 		memcpy(a->dmac, peer->mac, 6);
 }

@@ -52,7 +52,9 @@ static void usage(FILE *f)
 "Device options (comma separated after socket=PATH):\n"
 "  mac=MAC            MAC address (default 02:56:52:00:00:<n>)\n"
 "  ip=ADDR[/PREFIX]   IPv4 address (RoCE v2 GID index 1)\n"
-"  ip6=ADDR[/PREFIX]  extra IPv6 address\n"
+"  ip6=ADDR[/PREFIX]  IPv6 address (RoCE v2 GID index 2)\n"
+"  ttl=N              IPv4 TTL / IPv6 hop limit of RoCE frames, 1..255 (default 64)\n"
+"  vlan=ID            802.1Q VLAN of the RoCE traffic (and its ARP / ND), 1..4094\n"
 "  mtu=N              Ethernet MTU, 576..9198 (default 1500)\n"
 "  qps=N              max_rdma_qps, 2..16384 (default 1024)\n"
 "  cqs=N              max_rdma_cqs, 1..16384 (default 1024)\n"
@@ -196,9 +198,10 @@ static void dump_stats(struct daemon *d)
 	fprintf(stderr, "switch forwarded %llu flooded %llu dropped_no_port %llu dropped_runt %llu\n",
 		(unsigned long long)s->forwarded, (unsigned long long)s->flooded,
 		(unsigned long long)s->dropped_no_port, (unsigned long long)s->dropped_runt);
-	fprintf(stderr, "faults dropped %llu duplicated %llu reordered %llu corrupted %llu\n",
+	fprintf(stderr, "faults dropped %llu duplicated %llu reordered %llu corrupted %llu ce_marked %llu\n",
 		(unsigned long long)s->fault_dropped, (unsigned long long)s->fault_duplicated,
-		(unsigned long long)s->fault_reordered, (unsigned long long)s->fault_corrupted);
+		(unsigned long long)s->fault_reordered, (unsigned long long)s->fault_corrupted,
+		(unsigned long long)s->fault_ce_marked);
 	for (unsigned i = 0; i < d->nuplinks; i++) {
 		const struct port *p = d->uplinks[i];
 
