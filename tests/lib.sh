@@ -23,7 +23,8 @@ t_cleanup() {
 	local p
 	for p in "${T_PIDS[@]}"; do kill "$p" 2>/dev/null; done
 	for p in "${T_PIDS[@]}"; do wait "$p" 2>/dev/null; done
-	rm -rf "$T_TMP"
+	# VRDMA_KEEP_TMP=1 keeps the logs of a run for a post-mortem
+	if [ -n "${VRDMA_KEEP_TMP:-}" ]; then echo "# kept $T_TMP"; else rm -rf "$T_TMP"; fi
 }
 trap t_cleanup EXIT
 
