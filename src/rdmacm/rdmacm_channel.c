@@ -131,6 +131,7 @@ RCM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma
 			ch->head = e->next;
 			if (!ch->head)
 				ch->tail = NULL;
+			rcm_event_complete(e);
 		}
 		pthread_mutex_unlock(&rcm_lock);
 		if (e) {

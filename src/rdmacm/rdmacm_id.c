@@ -93,7 +93,7 @@ static enum cm_port_space rcm_ps(enum rdma_port_space ps)
 static bool port_in_use(enum rdma_port_space ps, uint16_t port, const struct rcm_id *self)
 {
 	for (struct rcm_id *i = rcm_ids; i; i = i->next)
-		if (i != self && i->bound && i->id.ps == ps && i->sport == port && !i->listen_parent)
+		if (i != self && i->bound && i->id.ps == ps && i->sport == port && !i->passive)
 			return true;
 	return false;
 }
@@ -714,7 +714,8 @@ RCM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_
 	qa.recv_cq = attr->recv_cq;
 	qa.srq = attr->srq ? attr->srq : id->srq;
 	qa.cap = attr->cap;
-	qa.qp_type = attr->qp_type;
+	/* rdma_create_ep callers may leave it 0: the id's type then */
+	qa.qp_type = attr->qp_type ? attr->qp_type : id->qp_type;
 	qa.sq_sig_all = attr->sq_sig_all;
 	if (!qa.send_cq || !qa.recv_cq) {
 		/* librdmacm creates the CQs the user did not give */
@@ -880,6 +881,7 @@ static struct rcm_id *child_new(struct rcm_id *l, struct rcm_dev *d, const struc
 	c->id.qp_type = l->id.qp_type;
 	c->sidr = l->sidr;
 	c->listen_parent = l;
+	c->passive = true;
 	id_set_dev(c, d);
 	c->sport = port;
 	c->bound = true;
@@ -1018,28 +1020,24 @@ void rcm_cm_event(void *ctx, const struct cm_event *ev)
 	if (!r)
 		return;
 	switch (ev->type) {
-	case CM_EVENT_REP_RECEIVED:
+	case CM_EVENT_REP_RECEIVED: {
+		struct rcm_event *e;
+
 		r->remote_qpn = m->rep.local_qpn;
 		r->remote_psn = m->rep.starting_psn;
 		if (m->rep.initiator_depth < r->resp_res)
 			r->resp_res = m->rep.initiator_depth;
 		if (m->rep.responder_resources < r->init_depth)
 			r->init_depth = m->rep.responder_resources;
-		if (!r->id.qp) {
-			post(r, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, m->rep.private_data,
-			     m->rep.private_data_len);
-			cm_send_rtu(ev->conn, NULL, 0);
+		/* the QP moves and the RTU goes in rdma_get_cm_event */
+		e = rcm_event_new(r, RDMA_CM_EVENT_ESTABLISHED, 0);
+		if (!e)
 			return;
-		}
-		if (qp_rtr_rts(r)) {
-			cm_send_rej(ev->conn, CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0);
-			post(r, RDMA_CM_EVENT_CONNECT_ERROR, -EIO, NULL, 0);
-			return;
-		}
-		cm_send_rtu(ev->conn, NULL, 0);
-		r->connected = true;
-		post(r, RDMA_CM_EVENT_ESTABLISHED, 0, m->rep.private_data, m->rep.private_data_len);
+		copy_pd(e, m->rep.private_data, m->rep.private_data_len);
+		e->action = RCM_ACT_REP;
+		rcm_event_post(r->ch, e);
 		return;
+	}
 	case CM_EVENT_ESTABLISHED:
 		r->connected = true;
 		post(r, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
@@ -1053,13 +1051,17 @@ void rcm_cm_event(void *ctx, const struct cm_event *ev)
 		post(r, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, 0);
 		return;
 	case CM_EVENT_DREQ_RECEIVED:
-		qp_to_err(r);
 		cm_send_drep(ev->conn, NULL, 0);
 		/* fallthrough */
 	case CM_EVENT_DREP_RECEIVED:
 		if (!r->disc_reported) {
+			struct rcm_event *e = rcm_event_new(r, RDMA_CM_EVENT_DISCONNECTED, 0);
+
 			r->disc_reported = true;
-			post(r, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+			if (e) {
+				e->action = RCM_ACT_QP_ERR;
+				rcm_event_post(r->ch, e);
+			}
 		}
 		return;
 	case CM_EVENT_TIMEWAIT_EXIT:
@@ -1099,4 +1101,39 @@ void rcm_cm_event(void *ctx, const struct cm_event *ev)
 	default:
 		return;
 	}
+}
+
+/* Runs in rdma_get_cm_event (user thread, locked): the QP work of an event. */
+void rcm_event_complete(struct rcm_event *e)
+{
+	struct rcm_id *r = rcm_id(e->ev.id);
+
+	switch (e->action) {
+	case RCM_ACT_REP:
+		if (!r->conn || cm_conn_state(r->conn) != CM_REP_RCVD) {
+			e->ev.event = RDMA_CM_EVENT_CONNECT_ERROR;
+			e->ev.status = -ECONNABORTED;
+		} else if (!r->id.qp) {
+			/* no QP: the user moves it and calls rdma_establish */
+			e->ev.event = RDMA_CM_EVENT_CONNECT_RESPONSE;
+			cm_send_rtu(r->conn, NULL, 0);
+			rcm_dev_wake(r->dev);
+		} else if (qp_rtr_rts(r)) {
+			cm_send_rej(r->conn, CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0);
+			rcm_dev_wake(r->dev);
+			e->ev.event = RDMA_CM_EVENT_CONNECT_ERROR;
+			e->ev.status = -EIO;
+		} else {
+			cm_send_rtu(r->conn, NULL, 0);
+			rcm_dev_wake(r->dev);
+			r->connected = true;
+		}
+		break;
+	case RCM_ACT_QP_ERR:
+		qp_to_err(r);
+		break;
+	default:
+		break;
+	}
+	e->action = RCM_ACT_NONE;
 }

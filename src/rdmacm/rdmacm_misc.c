@@ -62,6 +62,9 @@ RCM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 	if (rdma_create_id(NULL, &cm, NULL, (enum rdma_port_space)res->ai_port_space))
 		return -1;
 	r = (struct rcm_id *)cm;
+	if (res->ai_qp_type)
+		cm->qp_type = (enum ibv_qp_type)res->ai_qp_type;
+	r->sidr = cm->qp_type == IBV_QPT_UD;
 	if (res->ai_flags & RAI_PASSIVE) {
 		if (rdma_bind_addr(cm, res->ai_src_addr))
 			goto fail;

@@ -58,6 +58,7 @@ struct rcm_id {
 	struct rcm_dev *dev;
 	struct rcm_channel *ch;
 	bool sync;                  /* created without a channel: calls block */
+	bool passive;               /* made by a REQ: holds no port */
 	bool bound, listening, connected, disc_reported;
 	uint16_t sport;
 	struct cm_conn *conn;
@@ -78,8 +79,13 @@ struct rcm_id {
 	struct rcm_id *next;        /* every id */
 };
 
+/* What rdma_get_cm_event does with the QP before returning an event: QPs
+ * are only touched from the user's calls, as in librdmacm. */
+enum rcm_action { RCM_ACT_NONE, RCM_ACT_REP, RCM_ACT_QP_ERR };
+
 struct rcm_event {
 	struct rdma_cm_event ev;
+	enum rcm_action action;
 	uint8_t pd[256];
 	struct rcm_event *next;
 };
@@ -105,6 +111,7 @@ void rcm_dev_wake(struct rcm_dev *d);
 
 /* rdmacm_id.c */
 void rcm_cm_event(void *ctx, const struct cm_event *ev);   /* from the CM, locked */
+void rcm_event_complete(struct rcm_event *e);              /* locked */
 
 /* rdmacm_channel.c */
 struct rcm_event *rcm_event_new(struct rcm_id *id, enum rdma_cm_event_type type, int status);
