@@ -359,6 +359,8 @@ int rcm_dev_cm_start(struct rcm_dev *d)
 		goto fail;
 	if (pthread_create(&d->thread, NULL, rcm_thread, d))
 		goto fail;
+	/* named, so that tools (and tests) see a process serving the CM */
+	pthread_setname_np(d->thread, "vrdma-cm");
 	d->cm_up = true;
 	return 0;
 fail:
