@@ -220,7 +220,7 @@ static void rcm_recv(struct rcm_dev *d, const struct ibv_wc *wc)
 	const uint8_t *p = d->buf + slot * RCM_RECV_SIZE;
 	struct cm_addr src;
 
-	if (wc->status == IBV_WC_SUCCESS && wc->byte_len > 40) {
+	if (wc->status == IBV_WC_SUCCESS && wc->byte_len > 40 && wc->byte_len <= RCM_RECV_SIZE) {
 		memset(&src, 0, sizeof(src));
 		if ((p[20] >> 4) == 4) /* IPv4 header in the last 20 bytes */
 			cm_gid_from_ipv4(src.gid, p + 20 + 12);

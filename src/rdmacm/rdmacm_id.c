@@ -464,7 +464,7 @@ RCM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_
 		req.service_id = cm_service_id(rcm_ps(id->ps), sa_port(&id->route.addr.dst_addr));
 		memcpy(req.private_data, &h, sizeof(h));
 		req.private_data_len = sizeof(h);
-		if (conn_param && conn_param->private_data_len) {
+		if (conn_param && conn_param->private_data && conn_param->private_data_len) {
 			uint8_t n = clamp8(conn_param->private_data_len,
 					   CM_RDMA_CM_SIDR_REQ_USER_PD_MAX);
 
@@ -545,7 +545,7 @@ RCM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 		rep.status = CM_SIDR_SUCCESS;
 		rep.qpn = id->qp ? id->qp->qp_num : conn_param ? conn_param->qp_num : 0;
 		rep.qkey = RCM_UDP_QKEY;
-		if (conn_param && conn_param->private_data_len) {
+		if (conn_param && conn_param->private_data && conn_param->private_data_len) {
 			rep.private_data_len = clamp8(conn_param->private_data_len, 136);
 			memcpy(rep.private_data, conn_param->private_data, rep.private_data_len);
 		}
@@ -571,7 +571,7 @@ RCM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 		rep.end_to_end_flow_control = conn_param ? conn_param->flow_control : 0;
 		rep.rnr_retry_count = r->rnr_retry;
 		rep.srq = id->srq ? 1 : conn_param ? conn_param->srq : 0;
-		if (conn_param && conn_param->private_data_len) {
+		if (conn_param && conn_param->private_data && conn_param->private_data_len) {
 			rep.private_data_len = clamp8(conn_param->private_data_len, 196);
 			memcpy(rep.private_data, conn_param->private_data, rep.private_data_len);
 		}
@@ -648,16 +648,14 @@ RCM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	return ret ? fail(-ret) : 0;
 }
 
-RCM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
+/* Lets go of the id's CM state and unlinks it (locked). */
+static void id_release(struct rcm_id *r)
 {
-	struct rcm_id *r = rcm_id(id), **pp;
+	struct rcm_id **pp;
 
-	if (!id)
-		return fail(EINVAL);
-	pthread_mutex_lock(&rcm_lock);
 	if (r->conn) {
 		cm_conn_set_context(r->conn, NULL);
-		cm_conn_destroy(r->conn);
+		cm_conn_destroy(r->conn); /* REJ, DREQ or DREP as its state needs */
 		rcm_dev_wake(r->dev);
 		r->conn = NULL;
 	}
@@ -667,12 +665,40 @@ RCM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	for (struct rcm_id *i = rcm_ids; i; i = i->next)
 		if (i->listen_parent == r)
 			i->listen_parent = NULL;
-	rcm_channel_drop_id(r->ch, r);
 	for (pp = &rcm_ids; *pp; pp = &(*pp)->next)
 		if (*pp == r) {
 			*pp = r->next;
 			break;
 		}
+}
+
+RCM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	struct rcm_id *r = rcm_id(id);
+
+	if (!id)
+		return fail(EINVAL);
+	pthread_mutex_lock(&rcm_lock);
+	/* requests not yet read from a listener's channel are rejected */
+	for (;;) {
+		struct rcm_event *e = r->ch->head;
+		struct rcm_id *c;
+
+		while (e && (e->ev.listen_id != id || e->ev.id == id))
+			e = e->next;
+		if (!e)
+			break;
+		c = rcm_id(e->ev.id);
+		id_release(c);
+		rcm_channel_drop_id(r->ch, c);
+		if (c->ch->private_ch) {
+			close(c->ch->ch.fd);
+			free(c->ch);
+		}
+		free(c);
+	}
+	id_release(r);
+	rcm_channel_drop_id(r->ch, r);
 	pthread_mutex_unlock(&rcm_lock);
 	if (id->event)
 		rdma_ack_cm_event(id->event);
@@ -761,8 +787,10 @@ RCM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_
 		if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
 			goto fail;
 	}
+	pthread_mutex_lock(&rcm_lock);
 	id->qp = qp;
 	id->pd = pd;
+	pthread_mutex_unlock(&rcm_lock);
 	return 0;
 fail:
 	ibv_destroy_qp(qp);
@@ -789,10 +817,19 @@ RCM_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 
 RCM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 {
-	if (!id || !id->qp)
+	struct ibv_qp *qp;
+
+	if (!id)
 		return;
-	ibv_destroy_qp(id->qp);
+	/* under the lock: rdma_get_cm_event in another thread may move it */
+	pthread_mutex_lock(&rcm_lock);
+	qp = id->qp;
 	id->qp = NULL;
+	if (qp)
+		ibv_destroy_qp(qp);
+	pthread_mutex_unlock(&rcm_lock);
+	if (!qp)
+		return;
 	if (id->send_cq) {
 		ibv_destroy_cq(id->send_cq);
 		id->send_cq = NULL;
@@ -1057,11 +1094,11 @@ void rcm_cm_event(void *ctx, const struct cm_event *ev)
 		if (!r->disc_reported) {
 			struct rcm_event *e = rcm_event_new(r, RDMA_CM_EVENT_DISCONNECTED, 0);
 
+			/* the QP is left alone (the user may have destroyed it
+			 * already with ibv_destroy_qp); rdma_disconnect moves it */
 			r->disc_reported = true;
-			if (e) {
-				e->action = RCM_ACT_QP_ERR;
+			if (e)
 				rcm_event_post(r->ch, e);
-			}
 		}
 		return;
 	case CM_EVENT_TIMEWAIT_EXIT:
@@ -1128,9 +1165,6 @@ void rcm_event_complete(struct rcm_event *e)
 			rcm_dev_wake(r->dev);
 			r->connected = true;
 		}
-		break;
-	case RCM_ACT_QP_ERR:
-		qp_to_err(r);
 		break;
 	default:
 		break;

@@ -81,7 +81,7 @@ struct rcm_id {
 
 /* What rdma_get_cm_event does with the QP before returning an event: QPs
  * are only touched from the user's calls, as in librdmacm. */
-enum rcm_action { RCM_ACT_NONE, RCM_ACT_REP, RCM_ACT_QP_ERR };
+enum rcm_action { RCM_ACT_NONE, RCM_ACT_REP };
 
 struct rcm_event {
 	struct rdma_cm_event ev;
