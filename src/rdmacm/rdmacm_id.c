@@ -237,37 +237,32 @@ RCM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 		return -1;
 	pthread_mutex_lock(&rcm_lock);
 	if (!r->dev) {
-		/* the first device with a GID of the destination's family */
-		struct rcm_dev *d = rcm_dev_get(0);
+		/* the first device with a GID of the destination's family (for
+		 * IPv6 a global one if any, else the link-local one) */
+		struct rcm_dev *d = NULL;
+		int gi = -1;
 
-		for (int i = 0; i < rcm_ndevs(); i++) {
-			struct rcm_dev *c = rcm_dev_get(i);
-			bool found = false;
+		for (int pass = 0; pass < 2 && !d; pass++)
+			for (int i = 0; i < rcm_ndevs() && !d; i++) {
+				struct rcm_dev *c = rcm_dev_get(i);
 
-			for (int g = 0; g < c->ngid && !found; g++)
-				found = cm_gid_is_ipv4(c->gid[g].raw) == (fam == AF_INET) &&
-					(fam == AF_INET || c->gid[g].raw[0] != 0xfe);
-			if (found) {
-				d = c;
-				break;
+				for (int g = 0; g < c->ngid && !d; g++)
+					if (cm_gid_is_ipv4(c->gid[g].raw) == (fam == AF_INET) &&
+					    (fam == AF_INET || pass || c->gid[g].raw[0] != 0xfe)) {
+						d = c;
+						gi = g;
+					}
 			}
-		}
 		if (!d) {
 			pthread_mutex_unlock(&rcm_lock);
-			return fail(ENODEV);
+			return fail(EADDRNOTAVAIL);
 		}
 		id_set_dev(r, d);
-		for (int g = 0; g < d->ngid; g++)
-			if (cm_gid_is_ipv4(d->gid[g].raw) == (fam == AF_INET) &&
-			    (fam == AF_INET || d->gid[g].raw[0] != 0xfe)) {
-				uint16_t port = r->bound ? r->sport : alloc_port(id->ps);
-
-				gid_to_sa(d->gid[g].raw, port, &id->route.addr.src_storage);
-				memcpy(id->route.addr.addr.ibaddr.sgid.raw, d->gid[g].raw, 16);
-				r->sport = port;
-				r->bound = true;
-				break;
-			}
+		if (!r->bound)
+			r->sport = alloc_port(id->ps);
+		gid_to_sa(d->gid[gi].raw, r->sport, &id->route.addr.src_storage);
+		memcpy(id->route.addr.addr.ibaddr.sgid.raw, d->gid[gi].raw, 16);
+		r->bound = true;
 	}
 	if (!r->bound) {
 		r->sport = alloc_port(id->ps);
