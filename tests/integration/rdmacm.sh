@@ -11,6 +11,9 @@
 # 2. A client to a port nobody listens on while the server's device runs a
 #    CM (a listener on another port): rping fails at once (REJ, "invalid
 #    service ID") instead of waiting for REQ timeouts.
+# 2b. Not provided, refused cleanly: mckey (multicast join: ENOSYS) ends
+#    with its error status and no signal; rstream reports "rsocket failed:
+#    Function not implemented".
 # 3. Under --fault drop=2,dup=1,reorder=1,seed=N (CM MADs and data alike):
 #    rping -C 1000 -V and ucmatose -c 4 complete.
 # 4. The daemons stop cleanly (exit 0).
@@ -33,7 +36,7 @@ PORT=$((20000 + $$ % 10000))
 FAULT_SPEC=${VRDMA_RDMACM_FAULT:-drop=2,dup=1,reorder=1,seed=$((1 + $$ % 1000))}
 
 ALL_TESTS="daemon_started rping_verified ucmatose udaddy rdma_server_client ib_send_bw_R
-	ib_write_lat_R no_listener_rejected daemon_clean_exit fault_daemon_started
+	ib_write_lat_R no_listener_rejected mckey_refused rstream_refused daemon_clean_exit fault_daemon_started
 	fault_rping_verified fault_ucmatose fault_daemon_clean_exit"
 
 PRELOAD=""
@@ -152,6 +155,24 @@ if d_start d --device "socket=$A,mac=02:64:00:00:00:0a,ip=$IP_A/24" \
 		not_ok no_listener_rejected "server did not listen"
 	fi
 	kill "$nlpid" 2>/dev/null; wait "$nlpid" 2>/dev/null
+	# 2b: multicast and rsockets are refused, without a crash
+	vstart mckey "$A" mckey -m 239.1.1.1 -b $IP_A
+	wait "$VPID"; rc=$?
+	# an error status (255 for -1), not a timeout (124) or a signal (128+)
+	if { [ $rc = 255 ] || { [ $rc != 0 ] && [ $rc -lt 124 ]; }; } &&
+	   grep -q "failure joining: Function not implemented" "$T_TMP/mckey.log"; then
+		ok mckey_refused
+	else
+		not_ok mckey_refused "rc=$rc: $(tr '\n' ' ' <"$T_TMP/mckey.log")"
+	fi
+	vstart rstream "$A" rstream -s $IP_A
+	wait "$VPID"; rc=$?
+	if { [ $rc = 255 ] || [ $rc -lt 124 ]; } &&
+	   grep -q "rsocket failed: Function not implemented" "$T_TMP/rstream.log"; then
+		ok rstream_refused
+	else
+		not_ok rstream_refused "rc=$rc: $(tr '\n' ' ' <"$T_TMP/rstream.log")"
+	fi
 	d_stop d
 	if [ "$D_RC" = 0 ]; then ok daemon_clean_exit
 	else not_ok daemon_clean_exit "exit status $D_RC"; tail -n 20 "$T_TMP/d.log" | sed 's/^/#   /'; fi
