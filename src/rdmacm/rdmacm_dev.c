@@ -91,7 +91,7 @@ struct rcm_dev *rcm_dev_by_verbs(struct ibv_context *verbs)
 int rcm_dev_gid_index(struct rcm_dev *d, const uint8_t gid[16])
 {
 	for (int g = 0; g < d->ngid; g++)
-		if (!memcmp(d->gid[g].raw, gid, 16))
+		if (!rcm_gid_unused(&d->gid[g]) && !memcmp(d->gid[g].raw, gid, 16))
 			return g;
 	return -1;
 }
@@ -158,7 +158,8 @@ static struct ibv_ah *rcm_ah(struct rcm_dev *d, const uint8_t gid[16])
 	}
 	/* the GID of our own family: v4-mapped for IPv4 peers */
 	for (int g = 0; g < d->ngid && sgid < 0; g++)
-		if (cm_gid_is_ipv4(d->gid[g].raw) == cm_gid_is_ipv4(gid))
+		if (!rcm_gid_unused(&d->gid[g]) &&
+		    cm_gid_is_ipv4(d->gid[g].raw) == cm_gid_is_ipv4(gid))
 			sgid = g;
 	memset(&a, 0, sizeof(a));
 	a.is_global = 1;

@@ -247,7 +247,8 @@ RCM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_add
 				struct rcm_dev *c = rcm_dev_get(i);
 
 				for (int g = 0; g < c->ngid && !d; g++)
-					if (cm_gid_is_ipv4(c->gid[g].raw) == (fam == AF_INET) &&
+					if (!rcm_gid_unused(&c->gid[g]) &&
+					    cm_gid_is_ipv4(c->gid[g].raw) == (fam == AF_INET) &&
 					    (fam == AF_INET || pass || c->gid[g].raw[0] != 0xfe)) {
 						d = c;
 						gi = g;
@@ -943,7 +944,8 @@ static struct rcm_id *child_new(struct rcm_id *l, struct rcm_dev *d, const struc
 	if (rcm_dev_gid_index(d, c->id.route.addr.addr.ibaddr.sgid.raw) < 0) {
 		/* the REQ's header named another address: ours of that family */
 		for (int g = 0; g < d->ngid; g++)
-			if (cm_gid_is_ipv4(d->gid[g].raw) == cm_gid_is_ipv4(peer->gid)) {
+			if (!rcm_gid_unused(&d->gid[g]) &&
+			    cm_gid_is_ipv4(d->gid[g].raw) == cm_gid_is_ipv4(peer->gid)) {
 				memcpy(c->id.route.addr.addr.ibaddr.sgid.raw, d->gid[g].raw, 16);
 				break;
 			}

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -97,6 +98,14 @@ struct rcm_channel {
 };
 
 extern pthread_mutex_t rcm_lock;
+
+/* An unused entry of a GID table (all zero). */
+static inline bool rcm_gid_unused(const union ibv_gid *g)
+{
+	static const uint8_t zero[16];
+
+	return !memcmp(g->raw, zero, 16);
+}
 
 /* rdmacm_dev.c */
 int rcm_devs_init(void);                                   /* locked */

@@ -8,6 +8,8 @@
 #    rdma_server / rdma_client (synchronous ids, rdma_getaddrinfo,
 #    rdma_create_ep, rdma_get_request), ib_send_bw -R and ib_write_lat -R:
 #    both sides exit 0 with their completion lines.
+# 1b. IPv6 (B's link-local address, GID 0): rping -C 100 -V, ucmatose -c 2,
+#    udaddy.
 # 2. A client to a port nobody listens on while the server's device runs a
 #    CM (a listener on another port): rping fails at once (REJ, "invalid
 #    service ID") instead of waiting for REQ timeouts.
@@ -32,11 +34,12 @@ STEP_TMO=150
 DAEMON_TMO=900
 IP_A=10.64.0.1
 IP_B=10.64.0.2
+LL_B=fe80::64:ff:fe00:b   # B's link-local address (EUI-64 of 02:64:00:00:00:0b)
 PORT=$((20000 + $$ % 10000))
 FAULT_SPEC=${VRDMA_RDMACM_FAULT:-drop=2,dup=1,reorder=1,seed=$((1 + $$ % 1000))}
 
 ALL_TESTS="daemon_started rping_verified ucmatose udaddy rdma_server_client ib_send_bw_R
-	ib_write_lat_R no_listener_rejected mckey_refused rstream_refused daemon_clean_exit fault_daemon_started
+	ib_write_lat_R rping_ipv6 ucmatose_ipv6 udaddy_ipv6 no_listener_rejected mckey_refused rstream_refused daemon_clean_exit fault_daemon_started
 	fault_rping_verified fault_ucmatose fault_daemon_clean_exit"
 
 PRELOAD=""
@@ -142,6 +145,12 @@ if d_start d --device "socket=$A,mac=02:64:00:00:00:0a,ip=$IP_A/24" \
 	--device "socket=$B,mac=02:64:00:00:00:0b,ip=$IP_B/24"; then
 	ok daemon_started
 	run_all "" d "$A" "$B"
+	PORT=$((PORT + 1))
+	cmpair rping_ipv6 "$B" "$A" "rping -s -a $LL_B -p $PORT -C 100 -V" \
+		"rping -c -a $LL_B -p $PORT -C 100 -V" ""
+	cmpair ucmatose_ipv6 "$B" "$A" "ucmatose -b $LL_B -c 2" "ucmatose -s $LL_B -c 2" \
+		"data transfers complete"
+	cmpair udaddy_ipv6 "$B" "$A" "udaddy -b $LL_B" "udaddy -s $LL_B" "data transfers complete"
 	# 2: a CM on B (a listener on PORT) but nobody on PORT + 1
 	PORT=$((PORT + 1))
 	vstart nl.srv "$B" rping -s -a $IP_B -p $PORT -C 1
