@@ -132,7 +132,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(call obj,$(TESTCOMMON_SRCS)) $(C
 $(BUILD)/tests/verbs/%: $(BUILD)/obj/tests/verbs/%.o
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -libverbs -pthread
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -Wl,--as-needed -lrdmacm -libverbs -pthread
 
 # The shared-heap allocator preloaded by vrdma-run (zero-copy registration).
 $(SHMALLOC_SO): $(call obj,$(SHMALLOC_SRCS))

@@ -10,6 +10,10 @@
 #    both sides exit 0 with their completion lines.
 # 1b. IPv6 (B's link-local address, GID 0): rping -C 100 -V, ucmatose -c 2,
 #    udaddy.
+# 1c. tests/verbs/rdmacm_api on A alone: devices, bind errors, the
+#    channel fd (EAGAIN, poll), a connection between two ids of one
+#    process on one device (private data, a 4 KiB SEND compared,
+#    DISCONNECTED on both ends), a reject (status 28 + private data).
 # 2. A client to a port nobody listens on while the server's device runs a
 #    CM (a listener on another port): rping fails at once (REJ, "invalid
 #    service ID") instead of waiting for REQ timeouts.
@@ -30,6 +34,7 @@
 DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
 RUN="$VRDMA_BUILD/bin/vrdma-run"
 LIB="$VRDMA_BUILD/lib/librdmacm.so.1"
+API="$VRDMA_BUILD/tests/verbs/rdmacm_api"
 STEP_TMO=150
 DAEMON_TMO=900
 IP_A=10.64.0.1
@@ -39,7 +44,7 @@ PORT=$((20000 + $$ % 10000))
 FAULT_SPEC=${VRDMA_RDMACM_FAULT:-drop=2,dup=1,reorder=1,seed=$((1 + $$ % 1000))}
 
 ALL_TESTS="daemon_started rping_verified ucmatose udaddy rdma_server_client ib_send_bw_R
-	ib_write_lat_R rping_ipv6 ucmatose_ipv6 udaddy_ipv6 no_listener_rejected mckey_refused rstream_refused daemon_clean_exit fault_daemon_started
+	ib_write_lat_R rdmacm_api rping_ipv6 ucmatose_ipv6 udaddy_ipv6 no_listener_rejected mckey_refused rstream_refused daemon_clean_exit fault_daemon_started
 	fault_rping_verified fault_ucmatose fault_daemon_clean_exit"
 
 PRELOAD=""
@@ -48,7 +53,7 @@ if [ -f "$VRDMA_BUILD/lib/libibverbs.so.1" ] &&
 	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
 fi
 reason=""
-for b in "$DAEMON" "$RUN" "$LIB"; do [ -e "$b" ] || reason="$b not built"; done
+for b in "$DAEMON" "$RUN" "$LIB" "$API"; do [ -e "$b" ] || reason="$b not built"; done
 for p in rping ucmatose udaddy rdma_server rdma_client ib_send_bw ib_write_lat; do
 	command -v $p >/dev/null || reason="$p not installed (scripts/deps.sh test)"
 done
@@ -145,6 +150,14 @@ if d_start d --device "socket=$A,mac=02:64:00:00:00:0a,ip=$IP_A/24" \
 	--device "socket=$B,mac=02:64:00:00:00:0b,ip=$IP_B/24"; then
 	ok daemon_started
 	run_all "" d "$A" "$B"
+	vstart api "$A" "$API" $IP_A
+	wait "$VPID"; rc=$?
+	if [ $rc = 0 ] && [ "$(grep -c '^ok rdmacm_api' "$T_TMP/api.log")" = 5 ]; then
+		ok rdmacm_api
+	else
+		not_ok rdmacm_api "exit status $rc"
+		sed 's/^/#   /' "$T_TMP/api.log" | tail -n 20
+	fi
 	PORT=$((PORT + 1))
 	cmpair rping_ipv6 "$B" "$A" "rping -s -a $LL_B -p $PORT -C 100 -V" \
 		"rping -c -a $LL_B -p $PORT -C 100 -V" ""
