@@ -17,6 +17,9 @@
 # 2. A client to a port nobody listens on while the server's device runs a
 #    CM (a listener on another port): rping fails at once (REJ, "invalid
 #    service ID") instead of waiting for REQ timeouts.
+# 2a. The documented limit: while one process runs the CM of device B, a
+#    second rdma_cm process on B fails cleanly (rping -s: "rdma_listen:
+#    Address already in use", an error status).
 # 2b. Not provided, refused cleanly: mckey (multicast join: ENOSYS) ends
 #    with its error status and no signal; rstream reports "rsocket failed:
 #    Function not implemented".
@@ -44,7 +47,7 @@ PORT=$((20000 + $$ % 10000))
 FAULT_SPEC=${VRDMA_RDMACM_FAULT:-drop=2,dup=1,reorder=1,seed=$((1 + $$ % 1000))}
 
 ALL_TESTS="daemon_started rping_verified ucmatose udaddy rdma_server_client ib_send_bw_R
-	ib_write_lat_R rdmacm_api rping_ipv6 ucmatose_ipv6 udaddy_ipv6 no_listener_rejected mckey_refused rstream_refused daemon_clean_exit fault_daemon_started
+	ib_write_lat_R rdmacm_api rping_ipv6 ucmatose_ipv6 udaddy_ipv6 no_listener_rejected second_process_refused mckey_refused rstream_refused daemon_clean_exit fault_daemon_started
 	fault_rping_verified fault_ucmatose fault_daemon_clean_exit"
 
 PRELOAD=""
@@ -175,6 +178,15 @@ if d_start d --device "socket=$A,mac=02:64:00:00:00:0a,ip=$IP_A/24" \
 		else not_ok no_listener_rejected "client rc=$rc: $(tr '\n' ' ' <"$T_TMP/nl.cli.log")"; fi
 	else
 		not_ok no_listener_rejected "server did not listen"
+	fi
+	# 2a: nlpid still holds B's CM
+	vstart second "$B" rping -s -a $IP_B -p $((PORT + 2)) -C 1
+	wait "$VPID"; rc=$?
+	if { [ $rc = 255 ] || { [ $rc != 0 ] && [ $rc -lt 124 ]; }; } &&
+	   grep -q "rdma_listen: Address already in use" "$T_TMP/second.log"; then
+		ok second_process_refused
+	else
+		not_ok second_process_refused "rc=$rc: $(tr '\n' ' ' <"$T_TMP/second.log")"
 	fi
 	kill "$nlpid" 2>/dev/null; wait "$nlpid" 2>/dev/null
 	# 2b: multicast and rsockets are refused, without a crash
