@@ -51,6 +51,7 @@ DRIVER_DIRS := src/common src/vhost src/virtio src/driver
 CORE_SRCS   := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c))
 DRIVER_SRCS := $(foreach d,$(DRIVER_DIRS),$(wildcard $(d)/*.c))
 VERBS_SRCS  := $(wildcard src/verbs/*.c)
+RDMACM_SRCS := $(wildcard src/rdmacm/*.c) $(wildcard src/cm/*.c)
 TOOLS       := $(notdir $(wildcard tools/*))
 TEST_SRCS   := $(wildcard tests/unit/test_*.c)
 VTEST_SRCS  := $(wildcard tests/verbs/*.c)
@@ -64,6 +65,7 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 CORE_LIB    := $(BUILD)/lib/libvrdma-core.a
 DRIVER_SO   := $(BUILD)/lib/libvrdma.so
 VERBS_SO    := $(BUILD)/lib/libibverbs.so.1
+RDMACM_SO   := $(BUILD)/lib/librdmacm.so.1
 TOOL_BINS   := $(addprefix $(BUILD)/bin/,$(TOOLS))
 TEST_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 VTEST_BINS  := $(patsubst tests/verbs/%.c,$(BUILD)/tests/verbs/%,$(VTEST_SRCS))
@@ -75,7 +77,7 @@ ifneq ($(SHMALLOC_SRCS),)
 ALL_TARGETS += $(SHMALLOC_SO)
 endif
 ifneq ($(VERBS_SRCS),)
-ALL_TARGETS += $(VERBS_SO)
+ALL_TARGETS += $(VERBS_SO) $(RDMACM_SO)
 endif
 ifneq ($(DEVFILES_SRCS),)
 ALL_TARGETS += $(DEVFILES_SO)
@@ -131,6 +133,13 @@ $(VERBS_SO): $(call obj,$(VERBS_SRCS) $(DRIVER_SRCS)) src/verbs/libibverbs.map
 	$(Q)$(CC) -shared -Wl,-soname,libibverbs.so.1 -Wl,--version-script=src/verbs/libibverbs.map \
 		-Wl,-z,defs $(LDFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
+# librdmacm.so.1 (src/rdmacm + the CM core) on top of our libibverbs.so.1.
+$(RDMACM_SO): $(call obj,$(RDMACM_SRCS)) src/rdmacm/librdmacm.map $(VERBS_SO)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -Wl,-soname,librdmacm.so.1 -Wl,--version-script=src/rdmacm/librdmacm.map \
+		-Wl,-z,defs $(LDFLAGS) $(filter %.o,$^) $(VERBS_SO) -o $@ $(LDLIBS)
+
 .SECONDEXPANSION:
 $(BUILD)/bin/%: $$(call obj,$$(wildcard tools/%/*.c)) $(CORE_LIB)
 	@mkdir -p $(dir $@)
@@ -147,7 +156,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(call obj,$(TESTCOMMON_SRCS)) $(C
 $(BUILD)/tests/verbs/%: $(BUILD)/obj/tests/verbs/%.o
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -libverbs -pthread
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -Wl,--as-needed -lrdmacm -libverbs -pthread
 
 # The shared-heap allocator preloaded by vrdma-run (zero-copy registration).
 $(SHMALLOC_SO): $(call obj,$(SHMALLOC_SRCS))

@@ -33,8 +33,9 @@ int cm_req_init_rdma_cm(struct cm_req_info *req, const struct cm_rdma_cm_req_par
 	if (cm_gid_from_ip(path->local_gid, p->ip.family, p->ip.src_addr) < 0 ||
 	    cm_gid_from_ip(path->remote_gid, p->ip.family, p->ip.dst_addr) < 0)
 		return -EAFNOSUPPORT;
-	memcpy(req->private_data + sizeof(struct cm_ip_hdr), p->private_data,
-	       p->private_data_len);
+	if (p->private_data_len)
+		memcpy(req->private_data + sizeof(struct cm_ip_hdr), p->private_data,
+		       p->private_data_len);
 	req->private_data_len = (uint8_t)(sizeof(struct cm_ip_hdr) + p->private_data_len);
 
 	req->service_id = cm_service_id(p->ps, p->dst_port);
