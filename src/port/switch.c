@@ -38,6 +38,7 @@
 #include "port/fault.h"
 #include "port/pcap.h"
 #include "port/pkt.h"
+#include "roce/roce_pkt.h"
 
 #define ETH_ALEN 6
 #define ETH_HDR_LEN 14
@@ -370,8 +371,24 @@ void port_destroy(struct port *p)
 
 /* ---- data path ---- */
 
+/* A frame our transport sent without its ICRC (PKT_F_LOCAL_ICRC_SKIPPED)
+ * gets it before anything outside the process sees it: the capture, the
+ * fault injector, an uplink (docs/design.md, "ICRC between local devices").
+ * Returns 0, or -EINVAL for a frame that is not laid out as ours. */
+static inline int sw_seal(struct pkt *pkt)
+{
+	if (likely(!(pkt->flags & PKT_F_LOCAL_ICRC_SKIPPED)))
+		return 0;
+	return roce_pkt_fill_icrc(pkt);
+}
+
 static inline void sw_xmit(struct port *out, struct pkt *pkt)
 {
+	if (unlikely(out->uplink) && unlikely(sw_seal(pkt))) {
+		out->stats.tx_dropped++;
+		pkt_free(pkt);
+		return;
+	}
 	out->stats.tx_frames++;
 	out->stats.tx_bytes += pkt->len;
 	out->ops->xmit(out, pkt);
@@ -466,6 +483,12 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 	off = (size_t)(pkt->data - pkt->buf);
 	if (unlikely(off > PKT_BUF_SIZE || pkt->len > PKT_BUF_SIZE - off ||
 		     pkt->len > PKT_MAX_FRAME)) {
+		p->stats.rx_errors++;
+		s->stats->dropped_runt++;
+		pkt_free(pkt);
+		return;
+	}
+	if (unlikely(s->pcap || s->port_fault[p->id]) && unlikely(sw_seal(pkt))) {
 		p->stats.rx_errors++;
 		s->stats->dropped_runt++;
 		pkt_free(pkt);
