@@ -65,6 +65,7 @@ if [ $quick = 1 ]; then
 	: "${BENCH_BW_BYTES:=67108864}" "${BENCH_LAT_ITERS:=500}"
 	: "${BENCH_BW_SIZES:=64 4096 65536 1048576}" "${BENCH_LAT_SIZES:=64 4096}"
 	: "${BENCH_REPEAT:=1}" "${BENCH_BW_MAX_ITERS:=5000}" "${BENCH_REG_SIZES=64 256}"
+	: "${BENCH_FLOOR_ITERS:=20000}"
 fi
 : "${BENCH_POLL:=0 50}"
 : "${BENCH_REPEAT:=3}"
@@ -78,6 +79,7 @@ fi
 : "${BENCH_TCP_SEC:=10}"
 : "${BENCH_LAT_SEC:=10}"
 : "${BENCH_MEMCPY_SEC:=2}"
+: "${BENCH_FLOOR_ITERS:=200000}"
 : "${BENCH_DEV_OPTS:=}"
 : "${BENCH_PERFTEST_ARGS:=}"
 : "${BENCH_PAIR_TIMEOUT:=90}"
@@ -250,6 +252,9 @@ gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/reg_mr_cost.c -libv
 cmd "gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/memcpy_bw.c -o build/bench/memcpy_bw"
 gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/memcpy_bw.c \
 	-o build/bench/memcpy_bw 2>"$out/logs/memcpy_build.log" || log "memcpy_bw did not build"
+cmd "gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/pingpong_floor.c -o build/bench/pingpong_floor"
+gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/pingpong_floor.c \
+	-o build/bench/pingpong_floor 2>"$out/logs/pingpong_build.log" || log "pingpong_floor did not build"
 
 {
 	echo "date: $(date -Is)"
@@ -327,6 +332,22 @@ run_memcpy() {
 	local k v
 	while read -r k v; do
 		case $k in memcpy_*_GBps) rec ref - memcpy - "$k" "$v" ;; esac
+	done <"$l"
+}
+
+# run_floor MODE: latency floor of a wake-up mechanism between two
+# processes (bench/pingpong_floor.c: eventfd = interrupt mode, spin = shared
+# memory busy-polling), BENCH_FLOOR_ITERS round trips, one-way = RTT/2.
+run_floor() {
+	local m=$1 l=$out/logs/pingpong_$1.r$run.log k v
+	cmd "build/bench/pingpong_floor -m $m -n $BENCH_FLOOR_ITERS"
+	if ! run_fg timeout -k 5 120 build/bench/pingpong_floor -m "$m" -n "$BENCH_FLOOR_ITERS" \
+		>"$l" 2>&1; then
+		rec ref - "floor_$m" 64 error "$(last_line "$l")"
+		return
+	fi
+	while read -r k v; do
+		case $k in pingpong_"$m"_*_us) k=${k#pingpong_"$m"_}; rec ref - "floor_$m" 64 "$k" "$v" ;; esac
 	done <"$l"
 }
 
@@ -586,6 +607,9 @@ if [ "$only" != vrdma ]; then
 		run_iperf3
 		log "references: sockperf ping-pong 64 B (${BENCH_LAT_SEC}s, run $run/$BENCH_REPEAT)"
 		run_sockperf
+		log "references: eventfd and shared-memory spin ping-pong (run $run/$BENCH_REPEAT)"
+		run_floor eventfd
+		run_floor spin
 	done
 	run=1
 	log "references: memcpy_bw"
@@ -689,6 +713,15 @@ if sp["avg_us"] is not None:
     p(f"| TCP ping-pong 64 B, sockperf, one-way latency | median {fmt(sp['p50_us'])} us, avg {fmt(sp['avg_us'])} us, p99 {fmt(sp['p99_us'])} us | median/avg {allr} us |")
 else:
     p(f"| TCP ping-pong 64 B, sockperf | {sp_err or 'not measured'} | |")
+fl = {}
+for fm, label in (("eventfd", "eventfd ping-pong, two processes (interrupt-mode floor)"),
+                  ("spin", "shared-memory spin ping-pong, two processes (busy-poll floor)")):
+    fk, fn, ferr = best(ref.get(f"floor_{fm}", {}), "p50_us", False)
+    fl[fm] = num(fk.get("p50_us")) if fk else None
+    if fk:
+        p(f"| {label}, one-way | median {fmt(fl[fm])} us, avg {fmt(num(fk.get('avg_us')))} us, p99 {fmt(num(fk.get('p99_us')))} us | {fn} runs |")
+    else:
+        p(f"| {label} | {ferr or 'not measured'} | |")
 for k, label in (("4k_hot", "4 KiB hot"), ("1m_hot", "1 MiB hot"), ("1m_cold", "1 MiB cold"), ("rand_4k_cold", "random 4 KiB cold")):
     p(f"| memcpy {label}, one core | {fmt(mc[k])} GB/s | best 1 ms round |")
 p("")
@@ -747,6 +780,10 @@ if bw_rows or lat_rows:
     for t in ("ib_send_lat", "ib_write_lat"):
         p(f"| {t} 64 B median / sockperf median | " + " | ".join(ratio(lat(m, t, "64", "typical_us"), sp["p50_us"], 2) for m in modes) + " |")
         p(f"| {t} 64 B avg / sockperf avg | " + " | ".join(ratio(lat(m, t, "64", "avg_us"), sp["avg_us"], 2) for m in modes) + " |")
+    # the floor of the mode's own wake-up: eventfd in interrupt mode (poll 0), spin when polling
+    floor = lambda m: fl.get("eventfd") if m == "poll0" else fl.get("spin")
+    p("| ib_write_lat 64 B median / wake-up floor median (eventfd at poll 0, spin otherwise) | " + " | ".join(
+        ratio(lat(m, "ib_write_lat", "64", "typical_us"), floor(m), 2) for m in modes) + " |")
     two = lambda x: 2 * x if x else None
     p("| ib_read_lat 64 B median / (2 x sockperf median) | " + " | ".join(
         ratio(lat(m, "ib_read_lat", "64", "typical_us"), two(sp["p50_us"]), 2) for m in modes) + " |")
