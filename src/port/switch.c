@@ -373,7 +373,8 @@ void port_destroy(struct port *p)
 
 /* A frame our transport sent without its ICRC (PKT_F_LOCAL_ICRC_SKIPPED)
  * gets it before anything outside the process sees it: the capture, the
- * fault injector, an uplink (docs/design.md, "ICRC between local devices").
+ * fault injector, any port but a local device's (port.icrc_skip_ok), such as
+ * an uplink (docs/design.md, "ICRC between local devices").
  * Returns 0, or -EINVAL for a frame that is not laid out as ours. */
 static inline int sw_seal(struct pkt *pkt)
 {
@@ -384,7 +385,7 @@ static inline int sw_seal(struct pkt *pkt)
 
 static inline void sw_xmit(struct port *out, struct pkt *pkt)
 {
-	if (unlikely(out->uplink) && unlikely(sw_seal(pkt))) {
+	if (unlikely(!out->icrc_skip_ok) && unlikely(sw_seal(pkt))) {
 		out->stats.tx_dropped++;
 		pkt_free(pkt);
 		return;

@@ -3,7 +3,7 @@
  * Frames the transport sends without an ICRC (PKT_F_LOCAL_ICRC_SKIPPED):
  * they stay that way between device ports of one switch, and get a valid
  * ICRC, byte for byte the one a full build writes, before they are captured,
- * faulted or leave through an uplink (docs/design.md, "ICRC between local
+ * faulted or reach any other port (an uplink) (docs/design.md, "ICRC between local
  * devices").
  */
 #include "harness.h"
@@ -39,6 +39,7 @@ static void mock_init(struct mock *m, const char *name, bool uplink)
 	m->port.ops = &mock_ops;
 	m->port.hairpin = !uplink;
 	m->port.uplink = uplink;
+	m->port.icrc_skip_ok = !uplink;
 	m->port.priv = m;
 	snprintf(m->port.name, sizeof(m->port.name), "%s", name);
 	pkt_queue_init(&m->q);
@@ -198,6 +199,32 @@ static void uplink_gets_icrc(void)
 	CHECK_EQ(pkt_outstanding(), base);
 }
 
+/* A port that did not say it takes frames without ICRC (e.g. a device
+ * whose peer is not our transport) gets them sealed, even without uplink. */
+static void other_port_gets_icrc(void)
+{
+	uint64_t base = pkt_outstanding();
+	struct sw *s = sw_new(NULL);
+	struct mock a, o;
+	struct pkt *p;
+
+	REQUIRE(s);
+	mock_init(&a, "a", false);
+	mock_init(&o, "other", false);
+	o.port.icrc_skip_ok = false;
+	CHECK_EQ(sw_attach(s, &a.port), 0);
+	CHECK_EQ(sw_attach(s, &o.port), 0);
+	learn(s, &o.port, MAC_B);
+	pkt_queue_purge(&a.q);
+	sw_input(s, &a.port, roce_frame(MAC_B, 9, true, false));
+	REQUIRE(o.q.len == 1);
+	p = pkt_queue_pop(&o.q);
+	check_sealed(p, MAC_B, 9, false);
+	pkt_free(p);
+	sw_free(s);
+	CHECK_EQ(pkt_outstanding(), base);
+}
+
 /* With capture on, the capture and the receiver see a sealed frame. */
 static void pcap_gets_icrc(void)
 {
@@ -296,6 +323,7 @@ int main(void)
 	TEST_PROGRAM("test_switch_icrc");
 	RUN(local_stays_unsealed);
 	RUN(uplink_gets_icrc);
+	RUN(other_port_gets_icrc);
 	RUN(pcap_gets_icrc);
 	RUN(fault_gets_icrc);
 	return TEST_DONE();
