@@ -37,7 +37,8 @@
 # BENCH_PERFTEST_ARGS (extra perftest arguments, e.g. "-e"),
 # BENCH_PAIR_TIMEOUT (seconds per perftest pair; 90), BENCH_REG_SIZES (MiB
 # per reg_mr_cost case, "64 256 1024"; --quick: "64 256"; "" skips it),
-# BENCH_NO_MAKE=1,
+# BENCH_FLOOR_ITERS (round trips per wake-up floor; 200000), BENCH_QPS (QPs
+# created by bench/qp_create.c; 1000), BENCH_NO_MAKE=1,
 # BENCH_NO_APT=1.
 set -u
 set -o pipefail
@@ -80,6 +81,7 @@ fi
 : "${BENCH_LAT_SEC:=10}"
 : "${BENCH_MEMCPY_SEC:=2}"
 : "${BENCH_FLOOR_ITERS:=200000}"
+: "${BENCH_QPS:=1000}"
 : "${BENCH_DEV_OPTS:=}"
 : "${BENCH_PERFTEST_ARGS:=}"
 : "${BENCH_PAIR_TIMEOUT:=90}"
@@ -249,6 +251,9 @@ mkdir -p build/bench
 cmd "gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/reg_mr_cost.c -libverbs -o build/bench/reg_mr_cost"
 gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/reg_mr_cost.c -libverbs \
 	-o build/bench/reg_mr_cost 2>"$out/logs/reg_mr_cost_build.log" || log "reg_mr_cost did not build"
+cmd "gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/qp_create.c -libverbs -o build/bench/qp_create"
+gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/qp_create.c -libverbs \
+	-o build/bench/qp_create 2>"$out/logs/qp_create_build.log" || log "qp_create did not build"
 cmd "gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/memcpy_bw.c -o build/bench/memcpy_bw"
 gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/memcpy_bw.c \
 	-o build/bench/memcpy_bw 2>"$out/logs/memcpy_build.log" || log "memcpy_bw did not build"
@@ -565,6 +570,21 @@ run_reg_mr() {
 	}' "$l" >>"$tsv"
 }
 
+# run_qp_create MODE: QP creation/destruction rate and the daemon's memory
+# per QP on device 0 (bench/qp_create.c, BENCH_QPS QPs).
+run_qp_create() {
+	local m=$1 l=$out/logs/qp_create.log k v
+	[ -x build/bench/qp_create ] || return 0
+	log "$m: QP creation ($BENCH_QPS QPs)"
+	cmd "build/bin/vrdma-run --socket DEV0 -- build/bench/qp_create -n $BENCH_QPS -p DAEMON_PID"
+	if ! run_fg timeout -k 5 300 "$bin/vrdma-run" --socket "$sock0" -- \
+		build/bench/qp_create -n "$BENCH_QPS" -p "$daemon_pid" >"$l" 2>&1; then
+		rec qp "$m" - - error "qp_create: $(last_line "$l")"
+		return 0
+	fi
+	while read -r k v; do rec qp "$m" - - "$k" "$v"; done <"$l"
+}
+
 run_vrdma() {
 	local p m any_ready=1 reg_done=0
 	for p in $BENCH_POLL; do
@@ -582,6 +602,7 @@ run_vrdma() {
 			[ $check_only = 1 ] || run_perftest "$m"
 			if [ $check_only = 0 ] && [ $reg_done = 0 ]; then
 				run_reg_mr "$m"
+				run_qp_create "$m"
 				reg_done=1
 			fi
 		else
@@ -630,6 +651,7 @@ vr = collections.defaultdict(lambda: collections.defaultdict(lambda: collections
 notes = collections.defaultdict(list)
 reg = collections.defaultdict(dict)   # (kind, MiB) -> metric -> value
 reg_err = []
+qp = {}                               # qp_create metric -> value
 for line in open(tsv):
     f = line.rstrip("\n").split("\t")
     if len(f) == 6:
@@ -638,6 +660,9 @@ for line in open(tsv):
         continue
     sec, mode, test, size, metric, val, run = f
     val = val.replace("|", "/")
+    if sec == "qp":
+        qp[metric] = val
+        continue
     if sec == "reg":
         if metric == "error":
             reg_err.append(val)
@@ -877,6 +902,18 @@ elif reg_err:
     p("failed: " + "; ".join(reg_err) + "\n")
 else:
     p("not run\n")
+
+p("## QP creation (bench/qp_create.c)\n")
+if "qps" in qp:
+    p("| QPs | created/s (RC, to INIT) | destroyed/s | daemon VmRSS per QP |")
+    p("|---:|---:|---:|---:|")
+    rss = num(qp.get("daemon_rss_per_qp_bytes"))
+    p(f"| {qp['qps']} | {qp.get('qp_create_per_s', '-')} | {qp.get('qp_destroy_per_s', '-')} | "
+      f"{'-' if rss is None else f'{rss / 1024:.1f} KiB'} |")
+    p("")
+else:
+    p(("failed: " + qp["error"]) if "error" in qp else "not run")
+    p("")
 
 if errs:
     p("## Failed runs\n")
