@@ -37,7 +37,8 @@
 # BENCH_PERFTEST_ARGS (extra perftest arguments, e.g. "-e"),
 # BENCH_PAIR_TIMEOUT (seconds per perftest pair; 90), BENCH_REG_SIZES (MiB
 # per reg_mr_cost case, "64 256 1024"; --quick: "64 256"; "" skips it),
-# BENCH_NO_MAKE=1,
+# BENCH_FLOOR_ITERS (round trips per wake-up floor; 200000), BENCH_QPS (QPs
+# created by bench/qp_create.c; 1000), BENCH_NO_MAKE=1,
 # BENCH_NO_APT=1.
 set -u
 set -o pipefail
@@ -65,6 +66,7 @@ if [ $quick = 1 ]; then
 	: "${BENCH_BW_BYTES:=67108864}" "${BENCH_LAT_ITERS:=500}"
 	: "${BENCH_BW_SIZES:=64 4096 65536 1048576}" "${BENCH_LAT_SIZES:=64 4096}"
 	: "${BENCH_REPEAT:=1}" "${BENCH_BW_MAX_ITERS:=5000}" "${BENCH_REG_SIZES=64 256}"
+	: "${BENCH_FLOOR_ITERS:=20000}"
 fi
 : "${BENCH_POLL:=0 50}"
 : "${BENCH_REPEAT:=3}"
@@ -78,6 +80,8 @@ fi
 : "${BENCH_TCP_SEC:=10}"
 : "${BENCH_LAT_SEC:=10}"
 : "${BENCH_MEMCPY_SEC:=2}"
+: "${BENCH_FLOOR_ITERS:=200000}"
+: "${BENCH_QPS:=1000}"
 : "${BENCH_DEV_OPTS:=}"
 : "${BENCH_PERFTEST_ARGS:=}"
 : "${BENCH_PAIR_TIMEOUT:=90}"
@@ -247,9 +251,15 @@ mkdir -p build/bench
 cmd "gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/reg_mr_cost.c -libverbs -o build/bench/reg_mr_cost"
 gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/reg_mr_cost.c -libverbs \
 	-o build/bench/reg_mr_cost 2>"$out/logs/reg_mr_cost_build.log" || log "reg_mr_cost did not build"
+cmd "gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/qp_create.c -libverbs -o build/bench/qp_create"
+gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/qp_create.c -libverbs \
+	-o build/bench/qp_create 2>"$out/logs/qp_create_build.log" || log "qp_create did not build"
 cmd "gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/memcpy_bw.c -o build/bench/memcpy_bw"
 gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/memcpy_bw.c \
 	-o build/bench/memcpy_bw 2>"$out/logs/memcpy_build.log" || log "memcpy_bw did not build"
+cmd "gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/pingpong_floor.c -o build/bench/pingpong_floor"
+gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE bench/pingpong_floor.c \
+	-o build/bench/pingpong_floor 2>"$out/logs/pingpong_build.log" || log "pingpong_floor did not build"
 
 {
 	echo "date: $(date -Is)"
@@ -327,6 +337,22 @@ run_memcpy() {
 	local k v
 	while read -r k v; do
 		case $k in memcpy_*_GBps) rec ref - memcpy - "$k" "$v" ;; esac
+	done <"$l"
+}
+
+# run_floor MODE: latency floor of a wake-up mechanism between two
+# processes (bench/pingpong_floor.c: eventfd = interrupt mode, spin = shared
+# memory busy-polling), BENCH_FLOOR_ITERS round trips, one-way = RTT/2.
+run_floor() {
+	local m=$1 l=$out/logs/pingpong_$1.r$run.log k v
+	cmd "build/bench/pingpong_floor -m $m -n $BENCH_FLOOR_ITERS"
+	if ! run_fg timeout -k 5 120 build/bench/pingpong_floor -m "$m" -n "$BENCH_FLOOR_ITERS" \
+		>"$l" 2>&1; then
+		rec ref - "floor_$m" 64 error "$(last_line "$l")"
+		return
+	fi
+	while read -r k v; do
+		case $k in pingpong_"$m"_*_us) k=${k#pingpong_"$m"_}; rec ref - "floor_$m" 64 "$k" "$v" ;; esac
 	done <"$l"
 }
 
@@ -544,6 +570,21 @@ run_reg_mr() {
 	}' "$l" >>"$tsv"
 }
 
+# run_qp_create MODE: QP creation/destruction rate and the daemon's memory
+# per QP on device 0 (bench/qp_create.c, BENCH_QPS QPs).
+run_qp_create() {
+	local m=$1 l=$out/logs/qp_create.log k v
+	[ -x build/bench/qp_create ] || return 0
+	log "$m: QP creation ($BENCH_QPS QPs)"
+	cmd "build/bin/vrdma-run --socket DEV0 -- build/bench/qp_create -n $BENCH_QPS -p DAEMON_PID"
+	if ! run_fg timeout -k 5 300 "$bin/vrdma-run" --socket "$sock0" -- \
+		build/bench/qp_create -n "$BENCH_QPS" -p "$daemon_pid" >"$l" 2>&1; then
+		rec qp "$m" - - error "qp_create: $(last_line "$l")"
+		return 0
+	fi
+	while read -r k v; do rec qp "$m" - - "$k" "$v"; done <"$l"
+}
+
 run_vrdma() {
 	local p m any_ready=1 reg_done=0
 	for p in $BENCH_POLL; do
@@ -561,6 +602,7 @@ run_vrdma() {
 			[ $check_only = 1 ] || run_perftest "$m"
 			if [ $check_only = 0 ] && [ $reg_done = 0 ]; then
 				run_reg_mr "$m"
+				run_qp_create "$m"
 				reg_done=1
 			fi
 		else
@@ -586,6 +628,9 @@ if [ "$only" != vrdma ]; then
 		run_iperf3
 		log "references: sockperf ping-pong 64 B (${BENCH_LAT_SEC}s, run $run/$BENCH_REPEAT)"
 		run_sockperf
+		log "references: eventfd and shared-memory spin ping-pong (run $run/$BENCH_REPEAT)"
+		run_floor eventfd
+		run_floor spin
 	done
 	run=1
 	log "references: memcpy_bw"
@@ -606,6 +651,7 @@ vr = collections.defaultdict(lambda: collections.defaultdict(lambda: collections
 notes = collections.defaultdict(list)
 reg = collections.defaultdict(dict)   # (kind, MiB) -> metric -> value
 reg_err = []
+qp = {}                               # qp_create metric -> value
 for line in open(tsv):
     f = line.rstrip("\n").split("\t")
     if len(f) == 6:
@@ -614,6 +660,9 @@ for line in open(tsv):
         continue
     sec, mode, test, size, metric, val, run = f
     val = val.replace("|", "/")
+    if sec == "qp":
+        qp[metric] = val
+        continue
     if sec == "reg":
         if metric == "error":
             reg_err.append(val)
@@ -689,6 +738,15 @@ if sp["avg_us"] is not None:
     p(f"| TCP ping-pong 64 B, sockperf, one-way latency | median {fmt(sp['p50_us'])} us, avg {fmt(sp['avg_us'])} us, p99 {fmt(sp['p99_us'])} us | median/avg {allr} us |")
 else:
     p(f"| TCP ping-pong 64 B, sockperf | {sp_err or 'not measured'} | |")
+fl = {}
+for fm, label in (("eventfd", "eventfd ping-pong, two processes (interrupt-mode floor)"),
+                  ("spin", "shared-memory spin ping-pong, two processes (busy-poll floor)")):
+    fk, fn, ferr = best(ref.get(f"floor_{fm}", {}), "p50_us", False)
+    fl[fm] = num(fk.get("p50_us")) if fk else None
+    if fk:
+        p(f"| {label}, one-way | median {fmt(fl[fm])} us, avg {fmt(num(fk.get('avg_us')))} us, p99 {fmt(num(fk.get('p99_us')))} us | {fn} runs |")
+    else:
+        p(f"| {label} | {ferr or 'not measured'} | |")
 for k, label in (("4k_hot", "4 KiB hot"), ("1m_hot", "1 MiB hot"), ("1m_cold", "1 MiB cold"), ("rand_4k_cold", "random 4 KiB cold")):
     p(f"| memcpy {label}, one core | {fmt(mc[k])} GB/s | best 1 ms round |")
 p("")
@@ -747,6 +805,10 @@ if bw_rows or lat_rows:
     for t in ("ib_send_lat", "ib_write_lat"):
         p(f"| {t} 64 B median / sockperf median | " + " | ".join(ratio(lat(m, t, "64", "typical_us"), sp["p50_us"], 2) for m in modes) + " |")
         p(f"| {t} 64 B avg / sockperf avg | " + " | ".join(ratio(lat(m, t, "64", "avg_us"), sp["avg_us"], 2) for m in modes) + " |")
+    # the floor of the mode's own wake-up: eventfd in interrupt mode (poll 0), spin when polling
+    floor = lambda m: fl.get("eventfd") if m == "poll0" else fl.get("spin")
+    p("| ib_write_lat 64 B median / wake-up floor median (eventfd at poll 0, spin otherwise) | " + " | ".join(
+        ratio(lat(m, "ib_write_lat", "64", "typical_us"), floor(m), 2) for m in modes) + " |")
     two = lambda x: 2 * x if x else None
     p("| ib_read_lat 64 B median / (2 x sockperf median) | " + " | ".join(
         ratio(lat(m, "ib_read_lat", "64", "typical_us"), two(sp["p50_us"]), 2) for m in modes) + " |")
@@ -840,6 +902,18 @@ elif reg_err:
     p("failed: " + "; ".join(reg_err) + "\n")
 else:
     p("not run\n")
+
+p("## QP creation (bench/qp_create.c)\n")
+if "qps" in qp:
+    p("| QPs | created/s (RC, to INIT) | destroyed/s | daemon VmRSS per QP |")
+    p("|---:|---:|---:|---:|")
+    rss = num(qp.get("daemon_rss_per_qp_bytes"))
+    p(f"| {qp['qps']} | {qp.get('qp_create_per_s', '-')} | {qp.get('qp_destroy_per_s', '-')} | "
+      f"{'-' if rss is None else f'{rss / 1024:.1f} KiB'} |")
+    p("")
+else:
+    p(("failed: " + qp["error"]) if "error" in qp else "not run")
+    p("")
 
 if errs:
     p("## Failed runs\n")

@@ -350,6 +350,7 @@ struct netdev_port *netdev_port_new(struct loop *loop, struct sw *sw,
 
 	dp->port.ops = &netdev_port_ops;
 	dp->port.hairpin = true; /* contexts of one device talk through it */
+	dp->port.icrc_skip_ok = true; /* its RoCE engine is ours (switch.c) */
 	dp->port.priv = dp;
 	if (cfg->name[0])
 		snprintf(dp->port.name, sizeof(dp->port.name), "%s", cfg->name);

@@ -61,6 +61,10 @@ struct port {
 	uint16_t id;          /* index in the switch, assigned by sw_attach */
 	bool hairpin;         /* may receive frames it sent (devices) */
 	bool uplink;          /* frames to/from the host network */
+	/* Takes frames our transport sent without their ICRC
+	 * (PKT_F_LOCAL_ICRC_SKIPPED): a device whose RoCE engine is in this
+	 * process. Every other port gets the ICRC filled in first. */
+	bool icrc_skip_ok;
 	char name[32];
 	struct port_stats stats;
 	void *priv;           /* owner */

@@ -38,6 +38,7 @@
 #include "port/fault.h"
 #include "port/pcap.h"
 #include "port/pkt.h"
+#include "roce/roce_pkt.h"
 
 #define ETH_ALEN 6
 #define ETH_HDR_LEN 14
@@ -376,8 +377,26 @@ void port_destroy(struct port *p)
 
 /* ---- data path ---- */
 
+/* A frame our transport sent without its ICRC (PKT_F_LOCAL_ICRC_SKIPPED)
+ * gets it before anything outside the process sees it: the capture, the
+ * fault injector, any port but a local device's (port.icrc_skip_ok), such as
+ * an uplink (docs/design.md, "ICRC between local devices").
+ * Returns 0, or -EINVAL for a frame that is not laid out as ours. */
+static inline int sw_seal(struct pkt *pkt)
+{
+	if (likely(!(pkt->flags & PKT_F_LOCAL_ICRC_SKIPPED)))
+		return 0;
+	return roce_pkt_fill_icrc(pkt);
+}
+
 static inline void sw_xmit(struct port *out, struct pkt *pkt)
 {
+	if (unlikely(!out->icrc_skip_ok || out->sw->port_pcap[out->id]) &&
+	    unlikely(sw_seal(pkt))) {
+		out->stats.tx_dropped++;
+		pkt_free(pkt);
+		return;
+	}
 	if (unlikely(out->sw->port_pcap[out->id]))
 		pcapw_write(out->sw->port_pcap[out->id], pkt->data, pkt->len);
 	out->stats.tx_frames++;
@@ -474,6 +493,13 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 	off = (size_t)(pkt->data - pkt->buf);
 	if (unlikely(off > PKT_BUF_SIZE || pkt->len > PKT_BUF_SIZE - off ||
 		     pkt->len > PKT_MAX_FRAME)) {
+		p->stats.rx_errors++;
+		s->stats->dropped_runt++;
+		pkt_free(pkt);
+		return;
+	}
+	if (unlikely(s->pcap || s->port_fault[p->id] || s->port_pcap[p->id]) &&
+	    unlikely(sw_seal(pkt))) {
 		p->stats.rx_errors++;
 		s->stats->dropped_runt++;
 		pkt_free(pkt);

@@ -180,7 +180,8 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, boo
 		pkt_free(p);
 		return st;
 	}
-	roce_pkt_finalize(p, 0);
+	/* ICRC only if the frame leaves the process (docs/design.md) */
+	roce_pkt_finalize(p, ROCE_TX_F_SKIP_ICRC);
 	if (qp->type == VIRTIO_IB_QPT_RC) {
 		uint32_t end = w->opcode == VIRTIO_IB_WR_RDMA_READ ?
 			       roce_psn_add(w->first_psn, w->npkts) : roce_psn_add(f.psn, 1);

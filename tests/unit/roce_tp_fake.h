@@ -306,6 +306,7 @@ static inline struct fk_dev *fk_dev_new(struct fk_env *env, const struct fk_dev_
 	if (env->sw) {
 		d->port.ops = &fk_port_ops;
 		d->port.hairpin = true;
+		d->port.icrc_skip_ok = true;
 		d->port.priv = d;
 		snprintf(d->port.name, sizeof(d->port.name), "dev%u", d->id);
 		if (sw_attach(env->sw, &d->port))
