@@ -134,6 +134,7 @@ struct roce_stats {
 	uint64_t ok;
 	uint64_t err;
 	uint64_t errs[ROCE_ERR_MAX];                  /* failures by reason */
+	uint64_t rdma_dev_cmds[32];  /* virtio-rdma model: executed, by command */
 };
 
 /* Attributes reported by QUERY_DEVICE / QUERY_PORT (host byte order). */
