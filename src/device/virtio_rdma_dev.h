@@ -9,8 +9,13 @@
 #ifndef VRDMA_DEVICE_VIRTIO_RDMA_DEV_H
 #define VRDMA_DEVICE_VIRTIO_RDMA_DEV_H
 
+#include "device/netdev.h"
 #include "device/roce_dev.h"
 #include "vrdma/virtio_rdma.h"
+
+struct loop;
+struct vhost_server;
+struct virtio_rdma_dev;
 
 /* Configure rd (fresh from roce_dev_init with net_pairs ignored) as a
  * virtio-rdma device: atomics, fast registration and the IB access flags
@@ -31,5 +36,22 @@ enum roce_err virtio_rdma_dev_ctrl_exec(struct roce_dev *rd, uint8_t cmd, const 
 					size_t *out_len);
 /* Name of a command ("MAP_MR_SG"), or "?" */
 const char *virtio_rdma_dev_cmd_name(uint8_t cmd);
+
+/* ---- the device served over vhost-user (virtio_rdma_dev.c) ---- */
+
+struct virtio_rdma_dev_stats {
+	uint64_t ctrl_ok, ctrl_err;   /* control commands */
+	uint64_t ctrl_malformed;      /* requests without command or response byte */
+	uint64_t ring_errors;         /* rings broken by the driver */
+	uint64_t resets;
+};
+
+/* Listen on cfg->socket (cfg: socket, mac, ip, mtu, qps = M, cqs = N) and
+ * serve one driver at a time. NULL on error. */
+struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, const struct netdev_cfg *cfg);
+void virtio_rdma_dev_free(struct virtio_rdma_dev *d);
+struct vhost_server *virtio_rdma_dev_server(struct virtio_rdma_dev *d);
+const struct roce_dev *virtio_rdma_dev_roce(const struct virtio_rdma_dev *d);
+const struct virtio_rdma_dev_stats *virtio_rdma_dev_stats(const struct virtio_rdma_dev *d);
 
 #endif
