@@ -158,6 +158,8 @@ static void dev_reset(void *ctx)
 {
 	struct virtio_rdma_dev *d = ctx;
 
+	/* no event for what the reset itself changes */
+	roce_dev_set_ext(&d->rd, false);
 	roce_dev_reset(&d->rd);
 	virtio_rdma_dev_setup(&d->rd);
 	d->features = 0;

@@ -48,6 +48,7 @@ struct env {
 	uint8_t *mem;
 	struct vq_drv vq;
 	bool vq_ok;
+	int errfd;
 };
 
 static void *loop_thread(void *arg)
@@ -64,15 +65,14 @@ static uint64_t uva(struct env *e, uint32_t off)
 	return (uint64_t)(uintptr_t)e->mem + off;
 }
 
+static bool client_up(struct env *e);
+
 static bool env_up(struct env *e)
 {
 	static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0xaa, 0x00, 0x01 };
-	struct vhost_user_mem_region reg;
-	struct vhost_user_vring_addr a;
-	uint64_t f = 0, pf = 0;
 
 	memset(e, 0, sizeof(*e));
-	e->memfd = e->kick = e->call = -1;
+	e->memfd = e->kick = e->call = e->errfd = -1;
 	strcpy(e->dir, "/tmp/vrdma-v1-XXXXXX");
 	if (!mkdtemp(e->dir))
 		return false;
@@ -91,6 +91,16 @@ static bool env_up(struct env *e)
 		return false;
 	if (pthread_create(&e->thr, NULL, loop_thread, e))
 		return false;
+	return client_up(e);
+}
+
+/* A front-end session: negotiation, memory, ring 0 (control). */
+static bool client_up(struct env *e)
+{
+	struct vhost_user_mem_region reg;
+	struct vhost_user_vring_addr a;
+	uint64_t f = 0, pf = 0;
+
 	vhost_client_init_fd(&e->vc, -1);
 	if (vhost_client_connect(&e->vc, e->cfg.socket))
 		return false;
@@ -107,12 +117,15 @@ static bool env_up(struct env *e)
 	    vhost_client_set_features(&e->vc, (1ull << VIRTIO_F_VERSION_1) |
 						      (1ull << VHOST_USER_F_PROTOCOL_FEATURES)))
 		return false;
-	e->memfd = memfd_create("v1-test", MFD_CLOEXEC);
-	if (e->memfd < 0 || ftruncate(e->memfd, MEM_SIZE) < 0)
-		return false;
-	e->mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, e->memfd, 0);
-	if (e->mem == MAP_FAILED)
-		return false;
+	if (e->memfd < 0) {
+		e->memfd = memfd_create("v1-test", MFD_CLOEXEC);
+		if (e->memfd < 0 || ftruncate(e->memfd, MEM_SIZE) < 0)
+			return false;
+		e->mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, e->memfd, 0);
+		if (e->mem == MAP_FAILED)
+			return false;
+	}
+	memset(e->mem, 0, MEM_SIZE);
 	reg.guest_phys_addr = MEM_GPA;
 	reg.memory_size = MEM_SIZE;
 	reg.userspace_addr = uva(e, 0);
@@ -122,8 +135,11 @@ static bool env_up(struct env *e)
 	if (vq_drv_init(&e->vq, e->mem + RING_OFF, QNUM, false))
 		return false;
 	e->vq_ok = true;
-	e->kick = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	e->call = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (e->kick < 0) {
+		e->kick = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		e->call = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		e->errfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	}
 	memset(&a, 0, sizeof(a));
 	a.index = 0;
 	a.desc_user_addr = (uint64_t)(uintptr_t)vq_drv_desc(&e->vq);
@@ -133,6 +149,7 @@ static bool env_up(struct env *e)
 	       vhost_client_set_vring_base(&e->vc, 0, 0) == 0 &&
 	       vhost_client_set_vring_addr(&e->vc, &a) == 0 &&
 	       vhost_client_set_vring_call(&e->vc, 0, e->call) == 0 &&
+	       vhost_client_set_vring_err(&e->vc, 0, e->errfd) == 0 &&
 	       vhost_client_set_vring_kick(&e->vc, 0, e->kick) == 0 &&
 	       vhost_client_set_vring_enable(&e->vc, 0, true) == 0;
 }
@@ -158,6 +175,8 @@ static void env_down(struct env *e)
 		close(e->kick);
 	if (e->call >= 0)
 		close(e->call);
+	if (e->errfd >= 0)
+		close(e->errfd);
 	unlink(e->cfg.socket);
 	rmdir(e->dir);
 }
@@ -341,10 +360,103 @@ static void test_malformed_and_reset(void)
 	env_down(&e);
 }
 
+/* Wait (bounded) for an eventfd to fire. */
+static bool efd_wait(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	uint64_t v;
+
+	return poll(&p, 1, 10000) == 1 && read(fd, &v, 8) == 8;
+}
+
+/* A hostile driver: a request outside shared memory breaks the ring (the
+ * error eventfd fires, NEEDS_RESET is set, counted); the daemon survives and
+ * the next session works. */
+static void test_hostile_ring(void)
+{
+	struct vq_buf out = { 0x900000000ull, 8 }, in = { MEM_GPA + RSP_OFF, 64 };
+	uint32_t rlen = 0;
+	uint8_t st = 0;
+	struct env e;
+	uint64_t v = 1;
+	int tok = 3;
+
+	REQUIRE(env_up(&e));
+	CHECK_EQ(cmd(&e, VIRTIO_RDMA_DEV_CMD_CREATE_PD, NULL, 0, 64, &rlen), VIRTIO_RDMA_DEV_CTRL_OK);
+	REQUIRE(vq_drv_add(&e.vq, &out, 1, &in, 1, &tok) == 0);
+	vq_drv_kick_prepare(&e.vq);
+	CHECK_EQ(write(e.kick, &v, 8), 8);
+	CHECK(efd_wait(e.errfd));
+	CHECK_EQ(vhost_client_get_status(&e.vc, &st), 0);
+	CHECK(st & VIRTIO_CONFIG_S_NEEDS_RESET);
+	CHECK_EQ(virtio_rdma_dev_stats(e.d)->ring_errors, 1);
+	CHECK(!vq_drv_has_used(&e.vq));
+	/* the session ends; a new driver gets a clean device */
+	vhost_client_close(&e.vc);
+	vq_drv_fini(&e.vq);
+	e.vq_ok = false;
+	REQUIRE(client_up(&e));
+	CHECK_EQ(cmd(&e, VIRTIO_RDMA_DEV_CMD_CREATE_PD, NULL, 0, 64, &rlen), VIRTIO_RDMA_DEV_CTRL_OK);
+	{
+		struct roce_counts c;
+
+		roce_dev_counts(virtio_rdma_dev_roce(e.d), &c);
+		CHECK_EQ(c.pd, 1); /* the first session's PD went with it */
+	}
+	env_down(&e);
+}
+
+/* Oversized and split requests, a page table larger than the device. */
+static void test_hostile_requests(void)
+{
+	struct virtio_rdma_dev_cmd_reg_user_mr r;
+	struct vq_buf out[3], in = { MEM_GPA + RSP_OFF, 64 };
+	uint32_t rlen = 0, used = 0;
+	uint8_t big[600];
+	struct env e;
+	uint64_t v = 1;
+	int tok = 4;
+
+	REQUIRE(env_up(&e));
+	memset(big, 0, sizeof(big));
+	CHECK_EQ(cmd(&e, VIRTIO_RDMA_DEV_CMD_MODIFY_QP, big, sizeof(big), 64, &rlen),
+		 VIRTIO_RDMA_DEV_CTRL_ERR);
+	CHECK_EQ(rlen, 0);
+	CHECK_EQ(virtio_rdma_dev_stats(e.d)->ctrl_malformed, 1);
+	/* npages far above the device's budget: refused without reading it */
+	CHECK_EQ(cmd(&e, VIRTIO_RDMA_DEV_CMD_CREATE_PD, NULL, 0, 64, &rlen), VIRTIO_RDMA_DEV_CTRL_OK);
+	memset(&r, 0, sizeof(r));
+	r.pdn = htole32(get_le32(e.mem + RSP_OFF + 1));
+	r.length = htole64(4096);
+	r.pages = htole64(MEM_GPA + PT_OFF);
+	r.npages = htole32(0x7fffffff);
+	CHECK_EQ(cmd(&e, VIRTIO_RDMA_DEV_CMD_REG_USER_MR, &r, sizeof(r), 64, &rlen),
+		 VIRTIO_RDMA_DEV_CTRL_ERR);
+	/* a request split over three readable descriptors is one request */
+	e.mem[REQ_OFF] = VIRTIO_RDMA_DEV_CMD_CREATE_CQ;
+	e.mem[REQ_OFF + 100] = 8;
+	memset(e.mem + REQ_OFF + 200, 0, 3);
+	out[0] = (struct vq_buf){ MEM_GPA + REQ_OFF, 1 };
+	out[1] = (struct vq_buf){ MEM_GPA + REQ_OFF + 100, 1 };
+	out[2] = (struct vq_buf){ MEM_GPA + REQ_OFF + 200, 3 };
+	REQUIRE(vq_drv_add(&e.vq, out, 3, &in, 1, &tok) == 0);
+	vq_drv_kick_prepare(&e.vq);
+	CHECK_EQ(write(e.kick, &v, 8), 8);
+	for (int i = 0; i < 100 && !vq_drv_has_used(&e.vq); i++)
+		(void)efd_wait(e.call);
+	CHECK(vq_drv_get_used(&e.vq, &used) == &tok);
+	CHECK_EQ(used, 5);
+	CHECK_EQ(e.mem[RSP_OFF], VIRTIO_RDMA_DEV_CTRL_OK);
+	CHECK_EQ(get_le32(e.mem + RSP_OFF + 1), 1); /* the first completion virtqueue */
+	env_down(&e);
+}
+
 int main(void)
 {
 	TEST_PROGRAM("test_virtio_rdma_dev");
 	RUN(test_config_and_control_queue);
 	RUN(test_malformed_and_reset);
+	RUN(test_hostile_ring);
+	RUN(test_hostile_requests);
 	return TEST_DONE();
 }
