@@ -101,6 +101,10 @@ static void check_invariants(const struct roce_dev *rd)
 			die("qp");
 		if (qp->attr.qp_state > VIRTIO_IB_QPS_ERR || qp->srq)
 			die("qp state");
+		if (qp->sq_vq != virtio_rdma_dev_vq_sq(rd->max_rdma_cqs, i) ||
+		    qp->rq_vq != virtio_rdma_dev_vq_rq(rd->max_rdma_cqs, i) ||
+		    roce_ring_qp(rd, qp->sq_vq, NULL) != qp)
+			die("qp rings");
 	}
 	if (n != rd->qps.used)
 		die("qp count");

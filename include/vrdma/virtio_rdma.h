@@ -50,6 +50,27 @@ static inline uint32_t virtio_rdma_dev_vq_count(uint32_t max_cq, uint32_t max_qp
 {
 	return 1 + max_cq + 2 * max_qp;
 }
+/* What virtqueue vq is in the layout (max_cq, max_qp): VRDMA_VQ_CTRL,
+ * VRDMA_VQ_CQ (*idx = cqn - 1, the core's CQ index), VRDMA_VQ_SQ / _RQ
+ * (*idx = pair i), or VRDMA_VQ_INVALID. */
+static inline enum vrdma_vq_kind virtio_rdma_dev_vq_decode(uint32_t max_cq, uint32_t max_qp,
+							   uint32_t vq, uint32_t *idx)
+{
+	*idx = 0;
+	if (vq == 0)
+		return VRDMA_VQ_CTRL;
+	if (vq <= max_cq) {
+		*idx = vq - 1;
+		return VRDMA_VQ_CQ;
+	}
+	if ((uint64_t)vq < virtio_rdma_dev_vq_count(max_cq, max_qp)) {
+		uint32_t off = vq - max_cq - 1;
+
+		*idx = off / 2 + 1;
+		return off & 1 ? VRDMA_VQ_RQ : VRDMA_VQ_SQ;
+	}
+	return VRDMA_VQ_INVALID;
+}
 /* The QP's virtqueue pair is the low 14 bits of its qpn [spec.md]. */
 static inline uint32_t virtio_rdma_dev_qp_pair(uint32_t qpn)
 {

@@ -453,6 +453,7 @@ struct roce_dev {
 	/* ---- extensions ---- */
 	bool ext;                 /* VIRTIO_NET_F_ROCE_EXT negotiated */
 	bool ext_offered;         /* ROCE_EXT offered: extended ring layout */
+	bool rdma_dev_layout;     /* virtio-rdma device (id 42) ring layout */
 	uint32_t max_rdma_srqs;   /* S (virtqueues exist for them when offered) */
 	uint32_t nmw;             /* live windows (limit attr.max_mw) */
 	struct roce_ev_obj port_ev; /* PORT_ACTIVE, PORT_ERR, GID_CHANGE; id 1 */

@@ -125,6 +125,7 @@ static bool access_from_wire(uint32_t in, uint32_t *out)
 
 void virtio_rdma_dev_setup(struct roce_dev *rd)
 {
+	rd->rdma_dev_layout = true; /* before any object: their rings follow it */
 	roce_dev_set_ext(rd, true);
 }
 

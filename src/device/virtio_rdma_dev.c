@@ -205,7 +205,7 @@ struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, const struct netd
 	memset(&ops, 0, sizeof(ops));
 	ops.features = (1ull << VIRTIO_F_VERSION_1);
 	ops.protocol_features = ~0ull;
-	ops.max_rings = virtio_rdma_dev_vq_count(d->rd.attr.max_cq, d->rd.attr.max_qp);
+	ops.max_rings = roce_ring_count(&d->rd); /* 1 + N + 2M */
 	ops.queue_num = 1;
 	ops.set_features = dev_set_features;
 	ops.get_config = dev_get_config;

@@ -774,6 +774,56 @@ static void test_pkey_gid(void)
 	teardown();
 }
 
+/* The core's ring mapping follows the virtio-rdma layout: CQ c on ring c,
+ * QP pair i on rings N+2i-1 / N+2i, nothing beyond 1+N+2M. */
+static void test_rings(void)
+{
+	uint32_t pd, cq, cq2, qpn, idx, pair;
+	struct roce_qp *qp;
+	bool is_send = false;
+
+	REQUIRE(setup());
+	CHECK_EQ(roce_ring_count(&rd), virtio_rdma_dev_vq_count(4, 8));
+	CHECK_EQ(roce_ring_decode(&rd, 0, &idx), VRDMA_VQ_CTRL);
+	CHECK_EQ(roce_ring_decode(&rd, 21, &idx), VRDMA_VQ_INVALID);
+	CHECK_EQ(roce_ring_decode(&rd, UINT32_MAX, &idx), VRDMA_VQ_INVALID);
+	CHECK(roce_ring_usable(&rd, 0));
+	pd = pd_create();
+	cq = cq_create(16);
+	cq2 = cq_create(16);
+	CHECK_EQ(roce_cq_lookup(&rd, cq - 1)->vq, cq);
+	CHECK(roce_ring_cq(&rd, cq) == roce_cq_lookup(&rd, cq - 1));
+	CHECK(roce_ring_cq(&rd, cq2) == roce_cq_lookup(&rd, cq2 - 1));
+	CHECK(roce_ring_usable(&rd, cq));
+	CHECK(!roce_ring_usable(&rd, 4)); /* CQ 4 not created */
+	CHECK_EQ(roce_ring_decode(&rd, 4, &idx), VRDMA_VQ_CQ);
+	CHECK_EQ(idx, 3);
+	REQUIRE(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_RC, 0, cq, cq2, &qpn) == ROCE_OK);
+	qp = roce_qp_lookup(&rd, qpn);
+	pair = virtio_rdma_dev_qp_pair(qpn);
+	CHECK_EQ(qp->sq_vq, virtio_rdma_dev_vq_sq(4, pair));
+	CHECK_EQ(qp->rq_vq, virtio_rdma_dev_vq_rq(4, pair));
+	CHECK_EQ(qp->sq_vq, 4 + 2 * pair - 1);
+	CHECK(roce_ring_qp(&rd, qp->sq_vq, &is_send) == qp);
+	CHECK(is_send);
+	CHECK(roce_ring_qp(&rd, qp->rq_vq, &is_send) == qp);
+	CHECK(!is_send);
+	CHECK(roce_ring_usable(&rd, qp->sq_vq) && roce_ring_usable(&rd, qp->rq_vq));
+	/* pair 1 (GSI) and the last pair */
+	CHECK_EQ(roce_ring_decode(&rd, 5, &idx), VRDMA_VQ_SQ);
+	CHECK_EQ(idx, 1);
+	CHECK_EQ(roce_ring_decode(&rd, 6, &idx), VRDMA_VQ_RQ);
+	CHECK_EQ(idx, 1);
+	CHECK_EQ(roce_ring_decode(&rd, 20, &idx), VRDMA_VQ_RQ);
+	CHECK_EQ(idx, 8);
+	CHECK(!roce_ring_usable(&rd, 5));
+	/* after a reset the layout stays */
+	roce_dev_reset(&rd);
+	CHECK_EQ(roce_ring_count(&rd), 21);
+	CHECK(roce_ring_qp(&rd, 4 + 2 * pair - 1, &is_send) == NULL);
+	teardown();
+}
+
 /* Every command counted once per execution, successes and failures. */
 static void test_counters(void)
 {
@@ -805,6 +855,7 @@ int main(void)
 	RUN(test_qp_create);
 	RUN(test_modify_query_qp);
 	RUN(test_pkey_gid);
+	RUN(test_rings);
 	RUN(test_counters);
 	return TEST_DONE();
 }
