@@ -528,6 +528,23 @@ struct VRDMA_PACKED virtio_rdma_dev_rq_req {
 #define VIRTIO_RDMA_DEV_WC_RESP_TIMEOUT_ERR 20
 #define VIRTIO_RDMA_DEV_WC_GENERAL_ERR      21
 
+/* opcode of a completion: the IB ib_wc_opcode numbering [spec.md] */
+#define VIRTIO_RDMA_DEV_WC_OP_SEND       0
+#define VIRTIO_RDMA_DEV_WC_OP_RDMA_WRITE 1
+#define VIRTIO_RDMA_DEV_WC_OP_RDMA_READ  2
+#define VIRTIO_RDMA_DEV_WC_OP_COMP_SWAP  3
+#define VIRTIO_RDMA_DEV_WC_OP_FETCH_ADD  4
+#define VIRTIO_RDMA_DEV_WC_OP_BIND_MW    5
+#define VIRTIO_RDMA_DEV_WC_OP_LOCAL_INV  6
+#define VIRTIO_RDMA_DEV_WC_OP_REG_MR     8
+#define VIRTIO_RDMA_DEV_WC_OP_RECV       128
+#define VIRTIO_RDMA_DEV_WC_OP_RECV_RDMA_WITH_IMM 129
+
+/* wc_flags (IB numbering) */
+#define VIRTIO_RDMA_DEV_WC_GRH             (1u << 0)
+#define VIRTIO_RDMA_DEV_WC_WITH_IMM        (1u << 1)
+#define VIRTIO_RDMA_DEV_WC_WITH_INVALIDATE (1u << 2)
+
 struct VRDMA_PACKED virtio_rdma_dev_cq_req {
 	le64 wr_id;
 	uint8_t status;
