@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The virtio-rdma device (id 42) served over one vhost-user connection: its
- * features (VERSION_1 only), its configuration space, and its control queue
- * (ring 0), decoded by virtio_rdma_ctrl.c into the RoCE core. Completion,
- * send and receive rings exist in the layout but are not processed yet
- * (docs/spec.md "The virtio-rdma device", "Not yet done").
+ * features (VERSION_1 only), its configuration space, its control queue
+ * (ring 0, decoded by virtio_rdma_ctrl.c into the RoCE core), and its
+ * completion / send / receive rings, processed by the RoCE transport
+ * (src/roce, elements translated at the ring boundary by roce_rdma_dev.c).
+ * The device is a port of the switch; having no Ethernet queues, its
+ * transport answers ARP / neighbour solicitations for its addresses.
  */
 #include "device/virtio_rdma_dev.h"
 
@@ -14,7 +16,11 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/loop.h"
 #include "common/util.h"
+#include "port/pkt.h"
+#include "port/port.h"
+#include "roce/roce_tp.h"
 #include "vhost/vhost_server.h"
 #include "virtio/vq_dev.h"
 
@@ -26,6 +32,12 @@ struct virtio_rdma_dev {
 	struct netdev_cfg cfg;
 	struct vhost_server *vs;
 	struct roce_dev rd;
+	struct roce_tp *tp;
+	struct sw *sw;
+	struct port port;
+	bool attached;
+	struct loop *loop;
+	struct loop_poller *poller;
 	struct vhost_vring *ctrlr;
 	struct vq_elem elem;
 	uint64_t features;
@@ -134,8 +146,12 @@ static void dev_ring_started(void *ctx, struct vhost_vring *r)
 {
 	struct virtio_rdma_dev *d = ctx;
 
-	if (r->idx == 0)
+	if (r->idx == 0) {
 		d->ctrlr = r;
+		return;
+	}
+	r->dev_priv = NULL; /* a restarted ring is reported again if broken */
+	roce_tp_ring_started(d->tp, r);
 }
 
 static void dev_ring_stopped(void *ctx, struct vhost_vring *r)
@@ -144,6 +160,8 @@ static void dev_ring_stopped(void *ctx, struct vhost_vring *r)
 
 	if (d->ctrlr == r)
 		d->ctrlr = NULL;
+	else
+		roce_tp_ring_stopped(d->tp, r);
 }
 
 static void dev_ring_kick(void *ctx, struct vhost_vring *r)
@@ -152,6 +170,8 @@ static void dev_ring_kick(void *ctx, struct vhost_vring *r)
 
 	if (r == d->ctrlr)
 		dev_process_ctrl(d);
+	else
+		roce_tp_ring_kick(d->tp, r);
 }
 
 static void dev_reset(void *ctx)
@@ -161,6 +181,7 @@ static void dev_reset(void *ctx)
 	/* no event for what the reset itself changes */
 	roce_dev_set_ext(&d->rd, false);
 	roce_dev_reset(&d->rd);
+	roce_tp_reset(d->tp);
 	virtio_rdma_dev_setup(&d->rd);
 	d->features = 0;
 	d->stats.resets++;
@@ -181,7 +202,104 @@ static void dev_mem_changed(void *ctx)
 	roce_dev_set_mem(&d->rd, vhost_server_mem(d->vs));
 }
 
-struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, const struct netdev_cfg *cfg)
+/* ---- what the transport needs from the device ---- */
+
+static struct vhost_vring *tp_ring(void *ctx, uint32_t idx)
+{
+	struct virtio_rdma_dev *d = ctx;
+	struct vhost_vring *r = d->vs ? vhost_server_vring(d->vs, idx) : NULL;
+
+	return r && r->started ? r : NULL;
+}
+
+static void tp_xmit(void *ctx, struct pkt *p)
+{
+	struct virtio_rdma_dev *d = ctx;
+
+	if (d->attached)
+		sw_input(d->sw, &d->port, p);
+	else
+		pkt_free(p);
+}
+
+static void tp_notify(void *ctx, struct vhost_vring *r, bool force)
+{
+	(void)ctx;
+	if (force)
+		vhost_vring_call(r);
+	else
+		vhost_vring_notify(r);
+}
+
+static void tp_ring_error(void *ctx, struct vhost_vring *r)
+{
+	struct virtio_rdma_dev *d = ctx;
+
+	if (r->dev_priv == (void *)1)
+		return;
+	r->dev_priv = (void *)1; /* reported */
+	d->stats.ring_errors++;
+	LOG_PEER("%s: ring %u broken by the driver (%s): device needs reset", d->cfg.socket,
+		 r->idx, r->vq.error ? r->vq.error : "?");
+	vhost_vring_report_error(r);
+}
+
+static const struct roce_tp_ops dev_tp_ops = {
+	.ring = tp_ring,
+	.xmit = tp_xmit,
+	.notify = tp_notify,
+	.ring_error = tp_ring_error,
+};
+
+/* A frame from the switch: RoCE for us to the transport; ARP / ND for us
+ * were copied by it (it answers them); everything else is not ours. */
+static void dev_port_xmit(struct port *port, struct pkt *p)
+{
+	struct virtio_rdma_dev *d = port->priv;
+
+	if (!roce_tp_input(d->tp, p))
+		pkt_free(p);
+}
+
+static void dev_port_destroy(struct port *port)
+{
+	(void)port; /* owned by the device */
+}
+
+static const struct port_ops dev_port_ops = {
+	.xmit = dev_port_xmit,
+	.destroy = dev_port_destroy,
+};
+
+static bool dev_poll(void *arg)
+{
+	struct virtio_rdma_dev *d = arg;
+
+	return roce_tp_poll(d->tp);
+}
+
+static bool dev_arm(void *arg)
+{
+	struct virtio_rdma_dev *d = arg;
+
+	return roce_tp_arm(d->tp);
+}
+
+static void dev_disarm(void *arg)
+{
+	struct virtio_rdma_dev *d = arg;
+
+	roce_tp_disarm(d->tp);
+}
+
+static const struct loop_poller_ops dev_poller_ops = {
+	.poll = dev_poll,
+	.arm = dev_arm,
+	.disarm = dev_disarm,
+};
+
+struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, struct sw *sw,
+					    const struct netdev_cfg *cfg)
 {
 	struct virtio_rdma_dev *d = calloc(1, sizeof(*d));
 	struct vhost_dev_ops ops;
@@ -202,6 +320,23 @@ struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, const struct netd
 		return NULL;
 	}
 	virtio_rdma_dev_setup(&d->rd);
+	d->loop = loop;
+	d->sw = sw;
+	d->tp = roce_tp_new(&d->rd, loop, &dev_tp_ops, d);
+	if (!d->tp)
+		goto fail;
+	if (sw) {
+		d->port.ops = &dev_port_ops;
+		d->port.hairpin = true;
+		d->port.priv = d;
+		snprintf(d->port.name, sizeof(d->port.name), "rdma%u", cfg->index);
+		if (sw_attach(sw, &d->port))
+			goto fail;
+		d->attached = true;
+	}
+	d->poller = loop_add_poller(loop, &dev_poller_ops, d);
+	if (!d->poller)
+		goto fail;
 	memset(&ops, 0, sizeof(ops));
 	ops.features = (1ull << VIRTIO_F_VERSION_1);
 	ops.protocol_features = ~0ull;
@@ -217,22 +352,33 @@ struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, const struct netd
 	ops.reset = dev_reset;
 	ops.mem_changed = dev_mem_changed;
 	d->vs = vhost_server_new(loop, cfg->socket, &ops, d);
-	if (!d->vs) {
-		roce_dev_fini(&d->rd);
-		free(d);
-		return NULL;
-	}
+	if (!d->vs)
+		goto fail;
 	roce_dev_set_mem(&d->rd, vhost_server_mem(d->vs));
 	return d;
+fail:
+	virtio_rdma_dev_free(d);
+	return NULL;
 }
 
 void virtio_rdma_dev_free(struct virtio_rdma_dev *d)
 {
 	if (!d)
 		return;
+	/* the server stops the rings and resets first (callbacks use tp) */
 	vhost_server_free(d->vs);
+	if (d->poller)
+		loop_del_poller(d->loop, d->poller);
+	if (d->attached)
+		sw_detach(d->sw, &d->port);
 	roce_dev_fini(&d->rd);
+	roce_tp_free(d->tp);
 	free(d);
+}
+
+struct roce_tp *virtio_rdma_dev_transport(struct virtio_rdma_dev *d)
+{
+	return d->tp;
 }
 
 struct vhost_server *virtio_rdma_dev_server(struct virtio_rdma_dev *d)

@@ -46,9 +46,15 @@ struct virtio_rdma_dev_stats {
 	uint64_t resets;
 };
 
-/* Listen on cfg->socket (cfg: socket, mac, ip, mtu, qps = M, cqs = N) and
- * serve one driver at a time. NULL on error. */
-struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, const struct netdev_cfg *cfg);
+/* Listen on cfg->socket (cfg: socket, mac, ip, mtu, qps = M, cqs = N,
+ * index for the port name) and serve one driver at a time; the device is a
+ * port of sw (NULL: no network, frames dropped). NULL on error. */
+struct sw;
+struct roce_tp;
+struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, struct sw *sw,
+					    const struct netdev_cfg *cfg);
+/* Its transport (statistics). */
+struct roce_tp *virtio_rdma_dev_transport(struct virtio_rdma_dev *d);
 void virtio_rdma_dev_free(struct virtio_rdma_dev *d);
 struct vhost_server *virtio_rdma_dev_server(struct virtio_rdma_dev *d);
 const struct roce_dev *virtio_rdma_dev_roce(const struct virtio_rdma_dev *d);

@@ -26,6 +26,17 @@
 #include "vhost/vhost_client.h"
 #include "vhost/vhost_proto.h"
 #include "virtio/vq_drv.h"
+#include "port/port.h"
+#include "roce/roce_tp.h"
+
+#define M_INIT_E2E (VIRTIO_RDMA_DEV_QP_STATE | VIRTIO_RDMA_DEV_QP_PKEY_INDEX |                   \
+		    VIRTIO_RDMA_DEV_QP_PORT | VIRTIO_RDMA_DEV_QP_ACCESS_FLAGS)
+#define M_RTR_E2E (VIRTIO_RDMA_DEV_QP_STATE | VIRTIO_RDMA_DEV_QP_AV | VIRTIO_RDMA_DEV_QP_PATH_MTU |  \
+		   VIRTIO_RDMA_DEV_QP_DEST_QPN | VIRTIO_RDMA_DEV_QP_RQ_PSN |                         \
+		   VIRTIO_RDMA_DEV_QP_MAX_DEST_RD_ATOMIC | VIRTIO_RDMA_DEV_QP_MIN_RNR_TIMER)
+#define M_RTS_E2E (VIRTIO_RDMA_DEV_QP_STATE | VIRTIO_RDMA_DEV_QP_TIMEOUT |                        \
+		   VIRTIO_RDMA_DEV_QP_RETRY_CNT | VIRTIO_RDMA_DEV_QP_RNR_RETRY |                     \
+		   VIRTIO_RDMA_DEV_QP_SQ_PSN | VIRTIO_RDMA_DEV_QP_MAX_QP_RD_ATOMIC)
 
 #define MEM_SIZE (1u << 20)
 #define MEM_GPA  0x40000000ull
@@ -86,7 +97,7 @@ static bool env_up(struct env *e)
 	e->l = loop_new();
 	if (!e->l)
 		return false;
-	e->d = virtio_rdma_dev_new(e->l, &e->cfg);
+	e->d = virtio_rdma_dev_new(e->l, NULL, &e->cfg);
 	if (!e->d)
 		return false;
 	if (pthread_create(&e->thr, NULL, loop_thread, e))
@@ -451,6 +462,386 @@ static void test_hostile_requests(void)
 	env_down(&e);
 }
 
+/* ---- two devices on one switch, driven end to end over vhost-user ---- */
+
+#define FE_MEM   (4u << 20)
+#define FE_RINGS 11            /* qps=4 cqs=2: 1 + 2 + 2 * 4 */
+#define FE_RING(i) (0x1000u + (i) * 0x2000u)
+#define FE_DATA  0x100000u     /* registered: 16 pages */
+#define FE_PT    0x80000u      /* page table */
+#define FE_CQBUF 0x90000u      /* completion buffers */
+#define FE_WQE   0xa0000u      /* send / receive elements */
+
+struct fe {
+	struct vhost_client vc;
+	int memfd;
+	uint8_t *mem;
+	struct vq_drv vq[FE_RINGS];
+	bool vq_up[FE_RINGS];
+	int kick[FE_RINGS], call[FE_RINGS];
+	uint32_t pd, cq, qpn, lkey, rkey;
+	uint32_t wqe_next;
+};
+
+static bool fe_ring(struct fe *f, unsigned idx)
+{
+	struct vhost_user_vring_addr a;
+
+	if (vq_drv_init(&f->vq[idx], f->mem + FE_RING(idx), QNUM, false))
+		return false;
+	f->vq_up[idx] = true;
+	f->kick[idx] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	f->call[idx] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	memset(&a, 0, sizeof(a));
+	a.index = idx;
+	a.desc_user_addr = (uint64_t)(uintptr_t)vq_drv_desc(&f->vq[idx]);
+	a.avail_user_addr = (uint64_t)(uintptr_t)vq_drv_avail(&f->vq[idx]);
+	a.used_user_addr = (uint64_t)(uintptr_t)vq_drv_used(&f->vq[idx]);
+	return vhost_client_set_vring_num(&f->vc, idx, QNUM) == 0 &&
+	       vhost_client_set_vring_base(&f->vc, idx, 0) == 0 &&
+	       vhost_client_set_vring_addr(&f->vc, &a) == 0 &&
+	       vhost_client_set_vring_call(&f->vc, idx, f->call[idx]) == 0 &&
+	       vhost_client_set_vring_kick(&f->vc, idx, f->kick[idx]) == 0 &&
+	       vhost_client_set_vring_enable(&f->vc, idx, true) == 0;
+}
+
+static bool fe_up(struct fe *f, const char *path)
+{
+	struct vhost_user_mem_region reg;
+	uint64_t feat = 0, pf = 0;
+
+	memset(f, 0, sizeof(*f));
+	for (unsigned i = 0; i < FE_RINGS; i++)
+		f->kick[i] = f->call[i] = -1;
+	vhost_client_init_fd(&f->vc, -1);
+	f->memfd = memfd_create("v1-fe", MFD_CLOEXEC);
+	if (f->memfd < 0 || ftruncate(f->memfd, FE_MEM) < 0)
+		return false;
+	f->mem = mmap(NULL, FE_MEM, PROT_READ | PROT_WRITE, MAP_SHARED, f->memfd, 0);
+	if (f->mem == MAP_FAILED || vhost_client_connect(&f->vc, path))
+		return false;
+	f->vc.timeout_ms = 10000;
+	if (vhost_client_get_features(&f->vc, &feat) ||
+	    vhost_client_get_protocol_features(&f->vc, &pf) ||
+	    vhost_client_set_protocol_features(&f->vc,
+					       pf & ((1ull << VHOST_USER_PROTOCOL_F_REPLY_ACK) |
+						     (1ull << VHOST_USER_PROTOCOL_F_CONFIG))) ||
+	    vhost_client_set_owner(&f->vc) ||
+	    vhost_client_set_features(&f->vc, (1ull << VIRTIO_F_VERSION_1) |
+						      (1ull << VHOST_USER_F_PROTOCOL_FEATURES)))
+		return false;
+	reg.guest_phys_addr = MEM_GPA;
+	reg.memory_size = FE_MEM;
+	reg.userspace_addr = (uint64_t)(uintptr_t)f->mem;
+	reg.mmap_offset = 0;
+	return vhost_client_set_mem_table(&f->vc, &reg, &f->memfd, 1) == 0 && fe_ring(f, 0);
+}
+
+static void fe_down(struct fe *f)
+{
+	vhost_client_close(&f->vc);
+	for (unsigned i = 0; i < FE_RINGS; i++) {
+		if (f->vq_up[i])
+			vq_drv_fini(&f->vq[i]);
+		if (f->kick[i] >= 0)
+			close(f->kick[i]);
+		if (f->call[i] >= 0)
+			close(f->call[i]);
+	}
+	if (f->mem && f->mem != MAP_FAILED)
+		munmap(f->mem, FE_MEM);
+	if (f->memfd > 0)
+		close(f->memfd);
+}
+
+static void fe_kick(struct fe *f, unsigned idx)
+{
+	uint64_t v = 1;
+
+	vq_drv_kick_prepare(&f->vq[idx]);
+	if (write(f->kick[idx], &v, 8) != 8)
+		abort();
+}
+
+/* Wait (bounded) for a used entry on ring idx; returns its token. */
+static void *fe_used(struct fe *f, unsigned idx, uint32_t *len)
+{
+	struct pollfd p = { .fd = f->call[idx], .events = POLLIN };
+	uint64_t v;
+
+	for (int i = 0; i < 200 && !vq_drv_has_used(&f->vq[idx]); i++)
+		if (poll(&p, 1, 100) > 0 && read(f->call[idx], &v, 8) < 0)
+			break;
+	return vq_drv_get_used(&f->vq[idx], len);
+}
+
+/* A control command on ring 0: the response byte (-1 on timeout). */
+static int fe_cmd(struct fe *f, uint8_t c, const void *data, uint32_t len)
+{
+	struct vq_buf out = { MEM_GPA + REQ_OFF, 1 + len }, in = { MEM_GPA + RSP_OFF, 256 };
+	uint32_t used = 0;
+	int tok = 1;
+
+	f->mem[REQ_OFF] = c;
+	if (len)
+		memcpy(f->mem + REQ_OFF + 1, data, len);
+	if (vq_drv_add(&f->vq[0], &out, 1, &in, 1, &tok))
+		return -1;
+	fe_kick(f, 0);
+	if (fe_used(f, 0, &used) != &tok || !used)
+		return -1;
+	return f->mem[RSP_OFF];
+}
+
+static uint32_t fe_rsp32(struct fe *f, uint32_t off)
+{
+	return get_le32(f->mem + RSP_OFF + 1 + off);
+}
+
+/* PD, CQ 1 with its ring full of buffers, an MR over FE_DATA, an RC QP with
+ * its two rings. */
+static bool fe_objects(struct fe *f)
+{
+	struct virtio_rdma_dev_cmd_reg_user_mr r;
+	struct virtio_rdma_dev_cmd_create_qp q;
+	le32 w = htole32(16);
+	uint32_t pair;
+
+	if (fe_cmd(f, VIRTIO_RDMA_DEV_CMD_CREATE_PD, NULL, 0) != 0)
+		return false;
+	f->pd = fe_rsp32(f, 0);
+	if (fe_cmd(f, VIRTIO_RDMA_DEV_CMD_CREATE_CQ, &w, 4) != 0)
+		return false;
+	f->cq = fe_rsp32(f, 0);
+	if (!fe_ring(f, f->cq))
+		return false;
+	for (unsigned i = 0; i < QNUM; i++) {
+		struct vq_buf in = { MEM_GPA + FE_CQBUF + i * 64, 64 };
+
+		vq_drv_add(&f->vq[f->cq], NULL, 0, &in, 1, f->mem + FE_CQBUF + i * 64);
+	}
+	fe_kick(f, f->cq);
+	for (uint32_t k = 0; k < 16; k++) {
+		uint64_t g = htole64(MEM_GPA + FE_DATA + k * 4096);
+
+		memcpy(f->mem + FE_PT + 8 * k, &g, 8);
+	}
+	memset(&r, 0, sizeof(r));
+	r.pdn = htole32(f->pd);
+	r.access_flags = htole32(VIRTIO_RDMA_DEV_ACCESS_LOCAL_WRITE |
+				 VIRTIO_RDMA_DEV_ACCESS_REMOTE_WRITE |
+				 VIRTIO_RDMA_DEV_ACCESS_REMOTE_READ);
+	r.length = htole64(16 * 4096);
+	r.virt_addr = htole64(MEM_GPA + FE_DATA);
+	r.pages = htole64(MEM_GPA + FE_PT);
+	r.npages = htole32(16);
+	if (fe_cmd(f, VIRTIO_RDMA_DEV_CMD_REG_USER_MR, &r, sizeof(r)) != 0)
+		return false;
+	f->lkey = fe_rsp32(f, 4);
+	f->rkey = fe_rsp32(f, 8);
+	memset(&q, 0, sizeof(q));
+	q.pdn = htole32(f->pd);
+	q.qp_type = VIRTIO_RDMA_DEV_QPT_RC;
+	q.max_send_wr = q.max_recv_wr = htole32(8);
+	q.max_send_sge = q.max_recv_sge = htole32(1);
+	q.send_cqn = q.recv_cqn = htole32(f->cq);
+	if (fe_cmd(f, VIRTIO_RDMA_DEV_CMD_CREATE_QP, &q, sizeof(q)) != 0)
+		return false;
+	f->qpn = fe_rsp32(f, 0);
+	pair = virtio_rdma_dev_qp_pair(f->qpn);
+	return fe_ring(f, virtio_rdma_dev_vq_sq(2, pair)) && fe_ring(f, virtio_rdma_dev_vq_rq(2, pair));
+}
+
+/* INIT, RTR (to peer_ip / peer_qpn, MAC left to ARP), RTS. */
+static bool fe_connect(struct fe *f, uint32_t peer_ip, uint32_t peer_qpn)
+{
+	struct virtio_rdma_dev_cmd_modify_qp c;
+	struct virtio_rdma_dev_qp_attr *a = &c.attrs;
+
+	memset(&c, 0, sizeof(c));
+	c.qpn = htole32(f->qpn);
+	c.attr_mask = htole32(M_INIT_E2E);
+	a->qp_state = VIRTIO_IB_QPS_INIT;
+	a->port_num = 1;
+	a->qp_access_flags = htole32(VIRTIO_RDMA_DEV_ACCESS_LOCAL_WRITE |
+				     VIRTIO_RDMA_DEV_ACCESS_REMOTE_WRITE |
+				     VIRTIO_RDMA_DEV_ACCESS_REMOTE_READ);
+	if (fe_cmd(f, VIRTIO_RDMA_DEV_CMD_MODIFY_QP, &c, sizeof(c)) != 0)
+		return false;
+	c.attr_mask = htole32(M_RTR_E2E);
+	a->qp_state = VIRTIO_IB_QPS_RTR;
+	a->path_mtu = VIRTIO_IB_MTU_1024;
+	a->dest_qp_num = htole32(peer_qpn);
+	a->rq_psn = htole32(0x10);
+	a->max_dest_rd_atomic = 4;
+	a->min_rnr_timer = 1;
+	a->ah_attr.grh.dgid[10] = 0xff;
+	a->ah_attr.grh.dgid[11] = 0xff;
+	memcpy(&a->ah_attr.grh.dgid[12], &peer_ip, 4);
+	a->ah_attr.grh.sgid_index = 1;
+	a->ah_attr.grh.hop_limit = 64;
+	a->ah_attr.port_num = 1;
+	a->ah_attr.ah_flags = VIRTIO_RDMA_DEV_AH_GRH; /* dmac 0: resolved by ARP */
+	if (fe_cmd(f, VIRTIO_RDMA_DEV_CMD_MODIFY_QP, &c, sizeof(c)) != 0)
+		return false;
+	c.attr_mask = htole32(M_RTS_E2E);
+	a->qp_state = VIRTIO_IB_QPS_RTS;
+	a->sq_psn = htole32(0x10);
+	a->timeout = 14;
+	a->retry_cnt = 7;
+	a->rnr_retry = 7;
+	a->max_rd_atomic = 4;
+	return fe_cmd(f, VIRTIO_RDMA_DEV_CMD_MODIFY_QP, &c, sizeof(c)) == 0;
+}
+
+static void *fe_wqe(struct fe *f)
+{
+	void *p = f->mem + FE_WQE + (f->wqe_next++ % 64) * 256;
+
+	memset(p, 0, 256);
+	return p;
+}
+
+static uint64_t fe_gpa(struct fe *f, const void *p)
+{
+	return MEM_GPA + (uint64_t)((const uint8_t *)p - f->mem);
+}
+
+static void fe_post_recv(struct fe *f, uint64_t id, uint32_t off, uint32_t len)
+{
+	uint32_t rq = virtio_rdma_dev_vq_rq(2, virtio_rdma_dev_qp_pair(f->qpn));
+	uint8_t *b = fe_wqe(f);
+	struct virtio_rdma_dev_rq_req r = { htole32(1), htole64(id) };
+	struct virtio_rdma_dev_sge s = { htole64(MEM_GPA + FE_DATA + off), htole32(len),
+					 htole32(f->lkey) };
+	struct vq_buf out = { fe_gpa(f, b), sizeof(r) + sizeof(s) };
+
+	memcpy(b, &r, sizeof(r));
+	memcpy(b + sizeof(r), &s, sizeof(s));
+	CHECK_EQ(vq_drv_add(&f->vq[rq], &out, 1, NULL, 0, b), 0);
+	fe_kick(f, rq);
+}
+
+static void fe_post_send(struct fe *f, uint64_t id, uint32_t opcode, uint32_t off, uint32_t len,
+			 uint64_t raddr, uint32_t rkey)
+{
+	uint32_t sq = virtio_rdma_dev_vq_sq(2, virtio_rdma_dev_qp_pair(f->qpn));
+	uint8_t *b = fe_wqe(f);
+	struct virtio_rdma_dev_sq_req w;
+	struct virtio_rdma_dev_sge s = { htole64(MEM_GPA + FE_DATA + off), htole32(len),
+					 htole32(f->lkey) };
+	struct vq_buf out = { fe_gpa(f, b), sizeof(w) + sizeof(s) };
+
+	memset(&w, 0, sizeof(w));
+	w.num_sge = htole32(1);
+	w.send_flags = htole32(VIRTIO_RDMA_DEV_SEND_SIGNALED);
+	w.opcode = htole32(opcode);
+	w.wr_id = htole64(id);
+	w.wr.rdma.remote_addr = htole64(raddr);
+	w.wr.rdma.rkey = htole32(rkey);
+	memcpy(b, &w, sizeof(w));
+	memcpy(b + sizeof(w), &s, sizeof(s));
+	CHECK_EQ(vq_drv_add(&f->vq[sq], &out, 1, NULL, 0, b), 0);
+	fe_kick(f, sq);
+}
+
+/* The next completion of f's CQ (its buffer is posted again). */
+static bool fe_cqe(struct fe *f, struct virtio_rdma_dev_cq_req *c)
+{
+	uint32_t len = 0;
+	uint8_t *b = fe_used(f, f->cq, &len);
+	struct vq_buf in;
+
+	if (!b || len != sizeof(*c))
+		return false;
+	memcpy(c, b, sizeof(*c));
+	in = (struct vq_buf){ fe_gpa(f, b), 64 };
+	vq_drv_add(&f->vq[f->cq], NULL, 0, &in, 1, b);
+	fe_kick(f, f->cq);
+	return true;
+}
+
+static void test_two_devices_rc(void)
+{
+	static const uint8_t mac_b[6] = { 0x52, 0x54, 0x00, 0xaa, 0x00, 0x02 };
+	struct netdev_cfg cb;
+	struct virtio_rdma_dev *db = NULL;
+	struct virtio_rdma_dev_cq_req c;
+	struct fe fa, fb;
+	struct env e;
+	struct sw *sw = NULL;
+	bool up;
+
+	/* the device of env_up has no switch: make two fresh ones here */
+	memset(&e, 0, sizeof(e));
+	e.memfd = e.kick = e.call = e.errfd = -1;
+	strcpy(e.dir, "/tmp/vrdma-v1-XXXXXX");
+	REQUIRE(mkdtemp(e.dir) != NULL);
+	snprintf(e.cfg.socket, sizeof(e.cfg.socket), "%s/a", e.dir);
+	e.cfg.mac[0] = 0x52;
+	e.cfg.mac[5] = 0x01;
+	e.cfg.has_ip4 = true;
+	e.cfg.ip4.s_addr = htonl(0x0a000101);
+	e.cfg.mtu = 1500;
+	e.cfg.max_qps = 4;
+	e.cfg.max_cqs = 2;
+	cb = e.cfg;
+	snprintf(cb.socket, sizeof(cb.socket), "%s/b", e.dir);
+	memcpy(cb.mac, mac_b, 6);
+	cb.ip4.s_addr = htonl(0x0a000102);
+	cb.index = 1;
+	e.l = loop_new();
+	REQUIRE(e.l != NULL);
+	sw = sw_new(e.l);
+	e.d = virtio_rdma_dev_new(e.l, sw, &e.cfg);
+	db = virtio_rdma_dev_new(e.l, sw, &cb);
+	REQUIRE(sw && e.d && db);
+	REQUIRE(pthread_create(&e.thr, NULL, loop_thread, &e) == 0);
+	up = fe_up(&fa, e.cfg.socket) && fe_up(&fb, cb.socket) && fe_objects(&fa) &&
+	     fe_objects(&fb) && fe_connect(&fa, cb.ip4.s_addr, fb.qpn) &&
+	     fe_connect(&fb, e.cfg.ip4.s_addr, fa.qpn);
+	CHECK(up);
+	if (up) {
+		/* SEND a -> b, 3000 bytes (three packets) */
+		for (uint32_t i = 0; i < 3000; i++)
+			fa.mem[FE_DATA + i] = (uint8_t)(i * 7 + 3);
+		fe_post_recv(&fb, 100, 8192, 4096);
+		fe_post_send(&fa, 1, VIRTIO_RDMA_DEV_WR_SEND, 0, 3000, 0, 0);
+		CHECK(fe_cqe(&fa, &c));
+		CHECK_EQ(le64toh(c.wr_id), 1);
+		CHECK_EQ(c.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
+		CHECK_EQ(c.opcode, VIRTIO_RDMA_DEV_WC_OP_SEND);
+		CHECK(fe_cqe(&fb, &c));
+		CHECK_EQ(le64toh(c.wr_id), 100);
+		CHECK_EQ(c.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
+		CHECK_EQ(c.opcode, VIRTIO_RDMA_DEV_WC_OP_RECV);
+		CHECK_EQ(le32toh(c.byte_len), 3000);
+		CHECK_EQ(le32toh(c.qp_num), fb.qpn);
+		CHECK_MEM(fb.mem + FE_DATA + 8192, fa.mem + FE_DATA, 3000);
+		/* RDMA READ b <- a's buffer */
+		fe_post_send(&fb, 2, VIRTIO_RDMA_DEV_WR_RDMA_READ, 16384, 3000,
+			     MEM_GPA + FE_DATA, fa.rkey);
+		CHECK(fe_cqe(&fb, &c));
+		CHECK_EQ(le64toh(c.wr_id), 2);
+		CHECK_EQ(c.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
+		CHECK_EQ(c.opcode, VIRTIO_RDMA_DEV_WC_OP_RDMA_READ);
+		CHECK_MEM(fb.mem + FE_DATA + 16384, fa.mem + FE_DATA, 3000);
+		/* the MACs were resolved by the devices themselves (ARP) */
+		CHECK(roce_tp_get_stats(virtio_rdma_dev_transport(e.d))->tx_frames > 0);
+		CHECK(roce_tp_get_stats(virtio_rdma_dev_transport(e.d))->rx_arp > 0);
+		CHECK(roce_tp_get_stats(virtio_rdma_dev_transport(db))->rx_arp > 0);
+	}
+	fe_down(&fa);
+	fe_down(&fb);
+	atomic_store(&e.stop, true);
+	pthread_join(e.thr, NULL);
+	virtio_rdma_dev_free(db);
+	virtio_rdma_dev_free(e.d);
+	sw_free(sw);
+	loop_free(e.l);
+	rmdir(e.dir);
+}
+
 int main(void)
 {
 	TEST_PROGRAM("test_virtio_rdma_dev");
@@ -458,5 +849,6 @@ int main(void)
 	RUN(test_malformed_and_reset);
 	RUN(test_hostile_ring);
 	RUN(test_hostile_requests);
+	RUN(test_two_devices_rc);
 	return TEST_DONE();
 }
