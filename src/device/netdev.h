@@ -40,7 +40,14 @@ struct netdev_cfg {
 	uint32_t max_srqs;       /* config max_rdma_srqs (with roce_ext) */
 	unsigned index;          /* position on the command line (names, MAC) */
 	uint32_t max_contexts;   /* connections served at once (contexts=N) */
+	uint8_t model;           /* NETDEV_MODEL_* (model=...) */
 };
+
+/* Device models: the virtio-net device with the RoCE extension (default),
+ * or the standalone virtio-rdma device, id 42 (src/device/virtio_rdma_dev.h:
+ * socket, mac, ip, mtu, qps = its max_qp, cqs = its max_cq). */
+#define NETDEV_MODEL_NET         0
+#define NETDEV_MODEL_VIRTIO_RDMA 1
 
 /* Defaults for cfg fields not given on the command line. */
 #define NETDEV_DEFAULT_MTU 1500

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <linux/virtio_config.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -376,9 +377,35 @@ void virtio_rdma_dev_free(struct virtio_rdma_dev *d)
 	free(d);
 }
 
+const char *virtio_rdma_dev_socket(const struct virtio_rdma_dev *d)
+{
+	return d->cfg.socket;
+}
+
 struct roce_tp *virtio_rdma_dev_transport(struct virtio_rdma_dev *d)
 {
 	return d->tp;
+}
+
+void virtio_rdma_dev_dump_stats(const struct virtio_rdma_dev *d, FILE *f)
+{
+	const struct roce_stats *s = &d->rd.stats;
+	struct roce_counts c;
+
+	roce_dev_counts(&d->rd, &c);
+	fprintf(f, "virtio-rdma %s: ctrl ok %llu err %llu malformed %llu ring_errors %llu "
+		   "resets %llu\n", d->cfg.socket, (unsigned long long)d->stats.ctrl_ok,
+		(unsigned long long)d->stats.ctrl_err, (unsigned long long)d->stats.ctrl_malformed,
+		(unsigned long long)d->stats.ring_errors, (unsigned long long)d->stats.resets);
+	fprintf(f, "  roce objects pd %u mr %u cq %u qp %u\n", c.pd, c.mr, c.cq, c.qp);
+	fprintf(f, "  roce commands ok %llu err %llu", (unsigned long long)s->ok,
+		(unsigned long long)s->err);
+	for (int i = 1; i < ROCE_ERR_MAX; i++)
+		if (s->errs[i])
+			fprintf(f, " %s %llu", roce_err_name(i), (unsigned long long)s->errs[i]);
+	fprintf(f, "\n");
+	if (d->stats.ctrl_ok + d->stats.ctrl_err)
+		roce_tp_dump_stats(d->tp, f);
 }
 
 struct vhost_server *virtio_rdma_dev_server(struct virtio_rdma_dev *d)

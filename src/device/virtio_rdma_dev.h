@@ -9,6 +9,8 @@
 #ifndef VRDMA_DEVICE_VIRTIO_RDMA_DEV_H
 #define VRDMA_DEVICE_VIRTIO_RDMA_DEV_H
 
+#include <stdio.h>
+
 #include "device/netdev.h"
 #include "device/roce_dev.h"
 #include "vrdma/virtio_rdma.h"
@@ -53,8 +55,11 @@ struct sw;
 struct roce_tp;
 struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, struct sw *sw,
 					    const struct netdev_cfg *cfg);
+const char *virtio_rdma_dev_socket(const struct virtio_rdma_dev *d);
 /* Its transport (statistics). */
 struct roce_tp *virtio_rdma_dev_transport(struct virtio_rdma_dev *d);
+/* Print its counters (device, objects, commands, transport) to f. */
+void virtio_rdma_dev_dump_stats(const struct virtio_rdma_dev *d, FILE *f);
 void virtio_rdma_dev_free(struct virtio_rdma_dev *d);
 struct vhost_server *virtio_rdma_dev_server(struct virtio_rdma_dev *d);
 const struct roce_dev *virtio_rdma_dev_roce(const struct virtio_rdma_dev *d);

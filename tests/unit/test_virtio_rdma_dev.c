@@ -761,12 +761,14 @@ static bool fe_cqe(struct fe *f, struct virtio_rdma_dev_cq_req *c)
 	return true;
 }
 
+static bool two_devices_traffic(const char *a, uint32_t ip_a, const char *b, uint32_t ip_b,
+				struct fe *fa, struct fe *fb);
+
 static void test_two_devices_rc(void)
 {
 	static const uint8_t mac_b[6] = { 0x52, 0x54, 0x00, 0xaa, 0x00, 0x02 };
 	struct netdev_cfg cb;
 	struct virtio_rdma_dev *db = NULL;
-	struct virtio_rdma_dev_cq_req c;
 	struct fe fa, fb;
 	struct env e;
 	struct sw *sw = NULL;
@@ -797,35 +799,9 @@ static void test_two_devices_rc(void)
 	db = virtio_rdma_dev_new(e.l, sw, &cb);
 	REQUIRE(sw && e.d && db);
 	REQUIRE(pthread_create(&e.thr, NULL, loop_thread, &e) == 0);
-	up = fe_up(&fa, e.cfg.socket) && fe_up(&fb, cb.socket) && fe_objects(&fa) &&
-	     fe_objects(&fb) && fe_connect(&fa, cb.ip4.s_addr, fb.qpn) &&
-	     fe_connect(&fb, e.cfg.ip4.s_addr, fa.qpn);
-	CHECK(up);
+	up = two_devices_traffic(e.cfg.socket, e.cfg.ip4.s_addr, cb.socket, cb.ip4.s_addr, &fa,
+				 &fb);
 	if (up) {
-		/* SEND a -> b, 3000 bytes (three packets) */
-		for (uint32_t i = 0; i < 3000; i++)
-			fa.mem[FE_DATA + i] = (uint8_t)(i * 7 + 3);
-		fe_post_recv(&fb, 100, 8192, 4096);
-		fe_post_send(&fa, 1, VIRTIO_RDMA_DEV_WR_SEND, 0, 3000, 0, 0);
-		CHECK(fe_cqe(&fa, &c));
-		CHECK_EQ(le64toh(c.wr_id), 1);
-		CHECK_EQ(c.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
-		CHECK_EQ(c.opcode, VIRTIO_RDMA_DEV_WC_OP_SEND);
-		CHECK(fe_cqe(&fb, &c));
-		CHECK_EQ(le64toh(c.wr_id), 100);
-		CHECK_EQ(c.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
-		CHECK_EQ(c.opcode, VIRTIO_RDMA_DEV_WC_OP_RECV);
-		CHECK_EQ(le32toh(c.byte_len), 3000);
-		CHECK_EQ(le32toh(c.qp_num), fb.qpn);
-		CHECK_MEM(fb.mem + FE_DATA + 8192, fa.mem + FE_DATA, 3000);
-		/* RDMA READ b <- a's buffer */
-		fe_post_send(&fb, 2, VIRTIO_RDMA_DEV_WR_RDMA_READ, 16384, 3000,
-			     MEM_GPA + FE_DATA, fa.rkey);
-		CHECK(fe_cqe(&fb, &c));
-		CHECK_EQ(le64toh(c.wr_id), 2);
-		CHECK_EQ(c.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
-		CHECK_EQ(c.opcode, VIRTIO_RDMA_DEV_WC_OP_RDMA_READ);
-		CHECK_MEM(fb.mem + FE_DATA + 16384, fa.mem + FE_DATA, 3000);
 		/* the MACs were resolved by the devices themselves (ARP) */
 		CHECK(roce_tp_get_stats(virtio_rdma_dev_transport(e.d))->tx_frames > 0);
 		CHECK(roce_tp_get_stats(virtio_rdma_dev_transport(e.d))->rx_arp > 0);
@@ -842,9 +818,73 @@ static void test_two_devices_rc(void)
 	rmdir(e.dir);
 }
 
-int main(void)
+/* Two devices (sockets a and b, IPv4 addresses in network order): RC
+ * connection, SEND a -> b and READ b <- a checked byte for byte. */
+static bool two_devices_traffic(const char *a, uint32_t ip_a, const char *b, uint32_t ip_b,
+				struct fe *fa_out, struct fe *fb_out)
+{
+	struct virtio_rdma_dev_cq_req c;
+	struct fe *fa = fa_out, *fb = fb_out;
+	bool up;
+
+	up = fe_up(fa, a) && fe_up(fb, b) && fe_objects(fa) && fe_objects(fb) &&
+	     fe_connect(fa, ip_b, fb->qpn) && fe_connect(fb, ip_a, fa->qpn);
+	CHECK(up);
+	if (up) {
+		/* SEND a -> b, 3000 bytes (three packets) */
+		for (uint32_t i = 0; i < 3000; i++)
+			fa->mem[FE_DATA + i] = (uint8_t)(i * 7 + 3);
+		fe_post_recv(fb, 100, 8192, 4096);
+		fe_post_send(fa, 1, VIRTIO_RDMA_DEV_WR_SEND, 0, 3000, 0, 0);
+		CHECK(fe_cqe(fa, &c));
+		CHECK_EQ(le64toh(c.wr_id), 1);
+		CHECK_EQ(c.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
+		CHECK_EQ(c.opcode, VIRTIO_RDMA_DEV_WC_OP_SEND);
+		CHECK(fe_cqe(fb, &c));
+		CHECK_EQ(le64toh(c.wr_id), 100);
+		CHECK_EQ(c.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
+		CHECK_EQ(c.opcode, VIRTIO_RDMA_DEV_WC_OP_RECV);
+		CHECK_EQ(le32toh(c.byte_len), 3000);
+		CHECK_EQ(le32toh(c.qp_num), fb->qpn);
+		CHECK_MEM(fb->mem + FE_DATA + 8192, fa->mem + FE_DATA, 3000);
+		/* RDMA READ b <- a's buffer */
+		fe_post_send(fb, 2, VIRTIO_RDMA_DEV_WR_RDMA_READ, 16384, 3000,
+			     MEM_GPA + FE_DATA, fa->rkey);
+		CHECK(fe_cqe(fb, &c));
+		CHECK_EQ(le64toh(c.wr_id), 2);
+		CHECK_EQ(c.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
+		CHECK_EQ(c.opcode, VIRTIO_RDMA_DEV_WC_OP_RDMA_READ);
+		CHECK_MEM(fb->mem + FE_DATA + 16384, fa->mem + FE_DATA, 3000);
+	}
+	return up;
+}
+
+/* With "--daemon SOCK_A IP_A SOCK_B IP_B": only the two-device traffic,
+ * against the devices of a running vhost-user-rdma (model=virtio-rdma). */
+static const char *ext_a, *ext_b, *ext_ip_a, *ext_ip_b;
+
+static void test_daemon_devices(void)
+{
+	struct in_addr ia, ib;
+	struct fe fa, fb;
+
+	REQUIRE(inet_pton(AF_INET, ext_ip_a, &ia) == 1 && inet_pton(AF_INET, ext_ip_b, &ib) == 1);
+	(void)two_devices_traffic(ext_a, ia.s_addr, ext_b, ib.s_addr, &fa, &fb);
+	fe_down(&fa);
+	fe_down(&fb);
+}
+
+int main(int argc, char **argv)
 {
 	TEST_PROGRAM("test_virtio_rdma_dev");
+	if (argc == 6 && !strcmp(argv[1], "--daemon")) {
+		ext_a = argv[2];
+		ext_ip_a = argv[3];
+		ext_b = argv[4];
+		ext_ip_b = argv[5];
+		RUN(test_daemon_devices);
+		return TEST_DONE();
+	}
 	RUN(test_config_and_control_queue);
 	RUN(test_malformed_and_reset);
 	RUN(test_hostile_ring);

@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/loop.h"
 #include "device/netdev.h"
+#include "device/virtio_rdma_dev.h"
 #include "port/fault.h"
 #include "port/port.h"
 
@@ -62,6 +63,8 @@ static void usage(FILE *f)
 "                     queue does not fit)\n"
 "  contexts=N         connections (contexts) served at once, 1..1024 (default\n"
 "                     64); qps, cqs, srqs, MRs and PDs are shared device totals\n"
+"  model=virtio-rdma  serve the standalone virtio-rdma device (id 42) instead\n"
+"                     (socket, mac, ip, mtu, qps = max_qp, cqs = max_cq apply)\n"
 "\n"
 "Options:\n"
 "  --device SPEC          add a device (repeatable, at least one)\n"
@@ -174,6 +177,8 @@ struct daemon {
 	struct sw *sw;
 	struct netdev_port *devs[MAX_DEVICES];
 	unsigned ndevs;
+	struct virtio_rdma_dev *rdevs[MAX_DEVICES]; /* model=virtio-rdma */
+	unsigned nrdevs;
 	struct port *uplinks[MAX_UPLINKS];
 	unsigned nuplinks;
 	int sigfd;
@@ -185,6 +190,8 @@ static void dump_stats(struct daemon *d)
 
 	for (unsigned i = 0; i < d->ndevs; i++)
 		netdev_port_dump_stats(d->devs[i], stderr);
+	for (unsigned i = 0; i < d->nrdevs; i++)
+		virtio_rdma_dev_dump_stats(d->rdevs[i], stderr);
 	fprintf(stderr, "switch forwarded %llu flooded %llu dropped_no_port %llu dropped_runt %llu\n",
 		(unsigned long long)s->forwarded, (unsigned long long)s->flooded,
 		(unsigned long long)s->dropped_no_port, (unsigned long long)s->dropped_runt);
@@ -299,6 +306,22 @@ int main(int argc, char **argv)
 				goto out;
 			}
 		}
+		for (unsigned j = 0; j < d.nrdevs; j++) {
+			if (!strcmp(virtio_rdma_dev_socket(d.rdevs[j]), cfg.socket)) {
+				fprintf(stderr, "vhost-user-rdma: socket %s given twice\n", cfg.socket);
+				goto out;
+			}
+		}
+		if (cfg.model == NETDEV_MODEL_VIRTIO_RDMA) {
+			d.rdevs[d.nrdevs] = virtio_rdma_dev_new(d.loop, d.sw, &cfg);
+			if (!d.rdevs[d.nrdevs]) {
+				fprintf(stderr, "vhost-user-rdma: device %s: %s\n", cfg.socket,
+					strerror(errno));
+				goto out;
+			}
+			d.nrdevs++;
+			continue;
+		}
 		d.devs[d.ndevs] = netdev_port_new(d.loop, d.sw, &cfg);
 		if (!d.devs[d.ndevs]) {
 			fprintf(stderr, "vhost-user-rdma: device %s: %s\n", cfg.socket, strerror(errno));
@@ -332,7 +355,8 @@ int main(int argc, char **argv)
 		}
 		wrote_pidfile = true;
 	}
-	LOG_INFO("serving %u device(s), %u uplink(s), poll %u us", d.ndevs, d.nuplinks, o.poll_us);
+	LOG_INFO("serving %u device(s), %u uplink(s), poll %u us", d.ndevs + d.nrdevs, d.nuplinks,
+		 o.poll_us);
 	rc = loop_run(d.loop) < 0 ? 1 : 0;
 	if (o.stats_on_exit)
 		dump_stats(&d);
@@ -341,6 +365,8 @@ out:
 		port_destroy(d.uplinks[i]);
 	for (unsigned i = 0; i < d.ndevs; i++)
 		netdev_port_free(d.devs[i]);
+	for (unsigned i = 0; i < d.nrdevs; i++)
+		virtio_rdma_dev_free(d.rdevs[i]);
 	if (d.sw)
 		sw_free(d.sw);
 	if (d.sigfd >= 0) {
