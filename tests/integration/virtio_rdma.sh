@@ -6,6 +6,7 @@
 #   an RC connection whose MACs the devices resolve by ARP, SEND and READ
 #   compared byte for byte;
 # - the daemon's counters (SIGUSR1) show the commands, and it exits cleanly;
+# - libvrdma (vrdma-netcat) recognises the device and refuses it clearly;
 # - a bad model value is refused at start.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/daemon_lib.bash"
@@ -29,6 +30,17 @@ if d_start d \
 else
 	not_ok start "$(tail -5 "$T_TMP/d.log")"
 	t_done
+fi
+
+# libvrdma recognises the model and refuses it with a clear error (it does
+# not drive it yet) instead of driving it as a virtio-net device
+NC="$VRDMA_BUILD/bin/vrdma-netcat"
+if out=$(timeout 60 "$NC" --socket "$T_TMP/a.sock" info 2>&1); then
+	not_ok libvrdma_refuses "opened: $out"
+elif grep -q "virtio-rdma device (virtio id 42" <<<"$out"; then
+	ok libvrdma_refuses
+else
+	not_ok libvrdma_refuses "$out"
 fi
 
 out=$(timeout 120 "$FE" --daemon "$T_TMP/a.sock" 10.26.0.1 "$T_TMP/b.sock" 10.26.0.2 2>&1)
