@@ -7,6 +7,8 @@
 #   compared byte for byte;
 # - the daemon's counters (SIGUSR1) show the commands, and it exits cleanly;
 # - libvrdma (vrdma-netcat) recognises the device and refuses it clearly;
+# - vrdma-evil's vhost-user attacks against a virtio-rdma device, then
+#   traffic again;
 # - a bad model value is refused at start.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/daemon_lib.bash"
@@ -48,6 +50,41 @@ if grep -q '^ok test_virtio_rdma_dev.test_daemon_devices' <<<"$out"; then
 	ok traffic
 else
 	not_ok traffic "$(grep -v '^vrdma' <<<"$out" | head -20)"
+fi
+
+# Hostile front-ends (tools/vrdma-evil) against device a: every attack on
+# the vhost-user layer (malformed messages, fds, memory tables, ring indexes
+# and sizes, config space, features, truncated messages, connect floods),
+# each on a new connection; the daemon must react as for the other device
+# and survive. (The ring attacks of vrdma-evil speak virtio-net; the ring
+# checks of this device are in tests/unit/test_virtio_rdma_dev.c.)
+EVIL="$VRDMA_BUILD/bin/vrdma-evil"
+RINGS=11 # qps=4 cqs=2: 1 + 2 + 2 * 4
+if [ -x "$EVIL" ]; then
+	bad=""
+	n=0
+	for a in $("$EVIL" list | awk '{print $1}' |
+		   grep -Ev '^(tx|rx|ctrl)\.|^ext_|^(vring_addr_outside|mem_remove_under_rings|fd_churn|mem_slots_exhaust|mem_shrink_sealable|mem_shrink_unsealable|status0_stops_rings)$'); do
+		n=$((n + 1))
+		v=$(timeout 120 "$EVIL" --socket "$T_TMP/a.sock" --rings $RINGS --timeout-ms 5000 "$a" 2>/dev/null |
+		    grep '^verdict')
+		[ "$v" = "verdict ok" ] || bad="$bad $a($v)"
+		kill -0 "${D_PID[d]}" 2>/dev/null || { bad="$bad $a(daemon gone)"; break; }
+	done
+	if [ -z "$bad" ] && [ "$n" -gt 40 ]; then
+		ok "evil_vhost_user_$n"
+	else
+		not_ok evil_vhost_user "$n attacks;$bad"
+	fi
+	# still serving well-behaved drivers after all that
+	out=$(timeout 120 "$FE" --daemon "$T_TMP/a.sock" 10.26.0.1 "$T_TMP/b.sock" 10.26.0.2 2>&1)
+	if grep -q '^ok test_virtio_rdma_dev.test_daemon_devices' <<<"$out"; then
+		ok traffic_after_attacks
+	else
+		not_ok traffic_after_attacks "$(grep -v '^vrdma' <<<"$out" | head -20)"
+	fi
+else
+	skip evil "$EVIL not built"
 fi
 
 stats=$(d_stats d)
