@@ -525,7 +525,8 @@ static bool fe_up(struct fe *f, const char *path)
 	    vhost_client_get_protocol_features(&f->vc, &pf) ||
 	    vhost_client_set_protocol_features(&f->vc,
 					       pf & ((1ull << VHOST_USER_PROTOCOL_F_REPLY_ACK) |
-						     (1ull << VHOST_USER_PROTOCOL_F_CONFIG))) ||
+						     (1ull << VHOST_USER_PROTOCOL_F_CONFIG) |
+						     (1ull << VHOST_USER_PROTOCOL_F_STATUS))) ||
 	    vhost_client_set_owner(&f->vc) ||
 	    vhost_client_set_features(&f->vc, (1ull << VIRTIO_F_VERSION_1) |
 						      (1ull << VHOST_USER_F_PROTOCOL_FEATURES)))
@@ -859,6 +860,84 @@ static bool two_devices_traffic(const char *a, uint32_t ip_a, const char *b, uin
 	return up;
 }
 
+/* A hostile driver on the transport's rings: a send element outside
+ * shared memory breaks the send ring (error eventfd, NEEDS_RESET, counted
+ * once, nothing used); the control queue keeps working; a reset (status 0)
+ * destroys every object. */
+static void test_hostile_data_rings(void)
+{
+	struct netdev_cfg cfg;
+	struct virtio_rdma_dev *d;
+	struct loop *l = loop_new();
+	struct env e;
+	struct fe f;
+	uint32_t sq;
+	uint8_t st = 0;
+	int tok = 9;
+
+	memset(&e, 0, sizeof(e));
+	strcpy(e.dir, "/tmp/vrdma-v1-XXXXXX");
+	REQUIRE(l && mkdtemp(e.dir) != NULL);
+	memset(&cfg, 0, sizeof(cfg));
+	snprintf(cfg.socket, sizeof(cfg.socket), "%s/h", e.dir);
+	cfg.mac[0] = 0x52;
+	cfg.mac[5] = 0x07;
+	cfg.has_ip4 = true;
+	cfg.ip4.s_addr = htonl(0x0a000107);
+	cfg.mtu = 1500;
+	cfg.max_qps = 4;
+	cfg.max_cqs = 2;
+	d = virtio_rdma_dev_new(l, NULL, &cfg);
+	REQUIRE(d != NULL);
+	e.l = l;
+	e.d = d;
+	REQUIRE(pthread_create(&e.thr, NULL, loop_thread, &e) == 0);
+	/* the QP in RTS: the transport fetches its send ring */
+	if (fe_up(&f, cfg.socket) && fe_objects(&f) && fe_connect(&f, htonl(0x0a000108), 0x44)) {
+		struct vq_buf out = { 0x7000000000ull, 91 };
+		int errfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		struct pollfd p = { .fd = errfd, .events = POLLIN };
+		uint64_t v;
+
+		sq = virtio_rdma_dev_vq_sq(2, virtio_rdma_dev_qp_pair(f.qpn));
+		CHECK_EQ(vhost_client_set_vring_err(&f.vc, sq, errfd), 0);
+		CHECK_EQ(vq_drv_add(&f.vq[sq], &out, 1, NULL, 0, &tok), 0);
+		fe_kick(&f, sq);
+		/* the error eventfd fires (possibly more than once): wait for
+		 * NEEDS_RESET, bounded */
+		for (int k = 0; k < 100; k++) {
+			if (poll(&p, 1, 100) == 1 && read(errfd, &v, 8) != 8)
+				break;
+			if (vhost_client_get_status(&f.vc, &st) == 0 &&
+			    (st & VIRTIO_CONFIG_S_NEEDS_RESET))
+				break;
+		}
+		CHECK(st & VIRTIO_CONFIG_S_NEEDS_RESET);
+		CHECK(!vq_drv_has_used(&f.vq[sq]));
+		CHECK_EQ(virtio_rdma_dev_stats(d)->ring_errors, 1);
+		/* the control queue still answers */
+		CHECK_EQ(fe_cmd(&f, VIRTIO_RDMA_DEV_CMD_CREATE_PD, NULL, 0), 0);
+		/* reset: all objects gone, the session goes on */
+		CHECK_EQ(vhost_client_set_status(&f.vc, 0), 0);
+		CHECK_EQ(vhost_client_get_status(&f.vc, &st), 0);
+		{
+			struct roce_counts c;
+
+			roce_dev_counts(virtio_rdma_dev_roce(d), &c);
+			CHECK_EQ(c.pd + c.cq + c.qp + c.mr, 0);
+		}
+		close(errfd);
+	} else {
+		CHECK(!"front-end setup");
+	}
+	fe_down(&f);
+	atomic_store(&e.stop, true);
+	pthread_join(e.thr, NULL);
+	virtio_rdma_dev_free(d);
+	loop_free(l);
+	rmdir(e.dir);
+}
+
 /* With "--daemon SOCK_A IP_A SOCK_B IP_B": only the two-device traffic,
  * against the devices of a running vhost-user-rdma (model=virtio-rdma). */
 static const char *ext_a, *ext_b, *ext_ip_a, *ext_ip_b;
@@ -890,5 +969,6 @@ int main(int argc, char **argv)
 	RUN(test_hostile_ring);
 	RUN(test_hostile_requests);
 	RUN(test_two_devices_rc);
+	RUN(test_hostile_data_rings);
 	return TEST_DONE();
 }
