@@ -82,8 +82,9 @@ static bool sq_opcode_known(uint32_t op)
 	case VIRTIO_RDMA_DEV_WR_ATOMIC_FETCH_AND_ADD:
 	case VIRTIO_RDMA_DEV_WR_LOCAL_INV:
 	case VIRTIO_RDMA_DEV_WR_SEND_WITH_INV:
+	case VIRTIO_RDMA_DEV_WR_RDMA_READ_WITH_INV:
 		return true;
-	default: /* RDMA_READ_WITH_INV, REG_MR: not yet; others: none */
+	default: /* REG_MR: not yet; others: none */
 		return false;
 	}
 }
@@ -112,13 +113,14 @@ static int sq_decode_av(const struct roce_dev *rd, const struct roce_qp *qp,
 
 int roce_rdma_dev_sq_decode(const struct roce_dev *rd, const struct roce_qp *qp,
 			    const struct vq_elem *e, struct virtio_rdma_sq_req_ext *req,
-			    struct roce_av *av, bool *has_av, uint64_t *wr_id)
+			    struct roce_av *av, bool *has_av, uint64_t *wr_id, bool *read_inv)
 {
 	const size_t hdr = sizeof(struct virtio_rdma_dev_sq_req);
 	struct virtio_rdma_dev_sq_req v;
 	uint32_t op, flags, n;
 
 	*has_av = false;
+	*read_inv = false;
 	memset(req, 0, sizeof(*req));
 	if (e->out_len < hdr) {
 		if (e->out_len >= offsetof(struct virtio_rdma_dev_sq_req, wr_id) + 8) {
@@ -139,10 +141,15 @@ int roce_rdma_dev_sq_decode(const struct roce_dev *rd, const struct roce_qp *qp,
 	if (!sq_opcode_known(op) || (flags & ~0x0fu))
 		return VIRTIO_IB_WC_LOC_QP_OP_ERR;
 	memcpy(&req->imm_data, &v.ex, 4); /* imm_data or invalidate_rkey */
+	if (op == VIRTIO_RDMA_DEV_WR_RDMA_READ_WITH_INV) {
+		req->opcode = VIRTIO_IB_WR_RDMA_READ;
+		*read_inv = true;
+	}
 	switch (op) {
 	case VIRTIO_RDMA_DEV_WR_RDMA_WRITE:
 	case VIRTIO_RDMA_DEV_WR_RDMA_WRITE_WITH_IMM:
 	case VIRTIO_RDMA_DEV_WR_RDMA_READ:
+	case VIRTIO_RDMA_DEV_WR_RDMA_READ_WITH_INV:
 		req->rdma.remote_addr = v.wr.rdma.remote_addr;
 		req->rdma.rkey = v.wr.rdma.rkey;
 		break;

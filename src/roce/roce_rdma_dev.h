@@ -16,10 +16,12 @@
  * inline data copied in) and, for UD / GSI, the address vector into *av
  * (*has_av). *wr_id gets the WR id as soon as it is readable. Returns 0,
  * a VIRTIO_IB_WC_* status to complete the WR with, or -1 for a chain too
- * short to be a request (completed as LOC_QP_OP_ERR, counted). */
+ * short to be a request (completed as LOC_QP_OP_ERR, counted).
+ * RDMA_READ_WITH_INV becomes an RDMA READ with *read_inv set and the key
+ * to invalidate in req->invalidate_rkey. */
 int roce_rdma_dev_sq_decode(const struct roce_dev *rd, const struct roce_qp *qp,
 			    const struct vq_elem *e, struct virtio_rdma_sq_req_ext *req,
-			    struct roce_av *av, bool *has_av, uint64_t *wr_id);
+			    struct roce_av *av, bool *has_av, uint64_t *wr_id, bool *read_inv);
 
 /* Encode a completion (its flags already filtered) as a completion element. */
 void roce_rdma_dev_cqe_encode(const struct roce_wc *wc, uint8_t status, uint8_t opcode,

@@ -220,7 +220,7 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 	struct virtio_rdma_sq_req_ext req;
 	size_t sge_off = sizeof(req); /* where the SGEs start in the element */
 	struct roce_av ud_av;
-	bool has_av = false;
+	bool has_av = false, read_inv = false;
 	uint32_t nsge, i;
 	uint64_t total = 0;
 	int st;
@@ -231,7 +231,8 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 	w->status = VIRTIO_IB_WC_SUCCESS;
 	if (tp->rd->rdma_dev_layout) {
 		/* the virtio-rdma device's element (roce_rdma_dev.c) */
-		st = roce_rdma_dev_sq_decode(tp->rd, qp, e, &req, &ud_av, &has_av, &w->wr_id);
+		st = roce_rdma_dev_sq_decode(tp->rd, qp, e, &req, &ud_av, &has_av, &w->wr_id,
+					     &read_inv);
 		w->opcode = req.opcode;
 		w->flags = req.send_flags;
 		if (st) {
@@ -273,6 +274,11 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 		return;
 	}
 	if (w->opcode == VIRTIO_IB_WR_SEND_WITH_INV) {
+		w->inv_rkey = le32toh(req.invalidate_rkey);
+		w->imm = 0;
+	}
+	if (read_inv) {
+		w->read_inv = true;
 		w->inv_rkey = le32toh(req.invalidate_rkey);
 		w->imm = 0;
 	}
@@ -429,6 +435,10 @@ void roce_sq_complete_head(struct roce_tq *tq, uint8_t status)
 
 	if (roce_wr_is_rd_atomic(w->opcode) && w->state == ROCE_WQE_SENT && tq->rd_out)
 		tq->rd_out--;
+	/* RDMA_READ_WITH_INV: the key goes once the data is in */
+	if (w->read_inv && status == VIRTIO_IB_WC_SUCCESS &&
+	    roce_key_invalidate(tp->rd, qp->pd, w->inv_rkey))
+		status = VIRTIO_IB_WC_LOC_PROT_ERR;
 	if (status != VIRTIO_IB_WC_SUCCESS || (w->flags & VIRTIO_IB_SEND_SIGNALED) ||
 	    qp->sq_sig_all) {
 		struct roce_wc wc = {

@@ -521,6 +521,69 @@ static void test_ud_v1_net(void)
 	ud_send(false);
 }
 
+/* RDMA_READ_WITH_INV: the data lands in a fast-registration MR, then its
+ * key is invalidated (the MR can be mapped again); a key that cannot be
+ * invalidated completes the WR with LOC_PROT_ERR. */
+static void test_read_with_inv(void)
+{
+	struct fk_env env;
+	struct side a, b;
+	struct v1_wc w;
+	struct roce_mr *mr;
+	uint8_t *buf;
+	uint64_t pl;
+
+	REQUIRE(pair_up(&env, &a, &b, false, VIRTIO_IB_QPT_RC));
+	buf = fk_alloc(a.d, 8192, 4096);
+	pl = fk_page_list(a.d, buf, 8192);
+	mr = fk_mr_alloc(a.d, a.pd, 4);
+	REQUIRE(roce_mr_fast_reg(&a.d->rd, roce_pd_lookup(&a.d->rd, a.pd), mr->lkey,
+				 (uintptr_t)buf, 8192, pl, VIRTIO_IB_ACCESS_LOCAL_WRITE) == 0);
+	fk_fill(b.mr.buf, 6000, 9);
+	{
+		struct fk_sge s = { buf, 6000, mr->lkey };
+		struct v1_wr wr = { .wr_id = 80, .opcode = VIRTIO_RDMA_DEV_WR_RDMA_READ_WITH_INV,
+				    .flags = VIRTIO_RDMA_DEV_SEND_SIGNALED, .ex = htole32(mr->lkey),
+				    .remote_addr = (uintptr_t)b.mr.buf, .rkey = b.mr.rkey,
+				    .sge = &s, .nsge = 1 };
+
+		REQUIRE(v1_post_send(a.d, &a.q, &wr) == 0);
+		REQUIRE(v1_wait_cq(&env, a.d, a.cq, &w, 1) == 1);
+		CHECK_EQ(w.wr_id, 80);
+		CHECK_EQ(w.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
+		CHECK_EQ(w.opcode, VIRTIO_RDMA_DEV_WC_OP_RDMA_READ);
+		CHECK_EQ(w.byte_len, 6000);
+		CHECK_MEM(buf, b.mr.buf, 6000);
+		CHECK_EQ(mr->state, ROCE_MR_FREE);
+		CHECK(roce_mr_lookup_lkey(&a.d->rd, mr->lkey, mr->pd, 0) == NULL);
+		/* again: the key is no longer valid, the read itself fails */
+		wr.wr_id = 81;
+		REQUIRE(v1_post_send(a.d, &a.q, &wr) == 0);
+		REQUIRE(v1_wait_cq(&env, a.d, a.cq, &w, 1) == 1);
+		CHECK_EQ(w.wr_id, 81);
+		CHECK(w.status != VIRTIO_RDMA_DEV_WC_SUCCESS);
+	}
+	fk_env_fini(&env);
+	/* the data is in but the key cannot be invalidated: LOC_PROT_ERR */
+	REQUIRE(pair_up(&env, &a, &b, true, VIRTIO_IB_QPT_RC));
+	{
+		struct fk_sge s = { a.mr.buf, 100, a.mr.lkey };
+		struct v1_wr wr = { .wr_id = 82, .opcode = VIRTIO_RDMA_DEV_WR_RDMA_READ_WITH_INV,
+				    .flags = VIRTIO_RDMA_DEV_SEND_SIGNALED,
+				    .ex = htole32(a.mr.lkey), /* a user MR: not invalidatable */
+				    .remote_addr = (uintptr_t)b.mr.buf, .rkey = b.mr.rkey,
+				    .sge = &s, .nsge = 1 };
+
+		fk_fill(b.mr.buf, 100, 10);
+		REQUIRE(v1_post_send(a.d, &a.q, &wr) == 0);
+		REQUIRE(v1_wait_cq(&env, a.d, a.cq, &w, 1) == 1);
+		CHECK_EQ(w.wr_id, 82);
+		CHECK_EQ(w.status, VIRTIO_RDMA_DEV_WC_LOC_PROT_ERR);
+		CHECK_MEM(a.mr.buf, b.mr.buf, 100);
+	}
+	fk_env_fini(&env);
+}
+
 /* Elements the device refuses: each completes with its IB status. */
 static void test_bad_elements(void)
 {
@@ -532,10 +595,9 @@ static void test_bad_elements(void)
 	REQUIRE(pair_up(&env, &a, &b, true, VIRTIO_IB_QPT_RC));
 	s = (struct fk_sge){ a.mr.buf, 64, a.mr.lkey };
 	{
-		/* RDMA_READ_WITH_INV and REG_MR are not supported yet; 8 is
-		 * not an opcode of this device */
-		static const uint32_t ops[] = { VIRTIO_RDMA_DEV_WR_RDMA_READ_WITH_INV,
-						VIRTIO_RDMA_DEV_WR_REG_MR, 8, 0x100 };
+		/* 10 and 8 are not opcodes of this device, REG_MR is not
+		 * supported yet */
+		static const uint32_t ops[] = { 10, VIRTIO_RDMA_DEV_WR_REG_MR, 8, 0x100 };
 
 		for (unsigned i = 0; i < 4; i++) {
 			struct v1_wr wr = { .wr_id = 50 + i, .opcode = ops[i],
@@ -589,6 +651,7 @@ int main(void)
 	RUN(test_rc_v1_net);
 	RUN(test_ud_v1_v1);
 	RUN(test_ud_v1_net);
+	RUN(test_read_with_inv);
 	RUN(test_bad_elements);
 	return TEST_DONE();
 }
