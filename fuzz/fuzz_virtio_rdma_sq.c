@@ -89,6 +89,7 @@ static bool opcode_valid(uint8_t type, uint8_t op)
 	case VIRTIO_RDMA_DEV_WR_SEND_WITH_INV:
 		return rc;
 	case VIRTIO_RDMA_DEV_WR_LOCAL_INV:
+	case VIRTIO_RDMA_DEV_WR_REG_MR:
 		return type != VIRTIO_IB_QPT_GSI;
 	default:
 		return false;

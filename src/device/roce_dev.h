@@ -650,6 +650,11 @@ enum roce_err roce_qp_resize(struct roce_dev *rd, uint32_t qpn, const struct roc
  * or VIRTIO_IB_WC_LOC_PROT_ERR. */
 int roce_mr_fast_reg(struct roce_dev *rd, const struct roce_pd *pd, uint32_t key,
 		     uint64_t iova, uint64_t length, uint64_t page_list_gpa, uint32_t access);
+/* REG_MR of the virtio-rdma device: an ALLOC_MR MR of pd already mapped
+ * (MAP_MR_SG, VALID) gets key (same device bits, new consumer byte) and
+ * access. Returns 0 or VIRTIO_IB_WC_LOC_PROT_ERR. */
+int roce_mr_rekey(struct roce_dev *rd, const struct roce_pd *pd, uint32_t mrn, uint32_t key,
+		  uint32_t access);
 /* LOCAL_INV / received SEND_WITH_INV of key (an ALLOC_MR MR or a type 2
  * window of pd). Returns 0, or VIRTIO_IB_WC_LOC_PROT_ERR (the caller of a
  * remote invalidation maps it to NAK Invalid Request). */

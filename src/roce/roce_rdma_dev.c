@@ -83,8 +83,9 @@ static bool sq_opcode_known(uint32_t op)
 	case VIRTIO_RDMA_DEV_WR_LOCAL_INV:
 	case VIRTIO_RDMA_DEV_WR_SEND_WITH_INV:
 	case VIRTIO_RDMA_DEV_WR_RDMA_READ_WITH_INV:
+	case VIRTIO_RDMA_DEV_WR_REG_MR:
 		return true;
-	default: /* REG_MR: not yet; others: none */
+	default:
 		return false;
 	}
 }
@@ -113,26 +114,25 @@ static int sq_decode_av(const struct roce_dev *rd, const struct roce_qp *qp,
 
 int roce_rdma_dev_sq_decode(const struct roce_dev *rd, const struct roce_qp *qp,
 			    const struct vq_elem *e, struct virtio_rdma_sq_req_ext *req,
-			    struct roce_av *av, bool *has_av, uint64_t *wr_id, bool *read_inv)
+			    struct roce_rdma_dev_wr *x)
 {
 	const size_t hdr = sizeof(struct virtio_rdma_dev_sq_req);
 	struct virtio_rdma_dev_sq_req v;
 	uint32_t op, flags, n;
 
-	*has_av = false;
-	*read_inv = false;
+	memset(x, 0, sizeof(*x));
 	memset(req, 0, sizeof(*req));
 	if (e->out_len < hdr) {
 		if (e->out_len >= offsetof(struct virtio_rdma_dev_sq_req, wr_id) + 8) {
 			uint64_t id;
 
 			vq_elem_read(e, offsetof(struct virtio_rdma_dev_sq_req, wr_id), &id, 8);
-			*wr_id = le64toh(id);
+			x->wr_id = le64toh(id);
 		}
 		return -1;
 	}
 	vq_elem_read(e, 0, &v, hdr);
-	*wr_id = le64toh(v.wr_id);
+	x->wr_id = le64toh(v.wr_id);
 	req->wr_id = v.wr_id;
 	op = le32toh(v.opcode);
 	flags = le32toh(v.send_flags) & ~VIRTIO_RDMA_DEV_SEND_IP_CSUM; /* a hint */
@@ -143,7 +143,7 @@ int roce_rdma_dev_sq_decode(const struct roce_dev *rd, const struct roce_qp *qp,
 	memcpy(&req->imm_data, &v.ex, 4); /* imm_data or invalidate_rkey */
 	if (op == VIRTIO_RDMA_DEV_WR_RDMA_READ_WITH_INV) {
 		req->opcode = VIRTIO_IB_WR_RDMA_READ;
-		*read_inv = true;
+		x->read_inv = true;
 	}
 	switch (op) {
 	case VIRTIO_RDMA_DEV_WR_RDMA_WRITE:
@@ -160,6 +160,22 @@ int roce_rdma_dev_sq_decode(const struct roce_dev *rd, const struct roce_qp *qp,
 		req->atomic.swap = v.wr.atomic.swap;
 		req->atomic.rkey = v.wr.atomic.rkey;
 		break;
+	case VIRTIO_RDMA_DEV_WR_REG_MR: {
+		uint32_t access = le32toh(v.wr.reg.access);
+
+		/* the pages came with MAP_MR_SG: key and rights only */
+		if (access & ~(uint32_t)(VIRTIO_RDMA_DEV_ACCESS_LOCAL_WRITE |
+					 VIRTIO_RDMA_DEV_ACCESS_REMOTE_WRITE |
+					 VIRTIO_RDMA_DEV_ACCESS_REMOTE_READ |
+					 VIRTIO_RDMA_DEV_ACCESS_REMOTE_ATOMIC |
+					 VIRTIO_RDMA_DEV_ACCESS_MW_BIND))
+			return VIRTIO_IB_WC_LOC_QP_OP_ERR;
+		req->reg.key = v.wr.reg.key;
+		req->reg.access = htole32(access);
+		x->rekey = true;
+		x->mrn = le32toh(v.wr.reg.mrn);
+		break;
+	}
 	default:
 		break;
 	}
@@ -168,10 +184,10 @@ int roce_rdma_dev_sq_decode(const struct roce_dev *rd, const struct roce_qp *qp,
 
 		req->ud.remote_qpn = v.wr.ud.remote_qpn;
 		req->ud.remote_qkey = v.wr.ud.remote_qkey;
-		st = sq_decode_av(rd, qp, &v.wr.ud.av, av);
+		st = sq_decode_av(rd, qp, &v.wr.ud.av, &x->av);
 		if (st)
 			return st;
-		*has_av = true;
+		x->has_av = true;
 	}
 	n = le32toh(v.num_sge);
 	if (flags & VIRTIO_RDMA_DEV_SEND_INLINE) {

@@ -219,8 +219,7 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 	struct roce_qp *qp = tq->qp;
 	struct virtio_rdma_sq_req_ext req;
 	size_t sge_off = sizeof(req); /* where the SGEs start in the element */
-	struct roce_av ud_av;
-	bool has_av = false, read_inv = false;
+	struct roce_rdma_dev_wr x = { 0 }; /* what only that device's element has */
 	uint32_t nsge, i;
 	uint64_t total = 0;
 	int st;
@@ -231,8 +230,8 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 	w->status = VIRTIO_IB_WC_SUCCESS;
 	if (tp->rd->rdma_dev_layout) {
 		/* the virtio-rdma device's element (roce_rdma_dev.c) */
-		st = roce_rdma_dev_sq_decode(tp->rd, qp, e, &req, &ud_av, &has_av, &w->wr_id,
-					     &read_inv);
+		st = roce_rdma_dev_sq_decode(tp->rd, qp, e, &req, &x);
+		w->wr_id = x.wr_id;
 		w->opcode = req.opcode;
 		w->flags = req.send_flags;
 		if (st) {
@@ -267,6 +266,8 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 	}
 	if (roce_wr_is_local(w->opcode)) {
 		sq_parse_local(tq, &req, w);
+		w->rekey = x.rekey;
+		w->rekey_mrn = x.mrn;
 		return;
 	}
 	if (roce_wr_is_atomic(w->opcode)) {
@@ -277,7 +278,7 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 		w->inv_rkey = le32toh(req.invalidate_rkey);
 		w->imm = 0;
 	}
-	if (read_inv) {
+	if (x.read_inv) {
 		w->read_inv = true;
 		w->inv_rkey = le32toh(req.invalidate_rkey);
 		w->imm = 0;
@@ -348,8 +349,8 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 	w->length = (uint32_t)total;
 
 	if (qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI) {
-		if (has_av) { /* in the element itself (virtio-rdma device) */
-			w->av = ud_av;
+		if (x.has_av) { /* in the element itself (virtio-rdma device) */
+			w->av = x.av;
 		} else {
 			struct roce_ah *ah = roce_table_get(&tp->rd->ahs, le32toh(req.ud.ah));
 

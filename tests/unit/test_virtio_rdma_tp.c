@@ -584,6 +584,92 @@ static void test_read_with_inv(void)
 	fk_env_fini(&env);
 }
 
+/* The fast-registration flow of this device: CREATE_MR, MAP_MR_SG (control
+ * queue), then an IB_WR_REG_MR work request {mrn, key, access} giving the
+ * mapped MR a new key and remote rights; the peer writes through the new
+ * rkey; LOCAL_INV frees it; a REG_MR of an unmapped MR fails. */
+static void test_reg_mr(void)
+{
+	struct virtio_rdma_dev_cmd_create_mr cm;
+	struct virtio_rdma_dev_cmd_map_mr_sg mm;
+	uint8_t rsp[64];
+	size_t rlen;
+	struct fk_env env;
+	struct side a, b;
+	struct v1_wc w;
+	struct roce_mr *mr;
+	uint32_t mrn, key;
+	uint8_t *buf;
+
+	REQUIRE(pair_up(&env, &a, &b, true, VIRTIO_IB_QPT_RC));
+	cm.pdn = htole32(a.pd);
+	cm.access_flags = htole32(VIRTIO_RDMA_DEV_ACCESS_LOCAL_WRITE);
+	cm.max_num_sg = htole32(4);
+	REQUIRE(virtio_rdma_dev_ctrl_exec(&a.d->rd, VIRTIO_RDMA_DEV_CMD_CREATE_MR, &cm, sizeof(cm),
+					  rsp, sizeof(rsp), &rlen) == ROCE_OK);
+	mrn = get_le32(rsp);
+	mr = roce_mr_lookup(&a.d->rd, mrn);
+	REQUIRE(mr != NULL);
+	buf = fk_alloc(a.d, 8192, 4096);
+	mm.mrn = htole32(mrn);
+	mm.npages = htole32(2);
+	mm.start = htole64((uintptr_t)buf);
+	mm.length = htole64(8192);
+	mm.pages = htole64(fk_page_list(a.d, buf, 8192));
+	REQUIRE(virtio_rdma_dev_ctrl_exec(&a.d->rd, VIRTIO_RDMA_DEV_CMD_MAP_MR_SG, &mm, sizeof(mm),
+					  rsp, sizeof(rsp), &rlen) == ROCE_OK);
+	key = fk_key8(mr->lkey, 0x42);
+	{
+		struct v1_wr reg = { .wr_id = 90, .opcode = VIRTIO_RDMA_DEV_WR_REG_MR,
+				     .flags = VIRTIO_RDMA_DEV_SEND_SIGNALED, .nsge = 0 };
+
+		/* wr.reg goes where wr.rdma is: mrn, key, access */
+		reg.remote_addr = (uint64_t)mrn | (uint64_t)key << 32;
+		reg.rkey = VIRTIO_RDMA_DEV_ACCESS_LOCAL_WRITE | VIRTIO_RDMA_DEV_ACCESS_REMOTE_WRITE;
+		REQUIRE(v1_post_send(a.d, &a.q, &reg) == 0);
+		REQUIRE(v1_wait_cq(&env, a.d, a.cq, &w, 1) == 1);
+		CHECK_EQ(w.wr_id, 90);
+		CHECK_EQ(w.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
+		CHECK_EQ(w.opcode, VIRTIO_RDMA_DEV_WC_OP_REG_MR);
+		CHECK_EQ(mr->lkey, key);
+		CHECK_EQ(mr->rkey, key);
+	}
+	/* b writes into it through the new rkey */
+	fk_fill(b.mr.buf, 5000, 11);
+	{
+		struct fk_sge s = { b.mr.buf, 5000, b.mr.lkey };
+		struct v1_wr wr = { .wr_id = 91, .opcode = VIRTIO_RDMA_DEV_WR_RDMA_WRITE,
+				    .flags = VIRTIO_RDMA_DEV_SEND_SIGNALED,
+				    .remote_addr = (uintptr_t)buf + 100, .rkey = key,
+				    .sge = &s, .nsge = 1 };
+
+		REQUIRE(v1_post_send(b.d, &b.q, &wr) == 0);
+		REQUIRE(v1_wait_cq(&env, b.d, b.cq, &w, 1) == 1);
+		CHECK_EQ(w.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
+		CHECK_MEM(buf + 100, b.mr.buf, 5000);
+	}
+	/* LOCAL_INV frees it; REG_MR of the unmapped MR fails */
+	{
+		struct v1_wr inv = { .wr_id = 92, .opcode = VIRTIO_RDMA_DEV_WR_LOCAL_INV,
+				     .flags = VIRTIO_RDMA_DEV_SEND_SIGNALED, .ex = htole32(key) };
+		struct v1_wr reg = { .wr_id = 93, .opcode = VIRTIO_RDMA_DEV_WR_REG_MR,
+				     .flags = VIRTIO_RDMA_DEV_SEND_SIGNALED };
+
+		REQUIRE(v1_post_send(a.d, &a.q, &inv) == 0);
+		REQUIRE(v1_wait_cq(&env, a.d, a.cq, &w, 1) == 1);
+		CHECK_EQ(w.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
+		CHECK_EQ(w.opcode, VIRTIO_RDMA_DEV_WC_OP_LOCAL_INV);
+		CHECK_EQ(mr->state, ROCE_MR_FREE);
+		reg.remote_addr = (uint64_t)mrn | (uint64_t)fk_key8(key, 0x43) << 32;
+		reg.rkey = VIRTIO_RDMA_DEV_ACCESS_LOCAL_WRITE;
+		REQUIRE(v1_post_send(a.d, &a.q, &reg) == 0);
+		REQUIRE(v1_wait_cq(&env, a.d, a.cq, &w, 1) == 1);
+		CHECK_EQ(w.wr_id, 93);
+		CHECK_EQ(w.status, VIRTIO_RDMA_DEV_WC_LOC_PROT_ERR);
+	}
+	fk_env_fini(&env);
+}
+
 /* Elements the device refuses: each completes with its IB status. */
 static void test_bad_elements(void)
 {
@@ -595,9 +681,8 @@ static void test_bad_elements(void)
 	REQUIRE(pair_up(&env, &a, &b, true, VIRTIO_IB_QPT_RC));
 	s = (struct fk_sge){ a.mr.buf, 64, a.mr.lkey };
 	{
-		/* 10 and 8 are not opcodes of this device, REG_MR is not
-		 * supported yet */
-		static const uint32_t ops[] = { 10, VIRTIO_RDMA_DEV_WR_REG_MR, 8, 0x100 };
+		/* 10, 8, 0x21 and 0x100 are not opcodes of this device */
+		static const uint32_t ops[] = { 10, 0x21, 8, 0x100 };
 
 		for (unsigned i = 0; i < 4; i++) {
 			struct v1_wr wr = { .wr_id = 50 + i, .opcode = ops[i],
@@ -652,6 +737,7 @@ int main(void)
 	RUN(test_ud_v1_v1);
 	RUN(test_ud_v1_net);
 	RUN(test_read_with_inv);
+	RUN(test_reg_mr);
 	RUN(test_bad_elements);
 	return TEST_DONE();
 }
