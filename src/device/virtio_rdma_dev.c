@@ -118,13 +118,13 @@ static void dev_ctrl_one(struct virtio_rdma_dev *d, struct vhost_vring *r)
 	vq_dev_push(&r->vq, e->head, (uint32_t)(1 + out_len));
 }
 
-static void dev_process_ctrl(struct virtio_rdma_dev *d)
+static bool dev_process_ctrl(struct virtio_rdma_dev *d)
 {
 	struct vhost_vring *r = d->ctrlr;
 	unsigned n = 0;
 
 	if (!r || r->vq.broken)
-		return;
+		return false;
 	/* at most one ring's worth per kick: bounded work per event */
 	while (n < r->num) {
 		int rc = vq_dev_pop(&r->vq, &d->elem);
@@ -141,6 +141,7 @@ static void dev_process_ctrl(struct virtio_rdma_dev *d)
 	}
 	if (n)
 		vhost_vring_notify(r);
+	return n > 0;
 }
 
 static void dev_ring_started(void *ctx, struct vhost_vring *r)
@@ -275,15 +276,23 @@ static const struct port_ops dev_port_ops = {
 static bool dev_poll(void *arg)
 {
 	struct virtio_rdma_dev *d = arg;
+	bool work = roce_tp_poll(d->tp);
 
-	return roce_tp_poll(d->tp);
+	/* a control ring without kick eventfd is polled */
+	if (d->ctrlr && d->ctrlr->kick_fd < 0)
+		work |= dev_process_ctrl(d);
+	return work;
 }
 
 static bool dev_arm(void *arg)
 {
 	struct virtio_rdma_dev *d = arg;
+	bool pending = roce_tp_arm(d->tp);
 
-	return roce_tp_arm(d->tp);
+	if (d->ctrlr && d->ctrlr->kick_fd < 0 && !d->ctrlr->vq.broken &&
+	    vq_dev_avail(&d->ctrlr->vq))
+		pending = true;
+	return pending;
 }
 
 static void dev_disarm(void *arg)

@@ -372,12 +372,17 @@ static void test_malformed_and_reset(void)
 }
 
 /* Wait (bounded) for an eventfd to fire. */
-static bool efd_wait(int fd)
+static bool efd_wait_ms(int fd, int ms)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	uint64_t v;
 
-	return poll(&p, 1, 10000) == 1 && read(fd, &v, 8) == 8;
+	return poll(&p, 1, ms) == 1 && read(fd, &v, 8) == 8;
+}
+
+static bool efd_wait(int fd)
+{
+	return efd_wait_ms(fd, 10000);
 }
 
 /* A hostile driver: a request outside shared memory breaks the ring (the
@@ -414,6 +419,27 @@ static void test_hostile_ring(void)
 		roce_dev_counts(virtio_rdma_dev_roce(e.d), &c);
 		CHECK_EQ(c.pd, 1); /* the first session's PD went with it */
 	}
+	env_down(&e);
+}
+
+/* A control ring without kick eventfd: the device polls it. */
+static void test_polled_ctrl(void)
+{
+	struct vq_buf out = { MEM_GPA + REQ_OFF, 1 }, in = { MEM_GPA + RSP_OFF, 64 };
+	uint32_t used = 0;
+	struct env e;
+	int tok = 5;
+
+	REQUIRE(env_up(&e));
+	CHECK_EQ(vhost_client_set_vring_kick(&e.vc, 0, -1), 0);
+	e.mem[REQ_OFF] = VIRTIO_RDMA_DEV_CMD_CREATE_PD;
+	REQUIRE(vq_drv_add(&e.vq, &out, 1, &in, 1, &tok) == 0);
+	vq_drv_kick_prepare(&e.vq); /* published, never kicked */
+	for (int i = 0; i < 100 && !vq_drv_has_used(&e.vq); i++)
+		(void)efd_wait_ms(e.call, 100);
+	CHECK(vq_drv_get_used(&e.vq, &used) == &tok);
+	CHECK_EQ(used, 5);
+	CHECK_EQ(e.mem[RSP_OFF], VIRTIO_RDMA_DEV_CTRL_OK);
 	env_down(&e);
 }
 
@@ -968,6 +994,7 @@ int main(int argc, char **argv)
 	RUN(test_malformed_and_reset);
 	RUN(test_hostile_ring);
 	RUN(test_hostile_requests);
+	RUN(test_polled_ctrl);
 	RUN(test_two_devices_rc);
 	RUN(test_hostile_data_rings);
 	return TEST_DONE();
