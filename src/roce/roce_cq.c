@@ -89,8 +89,8 @@ static bool cq_write(struct roce_tcq *tc, const struct roce_wc *wc)
 	uint8_t status = wc->status, opcode = wc->opcode;
 	uint32_t flags = wc->wc_flags;
 	/* the virtio-rdma device's element: 38 bytes, IB numbering */
-	bool dev42 = tp->rd->rdma_dev_layout;
-	size_t size = dev42 ? sizeof(struct virtio_rdma_dev_cq_req) : sizeof(c);
+	bool rdma_dev = tp->rd->rdma_dev_layout;
+	size_t size = rdma_dev ? sizeof(struct virtio_rdma_dev_cq_req) : sizeof(c);
 
 	if (!r)
 		return false;
@@ -136,7 +136,7 @@ static bool cq_write(struct roce_tcq *tc, const struct roce_wc *wc)
 			flags &= ~(uint32_t)VIRTIO_IB_WC_WITH_INV;
 		}
 	}
-	if (dev42) {
+	if (rdma_dev) {
 		struct virtio_rdma_dev_cq_req d;
 
 		roce_rdma_dev_cqe_encode(wc, status, opcode, flags, &d);

@@ -48,8 +48,8 @@ static void rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rw
 {
 	struct virtio_rdma_rq_req req;
 	/* the virtio-rdma device's element has a 12-byte header (num_sge, wr_id) */
-	bool dev42 = tq->tp->rd->rdma_dev_layout;
-	size_t hdr = dev42 ? sizeof(struct virtio_rdma_dev_rq_req) : sizeof(req);
+	bool rdma_dev = tq->tp->rd->rdma_dev_layout;
+	size_t hdr = rdma_dev ? sizeof(struct virtio_rdma_dev_rq_req) : sizeof(req);
 	uint64_t total = 0;
 	uint32_t n, i;
 	int st;
@@ -60,17 +60,17 @@ static void rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rw
 	w->length = 0;
 	w->status = VIRTIO_IB_WC_SUCCESS;
 	if (e->out_len < hdr) {
-		if (e->out_len >= (dev42 ? 12u : 8u)) {
+		if (e->out_len >= (rdma_dev ? 12u : 8u)) {
 			uint64_t id;
 
-			vq_elem_read(e, dev42 ? 4 : 0, &id, 8);
+			vq_elem_read(e, rdma_dev ? 4 : 0, &id, 8);
 			w->wr_id = le64toh(id);
 		}
 		tq->tp->stats.wr_bad_chain++;
 		w->status = VIRTIO_IB_WC_LOC_QP_OP_ERR;
 		return;
 	}
-	if (dev42) {
+	if (rdma_dev) {
 		struct virtio_rdma_dev_rq_req v;
 
 		vq_elem_read(e, 0, &v, sizeof(v));
