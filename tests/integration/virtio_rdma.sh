@@ -7,8 +7,9 @@
 #   compared byte for byte;
 # - the daemon's counters (SIGUSR1) show the commands, and it exits cleanly;
 # - libvrdma (vrdma-netcat) recognises the device and refuses it clearly;
-# - vrdma-evil's vhost-user attacks against a virtio-rdma device, then
-#   traffic again;
+# - vrdma-evil's vhost-user attacks and its bad-chain attacks on the control
+#   queue (--model virtio-rdma) against a virtio-rdma device, then traffic
+#   again;
 # - a bad model value is refused at start.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/daemon_lib.bash"
@@ -75,6 +76,22 @@ if [ -x "$EVIL" ]; then
 		ok "evil_vhost_user_$n"
 	else
 		not_ok evil_vhost_user "$n attacks;$bad"
+	fi
+	# bad chains on its control queue (ring 0): error eventfd, NEEDS_RESET,
+	# ring left alone, and a command answered after RESET_DEVICE
+	bad=""
+	n=0
+	for a in $("$EVIL" list | awk '{print $1}' | grep '^ctrl\.'); do
+		n=$((n + 1))
+		v=$(timeout 120 "$EVIL" --socket "$T_TMP/a.sock" --model virtio-rdma --timeout-ms 5000 "$a" 2>/dev/null |
+		    grep '^verdict')
+		[ "$v" = "verdict ok" ] || bad="$bad $a($v)"
+		kill -0 "${D_PID[d]}" 2>/dev/null || { bad="$bad $a(daemon gone)"; break; }
+	done
+	if [ -z "$bad" ] && [ "$n" -gt 10 ]; then
+		ok "evil_ctrl_ring_$n"
+	else
+		not_ok evil_ctrl_ring "$n attacks;$bad"
 	fi
 	# still serving well-behaved drivers after all that
 	out=$(timeout 120 "$FE" --daemon "$T_TMP/a.sock" 10.26.0.1 "$T_TMP/b.sock" 10.26.0.2 2>&1)
