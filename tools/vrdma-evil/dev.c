@@ -439,7 +439,8 @@ int evil_rdma_cmd(struct evil_dev *d, uint8_t cmd, const void *data, size_t len)
 	if (len > 1024)
 		return -EINVAL;
 	b[0] = cmd;
-	memcpy(b + 1, data, len);
+	if (len)
+		memcpy(b + 1, data, len);
 	b[2048] = 0xff;
 	out.addr = evil_gpa(b);
 	out.len = (uint32_t)(1 + len);
