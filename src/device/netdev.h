@@ -43,7 +43,14 @@ struct netdev_cfg {
 	unsigned index;          /* position on the command line (names, MAC) */
 	uint32_t max_contexts;   /* connections served at once (contexts=N) */
 	char name[32];           /* port name; "" = dev<index> */
+	uint8_t model;           /* NETDEV_MODEL_* (model=...) */
 };
+
+/* Device models: the virtio-net device with the RoCE extension (default),
+ * or the standalone virtio-rdma device, id 42 (src/device/virtio_rdma_dev.h:
+ * socket, mac, ip, mtu, qps = its max_qp, cqs = its max_cq). */
+#define NETDEV_MODEL_NET         0
+#define NETDEV_MODEL_VIRTIO_RDMA 1
 
 /* Defaults for cfg fields not given on the command line. */
 #define NETDEV_DEFAULT_MTU 1500

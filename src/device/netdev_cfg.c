@@ -201,15 +201,24 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 				break;
 			}
 			cfg->max_contexts = v;
+		} else if (!strcmp(tok, "model")) {
+			if (!strcmp(val, "virtio-net")) {
+				cfg->model = NETDEV_MODEL_NET;
+			} else if (!strcmp(val, "virtio-rdma")) {
+				cfg->model = NETDEV_MODEL_VIRTIO_RDMA;
+			} else {
+				rc = cfg_err(err, errlen, "model '%s': expected virtio-net or virtio-rdma", val);
+				break;
+			}
 		} else {
-			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, ttl, vlan, mtu, qps, cqs, roce, ext, srqs, contexts)", tok);
+			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, ttl, vlan, mtu, qps, cqs, roce, ext, srqs, contexts, model)", tok);
 			break;
 		}
 	}
 	free(copy);
 	if (rc == 0 && !cfg->socket[0])
 		rc = cfg_err(err, errlen, "socket=PATH is required");
-	if (rc || !cfg->roce || !cfg->roce_ext)
+	if (rc || cfg->model == NETDEV_MODEL_VIRTIO_RDMA || !cfg->roce || !cfg->roce_ext)
 		return rc;
 	/* 2 + 1 + cqs + 2 qps, then the event queue and srqs SRQ rings: at most
 	 * 65536 virtqueues (16-bit numbers) and what the vhost server serves.

@@ -139,6 +139,7 @@ struct roce_stats {
 	uint64_t ok;
 	uint64_t err;
 	uint64_t errs[ROCE_ERR_MAX];                  /* failures by reason */
+	uint64_t rdma_dev_cmds[32];  /* virtio-rdma model: executed, by command */
 };
 
 /* Attributes reported by QUERY_DEVICE / QUERY_PORT (host byte order). */
@@ -463,6 +464,7 @@ struct roce_dev {
 	/* ---- extensions ---- */
 	bool ext;                 /* VIRTIO_NET_F_ROCE_EXT negotiated */
 	bool ext_offered;         /* ROCE_EXT offered: extended ring layout */
+	bool rdma_dev_layout;     /* virtio-rdma device (id 42) ring layout */
 	uint32_t max_rdma_srqs;   /* S (virtqueues exist for them when offered) */
 	uint32_t nmw;             /* live windows (limit attr.max_mw) */
 	struct roce_ev_obj port_ev; /* PORT_ACTIVE, PORT_ERR, GID_CHANGE; id 1 */
@@ -659,6 +661,11 @@ enum roce_err roce_qp_resize(struct roce_dev *rd, uint32_t qpn, const struct roc
  * or VIRTIO_IB_WC_LOC_PROT_ERR. */
 int roce_mr_fast_reg(struct roce_dev *rd, const struct roce_pd *pd, uint32_t key,
 		     uint64_t iova, uint64_t length, uint64_t page_list_gpa, uint32_t access);
+/* REG_MR of the virtio-rdma device: an ALLOC_MR MR of pd already mapped
+ * (MAP_MR_SG, VALID) gets key (same device bits, new consumer byte) and
+ * access. Returns 0 or VIRTIO_IB_WC_LOC_PROT_ERR. */
+int roce_mr_rekey(struct roce_dev *rd, const struct roce_pd *pd, uint32_t mrn, uint32_t key,
+		  uint32_t access);
 /* LOCAL_INV / received SEND_WITH_INV of key (an ALLOC_MR MR or a type 2
  * window of pd). Returns 0, or VIRTIO_IB_WC_LOC_PROT_ERR (the caller of a
  * remote invalidation maps it to NAK Invalid Request). */

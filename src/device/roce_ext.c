@@ -409,6 +409,20 @@ static void roce_mw_unbind(struct roce_mr *mw)
 	mw->state = ROCE_MR_FREE;
 }
 
+int roce_mr_rekey(struct roce_dev *rd, const struct roce_pd *pd, uint32_t mrn, uint32_t key,
+		  uint32_t access)
+{
+	struct roce_mr *mr = roce_mr_lookup(rd, mrn);
+
+	if (!mr || mr->type != ROCE_MR_FAST || mr->pd != pd || mr->state != ROCE_MR_VALID ||
+	    mr->nbound || (key & KEY_DEV_MASK) != (mr->lkey & KEY_DEV_MASK) ||
+	    !roce_mr_access_ok(rd, access))
+		return VIRTIO_IB_WC_LOC_PROT_ERR;
+	mr->lkey = mr->rkey = key;
+	mr->access = access;
+	return 0;
+}
+
 int roce_key_invalidate(struct roce_dev *rd, const struct roce_pd *pd, uint32_t key)
 {
 	struct roce_mr *o = roce_table_get(&rd->mrs, key >> ROCE_KEY_BITS);

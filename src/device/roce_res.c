@@ -9,6 +9,7 @@
  * only); lookups from the data path are an array index.
  */
 #include "device/roce_dev.h"
+#include "vrdma/virtio_rdma.h"
 #include "device/roce_priv.h"
 
 #include <errno.h>
@@ -670,6 +671,8 @@ bool roce_cq_notify_check(struct roce_cq *cq, bool solicited_or_error)
 
 enum vrdma_vq_kind roce_ring_decode(const struct roce_dev *rd, uint32_t ring, uint32_t *idx)
 {
+	if (rd->rdma_dev_layout) /* pair i is QP index i */
+		return virtio_rdma_dev_vq_decode(rd->max_rdma_cqs, rd->max_rdma_qps - 1, ring, idx);
 	if (rd->ext_offered)
 		return (enum vrdma_vq_kind)vrdma_vq_decode_ext(rd->net_pairs, rd->max_rdma_cqs,
 							       rd->max_rdma_qps,
@@ -679,21 +682,29 @@ enum vrdma_vq_kind roce_ring_decode(const struct roce_dev *rd, uint32_t ring, ui
 
 uint32_t roce_ring_of_cq(const struct roce_dev *rd, uint32_t cqn)
 {
+	if (rd->rdma_dev_layout)
+		return virtio_rdma_dev_vq_cq(cqn + 1);
 	return vrdma_vq_cq(rd->net_pairs, cqn);
 }
 
 uint32_t roce_ring_of_sq(const struct roce_dev *rd, uint32_t qp_index)
 {
+	if (rd->rdma_dev_layout)
+		return virtio_rdma_dev_vq_sq(rd->max_rdma_cqs, qp_index);
 	return vrdma_vq_sq(rd->net_pairs, rd->max_rdma_cqs, qp_index);
 }
 
 uint32_t roce_ring_of_rq(const struct roce_dev *rd, uint32_t qp_index)
 {
+	if (rd->rdma_dev_layout)
+		return virtio_rdma_dev_vq_rq(rd->max_rdma_cqs, qp_index);
 	return vrdma_vq_rq(rd->net_pairs, rd->max_rdma_cqs, qp_index);
 }
 
 uint32_t roce_ring_count(const struct roce_dev *rd)
 {
+	if (rd->rdma_dev_layout)
+		return virtio_rdma_dev_vq_count(rd->max_rdma_cqs, rd->max_rdma_qps - 1);
 	if (rd->ext_offered)
 		return vrdma_vq_count_ext(rd->net_pairs, rd->max_rdma_cqs, rd->max_rdma_qps,
 					  rd->max_rdma_srqs);

@@ -15,6 +15,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "vrdma/virtio_rdma.h"
 #include "driver/dev.h"
 
 #define BIT64(n) (1ull << (n))
@@ -198,6 +199,25 @@ parse:
 	return 0;
 }
 
+/* Whether the back-end is the standalone virtio-rdma device (id 42): it
+ * offers no virtio-net feature and its configuration space starts with
+ * phys_port_cnt 1 and names part 42 (docs/spec.md "The virtio-rdma
+ * device"). */
+static bool is_virtio_rdma_device(struct vrdma_dev *dev, uint64_t offered)
+{
+	uint8_t cfg[20];
+
+	if (offered & (BIT64(VIRTIO_NET_F_MAC) | BIT64(VIRTIO_NET_F_CTRL_VQ) |
+		       BIT64(VIRTIO_NET_F_STATUS) | BIT64(VIRTIO_NET_F_MTU)))
+		return false;
+	if (!vhost_client_has_pf(&dev->vc, VHOST_USER_PROTOCOL_F_CONFIG) ||
+	    vhost_client_get_config(&dev->vc, 0, cfg, sizeof(cfg)) < 0)
+		return false;
+	return get_le32(cfg) == 1 &&
+	       get_le32(cfg + offsetof(struct virtio_rdma_dev_config, vendor_part_id)) ==
+		       VIRTIO_ID_RDMA;
+}
+
 static int negotiate(struct vrdma_dev *dev)
 {
 	struct vhost_client *vc = &dev->vc;
@@ -250,6 +270,11 @@ static int negotiate(struct vrdma_dev *dev)
 		dev->max_mem_slots = VHOST_USER_MEMORY_MAX_NREGIONS;
 	}
 
+	if (is_virtio_rdma_device(dev, offered)) {
+		LOG_ERR("vrdma: the back-end is a virtio-rdma device (virtio id 42, "
+			"model=virtio-rdma), which this libvrdma does not drive yet");
+		return -ENOTSUP;
+	}
 	dev->features = offered & VRDMA_WANT_FEATURES & ~dev->opts.features_off;
 	if (!has_feature(dev, VIRTIO_NET_F_CTRL_VQ))
 		dev->features &= ~(BIT64(VIRTIO_NET_F_CTRL_RX) |

@@ -19,6 +19,7 @@
  */
 #include "roce/roce_tp.h"
 #include "roce/roce_ext.h"
+#include "roce/roce_rdma_dev.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -87,6 +88,9 @@ static bool cq_write(struct roce_tcq *tc, const struct roce_wc *wc)
 	struct virtio_rdma_cq_req_ext c;
 	uint8_t status = wc->status, opcode = wc->opcode;
 	uint32_t flags = wc->wc_flags;
+	/* the virtio-rdma device's element: 38 bytes, IB numbering */
+	bool rdma_dev = tp->rd->rdma_dev_layout;
+	size_t size = rdma_dev ? sizeof(struct virtio_rdma_dev_cq_req) : sizeof(c);
 
 	if (!r)
 		return false;
@@ -105,7 +109,7 @@ static bool cq_write(struct roce_tcq *tc, const struct roce_wc *wc)
 			roce_tp_ring_broken(tp, &tc->ring);
 			return false;
 		}
-		if (e->in_len >= sizeof(c))
+		if (e->in_len >= size)
 			break;
 		/* Too small for a completion: a driver bug. Give it back
 		 * unused and take the next one. */
@@ -132,6 +136,14 @@ static bool cq_write(struct roce_tcq *tc, const struct roce_wc *wc)
 			flags &= ~(uint32_t)VIRTIO_IB_WC_WITH_INV;
 		}
 	}
+	if (rdma_dev) {
+		struct virtio_rdma_dev_cq_req d;
+
+		roce_rdma_dev_cqe_encode(wc, status, opcode, flags, &d);
+		vq_elem_write(e, 0, &d, sizeof(d));
+		vq_dev_fill(&r->vq, e->head, sizeof(d));
+		goto written;
+	}
 	c.wr_id = htole64(wc->wr_id);
 	c.status = status;
 	c.opcode = opcode;
@@ -145,6 +157,7 @@ static bool cq_write(struct roce_tcq *tc, const struct roce_wc *wc)
 	c.wc_flags = htole32(flags);
 	vq_elem_write(e, 0, &c, sizeof(c));
 	vq_dev_fill(&r->vq, e->head, sizeof(c));
+written:
 	roce_tp_ring_dirty(tp, &tc->ring,
 			   roce_cq_notify_check(tc->cq, wc->solicited ||
 						wc->status != VIRTIO_IB_WC_SUCCESS));

@@ -225,8 +225,11 @@ static int req_local_op(struct roce_tq *tq, struct roce_swqe *w)
 
 	switch (w->opcode) {
 	case VIRTIO_IB_WR_REG_MR:
-		st = roce_mr_fast_reg(rd, pd, w->ext_key, w->remote_addr, w->ext_len, w->page_list,
-				      w->ext_access);
+		if (w->rekey) /* virtio-rdma device: pages set by MAP_MR_SG */
+			st = roce_mr_rekey(rd, pd, w->rekey_mrn, w->ext_key, w->ext_access);
+		else
+			st = roce_mr_fast_reg(rd, pd, w->ext_key, w->remote_addr, w->ext_len,
+					      w->page_list, w->ext_access);
 		break;
 	case VIRTIO_IB_WR_LOCAL_INV:
 		st = roce_key_invalidate(rd, pd, w->inv_rkey);

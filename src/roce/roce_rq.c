@@ -14,6 +14,7 @@
  * element it holds completes (WR_FLUSH_ERR).
  */
 #include "roce/roce_ext.h"
+#include "vrdma/virtio_rdma.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -46,6 +47,9 @@ static void rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rw
 		     uint32_t max_sge, const struct roce_srq *srq)
 {
 	struct virtio_rdma_rq_req req;
+	/* the virtio-rdma device's element has a 12-byte header (num_sge, wr_id) */
+	bool rdma_dev = tq->tp->rd->rdma_dev_layout;
+	size_t hdr = rdma_dev ? sizeof(struct virtio_rdma_dev_rq_req) : sizeof(req);
 	uint64_t total = 0;
 	uint32_t n, i;
 	int st;
@@ -55,25 +59,33 @@ static void rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rw
 	w->num_sge = 0;
 	w->length = 0;
 	w->status = VIRTIO_IB_WC_SUCCESS;
-	if (e->out_len < sizeof(req)) {
-		if (e->out_len >= 8) {
+	if (e->out_len < hdr) {
+		if (e->out_len >= (rdma_dev ? 12u : 8u)) {
 			uint64_t id;
 
-			vq_elem_read(e, 0, &id, 8);
+			vq_elem_read(e, rdma_dev ? 4 : 0, &id, 8);
 			w->wr_id = le64toh(id);
 		}
 		tq->tp->stats.wr_bad_chain++;
 		w->status = VIRTIO_IB_WC_LOC_QP_OP_ERR;
 		return;
 	}
-	vq_elem_read(e, 0, &req, sizeof(req));
+	if (rdma_dev) {
+		struct virtio_rdma_dev_rq_req v;
+
+		vq_elem_read(e, 0, &v, sizeof(v));
+		req.wr_id = v.wr_id;
+		req.num_sge = v.num_sge;
+	} else {
+		vq_elem_read(e, 0, &req, sizeof(req));
+	}
 	w->wr_id = le64toh(req.wr_id);
 	n = le32toh(req.num_sge);
 	if (n > max_sge) {
 		w->status = VIRTIO_IB_WC_LOC_QP_OP_ERR;
 		return;
 	}
-	if (e->out_len < sizeof(req) + (uint64_t)n * sizeof(struct virtio_rdma_sge)) {
+	if (e->out_len < hdr + (uint64_t)n * sizeof(struct virtio_rdma_sge)) {
 		tq->tp->stats.wr_bad_chain++;
 		w->status = VIRTIO_IB_WC_LOC_QP_OP_ERR;
 		return;
@@ -81,7 +93,7 @@ static void rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rw
 	for (i = 0; i < n; i++) {
 		struct virtio_rdma_sge s;
 
-		vq_elem_read(e, sizeof(req) + i * sizeof(s), &s, sizeof(s));
+		vq_elem_read(e, hdr + i * sizeof(s), &s, sizeof(s));
 		w->sge[i].addr = le64toh(s.addr);
 		w->sge[i].length = le32toh(s.length);
 		w->sge[i].lkey = le32toh(s.lkey);
@@ -249,7 +261,12 @@ void roce_rq_flush(struct roce_tq *tq)
 		}
 		head = tp->elem.head;
 		memset(&wc, 0, sizeof(wc));
-		if (tp->elem.out_len >= 8) {
+		if (tp->rd->rdma_dev_layout && tp->elem.out_len >= 12) {
+			uint64_t id; /* virtio-rdma element: wr_id at 4 */
+
+			vq_elem_read(&tp->elem, 4, &id, 8);
+			wc.wr_id = le64toh(id);
+		} else if (!tp->rd->rdma_dev_layout && tp->elem.out_len >= 8) {
 			uint64_t id;
 
 			vq_elem_read(&tp->elem, 0, &id, 8);

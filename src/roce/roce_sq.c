@@ -16,6 +16,7 @@
  * of the same queue may create them.
  */
 #include "roce/roce_tp.h"
+#include "roce/roce_rdma_dev.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -177,7 +178,8 @@ static void sq_parse_local(struct roce_tq *tq, const struct virtio_rdma_sq_req_e
  * (LOC_LEN_ERR), writable through its lkey (LOC_PROT_ERR, checked now or,
  * with ROCE_EXT, when the requester starts the WR). */
 static void sq_parse_atomic(struct roce_tq *tq, const struct vq_elem *e,
-			    const struct virtio_rdma_sq_req_ext *req, struct roce_swqe *w)
+			    const struct virtio_rdma_sq_req_ext *req, size_t sge_off,
+			    struct roce_swqe *w)
 {
 	struct virtio_rdma_sge s;
 
@@ -194,12 +196,12 @@ static void sq_parse_atomic(struct roce_tq *tq, const struct vq_elem *e,
 		wqe_bad(tq, w, VIRTIO_IB_WC_LOC_LEN_ERR);
 		return;
 	}
-	if (e->out_len < sizeof(*req) + sizeof(s)) {
+	if (e->out_len < sge_off + sizeof(s)) {
 		tq->tp->stats.wr_bad_chain++;
 		wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
 		return;
 	}
-	vq_elem_read(e, sizeof(*req), &s, sizeof(s));
+	vq_elem_read(e, sge_off, &s, sizeof(s));
 	if (le32toh(s.length) < 8) {
 		wqe_bad(tq, w, VIRTIO_IB_WC_LOC_LEN_ERR);
 		return;
@@ -216,6 +218,8 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 	struct roce_tp *tp = tq->tp;
 	struct roce_qp *qp = tq->qp;
 	struct virtio_rdma_sq_req_ext req;
+	size_t sge_off = sizeof(req); /* where the SGEs start in the element */
+	struct roce_rdma_dev_wr x = { 0 }; /* what only that device's element has */
 	uint32_t nsge, i;
 	uint64_t total = 0;
 	int st;
@@ -224,7 +228,20 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 	w->head = e->head;
 	w->state = ROCE_WQE_POSTED;
 	w->status = VIRTIO_IB_WC_SUCCESS;
-	if (e->out_len < sizeof(req)) {
+	if (tp->rd->rdma_dev_layout) {
+		/* the virtio-rdma device's element (roce_rdma_dev.c) */
+		st = roce_rdma_dev_sq_decode(tp->rd, qp, e, &req, &x);
+		w->wr_id = x.wr_id;
+		w->opcode = req.opcode;
+		w->flags = req.send_flags;
+		if (st) {
+			if (st < 0)
+				tp->stats.wr_bad_chain++;
+			wqe_bad(tq, w, st < 0 ? VIRTIO_IB_WC_LOC_QP_OP_ERR : (uint8_t)st);
+			return;
+		}
+		sge_off = sizeof(struct virtio_rdma_dev_sq_req);
+	} else if (e->out_len < sizeof(req)) {
 		/* Not even a request: a driver bug; complete it as a local QP
 		 * operation error (with its wr_id if that much is there). */
 		if (e->out_len >= sizeof(w->wr_id)) {
@@ -236,8 +253,9 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 		tp->stats.wr_bad_chain++;
 		wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
 		return;
+	} else {
+		vq_elem_read(e, 0, &req, sizeof(req));
 	}
-	vq_elem_read(e, 0, &req, sizeof(req));
 	w->wr_id = le64toh(req.wr_id);
 	w->opcode = req.opcode;
 	w->flags = req.send_flags;
@@ -248,13 +266,20 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 	}
 	if (roce_wr_is_local(w->opcode)) {
 		sq_parse_local(tq, &req, w);
+		w->rekey = x.rekey;
+		w->rekey_mrn = x.mrn;
 		return;
 	}
 	if (roce_wr_is_atomic(w->opcode)) {
-		sq_parse_atomic(tq, e, &req, w);
+		sq_parse_atomic(tq, e, &req, sge_off, w);
 		return;
 	}
 	if (w->opcode == VIRTIO_IB_WR_SEND_WITH_INV) {
+		w->inv_rkey = le32toh(req.invalidate_rkey);
+		w->imm = 0;
+	}
+	if (x.read_inv) {
+		w->read_inv = true;
 		w->inv_rkey = le32toh(req.invalidate_rkey);
 		w->imm = 0;
 	}
@@ -288,7 +313,7 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 			wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
 			return;
 		}
-		if (e->out_len < sizeof(req) + (uint64_t)nsge * sizeof(struct virtio_rdma_sge)) {
+		if (e->out_len < sge_off + (uint64_t)nsge * sizeof(struct virtio_rdma_sge)) {
 			tp->stats.wr_bad_chain++;
 			wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
 			return;
@@ -296,7 +321,7 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 		for (i = 0; i < nsge; i++) {
 			struct virtio_rdma_sge s;
 
-			vq_elem_read(e, sizeof(req) + i * sizeof(s), &s, sizeof(s));
+			vq_elem_read(e, sge_off + i * sizeof(s), &s, sizeof(s));
 			sge[i].addr = le64toh(s.addr);
 			sge[i].length = le32toh(s.length);
 			sge[i].lkey = le32toh(s.lkey);
@@ -324,16 +349,20 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 	w->length = (uint32_t)total;
 
 	if (qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI) {
-		uint32_t handle = le32toh(req.ud.ah);
-		struct roce_ah *ah = roce_table_get(&tp->rd->ahs, handle);
+		if (x.has_av) { /* in the element itself (virtio-rdma device) */
+			w->av = x.av;
+		} else {
+			struct roce_ah *ah = roce_table_get(&tp->rd->ahs, le32toh(req.ud.ah));
 
-		if (!ah) {
-			wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
-			return;
-		}
-		if (ah->pd != qp->pd) {
-			wqe_bad(tq, w, VIRTIO_IB_WC_LOC_PROT_ERR);
-			return;
+			if (!ah) {
+				wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
+				return;
+			}
+			if (ah->pd != qp->pd) {
+				wqe_bad(tq, w, VIRTIO_IB_WC_LOC_PROT_ERR);
+				return;
+			}
+			w->av = ah->av;
 		}
 		w->dqpn = le32toh(req.ud.remote_qpn);
 		if (w->dqpn > VRDMA_QPN_MASK) {
@@ -344,7 +373,6 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 		/* A Q_Key with the high bit set means: use the QP's own. */
 		if (w->qkey & 0x80000000u)
 			w->qkey = qp->attr.qkey;
-		w->av = ah->av;
 		if (w->length > virtio_ib_mtu_bytes(tp->rd->attr.active_mtu)) {
 			wqe_bad(tq, w, VIRTIO_IB_WC_LOC_LEN_ERR);
 			return;
@@ -408,6 +436,10 @@ void roce_sq_complete_head(struct roce_tq *tq, uint8_t status)
 
 	if (roce_wr_is_rd_atomic(w->opcode) && w->state == ROCE_WQE_SENT && tq->rd_out)
 		tq->rd_out--;
+	/* RDMA_READ_WITH_INV: the key goes once the data is in */
+	if (w->read_inv && status == VIRTIO_IB_WC_SUCCESS &&
+	    roce_key_invalidate(tp->rd, qp->pd, w->inv_rkey))
+		status = VIRTIO_IB_WC_LOC_PROT_ERR;
 	if (status != VIRTIO_IB_WC_SUCCESS || (w->flags & VIRTIO_IB_SEND_SIGNALED) ||
 	    qp->sq_sig_all) {
 		struct roce_wc wc = {
@@ -451,9 +483,17 @@ static void sq_flush_elem(struct roce_tq *tq, const struct vq_elem *e)
 		.qp_num = qp->qpn,
 	};
 	uint16_t head = e->head;
-	uint8_t hdr[9];
+	uint8_t hdr[20];
 
-	if (e->out_len >= sizeof(hdr)) {
+	if (tp->rd->rdma_dev_layout) {
+		/* virtio-rdma element: le32 opcode at 8, le64 wr_id at 12 */
+		if (e->out_len >= 20) {
+			vq_elem_read(e, 0, hdr, 20);
+			wc.wr_id = get_le64(hdr + 12);
+			wc.opcode = sq_wc_opcode(tq, get_le32(hdr + 8) > 0xff ? 0xff : hdr[8]);
+		}
+	} else if (e->out_len >= 9) {
+		vq_elem_read(e, 0, hdr, 9);
 		vq_elem_read(e, 0, hdr, sizeof(hdr));
 		wc.wr_id = get_le64(hdr);
 		wc.opcode = sq_wc_opcode(tq, hdr[8]);

@@ -311,6 +311,11 @@ struct roce_swqe {
 	bool sge_unchecked;       /* SGE keys checked when the requester starts
 				   * the WR (an earlier REG_MR may create them) */
 	uint32_t inv_rkey;        /* LOCAL_INV, SEND_WITH_INV: the key */
+	bool read_inv;            /* RDMA_READ_WITH_INV (virtio-rdma device):
+				   * invalidate inv_rkey once the data is in */
+	bool rekey;               /* REG_MR of the virtio-rdma device: MR
+				   * rekey_mrn gets ext_key / ext_access */
+	uint32_t rekey_mrn;
 	uint64_t cmp_add, swap;   /* atomics (host values) */
 	struct roce_sge res_sge;  /* atomics: the result buffer (8 bytes) */
 	uint64_t ext_len;         /* REG_MR, BIND_MW: length (remote_addr is the

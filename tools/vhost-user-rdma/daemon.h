@@ -18,6 +18,7 @@
 struct loop;
 struct sw;
 struct netdev_port;
+struct virtio_rdma_dev;
 struct port;
 struct ctl_server;
 
@@ -26,6 +27,9 @@ struct daemon {
 	struct sw *sw;
 	struct netdev_port *devs[MAX_DEVICES];
 	unsigned ndevs;
+	/* model=virtio-rdma devices: served, not hot-pluggable or listed */
+	struct virtio_rdma_dev *rdevs[MAX_DEVICES];
+	unsigned nrdevs;
 	struct port *uplinks[MAX_UPLINKS];
 	unsigned nuplinks;
 	int sigfd;

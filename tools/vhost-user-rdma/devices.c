@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "device/netdev.h"
+#include "device/virtio_rdma_dev.h"
 #include "daemon.h"
 
 int daemon_socket_perms(const struct daemon *d, const char *path)
@@ -58,6 +59,41 @@ struct netdev_port *daemon_dev_find(struct daemon *d, const char *name)
 	return NULL;
 }
 
+/* A model=virtio-rdma device: served at start-up only (no hot-plug, reload
+ * or control-socket listing yet). */
+static int daemon_rdev_add(struct daemon *d, const struct netdev_cfg *cfg, bool from_conf,
+			   char *err, size_t errlen)
+{
+	int rc;
+
+	if (from_conf || d->ctl) {
+		snprintf(err, errlen, "device %s: model=virtio-rdma is only served from --device at "
+			 "start-up", cfg->name);
+		return -EOPNOTSUPP;
+	}
+	if (d->nrdevs == MAX_DEVICES) {
+		snprintf(err, errlen, "at most %d devices", MAX_DEVICES);
+		return -ENOSPC;
+	}
+	d->rdevs[d->nrdevs] = virtio_rdma_dev_new(d->loop, d->sw, cfg);
+	if (!d->rdevs[d->nrdevs]) {
+		rc = -errno;
+		snprintf(err, errlen, "device %s (%s): %s", cfg->name, cfg->socket, strerror(errno));
+		return rc ? rc : -EIO;
+	}
+	rc = daemon_socket_perms(d, cfg->socket);
+	if (rc < 0) {
+		snprintf(err, errlen, "socket %s: cannot set owner or mode: %s", cfg->socket,
+			 strerror(-rc));
+		virtio_rdma_dev_free(d->rdevs[d->nrdevs]);
+		return rc;
+	}
+	d->nrdevs++;
+	d->next_index++;
+	LOG_INFO("device %s added (%s, virtio-rdma)", cfg->name, cfg->socket);
+	return 0;
+}
+
 int daemon_dev_add(struct daemon *d, const char *name, const char *spec, bool from_conf,
 		   char *err, size_t errlen)
 {
@@ -87,6 +123,14 @@ int daemon_dev_add(struct daemon *d, const char *name, const char *spec, bool fr
 			return -EEXIST;
 		}
 	}
+	for (unsigned j = 0; j < d->nrdevs; j++) {
+		if (!strcmp(virtio_rdma_dev_socket(d->rdevs[j]), cfg.socket)) {
+			snprintf(err, errlen, "socket %s given twice", cfg.socket);
+			return -EEXIST;
+		}
+	}
+	if (cfg.model == NETDEV_MODEL_VIRTIO_RDMA)
+		return daemon_rdev_add(d, &cfg, from_conf, err, errlen);
 	d->dev_spec[d->ndevs] = strdup(spec);
 	if (!d->dev_spec[d->ndevs]) {
 		snprintf(err, errlen, "out of memory");
@@ -147,6 +191,8 @@ void daemon_dev_del_all(struct daemon *d)
 {
 	while (d->ndevs)
 		dev_remove_at(d, d->ndevs - 1);
+	while (d->nrdevs)
+		virtio_rdma_dev_free(d->rdevs[--d->nrdevs]);
 }
 
 int daemon_conf_load(struct daemon *d, struct mconf *c, char *err, size_t errlen)

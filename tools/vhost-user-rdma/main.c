@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/loop.h"
 #include "device/netdev.h"
+#include "device/virtio_rdma_dev.h"
 #include "port/fault.h"
 #include "port/port.h"
 #include "daemon.h"
@@ -67,6 +68,8 @@ static void usage(FILE *f)
 "                     queue does not fit)\n"
 "  contexts=N         connections (contexts) served at once, 1..1024 (default\n"
 "                     64); qps, cqs, srqs, MRs and PDs are shared device totals\n"
+"  model=virtio-rdma  serve the standalone virtio-rdma device (id 42) instead\n"
+"                     (socket, mac, ip, mtu, qps = max_qp, cqs = max_cq apply)\n"
 "\n"
 "Options:\n"
 "  --device SPEC          add a device (repeatable; at least one\n"
@@ -195,6 +198,8 @@ static void dump_stats(struct daemon *d)
 
 	for (unsigned i = 0; i < d->ndevs; i++)
 		netdev_port_dump_stats(d->devs[i], stderr);
+	for (unsigned i = 0; i < d->nrdevs; i++)
+		virtio_rdma_dev_dump_stats(d->rdevs[i], stderr);
 	fprintf(stderr, "switch forwarded %llu flooded %llu dropped_no_port %llu dropped_runt %llu\n",
 		(unsigned long long)s->forwarded, (unsigned long long)s->flooded,
 		(unsigned long long)s->dropped_no_port, (unsigned long long)s->dropped_runt);
@@ -392,7 +397,8 @@ int main(int argc, char **argv)
 		}
 		wrote_pidfile = true;
 	}
-	LOG_INFO("serving %u device(s), %u uplink(s), poll %u us", d.ndevs, d.nuplinks, o.poll_us);
+	LOG_INFO("serving %u device(s), %u uplink(s), poll %u us", d.ndevs + d.nrdevs, d.nuplinks,
+		 o.poll_us);
 	rc = loop_run(d.loop) < 0 ? 1 : 0;
 	/* Teardown is O(configured objects) and waits on no peer; should it
 	 * ever hang, SIGALRM ends the process (status 142) instead of a

@@ -99,6 +99,8 @@ static int dev_negotiate(struct evil_dev *d, bool first)
 	}
 	want = BIT64(VIRTIO_F_VERSION_1) | BIT64(VIRTIO_NET_F_MAC) | BIT64(VIRTIO_NET_F_CTRL_VQ) |
 	       BIT64(VIRTIO_NET_F_CTRL_RX);
+	if (d->o->rdma_dev) /* no device feature bits */
+		want = BIT64(VIRTIO_F_VERSION_1);
 	if (!(d->flags & EVIL_F_NO_INDIRECT))
 		want |= BIT64(VIRTIO_RING_F_INDIRECT_DESC);
 	d->features = f & want;
@@ -156,8 +158,9 @@ static int ring_setup(struct evil_dev *d, unsigned idx)
 {
 	struct evil_ring *r = &d->r[idx];
 
-	return evil_vring_start(&d->vc, idx, &r->vq, r->mem, EVIL_RING_NUM, r->kick, r->call,
-				r->err);
+	/* the virtio-rdma device: our control ring is its ring 0 */
+	return evil_vring_start(&d->vc, d->o->rdma_dev ? 0 : idx, &r->vq, r->mem, EVIL_RING_NUM,
+				r->kick, r->call, r->err);
 }
 
 static void rx_post(struct evil_dev *d, unsigned i)
@@ -173,7 +176,8 @@ static int dev_rings_up(struct evil_dev *d)
 	int rc = 0;
 
 	for (unsigned i = 0; !rc && i < EVIL_NRINGS; i++)
-		rc = ring_setup(d, i);
+		if (!d->o->rdma_dev || i == EVIL_CTRLQ)
+			rc = ring_setup(d, i);
 	if (!rc)
 		rc = evil_say_rc("DRIVER_OK", vhost_client_set_status(&d->vc,
 				VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
@@ -181,7 +185,7 @@ static int dev_rings_up(struct evil_dev *d)
 	if (rc)
 		return rc;
 	d->tx_next = 0;
-	if (!(d->flags & EVIL_F_NO_RX_POST)) {
+	if (!(d->flags & EVIL_F_NO_RX_POST) && !d->o->rdma_dev) {
 		for (unsigned i = 0; i < EVIL_RX_POSTED; i++)
 			rx_post(d, i);
 		vq_drv_kick_prepare(&d->r[EVIL_RXQ].vq);
@@ -413,6 +417,36 @@ int evil_ctrl(struct evil_dev *d, uint8_t cls, uint8_t cmd, const void *data, si
 	in.addr = evil_gpa(b + 2048);
 	in.len = 1;
 	rc = vq_drv_add(vq, out, nout, &in, 1, b);
+	if (rc < 0)
+		return rc;
+	vq_drv_kick_prepare(vq);
+	evil_kick(d, EVIL_CTRLQ);
+	if (!evil_wait_used(d, EVIL_CTRLQ, d->o->timeout_ms))
+		return -ETIMEDOUT;
+	if (vq_drv_get_used(vq, &ulen) != b || ulen < 1)
+		return -EIO;
+	return b[2048];
+}
+
+int evil_rdma_cmd(struct evil_dev *d, uint8_t cmd, const void *data, size_t len)
+{
+	struct vq_drv *vq = &d->r[EVIL_CTRLQ].vq;
+	struct vq_buf out, in;
+	uint8_t *b = d->ctrlbuf;
+	uint32_t ulen;
+	int rc;
+
+	if (len > 1024)
+		return -EINVAL;
+	b[0] = cmd;
+	if (len)
+		memcpy(b + 1, data, len);
+	b[2048] = 0xff;
+	out.addr = evil_gpa(b);
+	out.len = (uint32_t)(1 + len);
+	in.addr = evil_gpa(b + 2048);
+	in.len = 256;
+	rc = vq_drv_add(vq, &out, 1, &in, 1, b);
 	if (rc < 0)
 		return rc;
 	vq_drv_kick_prepare(vq);

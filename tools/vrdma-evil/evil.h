@@ -44,6 +44,10 @@ struct evil_opts {
 	int timeout_ms;   /* bound on every wait for the back-end */
 	uint32_t rings;   /* rings the device has (0: ask the device) */
 	bool verbose;
+	/* --model virtio-rdma: the standalone virtio-rdma device (id 42): only
+	 * its control queue (ring 0) is set up and attacked (the ctrl.* ring
+	 * attacks), checked with its own commands. */
+	bool rdma_dev;
 };
 
 enum evil_expect {
@@ -163,6 +167,10 @@ int evil_dev_open(struct evil_dev *d, const struct evil_opts *o, unsigned flags)
  * memory). Returns 0 or -errno. */
 int evil_dev_restart(struct evil_dev *d);
 void evil_dev_close(struct evil_dev *d);
+
+/* The virtio-rdma device (o->rdma_dev): a command on its control queue
+ * (u8 command + data, u8 response). Returns the response byte or -errno. */
+int evil_rdma_cmd(struct evil_dev *d, uint8_t cmd, const void *data, size_t len);
 
 /* GPA (== our address) of a pointer into the arena. */
 static inline uint64_t evil_gpa(const void *p) { return (uint64_t)(uintptr_t)p; }

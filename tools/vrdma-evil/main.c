@@ -100,6 +100,8 @@ static void usage(FILE *f)
 		"  --socket PATH      the device's vhost-user socket\n"
 		"  --timeout-ms N     bound on every wait for the back-end (default 10000)\n"
 		"  --rings N          rings the device has (default: from its config space)\n"
+		"  --model virtio-rdma  the standalone virtio-rdma device: the ctrl.* ring\n"
+		"                     attacks hit its control queue (ring 0)\n"
 		"  -v, --verbose      diagnostics on stderr\n");
 }
 
@@ -109,6 +111,7 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "rings", required_argument, NULL, 'r' },
+		{ "model", required_argument, NULL, 'm' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -136,6 +139,14 @@ int main(int argc, char **argv)
 				o.timeout_ms = (int)v;
 			else
 				o.rings = (uint32_t)v;
+			break;
+		case 'm':
+			if (strcmp(optarg, "virtio-rdma") && strcmp(optarg, "virtio-net")) {
+				fprintf(stderr, "vrdma-evil: model '%s': virtio-net or virtio-rdma\n",
+					optarg);
+				return 2;
+			}
+			o.rdma_dev = !strcmp(optarg, "virtio-rdma");
 			break;
 		case 'v':
 			o.verbose = true;

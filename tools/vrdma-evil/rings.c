@@ -233,9 +233,17 @@ static bool reset_and_check(struct evil_dev *d, unsigned idx)
 	if (rc < 0 || st != 0)
 		return false;
 	rc = evil_dev_restart(d);
-	if (!rc)
+	if (!rc && d->o->rdma_dev) {
+		/* the virtio-rdma device: CREATE_PD (command 4) answered OK */
+		rc = evil_rdma_cmd(d, 4, NULL, 0);
+		if (rc > 0) {
+			evil_say("virtio-rdma command refused after the reset (%d)", rc);
+			rc = -EIO;
+		}
+	} else if (!rc) {
 		rc = evil_loopback(d, 1000 + idx);
-	if (!rc && idx == EVIL_CTRLQ) {
+	}
+	if (!rc && idx == EVIL_CTRLQ && !d->o->rdma_dev) {
 		uint8_t on = 1;
 
 		rc = evil_ctrl(d, VIRTIO_NET_CTRL_RX, VIRTIO_NET_CTRL_RX_ALLMULTI, &on, 1);
@@ -264,12 +272,23 @@ static int run_ring(const struct evil_opts *o, const struct evil_attack *a)
 		flags |= EVIL_F_NO_INDIRECT;
 	if (idx == EVIL_RXQ)
 		flags |= EVIL_F_NO_RX_POST;
+	if (o->rdma_dev && idx != EVIL_CTRLQ) {
+		evil_say("setup: the virtio-rdma device has no %s ring", ring_names[idx]);
+		return EVIL_SETUP;
+	}
 	if (evil_dev_open(&d, o, flags) < 0) {
 		evil_dev_close(&d);
 		return EVIL_SETUP;
 	}
 	/* The device works before the attack (not for an empty rx ring). */
-	if (idx != EVIL_RXQ && (rc = evil_loopback(&d, 1)) < 0) {
+	if (o->rdma_dev) {
+		rc = evil_rdma_cmd(&d, 4, NULL, 0); /* CREATE_PD */
+		if (rc != 0) {
+			evil_say("setup: virtio-rdma command before the attack: %d", rc);
+			evil_dev_close(&d);
+			return EVIL_SETUP;
+		}
+	} else if (idx != EVIL_RXQ && (rc = evil_loopback(&d, 1)) < 0) {
 		evil_say("setup: loopback before the attack: %s", strerror(-rc));
 		evil_dev_close(&d);
 		return EVIL_SETUP;
