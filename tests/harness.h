@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int th_failed_checks;
 static int th_tests_failed;
@@ -65,6 +66,23 @@ static const char *th_prog = "test";
 	do {                                                                   \
 		th_skip_reason = (why);                                        \
 		return;                                                        \
+	} while (0)
+
+/* Fail the current test with a reason (a precondition it cannot do without). */
+#define FAIL(why)                                                              \
+	do {                                                                   \
+		th_failed_checks++;                                            \
+		fprintf(stdout, "#   %s:%d: %s\n", __FILE__, __LINE__, (why));   \
+		return;                                                        \
+	} while (0)
+
+/* The environment lacks what the test needs: a skip without root (the test
+ * needs privileges), a failure with the reason as root. */
+#define NEED_ENV(why)                                                          \
+	do {                                                                   \
+		if (geteuid() != 0)                                            \
+			SKIP(why);                                             \
+		FAIL(why);                                                     \
 	} while (0)
 
 #define TEST_PROGRAM(name) (th_prog = (name))

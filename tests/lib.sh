@@ -13,6 +13,24 @@ T_PIDS=()
 ok()      { echo "ok $T_PROG.$1"; }
 not_ok()  { echo "not ok $T_PROG.$1"; shift; [ $# -gt 0 ] && echo "#   $*"; T_FAILED=1; }
 skip()    { echo "skip $T_PROG.$1: $2"; }
+# need NAME ITEM...: each ITEM is a path built by make (it starts with /) or
+# a command installed by "scripts/deps.sh test". When one is missing this is
+# "not ok NAME" saying what and how to get it (a missing tool is a failure,
+# never a skip), and need returns 1.
+need() {
+	local n=$1 i miss=""
+	shift
+	for i in "$@"; do
+		case "$i" in
+		/*) [ -e "$i" ] || miss+=" $i (not built: run make)" ;;
+		*) command -v "$i" >/dev/null ||
+			miss+=" $i (not installed: run scripts/deps.sh test)" ;;
+		esac
+	done
+	[ -z "$miss" ] && return 0
+	not_ok "$n" "missing:$miss"
+	return 1
+}
 # check NAME CMD...: ok if CMD succeeds.
 check()   { local n=$1; shift; if "$@"; then ok "$n"; else not_ok "$n" "command failed: $*"; fi; }
 

@@ -3,9 +3,12 @@
 #   N passed, N failed, N skipped
 #
 # usage: tests/run.sh [--flavour DIR]... [--fuzz DIR] [--fuzz-seconds N] [--only REGEX]
-#   --flavour DIR   a build tree (build, build/asan): its tests/test_* programs
-#                   and every tests/integration/*.sh are run against it
-#   --fuzz DIR      libFuzzer targets in DIR/fuzz_* run for --fuzz-seconds each
+#   --flavour DIR   a build tree (build, build/asan): the DIR/tests/test_*
+#                   program of every tests/unit/test_*.c and every
+#                   tests/integration/*.sh are run against it
+#   --fuzz DIR      the DIR/fuzz_* target of every fuzz/fuzz_*.c runs for
+#                   --fuzz-seconds
+# A program whose source exists but which is missing from DIR is a failure.
 #
 # A test program prints "ok NAME", "not ok NAME" or "skip NAME: why" lines
 # (tests/harness.h, tests/lib.sh). A program that exits non-zero without a
@@ -68,17 +71,29 @@ run_one() {
 	printf '%-52s %3d ok %3d failed %3d skipped %4ds\n' "$label" "$p" "$f" "$s" $((SECONDS - start))
 }
 
+# missing LABEL BIN: a test whose source exists but whose program was not
+# built counts as one failure (a build that silently dropped it hides it).
+missing() {
+	[ -x "$2" ] && return 1
+	echo "  [$1] not ok: $2 not built (source exists; see the build log)"
+	failures+=("$1")
+	failed=$((failed + 1))
+	printf '%-52s %3d ok %3d failed %3d skipped %4ds\n' "$1" 0 1 0 0
+	return 0
+}
+
 for fl in "${flavours[@]}"; do
 	name=$(basename "$fl")
 	[ "$fl" = build ] && name=default
 	export VRDMA_BUILD="$top/$fl"
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-	for t in "$fl"/tests/test_*; do
-		[ -x "$t" ] || continue
-		b=$(basename "$t")
+	for src in tests/unit/test_*.c; do
+		[ -f "$src" ] || continue
+		b=$(basename "$src" .c)
 		[ -n "$only" ] && ! [[ "$b" =~ $only ]] && continue
-		run_one "$name/$b" 600 "$t"
+		missing "$name/$b" "$fl/tests/$b" && continue
+		run_one "$name/$b" 600 "$fl/tests/$b"
 	done
 	for t in tests/integration/*.sh; do
 		[ -f "$t" ] || continue
@@ -89,10 +104,12 @@ for fl in "${flavours[@]}"; do
 done
 
 if [ -n "$fuzzdir" ]; then
-	for f in "$fuzzdir"/fuzz_*; do
-		[ -x "$f" ] || continue
-		b=$(basename "$f")
+	for src in fuzz/fuzz_*.c; do
+		[ -f "$src" ] || continue
+		b=$(basename "$src" .c)
+		f="$fuzzdir/$b"
 		[ -n "$only" ] && ! [[ "$b" =~ $only ]] && continue
+		missing "fuzz/$b" "$f" && continue
 		corpus="$top/build/fuzz-corpus/$b"
 		mkdir -p "$corpus"
 		seeds="$top/fuzz/corpus/${b#fuzz_}"

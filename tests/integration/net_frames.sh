@@ -18,10 +18,7 @@ if [ ! -x "$NC" ]; then
 	not_ok setup "$NC not built"
 	t_done
 fi
-if [ ! -x "$DAEMON" ]; then
-	skip setup "$DAEMON not built yet"
-	t_done
-fi
+need setup "$DAEMON" || t_done
 
 # start_daemon: three devices on one switch; waits for the pid file (written
 # once every socket listens).

@@ -17,16 +17,14 @@ declare -A D_SNAP=()       # daemon name -> snapshots taken so far
 D_LAST_RC=0                # exit status of the last nsd_stop
 NS_DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
 
-# ns_require: skip the whole test unless we can make namespaces.
+# ns_require: skip the whole test without root (namespaces need it); a
+# missing ip (iproute2) is a failure.
 ns_require() {
 	if [ "$(id -u)" -ne 0 ]; then
 		skip setup "needs root to create network namespaces"
 		exit 0
 	fi
-	if ! command -v ip >/dev/null 2>&1; then
-		skip setup "ip (iproute2) not installed"
-		exit 0
-	fi
+	need setup ip || exit 1
 }
 
 ns_cleanup() {

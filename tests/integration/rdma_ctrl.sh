@@ -23,12 +23,7 @@ MAC_A=02:00:00:00:0b:01
 MAC_B=02:00:00:00:0b:02
 MAC_C=02:00:00:00:0b:03
 
-for f in "$DAEMON" "$RT"; do
-	if [ ! -x "$f" ]; then
-		skip all "$f not built"
-		t_done
-	fi
-done
+need setup "$DAEMON" "$RT" || t_done
 
 # Sanitized daemon: keep ASan's quarantine small so VmRSS measures the
 # daemon, not the quarantine; the RSS bound is wider there.
@@ -91,8 +86,7 @@ if start_daemon main ""; then
 		--rss-kb "$RSS_KB" soak
 
 	# --- Debian's tools through vrdma-run ----------------------------------
-	if [ -x "$RUN" ] && [ -f "$LIB" ] && command -v ibv_devices >/dev/null &&
-	   command -v ibv_devinfo >/dev/null; then
+	if need ibv_tools "$RUN" "$LIB" ibv_devices ibv_devinfo; then
 		PRELOAD=
 		if objdump -T "$LIB" | grep -q __asan_init; then
 			PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
@@ -133,8 +127,6 @@ if start_daemon main ""; then
 		else
 			not_ok ibv_devinfo_no_ipv4 "$out"
 		fi
-	else
-		skip ibv_tools "vrdma-run, libibverbs.so.1 or ibverbs-utils missing"
 	fi
 	stop_daemon main
 fi

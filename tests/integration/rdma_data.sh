@@ -15,12 +15,7 @@ RT="$VRDMA_BUILD/bin/vrdma-rdmatest"
 RUN="$VRDMA_BUILD/bin/vrdma-run"
 LIB="$VRDMA_BUILD/lib/libibverbs.so.1"
 
-for f in "$DAEMON" "$RT"; do
-	if [ ! -x "$f" ]; then
-		skip all "$f not built"
-		t_done
-	fi
-done
+need setup "$DAEMON" "$RT" || t_done
 
 rm -f "$T_TMP/pid"
 bg "$DAEMON" -q --pidfile "$T_TMP/pid" 2>"$T_TMP/daemon.log" \
@@ -51,8 +46,8 @@ rdmatest events --socket "$T_TMP/a.sock" --socket "$T_TMP/b.sock" --events data
 
 . "$(dirname "$0")/verbs_lib.bash"
 
-if [ -x "$RUN" ] && [ -f "$LIB" ] && command -v ibv_rc_pingpong >/dev/null &&
-   command -v ss >/dev/null; then
+if need pingpong "$RUN" "$LIB" ibv_rc_pingpong ibv_uc_pingpong \
+	ibv_ud_pingpong ss; then
 	PRELOAD=
 	if objdump -T "$LIB" | grep -q __asan_init; then
 		PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
@@ -69,8 +64,6 @@ if [ -x "$RUN" ] && [ -f "$LIB" ] && command -v ibv_rc_pingpong >/dev/null &&
 	pingpong ibv_rc_pingpong_check ibv_rc_pingpong -g 0 -n 500 -c -s 65536
 	pingpong ibv_uc_pingpong ibv_uc_pingpong -g 0 -n 2000
 	pingpong ibv_ud_pingpong ibv_ud_pingpong -g 0 -n 2000 -s 1024
-else
-	skip pingpong "vrdma-run, libibverbs.so.1, ibverbs-utils or ss missing"
 fi
 
 kill "$PID"

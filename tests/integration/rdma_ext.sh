@@ -15,12 +15,7 @@
 DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
 RT="$VRDMA_BUILD/bin/vrdma-rdmatest"
 
-for f in "$DAEMON" "$RT"; do
-	if [ ! -x "$f" ]; then
-		skip all "$f not built"
-		t_done
-	fi
-done
+need setup "$DAEMON" "$RT" || t_done
 
 # rdmatest NAME ARGS...: run the test client; its ok/not ok lines are ours.
 rdmatest() {
@@ -84,12 +79,9 @@ if daemon ext ""; then
 	rdmatest ext --socket "$T_TMP/ext-a.sock" --socket "$T_TMP/ext-b.sock" ext
 	# 16 RC QPs on one SRQ per side, through libibverbs (ibv_create_srq,
 	# ibv_post_srq_recv, QPs with an SRQ), polling and with events
-	if [ -x "$RUN" ] && [ -f "$LIB" ] && command -v ibv_srq_pingpong >/dev/null &&
-	   command -v ss >/dev/null; then
+	if need ibv_srq_pingpong "$RUN" "$LIB" ibv_srq_pingpong ss; then
 		pingpong ibv_srq_pingpong ibv_srq_pingpong -g 0 -n 1000
 		pingpong ibv_srq_pingpong_events ibv_srq_pingpong -g 0 -n 500 -e -q 4
-	else
-		skip ibv_srq_pingpong "vrdma-run, libibverbs.so.1, ibverbs-utils or ss missing"
 	fi
 	stop ext
 fi

@@ -56,12 +56,12 @@ if [ -f "$VRDMA_BUILD/lib/libibverbs.so.1" ] &&
 	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
 fi
 reason=""
-for b in "$DAEMON" "$RUN" "$LIB" "$API"; do [ -e "$b" ] || reason="$b not built"; done
+for b in "$DAEMON" "$RUN" "$LIB" "$API"; do [ -e "$b" ] || reason="$b not built (run make)"; done
 for p in rping ucmatose udaddy rdma_server rdma_client ib_send_bw ib_write_lat; do
 	command -v $p >/dev/null || reason="$p not installed (scripts/deps.sh test)"
 done
 if [ -n "$reason" ]; then
-	for t in $ALL_TESTS; do skip "$t" "$reason"; done
+	for t in $ALL_TESTS; do not_ok "$t" "$reason"; done
 	t_done
 fi
 

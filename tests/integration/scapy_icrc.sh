@@ -19,7 +19,7 @@ if [ ! -x "$GEN" ]; then
 	t_done
 fi
 if ! "$PY" -c 'from scapy.contrib.roce import BTH' 2>/dev/null; then
-	skip icrc "$PY cannot import scapy.contrib.roce (python3-scapy, installed by scripts/deps.sh test)"
+	not_ok icrc "$PY cannot import scapy.contrib.roce (python3-scapy: run scripts/deps.sh test)"
 	t_done
 fi
 if ! "$GEN" --emit-pcap "$T_TMP/frames.pcap"; then

@@ -543,7 +543,7 @@ wire_symmetric() {
 # installed, RoCE offered by the devices.
 rdma_reason=""
 if [ ! -x "$RUN" ] || [ ! -e "$VRDMA_BUILD/lib/libibverbs.so.1" ]; then
-	rdma_reason="vrdma-run or libibverbs.so.1 not built"
+	rdma_reason="vrdma-run or libibverbs.so.1 not built (run make)"
 elif ! command -v ibv_rc_pingpong >/dev/null || ! command -v ib_write_bw >/dev/null; then
 	rdma_reason="ibverbs-utils / perftest not installed (scripts/deps.sh test)"
 elif [ "$("$NC" --socket "$SA" info 2>/dev/null | awk '$1 == "max_rdma_qps" { print $2 }')" = 0 ]; then
@@ -552,7 +552,7 @@ fi
 RDMA_TESTS="ipv4_gid rc_pingpong_same_backend rc_pingpong_b_to_a rc_pingpong_a_to_b
 	rc_pingpong_jumbo ib_write_bw rdma_wire_counters"
 if [ -n "$rdma_reason" ]; then
-	for t in $RDMA_TESTS rc_pingpong_over_tap; do skip "$t" "$rdma_reason"; done
+	for t in $RDMA_TESTS rc_pingpong_over_tap; do not_ok "$t" "$rdma_reason"; done
 elif ! GI=$(gid_index "$SA" "$IP_A") || ! GI_B=$(gid_index "$SB" "$IP_B") ||
      [ "$GI_B" != "$GI" ]; then
 	for t in $RDMA_TESTS; do

@@ -12,10 +12,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	skip setup "needs root to create a network namespace"
 	t_done
 fi
-if ! command -v ip >/dev/null 2>&1; then
-	skip setup "ip (iproute2) not installed"
-	t_done
-fi
+need setup ip || t_done
 if [ ! -x "$BIN" ]; then
 	not_ok setup "$BIN not built"
 	t_done

@@ -48,7 +48,7 @@ for b in "$DAEMON" "$RUN"; do
 	fi
 done
 if [ ! -e "$LIB" ]; then
-	for t in $ALL_TESTS; do skip "$t" "libibverbs.so.1 not built"; done
+	for t in $ALL_TESTS; do not_ok "$t" "$LIB not built (run make)"; done
 	t_done
 fi
 

@@ -74,14 +74,14 @@ for b in "$DAEMON" "$RUN"; do
 done
 reason=""
 if [ ! -e "$LIB" ]; then
-	reason="libibverbs.so.1 not built"
+	reason="$LIB not built (run make)"
 elif ! command -v ibv_rc_pingpong >/dev/null || ! command -v ib_send_bw >/dev/null; then
 	reason="ibverbs-utils / perftest not installed (scripts/deps.sh test)"
 elif ! command -v ss >/dev/null; then
-	reason="ss (iproute2) not installed"
+	reason="ss (iproute2) not installed (run scripts/deps.sh test)"
 fi
 if [ -n "$reason" ]; then
-	for t in $ALL_TESTS; do skip "$t" "$reason"; done
+	for t in $ALL_TESTS; do not_ok "$t" "$reason"; done
 	t_done
 fi
 
@@ -388,7 +388,7 @@ perftest ib_read_lat d "$SB" "$SA" 65536 ib_read_lat -s 65536
 if command -v ibv_srq_pingpong >/dev/null; then
 	pingpong srq_pingpong d "$SB" "$SA" ibv_srq_pingpong -g 0 -n 500
 else
-	skip srq_pingpong "ibv_srq_pingpong not installed"
+	not_ok srq_pingpong "ibv_srq_pingpong not installed (ibverbs-utils: run scripts/deps.sh test)"
 fi
 if command -v ib_atomic_bw >/dev/null && command -v ib_atomic_lat >/dev/null; then
 	perftest ib_atomic_bw_fetch_add d "$SB" "$SA" 8 ib_atomic_bw -A FETCH_AND_ADD
@@ -404,7 +404,7 @@ if command -v ib_atomic_bw >/dev/null && command -v ib_atomic_lat >/dev/null; th
 else
 	for t in ib_atomic_bw_fetch_add ib_atomic_bw_cmp_swap ib_atomic_lat_fetch_add \
 		ib_atomic_lat_cmp_swap; do
-		skip "$t" "perftest's ib_atomic_* not installed"
+		not_ok "$t" "perftest's ib_atomic_* not installed (run scripts/deps.sh test)"
 	done
 fi
 

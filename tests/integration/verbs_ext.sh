@@ -94,12 +94,12 @@ ATOMIC="$T_TMP/tree/tests/ext_atomic"
 MW="$T_TMP/tree/tests/ext_mw"
 reason=""
 if [ ! -e "$LIB" ]; then
-	reason="libibverbs.so.1 not built"
+	reason="$LIB not built (run make)"
 elif ! command -v ss >/dev/null; then
-	reason="ss (iproute2) not installed"
+	reason="ss (iproute2) not installed (run scripts/deps.sh test)"
 fi
 if [ -n "$reason" ]; then
-	for t in $ALL_TESTS; do skip "$t" "$reason"; done
+	for t in $ALL_TESTS; do not_ok "$t" "$reason"; done
 	t_done
 fi
 

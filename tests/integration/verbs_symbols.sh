@@ -17,14 +17,7 @@ RUN="$VRDMA_BUILD/bin/vrdma-run"
 SYSLIB=/usr/lib/x86_64-linux-gnu/libibverbs.so.1
 LOADER_ERR='symbol lookup error|undefined symbol|version .IBVERBS[^ ]* not found|error while loading shared libraries|cannot open shared object'
 
-if [ ! -f "$LIB" ]; then
-	skip all "$LIB not built"
-	t_done
-fi
-if ! command -v objdump >/dev/null; then
-	skip all "objdump missing"
-	t_done
-fi
+need setup "$LIB" objdump || t_done
 
 # An ASan-built library needs the sanitizer runtimes first in a plain binary.
 PRELOAD=
@@ -62,7 +55,7 @@ if [ -f "$SYSLIB" ]; then
 		not_ok exports.same_as_rdma_core "missing: $(echo "$missing" | tr '\n' ' ')"
 	fi
 else
-	skip exports.same_as_rdma_core "no $SYSLIB"
+	not_ok exports.same_as_rdma_core "no $SYSLIB (libibverbs1: run scripts/deps.sh test)"
 fi
 
 bins=()
@@ -78,7 +71,7 @@ for l in libmlx5.so.1 libefa.so.1 librdmacm.so.1 libibumad.so.3; do
 	[ -f "/usr/lib/x86_64-linux-gnu/$l" ] && libs+=("/usr/lib/x86_64-linux-gnu/$l")
 done
 if [ ${#bins[@]} -eq 0 ]; then
-	skip imports "ibverbs-utils / perftest not installed (scripts/deps.sh test)"
+	not_ok imports "ibverbs-utils / perftest not installed (run scripts/deps.sh test)"
 fi
 for f in "${bins[@]}" "${libs[@]}"; do
 	missing=$(comm -23 <(imports_of "$f") "$T_TMP/ours")
@@ -232,7 +225,7 @@ for p in sys.argv[1:]:
 	"$RUN" --help | grep -q '/tmp/vrdma0.sock'
 	check vrdma_run.help_documents_default test $? -eq 0
 else
-	skip vrdma_run "$RUN not built"
+	not_ok vrdma_run "$RUN not built (run make)"
 fi
 
 t_done

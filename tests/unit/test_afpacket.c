@@ -240,7 +240,7 @@ static void frames_cross(void)
 	unsigned n = 0;
 
 	if (!if_a)
-		SKIP(env_why);
+		NEED_ENV(env_why);
 	if (!rig_open(&r)) {
 		rig_close(&r);
 		REQUIRE(!"rig_open");
@@ -277,7 +277,7 @@ static void vlan_tag_kept(void)
 	struct rig r;
 
 	if (!if_a)
-		SKIP(env_why);
+		NEED_ENV(env_why);
 	if (!rig_open(&r)) {
 		rig_close(&r);
 		REQUIRE(!"rig_open");
@@ -306,7 +306,7 @@ static void oversized_dropped(void)
 	struct rig r;
 
 	if (!if_a)
-		SKIP(env_why);
+		NEED_ENV(env_why);
 	if (!rig_open(&r)) {
 		rig_close(&r);
 		REQUIRE(!"rig_open");
@@ -335,7 +335,7 @@ static void others_outgoing_ignored(void)
 	int fd;
 
 	if (!if_a)
-		SKIP(env_why);
+		NEED_ENV(env_why);
 	if (!rig_open(&r)) {
 		rig_close(&r);
 		REQUIRE(!"rig_open");

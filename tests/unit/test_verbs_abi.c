@@ -138,10 +138,10 @@ static struct {
 #undef F
 
 static void *lib;
-static const char *lib_skip;
+static char lib_error[PATH_MAX + 512];
 
-/* Loads ../lib/libibverbs.so.1 (once). Returns false (and sets lib_skip)
- * when it is not there. */
+/* Loads ../lib/libibverbs.so.1 (once). Returns false (and sets lib_error,
+ * with dlerror()'s text) when it cannot be loaded. */
 static bool load_lib(void)
 {
 	char exe[PATH_MAX], path[PATH_MAX + 32];
@@ -150,11 +150,11 @@ static bool load_lib(void)
 
 	if (lib)
 		return true;
-	if (lib_skip)
+	if (lib_error[0])
 		return false;
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0) {
-		lib_skip = "no /proc/self/exe";
+		snprintf(lib_error, sizeof(lib_error), "readlink /proc/self/exe failed");
 		return false;
 	}
 	exe[n] = '\0';
@@ -164,7 +164,10 @@ static bool load_lib(void)
 	/* Not closed: the library keeps its device table until exit. */
 	lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
-		lib_skip = "build/lib/libibverbs.so.1 not built";
+		const char *err = dlerror();
+
+		snprintf(lib_error, sizeof(lib_error), "dlopen: %s",
+			 err ? err : path);
 		return false;
 	}
 	return true;
@@ -174,8 +177,11 @@ static bool load_lib(void)
 
 static void test_symbols(void)
 {
-	if (!load_lib())
-		SKIP(lib_skip);
+	if (!load_lib()) {
+		th_failed_checks++;
+		fprintf(stdout, "#   %s\n", lib_error);
+		return;
+	}
 	CHECK(LOAD(ibv_get_device_list, "IBVERBS_1.1"));
 	CHECK(LOAD(ibv_free_device_list, "IBVERBS_1.1"));
 	CHECK(LOAD(ibv_get_device_name, "IBVERBS_1.1"));
@@ -236,6 +242,20 @@ static void test_symbols(void)
 	CHECK(dlvsym(lib, "ibv_get_device_list", "IBVERBS_1.5") == NULL);
 }
 
+/* Fails the current test, with the reason, when the library or one of its
+ * symbols is missing: a library that does not load is a failure, not a skip. */
+#define REQUIRE_LIB()                                                          \
+	do {                                                                   \
+		if (!lib_ready()) {                                            \
+			th_failed_checks++;                                    \
+			fprintf(stdout, "#   %s:%d: library not usable: %s\n", \
+				__FILE__, __LINE__,                            \
+				lib_error[0] ? lib_error :                     \
+				"a symbol is missing (see test_symbols)");     \
+			return;                                                \
+		}                                                              \
+	} while (0)
+
 /* Whether every entry point was found (the tests below need them). */
 static bool lib_ready(void)
 {
@@ -271,8 +291,7 @@ static void test_device_list(void)
 	uint64_t guid = 0x007672fffe640002ull;
 	int n = -1;
 
-	if (!lib_ready())
-		SKIP("library not loaded");
+	REQUIRE_LIB();
 	setenv("VRDMA_FAKE_DEVICE", "2", 1);
 	list = V.ibv_get_device_list(&n);
 	REQUIRE(list);
@@ -317,8 +336,7 @@ static void test_query(void)
 	__be16 pkey;
 	int type;
 
-	if (!lib_ready())
-		SKIP("library not loaded");
+	REQUIRE_LIB();
 	ctx = open_fake(0);
 	REQUIRE(ctx);
 
@@ -428,8 +446,7 @@ static void test_pd_mr(void)
 	struct ibv_mr *mr;
 	char *buf;
 
-	if (!lib_ready())
-		SKIP("library not loaded");
+	REQUIRE_LIB();
 	ctx = open_fake(1);
 	REQUIRE(ctx);
 	pd = V.ibv_alloc_pd(ctx);
@@ -541,8 +558,7 @@ static void test_cq_qp(void)
 	char buf[64];
 	int i, n, got;
 
-	if (!lib_ready())
-		SKIP("library not loaded");
+	REQUIRE_LIB();
 	ctx = open_fake(0);
 	REQUIRE(ctx);
 	pd = V.ibv_alloc_pd(ctx);
@@ -745,8 +761,7 @@ static void test_ext_absent(void)
 	struct ibv_sge sge;
 	uint64_t res = 0;
 
-	if (!lib_ready())
-		SKIP("library not loaded");
+	REQUIRE_LIB();
 	setenv("VRDMA_FAKE_SEED", "1", 1);
 	ctx = open_fake(0);
 	unsetenv("VRDMA_FAKE_SEED");
@@ -820,8 +835,7 @@ static void test_srq(void)
 	char rbuf[4][32], sbuf[32] = "hello, shared queue";
 	int i;
 
-	if (!lib_ready())
-		SKIP("library not loaded");
+	REQUIRE_LIB();
 	ctx = open_fake(0);
 	REQUIRE(ctx);
 	pd = V.ibv_alloc_pd(ctx);
@@ -1017,8 +1031,7 @@ static void test_atomic_inv(void)
 	uint64_t *target, result = 0;
 	static uint64_t area[4] __attribute__((aligned(64)));
 
-	if (!lib_ready())
-		SKIP("library not loaded");
+	REQUIRE_LIB();
 	ctx = open_fake(0);
 	REQUIRE(ctx);
 	pd = V.ibv_alloc_pd(ctx);
@@ -1132,8 +1145,7 @@ static void test_mw(void)
 	uint64_t result = 0;
 	static uint64_t area[8] __attribute__((aligned(64)));
 
-	if (!lib_ready())
-		SKIP("library not loaded");
+	REQUIRE_LIB();
 	ctx = open_fake(0);
 	REQUIRE(ctx);
 	pd = V.ibv_alloc_pd(ctx);
@@ -1260,8 +1272,7 @@ static void test_resize(void)
 	struct ibv_wc wc[8];
 	int i;
 
-	if (!lib_ready())
-		SKIP("library not loaded");
+	REQUIRE_LIB();
 	ctx = open_fake(0);
 	REQUIRE(ctx);
 	pd = V.ibv_alloc_pd(ctx);
@@ -1348,8 +1359,7 @@ static void test_ah(void)
 	uint8_t mac[6];
 	uint16_t vid = 0;
 
-	if (!lib_ready())
-		SKIP("library not loaded");
+	REQUIRE_LIB();
 	ctx = open_fake(0);
 	REQUIRE(ctx);
 	pd = V.ibv_alloc_pd(ctx);
@@ -1430,8 +1440,7 @@ static void test_async_and_private(void)
 	struct ibv_context *ctx;
 	struct ibv_async_event ev;
 
-	if (!lib_ready())
-		SKIP("library not loaded");
+	REQUIRE_LIB();
 	ctx = open_fake(0);
 	REQUIRE(ctx);
 	CHECK(!readable(ctx->async_fd));
@@ -1452,8 +1461,7 @@ static void test_async_and_private(void)
 
 static void test_strings(void)
 {
-	if (!lib_ready())
-		SKIP("library not loaded");
+	REQUIRE_LIB();
 	CHECK(!strcmp(V.ibv_wc_status_str(IBV_WC_SUCCESS), "success"));
 	CHECK(!strcmp(V.ibv_wc_status_str(IBV_WC_WR_FLUSH_ERR),
 		      "Work Request Flushed Error"));
