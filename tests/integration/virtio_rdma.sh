@@ -18,12 +18,7 @@ DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
 FE="$VRDMA_BUILD/tests/test_virtio_rdma_dev"
 DAEMON_TMO=300
 
-for f in "$DAEMON" "$FE"; do
-	if [ ! -x "$f" ]; then
-		skip all "$f not built"
-		t_done
-	fi
-done
+need setup "$DAEMON" "$FE" || t_done
 
 if d_start d \
 	--device "socket=$T_TMP/a.sock,model=virtio-rdma,mac=02:00:00:00:1a:01,ip=10.26.0.1/24,qps=4,cqs=2" \
@@ -101,7 +96,7 @@ if [ -x "$EVIL" ]; then
 		not_ok traffic_after_attacks "$(grep -v '^vrdma' <<<"$out" | head -20)"
 	fi
 else
-	skip evil "$EVIL not built"
+	not_ok evil "$EVIL not built (run make)"
 fi
 
 stats=$(d_stats d)
