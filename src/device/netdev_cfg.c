@@ -12,6 +12,7 @@
 
 #include "common/util.h"
 #include "device/netdev.h"
+#include "device/netdev_sec.h"
 #include "vhost/vhost_server.h"
 
 static int cfg_err(char *err, size_t errlen, const char *fmt, ...)
@@ -93,6 +94,7 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 	cfg->roce = true;
 	cfg->roce_ext = true;
 	cfg->max_srqs = NETDEV_DEFAULT_SRQS;
+	netdev_sec_cfg_defaults(cfg);
 	/* Locally administered default MAC: 02:56:52:00 + index. */
 	cfg->mac[0] = 0x02;
 	cfg->mac[1] = 0x56;
@@ -181,8 +183,14 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 			}
 			cfg->max_srqs = v;
 			srqs_given = true;
+		} else if ((v = (uint32_t)netdev_sec_cfg_key(cfg, tok, val, err, errlen)) != 1) {
+			if (v) {
+				rc = -EINVAL;
+				break;
+			}
 		} else {
-			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, mtu, qps, cqs, roce, ext, srqs)", tok);
+			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, mtu, qps, cqs, roce, ext, srqs, %s)",
+				     tok, NETDEV_SEC_KEYS);
 			break;
 		}
 	}

@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 
+#include "common/log.h"
 #include "device/netdev.h"
 #include "port/pkt.h"
 #include "port/port.h"
@@ -48,6 +49,8 @@ struct netdev {
 	struct roce_dev *roce;    /* RoCE extension state (netdev_roce.c) */
 	struct roce_tp *roce_tp;  /* its transport engine (src/roce/roce_tp.h) */
 	struct netdev_stats stats;
+	struct psec psec;         /* port security (netdev_sec.c) */
+	struct vlog_rl log_rl;    /* this device's share of the log */
 };
 
 /* The RoCE extension (netdev_roce.c). */

@@ -13,6 +13,12 @@
  * solicitations for its IPv6 GIDs, so two devices on the switch find each
  * other without a host stack. The frames also continue to the virtio-net
  * receive queue (a guest stack that answers too sends the same MAC).
+ *
+ * Learning rules (no poisoning, like Linux with arp_accept=0): addresses of
+ * the process's own devices are pinned (port_security.h, never resolved nor
+ * learned); a pending entry is completed only by an ARP reply or a neighbour
+ * advertisement; a live entry is only refreshed by frames that repeat its
+ * MAC, never moved by an unsolicited ARP/NA (counted neigh_ignored).
  */
 #include "roce/roce_tp.h"
 
@@ -20,6 +26,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "port/port_security.h"
 
 #define ETH_P_ARP     0x0806
 #define ARP_LEN       28
@@ -277,9 +284,17 @@ void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[1
 		       const uint8_t dgid[16])
 {
 	struct roce_tp *tp = n->tp;
-	struct roce_neigh_ent *e = neigh_find(n, dgid);
+	struct roce_neigh_ent *e;
 	uint64_t now = neigh_now(n);
+	uint8_t pinned[6];
 
+	if (psec_pinned_mac(dgid, pinned)) {
+		memcpy(p->data, pinned, 6);
+		tp->stats.neigh_pinned++;
+		neigh_xmit(tp, p);
+		return;
+	}
+	e = neigh_find(n, dgid);
 	if (e && e->state == NE_VALID && (!tp->loop || now < e->deadline)) {
 		memcpy(p->data, e->mac, 6);
 		e->used = now;
@@ -313,20 +328,30 @@ void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[1
 	}
 }
 
-/* ip is at mac: complete a pending or refresh a known entry (unsolicited
- * answers for addresses we never asked about are ignored). */
-static void neigh_learn(struct roce_neigh *n, const uint8_t *ip, const uint8_t *mac)
+/* ip is at mac: complete a pending entry (reply only) or refresh a live one
+ * with the same MAC. Unsolicited answers for addresses we never asked about,
+ * and any attempt to move a live or pinned entry, are ignored. */
+static void neigh_learn(struct roce_neigh *n, const uint8_t *ip, const uint8_t *mac, bool reply)
 {
 	struct roce_neigh_ent *e = neigh_find(n, ip);
+	uint8_t pinned[6];
+	uint64_t now = neigh_now(n);
 	struct pkt *p;
 
 	if (!e || (mac[0] & 1) || !(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))
 		return;
+	if (psec_pinned_mac(ip, pinned) ||
+	    (e->state == NE_INCOMPLETE && !reply) ||
+	    (e->state == NE_VALID && memcmp(e->mac, mac, 6) &&
+	     (!n->tp->loop || now < e->deadline))) {
+		n->tp->stats.neigh_ignored++;
+		return;
+	}
 	if (e->state == NE_INCOMPLETE)
 		n->tp->stats.neigh_resolved++;
 	memcpy(e->mac, mac, 6);
 	e->state = NE_VALID;
-	e->deadline = neigh_now(n) + ROCE_TP_NEIGH_TTL_NS;
+	e->deadline = now + ROCE_TP_NEIGH_TTL_NS;
 	while ((p = pkt_queue_pop(&e->q))) {
 		memcpy(p->data, mac, 6);
 		neigh_xmit(n->tp, p);
@@ -343,7 +368,7 @@ static void rx_arp(struct roce_neigh *n, const uint8_t *a)
 		return;
 	tp->stats.rx_arp++;
 	roce_gid_from_ipv4(gid, a + 14);
-	neigh_learn(n, gid, a + 8);
+	neigh_learn(n, gid, a + 8, get_be16(a + 6) == 2);
 	if (get_be16(a + 6) == 1 && ip4_is_ours(tp->rd, a + 24))
 		send_arp(tp, a + 8, 2, a + 24, a + 8, a + 14);
 }
@@ -375,7 +400,7 @@ static void rx_nd(struct roce_neigh *n, const struct pkt *p, uint32_t l3)
 		const uint8_t *dmac = lla ? lla : p->data + 6;
 
 		if (lla && memcmp(src, unspec, 16))
-			neigh_learn(n, src, lla);
+			neigh_learn(n, src, lla, false);
 		if (!gid_is_ours(tp->rd, target) || roce_gid_is_ipv4(target))
 			return;
 		if (!memcmp(src, unspec, 16)) {
@@ -388,7 +413,7 @@ static void rx_nd(struct roce_neigh *n, const struct pkt *p, uint32_t l3)
 			send_nd(tp, dmac, target, src, ND_NA, 0x60, target);
 		}
 	} else {
-		neigh_learn(n, m + 8, lla ? lla : p->data + 6);
+		neigh_learn(n, m + 8, lla ? lla : p->data + 6, true);
 	}
 }
 

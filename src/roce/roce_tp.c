@@ -1162,6 +1162,8 @@ void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 	DUMP(f, s, neigh_resolved);
 	DUMP(f, s, neigh_queued);
 	DUMP(f, s, neigh_dropped);
+	DUMP(f, s, neigh_pinned);
+	DUMP(f, s, neigh_ignored);
 	fprintf(f, "\n  roce ext wr");
 	if (s->wc_ext[0])
 		fprintf(f, " wc_mw_bind_err %" PRIu64, s->wc_ext[0]);

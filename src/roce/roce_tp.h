@@ -136,6 +136,8 @@ struct roce_tp_stats {
 	uint64_t neigh_resolved;
 	uint64_t neigh_queued;
 	uint64_t neigh_dropped;                /* frames dropped: queue full, failed */
+	uint64_t neigh_pinned;                 /* sent to a local device's pinned MAC */
+	uint64_t neigh_ignored;                /* ARP/ND not allowed to change an entry */
 	/* extensions (atomics, memory management, windows) */
 	uint64_t wc_ext[2];                    /* completions by status 16, 17+ */
 	uint64_t atomics_sent;                 /* atomic requests sent (first time) */
