@@ -729,6 +729,7 @@ struct netdev *netdev_new(struct loop *loop, struct sw *sw, const struct netdev_
 		goto fail_poller;
 	}
 	netdev_roce_attach_mem(nd);
+	netdev_sec_attach_server(nd);
 	return nd;
 
 fail_poller:

@@ -13,6 +13,8 @@
 
 #include "common/log.h"
 #include "device/netdev_priv.h"
+#include "roce/roce_tp.h"
+#include "vhost/vhost_mem.h"
 #include "vrdma/virtio_net_roce.h"
 
 void netdev_sec_cfg_defaults(struct netdev_cfg *cfg)
@@ -118,6 +120,13 @@ int netdev_sec_init(struct netdev *nd)
 	return 0;
 }
 
+void netdev_sec_attach_server(struct netdev *nd)
+{
+	vhost_server_mem(nd->vs)->max_mapped = nd->cfg.mem_max;
+	if (nd->roce_tp)
+		roce_tp_set_state_budget(nd->roce_tp, nd->cfg.state_mem_max);
+}
+
 void netdev_sec_fini(struct netdev *nd)
 {
 	psec_unregister(&nd->psec);
@@ -196,12 +205,16 @@ bool netdev_sec_ctrl_ok(struct netdev *nd, uint8_t cls, uint8_t cmd, const void 
 void netdev_sec_dump_stats(const struct netdev *nd, FILE *f)
 {
 	const struct psec_stats *s = &nd->psec.stats;
+	const struct vhost_mem *mem = vhost_server_mem(nd->vs);
 
 	fprintf(f, "  security tx_spoofed_mac %" PRIu64 " tx_spoofed_arp %" PRIu64
 		" tx_spoofed_ip %" PRIu64 " tx_spoofed_nd %" PRIu64 " tx_bad_vlan %" PRIu64
 		" gid_refused %" PRIu64 " mac_refused %" PRIu64 " rx_spoofed %" PRIu64
-		" logs_suppressed %llu\n",
+		" logs_suppressed %llu\n"
+		"  budget mem_mapped %" PRIu64 " mem_max %" PRIu64 " mem_refused %" PRIu64
+		" state_mem %" PRIu64 " state_mem_max %" PRIu64 "\n",
 		s->tx_spoofed_mac, s->tx_spoofed_arp, s->tx_spoofed_ip, s->tx_spoofed_nd,
 		s->tx_bad_vlan, s->gid_refused, s->mac_refused, nd->port.stats.rx_spoofed,
-		nd->log_rl.suppressed);
+		nd->log_rl.suppressed, vhost_mem_mapped(mem), mem->max_mapped, mem->mapped_refused,
+		nd->roce_tp ? nd->roce_tp->state_mem : 0, nd->cfg.state_mem_max);
 }

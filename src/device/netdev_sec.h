@@ -33,6 +33,8 @@ int netdev_sec_cfg_key(struct netdev_cfg *cfg, const char *key, const char *val,
  * 0 or -errno (message logged). */
 int netdev_sec_init(struct netdev *nd);
 void netdev_sec_fini(struct netdev *nd);
+/* Once the vhost server exists: apply the mem= and state-mem= budgets. */
+void netdev_sec_attach_server(struct netdev *nd);
 
 /* A frame the driver sends: true if it may enter the switch (else counted
  * and logged). */
