@@ -3,9 +3,9 @@
 # usage: scripts/deps.sh build|demo|test
 set -eu
 set -o pipefail
-build_pkgs="gcc make clang libclang-rt-14-dev zlib1g-dev libisal-dev libibverbs-dev libpcap-dev pkg-config"
+build_pkgs="gcc make clang libclang-rt-14-dev zlib1g-dev libisal-dev libibverbs-dev libpcap-dev libseccomp-dev pkg-config"
 demo_pkgs="$build_pkgs ibverbs-utils"
-test_pkgs="$demo_pkgs perftest python3-scapy tshark iproute2 qemu-system-x86 ipxe-qemu dpdk dpdk-dev procps"
+test_pkgs="$demo_pkgs perftest python3-scapy tshark iproute2 qemu-system-x86 ipxe-qemu dpdk dpdk-dev procps devscripts"
 
 case "${1:-build}" in
 build) want=$build_pkgs ;;

@@ -920,10 +920,10 @@ static int vs_add_mem_reg(struct vhost_server *s, struct vhost_user_msg *msg,
 			 (unsigned long long)reg->guest_phys_addr,
 			 (unsigned long long)reg->memory_size, strerror(-err),
 			 err == -ENOSPC ? " (memory slots or removed-region budget used up)"
-					: "");
+			 : err == -EDQUOT ? " (mapped memory budget mem= used up)" : "");
 		/* Out of slots is a limit the front-end may handle if it asked
 		 * for an ack; anything else is a bad request. */
-		return err == -ENOSPC ? vs_refuse(msg) : VH_BAD;
+		return err == -ENOSPC || err == -EDQUOT ? vs_refuse(msg) : VH_BAD;
 	}
 	return vs_mem_changed(s, false, true,
 			      vhost_mem_find(&s->mem, reg->guest_phys_addr)) ? VH_BAD : VH_OK;
@@ -1554,6 +1554,7 @@ static void vs_listen_cb(void *arg, uint32_t events)
 		loop_timer_arm(s->loop, &s->accept_timer, loop_now_ns() + VS_ACCEPT_RETRY_NS);
 		return;
 	}
+	vhost_peer_log(vs_name(s), fd);
 	if (vhost_server_attach_fd(s, fd) < 0)
 		LOG_PEER("%s: front-end connection dropped", vs_name(s));
 }

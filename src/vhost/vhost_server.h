@@ -191,4 +191,7 @@ int vhost_server_attach_fd(struct vhost_server *s, int fd);
 int vhost_server_handle_msg(struct vhost_server *s, struct vhost_user_msg *msg,
 			    int *fds, int nfds);
 
+/* Log the credentials of the peer of a connected socket (vhost_peer.c). */
+void vhost_peer_log(const char *name, int fd);
+
 #endif /* VRDMA_VHOST_SERVER_H */

@@ -154,7 +154,7 @@ pair_rounds() {
 
 # ---- the daemon ---------------------------------------------------------------
 
-"$DAEMON" -q --pidfile "$T_TMP/pid" \
+"$DAEMON" -q "${T_DAEMON_PRIV[@]}" --pidfile "$T_TMP/pid" \
 	--device "socket=$SOCK_A,mac=$MAC_A,qps=2,cqs=1" \
 	--device "socket=$SOCK_B,mac=$MAC_B" \
 	--device "socket=$SOCK_C,mac=$MAC_C" \

@@ -46,7 +46,7 @@ start_daemon() {
 	local name=$1
 	shift
 	rm -f "$T_TMP/$name.pid"
-	bg "$DAEMON" -q --pidfile "$T_TMP/$name.pid" 2>"$T_TMP/$name.log" \
+	bg "$DAEMON" -q "${T_DAEMON_PRIV[@]}" --pidfile "$T_TMP/$name.pid" 2>"$T_TMP/$name.log" \
 		--device "socket=$T_TMP/$name-a.sock,mac=$MAC_A,ip=10.9.0.1/24,allow-ip=2000::/3$1" \
 		--device "socket=$T_TMP/$name-b.sock,mac=$MAC_B,ip=10.9.0.2/24,allow-ip=2000::/3$1" \
 		--device "socket=$T_TMP/$name-c.sock,mac=$MAC_C,allow-ip=2000::/3$1"

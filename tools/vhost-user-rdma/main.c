@@ -21,6 +21,7 @@
 #include "device/netdev.h"
 #include "port/fault.h"
 #include "port/port.h"
+#include "privilege.h"
 
 #define MAX_DEVICES 256
 #define MAX_UPLINKS 16
@@ -35,6 +36,7 @@ struct options {
 	const char *fault;
 	const char *pidfile;
 	bool stats_on_exit;
+	struct priv_opts priv;
 };
 
 static void usage(FILE *f)
@@ -73,9 +75,38 @@ static void usage(FILE *f)
 "                         (P in percent)\n"
 "  --pidfile FILE         write the process id once all sockets listen\n"
 "  --stats                print counters on exit (SIGUSR1 prints them any time)\n"
+"  --user USER[:GROUP]    run as USER once sockets and uplinks are open\n"
+"  --socket-mode MODE     mode of the device sockets (octal, e.g. 0660)\n"
+"  --socket-group GROUP   group of the device sockets\n"
+"  --no-seccomp           no system-call filter (debugging)\n"
 "  -v, --verbose          more logging (repeat for debug)\n"
 "  -q, --quiet            errors only\n"
 "  -h, --help             this text\n");
+}
+
+/* --user, --socket-mode, --socket-group, --no-seccomp (privilege.h). */
+static int parse_priv_arg(struct options *o, int c, const char *arg)
+{
+	switch (c) {
+	case 'U':
+		if (priv_parse_user(&o->priv, arg) == 0)
+			return 0;
+		fprintf(stderr, "vhost-user-rdma: --user '%s': expected USER[:GROUP] of this system\n", arg);
+		return -1;
+	case 'M':
+		if (priv_parse_socket_mode(&o->priv, arg) == 0)
+			return 0;
+		fprintf(stderr, "vhost-user-rdma: --socket-mode '%s': expected an octal mode <= 0777\n", arg);
+		return -1;
+	case 'G':
+		if (priv_parse_socket_group(&o->priv, arg) == 0)
+			return 0;
+		fprintf(stderr, "vhost-user-rdma: --socket-group '%s': no such group\n", arg);
+		return -1;
+	default:
+		o->priv.no_seccomp = true;
+		return 0;
+	}
 }
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -91,6 +122,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "user", required_argument, NULL, 'U' },
+		{ "socket-mode", required_argument, NULL, 'M' },
+		{ "socket-group", required_argument, NULL, 'G' },
+		{ "no-seccomp", no_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -150,6 +185,13 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'h':
 			usage(stdout);
 			exit(0);
+		case 'U':
+		case 'M':
+		case 'G':
+		case 'S':
+			if (parse_priv_arg(o, c, optarg) < 0)
+				return -1;
+			break;
 		default:
 			usage(stderr);
 			return -1;
@@ -303,6 +345,8 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		d.ndevs++;
+		if (priv_socket_apply(&o.priv, cfg.socket) < 0)
+			goto out;
 	}
 	for (unsigned i = 0; i < o.nuplinks; i++) {
 		const char *u = o.uplinks[i];
@@ -330,6 +374,9 @@ int main(int argc, char **argv)
 		}
 		wrote_pidfile = true;
 	}
+	/* Everything that needs privilege is open: drop it for good. */
+	if (priv_drop(&o.priv) < 0 || (!o.priv.no_seccomp && sec_filter_install() < 0))
+		goto out;
 	LOG_INFO("serving %u device(s), %u uplink(s), poll %u us", d.ndevs, d.nuplinks, o.poll_us);
 	rc = loop_run(d.loop) < 0 ? 1 : 0;
 	if (o.stats_on_exit)
