@@ -210,11 +210,12 @@ void netdev_sec_dump_stats(const struct netdev *nd, FILE *f)
 	fprintf(f, "  security tx_spoofed_mac %" PRIu64 " tx_spoofed_arp %" PRIu64
 		" tx_spoofed_ip %" PRIu64 " tx_spoofed_nd %" PRIu64 " tx_bad_vlan %" PRIu64
 		" gid_refused %" PRIu64 " mac_refused %" PRIu64 " rx_spoofed %" PRIu64
+		" learn_limited %" PRIu64
 		" logs_suppressed %llu\n"
 		"  budget mem_mapped %" PRIu64 " mem_max %" PRIu64 " mem_refused %" PRIu64
 		" state_mem %" PRIu64 " state_mem_max %" PRIu64 "\n",
 		s->tx_spoofed_mac, s->tx_spoofed_arp, s->tx_spoofed_ip, s->tx_spoofed_nd,
 		s->tx_bad_vlan, s->gid_refused, s->mac_refused, nd->port.stats.rx_spoofed,
-		nd->log_rl.suppressed, vhost_mem_mapped(mem), mem->max_mapped, mem->mapped_refused,
+		nd->port.stats.learn_limited, nd->log_rl.suppressed, vhost_mem_mapped(mem), mem->max_mapped, mem->mapped_refused,
 		nd->roce_tp ? nd->roce_tp->state_mem : 0, nd->cfg.state_mem_max);
 }

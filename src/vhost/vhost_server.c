@@ -1098,6 +1098,8 @@ static int vs_set_vring_fd(struct vhost_server *s, struct vhost_user_msg *msg,
 		if (nfds != 1)
 			return vs_bad(s, msg, "fd missing");
 		err = vs_prepare_eventfd(fds[0]);
+		if (!err && req == VHOST_USER_SET_VRING_KICK)
+			err = vhost_kick_fd_check(fds[0]);
 		if (err) {
 			LOG_PEER("%s: %s ring %u: fd is not a usable eventfd (%s)",
 				 vs_name(s), vhost_msg_name(req), idx, strerror(-err));

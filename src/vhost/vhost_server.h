@@ -191,7 +191,10 @@ int vhost_server_attach_fd(struct vhost_server *s, int fd);
 int vhost_server_handle_msg(struct vhost_server *s, struct vhost_user_msg *msg,
 			    int *fds, int nfds);
 
-/* Log the credentials of the peer of a connected socket (vhost_peer.c). */
+/* Log the credentials of the peer of a connected socket (vhost_sec.c). */
 void vhost_peer_log(const char *name, int fd);
+/* A kick fd (non-blocking eventfd) that is drained by one read: 0, or
+ * -EINVAL for a semaphore-mode eventfd (vhost_sec.c). */
+int vhost_kick_fd_check(int fd);
 
 #endif /* VRDMA_VHOST_SERVER_H */
