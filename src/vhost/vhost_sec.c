@@ -7,6 +7,7 @@
 #include "vhost/vhost_server.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -46,4 +47,33 @@ int vhost_kick_fd_check(int fd)
 			return -EINVAL;
 	}
 	return 0;
+}
+
+static unsigned vs_fd_budget, vs_fd_held; /* atomics: devices may run on several loops */
+
+void vhost_fd_budget_set(unsigned max)
+{
+	__atomic_store_n(&vs_fd_budget, max, __ATOMIC_RELAXED);
+}
+
+bool vhost_fd_budget_used_up(void)
+{
+	unsigned max = __atomic_load_n(&vs_fd_budget, __ATOMIC_RELAXED);
+
+	return max && __atomic_load_n(&vs_fd_held, __ATOMIC_RELAXED) >= max;
+}
+
+void vhost_fd_budget_take(void)
+{
+	__atomic_add_fetch(&vs_fd_held, 1, __ATOMIC_RELAXED);
+}
+
+void vhost_fd_budget_put(void)
+{
+	__atomic_sub_fetch(&vs_fd_held, 1, __ATOMIC_RELAXED);
+}
+
+unsigned vhost_fd_budget_held(void)
+{
+	return __atomic_load_n(&vs_fd_held, __ATOMIC_RELAXED);
 }

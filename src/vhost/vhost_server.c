@@ -252,10 +252,13 @@ static void vs_ring_fd_set(struct vhost_server *s, int *place, int fd)
 	if (*place >= 0) {
 		close(*place);
 		s->nfds--;
+		vhost_fd_budget_put();
 	}
 	*place = fd;
-	if (fd >= 0)
+	if (fd >= 0) {
 		s->nfds++;
+		vhost_fd_budget_take();
+	}
 }
 
 /* ---- ring lists ---- */
@@ -1105,7 +1108,7 @@ static int vs_set_vring_fd(struct vhost_server *s, struct vhost_user_msg *msg,
 				 vs_name(s), vhost_msg_name(req), idx, strerror(-err));
 			return VH_BAD;
 		}
-		if (*place < 0 && s->nfds >= s->max_fds) {
+		if (*place < 0 && (s->nfds >= s->max_fds || vhost_fd_budget_used_up())) {
 			s->stats.fds_refused++;
 			LOG_PEER("%s: %s ring %u: %u fds held, the limit%s", vs_name(s),
 				 vhost_msg_name(req), idx, s->nfds,

@@ -18,9 +18,11 @@
 
 #include "common/log.h"
 #include "common/loop.h"
+#include "common/util.h"
 #include "device/netdev.h"
 #include "port/fault.h"
 #include "port/port.h"
+#include "vhost/vhost_server.h"
 #include "privilege.h"
 
 #define MAX_DEVICES 256
@@ -270,6 +272,11 @@ static void raise_fd_limit(void)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	/* Ring eventfds of all sessions together leave room for the sockets,
+	 * connections, uplinks and the loop's own fds. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur > 2048)
+		vhost_fd_budget_set((unsigned)MIN(rl.rlim_cur - 1024, (rlim_t)UINT32_MAX));
 }
 
 int main(int argc, char **argv)
