@@ -37,10 +37,10 @@ static const char *const sec_allowed[] = {
 	"getuid", "geteuid", "getgid", "getegid",
 #ifdef VRDMA_SANITIZE
 	/* ASan/UBSan/LSan reports and the leak check at exit */
-	"clone", "clone3", "ptrace", "wait4", "waitid", "prctl", "getdents64",
+	"clone", "clone3", "ptrace", "wait4", "waitid", "prctl", "getdents", "getdents64",
 	"sched_getaffinity", "getrlimit", "prlimit64", "setrlimit", "kill", "getppid",
-	"mincore", "uname", "access", "faccessat", "open", "dup", "dup2", "dup3",
-	"pipe", "pipe2", "execve",
+	"mincore", "uname", "access", "faccessat", "open", "openat", "dup", "dup2", "dup3",
+	"pipe", "pipe2", "execve", "process_vm_readv", "tkill",
 #endif
 };
 
