@@ -38,6 +38,9 @@
 /* Largest ack data any command returns (QUERY_DEVICE is 128 bytes). */
 #define NETDEV_CTRL_MAX_ACK 4096
 #define NETDEV_CTRL_BATCH 16     /* commands per call: one driver cannot starve others */
+/* Command data copied per call (past the first command): 16 commands of
+ * 8 MiB would hold the loop for every other device. */
+#define NETDEV_CTRL_PASS_BYTES (1u << 20)
 
 static uint64_t netdev_offered_features(const struct netdev_cfg *cfg)
 {
@@ -384,10 +387,11 @@ static bool netdev_process_ctrl(struct netdev *nd)
 	struct vhost_vring *r = nd->ctrlr;
 	struct vq_elem *e = &nd->elem;
 	unsigned n = 0;
+	size_t copied = 0;
 
 	if (!r || r->vq.broken)
 		return false;
-	while (n < NETDEV_CTRL_BATCH) {
+	while (n < NETDEV_CTRL_BATCH && copied < NETDEV_CTRL_PASS_BYTES) {
 		int rc = vq_dev_pop(&r->vq, e);
 		uint8_t hdr[2], ack = VIRTIO_NET_ERR;
 		uint8_t *data = NULL, *out = NULL;
@@ -420,6 +424,7 @@ static bool netdev_process_ctrl(struct netdev *nd)
 		if (!data || !out)
 			goto reply;
 		vq_elem_read(e, 2, data, data_len);
+		copied += data_len;
 		switch (hdr[0]) {
 		case VIRTIO_NET_CTRL_RX:
 			ack = netdev_ctrl_rx(nd, hdr[1], data, data_len);
