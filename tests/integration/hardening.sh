@@ -103,17 +103,20 @@ if start noseccomp --no-seccomp; then
 fi
 
 # refused values
-for bad in "--user no-such-user-$$" "--socket-mode 0999" "--socket-mode rw" \
-	   "--socket-group no-such-group-$$"; do
-	# shellcheck disable=SC2086
-	"$DAEMON" $bad --device "socket=$T_TMP/bad.sock" >/dev/null 2>"$T_TMP/bad.err"
+while read -r name opt val; do
+	"$DAEMON" "$opt" "$val" --device "socket=$T_TMP/bad.sock" >/dev/null 2>"$T_TMP/bad.err"
 	rc=$?
-	name="refused.$(echo "$bad" | cut -d' ' -f1 | tr -d '-')"
 	if [ $rc -eq 2 ] && [ -s "$T_TMP/bad.err" ]; then
-		ok "$name.$(echo "$bad" | cut -d' ' -f2 | tr -c 'a-z0-9\n' '_')"
+		ok "refused.$name"
 	else
-		not_ok "$name" "exit $rc for $bad"
+		not_ok "refused.$name" "exit $rc for $opt $val"
 	fi
-done
+done <<EOF
+unknown_user --user no-such-user-$$
+unknown_group --user nobody:no-such-group-$$
+mode_not_octal --socket-mode 0999
+mode_word --socket-mode rw
+unknown_socket_group --socket-group no-such-group-$$
+EOF
 
 t_done
