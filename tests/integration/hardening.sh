@@ -119,4 +119,23 @@ mode_word --socket-mode rw
 unknown_socket_group --socket-group no-such-group-$$
 EOF
 
+# refused device options of this model: a clear error naming the key
+while read -r name spec key; do
+	"$DAEMON" --device "socket=$T_TMP/bad.sock,$spec" >/dev/null 2>"$T_TMP/bad.err"
+	rc=$?
+	if [ $rc -ne 0 ] && grep -q "$key" "$T_TMP/bad.err"; then
+		ok "refused.$name"
+	else
+		not_ok "refused.$name" "exit $rc for $spec: $(cat "$T_TMP/bad.err")"
+	fi
+done <<EOF
+mem_too_small mem=4K mem
+mem_suffix mem=3X mem
+state_mem_negative state-mem=-1 state-mem
+allow_ip_bad allow-ip=10.0.0.0/40 allow-ip
+allow_ip_word allow-ip=example allow-ip
+mac_change_value mac-change=yes mac-change
+port_security_value port-security=maybe port-security
+EOF
+
 t_done
