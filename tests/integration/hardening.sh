@@ -7,7 +7,9 @@
 #   user's uid/gid, no capability, no_new_privs, and its seccomp filter
 #   (mode 2) unless --no-seccomp;
 # - every connection is logged with the peer's credentials (SO_PEERCRED);
-# - bad values of these options are refused with exit status 2.
+# - bad values of these options are refused with exit status 2, bad values
+#   of the tenant-isolation device options (mem=, state-mem=, allow-ip=,
+#   mac-change=, port-security=) with an error naming the key.
 . "$(dirname "$0")/../lib.sh"
 
 DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
