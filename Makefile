@@ -7,7 +7,10 @@
 #                   devices and run a program through them
 #   make asan       the ASan+UBSan build in build/asan
 #   make fuzz       libFuzzer targets in build/fuzz
+#   make fuzz-soak  every fuzz target FUZZ_SECONDS (600) each, corpora merged back
 #   make clean
+#   make install    PREFIX=/usr/local DESTDIR= (see "Install" below); make uninstall
+#   make deps       install the packages the build needs (scripts/deps.sh build)
 #
 # Sources are found by directory, so adding a file needs no edit here:
 #   src/{common,vhost,virtio,port,roce,device,driver}/*.c -> build/lib/libvrdma-core.a
@@ -17,6 +20,7 @@
 #   tests/unit/test_*.c (+ tests/common/*.c)              -> build/tests/test_*
 #   tests/verbs/NAME.c (against Debian's libibverbs)      -> build/tests/verbs/NAME
 #   src/shmalloc/*.c                                      -> build/lib/libvrdma-shmalloc.so
+#   src/devfiles/*.c                                      -> build/lib/libvrdma-devfiles.so
 #   fuzz/fuzz_*.c (clang, libFuzzer)                      -> build/fuzz/fuzz_*
 
 BUILD    ?= build
@@ -48,7 +52,7 @@ ifeq ($(V),1)
 Q :=
 endif
 
-CORE_DIRS   := src/common src/vhost src/virtio src/port src/roce src/device src/driver
+CORE_DIRS   := src/common src/vhost src/virtio src/port src/roce src/device src/driver src/cm src/mgmt
 DRIVER_DIRS := src/common src/vhost src/virtio src/driver
 CORE_SRCS   := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c))
 DRIVER_SRCS := $(foreach d,$(DRIVER_DIRS),$(wildcard $(d)/*.c))
@@ -57,6 +61,7 @@ TOOLS       := $(notdir $(wildcard tools/*))
 TEST_SRCS   := $(wildcard tests/unit/test_*.c)
 VTEST_SRCS  := $(wildcard tests/verbs/*.c)
 SHMALLOC_SRCS := $(wildcard src/shmalloc/*.c)
+DEVFILES_SRCS := $(wildcard src/devfiles/*.c)
 TESTCOMMON_SRCS := $(wildcard tests/common/*.c)
 FUZZ_SRCS   := $(wildcard fuzz/fuzz_*.c)
 
@@ -69,6 +74,7 @@ TOOL_BINS   := $(addprefix $(BUILD)/bin/,$(TOOLS))
 TEST_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 VTEST_BINS  := $(patsubst tests/verbs/%.c,$(BUILD)/tests/verbs/%,$(VTEST_SRCS))
 SHMALLOC_SO := $(BUILD)/lib/libvrdma-shmalloc.so
+DEVFILES_SO := $(BUILD)/lib/libvrdma-devfiles.so
 
 ALL_TARGETS := $(CORE_LIB) $(DRIVER_SO) $(TOOL_BINS) $(TEST_BINS) $(VTEST_BINS)
 ifneq ($(SHMALLOC_SRCS),)
@@ -77,15 +83,37 @@ endif
 ifneq ($(VERBS_SRCS),)
 ALL_TARGETS += $(VERBS_SO)
 endif
+ifneq ($(DEVFILES_SRCS),)
+ALL_TARGETS += $(DEVFILES_SO)
+endif
 
-.PHONY: all build asan fuzz test demo clean deps-build deps-test deps-demo
+.PHONY: all build asan fuzz fuzz-soak test demo clean deps deps-build deps-test deps-demo \
+	depcheck install uninstall
 # Keep object files that pattern rules produce (else make deletes them as
 # intermediates and rebuilds every tool each time).
 .SECONDARY:
-all: $(ALL_TARGETS)
+all: depcheck $(ALL_TARGETS)
+
+# ---- missing build dependencies: say which and how to get them ----------------
+# One probe per package of scripts/deps.sh's build set, before any compiler
+# error about a missing header.
+DEP_PROBES := zlib.h:zlib1g-dev isa-l.h:libisal-dev pcap/pcap.h:libpcap-dev \
+	infiniband/verbs.h:libibverbs-dev
+depcheck:
+	@missing=""; \
+	command -v $(CC) >/dev/null 2>&1 || missing="$$missing gcc"; \
+	for p in $(DEP_PROBES); do \
+		h=$${p%%:*}; pkg=$${p#*:}; \
+		echo "#include <$$h>" | $(CC) -E -x c - >/dev/null 2>&1 || missing="$$missing $$pkg"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "vrdma: missing build dependencies:$$missing" >&2; \
+		echo "vrdma: run: make deps   (or: sudo scripts/deps.sh build)" >&2; \
+		exit 1; \
+	fi
 build: all
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c | depcheck
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
@@ -95,11 +123,13 @@ $(CORE_LIB): $(call obj,$(CORE_SRCS))
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(DRIVER_SO): $(call obj,$(DRIVER_SRCS)) src/driver/libvrdma.map
+$(DRIVER_SO): $(call obj,$(DRIVER_SRCS)) src/driver/libvrdma.map Makefile
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) -shared -Wl,-soname,libvrdma.so -Wl,--version-script=src/driver/libvrdma.map \
+	$(Q)$(CC) -shared -Wl,-soname,libvrdma.so.$(VRDMA_SOMAJOR) \
+		-Wl,--version-script=src/driver/libvrdma.map \
 		-Wl,-z,defs $(LDFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
+	$(Q)ln -sf libvrdma.so $@.$(VRDMA_SOMAJOR)
 
 $(VERBS_SO): $(call obj,$(VERBS_SRCS) $(DRIVER_SRCS)) src/verbs/libibverbs.map
 	@mkdir -p $(dir $@)
@@ -131,6 +161,12 @@ $(SHMALLOC_SO): $(call obj,$(SHMALLOC_SRCS))
 	@echo "  LD      $@"
 	$(Q)$(CC) -shared -Wl,-soname,libvrdma-shmalloc.so -Wl,-z,defs $(LDFLAGS) $^ -o $@ -ldl -pthread
 
+# The device files of vrdma devices preloaded by vrdma-run (src/devfiles).
+$(DEVFILES_SO): $(call obj,$(DEVFILES_SRCS))
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -Wl,-soname,libvrdma-devfiles.so -Wl,-z,defs $(LDFLAGS) $^ -o $@ -ldl
+
 asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build/asan SANITIZE=1 all
 
@@ -153,7 +189,12 @@ $(FUZZ_BUILD)/%: $(FUZZ_BUILD)/obj/fuzz/%.o $(FUZZ_LIB_OBJS)
 
 fuzz: $(FUZZ_TARGETS)
 
-deps-build:
+# Every fuzz target for FUZZ_SECONDS (600) each, corpora merged back
+# (scripts/fuzz_soak.sh; not part of make test).
+fuzz-soak: fuzz
+	$(Q)scripts/fuzz_soak.sh
+
+deps deps-build:
 	$(Q)scripts/deps.sh build
 deps-test:
 	$(Q)scripts/deps.sh test
@@ -172,5 +213,69 @@ demo: deps-demo
 
 clean:
 	rm -rf build
+
+# ---- Install (make install PREFIX=/usr DESTDIR=/tmp/stage) ---------------------
+# The daemon goes to sbin, the tools to bin, libvrdma (soname libvrdma.so.1)
+# with its headers and vrdma.pc to the usual places. The drop-in
+# libibverbs.so.1 (and librdmacm.so.1 when built), the allocator and the
+# device files library go to a private PKGLIBDIR, never on the loader's
+# path: vrdma-run finds them in ../lib/vrdma next to itself.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+SBINDIR    ?= $(PREFIX)/sbin
+LIBDIR     ?= $(PREFIX)/lib
+PKGLIBDIR  := $(LIBDIR)/vrdma
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(LIBDIR)/systemd/system
+VRDMA_VERSION := 1.0.0
+VRDMA_SOMAJOR := 1
+INSTALL_SBIN  := vhost-user-rdma
+INSTALL_BIN   := vrdma-run vrdmactl vrdma-netcat vrdma-rdmatest
+DROPIN_LIBS   := libibverbs.so.1 librdmacm.so.1
+PRELOAD_LIBS  := libvrdma-shmalloc.so libvrdma-devfiles.so
+MAN_PAGES     := $(wildcard man/*.[1-8])
+
+# NO_BUILD=1 installs what $(BUILD) holds without building (tests).
+install: $(if $(NO_BUILD),,all)
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(INCLUDEDIR)/vrdma $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/vrdma
+	install -m 755 $(addprefix $(BUILD)/bin/,$(INSTALL_SBIN)) $(DESTDIR)$(SBINDIR)/
+	install -m 755 $(addprefix $(BUILD)/bin/,$(INSTALL_BIN)) $(DESTDIR)$(BINDIR)/
+	install -m 755 $(DRIVER_SO) $(DESTDIR)$(LIBDIR)/libvrdma.so.$(VRDMA_VERSION)
+	ln -sf libvrdma.so.$(VRDMA_VERSION) $(DESTDIR)$(LIBDIR)/libvrdma.so.$(VRDMA_SOMAJOR)
+	ln -sf libvrdma.so.$(VRDMA_SOMAJOR) $(DESTDIR)$(LIBDIR)/libvrdma.so
+	install -m 644 include/vrdma/*.h $(DESTDIR)$(INCLUDEDIR)/vrdma/
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|$(VRDMA_VERSION)|' dist/vrdma.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/vrdma.pc
+	for l in $(DROPIN_LIBS) $(PRELOAD_LIBS); do \
+		[ ! -e $(BUILD)/lib/$$l ] || install -m 755 $(BUILD)/lib/$$l $(DESTDIR)$(PKGLIBDIR)/ || exit 1; \
+	done
+	for m in $(MAN_PAGES); do \
+		s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s && \
+		install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/ || exit 1; \
+	done
+	sed -e 's|@SBINDIR@|$(SBINDIR)|; s|@SYSCONFDIR@|$(SYSCONFDIR)|' \
+		dist/vhost-user-rdma.service.in >$(DESTDIR)$(UNITDIR)/vhost-user-rdma.service
+	[ -e $(DESTDIR)$(SYSCONFDIR)/vrdma/vrdma.conf ] || \
+		install -m 644 dist/vrdma.conf $(DESTDIR)$(SYSCONFDIR)/vrdma/vrdma.conf
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(SBINDIR)/,$(INSTALL_SBIN)) \
+		$(addprefix $(DESTDIR)$(BINDIR)/,$(INSTALL_BIN)) \
+		$(DESTDIR)$(LIBDIR)/libvrdma.so.$(VRDMA_VERSION) \
+		$(DESTDIR)$(LIBDIR)/libvrdma.so.$(VRDMA_SOMAJOR) $(DESTDIR)$(LIBDIR)/libvrdma.so \
+		$(DESTDIR)$(LIBDIR)/pkgconfig/vrdma.pc \
+		$(addprefix $(DESTDIR)$(PKGLIBDIR)/,$(DROPIN_LIBS) $(PRELOAD_LIBS)) \
+		$(addprefix $(DESTDIR)$(INCLUDEDIR)/vrdma/,$(notdir $(wildcard include/vrdma/*.h))) \
+		$(DESTDIR)$(UNITDIR)/vhost-user-rdma.service
+	for m in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}; done
+	# The config file stays if it was edited.
+	! cmp -s dist/vrdma.conf $(DESTDIR)$(SYSCONFDIR)/vrdma/vrdma.conf || \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/vrdma/vrdma.conf
+	-rmdir $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(INCLUDEDIR)/vrdma $(DESTDIR)$(SYSCONFDIR)/vrdma \
+		2>/dev/null
 
 -include $(shell find $(BUILD)/obj $(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)

@@ -23,7 +23,9 @@
  *   then records: [op][a][b][len lo][len hi] + data (len bytes, clipped to
  *   what is left):
  *     op % 8 = 0..3  frame from port a % 3 (data at headroom b, len as given,
- *                    even beyond the buffer: the switch must refuse it)
+ *                    even beyond the buffer: the switch must refuse it);
+ *                    op bit 6: through sw_input_try (a port is busy at 8
+ *                    queued frames, and calls sw_port_ready when it pops)
  *     op % 8 = 4     port a % 3 sends back the oldest frame it received
  *     op % 8 = 5     port a % 3 detaches (and re-attaches if b is odd)
  *     op % 8 = 6     new fault configuration from a, b and the data bytes
@@ -75,7 +77,23 @@ static void mock_xmit(struct port *port, struct pkt *p)
 	pkt_queue_push(&m->q, p);
 }
 
-static const struct port_ops mock_ops = { .xmit = mock_xmit };
+/* Flow control: a port is busy at MOCK_BUSY queued frames. */
+#define MOCK_BUSY 8
+
+static bool mock_busy(const struct port *port)
+{
+	const struct mock *m = port->priv;
+
+	return m->q.len >= MOCK_BUSY;
+}
+
+static void mock_ready(struct port *port)
+{
+	(void)port;
+}
+
+static const struct port_ops mock_ops = { .xmit = mock_xmit, .busy = mock_busy,
+					  .ready = mock_ready };
 
 static uint32_t prob(uint8_t b)
 {
@@ -111,7 +129,7 @@ static void apply_cfg(struct sw *s, struct mock *m, const uint8_t p[4], uint64_t
 }
 
 static void input_frame(struct sw *s, struct mock *m, uint8_t b, uint32_t len,
-			const uint8_t *data, size_t avail)
+			const uint8_t *data, size_t avail, bool try)
 {
 	struct pkt *p = pkt_alloc();
 	size_t off = b % (PKT_HEADROOM + 1), room;
@@ -124,6 +142,14 @@ static void input_frame(struct sw *s, struct mock *m, uint8_t b, uint32_t len,
 	/* Fill what fits in the buffer: input bytes, then a pattern. */
 	for (size_t i = 0; i < room && i < len; i++)
 		p->data[i] = i < avail ? data[i] : (uint8_t)(i * 31 + len);
+	if (try) {
+		/* Refused: the frame is still ours. */
+		if (sw_input_try(s, &m->port, p) < 0)
+			pkt_free(p);
+		else
+			sent_in++;
+		return;
+	}
 	sent_in++;
 	sw_input(s, &m->port, p);
 }
@@ -184,7 +210,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (!(op & 0x80))
 				len %= PKT_MAX_FRAME + 64;
 			if (pm->attached)
-				input_frame(s, pm, b, len, data, take);
+				input_frame(s, pm, b, len, data, take, op & 0x40);
 			break;
 		case 4: {
 			struct pkt *p = pkt_queue_pop(&pm->q);
@@ -195,6 +221,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			} else {
 				pkt_free(p);
 			}
+			/* Room again: wake who this port refused. */
+			if (pm->attached && pm->q.len < MOCK_BUSY / 2)
+				sw_port_ready(s, &pm->port);
 			break;
 		}
 		case 5:

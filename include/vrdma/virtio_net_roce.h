@@ -295,7 +295,9 @@ struct virtio_rdma_ack_query_port {
 	 * network byte order, all zeros when the device has none. A driver
 	 * has no other way to read the device's GID table [spec.md]. */
 	uint8_t gid1_ipv4[4];
-	le32 reserved[4];
+	/* vrdma: the device's configured IPv6 address, preset as GID 2, all
+	 * zeros when it has none [spec.md]. */
+	uint8_t gid2_ipv6[16];
 };
 
 /* CREATE_CQ */
@@ -395,8 +397,17 @@ struct virtio_rdma_global_route {
 struct virtio_rdma_ah_attr {
 	struct virtio_rdma_global_route grh;
 	uint8_t dmac[6];
-	uint8_t reserved[10];
+	/* vrdma [spec.md "RoCE on the network"]: seed drivers leave these 0. */
+	uint8_t sl;                /* service level 0..15: the 802.1Q PCP (sl & 7)
+				    * when non-zero, else DSCP >> 3 */
+	uint8_t flags;             /* VIRTIO_RDMA_AH_F_*; device answers only */
+	le16 vlan_id;              /* with VIRTIO_RDMA_AH_F_VLAN (answers only) */
+	uint8_t reserved[6];
 };
+
+/* virtio_rdma_ah_attr.flags, set by the device in QUERY_QP answers (ignored
+ * in commands): the path's frames carry an 802.1Q tag with vlan_id. */
+#define VIRTIO_RDMA_AH_F_VLAN 0x01
 
 struct virtio_rdma_cmd_modify_qp {
 	le32 qpn;
@@ -587,6 +598,7 @@ VRDMA_ABI_OFF(virtio_rdma_ack_query_device, local_ca_ack_delay, 68);
 VRDMA_ABI_OFF(virtio_rdma_ack_query_device, reserved, 72);
 VRDMA_ABI_SIZE(virtio_rdma_ack_query_port, 32);
 VRDMA_ABI_OFF(virtio_rdma_ack_query_port, gid1_ipv4, 12);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_port, gid2_ipv6, 16);
 VRDMA_ABI_SIZE(virtio_rdma_cmd_create_cq, 4);
 VRDMA_ABI_SIZE(virtio_rdma_ack_create_cq, 4);
 VRDMA_ABI_SIZE(virtio_rdma_cmd_destroy_cq, 4);
@@ -613,6 +625,10 @@ VRDMA_ABI_OFF(virtio_rdma_global_route, flow_label, 16);
 VRDMA_ABI_OFF(virtio_rdma_global_route, sgid_index, 20);
 VRDMA_ABI_SIZE(virtio_rdma_ah_attr, 40);
 VRDMA_ABI_OFF(virtio_rdma_ah_attr, dmac, 24);
+VRDMA_ABI_OFF(virtio_rdma_ah_attr, sl, 30);
+VRDMA_ABI_OFF(virtio_rdma_ah_attr, flags, 31);
+VRDMA_ABI_OFF(virtio_rdma_ah_attr, vlan_id, 32);
+VRDMA_ABI_OFF(virtio_rdma_ah_attr, reserved, 34);
 VRDMA_ABI_SIZE(virtio_rdma_cmd_modify_qp, 128);
 VRDMA_ABI_OFF(virtio_rdma_cmd_modify_qp, qp_state, 8);
 VRDMA_ABI_OFF(virtio_rdma_cmd_modify_qp, rnr_retry, 16);
@@ -895,6 +911,10 @@ enum virtio_ib_atomic_cap {
 
 /* wc_flags: imm_data holds the invalidated rkey (le32). */
 #define VIRTIO_IB_WC_WITH_INV (1 << 2)
+/* wc_flags, UD receives with VIRTIO_IB_WC_GRH: the datagram came over IPv4
+ * (the GRH area holds 20 zero bytes and the IPv4 header); without it, an
+ * IPv6 header. */
+#define VIRTIO_IB_WC_GRH_IPV4 (1 << 3)
 
 /* The low 8 bits of the key of an ALLOC_MR MR or of a memory window belong
  * to the driver (chosen at each REG_MR / BIND_MW, like ibv_inc_rkey); the
@@ -988,7 +1008,7 @@ struct virtio_rdma_ack_query_port_ext {
 	le16 pkey_tbl_len;        /* 1 */
 	le16 padding;
 	uint8_t gid1_ipv4[4];     /* as in virtio_rdma_ack_query_port */
-	le32 reserved[4];
+	uint8_t gid2_ipv6[16];    /* as in virtio_rdma_ack_query_port */
 };
 
 /* CREATE_QP with VIRTIO_NET_F_ROCE_EXT: the seed's reserved[0..1] become
@@ -1249,7 +1269,7 @@ VRDMA_ABI_OFF(virtio_rdma_ack_query_device_ext, reserved, 92);
 VRDMA_ABI_SIZE(virtio_rdma_ack_query_port_ext, 32);
 VRDMA_ABI_OFF(virtio_rdma_ack_query_port_ext, pkey_tbl_len, 8);
 VRDMA_ABI_OFF(virtio_rdma_ack_query_port_ext, gid1_ipv4, 12);
-VRDMA_ABI_OFF(virtio_rdma_ack_query_port_ext, reserved, 16);
+VRDMA_ABI_OFF(virtio_rdma_ack_query_port_ext, gid2_ipv6, 16);
 VRDMA_ABI_SIZE(virtio_rdma_cmd_create_qp_ext, 56);
 VRDMA_ABI_OFF(virtio_rdma_cmd_create_qp_ext, cap, 16);
 VRDMA_ABI_OFF(virtio_rdma_cmd_create_qp_ext, ext_flags, 40);

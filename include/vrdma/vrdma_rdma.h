@@ -433,6 +433,7 @@ struct vrdma_global_route {
 struct vrdma_ah_attr {
 	struct vrdma_global_route grh;
 	uint8_t dmac[6];
+	uint8_t sl;               /* service level 0..15 (802.1Q PCP with a VLAN) */
 };
 
 /* MODIFY_QP / QUERY_QP attributes; which count is said by a VIRTIO_IB_QP_*

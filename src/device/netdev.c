@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The virtio-net device: vhost-user callbacks, the Ethernet rx/tx queues, the
- * control queue, and the switch port. RDMA queues and control class 6 are
- * handed to the RoCE device.
+ * One context of the virtio-net device (one vhost-user connection):
+ * vhost-user callbacks, the Ethernet rx/tx queues, the control queue. RDMA
+ * queues and control class 6 are handed to the context's RoCE device. The
+ * switch port and the socket belong to the device (netdev_port.c).
  *
  * Data path, transmit: driver kicks (or we poll) -> netdev_process_tx pops a
  * chain, strips the virtio_net_hdr, copies the frame into a pkt and gives it
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/loop.h"
@@ -216,7 +218,7 @@ static bool netdev_process_tx(struct netdev *nd)
 		}
 		nd->stats.tx_frames++;
 		nd->stats.tx_bytes += len;
-		sw_input(nd->sw, &nd->port, p);
+		sw_input(nd->sw, nd->port, p);
 	}
 	if (n) {
 		vq_dev_flush(&r->vq);
@@ -473,9 +475,9 @@ static bool netdev_accepts(const struct netdev *nd, const uint8_t *dmac)
 	return memcmp(dmac, nd->mac, 6) == 0;
 }
 
-static void netdev_port_xmit(struct port *port, struct pkt *p)
+void netdev_ctx_input(struct netdev *nd, struct pkt *p)
 {
-	struct netdev *nd = port->priv;
+	struct port *port = nd->port;
 
 	if (netdev_roce_input(nd, p))
 		return;
@@ -493,15 +495,10 @@ static void netdev_port_xmit(struct port *port, struct pkt *p)
 	pkt_queue_push(&nd->rxq, p);
 }
 
-static void netdev_port_destroy(struct port *port)
+bool netdev_ctx_has_rx(const struct netdev *nd)
 {
-	(void)port;
+	return nd->rxr != NULL;
 }
-
-static const struct port_ops netdev_port_ops = {
-	.xmit = netdev_port_xmit,
-	.destroy = netdev_port_destroy,
-};
 
 /* ---- poller ---- */
 
@@ -665,23 +662,53 @@ static void netdev_connected(void *ctx)
 	(void)ctx; /* the vhost server logs connections */
 }
 
-static void netdev_disconnected(void *ctx)
+static void netdev_closing_cb(struct loop_timer *t, void *arg)
 {
-	(void)ctx;
+	struct netdev *nd = arg;
+
+	(void)t;
+	netdev_port_ctx_closed(nd->dp, nd);
 }
 
-struct netdev *netdev_new(struct loop *loop, struct sw *sw, const struct netdev_cfg *cfg)
+/* The session ended: the context goes away once the server is out of its
+ * callbacks (next loop iteration). Its objects were destroyed by reset. */
+static void netdev_disconnected(void *ctx)
 {
+	struct netdev *nd = ctx;
+
+	if (nd->closing)
+		return;
+	nd->closing = true;
+	nd->dp->nctx--; /* its slot is free at once */
+	loop_timer_arm(nd->loop, &nd->closing_timer, loop_now_ns());
+}
+
+bool netdev_ctx_check_hangup(struct netdev *nd)
+{
+	return !nd->closing && vhost_server_check_hangup(nd->vs);
+}
+
+struct netdev *netdev_ctx_new(struct netdev_port *dp, int fd)
+{
+	const struct netdev_cfg *cfg = &dp->cfg;
+	struct loop *loop = dp->loop;
 	struct netdev *nd = calloc(1, sizeof(*nd));
+	char name[160];
 	int rc;
 
 	if (!nd) {
+		close(fd);
 		errno = ENOMEM;
 		return NULL;
 	}
 	nd->cfg = *cfg;
 	nd->loop = loop;
-	nd->sw = sw;
+	nd->sw = dp->sw;
+	nd->dp = dp;
+	nd->port = &dp->port;
+	nd->id = ++dp->next_ctx_id;
+	nd->link_down = dp->link_down;
+	loop_timer_init(&nd->closing_timer, netdev_closing_cb, nd);
 	memcpy(nd->mac, cfg->mac, 6);
 	nd->hdr_len = sizeof(struct virtio_net_hdr_v1);
 	pkt_queue_init(&nd->rxq);
@@ -710,65 +737,54 @@ struct netdev *netdev_new(struct loop *loop, struct sw *sw, const struct netdev_
 	if (nd->roce)
 		nd->ops.max_rings = netdev_roce_ring_count(nd);
 
-	nd->port.ops = &netdev_port_ops;
-	nd->port.hairpin = true;
-	nd->port.priv = nd;
-	snprintf(nd->port.name, sizeof(nd->port.name), "dev%u", cfg->index);
-	rc = sw_attach(sw, &nd->port);
-	if (rc < 0) {
-		LOG_ERR("%s: cannot attach to the switch: %s", cfg->socket, strerror(-rc));
-		goto fail_roce;
-	}
-	rc = netdev_sec_init(nd);
-	if (rc < 0)
-		goto fail_sw;
 	nd->poller = loop_add_poller(loop, &netdev_poller_ops, nd);
 	if (!nd->poller) {
 		rc = -ENOMEM;
-		goto fail_sw;
+		goto fail_roce;
 	}
-	nd->vs = vhost_server_new(loop, cfg->socket, &nd->ops, nd);
+	nd->vs = vhost_server_new(loop, NULL, &nd->ops, nd);
 	if (!nd->vs) {
 		rc = -errno;
-		LOG_ERR("%s: cannot listen: %s", cfg->socket, strerror(errno));
 		goto fail_poller;
 	}
+	snprintf(name, sizeof(name), "%s#%llu", cfg->socket, (unsigned long long)nd->id);
+	vhost_server_set_name(nd->vs, name);
 	netdev_roce_attach_mem(nd);
 	netdev_sec_attach_server(nd);
+	rc = vhost_server_attach_fd(nd->vs, fd);
+	fd = -1;
+	if (rc < 0)
+		goto fail_vs;
 	return nd;
 
+fail_vs:
+	vhost_server_free(nd->vs);
 fail_poller:
 	loop_del_poller(loop, nd->poller);
-fail_sw:
-	netdev_sec_fini(nd);
-	sw_detach(sw, &nd->port);
 fail_roce:
 	netdev_roce_fini(nd);
 fail:
+	if (fd >= 0)
+		close(fd);
 	free(nd);
 	errno = -rc;
 	return NULL;
 }
 
-void netdev_free(struct netdev *nd)
+void netdev_ctx_free(struct netdev *nd)
 {
 	if (!nd)
 		return;
+	nd->closing = true; /* no second close from the disconnect below */
+	loop_timer_cancel(nd->loop, &nd->closing_timer);
 	vhost_server_free(nd->vs);
 	loop_del_poller(nd->loop, nd->poller);
-	netdev_sec_fini(nd);
-	sw_detach(nd->sw, &nd->port);
 	pkt_queue_purge(&nd->rxq);
 	netdev_roce_fini(nd);
 	free(nd);
 }
 
-const struct netdev_cfg *netdev_cfg(const struct netdev *nd)
-{
-	return &nd->cfg;
-}
-
-void netdev_set_link(struct netdev *nd, bool up)
+void netdev_ctx_set_link(struct netdev *nd, bool up)
 {
 	if (nd->link_down == !up)
 		return;
@@ -776,23 +792,13 @@ void netdev_set_link(struct netdev *nd, bool up)
 	netdev_roce_link_changed(nd, up);
 }
 
-struct port *netdev_port(struct netdev *nd)
+void netdev_ctx_dump_stats(const struct netdev *nd, FILE *f)
 {
-	return &nd->port;
-}
-
-const struct netdev_stats *netdev_get_stats(const struct netdev *nd)
-{
-	return &nd->stats;
-}
-
-void netdev_dump_stats(const struct netdev *nd, void *fp)
-{
-	FILE *f = fp;
 	const struct netdev_stats *s = &nd->stats;
 	const struct vhost_server_stats *vs = vhost_server_stats(nd->vs);
 
-	fprintf(f, "device %s (%s)\n", nd->port.name, nd->cfg.socket);
+	fprintf(f, "  context %llu%s\n", (unsigned long long)nd->id,
+		nd->closing ? " (closing)" : "");
 	fprintf(f, "  tx_frames %" PRIu64 " tx_bytes %" PRIu64 " tx_errors %" PRIu64
 		" tx_spoofed %" PRIu64 "\n", s->tx_frames, s->tx_bytes, s->tx_errors, s->tx_spoofed);
 	fprintf(f, "  rx_frames %" PRIu64 " rx_bytes %" PRIu64 " rx_dropped_no_buffer %" PRIu64

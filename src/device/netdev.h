@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A virtio-net device with the RoCE extension, served over one vhost-user
- * socket and attached to the switch as one port.
+ * socket and attached to the switch as one port. The device is a port (MAC,
+ * addresses, QPN space, switch port, counters); each vhost-user connection to
+ * its socket is a context with its own rings, memory table and RDMA objects,
+ * up to cfg.max_contexts at once (docs/design.md, "Contexts of a device").
  *
  * Queues (N = 1 queue pair): 0 receiveq, 1 transmitq, 2 controlq, then the
  * RDMA queues of the RoCE extension (completion queues, then send/receive
@@ -19,7 +22,7 @@
 
 struct loop;
 struct sw;
-struct netdev;
+struct netdev_port;
 
 struct netdev_cfg {
 	char socket[108];       /* vhost-user socket path */
@@ -31,6 +34,8 @@ struct netdev_cfg {
 	struct in6_addr ip6;
 	uint8_t ip6_prefix;
 	uint16_t mtu;            /* Ethernet MTU (IP packet size) */
+	uint8_t ttl;             /* RoCE IPv4 TTL / IPv6 hop limit (0: 64) */
+	uint16_t vlan_id;        /* RoCE frames 802.1Q-tagged (0: untagged) */
 	uint32_t max_qps;        /* config max_rdma_qps */
 	uint32_t max_cqs;        /* config max_rdma_cqs */
 	bool roce;               /* offer VIRTIO_NET_F_ROCE */
@@ -41,6 +46,8 @@ struct netdev_cfg {
 	struct psec_cfg psec;    /* port-security=, mac-change=, allow-ip= */
 	uint64_t mem_max;        /* mem=: guest memory the driver may map */
 	uint64_t state_mem_max;  /* state-mem=: daemon memory for its queues */
+	uint32_t max_contexts;   /* connections served at once (contexts=N) */
+	char name[32];           /* port name; "" = dev<index> */
 };
 
 /* Defaults for cfg fields not given on the command line. */
@@ -51,11 +58,13 @@ struct netdev_cfg {
 #define NETDEV_MAX_CQS 16384
 #define NETDEV_DEFAULT_SRQS 1024
 #define NETDEV_MAX_SRQS 16384
+#define NETDEV_DEFAULT_CONTEXTS 64
+#define NETDEV_MAX_CONTEXTS 1024
 /* virtqueues of a device: 2 + 1 + cqs + 2 * qps (+ 1 + srqs with ext) */
 #define NETDEV_MAX_VQS 65536
 
-/* Parse "socket=PATH[,mac=MAC][,ip=ADDR/PREFIX][,ip6=ADDR/PREFIX][,mtu=N]
- * [,qps=N][,cqs=N][,roce=on|off][,ext=on|off][,srqs=N][,port-security=on|off]
+/* Parse "socket=PATH[,mac=MAC][,ip=ADDR/PREFIX][,ip6=ADDR/PREFIX][,ttl=N][,vlan=ID][,mtu=N]
+ * [,qps=N][,cqs=N][,roce=on|off][,ext=on|off][,srqs=N][,contexts=N][,port-security=on|off]
  * [,mac-change=on|off][,allow-ip=CIDR]...[,mem=SIZE][,state-mem=SIZE]" into cfg (defaults filled in; the MAC
  * defaults to 52:54:00 + 3 bytes derived from index). Returns 0 or -EINVAL
  * with a message in err (errlen bytes). */
@@ -64,14 +73,19 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 
 /* Create the device: listen on cfg->socket and attach to sw.
  * Returns NULL with errno set (message logged). */
-struct netdev *netdev_new(struct loop *loop, struct sw *sw, const struct netdev_cfg *cfg);
-void netdev_free(struct netdev *nd);
+struct netdev_port *netdev_port_new(struct loop *loop, struct sw *sw,
+				   const struct netdev_cfg *cfg);
+/* Close every context, detach, unlink the socket. */
+void netdev_port_free(struct netdev_port *dp);
 
-const struct netdev_cfg *netdev_cfg(const struct netdev *nd);
-/* Set the link status (config status VIRTIO_NET_S_LINK_UP, up at start);
- * with ROCE_EXT negotiated a change raises PORT_ACTIVE / PORT_ERR. */
-void netdev_set_link(struct netdev *nd, bool up);
-struct port *netdev_port(struct netdev *nd);
+const struct netdev_cfg *netdev_port_cfg(const struct netdev_port *dp);
+/* Set the link status (config status VIRTIO_NET_S_LINK_UP, up at start) of
+ * every context; with ROCE_EXT negotiated a change raises PORT_ACTIVE /
+ * PORT_ERR. */
+void netdev_port_set_link(struct netdev_port *dp, bool up);
+struct port *netdev_port_switch_port(struct netdev_port *dp);
+/* Open contexts. */
+unsigned netdev_port_contexts(const struct netdev_port *dp);
 
 struct netdev_stats {
 	uint64_t tx_frames, tx_bytes, tx_errors;     /* from the driver */
@@ -85,8 +99,7 @@ struct netdev_stats {
 	uint64_t ring_errors;                        /* rings broken by the driver */
 	uint64_t resets;
 };
-const struct netdev_stats *netdev_get_stats(const struct netdev *nd);
-/* Print counters (device, vhost, rings, RoCE) to f. */
-void netdev_dump_stats(const struct netdev *nd, void *f);
+/* Print counters (port, then each context: device, vhost, rings, RoCE) to f. */
+void netdev_port_dump_stats(const struct netdev_port *dp, void *f);
 
 #endif /* VRDMA_DEVICE_NETDEV_H */

@@ -95,6 +95,7 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 	cfg->roce_ext = true;
 	cfg->max_srqs = NETDEV_DEFAULT_SRQS;
 	netdev_sec_cfg_defaults(cfg);
+	cfg->max_contexts = NETDEV_DEFAULT_CONTEXTS;
 	/* Locally administered default MAC: 02:56:52:00 + index. */
 	cfg->mac[0] = 0x02;
 	cfg->mac[1] = 0x56;
@@ -139,6 +140,18 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 				break;
 			}
 			cfg->has_ip6 = true;
+		} else if (!strcmp(tok, "ttl")) {
+			if (parse_u32(val, 1, 255, &v) < 0) {
+				rc = cfg_err(err, errlen, "ttl '%s': expected 1..255", val);
+				break;
+			}
+			cfg->ttl = (uint8_t)v;
+		} else if (!strcmp(tok, "vlan")) {
+			if (parse_u32(val, 1, 4094, &v) < 0) {
+				rc = cfg_err(err, errlen, "vlan '%s': expected 1..4094", val);
+				break;
+			}
+			cfg->vlan_id = (uint16_t)v;
 		} else if (!strcmp(tok, "mtu")) {
 			if (parse_u32(val, 576, PKT_MAX_FRAME - 18, &v) < 0) {
 				rc = cfg_err(err, errlen, "mtu '%s': expected 576..%d", val, PKT_MAX_FRAME - 18);
@@ -183,13 +196,20 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 			}
 			cfg->max_srqs = v;
 			srqs_given = true;
+		} else if (!strcmp(tok, "contexts")) {
+			if (parse_u32(val, 1, NETDEV_MAX_CONTEXTS, &v) < 0) {
+				rc = cfg_err(err, errlen, "contexts '%s': expected 1..%d", val,
+					     NETDEV_MAX_CONTEXTS);
+				break;
+			}
+			cfg->max_contexts = v;
 		} else if ((v = (uint32_t)netdev_sec_cfg_key(cfg, tok, val, err, errlen)) != 1) {
 			if (v) {
 				rc = -EINVAL;
 				break;
 			}
 		} else {
-			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, mtu, qps, cqs, roce, ext, srqs, %s)",
+			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, ttl, vlan, mtu, qps, cqs, roce, ext, srqs, contexts, %s)",
 				     tok, NETDEV_SEC_KEYS);
 			break;
 		}

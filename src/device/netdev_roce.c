@@ -28,7 +28,21 @@ static void nr_xmit(void *ctx, struct pkt *p)
 {
 	struct netdev *nd = ctx;
 
-	sw_input(nd->sw, &nd->port, p);
+	sw_input(nd->sw, nd->port, p);
+}
+
+static int nr_xmit_try(void *ctx, struct pkt *p)
+{
+	struct netdev *nd = ctx;
+
+	return sw_input_try(nd->sw, nd->port, p);
+}
+
+static void nr_rx_room(void *ctx)
+{
+	struct netdev *nd = ctx;
+
+	sw_port_ready(nd->sw, nd->port);
 }
 
 static void nr_notify(void *ctx, struct vhost_vring *r, bool force)
@@ -58,6 +72,8 @@ static const struct roce_tp_ops netdev_roce_tp_ops = {
 	.xmit = nr_xmit,
 	.notify = nr_notify,
 	.ring_error = nr_ring_error,
+	.xmit_try = nr_xmit_try,
+	.rx_room = nr_rx_room,
 };
 
 int netdev_roce_init(struct netdev *nd)
@@ -71,6 +87,9 @@ int netdev_roce_init(struct netdev *nd)
 	memcpy(cfg.mac, nd->cfg.mac, 6);
 	cfg.has_ip4 = nd->cfg.has_ip4;
 	cfg.ip4 = nd->cfg.ip4.s_addr;
+	cfg.has_ip6 = nd->cfg.has_ip6;
+	cfg.vlan_id = nd->cfg.vlan_id;
+	memcpy(cfg.ip6, &nd->cfg.ip6, 16);
 	cfg.eth_mtu = nd->cfg.mtu;
 	cfg.net_pairs = 1;
 	cfg.max_rdma_qps = nd->cfg.max_qps;
@@ -88,6 +107,9 @@ int netdev_roce_init(struct netdev *nd)
 		nd->roce = NULL;
 		return rc;
 	}
+	/* handles, QPNs and limits come from the device's shared space */
+	if (nd->dp && nd->dp->pool)
+		roce_dev_share_tables(nd->roce, nd->dp->pool, nd);
 	nd->roce_tp = roce_tp_new(nd->roce, nd->loop, &netdev_roce_tp_ops, nd);
 	if (!nd->roce_tp) {
 		roce_dev_fini(nd->roce);
@@ -95,6 +117,7 @@ int netdev_roce_init(struct netdev *nd)
 		nd->roce = NULL;
 		return -ENOMEM;
 	}
+	roce_tp_set_ttl(nd->roce_tp, nd->cfg.ttl);
 	return 0;
 }
 
@@ -178,6 +201,18 @@ uint8_t netdev_roce_ctrl(struct netdev *nd, uint8_t cmd, const void *in, size_t 
 bool netdev_roce_input(struct netdev *nd, struct pkt *p)
 {
 	return nd->roce_tp && roce_tp_input(nd->roce_tp, p);
+}
+
+/* Switch flow control of a context (the port's busy / ready, netdev_port.c). */
+bool netdev_roce_rx_busy(const struct netdev *nd)
+{
+	return nd->roce_tp && roce_tp_rx_busy(nd->roce_tp);
+}
+
+void netdev_roce_tx_ready(struct netdev *nd)
+{
+	if (nd->roce_tp)
+		roce_tp_tx_ready(nd->roce_tp);
 }
 
 bool netdev_roce_poll(struct netdev *nd)

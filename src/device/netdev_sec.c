@@ -102,21 +102,21 @@ int netdev_sec_cfg_key(struct netdev_cfg *cfg, const char *key, const char *val,
 	return 0;
 }
 
-int netdev_sec_init(struct netdev *nd)
+int netdev_sec_init(struct netdev_port *dp)
 {
-	const struct netdev_cfg *c = &nd->cfg;
+	const struct netdev_cfg *c = &dp->cfg;
 	int rc;
 
-	psec_init(&nd->psec, &c->psec, c->mac, c->has_ip4 ? &c->ip4 : NULL,
+	psec_init(&dp->psec, &c->psec, c->mac, c->has_ip4 ? &c->ip4 : NULL,
 		  c->has_ip6 ? &c->ip6 : NULL);
-	rc = sw_mac_pin(nd->sw, c->mac, &nd->port);
+	rc = sw_mac_pin(dp->sw, c->mac, &dp->port);
 	if (rc < 0) {
 		LOG_ERR("%s: cannot reserve MAC %02x:%02x:%02x:%02x:%02x:%02x on the switch: %s",
 			c->socket, c->mac[0], c->mac[1], c->mac[2], c->mac[3], c->mac[4],
 			c->mac[5], rc == -EADDRINUSE ? "another device has it" : strerror(-rc));
 		return rc;
 	}
-	psec_register(&nd->psec);
+	psec_register(&dp->psec);
 	return 0;
 }
 
@@ -127,15 +127,15 @@ void netdev_sec_attach_server(struct netdev *nd)
 		roce_tp_set_state_budget(nd->roce_tp, nd->cfg.state_mem_max);
 }
 
-void netdev_sec_fini(struct netdev *nd)
+void netdev_sec_fini(struct netdev_port *dp)
 {
-	psec_unregister(&nd->psec);
+	psec_unregister(&dp->psec);
 	/* the switch forgets the port's entries when it detaches */
 }
 
 bool netdev_sec_tx_ok(struct netdev *nd, const struct pkt *p)
 {
-	enum psec_verdict v = psec_check_tx(&nd->psec, p->data, p->len);
+	enum psec_verdict v = psec_check_tx(&nd->dp->psec, p->data, p->len);
 
 	if (v == PSEC_OK)
 		return true;
@@ -147,39 +147,47 @@ bool netdev_sec_tx_ok(struct netdev *nd, const struct pkt *p)
 
 int netdev_sec_set_mac(struct netdev *nd, const uint8_t mac[6], bool reset)
 {
+	struct netdev_port *dp = nd->dp;
+	struct psec *ps = &dp->psec;
 	bool to_cfg = !memcmp(mac, nd->cfg.mac, 6);
 	int rc;
 
-	if (!memcmp(mac, nd->mac, 6))
+	/* A reset of one context leaves a MAC that others still use. */
+	if (reset && dp->nctx > 1)
+		mac = ps->mac;
+	if (!memcmp(mac, ps->mac, 6)) {
+		memcpy(nd->mac, mac, 6);
 		return 0;
+	}
 	if (!to_cfg) {
 		int owner = sw_mac_lookup(nd->sw, mac);
 
 		if (!nd->cfg.psec.off && !nd->cfg.psec.mac_change) {
-			nd->psec.stats.mac_refused++;
+			ps->stats.mac_refused++;
 			LOG_PEER_RL(&nd->log_rl, "%s: MAC change refused (mac-change=off)",
 				    nd->cfg.socket);
 			return -EPERM;
 		}
-		if (owner >= 0 && owner != nd->port.id) {
-			nd->psec.stats.mac_refused++;
+		if (owner >= 0 && owner != nd->port->id) {
+			ps->stats.mac_refused++;
 			LOG_PEER_RL(&nd->log_rl, "%s: MAC change to a MAC in use on port %d refused",
 				    nd->cfg.socket, owner);
 			return -EADDRINUSE;
 		}
-		rc = sw_mac_pin(nd->sw, mac, &nd->port);
+		rc = sw_mac_pin(nd->sw, mac, nd->port);
 		if (rc < 0) {
-			nd->psec.stats.mac_refused++;
+			ps->stats.mac_refused++;
 			LOG_PEER_RL(&nd->log_rl, "%s: MAC change refused: %s", nd->cfg.socket,
 				    strerror(-rc));
 			return rc;
 		}
 	}
-	/* the configured MAC stays reserved for this device */
-	if (memcmp(nd->mac, nd->cfg.mac, 6))
-		sw_mac_unpin(nd->sw, nd->mac, &nd->port);
+	/* the configured MAC stays reserved for this device; the port's MAC
+	 * is the one every context's frames must carry */
+	if (memcmp(ps->mac, nd->cfg.mac, 6))
+		sw_mac_unpin(nd->sw, ps->mac, nd->port);
+	memcpy(ps->mac, mac, 6);
 	memcpy(nd->mac, mac, 6);
-	memcpy(nd->psec.mac, mac, 6);
 	if (!reset)
 		netdev_roce_set_mac(nd, mac);
 	return 0;
@@ -194,28 +202,34 @@ bool netdev_sec_ctrl_ok(struct netdev *nd, uint8_t cls, uint8_t cmd, const void 
 	    len < sizeof(ag))
 		return true;
 	memcpy(&ag, data, sizeof(ag));
-	if (psec_addr_ok(&nd->psec, ag.gid))
+	if (psec_addr_ok(&nd->dp->psec, ag.gid))
 		return true;
-	nd->psec.stats.gid_refused++;
+	nd->dp->psec.stats.gid_refused++;
 	LOG_PEER_RL(&nd->log_rl, "%s: ADD_GID of an address not the device's refused "
 		    "(see allow-ip=)", nd->cfg.socket);
 	return false;
 }
 
-void netdev_sec_dump_stats(const struct netdev *nd, FILE *f)
+void netdev_sec_dump_port(const struct netdev_port *dp, FILE *f)
 {
-	const struct psec_stats *s = &nd->psec.stats;
-	const struct vhost_mem *mem = vhost_server_mem(nd->vs);
+	const struct psec_stats *s = &dp->psec.stats;
 
 	fprintf(f, "  security tx_spoofed_mac %" PRIu64 " tx_spoofed_arp %" PRIu64
 		" tx_spoofed_ip %" PRIu64 " tx_spoofed_nd %" PRIu64 " tx_bad_vlan %" PRIu64
 		" gid_refused %" PRIu64 " mac_refused %" PRIu64 " rx_spoofed %" PRIu64
-		" learn_limited %" PRIu64
-		" logs_suppressed %llu\n"
+		" learn_limited %" PRIu64 "\n",
+		s->tx_spoofed_mac, s->tx_spoofed_arp, s->tx_spoofed_ip, s->tx_spoofed_nd,
+		s->tx_bad_vlan, s->gid_refused, s->mac_refused, dp->port.stats.rx_spoofed,
+		dp->port.stats.learn_limited);
+}
+
+void netdev_sec_dump_stats(const struct netdev *nd, FILE *f)
+{
+	const struct vhost_mem *mem = vhost_server_mem(nd->vs);
+
+	fprintf(f, "  logs_suppressed %llu\n"
 		"  budget mem_mapped %" PRIu64 " mem_max %" PRIu64 " mem_refused %" PRIu64
 		" state_mem %" PRIu64 " state_mem_max %" PRIu64 "\n",
-		s->tx_spoofed_mac, s->tx_spoofed_arp, s->tx_spoofed_ip, s->tx_spoofed_nd,
-		s->tx_bad_vlan, s->gid_refused, s->mac_refused, nd->port.stats.rx_spoofed,
-		nd->port.stats.learn_limited, nd->log_rl.suppressed, vhost_mem_mapped(mem), mem->max_mapped, mem->mapped_refused,
+		nd->log_rl.suppressed, vhost_mem_mapped(mem), mem->max_mapped, mem->mapped_refused,
 		nd->roce_tp ? nd->roce_tp->state_mem : 0, nd->cfg.state_mem_max);
 }

@@ -181,6 +181,8 @@ static enum roce_err cmd_query_port(struct roce_dev *rd, void *out)
 		put_le16(&a.pkey_tbl_len, rd->attr.max_pkeys);
 	if (rd->has_ip4)
 		memcpy(a.gid1_ipv4, &rd->ip4, 4);
+	if (rd->has_ip6)
+		memcpy(a.gid2_ipv6, rd->ip6, 16);
 	memcpy(out, &a, sizeof(a));
 	return ROCE_OK;
 }
@@ -269,7 +271,8 @@ static enum roce_err cmd_modify_qp(struct roce_dev *rd, const void *in)
 	return roce_qp_modify(rd, le32toh(c.qpn), &m);
 }
 
-static void av_to_wire(const struct roce_av *av, struct virtio_rdma_ah_attr *w)
+static void av_to_wire(const struct roce_dev *rd, const struct roce_av *av,
+		       struct virtio_rdma_ah_attr *w)
 {
 	memset(w, 0, sizeof(*w));
 	memcpy(w->grh.dgid, av->dgid, 16);
@@ -278,6 +281,11 @@ static void av_to_wire(const struct roce_av *av, struct virtio_rdma_ah_attr *w)
 	w->grh.hop_limit = av->hop_limit;
 	w->grh.traffic_class = av->traffic_class;
 	memcpy(w->dmac, av->dmac, 6);
+	w->sl = av->sl;
+	if (rd->vlan_id) {
+		w->flags = VIRTIO_RDMA_AH_F_VLAN;
+		put_le16(&w->vlan_id, rd->vlan_id);
+	}
 }
 
 static enum roce_err cmd_query_qp(struct roce_dev *rd, const void *in, void *out)
@@ -314,7 +322,7 @@ static enum roce_err cmd_query_qp(struct roce_dev *rd, const void *in, void *out
 	put_le32(&a.cap.max_recv_sge, qp->cap.max_recv_sge);
 	put_le32(&a.cap.max_inline_data, qp->cap.max_inline_data);
 	if (at->av_valid)
-		av_to_wire(&at->av, &a.ah_attr);
+		av_to_wire(rd, &at->av, &a.ah_attr);
 	if (rd->ext) {
 		put_le32(&a.ext_flags, qp->ext_flags);
 		put_le32(&a.srqn, qp->srq ? qp->srq->srqn : 0);

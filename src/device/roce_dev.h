@@ -45,6 +45,8 @@ struct roce_dev;
 #define ROCE_GID_LINKLOCAL 0
 #define ROCE_GID_IPV4      1
 #define ROCE_GID_FIRST_DRV 2
+#define ROCE_GID_IPV6      2  /* the configured IPv6 address, if any (an
+				* entry the driver may delete or keep) */
 
 /* Bytes an Ethernet MTU must leave for RoCE v2 headers around an IB MTU
  * payload: IPv6 40 + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 + ICRC 4. */
@@ -77,6 +79,9 @@ struct roce_dev_cfg {
 	uint8_t mac[6];
 	bool has_ip4;
 	uint32_t ip4;             /* network byte order */
+	bool has_ip6;
+	uint8_t ip6[16];          /* preset as GID 2 */
+	uint16_t vlan_id;         /* 802.1Q VLAN of the RoCE traffic, 0: none */
 	uint16_t eth_mtu;         /* Ethernet MTU; 0 = 1500 */
 	uint32_t net_pairs;       /* N; 0 = 1 */
 	uint32_t max_rdma_qps;    /* L: virtqueue pairs, 1..16384 (QPs = L - 1) */
@@ -269,6 +274,7 @@ struct roce_av {
 	uint8_t sgid_index;
 	uint8_t hop_limit;
 	uint8_t traffic_class;
+	uint8_t sl;               /* service level 0..15 */
 	uint8_t dmac[6];
 	uint8_t sgid[16];         /* copy of gid[sgid_index] at that time */
 	bool ipv4;                /* sgid and dgid are IPv4-mapped */
@@ -395,6 +401,8 @@ struct roce_hooks {
 	void (*srq_destroy)(struct roce_dev *rd, struct roce_srq *srq);
 	/* An asynchronous event was queued (the transport should deliver). */
 	void (*event_raised)(struct roce_dev *rd);
+	/* An AH was created (the transport may start resolving its MAC). */
+	void (*ah_create)(struct roce_dev *rd, const struct roce_ah *ah);
 	void *arg;
 };
 
@@ -408,6 +416,11 @@ struct roce_table {
 	uint32_t cap;             /* allocatable indexes */
 	uint32_t size;            /* slots including reserved ones */
 	uint32_t used;            /* live objects */
+	/* Indexes come from this table when set: the contexts of one device
+	 * share its index space and limits (its slot[] names the owning
+	 * context table; see roce_dev_share_tables). */
+	struct roce_table *pool;
+	void *owner;              /* the context this table belongs to */
 };
 
 /* ChaCha20-based CSPRNG for keys, keyed from getrandom(). */
@@ -425,10 +438,14 @@ struct roce_dev {
 	uint32_t max_rdma_cqs;    /* M */
 	uint64_t max_mr_pages;
 	uint64_t mr_pages;        /* pages held by all user MRs */
+	struct roce_dev *pool;    /* the device's shared tables (roce_dev_share_tables) */
 	const struct vhost_mem *mem;
 	uint8_t mac[6];
 	bool has_ip4;
 	uint32_t ip4;
+	bool has_ip6;
+	uint8_t ip6[16];
+	uint16_t vlan_id;         /* 0 or 1..4094: RoCE frames tagged */
 
 	struct roce_table pds, mrs, cqs, qps, ahs, srqs;
 	uint16_t *qp_gen;         /* next generation per QP index */
@@ -460,6 +477,12 @@ struct roce_dev {
 int roce_dev_init(struct roce_dev *rd, const struct roce_dev_cfg *cfg);
 /* Destroy every object (hooks called) and free the tables. */
 void roce_dev_fini(struct roce_dev *rd);
+/* Take PD, MR, CQ, QP, AH and SRQ indexes from pool's tables from now on
+ * (rd has no objects yet): several contexts of one device then have disjoint
+ * handles and QPNs and share the device's limits. pool (initialised with the
+ * same configuration, never given objects of its own) outlives rd. owner is
+ * recorded in rd's tables (the port finds a QPN's context by it). */
+void roce_dev_share_tables(struct roce_dev *rd, struct roce_dev *pool, void *owner);
 /* Device reset: destroy every object (QPs first, hooks called), GID table
  * back to its defaults, counters kept. */
 void roce_dev_reset(struct roce_dev *rd);
@@ -673,6 +696,25 @@ void roce_table_fini(struct roce_table *t);
 /* A free index (FIFO order), or -1 if none. The slot stays NULL until set. */
 int64_t roce_table_alloc(struct roce_table *t);
 void roce_table_free(struct roce_table *t, uint32_t idx);
+/* Whether n more MR pages fit (the device's total when shared), and their
+ * accounting. */
+static inline bool roce_mr_pages_room(const struct roce_dev *rd, uint64_t n)
+{
+	const struct roce_dev *t = rd->pool ? rd->pool : rd;
+
+	return n <= rd->max_mr_pages - t->mr_pages;
+}
+static inline void roce_mr_pages_add(struct roce_dev *rd, int64_t n)
+{
+	rd->mr_pages += (uint64_t)n;
+	if (rd->pool)
+		rd->pool->mr_pages += (uint64_t)n;
+}
+/* Whether one more index can be allocated (from the pool if shared). */
+static inline bool roce_table_room(const struct roce_table *t)
+{
+	return (t->pool ? t->pool->nfree : t->nfree) != 0;
+}
 static inline void *roce_table_get(const struct roce_table *t, uint32_t idx)
 {
 	return idx < t->size ? t->slot[idx] : NULL;

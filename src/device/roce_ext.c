@@ -79,7 +79,7 @@ void roce_dev_link_changed(struct roce_dev *rd, bool up)
 
 bool roce_mr_room(const struct roce_dev *rd)
 {
-	return rd->mrs.nfree && rd->mrs.used - rd->nmw < rd->attr.max_mr;
+	return roce_table_room(&rd->mrs) && rd->mrs.used - rd->nmw < rd->attr.max_mr;
 }
 
 bool roce_mr_access_ok(const struct roce_dev *rd, uint32_t access)
@@ -116,7 +116,7 @@ enum roce_err roce_srq_create(struct roce_dev *rd, uint32_t pdn, uint32_t max_wr
 		return ROCE_ERR_BAD_HANDLE;
 	if (!max_wr || max_wr > rd->attr.max_srq_wr || max_sge > rd->attr.max_srq_sge)
 		return ROCE_ERR_RANGE;
-	if (!rd->srqs.nfree)
+	if (!roce_table_room(&rd->srqs))
 		return ROCE_ERR_LIMIT;
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
@@ -210,7 +210,7 @@ enum roce_err roce_mr_alloc(struct roce_dev *rd, uint32_t pdn, uint32_t max_num_
 		return ROCE_ERR_BAD_HANDLE;
 	if (!max_num_sg || max_num_sg > rd->attr.max_fast_reg_page_list_len)
 		return ROCE_ERR_RANGE;
-	if (!roce_mr_room(rd) || max_num_sg > rd->max_mr_pages - rd->mr_pages)
+	if (!roce_mr_room(rd) || !roce_mr_pages_room(rd, max_num_sg))
 		return ROCE_ERR_LIMIT;
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
@@ -226,7 +226,7 @@ enum roce_err roce_mr_alloc(struct roce_dev *rd, uint32_t pdn, uint32_t max_num_
 	}
 	mr->type = ROCE_MR_FAST;
 	mr->max_pages = max_num_sg;
-	rd->mr_pages += max_num_sg;
+	roce_mr_pages_add(rd, max_num_sg);
 	roce_mr_publish8(rd, mr, pd);
 	*out = mr;
 	return ROCE_OK;
@@ -245,7 +245,7 @@ enum roce_err roce_mw_alloc(struct roce_dev *rd, uint32_t pdn, uint32_t mw_type,
 	if (mw_type == VIRTIO_IB_MW_TYPE_2 &&
 	    !(rd->attr.ext_cap_flags & VIRTIO_IB_DEVICE_MEM_WINDOW_TYPE_2B))
 		return ROCE_ERR_RANGE;
-	if (rd->nmw >= rd->attr.max_mw || !rd->mrs.nfree)
+	if (rd->nmw >= rd->attr.max_mw || !roce_table_room(&rd->mrs))
 		return ROCE_ERR_LIMIT;
 	mw = calloc(1, sizeof(*mw));
 	if (!mw)

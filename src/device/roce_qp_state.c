@@ -190,7 +190,7 @@ enum roce_err roce_av_from_wire(const struct roce_dev *rd, const struct virtio_r
 
 	if (!sgid)
 		return ROCE_ERR_GID;
-	if (flow > 0xfffff)
+	if (flow > 0xfffff || w->sl > 15)
 		return ROCE_ERR_RANGE;
 	if (!memcmp(w->grh.dgid, zero, 16))
 		return ROCE_ERR_RANGE;
@@ -209,6 +209,7 @@ enum roce_err roce_av_from_wire(const struct roce_dev *rd, const struct virtio_r
 	av->sgid_index = w->grh.sgid_index;
 	av->hop_limit = w->grh.hop_limit;
 	av->traffic_class = w->grh.traffic_class;
+	av->sl = w->sl;
 	memcpy(av->dmac, w->dmac, 6);
 	memcpy(av->sgid, sgid, 16);
 	av->ipv4 = gid_is_v4mapped(sgid);

@@ -54,6 +54,15 @@ int64_t roce_table_alloc(struct roce_table *t)
 {
 	uint32_t idx;
 
+	if (t->pool) {
+		int64_t i = roce_table_alloc(t->pool);
+
+		if (i < 0)
+			return -1;
+		t->pool->slot[i] = t;
+		t->used++;
+		return i;
+	}
 	if (!t->nfree)
 		return -1;
 	idx = t->fifo[t->head];
@@ -65,6 +74,12 @@ int64_t roce_table_alloc(struct roce_table *t)
 
 void roce_table_free(struct roce_table *t, uint32_t idx)
 {
+	if (t->pool) {
+		roce_table_free(t->pool, idx);
+		t->used--;
+		t->slot[idx] = NULL;
+		return;
+	}
 	t->fifo[(t->head + t->nfree) % t->cap] = idx;
 	t->nfree++;
 	t->used--;
@@ -73,6 +88,12 @@ void roce_table_free(struct roce_table *t, uint32_t idx)
 
 void roce_table_unalloc(struct roce_table *t, uint32_t idx)
 {
+	if (t->pool) {
+		roce_table_unalloc(t->pool, idx);
+		t->used--;
+		t->slot[idx] = NULL;
+		return;
+	}
 	t->head = (t->head + t->cap - 1) % t->cap;
 	t->fifo[t->head] = idx;
 	t->nfree++;
@@ -224,6 +245,16 @@ static uint32_t clamp_def(uint32_t v, uint32_t def, uint32_t max)
 	return v > max ? max : v;
 }
 
+/* GID 2: the configured IPv6 address (at creation and reset only: later
+ * the entry belongs to the driver's ADD_GID / DEL_GID). */
+static void roce_gid_ip6_default(struct roce_dev *rd)
+{
+	if (!rd->has_ip6)
+		return;
+	memcpy(rd->gid[ROCE_GID_IPV6].raw, rd->ip6, 16);
+	rd->gid[ROCE_GID_IPV6].valid = true;
+}
+
 static void roce_gid_defaults(struct roce_dev *rd)
 {
 	uint8_t *g = rd->gid[ROCE_GID_LINKLOCAL].raw;
@@ -267,6 +298,9 @@ int roce_dev_init(struct roce_dev *rd, const struct roce_dev_cfg *cfg)
 	memcpy(rd->mac, cfg->mac, 6);
 	rd->has_ip4 = cfg->has_ip4;
 	rd->ip4 = cfg->ip4;
+	rd->has_ip6 = cfg->has_ip6;
+	memcpy(rd->ip6, cfg->ip6, 16);
+	rd->vlan_id = cfg->vlan_id;
 
 	a->device_cap_flags = VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN;
 	a->max_mr_size = cfg->max_mr_size ? cfg->max_mr_size : ROCE_DEF_MAX_MR_SIZE;
@@ -311,6 +345,7 @@ int roce_dev_init(struct roce_dev *rd, const struct roce_dev_cfg *cfg)
 		goto nomem;
 	roce_rng_seed(&rd->rng, cfg->deterministic, cfg->seed);
 	roce_gid_defaults(rd);
+	roce_gid_ip6_default(rd);
 	return 0;
 nomem:
 	roce_dev_fini(rd);
@@ -333,6 +368,8 @@ static void roce_qp_free(struct roce_dev *rd, struct roce_qp *qp)
 	if (idx == vrdma_qpn_index(VRDMA_GSI_QPN)) {
 		rd->qps.slot[idx] = NULL;
 		rd->qps.used--;
+		if (rd->qps.pool)
+			rd->qps.pool->slot[idx] = NULL;
 	} else {
 		uint32_t gen = (vrdma_qpn_gen(qp->qpn) + 1) & VRDMA_QPN_GEN_MASK;
 
@@ -362,7 +399,7 @@ void roce_mr_free(struct roce_dev *rd, struct roce_mr *mr)
 	}
 	for (i = 0; i < mr->nregions; i++)
 		vhost_mem_region_put(mr->regions[i]);
-	rd->mr_pages -= mr->type == ROCE_MR_FAST ? mr->max_pages : mr->npages;
+	roce_mr_pages_add(rd, -(int64_t)(mr->type == ROCE_MR_FAST ? mr->max_pages : mr->npages));
 	mr->pd->refcnt--;
 	roce_table_free(&rd->mrs, mr->mrn);
 	free(mr->regions);
@@ -414,6 +451,20 @@ void roce_dev_reset(struct roce_dev *rd)
 	for (i = 0; i < ROCE_GID_TBL_LEN; i++)
 		rd->gid[i].valid = false;
 	roce_gid_defaults(rd);
+	roce_gid_ip6_default(rd);
+}
+
+void roce_dev_share_tables(struct roce_dev *rd, struct roce_dev *pool, void *owner)
+{
+	struct roce_table *t[] = { &rd->pds, &rd->mrs, &rd->cqs, &rd->qps, &rd->ahs, &rd->srqs };
+	struct roce_table *p[] = { &pool->pds, &pool->mrs, &pool->cqs, &pool->qps, &pool->ahs,
+				   &pool->srqs };
+
+	for (unsigned i = 0; i < ARRAY_SIZE(t); i++) {
+		t[i]->pool = p[i];
+		t[i]->owner = owner;
+	}
+	rd->pool = pool;
 }
 
 void roce_dev_fini(struct roce_dev *rd)
@@ -723,7 +774,7 @@ enum roce_err roce_pd_create(struct roce_dev *rd, uint32_t *pdn)
 	struct roce_pd *pd;
 	int64_t idx;
 
-	if (!rd->pds.nfree)
+	if (!roce_table_room(&rd->pds))
 		return ROCE_ERR_LIMIT;
 	pd = calloc(1, sizeof(*pd));
 	if (!pd)
@@ -757,7 +808,7 @@ enum roce_err roce_cq_create(struct roce_dev *rd, uint32_t cqe, uint32_t *cqn)
 
 	if (cqe < 1 || cqe > rd->attr.max_cqe)
 		return ROCE_ERR_RANGE;
-	if (!rd->cqs.nfree)
+	if (!roce_table_room(&rd->cqs))
 		return ROCE_ERR_LIMIT;
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
@@ -907,7 +958,7 @@ enum roce_err roce_mr_reg_user(struct roce_dev *rd, uint32_t pdn, uint32_t acces
 		return ROCE_ERR_RANGE;
 	if (npages != (length ? roce_span_pages(va, length) : 0))
 		return ROCE_ERR_NPAGES;
-	if (!roce_mr_room(rd) || npages > rd->max_mr_pages - rd->mr_pages)
+	if (!roce_mr_room(rd) || !roce_mr_pages_room(rd, npages))
 		return ROCE_ERR_LIMIT;
 	if (npages && !rd->mem)
 		return ROCE_ERR_PAGE;
@@ -954,7 +1005,7 @@ enum roce_err roce_mr_reg_user(struct roce_dev *rd, uint32_t pdn, uint32_t acces
 	}
 	for (i = 0; i < mr->nregions; i++)
 		vhost_mem_region_get(mr->regions[i]);
-	rd->mr_pages += npages;
+	roce_mr_pages_add(rd, npages);
 	roce_mr_publish(rd, mr, pd);
 	*out = mr;
 	return ROCE_OK;
@@ -1020,9 +1071,11 @@ enum roce_err roce_qp_create(struct roce_dev *rd, const struct roce_qp_init *in,
 	    cap.max_inline_data > a->max_inline_data)
 		return ROCE_ERR_RANGE;
 	if (in->qp_type == VIRTIO_IB_QPT_GSI) {
-		if (gsi >= rd->qps.size || rd->qps.slot[gsi])
+		/* one GSI QP per device: the first context that asks */
+		if (gsi >= rd->qps.size || rd->qps.slot[gsi] ||
+		    (rd->qps.pool && rd->qps.pool->slot[gsi]))
 			return ROCE_ERR_LIMIT;
-	} else if (!rd->qps.nfree) {
+	} else if (!roce_table_room(&rd->qps)) {
 		return ROCE_ERR_LIMIT;
 	}
 	qp = calloc(1, sizeof(*qp));
@@ -1055,8 +1108,11 @@ enum roce_err roce_qp_create(struct roce_dev *rd, const struct roce_qp_init *in,
 		free(qp);
 		return ROCE_ERR_NOMEM;
 	}
-	if (idx == gsi)
+	if (idx == gsi) {
 		rd->qps.used++;
+		if (rd->qps.pool)
+			rd->qps.pool->slot[gsi] = &rd->qps;
+	}
 	rd->qps.slot[idx] = qp;
 	pd->refcnt++;
 	scq->refcnt++;
@@ -1093,7 +1149,7 @@ enum roce_err roce_ah_create(struct roce_dev *rd, uint32_t pdn,
 	err = roce_av_from_wire(rd, attr, false, &av);
 	if (err)
 		return err;
-	if (!rd->ahs.nfree)
+	if (!roce_table_room(&rd->ahs))
 		return ROCE_ERR_LIMIT;
 	ah = calloc(1, sizeof(*ah));
 	if (!ah)
@@ -1105,6 +1161,8 @@ enum roce_err roce_ah_create(struct roce_dev *rd, uint32_t pdn,
 	pd->refcnt++;
 	rd->ahs.slot[idx] = ah;
 	*handle = ah->handle;
+	if (rd->hooks.ah_create)
+		rd->hooks.ah_create(rd, ah);
 	return ROCE_OK;
 }
 

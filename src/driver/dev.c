@@ -206,6 +206,13 @@ static int negotiate(struct vrdma_dev *dev)
 	int rc;
 
 	rc = vrdma_dev_vc_result(dev, vhost_client_get_features(vc, &offered));
+	if (rc == -ENOTCONN) {
+		/* Closed before the first reply: the device refuses contexts
+		 * beyond its limit that way (docs/spec.md, "Contexts"). */
+		LOG_ERR("vrdma: the device closed the connection at once: all its contexts "
+			"are in use (its contexts=N limit) or it is stopping");
+		return -EBUSY;
+	}
 	if (rc < 0)
 		return rc;
 	dev->dev_features = offered;

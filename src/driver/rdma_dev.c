@@ -108,6 +108,18 @@ static void rdma_port_ipv4(struct vrdma_rdma *r, const uint8_t gid1_ipv4[4])
 	memcpy(r->ipv4, gid1_ipv4, 4);
 }
 
+/* GID 2 at open: the device's configured IPv6 address from the QUERY_PORT
+ * ack (zeros: none; a seed device leaves them zero). */
+static void rdma_port_ipv6(struct vrdma_rdma *r, const uint8_t gid2_ipv6[16])
+{
+	static const uint8_t zero[16];
+
+	if (!memcmp(gid2_ipv6, zero, 16) || r->gid_tbl_len <= 2)
+		return;
+	r->gids[2].valid = true;
+	memcpy(r->gids[2].raw, gid2_ipv6, 16);
+}
+
 /* Send QUERY_DEVICE and QUERY_PORT and check the answers. */
 static int rdma_fetch_attrs(struct vrdma_rdma *r)
 {
@@ -175,6 +187,7 @@ static int rdma_fetch_attrs(struct vrdma_rdma *r)
 	r->gid_tbl_len = le32toh(p.gid_tbl_len);
 	r->max_msg_sz = le32toh(p.max_msg_sz);
 	rdma_port_ipv4(r, p.gid1_ipv4);
+	memcpy(r->ipv6_at_open, p.gid2_ipv6, 16);
 	if (r->gid_tbl_len > VRDMA_RDMA_MAX_GIDS) {
 		LOG_PEER("vrdma: device GID table of %u entries, using %u", r->gid_tbl_len,
 			 VRDMA_RDMA_MAX_GIDS);
@@ -224,6 +237,8 @@ int vrdma_rdma_get(struct vrdma_dev *dev, struct vrdma_rdma **out)
 		r->gids = calloc(r->gid_tbl_len ? r->gid_tbl_len : 1, sizeof(*r->gids));
 		if (!r->gids)
 			rc = -ENOMEM;
+		else
+			rdma_port_ipv6(r, r->ipv6_at_open);
 	}
 	if (rc) {
 		rdma_state_free(r);
@@ -546,6 +561,7 @@ void vrdma_rdma_av_to_wire(const struct vrdma_ah_attr *a, struct virtio_rdma_ah_
 	w->grh.hop_limit = a->grh.hop_limit;
 	w->grh.traffic_class = a->grh.traffic_class;
 	memcpy(w->dmac, a->dmac, 6);
+	w->sl = a->sl;
 }
 
 void vrdma_rdma_av_from_wire(const struct virtio_rdma_ah_attr *w, struct vrdma_ah_attr *a)
@@ -557,6 +573,7 @@ void vrdma_rdma_av_from_wire(const struct virtio_rdma_ah_attr *w, struct vrdma_a
 	a->grh.hop_limit = w->grh.hop_limit;
 	a->grh.traffic_class = w->grh.traffic_class;
 	memcpy(a->dmac, w->dmac, 6);
+	a->sl = w->sl;
 }
 
 int vrdma_ah_create(struct vrdma_dev *dev, uint32_t pdn, const struct vrdma_ah_attr *attr,

@@ -92,6 +92,7 @@ struct vrdma_rdma {
 	struct vrdma_rdma_gid *gids; /* gid_tbl_len entries; 0 and 1 unused */
 	bool ipv4_known;
 	uint8_t ipv4[4];
+	uint8_t ipv6_at_open[16];   /* QUERY_PORT gid2_ipv6 (GID 2 preset) */
 
 	/* extension (VIRTIO_NET_F_ROCE_EXT) */
 	bool ext;

@@ -28,7 +28,7 @@ void fault_cfg_init(struct fault_cfg *cfg)
 
 bool fault_cfg_active(const struct fault_cfg *cfg)
 {
-	return cfg->drop || cfg->dup || cfg->reorder || cfg->corrupt;
+	return cfg->drop || cfg->dup || cfg->reorder || cfg->corrupt || cfg->ecn;
 }
 
 static bool is_digit(char c)
@@ -126,9 +126,9 @@ static bool port_name_char_ok(char c)
 
 int fault_cfg_parse(struct fault_cfg *cfg, const char *s)
 {
-	enum { K_DROP, K_DUP, K_REORDER, K_CORRUPT, K_SEED, K_HOLD, K_PORT, K_NUM };
+	enum { K_DROP, K_DUP, K_REORDER, K_CORRUPT, K_SEED, K_HOLD, K_PORT, K_ECN, K_NUM };
 	static const char *const keys[K_NUM] = {
-		"drop", "dup", "reorder", "corrupt", "seed", "hold", "port",
+		"drop", "dup", "reorder", "corrupt", "seed", "hold", "port", "ecn",
 	};
 	unsigned seen = 0;
 	const char *p = s;
@@ -173,6 +173,10 @@ int fault_cfg_parse(struct fault_cfg *cfg, const char *s)
 			if (parse_prob(val, vlen, &cfg->corrupt))
 				return -EINVAL;
 			break;
+		case K_ECN:
+			if (parse_prob(val, vlen, &cfg->ecn))
+				return -EINVAL;
+			break;
 		case K_SEED:
 			if (parse_u64(val, vlen, &cfg->seed))
 				return -EINVAL;
@@ -204,7 +208,8 @@ static bool fault_cfg_valid(const struct fault_cfg *cfg)
 	size_t n;
 
 	if (cfg->drop > FAULT_PROB_ONE || cfg->dup > FAULT_PROB_ONE ||
-	    cfg->reorder > FAULT_PROB_ONE || cfg->corrupt > FAULT_PROB_ONE)
+	    cfg->reorder > FAULT_PROB_ONE || cfg->corrupt > FAULT_PROB_ONE ||
+	    cfg->ecn > FAULT_PROB_ONE)
 		return false;
 	if (cfg->hold_us == 0 || cfg->hold_us > FAULT_HOLD_US_MAX)
 		return false;
@@ -236,7 +241,7 @@ static void format_prob(char *out, size_t size, uint32_t v)
 
 int fault_cfg_format(const struct fault_cfg *cfg, char *buf, size_t size)
 {
-	char d[16], u[16], r[16], c[16];
+	char d[16], u[16], r[16], c[16], e[16];
 	int n;
 
 	if (!fault_cfg_valid(cfg))
@@ -245,9 +250,11 @@ int fault_cfg_format(const struct fault_cfg *cfg, char *buf, size_t size)
 	format_prob(u, sizeof(u), cfg->dup);
 	format_prob(r, sizeof(r), cfg->reorder);
 	format_prob(c, sizeof(c), cfg->corrupt);
-	n = snprintf(buf, size, "drop=%s,dup=%s,reorder=%s,corrupt=%s,seed=%llu,hold=%u%s%s",
+	format_prob(e, sizeof(e), cfg->ecn);
+	n = snprintf(buf, size, "drop=%s,dup=%s,reorder=%s,corrupt=%s,seed=%llu,hold=%u%s%s%s%s",
 		     d, u, r, c, (unsigned long long)cfg->seed, cfg->hold_us,
-		     cfg->port[0] ? ",port=" : "", cfg->port);
+		     cfg->port[0] ? ",port=" : "", cfg->port, cfg->ecn ? ",ecn=" : "",
+		     cfg->ecn ? e : "");
 	return n < 0 ? -EINVAL : n;
 }
 
@@ -457,6 +464,8 @@ void fault_input(struct fault *f, uint16_t stream, struct pkt *pkt)
 	r_dup = xoshiro_next(f->rng);
 	r_reorder = xoshiro_next(f->rng);
 	f->stats.frames++;
+	if (f->cfg.ecn && decide(xoshiro_next(f->rng), f->cfg.ecn) && pkt_set_ce(pkt))
+		f->stats.ce_marked++;
 
 	if (decide(r_drop, f->cfg.drop)) {
 		f->stats.dropped++;

@@ -7,7 +7,7 @@
  *
  * Configuration string (command line, untrusted):
  *
- *   drop=P,dup=P,reorder=P,corrupt=P,seed=N[,hold=US][,port=NAME]
+ *   drop=P,dup=P,reorder=P,corrupt=P,seed=N[,hold=US][,port=NAME][,ecn=P]
  *
  * Every key is optional and may appear once, in any order; at least one key
  * must be given. P is a probability in percent, 0 to 100, with up to six
@@ -34,6 +34,10 @@
  *                 fault_flush(). If a frame of that stream is already held
  *                 the reorder decision is ignored (not counted), so at most
  *                 one frame per stream is ever held.
+ * With ecn=P (P > 0) a sixth number is drawn last: an IPv4 / IPv6 frame
+ * whose ECN field is ECT(0) or ECT(1) gets CE (congestion experienced),
+ * the IPv4 header checksum updated (the RoCE ICRC does not cover it). Other
+ * frames are left alone (not counted). Without ecn the draws stay five.
  * The same seed, configuration and input sequence therefore produce the same
  * decisions and counts, and each decision does not shift the random draws of
  * the others.
@@ -59,6 +63,7 @@ struct loop;
 
 struct fault_cfg {
 	uint32_t drop, dup, reorder, corrupt; /* 0 .. FAULT_PROB_ONE */
+	uint32_t ecn;                         /* CE marks, 0 .. FAULT_PROB_ONE */
 	uint64_t seed;
 	uint32_t hold_us;                     /* reorder hold limit */
 	char port[FAULT_PORT_NAME_MAX];       /* "" = every port */
@@ -86,6 +91,7 @@ typedef void (*fault_emit_fn)(void *arg, struct pkt *pkt);
 struct fault_stats {
 	uint64_t frames;     /* frames given to fault_input */
 	uint64_t dropped, duplicated, reordered, corrupted;
+	uint64_t ce_marked;  /* ECN-capable frames marked CE */
 };
 
 struct fault;

@@ -245,3 +245,46 @@ void pkt_cache_trim(void)
 	if (c)
 		pkt_cache_release(c);
 }
+
+bool pkt_set_ce(struct pkt *pkt)
+{
+	uint8_t *d = pkt->data;
+	uint32_t l3 = 14;
+	uint16_t type;
+
+	if (pkt->len < 14)
+		return false;
+	type = (uint16_t)(d[12] << 8 | d[13]);
+	if (type == 0x8100 && pkt->len >= 18) {
+		type = (uint16_t)(d[16] << 8 | d[17]);
+		l3 = 18;
+	}
+	if (type == 0x0800 && pkt->len >= l3 + 20 && (d[l3] >> 4) == 4) {
+		uint8_t *ip = d + l3;
+		uint32_t sum;
+
+		if (!(ip[1] & 3) || (ip[1] & 3) == 3)
+			return false;
+		/* RFC 1624 incremental update of the header checksum. */
+		sum = (uint16_t)~(ip[10] << 8 | ip[11]);
+		sum += (uint16_t)~(ip[0] << 8 | ip[1]);
+		ip[1] |= 3;
+		sum += (uint32_t)(ip[0] << 8 | ip[1]);
+		while (sum >> 16)
+			sum = (sum & 0xFFFF) + (sum >> 16);
+		sum = (uint16_t)~sum;
+		ip[10] = (uint8_t)(sum >> 8);
+		ip[11] = (uint8_t)sum;
+		return true;
+	}
+	if (type == 0x86DD && pkt->len >= l3 + 40 && (d[l3] >> 4) == 6) {
+		/* traffic class: low nibble of byte 0, high nibble of byte 1 */
+		uint8_t ecn = (d[l3 + 1] >> 4) & 3;
+
+		if (!ecn || ecn == 3)
+			return false;
+		d[l3 + 1] |= 0x30;
+		return true;
+	}
+	return false;
+}

@@ -7,6 +7,7 @@
 #ifndef VRDMA_PORT_PKT_H
 #define VRDMA_PORT_PKT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define PKT_HEADROOM 128
@@ -89,5 +90,11 @@ static inline struct pkt *pkt_queue_pop(struct pkt_queue *q)
 
 /* Free every frame in q. */
 void pkt_queue_purge(struct pkt_queue *q);
+
+/* Set CE (congestion experienced) in the ECN field of an ECN-capable
+ * (ECT(0) / ECT(1)) IPv4 or IPv6 frame, one optional 802.1Q tag; the IPv4
+ * header checksum is updated (RFC 1624). Returns whether it was marked
+ * (Not-ECT, CE already, non-IP and short frames are left alone). */
+bool pkt_set_ce(struct pkt *pkt);
 
 #endif /* VRDMA_PORT_PKT_H */

@@ -35,6 +35,14 @@ struct port_ops {
 	void (*xmit)(struct port *p, struct pkt *pkt);
 	/* Release the port's resources (called by port_destroy). */
 	void (*destroy)(struct port *p);
+	/* Flow control inside the switch (both optional, see sw_input_try):
+	 * busy: true while the port should not be given more frames from the
+	 * other ports of this switch (its receive queue is past its high mark);
+	 * ready: a port this one was refused by has room again. ready() runs
+	 * inside another port's code: it must only mark and wake, never call
+	 * sw_input. */
+	bool (*busy)(const struct port *p);
+	void (*ready)(struct port *p);
 };
 
 /* The switch counts rx_* (in sw_input) and tx_frames/tx_bytes (when it hands
@@ -76,9 +84,23 @@ void sw_detach(struct sw *s, struct port *p);
  * shorter than an Ethernet header are dropped and counted. */
 void sw_input(struct sw *s, struct port *p, struct pkt *pkt);
 
+/* Flow control between ports of one switch: like sw_input, but a unicast
+ * frame to a learned port whose busy() says so is refused: returns -EAGAIN,
+ * the frame stays with the caller, and the caller's ready() is called once
+ * that port calls sw_port_ready (or detaches). Returns 0 when the frame was
+ * taken. Frames to busy ports are never dropped this way; floods, uplinks
+ * and the fault injector keep the plain sw_input semantics. */
+int sw_input_try(struct sw *s, struct port *p, struct pkt *pkt);
+/* Port p, busy before, has room again: wake the ports it refused (in a
+ * rotating order, so no sender is always first). Cheap when none waits. */
+void sw_port_ready(struct sw *s, struct port *p);
+
 /* Capture every frame entering the switch to a pcap file (NULL stops).
  * Returns 0 or -errno. */
 int sw_set_pcap(struct sw *s, const char *path);
+/* Capture the frames port p sends into and receives from the switch to a
+ * pcap file (NULL stops). Returns 0 or -errno. */
+int sw_set_port_pcap(struct sw *s, struct port *p, const char *path);
 
 /* Fault injection, see port/fault.h. port_name NULL = every port. */
 /* (Addition: port_name NULL and cfg->port set = that port. A per-port
@@ -91,11 +113,15 @@ int sw_set_fault(struct sw *s, const struct fault_cfg *cfg, const char *port_nam
 struct sw_stats {
 	uint64_t forwarded, flooded, dropped_no_port, dropped_runt;
 	uint64_t fault_dropped, fault_duplicated, fault_reordered, fault_corrupted;
+	uint64_t fault_ce_marked;
 	/* Additions: unicast to the input port of a port without hairpin;
 	 * source MACs not learned because the table was full. */
 	uint64_t dropped_hairpin, learn_full;
 	/* source MAC pinned to another port (port security) */
 	uint64_t dropped_spoofed;
+	/* Flow control: frames refused by sw_input_try (left with the sender)
+	 * and wake-ups of waiting senders. */
+	uint64_t held_busy, woken;
 };
 const struct sw_stats *sw_get_stats(const struct sw *s);
 

@@ -74,8 +74,15 @@ struct sw {
 	struct loop_timer age_timer;
 
 	struct pcapw *pcap;
+	struct pcapw *port_pcap[SW_MAX_PORTS]; /* per-port capture, both ways */
 	struct fault *fault_all;
 	struct sw_named_fault *named;
+
+	/* Flow control: wait_on[id] = 1 + the port id that refused port id
+	 * (0: not waiting); waited[id]: some port waits for id. */
+	uint16_t wait_on[SW_MAX_PORTS];
+	bool waited[SW_MAX_PORTS];
+	uint32_t wake_next;
 
 	/* Counters of fault instances already freed (see sw_get_stats). */
 	struct fault_stats fault_retired;
@@ -362,6 +369,7 @@ static void sw_retire_fault(struct sw *s, struct fault *f)
 	s->fault_retired.duplicated += fs->duplicated;
 	s->fault_retired.reordered += fs->reordered;
 	s->fault_retired.corrupted += fs->corrupted;
+	s->fault_retired.ce_marked += fs->ce_marked;
 	fault_free(f);
 }
 
@@ -383,6 +391,8 @@ void sw_free(struct sw *s)
 	}
 	fault_free(s->fault_all);
 	pcapw_close(s->pcap);
+	for (uint32_t i = 0; i < SW_MAX_PORTS; i++)
+		pcapw_close(s->port_pcap[i]);
 	free(s->mac);
 	free(s->stats);
 	free(s);
@@ -433,6 +443,10 @@ void sw_detach(struct sw *s, struct port *p)
 	s->ports[p->id] = NULL;
 	s->port_fault[p->id] = NULL;
 	s->learned[p->id] = 0;
+	s->wait_on[p->id] = 0;
+	sw_port_ready(s, p); /* who waited for p retries (and meets no port) */
+	pcapw_close(s->port_pcap[p->id]);
+	s->port_pcap[p->id] = NULL;
 	/* Frames of this port still held for reordering die with it. */
 	if (s->fault_all)
 		fault_discard_stream(s->fault_all, p->id);
@@ -456,6 +470,8 @@ void port_destroy(struct port *p)
 
 static inline void sw_xmit(struct port *out, struct pkt *pkt)
 {
+	if (unlikely(out->sw->port_pcap[out->id]))
+		pcapw_write(out->sw->port_pcap[out->id], pkt->data, pkt->len);
 	out->stats.tx_frames++;
 	out->stats.tx_bytes += pkt->len;
 	out->ops->xmit(out, pkt);
@@ -561,6 +577,8 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 	}
 	if (s->pcap)
 		pcapw_write(s->pcap, pkt->data, pkt->len);
+	if (unlikely(s->port_pcap[p->id]))
+		pcapw_write(s->port_pcap[p->id], pkt->data, pkt->len);
 	if (unlikely(pkt->len < ETH_HDR_LEN)) {
 		p->stats.rx_errors++;
 		s->stats->dropped_runt++;
@@ -577,6 +595,58 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 		sw_forward(s, pkt);
 }
 
+/* ---- flow control between ports of this switch ---- */
+
+/* The port a unicast frame would leave by, if it is known, else NULL. */
+static struct port *sw_unicast_out(const struct sw *s, const struct pkt *pkt)
+{
+	const struct sw_mac *e;
+
+	if (pkt->len < ETH_HDR_LEN || (pkt->data[0] & 1))
+		return NULL;
+	e = mac_find(s, mac_key(pkt->data));
+	return e ? s->ports[e->port] : NULL;
+}
+
+int sw_input_try(struct sw *s, struct port *p, struct pkt *pkt)
+{
+	struct port *out;
+
+	if (likely(s && p && pkt && p->sw == s)) {
+		out = sw_unicast_out(s, pkt);
+		if (out && !out->uplink && out->ops->busy && out->ops->busy(out) &&
+		    (out != p || p->hairpin)) {
+			s->wait_on[p->id] = (uint16_t)(out->id + 1);
+			s->waited[out->id] = true;
+			s->stats->held_busy++;
+			return -EAGAIN;
+		}
+	}
+	sw_input(s, p, pkt);
+	return 0;
+}
+
+void sw_port_ready(struct sw *s, struct port *p)
+{
+	uint32_t n, start, i;
+
+	if (!s || !p || p->id >= SW_MAX_PORTS || !s->waited[p->id])
+		return;
+	s->waited[p->id] = false;
+	n = s->nports;
+	start = n ? s->wake_next++ % n : 0;
+	for (i = 0; i < n; i++) {
+		struct port *w = s->list[(start + i) % n];
+
+		if (s->wait_on[w->id] != p->id + 1)
+			continue;
+		s->wait_on[w->id] = 0;
+		s->stats->woken++;
+		if (w->ops->ready)
+			w->ops->ready(w);
+	}
+}
+
 /* ---- configuration ---- */
 
 int sw_set_pcap(struct sw *s, const char *path)
@@ -590,6 +660,22 @@ int sw_set_pcap(struct sw *s, const char *path)
 	}
 	pcapw_close(s->pcap);
 	s->pcap = w;
+	return 0;
+}
+
+int sw_set_port_pcap(struct sw *s, struct port *p, const char *path)
+{
+	struct pcapw *w = NULL;
+
+	if (!s || !p || p->sw != s || p->id >= SW_MAX_PORTS || s->ports[p->id] != p)
+		return -EINVAL;
+	if (path) {
+		w = pcapw_open(path, s->loop);
+		if (!w)
+			return -errno;
+	}
+	pcapw_close(s->port_pcap[p->id]);
+	s->port_pcap[p->id] = w;
 	return 0;
 }
 
@@ -676,6 +762,7 @@ static void fault_stats_add(struct fault_stats *t, const struct fault *f)
 	t->duplicated += fs->duplicated;
 	t->reordered += fs->reordered;
 	t->corrupted += fs->corrupted;
+	t->ce_marked += fs->ce_marked;
 }
 
 const struct sw_stats *sw_get_stats(const struct sw *s)
@@ -689,5 +776,6 @@ const struct sw_stats *sw_get_stats(const struct sw *s)
 	s->stats->fault_duplicated = t.duplicated;
 	s->stats->fault_reordered = t.reordered;
 	s->stats->fault_corrupted = t.corrupted;
+	s->stats->fault_ce_marked = t.ce_marked;
 	return s->stats;
 }

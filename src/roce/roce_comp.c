@@ -56,9 +56,15 @@ static uint64_t now_ns(const struct roce_tq *tq)
 
 static void comp_progress(struct roce_tq *tq)
 {
+	uint64_t now = now_ns(tq);
+
+	/* (Not after a probe: that gap measured the loss, not the path.) */
+	if (!tq->probes && tq->progress_ns && now > tq->progress_ns)
+		roce_recover_sample(tq, now - tq->progress_ns);
+	tq->probes = 0;
 	tq->retry_left = tq->qp->attr.retry_cnt;
 	tq->rnr_left = tq->qp->attr.rnr_retry;
-	tq->progress_ns = now_ns(tq);
+	tq->progress_ns = now;
 	tq->rewind_marked = false;
 	/* The window moved: the requester may send more. */
 	roce_tp_schedule(tq);
@@ -117,6 +123,7 @@ static void comp_rewind(struct roce_tq *tq, bool count)
 		}
 		tq->retry_left--;
 	}
+	roce_recover_loss(tq);
 	tq->rewind_pending = true;
 	roce_tp_schedule(tq);
 }
@@ -126,6 +133,7 @@ static void comp_rewind(struct roce_tq *tq, bool count)
  * READ responses. */
 static void comp_ack(struct roce_tq *tq, uint32_t psn, bool explicit_ack)
 {
+	uint32_t una0 = tq->una;
 	bool adv = false;
 
 	for (uint32_t i = tq->sq_head; i != tq->sq_tail; i++) {
@@ -177,8 +185,10 @@ static void comp_ack(struct roce_tq *tq, uint32_t psn, bool explicit_ack)
 		}
 		break;
 	}
-	if (adv)
+	if (adv) {
+		roce_recover_acked(tq, (uint32_t)roce_psn_diff(tq->una, una0));
 		comp_progress(tq);
+	}
 }
 
 static void comp_ack_pkt(struct roce_tq *tq, const struct roce_pkt_info *pi)
@@ -189,10 +199,17 @@ static void comp_ack_pkt(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	uint32_t psn = pi->psn, prev = roce_psn_add(pi->psn, ROCE_PSN_MASK);
 
 	switch (syn & ROCE_AETH_TYPE_MASK) {
-	case ROCE_AETH_ACK:
+	case ROCE_AETH_ACK: {
+		bool probing = tq->probes > 0;
+
 		tp->stats.acks_rcvd++;
 		comp_ack(tq, psn, true);
+		/* The answer to a loss probe stops short of what was sent:
+		 * the rest was lost, go back now (roce_recover.c). */
+		if (probing && tq->una != tq->sq_psn && roce_psn_add(psn, 1) == tq->una)
+			comp_rewind(tq, false);
 		break;
+	}
 	case ROCE_AETH_RNR_NAK:
 		tp->stats.rnr_naks_rcvd++;
 		comp_ack(tq, prev, false);
@@ -259,6 +276,17 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		return;
 	}
 	k = roce_psn_diff(psn, w->first_psn);
+	if (k >= 0 && (uint32_t)k >= w->npkts && w->rd_rcvd < w->npkts) {
+		/* A response beyond this READ (responses come in PSN order):
+		 * its last responses were lost, ask again at once. */
+		uint32_t exp = roce_psn_add(w->first_psn, w->rd_rcvd);
+
+		tp->stats.rx_stale_resp++;
+		if (roce_psn_diff(exp, tq->una) > 0)
+			tq->una = exp;
+		comp_rewind(tq, true);
+		return;
+	}
 	if (k < 0 || (uint32_t)k >= w->npkts || (uint32_t)k < w->rd_rcvd) {
 		tp->stats.rx_stale_resp++;
 		return;
@@ -288,6 +316,7 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	}
 	w->rd_rcvd++;
 	tq->una = roce_psn_add(w->first_psn, w->rd_rcvd);
+	roce_recover_acked(tq, 1);
 	comp_progress(tq);
 	if (last) {
 		wqe_done(tq, w, VIRTIO_IB_WC_SUCCESS);
@@ -392,7 +421,7 @@ void roce_comp_arm_timer(struct roce_tq *tq)
 		return;
 	if (!tq->progress_ns)
 		tq->progress_ns = loop_now_ns();
-	loop_timer_arm(tp->loop, &tq->rexmit_timer, tq->progress_ns + to);
+	loop_timer_arm(tp->loop, &tq->rexmit_timer, roce_recover_deadline(tq, to));
 }
 
 void roce_comp_rexmit_timer(struct loop_timer *t, void *arg)
@@ -403,15 +432,31 @@ void roce_comp_rexmit_timer(struct loop_timer *t, void *arg)
 	uint64_t to = roce_ack_timeout_ns(qp->attr.timeout), now;
 	uint8_t st = qp->attr.qp_state;
 
+	/* Nothing unacknowledged on the wire (completions may still wait for
+	 * CQ room, a rewound WQE for its turn): no timeout, the next send
+	 * arms the timer again. */
 	if ((st != VIRTIO_IB_QPS_RTS && st != VIRTIO_IB_QPS_SQD) || !to || !tq->swqe ||
-	    (tq->una == tq->sq_psn && tq->sq_head == tq->sq_cur))
+	    tq->una == tq->sq_psn)
 		return;
 	now = loop_now_ns();
-	if (tq->rnr_wait || now - tq->progress_ns < to) {
-		loop_timer_arm(tp->loop, t, (tq->rnr_wait ? now : tq->progress_ns) + to);
+	if (tq->rnr_wait) {
+		loop_timer_arm(tp->loop, t, now + to);
+		return;
+	}
+	if (now < roce_recover_deadline(tq, to)) {
+		loop_timer_arm(tp->loop, t, roce_recover_deadline(tq, to));
+		return;
+	}
+	/* Probes first (roce_recover.c), then the timeout. */
+	if (roce_recover_probe_due(tq, to)) {
+		roce_recover_probe(tq);
+		loop_timer_arm(tp->loop, t, roce_recover_deadline(tq, to));
+		roce_tp_commit(tp);
 		return;
 	}
 	tp->stats.timeouts++;
+	roce_recover_loss(tq);
+	tq->probes = 0;
 	if (!tq->retry_left) {
 		comp_fail_head(tq, VIRTIO_IB_WC_RETRY_EXC_ERR);
 		roce_tp_commit(tp);
@@ -424,7 +469,7 @@ void roce_comp_rexmit_timer(struct loop_timer *t, void *arg)
 	tq->sent_since_rewind = 0;
 	tq->rewind_pending = true;
 	roce_tp_schedule(tq);
-	loop_timer_arm(tp->loop, t, now + to);
+	loop_timer_arm(tp->loop, t, roce_recover_deadline(tq, to));
 	roce_tp_commit(tp);
 }
 
@@ -458,4 +503,5 @@ void roce_comp_reset(struct roce_tq *tq)
 	tq->rewind_pending = false;
 	tq->rewind_marked = false;
 	tq->progress_ns = 0;
+	roce_recover_reset(tq);
 }

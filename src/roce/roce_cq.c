@@ -114,6 +114,9 @@ static bool cq_write(struct roce_tcq *tc, const struct roce_wc *wc)
 		roce_tp_ring_dirty(tp, &tc->ring, false);
 	}
 	memset(&c, 0, sizeof(c));
+	/* The header type of a UD datagram is an extension flag. */
+	if (!tp->rd->ext)
+		flags &= ~(uint32_t)VIRTIO_IB_WC_GRH_IPV4;
 	if (status > VIRTIO_IB_WC_GENERAL_ERR || opcode > VIRTIO_IB_WC_RECV_RDMA_WITH_IMM ||
 	    (flags & VIRTIO_IB_WC_WITH_INV)) {
 		if (tp->rd->ext) {

@@ -91,6 +91,13 @@ struct roce_ipv4_hdr {
 	uint8_t daddr[4];
 };
 
+/* ECN field (low 2 bits of the IPv4 TOS / IPv6 traffic class, RFC 3168). */
+#define ROCE_ECN_MASK      0x03
+#define ROCE_ECN_NOT_ECT   0x00
+#define ROCE_ECN_ECT1      0x01
+#define ROCE_ECN_ECT0      0x02
+#define ROCE_ECN_CE        0x03
+
 #define ROCE_IPV4_DF       0x4000
 #define ROCE_IPV4_MF       0x2000
 #define ROCE_IPV4_OFF_MASK 0x1FFF

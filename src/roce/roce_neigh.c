@@ -2,11 +2,18 @@
 /*
  * Destination MAC resolution. A path whose destination MAC is all zeros
  * (address vector without dmac) is resolved here: ARP for IPv4-mapped
- * GIDs, IPv6 neighbour solicitation for the others. Frames wait in the
- * entry while it resolves (at most ROCE_TP_NEIGH_QLEN, then dropped and
- * counted; RC retransmits them). A request is repeated ROCE_TP_NEIGH_TRIES
- * times, ROCE_TP_NEIGH_RETRY_NS apart; a resolved entry lives
- * ROCE_TP_NEIGH_TTL_NS. The cache is small and looked up linearly.
+ * GIDs, IPv6 neighbour solicitation for the others. Resolution starts when
+ * a QP enters RTR or an AH is created (roce_neigh_resolve); the requester
+ * asks roce_neigh_lookup before it assigns PSNs and waits (no frame built)
+ * until the entry is usable. Other frames (responder ACKs, READ responses)
+ * wait in the entry (at most ROCE_TP_NEIGH_QLEN, then dropped and counted).
+ *
+ * States: INCOMPLETE (requests ROCE_TP_NEIGH_RETRY_NS apart, at most
+ * ROCE_TP_NEIGH_TRIES), VALID (for ROCE_TP_NEIGH_TTL_NS), PROBE (expired
+ * but still used while it is asked again), FAILED (no answer: asked again
+ * after a backoff doubling from ROCE_TP_NEIGH_BACKOFF_NS up to
+ * ROCE_TP_NEIGH_BACKOFF_MAX_NS while something still wants it). Waiting
+ * QPs are woken on every change. The cache is small and looked up linearly.
  *
  * The device is the IP endpoint of its own RoCE traffic: it answers ARP
  * requests for its IPv4 address (and any IPv4-mapped GID) and neighbour
@@ -36,15 +43,18 @@
 #define ND_MSG_LEN    32 /* NS/NA with one link-layer address option */
 #define FRAME_MIN     60
 
-enum { NE_FREE = 0, NE_INCOMPLETE, NE_VALID };
+enum { NE_FREE = 0, NE_INCOMPLETE, NE_VALID, NE_PROBE, NE_FAILED };
 
 struct roce_neigh_ent {
 	uint8_t ip[16];           /* GID form */
 	uint8_t sgid[16];         /* our address for requests */
 	uint8_t mac[6];
 	uint8_t state;
-	uint8_t tries;
-	uint64_t deadline;        /* VALID: expiry; INCOMPLETE: next request */
+	uint8_t tries;            /* requests of the current round */
+	uint8_t fails;            /* rounds without an answer (backoff) */
+	bool wanted;              /* looked up while not usable */
+	uint64_t deadline;        /* VALID: expiry; INCOMPLETE / PROBE: next
+				   * request; FAILED: end of the backoff */
 	uint64_t used;
 	struct pkt_queue q;
 };
@@ -64,7 +74,7 @@ static void neigh_xmit(struct roce_tp *tp, struct pkt *p)
 {
 	tp->stats.tx_frames++;
 	tp->stats.tx_bytes += p->len;
-	tp->ops.xmit(tp->ctx, p);
+	roce_tp_output(tp, p);
 }
 
 static bool gid_is_ours(const struct roce_dev *rd, const uint8_t *gid)
@@ -97,7 +107,13 @@ static void ent_purge(struct roce_neigh *n, struct roce_neigh_ent *e)
 	pkt_queue_purge(&e->q);
 }
 
-/* A free entry, or the least recently used one (resolved ones first). */
+/* Eviction order: failed entries first, then resolved, then pending. */
+static int victim_rank(const struct roce_neigh_ent *e)
+{
+	return e->state == NE_FAILED ? 2 : e->state == NE_INCOMPLETE ? 0 : 1;
+}
+
+/* A free entry, or the least recently used one of the highest rank. */
 static struct roce_neigh_ent *neigh_victim(struct roce_neigh *n)
 {
 	struct roce_neigh_ent *best = NULL;
@@ -107,12 +123,13 @@ static struct roce_neigh_ent *neigh_victim(struct roce_neigh *n)
 
 		if (e->state == NE_FREE)
 			return e;
-		if (!best || (e->state == NE_VALID && best->state != NE_VALID) ||
-		    (e->state == best->state && e->used < best->used))
+		if (!best || victim_rank(e) > victim_rank(best) ||
+		    (victim_rank(e) == victim_rank(best) && e->used < best->used))
 			best = e;
 	}
 	ent_purge(n, best);
 	best->state = NE_FREE;
+	roce_tp_neigh_changed(n->tp); /* its waiters look it up again */
 	return best;
 }
 
@@ -155,25 +172,38 @@ static struct pkt *frame_new(uint32_t len)
 	return p;
 }
 
-static void eth_hdr(uint8_t *f, const uint8_t *dmac, const uint8_t *smac, uint16_t type)
+static uint32_t l2_len(const struct roce_tp *tp)
+{
+	return ROCE_ETH_HLEN + (tp->rd->vlan_id ? ROCE_VLAN_HLEN : 0);
+}
+
+/* Ethernet header (802.1Q-tagged with the device's VLAN, PCP 0); returns
+ * the L3 offset. */
+static uint32_t eth_hdr(const struct roce_tp *tp, uint8_t *f, const uint8_t *dmac, uint16_t type)
 {
 	memcpy(f, dmac, 6);
-	memcpy(f + 6, smac, 6);
-	put_be16(f + 12, type);
+	memcpy(f + 6, tp->rd->mac, 6);
+	if (!tp->rd->vlan_id) {
+		put_be16(f + 12, type);
+		return ROCE_ETH_HLEN;
+	}
+	put_be16(f + 12, ROCE_ETH_P_8021Q);
+	put_be16(f + 14, tp->rd->vlan_id);
+	put_be16(f + 16, type);
+	return ROCE_ETH_HLEN + ROCE_VLAN_HLEN;
 }
 
 static void send_arp(struct roce_tp *tp, const uint8_t *dmac, uint16_t oper,
 		     const uint8_t *spa, const uint8_t *tha, const uint8_t *tpa)
 {
-	struct pkt *p = frame_new(ROCE_ETH_HLEN + ARP_LEN);
+	struct pkt *p = frame_new(l2_len(tp) + ARP_LEN);
 	uint8_t *a;
 
 	if (!p) {
 		tp->stats.tx_nobuf++;
 		return;
 	}
-	eth_hdr(p->data, dmac, tp->rd->mac, ETH_P_ARP);
-	a = p->data + ROCE_ETH_HLEN;
+	a = p->data + eth_hdr(tp, p->data, dmac, ETH_P_ARP);
 	put_be16(a, 1);
 	put_be16(a + 2, ROCE_ETH_P_IPV4);
 	a[4] = 6;
@@ -194,15 +224,14 @@ static void send_arp(struct roce_tp *tp, const uint8_t *dmac, uint16_t oper,
 static void send_nd(struct roce_tp *tp, const uint8_t *dmac, const uint8_t *src,
 		    const uint8_t *dst, uint8_t type, uint8_t flags, const uint8_t *target)
 {
-	struct pkt *p = frame_new(ROCE_ETH_HLEN + ROCE_IPV6_HLEN + ND_MSG_LEN);
+	struct pkt *p = frame_new(l2_len(tp) + ROCE_IPV6_HLEN + ND_MSG_LEN);
 	uint8_t *ip, *m;
 
 	if (!p) {
 		tp->stats.tx_nobuf++;
 		return;
 	}
-	eth_hdr(p->data, dmac, tp->rd->mac, ROCE_ETH_P_IPV6);
-	ip = p->data + ROCE_ETH_HLEN;
+	ip = p->data + eth_hdr(tp, p->data, dmac, ROCE_ETH_P_IPV6);
 	put_be32(ip, 6u << 28);
 	put_be16(ip + 4, ND_MSG_LEN);
 	ip[6] = ICMP6_PROTO;
@@ -242,6 +271,11 @@ static void send_request(struct roce_neigh *n, struct roce_neigh_ent *e)
 
 /* ---- cache --------------------------------------------------------------------- */
 
+static bool ent_timed(const struct roce_neigh_ent *e)
+{
+	return e->state == NE_INCOMPLETE || e->state == NE_PROBE || e->state == NE_FAILED;
+}
+
 static void neigh_arm(struct roce_neigh *n)
 {
 	uint64_t next = UINT64_MAX;
@@ -249,7 +283,7 @@ static void neigh_arm(struct roce_neigh *n)
 	if (!n->tp->loop)
 		return;
 	for (unsigned i = 0; i < ROCE_TP_NEIGH_SIZE; i++)
-		if (n->e[i].state == NE_INCOMPLETE && n->e[i].deadline < next)
+		if (ent_timed(&n->e[i]) && n->e[i].deadline < next)
 			next = n->e[i].deadline;
 	if (next != UINT64_MAX)
 		loop_timer_arm(n->tp->loop, &n->timer, next);
@@ -257,20 +291,56 @@ static void neigh_arm(struct roce_neigh *n)
 		loop_timer_cancel(n->tp->loop, &n->timer);
 }
 
+/* Start a round of requests for e (INCOMPLETE, or PROBE keeping its MAC). */
+static void ent_ask(struct roce_neigh *n, struct roce_neigh_ent *e, uint8_t state, uint64_t now)
+{
+	e->state = state;
+	e->tries = 1;
+	e->wanted = false;
+	send_request(n, e);
+	e->deadline = now + ROCE_TP_NEIGH_RETRY_NS;
+}
+
+static uint64_t ent_backoff(const struct roce_neigh_ent *e)
+{
+	uint64_t b = ROCE_TP_NEIGH_BACKOFF_NS;
+
+	for (unsigned i = 1; i < e->fails && b < ROCE_TP_NEIGH_BACKOFF_MAX_NS; i++)
+		b *= 2;
+	return MIN(b, ROCE_TP_NEIGH_BACKOFF_MAX_NS);
+}
+
 static void neigh_timer(struct loop_timer *t, void *arg)
 {
 	struct roce_neigh *n = arg;
 	uint64_t now = loop_now_ns();
+	bool changed = false;
 
 	(void)t;
 	for (unsigned i = 0; i < ROCE_TP_NEIGH_SIZE; i++) {
 		struct roce_neigh_ent *e = &n->e[i];
 
-		if (e->state != NE_INCOMPLETE || e->deadline > now)
+		if (!ent_timed(e) || e->deadline > now)
 			continue;
+		if (e->state == NE_FAILED) {
+			/* Backoff over: ask again if anything still wants it. */
+			if (e->wanted) {
+				ent_ask(n, e, NE_INCOMPLETE, now);
+			} else {
+				e->state = NE_FREE;
+				e->fails = 0;
+			}
+			continue;
+		}
 		if (e->tries >= ROCE_TP_NEIGH_TRIES) {
 			ent_purge(n, e);
-			e->state = NE_FREE;
+			n->tp->stats.neigh_failed++;
+			if (e->fails < UINT8_MAX)
+				e->fails++;
+			e->state = NE_FAILED;
+			e->wanted = false;
+			e->deadline = now + ent_backoff(e);
+			changed = true;
 			continue;
 		}
 		send_request(n, e);
@@ -278,6 +348,69 @@ static void neigh_timer(struct loop_timer *t, void *arg)
 		e->deadline = now + ROCE_TP_NEIGH_RETRY_NS;
 	}
 	neigh_arm(n);
+	if (changed)
+		roce_tp_neigh_changed(n->tp);
+}
+
+/* The entry for dgid, created (and asked for) if absent. NULL never. */
+static struct roce_neigh_ent *neigh_get(struct roce_neigh *n, const uint8_t sgid[16],
+					const uint8_t dgid[16], uint64_t now)
+{
+	struct roce_neigh_ent *e = neigh_find(n, dgid);
+
+	if (!e) {
+		e = neigh_victim(n);
+		memcpy(e->ip, dgid, 16);
+		memcpy(e->sgid, sgid, 16);
+		pkt_queue_init(&e->q);
+		e->fails = 0;
+		e->used = now;
+		ent_ask(n, e, NE_INCOMPLETE, now);
+		neigh_arm(n);
+		return e;
+	}
+	memcpy(e->sgid, sgid, 16);
+	e->used = now;
+	if (e->state == NE_VALID && n->tp->loop && now >= e->deadline) {
+		/* Expired: keep using the MAC while asking again. */
+		n->tp->stats.neigh_refreshes++;
+		ent_ask(n, e, NE_PROBE, now);
+		neigh_arm(n);
+	}
+	return e;
+}
+
+static bool ent_usable(const struct roce_neigh_ent *e)
+{
+	return e->state == NE_VALID || e->state == NE_PROBE;
+}
+
+void roce_neigh_resolve(struct roce_neigh *n, const uint8_t sgid[16], const uint8_t dgid[16])
+{
+	(void)neigh_get(n, sgid, dgid, neigh_now(n));
+}
+
+bool roce_neigh_lookup(struct roce_neigh *n, const uint8_t sgid[16], const uint8_t dgid[16],
+		       uint8_t mac[6])
+{
+	struct roce_neigh_ent *e;
+
+	if (gid_is_ours(n->tp->rd, dgid)) {
+		/* another context of this device: the switch hairpins it */
+		memcpy(mac, n->tp->rd->mac, 6);
+		return true;
+	}
+	if (psec_pinned_mac(dgid, mac)) {
+		n->tp->stats.neigh_pinned++;
+		return true;
+	}
+	e = neigh_get(n, sgid, dgid, neigh_now(n));
+	if (ent_usable(e)) {
+		memcpy(mac, e->mac, 6);
+		return true;
+	}
+	e->wanted = true;
+	return false;
 }
 
 void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[16],
@@ -285,78 +418,73 @@ void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[1
 {
 	struct roce_tp *tp = n->tp;
 	struct roce_neigh_ent *e;
-	uint64_t now = neigh_now(n);
-	uint8_t pinned[6];
 
-	if (psec_pinned_mac(dgid, pinned)) {
-		memcpy(p->data, pinned, 6);
+	/* One of our own addresses (a QP of this device, maybe of another of
+	 * its contexts): no resolution, the switch hairpins the frame back. */
+	if (gid_is_ours(tp->rd, dgid)) {
+		memcpy(p->data, tp->rd->mac, 6);
+		neigh_xmit(tp, p);
+		return;
+	}
+	if (psec_pinned_mac(dgid, p->data)) {
+		/* a local device's pinned address: never resolved on the wire */
 		tp->stats.neigh_pinned++;
 		neigh_xmit(tp, p);
 		return;
 	}
-	e = neigh_find(n, dgid);
-	if (e && e->state == NE_VALID && (!tp->loop || now < e->deadline)) {
+	e = neigh_get(n, sgid, dgid, neigh_now(n));
+	if (ent_usable(e)) {
 		memcpy(p->data, e->mac, 6);
-		e->used = now;
 		neigh_xmit(tp, p);
 		return;
 	}
-	if (!e) {
-		e = neigh_victim(n);
-		memcpy(e->ip, dgid, 16);
-		pkt_queue_init(&e->q);
-		e->state = NE_INCOMPLETE;
-		e->tries = 0;
-	} else if (e->state == NE_VALID) {
-		e->state = NE_INCOMPLETE; /* expired: ask again */
-		e->tries = 0;
-	}
-	memcpy(e->sgid, sgid, 16);
-	e->used = now;
-	if (e->q.len >= ROCE_TP_NEIGH_QLEN) {
+	e->wanted = true;
+	if (e->state == NE_FAILED || e->q.len >= ROCE_TP_NEIGH_QLEN) {
 		tp->stats.neigh_dropped++;
 		pkt_free(p);
 	} else {
 		pkt_queue_push(&e->q, p);
 		tp->stats.neigh_queued++;
 	}
-	if (!e->tries) {
-		send_request(n, e);
-		e->tries = 1;
-		e->deadline = now + ROCE_TP_NEIGH_RETRY_NS;
-		neigh_arm(n);
-	}
 }
 
-/* ip is at mac: complete a pending entry (reply only) or refresh a live one
- * with the same MAC. Unsolicited answers for addresses we never asked about,
- * and any attempt to move a live or pinned entry, are ignored. */
+/* ip is at mac: complete a pending entry (a reply, or the peer's own request
+ * while we ask) or refresh a known one with the same MAC. Answers for
+ * addresses we never asked about, and any attempt to move a live or pinned
+ * entry, are ignored. */
 static void neigh_learn(struct roce_neigh *n, const uint8_t *ip, const uint8_t *mac, bool reply)
 {
 	struct roce_neigh_ent *e = neigh_find(n, ip);
 	uint8_t pinned[6];
 	uint64_t now = neigh_now(n);
 	struct pkt *p;
+	bool wake, live, moved;
 
 	if (!e || (mac[0] & 1) || !(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))
 		return;
-	if (psec_pinned_mac(ip, pinned) ||
-	    (e->state == NE_INCOMPLETE && !reply) ||
-	    (e->state == NE_VALID && memcmp(e->mac, mac, 6) &&
-	     (!n->tp->loop || now < e->deadline))) {
+	live = e->state == NE_VALID && (!n->tp->loop || now < e->deadline);
+	moved = ent_usable(e) && memcmp(e->mac, mac, 6);
+	if (psec_pinned_mac(ip, pinned) || (moved && (live || !reply))) {
+		/* pinned, or moving a live entry (or a probed one without an
+		 * answer): not learned */
 		n->tp->stats.neigh_ignored++;
 		return;
 	}
-	if (e->state == NE_INCOMPLETE)
+	wake = !ent_usable(e);
+	if (e->state == NE_INCOMPLETE || e->state == NE_FAILED)
 		n->tp->stats.neigh_resolved++;
 	memcpy(e->mac, mac, 6);
 	e->state = NE_VALID;
+	e->fails = 0;
+	e->wanted = false;
 	e->deadline = now + ROCE_TP_NEIGH_TTL_NS;
 	while ((p = pkt_queue_pop(&e->q))) {
 		memcpy(p->data, mac, 6);
 		neigh_xmit(n->tp, p);
 	}
 	neigh_arm(n);
+	if (wake)
+		roce_tp_neigh_changed(n->tp);
 }
 
 static void rx_arp(struct roce_neigh *n, const uint8_t *a)
@@ -489,6 +617,7 @@ void roce_neigh_flush(struct roce_neigh *n)
 	for (unsigned i = 0; i < ROCE_TP_NEIGH_SIZE; i++) {
 		pkt_queue_purge(&n->e[i].q);
 		n->e[i].state = NE_FREE;
+		n->e[i].fails = 0;
 	}
 	if (n->tp->loop)
 		loop_timer_cancel(n->tp->loop, &n->timer);

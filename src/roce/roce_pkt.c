@@ -315,7 +315,9 @@ int roce_pkt_parse(const uint8_t *frame, uint32_t len, unsigned flags,
 		return -ROCE_RX_E_HDR_LEN;
 	avail = rest - op->length - ROCE_ICRC_LEN;
 	pad = roce_bth_padcnt(bth);
-	if (unlikely(pad > avail))
+	/* IBTA 9.2: PadCnt pads the payload to a multiple of 4 bytes, so
+	 * payload + pad is itself a multiple of 4. */
+	if (unlikely(pad > avail || (avail & 3)))
 		return -ROCE_RX_E_PAD;
 	if (unlikely(!(op->mask & ROCE_OPF_PAYLOAD) && avail))
 		return -ROCE_RX_E_PAYLOAD;

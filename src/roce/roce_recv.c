@@ -51,6 +51,15 @@ static uint16_t frame_type(const struct pkt *p, uint32_t *l3)
 	return type;
 }
 
+/* Whether p is on the device's VLAN: tagged with its VLAN ID, or untagged
+ * (or priority-tagged, VID 0) when it has none. */
+static bool vlan_is_ours(const struct roce_dev *rd, const struct pkt *p, uint32_t l3)
+{
+	uint16_t vid = l3 > ROCE_ETH_HLEN ? get_be16(p->data + 14) & 0x0FFF : 0;
+
+	return vid == rd->vlan_id;
+}
+
 static bool is_icmp6(const struct pkt *p, uint32_t l3)
 {
 	return p->len >= l3 + ROCE_IPV6_HLEN && p->data[l3 + 6] == IPPROTO_ICMPV6_;
@@ -76,7 +85,7 @@ bool roce_tp_input(struct roce_tp *tp, struct pkt *p)
 	uint32_t l3 = 0, ihl;
 	uint16_t type = frame_type(p, &l3);
 
-	if (!type)
+	if (!type || !vlan_is_ours(rd, p, l3))
 		return false;
 	if (type == ETH_P_ARP || (type == ROCE_ETH_P_IPV6 && is_icmp6(p, l3))) {
 		if (roce_neigh_wants(tp, p))
@@ -110,6 +119,10 @@ bool roce_tp_input(struct roce_tp *tp, struct pkt *p)
 		pkt_free(p);
 		return true;
 	}
+	/* The device's receive queue is the switch's egress queue towards
+	 * it: above the threshold, ECN-capable frames get CE. */
+	if (tp->cc.mark_qlen && tp->rxq.len >= tp->cc.mark_qlen && pkt_set_ce(p))
+		tp->stats.rx_ce_marked++;
 	pkt_queue_push(&tp->rxq, p);
 	return true;
 }
@@ -142,6 +155,9 @@ void roce_recv_one(struct roce_tp *tp, struct pkt *p)
 	}
 	if (pi.transport == ROCE_TRANSPORT_CNP) {
 		tp->stats.rx_cnp++;
+		qp = roce_qp_lookup(rd, pi.dqpn);
+		if (qp && (tq = qp->transport))
+			roce_cc_cnp(tq);
 		goto out;
 	}
 	if ((pi.pkey & 0x7FFF) != 0x7FFF) {
@@ -178,6 +194,8 @@ void roce_recv_one(struct roce_tp *tp, struct pkt *p)
 		tp->stats.rx_bad_src++;
 		goto out;
 	}
+	if ((pi.tclass & ROCE_ECN_MASK) == ROCE_ECN_CE)
+		roce_cc_ce(tq, &pi, p);
 	if (pi.mask & ROCE_OPF_REQ)
 		roce_resp_rx(tq, &pi, p);
 	else

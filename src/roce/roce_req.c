@@ -22,8 +22,9 @@
  *
  * RC flow control: at most ROCE_TP_WINDOW PSNs unacknowledged; at most
  * max_rd_atomic READs and atomics outstanding; a FENCE WR waits for them;
- * AckReq on the last packet of a message and every ROCE_TP_ACKREQ_EVERY
- * packets (the responder coalesces its ACKs per receive batch).
+ * AckReq on the last packet of a message, of a turn (the QP's share of a
+ * poll) and every ROCE_TP_ACKREQ_EVERY packets (the responder coalesces its
+ * ACKs per receive batch).
  */
 #include "roce/roce_tp.h"
 
@@ -98,7 +99,7 @@ static uint8_t req_opcode(uint8_t type, const struct roce_swqe *w, uint32_t k)
 
 /* Build and send packet k of w. Returns 0, -ENOBUFS (try later) or a WC
  * status (the WR fails). */
-static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k)
+static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, bool turn_end)
 {
 	struct roce_tp *tp = tq->tp;
 	struct roce_qp *qp = tq->qp;
@@ -160,8 +161,8 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k)
 	if (roce_wr_is_atomic(w->opcode))
 		f.ackreq = true;
 	else if (qp->type == VIRTIO_IB_QPT_RC && w->opcode != VIRTIO_IB_WR_RDMA_READ)
-		f.ackreq = last || k % ROCE_TP_ACKREQ_EVERY == ROCE_TP_ACKREQ_EVERY - 1 ||
-			   roce_psn_diff(roce_psn_add(tq->sq_psn, 1), tq->una) >= ROCE_TP_WINDOW;
+		f.ackreq = last || turn_end || k % ROCE_TP_ACKREQ_EVERY == ROCE_TP_ACKREQ_EVERY - 1 ||
+			   roce_recover_ackreq(tq);
 	f.ip_id = tp->ip_id++;
 
 	p = pkt_alloc();
@@ -192,8 +193,24 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k)
 		if (roce_psn_diff(end, tq->psn_hwm) > 0)
 			tq->psn_hwm = end;
 	}
+	if (tq->cc)
+		roce_cc_sent(tq, p->len);
 	roce_tp_xmit(tp, p, path);
 	return 0;
+}
+
+/* Whether the destination MAC of w's packets is known (see
+ * roce_tp_path_ready). */
+static bool req_path_ready(struct roce_tq *tq, const struct roce_swqe *w)
+{
+	struct roce_qp *qp = tq->qp;
+	struct roce_path udpath;
+
+	if (qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI) {
+		roce_tp_path_from_av(tq->tp, qp, &w->av, &udpath);
+		return roce_tp_path_ready(tq, &udpath);
+	}
+	return roce_tp_path_ready(tq, &tq->path);
 }
 
 /* Run local operation w (REG_MR, LOCAL_INV, BIND_MW) on the device's
@@ -281,7 +298,13 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			tq->sq_cur++;
 			continue;
 		}
-		if (rc && roce_psn_diff(tq->sq_psn, tq->una) >= ROCE_TP_WINDOW)
+		if (rc && roce_psn_diff(tq->sq_psn, tq->una) >= (int32_t)roce_recover_window(tq))
+			break;
+		/* No frame without the peer's MAC: wait, no PSN consumed. */
+		if (!roce_wr_is_local(w->opcode) && !req_path_ready(tq, w))
+			break;
+		/* Congestion control: the pacer may hold the next packet. */
+		if (tq->cc && !roce_cc_may_send(tq))
 			break;
 		if (w->next == 0) {
 			if (st == VIRTIO_IB_QPS_SQD && !w->started)
@@ -319,13 +342,19 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			w->npkts = ud ? 1 : roce_req_npkts(w, tq->mtu);
 			w->rd_rcvd = 0;
 			w->started = true;
-			if (rc && tq->una == tq->sq_psn)
-				tq->progress_ns = tq->tp->loop ? loop_now_ns() : 0;
 		}
+		/* Nothing was unacknowledged: the retransmit timeout counts
+		 * from now, not from the last ACK (a QP may wait long for its
+		 * turn in the middle of a message). */
+		if (rc && tq->una == tq->sq_psn)
+			tq->progress_ns = tq->tp->loop ? loop_now_ns() : 0;
 		if (roce_wr_is_rd_atomic(w->opcode) &&
 		    tq->rd_out >= MAX(1u, (uint32_t)qp->attr.max_rd_atomic))
 			break;
-		r = req_send_pkt(tq, w, w->next);
+		/* The last packet of a turn asks for an ACK: the QP may not
+		 * send again for a while, and its packets must not wait for the
+		 * retransmit timer to be acknowledged. */
+		r = req_send_pkt(tq, w, w->next, sent + ops + 1 >= budget);
 		if (r == -ENOBUFS) {
 			*more = true;
 			break;
@@ -358,6 +387,34 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 		roce_comp_arm_timer(tq);
 	roce_comp_drain(tq);
 	return sent;
+}
+
+bool roce_req_resend_psn(struct roce_tq *tq, uint32_t psn, bool rd_atomic_ok)
+{
+	if (tq->qp->type != VIRTIO_IB_QPT_RC || !tq->swqe)
+		return false;
+	for (uint32_t i = tq->sq_head; i != tq->sq_tail; i++) {
+		struct roce_swqe *w = roce_sq_wqe(tq, i);
+		int32_t k;
+
+		if (!w->started)
+			break;
+		k = roce_psn_diff(psn, w->first_psn);
+		if (k < 0 || (uint32_t)k >= MAX(w->npkts, 1u))
+			continue;
+		if (roce_wr_is_rd_atomic(w->opcode)) {
+			if (!rd_atomic_ok)
+				return false;
+			k = 0; /* one request packet for all its PSNs */
+		} else if ((uint32_t)k >= w->next && w->state != ROCE_WQE_SENT &&
+			   w->state != ROCE_WQE_DONE) {
+			return false; /* not sent yet */
+		}
+		if (w->state == ROCE_WQE_DONE && w->bad)
+			return false;
+		return req_send_pkt(tq, w, (uint32_t)k, true) == 0;
+	}
+	return false;
 }
 
 void roce_req_rewind(struct roce_tq *tq)

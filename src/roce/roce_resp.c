@@ -646,6 +646,17 @@ static void resp_rc_dup(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		     roce_psn_add(tq->epsn, ROCE_PSN_MASK));
 }
 
+/* The sequence NAK may have been lost: repeat it every
+ * ROCE_TP_RENAK_EVERY out-of-sequence packets, or for one asking for an
+ * ACK (a loss probe) once half a probe interval has passed since it. */
+static bool resp_renak_due(struct roce_tq *tq, const struct roce_pkt_info *pi)
+{
+	if (++tq->ooo_since_nak >= ROCE_TP_RENAK_EVERY)
+		return true;
+	return pi->ackreq && tq->tp->loop &&
+	       loop_now_ns() - tq->nak_ns >= ROCE_TP_PROBE_NS / 2;
+}
+
 static void resp_rc(struct roce_tq *tq, const struct roce_pkt_info *pi)
 {
 	struct roce_tp *tp = tq->tp;
@@ -656,11 +667,11 @@ static void resp_rc(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		/* One NAK per gap; repeated every ROCE_TP_RENAK_EVERY packets
 		 * that keep arriving out of sequence, in case it was lost. */
 		tp->stats.rx_seq_err++;
-		if (!tq->nak_sent ||
-		    (!tq->nak_rnr && ++tq->ooo_since_nak >= ROCE_TP_RENAK_EVERY)) {
+		if (!tq->nak_sent || (!tq->nak_rnr && resp_renak_due(tq, pi))) {
 			tq->nak_sent = true;
 			tq->nak_rnr = false;
 			tq->ooo_since_nak = 0;
+			tq->nak_ns = tp->loop ? loop_now_ns() : 0;
 			resp_set_ack(tq, ROCE_AETH_NAK_PSN_SEQ_ERR, tq->epsn);
 		}
 		return;
@@ -1021,6 +1032,8 @@ static void resp_ud(struct roce_tq *tq, const struct roce_pkt_info *pi, const st
 	wc.byte_len = GRH_LEN + plen;
 	wc.src_qp = roce_deth_sqpn(pi->deth);
 	wc.wc_flags = VIRTIO_IB_WC_GRH;
+	if (!pi->ip6)
+		wc.wc_flags |= VIRTIO_IB_WC_GRH_IPV4;
 	if (pi->mask & ROCE_OPF_IMMDT) {
 		wc.imm = roce_immdt_raw(pi->immdt);
 		wc.wc_flags |= VIRTIO_IB_WC_WITH_IMM;

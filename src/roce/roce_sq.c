@@ -41,11 +41,9 @@ int roce_sq_attach(struct roce_tq *tq)
 	uint32_t slots, data, stride;
 
 	roce_sq_detach(tq);
-	/* What max_send_wr allows (a depth of 0 still gets one slot), never
-	 * the whole ring: the driver sized the QP, not the virtqueue. */
 	slots = r && r->num ? r->num : 1;
-	if (pow2_ceil(MAX(cap->max_send_wr, 1u)) < slots)
-		slots = pow2_ceil(MAX(cap->max_send_wr, 1u));
+	if (cap->max_send_wr && pow2_ceil(cap->max_send_wr) < slots)
+		slots = pow2_ceil(cap->max_send_wr);
 	data = MAX(cap->max_send_sge * (uint32_t)sizeof(struct roce_sge), cap->max_inline_data);
 	stride = ALIGN_UP((uint32_t)sizeof(struct roce_swqe) + data, 8u);
 	tq->swqe = calloc(slots, stride);

@@ -112,6 +112,9 @@ void roce_tp_ring_broken(struct roce_tp *tp, struct roce_ring_ref *ref)
 
 /* ---- scheduling ----------------------------------------------------------- */
 
+static bool tx_flush(struct roce_tp *tp);
+static void rx_room_check(struct roce_tp *tp);
+
 void roce_tp_schedule(struct roce_tq *tq)
 {
 	struct roce_tp *tp = tq->tp;
@@ -335,11 +338,15 @@ bool roce_tp_poll(struct roce_tp *tp)
 	tp->in_event = true;
 	if (roce_recv_run(tp, ROCE_TP_RX_BATCH))
 		work = true;
+	rx_room_check(tp);
+	if (tp->txq.len && tx_flush(tp))
+		work = true;
 	if (tp->polled)
 		poll_rings(tp);
 	for (struct roce_tq *q = tp->quiet; q; q = q->quiet_next) {
-		if (q->on_runq || !q->sq.r || q->sq_tail - q->sq_head >= q->sq_slots)
-			continue;
+		if (q->on_runq || !q->sq.r || q->sq_tail - q->sq_head >= q->sq_slots ||
+		    q->neigh_wait || q->cc_wait)
+			continue; /* (waiting QPs are woken by their event) */
 		if (vq_dev_avail(&q->sq.r->vq))
 			roce_tp_schedule(q);
 		else if (q->sq.r->vq.broken)
@@ -352,7 +359,7 @@ bool roce_tp_poll(struct roce_tp *tp)
 	turns = 0;
 	for (struct roce_tq *t = tp->runq_head; t; t = t->run_next)
 		turns++;
-	while (turns-- && budget) {
+	while (turns-- && budget && !tp->txq.len) {
 		struct roce_tq *tq = runq_pop(tp);
 		uint32_t b = MIN(budget, (uint32_t)ROCE_TP_QP_BUDGET);
 		uint64_t before = tp->stats.tx_frames;
@@ -381,7 +388,8 @@ static void poll_timer_cb(struct loop_timer *t, void *arg)
 
 bool roce_tp_arm(struct roce_tp *tp)
 {
-	bool pending = tp->rxq.len || tp->runq_head;
+	/* Held frames wait for the receiver's room, and so do the QPs. */
+	bool pending = tp->rxq.len || (tp->txq.len ? tp->tx_ready : tp->runq_head != NULL);
 	bool need_timer = tp->polled != NULL;
 	struct roce_tp_ext *x = tp->ext;
 	struct roce_tcq *tc;
@@ -389,10 +397,13 @@ bool roce_tp_arm(struct roce_tp *tp)
 
 	while ((q = tp->quiet)) {
 		tp->quiet = q->quiet_next;
-		/* Posted while kicks were off: nobody will kick for it. */
+		/* Posted while kicks were off: nobody will kick for it. A QP
+		 * waiting for a neighbour or its pacer is woken by that. */
 		if (sq_unquiet(q)) {
-			roce_tp_schedule(q);
-			pending = true;
+			if (!q->neigh_wait && !q->cc_wait) {
+				roce_tp_schedule(q);
+				pending = true;
+			}
 		} else if (q->sq.r && q->sq.r->vq.broken) {
 			/* A corrupt avail index: as a failed pop. */
 			roce_tp_ring_broken(tp, &q->sq);
@@ -504,10 +515,97 @@ void roce_tp_path_from_av(const struct roce_tp *tp, const struct roce_qp *qp,
 	memcpy(path->dmac, av->dmac, 6);
 	memcpy(path->sgid, av->sgid, 16);
 	memcpy(path->dgid, av->dgid, 16);
-	path->tclass = av->traffic_class;
-	path->hop_limit = av->hop_limit;
+	/* DSCP from the AV; ECN-capable transport ECT(0). */
+	path->tclass = (uint8_t)((av->traffic_class & ~ROCE_ECN_MASK) | ROCE_ECN_ECT0);
+	path->hop_limit = tp->ttl;
 	path->flow_label = av->flow_label;
 	path->udp_sport = roce_udp_sport_from_qpn(qp->qpn);
+	if (tp->rd->vlan_id) {
+		/* PCP: the service level if given, else the DSCP's class. */
+		uint16_t pcp = av->sl ? (av->sl & 7) : (av->traffic_class >> 5);
+
+		path->flags |= ROCE_PATH_F_VLAN;
+		path->vlan_tci = (uint16_t)(pcp << 13 | tp->rd->vlan_id);
+	}
+}
+
+/* ---- transmit flow control -------------------------------------------------- */
+
+/* A frame refused by a busy receiver goes back to the head of txq. */
+static void txq_unpop(struct pkt_queue *q, struct pkt *p)
+{
+	p->next = q->head;
+	q->head = p;
+	if (!q->tail)
+		q->tail = p;
+	q->len++;
+}
+
+/* Send, or hold behind frames already held (order is kept per sender). */
+void roce_tp_output(struct roce_tp *tp, struct pkt *p)
+{
+	if (tp->txq.len) {
+		if (unlikely(tp->txq.len >= ROCE_TP_TXQ_MAX)) {
+			tp->stats.tx_queue_full++;
+			pkt_free(p);
+			return;
+		}
+		pkt_queue_push(&tp->txq, p);
+		return;
+	}
+	if (!tp->ops.xmit_try) {
+		tp->ops.xmit(tp->ctx, p);
+		return;
+	}
+	if (tp->ops.xmit_try(tp->ctx, p) < 0) {
+		tp->stats.tx_held++;
+		tp->tx_ready = false;
+		pkt_queue_push(&tp->txq, p);
+	}
+}
+
+/* Sends what was held once the receiver has room. True when nothing is
+ * held any more (QPs may run). */
+static bool tx_flush(struct roce_tp *tp)
+{
+	struct pkt *p;
+
+	if (!tp->txq.len)
+		return true;
+	if (!tp->tx_ready)
+		return false;
+	tp->tx_ready = false;
+	while ((p = pkt_queue_pop(&tp->txq))) {
+		if (tp->ops.xmit_try(tp->ctx, p) < 0) {
+			tp->stats.tx_held++;
+			txq_unpop(&tp->txq, p);
+			return false;
+		}
+	}
+	return true;
+}
+
+bool roce_tp_rx_busy(struct roce_tp *tp)
+{
+	if (tp->rxq.len < ROCE_TP_RXQ_HIGH)
+		return false;
+	tp->rx_busy = true;
+	return true;
+}
+
+void roce_tp_tx_ready(struct roce_tp *tp)
+{
+	tp->tx_ready = true;
+}
+
+/* After receiving: below the low mark again, wake who we refused. */
+static void rx_room_check(struct roce_tp *tp)
+{
+	if (tp->rx_busy && tp->rxq.len <= ROCE_TP_RXQ_LOW) {
+		tp->rx_busy = false;
+		if (tp->ops.rx_room)
+			tp->ops.rx_room(tp->ctx);
+	}
 }
 
 void roce_tp_xmit(struct roce_tp *tp, struct pkt *p, const struct roce_path *path)
@@ -520,7 +618,37 @@ void roce_tp_xmit(struct roce_tp *tp, struct pkt *p, const struct roce_path *pat
 	}
 	tp->stats.tx_frames++;
 	tp->stats.tx_bytes += p->len;
-	tp->ops.xmit(tp->ctx, p);
+	roce_tp_output(tp, p);
+}
+
+bool roce_tp_path_ready(struct roce_tq *tq, const struct roce_path *path)
+{
+	static const uint8_t zero[6];
+	uint8_t mac[6];
+
+	if (likely(memcmp(path->dmac, zero, 6)))
+		return true;
+	if (roce_neigh_lookup(tq->tp->neigh, path->sgid, path->dgid, mac))
+		return true;
+	if (!tq->neigh_wait) {
+		tq->neigh_wait = true;
+		tq->tp->stats.neigh_waits++;
+	}
+	return false;
+}
+
+void roce_tp_neigh_changed(struct roce_tp *tp)
+{
+	for (struct roce_tq *tq = tp->all; tq; tq = tq->all_next)
+		if (tq->neigh_wait) {
+			tq->neigh_wait = false;
+			roce_tp_schedule(tq);
+		}
+}
+
+void roce_tp_set_ttl(struct roce_tp *tp, uint8_t ttl)
+{
+	tp->ttl = ttl ? ttl : ROCE_TP_TTL_DEFAULT;
 }
 
 /* ---- hooks ------------------------------------------------------------------ */
@@ -622,6 +750,8 @@ static void hook_qp_modify(struct roce_dev *rd, struct roce_qp *qp, uint8_t old,
 
 	switch (st) {
 	case VIRTIO_IB_QPS_RESET:
+		roce_cc_qp_free(tq);
+		tq->cnp_sent_ns = 0;
 		roce_sq_drop(tq);
 		roce_rq_drop(tq);
 		roce_comp_reset(tq);
@@ -630,6 +760,12 @@ static void hook_qp_modify(struct roce_dev *rd, struct roce_qp *qp, uint8_t old,
 	case VIRTIO_IB_QPS_RTR:
 		if (old != VIRTIO_IB_QPS_RTR)
 			roce_resp_reset(tq);
+		/* Resolve the peer's MAC now, as the kernel does at RTR, so
+		 * the first send finds it (or waits for it). */
+		if ((qp->type == VIRTIO_IB_QPT_RC || qp->type == VIRTIO_IB_QPT_UC) &&
+		    qp->attr.av_valid)
+			(void)roce_tp_path_ready(tq, &tq->path);
+		tq->neigh_wait = false;
 		break;
 	case VIRTIO_IB_QPS_RTS:
 		if (old == VIRTIO_IB_QPS_RTR)
@@ -695,6 +831,7 @@ static void hook_qp_destroy(struct roce_dev *rd, struct roce_qp *qp)
 		tp->all = tq->all_next;
 	if (tq->all_next)
 		tq->all_next->all_prev = tq->all_prev;
+	roce_cc_qp_free(tq);
 	roce_sq_detach(tq);
 	roce_rq_fini(tq);
 	roce_resp_fini(tq);
@@ -835,6 +972,17 @@ static void hook_event_raised(struct roce_dev *rd)
 	 * path, timers). */
 	if (tp && !tp->in_event)
 		roce_tp_commit(tp);
+}
+
+/* A UD address handle: resolve its MAC now so the first send finds it
+ * (the command returns at once; sends wait if it is still unknown). */
+static void hook_ah_create(struct roce_dev *rd, const struct roce_ah *ah)
+{
+	static const uint8_t zero[6];
+	struct roce_tp *tp = tp_of(rd);
+
+	if (tp && !memcmp(ah->av.dmac, zero, 6))
+		roce_neigh_resolve(tp->neigh, ah->av.sgid, ah->av.dgid);
 }
 
 /* ---- ring events ------------------------------------------------------------ */
@@ -999,6 +1147,7 @@ struct roce_tp *roce_tp_new(struct roce_dev *rd, struct loop *loop,
 	tp->ops = *ops;
 	tp->ctx = ctx;
 	pkt_queue_init(&tp->rxq);
+	pkt_queue_init(&tp->txq);
 	loop_timer_init(&tp->poll_timer, poll_timer_cb, tp);
 	tp->neigh = roce_neigh_new(tp);
 	tp->ext = calloc(1, sizeof(*tp->ext));
@@ -1019,13 +1168,18 @@ struct roce_tp *roce_tp_new(struct roce_dev *rd, struct loop *loop,
 	rd->hooks.srq_create = hook_srq_create;
 	rd->hooks.srq_destroy = hook_srq_destroy;
 	rd->hooks.event_raised = hook_event_raised;
+	rd->hooks.ah_create = hook_ah_create;
 	rd->hooks.arg = tp;
+	tp->ttl = ROCE_TP_TTL_DEFAULT;
+	roce_cc_params_default(&tp->cc);
 	return tp;
 }
 
 void roce_tp_reset(struct roce_tp *tp)
 {
 	pkt_queue_purge(&tp->rxq);
+	pkt_queue_purge(&tp->txq);
+	rx_room_check(tp);
 	roce_neigh_flush(tp->neigh);
 	roce_tp_commit(tp);
 }
@@ -1039,6 +1193,7 @@ void roce_tp_free(struct roce_tp *tp)
 	if (tp->loop)
 		loop_timer_cancel(tp->loop, &tp->poll_timer);
 	pkt_queue_purge(&tp->rxq);
+	pkt_queue_purge(&tp->txq);
 	roce_neigh_free(tp->neigh);
 	/* SRQs still there were forgotten by the device (like QPs and CQs). */
 	while (tp->ext->srqs) {
@@ -1124,10 +1279,27 @@ static void dump_ext(const struct roce_tp_ext *x, FILE *f)
 	fprintf(f, "\n");
 }
 
+static void roce_tp_dump_work(const struct roce_tp *tp, FILE *f);
+
+void roce_tp_stats_add(struct roce_tp_stats *sum, const struct roce_tp_stats *s)
+{
+	uint64_t *d = (uint64_t *)sum;
+	const uint64_t *a = (const uint64_t *)s;
+
+	_Static_assert(sizeof(*s) % sizeof(uint64_t) == 0, "counters only");
+	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
+		d[i] += a[i];
+}
+
 void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 {
-	const struct roce_tp_stats *s = &tp->stats;
+	roce_tp_stats_dump(&tp->stats, f);
+	dump_ext(tp->ext, f);
+	roce_tp_dump_work(tp, f);
+}
 
+void roce_tp_stats_dump(const struct roce_tp_stats *s, FILE *f)
+{
 	fprintf(f, "  roce rx");
 	DUMP(f, s, rx_frames);
 	DUMP(f, s, rx_bytes);
@@ -1160,6 +1332,8 @@ void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 	DUMP(f, s, tx_bytes);
 	DUMP(f, s, tx_nobuf);
 	DUMP(f, s, tx_build_err);
+	DUMP(f, s, tx_held);
+	DUMP(f, s, tx_queue_full);
 	DUMP(f, s, acks_sent);
 	DUMP(f, s, naks_sent);
 	DUMP(f, s, rnr_naks_sent);
@@ -1170,6 +1344,8 @@ void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 	DUMP(f, s, rewinds);
 	DUMP(f, s, retransmits);
 	DUMP(f, s, timeouts);
+	DUMP(f, s, probes);
+	DUMP(f, s, window_cuts);
 	DUMP(f, s, dup_reads);
 	fprintf(f, "\n  roce wr");
 	DUMP(f, s, send_wrs);
@@ -1192,6 +1368,15 @@ void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 	DUMP(f, s, neigh_dropped);
 	DUMP(f, s, neigh_pinned);
 	DUMP(f, s, neigh_ignored);
+	DUMP(f, s, neigh_failed);
+	DUMP(f, s, neigh_refreshes);
+	DUMP(f, s, neigh_waits);
+	DUMP(f, s, rx_ce);
+	DUMP(f, s, rx_ce_marked);
+	DUMP(f, s, cnp_sent);
+	DUMP(f, s, cc_decreases);
+	DUMP(f, s, cc_increases);
+	DUMP(f, s, cc_paced);
 	fprintf(f, "\n  roce ext wr");
 	if (s->wc_ext[0])
 		fprintf(f, " wc_mw_bind_err %" PRIu64, s->wc_ext[0]);
@@ -1210,7 +1395,10 @@ void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 	DUMP(f, s, comm_est);
 	DUMP(f, s, stale_replays);
 	fprintf(f, "\n");
-	dump_ext(tp->ext, f);
+}
+
+static void roce_tp_dump_work(const struct roce_tp *tp, FILE *f)
+{
 	/* QPs with work in progress (or waiting in their rings). */
 	for (const struct roce_tq *tq = tp->all; tq; tq = tq->all_next) {
 		const struct vhost_vring *sr = tq->sq.r, *rr = tq->rq.r;

@@ -22,6 +22,8 @@
  *   roce_recv.c   frames from the switch: classify, queue, parse, demux
  *   roce_cq.c     completion writer (backlog, overflow, notification)
  *   roce_mem.c    copies between packets and SGE lists / remote-key ranges
+ *   roce_cc.c     congestion control: CNPs for CE-marked packets, the
+ *                 DCQCN reaction point and its pacer
  *   roce_neigh.c  destination MAC resolution (ARP, IPv6 ND) and answering
  *                 ARP / NS for the device's own addresses
  *
@@ -66,24 +68,62 @@ struct roce_tp_ops {
 	void (*notify)(void *ctx, struct vhost_vring *r, bool force);
 	/* The driver broke ring r (bad descriptors): report it (optional). */
 	void (*ring_error)(void *ctx, struct vhost_vring *r);
+	/* Flow control inside the process (optional, port.h sw_input_try):
+	 * xmit_try may refuse a frame with -EAGAIN (the engine keeps it and
+	 * holds its transmit until roce_tp_tx_ready); rx_room tells the switch
+	 * that our receive queue, busy before, has room again. */
+	int (*xmit_try)(void *ctx, struct pkt *p);
+	void (*rx_room)(void *ctx);
 };
 
 /* Tunables (compile-time). */
 #define ROCE_TP_RXQ_MAX        2048   /* frames queued in the device */
+#define ROCE_TP_RXQ_HIGH       1536   /* busy to senders of this process */
+#define ROCE_TP_RXQ_LOW        512    /* ... until it is back down to this */
+#define ROCE_TP_TXQ_MAX        8192   /* frames held for a busy receiver */
 #define ROCE_TP_RX_BATCH       256    /* frames handled per poll */
 #define ROCE_TP_QP_BUDGET      32     /* packets per QP per turn */
 #define ROCE_TP_RUN_BUDGET     1024   /* packets per poll, all QPs */
 #define ROCE_TP_WINDOW         256    /* RC: unacknowledged PSNs in flight */
 #define ROCE_TP_ACKREQ_EVERY   32     /* RC: AckReq at least every N packets */
+#define ROCE_TP_CWND_MIN       128    /* RC: smallest send window after losses */
+#define ROCE_TP_PROBE_NS       2000000ull /* RC: first loss probe, at most */
+#define ROCE_TP_PROBE_MIN_NS   250000ull  /* ... and at least (4 x smoothed RTT) */
+#define ROCE_TP_PROBES         3      /* RC: probes (2, 4, 8 ms) before the timer */
 #define ROCE_TP_RENAK_EVERY    64     /* RC: repeat a sequence NAK every N
 				       * out-of-sequence packets */
 #define ROCE_TP_MAX_MSG_PKTS   (1u << 22) /* packets per message (PSN space) */
 #define ROCE_TP_POLL_NS        200000ull  /* wake-up to poll kick-less rings */
 #define ROCE_TP_NEIGH_SIZE     64     /* neighbour cache entries */
-#define ROCE_TP_NEIGH_QLEN     64     /* frames waiting for one resolution */
+#define ROCE_TP_NEIGH_QLEN     64     /* non-requester frames waiting for
+				       * one resolution (the requester waits
+				       * before building frames) */
 #define ROCE_TP_NEIGH_TRIES    3      /* ARP/NS requests before giving up */
 #define ROCE_TP_NEIGH_RETRY_NS 200000000ull  /* between requests */
 #define ROCE_TP_NEIGH_TTL_NS   60000000000ull /* a resolved entry lives */
+#define ROCE_TP_NEIGH_BACKOFF_NS     1000000000ull  /* after a failed round, */
+#define ROCE_TP_NEIGH_BACKOFF_MAX_NS 30000000000ull /* doubling up to this */
+#define ROCE_TP_TTL_DEFAULT    64     /* IPv4 TTL / IPv6 hop limit (the
+				       * route's, as the kernel uses) */
+
+/* Congestion control parameters (roce_cc.c; defaults by
+ * roce_cc_params_default, as common RoCE NICs ship; docs/design.md). */
+struct roce_cc_params {
+	bool enabled;
+	uint64_t cnp_interval_ns;  /* at most one CNP per QP per interval */
+	uint64_t line_rate_bps;    /* rate before the first CNP */
+	uint64_t min_rate_bps;
+	unsigned g_shift;          /* alpha gain g = 2^-g_shift */
+	uint64_t alpha_ns;         /* alpha decay period without CNP */
+	uint64_t rai_timer_ns;     /* rate increase timer */
+	uint64_t rai_bytes;        /* rate increase byte counter */
+	uint32_t f;                /* fast recovery steps */
+	uint64_t ai_bps, hai_bps;  /* additive / hyper increase */
+	uint32_t burst;            /* pacer bucket, bytes */
+	uint32_t mark_qlen;        /* receive queue: CE-mark ECT frames queued
+				    * behind this many (0: never) */
+};
+#define ROCE_CC_CNP_DSCP 48        /* CNPs are sent with this DSCP, Not-ECT */
 
 struct roce_tp_stats {
 	/* receive */
@@ -109,16 +149,23 @@ struct roce_tp_stats {
 	uint64_t rx_stale_resp;                /* responses for nothing outstanding */
 	uint64_t rx_bad_resp;                  /* malformed responses */
 	uint64_t rx_arp, rx_nd;                /* ARP / ND frames handled */
+	uint64_t rx_ce;                        /* packets that arrived CE-marked */
+	uint64_t rx_ce_marked;                 /* ... marked here: receive queue above
+						* cc.mark_qlen */
 	/* transmit */
 	uint64_t tx_frames, tx_bytes;
 	uint64_t tx_nobuf;                     /* pkt_alloc failed */
 	uint64_t tx_build_err;                 /* roce_pkt_build failed (bug) */
+	uint64_t tx_held;                      /* refused by a busy receiver, kept */
+	uint64_t tx_queue_full;                /* dropped: held queue full */
 	/* reliable connection */
 	uint64_t acks_sent, naks_sent, rnr_naks_sent, read_resp_sent;
 	uint64_t acks_rcvd, naks_rcvd, rnr_naks_rcvd;
 	uint64_t rewinds;                      /* go-back-N restarts */
 	uint64_t retransmits;                  /* packets sent again */
 	uint64_t timeouts;                     /* retransmit timer expirations */
+	uint64_t probes;                       /* loss probes (roce_recover.c) */
+	uint64_t window_cuts;                  /* send window halved on a loss */
 	uint64_t dup_reads;                    /* duplicate READs answered again */
 	/* work requests and completions */
 	uint64_t send_wrs, recv_wrs;           /* WQEs popped */
@@ -139,6 +186,13 @@ struct roce_tp_stats {
 	uint64_t neigh_dropped;                /* frames dropped: queue full, failed */
 	uint64_t neigh_pinned;                 /* sent to a local device's pinned MAC */
 	uint64_t neigh_ignored;                /* ARP/ND not allowed to change an entry */
+	uint64_t neigh_failed;                 /* rounds of requests unanswered */
+	uint64_t neigh_refreshes;              /* expired entries asked again */
+	uint64_t neigh_waits;                  /* requester turns that waited for a MAC */
+	/* congestion control */
+	uint64_t cnp_sent;
+	uint64_t cc_decreases, cc_increases;   /* reaction point rate changes */
+	uint64_t cc_paced;                     /* requester turns stopped by the pacer */
 	/* extensions (atomics, memory management, windows) */
 	uint64_t wc_ext[2];                    /* completions by status 16, 17+ */
 	uint64_t atomics_sent;                 /* atomic requests sent (first time) */
@@ -173,6 +227,10 @@ void roce_tp_reset(struct roce_tp *tp);
  * MAC); ARP / NS / NA frames for us are copied (queued) but returns false,
  * so they also reach the virtio-net receive queue. */
 bool roce_tp_input(struct roce_tp *tp, struct pkt *p);
+/* Flow control (see roce_tp_ops.xmit_try): true while the receive queue is
+ * past its high mark; the transmit held for a busy receiver may resume. */
+bool roce_tp_rx_busy(struct roce_tp *tp);
+void roce_tp_tx_ready(struct roce_tp *tp);
 
 /* Poller: process queued frames, scheduled QPs, kick-less rings, CQ
  * backlogs. Returns true if anything was done. */
@@ -188,9 +246,17 @@ void roce_tp_ring_started(struct roce_tp *tp, struct vhost_vring *r);
 void roce_tp_ring_stopped(struct roce_tp *tp, struct vhost_vring *r);
 void roce_tp_ring_kick(struct roce_tp *tp, struct vhost_vring *r);
 
+/* IPv4 TTL / IPv6 hop limit of the frames (1..255; default
+ * ROCE_TP_TTL_DEFAULT). The address vector's hop_limit is not used, as in
+ * the kernel (it takes the route's). */
+void roce_tp_set_ttl(struct roce_tp *tp, uint8_t ttl);
+
 const struct roce_tp_stats *roce_tp_get_stats(const struct roce_tp *tp);
 /* Print the non-zero counters. */
 void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f);
+/* The counter lines alone (totals of closed contexts), and their sum. */
+void roce_tp_stats_dump(const struct roce_tp_stats *s, FILE *f);
+void roce_tp_stats_add(struct roce_tp_stats *sum, const struct roce_tp_stats *s);
 
 /* ------------------------------------------------------------------------ */
 /* Internals shared by src/roce/roce_*.c                                     */
@@ -366,6 +432,10 @@ struct roce_tq {
 	struct roce_tq *poll_prev, *poll_next;
 	struct roce_tq *all_prev, *all_next;
 	uint8_t state;            /* the QP state the engine last acted on */
+	bool neigh_wait;          /* requester waits for a neighbour entry */
+	struct roce_cc_rp *cc;    /* reaction point (after a CNP), else NULL */
+	bool cc_wait;             /* requester waits for its pacer's timer */
+	uint64_t cnp_sent_ns;     /* notification point: last CNP sent */
 
 	/* send queue: slots [sq_head, sq_tail) are live, free-running
 	 * counters; slot i is at (i & sq_mask) * sq_stride */
@@ -390,6 +460,10 @@ struct roce_tq {
 	bool rewind_marked;
 	uint32_t sent_since_rewind; /* packets sent since the last rewind */
 	uint64_t progress_ns;     /* last forward progress (timer) */
+	uint32_t cwnd;            /* send window, PSNs (roce_recover.c) */
+	uint8_t probes;           /* loss probes since the last progress */
+	uint64_t probe_ns;        /* when the last one went (loop clock) */
+	uint32_t srtt_ns;         /* smoothed send-to-progress time */
 	struct loop_timer rexmit_timer;
 	struct loop_timer rnr_timer;
 
@@ -407,6 +481,7 @@ struct roce_tq {
 	bool nak_sent;            /* sequence/RNR NAK sent, wait for epsn */
 	bool nak_rnr;             /* ... and it was an RNR NAK */
 	uint32_t ooo_since_nak;   /* out-of-sequence packets since the NAK */
+	uint64_t nak_ns;          /* when it was sent (loop clock) */
 	bool uc_drop;             /* UC: drop until the next FIRST/ONLY */
 	bool ack_pending;
 	uint8_t ack_syndrome;
@@ -419,6 +494,7 @@ struct roce_tq {
 };
 
 struct roce_neigh;
+struct roce_cc_rp;
 /* Event queue and SRQ state of the extensions: src/roce/roce_ext.h. */
 struct roce_tp_ext;
 
@@ -430,6 +506,9 @@ struct roce_tp {
 	void *ctx;
 
 	struct pkt_queue rxq;     /* RoCE frames from the switch */
+	struct pkt_queue txq;     /* frames held for a busy receiver, in order */
+	bool tx_ready;            /* the receiver that refused us has room */
+	bool rx_busy;             /* we refused a sender (rx_room owed) */
 	struct roce_tq *runq_head, *runq_tail;
 	struct roce_tq *all;      /* every QP */
 	struct roce_tq *quiet;    /* QPs whose send-ring kicks are off */
@@ -439,6 +518,8 @@ struct roce_tp {
 	uint32_t npolled;         /* rings without a kick fd */
 	struct loop_timer poll_timer;
 	uint16_t ip_id;
+	uint8_t ttl;              /* IPv4 TTL / IPv6 hop limit of every frame */
+	struct roce_cc_params cc;
 	bool in_event;            /* an entry point is running */
 	struct roce_neigh *neigh;
 	struct roce_tp_ext *ext;  /* roce_ext.h (event queue, SRQ rings) */
@@ -475,6 +556,15 @@ void roce_tp_commit(struct roce_tp *tp);
 void roce_tp_qp_error(struct roce_tq *tq, bool sqe);
 /* Send a frame of tq (dmac resolved if the path has none); takes p. */
 void roce_tp_xmit(struct roce_tp *tp, struct pkt *p, const struct roce_path *path);
+/* A finished frame to the port (counted by the caller): sent, or held in order
+ * while a receiver of this process is busy (roce_tp_ops.xmit_try). */
+void roce_tp_output(struct roce_tp *tp, struct pkt *p);
+/* Requester: whether path's destination MAC is known (or not needed); if
+ * not, resolution is under way and tq is scheduled again when it changes. */
+bool roce_tp_path_ready(struct roce_tq *tq, const struct roce_path *path);
+/* A neighbour entry changed (resolved, failed, evicted): wake the QPs
+ * waiting for one. */
+void roce_tp_neigh_changed(struct roce_tp *tp);
 /* A ring broke: count, report, and move the owner QP to ERR. */
 void roce_tp_ring_broken(struct roce_tp *tp, struct roce_ring_ref *ref);
 /* Fill a path from an address vector for qp (smac, sport...). */
@@ -546,6 +636,22 @@ void roce_rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rwqe
 uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more);
 /* Go back to tq->una (RC go-back-N). */
 void roce_req_rewind(struct roce_tq *tq);
+/* Send the packet of PSN psn again (already sent once) with AckReq; a READ
+ * or atomic request only if rd_atomic_ok. Returns true if it was sent. */
+bool roce_req_resend_psn(struct roce_tq *tq, uint32_t psn, bool rd_atomic_ok);
+
+/* Loss recovery (roce_recover.c). */
+void roce_recover_reset(struct roce_tq *tq);
+uint32_t roce_recover_window(const struct roce_tq *tq);
+bool roce_recover_ackreq(const struct roce_tq *tq);
+void roce_recover_loss(struct roce_tq *tq);
+void roce_recover_sample(struct roce_tq *tq, uint64_t gap_ns);
+void roce_recover_acked(struct roce_tq *tq, uint32_t n);
+/* When the retransmit timer (probes, then the timeout) is due next. */
+uint64_t roce_recover_deadline(const struct roce_tq *tq, uint64_t to);
+/* The due timer probes (true) rather than times out. */
+bool roce_recover_probe_due(const struct roce_tq *tq, uint64_t to);
+void roce_recover_probe(struct roce_tq *tq);
 /* Number of response packets (READ) or packets of w for mtu. */
 uint32_t roce_req_npkts(const struct roce_swqe *w, uint32_t mtu);
 
@@ -639,10 +745,32 @@ int roce_mem_from_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
  * one aligned host word. */
 uint64_t *roce_mem_atomic_ptr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va);
 
+/* ---- roce_cc.c ---- */
+void roce_cc_params_default(struct roce_cc_params *c);
+/* Packet pi (frame p) for tq arrived CE-marked: send a CNP if due. */
+void roce_cc_ce(struct roce_tq *tq, const struct roce_pkt_info *pi, const struct pkt *p);
+/* A CNP for tq arrived: lower its rate. */
+void roce_cc_cnp(struct roce_tq *tq);
+/* With tq->cc: whether the pacer lets the next packet go (else tq is
+ * scheduled again when it may). */
+bool roce_cc_may_send(struct roce_tq *tq);
+/* With tq->cc: bytes went out (may end pacing: tq->cc becomes NULL). */
+void roce_cc_sent(struct roce_tq *tq, uint32_t bytes);
+/* Current paced rate in bits/s, 0 when not paced. */
+uint64_t roce_cc_rate(const struct roce_tq *tq);
+void roce_cc_qp_free(struct roce_tq *tq);
+
 /* ---- roce_neigh.c ---- */
 struct roce_neigh *roce_neigh_new(struct roce_tp *tp);
 void roce_neigh_free(struct roce_neigh *n);
 void roce_neigh_flush(struct roce_neigh *n);
+/* Start resolving dgid (no-op if known or under way). */
+void roce_neigh_resolve(struct roce_neigh *n, const uint8_t sgid[16], const uint8_t dgid[16]);
+/* Whether dgid's MAC is usable (then in mac); if not, resolution is under
+ * way (or in backoff after a failure) and a change calls
+ * roce_tp_neigh_changed(). */
+bool roce_neigh_lookup(struct roce_neigh *n, const uint8_t sgid[16], const uint8_t dgid[16],
+		       uint8_t mac[6]);
 /* Send p to gid (IPv4-mapped or IPv6) once its MAC is known: now if
  * cached, else queued while resolving. Takes p. */
 void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[16],

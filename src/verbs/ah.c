@@ -101,6 +101,7 @@ int vrdma_verbs_ah_attr(struct vrdma_verbs_context *ctx, const struct ibv_ah_att
 	out->grh.sgid_index = in->grh.sgid_index;
 	out->grh.hop_limit = in->grh.hop_limit;
 	out->grh.traffic_class = in->grh.traffic_class;
+	out->sl = in->sl & 15;
 	return vrdma_resolve_dmac(ctx, out->grh.dgid, out->grh.sgid_index, out->dmac);
 }
 
@@ -114,6 +115,7 @@ void vrdma_verbs_ah_attr_to_ibv(const struct vrdma_prov_ah_attr *in,
 	out->grh.sgid_index = in->grh.sgid_index;
 	out->grh.hop_limit = in->grh.hop_limit;
 	out->grh.traffic_class = in->grh.traffic_class;
+	out->sl = in->sl;
 	out->is_global = 1;
 	out->port_num = VRDMA_VERBS_PORT;
 }

@@ -77,10 +77,11 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *ch)
 /* Completion queues                                                         */
 /* ------------------------------------------------------------------------ */
 
-/* Returns a CQ of at least cqe entries, or NULL with errno set. */
-struct ibv_cq *ibv_create_cq(struct ibv_context *ibctx, int cqe,
-			     void *cq_context, struct ibv_comp_channel *channel,
-			     int comp_vector)
+/* A CQ of at least cqe entries, or NULL with errno set. */
+struct vrdma_verbs_cq *vrdma_verbs_cq_create(struct ibv_context *ibctx, int cqe,
+					     void *cq_context,
+					     struct ibv_comp_channel *channel,
+					     int comp_vector)
 {
 	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
 	struct vrdma_prov_cq_info info;
@@ -137,8 +138,20 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *ibctx, int cqe,
 		channel->refcnt++;
 		pthread_mutex_unlock(&ibctx->mutex);
 	}
+	pthread_mutex_init(&cq->poll_lock, NULL);
 	vrdma_verbs_obj_add(ctx, &cq->obj, VRDMA_OBJ_CQ, info.cqn);
-	return &cq->ibcq;
+	return cq;
+}
+
+/* Returns a CQ of at least cqe entries, or NULL with errno set. */
+struct ibv_cq *ibv_create_cq(struct ibv_context *ibctx, int cqe,
+			     void *cq_context, struct ibv_comp_channel *channel,
+			     int comp_vector)
+{
+	struct vrdma_verbs_cq *cq = vrdma_verbs_cq_create(ibctx, cqe, cq_context,
+							  channel, comp_vector);
+
+	return cq ? &cq->ibcq : NULL;
 }
 
 /*
@@ -211,6 +224,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	}
 	pthread_cond_destroy(&ibcq->cond);
 	pthread_mutex_destroy(&ibcq->mutex);
+	pthread_mutex_destroy(&cq->poll_lock);
 	free(cq);
 	return 0;
 }
@@ -304,6 +318,11 @@ static const uint8_t vrdma_wc_opcode[9] = {
 	[VIRTIO_IB_WC_LOCAL_INV] = IBV_WC_LOCAL_INV,
 };
 
+/* RoCE packet type of a UD receive in wc.sl. */
+#define VRDMA_WC_SL_ROCE_V2 0x8
+#define VRDMA_WC_SL_IPV6    0x1
+#define VRDMA_WC_SL_IPV4    0x2
+
 _Static_assert(VIRTIO_IB_WC_GRH == IBV_WC_GRH, "wc flags");
 _Static_assert(VIRTIO_IB_WC_WITH_IMM == IBV_WC_WITH_IMM, "wc flags");
 
@@ -339,8 +358,20 @@ static inline void vrdma_wc_to_ibv(const struct vrdma_prov_wc *p, struct ibv_wc 
 	}
 	wc->pkey_index = 0;
 	wc->slid = 0;
-	wc->sl = 0;
+	/* A UD receive on RoCE: the packet type in sl, as RoCE HCAs report it
+	 * (bit 3: UDP, i.e. RoCE v2; bits 0..2: 1 IPv6, 2 IPv4); UCX's UD
+	 * transport reads the destination GID of the GRH area by it. */
+	wc->sl = (p->wc_flags & VIRTIO_IB_WC_GRH) ?
+			 (uint8_t)(VRDMA_WC_SL_ROCE_V2 | ((p->wc_flags & VIRTIO_IB_WC_GRH_IPV4) ?
+							  VRDMA_WC_SL_IPV4 : VRDMA_WC_SL_IPV6)) :
+			 0;
 	wc->dlid_path_bits = 0;
+}
+
+/* Out-of-line copy for the extended CQs. */
+void vrdma_verbs_wc_to_ibv(const struct vrdma_prov_wc *p, struct ibv_wc *wc)
+{
+	vrdma_wc_to_ibv(p, wc);
 }
 
 /* Forgets pending binds: all (by_qp false, mw NULL), those of QP qp_num
@@ -369,8 +400,8 @@ void vrdma_verbs_binds_forget(struct vrdma_verbs_context *ctx, uint32_t qp_num,
 /* Completions of ibv_bind_mw binds: a successful BIND_MW completion sets
  * the window's rkey to the one posted; an error completion of the bind
  * (MW_BIND_ERR, a flush) leaves the window's rkey as it was. */
-static void vrdma_binds_complete(struct vrdma_verbs_context *ctx,
-				 const struct ibv_wc *wc, int n)
+void vrdma_verbs_binds_complete(struct vrdma_verbs_context *ctx,
+				const struct ibv_wc *wc, int n)
 {
 	int i;
 
@@ -417,7 +448,7 @@ int vrdma_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 			vrdma_wc_to_ibv(&pwc[i], &wc[done + i]);
 		if (got > 0 &&
 		    __atomic_load_n(&vrdma_ctx(ibcq->context)->nbinds, __ATOMIC_ACQUIRE))
-			vrdma_binds_complete(vrdma_ctx(ibcq->context), wc + done, got);
+			vrdma_verbs_binds_complete(vrdma_ctx(ibcq->context), wc + done, got);
 		done += got;
 		if (got < want)
 			break;

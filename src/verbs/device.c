@@ -271,6 +271,13 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->vctx.query_port = vrdma_vctx_query_port;
 	ctx->vctx.query_device_ex = vrdma_vctx_query_device_ex;
 	ctx->vctx.create_srq_ex = vrdma_verbs_create_srq_ex;
+	ctx->vctx.create_cq_ex = vrdma_verbs_create_cq_ex;
+	ctx->vctx.query_rt_values = vrdma_verbs_query_rt_values;
+	ctx->vctx.create_qp_ex = vrdma_verbs_create_qp_ex;
+	ctx->vctx.alloc_td = vrdma_verbs_alloc_td;
+	ctx->vctx.dealloc_td = vrdma_verbs_dealloc_td;
+	ctx->vctx.alloc_parent_domain = vrdma_verbs_alloc_parent_domain;
+	ctx->vctx.advise_mr = vrdma_verbs_advise_mr;
 	return ibctx;
 }
 
@@ -406,7 +413,13 @@ static int vrdma_vctx_query_device_ex(struct ibv_context *ibctx,
 	ret = vrdma_fill_device_attr(vrdma_ctx(ibctx), &full.orig_attr);
 	if (ret)
 		return ret;
-	full.device_cap_flags_ex = (uint64_t)full.orig_attr.device_cap_flags;
+	/* The device's whole story: no ODP, TSO, RSS, WQs, packet pacing,
+	 * raw packet QPs, tag matching, CQ moderation, device memory or PCI
+	 * atomics (all left 0); completion timestamps in nanoseconds
+	 * (cq_ex.c). */
+	full.device_cap_flags_ex = (uint64_t)(unsigned int)full.orig_attr.device_cap_flags;
+	full.completion_timestamp_mask = VRDMA_VERBS_TIMESTAMP_MASK;
+	full.hca_core_clock = VRDMA_VERBS_CORE_CLOCK_KHZ;
 	full.phys_port_cnt_ex = full.orig_attr.phys_port_cnt;
 	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
 	return 0;

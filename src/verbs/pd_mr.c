@@ -100,12 +100,15 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *ibctx)
 	return pd;
 }
 
-/* Frees a PD: 0 or a positive errno (EBUSY while objects use it). */
+/* Frees a PD or a parent domain: 0 or a positive errno (EBUSY while
+ * objects use the PD). */
 int ibv_dealloc_pd(struct ibv_pd *pd)
 {
 	struct vrdma_verbs_context *ctx = vrdma_ctx(pd->context);
 	int ret;
 
+	if (vrdma_verbs_parent_domain_free(pd, &ret))
+		return ret;
 	ret = VRDMA_PROV_CALL(ctx->ops, destroy_pd, ctx->prov, pd->handle);
 	if (ret)
 		return vrdma_errno(ret);

@@ -324,6 +324,7 @@ struct vrdma_prov_global_route {
 struct vrdma_prov_ah_attr {
 	struct vrdma_prov_global_route grh;
 	uint8_t dmac[6]; /* resolved by the verbs layer (see resolve_dmac) */
+	uint8_t sl;      /* service level (802.1Q PCP with a VLAN) */
 };
 
 /*

@@ -335,6 +335,7 @@ static void prov_ah_attr(const struct vrdma_prov_ah_attr *in, struct vrdma_ah_at
 	out->grh.hop_limit = in->grh.hop_limit;
 	out->grh.traffic_class = in->grh.traffic_class;
 	memcpy(out->dmac, in->dmac, 6);
+	out->sl = in->sl;
 }
 
 static void prov_ah_attr_back(const struct vrdma_ah_attr *in, struct vrdma_prov_ah_attr *out)
@@ -346,6 +347,7 @@ static void prov_ah_attr_back(const struct vrdma_ah_attr *in, struct vrdma_prov_
 	out->grh.hop_limit = in->grh.hop_limit;
 	out->grh.traffic_class = in->grh.traffic_class;
 	memcpy(out->dmac, in->dmac, 6);
+	out->sl = in->sl;
 }
 
 static int prov_create_ah(struct vrdma_prov_dev *d, uint32_t pdn,

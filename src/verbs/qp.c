@@ -72,9 +72,9 @@ static void vrdma_cap_to_ibv(const struct vrdma_prov_qp_cap *in, struct ibv_qp_c
 	out->max_inline_data = in->max_inline_data;
 }
 
-/* Returns a QP (attr->cap updated to the actual sizes), or NULL with errno
- * set. */
-struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+/* A QP (attr->cap updated to the actual sizes), or NULL with errno set. */
+struct vrdma_verbs_qp *vrdma_verbs_qp_create(struct ibv_pd *pd,
+					     struct ibv_qp_init_attr *attr)
 {
 	struct vrdma_verbs_context *ctx;
 	struct vrdma_prov_qp_init in;
@@ -148,16 +148,29 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	pthread_mutex_init(&qp->cap_lock, NULL);
 	vrdma_cap_to_ibv(&qp->cap, &attr->cap);
 	vrdma_verbs_obj_add(ctx, &qp->obj, VRDMA_OBJ_QP, info.qpn);
-	return &qp->ibqp;
+	return qp;
 }
 
-/* A QP of ibv_create_qp has no extended (ibv_wr_*) interface: NULL, errno
- * EOPNOTSUPP. */
-struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+/* Returns a QP (attr->cap updated to the actual sizes), or NULL with errno
+ * set. */
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
-	(void)qp;
-	errno = EOPNOTSUPP;
-	return NULL;
+	struct vrdma_verbs_qp *qp = vrdma_verbs_qp_create(pd, attr);
+
+	return qp ? &qp->ibqp : NULL;
+}
+
+/* The ibv_wr_* interface of a QP created by ibv_create_qp_ex with
+ * IBV_QP_INIT_ATTR_SEND_OPS_FLAGS; NULL for any other QP (as rdma-core). */
+struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
+{
+	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
+
+	if (!qp->has_qpx) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	return &qp->ibqpx;
 }
 
 /* Destroys a QP after its async events were acknowledged: 0 or a positive
@@ -181,6 +194,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 		return vrdma_errno(ret);
 	}
 	vrdma_verbs_binds_forget(ctx, ibqp->qp_num, true, NULL);
+	vrdma_verbs_qpx_free(qp);
 	pthread_mutex_destroy(&qp->cap_lock);
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&ibqp->mutex);
@@ -568,6 +582,12 @@ static inline int vrdma_send_wr(const struct vrdma_verbs_context *ctx,
 	default:
 		return EINVAL;
 	}
+}
+
+int vrdma_verbs_send_wr(const struct vrdma_verbs_context *ctx, enum ibv_qp_type type,
+			const struct ibv_send_wr *wr, struct vrdma_prov_send_wr *out)
+{
+	return vrdma_send_wr(ctx, type, wr, out);
 }
 
 /* ctx->ops.post_send: 0, or a positive errno with *bad_wr at the first WR

@@ -11,7 +11,11 @@
  *                async events, sysfs helpers
  *   pd_mr.c      protection domains, memory regions, fork
  *   cq.c         completion channels, CQs, poll / arm / CQ events
+ *   cq_ex.c      extended CQs (ibv_create_cq_ex, start/next/end poll),
+ *                completion timestamps, ibv_query_rt_values_ex
  *   qp.c         QPs, SRQs, post send/recv, multicast, ECE
+ *   qp_ex.c      ibv_create_qp_ex and the ibv_wr_* work-request builder
+ *   domain.c     thread domains, parent domains, ibv_advise_mr
  *   mw.c         memory windows (alloc, dealloc, ibv_bind_mw)
  *   ah.c         address handles, AH from a work completion, L2 resolution
  *   strings.c    *_str() and rate conversions
@@ -82,6 +86,8 @@ struct vrdma_verbs_obj {
 /* A type 1 window bind posted with ibv_bind_mw and not completed yet:
  * poll_cq sets mw->rkey = rkey when its successful completion (qp_num,
  * wr_id) is polled and forgets it on an error completion. */
+struct vrdma_verbs_pdom;
+
 struct vrdma_verbs_bind {
 	struct vrdma_verbs_bind *next;
 	uint32_t qp_num;
@@ -103,21 +109,39 @@ struct vrdma_verbs_context {
 	struct vrdma_verbs_obj *objs;
 	struct vrdma_verbs_bind *binds;  /* oldest first */
 	unsigned int nbinds;             /* atomic; poll_cq's fast-path test */
+	struct vrdma_verbs_pdom *pdoms;  /* parent domains (domain.c), obj_lock */
 	struct verbs_context vctx; /* ibv_context last, as verbs_context wants */
 };
 
 struct vrdma_verbs_cq {
-	struct ibv_cq ibcq;
+	union {
+		struct ibv_cq ibcq;
+		struct ibv_cq_ex ibcq_ex; /* starts with struct ibv_cq's fields */
+	};
 	struct vrdma_verbs_obj obj;
 	const struct vrdma_prov_ops *ops;
 	struct vrdma_prov_cq *prov;
 	int event_fd;                     /* provider's, watched by the channel */
 	uint32_t comp_events_delivered;   /* under ibcq.mutex */
 	uint32_t async_events_delivered;  /* under ibcq.mutex */
+	/* Extended CQs (cq_ex.c): the IBV_WC_EX_WITH_* flags asked for, the
+	 * completion start_poll / next_poll stands on and when it was read. */
+	bool extended;
+	bool single_threaded;
+	uint64_t wc_flags;
+	pthread_mutex_t poll_lock; /* start_poll .. end_poll */
+	struct vrdma_prov_wc cur;
+	uint64_t cur_ts_ns;        /* CLOCK_MONOTONIC */
+	uint64_t cur_wallclock_ns; /* CLOCK_REALTIME */
 };
 
+struct vrdma_verbs_qpx_batch;
+
 struct vrdma_verbs_qp {
-	struct ibv_qp ibqp;
+	union {
+		struct ibv_qp ibqp;
+		struct ibv_qp_ex ibqpx; /* starts with struct ibv_qp */
+	};
 	struct vrdma_verbs_obj obj;
 	const struct vrdma_prov_ops *ops;
 	struct vrdma_prov_qp *prov;
@@ -125,6 +149,11 @@ struct vrdma_verbs_qp {
 	struct vrdma_prov_qp_cap cap; /* in force (create, resize) */
 	pthread_mutex_t cap_lock;     /* cap, for ibv_modify_qp(IBV_QP_CAP) */
 	uint32_t events_delivered; /* under ibqp.mutex */
+	/* QPs of ibv_create_qp_ex with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
+	 * (qp_ex.c): the ibv_wr_* batch being built. */
+	bool has_qpx;
+	uint64_t send_ops_flags;
+	struct vrdma_verbs_qpx_batch *batch;
 };
 
 struct vrdma_verbs_srq {
@@ -220,6 +249,27 @@ VRDMA_HIDDEN unsigned int vrdma_verbs_access_to_ibv(uint32_t access);
 /* --- cq.c --- */
 
 VRDMA_HIDDEN int vrdma_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
+/* A new CQ (the part ibv_create_cq and ibv_create_cq_ex share), or NULL
+ * with errno set. */
+VRDMA_HIDDEN struct vrdma_verbs_cq *vrdma_verbs_cq_create(struct ibv_context *ibctx,
+							  int cqe, void *cq_context,
+							  struct ibv_comp_channel *channel,
+							  int comp_vector);
+/* One device completion as a struct ibv_wc. */
+VRDMA_HIDDEN void vrdma_verbs_wc_to_ibv(const struct vrdma_prov_wc *p, struct ibv_wc *wc);
+/* Window binds completed by the n completions of wc (see vrdma_verbs_bind). */
+VRDMA_HIDDEN void vrdma_verbs_binds_complete(struct vrdma_verbs_context *ctx,
+					     const struct ibv_wc *wc, int n);
+
+/* --- cq_ex.c --- */
+
+VRDMA_HIDDEN struct ibv_cq_ex *vrdma_verbs_create_cq_ex(struct ibv_context *ibctx,
+							struct ibv_cq_init_attr_ex *attr);
+VRDMA_HIDDEN int vrdma_verbs_query_rt_values(struct ibv_context *ibctx,
+					     struct ibv_values_ex *values);
+/* The device clock of completion timestamps: kHz, and the valid bits. */
+#define VRDMA_VERBS_CORE_CLOCK_KHZ 1000000ull /* nanoseconds */
+#define VRDMA_VERBS_TIMESTAMP_MASK UINT64_MAX
 VRDMA_HIDDEN int vrdma_verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
 /* Pending ibv_bind_mw binds: forget those of a QP (destroyed) or of a
  * window (deallocated); either pointer may be NULL. */
@@ -241,6 +291,35 @@ VRDMA_HIDDEN int vrdma_verbs_post_srq_recv(struct ibv_srq *ibsrq,
 VRDMA_HIDDEN int vrdma_verbs_mw_access(unsigned int ibv_access, uint32_t *out);
 VRDMA_HIDDEN struct ibv_srq *vrdma_verbs_create_srq_ex(struct ibv_context *ibctx,
 						       struct ibv_srq_init_attr_ex *attr);
+/* One send WR as the device's (the checks of ibv_post_send): 0 or a
+ * positive errno. */
+VRDMA_HIDDEN int vrdma_verbs_send_wr(const struct vrdma_verbs_context *ctx,
+				     enum ibv_qp_type type, const struct ibv_send_wr *wr,
+				     struct vrdma_prov_send_wr *out);
+/* A QP of ibv_create_qp / ibv_create_qp_ex (init->comp_mask PD only used
+ * plus the basic fields), or NULL with errno set. */
+VRDMA_HIDDEN struct vrdma_verbs_qp *vrdma_verbs_qp_create(struct ibv_pd *pd,
+							  struct ibv_qp_init_attr *attr);
+
+/* --- qp_ex.c --- */
+
+VRDMA_HIDDEN struct ibv_qp *vrdma_verbs_create_qp_ex(struct ibv_context *ibctx,
+						     struct ibv_qp_init_attr_ex *attr);
+/* Frees what the ibv_wr_* builder of a QP holds. */
+VRDMA_HIDDEN void vrdma_verbs_qpx_free(struct vrdma_verbs_qp *qp);
+
+/* --- domain.c --- */
+
+VRDMA_HIDDEN struct ibv_td *vrdma_verbs_alloc_td(struct ibv_context *ibctx,
+						 struct ibv_td_init_attr *attr);
+VRDMA_HIDDEN int vrdma_verbs_dealloc_td(struct ibv_td *td);
+VRDMA_HIDDEN struct ibv_pd *vrdma_verbs_alloc_parent_domain(
+	struct ibv_context *ibctx, struct ibv_parent_domain_init_attr *attr);
+/* Whether pd is a parent domain; if so, frees it (ibv_dealloc_pd). */
+VRDMA_HIDDEN bool vrdma_verbs_parent_domain_free(struct ibv_pd *pd, int *ret);
+VRDMA_HIDDEN int vrdma_verbs_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+				       uint32_t flags, struct ibv_sge *sg_list,
+				       uint32_t num_sges);
 
 /* --- mw.c --- */
 

@@ -57,6 +57,7 @@
 #include "vhost/vhost_server.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <linux/virtio_config.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -134,6 +135,7 @@ struct vhost_server {
 	ino_t sock_ino;
 	int listen_fd;
 	bool listen_watched;
+	char *name;             /* log name without a socket (NULL: path) */
 
 	/* Session */
 	int conn_fd;
@@ -180,7 +182,7 @@ struct vhost_server {
 
 static const char *vs_name(const struct vhost_server *s)
 {
-	return s->path ? s->path : "vhost";
+	return s->path ? s->path : s->name ? s->name : "vhost";
 }
 
 static void vs_check_faults(struct vhost_server *s);
@@ -1560,6 +1562,10 @@ static void vs_listen_cb(void *arg, uint32_t events)
 		return;
 	}
 	vhost_peer_log(vs_name(s), fd);
+	if (s->ops.accept) {
+		s->ops.accept(s->ctx, fd);
+		return;
+	}
 	if (vhost_server_attach_fd(s, fd) < 0)
 		LOG_PEER("%s: front-end connection dropped", vs_name(s));
 }
@@ -1747,7 +1753,26 @@ void vhost_server_free(struct vhost_server *s)
 	free(s->grave);
 	free(s->chunks);
 	free(s->path);
+	free(s->name);
 	free(s);
+}
+
+bool vhost_server_check_hangup(struct vhost_server *s)
+{
+	struct pollfd p = { .fd = s->conn_fd, .events = POLLRDHUP };
+
+	if (!s->connected || s->conn_fd < 0 || s->in_msg)
+		return false;
+	if (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+		return false;
+	vhost_server_disconnect(s, "front-end closed");
+	return true;
+}
+
+void vhost_server_set_name(struct vhost_server *s, const char *name)
+{
+	free(s->name);
+	s->name = strdup(name);
 }
 
 /* ---- accessors and device-side helpers ---- */

@@ -111,6 +111,11 @@ struct vhost_dev_ops {
 	void (*mem_changed)(void *ctx);
 	void (*connected)(void *ctx);
 	void (*disconnected)(void *ctx);
+	/* Optional: every accepted connection is handed over (fd owned by the
+	 * callee, closed on error) and the server keeps listening; it then has
+	 * no session of its own. A device with several contexts serves each
+	 * connection with a path-less server (vhost_server_attach_fd). */
+	void (*accept)(void *ctx, int fd);
 };
 
 struct vhost_server_stats {
@@ -150,6 +155,11 @@ uint64_t vhost_server_protocol_features(const struct vhost_server *s);
 bool vhost_server_connected(const struct vhost_server *s);
 const struct vhost_server_stats *vhost_server_stats(const struct vhost_server *s);
 const char *vhost_server_path(const struct vhost_server *s);
+/* If the front-end has hung up, end the session now (before its EOF is read
+ * in turn) and return true. */
+bool vhost_server_check_hangup(struct vhost_server *s);
+/* Name in log messages of a server without a socket (copied). */
+void vhost_server_set_name(struct vhost_server *s, const char *name);
 
 /* The ring with this index, or NULL if it was never configured. */
 struct vhost_vring *vhost_server_vring(struct vhost_server *s, unsigned idx);

@@ -41,11 +41,17 @@ d_stats() {
 	tail -n +"$from" "$log"
 }
 
-# d_stop NAME: SIGTERM, reap (SIGKILL after 30 s); D_RC is its exit status.
+# d_stop NAME: SIGTERM to the daemon itself, reap it (SIGKILL after 60 s of
+# wall time); D_RC is its exit status. The signal goes to the daemon, not to
+# its timeout wrapper: GNU timeout starts its -k countdown when it forwards a
+# signal, which would turn a slow (loaded machine) but clean shutdown into a
+# SIGKILL after 5 s (exit status 137).
 d_stop() {
-	local name=$1 p=${D_TPID[$1]} i
-	kill -TERM "$p" 2>/dev/null
-	for ((i = 0; i < 600; i++)); do
+	local name=$1 p=${D_TPID[$1]} end t0
+	t0=$(date +%s%N)
+	kill -TERM "${D_PID[$1]:-$p}" 2>/dev/null
+	end=$((SECONDS + 60))
+	while ((SECONDS < end)); do
 		kill -0 "$p" 2>/dev/null || break
 		[[ $(ps -o stat= -p "$p" 2>/dev/null) == Z* ]] && break
 		sleep 0.05
@@ -54,4 +60,5 @@ d_stop() {
 		kill -KILL "$p" 2>/dev/null
 	wait "$p" 2>/dev/null
 	D_RC=$?
+	echo "# daemon $name stopped in $((($(date +%s%N) - t0) / 1000000)) ms (status $D_RC)"
 }

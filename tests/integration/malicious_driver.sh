@@ -31,7 +31,9 @@
 #    elements, short event buffers; bad descriptors on an SRQ ring, on the
 #    event ring and on a completion ring with completions waiting (the ring
 #    is reported and the device works again after RESET_DEVICE); garbage on
-#    the extension's ring indexes when the driver did not negotiate it.
+#    the extension's ring indexes when the driver did not negotiate it; a
+#    second connection to D (another context) naming the first one's QP, CQ,
+#    MR, PD, lkey and rkey (refused, counted, the first one's traffic goes on).
 #    Every one ends with verified RDMA traffic on D.
 #  - Also: memory removed under running rings and added back, more regions
 #    than memory slots, the shared memfd shrunk (sealable: must be sealed;

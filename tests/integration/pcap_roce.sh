@@ -3,6 +3,8 @@
 # (RC pingpong with multi-packet messages, UD pingpong) is captured at the
 # switch; every captured RoCE frame carries a valid ICRC by scapy's own RoCE
 # code (scapy.contrib.roce.BTH) and tshark decodes the InfiniBand headers.
+# The IP header: TTL 64 by default and the device's ttl= otherwise (the
+# programs ask for hop limit 1), ECN ECT(0).
 . "$(dirname "$0")/../lib.sh"
 
 PY=/usr/bin/python3
@@ -44,7 +46,7 @@ verbs() {
 CAP=$T_TMP/cap.pcap
 "$DAEMON" -q "${T_DAEMON_PRIV[@]}" --pidfile "$T_TMP/pid" --pcap "$CAP" \
 	--device "socket=$T_TMP/a.sock,mac=02:00:00:00:77:01,ip=10.77.7.1/24" \
-	--device "socket=$T_TMP/b.sock,mac=02:00:00:00:77:02,ip=10.77.7.2/24" \
+	--device "socket=$T_TMP/b.sock,mac=02:00:00:00:77:02,ip=10.77.7.2/24,ttl=77" \
 	2>"$T_TMP/daemon.err" &
 DPID=$!
 T_PIDS+=("$DPID")
@@ -98,13 +100,14 @@ fi
 import sys
 import logging
 logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
-from scapy.all import rdpcap, raw, Ether, UDP
+from scapy.all import rdpcap, raw, Ether, IP, UDP
 from scapy.contrib.roce import BTH
 
 prog, path = sys.argv[1], sys.argv[2]
 frames = rdpcap(path)
-roce = bad = 0
+roce = bad = badip = 0
 ops = set()
+ttl_of = {"02:00:00:00:77:01": 64, "02:00:00:00:77:02": 77}
 for fr in frames:
     wire = raw(fr)
     p = Ether(wire)
@@ -112,6 +115,11 @@ for fr in frames:
         continue
     roce += 1
     ops.add(p[BTH].opcode)
+    if IP not in p or p[IP].ttl != ttl_of.get(p.src) or p[IP].tos & 3 != 2:
+        badip += 1
+        if badip < 5:
+            print("#   frame %d from %s: ttl %s tos %s" % (roce, p.src,
+                  p[IP].ttl if IP in p else "-", p[IP].tos if IP in p else "-"))
     q = Ether(wire)
     q[BTH].icrc = None
     if raw(q)[-4:] != wire[-4:]:
@@ -127,6 +135,7 @@ def result(name, good, why=""):
 
 good = result("roce_frames_captured", roce >= 100, "%d RoCE frames" % roce)
 good &= result("every_icrc_valid_by_scapy", roce > 0 and bad == 0, "%d of %d bad" % (bad, roce))
+good &= result("ttl_and_ect0", roce > 0 and badip == 0, "%d of %d bad" % (badip, roce))
 # RC SEND FIRST (0x00), MIDDLE (0x01), LAST (0x02), ACK (0x11), UD SEND ONLY (0x64)
 want = {0x00, 0x01, 0x02, 0x11, 0x64}
 good &= result("opcodes_seen", want <= ops, "seen %s" % sorted(hex(o) for o in ops))

@@ -150,7 +150,8 @@ done
 
 # QEMU gives memory with SET_MEM_TABLE, or region by region with ADD_MEM_REG
 # when the back-end offers CONFIGURE_MEM_SLOTS.
-if grep -q -E "$SOCK_A: (SET_MEM_TABLE|ADD_MEM_REG)" "$T_TMP/daemon.log" &&
+# (session messages are logged as SOCKET#CONTEXT: ...)
+if grep -q -E "$SOCK_A(#[0-9]+)?: (SET_MEM_TABLE|ADD_MEM_REG)" "$T_TMP/daemon.log" &&
    ring_started "$SOCK_A" 0 && ring_started "$SOCK_A" 1; then
 	ok qemu_handshake
 else
@@ -203,7 +204,7 @@ if grep -a -i -E 'vhost|virtio' "$T_TMP/qemu.log" | grep -v -i 'terminating on s
 else
 	ok qemu_no_vhost_errors
 fi
-a_gone() { grep -q "$SOCK_A: front-end session closed" "$T_TMP/daemon.log"; }
+a_gone() { grep -q -E "$SOCK_A(#[0-9]+)?: front-end session closed" "$T_TMP/daemon.log"; }
 if peer_poll 10 a_gone && peer_alive daemon; then
 	ok daemon_survives_qemu_exit
 else

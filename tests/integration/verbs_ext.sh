@@ -112,19 +112,9 @@ fi
 # d_check_stop NAME PREFIX SOCK...: SIGTERM; exit 0, a final dump, sockets
 # removed, no sanitizer report.
 d_check_stop() {
-	local name=$1 t=$2 p i gone=1 s dumps; shift 2
-	p=${D_TPID[$name]}
+	local name=$1 t=$2 gone=1 s dumps; shift 2
 	dumps=$(dumps_of "$name")
-	kill -TERM "$p" 2>/dev/null
-	for ((i = 0; i < 600; i++)); do
-		kill -0 "$p" 2>/dev/null || break
-		[[ $(ps -o stat= -p "$p" 2>/dev/null) == Z* ]] && break
-		sleep 0.05
-	done
-	kill -0 "$p" 2>/dev/null && ! [[ $(ps -o stat= -p "$p" 2>/dev/null) == Z* ]] &&
-		kill -KILL "$p" 2>/dev/null
-	wait "$p" 2>/dev/null
-	D_RC=$?
+	d_stop "$name"
 	for s in "$@"; do [ -e "$s" ] && gone=0; done
 	if [ "$D_RC" = 0 ] && [ "$(dumps_of "$name")" -gt "$dumps" ] && [ $gone = 1 ] &&
 	   ! grep -qE 'AddressSanitizer|LeakSanitizer|runtime error' "$T_TMP/$name.log"; then

@@ -98,6 +98,26 @@ static void fk_op_xmit(void *ctx, struct pkt *p)
 		pkt_queue_push(&d->wire, p);
 }
 
+/* Flow control as in the daemon (netdev_roce.c): the switch may refuse a
+ * frame for a busy device; the engine holds it until that device has room. */
+static int fk_op_xmit_try(void *ctx, struct pkt *p)
+{
+	struct fk_dev *d = ctx;
+
+	if (d->env && d->env->sw && d->attached)
+		return sw_input_try(d->env->sw, &d->port, p);
+	pkt_queue_push(&d->wire, p);
+	return 0;
+}
+
+static void fk_op_rx_room(void *ctx)
+{
+	struct fk_dev *d = ctx;
+
+	if (d->env && d->env->sw && d->attached)
+		sw_port_ready(d->env->sw, &d->port);
+}
+
 static void fk_op_notify(void *ctx, struct vhost_vring *r, bool force)
 {
 	struct fk_ring *fr = container_of(r, struct fk_ring, r);
@@ -124,6 +144,8 @@ static const struct roce_tp_ops fk_ops = {
 	.xmit = fk_op_xmit,
 	.notify = fk_op_notify,
 	.ring_error = fk_op_ring_error,
+	.xmit_try = fk_op_xmit_try,
+	.rx_room = fk_op_rx_room,
 };
 
 static void fk_port_xmit(struct port *port, struct pkt *p)
@@ -139,9 +161,25 @@ static void fk_port_destroy(struct port *port)
 	(void)port;
 }
 
+static bool fk_port_busy(const struct port *port)
+{
+	const struct fk_dev *d = port->priv;
+
+	return roce_tp_rx_busy(d->tp);
+}
+
+static void fk_port_ready(struct port *port)
+{
+	struct fk_dev *d = port->priv;
+
+	roce_tp_tx_ready(d->tp);
+}
+
 static const struct port_ops fk_port_ops = {
 	.xmit = fk_port_xmit,
 	.destroy = fk_port_destroy,
+	.busy = fk_port_busy,
+	.ready = fk_port_ready,
 };
 
 static bool fk_poll(void *arg)
@@ -634,6 +672,7 @@ struct fk_path {
 	uint32_t qkey;
 	bool ipv6;                 /* use the link-local GIDs (index 0) */
 	bool zero_dmac;            /* let the device resolve the MAC */
+	uint8_t tclass;            /* traffic class of the address vector */
 };
 
 static inline void fk_path_default(struct fk_path *p)
@@ -658,7 +697,8 @@ static inline void fk_ah_attr(const struct fk_dev *peer, const struct fk_path *p
 	memset(a, 0, sizeof(*a));
 	memcpy(a->grh.dgid, roce_gid_get(&peer->rd, p->ipv6 ? 0 : 1), 16);
 	a->grh.sgid_index = p->ipv6 ? 0 : 1;
-	a->grh.hop_limit = 64;
+	a->grh.hop_limit = 1;      /* as ibv_*_pingpong: the device uses its own */
+	a->grh.traffic_class = p->tclass;
 	if (!p->zero_dmac)
 		memcpy(a->dmac, peer->mac, 6);
 }

@@ -141,6 +141,7 @@ static void test_offsets(void)
 	OFF(virtio_rdma_ack_query_device, reserved, 72);
 	OFF(virtio_rdma_ack_query_port, max_msg_sz, 4);
 	OFF(virtio_rdma_ack_query_port, gid1_ipv4, 12);
+	OFF(virtio_rdma_ack_query_port, gid2_ipv6, 16);
 
 	OFF(virtio_rdma_cmd_get_dma_mr, access_flags, 4);
 	OFF(virtio_rdma_ack_get_dma_mr, rkey, 8);
@@ -163,7 +164,10 @@ static void test_offsets(void)
 	OFF(virtio_rdma_global_route, hop_limit, 21);
 	OFF(virtio_rdma_global_route, traffic_class, 22);
 	OFF(virtio_rdma_ah_attr, dmac, 24);
-	OFF(virtio_rdma_ah_attr, reserved, 30);
+	OFF(virtio_rdma_ah_attr, sl, 30);
+	OFF(virtio_rdma_ah_attr, flags, 31);
+	OFF(virtio_rdma_ah_attr, vlan_id, 32);
+	OFF(virtio_rdma_ah_attr, reserved, 34);
 
 	OFF(virtio_rdma_cmd_modify_qp, attr_mask, 4);
 	OFF(virtio_rdma_cmd_modify_qp, qp_state, 8);
@@ -498,7 +502,7 @@ static void test_ext_offsets(void)
 	OFF(virtio_rdma_ack_query_port_ext, max_msg_sz, 4);
 	OFF(virtio_rdma_ack_query_port_ext, pkey_tbl_len, 8);
 	OFF(virtio_rdma_ack_query_port_ext, gid1_ipv4, 12);
-	OFF(virtio_rdma_ack_query_port_ext, reserved, 16);
+	OFF(virtio_rdma_ack_query_port_ext, gid2_ipv6, 16);
 
 	OFF(virtio_rdma_cmd_create_qp_ext, qp_type, 4);
 	OFF(virtio_rdma_cmd_create_qp_ext, sq_sig_all, 5);

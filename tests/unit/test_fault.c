@@ -267,6 +267,90 @@ static void drop_all(void)
 	CHECK_EQ(pkt_outstanding(), base);
 }
 
+static uint16_t ip4_sum(const uint8_t *h)
+{
+	uint32_t s = 0;
+
+	for (int i = 0; i < 20; i += 2)
+		s += (uint32_t)(h[i] << 8 | h[i + 1]);
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)s;
+}
+
+/* ecn=100: ECT frames (IPv4, IPv6, tagged or not) become CE with a valid
+ * IPv4 header checksum; Not-ECT and non-IP frames are untouched. The
+ * configuration round-trips; without ecn the draws are unchanged. */
+static void ecn_marks(void)
+{
+	uint64_t base = pkt_outstanding();
+	struct fault_cfg c;
+	struct sink sk;
+	struct fault *f = mkfault("ecn=100", &sk, NULL);
+	struct pkt *p;
+	char buf[256];
+	uint64_t d1, d2;
+	struct fault_stats s1, s2;
+
+	REQUIRE(f);
+	for (int k = 0; k < 5; k++) {
+		p = mkframe(k, 80);
+		if (k < 3) {
+			uint32_t l3 = k == 2 ? 18 : 14;
+			uint8_t *ip = p->data + l3;
+			uint16_t sum;
+
+			if (k == 2) {
+				p->data[12] = 0x81, p->data[13] = 0x00;
+				p->data[16] = 0x08, p->data[17] = 0x00;
+			} else {
+				p->data[12] = 0x08, p->data[13] = 0x00;
+			}
+			memset(ip, 0, 20);
+			ip[0] = 0x45;
+			ip[1] = k == 1 ? 0x00 : 0xa2; /* Not-ECT / DSCP 40 + ECT(0) */
+			ip[8] = 64;
+			ip[9] = 17;
+			sum = (uint16_t)~ip4_sum(ip);
+			ip[10] = (uint8_t)(sum >> 8);
+			ip[11] = (uint8_t)sum;
+		} else if (k == 3) {
+			p->data[12] = 0x86, p->data[13] = 0xdd;
+			p->data[14] = 0x60 | 0x0a;   /* traffic class 0xa2 */
+			p->data[15] = 0x20;
+		}
+		fault_input(f, 0, p);
+	}
+	CHECK_EQ(sk.q.len, 5);
+	CHECK_EQ(fault_get_stats(f)->ce_marked, 3);
+	for (int k = 0; k < 5 && (p = pkt_queue_pop(&sk.q)); k++) {
+		if (k == 0 || k == 2) {
+			const uint8_t *ip = p->data + (k == 2 ? 18 : 14);
+
+			CHECK_EQ(ip[1], 0xa3);
+			CHECK_EQ(ip4_sum(ip), 0xffff);
+		} else if (k == 1) {
+			CHECK_EQ(p->data[15], 0x00);
+		} else if (k == 3) {
+			CHECK_EQ(p->data[15], 0x30);
+		} else {
+			CHECK_EQ(p->data[12], 0x88);
+		}
+		pkt_free(p);
+	}
+	fault_free(f);
+	CHECK_EQ(pkt_outstanding(), base);
+	REQUIRE(fault_cfg_parse(&c, "drop=1,ecn=0.5") == 0);
+	REQUIRE(fault_cfg_format(&c, buf, sizeof(buf)) > 0);
+	CHECK(strstr(buf, ",ecn=0.5") != NULL);
+	CHECK(fault_cfg_parse(&c, "ecn=101") != 0);
+	CHECK(fault_cfg_parse(&c, "ecn=1,ecn=2") != 0);
+	/* ecn=0 keeps the five draws: same trace as without the key */
+	run_trace("drop=10,dup=10,seed=5", 500, &d1, &s1);
+	run_trace("drop=10,dup=10,seed=5,ecn=0", 500, &d2, &s2);
+	CHECK_EQ(d1, d2);
+}
+
 static void dup_all(void)
 {
 	uint64_t base = pkt_outstanding();
@@ -494,6 +578,7 @@ int main(void)
 	RUN(decisions_independent);
 	RUN(drop_all);
 	RUN(dup_all);
+	RUN(ecn_marks);
 	RUN(corrupt_one_byte);
 	RUN(reorder_swaps);
 	RUN(reorder_streams);

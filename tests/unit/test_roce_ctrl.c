@@ -2036,7 +2036,7 @@ static void test_ext_query(void)
 	CHECK_EQ(p.padding, 0);
 	CHECK_EQ(p.gid1_ipv4[0], 10);
 	CHECK_EQ(p.gid1_ipv4[3], 1);
-	CHECK_MEM(p.reserved, zero, 16);
+	CHECK_MEM(p.gid2_ipv6, zero, 16);
 	/* QUERY_PKEY */
 	{
 		le16 w[2] = { 0, 0 };
@@ -2911,6 +2911,54 @@ static void test_ext_cycles(void)
 	teardown();
 }
 
+/* ip6=: GID 2 preset and in QUERY_PORT (gid2_ipv6); ADD_GID of the same
+ * GID there is a no-op, another one is in use. */
+static void test_gid_ipv6(void)
+{
+	struct roce_dev_cfg c = base_cfg();
+	static const uint8_t ip6[16] = { 0xfd, 0, 0, 0x79, [15] = 1 };
+	uint8_t other[16];
+	struct virtio_rdma_ack_query_port p;
+
+	c.has_ip6 = true;
+	memcpy(c.ip6, ip6, 16);
+	REQUIRE(setup_cfg(&c));
+	CHECK_MEM(roce_gid_get(&rd, 2), ip6, 16);
+	CHECK_EQ(X(VIRTIO_NET_CTRL_ROCE_QUERY_PORT, NULL, 0), ROCE_OK);
+	memcpy(&p, obuf, sizeof(p));
+	CHECK_MEM(p.gid2_ipv6, ip6, 16);
+	CHECK_EQ(gid_add(2, ip6), ROCE_OK);
+	memcpy(other, ip6, 16);
+	other[15] = 2;
+	CHECK(gid_add(2, other) != ROCE_OK);
+	CHECK_EQ(gid_add(3, other), ROCE_OK);
+	teardown();
+}
+
+/* ttl= and vlan= (netdev_parse_cfg): ranges, defaults, clear errors. */
+static void test_netdev_cfg_net(void)
+{
+	struct netdev_cfg c;
+	char err[256];
+
+	CHECK_EQ(netdev_parse_cfg("socket=/tmp/s", 0, &c, err, sizeof(err)), 0);
+	CHECK_EQ(c.ttl, 0);
+	CHECK_EQ(c.vlan_id, 0);
+	CHECK_EQ(netdev_parse_cfg("socket=/tmp/s,ttl=1,vlan=4094", 0, &c, err, sizeof(err)), 0);
+	CHECK_EQ(c.ttl, 1);
+	CHECK_EQ(c.vlan_id, 4094);
+	CHECK_EQ(netdev_parse_cfg("socket=/tmp/s,ttl=255,vlan=1", 0, &c, err, sizeof(err)), 0);
+	CHECK_EQ(c.ttl, 255);
+	CHECK_EQ(c.vlan_id, 1);
+	CHECK_EQ(netdev_parse_cfg("socket=/tmp/s,ttl=0", 0, &c, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "ttl") != NULL);
+	CHECK_EQ(netdev_parse_cfg("socket=/tmp/s,ttl=256", 0, &c, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(netdev_parse_cfg("socket=/tmp/s,vlan=0", 0, &c, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "vlan") != NULL);
+	CHECK_EQ(netdev_parse_cfg("socket=/tmp/s,vlan=4095", 0, &c, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(netdev_parse_cfg("socket=/tmp/s,vlan=-1", 0, &c, err, sizeof(err)), -EINVAL);
+}
+
 /* The device options of the extension (netdev_parse_cfg). */
 static void test_netdev_cfg_ext(void)
 {
@@ -2995,5 +3043,7 @@ int main(void)
 	RUN(test_ext_rings);
 	RUN(test_ext_cycles);
 	RUN(test_netdev_cfg_ext);
+	RUN(test_netdev_cfg_net);
+	RUN(test_gid_ipv6);
 	return TEST_DONE();
 }

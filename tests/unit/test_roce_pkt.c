@@ -1110,6 +1110,43 @@ static void test_parse_errors(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* Fuzzer findings (each also a seed in fuzz/corpus/roce_rx/)          */
+
+static void test_fuzz_findings(void)
+{
+	/* IPv6 RC SEND_LAST, 15 payload bytes with PadCnt 0: payload + pad is
+	 * not a multiple of 4 (fuzz/corpus/roce_rx/v6_send_last_pad_len). */
+	static const char v6_pad_len[] =
+		"02000000000202000000000186dd68aabcde0027112020010db8000000000000"
+		"00000000000020010db8000000000000000000000002df9412b7002700020200"
+		"000000010800636a71787f868d949ba2a9b0b1bec5ccd3dae1e8efc52a66";
+	uint8_t f[256];
+	struct roce_pkt_info info;
+	struct craft c;
+	int n = hex2bin(v6_pad_len, f, sizeof(f));
+	uint32_t trim;
+
+	REQUIRE(n == 94);
+	CHECK_EQ(roce_pkt_parse(f, (uint32_t)n, 0, &info), -ROCE_RX_E_PAD);
+	CHECK_EQ(roce_pkt_parse(f, (uint32_t)n, ROCE_RX_F_ICRC, &info), -ROCE_RX_E_PAD);
+
+	/* Trimming 1..4 bytes off an 8-byte payload: only a multiple of 4 left
+	 * behind the headers parses. */
+	craft_base(&c, false, false, ROCE_OP_RC_SEND_ONLY, 8, 0);
+	REQUIRE(c.len == 66);
+	for (trim = 1; trim <= 4; trim++) {
+		struct craft d = c;
+
+		put_be16(d.f + 16, (uint16_t)(get_be16(d.f + 16) - trim));
+		put_be16(d.f + 38, (uint16_t)(get_be16(d.f + 38) - trim));
+		d.len -= trim;
+		refresh(&d, 14, true);
+		CHECK_EQ(roce_pkt_parse(d.f, d.len, ROCE_RX_F_ICRC, &info),
+			 trim == 4 ? 0 : -ROCE_RX_E_PAD);
+	}
+}
+
+/* ------------------------------------------------------------------ */
 /* Helpers                                                             */
 
 static void test_helpers(void)
@@ -1329,6 +1366,7 @@ int main(int argc, char **argv)
 	RUN(test_vlan);
 	RUN(test_eth_padding_and_ip_options);
 	RUN(test_parse_errors);
+	RUN(test_fuzz_findings);
 	RUN(test_helpers);
 	return TEST_DONE();
 }

@@ -764,6 +764,55 @@ static void test_rc_sges_inline(void)
 	pair_fini(&p);
 }
 
+/* Flow control inside the switch: b's receive queue is filled past its
+ * high mark with frames for no QP; a SEND from a is then held (not dropped)
+ * until b has drained its queue, and completes intact. */
+static void test_busy_receiver_holds(void)
+{
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+	struct roce_path path;
+	struct roce_hdr_fields f;
+	struct pkt *tmpl;
+	uint32_t i;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	pair_init(&p, &c);
+	bufs_init(&p, &b, 1u << 16);
+	CHECK(do_op(&p, &b, VIRTIO_IB_WR_SEND, 100, 1, false, 1)); /* MACs learned */
+
+	memset(&path, 0, sizeof(path));
+	memcpy(path.smac, p.a->mac, 6);
+	memcpy(path.dmac, p.b->mac, 6);
+	roce_gid_from_ipv4(path.sgid, (const uint8_t *)&p.a->ip4);
+	roce_gid_from_ipv4(path.dgid, (const uint8_t *)&p.b->ip4);
+	memset(&f, 0, sizeof(f));
+	f.opcode = ROCE_OP_RC_ACKNOWLEDGE;
+	f.pkey = ROCE_PKEY_DEFAULT;
+	f.dqpn = 0xFFFFFE; /* no such QP: dropped as rx_no_qp */
+	tmpl = pkt_alloc();
+	REQUIRE(tmpl);
+	REQUIRE(roce_pkt_build_frame(tmpl, &path, &f, NULL, 0) == 0);
+	for (i = 0; i < ROCE_TP_RXQ_HIGH; i++) {
+		struct pkt *x = pkt_clone(tmpl);
+
+		REQUIRE(x);
+		CHECK(roce_tp_input(p.b->tp, x));
+	}
+	pkt_free(tmpl);
+	CHECK(roce_tp_rx_busy(p.b->tp));
+
+	for (i = 0; i < 3; i++)
+		CHECK(do_op(&p, &b, all_ops[i], 20000, 2, false, 10 + i));
+	CHECK(p.a->tp->stats.tx_held > 0);
+	CHECK_EQ(p.b->tp->stats.rx_queue_full, 0u);
+	CHECK_EQ(p.a->tp->stats.tx_queue_full, 0u);
+	CHECK(p.b->tp->stats.rx_no_qp >= ROCE_TP_RXQ_HIGH);
+	CHECK(!roce_tp_rx_busy(p.b->tp));
+	pair_fini(&p);
+}
+
 /* Two QPs of one device talk through the switch hairpin. */
 static void test_rc_loopback(void)
 {
@@ -1268,8 +1317,166 @@ static void test_neigh_no_poisoning(void)
 	pair_fini(&p);
 }
 
+/* The first message is sent right after RTS, before the ARP answer can
+ * have arrived: the requester waits for the MAC (resolution started at
+ * RTR), so nothing is dropped, rewound or sent twice. */
+static void test_neigh_early_send(void)
+{
+	for (int v6 = 0; v6 < 2; v6++) {
+		struct pair_cfg c;
+		struct bufs b;
+		struct pair p;
+
+		pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+		c.path.zero_dmac = true;
+		c.path.ipv6 = v6;
+		pair_init(&p, &c);
+		bufs_init(&p, &b, 1u << 20);
+		CHECK(do_op(&p, &b, VIRTIO_IB_WR_RDMA_WRITE, 1u << 20, 1, false, 7));
+		CHECK(do_op(&p, &b, VIRTIO_IB_WR_SEND, 300000, 2, false, 8));
+		CHECK_EQ(p.a->tp->stats.neigh_dropped + p.b->tp->stats.neigh_dropped, 0);
+		CHECK_EQ(p.a->tp->stats.neigh_queued, 0);
+		CHECK_EQ(p.a->tp->stats.rewinds, 0);
+		CHECK_EQ(p.a->tp->stats.retransmits, 0);
+		CHECK_EQ(p.b->tp->stats.rx_seq_err, 0);
+		CHECK_EQ(p.a->tp->stats.neigh_resolved, 1);
+		pair_fini(&p);
+	}
+}
+
+static bool neigh_retried(void *arg)
+{
+	const struct roce_tp *tp = arg;
+
+	return tp->stats.neigh_failed >= 1 && tp->stats.neigh_requests > ROCE_TP_NEIGH_TRIES;
+}
+
+/* Nobody owns the destination: the UD send waits (no frame, no PSN), the
+ * round of requests fails and is repeated after the backoff. */
+static void test_neigh_unreachable(void)
+{
+	struct pair_cfg c;
+	struct pair p;
+	struct fk_mr sa;
+	struct virtio_rdma_ah_attr a;
+	struct virtio_rdma_cq_req wc[4];
+	uint32_t ah;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_UD);
+	c.path.zero_dmac = true;
+	pair_init(&p, &c);
+	sa = fk_mr_reg(p.a, p.pda, 4096, FK_ACC_ALL);
+	fk_ah_attr(p.b, &p.path, &a);
+	a.grh.dgid[15] ^= 0x80; /* an address nobody answers for */
+	REQUIRE(roce_ah_create(&p.a->rd, p.pda, &a, &ah) == 0);
+	CHECK_EQ(p.a->tp->stats.neigh_requests, 1); /* asked when the AH was made */
+	{
+		struct fk_sge s = { sa.buf, 64, sa.lkey };
+		struct fk_wr wr = {
+			.wr_id = 1, .opcode = VIRTIO_IB_WR_SEND, .flags = VIRTIO_IB_SEND_SIGNALED,
+			.remote_qpn = p.qb.qpn, .remote_qkey = p.path.qkey, .ah = ah,
+			.sge = &s, .nsge = 1, .trunc = -1,
+		};
+
+		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+	}
+	CHECK(fk_run_until(&p.env, neigh_retried, p.a->tp, 20000));
+	CHECK_EQ(fk_poll_cq(p.a, p.cqa, wc, 4), 0);
+	CHECK_EQ(p.a->tp->stats.tx_frames, p.a->tp->stats.neigh_requests);
+	CHECK_EQ(p.a->tp->stats.neigh_dropped, 0);
+	CHECK(p.a->tp->stats.neigh_waits >= 1);
+	pair_fini(&p);
+}
+
+static void set_ecn(struct pair *p, const char *spec)
+{
+	struct fault_cfg cfg;
+
+	REQUIRE(fault_cfg_parse(&cfg, spec) == 0);
+	REQUIRE(sw_set_fault(p->env.sw, &cfg, NULL) == 0);
+}
+
+/* Every data packet arrives CE-marked: the receiver answers with a CNP
+ * (one per QP per interval: here a long one, so exactly one), the sender's
+ * reaction point lowers the QP's rate and paces it; the data stays exact. */
+static void test_cc_cnp_once(void)
+{
+	for (int t = 0; t < 2; t++) {
+		struct pair_cfg c;
+		struct bufs b;
+		struct pair p;
+		struct roce_tq *tq;
+
+		pair_cfg_default(&c, t ? VIRTIO_IB_QPT_UC : VIRTIO_IB_QPT_RC);
+		pair_init(&p, &c);
+		p.b->tp->cc.cnp_interval_ns = 3600ull * 1000000000ull;
+		p.a->tp->cc.line_rate_bps = 200000000ull; /* 200 Mbit/s */
+		set_ecn(&p, "ecn=100,seed=3");
+		bufs_init(&p, &b, 1u << 20);
+		CHECK(do_op(&p, &b, VIRTIO_IB_WR_RDMA_WRITE, 1u << 20, 1, false, 1));
+		CHECK(do_op(&p, &b, VIRTIO_IB_WR_SEND, 200000, 1, false, 2));
+		CHECK_EQ(p.b->tp->stats.cnp_sent, 1);
+		CHECK_EQ(p.a->tp->stats.rx_cnp, 1);
+		CHECK_EQ(p.a->tp->stats.cc_decreases, 1);
+		CHECK(p.b->tp->stats.rx_ce > 100);
+		CHECK(p.a->tp->stats.cc_paced > 0);
+		tq = roce_qp_lookup(&p.a->rd, p.qa.qpn)->transport;
+		CHECK(roce_cc_rate(tq) <= 200000000ull);
+		pair_fini(&p);
+	}
+}
+
+/* CNPs at most once per interval and per QP; each lowers the rate; with
+ * congestion control off nothing is sent or paced. */
+static void test_cc_interval_and_off(void)
+{
+	for (int off = 0; off < 2; off++) {
+		struct pair_cfg c;
+		struct bufs b;
+		struct pair p;
+
+		pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+		pair_init(&p, &c);
+		p.a->tp->cc.enabled = p.b->tp->cc.enabled = !off;
+		set_ecn(&p, "ecn=50,seed=9");
+		bufs_init(&p, &b, 1u << 20);
+		CHECK(do_op(&p, &b, VIRTIO_IB_WR_RDMA_WRITE, 1u << 20, 1, false, 1));
+		CHECK(p.b->tp->stats.rx_ce > 100);
+		if (off) {
+			CHECK_EQ(p.b->tp->stats.cnp_sent, 0);
+			CHECK_EQ(p.a->tp->stats.cc_paced, 0);
+		} else {
+			CHECK(p.b->tp->stats.cnp_sent >= 1);
+			CHECK(p.b->tp->stats.cnp_sent <= p.b->tp->stats.rx_ce);
+			CHECK_EQ(p.a->tp->stats.cc_decreases, p.a->tp->stats.rx_cnp);
+		}
+		pair_fini(&p);
+	}
+}
+
+/* The receive queue marks CE above its threshold (here: behind one frame),
+ * which drives CNPs back to the sender; the data stays exact. */
+static void test_cc_queue_marks(void)
+{
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	pair_init(&p, &c);
+	p.b->tp->cc.mark_qlen = 1;
+	bufs_init(&p, &b, 1u << 20);
+	CHECK(do_op(&p, &b, VIRTIO_IB_WR_RDMA_WRITE, 1u << 20, 1, false, 4));
+	CHECK(p.b->tp->stats.rx_ce_marked > 0);
+	CHECK_EQ(p.b->tp->stats.rx_ce, p.b->tp->stats.rx_ce_marked);
+	CHECK(p.b->tp->stats.cnp_sent >= 1);
+	CHECK_EQ(p.a->tp->stats.rx_cnp, p.b->tp->stats.cnp_sent);
+	pair_fini(&p);
+}
+
 /* Every frame on the switch is captured; each RoCE frame's ICRC is
- * checked here and, when available, by scapy. */
+ * checked here and, when available, by scapy. Every frame has TTL 64 (the
+ * AV says 1), the AV's DSCP and ECT(0). */
 static void test_pcap_icrc(void)
 {
 	char path[] = "/tmp/vrdma_roce_tp_XXXXXX";
@@ -1283,6 +1490,7 @@ static void test_pcap_icrc(void)
 	REQUIRE(fd >= 0);
 	close(fd);
 	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	c.path.tclass = 0x68 | 1; /* DSCP 26; the ECN bits are the device's */
 	pair_init(&p, &c);
 	REQUIRE(sw_set_pcap(p.env.sw, path) == 0);
 	bufs_init(&p, &b, 1u << 20);
@@ -1308,6 +1516,8 @@ static void test_pcap_icrc(void)
 			    frame[36] == 0x12 && frame[37] == 0xb7) {
 				roce++;
 				bad += roce_icrc_frame_verify(frame, incl) != 0;
+				bad += frame[22] != 64;                          /* TTL */
+				bad += frame[15] != (0x68 | ROCE_ECN_ECT0);       /* TOS */
 			}
 		}
 	}
@@ -1408,6 +1618,7 @@ int main(int argc, char **argv)
 	RUN(test_polled_rings_traffic);
 	RUN(test_quiet_send_ring);
 	RUN(test_rc_loopback);
+	RUN(test_busy_receiver_holds);
 	RUN(test_rc_sges_inline);
 	RUN(test_rc_sizes_ipv6);
 	RUN(test_rc_sizes);
@@ -1422,6 +1633,11 @@ int main(int argc, char **argv)
 	RUN(test_sqd);
 	RUN(test_neigh);
 	RUN(test_neigh_no_poisoning);
+	RUN(test_neigh_early_send);
+	RUN(test_neigh_unreachable);
+	RUN(test_cc_cnp_once);
+	RUN(test_cc_interval_and_off);
+	RUN(test_cc_queue_marks);
 	RUN(test_pcap_icrc);
 	return TEST_DONE();
 }

@@ -675,6 +675,117 @@ static void pkt_cache_cap(void)
 	CHECK_EQ(st.cached, 0);
 }
 
+/* Flow control: a busy receiver makes sw_input_try refuse unicast frames to
+ * it (they stay with the sender, nothing is dropped); once it has room
+ * (sw_port_ready) every refused sender is woken exactly once; floods and
+ * frames to idle ports pass; detaching a busy port wakes its waiters. */
+struct fc_mock {
+	struct mock m;
+	unsigned limit;     /* busy at this many queued frames (0: never) */
+	unsigned woken;
+};
+
+static bool fc_busy(const struct port *p)
+{
+	const struct fc_mock *f = p->priv;
+
+	return f->limit && f->m.q.len >= f->limit;
+}
+
+static void fc_ready(struct port *p)
+{
+	struct fc_mock *f = p->priv;
+
+	f->woken++;
+}
+
+static const struct port_ops fc_ops = { .xmit = mock_xmit, .busy = fc_busy, .ready = fc_ready };
+
+static void fc_init(struct fc_mock *f, const char *name, unsigned limit)
+{
+	mock_init(&f->m, name, false);
+	f->m.port.ops = &fc_ops;
+	f->m.port.priv = f;
+	f->limit = limit;
+	f->woken = 0;
+}
+
+static void flow_control(void)
+{
+	uint64_t base = pkt_outstanding();
+	struct sw *s = sw_new(NULL);
+	struct fc_mock a, b, r;
+	uint8_t ma[6], mb[6], mr[6];
+	struct pkt *p;
+	unsigned i, refused = 0;
+
+	REQUIRE(s);
+	fc_init(&a, "a", 0);
+	fc_init(&b, "b", 0);
+	fc_init(&r, "r", 4);
+	REQUIRE(sw_attach(s, &a.m.port) == 0 && sw_attach(s, &b.m.port) == 0 &&
+		sw_attach(s, &r.m.port) == 0);
+	mac_of(ma, 1);
+	mac_of(mb, 2);
+	mac_of(mr, 3);
+	/* r announces itself (flooded to a and b) */
+	sw_input(s, &r.m.port, frame(BCAST, mr, 60, 0));
+	pkt_queue_purge(&a.m.q);
+	pkt_queue_purge(&b.m.q);
+
+	/* a and b send to r until refused; r holds exactly its limit. */
+	for (i = 0; i < 6; i++) {
+		struct fc_mock *from = i & 1 ? &b : &a;
+
+		p = frame(mr, i & 1 ? mb : ma, 64, i);
+		REQUIRE(p);
+		if (sw_input_try(s, &from->m.port, p) == -EAGAIN) {
+			refused++;
+			pkt_free(p); /* still ours */
+		}
+	}
+	CHECK_EQ(r.m.q.len, 4u);
+	CHECK_EQ(refused, 2u);
+	CHECK_EQ(sw_get_stats(s)->held_busy, 2u);
+	CHECK_EQ(a.woken + b.woken, 0u);
+
+	/* Broadcast and frames to an idle port still pass. */
+	CHECK_EQ(sw_input_try(s, &a.m.port, frame(BCAST, ma, 60, 9)), 0);
+	CHECK_EQ(r.m.q.len, 5u);
+	CHECK_EQ(b.m.q.len, 1u);
+	CHECK_EQ(sw_input_try(s, &b.m.port, frame(ma, mb, 60, 10)), 0);
+	CHECK_EQ(a.m.q.len, 1u);
+
+	/* r drains: both senders woken once, and only once. */
+	pkt_queue_purge(&r.m.q);
+	sw_port_ready(s, &r.m.port);
+	CHECK_EQ(a.woken, 1u);
+	CHECK_EQ(b.woken, 1u);
+	sw_port_ready(s, &r.m.port);
+	CHECK_EQ(a.woken + b.woken, 2u);
+	CHECK_EQ(sw_get_stats(s)->woken, 2u);
+	CHECK_EQ(sw_input_try(s, &a.m.port, frame(mr, ma, 60, 11)), 0);
+	CHECK_EQ(r.m.q.len, 1u);
+
+	/* A waiter is woken when the busy port goes away. */
+	for (i = 0; i < 4; i++)
+		sw_input(s, &b.m.port, frame(mr, mb, 60, 12 + i));
+	p = frame(mr, ma, 60, 20);
+	REQUIRE(p);
+	CHECK_EQ(sw_input_try(s, &a.m.port, p), -EAGAIN);
+	sw_detach(s, &r.m.port);
+	CHECK_EQ(a.woken, 2u);
+	CHECK_EQ(sw_input_try(s, &a.m.port, p), 0); /* no such port now: dropped */
+
+	sw_detach(s, &a.m.port);
+	sw_detach(s, &b.m.port);
+	sw_free(s);
+	pkt_queue_purge(&a.m.q);
+	pkt_queue_purge(&b.m.q);
+	pkt_queue_purge(&r.m.q);
+	CHECK_EQ(pkt_outstanding(), base);
+}
+
 int main(void)
 {
 	TEST_PROGRAM("test_switch");
@@ -691,5 +802,6 @@ int main(void)
 	RUN(aging);
 	RUN(with_loop);
 	RUN(pkt_cache_cap);
+	RUN(flow_control);
 	return TEST_DONE();
 }

@@ -330,7 +330,10 @@ static void test_query(void)
 	CHECK(ctx->ops.poll_cq && ctx->ops.req_notify_cq && ctx->ops.post_send &&
 	      ctx->ops.post_recv && ctx->ops.post_srq_recv);
 	CHECK(vctx->query_port && vctx->query_device_ex);
-	CHECK(vctx->create_cq_ex == NULL && vctx->create_qp_ex == NULL);
+	/* Extended CQs, QPs and the rest (tests/verbs/api_*.c use them). */
+	CHECK(vctx->create_cq_ex && vctx->create_qp_ex && vctx->query_rt_values &&
+	      vctx->alloc_td && vctx->dealloc_td && vctx->alloc_parent_domain &&
+	      vctx->advise_mr);
 	CHECK_EQ(ctx->num_comp_vectors, 1);
 	CHECK(ctx->async_fd >= 0);
 

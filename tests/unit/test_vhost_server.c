@@ -2010,6 +2010,67 @@ static void test_graveyard(void)
 	CHECK_EQ(count_fds(), base);
 }
 
+/* A listener with the accept hook hands every connection over at once and
+ * has no session; a path-less server adopts one, and check_hangup ends that
+ * session as soon as its front-end has closed. */
+static int hook_fds[4];
+static int hook_n;
+static void hook_accept(void *ctx, int fd)
+{
+	(void)ctx;
+	if (hook_n < (int)ARRAY_SIZE(hook_fds))
+		hook_fds[hook_n++] = fd;
+	else
+		close(fd);
+}
+
+static void test_accept_hook(void)
+{
+	struct vhost_dev_ops lops, ops;
+	struct vhost_server *s, *p;
+	char dir[64] = "/tmp/vrdma-vs-XXXXXX", path[128];
+	struct stub st;
+	int c[3], base = count_fds();
+	struct loop *l = loop_new();
+
+	REQUIRE(l && mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/sock", dir);
+	memset(&lops, 0, sizeof(lops));
+	lops.max_rings = 1;
+	lops.accept = hook_accept;
+	hook_n = 0;
+	s = vhost_server_new(l, path, &lops, NULL);
+	REQUIRE(s);
+	for (int i = 0; i < 3; i++)
+		c[i] = client_connect(path);
+	for (int i = 0; i < 400 && hook_n < 3; i++)
+		loop_run_once(l, 50000000);
+	CHECK_EQ(hook_n, 3);
+	CHECK(!vhost_server_connected(s));
+
+	memset(&st, 0, sizeof(st));
+	stub_ops(&ops, 3);
+	p = vhost_server_new(l, NULL, &ops, &st);
+	REQUIRE(p);
+	vhost_server_set_name(p, "ctx#1");
+	CHECK_EQ(vhost_server_attach_fd(p, hook_fds[0]), 0);
+	CHECK(vhost_server_connected(p));
+	CHECK(!vhost_server_check_hangup(p));
+	close(c[0]);
+	CHECK(vhost_server_check_hangup(p));
+	CHECK(!vhost_server_connected(p));
+	CHECK_EQ(st.disconnected, 1);
+	vhost_server_free(p);
+	for (int i = 1; i < 3; i++) {
+		close(hook_fds[i]);
+		close(c[i]);
+	}
+	vhost_server_free(s);
+	loop_free(l);
+	rmdir(dir);
+	CHECK_EQ(count_fds(), base);
+}
+
 int main(void)
 {
 	TEST_PROGRAM("test_vhost_server");
@@ -2027,5 +2088,6 @@ int main(void)
 	RUN(test_accept_out_of_fds);
 	RUN(test_waiting_rings);
 	RUN(test_graveyard);
+	RUN(test_accept_hook);
 	return TEST_DONE();
 }

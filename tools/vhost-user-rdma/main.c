@@ -14,6 +14,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -22,11 +23,11 @@
 #include "device/netdev.h"
 #include "port/fault.h"
 #include "port/port.h"
-#include "vhost/vhost_server.h"
+#include "daemon.h"
 #include "privilege.h"
+#include "vhost/vhost_server.h"
 
-#define MAX_DEVICES 256
-#define MAX_UPLINKS 16
+#define SHUTDOWN_SECONDS 30
 
 struct options {
 	char *devices[MAX_DEVICES];
@@ -39,6 +40,8 @@ struct options {
 	const char *pidfile;
 	bool stats_on_exit;
 	struct priv_opts priv;
+	const char *config;       /* --config FILE */
+	const char *control;      /* --control PATH */
 };
 
 static void usage(FILE *f)
@@ -53,7 +56,9 @@ static void usage(FILE *f)
 "Device options (comma separated after socket=PATH):\n"
 "  mac=MAC            MAC address (default 02:56:52:00:00:<n>)\n"
 "  ip=ADDR[/PREFIX]   IPv4 address (RoCE v2 GID index 1)\n"
-"  ip6=ADDR[/PREFIX]  IPv6 address (allowed source, pinned neighbour)\n"
+"  ip6=ADDR[/PREFIX]  IPv6 address (RoCE v2 GID index 2)\n"
+"  ttl=N              IPv4 TTL / IPv6 hop limit of RoCE frames, 1..255 (default 64)\n"
+"  vlan=ID            802.1Q VLAN of the RoCE traffic (and its ARP / ND), 1..4094\n"
 "  port-security=on|off  own MAC and addresses only (default on)\n"
 "  mac-change=on|off  the driver may change its MAC (default off)\n"
 "  allow-ip=ADDR[/PREFIX]  another allowed source prefix (repeatable)\n"
@@ -69,9 +74,12 @@ static void usage(FILE *f)
 "                     4 + cqs + 2 * qps + srqs virtqueues must fit the ring limit\n"
 "                     (defaults shrink to fit; ext is dropped if even the event\n"
 "                     queue does not fit)\n"
+"  contexts=N         connections (contexts) served at once, 1..1024 (default\n"
+"                     64); qps, cqs, srqs, MRs and PDs are shared device totals\n"
 "\n"
 "Options:\n"
-"  --device SPEC          add a device (repeatable, at least one)\n"
+"  --device SPEC          add a device (repeatable; at least one\n"
+"                         unless --config or --control is given)\n"
 "  --uplink tap:NAME      attach a TAP interface to the switch (repeatable)\n"
 "  --uplink af_packet:IF  attach a host interface through AF_PACKET (repeatable)\n"
 "  --poll-us N            busy-poll for N microseconds after the last work\n"
@@ -86,6 +94,11 @@ static void usage(FILE *f)
 "  --socket-mode MODE     mode of the device sockets (octal, e.g. 0660)\n"
 "  --socket-group GROUP   group of the device sockets\n"
 "  --no-seccomp           no system-call filter (debugging)\n"
+"  --config FILE          read devices and options from FILE (vrdma.conf(5));\n"
+"                         SIGHUP re-reads it (devices added, removed, changed)\n"
+"  --control PATH         serve vrdmactl(8) on the UNIX socket PATH (default\n"
+"                         with --config: the config's 'control', else\n"
+"                         <socket-dir>/control; 'none' for no control socket)\n"
 "  -v, --verbose          more logging (repeat for debug)\n"
 "  -q, --quiet            errors only\n"
 "  -h, --help             this text\n");
@@ -133,6 +146,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "socket-mode", required_argument, NULL, 'M' },
 		{ "socket-group", required_argument, NULL, 'G' },
 		{ "no-seccomp", no_argument, NULL, 'S' },
+		{ "config", required_argument, NULL, 'C' },
+		{ "control", required_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -199,6 +214,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (parse_priv_arg(o, c, optarg) < 0)
 				return -1;
 			break;
+		case 'C':
+			o->config = optarg;
+			break;
+		case 'K':
+			o->control = optarg;
+			break;
 		default:
 			usage(stderr);
 			return -1;
@@ -208,36 +229,28 @@ static int parse_args(int argc, char **argv, struct options *o)
 		fprintf(stderr, "vhost-user-rdma: unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
-	if (!o->ndevices) {
-		fprintf(stderr, "vhost-user-rdma: at least one --device socket=PATH is required\n");
+	if (!o->ndevices && !o->config && !o->control) {
+		fprintf(stderr, "vhost-user-rdma: at least one --device socket=PATH (or --config, "
+			"--control) is required\n");
 		usage(stderr);
 		return -1;
 	}
 	return 0;
 }
 
-struct daemon {
-	struct loop *loop;
-	struct sw *sw;
-	struct netdev *devs[MAX_DEVICES];
-	unsigned ndevs;
-	struct port *uplinks[MAX_UPLINKS];
-	unsigned nuplinks;
-	int sigfd;
-};
-
 static void dump_stats(struct daemon *d)
 {
 	const struct sw_stats *s = sw_get_stats(d->sw);
 
 	for (unsigned i = 0; i < d->ndevs; i++)
-		netdev_dump_stats(d->devs[i], stderr);
+		netdev_port_dump_stats(d->devs[i], stderr);
 	fprintf(stderr, "switch forwarded %llu flooded %llu dropped_no_port %llu dropped_runt %llu\n",
 		(unsigned long long)s->forwarded, (unsigned long long)s->flooded,
 		(unsigned long long)s->dropped_no_port, (unsigned long long)s->dropped_runt);
-	fprintf(stderr, "faults dropped %llu duplicated %llu reordered %llu corrupted %llu\n",
+	fprintf(stderr, "faults dropped %llu duplicated %llu reordered %llu corrupted %llu ce_marked %llu\n",
 		(unsigned long long)s->fault_dropped, (unsigned long long)s->fault_duplicated,
-		(unsigned long long)s->fault_reordered, (unsigned long long)s->fault_corrupted);
+		(unsigned long long)s->fault_reordered, (unsigned long long)s->fault_corrupted,
+		(unsigned long long)s->fault_ce_marked);
 	for (unsigned i = 0; i < d->nuplinks; i++) {
 		const struct port *p = d->uplinks[i];
 
@@ -256,6 +269,12 @@ static void on_signal(void *arg, uint32_t events)
 	while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGUSR1) {
 			dump_stats(d);
+		} else if (si.ssi_signo == SIGHUP) {
+			char err[512];
+
+			/* systemctl reload: re-read the config file. */
+			if (daemon_reload(d, err, sizeof(err)) < 0)
+				LOG_ERR("reload: %s", err);
 		} else {
 			LOG_INFO("signal %u: shutting down", si.ssi_signo);
 			loop_stop(d->loop);
@@ -282,13 +301,58 @@ static void raise_fd_limit(void)
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	struct daemon d = { .sigfd = -1 };
+	struct daemon d = { .sigfd = -1, .socket_mode = -1, .socket_gid = (gid_t)-1,
+			    .cli_socket_mode = -1, .cli_socket_gid = (gid_t)-1 };
+	struct mconf *conf = NULL;
 	sigset_t mask;
 	bool wrote_pidfile = false;
 	int rc = 1;
 
 	if (parse_args(argc, argv, &o) < 0)
 		return 2;
+	if (o.priv.socket_mode_set)
+		d.socket_mode = d.cli_socket_mode = (int)o.priv.socket_mode;
+	if (o.priv.socket_group_set)
+		d.socket_gid = d.cli_socket_gid = o.priv.socket_gid;
+	/* ---- service: the config file fills in what the command line did not ---- */
+	snprintf(d.socket_dir, sizeof(d.socket_dir), "%s", MCONF_SOCKET_DIR);
+	if (o.config) {
+		char err[512];
+
+		d.config = o.config;
+		conf = malloc(sizeof(*conf));
+		if (!conf || daemon_conf_load(&d, conf, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vhost-user-rdma: --config %s\n", conf ? err : strerror(ENOMEM));
+			free(conf);
+			return 2;
+		}
+		snprintf(d.socket_dir, sizeof(d.socket_dir), "%s", conf->socket_dir);
+		if (!o.poll_us && conf->poll_us >= 0)
+			o.poll_us = (unsigned)conf->poll_us;
+		if (!o.pcap && conf->pcap[0])
+			o.pcap = conf->pcap;
+		if (!o.fault && conf->fault[0])
+			o.fault = conf->fault;
+		for (unsigned i = 0; i < conf->nuplinks && o.nuplinks < MAX_UPLINKS; i++)
+			o.uplinks[o.nuplinks++] = conf->uplinks[i];
+		if (!o.control)
+			o.control = conf->control[0] ? conf->control : NULL;
+		if (!o.control) {
+			static char path[MCONF_PATH_MAX + 16];
+
+			snprintf(path, sizeof(path), "%s/%s", conf->socket_dir, MCONF_CONTROL_NAME);
+			o.control = path;
+		}
+		/* The socket directory (systemd's RuntimeDirectory makes it too). */
+		if (mkdir(conf->socket_dir, 0755) < 0 && errno != EEXIST) {
+			fprintf(stderr, "vhost-user-rdma: socket-dir %s: %s\n", conf->socket_dir,
+				strerror(errno));
+			free(conf);
+			return 1;
+		}
+	}
+	if (o.control && !strcmp(o.control, "none"))
+		o.control = NULL;
 
 	raise_fd_limit();
 	signal(SIGPIPE, SIG_IGN);
@@ -338,27 +402,28 @@ int main(int argc, char **argv)
 		}
 	}
 	for (unsigned i = 0; i < o.ndevices; i++) {
-		struct netdev_cfg cfg;
-		char err[256];
+		char err[512];
 
-		if (netdev_parse_cfg(o.devices[i], i, &cfg, err, sizeof(err)) < 0) {
-			fprintf(stderr, "vhost-user-rdma: --device '%s': %s\n", o.devices[i], err);
+		if (daemon_dev_add(&d, NULL, o.devices[i], false, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vhost-user-rdma: --device %s\n", err);
 			goto out;
 		}
-		for (unsigned j = 0; j < d.ndevs; j++) {
-			if (!strcmp(netdev_cfg(d.devs[j])->socket, cfg.socket)) {
-				fprintf(stderr, "vhost-user-rdma: socket %s given twice\n", cfg.socket);
-				goto out;
-			}
-		}
-		d.devs[d.ndevs] = netdev_new(d.loop, d.sw, &cfg);
-		if (!d.devs[d.ndevs]) {
-			fprintf(stderr, "vhost-user-rdma: device %s: %s\n", cfg.socket, strerror(errno));
+	}
+	/* ---- service: devices of the config file, the control socket ---- */
+	if (conf) {
+		char err[512];
+
+		if (daemon_conf_apply_devices(&d, conf, err, sizeof(err)) < 0) {
+			fprintf(stderr, "vhost-user-rdma: %s\n", err);
 			goto out;
 		}
-		d.ndevs++;
-		if (priv_socket_apply(&o.priv, cfg.socket) < 0)
+	}
+	if (o.control) {
+		d.ctl = ctl_server_new(&d, o.control);
+		if (!d.ctl) {
+			fprintf(stderr, "vhost-user-rdma: --control %s: %s\n", o.control, strerror(errno));
 			goto out;
+		}
 	}
 	for (unsigned i = 0; i < o.nuplinks; i++) {
 		const char *u = o.uplinks[i];
@@ -391,13 +456,18 @@ int main(int argc, char **argv)
 		goto out;
 	LOG_INFO("serving %u device(s), %u uplink(s), poll %u us", d.ndevs, d.nuplinks, o.poll_us);
 	rc = loop_run(d.loop) < 0 ? 1 : 0;
+	/* Teardown is O(configured objects) and waits on no peer; should it
+	 * ever hang, SIGALRM ends the process (status 142) instead of a
+	 * service manager's SIGKILL much later. */
+	alarm(SHUTDOWN_SECONDS);
 	if (o.stats_on_exit)
 		dump_stats(&d);
 out:
 	for (unsigned i = 0; i < d.nuplinks; i++)
 		port_destroy(d.uplinks[i]);
-	for (unsigned i = 0; i < d.ndevs; i++)
-		netdev_free(d.devs[i]);
+	ctl_server_free(d.ctl);
+	daemon_dev_del_all(&d);
+	free(conf);
 	if (d.sw)
 		sw_free(d.sw);
 	if (d.sigfd >= 0) {

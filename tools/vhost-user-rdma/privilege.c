@@ -80,21 +80,6 @@ int priv_parse_socket_group(struct priv_opts *o, const char *spec)
 	return 0;
 }
 
-int priv_socket_apply(const struct priv_opts *o, const char *path)
-{
-	/* The socket was just created by us in a directory the operator
-	 * chose; without options it keeps the umask's mode. */
-	if (o->socket_group_set && chown(path, (uid_t)-1, o->socket_gid) < 0) {
-		fprintf(stderr, "vhost-user-rdma: --socket-group on %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	if (o->socket_mode_set && chmod(path, o->socket_mode) < 0) {
-		fprintf(stderr, "vhost-user-rdma: --socket-mode on %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
 int priv_drop(const struct priv_opts *o)
 {
 	if (!o->user)

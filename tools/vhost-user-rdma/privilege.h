@@ -25,9 +25,6 @@ int priv_parse_user(struct priv_opts *o, const char *spec);        /* USER[:GROU
 int priv_parse_socket_mode(struct priv_opts *o, const char *spec); /* octal, <= 0777 */
 int priv_parse_socket_group(struct priv_opts *o, const char *spec);
 
-/* Apply --socket-group and --socket-mode to a socket just bound. 0 or -1
- * (message printed). */
-int priv_socket_apply(const struct priv_opts *o, const char *path);
 /* Switch to --user (if given) for good. 0 or -1 (message printed). */
 int priv_drop(const struct priv_opts *o);
 

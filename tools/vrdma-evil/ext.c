@@ -1593,6 +1593,85 @@ static int run_evq_short(const struct evil_opts *o, const struct evil_attack *a)
 #define evq_N RING_EVQ
 #define cq_N RING_CQ
 
+/* ---- two contexts of one device ----------------------------------------------- */
+
+/* A second connection to the same device (another context) names the first
+ * one's QP, CQ, MR and PD in commands and its lkey and rkey in work requests:
+ * every command is refused, every request completes in error, and the
+ * first context's traffic goes on. */
+static int run_ctx_foreign(const struct evil_opts *o, const struct evil_attack *a)
+{
+	struct evil_rdev v, d;
+	struct tally t = { 0 };
+	struct virtio_rdma_sq_req_ext wr;
+	struct virtio_rdma_sge sge;
+	uint8_t ack[256];
+	int rc;
+
+	(void)a;
+	if (rdev_open(&v, o, RDEV_F_NO_RECV_POST) < 0) {
+		rdev_close(&v);
+		return EVIL_SETUP;
+	}
+	if (rdev_open(&d, o, RDEV_F_NO_RECV_POST) < 0) {
+		rdev_close(&d);
+		rdev_close(&v);
+		return EVIL_SETUP;
+	}
+	evil_say("victim qpn 0x%x cqn %u pdn %u mrn %u; attacker qpn 0x%x", v.qpn[0], v.cqn,
+		 v.pdn, v.data_mrn, d.qpn[0]);
+	{
+		struct virtio_rdma_cmd_query_qp q = { .qpn = htole32(v.qpn[0]),
+						      .attr_mask = htole32(1) };
+		struct virtio_rdma_cmd_destroy_qp dq = { .qpn = htole32(v.qpn[0]) };
+		struct virtio_rdma_cmd_dereg_mr dm = { .mrn = htole32(v.data_mrn) };
+		struct virtio_rdma_cmd_destroy_cq dc = { .cqn = htole32(v.cqn) };
+		struct virtio_rdma_cmd_destroy_pd dp = { .pdn = htole32(v.pdn) };
+		struct virtio_rdma_cmd_get_dma_mr gm = { .pdn = htole32(v.pdn),
+							 .access_flags = htole32(1) };
+		struct virtio_rdma_cmd_modify_qp m;
+
+		BAD(&d, &t, VIRTIO_NET_CTRL_ROCE_QUERY_QP, q, "QUERY_QP of the other context's QP");
+		BAD(&d, &t, VIRTIO_NET_CTRL_ROCE_DESTROY_QP, dq, "DESTROY_QP of its QP");
+		BAD(&d, &t, VIRTIO_NET_CTRL_ROCE_DEREG_MR, dm, "DEREG_MR of its MR");
+		BAD(&d, &t, VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, dc, "DESTROY_CQ of its CQ");
+		BAD(&d, &t, VIRTIO_NET_CTRL_ROCE_DESTROY_PD, dp, "DESTROY_PD of its PD");
+		BAD(&d, &t, VIRTIO_NET_CTRL_ROCE_GET_DMA_MR, gm, "GET_DMA_MR in its PD");
+		memset(&m, 0, sizeof(m));
+		m.qp_state = VIRTIO_IB_QPS_ERR;
+		t.checks++;
+		rc = rdev_modify(&d, v.qpn[0], VIRTIO_IB_QP_STATE, &m);
+		if (rc != VIRTIO_NET_ERR)
+			t_fail(&t, "MODIFY_QP of the other context's QP to ERR: %s",
+			       rc < 0 ? strerror(-rc) : "OK");
+	}
+	/* its lkey for our SGE (its memory, not in our table either) */
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = VIRTIO_IB_WR_RDMA_WRITE;
+	wr.rdma.remote_addr = htole64(evil_gpa(d.data + RDEV_DST_OFF));
+	wr.rdma.rkey = htole32(d.data_rkey);
+	wr.num_sge = htole32(1);
+	sge.addr = htole64(evil_gpa(v.data + RDEV_SRC_OFF));
+	sge.length = htole32(64);
+	sge.lkey = htole32(v.data_lkey);
+	expect_wr(&d, &t, &wr, &sge, 1, S_LOC_PROT, "WRITE from the other context's lkey");
+	/* its lkey on our own buffer */
+	sge.addr = htole64(evil_gpa(d.data + RDEV_SRC_OFF));
+	expect_wr(&d, &t, &wr, &sge, 1, S_LOC_PROT, "WRITE with the other context's lkey");
+	/* its rkey as the target of our QP's WRITE (to our other QP) */
+	sge.lkey = htole32(d.data_lkey);
+	wr.rdma.remote_addr = htole64(evil_gpa(v.data + RDEV_DST_OFF));
+	wr.rdma.rkey = htole32(v.data_rkey);
+	expect_wr(&d, &t, &wr, &sge, 1, S_REM_ACC, "WRITE to the other context's rkey");
+	/* the victim's traffic */
+	t.checks++;
+	rc = rdev_probe(&v, 91);
+	if (rc < 0)
+		t_fail(&t, "the other context's traffic after the attack: %s", strerror(-rc));
+	rdev_close(&v);
+	return finish(&d, &t, "another context's handles and keys");
+}
+
 const struct evil_attack evil_ext_attacks[] = {
 	{ "ext_cmd_lengths", EVIL_ALIVE, "commands 18..27 with every wrong length and ack room",
 	  run_cmd_lengths, 0 },
@@ -1620,6 +1699,9 @@ const struct evil_attack evil_ext_attacks[] = {
 	  run_wr_send_inv, 0 },
 	{ "ext_srq_elements", EVIL_ALIVE,
 	  "SRQ elements: too many SGEs, short, bad lkey, outside the MR", run_srq_elements, 0 },
+	{ "ext_ctx_foreign", EVIL_ALIVE,
+	  "a second context names the first one's QP, CQ, MR, PD, lkey and rkey",
+	  run_ctx_foreign, 0 },
 	{ "ext_evq_short", EVIL_ALIVE,
 	  "event buffers shorter than an event; events raised without buffers",
 	  run_evq_short, 0 },

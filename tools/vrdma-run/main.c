@@ -2,12 +2,14 @@
 /*
  * vrdma-run: runs an unmodified verbs program on vrdma devices.
  *
- * It puts the directory of vrdma's libibverbs.so.1 (../lib next to this
- * executable) first in LD_LIBRARY_PATH, sets VRDMA_SOCKET to the device
- * socket(s) and execs the command. See usage() for the socket rules (shared
- * with the library: src/verbs/vrdma_socket.h). Unless disabled, it also
- * appends ../lib/libvrdma-shmalloc.so to LD_PRELOAD (the shared-heap
- * allocator: zero-copy memory registration, src/shmalloc/shmalloc.h).
+ * It puts the directory of vrdma's libibverbs.so.1 (../lib/vrdma, else
+ * ../lib next to this executable) first in LD_LIBRARY_PATH, sets VRDMA_SOCKET
+ * to the device socket(s) and execs the command. See usage() for the socket
+ * rules (shared with the library: src/verbs/vrdma_socket.h). Unless disabled,
+ * it also appends libvrdma-shmalloc.so of that directory to LD_PRELOAD (the
+ * shared-heap allocator: zero-copy memory registration, src/shmalloc/shmalloc.h)
+ * and libvrdma-devfiles.so of that directory (the /dev and sysfs files of the
+ * devices that libraries such as UCX look for, src/devfiles/devfiles.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -26,8 +28,9 @@ static void usage(FILE *f)
 		"\n"
 		"Runs COMMAND (an unmodified RDMA verbs program such as ibv_rc_pingpong\n"
 		"or ib_send_bw) on vrdma devices: vrdma's libibverbs.so.1 (found in\n"
-		"../lib next to this program) is put first in LD_LIBRARY_PATH and\n"
-		"VRDMA_SOCKET names the vhost-user socket(s) of the device(s).\n"
+		"../lib/vrdma or ../lib next to this program) is put first in\n"
+		"LD_LIBRARY_PATH and VRDMA_SOCKET names the vhost-user socket(s) of the\n"
+		"device(s).\n"
 		"\n"
 		"Options:\n"
 		"  -s, --socket PATH  a device socket; repeat for more devices (device i\n"
@@ -44,7 +47,7 @@ static void usage(FILE *f)
 		"     $VRDMA_SOCKET_DIR/*.sock (VRDMA_SOCKET_DIR defaults to %s), else\n"
 		"  3. %s\n"
 		"\n"
-		"Zero-copy registration: by default ../lib/libvrdma-shmalloc.so is\n"
+		"Zero-copy registration: by default libvrdma-shmalloc.so (same directory) is\n"
 		"appended to LD_PRELOAD. It serves malloc / calloc / realloc /\n"
 		"memalign / posix_memalign / aligned_alloc / valloc / pvalloc requests\n"
 		"and anonymous private read-write mmaps of at least VRDMA_SHMALLOC_MIN\n"
@@ -58,18 +61,29 @@ static void usage(FILE *f)
 		"(every registration then uses the copy path); sanitizer builds of\n"
 		"vrdma-run never preload it.\n"
 		"\n"
+		"Device files: libvrdma-devfiles.so (same directory) is appended to\n"
+		"LD_PRELOAD as "
+		"well. For the devices of VRDMA_SOCKET only, it makes\n"
+		"/dev/infiniband/vrdma<i> look like a uverbs character device to stat\n"
+		"and access, and serves /sys/class/infiniband/vrdma<i>/ports/1/gid_attrs/\n"
+		"types/<n> (\"RoCE v2\"), which libraries such as UCX check before they\n"
+		"use a device. VRDMA_DEVFILES=0 in the environment turns it off.\n"
+		"\n"
 		"Exit status: that of COMMAND; 127 if COMMAND is not found, 126 if it\n"
 		"cannot be run, 2 on a usage error.\n",
 		VRDMA_SOCKET_DIR, VRDMA_SOCKET_FALLBACK);
 }
 
-/* The directory holding our libibverbs.so.1 into buf: <dir of exe>/../lib.
- * Returns 0 or -errno. */
+/* The directory holding our libibverbs.so.1 into buf: <dir of exe>/../lib/vrdma
+ * (installed: a private directory that never shadows the system's
+ * libraries), else <dir of exe>/../lib (the build tree). Returns 0 or -errno. */
 static int lib_dir(char *buf, size_t size)
 {
+	static const char *const rel[] = { "../lib/vrdma", "../lib" };
 	char exe[PATH_MAX], path[PATH_MAX + 32];
 	ssize_t n;
 	char *slash;
+	int rc = -ENOENT;
 
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n < 0)
@@ -79,25 +93,28 @@ static int lib_dir(char *buf, size_t size)
 	if (!slash)
 		return -ENOENT;
 	*slash = '\0';
-	snprintf(path, sizeof(path), "%s/../lib", exe);
-	if (!realpath(path, buf) || strlen(buf) >= size)
-		return -ENOENT;
-	snprintf(path, sizeof(path), "%s/libibverbs.so.1", buf);
-	if (access(path, R_OK))
-		return -errno;
-	return 0;
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", exe, rel[i]);
+		if (!realpath(path, buf) || strlen(buf) >= size)
+			continue;
+		snprintf(path, sizeof(path), "%s/libibverbs.so.1", buf);
+		if (access(path, R_OK) == 0)
+			return 0;
+		rc = -errno;
+	}
+	return rc;
 }
 
-/* LD_PRELOAD with libdir/libvrdma-shmalloc.so appended (after what is
- * there: a sanitizer runtime must stay first) into *out (malloc'ed).
- * Returns 0, -ENOENT if the library is missing, -ENOMEM. */
-static int shmalloc_preload(const char *libdir, char **out)
+/* LD_PRELOAD with libdir/name appended (after what is there: a sanitizer
+ * runtime must stay first) into *out (malloc'ed). Returns 0, -ENOENT if
+ * the library is missing, -ENOMEM. */
+static int lib_preload(const char *libdir, const char *name, char **out)
 {
 	const char *old = getenv("LD_PRELOAD");
 	char path[PATH_MAX + 32];
 	int n;
 
-	snprintf(path, sizeof(path), "%s/libvrdma-shmalloc.so", libdir);
+	snprintf(path, sizeof(path), "%s/%s", libdir, name);
 	if (access(path, R_OK))
 		return -ENOENT;
 	if (old && strstr(old, path)) /* already there (nested vrdma-run) */
@@ -191,7 +208,7 @@ int main(int argc, char **argv)
 
 	ret = lib_dir(libdir, sizeof(libdir));
 	if (ret) {
-		fprintf(stderr, "vrdma-run: no libibverbs.so.1 in ../lib next to this "
+		fprintf(stderr, "vrdma-run: no libibverbs.so.1 in ../lib/vrdma or ../lib next to this "
 				"program: %s\n", strerror(-ret));
 		return 126;
 	}
@@ -215,12 +232,30 @@ int main(int argc, char **argv)
 	shmalloc = 0;
 #endif
 	if (shmalloc) {
-		ret = shmalloc_preload(libdir, &preload);
+		ret = lib_preload(libdir, "libvrdma-shmalloc.so", &preload);
 		if (ret == -ENOENT) {
 			shmalloc = 0; /* not built: registrations use the copy path */
 		} else if (ret < 0 || setenv("LD_PRELOAD", preload, 1)) {
 			fprintf(stderr, "vrdma-run: cannot set LD_PRELOAD\n");
 			return 126;
+		}
+	}
+	/* The device files (src/devfiles): when built, unless VRDMA_DEVFILES=0. */
+	old = getenv("VRDMA_DEVFILES");
+	if (!old || strcmp(old, "0")) {
+		char *more = NULL;
+
+		ret = lib_preload(libdir, "libvrdma-devfiles.so", &more);
+		if (ret == 0 && setenv("LD_PRELOAD", more, 1))
+			ret = -ENOMEM;
+		if (ret == -ENOMEM) {
+			fprintf(stderr, "vrdma-run: cannot set LD_PRELOAD\n");
+			free(more);
+			return 126;
+		}
+		if (ret == 0) {
+			free(preload);
+			preload = more;
 		}
 	}
 	if (!shmalloc && setenv("VRDMA_SHMALLOC", "0", 1)) {

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * RC loss recovery of the requester beyond plain go-back-N (docs/design.md
+ * "Loss recovery"):
+ *  - a send window (cwnd) of at most ROCE_TP_WINDOW PSNs that halves on
+ *    every loss (NAK sequence error, READ response gap, probe, timeout),
+ *    down to ROCE_TP_CWND_MIN, and grows back by half of what each ACK
+ *    acknowledges, so a rewind never resends a whole window at once again;
+ *  - probes before the transport timer: without progress for four
+ *    smoothed round trips (within ROCE_TP_PROBE_MIN_NS..ROCE_TP_PROBE_NS;
+ *    then twice, four times that...), a READ or atomic at
+ *    the head is requested again from its first missing response, and a
+ *    SEND or WRITE has its last packet sent again with AckReq (the
+ *    responder answers a duplicate with an ACK, a packet beyond a gap with
+ *    a NAK), after ROCE_TP_PROBES probes the retransmit timer decides.
+ * Nothing here changes the wire format: probes are ordinary retransmits.
+ */
+#include "roce/roce_tp.h"
+
+#include "common/util.h"
+
+void roce_recover_reset(struct roce_tq *tq)
+{
+	tq->cwnd = ROCE_TP_WINDOW;
+	tq->probes = 0;
+	tq->srtt_ns = 0;
+}
+
+uint32_t roce_recover_window(const struct roce_tq *tq)
+{
+	return tq->cwnd ? tq->cwnd : ROCE_TP_WINDOW;
+}
+
+bool roce_recover_ackreq(const struct roce_tq *tq)
+{
+	uint32_t w = roce_recover_window(tq);
+
+	/* Every packet of the last quarter of the window asks for an ACK:
+	 * when the window fills, the loss of one of them must not stall the
+	 * QP until a probe. */
+	return roce_psn_diff(roce_psn_add(tq->sq_psn, 1), tq->una) >= (int32_t)(w - w / 4);
+}
+
+void roce_recover_loss(struct roce_tq *tq)
+{
+	tq->cwnd = MAX(roce_recover_window(tq) / 2, (uint32_t)ROCE_TP_CWND_MIN);
+	tq->tp->stats.window_cuts++;
+}
+
+void roce_recover_acked(struct roce_tq *tq, uint32_t n)
+{
+	tq->cwnd = MIN(roce_recover_window(tq) + n / 2 + 1, (uint32_t)ROCE_TP_WINDOW);
+}
+
+void roce_recover_sample(struct roce_tq *tq, uint64_t gap_ns)
+{
+	/* Time from a send (or the previous progress) to the next progress:
+	 * a round-trip estimate, smoothed 1/8 like TCP's. */
+	if (gap_ns > ROCE_TP_PROBE_NS)
+		gap_ns = ROCE_TP_PROBE_NS;
+	tq->srtt_ns = tq->srtt_ns ? (uint32_t)((7ull * tq->srtt_ns + gap_ns) / 8) :
+				    (uint32_t)gap_ns;
+}
+
+/* First probe interval: a few round trips, within [PROBE_MIN, PROBE]. */
+static uint64_t probe_base(const struct roce_tq *tq)
+{
+	uint64_t b = tq->srtt_ns ? 4ull * tq->srtt_ns : ROCE_TP_PROBE_NS;
+
+	return MIN(MAX(b, ROCE_TP_PROBE_MIN_NS), ROCE_TP_PROBE_NS);
+}
+
+/* Probes only make sense well inside the transport timeout. */
+static bool probes_on(uint64_t to)
+{
+	return to >= 4 * ROCE_TP_PROBE_NS;
+}
+
+uint64_t roce_recover_deadline(const struct roce_tq *tq, uint64_t to)
+{
+	uint64_t d;
+
+	if (!probes_on(to))
+		return tq->progress_ns + to;
+	if (tq->probes < ROCE_TP_PROBES)
+		return (tq->probes ? tq->probe_ns : tq->progress_ns) +
+		       (probe_base(tq) << tq->probes);
+	/* The timeout, but never right after the last probe (the timer may
+	 * have fired late: a busy machine). */
+	d = tq->probe_ns + (probe_base(tq) << (ROCE_TP_PROBES - 1));
+	return MAX(d, tq->progress_ns + to);
+}
+
+bool roce_recover_probe_due(const struct roce_tq *tq, uint64_t to)
+{
+	return probes_on(to) && tq->probes < ROCE_TP_PROBES;
+}
+
+void roce_recover_probe(struct roce_tq *tq)
+{
+	struct roce_tp *tp = tq->tp;
+	uint32_t last;
+
+	tq->probes++;
+	tq->probe_ns = tp->loop ? loop_now_ns() : 0;
+	tp->stats.probes++;
+	roce_recover_loss(tq);
+	/* An answer to the probe (NAK at una) is news, not a repeat. */
+	tq->rewind_marked = false;
+	for (uint32_t i = tq->sq_head; i != tq->sq_tail; i++) {
+		struct roce_swqe *w = roce_sq_wqe(tq, i);
+
+		if (w->state == ROCE_WQE_DONE)
+			continue;
+		if (!w->started)
+			return;
+		if (roce_wr_is_rd_atomic(w->opcode)) {
+			/* Its responses stopped: ask again from the first
+			 * missing one (the responder restarts there). */
+			tq->rewind_pending = true;
+			roce_tp_schedule(tq);
+			return;
+		}
+		break;
+	}
+	/* Tail-loss probe: the last packet sent, again, with AckReq; if that
+	 * was a READ or atomic request (which carries no AckReq), the oldest
+	 * unacknowledged one instead. */
+	if (tq->una == tq->sq_psn)
+		return;
+	last = roce_psn_add(tq->sq_psn, ROCE_PSN_MASK);
+	if (!roce_req_resend_psn(tq, last, false))
+		roce_req_resend_psn(tq, tq->una, true);
+}

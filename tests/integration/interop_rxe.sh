@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# Interoperability with Linux rxe: Debian's kernel in QEMU (tests/integration/
+# rxe_lib.bash), its virtio-net NIC a vhost-user port (roce=off) of a daemon
+# that also serves a vrdma device; rxe0 on the guest's eth0. The verbs
+# programs run in both directions: the guest as server and the vrdma device
+# (vrdma-run) as client, then the other way round:
+#   ibv_rc_pingpong, ibv_uc_pingpong (8 KiB messages over a 1024-byte MTU),
+#   ibv_ud_pingpong, ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw.
+# Their TCP side channel goes through a TAP uplink of the daemon, inside a
+# namespace made here (the guest's eth0 reaches the TAP's address).
+#
+#   ns: [vrdma-run progs]  tap rx-tap (10.80.0.100) --tap-- daemon switch
+#                            devices: h (vrdma, 10.80.0.1)   g (roce=off) -- QEMU guest eth0
+#                                                                          (10.80.0.2, rxe0)
+# Then: every RoCE frame of the switch capture has a valid ICRC (scapy and
+# the IBTA recipe) and TTL 64 (the programs ask for hop limit 1 or 255; rxe
+# uses the route's 64, vrdma its ttl= default 64); vrdma's frames are
+# ECT(0); the vrdma device dropped no frame for lack of a neighbour and
+# resolved the guest's MAC.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/netns_lib.bash"
+. "$(dirname "$0")/rxe_lib.bash"
+
+RUN="$VRDMA_BUILD/bin/vrdma-run"
+PY=/usr/bin/python3
+NS="vrdma-$$-rxe"
+TAP=rx-tap
+SH="$T_TMP/h.sock"
+SG="$T_TMP/g.sock"
+MAC_H=02:00:00:00:80:01
+MAC_G=02:00:00:00:80:02
+IP_H=10.80.0.1
+IP_G=10.80.0.2
+IP_TAP=10.80.0.100
+CAP="$T_TMP/rxe.pcap"
+
+ns_require
+for t in "$NS_DAEMON" "$RUN"; do
+	[ -x "$t" ] || { not_ok setup "$t not built"; t_done; }
+done
+for t in "$RXE_QEMU" ibv_rc_pingpong ib_write_bw rdma busybox apt-get dpkg-deb; do
+	command -v "$t" >/dev/null || {
+		not_ok setup "missing $t (scripts/deps.sh test installs it)"
+		t_done
+	}
+done
+"$PY" -c 'from scapy.contrib.roce import BTH' 2>/dev/null ||
+	{ not_ok setup "$PY cannot import scapy.contrib.roce (python3-scapy)"; t_done; }
+PRELOAD=""
+if objdump -T "$VRDMA_BUILD/lib/libibverbs.so.1" 2>/dev/null | grep -q __asan_init; then
+	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+fi
+
+if rxe_prepare; then
+	ok guest_image
+else
+	not_ok guest_image "cannot build the rxe guest kernel / initramfs"
+	t_done
+fi
+
+rxe_cleanup() { rxe_stop; ns_cleanup; }
+trap rxe_cleanup EXIT
+
+if ns_add "$NS" &&
+   nsd_start da "$NS" --pcap "$CAP" \
+	--device "socket=$SH,mac=$MAC_H,ip=$IP_H/24" \
+	--device "socket=$SG,mac=$MAC_G,roce=off" \
+	--uplink "tap:$TAP" &&
+   ns_quiet "$NS" "$TAP" && ip -n "$NS" addr add "$IP_TAP/24" dev "$TAP" &&
+   ip -n "$NS" link set "$TAP" up; then
+	ok daemon_started
+else
+	not_ok daemon_started "$(nsd_tail da)"
+	t_done
+fi
+
+t0=$SECONDS
+if rxe_boot "$SG" "$MAC_G" "$IP_G/24"; then
+	ok guest_booted
+	echo "# guest up in $((SECONDS - t0)) s"
+else
+	not_ok guest_booted "see the console above"
+	t_done
+fi
+GI=$(rxe_gid_index "$IP_G")
+if [ -n "$GI" ]; then
+	ok rxe0_gid
+else
+	not_ok rxe0_gid "no RoCE v2 GID for $IP_G: $(rxe_cmd 'rdma link; ls /sys/class/infiniband')"
+	t_done
+fi
+
+# hrun NAME ARGS...: a verbs program on the vrdma device, in the namespace.
+hrun() {
+	local name=$1; shift
+	ip netns exec "$NS" env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} \
+		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
+		timeout 90 "$RUN" --socket "$SH" -- "$@" >"$T_TMP/$name.log" 2>&1 </dev/null
+}
+
+port=$((20000 + $$ % 20000))
+# PASS: the line both sides print on success.
+pass_re() {
+	case "$1" in
+	ibv_*) echo "bytes in .* seconds" ;;
+	*) echo "^ *[0-9]+ +[0-9]+ " ;;
+	esac
+}
+
+# guest_server NAME PROG HARGS GARGS: PROG on rxe0 as the server, on vrdma
+# as the client.
+guest_server() {
+	local name=$1 prog=$2 hargs=$3 gargs=$4 rc_c rc_s out re
+	port=$((port + 1))
+	re=$(pass_re "$prog")
+	rxe_cmd "rm -f /tmp/s.rc; ( $prog $gargs -p $port >/tmp/s.log 2>&1; echo \$? >/tmp/s.rc ) &" >/dev/null
+	if ! rxe_cmd "for i in \$(seq 1 200); do netstat -ltn | grep -q ':$port ' && exit 0; sleep 0.05; done; exit 1" >/dev/null; then
+		not_ok "$name" "guest server did not listen: $(rxe_cmd 'cat /tmp/s.log')"
+		return
+	fi
+	# shellcheck disable=SC2086
+	hrun "$name.cli" "$prog" $hargs -p "$port" "$IP_G"
+	rc_c=$?
+	out=$(rxe_cmd "for i in \$(seq 1 600); do [ -s /tmp/s.rc ] && break; sleep 0.1; done; cat /tmp/s.log; echo RC=\$(cat /tmp/s.rc)")
+	rc_s=$(echo "$out" | sed -n 's/^RC=//p')
+	if [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ] && grep -Eq "$re" "$T_TMP/$name.cli.log" &&
+	   echo "$out" | grep -Eq "$re"; then
+		ok "$name"
+	else
+		not_ok "$name" "vrdma client rc=$rc_c rxe server rc=$rc_s:" \
+			"$(tail -3 "$T_TMP/$name.cli.log" | tr '\n' ' ') / $(echo "$out" | tail -4 | tr '\n' ' ')"
+	fi
+}
+
+# host_server NAME PROG HARGS GARGS: PROG on vrdma as the server, on rxe0 as
+# the client.
+host_server() {
+	local name=$1 prog=$2 hargs=$3 gargs=$4 spid rc_c rc_s out re
+	port=$((port + 1))
+	re=$(pass_re "$prog")
+	# shellcheck disable=SC2086
+	hrun "$name.srv" "$prog" $hargs -p "$port" &
+	spid=$!
+	if ! ns_poll 20 ns_tcp_listening "$NS" "$port"; then
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		not_ok "$name" "vrdma server did not listen: $(tail -3 "$T_TMP/$name.srv.log")"
+		return
+	fi
+	out=$(rxe_cmd "$prog $gargs -p $port $IP_TAP")
+	rc_c=$?
+	wait "$spid"
+	rc_s=$?
+	if [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ] && grep -Eq "$re" "$T_TMP/$name.srv.log" &&
+	   echo "$out" | grep -Eq "$re"; then
+		ok "$name"
+	else
+		not_ok "$name" "rxe client rc=$rc_c vrdma server rc=$rc_s:" \
+			"$(echo "$out" | tail -4 | tr '\n' ' ') / $(tail -3 "$T_TMP/$name.srv.log" | tr '\n' ' ')"
+	fi
+}
+
+# both NAME PROG ARGS: the two directions, -g / -x GID index per side.
+both() {
+	local name=$1 prog=$2 args=$3 hflag gflag
+	case "$prog" in
+	ibv_*) hflag="-d vrdma0 -g 1"; gflag="-d rxe0 -g $GI" ;;
+	*) hflag="-d vrdma0 -x 1 -F"; gflag="-d rxe0 -x $GI -F" ;;
+	esac
+	guest_server "rxe_srv.$name" "$prog" "$hflag $args" "$gflag $args"
+	host_server "vrdma_srv.$name" "$prog" "$hflag $args" "$gflag $args"
+}
+
+t0=$SECONDS
+both rc_pingpong ibv_rc_pingpong "-n 20 -s 8192 -m 1024"
+both uc_pingpong ibv_uc_pingpong "-n 20 -s 8192 -m 1024"
+both ud_pingpong ibv_ud_pingpong "-n 20 -s 512"
+both write_bw ib_write_bw "-n 50 -s 16384 -m 1024"
+both read_bw ib_read_bw "-n 50 -s 16384 -m 1024"
+both send_bw ib_send_bw "-n 50 -s 16384 -m 1024"
+both atomic_bw ib_atomic_bw "-n 50 -m 1024"
+echo "# verbs programs: $((SECONDS - t0)) s"
+
+# The vrdma device's neighbour counters.
+if nsd_stats da 1; then
+	blk=$(awk -v s="($SH)" '$1 == "device" { on = ($3 == s); next } /^[^ ]/ { on = 0 } on' "$NSD_SNAP")
+	if ! echo "$blk" | grep -q neigh_dropped && echo "$blk" | grep -q neigh_resolved; then
+		ok neigh_dropped_zero
+	else
+		not_ok neigh_dropped_zero "$(echo "$blk" | grep -o 'neigh_[a-z]* [0-9]*' | tr '\n' ' ')"
+	fi
+else
+	not_ok neigh_dropped_zero "no stats dump"
+fi
+
+rxe_stop
+nsd_stop da TERM
+if [ "$D_LAST_RC" = 0 ] && [ -s "$CAP" ]; then
+	ok daemon_exit_capture_written
+else
+	not_ok daemon_exit_capture_written "rc $D_LAST_RC"
+fi
+
+"$PY" - "$T_PROG" "$CAP" "$MAC_H" "$MAC_G" <<'PYEOF' || T_FAILED=1
+import struct, sys, zlib, logging
+logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
+from scapy.all import rdpcap, raw, Ether, IP, UDP
+from scapy.contrib.roce import BTH
+
+prog, path, mac_h, mac_g = sys.argv[1:5]
+
+def icrc(wire):
+    ihl = (wire[14] & 15) * 4
+    ip = bytearray(wire[14:14 + ihl])
+    ip[1] = ip[8] = 0xff
+    ip[10:12] = b'\xff\xff'
+    udp = bytearray(wire[14 + ihl:22 + ihl])
+    udp[6:8] = b'\xff\xff'
+    bth = bytearray(wire[22 + ihl:34 + ihl])
+    bth[4] = 0xff
+    buf = b'\xff' * 8 + bytes(ip) + bytes(udp) + bytes(bth) + wire[34 + ihl:-4]
+    return struct.pack('<I', zlib.crc32(buf) & 0xffffffff)
+
+n = {mac_h: 0, mac_g: 0}
+bad_icrc = bad_ttl = bad_ecn = 0
+ops = set()
+for fr in rdpcap(path):
+    w = raw(fr)
+    p = Ether(w)
+    if IP not in p or UDP not in p or p[UDP].dport != 4791 or BTH not in p:
+        continue
+    n[p.src] = n.get(p.src, 0) + 1
+    ops.add(p[BTH].opcode)
+    q = Ether(w)
+    q[BTH].icrc = None
+    if raw(q)[-4:] != w[-4:] or icrc(w) != w[-4:]:
+        bad_icrc += 1
+    if p[IP].ttl != 64:
+        bad_ttl += 1
+    if p.src == mac_h and p[IP].tos & 3 != 2:
+        bad_ecn += 1
+
+def result(name, good, why):
+    print(("ok %s.%s" if good else "not ok %s.%s") % (prog, name))
+    if not good:
+        print("#   " + why)
+    return good
+
+total = sum(n.values())
+g = result("frames_both_ways", n[mac_h] >= 100 and n[mac_g] >= 100,
+           "vrdma %d, rxe %d RoCE frames" % (n[mac_h], n[mac_g]))
+g &= result("icrc_valid", total and not bad_icrc, "%d of %d bad" % (bad_icrc, total))
+g &= result("ttl_64", total and not bad_ttl, "%d of %d frames not TTL 64" % (bad_ttl, total))
+g &= result("vrdma_ect0", n[mac_h] and not bad_ecn, "%d frames not ECT(0)" % bad_ecn)
+# RC SEND FIRST/MIDDLE/LAST, WRITE FIRST, READ request / response FIRST,
+# ACK, ATOMIC ACK, FETCH & ADD; UC SEND FIRST; UD SEND ONLY
+want = {0x00, 0x01, 0x02, 0x06, 0x0c, 0x0d, 0x11, 0x12, 0x14, 0x20, 0x64}
+g &= result("opcodes_seen", want <= ops, "missing %s" % sorted(hex(o) for o in want - ops))
+sys.exit(0 if g else 1)
+PYEOF
+t_done
