@@ -25,6 +25,7 @@
 #include "device/netdev_sec.h"
 #include "device/roce_dev.h"
 #include "roce/roce_hdr.h"
+#include "vhost/vhost_mem.h"
 #include "roce/roce_tp.h"
 
 /* Counters summed over contexts: those of the closed ones are kept, so the
@@ -290,6 +291,7 @@ void netdev_port_ctx_closed(struct netdev_port *dp, struct netdev *nd)
 	}
 	dp->stats.contexts_closed++;
 	netdev_port_totals_add(dp->closed, nd);
+	dp->mem_refused_closed += vhost_server_mem(nd->vs)->mapped_refused;
 	netdev_ctx_free(nd);
 	/* senders held back by this context's full queue may go on */
 	sw_port_ready(dp->sw, &dp->port);

@@ -52,6 +52,7 @@ struct netdev_port {
 	struct netdev_port_stats stats;
 	struct netdev_ctx_totals *closed; /* counters of closed contexts, summed */
 	struct psec psec;             /* port security (netdev_sec.c) */
+	uint64_t mem_refused_closed;  /* mem= refusals of closed contexts */
 };
 
 /* One context: what one vhost-user connection (one ibv_open_device) has. */

@@ -213,14 +213,17 @@ bool netdev_sec_ctrl_ok(struct netdev *nd, uint8_t cls, uint8_t cmd, const void 
 void netdev_sec_dump_port(const struct netdev_port *dp, FILE *f)
 {
 	const struct psec_stats *s = &dp->psec.stats;
+	uint64_t mem_refused = dp->mem_refused_closed;
 
+	for (const struct netdev *nd = dp->ctxs; nd; nd = nd->next)
+		mem_refused += vhost_server_mem(nd->vs)->mapped_refused;
 	fprintf(f, "  security tx_spoofed_mac %" PRIu64 " tx_spoofed_arp %" PRIu64
 		" tx_spoofed_ip %" PRIu64 " tx_spoofed_nd %" PRIu64 " tx_bad_vlan %" PRIu64
 		" gid_refused %" PRIu64 " mac_refused %" PRIu64 " rx_spoofed %" PRIu64
-		" learn_limited %" PRIu64 "\n",
+		" learn_limited %" PRIu64 " mem_refused %" PRIu64 "\n",
 		s->tx_spoofed_mac, s->tx_spoofed_arp, s->tx_spoofed_ip, s->tx_spoofed_nd,
 		s->tx_bad_vlan, s->gid_refused, s->mac_refused, dp->port.stats.rx_spoofed,
-		dp->port.stats.learn_limited);
+		dp->port.stats.learn_limited, mem_refused);
 }
 
 void netdev_sec_dump_stats(const struct netdev *nd, FILE *f)

@@ -3,9 +3,12 @@
  * The daemon's system-call filter (libseccomp), installed once every socket
  * and uplink is open and privileges are dropped: the allow-list is what the
  * running daemon does (event loop, vhost-user messages with fds, guest memory
- * mappings, eventfds, timers, uplink and capture I/O, logging, shutdown).
- * Anything else kills the process: a compromised daemon cannot open files,
- * create sockets, exec or trace. --no-seccomp leaves it off (debugging).
+ * mappings, eventfds, timers, uplink and capture I/O, logging, shutdown),
+ * and what the service does at run time: the config file re-read on SIGHUP,
+ * device sockets created and removed by hot-plug, the control socket, pcap
+ * files started by "vrdmactl capture". Anything else kills the process: a
+ * compromised daemon cannot exec, trace, change its identity or open network
+ * sockets (new sockets are AF_UNIX only). --no-seccomp leaves it off.
  */
 #include "privilege.h"
 
@@ -13,6 +16,7 @@
 #include <seccomp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 static const char *const sec_allowed[] = {
 	/* event loop, timers, signals */
@@ -33,13 +37,20 @@ static const char *const sec_allowed[] = {
 	"mmap", "munmap", "mremap", "mprotect", "madvise", "brk",
 	"futex", "getrandom", "set_robust_list", "rseq",
 	"exit", "exit_group",
+	"alarm", "setitimer", /* the bound on shutdown time */
+	/* service at run time: config reload (and group lookup), hot-plugged
+	 * device sockets (stale-socket probe, bind, listen, owner and mode),
+	 * capture files started by the control socket */
+	"open", "openat", "connect", "bind", "listen", "umask",
+	"chmod", "fchmod", "fchmodat", "chown", "fchown", "fchownat", "lchown",
+	"mkdir", "mkdirat", "ftruncate",
 	/* identity checks (peer credentials are a socket option) */
 	"getuid", "geteuid", "getgid", "getegid",
 #ifdef VRDMA_SANITIZE
 	/* ASan/UBSan/LSan reports and the leak check at exit */
 	"clone", "clone3", "ptrace", "wait4", "waitid", "prctl", "getdents", "getdents64",
 	"sched_getaffinity", "getrlimit", "prlimit64", "setrlimit", "kill", "getppid",
-	"mincore", "uname", "access", "faccessat", "open", "openat", "dup", "dup2", "dup3",
+	"mincore", "uname", "access", "faccessat", "dup", "dup2", "dup3",
 	"pipe", "pipe2", "execve", "process_vm_readv", "tkill",
 #endif
 };
@@ -65,6 +76,15 @@ int sec_filter_install(void)
 			seccomp_release(ctx);
 			return -1;
 		}
+	}
+	/* socket(2): AF_UNIX only (hot-plugged device sockets, the group
+	 * lookup's name service); uplinks were opened before the filter */
+	rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+			      SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+	if (rc < 0) {
+		fprintf(stderr, "vhost-user-rdma: seccomp: socket: %s\n", strerror(-rc));
+		seccomp_release(ctx);
+		return -1;
 	}
 	rc = seccomp_load(ctx);
 	seccomp_release(ctx);
