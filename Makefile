@@ -34,6 +34,12 @@ CPPFLAGS += -Iinclude -Isrc -Itests -D_GNU_SOURCE
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -fPIC -pthread -MMD -MP
 LDLIBS   += -lz -lisal -lpcap -pthread
+# Hardening (checked by tests/integration/hardening.sh with hardening-check).
+CPPFLAGS += -D_FORTIFY_SOURCE=2
+CFLAGS   += -fstack-protector-strong -fstack-clash-protection -fcf-protection
+LDFLAGS  += -Wl,-z,relro,-z,now
+EXE_LDFLAGS := -pie
+$(BUILD)/bin/vhost-user-rdma: LDLIBS += -lseccomp
 
 ifeq ($(SANITIZE),1)
 CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined \
@@ -144,7 +150,7 @@ $(RDMACM_SO): $(call obj,$(RDMACM_SRCS)) src/rdmacm/librdmacm.map $(VERBS_SO)
 $(BUILD)/bin/%: $$(call obj,$$(wildcard tools/%/*.c)) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) $(EXE_LDFLAGS) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(call obj,$(TESTCOMMON_SRCS)) $(CORE_LIB)
 	@mkdir -p $(dir $@)

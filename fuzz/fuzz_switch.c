@@ -257,7 +257,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int i = 0; i < NPORTS; i++)
 		received += m[i].received;
 	if (st->forwarded + st->dropped_no_port + st->dropped_runt + st->dropped_hairpin +
-	    st->fault_dropped > sent_in + st->fault_duplicated)
+	    st->dropped_spoofed + st->fault_dropped > sent_in + st->fault_duplicated)
 		abort();
 	if (received > (sent_in + st->fault_duplicated) * NPORTS)
 		abort();

@@ -10,6 +10,16 @@ T_FAILED=0
 T_TMP=$(mktemp -d "/tmp/vrdma-${T_PROG}.XXXXXX")
 T_PIDS=()
 
+# The daemon under test runs as in production: unprivileged (--user nobody
+# when the tests run as root) under its seccomp filter (on by default).
+T_DAEMON_PRIV=()
+# Like a run directory of the daemon's user, T_TMP belongs to it, so that
+# the daemon removes its sockets and pid file on exit.
+if [ "$(id -u)" -eq 0 ] && getent passwd nobody >/dev/null; then
+	T_DAEMON_PRIV=(--user nobody)
+	chown nobody "$T_TMP"
+fi
+
 ok()      { echo "ok $T_PROG.$1"; }
 not_ok()  { echo "not ok $T_PROG.$1"; shift; [ $# -gt 0 ] && echo "#   $*"; T_FAILED=1; }
 skip()    { echo "skip $T_PROG.$1: $2"; }

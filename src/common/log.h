@@ -41,4 +41,23 @@ bool vlog_ratelimit(unsigned long long *last_ns, unsigned *burst);
 			vlog(VLOG_WARN, __VA_ARGS__);                          \
 	} while (0)
 
+/* Rate limit owned by one object (a device): a tenant flooding the log
+ * silences only the messages about itself, not those about others. */
+struct vlog_rl {
+	unsigned long long last_ns;
+	unsigned burst;
+	unsigned long long suppressed; /* messages not printed */
+};
+
+#define LOG_PEER_RL(rl, ...)                                                   \
+	do {                                                                   \
+		struct vlog_rl *vlog_rl_ = (rl);                               \
+		if (vlog_level >= VLOG_WARN) {                                 \
+			if (vlog_ratelimit(&vlog_rl_->last_ns, &vlog_rl_->burst)) \
+				vlog(VLOG_WARN, __VA_ARGS__);                  \
+			else                                                   \
+				vlog_rl_->suppressed++;                        \
+		}                                                              \
+	} while (0)
+
 #endif /* VRDMA_COMMON_LOG_H */

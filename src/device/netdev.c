@@ -28,6 +28,7 @@
 #include "common/util.h"
 #include "device/netdev_priv.h"
 #include "roce/roce_pkt.h"
+#include "device/netdev_sec.h"
 #include "vhost/vhost_server.h"
 #include "virtio/vq_dev.h"
 
@@ -40,6 +41,9 @@
 /* Largest ack data any command returns (QUERY_DEVICE is 128 bytes). */
 #define NETDEV_CTRL_MAX_ACK 4096
 #define NETDEV_CTRL_BATCH 16     /* commands per call: one driver cannot starve others */
+/* Command data copied per call (past the first command): 16 commands of
+ * 8 MiB would hold the loop for every other device. */
+#define NETDEV_CTRL_PASS_BYTES (1u << 20)
 
 static uint64_t netdev_offered_features(const struct netdev_cfg *cfg)
 {
@@ -110,10 +114,8 @@ static int netdev_set_config(void *ctx, uint32_t offset, const void *buf, uint32
 	/* With VERSION_1 the config space is read-only for virtio-net; the MAC
 	 * changes through VIRTIO_NET_CTRL_MAC_ADDR_SET. Legacy drivers write the
 	 * MAC here: accept exactly that. */
-	if (offset == 0 && len == 6 && !has_feature(nd, VIRTIO_F_VERSION_1)) {
-		memcpy(nd->mac, buf, 6);
-		return 0;
-	}
+	if (offset == 0 && len == 6 && !has_feature(nd, VIRTIO_F_VERSION_1))
+		return netdev_sec_set_mac(nd, buf, false) ? -EPERM : 0;
 	return -EPERM;
 }
 
@@ -125,22 +127,22 @@ static int netdev_set_features(void *ctx, uint64_t features)
 	/* The server strips VHOST_USER_F_PROTOCOL_FEATURES before calling us. */
 	features &= ~(1ull << 30);
 	if (features & ~offered) {
-		LOG_PEER("%s: driver acked features not offered: 0x%" PRIx64,
+		LOG_PEER_RL(&nd->log_rl, "%s: driver acked features not offered: 0x%" PRIx64,
 			 nd->cfg.socket, features & ~offered);
 		return -EINVAL;
 	}
 	if ((features & (1ull << VIRTIO_NET_F_ROCE)) &&
 	    !(features & (1ull << VIRTIO_NET_F_CTRL_VQ))) {
-		LOG_PEER("%s: VIRTIO_NET_F_ROCE requires VIRTIO_NET_F_CTRL_VQ", nd->cfg.socket);
+		LOG_PEER_RL(&nd->log_rl, "%s: VIRTIO_NET_F_ROCE requires VIRTIO_NET_F_CTRL_VQ", nd->cfg.socket);
 		return -EINVAL;
 	}
 	if ((features & (1ull << VIRTIO_NET_F_ROCE_EXT)) &&
 	    !(features & (1ull << VIRTIO_NET_F_ROCE))) {
-		LOG_PEER("%s: VIRTIO_NET_F_ROCE_EXT requires VIRTIO_NET_F_ROCE", nd->cfg.socket);
+		LOG_PEER_RL(&nd->log_rl, "%s: VIRTIO_NET_F_ROCE_EXT requires VIRTIO_NET_F_ROCE", nd->cfg.socket);
 		return -EINVAL;
 	}
 	if (features != nd->features && (nd->rxr || nd->txr || nd->ctrlr || nd->rdma_rings_started)) {
-		LOG_PEER("%s: feature change while rings run refused", nd->cfg.socket);
+		LOG_PEER_RL(&nd->log_rl, "%s: feature change while rings run refused", nd->cfg.socket);
 		return -EBUSY;
 	}
 	nd->features = features;
@@ -160,24 +162,9 @@ static void netdev_ring_broken(struct netdev *nd, struct vhost_vring *r)
 		return;
 	nd->broken_reported |= bit;
 	nd->stats.ring_errors++;
-	LOG_PEER("%s: ring %u broken by the driver (%s): device needs reset",
+	LOG_PEER_RL(&nd->log_rl, "%s: ring %u broken by the driver (%s): device needs reset",
 		 nd->cfg.socket, r->idx, r->vq.error ? r->vq.error : "?");
 	vhost_vring_report_error(r);
-}
-
-/* The source MAC of a transmit element is the device's own. */
-static bool netdev_tx_src_ok(const struct netdev *nd, const struct vq_elem *e)
-{
-	uint8_t smac[6];
-
-	/* Only a driver that accepted our MAC (VIRTIO_NET_F_MAC) is held to it;
-	 * standard front-ends like QEMU keep the guest's MAC to themselves. */
-	if (!has_feature(nd, VIRTIO_NET_F_MAC))
-		return true;
-
-	if (vq_elem_read(e, nd->hdr_len + 6, smac, 6) != 6)
-		return false;
-	return memcmp(smac, nd->mac, 6) == 0;
 }
 
 /* Transmit: driver -> switch. Returns true if anything was done. */
@@ -203,7 +190,7 @@ static bool netdev_process_tx(struct netdev *nd)
 		n++;
 		if (e->out_len < nd->hdr_len + 14 || e->out_len - nd->hdr_len > PKT_MAX_FRAME) {
 			nd->stats.tx_errors++;
-			LOG_PEER("%s: bad tx frame length %u", nd->cfg.socket, e->out_len);
+			LOG_PEER_RL(&nd->log_rl, "%s: bad tx frame length %u", nd->cfg.socket, e->out_len);
 			vq_dev_fill(&r->vq, e->head, 0);
 			continue;
 		}
@@ -212,15 +199,7 @@ static bool netdev_process_tx(struct netdev *nd)
 			/* virtio: with F_MTU the driver must not send more
 			 * than mtu (+ Ethernet header and one VLAN tag). */
 			nd->stats.tx_errors++;
-			LOG_PEER("%s: tx frame of %u bytes above the MTU dropped", nd->cfg.socket, len);
-			vq_dev_fill(&r->vq, e->head, 0);
-			continue;
-		}
-		if (!netdev_tx_src_ok(nd, e)) {
-			/* Anti-spoofing: a device sends only with its own MAC,
-			 * so one driver cannot steal another device's traffic. */
-			nd->stats.tx_spoofed++;
-			LOG_PEER("%s: tx frame with a foreign source MAC dropped", nd->cfg.socket);
+			LOG_PEER_RL(&nd->log_rl, "%s: tx frame of %u bytes above the MTU dropped", nd->cfg.socket, len);
 			vq_dev_fill(&r->vq, e->head, 0);
 			continue;
 		}
@@ -233,6 +212,11 @@ static bool netdev_process_tx(struct netdev *nd)
 		vq_elem_read(e, nd->hdr_len, p->data, len);
 		p->len = len;
 		vq_dev_fill(&r->vq, e->head, 0);
+		if (!netdev_sec_tx_ok(nd, p)) {
+			/* port security: own MAC and addresses only */
+			pkt_free(p);
+			continue;
+		}
 		nd->stats.tx_frames++;
 		nd->stats.tx_bytes += len;
 		sw_input(nd->sw, nd->port, p);
@@ -375,18 +359,7 @@ static uint8_t netdev_ctrl_mac(struct netdev *nd, uint8_t cmd, const uint8_t *da
 			return VIRTIO_NET_ERR;
 		if (data[0] & 1 || !(data[0] | data[1] | data[2] | data[3] | data[4] | data[5]))
 			return VIRTIO_NET_ERR;
-		{
-			int owner = sw_mac_lookup(nd->sw, data);
-
-			if (owner >= 0 && owner != nd->port->id) {
-				LOG_PEER("%s: MAC_ADDR_SET to a MAC in use on port %d refused",
-					 nd->cfg.socket, owner);
-				return VIRTIO_NET_ERR;
-			}
-		}
-		memcpy(nd->mac, data, 6);
-		netdev_roce_set_mac(nd, nd->mac);
-		return VIRTIO_NET_OK;
+		return netdev_sec_set_mac(nd, data, false) ? VIRTIO_NET_ERR : VIRTIO_NET_OK;
 	case VIRTIO_NET_CTRL_MAC_TABLE_SET: {
 		/* Two tables: le32 count + count MACs, unicast then multicast.
 		 * We validate the layout; filtering uses allmulti semantics. */
@@ -417,10 +390,11 @@ static bool netdev_process_ctrl(struct netdev *nd)
 	struct vhost_vring *r = nd->ctrlr;
 	struct vq_elem *e = &nd->elem;
 	unsigned n = 0;
+	size_t copied = 0;
 
 	if (!r || r->vq.broken)
 		return false;
-	while (n < NETDEV_CTRL_BATCH) {
+	while (n < NETDEV_CTRL_BATCH && copied < NETDEV_CTRL_PASS_BYTES) {
 		int rc = vq_dev_pop(&r->vq, e);
 		uint8_t hdr[2], ack = VIRTIO_NET_ERR;
 		uint8_t *data = NULL, *out = NULL;
@@ -435,7 +409,7 @@ static bool netdev_process_ctrl(struct netdev *nd)
 		n++;
 		if (e->out_len < 2 || e->in_len < 1) {
 			nd->stats.ctrl_err++;
-			LOG_PEER("%s: malformed control request (%u readable, %u writable bytes)",
+			LOG_PEER_RL(&nd->log_rl, "%s: malformed control request (%u readable, %u writable bytes)",
 				 nd->cfg.socket, e->out_len, e->in_len);
 			vq_dev_push(&r->vq, e->head, 0);
 			continue;
@@ -444,7 +418,7 @@ static bool netdev_process_ctrl(struct netdev *nd)
 		data_len = e->out_len - 2;
 		out_cap = MIN(e->in_len - 1, NETDEV_CTRL_MAX_ACK);
 		if (data_len > NETDEV_CTRL_MAX_DATA) {
-			LOG_PEER("%s: control command of %zu bytes refused (max %u)",
+			LOG_PEER_RL(&nd->log_rl, "%s: control command of %zu bytes refused (max %u)",
 				 nd->cfg.socket, data_len, NETDEV_CTRL_MAX_DATA);
 			goto reply;
 		}
@@ -453,6 +427,7 @@ static bool netdev_process_ctrl(struct netdev *nd)
 		if (!data || !out)
 			goto reply;
 		vq_elem_read(e, 2, data, data_len);
+		copied += data_len;
 		switch (hdr[0]) {
 		case VIRTIO_NET_CTRL_RX:
 			ack = netdev_ctrl_rx(nd, hdr[1], data, data_len);
@@ -461,7 +436,8 @@ static bool netdev_process_ctrl(struct netdev *nd)
 			ack = netdev_ctrl_mac(nd, hdr[1], data, data_len);
 			break;
 		case VIRTIO_NET_CTRL_ROCE:
-			if (has_feature(nd, VIRTIO_NET_F_ROCE))
+			if (has_feature(nd, VIRTIO_NET_F_ROCE) &&
+			    netdev_sec_ctrl_ok(nd, hdr[0], hdr[1], data, data_len))
 				ack = netdev_roce_ctrl(nd, hdr[1], data, data_len, out, out_cap, &out_len);
 			break;
 		default:
@@ -667,7 +643,7 @@ static void netdev_reset_state(struct netdev *nd)
 {
 	pkt_queue_purge(&nd->rxq);
 	netdev_roce_reset(nd);
-	memcpy(nd->mac, nd->cfg.mac, 6);
+	netdev_sec_set_mac(nd, nd->cfg.mac, true);
 	nd->promisc = nd->allmulti = false;
 	nd->rx_stalled = false;
 	nd->stats.resets++;
@@ -679,7 +655,7 @@ static void netdev_reset(void *ctx)
 
 	pkt_queue_purge(&nd->rxq);
 	netdev_roce_reset(nd);
-	memcpy(nd->mac, nd->cfg.mac, 6);
+	netdev_sec_set_mac(nd, nd->cfg.mac, true);
 	nd->promisc = nd->allmulti = false;
 	nd->features = 0;
 	netdev_roce_set_features(nd);
@@ -782,6 +758,7 @@ struct netdev *netdev_ctx_new(struct netdev_port *dp, int fd)
 	snprintf(name, sizeof(name), "%s#%llu", cfg->socket, (unsigned long long)nd->id);
 	vhost_server_set_name(nd->vs, name);
 	netdev_roce_attach_mem(nd);
+	netdev_sec_attach_server(nd);
 	rc = vhost_server_attach_fd(nd->vs, fd);
 	fd = -1;
 	if (rc < 0)
@@ -844,5 +821,6 @@ void netdev_ctx_dump_stats(const struct netdev *nd, FILE *f)
 	fprintf(f, "  vhost refused %" PRIu64 " mem_faults %" PRIu64 " fds_refused %" PRIu64
 		" accept_errors %" PRIu64 " grave_overflows %" PRIu64 "\n", vs->refused,
 		vs->mem_faults, vs->fds_refused, vs->accept_errors, vs->grave_overflows);
+	netdev_sec_dump_stats(nd, f);
 	netdev_roce_dump_stats(nd, f);
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "port/port.h"
+#include "port/port_security.h"
 
 struct loop;
 struct sw;
@@ -41,6 +42,10 @@ struct netdev_cfg {
 	bool roce_ext;           /* offer VIRTIO_NET_F_ROCE_EXT (with roce) */
 	uint32_t max_srqs;       /* config max_rdma_srqs (with roce_ext) */
 	unsigned index;          /* position on the command line (names, MAC) */
+	/* Security and budgets (netdev_sec.c, docs/spec.md "Security model"). */
+	struct psec_cfg psec;    /* port-security=, mac-change=, allow-ip= */
+	uint64_t mem_max;        /* mem=: guest memory the driver may map */
+	uint64_t state_mem_max;  /* state-mem=: daemon memory for its queues */
 	uint32_t max_contexts;   /* connections served at once (contexts=N) */
 	char name[32];           /* port name; "" = dev<index> */
 	uint8_t model;           /* NETDEV_MODEL_* (model=...) */
@@ -66,7 +71,8 @@ struct netdev_cfg {
 #define NETDEV_MAX_VQS 65536
 
 /* Parse "socket=PATH[,mac=MAC][,ip=ADDR/PREFIX][,ip6=ADDR/PREFIX][,ttl=N][,vlan=ID][,mtu=N]
- * [,qps=N][,cqs=N][,roce=on|off][,ext=on|off][,srqs=N][,contexts=N]" into cfg (defaults filled in; the MAC
+ * [,qps=N][,cqs=N][,roce=on|off][,ext=on|off][,srqs=N][,contexts=N][,port-security=on|off]
+ * [,mac-change=on|off][,allow-ip=CIDR]...[,mem=SIZE][,state-mem=SIZE]" into cfg (defaults filled in; the MAC
  * defaults to 52:54:00 + 3 bytes derived from index). Returns 0 or -EINVAL
  * with a message in err (errlen bytes). */
 int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
@@ -90,7 +96,7 @@ unsigned netdev_port_contexts(const struct netdev_port *dp);
 
 struct netdev_stats {
 	uint64_t tx_frames, tx_bytes, tx_errors;     /* from the driver */
-	uint64_t tx_spoofed;                         /* foreign source MAC, dropped */
+	uint64_t tx_spoofed;                         /* refused by port security, dropped */
 	uint64_t rx_frames, rx_bytes;                /* to the driver */
 	uint64_t rx_dropped_no_buffer;               /* no rx buffer / queue full */
 	uint64_t rx_dropped_too_big;                 /* frame larger than buffers */

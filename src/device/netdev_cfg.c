@@ -12,6 +12,7 @@
 
 #include "common/util.h"
 #include "device/netdev.h"
+#include "device/netdev_sec.h"
 #include "vhost/vhost_server.h"
 
 static int cfg_err(char *err, size_t errlen, const char *fmt, ...)
@@ -93,6 +94,7 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 	cfg->roce = true;
 	cfg->roce_ext = true;
 	cfg->max_srqs = NETDEV_DEFAULT_SRQS;
+	netdev_sec_cfg_defaults(cfg);
 	cfg->max_contexts = NETDEV_DEFAULT_CONTEXTS;
 	/* Locally administered default MAC: 02:56:52:00 + index. */
 	cfg->mac[0] = 0x02;
@@ -210,8 +212,14 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 				rc = cfg_err(err, errlen, "model '%s': expected virtio-net or virtio-rdma", val);
 				break;
 			}
+		} else if ((v = (uint32_t)netdev_sec_cfg_key(cfg, tok, val, err, errlen)) != 1) {
+			if (v) {
+				rc = -EINVAL;
+				break;
+			}
 		} else {
-			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, ttl, vlan, mtu, qps, cqs, roce, ext, srqs, contexts, model)", tok);
+			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, ttl, vlan, mtu, qps, cqs, roce, ext, srqs, contexts, model, %s)",
+				     tok, NETDEV_SEC_KEYS);
 			break;
 		}
 	}

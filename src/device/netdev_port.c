@@ -22,8 +22,10 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "device/netdev_priv.h"
+#include "device/netdev_sec.h"
 #include "device/roce_dev.h"
 #include "roce/roce_hdr.h"
+#include "vhost/vhost_mem.h"
 #include "roce/roce_tp.h"
 
 /* Counters summed over contexts: those of the closed ones are kept, so the
@@ -289,6 +291,7 @@ void netdev_port_ctx_closed(struct netdev_port *dp, struct netdev *nd)
 	}
 	dp->stats.contexts_closed++;
 	netdev_port_totals_add(dp->closed, nd);
+	dp->mem_refused_closed += vhost_server_mem(nd->vs)->mapped_refused;
 	netdev_ctx_free(nd);
 	/* senders held back by this context's full queue may go on */
 	sw_port_ready(dp->sw, &dp->port);
@@ -361,6 +364,9 @@ struct netdev_port *netdev_port_new(struct loop *loop, struct sw *sw,
 		LOG_ERR("%s: cannot attach to the switch: %s", cfg->socket, strerror(-rc));
 		goto fail_pool;
 	}
+	rc = netdev_sec_init(dp);
+	if (rc < 0)
+		goto fail_sw;
 	/* A listening server: no session, every connection handed to us. Its
 	 * ring count is irrelevant (it never has rings). */
 	dp->listen_ops.max_rings = 1;
@@ -369,10 +375,12 @@ struct netdev_port *netdev_port_new(struct loop *loop, struct sw *sw,
 	if (!dp->listener) {
 		rc = -errno;
 		LOG_ERR("%s: cannot listen: %s", cfg->socket, strerror(errno));
-		goto fail_sw;
+		goto fail_sec;
 	}
 	return dp;
 
+fail_sec:
+	netdev_sec_fini(dp);
 fail_sw:
 	sw_detach(sw, &dp->port);
 fail_pool:
@@ -398,6 +406,7 @@ void netdev_port_free(struct netdev_port *dp)
 		dp->ctxs = nd->next;
 		netdev_ctx_free(nd);
 	}
+	netdev_sec_fini(dp);
 	sw_detach(dp->sw, &dp->port);
 	if (dp->pool) {
 		roce_dev_fini(dp->pool);
@@ -463,6 +472,7 @@ void netdev_port_dump_stats(const struct netdev_port *dp, void *fp)
 			netdev_port_totals_add(&sum, nd);
 		netdev_port_totals_dump(&sum, f);
 	}
+	netdev_sec_dump_port(dp, f);
 	for (const struct netdev *nd = dp->ctxs; nd; nd = nd->next)
 		netdev_ctx_dump_stats(nd, f);
 }

@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 
+#include "common/log.h"
 #include "device/netdev.h"
 #include "port/pkt.h"
 #include "common/loop.h"
@@ -50,6 +51,8 @@ struct netdev_port {
 	bool link_down;
 	struct netdev_port_stats stats;
 	struct netdev_ctx_totals *closed; /* counters of closed contexts, summed */
+	struct psec psec;             /* port security (netdev_sec.c) */
+	uint64_t mem_refused_closed;  /* mem= refusals of closed contexts */
 };
 
 /* One context: what one vhost-user connection (one ibv_open_device) has. */
@@ -86,6 +89,7 @@ struct netdev {
 	struct roce_dev *roce;    /* RoCE extension state (netdev_roce.c) */
 	struct roce_tp *roce_tp;  /* its transport engine (src/roce/roce_tp.h) */
 	struct netdev_stats stats;
+	struct vlog_rl log_rl;    /* this device's share of the log */
 };
 
 /* What the port reads of a frame from the switch to steer it: a RoCE v2

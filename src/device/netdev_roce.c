@@ -62,7 +62,7 @@ static void nr_ring_error(void *ctx, struct vhost_vring *r)
 		return;
 	r->dev_priv = (void *)1; /* reported */
 	nd->stats.ring_errors++;
-	LOG_PEER("%s: ring %u broken by the driver (%s): device needs reset",
+	LOG_PEER_RL(&nd->log_rl, "%s: ring %u broken by the driver (%s): device needs reset",
 		 nd->cfg.socket, r->idx, r->vq.error ? r->vq.error : "?");
 	vhost_vring_report_error(r);
 }
@@ -190,7 +190,7 @@ uint8_t netdev_roce_ctrl(struct netdev *nd, uint8_t cmd, const void *in, size_t 
 		return VIRTIO_NET_ERR;
 	err = roce_ctrl_exec_err(nd->roce, cmd, in, in_len, out, out_cap, out_len);
 	if (err != ROCE_OK) {
-		LOG_PEER("%s: RoCE command %s failed: %s", nd->cfg.socket, roce_cmd_name(cmd),
+		LOG_PEER_RL(&nd->log_rl, "%s: RoCE command %s failed: %s", nd->cfg.socket, roce_cmd_name(cmd),
 			 roce_err_name(err));
 		*out_len = 0;
 		return VIRTIO_NET_ERR;

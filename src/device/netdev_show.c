@@ -279,6 +279,16 @@ void netdev_show_stats(const struct netdev_port *dp, struct kvw *k)
 	kvw_u64(k, "port_rx_frames", dp->port.stats.rx_frames);
 	kvw_u64(k, "port_tx_frames", dp->port.stats.tx_frames);
 	kvw_u64(k, "port_tx_dropped", dp->port.stats.tx_dropped);
+	/* port security (docs/spec.md "Tenant isolation") */
+	kvw_u64(k, "tx_spoofed", s.tx_spoofed);
+	kvw_u64(k, "tx_spoofed_mac", dp->psec.stats.tx_spoofed_mac);
+	kvw_u64(k, "tx_spoofed_arp", dp->psec.stats.tx_spoofed_arp);
+	kvw_u64(k, "tx_spoofed_ip", dp->psec.stats.tx_spoofed_ip);
+	kvw_u64(k, "tx_spoofed_nd", dp->psec.stats.tx_spoofed_nd);
+	kvw_u64(k, "gid_refused", dp->psec.stats.gid_refused);
+	kvw_u64(k, "mac_refused", dp->psec.stats.mac_refused);
+	kvw_u64(k, "rx_spoofed", dp->port.stats.rx_spoofed);
+	kvw_u64(k, "learn_limited", dp->port.stats.learn_limited);
 	if (dp->cfg.roce) {
 		kvw_u64(k, "roce_tx_packets", t.tx_frames);
 		kvw_u64(k, "roce_tx_bytes", t.tx_bytes);

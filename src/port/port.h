@@ -53,6 +53,8 @@ struct port_stats {
 	uint64_t tx_frames, tx_bytes;   /* out of the switch to this port */
 	uint64_t tx_dropped;            /* port could not take the frame */
 	uint64_t rx_errors;             /* malformed frames from this port */
+	uint64_t rx_spoofed;            /* source MAC pinned to another port, dropped */
+	uint64_t learn_limited;         /* source MACs not learned: port at its limit */
 };
 
 struct port {
@@ -65,6 +67,7 @@ struct port {
 	 * (PKT_F_LOCAL_ICRC_SKIPPED): a device whose RoCE engine is in this
 	 * process. Every other port gets the ICRC filled in first. */
 	bool icrc_skip_ok;
+	uint16_t mac_limit;   /* learned MACs at most (0 = SW_PORT_MAC_MAX) */
 	char name[32];
 	struct port_stats stats;
 	void *priv;           /* owner */
@@ -118,6 +121,8 @@ struct sw_stats {
 	/* Additions: unicast to the input port of a port without hairpin;
 	 * source MACs not learned because the table was full. */
 	uint64_t dropped_hairpin, learn_full;
+	/* source MAC pinned to another port (port security) */
+	uint64_t dropped_spoofed;
 	/* Flow control: frames refused by sw_input_try (left with the sender)
 	 * and wake-ups of waiting senders. */
 	uint64_t held_busy, woken;
@@ -133,6 +138,17 @@ const struct sw_stats *sw_get_stats(const struct sw *s);
 #define SW_MAC_MAX 6144
 #define SW_MAC_AGE_SEC 300
 
+/* Learned MACs per port at most (port->mac_limit overrides): one port
+ * cannot fill the table and turn everyone's unicast into floods. */
+#define SW_PORT_MAC_MAX 1024
+
+/* Pin mac to port p (a static entry: never learned elsewhere, never aged;
+ * frames from another port with it as source are dropped and counted).
+ * Returns 0, -EADDRINUSE (pinned to another port), -ENOSPC or -EINVAL. */
+int sw_mac_pin(struct sw *s, const uint8_t mac[6], struct port *p);
+/* Remove the static entry of mac if p holds it. */
+void sw_mac_unpin(struct sw *s, const uint8_t mac[6], struct port *p);
+bool sw_mac_pinned(const struct sw *s, const uint8_t mac[6]);
 /* The port id a MAC was learned on, or -ENOENT. */
 int sw_mac_lookup(const struct sw *s, const uint8_t mac[6]);
 /* Number of learned MACs. */

@@ -51,6 +51,7 @@ struct sw_mac {
 	uint64_t key;  /* MAC in bits 0-47 | SW_MAC_KEY_VALID; 0 = empty */
 	uint16_t port;
 	uint8_t hit;   /* seen since the last aging sweep */
+	uint8_t pinned; /* static entry (sw_mac_pin): never moves nor ages */
 };
 
 /* A fault configuration restricted to one port name. */
@@ -69,6 +70,7 @@ struct sw {
 
 	struct sw_mac *mac;
 	uint32_t nmac;
+	uint16_t learned[SW_MAX_PORTS]; /* learned (not pinned) entries per port id */
 	uint64_t hash_k0, hash_k1;
 	struct loop_timer age_timer;
 
@@ -126,6 +128,8 @@ static void mac_remove_slot(struct sw *s, uint32_t i)
 {
 	uint32_t j = i;
 
+	if (!s->mac[i].pinned && s->learned[s->mac[i].port])
+		s->learned[s->mac[i].port]--;
 	for (;;) {
 		uint32_t home;
 
@@ -144,27 +148,54 @@ static void mac_remove_slot(struct sw *s, uint32_t i)
 	s->nmac--;
 }
 
-static void mac_learn(struct sw *s, const uint8_t *mac, uint16_t port)
+/* A port at its learned-MAC limit learns nothing more (counted). */
+static bool sw_port_limit_hit(struct sw *s, struct port *in)
 {
+	unsigned limit = in->mac_limit ? in->mac_limit : SW_PORT_MAC_MAX;
+
+	if (s->learned[in->id] < limit)
+		return false;
+	in->stats.learn_limited++;
+	return true;
+}
+
+/* Learn mac on port. Returns false if mac is pinned to another port (the
+ * frame claims an address it does not own and must be dropped). */
+static bool mac_learn(struct sw *s, const uint8_t *mac, struct port *in)
+{
+	uint16_t port = in->id;
 	uint64_t key;
 	uint32_t i;
 
 	/* Group addresses and 00:00:00:00:00:00 are never sources. */
 	if (mac[0] & 1)
-		return;
+		return true;
 	key = mac_key(mac);
 	if (unlikely(key == SW_MAC_KEY_VALID))
-		return;
+		return true;
 	i = mac_hash(s, key);
 	for (;;) {
 		struct sw_mac *e = &s->mac[i];
 
 		if (e->key == key) {
-			if (unlikely(e->port != port || !e->hit)) {
-				e->port = port; /* the MAC moved */
-				e->hit = 1;
+			if (e->pinned) {
+				if (unlikely(e->port != port)) {
+					in->stats.rx_spoofed++;
+					return false;
+				}
+				return true;
 			}
-			return;
+			if (unlikely(e->port != port)) {
+				/* the MAC moved, within the new port's limit */
+				if (sw_port_limit_hit(s, in))
+					return true;
+				if (s->learned[e->port])
+					s->learned[e->port]--;
+				s->learned[port]++;
+				e->port = port;
+			}
+			e->hit = 1;
+			return true;
 		}
 		if (!e->key)
 			break;
@@ -172,12 +203,71 @@ static void mac_learn(struct sw *s, const uint8_t *mac, uint16_t port)
 	}
 	if (unlikely(s->nmac >= SW_MAC_MAX)) {
 		s->stats->learn_full++;
-		return;
+		return true;
 	}
+	if (sw_port_limit_hit(s, in))
+		return true;
 	s->mac[i].key = key;
 	s->mac[i].port = port;
 	s->mac[i].hit = 1;
+	s->mac[i].pinned = 0;
+	s->learned[port]++;
 	s->nmac++;
+	return true;
+}
+
+int sw_mac_pin(struct sw *s, const uint8_t mac[6], struct port *p)
+{
+	uint64_t key = mac_key(mac);
+	uint32_t i;
+
+	if (!s || !p || p->sw != s || (mac[0] & 1) || key == SW_MAC_KEY_VALID)
+		return -EINVAL;
+	i = mac_hash(s, key);
+	for (;;) {
+		struct sw_mac *e = &s->mac[i];
+
+		if (e->key == key) {
+			if (e->pinned && e->port != p->id)
+				return -EADDRINUSE;
+			if (!e->pinned && s->learned[e->port])
+				s->learned[e->port]--;
+			e->port = p->id;
+			e->pinned = 1;
+			e->hit = 1;
+			return 0;
+		}
+		if (!e->key)
+			break;
+		i = (i + 1) & SW_MAC_MASK;
+	}
+	/* pinned entries may use the slots above SW_MAC_MAX, never the last */
+	if (s->nmac >= SW_MAC_SLOTS - SW_MAX_PORTS / 2)
+		return -ENOSPC;
+	s->mac[i].key = key;
+	s->mac[i].port = p->id;
+	s->mac[i].hit = 1;
+	s->mac[i].pinned = 1;
+	s->nmac++;
+	return 0;
+}
+
+void sw_mac_unpin(struct sw *s, const uint8_t mac[6], struct port *p)
+{
+	struct sw_mac *e;
+
+	if (!s || !p)
+		return;
+	e = mac_find(s, mac_key(mac));
+	if (e && e->pinned && e->port == p->id)
+		mac_remove_slot(s, (uint32_t)(e - s->mac));
+}
+
+bool sw_mac_pinned(const struct sw *s, const uint8_t mac[6])
+{
+	const struct sw_mac *e = mac_find(s, mac_key(mac));
+
+	return e && e->pinned;
 }
 
 /* Remove the entries of port (if >= 0) and, when aging, those not seen since
@@ -194,7 +284,8 @@ static void mac_sweep(struct sw *s, int port, bool aging)
 		uint32_t i = (start + c) & SW_MAC_MASK;
 		struct sw_mac *e = &s->mac[i];
 
-		if (e->key && ((port >= 0 && e->port == port) || (aging && !e->hit))) {
+		if (e->key && ((port >= 0 && e->port == port) ||
+			       (aging && !e->hit && !e->pinned))) {
 			mac_remove_slot(s, i);
 			continue; /* slot i may hold a shifted entry now */
 		}
@@ -352,6 +443,7 @@ void sw_detach(struct sw *s, struct port *p)
 	}
 	s->ports[p->id] = NULL;
 	s->port_fault[p->id] = NULL;
+	s->learned[p->id] = 0;
 	s->wait_on[p->id] = 0;
 	sw_port_ready(s, p); /* who waited for p retries (and meets no port) */
 	pcapw_close(s->port_pcap[p->id]);
@@ -448,7 +540,11 @@ static void sw_forward(struct sw *s, struct pkt *pkt)
 		pkt_free(pkt);
 		return;
 	}
-	mac_learn(s, pkt->data + ETH_ALEN, in->id);
+	if (unlikely(!mac_learn(s, pkt->data + ETH_ALEN, in))) {
+		s->stats->dropped_spoofed++;
+		pkt_free(pkt);
+		return;
+	}
 	if (dst[0] & 1) {
 		sw_flood(s, pkt, in);
 		return;

@@ -189,6 +189,7 @@ int roce_cq_resize_hook(struct roce_dev *rd, struct roce_cq *cq, uint32_t cqe)
 	struct roce_tp *tp = rd->hooks.arg;
 	struct roce_wc *bl;
 	uint32_t cap = cqe ? cqe : 1;
+	uint64_t budget;
 
 	if (!tc)
 		return 0;
@@ -196,9 +197,16 @@ int roce_cq_resize_hook(struct roce_dev *rd, struct roce_cq *cq, uint32_t cqe)
 		tp->ext->stats.cq_resize_range++;
 		return -ERANGE;
 	}
+	budget = roce_budget_cq(cqe);
+	if (budget > tc->budget && roce_budget_charge(tp, budget - tc->budget)) {
+		tp->ext->stats.cq_resize_nomem++;
+		return -ENOMEM;
+	}
 	if (cap != tc->bl_cap) {
 		bl = calloc(cap, sizeof(*bl));
 		if (!bl) {
+			if (budget > tc->budget)
+				roce_budget_uncharge(tp, budget - tc->budget);
 			tp->ext->stats.cq_resize_nomem++;
 			return -ENOMEM;
 		}
@@ -210,6 +218,9 @@ int roce_cq_resize_hook(struct roce_dev *rd, struct roce_cq *cq, uint32_t cqe)
 		tc->bl_cap = cap;
 		tc->bl_head = 0;
 	}
+	if (budget < tc->budget)
+		roce_budget_uncharge(tp, tc->budget - budget);
+	tc->budget = budget;
 	tp->ext->stats.cq_resizes++;
 	return 0;
 }

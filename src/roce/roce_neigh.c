@@ -20,6 +20,12 @@
  * solicitations for its IPv6 GIDs, so two devices on the switch find each
  * other without a host stack. The frames also continue to the virtio-net
  * receive queue (a guest stack that answers too sends the same MAC).
+ *
+ * Learning rules (no poisoning, like Linux with arp_accept=0): addresses of
+ * the process's own devices are pinned (port_security.h, never resolved nor
+ * learned); a pending entry is completed only by an ARP reply or a neighbour
+ * advertisement; a live entry is only refreshed by frames that repeat its
+ * MAC, never moved by an unsolicited ARP/NA (counted neigh_ignored).
  */
 #include "roce/roce_tp.h"
 
@@ -27,6 +33,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "port/port_security.h"
 
 #define ETH_P_ARP     0x0806
 #define ARP_LEN       28
@@ -393,6 +400,10 @@ bool roce_neigh_lookup(struct roce_neigh *n, const uint8_t sgid[16], const uint8
 		memcpy(mac, n->tp->rd->mac, 6);
 		return true;
 	}
+	if (psec_pinned_mac(dgid, mac)) {
+		n->tp->stats.neigh_pinned++;
+		return true;
+	}
 	e = neigh_get(n, sgid, dgid, neigh_now(n));
 	if (ent_usable(e)) {
 		memcpy(mac, e->mac, 6);
@@ -415,6 +426,12 @@ void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[1
 		neigh_xmit(tp, p);
 		return;
 	}
+	if (psec_pinned_mac(dgid, p->data)) {
+		/* a local device's pinned address: never resolved on the wire */
+		tp->stats.neigh_pinned++;
+		neigh_xmit(tp, p);
+		return;
+	}
 	e = neigh_get(n, sgid, dgid, neigh_now(n));
 	if (ent_usable(e)) {
 		memcpy(p->data, e->mac, 6);
@@ -431,16 +448,28 @@ void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[1
 	}
 }
 
-/* ip is at mac: complete a pending or refresh a known entry (unsolicited
- * answers for addresses we never asked about are ignored). */
-static void neigh_learn(struct roce_neigh *n, const uint8_t *ip, const uint8_t *mac)
+/* ip is at mac: complete a pending entry (a reply, or the peer's own request
+ * while we ask) or refresh a known one with the same MAC. Answers for
+ * addresses we never asked about, and any attempt to move a live or pinned
+ * entry, are ignored. */
+static void neigh_learn(struct roce_neigh *n, const uint8_t *ip, const uint8_t *mac, bool reply)
 {
 	struct roce_neigh_ent *e = neigh_find(n, ip);
+	uint8_t pinned[6];
+	uint64_t now = neigh_now(n);
 	struct pkt *p;
-	bool wake;
+	bool wake, live, moved;
 
 	if (!e || (mac[0] & 1) || !(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))
 		return;
+	live = e->state == NE_VALID && (!n->tp->loop || now < e->deadline);
+	moved = ent_usable(e) && memcmp(e->mac, mac, 6);
+	if (psec_pinned_mac(ip, pinned) || (moved && (live || !reply))) {
+		/* pinned, or moving a live entry (or a probed one without an
+		 * answer): not learned */
+		n->tp->stats.neigh_ignored++;
+		return;
+	}
 	wake = !ent_usable(e);
 	if (e->state == NE_INCOMPLETE || e->state == NE_FAILED)
 		n->tp->stats.neigh_resolved++;
@@ -448,7 +477,7 @@ static void neigh_learn(struct roce_neigh *n, const uint8_t *ip, const uint8_t *
 	e->state = NE_VALID;
 	e->fails = 0;
 	e->wanted = false;
-	e->deadline = neigh_now(n) + ROCE_TP_NEIGH_TTL_NS;
+	e->deadline = now + ROCE_TP_NEIGH_TTL_NS;
 	while ((p = pkt_queue_pop(&e->q))) {
 		memcpy(p->data, mac, 6);
 		neigh_xmit(n->tp, p);
@@ -467,7 +496,7 @@ static void rx_arp(struct roce_neigh *n, const uint8_t *a)
 		return;
 	tp->stats.rx_arp++;
 	roce_gid_from_ipv4(gid, a + 14);
-	neigh_learn(n, gid, a + 8);
+	neigh_learn(n, gid, a + 8, get_be16(a + 6) == 2);
 	if (get_be16(a + 6) == 1 && ip4_is_ours(tp->rd, a + 24))
 		send_arp(tp, a + 8, 2, a + 24, a + 8, a + 14);
 }
@@ -499,7 +528,7 @@ static void rx_nd(struct roce_neigh *n, const struct pkt *p, uint32_t l3)
 		const uint8_t *dmac = lla ? lla : p->data + 6;
 
 		if (lla && memcmp(src, unspec, 16))
-			neigh_learn(n, src, lla);
+			neigh_learn(n, src, lla, false);
 		if (!gid_is_ours(tp->rd, target) || roce_gid_is_ipv4(target))
 			return;
 		if (!memcmp(src, unspec, 16)) {
@@ -512,7 +541,7 @@ static void rx_nd(struct roce_neigh *n, const struct pkt *p, uint32_t l3)
 			send_nd(tp, dmac, target, src, ND_NA, 0x60, target);
 		}
 	} else {
-		neigh_learn(n, m + 8, lla ? lla : p->data + 6);
+		neigh_learn(n, m + 8, lla ? lla : p->data + 6, true);
 	}
 }
 

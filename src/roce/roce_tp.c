@@ -687,11 +687,18 @@ static void tq_attach_rq(struct roce_tq *tq, struct vhost_vring *r)
 static int hook_qp_create(struct roce_dev *rd, struct roce_qp *qp)
 {
 	struct roce_tp *tp = tp_of(rd);
-	struct roce_tq *tq = calloc(1, sizeof(*tq));
+	uint64_t budget = roce_budget_qp(&qp->cap, qp->srq ? qp->srq->max_sge : 0);
+	struct roce_tq *tq;
 	struct vhost_vring *r;
 
-	if (!tq)
+	if (roce_budget_charge(tp, budget))
 		return -ENOMEM;
+	tq = calloc(1, sizeof(*tq));
+	if (!tq) {
+		roce_budget_uncharge(tp, budget);
+		return -ENOMEM;
+	}
+	tq->budget = budget;
 	tq->tp = tp;
 	tq->qp = qp;
 	tq->state = VIRTIO_IB_QPS_RESET;
@@ -700,6 +707,7 @@ static int hook_qp_create(struct roce_dev *rd, struct roce_qp *qp)
 	if (roce_rq_init(tq) || roce_resp_init(tq)) {
 		roce_rq_fini(tq);
 		free(tq);
+		roce_budget_uncharge(tp, budget);
 		return -ENOMEM;
 	}
 	qp->transport = tq;
@@ -828,6 +836,7 @@ static void hook_qp_destroy(struct roce_dev *rd, struct roce_qp *qp)
 	roce_rq_fini(tq);
 	roce_resp_fini(tq);
 	qp->transport = NULL;
+	roce_budget_uncharge(tp, tq->budget);
 	free(tq);
 }
 
@@ -836,8 +845,15 @@ static int hook_cq_create(struct roce_dev *rd, struct roce_cq *cq)
 	struct roce_tp *tp = tp_of(rd);
 	struct vhost_vring *r;
 
-	if (roce_cq_attach_hook(rd, cq))
+	uint64_t budget = roce_budget_cq(cq->cqe);
+
+	if (roce_budget_charge(tp, budget))
 		return -ENOMEM;
+	if (roce_cq_attach_hook(rd, cq)) {
+		roce_budget_uncharge(tp, budget);
+		return -ENOMEM;
+	}
+	((struct roce_tcq *)cq->transport)->budget = budget;
 	r = tp->ops.ring(tp->ctx, cq->vq);
 	if (r)
 		roce_cq_ring_set(cq->transport, r);
@@ -853,6 +869,7 @@ static void hook_cq_destroy(struct roce_dev *rd, struct roce_cq *cq)
 		return;
 	roce_tp_commit(tp);
 	roce_tp_ring_ref_set(tp, &tc->ring, NULL);
+	roce_budget_uncharge(tp, tc->budget);
 	roce_cq_detach_hook(rd, cq);
 }
 
@@ -908,6 +925,16 @@ static int hook_qp_resize(struct roce_dev *rd, struct roce_qp *qp, const struct 
 	    (!qp->srq && cap->max_recv_wr < ring_outstanding(tq->rq.r))) {
 		xs->qp_resize_range++;
 		return -ERANGE;
+	}
+	{
+		uint64_t b = roce_budget_qp(cap, qp->srq ? qp->srq->max_sge : 0);
+
+		if (b > tq->budget && roce_budget_charge(tp, b - tq->budget)) {
+			xs->qp_resize_nomem++;
+			return -ENOMEM;
+		}
+		if (b > tq->budget)
+			tq->budget = b; /* kept at its largest: slots never shrink */
 	}
 	/* Slots were sized from the ring and the old depth: grow within the
 	 * ring if the new depth needs more. */
@@ -1281,6 +1308,7 @@ void roce_tp_stats_dump(const struct roce_tp_stats *s, FILE *f)
 		if (s->rx_parse[i])
 			fprintf(f, " drop_%s %" PRIu64, roce_rx_err_name(i), s->rx_parse[i]);
 	DUMP(f, s, rx_not_ours);
+	DUMP(f, s, state_refused);
 	DUMP(f, s, rx_no_qp);
 	DUMP(f, s, rx_qp_type);
 	DUMP(f, s, rx_qp_state);
@@ -1338,6 +1366,8 @@ void roce_tp_stats_dump(const struct roce_tp_stats *s, FILE *f)
 	DUMP(f, s, neigh_resolved);
 	DUMP(f, s, neigh_queued);
 	DUMP(f, s, neigh_dropped);
+	DUMP(f, s, neigh_pinned);
+	DUMP(f, s, neigh_ignored);
 	DUMP(f, s, neigh_failed);
 	DUMP(f, s, neigh_refreshes);
 	DUMP(f, s, neigh_waits);

@@ -131,6 +131,7 @@ struct roce_tp_stats {
 	uint64_t rx_queue_full;                /* dropped: device queue full */
 	uint64_t rx_parse[ROCE_RX_E_NUM];      /* dropped by roce_pkt_parse reason */
 	uint64_t rx_not_ours;                  /* destination GID not ours (any more) */
+	uint64_t state_refused;                /* commands beyond the state-mem budget */
 	uint64_t rx_no_qp;                     /* no QP with that QPN */
 	uint64_t rx_qp_type;                   /* opcode of another transport */
 	uint64_t rx_qp_state;                  /* QP not in a receiving state */
@@ -183,6 +184,8 @@ struct roce_tp_stats {
 	uint64_t neigh_resolved;
 	uint64_t neigh_queued;
 	uint64_t neigh_dropped;                /* frames dropped: queue full, failed */
+	uint64_t neigh_pinned;                 /* sent to a local device's pinned MAC */
+	uint64_t neigh_ignored;                /* ARP/ND not allowed to change an entry */
 	uint64_t neigh_failed;                 /* rounds of requests unanswered */
 	uint64_t neigh_refreshes;              /* expired entries asked again */
 	uint64_t neigh_waits;                  /* requester turns that waited for a MAC */
@@ -385,6 +388,7 @@ struct roce_tcq {
 	bool overflowed;
 	bool on_bl_list;
 	struct roce_tcq *bl_next;
+	uint64_t budget;          /* bytes charged to state-mem (roce_budget.c) */
 };
 
 /* Responder resources: one per outstanding RDMA READ (room for atomics:
@@ -491,6 +495,7 @@ struct roce_tq {
 	uint32_t nres, res_next;  /* ring of responder resources */
 	uint32_t res_active;
 	bool comm_est;            /* COMM_EST raised since entering RTR */
+	uint64_t budget;          /* bytes charged to state-mem (roce_budget.c) */
 };
 
 struct roce_neigh;
@@ -526,7 +531,18 @@ struct roce_tp {
 	struct vq_elem elem;      /* scratch: send / receive rings */
 	struct vq_elem cq_elem;   /* scratch: completion rings */
 	struct roce_tp_stats stats;
+	uint64_t state_mem, state_mem_max; /* roce_budget.c (0: no budget) */
 };
+
+/* ---- roce_budget.c: the device's state-mem= budget ---- */
+uint32_t roce_budget_sq_slots(uint32_t max_send_wr);
+/* Largest transport state of a QP with cap (srq_max_sge: its SRQ's, or 0). */
+uint64_t roce_budget_qp(const struct roce_qp_cap *cap, uint32_t srq_max_sge);
+uint64_t roce_budget_cq(uint32_t cqe);
+/* 0, or -ENOMEM (counted state_refused, logged) beyond the budget. */
+int roce_budget_charge(struct roce_tp *tp, uint64_t bytes);
+void roce_budget_uncharge(struct roce_tp *tp, uint64_t bytes);
+void roce_tp_set_state_budget(struct roce_tp *tp, uint64_t max);
 
 /* ---- roce_tp.c ---- */
 /* Put tq on the run queue (no-op if already there). */

@@ -43,6 +43,7 @@ struct vhost_mem_acct {
 	unsigned ndead;    /* dead regions still mapped */
 	int fault_fd;      /* read by the SIGBUS handler (atomic) */
 	uint64_t faults;   /* written by the SIGBUS handler (atomic) */
+	uint64_t mapped;   /* bytes mapped by its regions, live and dead */
 };
 
 /* ---- SIGBUS guard ---------------------------------------------------------- */
@@ -278,6 +279,11 @@ uint64_t vhost_mem_faults(const struct vhost_mem *m)
 	return m->acct ? __atomic_load_n(&m->acct->faults, __ATOMIC_SEQ_CST) : 0;
 }
 
+uint64_t vhost_mem_mapped(const struct vhost_mem *m)
+{
+	return m->acct ? m->acct->mapped : 0;
+}
+
 unsigned vhost_mem_ndead(const struct vhost_mem *m)
 {
 	return m->acct ? m->acct->ndead : 0;
@@ -304,6 +310,7 @@ static void vhost_mem_region_free(struct vhost_mem_region *r)
 	if (r->acct) {
 		if (r->dead)
 			r->acct->ndead--;
+		r->acct->mapped -= r->map_len;
 		vm_acct_put(r->acct);
 	}
 	free(r);
@@ -492,6 +499,13 @@ int vhost_mem_add(struct vhost_mem *m, uint64_t gpa, uint64_t size, uint64_t uva
 		err = -ENOSPC;
 		goto out_close;
 	}
+	/* the owner's budget of address space (a sparse file costs nothing to
+	 * the driver but its size to us) */
+	if (m->max_mapped && map_len > m->max_mapped - MIN(vhost_mem_mapped(m), m->max_mapped)) {
+		m->mapped_refused++;
+		err = -EDQUOT;
+		goto out_close;
+	}
 
 	/* Overlap with the neighbours in GPA order. */
 	pos = vhost_mem_floor(m, gpa);
@@ -576,6 +590,7 @@ int vhost_mem_add(struct vhost_mem *m, uint64_t gpa, uint64_t size, uint64_t uva
 	r->sealed = sealed;
 	r->acct = acct;
 	acct->refs++;
+	acct->mapped += map_len;
 
 	pos++;
 	memmove(&m->regions[pos + 1], &m->regions[pos],

@@ -87,6 +87,10 @@ struct vhost_mem {
 	unsigned max_dead;                 /* VHOST_MEM_MAX_DEAD by default */
 	int fault_fd;                      /* see vhost_mem_set_fault_fd(), -1 */
 	struct vhost_mem_acct *acct;       /* private */
+	/* Budget of mapped bytes (live + dead regions), 0 = none: a region
+	 * beyond it is refused with -EDQUOT and counted. */
+	uint64_t max_mapped;
+	uint64_t mapped_refused;
 };
 
 void vhost_mem_init(struct vhost_mem *m);
@@ -105,7 +109,7 @@ void vhost_mem_remove_all(struct vhost_mem *m);
  * live + dead budget not used up; a regular file long enough (checked after
  * sealing); mmap succeeds. Seals or guards the region (see above). Returns 0
  * or -errno (-EINVAL, -EEXIST overlap, -ENOSPC table, budget or guard slots
- * full, mmap or sigaction errno).
+ * full, -EDQUOT beyond max_mapped, mmap or sigaction errno).
  */
 int vhost_mem_add(struct vhost_mem *m, uint64_t gpa, uint64_t size, uint64_t uva,
 		  uint64_t mmap_offset, int fd);
@@ -150,6 +154,8 @@ void vhost_mem_set_fault_fd(struct vhost_mem *m, int fd);
 /* Additive: faults in this table's regions (live or dead) since the last
  * vhost_mem_clear(). */
 uint64_t vhost_mem_faults(const struct vhost_mem *m);
+/* Bytes mapped by the regions of the current account (live and dead). */
+uint64_t vhost_mem_mapped(const struct vhost_mem *m);
 /* Additive: removed regions still mapped for their holders. */
 unsigned vhost_mem_ndead(const struct vhost_mem *m);
 /* Additive: guarded regions of the whole process (see above). */

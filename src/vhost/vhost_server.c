@@ -254,10 +254,13 @@ static void vs_ring_fd_set(struct vhost_server *s, int *place, int fd)
 	if (*place >= 0) {
 		close(*place);
 		s->nfds--;
+		vhost_fd_budget_put();
 	}
 	*place = fd;
-	if (fd >= 0)
+	if (fd >= 0) {
 		s->nfds++;
+		vhost_fd_budget_take();
+	}
 }
 
 /* ---- ring lists ---- */
@@ -922,10 +925,10 @@ static int vs_add_mem_reg(struct vhost_server *s, struct vhost_user_msg *msg,
 			 (unsigned long long)reg->guest_phys_addr,
 			 (unsigned long long)reg->memory_size, strerror(-err),
 			 err == -ENOSPC ? " (memory slots or removed-region budget used up)"
-					: "");
+			 : err == -EDQUOT ? " (mapped memory budget mem= used up)" : "");
 		/* Out of slots is a limit the front-end may handle if it asked
 		 * for an ack; anything else is a bad request. */
-		return err == -ENOSPC ? vs_refuse(msg) : VH_BAD;
+		return err == -ENOSPC || err == -EDQUOT ? vs_refuse(msg) : VH_BAD;
 	}
 	return vs_mem_changed(s, false, true,
 			      vhost_mem_find(&s->mem, reg->guest_phys_addr)) ? VH_BAD : VH_OK;
@@ -1100,12 +1103,14 @@ static int vs_set_vring_fd(struct vhost_server *s, struct vhost_user_msg *msg,
 		if (nfds != 1)
 			return vs_bad(s, msg, "fd missing");
 		err = vs_prepare_eventfd(fds[0]);
+		if (!err && req == VHOST_USER_SET_VRING_KICK)
+			err = vhost_kick_fd_check(fds[0]);
 		if (err) {
 			LOG_PEER("%s: %s ring %u: fd is not a usable eventfd (%s)",
 				 vs_name(s), vhost_msg_name(req), idx, strerror(-err));
 			return VH_BAD;
 		}
-		if (*place < 0 && s->nfds >= s->max_fds) {
+		if (*place < 0 && (s->nfds >= s->max_fds || vhost_fd_budget_used_up())) {
 			s->stats.fds_refused++;
 			LOG_PEER("%s: %s ring %u: %u fds held, the limit%s", vs_name(s),
 				 vhost_msg_name(req), idx, s->nfds,
@@ -1556,6 +1561,7 @@ static void vs_listen_cb(void *arg, uint32_t events)
 		loop_timer_arm(s->loop, &s->accept_timer, loop_now_ns() + VS_ACCEPT_RETRY_NS);
 		return;
 	}
+	vhost_peer_log(vs_name(s), fd);
 	if (s->ops.accept) {
 		s->ops.accept(s->ctx, fd);
 		return;

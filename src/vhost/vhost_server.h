@@ -201,4 +201,18 @@ int vhost_server_attach_fd(struct vhost_server *s, int fd);
 int vhost_server_handle_msg(struct vhost_server *s, struct vhost_user_msg *msg,
 			    int *fds, int nfds);
 
+/* Log the credentials of the peer of a connected socket (vhost_sec.c). */
+void vhost_peer_log(const char *name, int fd);
+/* A kick fd (non-blocking eventfd) that is drained by one read: 0, or
+ * -EINVAL for a semaphore-mode eventfd (vhost_sec.c). */
+int vhost_kick_fd_check(int fd);
+/* Process-wide budget of ring eventfds held by every session (0: none):
+ * beyond it a kick fd is replaced by polling and a call/err fd refused,
+ * as for the per-connection limit. */
+void vhost_fd_budget_set(unsigned max);
+bool vhost_fd_budget_used_up(void);
+void vhost_fd_budget_take(void);
+void vhost_fd_budget_put(void);
+unsigned vhost_fd_budget_held(void);
+
 #endif /* VRDMA_VHOST_SERVER_H */

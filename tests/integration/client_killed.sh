@@ -209,7 +209,7 @@ pair_steady() { [ "$(pair_sig)" != none ]; }
 
 # ---- the daemon ---------------------------------------------------------------
 
-"$DAEMON" -q --pidfile "$T_TMP/pid" \
+"$DAEMON" -q "${T_DAEMON_PRIV[@]}" --pidfile "$T_TMP/pid" \
 	--device "socket=$SOCK_A,mac=$MAC_A" \
 	--device "socket=$SOCK_B,mac=$MAC_B" \
 	--device "socket=$SOCK_C,mac=$MAC_C" 2>"$LOG" &

@@ -11,7 +11,7 @@ D_RC=0
 d_start() {
 	local name=$1 pidf="$T_TMP/$1.pid" i; shift
 	rm -f "$pidf"
-	timeout -k 5 "$DAEMON_TMO" "$DAEMON" -q --stats --pidfile "$pidf" "$@" \
+	timeout -k 5 "$DAEMON_TMO" "$DAEMON" -q "${T_DAEMON_PRIV[@]}" --stats --pidfile "$pidf" "$@" \
 		>"$T_TMP/$name.log" 2>&1 </dev/null &
 	D_TPID[$name]=$!
 	T_PIDS+=($!)

@@ -64,7 +64,7 @@ trap rxe_cleanup EXIT
 if ns_add "$NS" &&
    nsd_start da "$NS" --pcap "$CAP" \
 	--device "socket=$SH,mac=$MAC_H,ip=$IP_H/24" \
-	--device "socket=$SG,mac=$MAC_G,roce=off" \
+	--device "socket=$SG,mac=$MAC_G,roce=off,allow-ip=$IP_G/32" \
 	--uplink "tap:$TAP" &&
    ns_quiet "$NS" "$TAP" && ip -n "$NS" addr add "$IP_TAP/24" dev "$TAP" &&
    ip -n "$NS" link set "$TAP" up; then

@@ -42,6 +42,17 @@
 #    keeps its rings running after SET_STATUS 0, by design for QEMU, which
 #    stops them right after: that one is reported as a known deviation,
 #    "skip", while it fails.)
+#  - Tenants against each other (vrdma-evil's tenant_* attacks, the victim
+#    being C, whose traffic with B runs throughout): a driver without
+#    VIRTIO_NET_F_MAC sending with C's MAC, C's MAC written to the config
+#    space before VERSION_1, unsolicited ARP/NA claiming C's addresses, a
+#    semaphore-mode kick eventfd, a sparse-memfd address-space bomb, a burst
+#    of refused frames (log flood) on A; ADD_GID of C's addresses and QPs
+#    with maximal work-request limits (state-mem=8M) on D; 3000 source MACs
+#    from E (port-security=off, like an uplink). Each must be counted by
+#    the daemon, the pair must keep verifying every round (a stolen MAC
+#    would divert C's frames), and the daemon's RSS must not grow by more
+#    than 128 MiB.
 #  - At the end: A passes verified loopback traffic, the pair's rounds all
 #    verified, the daemon's fd and mapping counts are back to what they were
 #    before the attacks (under ASan only the file-backed mappings, i.e. the
@@ -56,10 +67,13 @@ MAC_A=02:00:00:00:0b:01
 MAC_B=02:00:00:00:0b:02
 MAC_C=02:00:00:00:0b:03
 MAC_D=02:00:00:00:0b:04
+MAC_E=02:00:00:00:0b:05
+IP_C=10.11.0.3
 SOCK_A="$T_TMP/a.sock"
 SOCK_B="$T_TMP/b.sock"
 SOCK_C="$T_TMP/c.sock"
 SOCK_D="$T_TMP/d.sock"
+SOCK_E="$T_TMP/e.sock"
 LOG="$T_TMP/daemon.err"
 PAIR_COUNT=20000
 # Attacks whose failure is a known deviation, reported as "skip" with the
@@ -107,6 +121,7 @@ counter() {
 	' "$T_TMP/stats"
 }
 
+daemon_rss_kb() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$DAEMON_PID/status" 2>/dev/null; }
 daemon_fds() { ls "/proc/$DAEMON_PID/fd" 2>/dev/null | wc -l; }
 daemon_maps() { wc -l <"/proc/$DAEMON_PID/maps" 2>/dev/null; }
 # File-backed mappings (the drivers' memfds, libraries) are compared in every
@@ -156,11 +171,12 @@ pair_rounds() {
 
 # ---- the daemon ---------------------------------------------------------------
 
-"$DAEMON" -q --pidfile "$T_TMP/pid" \
+"$DAEMON" -q "${T_DAEMON_PRIV[@]}" --pidfile "$T_TMP/pid" \
 	--device "socket=$SOCK_A,mac=$MAC_A,qps=2,cqs=1" \
 	--device "socket=$SOCK_B,mac=$MAC_B" \
-	--device "socket=$SOCK_C,mac=$MAC_C" \
-	--device "socket=$SOCK_D,mac=$MAC_D,qps=8,cqs=2,srqs=2" 2>"$LOG" &
+	--device "socket=$SOCK_C,mac=$MAC_C,ip=$IP_C/24" \
+	--device "socket=$SOCK_D,mac=$MAC_D,qps=8,cqs=2,srqs=2,state-mem=8M" \
+	--device "socket=$SOCK_E,mac=$MAC_E,port-security=off,roce=off" 2>"$LOG" &
 DAEMON_PID=$!
 T_PIDS+=("$DAEMON_PID")
 if wait_for_file "$T_TMP/pid" && [ "$(cat "$T_TMP/pid")" = "$DAEMON_PID" ]; then
@@ -187,6 +203,7 @@ fds_idle() { [ "$(daemon_fds)" = "${IDLE_RES%% *}" ]; }
 wait_for fds_idle
 BASE_RES=$(resources)
 BASE_MAPS=$(daemon_maps)
+BASE_RSS=$(daemon_rss_kb)
 
 # ---- the well-behaved pair, in the background ---------------------------------
 
@@ -221,11 +238,26 @@ while read -r name expect; do
 	out="$T_TMP/evil.$name"
 	# Attacks on the extension go to D, the others to A.
 	sock=$SOCK_A dev=dev0 mac=$MAC_A
-	[[ $name == ext_* ]] && sock=$SOCK_D dev=dev3 mac=$MAC_D
+	[[ $name == ext_* || $name == tenant_rdma_* ]] && sock=$SOCK_D dev=dev3 mac=$MAC_D
+	[[ $name == tenant_flood_* ]] && sock=$SOCK_E dev=dev4 mac=$MAC_E
+	# What a tenant attack must leave in the counters of its device.
+	keys=()
+	case "$name" in
+	tenant_spoof_mac|tenant_log_flood) keys=(tx_spoofed_mac) ;;
+	tenant_cfg_mac) keys=(mac_refused tx_spoofed_mac) ;;
+	tenant_arp_poison) keys=(tx_spoofed_arp tx_spoofed_nd) ;;
+	tenant_flood_macs) keys=(learn_limited) ;;
+	tenant_mem_bomb) keys=(mem_refused) ;;
+	tenant_rdma_gid) keys=(gid_refused) ;;
+	tenant_rdma_qps) keys=(state_refused) ;;
+	esac
+	declare -A before=()
+	for k in "${keys[@]}"; do before[$k]=$(counter $dev "$k"); done
 	bad0=$(counter $dev bad_messages)
 	ring0=$(counter $dev ring_errors)
 	conn0=$(counter $dev connections)
-	timeout 300 "$EVIL" --socket "$sock" --timeout-ms 20000 "$name" >"$out" 2>&1
+	timeout 300 "$EVIL" --socket "$sock" --timeout-ms 20000 --victim-mac "$MAC_C" \
+		--victim-ip "$IP_C" "$name" >"$out" 2>&1
 	rc=$?
 	why=()
 	if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
@@ -261,6 +293,16 @@ while read -r name expect; do
 		[ "${ring1:-0}" -gt "${ring0:-0}" ] || why+=("ring_errors did not grow ($ring0 -> $ring1)")
 		;;
 	esac
+	for k in "${keys[@]}"; do
+		v=$(counter $dev "$k")
+		[ "${v:-0}" -gt "${before[$k]:-0}" ] || why+=("$dev $k did not grow (${before[$k]} -> $v)")
+	done
+	if [[ $name == tenant_* ]]; then
+		rss=$(daemon_rss_kb)
+		[ "${rss:-0}" -le $((BASE_RSS + 131072)) ] ||
+			why+=("daemon RSS grew from $BASE_RSS to $rss kB")
+	fi
+	unset before
 	# A fresh, well-behaved front-end is accepted.
 	if ! timeout 60 "$NC" --socket "$sock" info >"$T_TMP/info" 2>&1 ||
 	   ! grep -qx "mac $mac" "$T_TMP/info"; then

@@ -24,7 +24,7 @@ need setup "$DAEMON" || t_done
 # once every socket listens).
 start_daemon() {
 	rm -f "$T_TMP/pid"
-	bg "$DAEMON" -q --pidfile "$T_TMP/pid" \
+	bg "$DAEMON" -q "${T_DAEMON_PRIV[@]}" --pidfile "$T_TMP/pid" \
 		--device "socket=$T_TMP/a.sock,mac=$MAC_A" \
 		--device "socket=$T_TMP/b.sock,mac=$MAC_B" \
 		--device "socket=$T_TMP/c.sock,mac=$MAC_C,mtu=9000"

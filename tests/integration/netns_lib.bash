@@ -91,7 +91,7 @@ nsd_start() {
 	local name=$1 ns=$2; shift 2
 	local pidf="$T_TMP/$name.pid" pid
 	rm -f "$pidf"
-	ip netns exec "$ns" "$NS_DAEMON" -q --stats --pidfile "$pidf" "$@" \
+	ip netns exec "$ns" "$NS_DAEMON" -q "${T_DAEMON_PRIV[@]}" --stats --pidfile "$pidf" "$@" \
 		>"$T_TMP/$name.log" 2>&1 </dev/null &
 	pid=$!
 	D_PID[$name]=$pid

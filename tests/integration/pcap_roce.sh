@@ -44,7 +44,7 @@ verbs() {
 }
 
 CAP=$T_TMP/cap.pcap
-"$DAEMON" -q --pidfile "$T_TMP/pid" --pcap "$CAP" \
+"$DAEMON" -q "${T_DAEMON_PRIV[@]}" --pidfile "$T_TMP/pid" --pcap "$CAP" \
 	--device "socket=$T_TMP/a.sock,mac=02:00:00:00:77:01,ip=10.77.7.1/24" \
 	--device "socket=$T_TMP/b.sock,mac=02:00:00:00:77:02,ip=10.77.7.2/24,ttl=77" \
 	2>"$T_TMP/daemon.err" &

@@ -107,7 +107,7 @@ PEER_DAEMON=$VRDMA_BUILD/bin/vhost-user-rdma
 # and wait until its pidfile says every socket listens. Returns 1 on failure.
 daemon_start() {
 	peer_require "$PEER_DAEMON" "build it first (make)"
-	peer_spawn daemon "$PEER_DAEMON" -v -v --stats --pidfile "$T_TMP/daemon.pid" "$@"
+	peer_spawn daemon "$PEER_DAEMON" -v -v "${T_DAEMON_PRIV[@]}" --stats --pidfile "$T_TMP/daemon.pid" "$@"
 	peer_poll 20 daemon_started
 }
 daemon_started() {

@@ -35,15 +35,16 @@ if objdump -T "$DAEMON" 2>/dev/null | grep -q __asan_init ||
 fi
 
 # start_daemon NAME OPTS...: a daemon with devices a and b (IPv4
-# addresses) and c (none); sets PID.
+# addresses) and c (none); sets PID. The GID tests add global IPv6 GIDs:
+# allowed by allow-ip.
 start_daemon() {
 	local name=$1
 	shift
 	rm -f "$T_TMP/$name.pid"
-	bg "$DAEMON" -q --pidfile "$T_TMP/$name.pid" 2>"$T_TMP/$name.log" \
-		--device "socket=$T_TMP/$name-a.sock,mac=$MAC_A,ip=10.9.0.1/24$1" \
-		--device "socket=$T_TMP/$name-b.sock,mac=$MAC_B,ip=10.9.0.2/24$1" \
-		--device "socket=$T_TMP/$name-c.sock,mac=$MAC_C$1"
+	bg "$DAEMON" -q "${T_DAEMON_PRIV[@]}" --pidfile "$T_TMP/$name.pid" 2>"$T_TMP/$name.log" \
+		--device "socket=$T_TMP/$name-a.sock,mac=$MAC_A,ip=10.9.0.1/24,allow-ip=2000::/3$1" \
+		--device "socket=$T_TMP/$name-b.sock,mac=$MAC_B,ip=10.9.0.2/24,allow-ip=2000::/3$1" \
+		--device "socket=$T_TMP/$name-c.sock,mac=$MAC_C,allow-ip=2000::/3$1"
 	if ! wait_for_file "$T_TMP/$name.pid"; then
 		not_ok "$name.daemon_started" "no pid file"
 		return 1

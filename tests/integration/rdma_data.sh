@@ -18,7 +18,7 @@ LIB="$VRDMA_BUILD/lib/libibverbs.so.1"
 need setup "$DAEMON" "$RT" || t_done
 
 rm -f "$T_TMP/pid"
-bg "$DAEMON" -q --pidfile "$T_TMP/pid" 2>"$T_TMP/daemon.log" \
+bg "$DAEMON" -q "${T_DAEMON_PRIV[@]}" --pidfile "$T_TMP/pid" 2>"$T_TMP/daemon.log" \
 	--device "socket=$T_TMP/a.sock,mac=02:00:00:00:0c:01,ip=10.8.0.1/24" \
 	--device "socket=$T_TMP/b.sock,mac=02:00:00:00:0c:02,ip=10.8.0.2/24"
 if ! wait_for_file "$T_TMP/pid"; then

@@ -33,7 +33,7 @@ rdmatest() {
 daemon() {
 	local name=$1 extra=$2
 	rm -f "$T_TMP/$name.pid"
-	bg "$DAEMON" -q --pidfile "$T_TMP/$name.pid" 2>"$T_TMP/$name.log" \
+	bg "$DAEMON" -q "${T_DAEMON_PRIV[@]}" --pidfile "$T_TMP/$name.pid" 2>"$T_TMP/$name.log" \
 		--device "socket=$T_TMP/$name-a.sock,mac=02:00:00:00:0e:01,ip=10.9.0.1/24$extra" \
 		--device "socket=$T_TMP/$name-b.sock,mac=02:00:00:00:0e:02,ip=10.9.0.2/24$extra"
 	if ! wait_for_file "$T_TMP/$name.pid"; then

@@ -78,7 +78,7 @@ done
 
 # ---- 2. registrations with a peer ----------------------------------------------
 SA="$T_TMP/a.sock" SB="$T_TMP/b.sock" PIDF="$T_TMP/daemon.pid"
-timeout -k 5 900 "$DAEMON" -q --pidfile "$PIDF" \
+timeout -k 5 900 "$DAEMON" -q "${T_DAEMON_PRIV[@]}" --pidfile "$PIDF" \
 	--device "socket=$SA,mac=02:11:22:33:66:0a,ip=10.63.0.1/24" \
 	--device "socket=$SB,mac=02:11:22:33:66:0b,ip=10.63.0.2/24" \
 	>"$T_TMP/daemon.log" 2>&1 </dev/null &

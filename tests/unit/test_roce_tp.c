@@ -1270,6 +1270,53 @@ static void test_neigh(void)
 	}
 }
 
+/* No poisoning: once B is resolved, an unsolicited ARP request or reply
+ * claiming B's address for another MAC changes nothing (neigh_ignored), and
+ * traffic still reaches B without a new resolution. */
+static void test_neigh_no_poisoning(void)
+{
+	static const uint8_t evil[6] = { 0x02, 0xee, 0, 0, 0, 1 };
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	c.path.zero_dmac = true;
+	pair_init(&p, &c);
+	bufs_init(&p, &b, 1u << 20);
+	REQUIRE(p.a->rd.gid[1].valid && p.b->rd.gid[1].valid);
+	CHECK(do_op(&p, &b, all_ops[0], 50000, 2, false, 0));
+	CHECK_EQ(p.a->tp->stats.neigh_resolved, 1);
+	for (int oper = 1; oper <= 2; oper++) {
+		struct pkt *k = pkt_alloc();
+		uint8_t *a;
+
+		REQUIRE(k);
+		k->len = 60;
+		memset(k->data, 0, 60);
+		memcpy(k->data, p.a->rd.mac, 6);
+		memcpy(k->data + 6, evil, 6);
+		k->data[12] = 0x08;
+		k->data[13] = 0x06;
+		a = k->data + 14;
+		a[1] = 1;
+		a[2] = 0x08;
+		a[4] = 6;
+		a[5] = 4;
+		a[7] = (uint8_t)oper;
+		memcpy(a + 8, evil, 6);
+		memcpy(a + 14, p.b->rd.gid[1].raw + 12, 4);
+		memcpy(a + 18, p.a->rd.mac, 6);
+		memcpy(a + 24, p.a->rd.gid[1].raw + 12, 4);
+		roce_neigh_rx(p.a->tp->neigh, k);
+	}
+	CHECK_EQ(p.a->tp->stats.neigh_ignored, 2);
+	CHECK(do_op(&p, &b, all_ops[0], 50000, 2, false, 1));
+	CHECK_EQ(p.a->tp->stats.neigh_requests, 1);
+	CHECK_EQ(p.a->tp->stats.neigh_resolved, 1);
+	pair_fini(&p);
+}
+
 /* The first message is sent right after RTS, before the ARP answer can
  * have arrived: the requester waits for the MAC (resolution started at
  * RTR), so nothing is dropped, rewound or sent twice. */
@@ -1585,6 +1632,7 @@ int main(int argc, char **argv)
 	RUN(test_fence);
 	RUN(test_sqd);
 	RUN(test_neigh);
+	RUN(test_neigh_no_poisoning);
 	RUN(test_neigh_early_send);
 	RUN(test_neigh_unreachable);
 	RUN(test_cc_cnp_once);

@@ -417,6 +417,7 @@ static void table_bounds_and_delete(void)
 	mock_init(&b, "b", false);
 	CHECK_EQ(sw_attach(s, &a.port), 0);
 	CHECK_EQ(sw_attach(s, &b.port), 0);
+	a.port.mac_limit = b.port.mac_limit = SW_MAC_MAX; /* the table's bound, not the port's */
 	for (unsigned i = 0; i < n; i++) {
 		mac_of(m, 1000 + i);
 		sw_input(s, i & 1 ? &b.port : &a.port, frame(BCAST, m, 60, 0));
@@ -470,6 +471,71 @@ static void port_limit(void)
 
 /* The fault injector sits between capture and forwarding, per port name or
  * for every port. */
+/* Port security: a pinned MAC never moves (frames claiming it elsewhere are
+ * dropped and counted, unicast to it reaches only its port), survives aging,
+ * and a port at its learned-MAC limit learns no more. */
+static void pinned_mac_and_learn_limit(void)
+{
+	uint64_t base = pkt_outstanding();
+	struct sw *s = sw_new(NULL);
+	struct mock a, b, up;
+	uint8_t ma[6], mx[6], m[6];
+
+	REQUIRE(s);
+	mock_init(&a, "a", true);
+	mock_init(&b, "b", true);
+	mock_init(&up, "up", false);
+	CHECK_EQ(sw_attach(s, &a.port), 0);
+	CHECK_EQ(sw_attach(s, &b.port), 0);
+	CHECK_EQ(sw_attach(s, &up.port), 0);
+	mac_of(ma, 50);
+	mac_of(mx, 51);
+	CHECK_EQ(sw_mac_pin(s, ma, &a.port), 0);
+	CHECK_EQ(sw_mac_pin(s, ma, &a.port), 0);
+	CHECK_EQ(sw_mac_pin(s, ma, &b.port), -EADDRINUSE);
+	CHECK(sw_mac_pinned(s, ma));
+	/* b and the uplink send with a's MAC: dropped, counted, not moved */
+	sw_input(s, &b.port, frame(BCAST, ma, 60, 1));
+	sw_input(s, &up.port, frame(mx, ma, 60, 2));
+	CHECK_EQ(b.port.stats.rx_spoofed, 1);
+	CHECK_EQ(up.port.stats.rx_spoofed, 1);
+	CHECK_EQ(sw_get_stats(s)->dropped_spoofed, 2);
+	CHECK_EQ(sw_mac_lookup(s, ma), a.port.id);
+	CHECK_EQ(a.q.len + b.q.len + up.q.len, 0);
+	/* unicast to a from b reaches a only */
+	sw_input(s, &b.port, frame(ma, mx, 60, 3));
+	CHECK_EQ(a.q.len, 1);
+	CHECK_EQ(up.q.len, 0);
+	pkt_queue_purge(&a.q);
+	sw_mac_age(s);
+	sw_mac_age(s);
+	CHECK_EQ(sw_mac_lookup(s, ma), a.port.id);
+	CHECK_EQ(sw_mac_lookup(s, mx), -ENOENT); /* learned, aged out */
+	/* the uplink floods source MACs: it keeps at most its limit */
+	up.port.mac_limit = 100;
+	for (unsigned i = 0; i < 300; i++) {
+		mac_of(m, 5000 + i);
+		sw_input(s, &up.port, frame(BCAST, m, 60, 4));
+	}
+	pkt_queue_purge(&a.q);
+	pkt_queue_purge(&b.q);
+	CHECK_EQ(sw_mac_count(s), 101);
+	CHECK_EQ(up.port.stats.learn_limited, 200);
+	/* unpinning by another port does nothing; by the owner frees the MAC */
+	sw_mac_unpin(s, ma, &b.port);
+	CHECK(sw_mac_pinned(s, ma));
+	sw_mac_unpin(s, ma, &a.port);
+	CHECK(!sw_mac_pinned(s, ma));
+	CHECK_EQ(sw_mac_lookup(s, ma), -ENOENT);
+	sw_detach(s, &up.port);
+	CHECK_EQ(sw_mac_count(s), 0);
+	port_destroy(&a.port);
+	port_destroy(&b.port);
+	port_destroy(&up.port);
+	sw_free(s);
+	CHECK_EQ(pkt_outstanding(), base);
+}
+
 static void fault_hook(void)
 {
 	uint64_t base = pkt_outstanding();
@@ -731,6 +797,7 @@ int main(void)
 	RUN(alone_no_port);
 	RUN(table_bounds_and_delete);
 	RUN(port_limit);
+	RUN(pinned_mac_and_learn_limit);
 	RUN(fault_hook);
 	RUN(aging);
 	RUN(with_loop);

@@ -42,6 +42,8 @@ struct daemon {
 	char socket_dir[MCONF_PATH_MAX]; /* for "vrdmactl dev add NAME" */
 	int socket_mode;                 /* -1: as created */
 	gid_t socket_gid;                /* (gid_t)-1: as created */
+	int cli_socket_mode;             /* --socket-mode (over the config's), or -1 */
+	gid_t cli_socket_gid;            /* --socket-group, or (gid_t)-1 */
 	struct ctl_server *ctl;
 };
 

@@ -29,8 +29,10 @@ int daemon_socket_perms(const struct daemon *d, const char *path)
 int daemon_set_socket_perms(struct daemon *d, int mode, const char *group, char *err,
 			    size_t errlen)
 {
-	d->socket_mode = mode;
-	d->socket_gid = (gid_t)-1;
+	d->socket_mode = d->cli_socket_mode >= 0 ? d->cli_socket_mode : mode;
+	d->socket_gid = d->cli_socket_gid;
+	if (d->cli_socket_gid != (gid_t)-1)
+		return 0;
 	if (group && *group) {
 		struct group *g = getgrnam(group);
 		char *end;

@@ -19,11 +19,14 @@
 
 #include "common/log.h"
 #include "common/loop.h"
+#include "common/util.h"
 #include "device/netdev.h"
 #include "device/virtio_rdma_dev.h"
 #include "port/fault.h"
 #include "port/port.h"
 #include "daemon.h"
+#include "privilege.h"
+#include "vhost/vhost_server.h"
 
 #define SHUTDOWN_SECONDS 30
 
@@ -37,6 +40,7 @@ struct options {
 	const char *fault;
 	const char *pidfile;
 	bool stats_on_exit;
+	struct priv_opts priv;
 	const char *config;       /* --config FILE */
 	const char *control;      /* --control PATH */
 };
@@ -56,6 +60,11 @@ static void usage(FILE *f)
 "  ip6=ADDR[/PREFIX]  IPv6 address (RoCE v2 GID index 2)\n"
 "  ttl=N              IPv4 TTL / IPv6 hop limit of RoCE frames, 1..255 (default 64)\n"
 "  vlan=ID            802.1Q VLAN of the RoCE traffic (and its ARP / ND), 1..4094\n"
+"  port-security=on|off  own MAC and addresses only (default on)\n"
+"  mac-change=on|off  the driver may change its MAC (default off)\n"
+"  allow-ip=ADDR[/PREFIX]  another allowed source prefix (repeatable)\n"
+"  mem=SIZE           guest memory the driver may map (default 64G)\n"
+"  state-mem=SIZE     daemon memory for its RDMA queue state (default 1G)\n"
 "  mtu=N              Ethernet MTU, 576..9198 (default 1500)\n"
 "  qps=N              max_rdma_qps, 2..16384 (default 1024)\n"
 "  cqs=N              max_rdma_cqs, 1..16384 (default 1024)\n"
@@ -84,6 +93,10 @@ static void usage(FILE *f)
 "                         (P in percent)\n"
 "  --pidfile FILE         write the process id once all sockets listen\n"
 "  --stats                print counters on exit (SIGUSR1 prints them any time)\n"
+"  --user USER[:GROUP]    run as USER once sockets and uplinks are open\n"
+"  --socket-mode MODE     mode of the device sockets (octal, e.g. 0660)\n"
+"  --socket-group GROUP   group of the device sockets\n"
+"  --no-seccomp           no system-call filter (debugging)\n"
 "  --config FILE          read devices and options from FILE (vrdma.conf(5));\n"
 "                         SIGHUP re-reads it (devices added, removed, changed)\n"
 "  --control PATH         serve vrdmactl(8) on the UNIX socket PATH (default\n"
@@ -92,6 +105,31 @@ static void usage(FILE *f)
 "  -v, --verbose          more logging (repeat for debug)\n"
 "  -q, --quiet            errors only\n"
 "  -h, --help             this text\n");
+}
+
+/* --user, --socket-mode, --socket-group, --no-seccomp (privilege.h). */
+static int parse_priv_arg(struct options *o, int c, const char *arg)
+{
+	switch (c) {
+	case 'U':
+		if (priv_parse_user(&o->priv, arg) == 0)
+			return 0;
+		fprintf(stderr, "vhost-user-rdma: --user '%s': expected USER[:GROUP] of this system\n", arg);
+		return -1;
+	case 'M':
+		if (priv_parse_socket_mode(&o->priv, arg) == 0)
+			return 0;
+		fprintf(stderr, "vhost-user-rdma: --socket-mode '%s': expected an octal mode <= 0777\n", arg);
+		return -1;
+	case 'G':
+		if (priv_parse_socket_group(&o->priv, arg) == 0)
+			return 0;
+		fprintf(stderr, "vhost-user-rdma: --socket-group '%s': no such group\n", arg);
+		return -1;
+	default:
+		o->priv.no_seccomp = true;
+		return 0;
+	}
 }
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -107,6 +145,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "user", required_argument, NULL, 'U' },
+		{ "socket-mode", required_argument, NULL, 'M' },
+		{ "socket-group", required_argument, NULL, 'G' },
+		{ "no-seccomp", no_argument, NULL, 'S' },
 		{ "config", required_argument, NULL, 'C' },
 		{ "control", required_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
@@ -168,6 +210,13 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'h':
 			usage(stdout);
 			exit(0);
+		case 'U':
+		case 'M':
+		case 'G':
+		case 'S':
+			if (parse_priv_arg(o, c, optarg) < 0)
+				return -1;
+			break;
 		case 'C':
 			o->config = optarg;
 			break;
@@ -247,12 +296,18 @@ static void raise_fd_limit(void)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	/* Ring eventfds of all sessions together leave room for the sockets,
+	 * connections, uplinks and the loop's own fds. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur > 2048)
+		vhost_fd_budget_set((unsigned)MIN(rl.rlim_cur - 1024, (rlim_t)UINT32_MAX));
 }
 
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	struct daemon d = { .sigfd = -1, .socket_mode = -1, .socket_gid = (gid_t)-1 };
+	struct daemon d = { .sigfd = -1, .socket_mode = -1, .socket_gid = (gid_t)-1,
+			    .cli_socket_mode = -1, .cli_socket_gid = (gid_t)-1 };
 	struct mconf *conf = NULL;
 	sigset_t mask;
 	bool wrote_pidfile = false;
@@ -260,6 +315,10 @@ int main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &o) < 0)
 		return 2;
+	if (o.priv.socket_mode_set)
+		d.socket_mode = d.cli_socket_mode = (int)o.priv.socket_mode;
+	if (o.priv.socket_group_set)
+		d.socket_gid = d.cli_socket_gid = o.priv.socket_gid;
 	/* ---- service: the config file fills in what the command line did not ---- */
 	snprintf(d.socket_dir, sizeof(d.socket_dir), "%s", MCONF_SOCKET_DIR);
 	if (o.config) {
@@ -397,6 +456,9 @@ int main(int argc, char **argv)
 		}
 		wrote_pidfile = true;
 	}
+	/* Everything that needs privilege is open: drop it for good. */
+	if (priv_drop(&o.priv) < 0 || (!o.priv.no_seccomp && sec_filter_install() < 0))
+		goto out;
 	LOG_INFO("serving %u device(s), %u uplink(s), poll %u us", d.ndevs + d.nrdevs, d.nuplinks,
 		 o.poll_us);
 	rc = loop_run(d.loop) < 0 ? 1 : 0;

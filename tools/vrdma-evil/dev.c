@@ -103,6 +103,8 @@ static int dev_negotiate(struct evil_dev *d, bool first)
 		want = BIT64(VIRTIO_F_VERSION_1);
 	if (!(d->flags & EVIL_F_NO_INDIRECT))
 		want |= BIT64(VIRTIO_RING_F_INDIRECT_DESC);
+	if (d->flags & EVIL_F_NO_MAC)
+		want &= ~BIT64(VIRTIO_NET_F_MAC);
 	d->features = f & want;
 	rc = vhost_client_set_status(vc, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER);
 	if (!rc)

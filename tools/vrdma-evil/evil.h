@@ -48,6 +48,10 @@ struct evil_opts {
 	 * its control queue (ring 0) is set up and attacked (the ctrl.* ring
 	 * attacks), checked with its own commands. */
 	bool rdma_dev;
+	/* another device of the daemon, for the tenant_* attacks */
+	bool has_victim_mac, has_victim_ip;
+	uint8_t victim_mac[6];
+	uint8_t victim_ip[4];
 };
 
 enum evil_expect {
@@ -136,6 +140,7 @@ uint32_t evil_device_rings(const struct evil_opts *o);
 #define EVIL_F_NO_INDIRECT 0x1 /* do not negotiate VIRTIO_RING_F_INDIRECT_DESC */
 #define EVIL_F_NO_RX_POST 0x2  /* leave the receive ring empty */
 #define EVIL_F_SEALABLE 0x4    /* arena memfd created with MFD_ALLOW_SEALING */
+#define EVIL_F_NO_MAC 0x8      /* do not ack VIRTIO_NET_F_MAC (like QEMU, DPDK) */
 
 struct evil_ring {
 	unsigned idx;
@@ -210,5 +215,8 @@ extern const unsigned evil_ring_nattacks;
 /* attacks on the verbs extensions (ext.c, over the RDMA driver of rdma.c) */
 extern const struct evil_attack evil_ext_attacks[];
 extern const unsigned evil_ext_nattacks;
+/* one tenant against another device of the daemon (tenant.c) */
+extern const struct evil_attack evil_tenant_attacks[];
+extern const unsigned evil_tenant_nattacks;
 
 #endif /* VRDMA_EVIL_H */

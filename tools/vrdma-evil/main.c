@@ -8,6 +8,7 @@
  * Exit status: 0 every attack got the expected reaction, 1 some did not,
  * 2 usage error, 3 an attack could not be set up.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -71,6 +72,9 @@ static const struct evil_attack *find_attack(const char *name)
 	for (unsigned i = 0; i < evil_ext_nattacks; i++)
 		if (!strcmp(evil_ext_attacks[i].name, name))
 			return &evil_ext_attacks[i];
+	for (unsigned i = 0; i < evil_tenant_nattacks; i++)
+		if (!strcmp(evil_tenant_attacks[i].name, name))
+			return &evil_tenant_attacks[i];
 	return NULL;
 }
 
@@ -85,6 +89,9 @@ static void list(void)
 	for (unsigned i = 0; i < evil_ext_nattacks; i++)
 		printf("%s %s\n", evil_ext_attacks[i].name,
 		       expect_names[evil_ext_attacks[i].expect]);
+	for (unsigned i = 0; i < evil_tenant_nattacks; i++)
+		printf("%s %s\n", evil_tenant_attacks[i].name,
+		       expect_names[evil_tenant_attacks[i].expect]);
 }
 
 static void usage(FILE *f)
@@ -102,6 +109,8 @@ static void usage(FILE *f)
 		"  --rings N          rings the device has (default: from its config space)\n"
 		"  --model virtio-rdma  the standalone virtio-rdma device: the ctrl.* ring\n"
 		"                     attacks hit its control queue (ring 0)\n"
+		"  --victim-mac MAC   another device's MAC (tenant_* attacks)\n"
+		"  --victim-ip IP     another device's IPv4 address (tenant_* attacks)\n"
 		"  -v, --verbose      diagnostics on stderr\n");
 }
 
@@ -111,9 +120,11 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "rings", required_argument, NULL, 'r' },
-		{ "model", required_argument, NULL, 'm' },
+		{ "model", required_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "victim-mac", required_argument, NULL, 'm' },
+		{ "victim-ip", required_argument, NULL, 'i' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct evil_opts o = { .timeout_ms = 10000 };
@@ -140,7 +151,7 @@ int main(int argc, char **argv)
 			else
 				o.rings = (uint32_t)v;
 			break;
-		case 'm':
+		case 'M':
 			if (strcmp(optarg, "virtio-rdma") && strcmp(optarg, "virtio-net")) {
 				fprintf(stderr, "vrdma-evil: model '%s': virtio-net or virtio-rdma\n",
 					optarg);
@@ -150,6 +161,27 @@ int main(int argc, char **argv)
 			break;
 		case 'v':
 			o.verbose = true;
+			break;
+		case 'm': {
+			unsigned b[6];
+			char tail;
+
+			if (sscanf(optarg, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3],
+				   &b[4], &b[5], &tail) != 6) {
+				fprintf(stderr, "vrdma-evil: bad MAC '%s'\n", optarg);
+				return 2;
+			}
+			for (int k = 0; k < 6; k++)
+				o.victim_mac[k] = (uint8_t)b[k];
+			o.has_victim_mac = true;
+			break;
+		}
+		case 'i':
+			if (inet_pton(AF_INET, optarg, o.victim_ip) != 1) {
+				fprintf(stderr, "vrdma-evil: bad IPv4 address '%s'\n", optarg);
+				return 2;
+			}
+			o.has_victim_ip = true;
 			break;
 		case 'h':
 			usage(stdout);

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Fairness between tenants of one daemon: a victim pair of devices (A -> B)
+# measures its 64-byte latency (ib_send_lat, median) and its bandwidth
+# (ib_write_bw 64 KiB, average) alone, then again while an aggressor pair
+# (C -> D) of the same daemon runs ib_write_bw at full load. Prints the ratios
+# from this one run (docs/spec.md "Tenant isolation"): the goal is latency
+# loaded / alone <= 2 and bandwidth loaded / alone >= 0.5 (a fair share of
+# two tenants).
+#
+# usage: bench/fairness.sh [SECONDS]   (bandwidth run length, default 5)
+# Needs perftest (scripts/deps.sh test) and a build (make).
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+bin=$top/build/bin
+secs=${1:-5}
+tmp=$(mktemp -d /tmp/vrdma-fairness.XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+for t in ib_send_lat ib_write_bw; do
+	command -v $t >/dev/null || { echo "fairness: $t missing (perftest)" >&2; exit 1; }
+done
+
+"$bin/vhost-user-rdma" -q --pidfile "$tmp/pid" \
+	--device "socket=$tmp/a.sock,ip=10.70.0.1/24" --device "socket=$tmp/b.sock,ip=10.70.0.2/24" \
+	--device "socket=$tmp/c.sock,ip=10.70.0.3/24" --device "socket=$tmp/d.sock,ip=10.70.0.4/24" &
+pids+=($!)
+for ((i = 0; i < 200; i++)); do [ -e "$tmp/pid" ] && break; sleep 0.05; done
+[ -e "$tmp/pid" ] || { echo "fairness: daemon did not start" >&2; exit 1; }
+
+port=$((20000 + RANDOM % 20000))
+# pair SRV_SOCK CLI_SOCK LOG CMD...: server then client (127.0.0.1 for the
+# out-of-band exchange), both through vrdma-run; the client's output to LOG.
+pair() {
+	local s=$1 c=$2 log=$3 srv i
+	shift 3
+	port=$((port + 1))
+	"$bin/vrdma-run" --socket "$s" -- "$@" -p $port >"$log.srv" 2>&1 &
+	srv=$!
+	for ((i = 0; i < 200; i++)); do
+		ss -ltn 2>/dev/null | grep -q ":$port " && break
+		sleep 0.05
+	done
+	"$bin/vrdma-run" --socket "$c" -- "$@" -p $port 127.0.0.1 >"$log" 2>&1
+	wait $srv
+}
+# col LOG SIZE N: column N of the result line for SIZE.
+col() { awk -v s="$2" -v n="$3" '$1 == s && NF >= n { v = $n } END { print v }' "$1"; }
+
+pair "$tmp/b.sock" "$tmp/a.sock" "$tmp/lat.alone" ib_send_lat -s 64 -n 5000
+pair "$tmp/b.sock" "$tmp/a.sock" "$tmp/bw.alone" ib_write_bw -s 65536 -D "$secs"
+
+# The aggressor at full load for the whole loaded measurement.
+pair "$tmp/d.sock" "$tmp/c.sock" "$tmp/agg" ib_write_bw -s 65536 -D $((secs + 6)) &
+agg=$!
+pids+=($agg)
+sleep 2 # let the aggressor reach full rate (a measurement, not a synchronisation)
+pair "$tmp/b.sock" "$tmp/a.sock" "$tmp/lat.loaded" ib_send_lat -s 64 -n 5000
+pair "$tmp/b.sock" "$tmp/a.sock" "$tmp/bw.loaded" ib_write_bw -s 65536 -D "$secs"
+
+wait $agg
+ag=$(col "$tmp/agg" 65536 4)
+echo "aggressor 64 KiB bandwidth while loading: ${ag:-?} MB/s (over its whole run)"
+la=$(col "$tmp/lat.alone" 64 5)
+ll=$(col "$tmp/lat.loaded" 64 5)
+ba=$(col "$tmp/bw.alone" 65536 4)
+bl=$(col "$tmp/bw.loaded" 65536 4)
+echo "victim 64 B latency median: alone ${la:-?} us, with the aggressor ${ll:-?} us"
+echo "victim 64 KiB bandwidth: alone ${ba:-?} MB/s, with the aggressor ${bl:-?} MB/s"
+if [ -n "$la" ] && [ -n "$ll" ] && [ -n "$ba" ] && [ -n "$bl" ]; then
+	awk -v la="$la" -v ll="$ll" -v ba="$ba" -v bl="$bl" 'BEGIN {
+		printf "latency ratio loaded/alone %.2f (goal <= 2)\n", ll / la
+		printf "bandwidth ratio loaded/alone %.2f (goal >= 0.5)\n", bl / ba }'
+else
+	echo "fairness: a measurement failed; logs:" >&2
+	tail -3 "$tmp"/lat.* "$tmp"/bw.* >&2
+	exit 1
+fi
