@@ -43,6 +43,7 @@ int roce_cq_attach_hook(struct roce_dev *rd, struct roce_cq *cq)
 		free(tc);
 		return -ENOMEM;
 	}
+	tc->ring.completions = true;
 	cq->transport = tc;
 	return 0;
 }

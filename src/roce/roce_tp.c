@@ -31,23 +31,39 @@ void roce_tp_ring_dirty(struct roce_tp *tp, struct roce_ring_ref *ref, bool forc
 	tp->dirty = ref;
 }
 
+static void ring_ref_publish(struct roce_tp *tp, struct roce_ring_ref *ref)
+{
+	ref->next_dirty = NULL;
+	ref->dirty = false;
+	if (ref->r && !ref->r->vq.broken) {
+		vq_dev_flush(&ref->r->vq);
+		tp->ops.notify(tp->ctx, ref->r, ref->force);
+	}
+	ref->force = false;
+}
+
 void roce_tp_commit(struct roce_tp *tp)
 {
-	struct roce_ring_ref *ref;
+	struct roce_ring_ref *ref, *cqs = NULL;
 
 	/* Events raised so far go out with this commit, and their ring is
 	 * published last: an event is never seen before the completions
 	 * written with it. */
 	roce_evq_deliver(tp);
+	/* Work queue rings first, CQ rings after: a polled completion frees
+	 * its WRs' places in the queue (docs/design.md, "Publish order"). */
 	while ((ref = tp->dirty)) {
 		tp->dirty = ref->next_dirty;
-		ref->next_dirty = NULL;
-		ref->dirty = false;
-		if (ref->r && !ref->r->vq.broken) {
-			vq_dev_flush(&ref->r->vq);
-			tp->ops.notify(tp->ctx, ref->r, ref->force);
+		if (ref->completions) {
+			ref->next_dirty = cqs;
+			cqs = ref;
+			continue;
 		}
-		ref->force = false;
+		ring_ref_publish(tp, ref);
+	}
+	while ((ref = cqs)) {
+		cqs = ref->next_dirty;
+		ring_ref_publish(tp, ref);
 	}
 	roce_evq_publish(tp);
 }

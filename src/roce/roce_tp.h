@@ -375,6 +375,7 @@ struct roce_ring_ref {
 	bool force;               /* interrupt regardless of suppression */
 	bool polled;              /* no kick fd */
 	bool err_reported;        /* roce_tp_ring_broken() ran for this ring */
+	bool completions;         /* a CQ ring: published after the work queue rings */
 	struct roce_ring_ref *next_dirty;
 };
 

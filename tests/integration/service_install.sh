@@ -419,7 +419,8 @@ if [ $rc_c = 0 ] && [ $rc_s = 0 ] && grep -Eq '^ *4096 ' "$T_TMP/bw.cli.log"; th
 	ok perftest_done
 	grep -E '^ *4096 ' "$T_TMP/bw.cli.log" | sed 's/^/# ib_write_bw: /'
 else
-	not_ok perftest_done "rc $rc_s/$rc_c: $(tail -n 5 "$T_TMP/bw.cli.log" "$T_TMP/bw.srv.log" | tr "\n" " ") daemon: $(tail -n 8 "$T_TMP/daemon.log" | tr "\n" " ")"
+	# perftest's errors go to stderr unbuffered, above its buffered stdout.
+	not_ok perftest_done "rc $rc_s/$rc_c: $(grep -HiE "fail|couldn|unable|error" "$T_TMP/bw.cli.log" "$T_TMP/bw.srv.log" | tr "\n" " ") $(tail -n 5 "$T_TMP/bw.cli.log" "$T_TMP/bw.srv.log" | tr "\n" " ") daemon: $(tail -n 8 "$T_TMP/daemon.log" | tr "\n" " ")"
 fi
 
 kill -TERM "$DPID"

@@ -118,11 +118,17 @@ static void fk_op_rx_room(void *ctx)
 		sw_port_ready(d->env->sw, &d->port);
 }
 
+/* Called with each ring the engine publishes (tests of publish order). */
+static void (*fk_publish_hook)(struct vhost_vring *r, void *arg);
+static void *fk_publish_arg;
+
 static void fk_op_notify(void *ctx, struct vhost_vring *r, bool force)
 {
 	struct fk_ring *fr = container_of(r, struct fk_ring, r);
 
 	(void)ctx;
+	if (fk_publish_hook)
+		fk_publish_hook(r, fk_publish_arg);
 	if (force) {
 		fr->calls++;
 		fr->forced++;

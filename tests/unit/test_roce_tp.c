@@ -1171,6 +1171,60 @@ static void test_unsignaled(void)
 	}
 }
 
+/* A polled completion frees its WRs' places: when a CQ ring is published,
+ * the send ring already gives back the descriptors of the WRs it covers
+ * (unsignaled ones before it included), so a driver that posts again right
+ * after polling finds its queue's room. */
+struct publish_watch {
+	struct vhost_vring *cq;
+	struct fk_ring *sq;
+	unsigned cq_publishes;
+	uint16_t sq_used_at_cq;
+};
+
+static void publish_watch_hook(struct vhost_vring *r, void *arg)
+{
+	struct publish_watch *w = arg;
+
+	if (r != w->cq)
+		return;
+	w->cq_publishes++;
+	w->sq_used_at_cq = le16toh(__atomic_load_n(&w->sq->drv.used->idx, __ATOMIC_ACQUIRE));
+}
+
+static void test_sq_published_before_cq(void)
+{
+	struct virtio_rdma_cq_req wc[16];
+	struct publish_watch w = { 0 };
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	pair_init(&p, &c);
+	bufs_init(&p, &b, 65536);
+	w.cq = &fk_cq_ring(p.a, p.cqa)->r;
+	w.sq = p.qa.sq;
+	fk_publish_hook = publish_watch_hook;
+	fk_publish_arg = &w;
+	for (int i = 0; i < 10; i++) {
+		struct fk_sge s = { b.la.buf, 3000, b.la.lkey };
+		struct fk_wr wr = { .wr_id = i, .opcode = VIRTIO_IB_WR_RDMA_WRITE,
+				    .flags = i == 9 ? VIRTIO_IB_SEND_SIGNALED : 0,
+				    .remote_addr = (uintptr_t)b.lb.buf, .rkey = b.lb.rkey,
+				    .sge = &s, .nsge = 1, .trunc = -1 };
+
+		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+	}
+	REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 1) == 1u);
+	fk_publish_hook = NULL;
+	CHECK_EQ(wc[0].wr_id, 9);
+	CHECK(w.cq_publishes >= 1);
+	CHECK_EQ(w.sq_used_at_cq, 10);
+	CHECK_EQ(fk_ring_reap(p.qa.sq), 10);
+	pair_fini(&p);
+}
+
 /* A fenced WRITE waits for the READ before it: the READ sees the old data
  * although the WRITE overwrites the same remote bytes. */
 static void test_fence(void)
@@ -1629,6 +1683,7 @@ int main(int argc, char **argv)
 	RUN(test_local_errors);
 	RUN(test_ud_errors);
 	RUN(test_unsignaled);
+	RUN(test_sq_published_before_cq);
 	RUN(test_fence);
 	RUN(test_sqd);
 	RUN(test_neigh);
