@@ -1391,7 +1391,9 @@ static void test_neigh_early_send(void)
 		CHECK_EQ(p.a->tp->stats.neigh_dropped + p.b->tp->stats.neigh_dropped, 0);
 		CHECK_EQ(p.a->tp->stats.neigh_queued, 0);
 		CHECK_EQ(p.a->tp->stats.rewinds, 0);
-		CHECK_EQ(p.a->tp->stats.retransmits, 0);
+		/* nothing resent for loss; a loss probe may fire when this
+		 * process is descheduled (timer-driven), and is only a probe */
+		CHECK_EQ(p.a->tp->stats.retransmits, p.a->tp->stats.probes);
 		CHECK_EQ(p.b->tp->stats.rx_seq_err, 0);
 		CHECK_EQ(p.a->tp->stats.neigh_resolved, 1);
 		pair_fini(&p);
