@@ -4,7 +4,7 @@
  * the driver (libvrdma).
  *
  * Source: "[RFC v2] virtio-net: Add RoCE (RDMA over Converged Ethernet)
- * support" (the seed spec, /work/shared/seeds/000_*.txt), sections
+ * support" (virtio-comment list, May 2022; docs/spec.md), sections
  *   - Virtqueues, Feature bits, Device configuration layout,
  *   - Device Operation / Control Virtqueue / RoCE Configuration,
  *   - Device Operation / RoCE Support (send, receive, completion queues).

@@ -2,7 +2,7 @@
 /*
  * vrdma's libibverbs.so.1 against the installed <infiniband/verbs.h>:
  * - the structure layouts unmodified binaries rely on (sizes and offsets of
- *   rdma-core 44 on x86-64, docs: /work/shared/notes/verbs-abi.md);
+ *   rdma-core 44 on x86-64, as Debian 12 ships it);
  * - the library itself, loaded with dlopen from ../lib next to this program
  *   (functions looked up with their symbol versions) and driven through the
  *   fake device (VRDMA_FAKE_DEVICE): device list, queries, PD / MR, CQ and
