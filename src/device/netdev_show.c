@@ -58,6 +58,23 @@ static void show_owner(struct kvw *k, const struct netdev *nd)
 	kvw_u64(k, "ctx", nd->id);
 }
 
+static void show_counts(struct kvw *k, const struct roce_counts *c)
+{
+	kvw_u64(k, "pd", c->pd);
+	kvw_u64(k, "mr", c->mr);
+	kvw_u64(k, "cq", c->cq);
+	kvw_u64(k, "qp", c->qp);
+	kvw_u64(k, "srq", c->srq);
+}
+
+/* The start of a QP's line: its owner and number. */
+static void show_qp_head(struct kvw *k, const struct netdev *nd, const struct roce_qp *qp)
+{
+	kvw_obj_begin(k);
+	show_owner(k, nd);
+	kvw_u64(k, "lqpn", qp->qpn);
+}
+
 void netdev_show_dev(const struct netdev_port *dp, struct kvw *k)
 {
 	char buf[64];
@@ -87,11 +104,7 @@ void netdev_show_dev(const struct netdev_port *dp, struct kvw *k)
 	kvw_u64(k, "max_contexts", dp->cfg.max_contexts);
 	kvw_bool(k, "roce", dp->pool != NULL);
 	if (dp->pool) {
-		kvw_u64(k, "pd", sum.pd);
-		kvw_u64(k, "mr", sum.mr);
-		kvw_u64(k, "cq", sum.cq);
-		kvw_u64(k, "qp", sum.qp);
-		kvw_u64(k, "srq", sum.srq);
+		show_counts(k, &sum);
 		kvw_u64(k, "max_qp", dp->pool->attr.max_qp);
 		kvw_u64(k, "max_cq", dp->pool->attr.max_cq);
 	}
@@ -114,11 +127,7 @@ void netdev_show_ctxs(const struct netdev_port *dp, struct kvw *k)
 		if (nd->roce) {
 			roce_dev_counts(nd->roce, &c);
 			kvw_bool(k, "ext", nd->roce->ext);
-			kvw_u64(k, "pd", c.pd);
-			kvw_u64(k, "mr", c.mr);
-			kvw_u64(k, "cq", c.cq);
-			kvw_u64(k, "qp", c.qp);
-			kvw_u64(k, "srq", c.srq);
+			show_counts(k, &c);
 		}
 		kvw_obj_end(k);
 	}
@@ -134,9 +143,7 @@ void netdev_show_qps(const struct netdev_port *dp, struct kvw *k)
 		FOR_EACH_OBJ(&nd->roce->qps, i, qp) {
 			const struct roce_tq *tq = qp->transport;
 
-			kvw_obj_begin(k);
-			show_owner(k, nd);
-			kvw_u64(k, "lqpn", qp->qpn);
+			show_qp_head(k, nd, qp);
 			kvw_str(k, "type", qp_type_name(qp->type));
 			kvw_str(k, "state", qp_state_name(qp->attr.qp_state));
 			if (qp->type == VIRTIO_IB_QPT_RC || qp->type == VIRTIO_IB_QPT_UC)
@@ -321,9 +328,7 @@ void netdev_show_qp_stats(const struct netdev_port *dp, struct kvw *k)
 		FOR_EACH_OBJ(&nd->roce->qps, i, qp) {
 			const struct roce_tq *tq = qp->transport;
 
-			kvw_obj_begin(k);
-			show_owner(k, nd);
-			kvw_u64(k, "lqpn", qp->qpn);
+			show_qp_head(k, nd, qp);
 			kvw_str(k, "state", qp_state_name(qp->attr.qp_state));
 			if (tq) {
 				/* PSNs count packets modulo 2^24. */
