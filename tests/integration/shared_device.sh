@@ -3,10 +3,10 @@
 # real RDMA NIC opened by many processes. One daemon, devices A (default
 # contexts=64) and L (contexts=2).
 #
-# 1. ibv_devinfo on A while an ib_write_bw pair runs on A: it answers
-#    (bounded by a timeout that only guards against a hang) with the port
-#    PORT_ACTIVE while the pair is still running; the pair exits 0 with its
-#    result row.
+# 1. ibv_devinfo on A while an ib_write_bw pair holds A mid-run (the client
+#    is stopped with SIGSTOP once its traffic started, so the check does not
+#    depend on how fast the machine is): it answers with the port
+#    PORT_ACTIVE; after SIGCONT the pair exits 0 with its result row.
 # 2. Server and client on the same socket A, unmodified Debian programs:
 #    ibv_rc_pingpong -c, ibv_uc_pingpong, ibv_ud_pingpong, ibv_srq_pingpong, ib_write_bw,
 #    ib_read_bw, ib_send_lat, ib_atomic_bw.
@@ -69,10 +69,11 @@ fi
 
 . "$(dirname "$0")/daemon_lib.bash"
 
-PORT_BASE=$((20000 + $$ % 20000))
+# Ports below the ephemeral range (32768..), so no client socket holds one.
+PORT_BASE=$((20000 + ($$ * 7) % 7000))
 PORT_NEXT=0
-listening() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
-# next_port: a TCP port nothing listens on, in PORT.
+listening() { ss -Htan "sport = :$1" 2>/dev/null | grep -q .; }
+# next_port: a TCP port no socket uses, in PORT.
 next_port() {
 	local i
 	for ((i = 0; i < 200; i++)); do
@@ -93,16 +94,22 @@ vrun() {
 }
 
 # start_server NAME SOCK CMD...: CMD -p PORT in the background (pid in SPID),
-# returns once it listens (or fails).
+# returns once it listens (or fails). A port taken between the check and the
+# server's bind (another test on this machine) is retried on the next port.
 start_server() {
-	local name=$1 sock=$2 i; shift 2
-	next_port || return 1
-	vrun "$name.srv.log" "$sock" "$@" -p "$PORT" &
-	SPID=$!
-	for ((i = 0; i < 1200; i++)); do
-		listening "$PORT" && return 0
-		kill -0 "$SPID" 2>/dev/null || return 1
-		sleep 0.05
+	local name=$1 sock=$2 i try; shift 2
+	for ((try = 0; try < 5; try++)); do
+		next_port || return 1
+		vrun "$name.srv.log" "$sock" "$@" -p "$PORT" &
+		SPID=$!
+		for ((i = 0; i < 1200; i++)); do
+			ss -Hltn "sport = :$PORT" 2>/dev/null | grep -q . && return 0
+			kill -0 "$SPID" 2>/dev/null || break
+			sleep 0.05
+		done
+		kill -0 "$SPID" 2>/dev/null && return 1
+		wait "$SPID" 2>/dev/null
+		grep -q "Couldn't listen" "$T_TMP/$name.srv.log" || return 1
 	done
 	return 1
 }
@@ -136,6 +143,17 @@ refused_of() {
 		cur == dev && $1 == "contexts" && $2 == "open" { print $11; exit }'
 }
 
+# prog_pid PID: the verbs program started by `vrun ... &` as PID.
+prog_pid() {
+	local c
+	for c in $(pgrep -P "$1"); do
+		case "$(cat "/proc/$c/comm" 2>/dev/null)" in
+		bash|env|timeout|stdbuf|vrdma-run) prog_pid "$c" ;;
+		*) echo "$c" ;;
+		esac
+	done
+}
+
 # kill_prog PID: SIGKILL the verbs program started by `vrun ... &` as PID
 # (a descendant: the shell, timeout, then the program vrdma-run exec'd).
 kill_prog() {
@@ -166,19 +184,23 @@ DPID=${D_PID[d]}
 if start_server wbw "$SA" ib_write_bw -x 1 -D 4; then
 	vrun wbw.cli.log "$SA" ib_write_bw -x 1 -D 4 -p "$PORT" localhost &
 	CPID=$!
-	# the client has its context once the device has two open
-	for ((i = 0; i < 400; i++)); do
-		[ "$(contexts_open d dev0)" -ge 2 ] 2>/dev/null && break
+	# the client's traffic has started once it printed its table header
+	for ((i = 0; i < 4000; i++)); do
+		grep -q 'BW average' "$T_TMP/wbw.cli.log" 2>/dev/null && break
+		kill -0 "$CPID" 2>/dev/null || break
 		sleep 0.05
 	done
+	cprog=$(prog_pid "$CPID")
+	[ -n "$cprog" ] && kill -STOP "$cprog"
 	vrun devinfo.log "$SA" ibv_devinfo
 	rc=$?
-	running=0
-	kill -0 "$CPID" 2>/dev/null && running=1
-	if [ $rc = 0 ] && grep -q 'PORT_ACTIVE' "$T_TMP/devinfo.log" && [ $running = 1 ]; then
+	held=0
+	[ -n "$cprog" ] && [ "$(contexts_open d dev0)" -ge 2 ] 2>/dev/null && held=1
+	[ -n "$cprog" ] && kill -CONT "$cprog"
+	if [ $rc = 0 ] && grep -q 'PORT_ACTIVE' "$T_TMP/devinfo.log" && [ $held = 1 ]; then
 		ok devinfo_during_write_bw
 	else
-		not_ok devinfo_during_write_bw "rc=$rc, write_bw still running: $running" \
+		not_ok devinfo_during_write_bw "rc=$rc, write_bw client pid '$cprog' holding the device: $held" \
 			"$(tr '\n' ' ' <"$T_TMP/devinfo.log")"
 	fi
 	wait "$CPID"
