@@ -190,7 +190,7 @@ PY=/usr/bin/python3
 
 # ------------------------------------------------------------- 0. setup
 install_deps() {
-	local want="iperf3 sockperf perftest ibverbs-utils python3 iproute2 gcc make" p missing=()
+	local want="iperf3 sockperf perftest ibverbs-utils python3 iproute2 gcc make gnuplot-nox" p missing=()
 	[ "${BENCH_NO_APT:-0}" = 1 ] && return 0
 	for p in $want; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
@@ -942,5 +942,7 @@ rc=$?
 	ln -sfn "$(basename "$out")" "$top/bench/results/latest" 2>/dev/null
 cat "$out/table.md"
 echo
-echo "bench: results in $out (table.md, results.tsv, commands.txt, logs/)"
+# bw.svg and lat.svg of this run (copy them to docs/img to update the docs)
+"$top/bench/plot.sh" "$out" >/dev/null || echo "bench: no plots (bench/plot.sh failed)" >&2
+echo "bench: results in $out (table.md, results.tsv, bw.svg, lat.svg, commands.txt, logs/)"
 exit $rc
