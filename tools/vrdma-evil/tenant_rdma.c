@@ -12,7 +12,7 @@
  *                        mem= total refuses one; the first keeps working and
  *                        a context fits again once the others are closed;
  *   tenant_ctx_qps       one context takes the device's state-mem= with
- *                        large QPs (1/16 of the largest); the other context is refused too (a
+ *                        large QPs (the largest of which one fits); the other context is refused too (a
  *                        device total) and its traffic goes on; the budget
  *                        comes back when the QPs are destroyed;
  *   tenant_rdmadev_gid   (--model virtio-rdma) ADD_GID of the victim's IPv4
@@ -251,7 +251,7 @@ static void destroy_qps(struct evil_rdev *d, const uint32_t *qpns, unsigned n)
 static int run_ctx_qps(const struct evil_opts *o, const struct evil_attack *a)
 {
 	struct evil_rdev v, x;
-	uint32_t qpns[64], other = 0;
+	uint32_t qpns[64], other = 0, div;
 	unsigned made = 0;
 	int last = VIRTIO_NET_OK, second, after, rc;
 
@@ -265,22 +265,28 @@ static int run_ctx_qps(const struct evil_opts *o, const struct evil_attack *a)
 		rdev_close(&v);
 		return EVIL_SETUP;
 	}
-	while (made < sizeof(qpns) / sizeof(qpns[0])) {
-		last = big_qp(&x, 16, &qpns[made]);
+	/* the largest QPs of which one fits (the QP table is not the limit) */
+	for (div = 2; div <= 64 && !made; div *= 2)
+		if (big_qp(&x, div, &qpns[0]) == VIRTIO_NET_OK)
+			made = 1;
+	div /= 2;
+	while (made && made < sizeof(qpns) / sizeof(qpns[0])) {
+		last = big_qp(&x, div, &qpns[made]);
 		if (last != VIRTIO_NET_OK)
 			break;
 		made++;
 	}
 	/* the same QP in the other context, which holds little of the budget
 	 * itself: refused too, the budget is the device's */
-	second = big_qp(&v, 16, &other);
+	second = big_qp(&v, div, &other);
 	if (second == VIRTIO_NET_OK)
 		destroy_qps(&v, &other, 1);
-	evil_say("qps_created %u then %d; in the other context %d", made, last, second);
+	evil_say("qps_created %u (limits / %u) then %d; in the other context %d", made, div, last,
+		 second);
 	/* the other context's QPs, created before, keep working */
 	rc = rdev_probe(&v, 41);
 	destroy_qps(&x, qpns, made);
-	after = big_qp(&v, 16, &other);
+	after = big_qp(&v, div, &other);
 	if (after == VIRTIO_NET_OK)
 		destroy_qps(&v, &other, 1);
 	evil_say("after the destroys: %d", after);
