@@ -3,8 +3,8 @@
 # - two virtio-rdma devices and a virtio-net RoCE device on one daemon;
 # - a vhost-user front-end (test_virtio_rdma_dev --daemon) drives both
 #   virtio-rdma devices: control queue, completion / send / receive rings,
-#   an RC connection whose MACs the devices resolve by ARP, SEND and READ
-#   compared byte for byte;
+#   an RC connection whose MACs the devices resolve themselves (pinned
+#   local neighbours), SEND and READ compared byte for byte;
 # - the daemon's counters (SIGUSR1) show the commands, and it exits cleanly;
 # - libvrdma (vrdma-netcat) recognises the device and refuses it clearly;
 # - vrdma-evil's vhost-user attacks and its bad-chain attacks on the control

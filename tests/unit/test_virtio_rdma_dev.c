@@ -708,7 +708,7 @@ static bool fe_connect(struct fe *f, uint32_t peer_ip, uint32_t peer_qpn)
 	a->ah_attr.grh.sgid_index = 1;
 	a->ah_attr.grh.hop_limit = 64;
 	a->ah_attr.port_num = 1;
-	a->ah_attr.ah_flags = VIRTIO_RDMA_DEV_AH_GRH; /* dmac 0: resolved by ARP */
+	a->ah_attr.ah_flags = VIRTIO_RDMA_DEV_AH_GRH; /* dmac 0: resolved by the device */
 	if (fe_cmd(f, VIRTIO_RDMA_DEV_CMD_MODIFY_QP, &c, sizeof(c)) != 0)
 		return false;
 	c.attr_mask = htole32(M_RTS_E2E);
