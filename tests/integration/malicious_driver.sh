@@ -32,8 +32,10 @@
 #    event ring and on a completion ring with completions waiting (the ring
 #    is reported and the device works again after RESET_DEVICE); garbage on
 #    the extension's ring indexes when the driver did not negotiate it; a
-#    second connection to D (another context) naming the first one's QP, CQ,
-#    MR, PD, lkey and rkey (refused, counted, the first one's traffic goes on).
+#    second connection to D (another context) naming the first one's QP
+#    (destroy, query, modify), CQs (a QP of its own completing on them,
+#    RESIZE_CQ), MR, PD (a QP in it, GET_DMA_MR), lkey and rkey (refused,
+#    counted, the first one's traffic goes on).
 #    Every one ends with verified RDMA traffic on D.
 #  - Also: memory removed under running rings and added back, more regions
 #    than memory slots, the shared memfd shrunk (sealable: must be sealed;
