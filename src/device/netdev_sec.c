@@ -152,6 +152,7 @@ void netdev_sec_attach_server(struct netdev *nd)
 	if (nd->roce_tp) {
 		roce_tp_set_state_budget(nd->roce_tp, nd->cfg.state_mem_max);
 		roce_tp_share_state_budget(nd->roce_tp, &nd->dp->state_budget);
+		nd->roce_tp->log_rl = &nd->log_rl; /* its refusals are logged as its own */
 	}
 }
 

@@ -382,6 +382,7 @@ struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, struct sw *sw,
 	d->state_budget.max = cfg->state_mem_max;
 	roce_tp_set_state_budget(d->tp, cfg->state_mem_max);
 	roce_tp_share_state_budget(d->tp, &d->state_budget);
+	d->tp->log_rl = &d->log_rl;
 	d->poller = loop_add_poller(loop, &dev_poller_ops, d);
 	if (!d->poller)
 		goto fail;

@@ -48,9 +48,14 @@ int roce_budget_charge(struct roce_tp *tp, uint64_t bytes)
 
 	if (max && bytes > max - MIN(used, max)) {
 		tp->stats.state_refused++;
-		LOG_PEER("RoCE: state-mem budget of %llu bytes used up (%llu in use, %llu more asked)",
-			 (unsigned long long)max, (unsigned long long)used,
-			 (unsigned long long)bytes);
+		if (tp->log_rl)
+			LOG_PEER_RL(tp->log_rl, "RoCE: state-mem budget of %llu bytes used up "
+				    "(%llu in use, %llu more asked)", (unsigned long long)max,
+				    (unsigned long long)used, (unsigned long long)bytes);
+		else
+			LOG_PEER("RoCE: state-mem budget of %llu bytes used up (%llu in use, "
+				 "%llu more asked)", (unsigned long long)max,
+				 (unsigned long long)used, (unsigned long long)bytes);
 		return -ENOMEM;
 	}
 	tp->state_mem += bytes;

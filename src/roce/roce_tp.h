@@ -534,6 +534,7 @@ struct roce_tp {
 	struct roce_tp_stats stats;
 	uint64_t state_mem, state_mem_max; /* roce_budget.c (0: no budget) */
 	struct roce_budget *budget; /* the device's, shared by its contexts, or NULL */
+	struct vlog_rl *log_rl;     /* the device's log rate limit, or NULL */
 };
 
 /* ---- roce_budget.c: the device's state-mem= budget ---- */
