@@ -291,7 +291,6 @@ void netdev_port_ctx_closed(struct netdev_port *dp, struct netdev *nd)
 	}
 	dp->stats.contexts_closed++;
 	netdev_port_totals_add(dp->closed, nd);
-	dp->mem_refused_closed += vhost_server_mem(nd->vs)->mapped_refused;
 	netdev_ctx_free(nd);
 	/* senders held back by this context's full queue may go on */
 	sw_port_ready(dp->sw, &dp->port);

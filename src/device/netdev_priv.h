@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "device/netdev.h"
 #include "port/pkt.h"
+#include "roce/roce_tp.h"
 #include "common/loop.h"
 #include "port/port.h"
 #include "vhost/vhost_server.h"
@@ -52,7 +53,8 @@ struct netdev_port {
 	struct netdev_port_stats stats;
 	struct netdev_ctx_totals *closed; /* counters of closed contexts, summed */
 	struct psec psec;             /* port security (netdev_sec.c) */
-	uint64_t mem_refused_closed;  /* mem= refusals of closed contexts */
+	struct vhost_mem_budget *mem_budget; /* mem=, shared by the contexts */
+	struct roce_budget state_budget;     /* state-mem=, shared by the contexts */
 };
 
 /* One context: what one vhost-user connection (one ibv_open_device) has. */

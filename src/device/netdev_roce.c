@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "device/netdev_priv.h"
+#include "device/netdev_sec.h"
 #include "device/roce_dev.h"
 #include "roce/roce_tp.h"
 #include "vhost/vhost_server.h"
@@ -28,13 +29,22 @@ static void nr_xmit(void *ctx, struct pkt *p)
 {
 	struct netdev *nd = ctx;
 
-	sw_input(nd->sw, nd->port, p);
+	if (netdev_sec_tx_ok(nd, p))
+		sw_input(nd->sw, nd->port, p);
+	else
+		pkt_free(p);
 }
 
 static int nr_xmit_try(void *ctx, struct pkt *p)
 {
 	struct netdev *nd = ctx;
 
+	/* the engine's frames pass port security like the driver's (its GIDs
+	 * were checked at ADD_GID; this also covers any other way in) */
+	if (!netdev_sec_tx_ok(nd, p)) {
+		pkt_free(p);
+		return 0;
+	}
 	return sw_input_try(nd->sw, nd->port, p);
 }
 

@@ -102,35 +102,77 @@ int netdev_sec_cfg_key(struct netdev_cfg *cfg, const char *key, const char *val,
 	return 0;
 }
 
-int netdev_sec_init(struct netdev_port *dp)
+int netdev_sec_port_init(struct psec *ps, struct sw *sw, struct port *port,
+			 const struct netdev_cfg *c)
 {
-	const struct netdev_cfg *c = &dp->cfg;
 	int rc;
 
-	psec_init(&dp->psec, &c->psec, c->mac, c->has_ip4 ? &c->ip4 : NULL,
+	psec_init(ps, &c->psec, c->mac, c->has_ip4 ? &c->ip4 : NULL,
 		  c->has_ip6 ? &c->ip6 : NULL);
-	rc = sw_mac_pin(dp->sw, c->mac, &dp->port);
+	rc = sw_mac_pin(sw, c->mac, port);
 	if (rc < 0) {
 		LOG_ERR("%s: cannot reserve MAC %02x:%02x:%02x:%02x:%02x:%02x on the switch: %s",
 			c->socket, c->mac[0], c->mac[1], c->mac[2], c->mac[3], c->mac[4],
 			c->mac[5], rc == -EADDRINUSE ? "another device has it" : strerror(-rc));
 		return rc;
 	}
-	psec_register(&dp->psec);
+	psec_register(ps);
 	return 0;
+}
+
+void netdev_sec_port_fini(struct psec *ps)
+{
+	psec_unregister(ps);
+	/* the switch forgets the port's entries when it detaches */
+}
+
+int netdev_sec_init(struct netdev_port *dp)
+{
+	int rc;
+
+	/* the budgets are the device's: its contexts charge them together */
+	dp->mem_budget = vhost_mem_budget_new(dp->cfg.mem_max);
+	if (!dp->mem_budget)
+		return -ENOMEM;
+	dp->state_budget.max = dp->cfg.state_mem_max;
+	rc = netdev_sec_port_init(&dp->psec, dp->sw, &dp->port, &dp->cfg);
+	if (rc < 0) {
+		vhost_mem_budget_put(dp->mem_budget);
+		dp->mem_budget = NULL;
+	}
+	return rc;
 }
 
 void netdev_sec_attach_server(struct netdev *nd)
 {
-	vhost_server_mem(nd->vs)->max_mapped = nd->cfg.mem_max;
-	if (nd->roce_tp)
+	struct vhost_mem *m = vhost_server_mem(nd->vs);
+
+	m->max_mapped = nd->cfg.mem_max;
+	m->budget = nd->dp->mem_budget;
+	if (nd->roce_tp) {
 		roce_tp_set_state_budget(nd->roce_tp, nd->cfg.state_mem_max);
+		roce_tp_share_state_budget(nd->roce_tp, &nd->dp->state_budget);
+		nd->roce_tp->log_rl = &nd->log_rl; /* its refusals are logged as its own */
+	}
 }
 
 void netdev_sec_fini(struct netdev_port *dp)
 {
-	psec_unregister(&dp->psec);
-	/* the switch forgets the port's entries when it detaches */
+	netdev_sec_port_fini(&dp->psec);
+	/* regions still mapped keep their own reference */
+	vhost_mem_budget_put(dp->mem_budget);
+	dp->mem_budget = NULL;
+}
+
+bool netdev_sec_addr_ok(struct psec *ps, const uint8_t gid[16], struct vlog_rl *rl,
+			const char *name)
+{
+	if (psec_addr_ok(ps, gid))
+		return true;
+	ps->stats.gid_refused++;
+	LOG_PEER_RL(rl, "%s: ADD_GID of an address not the device's refused (see allow-ip=)",
+		    name);
+	return false;
 }
 
 bool netdev_sec_tx_ok(struct netdev *nd, const struct pkt *p)
@@ -202,28 +244,30 @@ bool netdev_sec_ctrl_ok(struct netdev *nd, uint8_t cls, uint8_t cmd, const void 
 	    len < sizeof(ag))
 		return true;
 	memcpy(&ag, data, sizeof(ag));
-	if (psec_addr_ok(&nd->dp->psec, ag.gid))
-		return true;
-	nd->dp->psec.stats.gid_refused++;
-	LOG_PEER_RL(&nd->log_rl, "%s: ADD_GID of an address not the device's refused "
-		    "(see allow-ip=)", nd->cfg.socket);
-	return false;
+	return netdev_sec_addr_ok(&nd->dp->psec, ag.gid, &nd->log_rl, nd->cfg.socket);
 }
 
-void netdev_sec_dump_port(const struct netdev_port *dp, FILE *f)
+void netdev_sec_dump(const struct psec *ps, const struct port *port,
+		     const struct vhost_mem_budget *mem, const struct roce_budget *state, FILE *f)
 {
-	const struct psec_stats *s = &dp->psec.stats;
-	uint64_t mem_refused = dp->mem_refused_closed;
+	const struct psec_stats *s = &ps->stats;
 
-	for (const struct netdev *nd = dp->ctxs; nd; nd = nd->next)
-		mem_refused += vhost_server_mem(nd->vs)->mapped_refused;
 	fprintf(f, "  security tx_spoofed_mac %" PRIu64 " tx_spoofed_arp %" PRIu64
 		" tx_spoofed_ip %" PRIu64 " tx_spoofed_nd %" PRIu64 " tx_bad_vlan %" PRIu64
 		" gid_refused %" PRIu64 " mac_refused %" PRIu64 " rx_spoofed %" PRIu64
 		" learn_limited %" PRIu64 " mem_refused %" PRIu64 "\n",
 		s->tx_spoofed_mac, s->tx_spoofed_arp, s->tx_spoofed_ip, s->tx_spoofed_nd,
-		s->tx_bad_vlan, s->gid_refused, s->mac_refused, dp->port.stats.rx_spoofed,
-		dp->port.stats.learn_limited, mem_refused);
+		s->tx_bad_vlan, s->gid_refused, s->mac_refused, port->stats.rx_spoofed,
+		port->stats.learn_limited, mem ? mem->refused : 0);
+	/* the device's totals over all its contexts */
+	fprintf(f, "  device_budget mem_mapped %" PRIu64 " mem_max %" PRIu64
+		" state_mem %" PRIu64 " state_mem_max %" PRIu64 "\n",
+		mem ? mem->mapped : 0, mem ? mem->max : 0, state->used, state->max);
+}
+
+void netdev_sec_dump_port(const struct netdev_port *dp, FILE *f)
+{
+	netdev_sec_dump(&dp->psec, &dp->port, dp->mem_budget, &dp->state_budget, f);
 }
 
 void netdev_sec_dump_stats(const struct netdev *nd, FILE *f)
@@ -231,8 +275,7 @@ void netdev_sec_dump_stats(const struct netdev *nd, FILE *f)
 	const struct vhost_mem *mem = vhost_server_mem(nd->vs);
 
 	fprintf(f, "  logs_suppressed %llu\n"
-		"  budget mem_mapped %" PRIu64 " mem_max %" PRIu64 " mem_refused %" PRIu64
-		" state_mem %" PRIu64 " state_mem_max %" PRIu64 "\n",
-		nd->log_rl.suppressed, vhost_mem_mapped(mem), mem->max_mapped, mem->mapped_refused,
-		nd->roce_tp ? nd->roce_tp->state_mem : 0, nd->cfg.state_mem_max);
+		"  budget mem_mapped %" PRIu64 " mem_refused %" PRIu64 " state_mem %" PRIu64 "\n",
+		nd->log_rl.suppressed, vhost_mem_mapped(mem), mem->mapped_refused,
+		nd->roce_tp ? nd->roce_tp->state_mem : 0);
 }

@@ -17,6 +17,12 @@ struct netdev;
 struct netdev_cfg;
 struct netdev_port;
 struct pkt;
+struct port;
+struct psec;
+struct roce_budget;
+struct sw;
+struct vhost_mem_budget;
+struct vlog_rl;
 
 #define NETDEV_SEC_KEYS "port-security, mac-change, allow-ip, mem, state-mem"
 
@@ -30,13 +36,27 @@ void netdev_sec_cfg_defaults(struct netdev_cfg *cfg);
 int netdev_sec_cfg_key(struct netdev_cfg *cfg, const char *key, const char *val,
 		       char *err, size_t errlen);
 
-/* After the device's port is attached: pin the MAC, register the addresses
- * (once per device; its contexts share them). Returns 0 or -errno (message
- * logged). */
+/* Port security of a device port of either model (port attached to sw):
+ * ps set up from cfg, the MAC pinned, the addresses registered. Returns 0
+ * or -errno (message logged). */
+int netdev_sec_port_init(struct psec *ps, struct sw *sw, struct port *port,
+			 const struct netdev_cfg *cfg);
+void netdev_sec_port_fini(struct psec *ps);
+/* ADD_GID of gid may run: inside the device's addresses, else counted
+ * (gid_refused) and logged under name. */
+bool netdev_sec_addr_ok(struct psec *ps, const uint8_t gid[16], struct vlog_rl *rl,
+			const char *name);
+/* The security counters and the device's budget totals. */
+void netdev_sec_dump(const struct psec *ps, const struct port *port,
+		     const struct vhost_mem_budget *mem, const struct roce_budget *state, FILE *f);
+
+/* After the device's port is attached: its budgets, then pin the MAC and
+ * register the addresses (once per device; its contexts share them).
+ * Returns 0 or -errno (message logged). */
 int netdev_sec_init(struct netdev_port *dp);
 void netdev_sec_fini(struct netdev_port *dp);
-/* Once a context's vhost server exists: apply the mem= and state-mem=
- * budgets (each context has its own). */
+/* Once a context's vhost server exists: it charges the device's mem= and
+ * state-mem= budgets (totals of all its contexts). */
 void netdev_sec_attach_server(struct netdev *nd);
 
 /* A frame the driver sends: true if it may enter the switch (else counted

@@ -13,6 +13,7 @@
 #include "device/netdev_priv.h"
 #include "device/roce_dev.h"
 #include "roce/roce_tp.h"
+#include "vhost/vhost_mem.h"
 #include "vhost/vhost_server.h"
 
 static const char *qp_state_name(uint8_t s)
@@ -296,7 +297,17 @@ void netdev_show_stats(const struct netdev_port *dp, struct kvw *k)
 	kvw_u64(k, "mac_refused", dp->psec.stats.mac_refused);
 	kvw_u64(k, "rx_spoofed", dp->port.stats.rx_spoofed);
 	kvw_u64(k, "learn_limited", dp->port.stats.learn_limited);
+	/* budgets: the device's totals over its contexts */
+	if (dp->mem_budget) {
+		kvw_u64(k, "mem_mapped", dp->mem_budget->mapped);
+		kvw_u64(k, "mem_max", dp->mem_budget->max);
+		kvw_u64(k, "mem_refused", dp->mem_budget->refused);
+	}
+	kvw_u64(k, "state_mem", dp->state_budget.used);
+	kvw_u64(k, "state_mem_max", dp->state_budget.max);
 	if (dp->cfg.roce) {
+		kvw_u64(k, "state_refused", t.state_refused);
+		kvw_u64(k, "rx_bad_src", t.rx_bad_src);
 		kvw_u64(k, "roce_tx_packets", t.tx_frames);
 		kvw_u64(k, "roce_tx_bytes", t.tx_bytes);
 		kvw_u64(k, "roce_rx_packets", t.rx_frames);

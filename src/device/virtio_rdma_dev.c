@@ -19,9 +19,11 @@
 #include "common/log.h"
 #include "common/loop.h"
 #include "common/util.h"
+#include "device/netdev_sec.h"
 #include "port/pkt.h"
 #include "port/port.h"
 #include "roce/roce_tp.h"
+#include "vhost/vhost_mem.h"
 #include "vhost/vhost_server.h"
 #include "virtio/vq_dev.h"
 
@@ -43,6 +45,12 @@ struct virtio_rdma_dev {
 	struct vq_elem elem;
 	uint64_t features;
 	struct virtio_rdma_dev_stats stats;
+	/* the tenant's limits, as on the virtio-net device (netdev_sec.h) */
+	struct psec psec;
+	bool psec_on;                 /* MAC pinned, addresses registered */
+	struct vhost_mem_budget *mem_budget;
+	struct roce_budget state_budget;
+	struct vlog_rl log_rl;
 };
 
 static uint32_t dev_max_qps(const struct netdev_cfg *cfg)
@@ -107,8 +115,14 @@ static void dev_ctrl_one(struct virtio_rdma_dev *d, struct vhost_vring *r)
 	}
 	vq_elem_read(e, 0, req, e->out_len);
 	in_len = e->out_len - 1;
-	err = virtio_rdma_dev_ctrl_exec(&d->rd, req[0], in_len ? req + 1 : NULL, in_len, rsp + 1,
-					MIN((size_t)e->in_len - 1, (size_t)CTRL_MAX_RSP), &out_len);
+	if (req[0] == VIRTIO_RDMA_DEV_CMD_ADD_GID &&
+	    in_len == sizeof(struct virtio_rdma_dev_cmd_add_gid) &&
+	    !netdev_sec_addr_ok(&d->psec, req + 1, &d->log_rl, d->cfg.socket))
+		err = ROCE_ERR_GID; /* another device's address (port security) */
+	else
+		err = virtio_rdma_dev_ctrl_exec(&d->rd, req[0], in_len ? req + 1 : NULL, in_len,
+						rsp + 1, MIN((size_t)e->in_len - 1,
+							     (size_t)CTRL_MAX_RSP), &out_len);
 	rsp[0] = err ? VIRTIO_RDMA_DEV_CTRL_ERR : VIRTIO_RDMA_DEV_CTRL_OK;
 	if (err)
 		d->stats.ctrl_err++;
@@ -217,11 +231,22 @@ static struct vhost_vring *tp_ring(void *ctx, uint32_t idx)
 static void tp_xmit(void *ctx, struct pkt *p)
 {
 	struct virtio_rdma_dev *d = ctx;
+	enum psec_verdict v;
 
-	if (d->attached)
-		sw_input(d->sw, &d->port, p);
-	else
+	if (!d->attached) {
 		pkt_free(p);
+		return;
+	}
+	/* Every frame of the device, RoCE and ARP / ND answers alike, carries
+	 * its own MAC and addresses (its GIDs were checked at ADD_GID). */
+	v = psec_check_tx(&d->psec, p->data, p->len);
+	if (v != PSEC_OK) {
+		LOG_PEER_RL(&d->log_rl, "%s: frame dropped by port security: %s", d->cfg.socket,
+			    psec_verdict_name(v));
+		pkt_free(p);
+		return;
+	}
+	sw_input(d->sw, &d->port, p);
 }
 
 static void tp_notify(void *ctx, struct vhost_vring *r, bool force)
@@ -343,7 +368,21 @@ struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, struct sw *sw,
 		if (sw_attach(sw, &d->port))
 			goto fail;
 		d->attached = true;
+		if (netdev_sec_port_init(&d->psec, sw, &d->port, cfg))
+			goto fail;
+		d->psec_on = true;
+	} else {
+		psec_init(&d->psec, &cfg->psec, cfg->mac, cfg->has_ip4 ? &cfg->ip4 : NULL,
+			  cfg->has_ip6 ? &cfg->ip6 : NULL);
 	}
+	/* budgets of the device (one connection at a time, the same options) */
+	d->mem_budget = vhost_mem_budget_new(cfg->mem_max);
+	if (!d->mem_budget)
+		goto fail;
+	d->state_budget.max = cfg->state_mem_max;
+	roce_tp_set_state_budget(d->tp, cfg->state_mem_max);
+	roce_tp_share_state_budget(d->tp, &d->state_budget);
+	d->tp->log_rl = &d->log_rl;
 	d->poller = loop_add_poller(loop, &dev_poller_ops, d);
 	if (!d->poller)
 		goto fail;
@@ -364,6 +403,8 @@ struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, struct sw *sw,
 	d->vs = vhost_server_new(loop, cfg->socket, &ops, d);
 	if (!d->vs)
 		goto fail;
+	vhost_server_mem(d->vs)->max_mapped = cfg->mem_max;
+	vhost_server_mem(d->vs)->budget = d->mem_budget;
 	roce_dev_set_mem(&d->rd, vhost_server_mem(d->vs));
 	return d;
 fail:
@@ -379,10 +420,13 @@ void virtio_rdma_dev_free(struct virtio_rdma_dev *d)
 	vhost_server_free(d->vs);
 	if (d->poller)
 		loop_del_poller(d->loop, d->poller);
+	if (d->psec_on)
+		netdev_sec_port_fini(&d->psec);
 	if (d->attached)
 		sw_detach(d->sw, &d->port);
 	roce_dev_fini(&d->rd);
 	roce_tp_free(d->tp);
+	vhost_mem_budget_put(d->mem_budget);
 	free(d);
 }
 
@@ -407,6 +451,8 @@ void virtio_rdma_dev_dump_stats(const struct virtio_rdma_dev *d, FILE *f)
 		(unsigned long long)d->stats.ctrl_err, (unsigned long long)d->stats.ctrl_malformed,
 		(unsigned long long)d->stats.ring_errors, (unsigned long long)d->stats.resets);
 	fprintf(f, "  roce objects pd %u mr %u cq %u qp %u\n", c.pd, c.mr, c.cq, c.qp);
+	netdev_sec_dump(&d->psec, &d->port, d->mem_budget, &d->state_budget, f);
+	fprintf(f, "  logs_suppressed %llu\n", d->log_rl.suppressed);
 	fprintf(f, "  roce commands ok %llu err %llu", (unsigned long long)s->ok,
 		(unsigned long long)s->err);
 	for (int i = 1; i < ROCE_ERR_MAX; i++)

@@ -4,6 +4,8 @@
  * makes the engine allocate (per-QP send slots and receive state, CQ
  * backlogs) is charged when the command that needs it runs, at its largest
  * size, so a command beyond the budget fails instead of an allocation later.
+ * The budget is the device's: the transports of its contexts charge one
+ * shared struct roce_budget.
  */
 #include "roce/roce_tp.h"
 
@@ -41,23 +43,41 @@ uint64_t roce_budget_cq(uint32_t cqe)
 
 int roce_budget_charge(struct roce_tp *tp, uint64_t bytes)
 {
-	if (tp->state_mem_max && bytes > tp->state_mem_max - MIN(tp->state_mem, tp->state_mem_max)) {
+	uint64_t max = tp->budget ? tp->budget->max : tp->state_mem_max;
+	uint64_t used = tp->budget ? tp->budget->used : tp->state_mem;
+
+	if (max && bytes > max - MIN(used, max)) {
 		tp->stats.state_refused++;
-		LOG_PEER("RoCE: state-mem budget of %llu bytes used up (%llu in use, %llu more asked)",
-			 (unsigned long long)tp->state_mem_max, (unsigned long long)tp->state_mem,
-			 (unsigned long long)bytes);
+		if (tp->log_rl)
+			LOG_PEER_RL(tp->log_rl, "RoCE: state-mem budget of %llu bytes used up "
+				    "(%llu in use, %llu more asked)", (unsigned long long)max,
+				    (unsigned long long)used, (unsigned long long)bytes);
+		else
+			LOG_PEER("RoCE: state-mem budget of %llu bytes used up (%llu in use, "
+				 "%llu more asked)", (unsigned long long)max,
+				 (unsigned long long)used, (unsigned long long)bytes);
 		return -ENOMEM;
 	}
 	tp->state_mem += bytes;
+	if (tp->budget)
+		tp->budget->used += bytes;
 	return 0;
 }
 
 void roce_budget_uncharge(struct roce_tp *tp, uint64_t bytes)
 {
-	tp->state_mem -= MIN(bytes, tp->state_mem);
+	bytes = MIN(bytes, tp->state_mem);
+	tp->state_mem -= bytes;
+	if (tp->budget)
+		tp->budget->used -= MIN(bytes, tp->budget->used);
 }
 
 void roce_tp_set_state_budget(struct roce_tp *tp, uint64_t max)
 {
 	tp->state_mem_max = max;
+}
+
+void roce_tp_share_state_budget(struct roce_tp *tp, struct roce_budget *b)
+{
+	tp->budget = b;
 }

@@ -42,8 +42,10 @@ int roce_sq_attach(struct roce_tq *tq)
 	uint32_t slots, data, stride;
 
 	roce_sq_detach(tq);
+	/* the depth the QP was created with (charged to state-mem=), never
+	 * more than the ring holds: max_send_wr 0 gets one slot */
 	slots = r && r->num ? r->num : 1;
-	if (cap->max_send_wr && pow2_ceil(cap->max_send_wr) < slots)
+	if (pow2_ceil(cap->max_send_wr) < slots)
 		slots = pow2_ceil(cap->max_send_wr);
 	data = MAX(cap->max_send_sge * (uint32_t)sizeof(struct roce_sge), cap->max_inline_data);
 	stride = ALIGN_UP((uint32_t)sizeof(struct roce_swqe) + data, 8u);

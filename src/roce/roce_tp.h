@@ -533,9 +533,16 @@ struct roce_tp {
 	struct vq_elem cq_elem;   /* scratch: completion rings */
 	struct roce_tp_stats stats;
 	uint64_t state_mem, state_mem_max; /* roce_budget.c (0: no budget) */
+	struct roce_budget *budget; /* the device's, shared by its contexts, or NULL */
+	struct vlog_rl *log_rl;     /* the device's log rate limit, or NULL */
 };
 
 /* ---- roce_budget.c: the device's state-mem= budget ---- */
+/* A budget shared by the transports of one device's contexts: with it,
+ * state_mem_max is not used (state_mem still counts this transport's part). */
+struct roce_budget {
+	uint64_t max, used;
+};
 uint32_t roce_budget_sq_slots(uint32_t max_send_wr);
 /* Largest transport state of a QP with cap (srq_max_sge: its SRQ's, or 0). */
 uint64_t roce_budget_qp(const struct roce_qp_cap *cap, uint32_t srq_max_sge);
@@ -544,6 +551,8 @@ uint64_t roce_budget_cq(uint32_t cqe);
 int roce_budget_charge(struct roce_tp *tp, uint64_t bytes);
 void roce_budget_uncharge(struct roce_tp *tp, uint64_t bytes);
 void roce_tp_set_state_budget(struct roce_tp *tp, uint64_t max);
+/* Charge the device's budget b (owned by the caller, outliving tp). */
+void roce_tp_share_state_budget(struct roce_tp *tp, struct roce_budget *b);
 
 /* ---- roce_tp.c ---- */
 /* Put tq on the run queue (no-op if already there). */

@@ -44,6 +44,7 @@ struct vhost_mem_acct {
 	int fault_fd;      /* read by the SIGBUS handler (atomic) */
 	uint64_t faults;   /* written by the SIGBUS handler (atomic) */
 	uint64_t mapped;   /* bytes mapped by its regions, live and dead */
+	struct vhost_mem_budget *budget; /* shared budget (a reference), or NULL */
 };
 
 /* ---- SIGBUS guard ---------------------------------------------------------- */
@@ -257,14 +258,36 @@ static struct vhost_mem_acct *vm_acct(struct vhost_mem *m)
 			return NULL;
 		m->acct->refs = 1;
 		m->acct->fault_fd = m->fault_fd;
+		m->acct->budget = m->budget;
+		if (m->budget)
+			m->budget->refs++;
 	}
 	return m->acct;
 }
 
 static void vm_acct_put(struct vhost_mem_acct *a)
 {
-	if (a && --a->refs == 0)
+	if (a && --a->refs == 0) {
+		vhost_mem_budget_put(a->budget);
 		free(a);
+	}
+}
+
+struct vhost_mem_budget *vhost_mem_budget_new(uint64_t max)
+{
+	struct vhost_mem_budget *b = calloc(1, sizeof(*b));
+
+	if (b) {
+		b->refs = 1;
+		b->max = max;
+	}
+	return b;
+}
+
+void vhost_mem_budget_put(struct vhost_mem_budget *b)
+{
+	if (b && --b->refs == 0)
+		free(b);
 }
 
 void vhost_mem_set_fault_fd(struct vhost_mem *m, int fd)
@@ -311,6 +334,9 @@ static void vhost_mem_region_free(struct vhost_mem_region *r)
 		if (r->dead)
 			r->acct->ndead--;
 		r->acct->mapped -= r->map_len;
+		if (r->acct->budget)
+			r->acct->budget->mapped -= MIN((uint64_t)r->map_len,
+						       r->acct->budget->mapped);
 		vm_acct_put(r->acct);
 	}
 	free(r);
@@ -468,6 +494,7 @@ int vhost_mem_add(struct vhost_mem *m, uint64_t gpa, uint64_t size, uint64_t uva
 	struct vhost_mem_region *r = NULL;
 	uint64_t last, page, delta, aligned_off, gran;
 	struct vhost_mem_acct *acct;
+	struct vhost_mem_budget *budget;
 	struct statfs sfs;
 	struct stat st;
 	void *base = MAP_FAILED;
@@ -501,8 +528,13 @@ int vhost_mem_add(struct vhost_mem *m, uint64_t gpa, uint64_t size, uint64_t uva
 	}
 	/* the owner's budget of address space (a sparse file costs nothing to
 	 * the driver but its size to us) */
-	if (m->max_mapped && map_len > m->max_mapped - MIN(vhost_mem_mapped(m), m->max_mapped)) {
+	budget = m->acct ? m->acct->budget : m->budget;
+	if (budget ? budget->max && map_len > budget->max - MIN(budget->mapped, budget->max)
+		   : m->max_mapped &&
+			     map_len > m->max_mapped - MIN(vhost_mem_mapped(m), m->max_mapped)) {
 		m->mapped_refused++;
+		if (budget)
+			budget->refused++;
 		err = -EDQUOT;
 		goto out_close;
 	}
@@ -591,6 +623,8 @@ int vhost_mem_add(struct vhost_mem *m, uint64_t gpa, uint64_t size, uint64_t uva
 	r->acct = acct;
 	acct->refs++;
 	acct->mapped += map_len;
+	if (acct->budget)
+		acct->budget->mapped += map_len;
 
 	pos++;
 	memmove(&m->regions[pos + 1], &m->regions[pos],

@@ -91,7 +91,25 @@ struct vhost_mem {
 	 * beyond it is refused with -EDQUOT and counted. */
 	uint64_t max_mapped;
 	uint64_t mapped_refused;
+	/* A budget shared with other tables (the contexts of one device), or
+	 * NULL: when set it replaces max_mapped. Set before the first region;
+	 * the owner keeps it alive while the table exists. */
+	struct vhost_mem_budget *budget;
 };
+
+/* Mapped bytes of several tables together (a device's contexts): every
+ * region counts from its mmap to its munmap, also after its table is gone.
+ * Reference counted: the owner and each table account that uses it. */
+struct vhost_mem_budget {
+	unsigned refs;
+	uint64_t max;      /* 0: no limit */
+	uint64_t mapped;   /* live and dead regions of every table */
+	uint64_t refused;  /* regions refused (-EDQUOT) */
+};
+
+/* A budget of max bytes with one reference (the caller's), or NULL. */
+struct vhost_mem_budget *vhost_mem_budget_new(uint64_t max);
+void vhost_mem_budget_put(struct vhost_mem_budget *b);
 
 void vhost_mem_init(struct vhost_mem *m);
 /* Drop every region (mappings with holders stay until they are released) and

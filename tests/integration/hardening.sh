@@ -7,6 +7,11 @@
 #   user's uid/gid, no capability, no_new_privs, and its seccomp filter
 #   (mode 2) unless --no-seccomp;
 # - every connection is logged with the peer's credentials (SO_PEERCRED);
+# - with --user and --config: SIGHUP and vrdmactl reload add and remove
+#   devices, vrdmactl dev add / dev del hot-plug one, all as that user under
+#   the filter; a socket where the user may not write and a config file it
+#   may not read are refused with a reason, the daemon keeps serving and
+#   exits cleanly, removing its sockets;
 # - bad values of these options are refused with exit status 2, bad values
 #   of the tenant-isolation device options (mem=, state-mem=, allow-ip=,
 #   mac-change=, port-security=) with an error naming the key.
@@ -94,6 +99,106 @@ if [ "$(id -u)" -eq 0 ] && getent passwd nobody >/dev/null && getent group nogro
 		fi
 		kill -0 "$PID" 2>/dev/null && ok alive_after_client || not_ok alive_after_client
 		stop
+	fi
+
+	# --user with run-time changes: the config file re-read (SIGHUP and
+	# vrdmactl reload) and hot-plug (vrdmactl dev add / dev del), all after
+	# the switch to nobody and under the seccomp filter. The socket
+	# directory belongs to the user; what the user may not do is reported
+	# to the caller and the daemon keeps running.
+	SVC="$T_TMP/svc"
+	mkdir -p "$SVC"
+	chmod 0711 "$T_TMP"
+	chown nobody:nogroup "$SVC"
+	chmod 0750 "$SVC"
+	CTL="$VRDMA_BUILD/bin/vrdmactl"
+	conf() {
+		{
+			echo "[global]"
+			echo "socket-dir = $SVC"
+			echo "control = $SVC/control"
+			for n in "$@"; do
+				echo "[device $n]"
+				echo "mac = 02:00:00:00:1c:0${#n}"
+			done
+		} >"$SVC/vrdma.conf.new"
+		chmod 0644 "$SVC/vrdma.conf.new"
+		mv "$SVC/vrdma.conf.new" "$SVC/vrdma.conf"
+	}
+	served() { timeout 60 "$NC" --socket "$1" info 2>&1 | grep -q "^mac $2\$"; }
+	conf a
+	rm -f "$T_TMP/svc.pid"
+	bg "$DAEMON" -v --pidfile "$T_TMP/svc.pid" --config "$SVC/vrdma.conf" \
+		--user nobody:nogroup 2>"$T_TMP/svc.log"
+	if wait_for_file "$T_TMP/svc.pid" && wait_for_file "$SVC/control"; then
+		PID=$(cat "$T_TMP/svc.pid")
+		[ "$(status_field "$PID" Seccomp)" = 2 ] &&
+		[ "$(status_field "$PID" Uid)" = "$nobody_uid $nobody_uid $nobody_uid $nobody_uid" ] &&
+			ok reload_user.started || not_ok reload_user.started "$(tail -3 "$T_TMP/svc.log")"
+		# SIGHUP: a device added
+		conf a bb
+		kill -HUP "$PID"
+		if wait_for_file "$SVC/bb.sock" && served "$SVC/bb.sock" 02:00:00:00:1c:02; then
+			ok reload_user.sighup_add
+		else
+			not_ok reload_user.sighup_add "$(tail -5 "$T_TMP/svc.log")"
+		fi
+		# vrdmactl reload: one added, one removed (its socket unlinked)
+		conf a ccc
+		if "$CTL" -s "$SVC/control" reload >"$T_TMP/ctl.out" 2>&1 &&
+		   wait_for_file "$SVC/ccc.sock" && served "$SVC/ccc.sock" 02:00:00:00:1c:03 &&
+		   wait_for test ! -e "$SVC/bb.sock"; then
+			ok reload_user.ctl_reload
+		else
+			not_ok reload_user.ctl_reload "$(cat "$T_TMP/ctl.out") $(tail -5 "$T_TMP/svc.log")"
+		fi
+		# hot-plug
+		if "$CTL" -s "$SVC/control" dev add dddd mac=02:00:00:00:1c:04 >"$T_TMP/ctl.out" 2>&1 &&
+		   served "$SVC/dddd.sock" 02:00:00:00:1c:04 &&
+		   "$CTL" -s "$SVC/control" dev del dddd >>"$T_TMP/ctl.out" 2>&1 &&
+		   wait_for test ! -e "$SVC/dddd.sock"; then
+			ok reload_user.hotplug
+		else
+			not_ok reload_user.hotplug "$(cat "$T_TMP/ctl.out") $(tail -5 "$T_TMP/svc.log")"
+		fi
+		# what nobody may not do: a socket outside its directory, a config
+		# file it cannot read; refused with a reason, nothing changes
+		mkdir -p "$T_TMP/root-only"
+		chmod 0700 "$T_TMP/root-only"
+		if ! "$CTL" -s "$SVC/control" dev add eeeee "socket=$T_TMP/root-only/e.sock" \
+			>"$T_TMP/ctl.out" 2>&1 && [ -s "$T_TMP/ctl.out" ] && [ ! -e "$T_TMP/root-only/e.sock" ]; then
+			ok reload_user.hotplug_refused
+		else
+			not_ok reload_user.hotplug_refused "$(cat "$T_TMP/ctl.out")"
+		fi
+		conf a ccc ffffff
+		chmod 0600 "$SVC/vrdma.conf"
+		if ! "$CTL" -s "$SVC/control" reload >"$T_TMP/ctl.out" 2>&1 && [ -s "$T_TMP/ctl.out" ] &&
+		   [ ! -e "$SVC/ffffff.sock" ] && served "$SVC/ccc.sock" 02:00:00:00:1c:03; then
+			ok reload_user.reload_refused
+		else
+			not_ok reload_user.reload_refused "$(cat "$T_TMP/ctl.out")"
+		fi
+		# still the same process, unprivileged, filtered; a clean exit
+		# that removes its sockets
+		if kill -0 "$PID" 2>/dev/null && served "$SVC/a.sock" 02:00:00:00:1c:01 &&
+		   [ "$(status_field "$PID" CapEff)" = 0000000000000000 ] &&
+		   [ "$(status_field "$PID" Seccomp)" = 2 ]; then
+			ok reload_user.alive
+		else
+			not_ok reload_user.alive "$(tail -5 "$T_TMP/svc.log")"
+		fi
+		kill "$PID"
+		wait "$PID"
+		rc=$?
+		if [ $rc -eq 0 ] && [ ! -e "$SVC/a.sock" ] && [ ! -e "$SVC/ccc.sock" ] &&
+		   ! grep -qE 'AddressSanitizer|LeakSanitizer|runtime error' "$T_TMP/svc.log"; then
+			ok reload_user.clean_exit
+		else
+			not_ok reload_user.clean_exit "status $rc; $(ls "$SVC"); $(tail -5 "$T_TMP/svc.log")"
+		fi
+	else
+		not_ok reload_user.started "$(tail -5 "$T_TMP/svc.log")"
 	fi
 else
 	skip user "not root or no nobody/nogroup: --user cannot be exercised"

@@ -32,8 +32,10 @@
 #    event ring and on a completion ring with completions waiting (the ring
 #    is reported and the device works again after RESET_DEVICE); garbage on
 #    the extension's ring indexes when the driver did not negotiate it; a
-#    second connection to D (another context) naming the first one's QP, CQ,
-#    MR, PD, lkey and rkey (refused, counted, the first one's traffic goes on).
+#    second connection to D (another context) naming the first one's QP
+#    (destroy, query, modify), CQs (a QP of its own completing on them,
+#    RESIZE_CQ), MR, PD (a QP in it, GET_DMA_MR), lkey and rkey (refused,
+#    counted, the first one's traffic goes on).
 #    Every one ends with verified RDMA traffic on D.
 #  - Also: memory removed under running rings and added back, more regions
 #    than memory slots, the shared memfd shrunk (sealable: must be sealed;
@@ -49,7 +51,13 @@
 #    semaphore-mode kick eventfd, a sparse-memfd address-space bomb, a burst
 #    of refused frames (log flood) on A; ADD_GID of C's addresses and QPs
 #    with maximal work-request limits (state-mem=8M) on D; 3000 source MACs
-#    from E (port-security=off, like an uplink). Each must be counted by
+#    from E (port-security=off, like an uplink); RC RDMA WRITEs forged on
+#    A's Ethernet queue towards a QP of D, with the QP's peer GID as source
+#    (dropped by port security: tx_spoofed_ip) and with A's own GID (dropped
+#    by D's responder: rx_bad_src), D's memory untouched and its RDMA
+#    traffic verified; contexts of D opened until its mem=24M total refuses
+#    one (at most 24 of 1 MiB), and one context of D taking the whole
+#    state-mem= so that another is refused too while its traffic goes on. Each must be counted by
 #    the daemon, the pair must keep verifying every round (a stolen MAC
 #    would divert C's frames), and the daemon's RSS must not grow by more
 #    than 128 MiB (512 MiB under ASan: its quarantine keeps freed memory).
@@ -175,7 +183,7 @@ pair_rounds() {
 	--device "socket=$SOCK_A,mac=$MAC_A,qps=2,cqs=1" \
 	--device "socket=$SOCK_B,mac=$MAC_B" \
 	--device "socket=$SOCK_C,mac=$MAC_C,ip=$IP_C/24" \
-	--device "socket=$SOCK_D,mac=$MAC_D,qps=8,cqs=2,srqs=2,state-mem=8M" \
+	--device "socket=$SOCK_D,mac=$MAC_D,qps=8,cqs=2,srqs=2,state-mem=8M,mem=24M" \
 	--device "socket=$SOCK_E,mac=$MAC_E,port-security=off,roce=off" 2>"$LOG" &
 DAEMON_PID=$!
 T_PIDS+=("$DAEMON_PID")
@@ -238,9 +246,13 @@ while read -r name expect; do
 	out="$T_TMP/evil.$name"
 	# Attacks on the extension go to D, the others to A.
 	sock=$SOCK_A dev=dev0 mac=$MAC_A
-	[[ $name == ext_* || $name == tenant_rdma_* ]] && sock=$SOCK_D dev=dev3 mac=$MAC_D
+	[[ $name == ext_* || $name == tenant_rdma_* || $name == tenant_ctx_* ]] &&
+		sock=$SOCK_D dev=dev3 mac=$MAC_D
 	[[ $name == tenant_flood_* ]] && sock=$SOCK_E dev=dev4 mac=$MAC_E
-	# What a tenant attack must leave in the counters of its device.
+	# the virtio-rdma device's attacks run in virtio_rdma.sh
+	[[ $name == tenant_rdmadev_* ]] && continue
+	# What a tenant attack must leave in the counters of its device (or of
+	# another device: DEV:KEY).
 	keys=()
 	case "$name" in
 	tenant_spoof_mac|tenant_log_flood) keys=(tx_spoofed_mac) ;;
@@ -249,15 +261,21 @@ while read -r name expect; do
 	tenant_flood_macs) keys=(learn_limited) ;;
 	tenant_mem_bomb) keys=(mem_refused) ;;
 	tenant_rdma_gid) keys=(gid_refused) ;;
-	tenant_rdma_qps) keys=(state_refused) ;;
+	tenant_rdma_qps|tenant_ctx_qps) keys=(state_refused) ;;
+	tenant_ctx_mem) keys=(mem_refused) ;;
+	tenant_rc_inject) keys=(tx_spoofed_ip dev3:rx_bad_src) ;;
 	esac
 	declare -A before=()
-	for k in "${keys[@]}"; do before[$k]=$(counter $dev "$k"); done
+	for k in "${keys[@]}"; do
+		kd=$dev kk=$k
+		[[ $k == *:* ]] && kd=${k%%:*} kk=${k#*:}
+		before[$k]=$(counter "$kd" "$kk")
+	done
 	bad0=$(counter $dev bad_messages)
 	ring0=$(counter $dev ring_errors)
 	conn0=$(counter $dev connections)
 	timeout 300 "$EVIL" --socket "$sock" --timeout-ms 20000 --victim-mac "$MAC_C" \
-		--victim-ip "$IP_C" "$name" >"$out" 2>&1
+		--victim-ip "$IP_C" --victim-socket "$SOCK_D" "$name" >"$out" 2>&1
 	rc=$?
 	why=()
 	if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
@@ -294,9 +312,16 @@ while read -r name expect; do
 		;;
 	esac
 	for k in "${keys[@]}"; do
-		v=$(counter $dev "$k")
-		[ "${v:-0}" -gt "${before[$k]:-0}" ] || why+=("$dev $k did not grow (${before[$k]} -> $v)")
+		kd=$dev kk=$k
+		[[ $k == *:* ]] && kd=${k%%:*} kk=${k#*:}
+		v=$(counter "$kd" "$kk")
+		[ "${v:-0}" -gt "${before[$k]:-0}" ] || why+=("$kd $kk did not grow (${before[$k]} -> $v)")
 	done
+	# many contexts of D together stay within its mem= (24 MiB, 1 MiB each)
+	if [ "$name" = tenant_ctx_mem ]; then
+		n=$(awk '$1 == "contexts_mapped" { print $2 }' "$out")
+		[ "${n:-99}" -le 24 ] || why+=("$n contexts of 1 MiB mapped with mem=24M")
+	fi
 	if [[ $name == tenant_* ]]; then
 		rss=$(daemon_rss_kb)
 		# ASan keeps freed memory in its quarantine (256 MiB by default)

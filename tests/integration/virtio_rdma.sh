@@ -3,13 +3,19 @@
 # - two virtio-rdma devices and a virtio-net RoCE device on one daemon;
 # - a vhost-user front-end (test_virtio_rdma_dev --daemon) drives both
 #   virtio-rdma devices: control queue, completion / send / receive rings,
-#   an RC connection whose MACs the devices resolve by ARP, SEND and READ
-#   compared byte for byte;
+#   an RC connection whose MACs the devices resolve themselves (pinned
+#   local neighbours), SEND and READ compared byte for byte;
 # - the daemon's counters (SIGUSR1) show the commands, and it exits cleanly;
 # - libvrdma (vrdma-netcat) recognises the device and refuses it clearly;
 # - vrdma-evil's vhost-user attacks and its bad-chain attacks on the control
 #   queue (--model virtio-rdma) against a virtio-rdma device, then traffic
 #   again;
+# - the tenant attacks that apply to this device (port security and budgets,
+#   as on the virtio-net device): ADD_GID of the virtio-net device's
+#   addresses (gid_refused), QPs with maximal limits until state-mem=8M
+#   refuses one (state_refused), a sparse-memfd address-space bomb beyond
+#   mem= (mem_refused); each counted in the device's counters, the device
+#   answering afterwards, traffic verified after all attacks;
 # - a bad model value is refused at start.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/daemon_lib.bash"
@@ -21,7 +27,7 @@ DAEMON_TMO=300
 need setup "$DAEMON" "$FE" || t_done
 
 if d_start d \
-	--device "socket=$T_TMP/a.sock,model=virtio-rdma,mac=02:00:00:00:1a:01,ip=10.26.0.1/24,qps=4,cqs=2" \
+	--device "socket=$T_TMP/a.sock,model=virtio-rdma,mac=02:00:00:00:1a:01,ip=10.26.0.1/24,qps=4,cqs=2,state-mem=8M" \
 	--device "socket=$T_TMP/b.sock,model=virtio-rdma,mac=02:00:00:00:1a:02,ip=10.26.0.2/24,qps=4,cqs=2" \
 	--device "socket=$T_TMP/n.sock,mac=02:00:00:00:1a:03,ip=10.26.0.3/24"; then
 	ok start
@@ -87,6 +93,35 @@ if [ -x "$EVIL" ]; then
 		ok "evil_ctrl_ring_$n"
 	else
 		not_ok evil_ctrl_ring "$n attacks;$bad"
+	fi
+	# tenants: port security and budgets of this device
+	bad=""
+	before=$(d_stats d)
+	for a in tenant_rdmadev_gid tenant_rdmadev_qps tenant_mem_bomb; do
+		v=$(timeout 300 "$EVIL" --socket "$T_TMP/a.sock" --model virtio-rdma --timeout-ms 20000 \
+			--victim-mac 02:00:00:00:1a:03 --victim-ip 10.26.0.3 "$a" 2>/dev/null |
+		    grep '^verdict')
+		[ "$v" = "verdict ok" ] || bad="$bad $a($v)"
+		kill -0 "${D_PID[d]}" 2>/dev/null || { bad="$bad $a(daemon gone)"; break; }
+	done
+	after=$(d_stats d)
+	# a counter of device a in a dump
+	rdev_counter() {
+		awk -v sock="$T_TMP/a.sock:" -v key="$2" '
+			/^virtio-rdma / { in_dev = ($2 == sock) ; next }
+			/^[^ ]/ { in_dev = 0 }
+			in_dev { for (i = 1; i < NF; i++) if ($i == key) { print $(i + 1); exit } }
+		' <<<"$1"
+	}
+	for k in gid_refused state_refused mem_refused; do
+		b=$(rdev_counter "$before" $k)
+		n=$(rdev_counter "$after" $k)
+		[ "${n:-0}" -gt "${b:-0}" ] || bad="$bad $k($b->$n)"
+	done
+	if [ -z "$bad" ]; then
+		ok evil_tenant_attacks
+	else
+		not_ok evil_tenant_attacks "$bad"
 	fi
 	# still serving well-behaved drivers after all that
 	out=$(timeout 120 "$FE" --daemon "$T_TMP/a.sock" 10.26.0.1 "$T_TMP/b.sock" 10.26.0.2 2>&1)

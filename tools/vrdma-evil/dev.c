@@ -430,7 +430,8 @@ int evil_ctrl(struct evil_dev *d, uint8_t cls, uint8_t cmd, const void *data, si
 	return b[2048];
 }
 
-int evil_rdma_cmd(struct evil_dev *d, uint8_t cmd, const void *data, size_t len)
+int evil_rdma_cmd_rsp(struct evil_dev *d, uint8_t cmd, const void *data, size_t len, void *rsp,
+		      size_t rsp_len)
 {
 	struct vq_drv *vq = &d->r[EVIL_CTRLQ].vq;
 	struct vq_buf out, in;
@@ -438,7 +439,7 @@ int evil_rdma_cmd(struct evil_dev *d, uint8_t cmd, const void *data, size_t len)
 	uint32_t ulen;
 	int rc;
 
-	if (len > 1024)
+	if (len > 1024 || rsp_len > 255)
 		return -EINVAL;
 	b[0] = cmd;
 	if (len)
@@ -457,7 +458,17 @@ int evil_rdma_cmd(struct evil_dev *d, uint8_t cmd, const void *data, size_t len)
 		return -ETIMEDOUT;
 	if (vq_drv_get_used(vq, &ulen) != b || ulen < 1)
 		return -EIO;
+	if (rsp_len && b[2048] == 0) {
+		if (ulen < 1 + rsp_len)
+			return -EIO;
+		memcpy(rsp, b + 2049, rsp_len);
+	}
 	return b[2048];
+}
+
+int evil_rdma_cmd(struct evil_dev *d, uint8_t cmd, const void *data, size_t len)
+{
+	return evil_rdma_cmd_rsp(d, cmd, data, len, NULL, 0);
 }
 
 int evil_status(struct evil_dev *d, uint8_t *st)

@@ -52,6 +52,8 @@ struct evil_opts {
 	bool has_victim_mac, has_victim_ip;
 	uint8_t victim_mac[6];
 	uint8_t victim_ip[4];
+	/* a RoCE device whose RDMA traffic the tenant_rc_* attacks target */
+	const char *victim_socket;
 };
 
 enum evil_expect {
@@ -176,6 +178,9 @@ void evil_dev_close(struct evil_dev *d);
 /* The virtio-rdma device (o->rdma_dev): a command on its control queue
  * (u8 command + data, u8 response). Returns the response byte or -errno. */
 int evil_rdma_cmd(struct evil_dev *d, uint8_t cmd, const void *data, size_t len);
+/* The same, copying rsp_len bytes of response data to rsp on success. */
+int evil_rdma_cmd_rsp(struct evil_dev *d, uint8_t cmd, const void *data, size_t len, void *rsp,
+		      size_t rsp_len);
 
 /* GPA (== our address) of a pointer into the arena. */
 static inline uint64_t evil_gpa(const void *p) { return (uint64_t)(uintptr_t)p; }
@@ -218,5 +223,8 @@ extern const unsigned evil_ext_nattacks;
 /* one tenant against another device of the daemon (tenant.c) */
 extern const struct evil_attack evil_tenant_attacks[];
 extern const unsigned evil_tenant_nattacks;
+/* tenants against RDMA traffic and the budgets of a device (tenant_rdma.c) */
+extern const struct evil_attack evil_tenant_rdma_attacks[];
+extern const unsigned evil_tenant_rdma_nattacks;
 
 #endif /* VRDMA_EVIL_H */

@@ -1596,7 +1596,8 @@ static int run_evq_short(const struct evil_opts *o, const struct evil_attack *a)
 /* ---- two contexts of one device ----------------------------------------------- */
 
 /* A second connection to the same device (another context) names the first
- * one's QP, CQ, MR and PD in commands and its lkey and rkey in work requests:
+ * one's QP, CQ, MR and PD in commands (destroy, query, modify, a QP on its
+ * CQs or in its PD, resize) and its lkey and rkey in work requests:
  * every command is refused, every request completes in error, and the
  * first context's traffic goes on. */
 static int run_ctx_foreign(const struct evil_opts *o, const struct evil_attack *a)
@@ -1637,6 +1638,29 @@ static int run_ctx_foreign(const struct evil_opts *o, const struct evil_attack *
 		BAD(&d, &t, VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, dc, "DESTROY_CQ of its CQ");
 		BAD(&d, &t, VIRTIO_NET_CTRL_ROCE_DESTROY_PD, dp, "DESTROY_PD of its PD");
 		BAD(&d, &t, VIRTIO_NET_CTRL_ROCE_GET_DMA_MR, gm, "GET_DMA_MR in its PD");
+		{
+			/* its CQs: a QP of ours completing on them, resizing them */
+			struct virtio_rdma_cmd_create_qp_ext c;
+			struct virtio_rdma_cmd_resize_cq rc_ = { htole32(v.cqn), htole32(8) };
+
+			memset(&c, 0, sizeof(c));
+			c.pdn = htole32(d.pdn);
+			c.qp_type = VIRTIO_IB_QPT_RC;
+			c.send_cqn = htole32(v.cqn);
+			c.recv_cqn = htole32(d.cqn);
+			c.cap.max_send_wr = htole32(4);
+			c.cap.max_recv_wr = htole32(4);
+			c.cap.max_send_sge = htole32(1);
+			c.cap.max_recv_sge = htole32(1);
+			BAD(&d, &t, VIRTIO_NET_CTRL_ROCE_CREATE_QP, c, "CREATE_QP on its send CQ");
+			c.send_cqn = htole32(d.cqn);
+			c.recv_cqn = htole32(v.cqn);
+			BAD(&d, &t, VIRTIO_NET_CTRL_ROCE_CREATE_QP, c, "CREATE_QP on its receive CQ");
+			c.recv_cqn = htole32(d.cqn);
+			c.pdn = htole32(v.pdn);
+			BAD(&d, &t, VIRTIO_NET_CTRL_ROCE_CREATE_QP, c, "CREATE_QP in its PD");
+			BAD(&d, &t, VIRTIO_NET_CTRL_ROCE_RESIZE_CQ, rc_, "RESIZE_CQ of its CQ");
+		}
 		memset(&m, 0, sizeof(m));
 		m.qp_state = VIRTIO_IB_QPS_ERR;
 		t.checks++;
@@ -1700,7 +1724,7 @@ const struct evil_attack evil_ext_attacks[] = {
 	{ "ext_srq_elements", EVIL_ALIVE,
 	  "SRQ elements: too many SGEs, short, bad lkey, outside the MR", run_srq_elements, 0 },
 	{ "ext_ctx_foreign", EVIL_ALIVE,
-	  "a second context names the first one's QP, CQ, MR, PD, lkey and rkey",
+	  "a second context names the first one's QP, CQs, MR, PD, lkey and rkey",
 	  run_ctx_foreign, 0 },
 	{ "ext_evq_short", EVIL_ALIVE,
 	  "event buffers shorter than an event; events raised without buffers",

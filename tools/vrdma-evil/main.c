@@ -75,6 +75,9 @@ static const struct evil_attack *find_attack(const char *name)
 	for (unsigned i = 0; i < evil_tenant_nattacks; i++)
 		if (!strcmp(evil_tenant_attacks[i].name, name))
 			return &evil_tenant_attacks[i];
+	for (unsigned i = 0; i < evil_tenant_rdma_nattacks; i++)
+		if (!strcmp(evil_tenant_rdma_attacks[i].name, name))
+			return &evil_tenant_rdma_attacks[i];
 	return NULL;
 }
 
@@ -92,6 +95,9 @@ static void list(void)
 	for (unsigned i = 0; i < evil_tenant_nattacks; i++)
 		printf("%s %s\n", evil_tenant_attacks[i].name,
 		       expect_names[evil_tenant_attacks[i].expect]);
+	for (unsigned i = 0; i < evil_tenant_rdma_nattacks; i++)
+		printf("%s %s\n", evil_tenant_rdma_attacks[i].name,
+		       expect_names[evil_tenant_rdma_attacks[i].expect]);
 }
 
 static void usage(FILE *f)
@@ -111,6 +117,7 @@ static void usage(FILE *f)
 		"                     attacks hit its control queue (ring 0)\n"
 		"  --victim-mac MAC   another device's MAC (tenant_* attacks)\n"
 		"  --victim-ip IP     another device's IPv4 address (tenant_* attacks)\n"
+		"  --victim-socket PATH  a RoCE device whose RDMA traffic tenant_rc_* attack\n"
 		"  -v, --verbose      diagnostics on stderr\n");
 }
 
@@ -125,6 +132,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "victim-mac", required_argument, NULL, 'm' },
 		{ "victim-ip", required_argument, NULL, 'i' },
+		{ "victim-socket", required_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct evil_opts o = { .timeout_ms = 10000 };
@@ -182,6 +190,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			o.has_victim_ip = true;
+			break;
+		case 'V':
+			o.victim_socket = optarg;
 			break;
 		case 'h':
 			usage(stdout);

@@ -13,7 +13,8 @@
  *   tenant_flood_macs  thousands of source MACs (a port without port
  *                      security, like an uplink) to fill the MAC table;
  *   tenant_mem_bomb    sparse memfds of 1 TiB and 2 x 40 GiB offered as
- *                      guest memory (beyond the mem= budget);
+ *                      guest memory (beyond the mem= budget; also with
+ *                      --model virtio-rdma);
  *   tenant_sem_kick    a semaphore-mode eventfd with a count as a kick fd;
  *   tenant_log_flood   thousands of refused frames in a burst (log lines
  *                      about this device only);
@@ -34,6 +35,7 @@
 
 #include "evil.h"
 #include "rdma.h"
+#include "vrdma/virtio_rdma.h"
 
 #define ETH_P_ARP 0x0806
 #define ETH_P_IPV6 0x86dd
@@ -86,6 +88,21 @@ static bool need_victim(const struct evil_opts *o, bool ip)
  * verified loopback frames. */
 static bool still_works(struct evil_dev *d, unsigned n)
 {
+	if (d->o->rdma_dev) {
+		/* the virtio-rdma device has no Ethernet queues: its commands */
+		uint8_t port = 1, attr[161];
+
+		for (unsigned i = 0; i < n; i++) {
+			int rc = evil_rdma_cmd_rsp(d, VIRTIO_RDMA_DEV_CMD_QUERY_PORT, &port, 1,
+						   attr, sizeof(attr));
+
+			if (rc) {
+				evil_say("QUERY_PORT %u: %d", i, rc);
+				return false;
+			}
+		}
+		return true;
+	}
 	if (tx_settle(d, 0)) {
 		evil_say("transmit ring not consumed");
 		return false;
