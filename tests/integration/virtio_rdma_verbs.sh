@@ -4,8 +4,8 @@
 # the drop-in libibverbs.so.1 (libvrdma's virtio-rdma model):
 # - one daemon with two virtio-rdma devices (a, b) and a virtio-net RoCE
 #   device (n);
-# - ibv_devinfo shows the device (vendor part 42 behind it: atomics, fast
-#   registration, no SRQ);
+# - ibv_devinfo shows the device (atomics, fast registration, no SRQ) and
+#   the port attributes the device reports itself (width 1X, speed EDR);
 # - ibv_rc_pingpong -c (buffers validated), ibv_uc_pingpong,
 #   ibv_ud_pingpong, ib_write_bw, ib_read_bw, ib_send_bw (every size 2 B ..
 #   1 MiB), ib_write_lat, ib_atomic_bw (FETCH_AND_ADD, CMP_AND_SWAP)
@@ -108,7 +108,9 @@ if run_on "$SA" "$T_TMP/devinfo" ibv_devinfo -v &&
    grep -q 'atomic_cap:.*ATOMIC_HCA' "$T_TMP/devinfo" &&
    grep -q 'MEM_MGT_EXTENSIONS' "$T_TMP/devinfo" &&
    grep -Eq 'max_srq:[[:space:]]+0$' "$T_TMP/devinfo" &&
-   grep -q 'PORT_ACTIVE' "$T_TMP/devinfo"; then
+   grep -q 'PORT_ACTIVE' "$T_TMP/devinfo" &&
+   grep -Eq 'active_width:[[:space:]]+1X \(1\)' "$T_TMP/devinfo" &&
+   grep -Eq 'active_speed:.*\(32\)' "$T_TMP/devinfo"; then
 	ok devinfo
 else
 	not_ok devinfo "$(head -40 "$T_TMP/devinfo" | tr '\n' ' ')"
