@@ -14,6 +14,9 @@
 #   their result lines;
 # - ibv_srq_pingpong fails cleanly on the virtio-rdma device (it has no
 #   SRQ: ibv_create_srq fails EOPNOTSUPP) and still runs on n;
+# - hot-plug: a virtio-rdma device added with vrdmactl (dev show lists it
+#   with its model) serves ibv_rc_pingpong -c with device a, is removed
+#   (its socket gone, no longer listed), and a bad request on it is refused;
 # - the daemon exits cleanly.
 # Servers listen on TCP ports from 20000 + pid % 10000 (free ones only),
 # waited for with a bounded poll of `ss -ltn`; every process has a timeout.
@@ -23,6 +26,7 @@
 DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
 RUN="$VRDMA_BUILD/bin/vrdma-run"
 LIB="$VRDMA_BUILD/lib/libibverbs.so.1"
+CTL="$VRDMA_BUILD/bin/vrdmactl"
 DAEMON_TMO=900
 STEP_TMO=200
 ITERS=50
@@ -31,7 +35,7 @@ SA="$T_TMP/a.sock"
 SB="$T_TMP/b.sock"
 SN="$T_TMP/n.sock"
 
-need setup "$DAEMON" "$RUN" "$LIB" || t_done
+need setup "$DAEMON" "$RUN" "$LIB" "$CTL" || t_done
 for p in ibv_rc_pingpong ibv_srq_pingpong ib_write_bw ib_atomic_bw ss; do
 	if ! command -v $p >/dev/null; then
 		not_ok setup "$p not installed (scripts/deps.sh test)"
@@ -94,7 +98,7 @@ PP='^[0-9]+ iters in [0-9.]+ seconds'
 # perftest prints a result row: size, ITERS, numbers
 PT="^ *[0-9]+ +$ITERS +[0-9.]+"
 
-if d_start d \
+if d_start d --control "$T_TMP/ctl" \
 	--device "socket=$SA,model=virtio-rdma,mac=02:00:00:00:2a:01,ip=10.27.0.1/24,qps=8,cqs=8" \
 	--device "socket=$SB,model=virtio-rdma,mac=02:00:00:00:2a:02,ip=10.27.0.2/24,qps=8,cqs=8" \
 	--device "socket=$SN,mac=02:00:00:00:2a:03,ip=10.27.0.3/24"; then
@@ -140,6 +144,31 @@ if [ $rc -ne 0 ] && [ $rc -lt 124 ] && grep -q "Couldn't create SRQ" "$T_TMP/srq
 	ok srq_pingpong_refused
 else
 	not_ok srq_pingpong_refused "rc=$rc $(tr '\n' ' ' <"$T_TMP/srq")"
+fi
+
+# hot-plug through the control socket
+SH="$T_TMP/h.sock"
+ctl() { timeout 60 "$CTL" -s "$T_TMP/ctl" "$@"; }
+if ctl dev add h "socket=$SH,model=virtio-rdma,mac=02:00:00:00:2a:04,ip=10.27.0.4/24,qps=4,cqs=4" \
+	>"$T_TMP/add" 2>&1 && ctl dev show h >"$T_TMP/show" 2>&1 &&
+   grep -Eq "^dev h model virtio-rdma socket $SH .* max_qp 4 max_cq 4$" "$T_TMP/show" &&
+   ctl dev show >"$T_TMP/show_all" 2>&1 && grep -q "^dev h model virtio-rdma" "$T_TMP/show_all" &&
+   grep -q "^dev dev2 socket $SN" "$T_TMP/show_all"; then
+	ok hotplug_add
+else
+	not_ok hotplug_add "$(cat "$T_TMP/add" "$T_TMP/show" "$T_TMP/show_all" 2>/dev/null | tr '\n' ' ')"
+fi
+pair hotplug_rc_pingpong "$SH" "$SA" "$PP" ibv_rc_pingpong -g 1 -c -n 200
+if ! ctl res show dev h >"$T_TMP/res" 2>&1 && grep -q "virtio-rdma device" "$T_TMP/res"; then
+	ok hotplug_res_refused
+else
+	not_ok hotplug_res_refused "$(cat "$T_TMP/res")"
+fi
+if ctl dev del h >"$T_TMP/del" 2>&1 && [ ! -e "$SH" ] && ctl dev show >"$T_TMP/show_all" 2>&1 &&
+   ! grep -q "^dev h " "$T_TMP/show_all"; then
+	ok hotplug_del
+else
+	not_ok hotplug_del "$(cat "$T_TMP/del" "$T_TMP/show_all" | tr '\n' ' ')"
 fi
 
 d_stop d
