@@ -105,9 +105,9 @@ uint32_t vrdma_dev_max_rdma_cqs(const struct vrdma_dev *dev);
 uint32_t vrdma_dev_max_rdma_srqs(const struct vrdma_dev *dev);
 /* Whether the device is the standalone virtio-rdma device (virtio id 42,
  * docs/spec.md "The virtio-rdma device") rather than a virtio-net device:
- * it has no Ethernet queues (the vrdma_dev_send / _recv family fails
- * -EOPNOTSUPP) and the RDMA API drives it through its own commands and
- * queue elements. */
+ * it has no Ethernet queues (the vrdma_net_* calls fail: they have no
+ * queue) and the RDMA API drives it through its own commands and queue
+ * elements. */
 bool vrdma_dev_is_virtio_rdma(const struct vrdma_dev *dev);
 
 struct vrdma_dev_stats {

@@ -560,6 +560,24 @@ static void test_libvrdma(void)
 	CHECK_EQ(vrdma_mw_alloc(a.dev, a.pdn, VIRTIO_IB_MW_TYPE_1, &mw), -EOPNOTSUPP);
 
 	REQUIRE(rc_connect(&a, &b) && rc_connect(&b, &a));
+	{
+		struct vrdma_qp_attr q;
+
+		REQUIRE(vrdma_qp_query(a.qp, VIRTIO_IB_QP_ATTR_MASK_ALL, &q) == 0);
+		CHECK_EQ(q.qp_state, VIRTIO_IB_QPS_RTS);
+		CHECK_EQ(q.path_mtu, VIRTIO_IB_MTU_1024);
+		CHECK_EQ(q.dest_qp_num, vrdma_qp_num(b.qp));
+		CHECK_EQ(q.sq_psn, 100);
+		CHECK_EQ(q.timeout, 14);
+		CHECK_EQ(q.max_rd_atomic, 4);
+		CHECK_EQ(q.cap.max_send_wr, 16);
+		CHECK_EQ(q.cap.max_inline_data, 64);
+		CHECK_EQ(q.ah_attr.grh.sgid_index, 1);
+		CHECK_MEM(q.ah_attr.grh.dgid, b.gid1, 16);
+		CHECK_EQ(q.qp_access_flags, VIRTIO_IB_ACCESS_REMOTE_WRITE |
+						    VIRTIO_IB_ACCESS_REMOTE_READ |
+						    VIRTIO_IB_ACCESS_REMOTE_ATOMIC);
+	}
 
 	/* SEND a -> b, two SGEs into one */
 	for (i = 0; i < 3000; i++)
