@@ -508,8 +508,8 @@ struct vrdma_sge {
  *     the device reads when the WR executes: do not post another REG_MR of
  *     the same MR before this one completed.
  */
-/* virtio-rdma device only (vrdma_dev_is_virtio_rdma; -EOPNOTSUPP on the
- * other): an RDMA READ (rdma) on RC that invalidates the local key
+/* virtio-rdma device only (vrdma_dev_is_virtio_rdma; on the other it is a
+ * reserved opcode: -EINVAL): an RDMA READ (rdma) on RC that invalidates the local key
  * invalidate_rkey (a vrdma_mr_alloc MR of the QP's PD) once its data is in
  * place; completes as VIRTIO_IB_WC_RDMA_READ (LOC_PROT_ERR when the key
  * could not be invalidated). */

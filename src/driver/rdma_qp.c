@@ -766,9 +766,8 @@ static int send_opcode_ok(const struct vrdma_rdma *r, uint8_t type, uint8_t op)
 	case VIRTIO_IB_WR_RDMA_READ:
 		return rc_ ? 0 : -EINVAL;
 	case VRDMA_WR_RDMA_READ_WITH_INV:
-		if (!r->dev->virtio_rdma)
-			return -EOPNOTSUPP;
-		return rc_ ? 0 : -EINVAL;
+		/* a reserved opcode of the virtio-net RoCE device */
+		return r->dev->virtio_rdma && rc_ ? 0 : -EINVAL;
 	case VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP:
 	case VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD:
 		if (!r->ext || r->attr.atomic_cap == VIRTIO_IB_ATOMIC_NONE)
