@@ -29,9 +29,14 @@
  * every event buffer is posted again, an event names one of our objects or
  * none, unknown types are dropped.
  *
+ * With extension flag 4 the device is the virtio-rdma model (its send
+ * elements, completions and address handles kept by the library; a REG_MR
+ * then fails cleanly: there is no control queue to send MAP_MR_SG on).
+ *
  * Input: [0] CQ ring log2 (1..6), [1] SQ ring log2, [2] flags (1 event_idx,
  * 2 QP type UD, 4 QP in RTS), [3] extension (1 ROCE_EXT with every
- * capability, 2 atomics), then ops (1 byte + arguments), see below.
+ * capability, 2 atomics, 4 virtio-rdma model), then ops (1 byte +
+ * arguments), see below.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -150,6 +155,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* the device's attributes and one fast-registration MR (mrn 1, PD 0,
 	 * 4 pages) for REG_MR */
 	r->dev = dev;
+	dev->virtio_rdma = xflags & 4;
+	r->model = dev->virtio_rdma ? &vrdma_model_virtio_rdma : &vrdma_model_net_roce;
 	r->ext = xflags & 1;
 	if (r->ext)
 		r->attr.device_cap_flags = VIRTIO_IB_DEVICE_CAP_EXT_MASK;
@@ -165,6 +172,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r->mrs[2].live = true; /* a user MR: not for REG_MR */
 	if (!r->mrs[1].pages)
 		abort();
+	/* virtio-rdma: address handles 1 and 2 (the library's table) */
+	r->ahs_cap = 4;
+	r->ahs = calloc(r->ahs_cap, sizeof(*r->ahs));
+	if (!r->ahs)
+		abort();
+	r->ahs[1].live = r->ahs[2].live = true;
+	r->ahs[2].av.grh.flow_label = 0xfffff;
+	r->ahs[2].av.sl = 15;
 	dev->rdma = r;
 
 	/* CQ: every buffer posted */
@@ -176,6 +191,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cq_q.vq_inited = true;
 	memset(&cq, 0, sizeof(cq));
 	cq.dev = dev;
+	cq.model = r->model;
 	cq.num = cq_num - (flags & 8 ? 1 : 0);
 	cq.q = &cq_q;
 	cq.bufs_bytes = (size_t)cq_num * VRDMA_CQE_SIZE;
@@ -205,8 +221,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	qp.sq.nslots = qp.cap.max_send_wr;
 	qp.sq.nalloc = qp.sq.nslots;
 	qp.sq.ring = sq_num;
-	qp.sq.slot_size = ALIGN_UP(sizeof(struct virtio_rdma_sq_req) +
-					   (size_t)qp.cap.max_send_sge * sizeof(struct virtio_rdma_sge),
+	qp.sq.model = r->model;
+	qp.sq.slot_size = ALIGN_UP(r->model->sq_slot_size(qp.cap.max_send_sge,
+							  qp.cap.max_inline_data),
 				   (size_t)64);
 	memset(&chunk, 0, sizeof(chunk));
 	chunk.bytes = (size_t)qp.sq.nslots * qp.sq.slot_size;
@@ -389,6 +406,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(qp.sq.log_sig);
 	free(r->mrs[1].pages);
 	free(r->mrs);
+	free(r->ahs);
 	free(r->cqs);
 	free(r->qps);
 	free(r->srqs);

@@ -187,7 +187,13 @@ struct VRDMA_PACKED virtio_rdma_dev_rsp_query_port {
 	uint8_t active_width;
 	le16 active_speed;
 	uint8_t phys_state;
-	le32 reserved[32];
+	/* vrdma: the addresses behind GID 1 (::ffff:a.b.c.d) and GID 2 (the
+	 * configured IPv6 address), zeros when absent, as in the virtio-net
+	 * RoCE device's QUERY_PORT: a driver has no other way to read the
+	 * device's own GIDs; the document's reserved area [spec.md] */
+	uint8_t gid1_ipv4[4];
+	uint8_t gid2_ipv6[16];
+	le32 reserved[27];
 };
 
 struct VRDMA_PACKED virtio_rdma_dev_cmd_create_cq {
@@ -590,7 +596,9 @@ VRDMA_ABI_OFF(virtio_rdma_dev_rsp_query_port, pkey_tbl_len, 27);
 VRDMA_ABI_OFF(virtio_rdma_dev_rsp_query_port, active_width, 29);
 VRDMA_ABI_OFF(virtio_rdma_dev_rsp_query_port, active_speed, 30);
 VRDMA_ABI_OFF(virtio_rdma_dev_rsp_query_port, phys_state, 32);
-VRDMA_ABI_OFF(virtio_rdma_dev_rsp_query_port, reserved, 33);
+VRDMA_ABI_OFF(virtio_rdma_dev_rsp_query_port, gid1_ipv4, 33);
+VRDMA_ABI_OFF(virtio_rdma_dev_rsp_query_port, gid2_ipv6, 37);
+VRDMA_ABI_OFF(virtio_rdma_dev_rsp_query_port, reserved, 53);
 VRDMA_ABI_SIZE(virtio_rdma_dev_cmd_create_cq, 4);
 VRDMA_ABI_SIZE(virtio_rdma_dev_rsp_create_cq, 4);
 VRDMA_ABI_SIZE(virtio_rdma_dev_cmd_destroy_cq, 4);

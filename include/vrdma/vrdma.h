@@ -96,12 +96,19 @@ bool vrdma_dev_alive(const struct vrdma_dev *dev);
  * negotiated). Reads the config space: returns 1 up, 0 down, or -errno. */
 int vrdma_dev_link_up(struct vrdma_dev *dev);
 /* RoCE limits from the config space (0 when VIRTIO_NET_F_ROCE is not
- * negotiated). */
+ * negotiated). On a virtio-rdma device: max_qp + 1 QP indexes (0 is
+ * reserved, 1..max_qp are its virtqueue pairs) and max_cq. */
 uint32_t vrdma_dev_max_rdma_qps(const struct vrdma_dev *dev);
 uint32_t vrdma_dev_max_rdma_cqs(const struct vrdma_dev *dev);
 /* max_rdma_srqs from the config space (0 when VIRTIO_NET_F_ROCE_EXT is not
  * negotiated). */
 uint32_t vrdma_dev_max_rdma_srqs(const struct vrdma_dev *dev);
+/* Whether the device is the standalone virtio-rdma device (virtio id 42,
+ * docs/spec.md "The virtio-rdma device") rather than a virtio-net device:
+ * it has no Ethernet queues (the vrdma_net_* calls fail: they have no
+ * queue) and the RDMA API drives it through its own commands and queue
+ * elements. */
+bool vrdma_dev_is_virtio_rdma(const struct vrdma_dev *dev);
 
 struct vrdma_dev_stats {
 	uint64_t tx_frames, tx_bytes, tx_kicks, tx_full;

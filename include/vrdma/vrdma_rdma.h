@@ -123,6 +123,16 @@ struct vrdma_port_attr {
 	uint16_t pkey_tbl_len;    /* extension: QUERY_PORT's pkey_tbl_len
 				   * (1); 1 without the extension too (the
 				   * only P_Key is 0xFFFF) */
+	/* virtio-rdma device only (its QUERY_PORT; all 0 on the other):
+	 * the IB port attributes of that name */
+	bool per_port;            /* the fields below are valid */
+	uint8_t state;            /* 4 ACTIVE, 1 DOWN */
+	uint8_t max_mtu;          /* enum virtio_ib_mtu */
+	uint8_t phys_state;       /* 5 LinkUp */
+	uint8_t active_width;     /* IB width code (1 = 1X) */
+	uint16_t active_speed;    /* IB speed code (32 = EDR) */
+	uint32_t port_cap_flags;  /* IB port capability bits (CM_SUP) */
+	uint32_t bad_pkey_cntr, qkey_viol_cntr;
 };
 
 /* Port attributes (QUERY_PORT is sent each time). Returns 0; device ERR:
@@ -498,6 +508,13 @@ struct vrdma_sge {
  *     the device reads when the WR executes: do not post another REG_MR of
  *     the same MR before this one completed.
  */
+/* virtio-rdma device only (vrdma_dev_is_virtio_rdma; on the other it is a
+ * reserved opcode: -EINVAL): an RDMA READ (rdma) on RC that invalidates the local key
+ * invalidate_rkey (a vrdma_mr_alloc MR of the QP's PD) once its data is in
+ * place; completes as VIRTIO_IB_WC_RDMA_READ (LOC_PROT_ERR when the key
+ * could not be invalidated). */
+#define VRDMA_WR_RDMA_READ_WITH_INV 11
+
 struct vrdma_send_wr {
 	uint64_t wr_id;
 	uint8_t opcode;           /* enum virtio_ib_wr_opcode, VIRTIO_IB_WR_* */

@@ -193,6 +193,10 @@ static enum roce_err cmd_query_port(struct roce_dev *rd, const void *in, void *o
 	r.active_width = VIRTIO_RDMA_DEV_WIDTH_1X;
 	put_le16(&r.active_speed, VIRTIO_RDMA_DEV_SPEED_EDR);
 	r.phys_state = VIRTIO_RDMA_DEV_PHYS_LINK_UP;
+	if (rd->has_ip4)
+		memcpy(r.gid1_ipv4, &rd->ip4, 4);
+	if (rd->has_ip6)
+		memcpy(r.gid2_ipv6, rd->ip6, 16);
 	memcpy(out, &r, sizeof(r));
 	return ROCE_OK;
 }

@@ -435,6 +435,11 @@ const char *virtio_rdma_dev_socket(const struct virtio_rdma_dev *d)
 	return d->cfg.socket;
 }
 
+const struct netdev_cfg *virtio_rdma_dev_cfg(const struct virtio_rdma_dev *d)
+{
+	return &d->cfg;
+}
+
 struct roce_tp *virtio_rdma_dev_transport(struct virtio_rdma_dev *d)
 {
 	return d->tp;

@@ -56,6 +56,8 @@ struct roce_tp;
 struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, struct sw *sw,
 					    const struct netdev_cfg *cfg);
 const char *virtio_rdma_dev_socket(const struct virtio_rdma_dev *d);
+/* The configuration it was made from (name, socket, addresses, limits). */
+const struct netdev_cfg *virtio_rdma_dev_cfg(const struct virtio_rdma_dev *d);
 /* Its transport (statistics). */
 struct roce_tp *virtio_rdma_dev_transport(struct virtio_rdma_dev *d);
 /* Print its counters (device, objects, commands, transport) to f. */

@@ -12,6 +12,8 @@
  *   [A+1..)    ack-specific-data   /  (1 + out_len bytes)
  * with A = 2 + in_len rounded up to 8. The ack byte is preset to 0xff so a
  * device that completes without writing it is detected.
+ * On a virtio-rdma device (id 42) the readable header is the command byte
+ * alone (cls is not sent) and the ack is its response byte (0 OK, 1 ERR).
  */
 #include <errno.h>
 #include <linux/virtio_net.h>
@@ -29,7 +31,7 @@ int vrdma_ctrl_setup(struct vrdma_dev *dev)
 {
 	int rc;
 
-	rc = vrdma_queue_setup(dev, VRDMA_NET_CTRLQ, dev->ring_size, VRDMA_QF_CALL,
+	rc = vrdma_queue_setup(dev, vrdma_dev_ctrl_vq(dev), dev->ring_size, VRDMA_QF_CALL,
 			       &dev->ctrl.q);
 	if (rc < 0)
 		return rc;
@@ -95,8 +97,8 @@ int vrdma_ctrl_cmd(struct vrdma_dev *dev, uint8_t cls, uint8_t cmd, const void *
 	buf[ack_off] = CTRL_ACK_UNSET;
 	memset(buf + ack_off + 1, 0, out_len);
 
-	rd[0].addr = (uint64_t)(uintptr_t)buf;
-	rd[0].len = 2;
+	rd[0].addr = (uint64_t)(uintptr_t)buf + (dev->virtio_rdma ? 1 : 0);
+	rd[0].len = dev->virtio_rdma ? 1 : 2;
 	if (in_len) {
 		rd[1].addr = (uint64_t)(uintptr_t)(buf + 2);
 		rd[1].len = (uint32_t)in_len;

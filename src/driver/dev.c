@@ -218,6 +218,42 @@ static bool is_virtio_rdma_device(struct vrdma_dev *dev, uint64_t offered)
 		       VIRTIO_ID_RDMA;
 }
 
+/* The virtio-rdma device's configuration (its defined bytes 0..127,
+ * untrusted): limits checked, the MAC taken from sys_image_guid (the
+ * EUI-64 of the MAC, as the device builds it). */
+static int read_config_virtio_rdma(struct vrdma_dev *dev)
+{
+	const size_t len = offsetof(struct virtio_rdma_dev_config, reserved);
+	struct virtio_rdma_dev_config *c = &dev->rdma_cfg;
+	uint32_t qps, cqs;
+	uint8_t g[8];
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	rc = vrdma_dev_vc_result(dev, vhost_client_get_config(&dev->vc, 0, c, (uint32_t)len));
+	if (rc < 0)
+		return rc;
+	qps = le32toh(c->max_qp);
+	cqs = le32toh(c->max_cq);
+	if (qps < 1 || qps >= VIRTIO_RDMA_DEV_MAX_QPS || cqs < 1 || cqs > VIRTIO_RDMA_DEV_MAX_CQS ||
+	    virtio_rdma_dev_vq_count(cqs, qps) > VIRTIO_NET_ROCE_MAX_VQS) {
+		LOG_ERR("vrdma: virtio-rdma device limits invalid (max_qp %u max_cq %u)", qps, cqs);
+		return -EPROTO;
+	}
+	/* QP indexes 0 (reserved) and 1..max_qp (the virtqueue pairs) */
+	dev->max_rdma_qps = qps + 1;
+	dev->max_rdma_cqs = cqs;
+	memcpy(g, &c->sys_image_guid, 8);
+	dev->mac[0] = g[0] ^ 0x02;
+	dev->mac[1] = g[1];
+	dev->mac[2] = g[2];
+	dev->mac[3] = g[5];
+	dev->mac[4] = g[6];
+	dev->mac[5] = g[7];
+	dev->mtu = 1500; /* until QUERY_PORT tells the active MTU */
+	return 0;
+}
+
 static int negotiate(struct vrdma_dev *dev)
 {
 	struct vhost_client *vc = &dev->vc;
@@ -270,12 +306,11 @@ static int negotiate(struct vrdma_dev *dev)
 		dev->max_mem_slots = VHOST_USER_MEMORY_MAX_NREGIONS;
 	}
 
-	if (is_virtio_rdma_device(dev, offered)) {
-		LOG_ERR("vrdma: the back-end is a virtio-rdma device (virtio id 42, "
-			"model=virtio-rdma), which this libvrdma does not drive yet");
-		return -ENOTSUP;
-	}
+	dev->virtio_rdma = is_virtio_rdma_device(dev, offered);
 	dev->features = offered & VRDMA_WANT_FEATURES & ~dev->opts.features_off;
+	if (dev->virtio_rdma)
+		dev->features &= BIT64(VIRTIO_F_VERSION_1) | BIT64(VIRTIO_RING_F_EVENT_IDX) |
+				 BIT64(VIRTIO_RING_F_INDIRECT_DESC);
 	if (!has_feature(dev, VIRTIO_NET_F_CTRL_VQ))
 		dev->features &= ~(BIT64(VIRTIO_NET_F_CTRL_RX) |
 				   BIT64(VIRTIO_NET_F_CTRL_MAC_ADDR) |
@@ -284,7 +319,7 @@ static int negotiate(struct vrdma_dev *dev)
 	if (!has_feature(dev, VIRTIO_NET_F_ROCE))
 		dev->features &= ~BIT64(VIRTIO_NET_F_ROCE_EXT);
 
-	rc = read_config(dev);
+	rc = dev->virtio_rdma ? read_config_virtio_rdma(dev) : read_config(dev);
 	if (rc < 0)
 		return rc;
 
@@ -400,10 +435,11 @@ static struct vrdma_dev *dev_open(const char *socket_path, int fd,
 	rc = negotiate(dev);
 	if (rc < 0)
 		goto fail_locked;
-	rc = vrdma_net_setup(dev);
+	/* A virtio-rdma device has no Ethernet queues. */
+	rc = dev->virtio_rdma ? 0 : vrdma_net_setup(dev);
 	if (rc < 0)
 		goto fail_locked;
-	if (has_feature(dev, VIRTIO_NET_F_CTRL_VQ)) {
+	if (has_feature(dev, VIRTIO_NET_F_CTRL_VQ) || dev->virtio_rdma) {
 		rc = vrdma_ctrl_setup(dev);
 		if (rc < 0)
 			goto fail_locked;
@@ -516,12 +552,17 @@ bool vrdma_dev_alive(const struct vrdma_dev *dev)
 
 uint32_t vrdma_dev_max_rdma_qps(const struct vrdma_dev *dev)
 {
-	return has_feature(dev, VIRTIO_NET_F_ROCE) ? dev->max_rdma_qps : 0;
+	return has_feature(dev, VIRTIO_NET_F_ROCE) || dev->virtio_rdma ? dev->max_rdma_qps : 0;
 }
 
 uint32_t vrdma_dev_max_rdma_cqs(const struct vrdma_dev *dev)
 {
-	return has_feature(dev, VIRTIO_NET_F_ROCE) ? dev->max_rdma_cqs : 0;
+	return has_feature(dev, VIRTIO_NET_F_ROCE) || dev->virtio_rdma ? dev->max_rdma_cqs : 0;
+}
+
+bool vrdma_dev_is_virtio_rdma(const struct vrdma_dev *dev)
+{
+	return dev->virtio_rdma;
 }
 
 uint32_t vrdma_dev_max_rdma_srqs(const struct vrdma_dev *dev)

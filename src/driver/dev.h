@@ -22,6 +22,7 @@
 #include "driver/shm.h"
 #include "vhost/vhost_client.h"
 #include "vrdma/virtio_net_roce.h"
+#include "vrdma/virtio_rdma.h"
 #include "vrdma/vrdma.h"
 
 /* RoCE extension fields of the config space (include/vrdma/virtio_net_roce.h):
@@ -103,6 +104,12 @@ struct vrdma_dev {
 	uint16_t ring_size;
 	bool event_idx, indirect, wide_index;
 
+	/* Device model: the standalone virtio-rdma device (virtio id 42:
+	 * control queue 0, no Ethernet queues; docs/design.md "libvrdma
+	 * device models") instead of virtio-net with RoCE. */
+	bool virtio_rdma;
+	struct virtio_rdma_dev_config rdma_cfg; /* its bytes 0..127 */
+
 	/* memory the back-end knows */
 	struct vrdma_mreg *mregs;
 	unsigned nmregs, mregs_cap;
@@ -159,6 +166,12 @@ int vrdma_dev_vc_result(struct vrdma_dev *dev, int rc);
  * a reply in flight on the control path is not mistaken for death). Returns
  * 0 or -ENOTCONN. */
 int vrdma_dev_probe(struct vrdma_dev *dev);
+
+/* The control queue's ring: 0 on a virtio-rdma device, 2 on virtio-net. */
+static inline unsigned vrdma_dev_ctrl_vq(const struct vrdma_dev *dev)
+{
+	return dev->virtio_rdma ? 0 : VRDMA_NET_CTRLQ;
+}
 
 /* Net part (net.c). */
 int vrdma_net_setup(struct vrdma_dev *dev);

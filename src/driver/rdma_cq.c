@@ -40,7 +40,6 @@
 /* vrdma_cq_wait without an event fd: poll interval. */
 #define CQ_WAIT_POLL_MS 1
 
-static void cq_decode(const struct virtio_rdma_cq_req *b, struct vrdma_wc *wc);
 static void cq_arm_fast(struct vrdma_cq *cq);
 
 static int cq_post_buf(struct vrdma_cq *cq, struct virtio_rdma_cq_req *b)
@@ -233,6 +232,7 @@ int vrdma_cq_create(struct vrdma_dev *dev, uint32_t cqe, struct vrdma_cq **out)
 		goto undo;
 	}
 	cq->dev = dev;
+	cq->model = r->model;
 	cq->cqn = cqn;
 	cq->num = MIN(num, r->attr.max_cqe);
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
@@ -242,7 +242,7 @@ int vrdma_cq_create(struct vrdma_dev *dev, uint32_t cqe, struct vrdma_cq **out)
 		rc = -errno;
 		goto undo;
 	}
-	rc = vrdma_queue_setup(dev, vrdma_vq_cq(VRDMA_RDMA_NET_PAIRS, cqn), (uint16_t)num,
+	rc = vrdma_queue_setup(dev, r->model->vq_cq(r, cqn), (uint16_t)num,
 			       VRDMA_QF_CALL, &cq->q);
 	if (rc)
 		goto undo;
@@ -364,8 +364,8 @@ static int cq_replace_ring(struct vrdma_cq *cq, uint32_t num)
 			}
 			break;
 		}
-		if (l >= VRDMA_CQE_SIZE)
-			cq_decode(b, &stash[len++]);
+		if (l >= cq->model->cqe_size)
+			cq->model->cq_decode(b, &stash[len++]);
 		else
 			cq->bad++;
 	}
@@ -453,7 +453,7 @@ int vrdma_cq_event_fd(const struct vrdma_cq *cq)
 }
 
 /* Decode one completion buffer (untrusted bytes, copied once). */
-static void cq_decode(const struct virtio_rdma_cq_req *b, struct vrdma_wc *wc)
+void vrdma_rdma_cq_decode(const void *b, struct vrdma_wc *wc)
 {
 	struct virtio_rdma_cq_req e;
 
@@ -509,10 +509,10 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 			}
 			break;
 		}
-		if (len >= VRDMA_CQE_SIZE) {
+		if (len >= cq->model->cqe_size) {
 			struct vrdma_qp *qp;
 
-			cq_decode(b, &wc[got]);
+			cq->model->cq_decode(b, &wc[got]);
 			qp = qtab_find(cq, wc[got].qp_num);
 			if (qp)
 				vrdma_rdma_qp_retire(qp, &wc[got]);

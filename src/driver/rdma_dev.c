@@ -38,13 +38,13 @@ int vrdma_rdma_table_reserve(void **tab, uint32_t *cap, size_t elem, uint32_t id
 	return 0;
 }
 
-int vrdma_rdma_cmd(struct vrdma_rdma *r, uint8_t cmd, const void *in, size_t in_len,
-		   void *out, size_t out_len)
+int vrdma_rdma_cmd_raw(struct vrdma_rdma *r, uint8_t cls, uint8_t cmd, const void *in,
+		       size_t in_len, void *out, size_t out_len)
 {
 	uint8_t ack = VIRTIO_NET_ERR;
 	int rc;
 
-	rc = vrdma_ctrl_cmd(r->dev, VIRTIO_NET_CTRL_ROCE, cmd, in, in_len, out, out_len, &ack);
+	rc = vrdma_ctrl_cmd(r->dev, cls, cmd, in, in_len, out, out_len, &ack);
 	if (rc < 0)
 		return rc;
 	r->cmds++;
@@ -54,6 +54,63 @@ int vrdma_rdma_cmd(struct vrdma_rdma *r, uint8_t cmd, const void *in, size_t in_
 	}
 	return 0;
 }
+
+int vrdma_rdma_cmd(struct vrdma_rdma *r, uint8_t cmd, const void *in, size_t in_len,
+		   void *out, size_t out_len)
+{
+	return r->model->cmd(r, cmd, in, in_len, out, out_len);
+}
+
+/* ---- the virtio-net RoCE model ------------------------------------------------ */
+
+static int net_roce_cmd(struct vrdma_rdma *r, uint8_t cmd, const void *in, size_t in_len,
+			void *out, size_t out_len)
+{
+	return vrdma_rdma_cmd_raw(r, VIRTIO_NET_CTRL_ROCE, cmd, in, in_len, out, out_len);
+}
+
+static unsigned net_roce_vq_cq(const struct vrdma_rdma *r, uint32_t cqn)
+{
+	(void)r;
+	return vrdma_vq_cq(VRDMA_RDMA_NET_PAIRS, cqn);
+}
+
+static unsigned net_roce_vq_sq(const struct vrdma_rdma *r, uint32_t index)
+{
+	return vrdma_vq_sq(VRDMA_RDMA_NET_PAIRS, r->ncq_rings, index);
+}
+
+static unsigned net_roce_vq_rq(const struct vrdma_rdma *r, uint32_t index)
+{
+	return vrdma_vq_rq(VRDMA_RDMA_NET_PAIRS, r->ncq_rings, index);
+}
+
+static size_t net_roce_sq_slot_size(uint32_t max_send_sge, uint32_t max_inline_data)
+{
+	(void)max_inline_data; /* the fixed part has the inline area */
+	return sizeof(struct virtio_rdma_sq_req) +
+	       (size_t)max_send_sge * sizeof(struct virtio_rdma_sge);
+}
+
+static size_t net_roce_rq_slot_size(uint32_t max_recv_sge)
+{
+	return sizeof(struct virtio_rdma_rq_req) +
+	       (size_t)max_recv_sge * sizeof(struct virtio_rdma_sge);
+}
+
+const struct vrdma_model vrdma_model_net_roce = {
+	.name = "virtio-net",
+	.cmd = net_roce_cmd,
+	.vq_cq = net_roce_vq_cq,
+	.vq_sq = net_roce_vq_sq,
+	.vq_rq = net_roce_vq_rq,
+	.sq_slot_size = net_roce_sq_slot_size,
+	.rq_slot_size = net_roce_rq_slot_size,
+	.sq_encode = vrdma_rdma_sq_encode,
+	.rq_encode = vrdma_rdma_rq_encode,
+	.cqe_size = VRDMA_CQE_SIZE,
+	.cq_decode = vrdma_rdma_cq_decode,
+};
 
 static void rdma_state_free(struct vrdma_rdma *r)
 {
@@ -216,10 +273,14 @@ int vrdma_rdma_get(struct vrdma_dev *dev, struct vrdma_rdma **out)
 	if (!r)
 		return -ENOMEM;
 	r->dev = dev;
+	r->model = dev->virtio_rdma ? &vrdma_model_virtio_rdma : &vrdma_model_net_roce;
 	r->ev_epfd = -1;
 	r->nqp_rings = qps;
 	r->ncq_rings = cqs;
-	r->ext = (vrdma_dev_features(dev) >> VIRTIO_NET_F_ROCE_EXT) & 1;
+	/* The virtio-rdma device has the extension's objects it reports
+	 * (atomics, fast registration, P_Keys) without negotiation, and no
+	 * event queue. */
+	r->ext = dev->virtio_rdma || ((vrdma_dev_features(dev) >> VIRTIO_NET_F_ROCE_EXT) & 1);
 	r->nsrq_rings = vrdma_dev_max_rdma_srqs(dev);
 	r->cqs = calloc(cqs, sizeof(*r->cqs));
 	r->qps = calloc(qps, sizeof(*r->qps));
@@ -230,7 +291,7 @@ int vrdma_rdma_get(struct vrdma_dev *dev, struct vrdma_rdma **out)
 	}
 	/* The extension's event queue gets its buffers before any object
 	 * exists (docs/spec.md "Discovery", step 3). */
-	rc = vrdma_rdma_ext_init(r);
+	rc = dev->virtio_rdma ? 0 : vrdma_rdma_ext_init(r);
 	if (rc == 0)
 		rc = rdma_fetch_attrs(r);
 	if (rc == 0) {
@@ -240,6 +301,8 @@ int vrdma_rdma_get(struct vrdma_dev *dev, struct vrdma_rdma **out)
 		else
 			rdma_port_ipv6(r, r->ipv6_at_open);
 	}
+	if (rc == 0 && r->model->init)
+		rc = r->model->init(r);
 	if (rc) {
 		rdma_state_free(r);
 		return rc;
@@ -305,6 +368,10 @@ int vrdma_query_port(struct vrdma_dev *dev, struct vrdma_port_attr *attr)
 		rdma_port_ipv4(r, p.gid1_ipv4);
 	}
 	memset(attr, 0, sizeof(*attr));
+	if (dev->virtio_rdma) {
+		*attr = r->vrd_port;
+		attr->per_port = true;
+	}
 	attr->gid_tbl_len = r->gid_tbl_len;
 	attr->max_msg_sz = r->max_msg_sz;
 	attr->pkey_tbl_len = r->ext && r->pkey_tbl_len ? r->pkey_tbl_len : 1;

@@ -15,6 +15,9 @@
  *               with SRQs
  *   rdma_ext.c  extension objects: SRQs, fast-registration MRs, memory
  *               windows, P_Key query, the event virtqueue and async events
+ *   virtio_rdma.c  the virtio-rdma device model (virtio id 42): its
+ *               commands, virtqueue layout and queue elements behind the
+ *               same objects (struct vrdma_model below)
  *
  * Locking: the shadow tables and every command are under the device lock
  * (dev->lock, recursive: vrdma_ctrl_cmd takes it again). A CQ's virtqueue is
@@ -62,6 +65,7 @@ struct vrdma_rdma_mr {
 struct vrdma_rdma_ah {
 	bool live;
 	uint32_t pdn;
+	struct vrdma_ah_attr av;  /* virtio-rdma: kept here, sent in each UD WR */
 };
 
 struct vrdma_rdma_gid {
@@ -69,9 +73,47 @@ struct vrdma_rdma_gid {
 	uint8_t raw[16];
 };
 
+struct vrdma_rdma;
+struct vrdma_qp;
+
+/*
+ * A device model: what differs between the virtio-net RoCE device and the
+ * virtio-rdma device (docs/design.md "libvrdma device models"). The objects,
+ * checks and queue bookkeeping above are shared; a model encodes commands
+ * (given as the virtio-net RoCE command and structures, host semantics),
+ * places rings and encodes / decodes queue elements.
+ */
+struct vrdma_model {
+	const char *name;
+	/* Like vrdma_rdma_cmd: 0, 1 (refused), -errno; -EOPNOTSUPP for a
+	 * command the model lacks (nothing sent). */
+	int (*cmd)(struct vrdma_rdma *r, uint8_t cmd, const void *in, size_t in_len, void *out,
+		   size_t out_len);
+	/* After the device and port attributes are known (or NULL). */
+	int (*init)(struct vrdma_rdma *r);
+	unsigned (*vq_cq)(const struct vrdma_rdma *r, uint32_t cqn);
+	unsigned (*vq_sq)(const struct vrdma_rdma *r, uint32_t index);
+	unsigned (*vq_rq)(const struct vrdma_rdma *r, uint32_t index);
+	size_t (*sq_slot_size)(uint32_t max_send_sge, uint32_t max_inline_data);
+	size_t (*rq_slot_size)(uint32_t max_recv_sge);
+	/* REG_MR: make the page list known to the device before the WR is
+	 * queued (or NULL). Device lock held. 0 or -EINVAL. */
+	int (*reg_mr_map)(struct vrdma_qp *qp, const struct vrdma_send_wr *wr, const le64 *pages);
+	/* A validated send WR into slot; returns the element's length. */
+	uint32_t (*sq_encode)(const struct vrdma_qp *qp, uint8_t *slot,
+			      const struct vrdma_send_wr *wr, uint64_t len, const le64 *pages);
+	uint32_t (*rq_encode)(uint8_t *slot, const struct vrdma_recv_wr *wr);
+	uint32_t cqe_size;        /* bytes of one completion element */
+	void (*cq_decode)(const void *b, struct vrdma_wc *wc);
+};
+
+extern const struct vrdma_model vrdma_model_net_roce;
+extern const struct vrdma_model vrdma_model_virtio_rdma;
+
 /* The RDMA state of one device (dev->rdma), created by the first RDMA call. */
 struct vrdma_rdma {
 	struct vrdma_dev *dev;
+	const struct vrdma_model *model;
 	struct vrdma_device_attr attr;
 	uint32_t gid_tbl_len;
 	uint32_t max_msg_sz;
@@ -93,6 +135,9 @@ struct vrdma_rdma {
 	bool ipv4_known;
 	uint8_t ipv4[4];
 	uint8_t ipv6_at_open[16];   /* QUERY_PORT gid2_ipv6 (GID 2 preset) */
+
+	/* virtio-rdma: QUERY_PORT's per-port attributes (last answer) */
+	struct vrdma_port_attr vrd_port;
 
 	/* extension (VIRTIO_NET_F_ROCE_EXT) */
 	bool ext;
@@ -121,6 +166,7 @@ static inline bool vrdma_rdma_cap(const struct vrdma_rdma *r, uint64_t cap)
 
 struct vrdma_cq {
 	struct vrdma_dev *dev;
+	const struct vrdma_model *model;
 	uint32_t cqn;
 	uint32_t num;             /* capacity = ring entries = buffers */
 	struct vrdma_queue *q;
@@ -170,6 +216,7 @@ struct vrdma_wq_chunk {
  * never changes in place and is >= nslots.) */
 struct vrdma_wq {
 	struct vrdma_queue *q;
+	const struct vrdma_model *model;
 	struct vrdma_wq_chunk *chunks;
 	size_t slot_size;
 	uint32_t nslots;          /* = the capacity told to the device */
@@ -227,6 +274,10 @@ int vrdma_rdma_get(struct vrdma_dev *dev, struct vrdma_rdma **out);
 int vrdma_rdma_cmd(struct vrdma_rdma *r, uint8_t cmd, const void *in, size_t in_len,
 		   void *out, size_t out_len);
 
+/* Send command cls/cmd as it is (device lock held), counted; as above. */
+int vrdma_rdma_cmd_raw(struct vrdma_rdma *r, uint8_t cls, uint8_t cmd, const void *in,
+		       size_t in_len, void *out, size_t out_len);
+
 /* Grow a shadow table (array of elem-byte entries, zero-filled) to hold
  * index idx. Returns 0 or -ENOMEM. */
 int vrdma_rdma_table_reserve(void **tab, uint32_t *cap, size_t elem, uint32_t idx);
@@ -269,6 +320,12 @@ int vrdma_rdma_cq_fill(struct vrdma_cq *cq);
  * without talking to the dead back-end. */
 void vrdma_rdma_cq_free(struct vrdma_rdma *r, struct vrdma_cq *cq);
 void vrdma_rdma_qp_free(struct vrdma_rdma *r, struct vrdma_qp *qp);
+
+/* The virtio-net RoCE model's elements (rdma_qp.c, rdma_cq.c). */
+uint32_t vrdma_rdma_sq_encode(const struct vrdma_qp *qp, uint8_t *slot,
+			      const struct vrdma_send_wr *wr, uint64_t len, const le64 *pages);
+uint32_t vrdma_rdma_rq_encode(uint8_t *slot, const struct vrdma_recv_wr *wr);
+void vrdma_rdma_cq_decode(const void *b, struct vrdma_wc *wc);
 
 /* Work queues (rdma_qp.c), shared by QP send / receive queues and SRQs. */
 int vrdma_rdma_wq_setup(struct vrdma_dev *dev, struct vrdma_wq *wq, unsigned idx,

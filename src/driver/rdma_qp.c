@@ -107,6 +107,7 @@ int vrdma_rdma_wq_setup(struct vrdma_dev *dev, struct vrdma_wq *wq, unsigned idx
 	int rc;
 
 	pthread_spin_init(&wq->lock, PTHREAD_PROCESS_PRIVATE);
+	wq->model = ((struct vrdma_rdma *)dev->rdma)->model;
 	wq->nslots = nslots;
 	wq->ring = ring;
 	wq->slot_size = ALIGN_UP(slot_size, (size_t)64);
@@ -344,10 +345,10 @@ int vrdma_qp_create(struct vrdma_dev *dev, const struct vrdma_qp_init *init,
 	qp->max_sge_rd = r->attr.max_sge_rd;
 	atomic_init(&qp->state, VIRTIO_IB_QPS_RESET);
 	qp->srq = srq;
-	rc = vrdma_rdma_wq_setup(dev, &qp->sq,
-				 vrdma_vq_sq(VRDMA_RDMA_NET_PAIRS, r->ncq_rings, index),
-				 cap.max_send_wr, vrdma_rdma_ring_size(r, cap.max_send_wr),
-				 SQ_REQ_SIZE + (size_t)cap.max_send_sge * SGE_SIZE, true);
+	rc = vrdma_rdma_wq_setup(dev, &qp->sq, r->model->vq_sq(r, index), cap.max_send_wr,
+				 vrdma_rdma_ring_size(r, cap.max_send_wr),
+				 r->model->sq_slot_size(cap.max_send_sge, cap.max_inline_data),
+				 true);
 	if (rc)
 		goto undo;
 	if (srq) {
@@ -355,10 +356,9 @@ int vrdma_qp_create(struct vrdma_dev *dev, const struct vrdma_qp_init *init,
 		pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
 		rc = 0;
 	} else {
-		rc = vrdma_rdma_wq_setup(dev, &qp->rq,
-					 vrdma_vq_rq(VRDMA_RDMA_NET_PAIRS, r->ncq_rings, index),
+		rc = vrdma_rdma_wq_setup(dev, &qp->rq, r->model->vq_rq(r, index),
 					 cap.max_recv_wr, vrdma_rdma_ring_size(r, cap.max_recv_wr),
-					 RQ_REQ_SIZE + (size_t)cap.max_recv_sge * SGE_SIZE, false);
+					 r->model->rq_slot_size(cap.max_recv_sge), false);
 	}
 	if (rc) {
 		vrdma_rdma_wq_release(dev, &qp->sq);
@@ -765,6 +765,9 @@ static int send_opcode_ok(const struct vrdma_rdma *r, uint8_t type, uint8_t op)
 		return rc_ || uc ? 0 : -EINVAL;
 	case VIRTIO_IB_WR_RDMA_READ:
 		return rc_ ? 0 : -EINVAL;
+	case VRDMA_WR_RDMA_READ_WITH_INV:
+		/* a reserved opcode of the virtio-net RoCE device */
+		return r->dev->virtio_rdma && rc_ ? 0 : -EINVAL;
 	case VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP:
 	case VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD:
 		if (!r->ext || r->attr.atomic_cap == VIRTIO_IB_ATOMIC_NONE)
@@ -842,6 +845,7 @@ static int send_check(const struct vrdma_qp *qp, const struct vrdma_send_wr *wr,
 {
 	const struct vrdma_rdma *r = qp->dev->rdma;
 	uint64_t total = 0;
+	bool read;
 	uint32_t i;
 	int rc;
 
@@ -863,15 +867,20 @@ static int send_check(const struct vrdma_qp *qp, const struct vrdma_send_wr *wr,
 	}
 	if ((qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI) && !wr->ud.ah)
 		return -EINVAL;
+	/* virtio-rdma: the AV goes into the WR; its table never moves */
+	if ((qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI) &&
+	    r->dev->virtio_rdma && (wr->ud.ah >= r->ahs_cap || !r->ahs[wr->ud.ah].live))
+		return -EINVAL;
 	for (i = 0; i < wr->num_sge; i++)
 		total += wr->sg_list[i].length;
+	read = wr->opcode == VIRTIO_IB_WR_RDMA_READ || wr->opcode == VRDMA_WR_RDMA_READ_WITH_INV;
 	if (wr->send_flags & VIRTIO_IB_SEND_INLINE) {
-		if (wr->opcode == VIRTIO_IB_WR_RDMA_READ || total > qp->cap.max_inline_data)
+		if (read || total > qp->cap.max_inline_data)
 			return -EINVAL;
 	} else {
 		if (wr->num_sge > qp->cap.max_send_sge)
 			return -EINVAL;
-		if (wr->opcode == VIRTIO_IB_WR_RDMA_READ && wr->num_sge > qp->max_sge_rd)
+		if (read && wr->num_sge > qp->max_sge_rd)
 			return -EINVAL;
 	}
 	if (total > qp->max_msg_sz)
@@ -882,8 +891,8 @@ static int send_check(const struct vrdma_qp *qp, const struct vrdma_send_wr *wr,
 
 /* Encode a validated send WR into slot; returns the element's length.
  * pages: REG_MR's page list. */
-static uint32_t send_encode(const struct vrdma_qp *qp, uint8_t *slot,
-			    const struct vrdma_send_wr *wr, uint64_t len, const le64 *pages)
+uint32_t vrdma_rdma_sq_encode(const struct vrdma_qp *qp, uint8_t *slot,
+			      const struct vrdma_send_wr *wr, uint64_t len, const le64 *pages)
 {
 	struct virtio_rdma_sq_req_ext *q = (struct virtio_rdma_sq_req_ext *)(void *)slot;
 	uint32_t i;
@@ -1005,12 +1014,14 @@ int vrdma_post_send(struct vrdma_qp *qp, const struct vrdma_send_wr *wr, unsigne
 		}
 		if (wr[i].opcode == VIRTIO_IB_WR_REG_MR) {
 			rc = send_reg_pages(qp, &wr[i], &pages);
+			if (!rc && wq->model->reg_mr_map)
+				rc = wq->model->reg_mr_map(qp, &wr[i], pages);
 			if (rc)
 				break;
 		}
 		slot = wq->free[wq->nfree - 1];
 		b.addr = (uint64_t)(uintptr_t)slot;
-		b.len = send_encode(qp, slot, &wr[i], len, pages);
+		b.len = wq->model->sq_encode(qp, slot, &wr[i], len, pages);
 		rc = vq_drv_add(&wq->q->vq, &b, 1, NULL, 0, slot);
 		if (rc) {
 			rc = -ENOMEM;
@@ -1034,6 +1045,22 @@ int vrdma_post_send(struct vrdma_qp *qp, const struct vrdma_send_wr *wr, unsigne
 	return i ? (int)i : rc;
 }
 
+uint32_t vrdma_rdma_rq_encode(uint8_t *slot, const struct vrdma_recv_wr *wr)
+{
+	struct virtio_rdma_rq_req *q = (struct virtio_rdma_rq_req *)(void *)slot;
+	uint32_t s;
+
+	q->wr_id = htole64(wr->wr_id);
+	q->num_sge = htole32(wr->num_sge);
+	memset(q->reserved, 0, sizeof(q->reserved));
+	for (s = 0; s < wr->num_sge; s++) {
+		q->sg_list[s].addr = htole64(wr->sg_list[s].addr);
+		q->sg_list[s].length = htole32(wr->sg_list[s].length);
+		q->sg_list[s].lkey = htole32(wr->sg_list[s].lkey);
+	}
+	return (uint32_t)(RQ_REQ_SIZE + (size_t)wr->num_sge * SGE_SIZE);
+}
+
 int vrdma_rdma_wq_post_recv(struct vrdma_wq *wq, uint32_t max_sge,
 			    const struct vrdma_recv_wr *wr, unsigned n)
 {
@@ -1043,10 +1070,8 @@ int vrdma_rdma_wq_post_recv(struct vrdma_wq *wq, uint32_t max_sge,
 	pthread_spin_lock(&wq->lock);
 	wq_reclaim(wq);
 	for (i = 0; i < n; i++) {
-		struct virtio_rdma_rq_req *q;
 		struct vq_buf b;
 		uint8_t *slot;
-		uint32_t s;
 
 		if (wr[i].num_sge > max_sge || (wr[i].num_sge && !wr[i].sg_list)) {
 			rc = -EINVAL;
@@ -1058,17 +1083,8 @@ int vrdma_rdma_wq_post_recv(struct vrdma_wq *wq, uint32_t max_sge,
 			break;
 		}
 		slot = wq->free[wq->nfree - 1];
-		q = (struct virtio_rdma_rq_req *)(void *)slot;
-		q->wr_id = htole64(wr[i].wr_id);
-		q->num_sge = htole32(wr[i].num_sge);
-		memset(q->reserved, 0, sizeof(q->reserved));
-		for (s = 0; s < wr[i].num_sge; s++) {
-			q->sg_list[s].addr = htole64(wr[i].sg_list[s].addr);
-			q->sg_list[s].length = htole32(wr[i].sg_list[s].length);
-			q->sg_list[s].lkey = htole32(wr[i].sg_list[s].lkey);
-		}
 		b.addr = (uint64_t)(uintptr_t)slot;
-		b.len = (uint32_t)(RQ_REQ_SIZE + (size_t)wr[i].num_sge * SGE_SIZE);
+		b.len = wq->model->rq_encode(slot, &wr[i]);
 		rc = vq_drv_add(&wq->q->vq, &b, 1, NULL, 0, slot);
 		if (rc) {
 			rc = -ENOMEM;

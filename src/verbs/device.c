@@ -499,6 +499,16 @@ int vrdma_verbs_query_port(struct ibv_context *ibctx, uint8_t port,
 	vrdma_width_speed(pa.speed, &attr->active_width, &attr->active_speed);
 	attr->phys_state = pa.link_up ? 5 /* LinkUp */ : 3 /* Disabled */;
 	attr->link_layer = IBV_LINK_LAYER_ETHERNET;
+	if (pa.per_port) {
+		/* the virtio-rdma device reports its port itself */
+		attr->state = (enum ibv_port_state)pa.state;
+		attr->phys_state = pa.phys_state;
+		attr->active_width = pa.active_width;
+		attr->active_speed = pa.active_speed;
+		attr->port_cap_flags |= pa.port_cap_flags;
+		attr->bad_pkey_cntr = pa.bad_pkey_cntr;
+		attr->qkey_viol_cntr = pa.qkey_viol_cntr;
+	}
 	return 0;
 }
 

@@ -156,6 +156,11 @@ struct vrdma_prov_port_attr {
 	uint16_t mtu;      /* netdev MTU (bytes of IP packet); 0 = 1500 */
 	uint32_t speed;    /* Mbit/s; 0 or UINT32_MAX = unknown */
 	uint32_t pkey_tbl_len; /* vrdma extension; 0 is reported as 1 */
+	/* the virtio-rdma device's own port attributes (IB values), used
+	 * instead of the derived ones when per_port is set */
+	bool per_port;
+	uint8_t state, phys_state, active_width, active_speed;
+	uint32_t port_cap_flags, bad_pkey_cntr, qkey_viol_cntr;
 };
 
 /* GID types (the values of enum ibv_gid_type). */

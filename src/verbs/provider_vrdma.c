@@ -230,6 +230,16 @@ static int prov_query_port(struct vrdma_prov_dev *d, struct vrdma_prov_port_attr
 	p->mtu = a.mtu;
 	p->speed = 0; /* unknown */
 	p->pkey_tbl_len = a.pkey_tbl_len ? a.pkey_tbl_len : 1;
+	if (a.per_port) {
+		p->per_port = true;
+		p->state = a.state;
+		p->phys_state = a.phys_state;
+		p->active_width = a.active_width;
+		p->active_speed = a.active_speed > 0xff ? 0 : (uint8_t)a.active_speed;
+		p->port_cap_flags = a.port_cap_flags;
+		p->bad_pkey_cntr = a.bad_pkey_cntr;
+		p->qkey_viol_cntr = a.qkey_viol_cntr;
+	}
 	return 0;
 }
 

@@ -6,6 +6,7 @@
  * only root, the daemon's own user or (through the socket's group mode) the
  * configured group get in.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +21,12 @@
 #include "common/loop.h"
 #include "device/netdev.h"
 #include "device/netdev_show.h"
+#include "device/roce_dev.h"
+#include "device/virtio_rdma_dev.h"
 #include "mgmt/ctl.h"
 #include "mgmt/kv.h"
 #include "port/port.h"
+#include "vhost/vhost_server.h"
 #include "daemon.h"
 
 #define CTL_MAX_CONNS 16
@@ -88,6 +92,42 @@ static void show_list(struct daemon *d, const struct ctl_req *r, struct kvw *k, 
 	kvw_list_end(k);
 }
 
+/* The virtio-rdma devices (model=virtio-rdma): one connection each, its
+ * objects counted as for the other devices. */
+static void show_rdevs(struct daemon *d, const struct ctl_req *r, struct kvw *k)
+{
+	char buf[64];
+
+	for (unsigned i = 0; i < d->nrdevs; i++) {
+		struct virtio_rdma_dev *v = d->rdevs[i];
+		const struct netdev_cfg *c = virtio_rdma_dev_cfg(v);
+		const struct roce_dev *rd = virtio_rdma_dev_roce(v);
+		struct roce_counts n = { 0 };
+
+		if (r->dev[0] && strcmp(r->dev, c->name))
+			continue;
+		roce_dev_counts(rd, &n);
+		kvw_obj_begin(k);
+		kvw_str(k, "dev", c->name);
+		kvw_str(k, "model", "virtio-rdma");
+		kvw_str(k, "socket", c->socket);
+		snprintf(buf, sizeof(buf), "%02x:%02x:%02x:%02x:%02x:%02x", c->mac[0], c->mac[1],
+			 c->mac[2], c->mac[3], c->mac[4], c->mac[5]);
+		kvw_str(k, "mac", buf);
+		if (c->has_ip4 && inet_ntop(AF_INET, &c->ip4, buf, sizeof(buf)))
+			kvw_str(k, "ip", buf);
+		kvw_u64(k, "contexts", vhost_server_connected(virtio_rdma_dev_server(v)) ? 1 : 0);
+		kvw_u64(k, "max_contexts", 1);
+		kvw_u64(k, "pd", n.pd);
+		kvw_u64(k, "mr", n.mr);
+		kvw_u64(k, "cq", n.cq);
+		kvw_u64(k, "qp", n.qp);
+		kvw_u64(k, "max_qp", rd->attr.max_qp);
+		kvw_u64(k, "max_cq", rd->attr.max_cq);
+		kvw_obj_end(k);
+	}
+}
+
 static void show_switch(struct daemon *d, struct kvw *k)
 {
 	const struct sw_stats *s = sw_get_stats(d->sw);
@@ -132,7 +172,14 @@ static bool execute(struct ctl_server *s, const struct ctl_req *r, bool admin, F
 	}
 	if (r->dev[0] && r->cmd != CTL_DEV_ADD) {
 		nd = daemon_dev_find(d, r->dev);
-		if (!nd) {
+		if (!nd && daemon_rdev_find(d, r->dev)) {
+			/* a virtio-rdma device: listed and removed only */
+			if (r->cmd != CTL_DEV_SHOW && r->cmd != CTL_DEV_DEL) {
+				fprintf(f, "error: %s is a virtio-rdma device: dev show and dev "
+					"del only\n", r->dev);
+				return false;
+			}
+		} else if (!nd) {
 			fprintf(f, "error: no device %s\n", r->dev);
 			return false;
 		}
@@ -143,7 +190,12 @@ static bool execute(struct ctl_server *s, const struct ctl_req *r, bool admin, F
 	case CTL_STAT_SHOW:
 		kvw_begin(&k, f, r->json);
 		if (r->cmd == CTL_DEV_SHOW) {
-			show_list(d, r, &k, "dev", netdev_show_dev);
+			kvw_list_begin(&k, "dev");
+			for (unsigned i = 0; i < d->ndevs; i++)
+				if (dev_match(r, d->devs[i]))
+					netdev_show_dev(d->devs[i], &k);
+			show_rdevs(d, r, &k);
+			kvw_list_end(&k);
 			show_list(d, r, &k, "ctx", netdev_show_ctxs);
 		} else if (r->cmd == CTL_RES_SHOW) {
 			if (r->res & CTL_RES_PD)
@@ -182,7 +234,10 @@ static bool execute(struct ctl_server *s, const struct ctl_req *r, bool admin, F
 			fprintf(f, "error: %s\n", err);
 			return false;
 		}
-		fprintf(f, "device %s added: %s\n", r->dev, netdev_port_cfg(daemon_dev_find(d, r->dev))->socket);
+		nd = daemon_dev_find(d, r->dev);
+		fprintf(f, "device %s added: %s\n", r->dev,
+			nd ? netdev_port_cfg(nd)->socket
+			   : virtio_rdma_dev_socket(daemon_rdev_find(d, r->dev)));
 		return true;
 	}
 	case CTL_DEV_DEL:

@@ -54,6 +54,8 @@ int daemon_dev_add(struct daemon *d, const char *name, const char *spec, bool fr
 /* Tear down device name (its tenant is disconnected). Returns 0 or -ENOENT. */
 int daemon_dev_del(struct daemon *d, const char *name);
 struct netdev_port *daemon_dev_find(struct daemon *d, const char *name);
+/* A model=virtio-rdma device by name, or NULL. */
+struct virtio_rdma_dev *daemon_rdev_find(struct daemon *d, const char *name);
 /* Remove every device and free the bookkeeping. */
 void daemon_dev_del_all(struct daemon *d);
 

@@ -61,16 +61,25 @@ struct netdev_port *daemon_dev_find(struct daemon *d, const char *name)
 	return NULL;
 }
 
-/* A model=virtio-rdma device: served at start-up only (no hot-plug, reload
- * or control-socket listing yet). */
+struct virtio_rdma_dev *daemon_rdev_find(struct daemon *d, const char *name)
+{
+	for (unsigned i = 0; i < d->nrdevs; i++)
+		if (!strcmp(virtio_rdma_dev_cfg(d->rdevs[i])->name, name))
+			return d->rdevs[i];
+	return NULL;
+}
+
+/* A model=virtio-rdma device: from --device or hot-plugged (vrdmactl dev
+ * add); not from the config file (its reload compares virtio-net devices
+ * only). */
 static int daemon_rdev_add(struct daemon *d, const struct netdev_cfg *cfg, bool from_conf,
 			   char *err, size_t errlen)
 {
 	int rc;
 
-	if (from_conf || d->ctl) {
-		snprintf(err, errlen, "device %s: model=virtio-rdma is only served from --device at "
-			 "start-up", cfg->name);
+	if (from_conf) {
+		snprintf(err, errlen, "device %s: model=virtio-rdma is served from --device or "
+			 "vrdmactl dev add, not from the config file", cfg->name);
 		return -EOPNOTSUPP;
 	}
 	if (d->nrdevs == MAX_DEVICES) {
@@ -115,7 +124,7 @@ int daemon_dev_add(struct daemon *d, const char *name, const char *spec, bool fr
 		snprintf(cfg.name, sizeof(cfg.name), "%s", name);
 	else
 		snprintf(cfg.name, sizeof(cfg.name), "dev%u", cfg.index);
-	if (daemon_dev_find(d, cfg.name)) {
+	if (daemon_dev_find(d, cfg.name) || daemon_rdev_find(d, cfg.name)) {
 		snprintf(err, errlen, "device %s exists", cfg.name);
 		return -EEXIST;
 	}
@@ -183,6 +192,17 @@ int daemon_dev_del(struct daemon *d, const char *name)
 	for (unsigned i = 0; i < d->ndevs; i++) {
 		if (!strcmp(netdev_port_switch_port(d->devs[i])->name, name)) {
 			dev_remove_at(d, i);
+			return 0;
+		}
+	}
+	for (unsigned i = 0; i < d->nrdevs; i++) {
+		if (!strcmp(virtio_rdma_dev_cfg(d->rdevs[i])->name, name)) {
+			LOG_INFO("device %s removed", name);
+			virtio_rdma_dev_free(d->rdevs[i]);
+			d->nrdevs--;
+			for (unsigned j = i; j < d->nrdevs; j++)
+				d->rdevs[j] = d->rdevs[j + 1];
+			d->rdevs[d->nrdevs] = NULL;
 			return 0;
 		}
 	}

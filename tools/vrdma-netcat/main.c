@@ -435,6 +435,7 @@ int main(int argc, char **argv)
 		       (unsigned long long)vrdma_dev_protocol_features(d),
 		       vrdma_dev_max_rdma_qps(d), vrdma_dev_max_rdma_cqs(d),
 		       vrdma_dev_link_up(d) == 1 ? "up" : "down");
+		printf("model %s\n", vrdma_dev_is_virtio_rdma(d) ? "virtio-rdma" : "virtio-net");
 		rc = 0;
 	} else if (!strcmp(o.mode, "send")) {
 		rc = do_send(d, &o, mac);
