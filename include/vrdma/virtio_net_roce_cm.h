@@ -36,7 +36,15 @@
 
 /* Asynchronous event (event virtqueue, id = port 1): CM events wait for
  * CM_GET_EVENT. Raised when the context's CM queue becomes non-empty. */
-#define VIRTIO_IB_EVENT_CM_PENDING            32
+#define VIRTIO_IB_EVENT_CM_PENDING            31
+
+/* Every CM command is answered VIRTIO_NET_OK with this first, then the
+ * command's own ack data (zero when status is not 0): the outcome is the
+ * CM's (EADDRINUSE, ENOENT, EAGAIN...), which a bare ERR could not say. */
+struct virtio_rdma_ack_cm_status {
+	le32 status;            /* 0 or a positive errno */
+	le32 reserved;
+};
 
 struct virtio_rdma_cmd_cm_listen {
 	le64 service_id;        /* rdma_cm: port space << 16 | port */
@@ -171,6 +179,7 @@ struct virtio_rdma_cm_event {
 	uint8_t private_data[224]; /* REQ and SIDR_REQ: rdma_cm's IP header first */
 };
 
+_Static_assert(sizeof(struct virtio_rdma_ack_cm_status) == 8, "ack_cm_status");
 _Static_assert(sizeof(struct virtio_rdma_cmd_cm_listen) == 16, "cm_listen");
 _Static_assert(offsetof(struct virtio_rdma_cmd_cm_listen, backlog) == 8, "cm_listen");
 _Static_assert(sizeof(struct virtio_rdma_ack_cm_listen) == 8, "ack_cm_listen");

@@ -97,6 +97,8 @@ struct vrdma_verbs_bind {
 };
 
 /* An open device: what struct ibv_context * points into. */
+#define VRDMA_VERBS_HELD 64
+
 struct vrdma_verbs_context {
 	struct vrdma_verbs_device *dev;
 	const struct vrdma_prov_ops *ops;
@@ -110,6 +112,11 @@ struct vrdma_verbs_context {
 	struct vrdma_verbs_bind *binds;  /* oldest first */
 	unsigned int nbinds;             /* atomic; poll_cq's fast-path test */
 	struct vrdma_verbs_pdom *pdoms;  /* parent domains (domain.c), obj_lock */
+	/* Async events read by librdmacm's thread while it waited for the
+	 * device's CM (vrdma_ibv_cm_pending), kept for ibv_get_async_event;
+	 * obj_lock. Beyond VRDMA_VERBS_HELD the oldest are dropped. */
+	struct vrdma_prov_async_event held[VRDMA_VERBS_HELD];
+	unsigned int held_head, held_len;
 	struct verbs_context vctx; /* ibv_context last, as verbs_context wants */
 };
 
