@@ -298,8 +298,7 @@ RCM_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 	if (event != IBV_EVENT_COMM_EST)
 		return 0;
 	pthread_mutex_lock(&rcm_lock);
-	if (r->conn)
-		ret = cm_notify_established(r->conn);
+	ret = rcm_id_establish(r);
 	pthread_mutex_unlock(&rcm_lock);
 	return ret ? fail(-ret) : 0;
 }
