@@ -26,7 +26,8 @@ struct netdev_cm_ops {
 	uint64_t (*now_us)(void *ctx);
 	/* Sends one MAD from QP1 to dst (a failure counts as a loss). */
 	int (*send)(void *ctx, const struct cm_mad *mad, const struct cm_addr *dst);
-	/* True if QP qpn exists and belongs to context ctx_id. */
+	/* True if context ctx_id may name QP qpn in a REQ/REP/SIDR_REP (its
+	 * own QP; never another context's). */
 	bool (*qp_owned)(void *ctx, uint64_t ctx_id, uint32_t qpn);
 	/* Context ctx_id's CM event queue became non-empty. */
 	void (*notify)(void *ctx, uint64_t ctx_id);

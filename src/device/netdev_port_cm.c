@@ -28,6 +28,16 @@
 
 #define NPCM_GSI_QKEY 0x80010000u
 #define NPCM_MACS     64            /* peers' MACs learned from their CM MADs */
+#define NPCM_TXQ_MAX  1024          /* MADs waiting to be sent */
+
+/* A MAD the CM sent, put on the wire from the loop: delivery through the
+ * switch is synchronous, so sending from inside the CM would let an answer
+ * (a context of this device, or another device's CM) re-enter it. */
+struct npcm_tx {
+	struct npcm_tx *next;
+	struct cm_mad mad;
+	struct cm_addr dst;
+};
 
 struct netdev_port_cm {
 	struct netdev_port *dp;
@@ -41,6 +51,9 @@ struct netdev_port_cm {
 	unsigned nmacs, mac_next;
 	uint32_t psn;
 	uint16_t ip_id;
+	struct npcm_tx *txq, *txq_tail;
+	unsigned txq_len;
+	struct loop_timer tx_timer;
 	struct netdev_port_cm_stats stats;
 };
 
@@ -139,9 +152,9 @@ static struct netdev *npcm_resolver(const struct netdev_port *dp)
 	return NULL;
 }
 
-static int npcm_send(void *ctx, const struct cm_mad *mad, const struct cm_addr *dst)
+static void npcm_xmit(struct netdev_port_cm *pc, const struct cm_mad *mad,
+		      const struct cm_addr *dst)
 {
-	struct netdev_port_cm *pc = ctx;
 	struct netdev_port *dp = pc->dp;
 	struct roce_hdr_fields f;
 	struct roce_path path;
@@ -169,12 +182,12 @@ static int npcm_send(void *ctx, const struct cm_mad *mad, const struct cm_addr *
 	p = pkt_alloc();
 	if (!p) {
 		pc->stats.tx_errors++;
-		return -ENOMEM;
+		return;
 	}
 	if (roce_pkt_build_frame(p, &path, &f, mad, CM_MAD_SIZE)) {
 		pc->stats.tx_errors++;
 		pkt_free(p);
-		return -EINVAL;
+		return;
 	}
 	pc->stats.tx++;
 	if (gid_is_ours(dp, dst->gid)) {
@@ -185,13 +198,55 @@ static int npcm_send(void *ctx, const struct cm_mad *mad, const struct cm_addr *
 		if (!nd) {
 			pc->stats.tx_no_route++;
 			pkt_free(p);
-			return -EHOSTUNREACH;
+			return;
 		}
 		/* sent once resolved (queued meanwhile) by a context's cache */
 		roce_neigh_output(nd->roce_tp->neigh, p, path.sgid, path.dgid);
-		return 0;
+		return;
 	}
 	sw_input(dp->sw, &dp->port, p);
+}
+
+static void npcm_tx_flush(struct loop_timer *t, void *arg)
+{
+	struct netdev_port_cm *pc = arg;
+	unsigned n = pc->txq_len;
+
+	(void)t;
+	/* what these frames make the CM send waits for the next turn */
+	while (n-- && pc->txq) {
+		struct npcm_tx *m = pc->txq;
+
+		pc->txq = m->next;
+		if (!pc->txq)
+			pc->txq_tail = NULL;
+		pc->txq_len--;
+		npcm_xmit(pc, &m->mad, &m->dst);
+		free(m);
+	}
+	if (pc->txq)
+		loop_timer_arm(pc->dp->loop, &pc->tx_timer, loop_now_ns());
+}
+
+static int npcm_send(void *ctx, const struct cm_mad *mad, const struct cm_addr *dst)
+{
+	struct netdev_port_cm *pc = ctx;
+	struct npcm_tx *m;
+
+	if (pc->txq_len >= NPCM_TXQ_MAX || !(m = malloc(sizeof(*m)))) {
+		pc->stats.tx_errors++;
+		return -ENOBUFS;
+	}
+	m->mad = *mad;
+	m->dst = *dst;
+	m->next = NULL;
+	if (pc->txq_tail)
+		pc->txq_tail->next = m;
+	else
+		pc->txq = m;
+	pc->txq_tail = m;
+	if (pc->txq_len++ == 0)
+		loop_timer_arm(pc->dp->loop, &pc->tx_timer, loop_now_ns());
 	return 0;
 }
 
@@ -204,14 +259,19 @@ static void npcm_notify(void *ctx, uint64_t ctx_id)
 			roce_event_raise(nd->roce, &nd->roce->port_ev, VIRTIO_IB_EVENT_CM_PENDING);
 }
 
+/* A context may name its own QPs, and numbers no context holds (a program
+ * that creates its QP outside rdma_cm gives its number): never another
+ * context's QP, nor QP0/QP1. */
 static bool npcm_qp_owned(void *ctx, uint64_t ctx_id, uint32_t qpn)
 {
 	struct netdev_port_cm *pc = ctx;
 
+	if (qpn <= VRDMA_GSI_QPN)
+		return false;
 	for (struct netdev *nd = pc->dp->ctxs; nd; nd = nd->next)
-		if (nd->id == ctx_id)
-			return !nd->closing && nd->roce && qpn > 1 && roce_qp_lookup(nd->roce, qpn);
-	return false;
+		if (nd->id != ctx_id && nd->roce && roce_qp_lookup(nd->roce, qpn))
+			return false;
+	return true;
 }
 
 int netdev_port_cm_init(struct netdev_port *dp)
@@ -228,6 +288,7 @@ int netdev_port_cm_init(struct netdev_port *dp)
 	pc->dp = dp;
 	pc->timer_at = UINT64_MAX;
 	loop_timer_init(&pc->timer, npcm_timer, pc);
+	loop_timer_init(&pc->tx_timer, npcm_tx_flush, pc);
 	memset(&cfg, 0, sizeof(cfg));
 	/* the CA GUID of the device's node GUID: its MAC as EUI-64 */
 	cfg.port.ca_guid = (uint64_t)dp->cfg.mac[0] << 56 | (uint64_t)dp->cfg.mac[1] << 48 |
@@ -254,6 +315,13 @@ void netdev_port_cm_fini(struct netdev_port *dp)
 	if (!pc)
 		return;
 	loop_timer_cancel(dp->loop, &pc->timer);
+	loop_timer_cancel(dp->loop, &pc->tx_timer);
+	while (pc->txq) {
+		struct npcm_tx *m = pc->txq;
+
+		pc->txq = m->next;
+		free(m);
+	}
 	netdev_cm_free(pc->cm);
 	free(pc);
 	dp->cm = NULL;
