@@ -217,7 +217,7 @@ killed_client() {
 	rel0=$(cm_count d dev0 contexts_gone conns_released)
 	pid=$(pgrep -P "$cli" | head -n 1)
 	[ -n "$pid" ] && kill -KILL "$pid"
-	wait "$cli"
+	{ wait "$cli"; } 2>/dev/null # its "Killed" job message
 	wait "$srv"; rs=$?
 	# the server heard of it through the DREQ: the counters are final
 	sent=$(cm_count d dev0 sent dreq)
