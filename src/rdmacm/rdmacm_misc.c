@@ -2,7 +2,8 @@
 /*
  * The rest of librdmacm's API: endpoints and rdma_getaddrinfo, synchronous
  * requests, options, devices, event names; multicast and ECE are refused
- * with ENOSYS/EOPNOTSUPP (docs/spec.md, "rdma_cm in the process").
+ * with ENOSYS/EOPNOTSUPP (docs/spec.md, "rdma_cm over the device's connection
+ * manager").
  */
 #include <errno.h>
 #include <netdb.h>
