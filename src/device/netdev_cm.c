@@ -74,22 +74,34 @@ static uint16_t next_gen(uint16_t gen)
 
 /* ---- handles ---- */
 
+/* A free handle for owner, within its share of the port's (a tenant
+ * cannot take every handle of the device). */
 static struct ncm_conn *conn_alloc(struct netdev_cm *cm, uint64_t owner)
 {
-	for (uint32_t i = 0; i < cm->nconns; i++) {
-		struct ncm_conn *c = &cm->conns[i];
+	struct ncm_conn *c = NULL;
+	uint32_t held = 0;
 
-		if (c->used)
-			continue;
+	for (uint32_t i = 0; i < cm->nconns; i++) {
+		if (!cm->conns[i].used) {
+			if (!c)
+				c = &cm->conns[i];
+		} else if (cm->conns[i].owner == owner) {
+			held++;
+		}
+	}
+	if (held >= cm->cfg.max_conns_per_ctx) {
+		cm->stats.quota_refused++;
+		return NULL;
+	}
+	if (c) {
 		c->used = true;
 		c->owner = owner;
 		c->gen = next_gen(c->gen);
 		c->conn = NULL;
 		c->listen_id = 0;
 		cm->stats.conns++;
-		return c;
 	}
-	return NULL;
+	return c;
 }
 
 static uint32_t conn_id(const struct netdev_cm *cm, const struct ncm_conn *c)
@@ -384,12 +396,23 @@ static int cmd_listen(struct netdev_cm *cm, uint64_t ctx_id, const void *in, voi
 	struct virtio_rdma_cmd_cm_listen c;
 	struct virtio_rdma_ack_cm_listen a;
 	struct ncm_listen *l = NULL;
+	uint32_t held = 0;
 	int rc;
 
+
 	memcpy(&c, in, sizeof(c));
-	for (uint32_t i = 0; i < cm->nlistens && !l; i++)
-		if (!cm->listens[i].used)
-			l = &cm->listens[i];
+	for (uint32_t i = 0; i < cm->nlistens; i++) {
+		if (!cm->listens[i].used) {
+			if (!l)
+				l = &cm->listens[i];
+		} else if (cm->listens[i].owner == ctx_id) {
+			held++;
+		}
+	}
+	if (held >= cm->cfg.max_listens_per_ctx) {
+		cm->stats.quota_refused++;
+		return -ENOBUFS;
+	}
 	if (!l)
 		return -ENOBUFS;
 	rc = cm_listen(cm->port, le64toh(c.service_id), le32toh(c.backlog), l, &l->l);
@@ -805,6 +828,10 @@ struct netdev_cm *netdev_cm_new(const struct netdev_cm_config *cfg, const struct
 		cm->cfg.max_listens = NCM_DEFAULT_LISTENS;
 	if (!cm->cfg.max_events)
 		cm->cfg.max_events = NCM_DEFAULT_EVENTS;
+	if (!cm->cfg.max_conns_per_ctx)
+		cm->cfg.max_conns_per_ctx = cm->cfg.port.max_conns / 4 ? cm->cfg.port.max_conns / 4 : 1;
+	if (!cm->cfg.max_listens_per_ctx)
+		cm->cfg.max_listens_per_ctx = cm->cfg.max_listens / 4 ? cm->cfg.max_listens / 4 : 1;
 	if (cm->cfg.port.max_conns > NCM_MAX_SLOTS || cm->cfg.max_listens > NCM_MAX_SLOTS) {
 		free(cm);
 		errno = EINVAL;

@@ -37,6 +37,8 @@ struct netdev_cm_config {
 	struct cm_port_config port;  /* max_conns also bounds the handles */
 	uint32_t max_listens;        /* per port (0: 256) */
 	uint32_t max_events;         /* queued per context (0: 1024) */
+	uint32_t max_conns_per_ctx;  /* handles one context may hold (0: a quarter) */
+	uint32_t max_listens_per_ctx; /* (0: a quarter of max_listens) */
 };
 
 /* Dispatch counters (the CM's own: cm_port_stats). */
@@ -46,6 +48,7 @@ struct netdev_cm_stats {
 	uint64_t bad_length;         /* command data of the wrong size */
 	uint64_t not_owner;          /* a handle or QP absent from the context */
 	uint64_t listens_in_use;     /* EADDRINUSE */
+	uint64_t quota_refused;      /* a context's share of handles or listens used up */
 	uint64_t events_queued;
 	uint64_t events_read;
 	uint64_t events_dropped;     /* a context's queue was full */

@@ -415,8 +415,8 @@ void netdev_port_cm_dump(const struct netdev_port *dp, FILE *f)
 		c->rx_attr[1], c->rx_attr[4], c->rx_attr[5], c->rx_attr[3], c->rx_attr[6],
 		c->rx_attr[7], c->rx_unmatched, s->reqs_refused);
 	fprintf(f, "  cm contexts_gone %" PRIu64 " conns_released %" PRIu64 " listens_released %"
-		PRIu64 " not_owner %" PRIu64 " listens_in_use %" PRIu64 " events %" PRIu64
-		" events_dropped %" PRIu64 "\n", s->ctx_gone, s->ctx_gone_conns,
-		s->ctx_gone_listens, s->not_owner, s->listens_in_use, s->events_queued,
-		s->events_dropped);
+		PRIu64 " not_owner %" PRIu64 " listens_in_use %" PRIu64 " quota_refused %" PRIu64
+		" events %" PRIu64 " events_dropped %" PRIu64 "\n", s->ctx_gone, s->ctx_gone_conns,
+		s->ctx_gone_listens, s->not_owner, s->listens_in_use, s->quota_refused,
+		s->events_queued, s->events_dropped);
 }

@@ -381,6 +381,32 @@ static void test_event_queue_bounded(void)
 	teardown();
 }
 
+/* One context cannot take every handle of the port: its share is a
+ * quarter (here 2 of 8 connections, 1 of 4 listens); another context still
+ * gets its own. */
+static void test_context_share(void)
+{
+	static const struct netdev_cm_ops ops = { f_now, f_send, f_qp_owned, f_notify };
+	struct netdev_cm_config cfg;
+
+	setup();
+	netdev_cm_free(fp[1].cm);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.port.max_conns = 8;
+	cfg.max_listens = 4;
+	fp[1].cm = netdev_cm_new(&cfg, &ops, &fp[1]);
+	REQUIRE(fp[1].cm);
+	CHECK_EQ(do_connect(1, 3, 0x301, 7000, NULL), 0);
+	CHECK_EQ(do_connect(1, 3, 0x302, 7000, NULL), 0);
+	CHECK_EQ(do_connect(1, 3, 0x303, 7000, NULL), -ENOBUFS);
+	CHECK_EQ(do_connect(1, 2, 0x201, 7000, NULL), 0);
+	CHECK_EQ(do_listen(1, 3, 7000, NULL), 0);
+	CHECK_EQ(do_listen(1, 3, 7001, NULL), -ENOBUFS);
+	CHECK_EQ(do_listen(1, 2, 7001, NULL), 0);
+	CHECK_EQ(netdev_cm_stats(fp[1].cm)->quota_refused, 2);
+	teardown();
+}
+
 /* Command data is checked before anything happens. */
 static void test_bad_commands(void)
 {
@@ -426,6 +452,7 @@ int main(void)
 	RUN(test_isolation);
 	RUN(test_context_gone);
 	RUN(test_event_queue_bounded);
+	RUN(test_context_share);
 	RUN(test_bad_commands);
 	return TEST_DONE();
 }
