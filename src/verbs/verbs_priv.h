@@ -307,11 +307,6 @@ VRDMA_HIDDEN int vrdma_verbs_send_wr(const struct vrdma_verbs_context *ctx,
  * plus the basic fields), or NULL with errno set. */
 VRDMA_HIDDEN struct vrdma_verbs_qp *vrdma_verbs_qp_create(struct ibv_pd *pd,
 							  struct ibv_qp_init_attr *attr);
-/* The device's GSI QP (QPN 1) as a qp_type: VIRTIO_IB_QPT_GSI, a value no
- * ibv_qp_type has. Only vrdma_ibv_create_gsi_qp (gsi.c) passes it. */
-#define VRDMA_VERBS_QPT_GSI ((enum ibv_qp_type)1)
-VRDMA_HIDDEN struct vrdma_verbs_qp *vrdma_verbs_qp_create_any(struct ibv_pd *pd,
-							      struct ibv_qp_init_attr *attr);
 
 /* --- qp_ex.c --- */
 
