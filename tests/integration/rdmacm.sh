@@ -24,6 +24,11 @@
 # 2c. rping server and client as two processes on the same device socket
 #    (-C 1000 -V); two rdma_server processes on B at once, and a third
 #    process on B (tests/verbs/rdmacm_multi) connected to both at once.
+# 2e. Isolation: while an rping pair on B is connected, a third process on
+#    B names every handle the device's CM could have given them (RELEASE,
+#    DISCONNECT, REJECT, UNLISTEN, RTU, ESTABLISHED; tests/verbs/
+#    rdmacm_foreign): all refused (ENOENT), no event of theirs seen, and
+#    the pair completes its pings (-C 1000 -V).
 # 2d. A client SIGKILLed while connected: the daemon sends the DREQ for its
 #    context (device A's CM counters), the server's rdma_cm reports
 #    DISCONNECTED (rping -s prints "DISCONNECT EVENT" and ends).
@@ -46,6 +51,7 @@ RUN="$VRDMA_BUILD/bin/vrdma-run"
 LIB="$VRDMA_BUILD/lib/librdmacm.so.1"
 API="$VRDMA_BUILD/tests/verbs/rdmacm_api"
 MULTI="$VRDMA_BUILD/tests/verbs/rdmacm_multi"
+FOREIGN="$VRDMA_BUILD/tests/verbs/rdmacm_foreign"
 STEP_TMO=150
 DAEMON_TMO=900
 IP_A=10.64.0.1
@@ -56,7 +62,8 @@ FAULT_SPEC=${VRDMA_RDMACM_FAULT:-drop=2,dup=1,reorder=1,seed=$((1 + $$ % 1000))}
 
 ALL_TESTS="daemon_started rping_verified ucmatose udaddy rdma_server_client ib_send_bw_R
 	ib_write_lat_R rdmacm_api rping_ipv6 ucmatose_ipv6 udaddy_ipv6 no_listener_rejected second_process_served
-	listen_in_use_refused same_device_rping two_servers_one_device killed_client_disconnected mckey_refused rstream_refused daemon_clean_exit fault_daemon_started
+	listen_in_use_refused same_device_rping two_servers_one_device foreign_handles_refused
+	killed_client_disconnected mckey_refused rstream_refused daemon_clean_exit fault_daemon_started
 	fault_rping_verified fault_ucmatose fault_daemon_clean_exit"
 
 PRELOAD=""
@@ -65,7 +72,7 @@ if [ -f "$VRDMA_BUILD/lib/libibverbs.so.1" ] &&
 	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
 fi
 reason=""
-for b in "$DAEMON" "$RUN" "$LIB" "$API" "$MULTI"; do [ -e "$b" ] || reason="$b not built (run make)"; done
+for b in "$DAEMON" "$RUN" "$LIB" "$API" "$MULTI" "$FOREIGN"; do [ -e "$b" ] || reason="$b not built (run make)"; done
 for p in rping ucmatose udaddy rdma_server rdma_client ib_send_bw ib_write_lat; do
 	command -v $p >/dev/null || reason="$p not installed (scripts/deps.sh test)"
 done
@@ -185,6 +192,33 @@ two_servers() {
 	fi
 }
 
+# foreign_handles: rdmacm_foreign on B while an rping pair of B is connected.
+foreign_handles() {
+	local srv cli rc rs rcl
+	PORT=$((PORT + 1))
+	vstart iso.srv "$B" rping -s -a $IP_B -p $PORT -C 1000 -V -v
+	srv=$VPID
+	if ! wait_for cm_ready "$srv"; then
+		kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null
+		not_ok foreign_handles_refused "server did not listen"
+		return
+	fi
+	vstart iso.cli "$B" rping -c -a $IP_B -p $PORT -C 1000 -V -v
+	cli=$VPID
+	wait_for grep -qs "ping data" "$T_TMP/iso.cli.log"
+	vstart iso.foreign "$B" "$FOREIGN"
+	wait "$VPID"; rc=$?
+	wait "$cli"; rcl=$?
+	wait "$srv"; rs=$?
+	if [ $rc = 0 ] && [ $rcl = 0 ] && [ $rs = 0 ] &&
+	   grep -q "rdmacm_foreign: 24576 commands refused" "$T_TMP/iso.foreign.log"; then
+		ok foreign_handles_refused
+	else
+		not_ok foreign_handles_refused "foreign rc=$rc client rc=$rcl server rc=$rs"
+		tail -n 5 "$T_TMP/iso.foreign.log" | sed 's/^/#   /'
+	fi
+}
+
 # cm_count DAEMON DEV WAY FIELD: a CM counter of device DEV ("cm sent" or
 # "cm recv" line of the stats dump).
 cm_count() {
@@ -208,7 +242,7 @@ killed_client() {
 	fi
 	vstart kill.cli "$A" rping -c -a $IP_B -p $PORT -v
 	cli=$VPID
-	if ! wait_for grep -q "ping data" "$T_TMP/kill.cli.log"; then
+	if ! wait_for grep -qs "ping data" "$T_TMP/kill.cli.log"; then
 		kill "$cli" "$srv" 2>/dev/null; wait "$cli" "$srv" 2>/dev/null
 		not_ok killed_client_disconnected "client did not ping"
 		return
@@ -284,6 +318,8 @@ if d_start d --device "socket=$A,mac=02:64:00:00:00:0a,ip=$IP_A/24" \
 	cmpair same_device_rping "$B" "$B" "rping -s -a $IP_B -p $PORT -C 1000 -V" \
 		"rping -c -a $IP_B -p $PORT -C 1000 -V" ""
 	two_servers
+	# 2e: another process's handles
+	foreign_handles
 	# 2d: a client killed while connected
 	killed_client
 	# 2b: multicast and rsockets are refused, without a crash
