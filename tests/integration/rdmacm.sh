@@ -24,12 +24,12 @@
 # 2c. rping server and client as two processes on the same device socket
 #    (-C 1000 -V); two rdma_server processes on B at once, and a third
 #    process on B (tests/verbs/rdmacm_multi) connected to both at once.
-# 2e. Isolation: while an rping pair on B is connected, a third process on
+# 2d. Isolation: while an rping pair on B is connected, a third process on
 #    B names every handle the device's CM could have given them (RELEASE,
 #    DISCONNECT, REJECT, UNLISTEN, RTU, ESTABLISHED; tests/verbs/
 #    rdmacm_foreign): all refused (ENOENT), no event of theirs seen, and
 #    the pair completes its pings (-C 1000 -V).
-# 2d. A client SIGKILLed while connected: the daemon sends the DREQ for its
+# 2e. A client SIGKILLed while connected: the daemon sends the DREQ for its
 #    context (device A's CM counters), the server's rdma_cm reports
 #    DISCONNECTED (rping -s prints "DISCONNECT EVENT" and ends).
 # 2b. Not provided, refused cleanly: mckey (multicast join: ENOSYS) ends
@@ -318,9 +318,9 @@ if d_start d --device "socket=$A,mac=02:64:00:00:00:0a,ip=$IP_A/24" \
 	cmpair same_device_rping "$B" "$B" "rping -s -a $IP_B -p $PORT -C 1000 -V" \
 		"rping -c -a $IP_B -p $PORT -C 1000 -V" ""
 	two_servers
-	# 2e: another process's handles
+	# 2d: another process's handles
 	foreign_handles
-	# 2d: a client killed while connected
+	# 2e: a client killed while connected
 	killed_client
 	# 2b: multicast and rsockets are refused, without a crash
 	vstart mckey "$A" mckey -m 239.1.1.1 -b $IP_A
