@@ -57,7 +57,7 @@ DRIVER_DIRS := src/common src/vhost src/virtio src/driver
 CORE_SRCS   := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c))
 DRIVER_SRCS := $(foreach d,$(DRIVER_DIRS),$(wildcard $(d)/*.c))
 VERBS_SRCS  := $(wildcard src/verbs/*.c)
-RDMACM_SRCS := $(wildcard src/rdmacm/*.c) $(wildcard src/cm/*.c)
+RDMACM_SRCS := $(wildcard src/rdmacm/*.c) src/cm/cm_mad.c
 TOOLS       := $(notdir $(wildcard tools/*))
 TEST_SRCS   := $(wildcard tests/unit/test_*.c)
 VTEST_SRCS  := $(wildcard tests/verbs/*.c)
@@ -139,7 +139,7 @@ $(VERBS_SO): $(call obj,$(VERBS_SRCS) $(DRIVER_SRCS)) src/verbs/libibverbs.map
 	$(Q)$(CC) -shared -Wl,-soname,libibverbs.so.1 -Wl,--version-script=src/verbs/libibverbs.map \
 		-Wl,-z,defs $(LDFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 
-# librdmacm.so.1 (src/rdmacm + the CM core) on top of our libibverbs.so.1.
+# librdmacm.so.1 (src/rdmacm + the CM wire codec) on top of our libibverbs.so.1.
 $(RDMACM_SO): $(call obj,$(RDMACM_SRCS)) src/rdmacm/librdmacm.map $(VERBS_SO)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"

@@ -642,6 +642,7 @@ static void netdev_set_status(void *ctx, uint8_t status)
 static void netdev_reset_state(struct netdev *nd)
 {
 	pkt_queue_purge(&nd->rxq);
+	netdev_port_cm_ctx_gone(nd->dp, nd);
 	netdev_roce_reset(nd);
 	netdev_sec_set_mac(nd, nd->cfg.mac, true);
 	nd->promisc = nd->allmulti = false;
@@ -654,6 +655,8 @@ static void netdev_reset(void *ctx)
 	struct netdev *nd = ctx;
 
 	pkt_queue_purge(&nd->rxq);
+	/* its QPs are gone: so are its connections (DREQ/REJ) and listens */
+	netdev_port_cm_ctx_gone(nd->dp, nd);
 	netdev_roce_reset(nd);
 	netdev_sec_set_mac(nd, nd->cfg.mac, true);
 	nd->promisc = nd->allmulti = false;

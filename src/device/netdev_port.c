@@ -167,6 +167,10 @@ static void netdev_port_xmit(struct port *port, struct pkt *p)
 	struct netdev *primary = netdev_port_primary(dp), *nd;
 	uint32_t qpn = 0;
 
+	/* QP1 is the port's: the connection manager serves every context */
+	if (dp->cm && netdev_port_classify(p->data, p->len, &qpn) == FRAME_ROCE &&
+	    qpn == VRDMA_GSI_QPN && netdev_port_cm_input(dp, p))
+		return;
 	if (!primary) {
 		dp->stats.rx_no_context++;
 		port->stats.tx_dropped++;
@@ -290,6 +294,7 @@ void netdev_port_ctx_closed(struct netdev_port *dp, struct netdev *nd)
 		}
 	}
 	dp->stats.contexts_closed++;
+	netdev_port_cm_ctx_gone(dp, nd);
 	netdev_port_totals_add(dp->closed, nd);
 	netdev_ctx_free(nd);
 	/* senders held back by this context's full queue may go on */
@@ -349,6 +354,9 @@ struct netdev_port *netdev_port_new(struct loop *loop, struct sw *sw,
 	rc = netdev_port_pool_init(dp);
 	if (rc < 0)
 		goto fail;
+	rc = netdev_port_cm_init(dp);
+	if (rc < 0)
+		goto fail_pool;
 
 	dp->port.ops = &netdev_port_ops;
 	dp->port.hairpin = true; /* contexts of one device talk through it */
@@ -383,6 +391,7 @@ fail_sec:
 fail_sw:
 	sw_detach(sw, &dp->port);
 fail_pool:
+	netdev_port_cm_fini(dp);
 	if (dp->pool) {
 		roce_dev_fini(dp->pool);
 		free(dp->pool);
@@ -407,6 +416,7 @@ void netdev_port_free(struct netdev_port *dp)
 	}
 	netdev_sec_fini(dp);
 	sw_detach(dp->sw, &dp->port);
+	netdev_port_cm_fini(dp);
 	if (dp->pool) {
 		roce_dev_fini(dp->pool);
 		free(dp->pool);
@@ -472,6 +482,7 @@ void netdev_port_dump_stats(const struct netdev_port *dp, void *fp)
 		netdev_port_totals_dump(&sum, f);
 	}
 	netdev_sec_dump_port(dp, f);
+	netdev_port_cm_dump(dp, f);
 	for (const struct netdev *nd = dp->ctxs; nd; nd = nd->next)
 		netdev_ctx_dump_stats(nd, f);
 }

@@ -26,6 +26,16 @@ struct roce_dev;
 struct roce_tp;
 
 struct netdev_ctx_totals;
+struct netdev_port_cm;
+
+/* Counters of the port's QP1 (netdev_port_cm.c; the CM's own are in src/cm). */
+struct netdev_port_cm_stats {
+	uint64_t rx;                 /* QP1 frames taken by the CM */
+	uint64_t rx_bad;             /* not a valid GSI packet (dropped) */
+	uint64_t tx;
+	uint64_t tx_no_route;        /* no MAC and no context to resolve it */
+	uint64_t tx_errors;
+};
 
 /* Counters of the port itself (its contexts count their own traffic). */
 struct netdev_port_stats {
@@ -55,6 +65,7 @@ struct netdev_port {
 	struct psec psec;             /* port security (netdev_sec.c) */
 	struct vhost_mem_budget *mem_budget; /* mem=, shared by the contexts */
 	struct roce_budget state_budget;     /* state-mem=, shared by the contexts */
+	struct netdev_port_cm *cm;    /* QP1 and the connection manager */
 };
 
 /* One context: what one vhost-user connection (one ibv_open_device) has. */
@@ -120,6 +131,18 @@ struct roce_tp_stats;
 void netdev_port_sum(const struct netdev_port *dp, struct netdev_stats *nd,
 		     struct vhost_server_stats *vs, struct roce_stats *roce,
 		     struct roce_tp_stats *tp);
+
+/* The port's connection manager on QP1 (netdev_port_cm.c). */
+int netdev_port_cm_init(struct netdev_port *dp);
+void netdev_port_cm_fini(struct netdev_port *dp);
+/* A RoCE frame for QPN 1: true if the CM took it (p is then freed). */
+bool netdev_port_cm_input(struct netdev_port *dp, struct pkt *p);
+/* A CM command (VIRTIO_NET_CTRL_ROCE_CM_*) of context nd. */
+uint8_t netdev_port_cm_ctrl(struct netdev *nd, uint8_t cmd, const void *in, size_t in_len,
+			    void *out, size_t out_cap, size_t *out_len);
+/* nd is gone: its connections are torn down, its listens freed. */
+void netdev_port_cm_ctx_gone(struct netdev_port *dp, struct netdev *nd);
+void netdev_port_cm_dump(const struct netdev_port *dp, FILE *f);
 
 /* The RoCE extension (netdev_roce.c). */
 int netdev_roce_init(struct netdev *nd);

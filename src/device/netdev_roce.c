@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "device/netdev_priv.h"
 #include "device/netdev_sec.h"
+#include "vrdma/virtio_net_roce_cm.h"
 #include "device/roce_dev.h"
 #include "roce/roce_tp.h"
 #include "vhost/vhost_server.h"
@@ -198,6 +199,9 @@ uint8_t netdev_roce_ctrl(struct netdev *nd, uint8_t cmd, const void *in, size_t 
 	*out_len = 0;
 	if (!nd->roce)
 		return VIRTIO_NET_ERR;
+	if (cmd >= VIRTIO_NET_CTRL_ROCE_CM_FIRST &&
+	    cmd < VIRTIO_NET_CTRL_ROCE_CM_FIRST + VIRTIO_NET_CTRL_ROCE_CM_NUM_CMDS)
+		return netdev_port_cm_ctrl(nd, cmd, in, in_len, out, out_cap, out_len);
 	err = roce_ctrl_exec_err(nd->roce, cmd, in, in_len, out, out_cap, out_len);
 	if (err != ROCE_OK) {
 		LOG_PEER_RL(&nd->log_rl, "%s: RoCE command %s failed: %s", nd->cfg.socket, roce_cmd_name(cmd),

@@ -8,12 +8,13 @@
  */
 #include "device/roce_dev.h"
 #include "device/roce_priv.h"
+#include "vrdma/virtio_net_roce_cm.h"
 
 void roce_event_raise(struct roce_dev *rd, struct roce_ev_obj *o, uint8_t type)
 {
 	uint32_t bit;
 
-	if (!rd->ext || type >= VIRTIO_IB_EVENT_NUM)
+	if (!rd->ext || (type >= VIRTIO_IB_EVENT_NUM && type != VIRTIO_IB_EVENT_CM_PENDING))
 		return;
 	bit = 1u << type;
 	rd->events_raised++;

@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "driver/rdma_priv.h"
+#include "vrdma/virtio_net_roce_cm.h"
 
 #define EVQ_NUM 64
 #define EVQ_BUF_SIZE sizeof(struct virtio_rdma_event)
@@ -135,6 +136,7 @@ static bool ev_resolve(struct vrdma_rdma *r, const struct virtio_rdma_event *raw
 	case VIRTIO_IB_EVENT_PORT_ACTIVE:
 	case VIRTIO_IB_EVENT_PORT_ERR:
 	case VIRTIO_IB_EVENT_GID_CHANGE:
+	case VIRTIO_IB_EVENT_CM_PENDING:
 		return ev->id == 1;
 	default:
 		r->bad_events++;

@@ -6,6 +6,7 @@
  * events.
  */
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #include "cm/cm_rdma_cm.h"
 #include "rdmacm/rdmacm_priv.h"
+#include "vrdma/virtio_net_roce_cm.h"
 
 static struct rcm_id *rcm_ids;
 static uint16_t rcm_next_port;
@@ -333,7 +335,8 @@ RCM_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 RCM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
 	struct rcm_id *r = rcm_id(id);
-	uint64_t sid;
+	struct virtio_rdma_cmd_cm_listen c;
+	struct virtio_rdma_ack_cm_listen a;
 	int err = 0, n = 0;
 
 	pthread_mutex_lock(&rcm_lock);
@@ -345,17 +348,23 @@ RCM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 			return -1;
 		pthread_mutex_lock(&rcm_lock);
 	}
-	sid = cm_service_id(rcm_ps(id->ps), r->sport);
+	memset(&c, 0, sizeof(c));
+	c.service_id = htole64(cm_service_id(rcm_ps(id->ps), r->sport));
+	c.backlog = htole32(backlog > 0 ? (uint32_t)backlog : 0);
 	for (int i = 0; i < rcm_ndevs(); i++) {
 		struct rcm_dev *d = rcm_dev_get(i);
 		int ret;
 
-		if (r->dev && r->dev != d)
+		if ((r->dev && r->dev != d) || r->listen_on[i])
 			continue;
-		ret = rcm_dev_cm_start(d);
-		if (!ret)
-			ret = cm_listen(d->port, sid, backlog > 0 ? (uint32_t)backlog : 0, r,
-					&r->listener[i]);
+		/* the device's CM: EADDRINUSE if any process of the device
+		 * listens on this service */
+		ret = rcm_cm_cmd(d, VIRTIO_NET_CTRL_ROCE_CM_LISTEN, &c, sizeof(c), &a, sizeof(a));
+		if (!ret) {
+			r->listen_on[i] = true;
+			r->listen_id[i] = le32toh(a.listen_id);
+			ret = rcm_dev_cm_start(d);
+		}
 		if (ret)
 			err = -ret;
 		else
@@ -419,14 +428,34 @@ static uint8_t clamp8(uint8_t v, uint8_t max)
 	return v > max ? max : v;
 }
 
+/* The addressing part of CONNECT and SIDR_RESOLVE. */
+static void cm_ip_of(struct rcm_id *r, struct virtio_rdma_cm_ip *w)
+{
+	struct rdma_addr *a = &r->id.route.addr;
+
+	memset(w, 0, sizeof(*w));
+	memcpy(w->dgid, a->addr.ibaddr.dgid.raw, 16);
+	w->service_id = htole64(cm_service_id(rcm_ps(r->id.ps), sa_port(&a->dst_addr)));
+	w->src_port = htole16(r->sport);
+	if (a->src_addr.sa_family == AF_INET) {
+		w->family = 4;
+		memcpy(w->src_addr, &a->src_sin.sin_addr, 4);
+		memcpy(w->dst_addr, &a->dst_sin.sin_addr, 4);
+	} else {
+		w->family = 6;
+		memcpy(w->src_addr, &a->src_sin6.sin6_addr, 16);
+		memcpy(w->dst_addr, &a->dst_sin6.sin6_addr, 16);
+	}
+}
+
 RCM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
 	struct rcm_id *r = rcm_id(id);
-	struct cm_addr dst;
+	struct virtio_rdma_ack_cm_conn a;
 	int ret;
 
 	pthread_mutex_lock(&rcm_lock);
-	if (!r->dev || !id->route.num_paths) {
+	if (!r->dev || !id->route.num_paths || r->has_conn) {
 		pthread_mutex_unlock(&rcm_lock);
 		return fail(EINVAL);
 	}
@@ -435,88 +464,58 @@ RCM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_
 		pthread_mutex_unlock(&rcm_lock);
 		return fail(-ret);
 	}
-	memset(&dst, 0, sizeof(dst));
-	memcpy(dst.gid, id->route.addr.addr.ibaddr.dgid.raw, 16);
-	dst.qpn = 1;
-	dst.pkey = 0xFFFF;
 	if (r->sidr) {
-		struct cm_sidr_req_info req;
-		struct cm_ip_info ip;
-		struct cm_ip_hdr h;
+		struct virtio_rdma_cmd_cm_sidr_resolve c;
 
-		memset(&req, 0, sizeof(req));
-		memset(&ip, 0, sizeof(ip));
-		ip.family = id->route.addr.src_addr.sa_family;
-		ip.src_port = r->sport;
-		if (ip.family == AF_INET) {
-			memcpy(ip.src_addr, &id->route.addr.src_sin.sin_addr, 4);
-			memcpy(ip.dst_addr, &id->route.addr.dst_sin.sin_addr, 4);
-		} else {
-			memcpy(ip.src_addr, &id->route.addr.src_sin6.sin6_addr, 16);
-			memcpy(ip.dst_addr, &id->route.addr.dst_sin6.sin6_addr, 16);
-		}
-		cm_ip_hdr_build(&h, &ip);
-		req.pkey = 0xFFFF;
-		req.service_id = cm_service_id(rcm_ps(id->ps), sa_port(&id->route.addr.dst_addr));
-		memcpy(req.private_data, &h, sizeof(h));
-		req.private_data_len = sizeof(h);
+		memset(&c, 0, sizeof(c));
+		cm_ip_of(r, &c.ip);
 		if (conn_param && conn_param->private_data && conn_param->private_data_len) {
-			uint8_t n = clamp8(conn_param->private_data_len,
-					   CM_RDMA_CM_SIDR_REQ_USER_PD_MAX);
-
-			memcpy(req.private_data + sizeof(h), conn_param->private_data, n);
-			req.private_data_len += n;
+			c.private_data_len = clamp8(conn_param->private_data_len,
+						    CM_RDMA_CM_SIDR_REQ_USER_PD_MAX);
+			memcpy(c.private_data, conn_param->private_data, c.private_data_len);
 		}
-		ret = cm_sidr_resolve(r->dev->port, &req, &dst, CM_RDMA_CM_RESPONSE_TIMEOUT - 2,
-				      CM_RDMA_CM_MAX_CM_RETRIES, r, &r->conn);
+		ret = rcm_cm_cmd(r->dev, VIRTIO_NET_CTRL_ROCE_CM_SIDR_RESOLVE, &c, sizeof(c), &a,
+				 sizeof(a));
 	} else {
-		struct cm_rdma_cm_req_params p;
-		struct cm_req_info req;
+		struct virtio_rdma_cmd_cm_connect c;
 
-		memset(&p, 0, sizeof(p));
-		p.ps = rcm_ps(id->ps);
-		p.ip.family = id->route.addr.src_addr.sa_family;
-		p.ip.src_port = r->sport;
-		if (p.ip.family == AF_INET) {
-			memcpy(p.ip.src_addr, &id->route.addr.src_sin.sin_addr, 4);
-			memcpy(p.ip.dst_addr, &id->route.addr.dst_sin.sin_addr, 4);
-		} else {
-			memcpy(p.ip.src_addr, &id->route.addr.src_sin6.sin6_addr, 16);
-			memcpy(p.ip.dst_addr, &id->route.addr.dst_sin6.sin6_addr, 16);
-		}
-		p.dst_port = sa_port(&id->route.addr.dst_addr);
-		p.qpn = id->qp ? id->qp->qp_num : conn_param ? conn_param->qp_num : 0;
-		p.starting_psn = r->psn;
-		p.transport = id->qp_type == IBV_QPT_UC ? CM_TRANSPORT_UC : CM_TRANSPORT_RC;
-		p.path_mtu = r->mtu ? r->mtu : IBV_MTU_1024;
-		p.tos = r->tos;
-		p.ca_ack_delay = 15;
+		memset(&c, 0, sizeof(c));
+		cm_ip_of(r, &c.ip);
+		c.qpn = htole32(id->qp ? id->qp->qp_num : conn_param ? conn_param->qp_num : 0);
+		c.starting_psn = htole32(r->psn);
+		c.transport = id->qp_type == IBV_QPT_UC ? 1 : 0;
+		c.path_mtu = r->mtu ? r->mtu : IBV_MTU_1024;
+		c.traffic_class = r->tos;
 		if (conn_param) {
-			p.responder_resources = conn_param->responder_resources;
-			p.initiator_depth = conn_param->initiator_depth;
-			p.flow_control = conn_param->flow_control;
-			p.retry_count = clamp8(conn_param->retry_count, 7);
-			p.rnr_retry_count = clamp8(conn_param->rnr_retry_count, 7);
-			p.srq = id->srq ? 1 : conn_param->srq;
-			p.private_data = conn_param->private_data;
-			p.private_data_len = clamp8(conn_param->private_data_len,
-						    CM_RDMA_CM_REQ_USER_PD_MAX);
+			c.responder_resources = conn_param->responder_resources;
+			c.initiator_depth = conn_param->initiator_depth;
+			c.flow_control = conn_param->flow_control ? 1 : 0;
+			c.retry_count = clamp8(conn_param->retry_count, 7);
+			c.rnr_retry_count = clamp8(conn_param->rnr_retry_count, 7);
+			c.srq = id->srq || conn_param->srq ? 1 : 0;
+			if (conn_param->private_data && conn_param->private_data_len) {
+				c.private_data_len = clamp8(conn_param->private_data_len,
+							    CM_RDMA_CM_REQ_USER_PD_MAX);
+				memcpy(c.private_data, conn_param->private_data,
+				       c.private_data_len);
+			}
 		} else {
-			p.retry_count = 7;
-			p.rnr_retry_count = 7;
+			c.retry_count = 7;
+			c.rnr_retry_count = 7;
 		}
-		p.responder_resources = clamp8(p.responder_resources, 16);
-		p.initiator_depth = clamp8(p.initiator_depth, 16);
-		r->init_depth = p.initiator_depth;
-		r->resp_res = p.responder_resources;
-		r->retry_count = p.retry_count;
-		r->rnr_retry = p.rnr_retry_count;
-		ret = cm_req_init_rdma_cm(&req, &p);
-		if (!ret)
-			ret = cm_connect(r->dev->port, &req, &dst, r, &r->conn);
+		c.responder_resources = clamp8(c.responder_resources, 16);
+		c.initiator_depth = clamp8(c.initiator_depth, 16);
+		r->init_depth = c.initiator_depth;
+		r->resp_res = c.responder_resources;
+		r->retry_count = c.retry_count;
+		r->rnr_retry = c.rnr_retry_count;
+		ret = rcm_cm_cmd(r->dev, VIRTIO_NET_CTRL_ROCE_CM_CONNECT, &c, sizeof(c), &a,
+				 sizeof(a));
 	}
-	if (!ret)
-		rcm_dev_wake(r->dev);
+	if (!ret) {
+		r->has_conn = true;
+		r->conn_id = le32toh(a.conn_id);
+	}
 	pthread_mutex_unlock(&rcm_lock);
 	if (ret)
 		return fail(-ret);
@@ -528,27 +527,30 @@ RCM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 	struct rcm_id *r = rcm_id(id);
 	int ret;
 
-	if (!r->conn) {
+	if (!r->has_conn) {
 		if (r->listening)
 			return 0; /* librdmacm accepts on a listener for no one */
 		return fail(EINVAL);
 	}
 	pthread_mutex_lock(&rcm_lock);
 	if (r->sidr) {
-		struct cm_sidr_rep_info rep;
+		struct virtio_rdma_cmd_cm_sidr_accept c;
 
-		memset(&rep, 0, sizeof(rep));
-		rep.status = CM_SIDR_SUCCESS;
-		rep.qpn = id->qp ? id->qp->qp_num : conn_param ? conn_param->qp_num : 0;
-		rep.qkey = RCM_UDP_QKEY;
+		memset(&c, 0, sizeof(c));
+		c.conn_id = htole32(r->conn_id);
+		c.status = CM_SIDR_SUCCESS;
+		c.qpn = htole32(id->qp ? id->qp->qp_num : conn_param ? conn_param->qp_num : 0);
+		c.qkey = htole32(RCM_UDP_QKEY);
 		if (conn_param && conn_param->private_data && conn_param->private_data_len) {
-			rep.private_data_len = clamp8(conn_param->private_data_len, 136);
-			memcpy(rep.private_data, conn_param->private_data, rep.private_data_len);
+			c.private_data_len = clamp8(conn_param->private_data_len, 136);
+			memcpy(c.private_data, conn_param->private_data, c.private_data_len);
 		}
-		ret = cm_send_sidr_rep(r->conn, &rep);
-		r->conn = NULL; /* the reply ends the request */
+		ret = rcm_cm_cmd(r->dev, VIRTIO_NET_CTRL_ROCE_CM_SIDR_ACCEPT, &c, sizeof(c),
+				 NULL, 0);
+		if (!ret)
+			r->has_conn = false; /* the reply ends the request */
 	} else {
-		struct cm_rep_info rep;
+		struct virtio_rdma_cmd_cm_accept c;
 
 		if (conn_param) {
 			r->init_depth = clamp8(conn_param->initiator_depth, r->init_depth);
@@ -558,23 +560,22 @@ RCM_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 			ret = -errno;
 			goto out;
 		}
-		memset(&rep, 0, sizeof(rep));
-		rep.local_qpn = id->qp ? id->qp->qp_num : conn_param ? conn_param->qp_num : 0;
-		rep.starting_psn = r->psn;
-		rep.responder_resources = r->resp_res;
-		rep.initiator_depth = r->init_depth;
-		rep.target_ack_delay = CM_RDMA_CM_TARGET_ACK_DELAY;
-		rep.end_to_end_flow_control = conn_param ? conn_param->flow_control : 0;
-		rep.rnr_retry_count = r->rnr_retry;
-		rep.srq = id->srq ? 1 : conn_param ? conn_param->srq : 0;
+		memset(&c, 0, sizeof(c));
+		c.conn_id = htole32(r->conn_id);
+		c.qpn = htole32(id->qp ? id->qp->qp_num : conn_param ? conn_param->qp_num : 0);
+		c.starting_psn = htole32(r->psn);
+		c.responder_resources = r->resp_res;
+		c.initiator_depth = r->init_depth;
+		c.flow_control = conn_param && conn_param->flow_control ? 1 : 0;
+		c.rnr_retry_count = r->rnr_retry;
+		c.srq = id->srq || (conn_param && conn_param->srq) ? 1 : 0;
 		if (conn_param && conn_param->private_data && conn_param->private_data_len) {
-			rep.private_data_len = clamp8(conn_param->private_data_len, 196);
-			memcpy(rep.private_data, conn_param->private_data, rep.private_data_len);
+			c.private_data_len = clamp8(conn_param->private_data_len, 196);
+			memcpy(c.private_data, conn_param->private_data, c.private_data_len);
 		}
-		ret = cm_send_rep(r->conn, &rep);
+		ret = rcm_cm_cmd(r->dev, VIRTIO_NET_CTRL_ROCE_CM_ACCEPT, &c, sizeof(c), NULL, 0);
 	}
 out:
-	rcm_dev_wake(r->dev);
 	pthread_mutex_unlock(&rcm_lock);
 	if (ret)
 		return fail(-ret);
@@ -587,24 +588,33 @@ RCM_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 	struct rcm_id *r = rcm_id(id);
 	int ret;
 
-	if (!r->conn)
+	if (!r->has_conn)
 		return fail(EINVAL);
 	pthread_mutex_lock(&rcm_lock);
 	if (r->sidr) {
-		struct cm_sidr_rep_info rep;
+		struct virtio_rdma_cmd_cm_sidr_accept c;
 
-		memset(&rep, 0, sizeof(rep));
-		rep.status = CM_SIDR_REJECT;
-		rep.private_data_len = clamp8(private_data_len, 136);
+		memset(&c, 0, sizeof(c));
+		c.conn_id = htole32(r->conn_id);
+		c.status = CM_SIDR_REJECT;
+		c.private_data_len = clamp8(private_data_len, 136);
 		if (private_data)
-			memcpy(rep.private_data, private_data, rep.private_data_len);
-		ret = cm_send_sidr_rep(r->conn, &rep);
-		r->conn = NULL;
+			memcpy(c.private_data, private_data, c.private_data_len);
+		ret = rcm_cm_cmd(r->dev, VIRTIO_NET_CTRL_ROCE_CM_SIDR_ACCEPT, &c, sizeof(c),
+				 NULL, 0);
+		if (!ret)
+			r->has_conn = false;
 	} else {
-		ret = cm_send_rej(r->conn, CM_REJ_CONSUMER_DEFINED, NULL, 0, private_data,
-				  clamp8(private_data_len, 148));
+		struct virtio_rdma_cmd_cm_reject c;
+
+		memset(&c, 0, sizeof(c));
+		c.conn_id = htole32(r->conn_id);
+		c.reason = htole16(CM_REJ_CONSUMER_DEFINED);
+		c.private_data_len = clamp8(private_data_len, 148);
+		if (private_data)
+			memcpy(c.private_data, private_data, c.private_data_len);
+		ret = rcm_cm_cmd(r->dev, VIRTIO_NET_CTRL_ROCE_CM_REJECT, &c, sizeof(c), NULL, 0);
 	}
-	rcm_dev_wake(r->dev);
 	pthread_mutex_unlock(&rcm_lock);
 	return ret ? fail(-ret) : 0;
 }
@@ -612,34 +622,20 @@ RCM_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 RCM_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 {
 	struct rcm_id *r = rcm_id(id);
-	int ret = 0;
+	struct virtio_rdma_cmd_cm_handle h;
+	int ret;
 
 	pthread_mutex_lock(&rcm_lock);
 	qp_to_err(r);
-	if (!r->conn) {
+	if (!r->has_conn) {
 		pthread_mutex_unlock(&rcm_lock);
 		return fail(EINVAL);
 	}
-	switch (cm_conn_state(r->conn)) {
-	case CM_ESTABLISHED:
-		ret = cm_send_dreq(r->conn, NULL, 0);
-		break;
-	case CM_DREQ_RCVD:
-		ret = cm_send_drep(r->conn, NULL, 0);
-		break;
-	case CM_REP_SENT:
-	case CM_MRA_REP_RCVD:
-		/* RTU lost: the connection is up as far as the peer knows */
-		cm_notify_established(r->conn);
-		ret = cm_send_dreq(r->conn, NULL, 0);
-		break;
-	case CM_DREQ_SENT:
-	case CM_TIMEWAIT:
-		break;
-	default:
-		ret = -EINVAL;
-	}
-	rcm_dev_wake(r->dev);
+	/* DREQ when established (also after a lost RTU), nothing when the
+	 * disconnection is under way, EINVAL before establishment */
+	memset(&h, 0, sizeof(h));
+	h.id = htole32(r->conn_id);
+	ret = rcm_cm_cmd(r->dev, VIRTIO_NET_CTRL_ROCE_CM_DISCONNECT, &h, sizeof(h), NULL, 0);
 	pthread_mutex_unlock(&rcm_lock);
 	return ret ? fail(-ret) : 0;
 }
@@ -649,15 +645,19 @@ static void id_release(struct rcm_id *r)
 {
 	struct rcm_id **pp;
 
-	if (r->conn) {
-		cm_conn_set_context(r->conn, NULL);
-		cm_conn_destroy(r->conn); /* REJ, DREQ or DREP as its state needs */
-		rcm_dev_wake(r->dev);
-		r->conn = NULL;
+	if (r->has_conn) {
+		/* the device's CM sends REJ, DREQ or DREP as the state needs */
+		rcm_cm_release(r->dev, r->conn_id);
+		r->has_conn = false;
 	}
 	for (int i = 0; i < RCM_MAX_DEVS; i++)
-		if (r->listener[i])
-			cm_listener_destroy(r->listener[i]);
+		if (r->listen_on[i]) {
+			struct virtio_rdma_cmd_cm_handle h = { .id = htole32(r->listen_id[i]) };
+
+			rcm_cm_cmd(rcm_dev_get(i), VIRTIO_NET_CTRL_ROCE_CM_UNLISTEN, &h, sizeof(h),
+				   NULL, 0);
+			r->listen_on[i] = false;
+		}
 	for (struct rcm_id *i = rcm_ids; i; i = i->next)
 		if (i->listen_parent == r)
 			i->listen_parent = NULL;
@@ -885,7 +885,7 @@ static void copy_pd(struct rcm_event *e, const uint8_t *pd, size_t len)
 
 /* A passive id for a REQ or SIDR_REQ on listener l. */
 static struct rcm_id *child_new(struct rcm_id *l, struct rcm_dev *d, const struct cm_ip_info *ip,
-				const struct cm_addr *peer, uint16_t port)
+				const uint8_t peer_gid[16], uint16_t port)
 {
 	struct rcm_id *c = calloc(1, sizeof(*c));
 	uint8_t gid[16];
@@ -937,15 +937,15 @@ static struct rcm_id *child_new(struct rcm_id *l, struct rcm_dev *d, const struc
 		cm_gid_from_ipv4(gid, ip->src_addr);
 		gid_to_sa(gid, ip->src_port, &c->id.route.addr.dst_storage);
 	} else {
-		gid_to_sa(peer->gid, 0, &c->id.route.addr.dst_storage);
+		gid_to_sa(peer_gid, 0, &c->id.route.addr.dst_storage);
 	}
-	memcpy(c->id.route.addr.addr.ibaddr.dgid.raw, peer->gid, 16);
+	memcpy(c->id.route.addr.addr.ibaddr.dgid.raw, peer_gid, 16);
 	c->id.route.addr.addr.ibaddr.pkey = 0xFFFF;
 	if (rcm_dev_gid_index(d, c->id.route.addr.addr.ibaddr.sgid.raw) < 0) {
 		/* the REQ's header named another address: ours of that family */
 		for (int g = 0; g < d->ngid; g++)
 			if (!rcm_gid_unused(&d->gid[g]) &&
-			    cm_gid_is_ipv4(d->gid[g].raw) == cm_gid_is_ipv4(peer->gid)) {
+			    cm_gid_is_ipv4(d->gid[g].raw) == cm_gid_is_ipv4(peer_gid)) {
 				memcpy(c->id.route.addr.addr.ibaddr.sgid.raw, d->gid[g].raw, 16);
 				break;
 			}
@@ -956,72 +956,67 @@ static struct rcm_id *child_new(struct rcm_id *l, struct rcm_dev *d, const struc
 	return c;
 }
 
-static void on_req(struct rcm_dev *d, const struct cm_event *ev, bool sidr)
+static struct rcm_id *find_conn(struct rcm_dev *d, uint32_t conn_id)
 {
-	struct rcm_id *l = ev->listen_ctx, *c;
-	struct cm_ip_info ip;
-	const uint8_t *upd;
-	size_t ulen;
-	struct rcm_event *e;
-	uint16_t port;
+	for (struct rcm_id *i = rcm_ids; i; i = i->next)
+		if (i->dev == d && i->has_conn && i->conn_id == conn_id)
+			return i;
+	return NULL;
+}
 
-	if (!l || !ev->msg)
+static struct rcm_id *find_listener(struct rcm_dev *d, uint32_t listen_id)
+{
+	int di = (int)(d - rcm_dev_get(0));
+
+	for (struct rcm_id *i = rcm_ids; i; i = i->next)
+		if (i->listen_on[di] && i->listen_id[di] == listen_id)
+			return i;
+	return NULL;
+}
+
+static void on_req(struct rcm_dev *d, const struct virtio_rdma_cm_event *ev, bool sidr)
+{
+	struct rcm_id *l = find_listener(d, le32toh(ev->listen_id)), *c;
+	uint32_t conn_id = le32toh(ev->conn_id);
+	struct cm_ip_info ip;
+	struct rcm_event *e;
+	uint16_t port = cm_service_id_port(le64toh(ev->service_id));
+
+	if (!l || cm_ip_hdr_parse(ev->private_data, ev->private_data_len, &ip))
 		goto refuse;
-	if (sidr) {
-		upd = ev->msg->sidr_req.private_data;
-		ulen = ev->msg->sidr_req.private_data_len;
-		port = cm_service_id_port(ev->msg->sidr_req.service_id);
-	} else {
-		upd = ev->msg->req.private_data;
-		ulen = ev->msg->req.private_data_len;
-		port = cm_service_id_port(ev->msg->req.service_id);
-	}
-	if (cm_ip_hdr_parse(upd, ulen, &ip))
-		goto refuse;
-	c = child_new(l, d, &ip, ev->peer, port);
+	c = child_new(l, d, &ip, ev->peer_gid, port);
 	e = c ? rcm_event_new(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0) : NULL;
-	if (!e) {
-		if (c)
-			c->conn = NULL;
+	if (!e)
 		goto refuse;
-	}
-	c->conn = ev->conn;
-	cm_conn_set_context(ev->conn, c);
+	c->has_conn = true;
+	c->conn_id = conn_id;
 	e->ev.listen_id = &l->id;
-	copy_pd(e, upd + 36, ulen - 36);
+	copy_pd(e, ev->private_data + 36, ev->private_data_len - 36u);
 	if (sidr) {
 		e->ev.param.ud.qkey = RCM_UDP_QKEY;
 	} else {
-		const struct cm_req_info *q = &ev->msg->req;
-
-		c->remote_qpn = q->local_qpn;
-		c->remote_psn = q->starting_psn;
-		c->mtu = q->path_mtu < c->mtu ? q->path_mtu : c->mtu;
+		c->remote_qpn = le32toh(ev->remote_qpn);
+		c->remote_psn = le32toh(ev->starting_psn);
+		c->mtu = ev->path_mtu < c->mtu ? ev->path_mtu : c->mtu;
 		/* the peer's initiator depth is what we must answer to */
-		c->resp_res = q->initiator_depth;
-		c->init_depth = q->responder_resources;
-		c->rnr_retry = q->rnr_retry_count;
-		c->retry_count = q->retry_count;
-		e->ev.param.conn.responder_resources = q->initiator_depth;
-		e->ev.param.conn.initiator_depth = q->responder_resources;
-		e->ev.param.conn.flow_control = q->end_to_end_flow_control;
-		e->ev.param.conn.retry_count = q->retry_count;
-		e->ev.param.conn.rnr_retry_count = q->rnr_retry_count;
-		e->ev.param.conn.srq = q->srq;
-		e->ev.param.conn.qp_num = q->local_qpn;
+		c->resp_res = ev->initiator_depth;
+		c->init_depth = ev->responder_resources;
+		c->rnr_retry = ev->rnr_retry_count;
+		c->retry_count = ev->retry_count;
+		e->ev.param.conn.responder_resources = ev->initiator_depth;
+		e->ev.param.conn.initiator_depth = ev->responder_resources;
+		e->ev.param.conn.flow_control = ev->flow_control;
+		e->ev.param.conn.retry_count = ev->retry_count;
+		e->ev.param.conn.rnr_retry_count = ev->rnr_retry_count;
+		e->ev.param.conn.srq = ev->srq;
+		e->ev.param.conn.qp_num = le32toh(ev->remote_qpn);
 	}
 	/* on the listener's channel (rdma_get_request reads it there) */
 	rcm_event_post(l->ch, e);
 	return;
 refuse:
-	if (sidr) {
-		struct cm_sidr_rep_info rep = { .status = CM_SIDR_UNSUPPORTED };
-
-		cm_send_sidr_rep(ev->conn, &rep);
-	} else {
-		cm_send_rej(ev->conn, CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0);
-		cm_conn_destroy(ev->conn);
-	}
+	/* REJ (or SIDR_REP reject) from the device's CM */
+	rcm_cm_release(d, conn_id);
 }
 
 static void post(struct rcm_id *r, enum rdma_cm_event_type type, int status,
@@ -1036,97 +1031,94 @@ static void post(struct rcm_id *r, enum rdma_cm_event_type type, int status,
 	rcm_event_post(r->ch, e);
 }
 
-void rcm_cm_event(void *ctx, const struct cm_event *ev)
+void rcm_cm_event(struct rcm_dev *d, const struct virtio_rdma_cm_event *ev)
 {
-	struct rcm_id *r = ev->conn_ctx;
-	const struct cm_msg *m = ev->msg;
+	uint32_t type = le32toh(ev->type);
+	int status = (int)le32toh(ev->status);
+	uint8_t pd_len = ev->private_data_len <= sizeof(ev->private_data) ?
+			 ev->private_data_len : (uint8_t)sizeof(ev->private_data);
+	struct rcm_id *r;
 
-	switch (ev->type) {
-	case CM_EVENT_REQ_RECEIVED:
-		on_req(ctx, ev, false);
+	switch (type) {
+	case VIRTIO_IB_CM_REQ_RECEIVED:
+		on_req(d, ev, false);
 		return;
-	case CM_EVENT_SIDR_REQ_RECEIVED:
-		on_req(ctx, ev, true);
+	case VIRTIO_IB_CM_SIDR_REQ_RECEIVED:
+		on_req(d, ev, true);
 		return;
 	default:
 		break;
 	}
+	r = find_conn(d, le32toh(ev->conn_id));
 	if (!r)
 		return;
-	switch (ev->type) {
-	case CM_EVENT_REP_RECEIVED: {
+	switch (type) {
+	case VIRTIO_IB_CM_REP_RECEIVED: {
 		struct rcm_event *e;
 
-		r->remote_qpn = m->rep.local_qpn;
-		r->remote_psn = m->rep.starting_psn;
-		if (m->rep.initiator_depth < r->resp_res)
-			r->resp_res = m->rep.initiator_depth;
-		if (m->rep.responder_resources < r->init_depth)
-			r->init_depth = m->rep.responder_resources;
+		r->remote_qpn = le32toh(ev->remote_qpn);
+		r->remote_psn = le32toh(ev->starting_psn);
+		if (ev->initiator_depth < r->resp_res)
+			r->resp_res = ev->initiator_depth;
+		if (ev->responder_resources < r->init_depth)
+			r->init_depth = ev->responder_resources;
 		/* the QP moves and the RTU goes in rdma_get_cm_event */
 		e = rcm_event_new(r, RDMA_CM_EVENT_ESTABLISHED, 0);
 		if (!e)
 			return;
-		copy_pd(e, m->rep.private_data, m->rep.private_data_len);
+		copy_pd(e, ev->private_data, pd_len);
 		e->action = RCM_ACT_REP;
+		r->rep_pending = true;
 		rcm_event_post(r->ch, e);
 		return;
 	}
-	case CM_EVENT_ESTABLISHED:
+	case VIRTIO_IB_CM_ESTABLISHED:
 		r->connected = true;
 		post(r, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
 		return;
-	case CM_EVENT_REJ_RECEIVED:
-		post(r, RDMA_CM_EVENT_REJECTED, m ? m->rej.reason : 0, m ? m->rej.private_data : NULL,
-		     m ? m->rej.private_data_len : 0);
+	case VIRTIO_IB_CM_REJ_RECEIVED:
+		r->rep_pending = false;
+		post(r, RDMA_CM_EVENT_REJECTED, status, ev->private_data, pd_len);
 		return;
-	case CM_EVENT_REQ_ERROR:
-	case CM_EVENT_REP_ERROR:
+	case VIRTIO_IB_CM_REQ_ERROR:
+	case VIRTIO_IB_CM_REP_ERROR:
 		post(r, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, 0);
 		return;
-	case CM_EVENT_DREQ_RECEIVED:
-		cm_send_drep(ev->conn, NULL, 0);
-		/* fallthrough */
-	case CM_EVENT_DREP_RECEIVED:
+	case VIRTIO_IB_CM_DREQ_RECEIVED: /* the device answered the DREP */
+	case VIRTIO_IB_CM_DREP_RECEIVED:
 		if (!r->disc_reported) {
-			struct rcm_event *e = rcm_event_new(r, RDMA_CM_EVENT_DISCONNECTED, 0);
-
 			/* the QP is left alone (the user may have destroyed it
 			 * already with ibv_destroy_qp); rdma_disconnect moves it */
 			r->disc_reported = true;
-			if (e)
-				rcm_event_post(r->ch, e);
+			post(r, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 		}
 		return;
-	case CM_EVENT_TIMEWAIT_EXIT:
+	case VIRTIO_IB_CM_TIMEWAIT_EXIT:
 		post(r, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, NULL, 0);
 		return;
-	case CM_EVENT_SIDR_REP_RECEIVED: {
+	case VIRTIO_IB_CM_SIDR_REP_RECEIVED: {
 		struct rcm_event *e;
+		int gi;
 
-		r->conn = NULL; /* the CM frees the request after this event */
-		if (ev->status || !m) {
-			post(r, RDMA_CM_EVENT_UNREACHABLE, ev->status ? ev->status : -EIO, NULL, 0);
+		r->has_conn = false; /* the device's CM freed the request */
+		if (status < 0) {
+			post(r, RDMA_CM_EVENT_UNREACHABLE, status, NULL, 0);
 			return;
 		}
-		if (m->sidr_rep.status != CM_SIDR_SUCCESS) {
-			post(r, RDMA_CM_EVENT_UNREACHABLE, -ECONNREFUSED, m->sidr_rep.private_data,
-			     m->sidr_rep.private_data_len);
+		if (status != CM_SIDR_SUCCESS) {
+			post(r, RDMA_CM_EVENT_UNREACHABLE, -ECONNREFUSED, ev->private_data, pd_len);
 			return;
 		}
 		e = rcm_event_new(r, RDMA_CM_EVENT_ESTABLISHED, 0);
 		if (!e)
 			return;
-		copy_pd(e, m->sidr_rep.private_data, m->sidr_rep.private_data_len);
-		e->ev.param.ud.qp_num = m->sidr_rep.qpn;
-		e->ev.param.ud.qkey = m->sidr_rep.qkey;
+		copy_pd(e, ev->private_data, pd_len);
+		e->ev.param.ud.qp_num = le32toh(ev->remote_qpn);
+		e->ev.param.ud.qkey = le32toh(ev->qkey);
 		e->ev.param.ud.ah_attr.is_global = 1;
 		memcpy(e->ev.param.ud.ah_attr.grh.dgid.raw, r->id.route.addr.addr.ibaddr.dgid.raw, 16);
-		{
-			int gi = rcm_dev_gid_index(r->dev, r->id.route.addr.addr.ibaddr.sgid.raw);
-
-			e->ev.param.ud.ah_attr.grh.sgid_index = gi < 0 ? 0 : (uint8_t)gi;
-		}
+		gi = rcm_dev_gid_index(r->dev, r->id.route.addr.addr.ibaddr.sgid.raw);
+		e->ev.param.ud.ah_attr.grh.sgid_index = gi < 0 ? 0 : (uint8_t)gi;
 		e->ev.param.ud.ah_attr.grh.hop_limit = CM_RDMA_CM_HOP_LIMIT;
 		e->ev.param.ud.ah_attr.port_num = 1;
 		rcm_event_post(r->ch, e);
@@ -1137,6 +1129,20 @@ void rcm_cm_event(void *ctx, const struct cm_event *ev)
 	}
 }
 
+static int conn_cmd(struct rcm_id *r, uint8_t cmd)
+{
+	struct virtio_rdma_cmd_cm_handle h;
+
+	memset(&h, 0, sizeof(h));
+	h.id = htole32(r->conn_id);
+	return rcm_cm_cmd(r->dev, cmd, &h, sizeof(h), NULL, 0);
+}
+
+int rcm_id_establish(struct rcm_id *r)
+{
+	return r->has_conn ? conn_cmd(r, VIRTIO_NET_CTRL_ROCE_CM_ESTABLISHED) : 0;
+}
+
 /* Runs in rdma_get_cm_event (user thread, locked): the QP work of an event. */
 void rcm_event_complete(struct rcm_event *e)
 {
@@ -1144,24 +1150,27 @@ void rcm_event_complete(struct rcm_event *e)
 
 	switch (e->action) {
 	case RCM_ACT_REP:
-		if (!r->conn || cm_conn_state(r->conn) != CM_REP_RCVD) {
+		if (!r->has_conn || !r->rep_pending) {
 			e->ev.event = RDMA_CM_EVENT_CONNECT_ERROR;
 			e->ev.status = -ECONNABORTED;
 		} else if (!r->id.qp) {
 			/* no QP: the user moves it and calls rdma_establish */
 			e->ev.event = RDMA_CM_EVENT_CONNECT_RESPONSE;
-			cm_send_rtu(r->conn, NULL, 0);
-			rcm_dev_wake(r->dev);
+			conn_cmd(r, VIRTIO_NET_CTRL_ROCE_CM_RTU);
 		} else if (qp_rtr_rts(r)) {
-			cm_send_rej(r->conn, CM_REJ_CONSUMER_DEFINED, NULL, 0, NULL, 0);
-			rcm_dev_wake(r->dev);
+			struct virtio_rdma_cmd_cm_reject c;
+
+			memset(&c, 0, sizeof(c));
+			c.conn_id = htole32(r->conn_id);
+			c.reason = htole16(CM_REJ_CONSUMER_DEFINED);
+			rcm_cm_cmd(r->dev, VIRTIO_NET_CTRL_ROCE_CM_REJECT, &c, sizeof(c), NULL, 0);
 			e->ev.event = RDMA_CM_EVENT_CONNECT_ERROR;
 			e->ev.status = -EIO;
 		} else {
-			cm_send_rtu(r->conn, NULL, 0);
-			rcm_dev_wake(r->dev);
+			conn_cmd(r, VIRTIO_NET_CTRL_ROCE_CM_RTU);
 			r->connected = true;
 		}
+		r->rep_pending = false;
 		break;
 	default:
 		break;

@@ -2,7 +2,8 @@
 /*
  * The rest of librdmacm's API: endpoints and rdma_getaddrinfo, synchronous
  * requests, options, devices, event names; multicast and ECE are refused
- * with ENOSYS/EOPNOTSUPP (docs/spec.md, "rdma_cm in the process").
+ * with ENOSYS/EOPNOTSUPP (docs/spec.md, "rdma_cm over the device's connection
+ * manager").
  */
 #include <errno.h>
 #include <netdb.h>
@@ -298,8 +299,7 @@ RCM_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 	if (event != IBV_EVENT_COMM_EST)
 		return 0;
 	pthread_mutex_lock(&rcm_lock);
-	if (r->conn)
-		ret = cm_notify_established(r->conn);
+	ret = rcm_id_establish(r);
 	pthread_mutex_unlock(&rcm_lock);
 	return ret ? fail(-ret) : 0;
 }

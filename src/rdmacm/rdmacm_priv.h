@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * vrdma's librdmacm.so.1: the rdma_cm API of Debian's librdmacm with the
- * connection manager (src/cm) run inside the process, on the GSI QP of each
- * device it uses (docs/spec.md, "rdma_cm in the process"). Public structures
- * come from <rdma/rdma_cma.h> itself, so their layouts are Debian's.
+ * vrdma's librdmacm.so.1: the rdma_cm API of Debian's librdmacm over the
+ * connection manager each device runs in the daemon (its CM commands and
+ * events: docs/spec.md "rdma_cm over the device's connection manager").
+ * Public structures come from <rdma/rdma_cma.h> itself, so their layouts
+ * are Debian's.
  *
- * One lock (rcm_lock) guards every id, channel and device; each device's
- * thread takes it to run the CM. Errors: -1 and errno, as librdmacm.
+ * One lock (rcm_lock) guards every id, channel and device; the library's
+ * thread takes it to turn CM events into rdma_cm events. Errors: -1 and
+ * errno, as librdmacm.
  */
 #ifndef VRDMA_RDMACM_PRIV_H
 #define VRDMA_RDMACM_PRIV_H
@@ -19,7 +21,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include "cm/cm.h"
+#include "cm/cm_mad.h"
 
 #define RCM_EXPORT __attribute__((visibility("default")))
 #define RCM_MAX_DEVS 16
@@ -28,8 +30,8 @@
 
 struct rcm_channel;
 
-/* A device of the process: its verbs context and, once an id needs the CM
- * on it, its GSI QP, cm_port and thread. */
+/* A device of the process: its verbs context; once an id needs the CM on
+ * it, the library's thread watches its async fd for CM events. */
 struct rcm_dev {
 	struct ibv_context *verbs;
 	uint64_t guid;
@@ -37,20 +39,7 @@ struct rcm_dev {
 	int ngid;
 	enum ibv_mtu active_mtu;
 	bool cm_up;
-	int cm_err;                 /* errno of a failed start (kept) */
-	struct ibv_pd *pd;          /* for ids that bring none, and the GSI */
-	struct ibv_comp_channel *cc;
-	struct ibv_cq *cq;
-	struct ibv_qp *gsi;
-	struct ibv_mr *mr;
-	uint8_t *buf;               /* recv slots then send slots */
-	uint32_t send_next;
-	struct ibv_ah *ah[32];      /* AH cache by destination GID */
-	union ibv_gid ah_gid[32];
-	struct cm_port *port;
-	pthread_t thread;
-	int wake_fd;
-	bool stop;
+	struct ibv_pd *pd;          /* for ids that bring none */
 };
 
 /* The private part of an rdma_cm_id (the public one first). */
@@ -62,8 +51,11 @@ struct rcm_id {
 	bool passive;               /* made by a REQ: holds no port */
 	bool bound, listening, connected, disc_reported;
 	uint16_t sport;
-	struct cm_conn *conn;
-	struct cm_listener *listener[RCM_MAX_DEVS];
+	bool has_conn;              /* conn_id names a connection of the device's CM */
+	bool rep_pending;           /* REP received, RTU or REJ not yet sent */
+	uint32_t conn_id;
+	bool listen_on[RCM_MAX_DEVS];
+	uint32_t listen_id[RCM_MAX_DEVS];
 	struct rcm_id *listen_parent;
 	uint32_t psn;               /* our starting PSN */
 	uint32_t remote_qpn, remote_psn;
@@ -116,11 +108,18 @@ struct rcm_dev *rcm_dev_by_verbs(struct ibv_context *verbs);
 struct rcm_dev *rcm_dev_by_addr(const struct sockaddr *sa, bool *any);
 int rcm_dev_gid_index(struct rcm_dev *d, const uint8_t gid[16]);
 int rcm_dev_cm_start(struct rcm_dev *d);                   /* locked: -errno */
-void rcm_dev_wake(struct rcm_dev *d);
+/* A CM command of the device (VIRTIO_NET_CTRL_ROCE_CM_*): 0 or -errno. */
+int rcm_cm_cmd(struct rcm_dev *d, uint8_t cmd, const void *in, size_t in_len, void *out,
+	       size_t out_len);
+/* Lets go of a connection of the device's CM (RELEASE). */
+void rcm_cm_release(struct rcm_dev *d, uint32_t conn_id);
 
 /* rdmacm_id.c */
-void rcm_cm_event(void *ctx, const struct cm_event *ev);   /* from the CM, locked */
+struct virtio_rdma_cm_event;
+void rcm_cm_event(struct rcm_dev *d, const struct virtio_rdma_cm_event *ev); /* locked */
 void rcm_event_complete(struct rcm_event *e);              /* locked */
+/* The QP saw traffic before the RTU (ESTABLISHED command): 0 or -errno. */
+int rcm_id_establish(struct rcm_id *r);                    /* locked */
 
 /* rdmacm_channel.c */
 struct rcm_event *rcm_event_new(struct rcm_id *id, enum rdma_cm_event_type type, int status);

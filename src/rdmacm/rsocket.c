@@ -2,7 +2,8 @@
 /*
  * The rsocket API (r* calls of <rdma/rsocket.h>): present so that programs
  * linked against librdmacm start, but not implemented: every call fails with
- * ENOSYS (docs/spec.md, "rdma_cm in the process").
+ * ENOSYS (docs/spec.md, "rdma_cm over the device's connection
+ * manager").
  */
 #include <errno.h>
 #include <sys/select.h>

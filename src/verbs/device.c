@@ -21,6 +21,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "vrdma/virtio_net_roce_cm.h"
 #include "verbs/verbs_priv.h"
 
 /* Not in the installed headers (rdma-core's driver.h): the type reported by
@@ -868,7 +869,19 @@ int ibv_get_async_event(struct ibv_context *ibctx, struct ibv_async_event *event
 
 	for (;;) {
 		memset(&pev, 0, sizeof(pev));
-		ret = VRDMA_PROV_CALL(ctx->ops, get_async_event, ctx->prov, &pev);
+		ret = -EAGAIN;
+		pthread_mutex_lock(&ctx->obj_lock);
+		if (ctx->held_len) {
+			pev = ctx->held[ctx->held_head];
+			ctx->held_head = (ctx->held_head + 1) % VRDMA_VERBS_HELD;
+			ctx->held_len--;
+			ret = 0;
+		}
+		pthread_mutex_unlock(&ctx->obj_lock);
+		if (ret)
+			ret = VRDMA_PROV_CALL(ctx->ops, get_async_event, ctx->prov, &pev);
+		if (ret == 0 && pev.type == VIRTIO_IB_EVENT_CM_PENDING)
+			continue; /* librdmacm's (it asks the CM itself) */
 		if (ret == 0) {
 			bool ok;
 
@@ -986,4 +999,50 @@ int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 	if (len > 0 && buf[len - 1] == '\n')
 		buf[--len] = '\0';
 	return (int)len;
+}
+
+/* ---- private: librdmacm and the device's connection manager ---- */
+
+int vrdma_ibv_cm_cmd(struct ibv_context *ibctx, uint8_t cmd, const void *in, size_t in_len,
+		     void *out, size_t out_len);
+int vrdma_ibv_cm_pending(struct ibv_context *ibctx);
+
+/* One CM command (VIRTIO_NET_CTRL_ROCE_CM_*): 0 or -errno. */
+int vrdma_ibv_cm_cmd(struct ibv_context *ibctx, uint8_t cmd, const void *in, size_t in_len,
+		     void *out, size_t out_len)
+{
+	struct vrdma_verbs_context *ctx;
+
+	if (!ibctx)
+		return -EINVAL;
+	ctx = vrdma_ctx(ibctx);
+	return VRDMA_PROV_CALL(ctx->ops, cm_cmd, ctx->prov, cmd, in, in_len, out, out_len);
+}
+
+/* Reads the context's async events without blocking (call it when
+ * ibctx->async_fd polls readable): 1 if the device announced CM events,
+ * else 0; the other events are kept for ibv_get_async_event. */
+int vrdma_ibv_cm_pending(struct ibv_context *ibctx)
+{
+	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
+	struct vrdma_prov_async_event pev;
+	int cm = 0;
+
+	for (;;) {
+		memset(&pev, 0, sizeof(pev));
+		if (VRDMA_PROV_CALL(ctx->ops, get_async_event, ctx->prov, &pev))
+			return cm;
+		if (pev.type == VIRTIO_IB_EVENT_CM_PENDING) {
+			cm = 1;
+			continue;
+		}
+		pthread_mutex_lock(&ctx->obj_lock);
+		if (ctx->held_len == VRDMA_VERBS_HELD) {
+			ctx->held_head = (ctx->held_head + 1) % VRDMA_VERBS_HELD;
+			ctx->held_len--;
+		}
+		ctx->held[(ctx->held_head + ctx->held_len) % VRDMA_VERBS_HELD] = pev;
+		ctx->held_len++;
+		pthread_mutex_unlock(&ctx->obj_lock);
+	}
 }

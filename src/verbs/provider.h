@@ -455,6 +455,11 @@ struct vrdma_prov_ops {
 	 * for index 0 itself. */
 	int (*query_pkey)(struct vrdma_prov_dev *dev, uint32_t index,
 			  uint16_t *pkey);
+	/* vrdma extension: a command of the device's connection manager
+	 * (VIRTIO_NET_CTRL_ROCE_CM_*): 0 with out_len bytes of ack data, or
+	 * -errno (the CM's status, or the command's failure). */
+	int (*cm_cmd)(struct vrdma_prov_dev *dev, uint8_t cmd, const void *in,
+		      size_t in_len, void *out, size_t out_len);
 
 	/* --- protection domains, memory regions --- */
 

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vrdma/virtio_net_roce_cm.h"
 #include "verbs/provider.h"
 #include "verbs/vrdma_socket.h"
 #include "vhost/vhost_client.h"
@@ -269,6 +270,29 @@ static int prov_get_async_event(struct vrdma_prov_dev *d, struct vrdma_prov_asyn
 	else
 		ev->port = e.id;
 	ev->id = e.id;
+	return 0;
+}
+
+static int prov_cm_cmd(struct vrdma_prov_dev *d, uint8_t cmd, const void *in, size_t in_len,
+		       void *out, size_t out_len)
+{
+	struct virtio_rdma_ack_cm_status st;
+	uint8_t buf[8 + 512], ack;
+	int rc;
+
+	if (out_len > sizeof(buf) - sizeof(st))
+		return -EINVAL;
+	rc = vrdma_ctrl_cmd(d->dev, VIRTIO_NET_CTRL_ROCE, cmd, in, in_len, buf,
+			    sizeof(st) + out_len, &ack);
+	if (rc < 0)
+		return rc;
+	if (ack != VIRTIO_NET_OK)
+		return -EOPNOTSUPP;
+	memcpy(&st, buf, sizeof(st));
+	if (le32toh(st.status))
+		return -(int)(le32toh(st.status) & 0xFFFF);
+	if (out_len)
+		memcpy(out, buf + sizeof(st), out_len);
 	return 0;
 }
 
@@ -792,6 +816,7 @@ const struct vrdma_prov_ops vrdma_prov_vrdma_ops = {
 	.async_fd = prov_async_fd,
 	.get_async_event = prov_get_async_event,
 	.query_pkey = prov_query_pkey,
+	.cm_cmd = prov_cm_cmd,
 	.create_pd = prov_create_pd,
 	.destroy_pd = prov_destroy_pd,
 	.reg_mr = prov_reg_mr,

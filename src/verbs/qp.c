@@ -76,19 +76,6 @@ static void vrdma_cap_to_ibv(const struct vrdma_prov_qp_cap *in, struct ibv_qp_c
 struct vrdma_verbs_qp *vrdma_verbs_qp_create(struct ibv_pd *pd,
 					     struct ibv_qp_init_attr *attr)
 {
-	if (attr && attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-	    attr->qp_type != IBV_QPT_UD) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	return vrdma_verbs_qp_create_any(pd, attr);
-}
-
-/* As vrdma_verbs_qp_create, also for VRDMA_VERBS_QPT_GSI (a UD QP to
- * users of the ibv_qp, QPN 1 on the device). */
-struct vrdma_verbs_qp *vrdma_verbs_qp_create_any(struct ibv_pd *pd,
-						 struct ibv_qp_init_attr *attr)
-{
 	struct vrdma_verbs_context *ctx;
 	struct vrdma_prov_qp_init in;
 	struct vrdma_prov_qp_info info;
@@ -103,7 +90,7 @@ struct vrdma_verbs_qp *vrdma_verbs_qp_create_any(struct ibv_pd *pd,
 		return NULL;
 	}
 	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-	    attr->qp_type != IBV_QPT_UD && attr->qp_type != VRDMA_VERBS_QPT_GSI) {
+	    attr->qp_type != IBV_QPT_UD) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -149,7 +136,7 @@ struct vrdma_verbs_qp *vrdma_verbs_qp_create_any(struct ibv_pd *pd,
 	qp->ibqp.handle = info.qpn;
 	qp->ibqp.qp_num = info.qpn;
 	qp->ibqp.state = IBV_QPS_RESET;
-	qp->ibqp.qp_type = attr->qp_type == VRDMA_VERBS_QPT_GSI ? IBV_QPT_UD : attr->qp_type;
+	qp->ibqp.qp_type = attr->qp_type;
 	pthread_mutex_init(&qp->ibqp.mutex, NULL);
 	pthread_cond_init(&qp->ibqp.cond, NULL);
 	qp->sq_sig_all = attr->sq_sig_all != 0;

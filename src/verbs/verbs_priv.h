@@ -97,6 +97,8 @@ struct vrdma_verbs_bind {
 };
 
 /* An open device: what struct ibv_context * points into. */
+#define VRDMA_VERBS_HELD 64
+
 struct vrdma_verbs_context {
 	struct vrdma_verbs_device *dev;
 	const struct vrdma_prov_ops *ops;
@@ -110,6 +112,11 @@ struct vrdma_verbs_context {
 	struct vrdma_verbs_bind *binds;  /* oldest first */
 	unsigned int nbinds;             /* atomic; poll_cq's fast-path test */
 	struct vrdma_verbs_pdom *pdoms;  /* parent domains (domain.c), obj_lock */
+	/* Async events read by librdmacm's thread while it waited for the
+	 * device's CM (vrdma_ibv_cm_pending), kept for ibv_get_async_event;
+	 * obj_lock. Beyond VRDMA_VERBS_HELD the oldest are dropped. */
+	struct vrdma_prov_async_event held[VRDMA_VERBS_HELD];
+	unsigned int held_head, held_len;
 	struct verbs_context vctx; /* ibv_context last, as verbs_context wants */
 };
 
@@ -300,11 +307,6 @@ VRDMA_HIDDEN int vrdma_verbs_send_wr(const struct vrdma_verbs_context *ctx,
  * plus the basic fields), or NULL with errno set. */
 VRDMA_HIDDEN struct vrdma_verbs_qp *vrdma_verbs_qp_create(struct ibv_pd *pd,
 							  struct ibv_qp_init_attr *attr);
-/* The device's GSI QP (QPN 1) as a qp_type: VIRTIO_IB_QPT_GSI, a value no
- * ibv_qp_type has. Only vrdma_ibv_create_gsi_qp (gsi.c) passes it. */
-#define VRDMA_VERBS_QPT_GSI ((enum ibv_qp_type)1)
-VRDMA_HIDDEN struct vrdma_verbs_qp *vrdma_verbs_qp_create_any(struct ibv_pd *pd,
-							      struct ibv_qp_init_attr *attr);
 
 /* --- qp_ex.c --- */
 

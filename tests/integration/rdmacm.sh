@@ -17,9 +17,21 @@
 # 2. A client to a port nobody listens on while the server's device runs a
 #    CM (a listener on another port): rping fails at once (REJ, "invalid
 #    service ID") instead of waiting for REQ timeouts.
-# 2a. The documented limit: while one process runs the CM of device B, a
-#    second rdma_cm process on B fails cleanly (rping -s: "rdma_listen:
-#    Address already in use", an error status).
+# 2a. Several rdma_cm processes on one device (the CM is the daemon's, per
+#    device): while one rping server listens on B, a second rping server on
+#    B (another port) serves a client; a listen on the port the first one
+#    holds fails (rping -s: "rdma_listen: Address already in use").
+# 2c. rping server and client as two processes on the same device socket
+#    (-C 1000 -V); two rdma_server processes on B at once, and a third
+#    process on B (tests/verbs/rdmacm_multi) connected to both at once.
+# 2d. Isolation: while an rping pair on B is connected, a third process on
+#    B names every handle the device's CM could have given them (RELEASE,
+#    DISCONNECT, REJECT, UNLISTEN, RTU, ESTABLISHED; tests/verbs/
+#    rdmacm_foreign): all refused (ENOENT), no event of theirs seen, and
+#    the pair completes its pings (-C 1000 -V).
+# 2e. A client SIGKILLed while connected: the daemon sends the DREQ for its
+#    context (device A's CM counters), the server's rdma_cm reports
+#    DISCONNECTED (rping -s prints "DISCONNECT EVENT" and ends).
 # 2b. Not provided, refused cleanly: mckey (multicast join: ENOSYS) ends
 #    with its error status and no signal; rstream reports "rsocket failed:
 #    Function not implemented".
@@ -27,10 +39,10 @@
 #    rping -C 1000 -V and ucmatose -c 4 complete.
 # 4. The daemons stop cleanly (exit 0).
 #
-# A server is ready once its process has the "vrdma-cm" thread (the CM of a
-# device, started by rdma_listen); each client then runs once. Every process
-# runs under a timeout. Not covered (docs/spec.md, "rdma_cm in the
-# process"): two rdma_cm processes on one device, rsockets, multicast.
+# A server is ready once its process has the "vrdma-cm" thread (started by
+# rdma_listen once the device's CM took the listen); each client then runs
+# once. Every process runs under a timeout. Not covered: rsockets,
+# multicast.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/daemon_lib.bash"
 
@@ -38,6 +50,8 @@ DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
 RUN="$VRDMA_BUILD/bin/vrdma-run"
 LIB="$VRDMA_BUILD/lib/librdmacm.so.1"
 API="$VRDMA_BUILD/tests/verbs/rdmacm_api"
+MULTI="$VRDMA_BUILD/tests/verbs/rdmacm_multi"
+FOREIGN="$VRDMA_BUILD/tests/verbs/rdmacm_foreign"
 STEP_TMO=150
 DAEMON_TMO=900
 IP_A=10.64.0.1
@@ -47,7 +61,9 @@ PORT=$((20000 + $$ % 10000))
 FAULT_SPEC=${VRDMA_RDMACM_FAULT:-drop=2,dup=1,reorder=1,seed=$((1 + $$ % 1000))}
 
 ALL_TESTS="daemon_started rping_verified ucmatose udaddy rdma_server_client ib_send_bw_R
-	ib_write_lat_R rdmacm_api rping_ipv6 ucmatose_ipv6 udaddy_ipv6 no_listener_rejected second_process_refused mckey_refused rstream_refused daemon_clean_exit fault_daemon_started
+	ib_write_lat_R rdmacm_api rping_ipv6 ucmatose_ipv6 udaddy_ipv6 no_listener_rejected second_process_served
+	listen_in_use_refused same_device_rping two_servers_one_device foreign_handles_refused
+	killed_client_disconnected mckey_refused rstream_refused daemon_clean_exit fault_daemon_started
 	fault_rping_verified fault_ucmatose fault_daemon_clean_exit"
 
 PRELOAD=""
@@ -56,7 +72,7 @@ if [ -f "$VRDMA_BUILD/lib/libibverbs.so.1" ] &&
 	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
 fi
 reason=""
-for b in "$DAEMON" "$RUN" "$LIB" "$API"; do [ -e "$b" ] || reason="$b not built (run make)"; done
+for b in "$DAEMON" "$RUN" "$LIB" "$API" "$MULTI" "$FOREIGN"; do [ -e "$b" ] || reason="$b not built (run make)"; done
 for p in rping ucmatose udaddy rdma_server rdma_client ib_send_bw ib_write_lat; do
 	command -v $p >/dev/null || reason="$p not installed (scripts/deps.sh test)"
 done
@@ -147,6 +163,111 @@ run_all() {
 		"ib_write_lat -R -p $PORT -n 200 $IP_B" "^ 2 *200" "$PERF_RACE"
 }
 
+# two_servers: two rdma_server processes on B (ports PORT+1, PORT+2) at
+# once, and one process on B connected to both at once.
+two_servers() {
+	local p1=$((PORT + 1)) p2=$((PORT + 2)) s1 s2 rc r1 r2
+	PORT=$p2
+	vstart ms1.srv "$B" rdma_server -s $IP_B -p $p1
+	s1=$VPID
+	vstart ms2.srv "$B" rdma_server -s $IP_B -p $p2
+	s2=$VPID
+	if ! wait_for cm_ready "$s1" || ! wait_for cm_ready "$s2"; then
+		kill "$s1" "$s2" 2>/dev/null; wait "$s1" "$s2" 2>/dev/null
+		not_ok two_servers_one_device "the servers did not listen"
+		return
+	fi
+	vstart ms.cli "$B" "$MULTI" $IP_B $p1 $p2
+	wait "$VPID"; rc=$?
+	wait "$s1"; r1=$?
+	wait "$s2"; r2=$?
+	if [ $rc = 0 ] && [ $r1 = 0 ] && [ $r2 = 0 ] &&
+	   grep -q "rdmacm_multi: 2 connections ok" "$T_TMP/ms.cli.log" &&
+	   grep -q "rdma_server: end 0" "$T_TMP/ms1.srv.log" &&
+	   grep -q "rdma_server: end 0" "$T_TMP/ms2.srv.log"; then
+		ok two_servers_one_device
+	else
+		not_ok two_servers_one_device "client rc=$rc servers rc=$r1 $r2"
+		cat "$T_TMP"/ms*.log | tail -n 20 | sed 's/^/#   /'
+	fi
+}
+
+# foreign_handles: rdmacm_foreign on B while an rping pair of B is connected.
+foreign_handles() {
+	local srv cli rc rs rcl
+	PORT=$((PORT + 1))
+	vstart iso.srv "$B" rping -s -a $IP_B -p $PORT -C 1000 -V -v
+	srv=$VPID
+	if ! wait_for cm_ready "$srv"; then
+		kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null
+		not_ok foreign_handles_refused "server did not listen"
+		return
+	fi
+	vstart iso.cli "$B" rping -c -a $IP_B -p $PORT -C 1000 -V -v
+	cli=$VPID
+	wait_for grep -qs "ping data" "$T_TMP/iso.cli.log"
+	vstart iso.foreign "$B" "$FOREIGN"
+	wait "$VPID"; rc=$?
+	wait "$cli"; rcl=$?
+	wait "$srv"; rs=$?
+	if [ $rc = 0 ] && [ $rcl = 0 ] && [ $rs = 0 ] &&
+	   grep -q "rdmacm_foreign: 24576 commands refused" "$T_TMP/iso.foreign.log"; then
+		ok foreign_handles_refused
+	else
+		not_ok foreign_handles_refused "foreign rc=$rc client rc=$rcl server rc=$rs"
+		tail -n 5 "$T_TMP/iso.foreign.log" | sed 's/^/#   /'
+	fi
+}
+
+# cm_count DAEMON DEV WAY FIELD: a CM counter of device DEV ("cm sent" or
+# "cm recv" line of the stats dump).
+cm_count() {
+	d_stats "$1" | awk -v dev="$2" -v way="$3" -v f="$4" '
+		/^device / { d = $2 }
+		d == dev && $1 == "cm" && $2 == way {
+			for (i = 3; i < NF; i++) if ($i == f) print $(i + 1)
+		}' | head -n 1
+}
+
+# killed_client: rping -c on A SIGKILLed while pinging rping -s on B.
+killed_client() {
+	local srv cli pid rs sent0 rel0 sent rel recv
+	PORT=$((PORT + 1))
+	vstart kill.srv "$B" rping -s -a $IP_B -p $PORT -v
+	srv=$VPID
+	if ! wait_for cm_ready "$srv"; then
+		kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null
+		not_ok killed_client_disconnected "server did not listen"
+		return
+	fi
+	vstart kill.cli "$A" rping -c -a $IP_B -p $PORT -v
+	cli=$VPID
+	if ! wait_for grep -qs "ping data" "$T_TMP/kill.cli.log"; then
+		kill "$cli" "$srv" 2>/dev/null; wait "$cli" "$srv" 2>/dev/null
+		not_ok killed_client_disconnected "client did not ping"
+		return
+	fi
+	sent0=$(cm_count d dev0 sent dreq)
+	rel0=$(cm_count d dev0 contexts_gone conns_released)
+	pid=$(pgrep -P "$cli" | head -n 1)
+	[ -n "$pid" ] && kill -KILL "$pid"
+	{ wait "$cli"; } 2>/dev/null # its "Killed" job message
+	wait "$srv"; rs=$?
+	# the server heard of it through the DREQ: the counters are final
+	sent=$(cm_count d dev0 sent dreq)
+	rel=$(cm_count d dev0 contexts_gone conns_released)
+	recv=$(cm_count d dev1 recv dreq)
+	echo "# killed client: server rc=$rs; device A's CM: DREQ sent $sent0 -> $sent," \
+		"connections of gone contexts released $rel0 -> $rel; B's CM: DREQ received $recv"
+	if [ $rs != 124 ] && grep -q "server DISCONNECT EVENT" "$T_TMP/kill.srv.log" &&
+	   [ "${sent:-0}" -gt "${sent0:-0}" ] && [ "${rel:-0}" -gt "${rel0:-0}" ]; then
+		ok killed_client_disconnected
+	else
+		not_ok killed_client_disconnected "server rc=$rs"
+		tail -n 15 "$T_TMP/kill.srv.log" | sed 's/^/#   srv: /'
+	fi
+}
+
 A="$T_TMP/a.sock"
 B="$T_TMP/b.sock"
 if d_start d --device "socket=$A,mac=02:64:00:00:00:0a,ip=$IP_A/24" \
@@ -179,16 +300,28 @@ if d_start d --device "socket=$A,mac=02:64:00:00:00:0a,ip=$IP_A/24" \
 	else
 		not_ok no_listener_rejected "server did not listen"
 	fi
-	# 2a: nlpid still holds B's CM
-	vstart second "$B" rping -s -a $IP_B -p $((PORT + 2)) -C 1
+	# 2a: nlpid listens on B's PORT: another process of B serves another
+	# port, and a listen on PORT fails
+	cmpair second_process_served "$B" "$A" "rping -s -a $IP_B -p $((PORT + 2)) -C 10 -V" \
+		"rping -c -a $IP_B -p $((PORT + 2)) -C 10 -V" ""
+	vstart inuse "$B" rping -s -a $IP_B -p $PORT -C 1
 	wait "$VPID"; rc=$?
 	if { [ $rc = 255 ] || { [ $rc != 0 ] && [ $rc -lt 124 ]; }; } &&
-	   grep -q "rdma_listen: Address already in use" "$T_TMP/second.log"; then
-		ok second_process_refused
+	   grep -q "rdma_listen: Address already in use" "$T_TMP/inuse.log"; then
+		ok listen_in_use_refused
 	else
-		not_ok second_process_refused "rc=$rc: $(tr '\n' ' ' <"$T_TMP/second.log")"
+		not_ok listen_in_use_refused "rc=$rc: $(tr '\n' ' ' <"$T_TMP/inuse.log")"
 	fi
 	kill "$nlpid" 2>/dev/null; wait "$nlpid" 2>/dev/null
+	# 2c: server and client on one device; two servers and a third process
+	PORT=$((PORT + 3))
+	cmpair same_device_rping "$B" "$B" "rping -s -a $IP_B -p $PORT -C 1000 -V" \
+		"rping -c -a $IP_B -p $PORT -C 1000 -V" ""
+	two_servers
+	# 2d: another process's handles
+	foreign_handles
+	# 2e: a client killed while connected
+	killed_client
 	# 2b: multicast and rsockets are refused, without a crash
 	vstart mckey "$A" mckey -m 239.1.1.1 -b $IP_A
 	wait "$VPID"; rc=$?

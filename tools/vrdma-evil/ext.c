@@ -36,6 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "vrdma/virtio_net_roce_cm.h"
 #include "evil.h"
 #include "rdma.h"
 
@@ -189,7 +190,8 @@ static int run_cmd_lengths(const struct evil_opts *o, const struct evil_attack *
 	return finish(&d, &t, "commands 18..27 with bad lengths");
 }
 
-/* Commands >= 28 and other classes' unknown commands. */
+/* Commands >= 28 and other classes' unknown commands (64..75 are the
+ * connection manager's: answered OK with a status, fuzz_netdev_cm). */
 static int run_cmd_unknown(const struct evil_opts *o, const struct evil_attack *a)
 {
 	struct evil_rdev d;
@@ -203,6 +205,10 @@ static int run_cmd_unknown(const struct evil_opts *o, const struct evil_attack *
 	}
 	for (unsigned c = 28; c <= 255; c++) {
 		size_t len = (c % 3) * 16;
+
+		if (c >= VIRTIO_NET_CTRL_ROCE_CM_FIRST &&
+		    c < VIRTIO_NET_CTRL_ROCE_CM_FIRST + VIRTIO_NET_CTRL_ROCE_CM_NUM_CMDS)
+			continue;
 
 		for (unsigned i = 0; i < sizeof(body); i++)
 			body[i] = (uint8_t)(c * 7 + i);
