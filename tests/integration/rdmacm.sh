@@ -231,7 +231,7 @@ cm_count() {
 
 # killed_client: rping -c on A SIGKILLed while pinging rping -s on B.
 killed_client() {
-	local srv cli pid rs sent0 rel0 sent rel recv
+	local srv cli pid rs sent0 rel0 recv0 sent rel recv
 	PORT=$((PORT + 1))
 	vstart kill.srv "$B" rping -s -a $IP_B -p $PORT -v
 	srv=$VPID
@@ -249,6 +249,7 @@ killed_client() {
 	fi
 	sent0=$(cm_count d dev0 sent dreq)
 	rel0=$(cm_count d dev0 contexts_gone conns_released)
+	recv0=$(cm_count d dev1 recv dreq)
 	pid=$(pgrep -P "$cli" | head -n 1)
 	[ -n "$pid" ] && kill -KILL "$pid"
 	{ wait "$cli"; } 2>/dev/null # its "Killed" job message
@@ -259,7 +260,10 @@ killed_client() {
 	recv=$(cm_count d dev1 recv dreq)
 	echo "# killed client: server rc=$rs; device A's CM: DREQ sent $sent0 -> $sent," \
 		"connections of gone contexts released $rel0 -> $rel; B's CM: DREQ received $recv"
-	if [ $rs != 124 ] && grep -q "server DISCONNECT EVENT" "$T_TMP/kill.srv.log" &&
+	# rping ends on whichever comes first: the DISCONNECTED event, or the
+	# error completion of an RDMA op in flight towards the gone QP
+	if [ $rs != 124 ] && [ "${recv:-0}" -gt "${recv0:-0}" ] &&
+	   grep -Eq "server DISCONNECT EVENT|cq completion failed|completion error" "$T_TMP/kill.srv.log" &&
 	   [ "${sent:-0}" -gt "${sent0:-0}" ] && [ "${rel:-0}" -gt "${rel0:-0}" ]; then
 		ok killed_client_disconnected
 	else
