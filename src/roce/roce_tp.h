@@ -81,6 +81,7 @@ struct roce_tp_ops {
 #define ROCE_TP_RXQ_HIGH       1536   /* busy to senders of this process */
 #define ROCE_TP_RXQ_LOW        512    /* ... until it is back down to this */
 #define ROCE_TP_TXQ_MAX        8192   /* frames held for a busy receiver */
+#define ROCE_TP_HOLD_DESTS     16     /* busy receivers held for separately */
 #define ROCE_TP_RX_BATCH       256    /* frames handled per poll */
 #define ROCE_TP_QP_BUDGET      32     /* packets per QP per turn */
 #define ROCE_TP_RUN_BUDGET     1024   /* packets per poll, all QPs */
@@ -158,6 +159,7 @@ struct roce_tp_stats {
 	uint64_t tx_build_err;                 /* roce_pkt_build failed (bug) */
 	uint64_t tx_held;                      /* refused by a busy receiver, kept */
 	uint64_t tx_queue_full;                /* dropped: held queue full */
+	uint64_t tx_parked;                    /* QP turns put off: receiver busy */
 	/* reliable connection */
 	uint64_t acks_sent, naks_sent, rnr_naks_sent, read_resp_sent;
 	uint64_t acks_rcvd, naks_rcvd, rnr_naks_rcvd;
@@ -432,6 +434,8 @@ struct roce_tq {
 	/* scheduling */
 	bool on_runq;
 	struct roce_tq *run_next;
+	struct roce_hold *hold_on;  /* parked until this receiver has room */
+	struct roce_tq *hold_next;
 	bool quiet;               /* send-ring kicks suppressed (busy) */
 	struct roce_tq *quiet_next;
 	bool on_poll_list;        /* has a ring without a kick fd */
@@ -467,6 +471,8 @@ struct roce_tq {
 	uint32_t sent_since_rewind; /* packets sent since the last rewind */
 	uint64_t progress_ns;     /* last forward progress (timer) */
 	uint32_t cwnd;            /* send window, PSNs (roce_recover.c) */
+	uint32_t ssthresh;        /* window that grows fast up to here */
+	uint32_t cwnd_acked;      /* PSNs acknowledged towards cwnd + 1 */
 	uint8_t probes;           /* loss probes since the last progress */
 	uint64_t probe_ns;        /* when the last one went (loop clock) */
 	uint32_t srtt_ns;         /* smoothed send-to-progress time */
@@ -504,6 +510,15 @@ struct roce_cc_rp;
 /* Event queue and SRQ state of the extensions: src/roce/roce_ext.h. */
 struct roce_tp_ext;
 
+/* Frames held for one busy receiver (by destination MAC), in order, and the
+ * QPs parked until it takes them (roce_hold.c). */
+struct roce_hold {
+	uint8_t dmac[6];
+	bool used;
+	struct pkt_queue q;
+	struct roce_tq *park_head, *park_tail;
+};
+
 /* Per-device transport state. */
 struct roce_tp {
 	struct roce_dev *rd;
@@ -512,8 +527,11 @@ struct roce_tp {
 	void *ctx;
 
 	struct pkt_queue rxq;     /* RoCE frames from the switch */
-	struct pkt_queue txq;     /* frames held for a busy receiver, in order */
-	bool tx_ready;            /* the receiver that refused us has room */
+	struct pkt_queue txq;     /* frames held when hold[] is full: no QP runs */
+	struct roce_hold hold[ROCE_TP_HOLD_DESTS]; /* per busy receiver (roce_hold.c) */
+	uint32_t nhold;           /* entries of hold[] in use */
+	uint32_t hold_rr;         /* first entry flushed next (rotates) */
+	bool tx_ready;            /* a receiver that refused us has room */
 	bool rx_busy;             /* we refused a sender (rx_room owed) */
 	struct roce_tq *runq_head, *runq_tail;
 	struct roce_tq *all;      /* every QP */
@@ -647,6 +665,16 @@ void roce_req_rewind(struct roce_tq *tq);
 bool roce_req_resend_psn(struct roce_tq *tq, uint32_t psn, bool rd_atomic_ok);
 
 /* Loss recovery (roce_recover.c). */
+/* Transmit holding per busy receiver (roce_hold.c, docs/design.md "Flow
+ * control inside one daemon"). flush: retry what is held after
+ * roce_tp_tx_ready; true when QPs may run (the fallback queue is empty).
+ * park: true if frames to dmac are held; tq then waits off the run queue
+ * until they are gone. forget: tq goes away. purge: drop everything held. */
+bool roce_hold_flush(struct roce_tp *tp);
+bool roce_hold_park(struct roce_tq *tq, const uint8_t *dmac);
+void roce_hold_forget(struct roce_tq *tq);
+void roce_hold_purge(struct roce_tp *tp);
+
 void roce_recover_reset(struct roce_tq *tq);
 uint32_t roce_recover_window(const struct roce_tq *tq);
 bool roce_recover_ackreq(const struct roce_tq *tq);

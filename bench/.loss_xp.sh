@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Loss recovery benchmark (not part of make test): each case runs twice in
+# one go, on a lossless daemon and on one with --fault, and prints the ratio
+# lossy / lossless (bandwidth) or lossless / lossy (time). One daemon, two
+# devices on its built-in switch, perftest and ibv_rc_pingpong through
+# build/bin/vrdma-run (server on device 1, client on device 0).
+#
+#   bench/loss.sh [CASE...]       cases: read_bw write_bw pingpong (default all)
+#
+# Cases and the issue-20 targets they are compared with:
+#   read_bw   ib_read_bw -s 2097152 -D $LOSS_SEC at drop=1        >= 0.5x
+#   write_bw  ib_write_bw -s 65536 -D $LOSS_SEC at drop=1         >= 0.9x
+#   pingpong  ibv_rc_pingpong -c -n $LOSS_PP_ITERS -s 4096 at
+#             drop=1,dup=0.5,reorder=0.5,corrupt=0.5: time      <= 5x
+# Each pair runs LOSS_REPEAT (3) times, lossless and lossy alternating; the
+# best of each is kept (a busy machine only ever slows a run down). The
+# counters shown are those of the first lossy run.
+# Tunables: LOSS_SEC (perftest -D, 10), LOSS_PP_ITERS (100000),
+# LOSS_REPEAT (3), LOSS_FAULT_SEED (1). Raw logs go to bench/results/loss-<date>/.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+bin=$top/build/bin
+sec=${LOSS_SEC:-10}
+pp_iters=${LOSS_PP_ITERS:-100000}
+seed=${LOSS_FAULT_SEED:-1}
+repeat=${LOSS_REPEAT:-3}
+out=$top/bench/results/loss-$(date -u +%Y%m%d-%H%M%S)
+mkdir -p "$out"
+cases=${*:-read_bw write_bw pingpong}
+dpid=""
+port=$((30000 + $$ % 20000))
+
+cleanup() { [ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid" 2>/dev/null; }
+trap cleanup EXIT
+
+# daemon NAME [--fault SPEC]: start a daemon with devices a and b.
+daemon() {
+	local name=$1 i; shift
+	rm -f "$out/$name".{a,b}.sock "$out/$name.pid"
+	"$bin/vhost-user-rdma" -q --stats --pidfile "$out/$name.pid" "$@" \
+		--device "socket=$out/$name.a.sock,mac=02:11:22:33:46:0a,ip=10.64.0.1/24" \
+		--device "socket=$out/$name.b.sock,mac=02:11:22:33:46:0b,ip=10.64.0.2/24" \
+		>"$out/$name.daemon.log" 2>&1 &
+	dpid=$!
+	for ((i = 0; i < 200; i++)); do [ -s "$out/$name.pid" ] && return 0; sleep 0.05; done
+	echo "daemon $name did not start" >&2
+	return 1
+}
+stop() { cleanup; dpid=""; }
+
+# pair NAME DAEMON CMD...: server on b, client on a; the client's log.
+pair() {
+	local name=$1 d=$2 spid i; shift 2
+	port=$((port + 1))
+	timeout 300 "$bin/vrdma-run" --socket "$out/$d.b.sock" -- "$@" -p $port \
+		>"$out/$name.srv.log" 2>&1 &
+	spid=$!
+	for ((i = 0; i < 400; i++)); do
+		ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
+		sleep 0.05
+	done
+	timeout 300 "$bin/vrdma-run" --socket "$out/$d.a.sock" -- "$@" -p $port localhost \
+		>"$out/$name.cli.log" 2>&1
+	wait $spid
+}
+
+# bw_of LOG SIZE: perftest's average MB/s for SIZE.
+bw_of() { awk -v s="$2" '$1 == s && NF >= 5 { print $4 }' "$1" | tail -1; }
+# secs_of LOG: ibv_rc_pingpong's "bytes in X seconds".
+secs_of() { awk '/bytes in/ { print $4 }' "$1" | tail -1; }
+best_max() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || (b != "" && b + 0 > a + 0)) print b; else print a }'; }
+best_min() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || (b != "" && b + 0 < a + 0)) print b; else print a }'; }
+ctr() { grep -o "$2 [0-9]*" "$out/$1.daemon.log" | awk '{ s += $2 } END { print s + 0 }'; }
+
+run_case() {
+	local c=$1 spec base lossy cmd=() size
+	case $c in
+	read_bw) spec="drop=1,seed=$seed"; size=2097152
+		cmd=(ib_read_bw -x 1 -F -s $size -D "$sec") ;;
+	write_bw) spec="${XP_SPEC:-drop=1},seed=$seed"; size=65536
+		cmd=(ib_write_bw -x 1 -F -s $size -D "$sec") ;;
+	pingpong) spec="drop=1,dup=0.5,reorder=0.5,corrupt=0.5,seed=$seed"
+		cmd=(ibv_rc_pingpong -g 1 -c -n "$pp_iters" -s 4096) ;;
+	*) echo "unknown case $c" >&2; return ;;
+	esac
+	# Alternate lossless and lossy runs; keep the best of each (a busy
+	# machine only ever makes a run slower).
+	base="" lossy=""
+	for ((r = 1; r <= repeat; r++)); do
+		daemon "$c.lossless.$r" && pair "$c.lossless.$r" "$c.lossless.$r" "${cmd[@]}"
+		stop
+		daemon "$c.lossy.$r" --fault "$spec" && pair "$c.lossy.$r" "$c.lossy.$r" "${cmd[@]}"
+		stop
+		if [ "$c" = pingpong ]; then
+			base=$(best_min "$base" "$(secs_of "$out/$c.lossless.$r.cli.log")")
+			lossy=$(best_min "$lossy" "$(secs_of "$out/$c.lossy.$r.cli.log")")
+		else
+			base=$(best_max "$base" "$(bw_of "$out/$c.lossless.$r.cli.log" $size)")
+			lossy=$(best_max "$lossy" "$(bw_of "$out/$c.lossy.$r.cli.log" $size)")
+		fi
+	done
+	if [ "$c" = pingpong ]; then
+		printf '%-9s %-45s lossless %8s s  lossy %8s s  ratio %s (time, lossy/lossless)\n' \
+			"$c" "${cmd[*]} [$spec]" "${base:--}" "${lossy:--}" \
+			"$(awk -v a="${base:-0}" -v b="${lossy:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", b / a; else print "-" }')"
+	else
+		printf '%-9s %-45s lossless %8s MB/s  lossy %8s MB/s  ratio %s\n' \
+			"$c" "${cmd[*]} [$spec]" "${base:--}" "${lossy:--}" \
+			"$(awk -v a="${base:-0}" -v b="${lossy:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.3fx", b / a; else print "-" }')"
+	fi
+	printf '%-9s lossy transport: timeouts %s probes %s rewinds %s retransmits %s of tx_frames %s\n' \
+		"" "$(ctr "$c.lossy.1" timeouts)" "$(ctr "$c.lossy.1" probes)" "$(ctr "$c.lossy.1" rewinds)" \
+		"$(ctr "$c.lossy.1" retransmits)" "$(ctr "$c.lossy.1" tx_frames)"
+}
+
+for c in $cases; do run_case "$c"; done | tee "$out/summary.txt"
