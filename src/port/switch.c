@@ -482,6 +482,11 @@ static inline int sw_seal(struct pkt *pkt)
 	return roce_pkt_fill_icrc(pkt);
 }
 
+static int sw_seal_fn(struct pkt *pkt)
+{
+	return sw_seal(pkt);
+}
+
 static inline void sw_xmit(struct port *out, struct pkt *pkt)
 {
 	if (unlikely(!out->icrc_skip_ok || out->sw->port_pcap[out->id]) &&
@@ -595,8 +600,8 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 		pkt_free(pkt);
 		return;
 	}
-	if (unlikely(s->pcap || s->port_fault[p->id] || s->port_pcap[p->id]) &&
-	    unlikely(sw_seal(pkt))) {
+	/* (The fault injector seals only the frames it corrupts.) */
+	if (unlikely(s->pcap || s->port_pcap[p->id]) && unlikely(sw_seal(pkt))) {
 		p->stats.rx_errors++;
 		s->stats->dropped_runt++;
 		pkt_free(pkt);
@@ -748,6 +753,7 @@ int sw_set_fault(struct sw *s, const struct fault_cfg *cfg, const char *port_nam
 		f = fault_new(s->loop, cfg, sw_fault_emit, s);
 		if (!f)
 			return -errno;
+		fault_set_seal(f, sw_seal_fn);
 	}
 	if (!port_name) {
 		old = s->fault_all;
