@@ -19,15 +19,9 @@
 
 #include "common/util.h"
 
-#include <stdlib.h>
-static uint32_t xp_min(void) { const char *e = getenv("XP_MIN"); return e ? (uint32_t)atoi(e) : ROCE_TP_CWND_MIN; }
-static int xp_mode(void) { const char *e = getenv("XP_MODE"); return e ? atoi(e) : 0; }
-
 void roce_recover_reset(struct roce_tq *tq)
 {
 	tq->cwnd = ROCE_TP_WINDOW;
-	tq->ssthresh = ROCE_TP_WINDOW;
-	tq->cwnd_acked = 0;
 	tq->probes = 0;
 	tq->srtt_ns = 0;
 }
@@ -49,37 +43,13 @@ bool roce_recover_ackreq(const struct roce_tq *tq)
 
 void roce_recover_loss(struct roce_tq *tq)
 {
-	uint32_t mn = xp_min();
-	int mode = xp_mode();
-
-	if (mode == 0) {
-		tq->cwnd = MAX(roce_recover_window(tq) / 2, mn);
-	} else {
-		tq->ssthresh = MAX(roce_recover_window(tq) / 2, mn);
-		tq->cwnd = mode == 1 ? tq->ssthresh : mn;
-		tq->cwnd_acked = 0;
-	}
+	tq->cwnd = MAX(roce_recover_window(tq) / 2, (uint32_t)ROCE_TP_CWND_MIN);
 	tq->tp->stats.window_cuts++;
 }
 
 void roce_recover_acked(struct roce_tq *tq, uint32_t n)
 {
-	int mode = xp_mode();
-	uint32_t w = roce_recover_window(tq);
-
-	if (mode == 0) {
-		tq->cwnd = MIN(w + n / 2 + 1, (uint32_t)ROCE_TP_WINDOW);
-		return;
-	}
-	if (w < tq->ssthresh) {
-		tq->cwnd = MIN(w + n, tq->ssthresh);
-		return;
-	}
-	tq->cwnd_acked += n;
-	if (tq->cwnd_acked >= w) {
-		tq->cwnd_acked -= w;
-		tq->cwnd = MIN(w + 1, (uint32_t)ROCE_TP_WINDOW);
-	}
+	tq->cwnd = MIN(roce_recover_window(tq) + n / 2 + 1, (uint32_t)ROCE_TP_WINDOW);
 }
 
 void roce_recover_sample(struct roce_tq *tq, uint64_t gap_ns)
@@ -134,7 +104,8 @@ void roce_recover_probe(struct roce_tq *tq)
 	tq->probes++;
 	tq->probe_ns = tp->loop ? loop_now_ns() : 0;
 	tp->stats.probes++;
-	roce_recover_loss(tq);
+	/* (No window cut: a probe is a question; an answer that shows a
+	 * loss, a NAK or a short ACK, cuts the window when it comes.) */
 	/* An answer to the probe (NAK at una) is news, not a repeat. */
 	tq->rewind_marked = false;
 	for (uint32_t i = tq->sq_head; i != tq->sq_tail; i++) {

@@ -471,8 +471,6 @@ struct roce_tq {
 	uint32_t sent_since_rewind; /* packets sent since the last rewind */
 	uint64_t progress_ns;     /* last forward progress (timer) */
 	uint32_t cwnd;            /* send window, PSNs (roce_recover.c) */
-	uint32_t ssthresh;        /* window that grows fast up to here */
-	uint32_t cwnd_acked;      /* PSNs acknowledged towards cwnd + 1 */
 	uint8_t probes;           /* loss probes since the last progress */
 	uint64_t probe_ns;        /* when the last one went (loop clock) */
 	uint32_t srtt_ns;         /* smoothed send-to-progress time */
