@@ -6,6 +6,10 @@
  *    every loss (NAK sequence error, READ response gap, probe, timeout),
  *    down to ROCE_TP_CWND_MIN, and grows back by half of what each ACK
  *    acknowledges, so a rewind never resends a whole window at once again;
+ *  - a turn (packets sent per poll) that halves on every loss, down to
+ *    ROCE_TP_BURST_MIN, and grows by one per ACK back to ROCE_TP_QP_BUDGET:
+ *    go-back-N resends what was sent after the lost packet, and in one
+ *    process that is the rest of the sender's turn;
  *  - probes before the transport timer: without progress for four
  *    smoothed round trips (within ROCE_TP_PROBE_MIN_NS..ROCE_TP_PROBE_NS;
  *    then twice, four times that...), a READ or atomic at
@@ -22,6 +26,7 @@
 void roce_recover_reset(struct roce_tq *tq)
 {
 	tq->cwnd = ROCE_TP_WINDOW;
+	tq->burst = ROCE_TP_QP_BUDGET;
 	tq->probes = 0;
 	tq->srtt_ns = 0;
 }
@@ -29,6 +34,11 @@ void roce_recover_reset(struct roce_tq *tq)
 uint32_t roce_recover_window(const struct roce_tq *tq)
 {
 	return tq->cwnd ? tq->cwnd : ROCE_TP_WINDOW;
+}
+
+uint32_t roce_recover_burst(const struct roce_tq *tq)
+{
+	return tq->burst ? tq->burst : ROCE_TP_QP_BUDGET;
 }
 
 bool roce_recover_ackreq(const struct roce_tq *tq)
@@ -44,12 +54,16 @@ bool roce_recover_ackreq(const struct roce_tq *tq)
 void roce_recover_loss(struct roce_tq *tq)
 {
 	tq->cwnd = MAX(roce_recover_window(tq) / 2, (uint32_t)ROCE_TP_CWND_MIN);
+	/* Everything sent after a lost packet until its NAK is processed is
+	 * sent again: shorter turns after a loss waste less. */
+	tq->burst = MAX(roce_recover_burst(tq) / 2, (uint32_t)ROCE_TP_BURST_MIN);
 	tq->tp->stats.window_cuts++;
 }
 
 void roce_recover_acked(struct roce_tq *tq, uint32_t n)
 {
 	tq->cwnd = MIN(roce_recover_window(tq) + n / 2 + 1, (uint32_t)ROCE_TP_WINDOW);
+	tq->burst = MIN(roce_recover_burst(tq) + 1, (uint32_t)ROCE_TP_QP_BUDGET);
 }
 
 void roce_recover_sample(struct roce_tq *tq, uint64_t gap_ns)
