@@ -9,7 +9,8 @@
  *  - a turn (packets sent per poll) that halves on every loss, down to
  *    ROCE_TP_BURST_MIN, and grows by one per ACK back to ROCE_TP_QP_BUDGET:
  *    go-back-N resends what was sent after the lost packet, and in one
- *    process that is the rest of the sender's turn;
+ *    process that is the rest of the sender's turn (the responder's READ
+ *    responses likewise: halved on a duplicate READ, grown per turn);
  *  - probes before the transport timer: without progress for four
  *    smoothed round trips (within ROCE_TP_PROBE_MIN_NS..ROCE_TP_PROBE_NS;
  *    then twice, four times that...), a READ or atomic at
@@ -39,6 +40,25 @@ uint32_t roce_recover_window(const struct roce_tq *tq)
 uint32_t roce_recover_burst(const struct roce_tq *tq)
 {
 	return tq->burst ? tq->burst : ROCE_TP_QP_BUDGET;
+}
+
+/* The responder's side of the same pacing: a duplicate READ means the
+ * requester lost a response, and every response sent after that one until
+ * the duplicate arrived is sent again. */
+uint32_t roce_recover_rsp_burst(const struct roce_tq *tq)
+{
+	return tq->rsp_burst ? tq->rsp_burst : ROCE_TP_QP_BUDGET;
+}
+
+void roce_recover_rsp_loss(struct roce_tq *tq)
+{
+	tq->rsp_burst = MAX(roce_recover_rsp_burst(tq) / 2, (uint32_t)ROCE_TP_BURST_MIN);
+}
+
+void roce_recover_rsp_sent(struct roce_tq *tq, uint32_t n)
+{
+	if (n)
+		tq->rsp_burst = MIN(roce_recover_rsp_burst(tq) + 1, (uint32_t)ROCE_TP_QP_BUDGET);
 }
 
 bool roce_recover_ackreq(const struct roce_tq *tq)

@@ -648,6 +648,7 @@ static void resp_rc_dup(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		r->seg_len = len;
 		r->seg_npkts = npkts_of(len, tq->mtu);
 		tp->stats.dup_reads++;
+		roce_recover_rsp_loss(tq);
 		resp_res_restart(tq, r);
 		return;
 	}

@@ -243,7 +243,9 @@ static bool qp_run(struct roce_tq *tq, uint32_t budget)
 	if (qp->type == VIRTIO_IB_QPT_RC && roce_hold_park(tq, tq->path.dmac))
 		return false;
 	if (st >= VIRTIO_IB_QPS_RTR && qp->type == VIRTIO_IB_QPT_RC) {
-		n = roce_resp_run(tq, budget, &m);
+		/* (READ responses paced after a loss: roce_recover.c) */
+		n = roce_resp_run(tq, MIN(budget, roce_recover_rsp_burst(tq)), &m);
+		roce_recover_rsp_sent(tq, n);
 		more |= m;
 	}
 	if (qp->attr.qp_state == VIRTIO_IB_QPS_RTS || qp->attr.qp_state == VIRTIO_IB_QPS_SQD) {

@@ -473,6 +473,7 @@ struct roce_tq {
 	uint64_t progress_ns;     /* last forward progress (timer) */
 	uint32_t cwnd;            /* send window, PSNs (roce_recover.c) */
 	uint32_t burst;           /* packets per turn, paced after a loss */
+	uint32_t rsp_burst;       /* READ responses per turn, paced likewise */
 	uint8_t probes;           /* loss probes since the last progress */
 	uint64_t probe_ns;        /* when the last one went (loop clock) */
 	uint32_t srtt_ns;         /* smoothed send-to-progress time */
@@ -678,6 +679,9 @@ void roce_hold_purge(struct roce_tp *tp);
 void roce_recover_reset(struct roce_tq *tq);
 uint32_t roce_recover_window(const struct roce_tq *tq);
 uint32_t roce_recover_burst(const struct roce_tq *tq);
+uint32_t roce_recover_rsp_burst(const struct roce_tq *tq);
+void roce_recover_rsp_loss(struct roce_tq *tq);
+void roce_recover_rsp_sent(struct roce_tq *tq, uint32_t n);
 bool roce_recover_ackreq(const struct roce_tq *tq);
 void roce_recover_loss(struct roce_tq *tq);
 void roce_recover_sample(struct roce_tq *tq, uint64_t gap_ns);
