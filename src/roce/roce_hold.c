@@ -194,6 +194,20 @@ bool roce_hold_park(struct roce_tq *tq, const uint8_t *dmac)
 	return true;
 }
 
+bool roce_hold_park_path(struct roce_tq *tq, const struct roce_path *path)
+{
+	static const uint8_t zero[6];
+	uint8_t mac[6];
+
+	if (likely(!tq->tp->nhold))
+		return false;
+	/* A path without a MAC is resolved per frame (roce_neigh.c). */
+	if (memcmp(path->dmac, zero, 6))
+		return roce_hold_park(tq, path->dmac);
+	return roce_neigh_lookup(tq->tp->neigh, path->sgid, path->dgid, mac) &&
+	       roce_hold_park(tq, mac);
+}
+
 void roce_hold_forget(struct roce_tq *tq)
 {
 	struct roce_hold *h = tq->hold_on;

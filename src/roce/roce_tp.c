@@ -240,7 +240,7 @@ static bool qp_run(struct roce_tq *tq, uint32_t budget)
 		break;
 	}
 	/* Its receiver is busy: wait for it, off the run queue. */
-	if (qp->type == VIRTIO_IB_QPT_RC && roce_hold_park(tq, tq->path.dmac))
+	if (qp->type == VIRTIO_IB_QPT_RC && roce_hold_park_path(tq, &tq->path))
 		return false;
 	if (st >= VIRTIO_IB_QPS_RTR && qp->type == VIRTIO_IB_QPT_RC) {
 		/* (READ responses paced after a loss: roce_recover.c) */
