@@ -945,6 +945,75 @@ static void test_busy_receiver_is_per_destination(void)
 	pair_fini(&p);
 }
 
+static uint32_t held_frames(const struct fk_dev *d)
+{
+	uint32_t n = d->tp->txq.len;
+
+	for (uint32_t i = 0; i < ROCE_TP_HOLD_DESTS; i++)
+		n += d->tp->hold[i].q.len;
+	return n;
+}
+
+static bool parked(void *arg)
+{
+	return ((struct fk_dev *)arg)->tp->stats.tx_parked > 0;
+}
+
+/* A busy requester (its poller stopped) parks the responder's QP answering
+ * its READ, also when the path's MAC comes from the neighbour cache: the
+ * responses wait, at most one turn of them held, and then arrive intact. */
+static void test_busy_requester_parks_read_responder(void)
+{
+	struct virtio_rdma_cq_req wc[2];
+	const uint32_t len = 256 * 1024;
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+	uint32_t held;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	c.path.timeout = 0;        /* waiting for a busy device is no loss */
+	c.path.zero_dmac = true;   /* MACs from the neighbour cache */
+	pair_init(&p, &c);
+	bufs_init(&p, &b, len);
+	CHECK(do_op(&p, &b, VIRTIO_IB_WR_SEND, 100, 1, false, 1)); /* MACs learned */
+
+	loop_del_poller(p.env.loop, p.a->poller);
+	p.a->poller = NULL;
+	fk_fill(b.lb.buf, len, 5);
+	memset(b.la.buf, 0x5a, len);
+	{
+		struct fk_sge sge = { b.la.buf, len, b.la.lkey };
+		struct fk_wr wr = {
+			.wr_id = 30, .opcode = VIRTIO_IB_WR_RDMA_READ,
+			.flags = VIRTIO_IB_SEND_SIGNALED, .remote_addr = (uintptr_t)b.lb.buf,
+			.rkey = b.lb.rkey, .sge = &sge, .nsge = 1, .trunc = -1,
+		};
+
+		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+	}
+	roce_tp_poll(p.a->tp);   /* the READ request goes out */
+	fill_rxq(p.b, p.a);      /* then a is busy */
+	CHECK(roce_tp_rx_busy(p.a->tp));
+	CHECK(fk_run_until(&p.env, parked, p.b, WAIT_MS));
+	CHECK_EQ(p.b->tp->nhold, 1u);
+	held = held_frames(p.b);
+	CHECK(held > 0 && held <= ROCE_TP_QP_BUDGET);
+	fk_spin(&p.env, 50);     /* parked: nothing more is built */
+	CHECK_EQ(held_frames(p.b), held);
+
+	p.a->poller = loop_add_poller(p.env.loop, &fk_poller_ops, p.a);
+	REQUIRE(p.a->poller);
+	CHECK_EQ(wait_cq(&p.env, p.a, p.cqa, wc, 1), 1);
+	CHECK_EQ(wc[0].wr_id, 30u);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK(memcmp(b.la.buf, b.lb.buf, len) == 0);
+	CHECK_EQ(p.b->tp->nhold, 0u);
+	CHECK_EQ(p.a->tp->stats.rx_queue_full, 0u);
+	CHECK_EQ(p.b->tp->stats.tx_queue_full, 0u);
+	pair_fini(&p);
+}
+
 /* Two QPs of one device talk through the switch hairpin. */
 static void test_rc_loopback(void)
 {
@@ -1808,6 +1877,7 @@ int main(int argc, char **argv)
 	RUN(test_rc_loopback);
 	RUN(test_busy_receiver_holds);
 	RUN(test_busy_receiver_is_per_destination);
+	RUN(test_busy_requester_parks_read_responder);
 	RUN(test_rc_sges_inline);
 	RUN(test_rc_sizes_ipv6);
 	RUN(test_rc_sizes);
