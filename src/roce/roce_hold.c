@@ -227,7 +227,7 @@ void roce_hold_forget(struct roce_tq *tq)
 	tq->hold_next = NULL;
 }
 
-void roce_hold_purge(struct roce_tp *tp)
+void roce_hold_purge(struct roce_tp *tp, bool unpark)
 {
 	for (uint32_t i = 0; i < ROCE_TP_HOLD_DESTS; i++) {
 		struct roce_hold *h = &tp->hold[i];
@@ -235,7 +235,14 @@ void roce_hold_purge(struct roce_tp *tp)
 		if (!h->used)
 			continue;
 		pkt_queue_purge(&h->q);
-		hold_release(tp, h);
+		if (unpark) {
+			hold_release(tp, h);
+		} else {
+			/* (the transport goes away: its QPs may be gone) */
+			h->used = false;
+			h->park_head = h->park_tail = NULL;
+			tp->nhold--;
+		}
 	}
 	pkt_queue_purge(&tp->txq);
 }

@@ -1145,7 +1145,7 @@ struct roce_tp *roce_tp_new(struct roce_dev *rd, struct loop *loop,
 void roce_tp_reset(struct roce_tp *tp)
 {
 	pkt_queue_purge(&tp->rxq);
-	roce_hold_purge(tp);
+	roce_hold_purge(tp, true);
 	rx_room_check(tp);
 	roce_neigh_flush(tp->neigh);
 	roce_tp_commit(tp);
@@ -1160,7 +1160,7 @@ void roce_tp_free(struct roce_tp *tp)
 	if (tp->loop)
 		loop_timer_cancel(tp->loop, &tp->poll_timer);
 	pkt_queue_purge(&tp->rxq);
-	roce_hold_purge(tp);
+	roce_hold_purge(tp, false);
 	roce_neigh_free(tp->neigh);
 	/* SRQs still there were forgotten by the device (like QPs and CQs). */
 	while (tp->ext->srqs) {

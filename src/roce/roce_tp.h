@@ -671,12 +671,13 @@ bool roce_req_resend_psn(struct roce_tq *tq, uint32_t psn, bool rd_atomic_ok);
  * roce_tp_tx_ready; true when QPs may run (the fallback queue is empty).
  * park: true if frames to dmac (park_path: to the path's MAC, resolved if
  * it has none) are held; tq then waits off the run queue until they are
- * gone. forget: tq goes away. purge: drop everything held. */
+ * gone. forget: tq goes away. purge: drop everything held (unpark: and
+ * let the parked QPs run). */
 bool roce_hold_flush(struct roce_tp *tp);
 bool roce_hold_park(struct roce_tq *tq, const uint8_t *dmac);
 bool roce_hold_park_path(struct roce_tq *tq, const struct roce_path *path);
 void roce_hold_forget(struct roce_tq *tq);
-void roce_hold_purge(struct roce_tp *tp);
+void roce_hold_purge(struct roce_tp *tp, bool unpark);
 
 void roce_recover_reset(struct roce_tq *tq);
 uint32_t roce_recover_window(const struct roce_tq *tq);
