@@ -3,7 +3,8 @@
  * RC loss recovery of the requester beyond plain go-back-N (docs/design.md
  * "Loss recovery"):
  *  - a send window (cwnd) of at most ROCE_TP_WINDOW PSNs that halves on
- *    every loss (NAK sequence error, READ response gap, probe, timeout),
+ *    every loss (NAK sequence error, READ response gap, timeout, a probe
+ *    answered short),
  *    down to ROCE_TP_CWND_MIN, and grows back by half of what each ACK
  *    acknowledges, so a rewind never resends a whole window at once again;
  *  - a turn (packets sent per poll) that halves on every loss, down to
