@@ -269,6 +269,7 @@ struct fault {
 	struct fault_cfg cfg;
 	struct loop *loop;
 	fault_emit_fn emit;
+	fault_seal_fn seal;
 	void *arg;
 	uint64_t rng[4];        /* xoshiro256** state */
 	struct fault_hold *hold; /* indexed by stream, nhold entries */
@@ -339,6 +340,12 @@ struct fault *fault_new(struct loop *loop, const struct fault_cfg *cfg,
 		f->rng[i] = splitmix64(&x);
 	loop_timer_init(&f->timer, fault_timer_cb, f);
 	return f;
+}
+
+void fault_set_seal(struct fault *f, fault_seal_fn seal)
+{
+	if (f)
+		f->seal = seal;
 }
 
 void fault_free(struct fault *f)
@@ -478,6 +485,11 @@ void fault_input(struct fault *f, uint16_t stream, struct pkt *pkt)
 			(uint32_t)(((r_where & 0xffffffffull) * span) >> 32);
 		uint8_t x = (uint8_t)(1 + (r_where >> 32) % 255);
 
+		if (f->seal && f->seal(pkt)) {
+			f->stats.dropped++;
+			pkt_free(pkt);
+			return;
+		}
 		pkt->data[pos] ^= x;
 		f->stats.corrupted++;
 	}

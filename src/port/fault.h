@@ -102,6 +102,12 @@ struct fault;
 struct fault *fault_new(struct loop *loop, const struct fault_cfg *cfg,
 			fault_emit_fn emit, void *arg);
 
+/* Called on a frame just before the injector corrupts it, so its integrity
+ * check covers the original bytes (the switch fills in an ICRC it left out
+ * between local devices). Nonzero: the frame is dropped instead. */
+typedef int (*fault_seal_fn)(struct pkt *pkt);
+void fault_set_seal(struct fault *f, fault_seal_fn seal);
+
 /* Free f, its timer and any held frames (held frames are freed, not
  * emitted: call fault_flush() first to deliver them). */
 void fault_free(struct fault *f);

@@ -91,7 +91,9 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt);
 /* Flow control between ports of one switch: like sw_input, but a unicast
  * frame to a learned port whose busy() says so is refused: returns -EAGAIN,
  * the frame stays with the caller, and the caller's ready() is called once
- * that port calls sw_port_ready (or detaches). Returns 0 when the frame was
+ * that port calls sw_port_ready (or detaches), or any other port that
+ * refused it does: on ready() the caller retries every frame it holds (a
+ * refusal makes it wait again). Returns 0 when the frame was
  * taken. Frames to busy ports are never dropped this way; floods, uplinks
  * and the fault injector keep the plain sw_input semantics. */
 int sw_input_try(struct sw *s, struct port *p, struct pkt *pkt);

@@ -79,9 +79,10 @@ struct sw {
 	struct fault *fault_all;
 	struct sw_named_fault *named;
 
-	/* Flow control: wait_on[id] = 1 + the port id that refused port id
-	 * (0: not waiting); waited[id]: some port waits for id. */
-	uint16_t wait_on[SW_MAX_PORTS];
+	/* Flow control: waiting[id]: port id was refused since it was last
+	 * woken (it may wait for several ports at once: one per receiver it
+	 * holds frames for); waited[id]: some port was refused by id. */
+	bool waiting[SW_MAX_PORTS];
 	bool waited[SW_MAX_PORTS];
 	uint32_t wake_next;
 
@@ -444,7 +445,7 @@ void sw_detach(struct sw *s, struct port *p)
 	s->ports[p->id] = NULL;
 	s->port_fault[p->id] = NULL;
 	s->learned[p->id] = 0;
-	s->wait_on[p->id] = 0;
+	s->waiting[p->id] = false;
 	sw_port_ready(s, p); /* who waited for p retries (and meets no port) */
 	pcapw_close(s->port_pcap[p->id]);
 	s->port_pcap[p->id] = NULL;
@@ -479,6 +480,11 @@ static inline int sw_seal(struct pkt *pkt)
 	if (likely(!(pkt->flags & PKT_F_LOCAL_ICRC_SKIPPED)))
 		return 0;
 	return roce_pkt_fill_icrc(pkt);
+}
+
+static int sw_seal_fn(struct pkt *pkt)
+{
+	return sw_seal(pkt);
 }
 
 static inline void sw_xmit(struct port *out, struct pkt *pkt)
@@ -594,8 +600,8 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 		pkt_free(pkt);
 		return;
 	}
-	if (unlikely(s->pcap || s->port_fault[p->id] || s->port_pcap[p->id]) &&
-	    unlikely(sw_seal(pkt))) {
+	/* (The fault injector seals only the frames it corrupts.) */
+	if (unlikely(s->pcap || s->port_pcap[p->id]) && unlikely(sw_seal(pkt))) {
 		p->stats.rx_errors++;
 		s->stats->dropped_runt++;
 		pkt_free(pkt);
@@ -642,7 +648,7 @@ int sw_input_try(struct sw *s, struct port *p, struct pkt *pkt)
 		out = sw_unicast_out(s, pkt);
 		if (out && !out->uplink && out->ops->busy && out->ops->busy(out) &&
 		    (out != p || p->hairpin)) {
-			s->wait_on[p->id] = (uint16_t)(out->id + 1);
+			s->waiting[p->id] = true;
 			s->waited[out->id] = true;
 			s->stats->held_busy++;
 			return -EAGAIN;
@@ -664,9 +670,12 @@ void sw_port_ready(struct sw *s, struct port *p)
 	for (i = 0; i < n; i++) {
 		struct port *w = s->list[(start + i) % n];
 
-		if (s->wait_on[w->id] != p->id + 1)
+		/* A waiter of several ports is woken by the first of them
+		 * to have room: it retries all it holds and is refused (and
+		 * waits) again by those still busy. */
+		if (!s->waiting[w->id])
 			continue;
-		s->wait_on[w->id] = 0;
+		s->waiting[w->id] = false;
 		s->stats->woken++;
 		if (w->ops->ready)
 			w->ops->ready(w);
@@ -744,6 +753,7 @@ int sw_set_fault(struct sw *s, const struct fault_cfg *cfg, const char *port_nam
 		f = fault_new(s->loop, cfg, sw_fault_emit, s);
 		if (!f)
 			return -errno;
+		fault_set_seal(f, sw_seal_fn);
 	}
 	if (!port_name) {
 		old = s->fault_all;

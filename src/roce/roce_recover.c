@@ -3,9 +3,15 @@
  * RC loss recovery of the requester beyond plain go-back-N (docs/design.md
  * "Loss recovery"):
  *  - a send window (cwnd) of at most ROCE_TP_WINDOW PSNs that halves on
- *    every loss (NAK sequence error, READ response gap, probe, timeout),
+ *    every loss (NAK sequence error, READ response gap, timeout, a probe
+ *    answered short),
  *    down to ROCE_TP_CWND_MIN, and grows back by half of what each ACK
  *    acknowledges, so a rewind never resends a whole window at once again;
+ *  - a turn (packets sent per poll) that halves on every loss, down to
+ *    ROCE_TP_BURST_MIN, and grows by one per ACK back to ROCE_TP_QP_BUDGET:
+ *    go-back-N resends what was sent after the lost packet, and in one
+ *    process that is the rest of the sender's turn (the responder's READ
+ *    responses likewise: halved on a duplicate READ, grown per turn);
  *  - probes before the transport timer: without progress for four
  *    smoothed round trips (within ROCE_TP_PROBE_MIN_NS..ROCE_TP_PROBE_NS;
  *    then twice, four times that...), a READ or atomic at
@@ -22,6 +28,7 @@
 void roce_recover_reset(struct roce_tq *tq)
 {
 	tq->cwnd = ROCE_TP_WINDOW;
+	tq->burst = ROCE_TP_QP_BUDGET;
 	tq->probes = 0;
 	tq->srtt_ns = 0;
 }
@@ -29,6 +36,30 @@ void roce_recover_reset(struct roce_tq *tq)
 uint32_t roce_recover_window(const struct roce_tq *tq)
 {
 	return tq->cwnd ? tq->cwnd : ROCE_TP_WINDOW;
+}
+
+uint32_t roce_recover_burst(const struct roce_tq *tq)
+{
+	return tq->burst ? tq->burst : ROCE_TP_QP_BUDGET;
+}
+
+/* The responder's side of the same pacing: a duplicate READ means the
+ * requester lost a response, and every response sent after that one until
+ * the duplicate arrived is sent again. */
+uint32_t roce_recover_rsp_burst(const struct roce_tq *tq)
+{
+	return tq->rsp_burst ? tq->rsp_burst : ROCE_TP_QP_BUDGET;
+}
+
+void roce_recover_rsp_loss(struct roce_tq *tq)
+{
+	tq->rsp_burst = MAX(roce_recover_rsp_burst(tq) / 2, (uint32_t)ROCE_TP_BURST_MIN);
+}
+
+void roce_recover_rsp_sent(struct roce_tq *tq, uint32_t n)
+{
+	if (n)
+		tq->rsp_burst = MIN(roce_recover_rsp_burst(tq) + 1, (uint32_t)ROCE_TP_QP_BUDGET);
 }
 
 bool roce_recover_ackreq(const struct roce_tq *tq)
@@ -44,12 +75,16 @@ bool roce_recover_ackreq(const struct roce_tq *tq)
 void roce_recover_loss(struct roce_tq *tq)
 {
 	tq->cwnd = MAX(roce_recover_window(tq) / 2, (uint32_t)ROCE_TP_CWND_MIN);
+	/* Everything sent after a lost packet until its NAK is processed is
+	 * sent again: shorter turns after a loss waste less. */
+	tq->burst = MAX(roce_recover_burst(tq) / 2, (uint32_t)ROCE_TP_BURST_MIN);
 	tq->tp->stats.window_cuts++;
 }
 
 void roce_recover_acked(struct roce_tq *tq, uint32_t n)
 {
 	tq->cwnd = MIN(roce_recover_window(tq) + n / 2 + 1, (uint32_t)ROCE_TP_WINDOW);
+	tq->burst = MIN(roce_recover_burst(tq) + 1, (uint32_t)ROCE_TP_QP_BUDGET);
 }
 
 void roce_recover_sample(struct roce_tq *tq, uint64_t gap_ns)
@@ -104,7 +139,8 @@ void roce_recover_probe(struct roce_tq *tq)
 	tq->probes++;
 	tq->probe_ns = tp->loop ? loop_now_ns() : 0;
 	tp->stats.probes++;
-	roce_recover_loss(tq);
+	/* (No window cut: a probe is a question; an answer that shows a
+	 * loss, a NAK or a short ACK, cuts the window when it comes.) */
 	/* An answer to the probe (NAK at una) is news, not a repeat. */
 	tq->rewind_marked = false;
 	for (uint32_t i = tq->sq_head; i != tq->sq_tail; i++) {

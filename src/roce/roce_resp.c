@@ -648,6 +648,7 @@ static void resp_rc_dup(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		r->seg_len = len;
 		r->seg_npkts = npkts_of(len, tq->mtu);
 		tp->stats.dup_reads++;
+		roce_recover_rsp_loss(tq);
 		resp_res_restart(tq, r);
 		return;
 	}
@@ -664,7 +665,7 @@ static bool resp_renak_due(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	if (++tq->ooo_since_nak >= ROCE_TP_RENAK_EVERY)
 		return true;
 	return pi->ackreq && tq->tp->loop &&
-	       loop_now_ns() - tq->nak_ns >= ROCE_TP_PROBE_NS / 2;
+	       loop_now_ns() - tq->nak_ns >= ROCE_TP_PROBE_MIN_NS / 2;
 }
 
 static void resp_rc(struct roce_tq *tq, const struct roce_pkt_info *pi)

@@ -128,7 +128,6 @@ void roce_tp_ring_broken(struct roce_tp *tp, struct roce_ring_ref *ref)
 
 /* ---- scheduling ----------------------------------------------------------- */
 
-static bool tx_flush(struct roce_tp *tp);
 static void rx_room_check(struct roce_tp *tp);
 
 void roce_tp_schedule(struct roce_tq *tq)
@@ -240,8 +239,13 @@ static bool qp_run(struct roce_tq *tq, uint32_t budget)
 	default:
 		break;
 	}
+	/* Its receiver is busy: wait for it, off the run queue. */
+	if (qp->type == VIRTIO_IB_QPT_RC && roce_hold_park_path(tq, &tq->path))
+		return false;
 	if (st >= VIRTIO_IB_QPS_RTR && qp->type == VIRTIO_IB_QPT_RC) {
-		n = roce_resp_run(tq, budget, &m);
+		/* (READ responses paced after a loss: roce_recover.c) */
+		n = roce_resp_run(tq, MIN(budget, roce_recover_rsp_burst(tq)), &m);
+		roce_recover_rsp_sent(tq, n);
 		more |= m;
 	}
 	if (qp->attr.qp_state == VIRTIO_IB_QPS_RTS || qp->attr.qp_state == VIRTIO_IB_QPS_SQD) {
@@ -355,8 +359,10 @@ bool roce_tp_poll(struct roce_tp *tp)
 	if (roce_recv_run(tp, ROCE_TP_RX_BATCH))
 		work = true;
 	rx_room_check(tp);
-	if (tp->txq.len && tx_flush(tp))
+	if ((tp->txq.len || tp->nhold) && tp->tx_ready) {
+		roce_hold_flush(tp);
 		work = true;
+	}
 	if (tp->polled)
 		poll_rings(tp);
 	for (struct roce_tq *q = tp->quiet; q; q = q->quiet_next) {
@@ -404,8 +410,10 @@ static void poll_timer_cb(struct loop_timer *t, void *arg)
 
 bool roce_tp_arm(struct roce_tp *tp)
 {
-	/* Held frames wait for the receiver's room, and so do the QPs. */
-	bool pending = tp->rxq.len || (tp->txq.len ? tp->tx_ready : tp->runq_head != NULL);
+	/* Held frames wait for their receiver's room, and so do the QPs
+	 * parked for it (all of them while the fallback queue holds some). */
+	bool pending = tp->rxq.len || ((tp->txq.len || tp->nhold) && tp->tx_ready) ||
+		       (!tp->txq.len && tp->runq_head);
 	bool need_timer = tp->polled != NULL;
 	struct roce_tp_ext *x = tp->ext;
 	struct roce_tcq *tc;
@@ -547,71 +555,12 @@ void roce_tp_path_from_av(const struct roce_tp *tp, const struct roce_qp *qp,
 
 /* ---- transmit flow control -------------------------------------------------- */
 
-/* A frame refused by a busy receiver goes back to the head of txq. */
-static void txq_unpop(struct pkt_queue *q, struct pkt *p)
-{
-	p->next = q->head;
-	q->head = p;
-	if (!q->tail)
-		q->tail = p;
-	q->len++;
-}
-
-/* Send, or hold behind frames already held (order is kept per sender). */
-void roce_tp_output(struct roce_tp *tp, struct pkt *p)
-{
-	if (tp->txq.len) {
-		if (unlikely(tp->txq.len >= ROCE_TP_TXQ_MAX)) {
-			tp->stats.tx_queue_full++;
-			pkt_free(p);
-			return;
-		}
-		pkt_queue_push(&tp->txq, p);
-		return;
-	}
-	if (!tp->ops.xmit_try) {
-		tp->ops.xmit(tp->ctx, p);
-		return;
-	}
-	if (tp->ops.xmit_try(tp->ctx, p) < 0) {
-		tp->stats.tx_held++;
-		tp->tx_ready = false;
-		pkt_queue_push(&tp->txq, p);
-	}
-}
-
-/* Sends what was held once the receiver has room. True when nothing is
- * held any more (QPs may run). */
-static bool tx_flush(struct roce_tp *tp)
-{
-	struct pkt *p;
-
-	if (!tp->txq.len)
-		return true;
-	if (!tp->tx_ready)
-		return false;
-	tp->tx_ready = false;
-	while ((p = pkt_queue_pop(&tp->txq))) {
-		if (tp->ops.xmit_try(tp->ctx, p) < 0) {
-			tp->stats.tx_held++;
-			txq_unpop(&tp->txq, p);
-			return false;
-		}
-	}
-	return true;
-}
-
 bool roce_tp_rx_busy(struct roce_tp *tp)
 {
 	if (tp->rxq.len < ROCE_TP_RXQ_HIGH)
 		return false;
 	tp->rx_busy = true;
 	return true;
-}
-
-void roce_tp_tx_ready(struct roce_tp *tp)
-{
-	tp->tx_ready = true;
 }
 
 /* After receiving: below the low mark again, wake who we refused. */
@@ -642,10 +591,11 @@ bool roce_tp_path_ready(struct roce_tq *tq, const struct roce_path *path)
 	static const uint8_t zero[6];
 	uint8_t mac[6];
 
+	/* (A busy receiver: wait, parked, until it has room.) */
 	if (likely(memcmp(path->dmac, zero, 6)))
-		return true;
+		return !roce_hold_park(tq, path->dmac);
 	if (roce_neigh_lookup(tq->tp->neigh, path->sgid, path->dgid, mac))
-		return true;
+		return !roce_hold_park(tq, mac);
 	if (!tq->neigh_wait) {
 		tq->neigh_wait = true;
 		tq->tp->stats.neigh_waits++;
@@ -837,6 +787,7 @@ static void hook_qp_destroy(struct roce_dev *rd, struct roce_qp *qp)
 		loop_timer_cancel(tp->loop, &tq->rnr_timer);
 	}
 	runq_remove(tp, tq);
+	roce_hold_forget(tq);
 	quiet_remove(tp, tq);
 	roce_tp_ring_ref_set(tp, &tq->sq, NULL);
 	roce_tp_ring_ref_set(tp, &tq->rq, NULL);
@@ -1194,7 +1145,7 @@ struct roce_tp *roce_tp_new(struct roce_dev *rd, struct loop *loop,
 void roce_tp_reset(struct roce_tp *tp)
 {
 	pkt_queue_purge(&tp->rxq);
-	pkt_queue_purge(&tp->txq);
+	roce_hold_purge(tp, true);
 	rx_room_check(tp);
 	roce_neigh_flush(tp->neigh);
 	roce_tp_commit(tp);
@@ -1209,7 +1160,7 @@ void roce_tp_free(struct roce_tp *tp)
 	if (tp->loop)
 		loop_timer_cancel(tp->loop, &tp->poll_timer);
 	pkt_queue_purge(&tp->rxq);
-	pkt_queue_purge(&tp->txq);
+	roce_hold_purge(tp, false);
 	roce_neigh_free(tp->neigh);
 	/* SRQs still there were forgotten by the device (like QPs and CQs). */
 	while (tp->ext->srqs) {
@@ -1350,6 +1301,7 @@ void roce_tp_stats_dump(const struct roce_tp_stats *s, FILE *f)
 	DUMP(f, s, tx_build_err);
 	DUMP(f, s, tx_held);
 	DUMP(f, s, tx_queue_full);
+	DUMP(f, s, tx_parked);
 	DUMP(f, s, acks_sent);
 	DUMP(f, s, naks_sent);
 	DUMP(f, s, rnr_naks_sent);

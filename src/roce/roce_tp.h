@@ -81,12 +81,14 @@ struct roce_tp_ops {
 #define ROCE_TP_RXQ_HIGH       1536   /* busy to senders of this process */
 #define ROCE_TP_RXQ_LOW        512    /* ... until it is back down to this */
 #define ROCE_TP_TXQ_MAX        8192   /* frames held for a busy receiver */
+#define ROCE_TP_HOLD_DESTS     16     /* busy receivers held for separately */
 #define ROCE_TP_RX_BATCH       256    /* frames handled per poll */
 #define ROCE_TP_QP_BUDGET      32     /* packets per QP per turn */
 #define ROCE_TP_RUN_BUDGET     1024   /* packets per poll, all QPs */
 #define ROCE_TP_WINDOW         256    /* RC: unacknowledged PSNs in flight */
 #define ROCE_TP_ACKREQ_EVERY   32     /* RC: AckReq at least every N packets */
 #define ROCE_TP_CWND_MIN       128    /* RC: smallest send window after losses */
+#define ROCE_TP_BURST_MIN      8      /* RC: smallest turn after losses */
 #define ROCE_TP_PROBE_NS       2000000ull /* RC: first loss probe, at most */
 #define ROCE_TP_PROBE_MIN_NS   250000ull  /* ... and at least (4 x smoothed RTT) */
 #define ROCE_TP_PROBES         3      /* RC: probes (2, 4, 8 ms) before the timer */
@@ -158,6 +160,7 @@ struct roce_tp_stats {
 	uint64_t tx_build_err;                 /* roce_pkt_build failed (bug) */
 	uint64_t tx_held;                      /* refused by a busy receiver, kept */
 	uint64_t tx_queue_full;                /* dropped: held queue full */
+	uint64_t tx_parked;                    /* QP turns put off: receiver busy */
 	/* reliable connection */
 	uint64_t acks_sent, naks_sent, rnr_naks_sent, read_resp_sent;
 	uint64_t acks_rcvd, naks_rcvd, rnr_naks_rcvd;
@@ -432,6 +435,8 @@ struct roce_tq {
 	/* scheduling */
 	bool on_runq;
 	struct roce_tq *run_next;
+	struct roce_hold *hold_on;  /* parked until this receiver has room */
+	struct roce_tq *hold_next;
 	bool quiet;               /* send-ring kicks suppressed (busy) */
 	struct roce_tq *quiet_next;
 	bool on_poll_list;        /* has a ring without a kick fd */
@@ -467,6 +472,8 @@ struct roce_tq {
 	uint32_t sent_since_rewind; /* packets sent since the last rewind */
 	uint64_t progress_ns;     /* last forward progress (timer) */
 	uint32_t cwnd;            /* send window, PSNs (roce_recover.c) */
+	uint32_t burst;           /* packets per turn, paced after a loss */
+	uint32_t rsp_burst;       /* READ responses per turn, paced likewise */
 	uint8_t probes;           /* loss probes since the last progress */
 	uint64_t probe_ns;        /* when the last one went (loop clock) */
 	uint32_t srtt_ns;         /* smoothed send-to-progress time */
@@ -504,6 +511,15 @@ struct roce_cc_rp;
 /* Event queue and SRQ state of the extensions: src/roce/roce_ext.h. */
 struct roce_tp_ext;
 
+/* Frames held for one busy receiver (by destination MAC), in order, and the
+ * QPs parked until it takes them (roce_hold.c). */
+struct roce_hold {
+	uint8_t dmac[6];
+	bool used;
+	struct pkt_queue q;
+	struct roce_tq *park_head, *park_tail;
+};
+
 /* Per-device transport state. */
 struct roce_tp {
 	struct roce_dev *rd;
@@ -512,8 +528,11 @@ struct roce_tp {
 	void *ctx;
 
 	struct pkt_queue rxq;     /* RoCE frames from the switch */
-	struct pkt_queue txq;     /* frames held for a busy receiver, in order */
-	bool tx_ready;            /* the receiver that refused us has room */
+	struct pkt_queue txq;     /* frames held when hold[] is full: no QP runs */
+	struct roce_hold hold[ROCE_TP_HOLD_DESTS]; /* per busy receiver (roce_hold.c) */
+	uint32_t nhold;           /* entries of hold[] in use */
+	uint32_t hold_rr;         /* first entry flushed next (rotates) */
+	bool tx_ready;            /* a receiver that refused us has room */
 	bool rx_busy;             /* we refused a sender (rx_room owed) */
 	struct roce_tq *runq_head, *runq_tail;
 	struct roce_tq *all;      /* every QP */
@@ -656,8 +675,25 @@ void roce_req_rewind(struct roce_tq *tq);
 bool roce_req_resend_psn(struct roce_tq *tq, uint32_t psn, bool rd_atomic_ok);
 
 /* Loss recovery (roce_recover.c). */
+/* Transmit holding per busy receiver (roce_hold.c, docs/design.md "Flow
+ * control inside one daemon"). flush: retry what is held after
+ * roce_tp_tx_ready; true when QPs may run (the fallback queue is empty).
+ * park: true if frames to dmac (park_path: to the path's MAC, resolved if
+ * it has none) are held; tq then waits off the run queue until they are
+ * gone. forget: tq goes away. purge: drop everything held (unpark: and
+ * let the parked QPs run). */
+bool roce_hold_flush(struct roce_tp *tp);
+bool roce_hold_park(struct roce_tq *tq, const uint8_t *dmac);
+bool roce_hold_park_path(struct roce_tq *tq, const struct roce_path *path);
+void roce_hold_forget(struct roce_tq *tq);
+void roce_hold_purge(struct roce_tp *tp, bool unpark);
+
 void roce_recover_reset(struct roce_tq *tq);
 uint32_t roce_recover_window(const struct roce_tq *tq);
+uint32_t roce_recover_burst(const struct roce_tq *tq);
+uint32_t roce_recover_rsp_burst(const struct roce_tq *tq);
+void roce_recover_rsp_loss(struct roce_tq *tq);
+void roce_recover_rsp_sent(struct roce_tq *tq, uint32_t n);
 bool roce_recover_ackreq(const struct roce_tq *tq);
 void roce_recover_loss(struct roce_tq *tq);
 void roce_recover_sample(struct roce_tq *tq, uint64_t gap_ns);

@@ -813,6 +813,207 @@ static void test_busy_receiver_holds(void)
 	pair_fini(&p);
 }
 
+/* Fill d's receive queue up to its high mark with frames for no QP (from
+ * src, dropped as rx_no_qp when d polls): d is busy to the switch. */
+static void fill_rxq(struct fk_dev *src, struct fk_dev *d)
+{
+	struct roce_path path;
+	struct roce_hdr_fields f;
+	struct pkt *tmpl;
+
+	memset(&path, 0, sizeof(path));
+	memcpy(path.smac, src->mac, 6);
+	memcpy(path.dmac, d->mac, 6);
+	roce_gid_from_ipv4(path.sgid, (const uint8_t *)&src->ip4);
+	roce_gid_from_ipv4(path.dgid, (const uint8_t *)&d->ip4);
+	memset(&f, 0, sizeof(f));
+	f.opcode = ROCE_OP_RC_ACKNOWLEDGE;
+	f.pkey = ROCE_PKEY_DEFAULT;
+	f.dqpn = 0xFFFFFE;
+	tmpl = pkt_alloc();
+	REQUIRE(tmpl);
+	REQUIRE(roce_pkt_build_frame(tmpl, &path, &f, NULL, 0) == 0);
+	while (d->tp->rxq.len < ROCE_TP_RXQ_HIGH) {
+		struct pkt *x = pkt_clone(tmpl);
+
+		REQUIRE(x);
+		REQUIRE(roce_tp_input(d->tp, x));
+	}
+	pkt_free(tmpl);
+}
+
+/* Post a signaled RDMA WRITE of len bytes from src (lkey) to the remote
+ * buffer dst (rkey). */
+static int post_write(struct fk_dev *d, struct fk_qp *q, uint64_t id, const uint8_t *src,
+		      uint32_t lkey, uint8_t *dst, uint32_t rkey, uint32_t len)
+{
+	struct fk_sge sge = { src, len, lkey };
+	struct fk_wr wr = {
+		.wr_id = id, .opcode = VIRTIO_IB_WR_RDMA_WRITE, .flags = VIRTIO_IB_SEND_SIGNALED,
+		.remote_addr = (uintptr_t)dst, .rkey = rkey, .sge = &sge, .nsge = 1, .trunc = -1,
+	};
+
+	return fk_post_send(d, q, &wr);
+}
+
+/* Holding is per receiver: while b is busy (its poller stopped, so it stays
+ * busy whatever the timing), a's QP to b waits, parked, with its frames
+ * held, and a's QP to another device c keeps sending and completes. Once b
+ * polls again the held WRITE completes intact; nothing is dropped. */
+static void test_busy_receiver_is_per_destination(void)
+{
+	struct fk_dev_cfg dc = { .eth_mtu = 1500, .arena = 96u << 20 };
+	struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_RC, .sq_num = 64, .rq_num = 64,
+				.max_send_wr = 64, .max_recv_wr = 64 };
+	struct virtio_rdma_cq_req wc[8];
+	const uint32_t len = 65536;
+	uint32_t pdc, cqa2, cqc;
+	struct fk_mr ma2, mc;
+	struct fk_qp qa2, qc2;
+	struct pair_cfg c;
+	struct fk_dev *d;
+	struct bufs b;
+	struct pair p;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	c.path.timeout = 0; /* no retransmit timer: a's wait for b is not a loss */
+	pair_init(&p, &c);
+	bufs_init(&p, &b, 4 * len);
+	d = fk_dev_new(&p.env, &dc);
+	pdc = fk_pd(d);
+	cqa2 = fk_cq(p.a, 256, 64, true);
+	cqc = fk_cq(d, 256, 64, true);
+	qc.pdn = p.pda;
+	qc.scq = qc.rcq = cqa2;
+	qa2 = fk_qp_new(p.a, &qc);
+	qc.pdn = pdc;
+	qc.scq = qc.rcq = cqc;
+	qc2 = fk_qp_new(d, &qc);
+	REQUIRE(fk_connect(p.a, qa2.qpn, d, qc2.qpn, &p.path) == 0);
+	REQUIRE(fk_connect(d, qc2.qpn, p.a, qa2.qpn, &p.path) == 0);
+	ma2 = fk_mr_reg(p.a, p.pda, 4 * len, FK_ACC_ALL);
+	mc = fk_mr_reg(d, pdc, 4 * len, FK_ACC_ALL);
+
+	/* The switch learns every MAC (only learned ports refuse frames). */
+	CHECK(do_op(&p, &b, VIRTIO_IB_WR_SEND, 100, 1, false, 1));
+	REQUIRE(post_write(p.a, &qa2, 20, ma2.buf, ma2.lkey, mc.buf, mc.rkey, 64) == 0);
+	REQUIRE(wait_cq(&p.env, p.a, cqa2, wc, 1) == 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	fk_ring_reap(qa2.sq);
+
+	/* b stops polling and is busy. */
+	loop_del_poller(p.env.loop, p.b->poller);
+	p.b->poller = NULL;
+	fill_rxq(d, p.b);
+	CHECK(roce_tp_rx_busy(p.b->tp));
+
+	fk_fill(b.la.buf, len, 7);
+	memset(b.lb.buf, 0x5a, len);
+	REQUIRE(post_write(p.a, &p.qa, 10, b.la.buf, b.la.lkey, b.lb.buf, b.lb.rkey, len) == 0);
+	for (unsigned i = 0; i < 3; i++) {
+		fk_fill(ma2.buf + i * len, len, 20 + i);
+		REQUIRE(post_write(p.a, &qa2, 21 + i, ma2.buf + i * len, ma2.lkey,
+				   mc.buf + i * len, mc.rkey, len) == 0);
+	}
+	/* QP a2 -> c completes while b is still busy and a's QP to it waits. */
+	CHECK_EQ(wait_cq(&p.env, p.a, cqa2, wc, 3), 3);
+	for (unsigned i = 0; i < 3; i++) {
+		CHECK_EQ(wc[i].wr_id, 21 + i);
+		CHECK_EQ(wc[i].status, VIRTIO_IB_WC_SUCCESS);
+	}
+	CHECK(memcmp(ma2.buf, mc.buf, 3 * len) == 0);
+	CHECK(roce_tp_rx_busy(p.b->tp));
+	CHECK_EQ(fk_poll_cq(p.a, p.cqa, wc, 1), 0u);
+	CHECK(p.a->tp->stats.tx_held > 0);
+	CHECK(p.a->tp->stats.tx_parked > 0);
+	CHECK_EQ(p.a->tp->nhold, 1u);
+	CHECK_EQ(p.a->tp->txq.len, 0u);
+
+	/* b polls again: the held WRITE goes out and completes intact. */
+	p.b->poller = loop_add_poller(p.env.loop, &fk_poller_ops, p.b);
+	REQUIRE(p.b->poller);
+	CHECK_EQ(wait_cq(&p.env, p.a, p.cqa, wc, 1), 1);
+	CHECK_EQ(wc[0].wr_id, 10u);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK(memcmp(b.la.buf, b.lb.buf, len) == 0);
+	CHECK_EQ(p.a->tp->nhold, 0u);
+	CHECK(!roce_tp_rx_busy(p.b->tp));
+	CHECK_EQ(p.b->tp->stats.rx_queue_full, 0u);
+	CHECK_EQ(d->tp->stats.rx_queue_full, 0u);
+	CHECK_EQ(p.a->tp->stats.tx_queue_full, 0u);
+	CHECK_EQ(p.a->tp->stats.retransmits, 0u);
+	pair_fini(&p);
+}
+
+static uint32_t held_frames(const struct fk_dev *d)
+{
+	uint32_t n = d->tp->txq.len;
+
+	for (uint32_t i = 0; i < ROCE_TP_HOLD_DESTS; i++)
+		n += d->tp->hold[i].q.len;
+	return n;
+}
+
+static bool parked(void *arg)
+{
+	return ((struct fk_dev *)arg)->tp->stats.tx_parked > 0;
+}
+
+/* A busy requester (its poller stopped) parks the responder's QP answering
+ * its READ, also when the path's MAC comes from the neighbour cache: the
+ * responses wait, at most one turn of them held, and then arrive intact. */
+static void test_busy_requester_parks_read_responder(void)
+{
+	struct virtio_rdma_cq_req wc[2];
+	const uint32_t len = 256 * 1024;
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+	uint32_t held;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	c.path.timeout = 0;        /* waiting for a busy device is no loss */
+	c.path.zero_dmac = true;   /* MACs from the neighbour cache */
+	pair_init(&p, &c);
+	bufs_init(&p, &b, len);
+	CHECK(do_op(&p, &b, VIRTIO_IB_WR_SEND, 100, 1, false, 1)); /* MACs learned */
+
+	loop_del_poller(p.env.loop, p.a->poller);
+	p.a->poller = NULL;
+	fk_fill(b.lb.buf, len, 5);
+	memset(b.la.buf, 0x5a, len);
+	{
+		struct fk_sge sge = { b.la.buf, len, b.la.lkey };
+		struct fk_wr wr = {
+			.wr_id = 30, .opcode = VIRTIO_IB_WR_RDMA_READ,
+			.flags = VIRTIO_IB_SEND_SIGNALED, .remote_addr = (uintptr_t)b.lb.buf,
+			.rkey = b.lb.rkey, .sge = &sge, .nsge = 1, .trunc = -1,
+		};
+
+		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+	}
+	roce_tp_poll(p.a->tp);   /* the READ request goes out */
+	fill_rxq(p.b, p.a);      /* then a is busy */
+	CHECK(roce_tp_rx_busy(p.a->tp));
+	CHECK(fk_run_until(&p.env, parked, p.b, WAIT_MS));
+	CHECK_EQ(p.b->tp->nhold, 1u);
+	held = held_frames(p.b);
+	CHECK(held > 0 && held <= ROCE_TP_QP_BUDGET);
+	fk_spin(&p.env, 50);     /* parked: nothing more is built */
+	CHECK_EQ(held_frames(p.b), held);
+
+	p.a->poller = loop_add_poller(p.env.loop, &fk_poller_ops, p.a);
+	REQUIRE(p.a->poller);
+	CHECK_EQ(wait_cq(&p.env, p.a, p.cqa, wc, 1), 1);
+	CHECK_EQ(wc[0].wr_id, 30u);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK(memcmp(b.la.buf, b.lb.buf, len) == 0);
+	CHECK_EQ(p.b->tp->nhold, 0u);
+	CHECK_EQ(p.a->tp->stats.rx_queue_full, 0u);
+	CHECK_EQ(p.b->tp->stats.tx_queue_full, 0u);
+	pair_fini(&p);
+}
+
 /* Two QPs of one device talk through the switch hairpin. */
 static void test_rc_loopback(void)
 {
@@ -1675,6 +1876,8 @@ int main(int argc, char **argv)
 	RUN(test_quiet_send_ring);
 	RUN(test_rc_loopback);
 	RUN(test_busy_receiver_holds);
+	RUN(test_busy_receiver_is_per_destination);
+	RUN(test_busy_requester_parks_read_responder);
 	RUN(test_rc_sges_inline);
 	RUN(test_rc_sizes_ipv6);
 	RUN(test_rc_sizes);

@@ -786,6 +786,68 @@ static void flow_control(void)
 	CHECK_EQ(pkt_outstanding(), base);
 }
 
+/* A sender refused by two busy ports waits for both at once: the first of
+ * them to have room wakes it (it then retries what it holds for each, and
+ * the one still busy refuses and keeps it waiting until it has room too). */
+static void flow_control_two_receivers(void)
+{
+	uint64_t base = pkt_outstanding();
+	struct sw *s = sw_new(NULL);
+	struct fc_mock a, r1, r2;
+	uint8_t ma[6], m1[6], m2[6];
+	struct pkt *p1, *p2;
+
+	REQUIRE(s);
+	fc_init(&a, "a", 0);
+	fc_init(&r1, "r1", 1);
+	fc_init(&r2, "r2", 1);
+	REQUIRE(sw_attach(s, &a.m.port) == 0 && sw_attach(s, &r1.m.port) == 0 &&
+		sw_attach(s, &r2.m.port) == 0);
+	mac_of(ma, 1);
+	mac_of(m1, 2);
+	mac_of(m2, 3);
+	sw_input(s, &r1.m.port, frame(BCAST, m1, 60, 0));
+	sw_input(s, &r2.m.port, frame(BCAST, m2, 60, 0));
+	pkt_queue_purge(&a.m.q);
+	pkt_queue_purge(&r1.m.q);
+	pkt_queue_purge(&r2.m.q);
+	CHECK_EQ(sw_input_try(s, &a.m.port, frame(m1, ma, 60, 1)), 0);
+	CHECK_EQ(sw_input_try(s, &a.m.port, frame(m2, ma, 60, 2)), 0);
+
+	/* Both receivers busy: a is refused by each and keeps both frames. */
+	p1 = frame(m1, ma, 60, 3);
+	p2 = frame(m2, ma, 60, 4);
+	REQUIRE(p1 && p2);
+	CHECK_EQ(sw_input_try(s, &a.m.port, p1), -EAGAIN);
+	CHECK_EQ(sw_input_try(s, &a.m.port, p2), -EAGAIN);
+
+	/* r1 (the first to refuse) drains first: a is woken; r2 still
+	 * refuses, r1 takes its frame. */
+	pkt_queue_purge(&r1.m.q);
+	sw_port_ready(s, &r1.m.port);
+	CHECK_EQ(a.woken, 1u);
+	CHECK_EQ(sw_input_try(s, &a.m.port, p2), -EAGAIN);
+	CHECK_EQ(sw_input_try(s, &a.m.port, p1), 0);
+	CHECK_EQ(r1.m.q.len, 1u);
+
+	/* Then r2: a is woken again and r2 takes its frame. */
+	pkt_queue_purge(&r2.m.q);
+	sw_port_ready(s, &r2.m.port);
+	CHECK_EQ(a.woken, 2u);
+	CHECK_EQ(sw_input_try(s, &a.m.port, p2), 0);
+	CHECK_EQ(r2.m.q.len, 1u);
+	CHECK_EQ(sw_get_stats(s)->held_busy, 3u);
+
+	sw_detach(s, &a.m.port);
+	sw_detach(s, &r1.m.port);
+	sw_detach(s, &r2.m.port);
+	sw_free(s);
+	pkt_queue_purge(&a.m.q);
+	pkt_queue_purge(&r1.m.q);
+	pkt_queue_purge(&r2.m.q);
+	CHECK_EQ(pkt_outstanding(), base);
+}
+
 int main(void)
 {
 	TEST_PROGRAM("test_switch");
@@ -803,5 +865,6 @@ int main(void)
 	RUN(with_loop);
 	RUN(pkt_cache_cap);
 	RUN(flow_control);
+	RUN(flow_control_two_receivers);
 	return TEST_DONE();
 }
