@@ -7,12 +7,19 @@
 # loaded / alone <= 2 and bandwidth loaded / alone >= 0.5 (a fair share of
 # two tenants).
 #
-# usage: bench/fairness.sh [SECONDS]   (bandwidth run length, default 5)
+# Then PAIRS (default 16) pairs of devices of a second daemon run
+# ib_write_bw -s 65536 -e (completion events: 32 spinning clients would take
+# the CPUs from the daemon) at the same time, against one of those pairs
+# alone just before: aggregate / alone (goal >= 0.9) and Jain's fairness
+# index of the PAIRS bandwidths (goal >= 0.95).
+#
+# usage: bench/fairness.sh [SECONDS] [PAIRS]   (bandwidth run length, default 5)
 # Needs perftest (scripts/deps.sh test) and a build (make).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$top/build/bin
 secs=${1:-5}
+npairs=${2:-16}
 tmp=$(mktemp -d /tmp/vrdma-fairness.XXXXXX)
 pids=()
 cleanup() {
@@ -80,3 +87,30 @@ else
 	tail -3 "$tmp"/lat.* "$tmp"/bw.* >&2
 	exit 1
 fi
+
+# ---- PAIRS tenants at once on one daemon ----
+devs=()
+for ((i = 0; i < 2 * npairs; i++)); do
+	devs+=(--device "socket=$tmp/p$i.sock,ip=10.71.$((i / 200)).$((i % 200 + 1))/16")
+done
+"$bin/vhost-user-rdma" -q --pidfile "$tmp/pid2" "${devs[@]}" &
+pids+=($!)
+for ((i = 0; i < 400; i++)); do [ -s "$tmp/pid2" ] && break; sleep 0.05; done
+[ -s "$tmp/pid2" ] || { echo "fairness: second daemon did not start" >&2; exit 1; }
+cmd=(ib_write_bw -s 65536 -e -D "$secs")
+pair "$tmp/p1.sock" "$tmp/p0.sock" "$tmp/one" "${cmd[@]}"
+jobs_=()
+for ((n = 0; n < npairs; n++)); do
+	pair "$tmp/p$((2 * n + 1)).sock" "$tmp/p$((2 * n)).sock" "$tmp/all.$n" "${cmd[@]}" &
+	jobs_+=($!)
+done
+for j in "${jobs_[@]}"; do wait "$j"; done
+one=$(col "$tmp/one" 65536 4)
+vals=""
+for ((n = 0; n < npairs; n++)); do vals="$vals $(col "$tmp/all.$n" 65536 4)"; done
+echo "${cmd[*]}: one pair alone ${one:-?} MB/s; $npairs pairs at once:$vals MB/s"
+echo "${one:-x}$vals" | awk -v k="$npairs" '{
+	if (NF != k + 1 || $1 == "x") { print "fairness: a pair failed"; exit 1 }
+	for (i = 2; i <= NF; i++) { s += $i; q += $i * $i }
+	printf "pairs aggregate %.0f MB/s, aggregate/alone %.2f (goal >= 0.9), Jain index %.3f (goal >= 0.95)\n",
+		s, s / $1, s * s / (k * q) }' || exit 1

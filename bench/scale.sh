@@ -2,18 +2,16 @@
 # Scale of one daemon, ratios from one run:
 #  - many QPs: ib_write_bw -x 1 -F -s 65536 -D SECS -q 1024 -t 8 against -q 1
 #    between two devices (goal >= 0.8);
-#  - many tenants: 16 concurrent pairs of devices (ib_write_bw -s 65536 -D
-#    SECS each) against one pair alone: aggregate / alone (goal >= 0.9) and
-#    Jain's fairness index of the 16 bandwidths (goal >= 0.95);
+#    in ROUNDS alternating rounds, medians compared;
 #  - QP creation rate and daemon memory per QP (bench/qp_create.c).
 #
-# usage: bench/scale.sh [SECONDS] [PAIRS] [--only qps|pairs|create]
+# usage: bench/scale.sh [SECONDS] [ROUNDS] [--only qps|create]
 # Needs perftest (scripts/deps.sh test) and a build (make).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$top/build/bin
 secs=${1:-5}
-npairs=${2:-16}
+rounds=${2:-3}
 only=${4:-}
 [ "${3:-}" = --only ] || only=
 tmp=$(mktemp -d /tmp/vrdma-scale.XXXXXX)
@@ -27,7 +25,7 @@ trap cleanup EXIT
 command -v ib_write_bw >/dev/null || { echo "scale: ib_write_bw missing (perftest)" >&2; exit 1; }
 
 devs=()
-for ((i = 0; i < 2 * npairs; i++)); do
+for ((i = 0; i < 2; i++)); do
 	devs+=(--device "socket=$tmp/d$i.sock,ip=10.71.$((i / 200)).$((i % 200 + 1))/16,qps=1040,cqs=64")
 done
 "$bin/vhost-user-rdma" -q --pidfile "$tmp/pid" "${devs[@]}" >"$tmp/daemon.log" 2>&1 &
@@ -56,33 +54,25 @@ pair() {
 bw() { awk '$1 == 65536 && NF >= 4 { v = $4 } END { print v }' "$1"; }
 
 if [ -z "$only" ] || [ "$only" = qps ]; then
+	# Alternating rounds (the machine's load changes), medians compared.
 	cmd="ib_write_bw -x 1 -F -s 65536 -D $secs"
-	pair 0 "$tmp/q1" $cmd -q 1
-	pair 0 "$tmp/q1024" $cmd -q 1024 -t 8
-	a=$(bw "$tmp/q1"); b=$(bw "$tmp/q1024")
-	echo "qps: $cmd -q 1: ${a:-?} MB/s; -q 1024 -t 8: ${b:-?} MB/s"
-	[ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" \
-		'BEGIN { printf "qps ratio q1024/q1 %.2f (goal >= 0.8)\n", b / a }'
-fi
-
-if [ -z "$only" ] || [ "$only" = pairs ]; then
-	cmd="ib_write_bw -s 65536 -D $secs"
-	pair 0 "$tmp/alone" $cmd
-	jobs_=()
-	for ((n = 0; n < npairs; n++)); do
-		pair $n "$tmp/p$n" $cmd &
-		jobs_+=($!)
+	a=(); b=()
+	for ((r = 0; r < rounds; r++)); do
+		pair 0 "$tmp/q1.$r" $cmd -q 1
+		pair 0 "$tmp/q1024.$r" $cmd -q 1024 -t 8
+		a+=($(bw "$tmp/q1.$r")); b+=($(bw "$tmp/q1024.$r"))
 	done
-	for j in "${jobs_[@]}"; do wait "$j"; done
-	a=$(bw "$tmp/alone")
-	vals=""
-	for ((n = 0; n < npairs; n++)); do vals="$vals $(bw "$tmp/p$n")"; done
-	echo "pairs: $cmd: one pair alone ${a:-?} MB/s; $npairs pairs:$vals MB/s"
-	echo "$a$vals" | awk -v k="$npairs" '{
-		if (NF != k + 1) { print "pairs: a measurement failed"; exit 1 }
-		for (i = 2; i <= NF; i++) { s += $i; q += $i * $i }
-		printf "pairs aggregate %.0f MB/s, aggregate/alone %.2f (goal >= 0.9), Jain index %.3f (goal >= 0.95)\n",
-			s, s / $1, s * s / (k * q) }'
+	echo "qps: $cmd -q 1: ${a[*]} MB/s; -q 1024 -t 8: ${b[*]} MB/s"
+	printf '%s\n' "${a[*]}" "${b[*]}" | awk -v k="$rounds" '
+		function med(s,   v, n, i, j, t) { n = split(s, v, " ")
+			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+				if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+			return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
+		NR == 1 { x = $0 } NR == 2 { y = $0 }
+		END { split(x, p, " "); split(y, q, " ")
+			if (length(p) != k || length(q) != k) { print "qps: a measurement failed"; exit 1 }
+			printf "qps medians: -q 1 %.0f MB/s, -q 1024 %.0f MB/s, ratio %.2f (goal >= 0.8)\n",
+				med(x), med(y), med(y) / med(x) }'
 fi
 
 if [ -z "$only" ] || [ "$only" = create ]; then
