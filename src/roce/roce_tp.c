@@ -131,12 +131,43 @@ void roce_tp_ring_broken(struct roce_tp *tp, struct roce_ring_ref *ref)
 static bool tx_flush(struct roce_tp *tp);
 static void rx_room_check(struct roce_tp *tp);
 
+/* The watch list (tp->quiet): QPs whose send-ring kicks are off and that
+ * are not on the run queue; a QP on the run queue finds its work when it
+ * runs, so only these need looking at (quiet_scan). */
+static void watch_add(struct roce_tp *tp, struct roce_tq *tq)
+{
+	if (tq->quiet_listed)
+		return;
+	tq->quiet_listed = true;
+	tq->quiet_idle = 0;
+	tq->quiet_prev = NULL;
+	tq->quiet_next = tp->quiet;
+	if (tp->quiet)
+		tp->quiet->quiet_prev = tq;
+	tp->quiet = tq;
+}
+
+static void watch_del(struct roce_tp *tp, struct roce_tq *tq)
+{
+	if (!tq->quiet_listed)
+		return;
+	if (tq->quiet_prev)
+		tq->quiet_prev->quiet_next = tq->quiet_next;
+	else
+		tp->quiet = tq->quiet_next;
+	if (tq->quiet_next)
+		tq->quiet_next->quiet_prev = tq->quiet_prev;
+	tq->quiet_prev = tq->quiet_next = NULL;
+	tq->quiet_listed = false;
+}
+
 void roce_tp_schedule(struct roce_tq *tq)
 {
 	struct roce_tp *tp = tq->tp;
 
 	if (tq->on_runq)
 		return;
+	watch_del(tp, tq);
 	tq->on_runq = true;
 	tq->run_next = NULL;
 	tp->runq_len++;
@@ -155,18 +186,18 @@ void roce_tp_sq_quiet(struct roce_tq *tq)
 		return;
 	vq_dev_set_notify(&tq->sq.r->vq, false);
 	tq->quiet = true;
-	tq->quiet_idle = 0;
-	tq->quiet_next = tp->quiet;
-	tp->quiet = tq;
+	if (!tq->on_runq)
+		watch_add(tp, tq);
 }
 
-/* Kicks back on; returns true if the ring has work already. */
+/* Kicks back on (tq off the watch list); returns true if the ring has
+ * work already. */
 static bool sq_unquiet(struct roce_tq *tq)
 {
 	struct vhost_vring *r = tq->sq.r;
 
+	watch_del(tq->tp, tq);
 	tq->quiet = false;
-	tq->quiet_next = NULL;
 	if (!r || r->vq.broken)
 		return false;
 	vq_dev_set_notify(&r->vq, true);
@@ -175,16 +206,9 @@ static bool sq_unquiet(struct roce_tq *tq)
 
 static void quiet_remove(struct roce_tp *tp, struct roce_tq *tq)
 {
-	struct roce_tq **pp;
-
+	(void)tp;
 	if (!tq->quiet)
 		return;
-	for (pp = &tp->quiet; *pp; pp = &(*pp)->quiet_next) {
-		if (*pp == tq) {
-			*pp = tq->quiet_next;
-			break;
-		}
-	}
 	sq_unquiet(tq);
 }
 
@@ -200,6 +224,8 @@ static struct roce_tq *runq_pop(struct roce_tp *tp)
 	tq->run_next = NULL;
 	tq->on_runq = false;
 	tp->runq_len--;
+	if (tq->quiet)
+		watch_add(tp, tq); /* (off again if the turn reschedules it) */
 	return tq;
 }
 
@@ -354,29 +380,24 @@ static void poll_rings(struct roce_tp *tp, uint64_t now)
  * moment ago, never at every QP. */
 static void quiet_scan(struct roce_tp *tp)
 {
-	struct roce_tq **pp = &tp->quiet, *q;
+	struct roce_tq *q, *next;
 
-	while ((q = *pp)) {
+	for (q = tp->quiet; q; q = next) {
 		bool can_fetch = q->sq.r && q->sq_tail - q->sq_head < q->sq_slots &&
 				 !q->neigh_wait && !q->cc_wait;
 
-		if (q->on_runq) {
-			q->quiet_idle = 0;
-		} else if (can_fetch && vq_dev_avail(&q->sq.r->vq)) {
-			q->quiet_idle = 0;
-			roce_tp_schedule(q);
+		next = q->quiet_next;
+		if (can_fetch && vq_dev_avail(&q->sq.r->vq)) {
+			roce_tp_schedule(q); /* (leaves the list) */
 		} else if (q->sq.r && q->sq.r->vq.broken) {
 			roce_tp_ring_broken(tp, &q->sq); /* as a failed pop */
 		} else if (++q->quiet_idle >= ROCE_TP_QUIET_IDLE) {
 			/* Waiting QPs are woken by their event (ACK, timer,
 			 * neighbour, pacer); the others by a kick from now on. */
-			*pp = q->quiet_next;
 			tp->stats.sched_quiet_rearms++;
 			if (sq_unquiet(q) && can_fetch)
 				roce_tp_schedule(q);
-			continue;
 		}
-		pp = &q->quiet_next;
 	}
 }
 
@@ -474,8 +495,9 @@ bool roce_tp_arm(struct roce_tp *tp)
 	struct roce_tcq *tc;
 	struct roce_tq *q;
 
+	/* (Quiet QPs on the run queue make the loop go on: they find their
+	 * work when they run.) */
 	while ((q = tp->quiet)) {
-		tp->quiet = q->quiet_next;
 		/* Posted while kicks were off: nobody will kick for it. A QP
 		 * waiting for a neighbour or its pacer is woken by that. */
 		if (sq_unquiet(q)) {

@@ -447,8 +447,9 @@ struct roce_tq {
 	bool on_runq;
 	struct roce_tq *run_next;
 	bool quiet;               /* send-ring kicks suppressed (busy) */
-	uint8_t quiet_idle;       /* passes found idle while quiet */
-	struct roce_tq *quiet_next;
+	bool quiet_listed;        /* ... and not on the run queue: watched */
+	uint8_t quiet_idle;       /* polls found idle while watched */
+	struct roce_tq *quiet_prev, *quiet_next;
 	bool on_poll_list;        /* has a ring without a kick fd */
 	struct roce_tq *poll_prev, *poll_next;
 	struct roce_tq *all_prev, *all_next;
@@ -533,7 +534,8 @@ struct roce_tp {
 	struct roce_tq *runq_head, *runq_tail;
 	uint32_t runq_len;
 	struct roce_tq *all;      /* every QP */
-	struct roce_tq *quiet;    /* QPs whose send-ring kicks are off */
+	struct roce_tq *quiet;    /* QPs whose send-ring kicks are off, not on
+				   * the run queue (watched by each poll) */
 	struct roce_tq *polled;   /* QPs with a ring without a kick fd */
 	struct roce_tq *poll_cursor; /* next of them to look at (NULL: head) */
 	uint64_t poll_ivl_ns;     /* between scans of kick-less rings (0: every poll) */
