@@ -395,8 +395,12 @@ static void quiet_scan(struct roce_tp *tp)
 			/* Waiting QPs are woken by their event (ACK, timer,
 			 * neighbour, pacer); the others by a kick from now on. */
 			tp->stats.sched_quiet_rearms++;
-			if (sq_unquiet(q) && can_fetch)
-				roce_tp_schedule(q);
+			if (sq_unquiet(q)) {
+				if (can_fetch)
+					roce_tp_schedule(q);
+			} else if (q->sq.r && q->sq.r->vq.broken) {
+				roce_tp_ring_broken(tp, &q->sq); /* as a failed pop */
+			}
 		}
 	}
 }
