@@ -75,6 +75,8 @@ static void netdev_port_totals_dump(const struct netdev_ctx_totals *t, FILE *f)
 	fprintf(f, "  vhost connections %" PRIu64 " messages %" PRIu64 " bad_messages %" PRIu64
 		" kicks %" PRIu64 " calls %" PRIu64 "\n", vs->connections, vs->messages,
 		vs->bad_messages, vs->kicks, vs->calls);
+	fprintf(f, "  vhost kicks_idle %" PRIu64 " kicks_throttled %" PRIu64 "\n",
+		vs->kicks_idle, vs->kicks_throttled);
 	fprintf(f, "  vhost refused %" PRIu64 " mem_faults %" PRIu64 " fds_refused %" PRIu64
 		" accept_errors %" PRIu64 " grave_overflows %" PRIu64 "\n", vs->refused,
 		vs->mem_faults, vs->fds_refused, vs->accept_errors, vs->grave_overflows);

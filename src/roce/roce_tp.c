@@ -130,14 +130,46 @@ void roce_tp_ring_broken(struct roce_tp *tp, struct roce_ring_ref *ref)
 
 static void rx_room_check(struct roce_tp *tp);
 
+/* The watch list (tp->quiet): QPs whose send-ring kicks are off and that
+ * are not on the run queue; a QP on the run queue finds its work when it
+ * runs, so only these need looking at (quiet_scan). */
+static void watch_add(struct roce_tp *tp, struct roce_tq *tq)
+{
+	if (tq->quiet_listed)
+		return;
+	tq->quiet_listed = true;
+	tq->quiet_idle = 0;
+	tq->quiet_prev = NULL;
+	tq->quiet_next = tp->quiet;
+	if (tp->quiet)
+		tp->quiet->quiet_prev = tq;
+	tp->quiet = tq;
+}
+
+static void watch_del(struct roce_tp *tp, struct roce_tq *tq)
+{
+	if (!tq->quiet_listed)
+		return;
+	if (tq->quiet_prev)
+		tq->quiet_prev->quiet_next = tq->quiet_next;
+	else
+		tp->quiet = tq->quiet_next;
+	if (tq->quiet_next)
+		tq->quiet_next->quiet_prev = tq->quiet_prev;
+	tq->quiet_prev = tq->quiet_next = NULL;
+	tq->quiet_listed = false;
+}
+
 void roce_tp_schedule(struct roce_tq *tq)
 {
 	struct roce_tp *tp = tq->tp;
 
 	if (tq->on_runq)
 		return;
+	watch_del(tp, tq);
 	tq->on_runq = true;
 	tq->run_next = NULL;
+	tp->runq_len++;
 	if (tp->runq_tail)
 		tp->runq_tail->run_next = tq;
 	else
@@ -153,17 +185,18 @@ void roce_tp_sq_quiet(struct roce_tq *tq)
 		return;
 	vq_dev_set_notify(&tq->sq.r->vq, false);
 	tq->quiet = true;
-	tq->quiet_next = tp->quiet;
-	tp->quiet = tq;
+	if (!tq->on_runq)
+		watch_add(tp, tq);
 }
 
-/* Kicks back on; returns true if the ring has work already. */
+/* Kicks back on (tq off the watch list); returns true if the ring has
+ * work already. */
 static bool sq_unquiet(struct roce_tq *tq)
 {
 	struct vhost_vring *r = tq->sq.r;
 
+	watch_del(tq->tp, tq);
 	tq->quiet = false;
-	tq->quiet_next = NULL;
 	if (!r || r->vq.broken)
 		return false;
 	vq_dev_set_notify(&r->vq, true);
@@ -172,16 +205,9 @@ static bool sq_unquiet(struct roce_tq *tq)
 
 static void quiet_remove(struct roce_tp *tp, struct roce_tq *tq)
 {
-	struct roce_tq **pp;
-
+	(void)tp;
 	if (!tq->quiet)
 		return;
-	for (pp = &tp->quiet; *pp; pp = &(*pp)->quiet_next) {
-		if (*pp == tq) {
-			*pp = tq->quiet_next;
-			break;
-		}
-	}
 	sq_unquiet(tq);
 }
 
@@ -196,6 +222,9 @@ static struct roce_tq *runq_pop(struct roce_tp *tp)
 		tp->runq_tail = NULL;
 	tq->run_next = NULL;
 	tq->on_runq = false;
+	tp->runq_len--;
+	if (tq->quiet)
+		watch_add(tp, tq); /* (off again if the turn reschedules it) */
 	return tq;
 }
 
@@ -210,6 +239,7 @@ static void runq_remove(struct roce_tp *tp, struct roce_tq *tq)
 			*pp = tq->run_next;
 			if (tp->runq_tail == tq)
 				tp->runq_tail = prev;
+			tp->runq_len--;
 			break;
 		}
 	}
@@ -283,6 +313,8 @@ static void poll_list_update(struct roce_tp *tp, struct roce_tq *tq)
 			tp->polled->poll_prev = tq;
 		tp->polled = tq;
 	} else {
+		if (tp->poll_cursor == tq)
+			tp->poll_cursor = tq->poll_next;
 		if (tq->poll_prev)
 			tq->poll_prev->poll_next = tq->poll_next;
 		else
@@ -294,12 +326,17 @@ static void poll_list_update(struct roce_tp *tp, struct roce_tq *tq)
 	tq->on_poll_list = want;
 }
 
-/* Rings without a kick fd: look for work the driver posted. */
-static void poll_rings(struct roce_tp *tp)
+/* Rings without a kick fd: look for work the driver posted, at most
+ * ROCE_TP_POLL_SCAN QPs per poll (a round over all of them may take several
+ * polls). A round that finds nothing doubles the time to the next one, from
+ * ROCE_TP_POLL_NS up to ROCE_TP_POLL_MAX_NS; one that finds work makes the
+ * next start at once. */
+static void poll_rings(struct roce_tp *tp, uint64_t now)
 {
-	struct roce_tq *tq;
+	struct roce_tq *tq = tp->poll_cursor ? tp->poll_cursor : tp->polled;
+	uint32_t n = 0;
 
-	for (tq = tp->polled; tq; tq = tq->poll_next) {
+	for (; tq && n < ROCE_TP_POLL_SCAN; tq = tq->poll_next, n++) {
 		uint8_t st = tq->qp->attr.qp_state;
 
 		if (tq->on_runq)
@@ -307,17 +344,67 @@ static void poll_rings(struct roce_tp *tp)
 		if (tq->sq.polled && tq->sq.r && st != VIRTIO_IB_QPS_RESET &&
 		    st != VIRTIO_IB_QPS_INIT && st != VIRTIO_IB_QPS_RTR &&
 		    tq->sq_tail - tq->sq_head < tq->sq_slots) {
-			if (vq_dev_avail(&tq->sq.r->vq))
+			if (vq_dev_avail(&tq->sq.r->vq)) {
 				roce_tp_schedule(tq);
-			else if (tq->sq.r->vq.broken)
+				tp->poll_found = true;
+			} else if (tq->sq.r->vq.broken) {
 				/* A corrupt avail index: as a failed pop
 				 * (reported once; the QP goes to ERR). */
 				roce_tp_ring_broken(tp, &tq->sq);
+			}
 		} else if (tq->rq.polled && tq->rq.r && st == VIRTIO_IB_QPS_ERR) {
-			if (vq_dev_avail(&tq->rq.r->vq))
+			if (vq_dev_avail(&tq->rq.r->vq)) {
 				roce_tp_schedule(tq);
-			else if (tq->rq.r->vq.broken)
+				tp->poll_found = true;
+			} else if (tq->rq.r->vq.broken) {
 				roce_tp_ring_broken(tp, &tq->rq);
+			}
+		}
+	}
+	tp->poll_cursor = tq;
+	if (tq)
+		return; /* the round goes on at the next poll */
+	tp->stats.sched_poll_scans++;
+	if (tp->poll_found) {
+		tp->poll_ivl_ns = 0;
+	} else {
+		tp->stats.sched_poll_idle++;
+		if (tp->poll_ivl_ns >= ROCE_TP_POLL_MAX_NS)
+			tp->stats.sched_poll_ivl_max++;
+		tp->poll_ivl_ns = tp->poll_ivl_ns ? MIN(tp->poll_ivl_ns * 2, ROCE_TP_POLL_MAX_NS)
+						  : ROCE_TP_POLL_NS;
+	}
+	tp->poll_found = false;
+	tp->poll_next_ns = now + tp->poll_ivl_ns;
+}
+
+/* Send rings whose kicks are off (roce_tp_sq_quiet): those with new work are
+ * scheduled; one found idle ROCE_TP_QUIET_IDLE polls in a row gets its kicks
+ * back and leaves the list, so a poll looks only at QPs that were busy a
+ * moment ago, never at every QP. */
+static void quiet_scan(struct roce_tp *tp)
+{
+	struct roce_tq *q, *next;
+
+	for (q = tp->quiet; q; q = next) {
+		bool can_fetch = q->sq.r && q->sq_tail - q->sq_head < q->sq_slots &&
+				 !q->neigh_wait && !q->cc_wait && !q->hold_on;
+
+		next = q->quiet_next;
+		if (can_fetch && vq_dev_avail(&q->sq.r->vq)) {
+			roce_tp_schedule(q); /* (leaves the list) */
+		} else if (q->sq.r && q->sq.r->vq.broken) {
+			roce_tp_ring_broken(tp, &q->sq); /* as a failed pop */
+		} else if (++q->quiet_idle >= ROCE_TP_QUIET_IDLE) {
+			/* Waiting QPs are woken by their event (ACK, timer,
+			 * neighbour, pacer); the others by a kick from now on. */
+			tp->stats.sched_quiet_rearms++;
+			if (sq_unquiet(q)) {
+				if (can_fetch)
+					roce_tp_schedule(q);
+			} else if (q->sq.r && q->sq.r->vq.broken) {
+				roce_tp_ring_broken(tp, &q->sq); /* as a failed pop */
+			}
 		}
 	}
 }
@@ -354,6 +441,7 @@ bool roce_tp_poll(struct roce_tp *tp)
 {
 	uint32_t budget = ROCE_TP_RUN_BUDGET, n, turns;
 	bool work = false, was_in = tp->in_event;
+	uint64_t now;
 
 	tp->in_event = true;
 	if (roce_recv_run(tp, ROCE_TP_RX_BATCH))
@@ -363,24 +451,21 @@ bool roce_tp_poll(struct roce_tp *tp)
 		roce_hold_flush(tp);
 		work = true;
 	}
-	if (tp->polled)
-		poll_rings(tp);
-	for (struct roce_tq *q = tp->quiet; q; q = q->quiet_next) {
-		if (q->on_runq || !q->sq.r || q->sq_tail - q->sq_head >= q->sq_slots ||
-		    q->neigh_wait || q->cc_wait)
-			continue; /* (waiting QPs are woken by their event) */
-		if (vq_dev_avail(&q->sq.r->vq))
-			roce_tp_schedule(q);
-		else if (q->sq.r->vq.broken)
-			roce_tp_ring_broken(tp, &q->sq); /* as a failed pop */
+	if (tp->polled) {
+		/* (without a loop, as in the fuzzers, every poll looks) */
+		now = tp->loop ? loop_now_ns() : 0;
+		if (!tp->loop || tp->poll_cursor || now >= tp->poll_next_ns)
+			poll_rings(tp, now);
 	}
+	if (tp->quiet)
+		quiet_scan(tp);
 	if (tp->bl_list && drain_backlogs(tp))
 		work = true;
 	/* Each QP queued now gets one turn of at most ROCE_TP_QP_BUDGET
 	 * packets; those with more go to the back. */
-	turns = 0;
-	for (struct roce_tq *t = tp->runq_head; t; t = t->run_next)
-		turns++;
+	turns = tp->runq_len;
+	if (turns)
+		tp->stats.sched_polls++;
 	while (turns-- && budget && !tp->txq.len) {
 		struct roce_tq *tq = runq_pop(tp);
 		uint32_t b = MIN(budget, (uint32_t)ROCE_TP_QP_BUDGET);
@@ -392,8 +477,11 @@ bool roce_tp_poll(struct roce_tp *tp)
 			roce_tp_schedule(tq);
 		n = (uint32_t)(tp->stats.tx_frames - before);
 		budget -= MIN(n, budget);
+		tp->stats.sched_turns++;
 		work = true;
 	}
+	if (!budget && tp->runq_len)
+		tp->stats.sched_budget_out++;
 	tp->in_event = was_in;
 	if (roce_evq_busy(tp))
 		work = true;
@@ -419,8 +507,9 @@ bool roce_tp_arm(struct roce_tp *tp)
 	struct roce_tcq *tc;
 	struct roce_tq *q;
 
+	/* (Quiet QPs on the run queue make the loop go on: they find their
+	 * work when they run.) */
 	while ((q = tp->quiet)) {
-		tp->quiet = q->quiet_next;
 		/* Posted while kicks were off: nobody will kick for it. A QP
 		 * waiting for a neighbour or its pacer is woken by that. */
 		if (sq_unquiet(q)) {
@@ -459,7 +548,8 @@ bool roce_tp_arm(struct roce_tp *tp)
 			need_timer = true; /* (a broken ring waits for a reset) */
 	}
 	if (need_timer && tp->loop && !pending)
-		loop_timer_arm(tp->loop, &tp->poll_timer, loop_now_ns() + ROCE_TP_POLL_NS);
+		loop_timer_arm(tp->loop, &tp->poll_timer,
+			       loop_now_ns() + MAX(tp->poll_ivl_ns, ROCE_TP_POLL_NS));
 	return pending;
 }
 
@@ -1362,6 +1452,14 @@ void roce_tp_stats_dump(const struct roce_tp_stats *s, FILE *f)
 	DUMP(f, s, remote_inv_failed);
 	DUMP(f, s, comm_est);
 	DUMP(f, s, stale_replays);
+	fprintf(f, "\n  roce sched");
+	DUMP(f, s, sched_polls);
+	DUMP(f, s, sched_turns);
+	DUMP(f, s, sched_budget_out);
+	DUMP(f, s, sched_quiet_rearms);
+	DUMP(f, s, sched_poll_scans);
+	DUMP(f, s, sched_poll_idle);
+	DUMP(f, s, sched_poll_ivl_max);
 	fprintf(f, "\n");
 }
 

@@ -82,9 +82,10 @@ struct roce_tp_ops {
 #define ROCE_TP_RXQ_LOW        512    /* ... until it is back down to this */
 #define ROCE_TP_TXQ_MAX        8192   /* frames held for a busy receiver */
 #define ROCE_TP_HOLD_DESTS     16     /* busy receivers held for separately */
-#define ROCE_TP_RX_BATCH       256    /* frames handled per poll */
+#define ROCE_TP_RX_BATCH       1024   /* frames handled per poll */
 #define ROCE_TP_QP_BUDGET      32     /* packets per QP per turn */
-#define ROCE_TP_RUN_BUDGET     1024   /* packets per poll, all QPs */
+#define ROCE_TP_RUN_BUDGET     256    /* packets per poll, all QPs (at most
+				       * what a receiver takes per poll) */
 #define ROCE_TP_WINDOW         256    /* RC: unacknowledged PSNs in flight */
 #define ROCE_TP_ACKREQ_EVERY   32     /* RC: AckReq at least every N packets */
 #define ROCE_TP_CWND_MIN       128    /* RC: smallest send window after losses */
@@ -95,7 +96,11 @@ struct roce_tp_ops {
 #define ROCE_TP_RENAK_EVERY    64     /* RC: repeat a sequence NAK every N
 				       * out-of-sequence packets */
 #define ROCE_TP_MAX_MSG_PKTS   (1u << 22) /* packets per message (PSN space) */
-#define ROCE_TP_POLL_NS        200000ull  /* wake-up to poll kick-less rings */
+#define ROCE_TP_POLL_NS        200000ull  /* wake-up to poll kick-less rings, */
+#define ROCE_TP_POLL_MAX_NS    4000000ull /* ... doubled while they are idle */
+#define ROCE_TP_POLL_SCAN      64     /* kick-less QPs looked at per poll */
+#define ROCE_TP_QUIET_IDLE     4      /* polls a quiet send ring may stay idle
+				       * before its kicks are turned back on */
 #define ROCE_TP_NEIGH_SIZE     64     /* neighbour cache entries */
 #define ROCE_TP_NEIGH_QLEN     64     /* non-requester frames waiting for
 				       * one resolution (the requester waits
@@ -211,6 +216,15 @@ struct roce_tp_stats {
 	uint64_t comm_est;                     /* COMM_EST events raised */
 	uint64_t stale_replays;                /* answers to old duplicates cancelled
 						* by a new READ / atomic */
+	/* scheduling (docs/design.md "Scheduling and fairness") */
+	uint64_t sched_polls;                  /* poll passes with work */
+	uint64_t sched_turns;                  /* QP turns run */
+	uint64_t sched_budget_out;             /* passes that ended with QPs still
+						* queued (budget used up) */
+	uint64_t sched_quiet_rearms;           /* idle quiet rings given kicks back */
+	uint64_t sched_poll_scans;             /* rounds over kick-less rings */
+	uint64_t sched_poll_idle;              /* ... that found nothing */
+	uint64_t sched_poll_ivl_max;           /* ... rounds made at the longest interval */
 };
 
 /* A transport for rd, sending through ops. loop may be NULL (no timers: no
@@ -438,7 +452,9 @@ struct roce_tq {
 	struct roce_hold *hold_on;  /* parked until this receiver has room */
 	struct roce_tq *hold_next;
 	bool quiet;               /* send-ring kicks suppressed (busy) */
-	struct roce_tq *quiet_next;
+	bool quiet_listed;        /* ... and not on the run queue: watched */
+	uint8_t quiet_idle;       /* polls found idle while watched */
+	struct roce_tq *quiet_prev, *quiet_next;
 	bool on_poll_list;        /* has a ring without a kick fd */
 	struct roce_tq *poll_prev, *poll_next;
 	struct roce_tq *all_prev, *all_next;
@@ -535,9 +551,15 @@ struct roce_tp {
 	bool tx_ready;            /* a receiver that refused us has room */
 	bool rx_busy;             /* we refused a sender (rx_room owed) */
 	struct roce_tq *runq_head, *runq_tail;
+	uint32_t runq_len;
 	struct roce_tq *all;      /* every QP */
-	struct roce_tq *quiet;    /* QPs whose send-ring kicks are off */
+	struct roce_tq *quiet;    /* QPs whose send-ring kicks are off, not on
+				   * the run queue (watched by each poll) */
 	struct roce_tq *polled;   /* QPs with a ring without a kick fd */
+	struct roce_tq *poll_cursor; /* next of them to look at (NULL: head) */
+	uint64_t poll_ivl_ns;     /* between scans of kick-less rings (0: every poll) */
+	uint64_t poll_next_ns;    /* next scan */
+	bool poll_found;          /* the current round of scans found work */
 	struct roce_tcq *bl_list; /* CQs with a backlog */
 	struct roce_ring_ref *dirty;
 	uint32_t npolled;         /* rings without a kick fd */

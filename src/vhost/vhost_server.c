@@ -110,6 +110,14 @@
 #define VS_COST_SLOT 1            /* a ring slot visited by a scan */
 #define VS_COST_TRY 8             /* a ring start attempt (translation) */
 #define VS_COST_MMAP 256          /* a region mapped */
+/* Kicks that bring no work (the avail index did not move since the last
+ * kick): after VS_KICK_IDLE_MAX in a row the kick fd is left unwatched for
+ * VS_KICK_PAUSE_NS, doubled on every pause up to 2^VS_KICK_PAUSE_SHIFT_MAX
+ * times, back to the start once a kick brings work (docs/design.md
+ * "Scheduling and fairness"). */
+#define VS_KICK_IDLE_MAX 64
+#define VS_KICK_PAUSE_NS (1000ull * 1000)
+#define VS_KICK_PAUSE_SHIFT_MAX 7
 /* Wait before accepting again after accept() ran out of fds or memory. */
 #define VS_ACCEPT_RETRY_NS (100ull * 1000 * 1000)
 
@@ -121,6 +129,11 @@ struct vring_slot {
 	struct vhost_vring r;     /* public part, handed to the device */
 	bool enable_explicit;     /* SET_VRING_ENABLE seen */
 	bool kick_watched;        /* kick_fd registered with the loop */
+	bool kick_paused;         /* ... left out for a while: idle kicks */
+	uint8_t kick_pause_shift; /* next pause is VS_KICK_PAUSE_NS << this */
+	uint16_t kick_idle_run;   /* idle kicks in a row */
+	uint16_t kick_avail;      /* avail index at the last kick */
+	struct loop_timer kick_timer; /* ends a pause */
 	bool warned;              /* translation failure logged */
 	uint8_t list;             /* VS_LIST_*: which list links it */
 	struct vring_slot *lprev, *lnext;
@@ -381,6 +394,8 @@ static bool vs_kickable(const struct vhost_server *s, uint32_t idx)
 }
 
 /* The slot of ring idx (< max_rings), created on first use. NULL: no memory. */
+static void vs_kick_resume(struct loop_timer *t, void *arg);
+
 static struct vring_slot *vs_slot_get(struct vhost_server *s, uint32_t idx)
 {
 	struct vring_slot **c = s->chunks[idx >> VRING_CHUNK_SHIFT];
@@ -404,6 +419,7 @@ static struct vring_slot *vs_slot_get(struct vhost_server *s, uint32_t idx)
 	v->r.err_fd = -1;
 	v->r.srv = s;
 	v->r.enabled = s->features_set && !s->pf_negotiated;
+	loop_timer_init(&v->kick_timer, vs_kick_resume, v);
 	c[idx & (VRING_CHUNK - 1)] = v;
 	return v;
 }
@@ -480,6 +496,7 @@ static void vs_put_held(struct vhost_vring *r)
 }
 
 static void vs_kick_cb(void *arg, uint32_t events);
+static void vs_kick_pause(struct vhost_server *s, struct vring_slot *v);
 
 static bool vs_ring_ready(const struct vhost_vring *r)
 {
@@ -532,6 +549,9 @@ static int vs_ring_try_start(struct vhost_server *s, struct vring_slot *v)
 		}
 		v->kick_watched = true;
 	}
+	v->kick_avail = r->vq.last_avail_idx;
+	v->kick_idle_run = 0;
+	v->kick_pause_shift = 0;
 	for (int i = 0; i < 3; i++) {
 		vhost_mem_region_get(reg[i]);
 		r->held[i] = reg[i];
@@ -555,6 +575,10 @@ static void vs_ring_stop(struct vhost_server *s, struct vring_slot *v)
 	if (v->kick_watched) {
 		loop_del_fd(s->loop, r->kick_fd);
 		v->kick_watched = false;
+	}
+	if (v->kick_paused) {
+		loop_timer_cancel(s->loop, &v->kick_timer);
+		v->kick_paused = false;
 	}
 	if (s->ops.ring_stopped)
 		s->ops.ring_stopped(s->ctx, r);
@@ -1588,7 +1612,67 @@ static void vs_kick_cb(void *arg, uint32_t events)
 		return;
 	}
 	s->stats.kicks++;
+	if (r->started && r->vq.avail) {
+		uint16_t idx = le16toh(__atomic_load_n(&r->vq.avail->idx, __ATOMIC_ACQUIRE));
+
+		if (idx != v->kick_avail) {
+			v->kick_avail = idx;
+			v->kick_idle_run = 0;
+			v->kick_pause_shift = 0;
+		} else {
+			s->stats.kicks_idle++;
+			if (++v->kick_idle_run >= VS_KICK_IDLE_MAX) {
+				vs_kick_pause(s, v);
+				return; /* nothing new: the device has no use for it */
+			}
+		}
+	}
 	if (r->started && s->ops.ring_kick)
+		s->ops.ring_kick(s->ctx, r); /* r may be gone after this */
+}
+
+/* A driver kicks without posting anything, again and again (a spinning or
+ * hostile driver): stop watching its kick fd for a while, so it cannot keep
+ * the loop busy; the pause doubles while it goes on. */
+static void vs_kick_pause(struct vhost_server *s, struct vring_slot *v)
+{
+	struct vhost_vring *r = &v->r;
+
+	if (!v->kick_watched || !s->loop)
+		return;
+	loop_del_fd(s->loop, r->kick_fd);
+	v->kick_watched = false;
+	v->kick_paused = true;
+	v->kick_idle_run = 0;
+	s->stats.kicks_throttled++;
+	loop_timer_arm(s->loop, &v->kick_timer,
+		       loop_now_ns() + (VS_KICK_PAUSE_NS << v->kick_pause_shift));
+	if (v->kick_pause_shift < VS_KICK_PAUSE_SHIFT_MAX)
+		v->kick_pause_shift++;
+	LOG_DEBUG("%s: ring %u: idle kicks, kick fd paused", vs_name(s), r->idx);
+}
+
+/* The pause is over: watch the kick fd again (a kick that came meanwhile is
+ * still pending in it and fires at once) and look at the ring once. */
+static void vs_kick_resume(struct loop_timer *t, void *arg)
+{
+	struct vring_slot *v = arg;
+	struct vhost_vring *r = &v->r;
+	struct vhost_server *s = r->srv;
+
+	(void)t;
+	if (!v->kick_paused)
+		return;
+	v->kick_paused = false;
+	if (!r->started || r->kick_fd < 0 || v->kick_watched)
+		return;
+	if (loop_add_fd(s->loop, r->kick_fd, EPOLLIN, vs_kick_cb, v) < 0) {
+		LOG_PEER("%s: ring %u kick fd cannot be watched again", vs_name(s), r->idx);
+		vhost_server_disconnect(s, "kick fd cannot be watched");
+		return;
+	}
+	v->kick_watched = true;
+	if (s->ops.ring_kick)
 		s->ops.ring_kick(s->ctx, r); /* r may be gone after this */
 }
 

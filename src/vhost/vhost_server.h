@@ -123,6 +123,8 @@ struct vhost_server_stats {
 	uint64_t messages;
 	uint64_t bad_messages;     /* validation failures (connection closed) */
 	uint64_t kicks;
+	uint64_t kicks_idle;       /* kicks with no new avail entry */
+	uint64_t kicks_throttled;  /* kick fds left unwatched a while (idle kicks) */
 	uint64_t calls;
 	uint64_t refused;          /* requests refused, connection kept (NACK, or
 				    * GET_CONFIG answered with an empty payload) */

@@ -48,7 +48,8 @@
 #    being C, whose traffic with B runs throughout): a driver without
 #    VIRTIO_NET_F_MAC sending with C's MAC, C's MAC written to the config
 #    space before VERSION_1, unsolicited ARP/NA claiming C's addresses, a
-#    semaphore-mode kick eventfd, a sparse-memfd address-space bomb, a burst
+#    semaphore-mode kick eventfd, kicks that bring no work (the kick fd is
+#    paused, counted), a sparse-memfd address-space bomb, a burst
 #    of refused frames (log flood) on A; ADD_GID of C's addresses and QPs
 #    with maximal work-request limits (state-mem=8M) on D; 3000 source MACs
 #    from E (port-security=off, like an uplink); RC RDMA WRITEs forged on
@@ -264,6 +265,7 @@ while read -r name expect; do
 	tenant_rdma_qps|tenant_ctx_qps) keys=(state_refused) ;;
 	tenant_ctx_mem) keys=(mem_refused) ;;
 	tenant_rc_inject) keys=(tx_spoofed_ip dev3:rx_bad_src) ;;
+	tenant_kick_storm) keys=(kicks_idle kicks_throttled) ;;
 	esac
 	declare -A before=()
 	for k in "${keys[@]}"; do

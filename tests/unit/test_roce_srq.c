@@ -1069,6 +1069,11 @@ static void test_srq_count_corrupt(void)
  * device finds it reading the avail index (arm, poll), not in a pop. It
  * must still report the ring (error eventfd) and move the QP to ERR with
  * QP_FATAL, as for a failed pop, instead of leaving the QP stuck. */
+static bool ring_reported(void *arg)
+{
+	return ((struct fk_dev *)arg)->ring_errors > 0;
+}
+
 static void sq_avail_corrupt(bool kickable)
 {
 	struct fk_env env;
@@ -1134,6 +1139,8 @@ static void sq_avail_corrupt(bool kickable)
 	sq->r.vq.avail->idx = htole16((uint16_t)(sq->r.vq.last_avail_idx + 200));
 	if (kickable)
 		roce_tp_poll(d->tp);
+	/* (a kick-less ring idle for a while is looked at after a delay) */
+	REQUIRE(fk_run_until(&env, ring_reported, d, WAIT_MS));
 	fk_spin(&env, 20);
 	CHECK(sq->r.vq.broken);
 	CHECK_EQ(d->ring_errors, 1);

@@ -1858,6 +1858,48 @@ static void test_quiet_send_ring(void)
 	pair_fini(&p);
 }
 
+/* A quiet send ring found idle by ROCE_TP_QUIET_IDLE polls gets its kicks
+ * back without the loop sleeping (polls do not look at idle QPs forever),
+ * and the driver's next post kicks and is served. */
+static void test_quiet_ring_rearms(void)
+{
+	const struct roce_tp_stats *st;
+	struct virtio_rdma_cq_req wc[4];
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+	uint64_t kicks;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	pair_init(&p, &c);
+	bufs_init(&p, &b, 65536);
+	st = roce_tp_get_stats(p.a->tp);
+	REQUIRE(post_simple(&p, 1, VIRTIO_IB_WR_RDMA_WRITE, &b.la, 3000, (uintptr_t)b.lb.buf,
+			    b.lb.rkey) == 0);
+	for (int i = 0; i < 2; i++) {
+		roce_tp_poll(p.a->tp);
+		roce_tp_poll(p.b->tp);
+	}
+	CHECK(!p.qa.sq->r.vq.notify_enabled);
+	CHECK_EQ(st->sched_quiet_rearms, 0);
+	for (int i = 0; i < ROCE_TP_QUIET_IDLE + 2; i++) {
+		roce_tp_poll(p.a->tp);
+		roce_tp_poll(p.b->tp);
+	}
+	CHECK(p.qa.sq->r.vq.notify_enabled);
+	CHECK_EQ(st->sched_quiet_rearms, 1);
+	REQUIRE(fk_poll_cq(p.a, p.cqa, wc, 4) == 1);
+	CHECK_EQ(wc[0].wr_id, 1);
+	kicks = p.qa.sq->kicks;
+	REQUIRE(post_simple(&p, 2, VIRTIO_IB_WR_RDMA_WRITE, &b.la, 100, (uintptr_t)b.lb.buf,
+			    b.lb.rkey) == 0);
+	CHECK(p.qa.sq->kicks > kicks);
+	REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 1) == 1);
+	CHECK_EQ(wc[0].wr_id, 2);
+	CHECK(st->sched_turns > 0);
+	pair_fini(&p);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -1874,6 +1916,7 @@ int main(int argc, char **argv)
 	RUN(test_reset_and_ring_stop);
 	RUN(test_polled_rings_traffic);
 	RUN(test_quiet_send_ring);
+	RUN(test_quiet_ring_rearms);
 	RUN(test_rc_loopback);
 	RUN(test_busy_receiver_holds);
 	RUN(test_busy_receiver_is_per_destination);

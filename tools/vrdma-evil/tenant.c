@@ -16,6 +16,8 @@
  *                      guest memory (beyond the mem= budget; also with
  *                      --model virtio-rdma);
  *   tenant_sem_kick    a semaphore-mode eventfd with a count as a kick fd;
+ *   tenant_kick_storm  thousands of kicks that bring no work (nothing
+ *                      posted), each one waited for until the daemon read it;
  *   tenant_log_flood   thousands of refused frames in a burst (log lines
  *                      about this device only);
  *   tenant_rdma_gid    ADD_GID of the victim's IPv4 and link-local GIDs;
@@ -30,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -485,6 +488,36 @@ static int run_rdma_qps(const struct evil_opts *o, const struct evil_attack *a)
 	return rc;
 }
 
+/* Kicks without work: the daemon must pause the kick fd (counted) instead of
+ * spinning on it, and the ring must work again afterwards. */
+static int run_kick_storm(const struct evil_opts *o, const struct evil_attack *a)
+{
+	struct evil_dev d;
+	unsigned kicks = 0, waits = 0;
+	int rc;
+
+	if (evil_dev_open(&d, o, 0) < 0) {
+		evil_dev_close(&d);
+		return EVIL_SETUP;
+	}
+	for (int i = 0; i < a->arg; i++) {
+		struct pollfd pfd = { .fd = d.r[EVIL_TXQ].kick, .events = POLLIN };
+
+		evil_kick(&d, EVIL_TXQ);
+		kicks++;
+		/* Until the daemon has read it (a paused fd stays readable:
+		 * then wait for the pause to end, at most 10 ms per look). */
+		while (poll(&pfd, 1, 0) == 1 && waits < 100000) {
+			waits++;
+			poll(NULL, 0, 1);
+		}
+	}
+	evil_say("kicks %u waits %u", kicks, waits);
+	rc = evil_verdict(still_works(&d, 16), "kick storm of %u kicks", kicks);
+	evil_dev_close(&d);
+	return rc;
+}
+
 const struct evil_attack evil_tenant_attacks[] = {
 	{ "tenant_spoof_mac", EVIL_SURVIVE, "frames with the victim's source MAC, F_MAC not acked",
 	  run_spoof_mac, 0 },
@@ -498,6 +531,8 @@ const struct evil_attack evil_tenant_attacks[] = {
 	  run_mem_bomb, 0 },
 	{ "tenant_sem_kick", EVIL_CLOSED, "a semaphore-mode eventfd with a count as kick fd",
 	  run_sem_kick, 0 },
+	{ "tenant_kick_storm", EVIL_SURVIVE, "2000 kicks that bring no work",
+	  run_kick_storm, 2000 },
 	{ "tenant_log_flood", EVIL_SURVIVE, "2000 refused frames in a burst", run_log_flood, 0 },
 	{ "tenant_rdma_gid", EVIL_SURVIVE, "ADD_GID of the victim's IPv4 and link-local GIDs",
 	  run_rdma_gid, 0 },
