@@ -31,10 +31,10 @@ RXE_CTL=""
 RXE_KERNEL=""
 RXE_INITRD=""
 # Version of the guest image recipe below: bump when it changes.
-RXE_RECIPE=6
+RXE_RECIPE=7
 
 # Modules the guest loads (with their dependencies, in dependency order).
-RXE_MODULES="virtio_pci virtio_net virtio_console crc32_generic rdma_rxe"
+RXE_MODULES="virtio_pci virtio_net virtio_console crc32_generic rdma_rxe rdma_ucm"
 # Programs copied into the guest with every library they load.
 RXE_PROGS="ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong ibv_devinfo
 ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_send_lat ib_read_lat
@@ -156,7 +156,7 @@ rxe_prepare() {
 	[ -n "$kpkg" ] || { echo "# no linux-image-amd64 in apt's lists"; return 1; }
 	key="$kpkg-$(apt-cache policy "$kpkg" | awk '/Candidate:/ { print $2 }')"
 	key="$key-bb$(rxe_pkg_version busybox-static)-rdma$(rxe_pkg_version ibverbs-providers)"
-	key="$key-pt$(rxe_pkg_version perftest)-r$RXE_RECIPE"
+	key="$key-pt$(rxe_pkg_version perftest)-cm$(rxe_pkg_version rdmacm-utils)-r$RXE_RECIPE"
 	key=${key//[^A-Za-z0-9._-]/_}
 	dir="$RXE_CACHE_ROOT/rxe/$key"
 	mkdir -p "$RXE_CACHE_ROOT/rxe" || return 1
