@@ -382,7 +382,7 @@ static int qp_rtr_rts(struct rcm_id *r)
 	if (r->dev && a.path_mtu > r->dev->active_mtu)
 		a.path_mtu = r->dev->active_mtu;
 	a.dest_qp_num = r->remote_qpn;
-	a.rq_psn = r->remote_psn;
+	a.rq_psn = r->psn; /* Linux: the PSN a side announces is the one it receives */
 	a.max_dest_rd_atomic = r->resp_res ? r->resp_res : 1;
 	a.min_rnr_timer = 12;
 	a.ah_attr.is_global = 1;
@@ -397,7 +397,7 @@ static int qp_rtr_rts(struct rcm_id *r)
 		return -1;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = r->psn;
+	a.sq_psn = r->remote_psn;
 	a.timeout = r->ack_timeout;
 	a.retry_cnt = r->retry_count > 7 ? 7 : r->retry_count;
 	a.rnr_retry = r->rnr_retry > 7 ? 7 : r->rnr_retry;
@@ -862,7 +862,7 @@ RCM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_a
 		return 0;
 	default:
 		qp_attr->qp_state = IBV_QPS_RTS;
-		qp_attr->sq_psn = r->psn;
+		qp_attr->sq_psn = r->remote_psn;
 		qp_attr->timeout = r->ack_timeout;
 		qp_attr->retry_cnt = r->retry_count;
 		qp_attr->rnr_retry = r->rnr_retry;

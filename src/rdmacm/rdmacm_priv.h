@@ -65,7 +65,7 @@ struct rcm_id {
 	struct cm_conn *conn;
 	struct cm_listener *listener[RCM_MAX_DEVS];
 	struct rcm_id *listen_parent;
-	uint32_t psn;               /* our starting PSN */
+	uint32_t psn;               /* the starting PSN we announce: our receive PSN */
 	uint32_t remote_qpn, remote_psn;
 	uint8_t mtu;                /* path MTU code */
 	uint8_t resp_res, init_depth, rnr_retry, retry_count;
