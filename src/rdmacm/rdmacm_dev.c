@@ -26,6 +26,7 @@ struct ibv_qp *vrdma_ibv_create_gsi_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 #define RCM_WR_SEND    (1ull << 32)
 
 pthread_mutex_t rcm_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t rcm_acked = PTHREAD_COND_INITIALIZER;
 
 static struct rcm_dev rcm_devs[RCM_MAX_DEVS];
 static int rcm_ndev = -1;

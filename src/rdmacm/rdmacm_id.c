@@ -698,6 +698,11 @@ RCM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	pthread_mutex_unlock(&rcm_lock);
 	if (id->event)
 		rdma_ack_cm_event(id->event);
+	/* as librdmacm: an event another thread still holds keeps the id */
+	pthread_mutex_lock(&rcm_lock);
+	while (r->events_out)
+		pthread_cond_wait(&rcm_acked, &rcm_lock);
+	pthread_mutex_unlock(&rcm_lock);
 	if (r->ch->private_ch)
 		rdma_destroy_event_channel(&r->ch->ch);
 	free(r->qp_attr);

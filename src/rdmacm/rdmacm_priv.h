@@ -61,6 +61,7 @@ struct rcm_id {
 	bool sync;                  /* created without a channel: calls block */
 	bool passive;               /* made by a REQ: holds no port */
 	bool bound, listening, connected, disc_reported;
+	unsigned events_out;        /* events delivered and not yet acked */
 	uint16_t sport;
 	struct cm_conn *conn;
 	struct cm_listener *listener[RCM_MAX_DEVS];
@@ -86,6 +87,7 @@ enum rcm_action { RCM_ACT_NONE, RCM_ACT_REP };
 
 struct rcm_event {
 	struct rdma_cm_event ev;
+	struct rcm_id *owner;       /* delivered, not yet acked: counted in its events_out */
 	enum rcm_action action;
 	uint8_t pd[256];
 	struct rcm_event *next;
@@ -98,6 +100,7 @@ struct rcm_channel {
 };
 
 extern pthread_mutex_t rcm_lock;
+extern pthread_cond_t rcm_acked;    /* an event was acked (rcm_lock) */
 
 /* An unused entry of a GID table (all zero). */
 static inline bool rcm_gid_unused(const union ibv_gid *g)
