@@ -13,15 +13,13 @@
 # 2. fi_pingpong -p verbs -e msg -c (data integrity checks, every size up
 #    to 1 MiB, 100 iterations each): both exit 0, the client prints its
 #    1 MiB row with 100 acknowledged.
-# 3. fio --ioengine=rdma (fio 3.33), verb=write: 16 MiB in 64 KiB RDMA
-#    WRITEs to the receiver's buffer over an rdma_cm connection; both exit
-#    0 without a job error and the sender issued 256 writes, 16.0 MiB.
-# 4. ucx_perftest (UCX 1.13) put_bw over rc_verbs with zero-copy 64 KiB
+# 3. ucx_perftest (UCX 1.13) put_bw over rc_verbs with zero-copy 64 KiB
 #    puts (RDMA WRITE): both exit 0 and the client prints its Final row.
-# 5. The daemon stops cleanly.
+# 4. The daemon stops cleanly.
 #
 # Not here (docs/spec.md, "Applications"): fi_pingpong over
-# "verbs;ofi_rxm" (RDM), fio's send and read verbs.
+# "verbs;ofi_rxm" (RDM) and fio's rdma engine (its CQ event acknowledgement
+# can hang its own teardown).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/netns_lib.bash"
 
@@ -30,11 +28,10 @@ NS="vrdma-$$-apps"
 IP_A=10.64.0.1
 IP_B=10.64.0.2
 STEP_TMO=150
-ALL_TESTS="daemon_started fi_info_verbs fi_pingpong_msg fio_rdma_write ucx_perftest_put_bw
-	daemon_clean_exit"
+ALL_TESTS="daemon_started fi_info_verbs fi_pingpong_msg ucx_perftest_put_bw daemon_clean_exit"
 
 ns_require
-if ! need setup "$NS_DAEMON" "$RUN" fi_info fi_pingpong fio ucx_perftest ss; then
+if ! need setup "$NS_DAEMON" "$RUN" fi_info fi_pingpong ucx_perftest ss; then
 	for t in $ALL_TESTS; do not_ok "$t" "see setup"; done
 	t_done
 fi
@@ -64,15 +61,6 @@ vrun() {
 	ip netns exec "$NS" env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} \
 		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
 		timeout -k 5 "$STEP_TMO" "$RUN" --socket "$sock" -- "$@" >"$T_TMP/$name.log" 2>&1 </dev/null
-}
-
-# cm_thread PID: PID or one of its descendants has the CM thread
-# "vrdma-cm" (rdma_listen started it).
-cm_thread() {
-	local c
-	grep -qx vrdma-cm /proc/"$1"/task/*/comm 2>/dev/null && return 0
-	for c in $(pgrep -P "$1"); do cm_thread "$c" && return 0; done
-	return 1
 }
 
 # free_port: a TCP port nobody listens on in the namespace.
@@ -140,26 +128,13 @@ report fi_pingpong_msg $g
 
 # 3
 port=$(free_port)
-pair fio_rdma_write cm_thread \
-	"fio --thread --name=receiver --ioengine=rdma --port=$port --rw=read --bs=64k --size=16m" \
-	"fio --thread --name=sender --ioengine=rdma --hostname=$IP_B --port=$port --verb=write --rw=write --bs=64k --size=16m"
-g=0
-[ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] &&
-	grep -q 'sender: (groupid=0, jobs=1): err= 0' "$T_TMP/fio_rdma_write.cli.log" &&
-	grep -q 'receiver: (groupid=0, jobs=1): err= 0' "$T_TMP/fio_rdma_write.srv.log" &&
-	grep -q 'issued rwts: total=0,256,0,0 ' "$T_TMP/fio_rdma_write.cli.log" &&
-	grep -q 'WRITE: .*io=16.0MiB' "$T_TMP/fio_rdma_write.cli.log" && g=1
-report fio_rdma_write $g
-
-# 4
-port=$(free_port)
 pair ucx_perftest_put_bw tcp_ready "ucx_perftest -p $port" \
 	"ucx_perftest -p $port -d vrdma0:1 -x rc_verbs -t put_bw -D zcopy -s 65536 -n 500 127.0.0.1"
 g=0
 [ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] && grep -q '^Final: *500 ' "$T_TMP/ucx_perftest_put_bw.cli.log" && g=1
 report ucx_perftest_put_bw $g
 
-# 5
+# 4
 nsd_stop d TERM
 if [ "$D_LAST_RC" = 0 ]; then
 	ok daemon_clean_exit
