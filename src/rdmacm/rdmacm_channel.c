@@ -132,6 +132,10 @@ RCM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma
 			if (!ch->head)
 				ch->tail = NULL;
 			rcm_event_complete(e);
+			/* a connect request counts against its listener, as in librdmacm */
+			e->owner = (struct rcm_id *)(e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST &&
+					  e->ev.listen_id ? e->ev.listen_id : e->ev.id);
+			e->owner->events_out++;
 		}
 		pthread_mutex_unlock(&rcm_lock);
 		if (e) {
@@ -147,7 +151,15 @@ RCM_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 		errno = EINVAL;
 		return -1;
 	}
-	free((struct rcm_event *)event);
+	struct rcm_event *e = (struct rcm_event *)event;
+
+	pthread_mutex_lock(&rcm_lock);
+	if (e->owner) {
+		e->owner->events_out--;
+		pthread_cond_broadcast(&rcm_acked);
+	}
+	pthread_mutex_unlock(&rcm_lock);
+	free(e);
 	return 0;
 }
 

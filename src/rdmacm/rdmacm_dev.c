@@ -18,6 +18,7 @@
 #include "vrdma/virtio_net_roce_cm.h"
 
 pthread_mutex_t rcm_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t rcm_acked = PTHREAD_COND_INITIALIZER;
 
 static struct rcm_dev rcm_devs[RCM_MAX_DEVS];
 static int rcm_ndev = -1;
@@ -93,14 +94,17 @@ static bool addr_gid(const struct sockaddr *sa, uint8_t gid[16], bool *any)
 	if (sa->sa_family == AF_INET) {
 		const struct sockaddr_in *s = (const void *)sa;
 
-		*any = s->sin_addr.s_addr == htonl(INADDR_ANY);
+		/* a loopback address binds like a wildcard (no device): what
+		 * libfabric's verbs provider expects when it probes "localhost" */
+		*any = s->sin_addr.s_addr == htonl(INADDR_ANY) ||
+		       (ntohl(s->sin_addr.s_addr) >> 24) == 127;
 		cm_gid_from_ipv4(gid, (const uint8_t *)&s->sin_addr);
 		return true;
 	}
 	if (sa->sa_family == AF_INET6) {
 		const struct sockaddr_in6 *s = (const void *)sa;
 
-		*any = IN6_IS_ADDR_UNSPECIFIED(&s->sin6_addr);
+		*any = IN6_IS_ADDR_UNSPECIFIED(&s->sin6_addr) || IN6_IS_ADDR_LOOPBACK(&s->sin6_addr);
 		memcpy(gid, &s->sin6_addr, 16);
 		return true;
 	}

@@ -391,7 +391,7 @@ static int qp_rtr_rts(struct rcm_id *r)
 	if (r->dev && a.path_mtu > r->dev->active_mtu)
 		a.path_mtu = r->dev->active_mtu;
 	a.dest_qp_num = r->remote_qpn;
-	a.rq_psn = r->remote_psn;
+	a.rq_psn = r->psn; /* Linux: the PSN a side announces is the one it receives */
 	a.max_dest_rd_atomic = r->resp_res ? r->resp_res : 1;
 	a.min_rnr_timer = 12;
 	a.ah_attr.is_global = 1;
@@ -406,7 +406,7 @@ static int qp_rtr_rts(struct rcm_id *r)
 		return -1;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = r->psn;
+	a.sq_psn = r->remote_psn;
 	a.timeout = r->ack_timeout;
 	a.retry_cnt = r->retry_count > 7 ? 7 : r->retry_count;
 	a.rnr_retry = r->rnr_retry > 7 ? 7 : r->rnr_retry;
@@ -698,6 +698,11 @@ RCM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	pthread_mutex_unlock(&rcm_lock);
 	if (id->event)
 		rdma_ack_cm_event(id->event);
+	/* as librdmacm: an event another thread still holds keeps the id */
+	pthread_mutex_lock(&rcm_lock);
+	while (r->events_out)
+		pthread_cond_wait(&rcm_acked, &rcm_lock);
+	pthread_mutex_unlock(&rcm_lock);
 	if (r->ch->private_ch)
 		rdma_destroy_event_channel(&r->ch->ch);
 	free(r->qp_attr);
@@ -862,7 +867,7 @@ RCM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_a
 		return 0;
 	default:
 		qp_attr->qp_state = IBV_QPS_RTS;
-		qp_attr->sq_psn = r->psn;
+		qp_attr->sq_psn = r->remote_psn;
 		qp_attr->timeout = r->ack_timeout;
 		qp_attr->retry_cnt = r->retry_count;
 		qp_attr->rnr_retry = r->rnr_retry;

@@ -106,6 +106,49 @@ RCM_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 	rdma_destroy_id(id);
 }
 
+static void *dup_addr(const struct sockaddr *sa, socklen_t len)
+{
+	void *p = len ? malloc(len) : NULL;
+
+	if (p)
+		memcpy(p, sa, len);
+	return p;
+}
+
+/* No node nor service: the hints' own addresses (as librdmacm does; libfabric
+ * resolves a peer's address this way). */
+static int addrinfo_from_hints(const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
+{
+	struct rdma_addrinfo *r;
+
+	if (!hints || (!(hints->ai_src_addr && hints->ai_src_len) &&
+		       !(hints->ai_dst_addr && hints->ai_dst_len)))
+		return fail(EINVAL);
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return fail(ENOMEM);
+	r->ai_flags = hints->ai_flags;
+	r->ai_qp_type = hints->ai_qp_type ? hints->ai_qp_type : IBV_QPT_RC;
+	r->ai_port_space = hints->ai_port_space ? hints->ai_port_space :
+			   r->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
+	if (hints->ai_src_addr && hints->ai_src_len) {
+		r->ai_src_addr = dup_addr(hints->ai_src_addr, hints->ai_src_len);
+		r->ai_src_len = hints->ai_src_len;
+		r->ai_family = hints->ai_src_addr->sa_family;
+	}
+	if (hints->ai_dst_addr && hints->ai_dst_len) {
+		r->ai_dst_addr = dup_addr(hints->ai_dst_addr, hints->ai_dst_len);
+		r->ai_dst_len = hints->ai_dst_len;
+		r->ai_family = hints->ai_dst_addr->sa_family;
+	}
+	if ((r->ai_src_len && !r->ai_src_addr) || (r->ai_dst_len && !r->ai_dst_addr)) {
+		rdma_freeaddrinfo(r);
+		return fail(ENOMEM);
+	}
+	*res = r;
+	return 0;
+}
+
 RCM_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 				const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
 {
@@ -113,8 +156,10 @@ RCM_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 	struct rdma_addrinfo *r;
 	int ret;
 
-	if (!res || (!node && !service))
+	if (!res)
 		return fail(EINVAL);
+	if (!node && !service)
+		return addrinfo_from_hints(hints, res);
 	memset(&ah, 0, sizeof(ah));
 	if (hints) {
 		ah.ai_family = hints->ai_family;

@@ -50,6 +50,7 @@ struct rcm_id {
 	bool sync;                  /* created without a channel: calls block */
 	bool passive;               /* made by a REQ: holds no port */
 	bool bound, listening, connected, disc_reported;
+	unsigned events_out;        /* events delivered and not yet acked */
 	uint16_t sport;
 	bool has_conn;              /* conn_id names a connection of the device's CM */
 	bool rep_pending;           /* REP received, RTU or REJ not yet sent */
@@ -57,7 +58,7 @@ struct rcm_id {
 	bool listen_on[RCM_MAX_DEVS];
 	uint32_t listen_id[RCM_MAX_DEVS];
 	struct rcm_id *listen_parent;
-	uint32_t psn;               /* our starting PSN */
+	uint32_t psn;               /* the starting PSN we announce: our receive PSN */
 	uint32_t remote_qpn, remote_psn;
 	uint8_t mtu;                /* path MTU code */
 	uint8_t resp_res, init_depth, rnr_retry, retry_count;
@@ -78,6 +79,7 @@ enum rcm_action { RCM_ACT_NONE, RCM_ACT_REP };
 
 struct rcm_event {
 	struct rdma_cm_event ev;
+	struct rcm_id *owner;       /* delivered, not yet acked: counted in its events_out */
 	enum rcm_action action;
 	uint8_t pd[256];
 	struct rcm_event *next;
@@ -90,6 +92,7 @@ struct rcm_channel {
 };
 
 extern pthread_mutex_t rcm_lock;
+extern pthread_cond_t rcm_acked;    /* an event was acked (rcm_lock) */
 
 /* An unused entry of a GID table (all zero). */
 static inline bool rcm_gid_unused(const union ibv_gid *g)

@@ -5,7 +5,10 @@
 # programs run in both directions: the guest as server and the vrdma device
 # (vrdma-run) as client, then the other way round:
 #   ibv_rc_pingpong, ibv_uc_pingpong (8 KiB messages over a 1024-byte MTU),
-#   ibv_ud_pingpong, ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw.
+#   ibv_ud_pingpong, ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw;
+# and the rdma_cm programs between the guest's kernel rdma_cm and vrdma's
+# librdmacm.so.1: rping -C 100 -V (data verified), ucmatose -c 4, udaddy
+# (SIDR, UD) and ib_send_bw -R.
 # Their TCP side channel goes through a TAP uplink of the daemon, inside a
 # namespace made here (the guest's eth0 reaches the TAP's address).
 #
@@ -180,6 +183,118 @@ both read_bw ib_read_bw "-n 50 -s 16384 -m 1024"
 both send_bw ib_send_bw "-n 50 -s 16384 -m 1024"
 both atomic_bw ib_atomic_bw "-n 50 -m 1024"
 echo "# verbs programs: $((SECONDS - t0)) s"
+
+# rdma_cm: the guest's kernel rdma_cm (rdma_ucm, ib_cm over rxe0) against
+# vrdma's librdmacm.so.1 through vrdma-run, both directions. A guest server
+# is ready once the kernel lists its cm_id as LISTEN on the port; a vrdma
+# server once its process runs the CM thread "vrdma-cm".
+
+# cm_thread PID: PID or one of its descendants has the vrdma-cm thread.
+cm_thread() {
+	local c
+	grep -qx vrdma-cm /proc/"$1"/task/*/comm 2>/dev/null && return 0
+	for c in $(pgrep -P "$1"); do cm_thread "$c" && return 0; done
+	return 1
+}
+
+# cm_guest_server NAME PORT "GUEST SERVER" "HOST CLIENT" PATTERN [RETRY]:
+# the server on rxe0, the client through vrdma-run; both exit 0 and print
+# PATTERN (rping -V: exit 0 is the check, every ping's data verified).
+# RETRY: as for cm_host_server.
+cm_guest_server() {
+	local name=$1 p=$2 srv=$3 cli=$4 pat=$5 retry=${6:-} rc_c rc_s out n
+	for n in 1 2 3; do
+		rxe_cmd "rm -f /tmp/s.rc; ( $srv >/tmp/s.log 2>&1; echo \$? >/tmp/s.rc ) &" >/dev/null
+		if ! rxe_cmd "for i in \$(seq 1 1000); do rdma res show cm_id | grep -q 'state LISTEN .*:$p ' && exit 0; sleep 0.05; done; exit 1" >/dev/null; then
+			not_ok "$name" "guest server did not listen: $(rxe_cmd 'cat /tmp/s.log')"
+			return
+		fi
+		# shellcheck disable=SC2086
+		hrun "$name.cli" $cli
+		rc_c=$?
+		if [ "$rc_c" != 0 ] && [ -n "$retry" ] && grep -q -- "$retry" "$T_TMP/$name.cli.log"; then
+			echo "# $name: attempt $n: client saw \"$retry\"; again"
+			rxe_cmd "kill \$(pidof ${srv%% *}) 2>/dev/null; for i in \$(seq 1 600); do [ -s /tmp/s.rc ] && break; sleep 0.1; done" >/dev/null
+			continue
+		fi
+		break
+	done
+	out=$(rxe_cmd "for i in \$(seq 1 600); do [ -s /tmp/s.rc ] && break; sleep 0.1; done; cat /tmp/s.log; echo RC=\$(cat /tmp/s.rc)")
+	rc_s=$(echo "$out" | sed -n 's/^RC=//p')
+	if [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ] && { [ -z "$pat" ] ||
+	   { grep -Eq -- "$pat" "$T_TMP/$name.cli.log" && echo "$out" | grep -Eq -- "$pat"; }; }; then
+		ok "$name"
+	else
+		not_ok "$name" "vrdma client rc=$rc_c rxe server rc=$rc_s:" \
+			"$(tail -3 "$T_TMP/$name.cli.log" | tr '\n' ' ') / $(echo "$out" | tail -4 | tr '\n' ' ')"
+	fi
+}
+
+# cm_host_server NAME "HOST SERVER" "GUEST CLIENT" PATTERN [RETRY]: the
+# server through vrdma-run, the client on rxe0. RETRY: run the pair again
+# (at most 3 times) when the client's output has it (perftest -R re-listens
+# after its handshake: a REQ in between is rejected, reason 8, and
+# perftest's client gives up or crashes in its own retry).
+cm_host_server() {
+	local name=$1 srv=$2 cli=$3 pat=$4 retry=${5:-} spid rc_c rc_s out n
+	for n in 1 2 3; do
+		# shellcheck disable=SC2086
+		hrun "$name.srv" $srv &
+		spid=$!
+		if ! ns_poll 90 cm_thread "$spid"; then
+			kill "$spid" 2>/dev/null
+			wait "$spid" 2>/dev/null
+			not_ok "$name" "vrdma server did not listen: $(tail -3 "$T_TMP/$name.srv.log")"
+			return
+		fi
+		out=$(rxe_cmd "$cli 2>&1")
+		rc_c=$?
+		if [ "$rc_c" != 0 ] && [ -n "$retry" ] && echo "$out" | grep -q -- "$retry"; then
+			echo "# $name: attempt $n: client saw \"$retry\"; again"
+			kill "$spid" 2>/dev/null
+			wait "$spid" 2>/dev/null
+			continue
+		fi
+		break
+	done
+	wait "$spid"
+	rc_s=$?
+	if [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ] && { [ -z "$pat" ] ||
+	   { grep -Eq -- "$pat" "$T_TMP/$name.srv.log" && echo "$out" | grep -Eq -- "$pat"; }; }; then
+		ok "$name"
+	else
+		not_ok "$name" "rxe client rc=$rc_c vrdma server rc=$rc_s:" \
+			"$(echo "$out" | tail -4 | tr '\n' ' ') / $(tail -3 "$T_TMP/$name.srv.log" | tr '\n' ' ')"
+	fi
+}
+
+t0=$SECONDS
+PERF_RACE="Failed to connect RDMA CM"
+port=$((port + 1))
+cm_guest_server rxe_srv.rping $port "rping -s -a $IP_G -p $port -C 100 -V" \
+	"rping -c -a $IP_G -p $port -C 100 -V" ""
+port=$((port + 1))
+cm_host_server vrdma_srv.rping "rping -s -a $IP_H -p $port -C 100 -V" \
+	"rping -c -a $IP_H -p $port -C 100 -V" ""
+port=$((port + 1))
+cm_guest_server rxe_srv.ucmatose $port "ucmatose -b $IP_G -p $port -c 4" \
+	"ucmatose -s $IP_G -p $port -c 4" "data transfers complete"
+port=$((port + 1))
+cm_host_server vrdma_srv.ucmatose "ucmatose -b $IP_H -p $port -c 4" \
+	"ucmatose -s $IP_H -p $port -c 4" "data transfers complete"
+# udaddy's port is fixed (7174; its -p is the port space)
+cm_guest_server rxe_srv.udaddy 7174 "udaddy -b $IP_G" "udaddy -s $IP_G" \
+	"data transfers complete"
+cm_host_server vrdma_srv.udaddy "udaddy -b $IP_H" "udaddy -s $IP_H" \
+	"data transfers complete"
+port=$((port + 1))
+cm_guest_server rxe_srv.send_bw_R $port "ib_send_bw -R -d rxe0 -p $port -n 50 -s 16384" \
+	"ib_send_bw -R -d vrdma0 -p $port -n 50 -s 16384 $IP_G" "^ 16384 +50 " \
+	"Failed to connect RDMA CM"
+port=$((port + 1))
+cm_host_server vrdma_srv.send_bw_R "ib_send_bw -R -d vrdma0 -p $port -n 50 -s 16384" \
+	"ib_send_bw -R -d rxe0 -p $port -n 50 -s 16384 $IP_H" "^ 16384 +50 " "$PERF_RACE"
+echo "# rdma_cm programs: $((SECONDS - t0)) s"
 
 # The vrdma device's neighbour counters.
 if nsd_stats da 1; then

@@ -15,9 +15,13 @@
 #   rxe_stop               power the guest off (SIGKILL if it hangs)
 #
 # The guest has the host's own verbs programs (ibverbs-utils, perftest),
-# rdma (iproute2), libibverbs with the rxe provider, and busybox. Its command
-# channel is a virtio-serial port (reliable, unlike a second UART): every
+# rdma_cm programs (rdmacm-utils: rping, ucmatose, udaddy; the kernel's
+# rdma_cm through rdma_ucm), rdma (iproute2), libibverbs with the rxe
+# provider, and busybox. Its command channel is a virtio-serial port (reliable, unlike a second UART): every
 # command's output ends with a line "@@RC <status>".
+#
+# The kernel skips its IO-APIC timer check (no_timer_check): under TCG on a
+# loaded host the check can miss its ticks and panic the boot.
 #
 # Acceleration: KVM when /dev/kvm opens, else TCG (VRDMA_RXE_ACCEL=tcg|kvm
 # forces one). Under TCG QEMU 7.2 needs MSI-X off on a vhost-user
@@ -31,10 +35,10 @@ RXE_CTL=""
 RXE_KERNEL=""
 RXE_INITRD=""
 # Version of the guest image recipe below: bump when it changes.
-RXE_RECIPE=6
+RXE_RECIPE=8
 
 # Modules the guest loads (with their dependencies, in dependency order).
-RXE_MODULES="virtio_pci virtio_net virtio_console crc32_generic rdma_rxe"
+RXE_MODULES="virtio_pci virtio_net virtio_console crc32_generic rdma_rxe rdma_ucm"
 # Programs copied into the guest with every library they load.
 RXE_PROGS="ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong ibv_devinfo
 ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_send_lat ib_read_lat
@@ -91,6 +95,9 @@ rxe_build() {
 		p=$(command -v "$p") && cp "$p" "$root/bin/"
 	done
 	cp /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so "$root/usr/lib/x86_64-linux-gnu/libibverbs/"
+	# glibc loads libgcc_s at run time for pthread_cancel (rping's server)
+	mkdir -p "$root/lib/x86_64-linux-gnu"
+	cp -L /lib/x86_64-linux-gnu/libgcc_s.so.1 "$root/lib/x86_64-linux-gnu/"
 	cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
 	for p in "$root"/bin/* "$root"/usr/lib/x86_64-linux-gnu/libibverbs/*; do
 		ldd "$p" 2>/dev/null | awk '$3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'
@@ -156,7 +163,7 @@ rxe_prepare() {
 	[ -n "$kpkg" ] || { echo "# no linux-image-amd64 in apt's lists"; return 1; }
 	key="$kpkg-$(apt-cache policy "$kpkg" | awk '/Candidate:/ { print $2 }')"
 	key="$key-bb$(rxe_pkg_version busybox-static)-rdma$(rxe_pkg_version ibverbs-providers)"
-	key="$key-pt$(rxe_pkg_version perftest)-r$RXE_RECIPE"
+	key="$key-pt$(rxe_pkg_version perftest)-cm$(rxe_pkg_version rdmacm-utils)-r$RXE_RECIPE"
 	key=${key//[^A-Za-z0-9._-]/_}
 	dir="$RXE_CACHE_ROOT/rxe/$key"
 	mkdir -p "$RXE_CACHE_ROOT/rxe" || return 1
@@ -230,7 +237,7 @@ rxe_boot() {
 	"$RXE_QEMU" -accel "$accel" -m 512M -smp 1 -nographic -display none -no-reboot \
 		-object memory-backend-memfd,id=mem,size=512M,share=on -numa node,memdev=mem \
 		-kernel "$RXE_KERNEL" -initrd "$RXE_INITRD" \
-		-append "console=ttyS0 quiet panic=-1 rxe_ip=$ip" \
+		-append "console=ttyS0 quiet panic=-1 no_timer_check rxe_ip=$ip" \
 		-chardev socket,id=n0c,path="$sock" \
 		-netdev vhost-user,chardev=n0c,id=n0 \
 		-device virtio-net-pci,netdev=n0,mac="$mac",vectors=0 \

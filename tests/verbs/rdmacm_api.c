@@ -5,7 +5,9 @@
  *  - devices: rdma_get_devices lists the device; rdma_event_str names;
  *  - addresses: bind to the device's IPv4 address (verbs set, port kept),
  *    EADDRINUSE for the same port twice, EADDRNOTAVAIL for an address no
- *    device has, port 0 picks a port;
+ *    device has, port 0 picks a port, a loopback address binds without a
+ *    device; rdma_getaddrinfo without node and service returns the hints'
+ *    addresses (EINVAL without any);
  *  - the channel fd: O_NONBLOCK gives EAGAIN with nothing queued, poll sees
  *    an event once one is queued;
  *  - a connection from a client id to a listener of the same process on the
@@ -105,6 +107,32 @@ static void addresses(void)
 	CHECK_EQ(errno, ENOSYS);
 	rdma_destroy_id(a);
 	rdma_destroy_id(b);
+
+	/* loopback binds like a wildcard: no device (libfabric probes it) */
+	struct sockaddr_in lo = addr_of("127.0.0.1", 0);
+	REQUIRE(!rdma_create_id(g_ch, &a, NULL, RDMA_PS_TCP));
+	CHECK_EQ(rdma_bind_addr(a, (struct sockaddr *)&lo), 0);
+	CHECK(a->verbs == NULL);
+	rdma_destroy_id(a);
+
+	/* no node, no service: the hints' own addresses */
+	struct rdma_addrinfo h, *res = NULL;
+	memset(&h, 0, sizeof(h));
+	s.sin_port = htons(4791);
+	h.ai_dst_addr = (struct sockaddr *)&s;
+	h.ai_dst_len = sizeof(s);
+	CHECK_EQ(rdma_getaddrinfo(NULL, NULL, &h, &res), 0);
+	if (res) {
+		CHECK_EQ(res->ai_family, AF_INET);
+		CHECK_EQ(res->ai_dst_len, (socklen_t)sizeof(s));
+		CHECK(res->ai_dst_addr && !memcmp(res->ai_dst_addr, &s, sizeof(s)));
+		CHECK(res->ai_src_addr == NULL);
+		rdma_freeaddrinfo(res);
+	}
+	memset(&h, 0, sizeof(h));
+	errno = 0;
+	CHECK_EQ(rdma_getaddrinfo(NULL, NULL, &h, &res), -1);
+	CHECK_EQ(errno, EINVAL);
 }
 
 static void channel_fd(void)
