@@ -376,43 +376,74 @@ RCM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	return n ? 0 : fail(err ? err : ENODEV);
 }
 
+/* The INIT attributes of a QP of TYPE (also rdma_init_qp_attr's). */
+static int init_attr(enum ibv_qp_type type, struct ibv_qp_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_INIT;
+	a->port_num = 1;
+	if (type == IBV_QPT_UD) {
+		a->qkey = RCM_UDP_QKEY;
+		return IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+	}
+	a->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			     IBV_ACCESS_REMOTE_READ;
+	return IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+}
+
+/* The RTR attributes from what the CM exchanged (also rdma_init_qp_attr's). */
+static int rtr_attr(struct rcm_id *r, struct ibv_qp_attr *a)
+{
+	int gi;
+
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTR;
+	a->path_mtu = (enum ibv_mtu)(r->mtu ? r->mtu : IBV_MTU_1024);
+	if (r->dev && a->path_mtu > r->dev->active_mtu)
+		a->path_mtu = r->dev->active_mtu;
+	a->dest_qp_num = r->remote_qpn;
+	a->rq_psn = r->psn; /* Linux: the PSN a side announces is the one it receives */
+	a->max_dest_rd_atomic = r->resp_res ? r->resp_res : 1;
+	a->min_rnr_timer = 12;
+	a->ah_attr.is_global = 1;
+	memcpy(a->ah_attr.grh.dgid.raw, r->id.route.addr.addr.ibaddr.dgid.raw, 16);
+	gi = rcm_dev_gid_index(r->dev, r->id.route.addr.addr.ibaddr.sgid.raw);
+	a->ah_attr.grh.sgid_index = gi < 0 ? 0 : (uint8_t)gi;
+	a->ah_attr.grh.hop_limit = CM_RDMA_CM_HOP_LIMIT;
+	a->ah_attr.grh.traffic_class = r->tos;
+	a->ah_attr.port_num = 1;
+	return IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+	       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+}
+
+/* The RTS attributes (also rdma_init_qp_attr's). */
+static int rts_attr(struct rcm_id *r, struct ibv_qp_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTS;
+	a->sq_psn = r->remote_psn;
+	a->timeout = r->ack_timeout;
+	a->retry_cnt = r->retry_count > 7 ? 7 : r->retry_count;
+	a->rnr_retry = r->rnr_retry > 7 ? 7 : r->rnr_retry;
+	a->max_rd_atomic = r->init_depth ? r->init_depth : 1;
+	return IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+	       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+}
+
 /* Moves the id's QP to RTR and RTS with what the CM exchanged. */
 static int qp_rtr_rts(struct rcm_id *r)
 {
 	struct ibv_qp_attr a;
 	struct ibv_qp *qp = r->id.qp;
-	int gi;
+	int mask;
 
 	if (!qp)
 		return 0;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = (enum ibv_mtu)(r->mtu ? r->mtu : IBV_MTU_1024);
-	if (r->dev && a.path_mtu > r->dev->active_mtu)
-		a.path_mtu = r->dev->active_mtu;
-	a.dest_qp_num = r->remote_qpn;
-	a.rq_psn = r->psn; /* Linux: the PSN a side announces is the one it receives */
-	a.max_dest_rd_atomic = r->resp_res ? r->resp_res : 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	memcpy(a.ah_attr.grh.dgid.raw, r->id.route.addr.addr.ibaddr.dgid.raw, 16);
-	gi = rcm_dev_gid_index(r->dev, r->id.route.addr.addr.ibaddr.sgid.raw);
-	a.ah_attr.grh.sgid_index = gi < 0 ? 0 : (uint8_t)gi;
-	a.ah_attr.grh.hop_limit = CM_RDMA_CM_HOP_LIMIT;
-	a.ah_attr.grh.traffic_class = r->tos;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+	mask = rtr_attr(r, &a);
+	if (ibv_modify_qp(qp, &a, mask))
 		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = r->remote_psn;
-	a.timeout = r->ack_timeout;
-	a.retry_cnt = r->retry_count > 7 ? 7 : r->retry_count;
-	a.rnr_retry = r->rnr_retry > 7 ? 7 : r->rnr_retry;
-	a.max_rd_atomic = r->init_depth ? r->init_depth : 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	mask = rts_attr(r, &a);
+	return ibv_modify_qp(qp, &a, mask);
 }
 
 static void qp_to_err(struct rcm_id *r)
@@ -765,18 +796,7 @@ RCM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_
 	if (!qp)
 		return -1;
 	attr->cap = qa.cap;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-	if (qa.qp_type == IBV_QPT_UD) {
-		a.qkey = RCM_UDP_QKEY;
-		mask |= IBV_QP_QKEY;
-	} else {
-		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				    IBV_ACCESS_REMOTE_READ;
-		mask |= IBV_QP_ACCESS_FLAGS;
-	}
+	mask = init_attr(qa.qp_type, &a);
 	if (ibv_modify_qp(qp, &a, mask))
 		goto fail;
 	if (qa.qp_type == IBV_QPT_UD) {
@@ -849,32 +869,40 @@ RCM_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 	}
 }
 
+/* As librdmacm: the caller names the state it moves to in qp_attr->qp_state
+ * and gets the attributes and mask for that transition. */
 RCM_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
 				 int *qp_attr_mask)
 {
 	struct rcm_id *r = rcm_id(id);
+	enum ibv_qp_type type = id->qp_type;
 
 	if (!qp_attr || !qp_attr_mask)
 		return fail(EINVAL);
-	memset(qp_attr, 0, sizeof(*qp_attr));
-	switch (qp_attr->qp_state = (id->qp ? id->qp->state : IBV_QPS_RESET)) {
-	case IBV_QPS_RESET:
-		qp_attr->qp_state = IBV_QPS_INIT;
-		qp_attr->port_num = 1;
-		qp_attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-					   IBV_ACCESS_REMOTE_READ;
-		*qp_attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	switch (qp_attr->qp_state) {
+	case IBV_QPS_INIT:
+		*qp_attr_mask = init_attr(type, qp_attr);
+		return 0;
+	case IBV_QPS_RTR:
+		if (type == IBV_QPT_UD) {
+			memset(qp_attr, 0, sizeof(*qp_attr));
+			qp_attr->qp_state = IBV_QPS_RTR;
+			*qp_attr_mask = IBV_QP_STATE;
+		} else {
+			*qp_attr_mask = rtr_attr(r, qp_attr);
+		}
+		return 0;
+	case IBV_QPS_RTS:
+		if (type == IBV_QPT_UD) {
+			memset(qp_attr, 0, sizeof(*qp_attr));
+			qp_attr->qp_state = IBV_QPS_RTS;
+			*qp_attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+		} else {
+			*qp_attr_mask = rts_attr(r, qp_attr);
+		}
 		return 0;
 	default:
-		qp_attr->qp_state = IBV_QPS_RTS;
-		qp_attr->sq_psn = r->remote_psn;
-		qp_attr->timeout = r->ack_timeout;
-		qp_attr->retry_cnt = r->retry_count;
-		qp_attr->rnr_retry = r->rnr_retry;
-		qp_attr->max_rd_atomic = r->init_depth;
-		*qp_attr_mask = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-		return 0;
+		return fail(EINVAL);
 	}
 }
 

@@ -307,6 +307,33 @@ static void connect_loopback(void)
 	CHECK_EQ(wc.byte_len, sizeof(cli.buf));
 	CHECK_MEM(srv.buf, cli.buf, sizeof(cli.buf));
 
+	/* rdma_init_qp_attr: the attributes of the transition the caller names,
+	 * as the connection set them (one side's RQ PSN is the other's SQ PSN) */
+	struct ibv_qp_attr qa, sa;
+	struct ibv_qp_init_attr qi;
+	int mask;
+
+	qa.qp_state = IBV_QPS_INIT;
+	CHECK_EQ(rdma_init_qp_attr(cli.id, &qa, &mask), 0);
+	CHECK(mask & IBV_QP_ACCESS_FLAGS);
+	qa.qp_state = IBV_QPS_RTR;
+	CHECK_EQ(rdma_init_qp_attr(cli.id, &qa, &mask), 0);
+	CHECK_EQ(qa.qp_state, IBV_QPS_RTR);
+	CHECK(mask & IBV_QP_DEST_QPN);
+	CHECK(mask & IBV_QP_RQ_PSN);
+	CHECK_EQ(qa.dest_qp_num, srv.id->qp->qp_num);
+	REQUIRE(!ibv_query_qp(srv.id->qp, &sa, IBV_QP_SQ_PSN, &qi));
+	CHECK_EQ(qa.rq_psn, sa.sq_psn);
+	qa.qp_state = IBV_QPS_RTS;
+	CHECK_EQ(rdma_init_qp_attr(cli.id, &qa, &mask), 0);
+	CHECK_EQ(qa.qp_state, IBV_QPS_RTS);
+	CHECK(mask & IBV_QP_SQ_PSN);
+	REQUIRE(!ibv_query_qp(srv.id->qp, &sa, IBV_QP_RQ_PSN, &qi));
+	CHECK_EQ(qa.sq_psn, sa.rq_psn);
+	qa.qp_state = IBV_QPS_SQD;
+	CHECK_EQ(rdma_init_qp_attr(cli.id, &qa, &mask), -1);
+	CHECK_EQ(errno, EINVAL);
+
 	CHECK_EQ(rdma_disconnect(cli.id), 0);
 	for (int i = 0; i < 2; i++) {
 		REQUIRE((ev = expect(RDMA_CM_EVENT_DISCONNECTED)));
