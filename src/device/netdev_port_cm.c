@@ -166,6 +166,7 @@ static void npcm_xmit(struct netdev_port_cm *pc, const struct cm_mad *mad,
 	memcpy(path.dgid, dst->gid, 16);
 	our_gid(dp, dst->gid, path.sgid);
 	path.hop_limit = dp->cfg.ttl;
+	path.tclass = ROCE_ECN_ECT0; /* as every transport packet (roce_tp.c) */
 	path.udp_sport = roce_udp_sport_from_qpn(1);
 	if (dp->cfg.vlan_id) {
 		path.flags |= ROCE_PATH_F_VLAN;
