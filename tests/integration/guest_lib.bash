@@ -137,7 +137,7 @@ guest_boot() {
 		-kernel "$GUEST_KERNEL" -initrd "$GUEST_INITRD" \
 		-append "console=ttyS0 panic=-1 no_timer_check" \
 		-chardev socket,id=rd,path="$sock" \
-		-device vhost-user-device-pci,chardev=rd,virtio-id=42,num_vqs="$nvqs",config_size=128,vq_size=256 \
+		-device vhost-user-device-pci,chardev=rd,virtio-id=42,num_vqs="$nvqs",config_size=128,vq_size=1024 \
 		-device virtio-serial-pci,vectors=0 \
 		-chardev socket,id=ctl,path="$RXE_CTL",server=on,wait=off \
 		-device virtserialport,chardev=ctl,name=ctl \
