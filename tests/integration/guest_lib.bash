@@ -143,7 +143,14 @@ guest_boot() {
 		-device virtserialport,chardev=ctl,name=ctl \
 		"$@" >"$T_TMP/guest-console.log" 2>&1 </dev/null &
 	RXE_PID=$!
-	rxe_chan ready 300 >/dev/null || {
+	# wait for the guest's ready line, or for QEMU to exit (polled)
+	rxe_chan ready 600 >/dev/null &
+	local chan=$!
+	while kill -0 "$chan" 2>/dev/null && kill -0 "$RXE_PID" 2>/dev/null; do
+		sleep 0.2
+	done
+	kill -0 "$RXE_PID" 2>/dev/null || kill "$chan" 2>/dev/null
+	wait "$chan" || {
 		echo "# guest did not come up; console:"
 		tail -n 30 "$T_TMP/guest-console.log" | sed 's/^/#   /'
 		return 1
