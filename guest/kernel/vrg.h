@@ -38,7 +38,8 @@ struct vrg_dev {
 	spinlock_t ctrl_lock;         /* the control virtqueue */
 	struct vrg_cq_ring *cq_rings; /* by cqn (1..max_cq) */
 	struct vrg_cq **cqs;          /* by cqn, under cq_lock */
-	spinlock_t cq_lock;
+	spinlock_t cq_lock;           /* also held while a CQ's handler runs */
+	unsigned long *notify_done;   /* cqns whose REQ_NOTIFY_CQ was answered */
 	struct xarray qps;            /* by qpn */
 	u8 mac[ETH_ALEN];
 };
@@ -52,7 +53,7 @@ struct vrg_cq {
 	struct ib_cq ibcq;
 	u32 cqn;
 	spinlock_t lock;              /* its virtqueue */
-	bool armed;
+	unsigned long flags;          /* VRG_CQ_ARMED */
 };
 
 struct vrg_qp {
@@ -69,6 +70,8 @@ struct vrg_mr {
 	u64 *pages;                   /* MAP_MR_SG's page array */
 	u32 npages, max_pages;
 };
+
+#define VRG_CQ_ARMED 0
 
 struct vrg_ah {
 	struct ib_ah ibah;
@@ -101,10 +104,12 @@ static inline struct virtqueue *vrg_rq_vq(struct vrg_dev *d, u32 pair)
 
 /* One control command; a negative errno, -EIO when the device refused it. */
 int vrg_ctrl(struct vrg_dev *d, u8 cmd, const void *in, size_t in_len, void *out, size_t out_len);
-/* The same without waiting for the answer (any context). */
-int vrg_ctrl_async(struct vrg_dev *d, u8 cmd, const void *in, size_t in_len);
+/* REQ_NOTIFY_CQ without waiting for the answer (any context); when the
+ * answer comes, vrg_cq_check() runs for the CQ. */
+int vrg_ctrl_notify(struct vrg_dev *d, u32 cqn, u32 flags);
 
 void vrg_cq_vq_done(struct virtqueue *vq);
+void vrg_cq_check(struct vrg_dev *d, u32 cqn);
 extern const struct ib_device_ops vrg_verbs_ops;
 
 #endif

@@ -19,6 +19,7 @@
 struct vrg_cmd {
 	struct completion done;
 	bool detached;                /* the caller is gone: the callback frees */
+	u32 notify_cqn;               /* REQ_NOTIFY_CQ's cqn, else 0 */
 	unsigned int used_len;
 	size_t in_len, out_len;
 	u8 buf[];                     /* command byte, request; status, response */
@@ -31,15 +32,25 @@ static void vrg_ctrl_done(struct virtqueue *vq)
 	unsigned long flags;
 	unsigned int len;
 
+	u32 cqn;
+
 	spin_lock_irqsave(&d->ctrl_lock, flags);
 	while ((c = virtqueue_get_buf(vq, &len))) {
 		c->used_len = len;
+		if (c->notify_cqn && c->notify_cqn <= d->max_cq)
+			set_bit(c->notify_cqn, d->notify_done);
 		if (c->detached)
 			kfree(c);
 		else
 			complete(&c->done);
 	}
 	spin_unlock_irqrestore(&d->ctrl_lock, flags);
+	/* Completions the device wrote before it saw REQ_NOTIFY_CQ raised no
+	 * interrupt: look for them now (outside the control lock, as the
+	 * handler may post commands). */
+	for_each_set_bit(cqn, d->notify_done, d->max_cq + 1)
+		if (test_and_clear_bit(cqn, d->notify_done))
+			vrg_cq_check(d, cqn);
 }
 
 static struct vrg_cmd *vrg_ctrl_post(struct vrg_dev *d, u8 cmd, const void *in, size_t in_len,
@@ -54,6 +65,8 @@ static struct vrg_cmd *vrg_ctrl_post(struct vrg_dev *d, u8 cmd, const void *in, 
 		return ERR_PTR(-ENOMEM);
 	init_completion(&c->done);
 	c->detached = detached;
+	if (cmd == VRG_CMD_REQ_NOTIFY_CQ)
+		c->notify_cqn = le32_to_cpu(((const struct vrg_cmd_req_notify *)in)->cqn);
 	c->in_len = in_len;
 	c->out_len = out_len;
 	c->buf[0] = cmd;
@@ -103,9 +116,10 @@ int vrg_ctrl(struct vrg_dev *d, u8 cmd, const void *in, size_t in_len, void *out
 	return rc;
 }
 
-int vrg_ctrl_async(struct vrg_dev *d, u8 cmd, const void *in, size_t in_len)
+int vrg_ctrl_notify(struct vrg_dev *d, u32 cqn, u32 flags)
 {
-	struct vrg_cmd *c = vrg_ctrl_post(d, cmd, in, in_len, 0, true, GFP_ATOMIC);
+	struct vrg_cmd_req_notify r = { .cqn = cpu_to_le32(cqn), .flags = cpu_to_le32(flags) };
+	struct vrg_cmd *c = vrg_ctrl_post(d, VRG_CMD_REQ_NOTIFY_CQ, &r, sizeof(r), 0, true, GFP_ATOMIC);
 
 	return IS_ERR(c) ? PTR_ERR(c) : 0;
 }
@@ -341,6 +355,7 @@ static void vrg_free_rings(struct vrg_dev *d)
 			kfree(d->cq_rings[i].slot);
 	kfree(d->cq_rings);
 	kfree(d->cqs);
+	bitmap_free(d->notify_done);
 }
 
 static int vrg_probe(struct virtio_device *vdev)
@@ -376,7 +391,8 @@ static int vrg_probe(struct virtio_device *vdev)
 	memcpy(d->mac + 3, g + 5, 3);
 	d->cq_rings = kcalloc(d->max_cq + 1, sizeof(*d->cq_rings), GFP_KERNEL);
 	d->cqs = kcalloc(d->max_cq + 1, sizeof(*d->cqs), GFP_KERNEL);
-	if (!d->cq_rings || !d->cqs) {
+	d->notify_done = bitmap_zalloc(d->max_cq + 1, GFP_KERNEL);
+	if (!d->cq_rings || !d->cqs || !d->notify_done) {
 		rc = -ENOMEM;
 		goto fail_free;
 	}
@@ -420,9 +436,11 @@ fail_vqs:
 	vdev->config->del_vqs(vdev);
 	d->cq_rings = NULL;
 	d->cqs = NULL;
+	d->notify_done = NULL;
 fail_free:
 	kfree(d->cq_rings);
 	kfree(d->cqs);
+	bitmap_free(d->notify_done);
 	kfree(d->vqs);
 fail_dev:
 	ib_dealloc_device(&d->ib);

@@ -105,6 +105,7 @@ static int vrg_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		return rc;
 	}
 	cq->cqn = cqn;
+	cq->flags = 0;
 	spin_lock_init(&cq->lock);
 	ibcq->cqe = attr->cqe;
 	spin_lock_irqsave(&d->cq_lock, flags);
@@ -126,7 +127,16 @@ static int vrg_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	return vrg_ctrl(d, VRG_CMD_DESTROY_CQ, &cqn, sizeof(cqn), NULL, 0);
 }
 
-/* A completion virtqueue's interrupt: the consumer's handler if armed. */
+/* The consumer's handler, once per arming. Runs under cq_lock, so that
+ * destroy_cq (which takes it) waits for a running handler; the handler may
+ * poll and re-arm (neither takes cq_lock). */
+static void vrg_cq_fire(struct vrg_cq *cq)
+{
+	if (test_and_clear_bit(VRG_CQ_ARMED, &cq->flags) && cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+}
+
+/* A completion virtqueue's interrupt: the device signals an armed CQ. */
 void vrg_cq_vq_done(struct virtqueue *vq)
 {
 	struct vrg_dev *d = vq->vdev->priv;
@@ -135,10 +145,26 @@ void vrg_cq_vq_done(struct virtqueue *vq)
 
 	spin_lock_irqsave(&d->cq_lock, flags);
 	cq = vq->index <= d->max_cq ? d->cqs[vq->index] : NULL;
-	if (cq && cq->armed) {
-		cq->armed = false;
-		if (cq->ibcq.comp_handler)
-			cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+	if (cq)
+		vrg_cq_fire(cq);
+	spin_unlock_irqrestore(&d->cq_lock, flags);
+}
+
+/* REQ_NOTIFY_CQ answered: completions already waiting count as events. */
+void vrg_cq_check(struct vrg_dev *d, u32 cqn)
+{
+	unsigned long flags;
+	struct vrg_cq *cq;
+	bool pending;
+
+	spin_lock_irqsave(&d->cq_lock, flags);
+	cq = d->cqs[cqn];
+	if (cq && test_bit(VRG_CQ_ARMED, &cq->flags)) {
+		spin_lock(&cq->lock);
+		pending = !virtqueue_enable_cb(vrg_cq_vq(d, cqn));
+		spin_unlock(&cq->lock);
+		if (pending)
+			vrg_cq_fire(cq);
 	}
 	spin_unlock_irqrestore(&d->cq_lock, flags);
 }
@@ -190,17 +216,12 @@ static int vrg_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 {
 	struct vrg_dev *d = to_vdev(ibcq->device);
 	struct vrg_cq *cq = to_vcq(ibcq);
-	struct vrg_cmd_req_notify c = {
-		.cqn = cpu_to_le32(cq->cqn),
-		.flags = cpu_to_le32((flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ? 1 : 2),
-	};
 	unsigned long irqf;
 	int rc, missed = 0;
 
-	spin_lock_irqsave(&d->cq_lock, irqf);
-	cq->armed = true;
-	spin_unlock_irqrestore(&d->cq_lock, irqf);
-	rc = vrg_ctrl_async(d, VRG_CMD_REQ_NOTIFY_CQ, &c, sizeof(c));
+	set_bit(VRG_CQ_ARMED, &cq->flags);
+	rc = vrg_ctrl_notify(d, cq->cqn,
+			     (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ? 1 : 2);
 	if (rc)
 		return rc;
 	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {

@@ -13,7 +13,9 @@
 # - a kernel RDMA consumer (tests/guest/kernel/vrg_selftest.c): two RC QPs
 #   through the device, SEND/RECV, fast registration, RDMA WRITE and READ,
 #   data compared byte for byte, and a CQ notification;
-# - the daemon counted the guest's commands and exits cleanly.
+# - the daemon counted the guest's commands; unloading the driver destroys
+#   every object and resets the device; no kernel warning; the daemon exits
+#   cleanly.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/daemon_lib.bash"
 . "$(dirname "$0")/rxe_lib.bash"
@@ -104,6 +106,18 @@ if grep -q "^virtio-rdma $T_TMP/r.sock: ctrl ok [1-9].* features 0x100000000$" <
 else
 	not_ok daemon_stats "$(grep -A3 virtio-rdma <<<"$stats" | head -5)"
 fi
+
+# unloading the driver destroys what the kernel created (the MAD agent's
+# PD, MR, CQ and GSI QP) and resets the device
+out=$(rxe_cmd 'rmmod vrg_selftest && rmmod virtio_rdma && ls /sys/class/infiniband | wc -l')
+stats=$(d_stats d)
+if [ "$out" = 0 ] && grep -q "^  roce objects pd 0 mr 0 cq 0 qp 0$" <<<"$stats"; then
+	ok unload
+else
+	not_ok unload "$out / $(grep -A1 '^virtio-rdma' <<<"$stats" | head -2)"
+fi
+out=$(rxe_cmd 'dmesg | grep -E "WARNING:|BUG:|Oops|Call Trace|no answer from the device|ib_register_device:|unsupported configuration|answered (cqn|qpn)"')
+if [ -z "$out" ]; then ok kernel_log_clean; else not_ok kernel_log_clean "$(head -10 <<<"$out")"; fi
 rxe_stop
 d_stop d
 check clean_exit test "$D_RC" -eq 0
