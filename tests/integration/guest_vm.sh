@@ -92,12 +92,13 @@ else
 fi
 
 # a kernel consumer moving data through the device
-rxe_cmd 'insmod /lib/vrg/vrg_selftest.ko dev=vrdma0 gid=1' >/dev/null
+ins=$(rxe_cmd 'insmod /lib/vrg/vrg_selftest.ko dev=vrdma0 gid=1')
+rc=$?
 out=$(rxe_cmd 'dmesg | grep vrg_selftest:')
-if grep -q 'vrg_selftest: PASSED' <<<"$out" && ! grep -q FAIL <<<"$out"; then
+if [ $rc -eq 0 ] && grep -q 'vrg_selftest: PASSED' <<<"$out" && ! grep -q FAIL <<<"$out"; then
 	ok "kernel_selftest_$(grep -c 'vrg_selftest: ok' <<<"$out")"
 else
-	not_ok kernel_selftest "$(grep -v ': ok ' <<<"$out" | head -10)"
+	not_ok kernel_selftest "insmod: $rc $ins; $(grep -E 'FAIL|wc wr_id' <<<"$out" | head -10); last: $(tail -1 <<<"$out")"
 fi
 
 stats=$(d_stats d)
