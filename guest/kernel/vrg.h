@@ -54,6 +54,7 @@ struct vrg_cq {
 	u32 cqn;
 	spinlock_t lock;              /* its virtqueue */
 	unsigned long flags;          /* VRG_CQ_ARMED */
+	unsigned int arm_mark;        /* the ring's used position when armed */
 };
 
 struct vrg_qp {

@@ -150,20 +150,22 @@ void vrg_cq_vq_done(struct virtqueue *vq)
 	spin_unlock_irqrestore(&d->cq_lock, flags);
 }
 
-/* REQ_NOTIFY_CQ answered: completions already waiting count as events. */
+/* REQ_NOTIFY_CQ answered: a completion the device added since the arming
+ * (polled or not) raised no interrupt if the device had not seen the
+ * request yet; it is the event. */
 void vrg_cq_check(struct vrg_dev *d, u32 cqn)
 {
 	unsigned long flags;
 	struct vrg_cq *cq;
-	bool pending;
+	bool added;
 
 	spin_lock_irqsave(&d->cq_lock, flags);
 	cq = d->cqs[cqn];
 	if (cq && test_bit(VRG_CQ_ARMED, &cq->flags)) {
 		spin_lock(&cq->lock);
-		pending = !virtqueue_enable_cb(vrg_cq_vq(d, cqn));
+		added = virtqueue_poll(vrg_cq_vq(d, cqn), cq->arm_mark);
 		spin_unlock(&cq->lock);
-		if (pending)
+		if (added)
 			vrg_cq_fire(cq);
 	}
 	spin_unlock_irqrestore(&d->cq_lock, flags);
@@ -219,17 +221,16 @@ static int vrg_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	unsigned long irqf;
 	int rc, missed = 0;
 
+	spin_lock_irqsave(&cq->lock, irqf);
+	cq->arm_mark = virtqueue_enable_cb_prepare(vrg_cq_vq(d, cq->cqn));
+	/* completions not polled yet: the caller asked to know */
+	if (flags & IB_CQ_REPORT_MISSED_EVENTS)
+		missed = virtqueue_poll(vrg_cq_vq(d, cq->cqn), cq->arm_mark);
 	set_bit(VRG_CQ_ARMED, &cq->flags);
+	spin_unlock_irqrestore(&cq->lock, irqf);
 	rc = vrg_ctrl_notify(d, cq->cqn,
 			     (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ? 1 : 2);
-	if (rc)
-		return rc;
-	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
-		spin_lock_irqsave(&cq->lock, irqf);
-		missed = !virtqueue_enable_cb(vrg_cq_vq(d, cq->cqn));
-		spin_unlock_irqrestore(&cq->lock, irqf);
-	}
-	return missed;
+	return rc ? rc : missed;
 }
 
 /* ---- QP ---- */
