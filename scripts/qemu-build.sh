@@ -39,7 +39,8 @@ exec 8>"$root/qemu.lock"
 flock 8
 
 apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o "Dir::Etc::SourceParts=/dev/null"
-	-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o APT::Get::List-Cleanup=0)
+	-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o APT::Get::List-Cleanup=0
+	-o APT::Sandbox::User=root) # private directories: no _apt sandbox
 if [ ! -s "$apt_dir/sources.list" ] || [ $update -eq 1 ] ||
 	! ls "$apt_dir"/lists/*Sources* >/dev/null 2>&1; then
 	mkdir -p "$apt_dir/cache/archives/partial"
