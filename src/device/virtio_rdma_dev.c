@@ -452,9 +452,10 @@ void virtio_rdma_dev_dump_stats(const struct virtio_rdma_dev *d, FILE *f)
 
 	roce_dev_counts(&d->rd, &c);
 	fprintf(f, "virtio-rdma %s: ctrl ok %llu err %llu malformed %llu ring_errors %llu "
-		   "resets %llu\n", d->cfg.socket, (unsigned long long)d->stats.ctrl_ok,
+		   "resets %llu features %#llx\n", d->cfg.socket, (unsigned long long)d->stats.ctrl_ok,
 		(unsigned long long)d->stats.ctrl_err, (unsigned long long)d->stats.ctrl_malformed,
-		(unsigned long long)d->stats.ring_errors, (unsigned long long)d->stats.resets);
+		(unsigned long long)d->stats.ring_errors, (unsigned long long)d->stats.resets,
+		(unsigned long long)d->features);
 	fprintf(f, "  roce objects pd %u mr %u cq %u qp %u\n", c.pd, c.mr, c.cq, c.qp);
 	netdev_sec_dump(&d->psec, &d->port, d->mem_budget, &d->state_budget, f);
 	fprintf(f, "  logs_suppressed %llu\n", d->log_rl.suppressed);

@@ -1,0 +1,158 @@
+# A Linux guest with vrdma's virtio-rdma guest driver: Debian's kernel (the
+# image of rxe_lib.bash) booted in QEMU 10 (scripts/qemu-build.sh) with the
+# device as a vhost-user-device-pci (virtio id 42) on a daemon's
+# model=virtio-rdma device. Source after tests/lib.sh and rxe_lib.bash.
+# Not a test itself.
+#
+#   guest_prepare          QEMU (GUEST_QEMU), the modules built against the
+#                          guest kernel's headers and the guest image
+#                          (GUEST_KERNEL, GUEST_INITRD), all cached
+#   guest_boot SOCK NVQS [QEMU_ARGS...]
+#                          boot on the vhost-user socket SOCK, a device with
+#                          NVQS virtqueues; returns once the command channel
+#                          is up (the driver is loaded by then)
+#   rxe_cmd CMD / rxe_stop as for the rxe guest
+#
+# The guest image is the rxe guest's initramfs with a second archive
+# appended (the kernel unpacks both): the modules (/lib/vrg) and an init
+# that loads virtio_rdma.ko after the base modules.
+
+# Version of the overlay and module recipe below: bump when it changes.
+GUEST_RECIPE=1
+GUEST_QEMU=""
+GUEST_KERNEL=""
+GUEST_INITRD=""
+GUEST_MODDIR=""
+
+# guest_headers_pkg: the linux-headers package of the guest kernel.
+guest_headers_pkg() {
+	local k
+	k=$(rxe_kernel_pkg) || return 1
+	echo "linux-headers-${k#linux-image-}"
+}
+
+# guest_modules_build DIR HDRDIR: virtio_rdma.ko and vrg_selftest.ko into DIR.
+guest_modules_build() {
+	local out=$1 kdir=$2 w
+	w=$(mktemp -d /tmp/vrdma-guest-mod.XXXXXX) || return 1
+	mkdir -p "$w/drv" "$w/st"
+	cp "$VRDMA_TOP"/guest/kernel/{Kbuild,*.c,*.h} "$w/drv/"
+	cp "$VRDMA_TOP"/tests/guest/kernel/{Kbuild,*.c} "$w/st/"
+	if ! nice -n 19 make -s -C "$kdir" M="$w/drv" modules >"$w/build.log" 2>&1 ||
+		! nice -n 19 make -s -C "$kdir" M="$w/st" modules >>"$w/build.log" 2>&1; then
+		echo "# module build failed:"
+		tail -20 "$w/build.log" | sed 's/^/#   /'
+		rm -rf "$w"
+		return 1
+	fi
+	mkdir -p "$out.tmp.$$"
+	cp "$w/drv/virtio_rdma.ko" "$w/st/vrg_selftest.ko" "$out.tmp.$$/"
+	rm -rf "$w"
+	mv "$out.tmp.$$" "$out"
+}
+
+# guest_overlay DIR MODDIR BASE_INITRD: DIR/initrd.gz = base + overlay.
+guest_overlay() {
+	local out=$1 mods=$2 base=$3 w
+	w=$(mktemp -d /tmp/vrdma-guest-img.XXXXXX) || return 1
+	mkdir -p "$w/root/lib/vrg"
+	cp "$mods"/*.ko "$w/root/lib/vrg/"
+	cat >"$w/root/init" <<'EOF'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+for m in $(cat /etc/modules.order); do insmod /lib/modules/$m; done
+insmod /lib/vrg/virtio_rdma.ko
+echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6
+ip link set lo up
+port=
+for i in $(seq 1 100); do
+	for d in /sys/class/virtio-ports/*; do
+		[ "$(cat "$d/name" 2>/dev/null)" = ctl ] && port=/dev/$(basename "$d")
+	done
+	[ -n "$port" ] && [ -e "$port" ] && break
+	sleep 0.1
+done
+exec 3<>"$port"
+echo "@@READY" >&3
+while true; do
+	if ! read -r line <&3; then
+		sleep 0.05
+		continue
+	fi
+	echo "$line" | base64 -d >/tmp/cmd
+	sh /tmp/cmd </dev/null >/tmp/out 2>&1
+	rc=$?
+	cat /tmp/out >&3
+	echo "@@RC $rc" >&3
+done
+EOF
+	chmod +x "$w/root/init"
+	mkdir -p "$out.tmp.$$"
+	{ cat "$base"; (cd "$w/root" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1); } \
+		>"$out.tmp.$$/initrd.gz" || { rm -rf "$w" "$out.tmp.$$"; return 1; }
+	rm -rf "$w"
+	mv "$out.tmp.$$" "$out"
+}
+
+guest_prepare() {
+	local hpkg kdir key src dir
+	GUEST_QEMU=$("$VRDMA_TOP/scripts/qemu-build.sh") || { echo "# QEMU build failed"; return 1; }
+	rxe_prepare || return 1
+	hpkg=$(guest_headers_pkg) || return 1
+	kdir=/usr/src/${hpkg}
+	if [ ! -e "$kdir/Makefile" ]; then
+		flock /tmp/vrdma-apt.lock env DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends "$hpkg" >/dev/null 2>&1 ||
+			{ echo "# cannot install $hpkg"; return 1; }
+	fi
+	src=$(cat "$VRDMA_TOP"/guest/kernel/{Kbuild,*.c,*.h} "$VRDMA_TOP"/tests/guest/kernel/{Kbuild,*.c} |
+		sha256sum | cut -c1-12)
+	key="$hpkg-$(rxe_pkg_version "$hpkg")-$src-r$GUEST_RECIPE"
+	key=${key//[^A-Za-z0-9._-]/_}
+	dir="$RXE_CACHE_ROOT/guest/$key"
+	mkdir -p "$RXE_CACHE_ROOT/guest" || return 1
+	if [ ! -s "$dir/img/initrd.gz" ]; then
+		(
+			flock 9
+			[ -s "$dir/mod/virtio_rdma.ko" ] || guest_modules_build "$dir/mod" "$kdir" || exit 1
+			[ -s "$dir/img/initrd.gz" ] || guest_overlay "$dir/img" "$dir/mod" "$RXE_INITRD"
+		) 9>"$RXE_CACHE_ROOT/guest/.lock" || return 1
+	fi
+	GUEST_MODDIR="$dir/mod"
+	GUEST_KERNEL=$RXE_KERNEL
+	GUEST_INITRD="$dir/img/initrd.gz"
+}
+
+# guest_boot SOCK NVQS [QEMU_ARGS...]
+guest_boot() {
+	local sock=$1 nvqs=$2 accel; shift 2
+	accel=$(rxe_accel)
+	RXE_CTL="$T_TMP/guest-ctl.sock"
+	echo "# guest: $accel, $(basename "$GUEST_KERNEL"), $("$GUEST_QEMU" --version | head -1)"
+	"$GUEST_QEMU" -accel "$accel" -m 512M -smp 1 -nodefaults -display none -serial stdio \
+		-no-reboot -object memory-backend-memfd,id=mem,size=512M,share=on -numa node,memdev=mem \
+		-kernel "$GUEST_KERNEL" -initrd "$GUEST_INITRD" \
+		-append "console=ttyS0 panic=-1 no_timer_check" \
+		-chardev socket,id=rd,path="$sock" \
+		-device vhost-user-device-pci,chardev=rd,virtio-id=42,num_vqs="$nvqs",config_size=128,vq_size=1024 \
+		-device virtio-serial-pci,vectors=0 \
+		-chardev socket,id=ctl,path="$RXE_CTL",server=on,wait=off \
+		-device virtserialport,chardev=ctl,name=ctl \
+		"$@" >"$T_TMP/guest-console.log" 2>&1 </dev/null &
+	RXE_PID=$!
+	# wait for the guest's ready line, or for QEMU to exit (polled)
+	rxe_chan ready 600 >/dev/null &
+	local chan=$!
+	while kill -0 "$chan" 2>/dev/null && kill -0 "$RXE_PID" 2>/dev/null; do
+		sleep 0.2
+	done
+	kill -0 "$RXE_PID" 2>/dev/null || kill "$chan" 2>/dev/null
+	wait "$chan" || {
+		echo "# guest did not come up; console:"
+		tail -n 30 "$T_TMP/guest-console.log" | sed 's/^/#   /'
+		return 1
+	}
+}

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# RDMA inside a VM: Debian's kernel with vrdma's virtio_rdma driver
+# (guest/kernel) in QEMU 10 (scripts/qemu-build.sh), the device a
+# vhost-user-device-pci (virtio id 42) on a daemon's model=virtio-rdma device:
+# - the guest sees the PCI function 1af4:106a, virtio device 42 is bound to
+#   virtio_rdma with VIRTIO_F_VERSION_1 negotiated (the daemon's counters
+#   show the same features);
+# - the driver read the daemon's configuration (CQs, QPs, the node GUID is
+#   the EUI-64 of the device's MAC);
+# - the RDMA core lists vrdma0: port ACTIVE / LinkUp, link layer Ethernet,
+#   RoCE v2 GIDs (the link-local one from the MAC, the IPv4 one once the
+#   netdev has the address), `rdma link` shows it;
+# - a kernel RDMA consumer (tests/guest/kernel/vrg_selftest.c): two RC QPs
+#   through the device, SEND/RECV, fast registration, RDMA WRITE and READ,
+#   data compared byte for byte, and a CQ notification;
+# - the daemon counted the guest's commands; unloading the driver destroys
+#   every object and resets the device; no kernel warning; the daemon exits
+#   cleanly.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/daemon_lib.bash"
+. "$(dirname "$0")/rxe_lib.bash"
+. "$(dirname "$0")/guest_lib.bash"
+
+DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
+DAEMON_TMO=1800
+QPS=4
+CQS=4
+NVQS=$((1 + CQS + 2 * QPS))
+MAC=02:00:00:00:2b:01
+IP=10.43.0.1
+
+need setup "$DAEMON" busybox python3 || t_done
+trap 'rxe_stop; t_cleanup' EXIT
+
+if guest_prepare; then
+	ok prepare
+else
+	not_ok prepare "QEMU, modules or guest image could not be built"
+	t_done
+fi
+
+if ! d_start d --device "socket=$T_TMP/r.sock,model=virtio-rdma,mac=$MAC,ip=$IP/24,qps=$QPS,cqs=$CQS"; then
+	not_ok start "$(tail -5 "$T_TMP/d.log")"
+	t_done
+fi
+if guest_boot "$T_TMP/r.sock" "$NVQS"; then
+	ok boot
+else
+	not_ok boot
+	t_done
+fi
+
+# the PCI function and the virtio device
+out=$(rxe_cmd 'for d in /sys/bus/pci/devices/*; do echo "$(cat $d/vendor):$(cat $d/device)"; done')
+if grep -q '^0x1af4:0x106a$' <<<"$out"; then ok pci_1af4_106a; else not_ok pci_1af4_106a "$out"; fi
+out=$(rxe_cmd 'for v in /sys/bus/virtio/devices/*; do [ "$(cat $v/device)" = 0x002a ] &&
+	echo "driver=$(basename $(readlink $v/driver)) features=$(cat $v/features)"; done')
+# features: one character per bit from bit 0; bit 32 is VIRTIO_F_VERSION_1
+if grep -q '^driver=virtio_rdma features=' <<<"$out" &&
+   [ "$(sed -n 's/.*features=//p' <<<"$out" | cut -c33)" = 1 ]; then
+	ok virtio_bound
+else
+	not_ok virtio_bound "$out"
+fi
+out=$(rxe_cmd 'dmesg | grep "virtio_rdma virtio"')
+if grep -q "vrdma0: $CQS CQs, $QPS QPs, $NVQS virtqueues of 1024 entries, netdev vrdma0" <<<"$out"; then
+	ok config
+else
+	not_ok config "$out"
+fi
+
+# the RDMA core's view; the IPv4 GID once the netdev has the device's address
+# (the core adds it from a work queue: polled, up to 60 s)
+rxe_cmd "ip link set vrdma0 up && ip addr add $IP/24 dev vrdma0" >/dev/null
+out=$(rxe_cmd 'cd /sys/class/infiniband/vrdma0 && echo "guid=$(cat node_guid)" &&
+	cd ports/1 && echo "state=$(cat state)" && echo "phys=$(cat phys_state)" &&
+	echo "ll=$(cat link_layer)" && echo "gid0=$(cat gids/0) $(cat gid_attrs/types/0)" &&
+	for i in $(seq 1 600); do g=$(cat gids/1); [ "$g" != 0000:0000:0000:0000:0000:0000:0000:0000 ] && break; sleep 0.1; done;
+	echo "gid1=$(cat gids/1) $(cat gid_attrs/types/1)"')
+want="guid=0000:00ff:fe00:2b01
+state=4: ACTIVE
+phys=5: LinkUp
+ll=Ethernet
+gid0=fe80:0000:0000:0000:0000:00ff:fe00:2b01 RoCE v2
+gid1=0000:0000:0000:0000:0000:ffff:0a2b:0001 RoCE v2"
+if [ "$out" = "$want" ]; then ok ib_device; else not_ok ib_device "$(diff <(echo "$want") <(echo "$out"))"; fi
+out=$(rxe_cmd 'rdma link show')
+if grep -q '^link vrdma0/1 state ACTIVE physical_state LINK_UP netdev vrdma0' <<<"$out"; then
+	ok rdma_link
+else
+	not_ok rdma_link "$out"
+fi
+
+# a kernel consumer moving data through the device
+ins=$(rxe_cmd 'insmod /lib/vrg/vrg_selftest.ko dev=vrdma0 gid=1')
+rc=$?
+out=$(rxe_cmd 'dmesg | grep vrg_selftest:')
+if [ $rc -eq 0 ] && grep -q 'vrg_selftest: PASSED' <<<"$out" && ! grep -q FAIL <<<"$out"; then
+	ok "kernel_selftest_$(grep -c 'vrg_selftest: ok' <<<"$out")"
+else
+	not_ok kernel_selftest "insmod: $rc $ins; $(grep -E 'FAIL|wc wr_id' <<<"$out" | head -10); last: $(tail -1 <<<"$out")"
+fi
+
+stats=$(d_stats d)
+if grep -q "^virtio-rdma $T_TMP/r.sock: ctrl ok [1-9].* features 0x100000000$" <<<"$stats"; then
+	ok daemon_stats
+else
+	not_ok daemon_stats "$(grep -A3 virtio-rdma <<<"$stats" | head -5)"
+fi
+
+# unloading the driver destroys what the kernel created (the MAD agent's
+# PD, MR, CQ and GSI QP) and resets the device
+out=$(rxe_cmd 'rmmod vrg_selftest && rmmod virtio_rdma && ls /sys/class/infiniband | wc -l')
+stats=$(d_stats d)
+if [ "$out" = 0 ] && grep -q "^  roce objects pd 0 mr 0 cq 0 qp 0$" <<<"$stats"; then
+	ok unload
+else
+	not_ok unload "$out / $(grep -A1 '^virtio-rdma' <<<"$stats" | head -2)"
+fi
+out=$(rxe_cmd 'dmesg | grep -E "WARNING:|BUG:|Oops|Call Trace|no answer from the device|ib_register_device:|unsupported configuration|answered (cqn|qpn)"')
+if [ -z "$out" ]; then ok kernel_log_clean; else not_ok kernel_log_clean "$(head -10 <<<"$out")"; fi
+rxe_stop
+d_stop d
+check clean_exit test "$D_RC" -eq 0
+t_done
