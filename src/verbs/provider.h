@@ -13,9 +13,9 @@
  *
  * Providers (one struct vrdma_prov_ops each):
  *   vrdma_prov_vrdma_ops  the real device through libvrdma (provider_vrdma.c)
- *   vrdma_prov_fake_ops   a fake device with no network (provider_fake.c),
+ *   vrdma_prov_fake_ops   a fake device with no network (tests/fake/),
  *                         selected by VRDMA_FAKE_DEVICE=N (N devices, 1..8);
- *                         used by tests and to check a tool starts
+ *                         only in the test build of the library
  *
  * Conventions:
  * - Plain C structures mirroring the virtio_rdma_* command and ack structures
@@ -551,8 +551,10 @@ struct vrdma_prov_ops {
 
 /* The real device (libvrdma). */
 extern const struct vrdma_prov_ops vrdma_prov_vrdma_ops;
-/* The fake device of VRDMA_FAKE_DEVICE. */
-extern const struct vrdma_prov_ops vrdma_prov_fake_ops;
+/* The fake device of VRDMA_FAKE_DEVICE: defined only in the test build
+ * (tests/fake/provider_fake.c), NULL in the shipped library. */
+extern const struct vrdma_prov_ops vrdma_prov_fake_ops
+	__attribute__((weak, visibility("hidden")));
 
 /* ------------------------------------------------------------------------ */
 /* Helpers shared by providers and the verbs layer                           */

@@ -62,7 +62,7 @@
 
 DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
 NC="$VRDMA_BUILD/bin/vrdma-netcat"
-EVIL="$VRDMA_BUILD/bin/vrdma-evil"
+EVIL="$VRDMA_BUILD/tests/bin/vrdma-evil"
 MAC_A=02:00:00:00:0b:01
 MAC_B=02:00:00:00:0b:02
 MAC_C=02:00:00:00:0b:03

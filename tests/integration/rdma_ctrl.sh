@@ -16,7 +16,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
-RT="$VRDMA_BUILD/bin/vrdma-rdmatest"
+RT="$VRDMA_BUILD/tests/bin/vrdma-rdmatest"
 RUN="$VRDMA_BUILD/bin/vrdma-run"
 LIB="$VRDMA_BUILD/lib/libibverbs.so.1"
 MAC_A=02:00:00:00:0b:01

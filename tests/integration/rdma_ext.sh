@@ -13,7 +13,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
-RT="$VRDMA_BUILD/bin/vrdma-rdmatest"
+RT="$VRDMA_BUILD/tests/bin/vrdma-rdmatest"
 
 need setup "$DAEMON" "$RT" || t_done
 

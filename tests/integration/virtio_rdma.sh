@@ -54,7 +54,7 @@ fi
 # each on a new connection; the daemon must react as for the other device
 # and survive. (The ring and tenant_* attacks of vrdma-evil speak virtio-net; the ring
 # checks of this device are in tests/unit/test_virtio_rdma_dev.c.)
-EVIL="$VRDMA_BUILD/bin/vrdma-evil"
+EVIL="$VRDMA_BUILD/tests/bin/vrdma-evil"
 RINGS=11 # qps=4 cqs=2: 1 + 2 + 2 * 4
 if [ -x "$EVIL" ]; then
 	bad=""

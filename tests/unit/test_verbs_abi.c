@@ -140,7 +140,8 @@ static struct {
 static void *lib;
 static char lib_error[PATH_MAX + 512];
 
-/* Loads ../lib/libibverbs.so.1 (once). Returns false (and sets lib_error,
+/* Loads lib/libibverbs.so.1 next to this program, the test build of the
+ * library with the fake device (once). Returns false (and sets lib_error,
  * with dlerror()'s text) when it cannot be loaded. */
 static bool load_lib(void)
 {
@@ -160,7 +161,7 @@ static bool load_lib(void)
 	exe[n] = '\0';
 	slash = strrchr(exe, '/');
 	*slash = '\0';
-	snprintf(path, sizeof(path), "%s/../lib/libibverbs.so.1", exe);
+	snprintf(path, sizeof(path), "%s/lib/libibverbs.so.1", exe);
 	/* Not closed: the library keeps its device table until exit. */
 	lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
