@@ -17,7 +17,7 @@
 #   src/{common,vhost,virtio,driver}/*.c                   -> build/lib/libvrdma.so
 #   src/verbs/*.c + libvrdma objects                      -> build/lib/libibverbs.so.1
 #   tools/NAME/*.c                                        -> build/bin/NAME
-#   tests/tools/NAME/*.c (test drivers, not installed)    -> build/tests/bin/NAME
+#   tests/tools/NAME/*.c (+ tests/common/*.c)            -> build/tests/bin/NAME (not installed)
 #   src/verbs/*.c + tests/fake/*.c (the fake device)      -> build/tests/lib/libibverbs.so.1
 #   tests/unit/test_*.c (+ tests/common/*.c)              -> build/tests/test_*
 #   tests/verbs/NAME.c (against Debian's libibverbs)      -> build/tests/verbs/NAME
@@ -165,7 +165,7 @@ $(BUILD)/bin/%: $$(call obj,$$(wildcard tools/%/*.c)) $(CORE_LIB)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) $(EXE_LDFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/tests/bin/%: $$(call obj,$$(wildcard tests/tools/%/*.c)) $(CORE_LIB)
+$(BUILD)/tests/bin/%: $$(call obj,$$(wildcard tests/tools/%/*.c)) $(call obj,$(TESTCOMMON_SRCS)) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) $(EXE_LDFLAGS) $^ -o $@ $(LDLIBS)

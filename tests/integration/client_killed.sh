@@ -54,14 +54,9 @@ STATS_SEEN=0
 # stats: SIGUSR1 and wait for the whole dump (last line "faults ..."), left
 # in $T_TMP/stats.
 stats() {
-	local i n
+	local n
 	kill -USR1 "$DAEMON_PID" 2>/dev/null || return 1
-	for ((i = 0; i < 400; i++)); do
-		n=$(grep -c '^faults dropped' "$LOG")
-		[ "$n" -gt "$STATS_SEEN" ] && break
-		sleep 0.05
-	done
-	[ "$n" -gt "$STATS_SEEN" ] || return 1
+	wait_until 'n=$(grep -c "^faults dropped" "$LOG"); [ "$n" -gt "$STATS_SEEN" ]' || return 1
 	awk -v k="$STATS_SEEN" '/^faults dropped/ { c++; if (c == k + 1) { print; exit } }
 		c == k { print }' "$LOG" >"$T_TMP/stats"
 	STATS_SEEN=$n
@@ -76,7 +71,7 @@ counter() {
 	' "$T_TMP/stats"
 }
 
-daemon_fds() { ls "/proc/$DAEMON_PID/fd" 2>/dev/null | wc -l; }
+daemon_fds() { count_fds "$DAEMON_PID"; }
 daemon_maps() { wc -l <"/proc/$DAEMON_PID/maps" 2>/dev/null; }
 # File-backed mappings (the drivers' memfds, libraries) are compared in every
 # build; anonymous ones belong to the allocator, which under ASan grows with

@@ -99,14 +99,9 @@ EVIL="$T_TMP/bin/vrdma-evil"
 # dump (its last line is "faults ..."); the dump is left in $T_TMP/stats.
 STATS_SEEN=0
 stats() {
-	local i n
+	local n
 	kill -USR1 "$DAEMON_PID" 2>/dev/null || return 1
-	for ((i = 0; i < 400; i++)); do
-		n=$(grep -c '^faults dropped' "$LOG")
-		[ "$n" -gt "$STATS_SEEN" ] && break
-		sleep 0.05
-	done
-	[ "$n" -gt "$STATS_SEEN" ] || return 1
+	wait_until 'n=$(grep -c "^faults dropped" "$LOG"); [ "$n" -gt "$STATS_SEEN" ]' || return 1
 	awk -v k="$STATS_SEEN" '/^faults dropped/ { c++; if (c == k + 1) { print; exit } }
 		c == k { print }' "$LOG" >"$T_TMP/stats"
 	STATS_SEEN=$n
@@ -122,7 +117,7 @@ counter() {
 }
 
 daemon_rss_kb() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$DAEMON_PID/status" 2>/dev/null; }
-daemon_fds() { ls "/proc/$DAEMON_PID/fd" 2>/dev/null | wc -l; }
+daemon_fds() { count_fds "$DAEMON_PID"; }
 daemon_maps() { wc -l <"/proc/$DAEMON_PID/maps" 2>/dev/null; }
 # File-backed mappings (the drivers' memfds, libraries) are compared in every
 # build; anonymous ones belong to the allocator, which under ASan grows with
@@ -358,10 +353,7 @@ fi
 
 # ---- resources: back to where they were before the attacks ---------------------
 
-for ((i = 0; i < 400; i++)); do
-	[ "$(resources)" = "$BASE_RES" ] && break
-	sleep 0.05
-done
+wait_until '[ "$(resources)" = "$BASE_RES" ]'
 now=$(resources)
 if [ "$now" = "$BASE_RES" ]; then
 	ok resources_released

@@ -87,7 +87,7 @@ timeout -k 5 900 "$DAEMON" -q "${T_DAEMON_PRIV[@]}" --pidfile "$PIDF" \
 	>"$T_TMP/daemon.log" 2>&1 </dev/null &
 DPID=$!
 T_PIDS+=($DPID)
-if ! wait_for_file "$PIDF" 600; then
+if ! wait_for_file "$PIDF" 30; then
 	not_ok daemon_started "$(tail -n 5 "$T_TMP/daemon.log" | tr '\n' ' ')"
 	t_done
 fi
@@ -106,7 +106,7 @@ pair() {
 		>"$T_TMP/$label.server.log" 2>&1 &
 	spid=$!
 	T_PIDS+=($spid)
-	if ! wait_for_file "$hs" 600; then
+	if ! wait_for_file "$hs" 30; then
 		not_ok "$label.server_listens" "$(tail -n 3 "$T_TMP/$label.server.log" | tr '\n' ' ')"
 		wait $spid
 		return

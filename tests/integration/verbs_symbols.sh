@@ -28,8 +28,8 @@ if objdump -T "$LIB" | grep -q __asan_init; then
 	export ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1"
 fi
 
-# vrun CMD...: CMD against the test build of our library (the fake device).
-vrun() {
+# fake_run CMD...: CMD against the test build of our library (the fake device).
+fake_run() {
 	env LD_LIBRARY_PATH="$FAKELIB" LD_BIND_NOW=1 LD_PRELOAD="$PRELOAD" \
 		VRDMA_FAKE_DEVICE=1 "$@"
 }
@@ -97,7 +97,7 @@ done
 for f in "${bins[@]}"; do
 	b=$(basename "$f")
 	# -h: usage text (ibv_devices has no options and lists the devices)
-	vrun timeout 20 "$f" -h >"$T_TMP/$b.out" 2>&1 </dev/null
+	fake_run timeout 20 "$f" -h >"$T_TMP/$b.out" 2>&1 </dev/null
 	rc=$?
 	if grep -Eq "$LOADER_ERR" "$T_TMP/$b.out"; then
 		not_ok "starts.$b" "$(grep -E "$LOADER_ERR" "$T_TMP/$b.out" | head -3)"
@@ -112,7 +112,7 @@ done
 # --- the fake device through the real tools ---------------------------------
 
 if command -v ibv_devices >/dev/null; then
-	vrun ibv_devices >"$T_TMP/devices" 2>&1
+	fake_run ibv_devices >"$T_TMP/devices" 2>&1
 	rc=$?
 	if [ $rc -eq 0 ] && grep -Eq '^\s+vrdma0\s+007672fffe640001$' "$T_TMP/devices"; then
 		ok ibv_devices.lists_vrdma0
@@ -129,7 +129,7 @@ if command -v ibv_devices >/dev/null; then
 fi
 
 if command -v ibv_devinfo >/dev/null; then
-	vrun ibv_devinfo -v >"$T_TMP/devinfo" 2>&1
+	fake_run ibv_devinfo -v >"$T_TMP/devinfo" 2>&1
 	rc=$?
 	want=('hca_id:	vrdma0' 'vendor_id:			0x1af4' 'vendor_part_id:			4161'
 		'node_guid:			0076:72ff:fe64:0001' 'state:			PORT_ACTIVE (4)'
@@ -147,15 +147,12 @@ if command -v ibv_devinfo >/dev/null; then
 	fi
 fi
 
-free_port() {
-	/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # ibv_rc_pingpong as a client of a closed port: the device is opened and
 # the QP set up (it prints its address) before the connection fails.
 if command -v ibv_rc_pingpong >/dev/null; then
-	port=$(free_port)
-	vrun timeout 20 ibv_rc_pingpong -g 0 -p "$port" 127.0.0.1 >"$T_TMP/rc" 2>&1
+	next_port
+	port=$PORT
+	fake_run timeout 20 ibv_rc_pingpong -g 0 -p "$port" 127.0.0.1 >"$T_TMP/rc" 2>&1
 	rc=$?
 	if [ $rc -eq 1 ] && grep -q 'local address:.*GID fe80::76:72ff:fe64:1' "$T_TMP/rc"; then
 		ok ibv_rc_pingpong.sets_up_qp
@@ -167,12 +164,13 @@ fi
 # ib_write_bw: RDMA writes complete at once on the fake device, so a server /
 # client pair runs through connection setup, the data loop and teardown.
 if command -v ib_write_bw >/dev/null && command -v ss >/dev/null; then
-	port=$(free_port)
-	vrun timeout 60 ib_write_bw -d vrdma0 -x 1 -n 50 -p "$port" >"$T_TMP/wbw.srv" 2>&1 &
+	next_port
+	port=$PORT
+	fake_run timeout 60 ib_write_bw -d vrdma0 -x 1 -n 50 -p "$port" >"$T_TMP/wbw.srv" 2>&1 &
 	srv=$!
 	T_PIDS+=("$srv")
-	if wait_for sh -c "ss -ltn | grep -q ':$port '"; then
-		vrun timeout 60 ib_write_bw -d vrdma0 -x 1 -n 50 -p "$port" 127.0.0.1 \
+	if wait_listening "$port" "$srv"; then
+		fake_run timeout 60 ib_write_bw -d vrdma0 -x 1 -n 50 -p "$port" 127.0.0.1 \
 			>"$T_TMP/wbw.cli" 2>&1
 		crc=$?
 		wait "$srv"

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../harness.h"
+#include "common/test_sys.h"
 #include "common/log.h"
 #include "common/loop.h"
 #include "common/util.h"
@@ -187,33 +188,11 @@ struct env {
 	bool own_loop;
 };
 
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;
-}
-
 static int client_connect(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = tc_unix_connect(path);
 
-	strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
+	return fd < 0 ? -1 : fd;
 }
 
 /* Run the loop until the server has handled n messages in total, or its
@@ -500,7 +479,7 @@ static void test_negotiate_and_ring(void)
 	struct vhost_vring *ring;
 	struct vq_elem elem;
 	uint64_t v = 0;
-	int base = count_fds();
+	int base = tc_count_fds(0);
 
 	REQUIRE(env_init(&e, 3) == 0);
 	CHECK_EQ(e.st.connected, 1);
@@ -683,7 +662,7 @@ static void test_negotiate_and_ring(void)
 	CHECK_EQ(vhost_server_stats(e.s)->bad_messages, 0);
 
 	env_fini(&e);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* Without VHOST_USER_F_PROTOCOL_FEATURES rings start enabled; NOFD kick and
@@ -692,7 +671,7 @@ static void test_legacy_enable_and_nofd(void)
 {
 	struct env e;
 	struct vhost_vring *ring;
-	int base = count_fds();
+	int base = tc_count_fds(0);
 
 	REQUIRE(env_init(&e, 3) == 0);
 	negotiate(&e, 0, false);
@@ -718,7 +697,7 @@ static void test_legacy_enable_and_nofd(void)
 	CHECK(vhost_server_vring(e.s, 1) == NULL);
 	CHECK_EQ(vhost_server_mem(e.s)->nregions, 0);
 	env_fini(&e);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* A bad message closes the session cleanly; the next front-end is served. A
@@ -728,7 +707,7 @@ static void test_bad_message_reconnect(void)
 	struct env e;
 	struct vhost_user_msg m, r;
 	uint64_t v;
-	int c2, base = count_fds();
+	int c2, base = tc_count_fds(0);
 
 	REQUIRE(env_init(&e, 3) == 0);
 	negotiate(&e, PF_STD, true);
@@ -815,7 +794,7 @@ static void test_bad_message_reconnect(void)
 	CHECK(!vhost_server_connected(e.s));
 
 	env_fini(&e);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* SET_MEM_TABLE again and REM/ADD_MEM_REG while a ring runs: the ring moves
@@ -828,7 +807,7 @@ static void test_mem_changes(void)
 	struct vhost_vring *ring;
 	struct vq_elem elem;
 	void *old_desc;
-	int many, base = count_fds();
+	int many, base = tc_count_fds(0);
 	uint64_t v;
 
 	REQUIRE(env_init(&e, 3) == 0);
@@ -929,7 +908,7 @@ static void test_mem_changes(void)
 	CHECK_EQ(vhost_server_stats(e.s)->bad_messages, 0);
 
 	env_fini(&e);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* Rings above 255: with the wide index they get kick fds; without it they
@@ -941,7 +920,7 @@ static void test_wide_index(void)
 	struct vhost_vring *ring;
 	struct vhost_user_msg m;
 	const uint32_t hi = VHOST_SERVER_MAX_RINGS - 1;
-	int base = count_fds();
+	int base = tc_count_fds(0);
 
 	REQUIRE(env_init(&e, VHOST_SERVER_MAX_RINGS) == 0);
 	negotiate(&e, PF_STD | PF_WIDE, true);
@@ -1017,14 +996,14 @@ static void test_wide_index(void)
 	CHECK_EQ(vhost_server_stats(e.s)->bad_messages, 2);
 
 	env_fini(&e);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* The device drops the session from inside its callbacks. */
 static void test_device_disconnects(void)
 {
 	struct env e;
-	int base = count_fds();
+	int base = tc_count_fds(0);
 
 	REQUIRE(env_init(&e, 3) == 0);
 	negotiate(&e, PF_STD, true);
@@ -1050,7 +1029,7 @@ static void test_device_disconnects(void)
 	CHECK_EQ(e.st.disconnected, 2);
 	CHECK_EQ(vhost_server_stats(e.s)->bad_messages, 0);
 	env_fini(&e);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 static void test_socket_file(void)
@@ -1060,7 +1039,7 @@ static void test_socket_file(void)
 	struct vhost_server *s1, *s2;
 	char dir[64] = "/tmp/vrdma-vs-XXXXXX", path[128];
 	struct stub st;
-	int fd, base = count_fds();
+	int fd, base = tc_count_fds(0);
 
 	REQUIRE(l && mkdtemp(dir));
 	memset(&st, 0, sizeof(st));
@@ -1112,7 +1091,7 @@ static void test_socket_file(void)
 		CHECK(vhost_server_new(l, longp, &ops, &st) == NULL && errno == ENAMETOOLONG);
 	}
 	rmdir(dir);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 	loop_free(l);
 }
 
@@ -1469,7 +1448,7 @@ static void test_validation(void)
 
 	memfd = memfd_create("vs-val", MFD_CLOEXEC);
 	REQUIRE(memfd >= 0 && ftruncate(memfd, 0x10000) == 0);
-	base = count_fds();
+	base = tc_count_fds(0);
 	memset(&st, 0, sizeof(st));
 	stub_ops(&ops, 3);
 	s = vhost_server_new(NULL, NULL, &ops, &st);
@@ -1512,7 +1491,7 @@ static void test_validation(void)
 		CHECK(!vhost_server_connected(s));
 		CHECK(vhost_server_vring(s, 0) == NULL);
 		CHECK_EQ(vhost_server_mem(s)->nregions, 0);
-		CHECK_EQ(count_fds(), base);
+		CHECK_EQ(tc_count_fds(0), base);
 	}
 	CHECK_EQ(st.disconnected, (int)ARRAY_SIZE(vcases));
 
@@ -1565,7 +1544,7 @@ static void test_validation(void)
 				CHECK_EQ(ret, 0);
 		}
 		CHECK(ret < 0);
-		CHECK_EQ(count_fds(), base);
+		CHECK_EQ(tc_count_fds(0), base);
 	}
 
 	/* More fds than a message can carry, or fds without an array. */
@@ -1578,7 +1557,7 @@ static void test_validation(void)
 		CHECK(vhost_server_handle_msg(s, &m, fds, VHOST_USER_MAX_FDS + 1) < 0);
 		vhost_msg_init(&m, VHOST_USER_GET_FEATURES, 0);
 		CHECK(vhost_server_handle_msg(s, &m, NULL, 2) < 0);
-		CHECK_EQ(count_fds(), base);
+		CHECK_EQ(tc_count_fds(0), base);
 	}
 
 	vhost_server_free(s);
@@ -1626,7 +1605,7 @@ static void test_truncated_memory(void)
 	struct env a, b;
 	struct vhost_vring *ra, *rb;
 	unsigned guarded = vhost_mem_guarded_regions();
-	int base = count_fds(), seals;
+	int base = tc_count_fds(0), seals;
 
 	REQUIRE(env_init(&a, 3) == 0);
 	REQUIRE(env_init_on(&b, 3, a.l, true) == 0);
@@ -1690,7 +1669,7 @@ static void test_truncated_memory(void)
 
 	env_fini(&b);
 	env_fini(&a);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* L1: kick/call/err fds count against the session budget. */
@@ -1699,7 +1678,7 @@ static void test_fd_budget(void)
 	struct env e;
 	struct vhost_user_msg m, r;
 	struct vhost_vring *ring;
-	int base = count_fds();
+	int base = tc_count_fds(0);
 
 	REQUIRE(env_init(&e, 3) == 0);
 	vhost_server_set_max_fds(e.s, 4);
@@ -1743,7 +1722,7 @@ static void test_fd_budget(void)
 	CHECK_EQ(vhost_server_stats(e.s)->fds_refused, 3);
 
 	env_fini(&e);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* L1: accept() out of fds does not spin; the socket is retried later. */
@@ -1753,7 +1732,7 @@ static void test_accept_out_of_fds(void)
 	struct rlimit old, low;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct env e;
-	int nfill = 0, c2, base = count_fds(), rc;
+	int nfill = 0, c2, base = tc_count_fds(0), rc;
 	uint64_t errs;
 
 	REQUIRE(env_init(&e, 3) == 0);
@@ -1795,7 +1774,7 @@ static void test_accept_out_of_fds(void)
 	CHECK_EQ(vhost_server_stats(e.s)->accept_errors, errs + 1);
 	e.c = c2;
 	env_fini(&e);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* SET_VRING_ADDR for ring idx with its parts packed at client address at. */
@@ -1825,7 +1804,7 @@ static void test_waiting_rings(void)
 	struct vhost_user_msg m;
 	uint8_t *p2, *p3;
 	uint64_t att, before;
-	int fd2, fd3, base = count_fds(), started;
+	int fd2, fd3, base = tc_count_fds(0), started;
 
 	REQUIRE(env_init(&e, WR_FIRST + WR_RINGS) == 0);
 	negotiate(&e, PF_STD, true);
@@ -1907,7 +1886,7 @@ static void test_waiting_rings(void)
 	munmap(p3, 64 * 4096);
 	close(fd2);
 	close(fd3);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /*
@@ -1921,7 +1900,7 @@ static void test_graveyard(void)
 	struct env e;
 	struct vhost_mem *mem;
 	struct vhost_vring *ring;
-	int fd3, base = count_fds();
+	int fd3, base = tc_count_fds(0);
 	const uint64_t g = 0x300000000ull, u = 0x700000000ull, step = 0x10000;
 
 	REQUIRE(env_init(&e, 3) == 0);
@@ -2007,7 +1986,7 @@ static void test_graveyard(void)
 
 	env_fini(&e);
 	close(fd3);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* A listener with the accept hook hands every connection over at once and
@@ -2030,7 +2009,7 @@ static void test_accept_hook(void)
 	struct vhost_server *s, *p;
 	char dir[64] = "/tmp/vrdma-vs-XXXXXX", path[128];
 	struct stub st;
-	int c[3], base = count_fds();
+	int c[3], base = tc_count_fds(0);
 	struct loop *l = loop_new();
 
 	REQUIRE(l && mkdtemp(dir));
@@ -2068,7 +2047,7 @@ static void test_accept_hook(void)
 	vhost_server_free(s);
 	loop_free(l);
 	rmdir(dir);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 int main(void)

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "rt.h"
+#include "common/test_sys.h"
 
 #define PG 4096
 
@@ -295,27 +296,6 @@ void rt_limits(struct rt_ctx *c)
 
 /* ---- soak ------------------------------------------------------------------- */
 
-static int count_fds(int pid)
-{
-	char path[64];
-	struct dirent *e;
-	DIR *dir;
-	int n = 0;
-
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/fd", pid);
-	else
-		snprintf(path, sizeof(path), "/proc/self/fd");
-	dir = opendir(path);
-	if (!dir)
-		return -1;
-	while ((e = readdir(dir)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(dir);
-	return pid ? n : n - 1; /* not the directory's own fd */
-}
-
 static long rss_kb(int pid)
 {
 	char path[64], line[256];
@@ -417,15 +397,15 @@ static void t_soak(struct rt_ctx *c)
 	for (i = 0; i < warm && !rc; i++)
 		rc = cycle(d, buf, len, i);
 	RT_REQUIRE(rc == 0, "warm-up cycle %u: %d", i, rc);
-	fd0 = count_fds(c->pid);
+	fd0 = tc_count_fds(c->pid);
 	rss0 = rss_kb(c->pid);
-	my0 = count_fds(0);
+	my0 = tc_count_fds(0);
 	for (i = 0; i < n && !rc; i++)
 		rc = cycle(d, buf, len, warm + i);
 	RT_CHECK(rc == 0, "cycle %u: %d", i, rc);
-	fd1 = count_fds(c->pid);
+	fd1 = tc_count_fds(c->pid);
 	rss1 = rss_kb(c->pid);
-	my1 = count_fds(0);
+	my1 = tc_count_fds(0);
 	printf("# %u cycles: daemon fds %d -> %d, VmRSS %ld -> %ld kB; client fds %d -> %d\n",
 	       i, fd0, fd1, rss0, rss1, my0, my1);
 	RT_CHECK(fd0 > 0 && fd0 == fd1, "daemon fds %d -> %d", fd0, fd1);
