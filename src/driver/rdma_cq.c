@@ -218,7 +218,6 @@ int vrdma_cq_create(struct vrdma_dev *dev, uint32_t cqe, struct vrdma_cq **out)
 	c.cqe = htole32(MIN(num, r->attr.max_cqe));
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_CREATE_CQ, &c, sizeof(c), &a, sizeof(a));
 	if (rc) {
-		rc = rc > 0 ? -ENOMEM : rc;
 		goto out;
 	}
 	cqn = le32toh(a.cqn);
@@ -288,7 +287,6 @@ int vrdma_cq_destroy(struct vrdma_cq *cq)
 	d.cqn = htole32(cq->cqn);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, &d, sizeof(d), NULL, 0);
 	if (rc) {
-		rc = rc > 0 ? -EBUSY : rc;
 		goto out;
 	}
 	/* Events the device wrote for the CQ precede the ack: read them and
@@ -435,7 +433,6 @@ int vrdma_cq_resize(struct vrdma_cq *cq, uint32_t cqe)
 	c.cqe = htole32(num);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_RESIZE_CQ, &c, sizeof(c), &a, sizeof(a));
 	if (rc) {
-		rc = rc > 0 ? -EINVAL : rc;
 		goto out;
 	}
 	/* 2-4. stop, keep the leftovers, new ring */
@@ -599,8 +596,6 @@ int vrdma_cq_arm(struct vrdma_cq *cq, uint32_t flags)
 		c.cqn = htole32(cq->cqn);
 		c.flags = htole32(flags);
 		rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ, &c, sizeof(c), NULL, 0);
-		if (rc > 0)
-			rc = -EIO;
 	}
 	vrdma_dev_unlock(cq->dev);
 	return rc;

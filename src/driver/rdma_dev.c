@@ -38,6 +38,42 @@ int vrdma_rdma_table_reserve(void **tab, uint32_t *cap, size_t elem, uint32_t id
 	return 0;
 }
 
+/*
+ * The one mapping of a refused RoCE command (VIRTIO_NET_ERR, which says no
+ * more) to an errno, by what refusing that command means: no room for a new
+ * object (ENOMEM), an object still in use (EBUSY), a query or notification
+ * the device cannot answer (EIO), else bad arguments (EINVAL).
+ */
+static int rdma_cmd_refused(struct vrdma_rdma *r, uint8_t cmd)
+{
+	switch (cmd) {
+	case VIRTIO_NET_CTRL_ROCE_CREATE_CQ:
+	case VIRTIO_NET_CTRL_ROCE_CREATE_PD:
+	case VIRTIO_NET_CTRL_ROCE_REG_USER_MR:
+	case VIRTIO_NET_CTRL_ROCE_CREATE_QP:
+	case VIRTIO_NET_CTRL_ROCE_CREATE_SRQ:
+	case VIRTIO_NET_CTRL_ROCE_ALLOC_MR:
+	case VIRTIO_NET_CTRL_ROCE_ALLOC_MW:
+		return -ENOMEM;
+	case VIRTIO_NET_CTRL_ROCE_DESTROY_CQ:
+	case VIRTIO_NET_CTRL_ROCE_DESTROY_PD:
+	case VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ:
+		return -EBUSY;
+	case VIRTIO_NET_CTRL_ROCE_DEREG_MR:
+		/* With windows, a refusal is most likely one bound to the MR. */
+		return vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_WINDOW) ? -EBUSY : -EINVAL;
+	case VIRTIO_NET_CTRL_ROCE_QUERY_DEVICE:
+	case VIRTIO_NET_CTRL_ROCE_QUERY_PORT:
+	case VIRTIO_NET_CTRL_ROCE_QUERY_QP:
+	case VIRTIO_NET_CTRL_ROCE_QUERY_SRQ:
+	case VIRTIO_NET_CTRL_ROCE_DESTROY_QP:
+	case VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ:
+		return -EIO;
+	default:
+		return -EINVAL;
+	}
+}
+
 int vrdma_rdma_cmd(struct vrdma_rdma *r, uint8_t cmd, const void *in, size_t in_len,
 		   void *out, size_t out_len)
 {
@@ -50,7 +86,7 @@ int vrdma_rdma_cmd(struct vrdma_rdma *r, uint8_t cmd, const void *in, size_t in_
 	r->cmds++;
 	if (ack != VIRTIO_NET_OK) {
 		r->cmd_errors++;
-		return 1;
+		return rdma_cmd_refused(r, cmd);
 	}
 	return 0;
 }
@@ -130,10 +166,10 @@ static int rdma_fetch_attrs(struct vrdma_rdma *r)
 
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_QUERY_DEVICE, NULL, 0, &d, sizeof(d));
 	if (rc)
-		return rc > 0 ? -EIO : rc;
+		return rc;
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_QUERY_PORT, NULL, 0, &p, sizeof(p));
 	if (rc)
-		return rc > 0 ? -EIO : rc;
+		return rc;
 	memset(a, 0, sizeof(*a));
 	a->device_cap_flags = le64toh(d.device_cap_flags);
 	a->max_mr_size = le64toh(d.max_mr_size);
@@ -300,7 +336,7 @@ int vrdma_query_port(struct vrdma_dev *dev, struct vrdma_port_attr *attr)
 		rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_QUERY_PORT, NULL, 0, &p, sizeof(p));
 		if (rc) {
 			vrdma_dev_unlock(dev);
-			return rc > 0 ? -EIO : rc;
+			return rc;
 		}
 		rdma_port_ipv4(r, p.gid1_ipv4);
 	}
@@ -418,8 +454,6 @@ int vrdma_gid_add(struct vrdma_dev *dev, uint32_t index, const uint8_t gid[16])
 	c.index = htole16((uint16_t)index);
 	memcpy(c.gid, gid, 16);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_ADD_GID, &c, sizeof(c), NULL, 0);
-	if (rc > 0)
-		rc = -EINVAL;
 	if (rc == 0) {
 		r->gids[index].valid = true;
 		memcpy(r->gids[index].raw, gid, 16);
@@ -452,8 +486,6 @@ int vrdma_gid_del(struct vrdma_dev *dev, uint32_t index)
 	}
 	c.index = htole16((uint16_t)index);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DEL_GID, &c, sizeof(c), NULL, 0);
-	if (rc > 0)
-		rc = -EINVAL;
 	if (rc == 0)
 		memset(&r->gids[index], 0, sizeof(r->gids[index]));
 out:
@@ -482,7 +514,6 @@ int vrdma_pd_alloc(struct vrdma_dev *dev, uint32_t *pdn)
 	}
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_CREATE_PD, NULL, 0, &a, sizeof(a));
 	if (rc) {
-		rc = rc > 0 ? -ENOMEM : rc;
 		goto out;
 	}
 	n = le32toh(a.pdn);
@@ -527,8 +558,6 @@ int vrdma_pd_free(struct vrdma_dev *dev, uint32_t pdn)
 	}
 	d.pdn = htole32(pdn);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_PD, &d, sizeof(d), NULL, 0);
-	if (rc > 0)
-		rc = -EBUSY;
 	if (rc == 0) {
 		r->pds[pdn].live = false;
 		r->npds--;
@@ -607,7 +636,6 @@ int vrdma_ah_create(struct vrdma_dev *dev, uint32_t pdn, const struct vrdma_ah_a
 	vrdma_rdma_av_to_wire(attr, &c.ah_attr);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_CREATE_AH, &c, sizeof(c), &a, sizeof(a));
 	if (rc) {
-		rc = rc > 0 ? -EINVAL : rc;
 		goto out;
 	}
 	h = le32toh(a.ah);
@@ -650,8 +678,6 @@ int vrdma_ah_destroy(struct vrdma_dev *dev, uint32_t pdn, uint32_t ah)
 	d.pdn = htole32(pdn);
 	d.ah = htole32(ah);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_AH, &d, sizeof(d), NULL, 0);
-	if (rc > 0)
-		rc = -EINVAL;
 	if (rc == 0) {
 		r->ahs[ah].live = false;
 		r->nahs--;

@@ -331,7 +331,6 @@ int vrdma_query_pkey(struct vrdma_dev *dev, uint32_t index, uint16_t *pkey)
 	c.index = htole16((uint16_t)index);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_QUERY_PKEY, &c, sizeof(c), &a, sizeof(a));
 	if (rc) {
-		rc = rc > 0 ? -EINVAL : rc;
 		goto out;
 	}
 	*pkey = le16toh(a.pkey);
@@ -392,7 +391,6 @@ int vrdma_srq_create(struct vrdma_dev *dev, uint32_t pdn, struct vrdma_srq_attr 
 	memset(&a, 0, sizeof(a));
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_CREATE_SRQ, &c, sizeof(c), &a, sizeof(a));
 	if (rc) {
-		rc = rc > 0 ? -ENOMEM : rc;
 		goto out;
 	}
 	srqn = le32toh(a.srqn);
@@ -459,8 +457,6 @@ int vrdma_srq_modify(struct vrdma_srq *srq, const struct vrdma_srq_attr *attr, u
 	c.attr_mask = htole32(mask);
 	c.srq_limit = htole32(attr->srq_limit);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_MODIFY_SRQ, &c, sizeof(c), NULL, 0);
-	if (rc > 0)
-		rc = -EINVAL;
 out:
 	vrdma_dev_unlock(srq->dev);
 	return rc;
@@ -482,7 +478,6 @@ int vrdma_srq_query(struct vrdma_srq *srq, struct vrdma_srq_attr *attr)
 	c.srqn = htole32(srq->srqn);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_QUERY_SRQ, &c, sizeof(c), &a, sizeof(a));
 	if (rc) {
-		rc = rc > 0 ? -EIO : rc;
 		goto out;
 	}
 	attr->max_wr = le32toh(a.max_wr);
@@ -514,7 +509,6 @@ int vrdma_srq_destroy(struct vrdma_srq *srq)
 	d.srqn = htole32(srq->srqn);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ, &d, sizeof(d), NULL, 0);
 	if (rc) {
-		rc = rc > 0 ? -EBUSY : rc;
 		goto out;
 	}
 	vrdma_rdma_events_forget(r, srq);

@@ -139,7 +139,6 @@ int vrdma_mr_reg(struct vrdma_dev *dev, uint32_t pdn, void *addr, uint64_t lengt
 	}
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_REG_USER_MR, c, clen, &a, sizeof(a));
 	if (rc) {
-		rc = rc > 0 ? -ENOMEM : rc;
 		goto out;
 	}
 	ack[0] = a.mrn;
@@ -185,7 +184,6 @@ int vrdma_mr_get_dma(struct vrdma_dev *dev, uint32_t pdn, uint32_t access,
 	c.access_flags = htole32(access);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_GET_DMA_MR, &c, sizeof(c), &a, sizeof(a));
 	if (rc) {
-		rc = rc > 0 ? -EINVAL : rc;
 		goto out;
 	}
 	ack[0] = a.mrn;
@@ -218,9 +216,6 @@ int vrdma_mr_dereg(struct vrdma_dev *dev, uint32_t mrn)
 	d.mrn = htole32(mrn);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DEREG_MR, &d, sizeof(d), NULL, 0);
 	if (rc) {
-		/* (With windows, a refusal is most likely one bound to it.) */
-		rc = rc > 0 ? (vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_WINDOW) ? -EBUSY : -EINVAL)
-			    : rc;
 		goto out;
 	}
 	if (m->pages)
@@ -282,7 +277,6 @@ int vrdma_mr_alloc(struct vrdma_dev *dev, uint32_t pdn, uint32_t max_num_sg,
 	c.max_num_sg = htole32(max_num_sg);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_ALLOC_MR, &c, sizeof(c), &a, sizeof(a));
 	if (rc) {
-		rc = rc > 0 ? -ENOMEM : rc;
 		goto out;
 	}
 	ack[0] = a.mrn;
@@ -334,7 +328,6 @@ int vrdma_mw_alloc(struct vrdma_dev *dev, uint32_t pdn, uint32_t type, struct vr
 	c.mw_type = htole32(type);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_ALLOC_MW, &c, sizeof(c), &a, sizeof(a));
 	if (rc) {
-		rc = rc > 0 ? -ENOMEM : rc;
 		goto out;
 	}
 	mwn = le32toh(a.mwn);
@@ -388,7 +381,6 @@ int vrdma_mw_dealloc(struct vrdma_dev *dev, uint32_t mwn)
 	d.mwn = htole32(mwn);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, &d, sizeof(d), NULL, 0);
 	if (rc) {
-		rc = rc > 0 ? -EINVAL : rc;
 		goto out;
 	}
 	r->pds[r->mrs[mwn].pdn].refs--;

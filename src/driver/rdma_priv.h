@@ -221,8 +221,8 @@ int vrdma_rdma_get(struct vrdma_dev *dev, struct vrdma_rdma **out);
 
 /*
  * Send RoCE command cmd (device lock held). Returns 0 (VIRTIO_NET_OK, out
- * filled), 1 (VIRTIO_NET_ERR: refused, nothing changed), or a negative
- * errno of the control queue.
+ * filled) or a negative errno: of the control queue, or for VIRTIO_NET_ERR
+ * (refused, nothing changed) the command's errno (rdma_cmd_refused).
  */
 int vrdma_rdma_cmd(struct vrdma_rdma *r, uint8_t cmd, const void *in, size_t in_len,
 		   void *out, size_t out_len);

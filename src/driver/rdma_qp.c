@@ -314,7 +314,6 @@ int vrdma_qp_create(struct vrdma_dev *dev, const struct vrdma_qp_init *init,
 	memset(&a, 0, sizeof(a));
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_CREATE_QP, &c, sizeof(c), &a, sizeof(a));
 	if (rc) {
-		rc = rc > 0 ? -ENOMEM : rc;
 		goto out;
 	}
 	qpn = le32toh(a.qpn);
@@ -412,7 +411,6 @@ int vrdma_qp_destroy(struct vrdma_qp *qp)
 	d.qpn = htole32(qp->qpn);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_QP, &d, sizeof(d), NULL, 0);
 	if (rc) {
-		rc = rc > 0 ? -EIO : rc;
 		goto out;
 	}
 	/* Events the device wrote for the QP precede the ack: read them and
@@ -559,7 +557,6 @@ int vrdma_qp_resize(struct vrdma_qp *qp, uint32_t max_send_wr, uint32_t max_recv
 		goto out;
 	rc = qp_resize_cmd(r, qp, ns, nr);
 	if (rc) {
-		rc = rc > 0 ? -EINVAL : rc;
 		goto out;
 	}
 	rc = wq_resize(dev, r, &qp->sq, ns);
@@ -678,8 +675,6 @@ int vrdma_qp_modify(struct vrdma_qp *qp, const struct vrdma_qp_attr *a, uint32_t
 	if (mask & VIRTIO_IB_QP_AV)
 		vrdma_rdma_av_to_wire(&a->ah_attr, &c.ah_attr);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_MODIFY_QP, &c, sizeof(c), NULL, 0);
-	if (rc > 0)
-		rc = -EINVAL;
 	if (rc == 0 && (mask & VIRTIO_IB_QP_STATE)) {
 		atomic_store(&qp->state, a->qp_state);
 		if (a->qp_state == VIRTIO_IB_QPS_RESET) {
@@ -712,7 +707,6 @@ int vrdma_qp_query(struct vrdma_qp *qp, uint32_t mask, struct vrdma_qp_attr *a)
 	c.attr_mask = htole32(mask);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_QUERY_QP, &c, sizeof(c), &q, sizeof(q));
 	if (rc) {
-		rc = rc > 0 ? -EIO : rc;
 		goto out;
 	}
 	memset(a, 0, sizeof(*a));
