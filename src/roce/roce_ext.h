@@ -16,32 +16,11 @@
 
 #include "roce/roce_tp.h"
 
+/* Counters of the extensions (roce_stats.h has the lists). */
 struct roce_ext_stats {
-	/* event queue */
-	uint64_t ev_written;                  /* events written to the ring */
+	ROCE_EXT_STATS_EVQ(ROCE_STATS_FIELD)
 	uint64_t ev_by_type[VIRTIO_IB_EVENT_NUM];
-	uint64_t ev_short_bufs;               /* buffers < 16 bytes given back */
-	uint64_t ev_waits;                    /* deliveries that ran out of buffers */
-	uint64_t ev_ring_errors;              /* event ring broken */
-	uint64_t ev_raised;                   /* raised by the engine */
-	/* shared receive queues */
-	uint64_t srq_created, srq_destroyed;
-	uint64_t srq_recv_wrs;                /* elements taken from SRQ rings */
-	uint64_t srq_empty;                   /* a message found its SRQ empty */
-	uint64_t srq_limit_events;
-	uint64_t srq_errors;                  /* SRQ rings broken */
-	uint64_t srq_flushed;                 /* held WQEs flushed (QP to ERR...) */
-	uint64_t srq_dropped;                 /* requests dropped by DESTROY_SRQ */
-	uint64_t srq_ring_stopped;            /* SRQ rings taken back while live */
-	uint64_t last_wqe_events;
-	/* resize */
-	uint64_t cq_resizes, cq_resize_range, cq_resize_nomem;
-	uint64_t qp_resizes, qp_resize_range, qp_resize_nomem;
-	/* completions */
-	uint64_t wc_ext;                      /* with an extension opcode/status/flag */
-	uint64_t wc_ext_blocked;              /* ... refused without ROCE_EXT (bug) */
-	/* events of the engine */
-	uint64_t cq_err_events, qp_fatal_events, sq_drained_events;
+	ROCE_EXT_STATS(ROCE_STATS_FIELD)
 };
 
 /* Per-SRQ transport state (roce_srq->transport). */
