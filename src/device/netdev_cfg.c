@@ -83,7 +83,7 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 {
 	char *copy, *save = NULL, *tok;
 	bool ext_given = false, srqs_given = false;
-	uint64_t seed_vqs, max_vqs;
+	uint64_t rfc_vqs, max_vqs;
 	int rc = 0;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -231,21 +231,21 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 	/* 2 + 1 + cqs + 2 qps, then the event queue and srqs SRQ rings: at most
 	 * 65536 virtqueues (16-bit numbers) and what the vhost server serves.
 	 * Defaults shrink to fit; values given explicitly must fit. */
-	seed_vqs = 3ull + cfg->max_cqs + 2ull * cfg->max_qps;
+	rfc_vqs = 3ull + cfg->max_cqs + 2ull * cfg->max_qps;
 	max_vqs = MIN((uint64_t)NETDEV_MAX_VQS, (uint64_t)VHOST_SERVER_MAX_RINGS);
-	if (seed_vqs + 1 > max_vqs) {
+	if (rfc_vqs + 1 > max_vqs) {
 		if (ext_given)
 			return cfg_err(err, errlen, "ext=on: 4 + cqs + 2 * qps virtqueues exceed %llu",
 				       (unsigned long long)max_vqs);
 		cfg->roce_ext = false;
 		return 0;
 	}
-	if (seed_vqs + 1 + cfg->max_srqs > max_vqs) {
+	if (rfc_vqs + 1 + cfg->max_srqs > max_vqs) {
 		if (srqs_given)
 			return cfg_err(err, errlen,
 				       "srqs=%u: 4 + cqs + 2 * qps + srqs virtqueues exceed %llu",
 				       cfg->max_srqs, (unsigned long long)max_vqs);
-		cfg->max_srqs = (uint32_t)(max_vqs - seed_vqs - 1);
+		cfg->max_srqs = (uint32_t)(max_vqs - rfc_vqs - 1);
 	}
 	return 0;
 }

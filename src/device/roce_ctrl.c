@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Control commands of class VIRTIO_NET_CTRL_ROCE (seed: "RoCE
+ * Control commands of class VIRTIO_NET_CTRL_ROCE (RFC: "RoCE
  * Configuration"): decode the untrusted little-endian command data, check its
  * length, run the operation (roce_res.c, roce_qp_state.c), encode the ack
  * data, count the outcome. Nothing here trusts in_len, alignment or any value.

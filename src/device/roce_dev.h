@@ -2,7 +2,7 @@
 /*
  * The RoCE device's resource model and control path: protection domains,
  * memory regions, completion queues, queue pairs, address handles and the GID
- * table of one virtio-net RoCE device (seed: "RoCE Configuration").
+ * table of one virtio-net RoCE device (RFC: "RoCE Configuration").
  *
  * This module does no I/O. roce_ctrl_exec() executes one control command
  * (class VIRTIO_NET_CTRL_ROCE) from its raw bytes; the control virtqueue
@@ -93,7 +93,7 @@ struct roce_dev_cfg {
 	uint64_t max_mr_size;
 	uint64_t max_mr_pages;    /* all REG_USER_MR pages together */
 	const struct vhost_mem *mem; /* driver memory (may be set later) */
-	/* Extensions (docs/spec.md "Extensions beyond the seed"); they are
+	/* Extensions (docs/spec.md "Extensions beyond the RFC"); they are
 	 * usable only after roce_dev_set_ext(rd, true). */
 	uint32_t max_rdma_srqs;   /* S: 0..16384 (0 = no SRQ virtqueues) */
 	uint32_t max_srq_wr, max_srq_sge;
@@ -267,7 +267,7 @@ struct roce_srq {
 	void *transport;          /* owned by the transport engine */
 };
 
-/* An address vector: the seed's virtio_rdma_ah_attr, validated, plus the
+/* An address vector: the RFC's virtio_rdma_ah_attr, validated, plus the
  * source GID resolved from sgid_index when it was set. */
 struct roce_av {
 	uint8_t dgid[16];
@@ -609,7 +609,7 @@ enum vrdma_vq_kind roce_ring_decode(const struct roce_dev *rd, uint32_t ring, ui
 uint32_t roce_ring_of_cq(const struct roce_dev *rd, uint32_t cqn);
 uint32_t roce_ring_of_sq(const struct roce_dev *rd, uint32_t qp_index);
 uint32_t roce_ring_of_rq(const struct roce_dev *rd, uint32_t qp_index);
-/* Total virtqueues of the device: the seed's layout, plus the event queue
+/* Total virtqueues of the device: the RFC's layout, plus the event queue
  * and S SRQ rings when max_rdma_srqs was configured (ROCE_EXT offered), the
  * extension's rings being processed only once ROCE_EXT is negotiated. */
 uint32_t roce_ring_count(const struct roce_dev *rd);
@@ -629,7 +629,7 @@ bool roce_ring_usable(const struct roce_dev *rd, uint32_t ring);
 /* (With ROCE_EXT negotiated, also: the event queue always, an SRQ ring once
  * its SRQ exists; a QP's receive ring is not usable when it has an SRQ.) */
 
-/* ---- extensions (ROCE_EXT; docs/spec.md "Extensions beyond the seed") --- */
+/* ---- extensions (ROCE_EXT; docs/spec.md "Extensions beyond the RFC") --- */
 
 /* ROCE_EXT negotiated (true) or not (feature negotiation, device reset):
  * commands 18..27, the extension words of the acks, the new access flags

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The extension objects of the RoCE device (docs/spec.md "Extensions beyond
- * the seed"): shared receive queues, fast-registration MRs and memory
+ * the RFC"): shared receive queues, fast-registration MRs and memory
  * windows with their keys, resizing of CQs and QPs, and the memory
  * operations the transport executes from the send queue (REG_MR, LOCAL_INV
  * and received SEND_WITH_INV, BIND_MW).
@@ -33,18 +33,18 @@ static uint32_t clamp_def(uint32_t v, uint32_t def, uint32_t max)
 void roce_dev_init_ext(struct roce_dev *rd, const struct roce_dev_cfg *cfg)
 {
 	struct roce_dev_attr *a = &rd->attr;
-	uint64_t seed_vqs, s = 0;
+	uint64_t rfc_vqs, s = 0;
 
 	rd->ext_offered = cfg->ext_offered || cfg->max_rdma_srqs;
 	if (rd->ext_offered) {
 		/* 2N+2+M+2L+S virtqueues, at most 65536 */
-		seed_vqs = 2 * (uint64_t)rd->net_pairs + 2 + rd->max_rdma_cqs +
+		rfc_vqs = 2 * (uint64_t)rd->net_pairs + 2 + rd->max_rdma_cqs +
 			   2 * (uint64_t)rd->max_rdma_qps;
 		s = MIN(cfg->max_rdma_srqs, VIRTIO_NET_ROCE_MAX_SRQS);
-		if (seed_vqs >= VIRTIO_NET_ROCE_MAX_VQS)
+		if (rfc_vqs >= VIRTIO_NET_ROCE_MAX_VQS)
 			s = 0;
 		else
-			s = MIN(s, VIRTIO_NET_ROCE_MAX_VQS - seed_vqs);
+			s = MIN(s, VIRTIO_NET_ROCE_MAX_VQS - rfc_vqs);
 	}
 	rd->max_rdma_srqs = (uint32_t)s;
 	a->max_srq = (uint32_t)s;
@@ -84,7 +84,7 @@ bool roce_mr_room(const struct roce_dev *rd)
 
 bool roce_mr_access_ok(const struct roce_dev *rd, uint32_t access)
 {
-	uint32_t ok = VIRTIO_IB_ACCESS_SEED_MASK;
+	uint32_t ok = VIRTIO_IB_ACCESS_RFC_MASK;
 
 	if (rd->ext && rd->attr.atomic_cap != VIRTIO_IB_ATOMIC_NONE)
 		ok |= VIRTIO_IB_ACCESS_REMOTE_ATOMIC;

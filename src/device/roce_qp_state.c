@@ -3,7 +3,7 @@
  * The QP state machine of MODIFY_QP (IBTA "QP state transitions", modelled
  * on the IBTA Modify QP attribute table): which transitions exist, which
  * attributes each requires or allows per QP type, and the range of every
- * attribute value. The seed's attribute mask has no PKEY_INDEX, PORT,
+ * attribute value. The RFC's attribute mask has no PKEY_INDEX, PORT,
  * ALT_PATH, PATH_MIG_STATE or EN_SQD_ASYNC_NOTIFY, so those columns of the
  * IBTA table are gone (P_Key index 0 and port 1 are implied); RATE_LIMIT is
  * allowed wherever a QP enters RTS. See docs/spec.md "QP state machine".
@@ -33,11 +33,11 @@ enum { T_RC, T_UC, T_UD, T_GSI, T_NUM };
 #define M_DQP  VIRTIO_IB_QP_DEST_QPN
 #define M_RL   VIRTIO_IB_QP_RATE_LIMIT
 
-/* Access flags MODIFY_QP accepts: the seed's, plus REMOTE_ATOMIC with the
+/* Access flags MODIFY_QP accepts: the RFC's, plus REMOTE_ATOMIC with the
  * extension and an atomic capability. */
 static uint32_t roce_qp_access_mask(const struct roce_dev *rd)
 {
-	uint32_t m = VIRTIO_IB_ACCESS_SEED_MASK;
+	uint32_t m = VIRTIO_IB_ACCESS_RFC_MASK;
 
 	if (rd->ext && rd->attr.atomic_cap != VIRTIO_IB_ATOMIC_NONE)
 		m |= VIRTIO_IB_ACCESS_REMOTE_ATOMIC;

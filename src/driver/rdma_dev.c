@@ -135,7 +135,7 @@ static void rdma_dev_destroy(struct vrdma_dev *dev)
 }
 
 /* GID 1 from a QUERY_PORT ack: its gid1_ipv4 bytes (zeros: no IPv4 GID;
- * a seed device leaves them zero too). */
+ * an RFC-only device leaves them zero too). */
 static void rdma_port_ipv4(struct vrdma_rdma *r, const uint8_t gid1_ipv4[4])
 {
 	static const uint8_t zero[4];
@@ -145,7 +145,7 @@ static void rdma_port_ipv4(struct vrdma_rdma *r, const uint8_t gid1_ipv4[4])
 }
 
 /* GID 2 at open: the device's configured IPv6 address from the QUERY_PORT
- * ack (zeros: none; a seed device leaves them zero). */
+ * ack (zeros: none; an RFC-only device leaves them zero). */
 static void rdma_port_ipv6(struct vrdma_rdma *r, const uint8_t gid2_ipv6[16])
 {
 	static const uint8_t zero[16];
@@ -217,7 +217,7 @@ static int rdma_fetch_attrs(struct vrdma_rdma *r)
 				d.atomic_cap : VIRTIO_IB_ATOMIC_NONE;
 		r->pkey_tbl_len = le16toh(p.pkey_tbl_len);
 	} else {
-		/* A seed device: only the seed's bits mean anything. */
+		/* An RFC-only device: only the RFC's bits mean anything. */
 		a->device_cap_flags &= VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN;
 	}
 	r->gid_tbl_len = le32toh(p.gid_tbl_len);

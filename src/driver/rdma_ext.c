@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
- * libvrdma extension objects (docs/spec.md "Extensions beyond the seed"):
+ * libvrdma extension objects (docs/spec.md "Extensions beyond the RFC"):
  * the event virtqueue and asynchronous events, shared receive queues and the
  * P_Key query. Fast-registration MRs and memory windows are in rdma_mr.c,
  * the new work requests in rdma_qp.c, CQ resize in rdma_cq.c.

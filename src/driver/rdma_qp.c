@@ -605,7 +605,7 @@ static int qp_check_attr(const struct vrdma_rdma *r, const struct vrdma_qp_attr 
 	if ((mask & VIRTIO_IB_QP_DEST_QPN) && a->dest_qp_num > VRDMA_QPN_MASK)
 		return -EINVAL;
 	if ((mask & VIRTIO_IB_QP_ACCESS_FLAGS) &&
-	    (a->qp_access_flags & ~(uint32_t)(VIRTIO_IB_ACCESS_SEED_MASK |
+	    (a->qp_access_flags & ~(uint32_t)(VIRTIO_IB_ACCESS_RFC_MASK |
 					      VIRTIO_IB_ACCESS_REMOTE_ATOMIC)))
 		return -EINVAL;
 	if ((mask & VIRTIO_IB_QP_ACCESS_FLAGS) &&

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Transport state of the extensions (docs/spec.md "Extensions beyond the
- * seed"): the event virtqueue, shared receive queues, CQ / QP resize.
+ * RFC"): the event virtqueue, shared receive queues, CQ / QP resize.
  * Private to src/roce (and the tests); hangs off roce_tp->ext (per device)
  * and roce_srq->transport (per SRQ).
  *

@@ -8,7 +8,7 @@
  * written to completion virtqueues. UD, UC and RC (SEND, SEND_WITH_IMM,
  * RDMA WRITE[_WITH_IMM], RDMA READ), with loss recovery for RC; with
  * ROCE_EXT also atomics, SEND_WITH_INV, and the local operations REG_MR,
- * LOCAL_INV and BIND_MW (docs/spec.md "Extensions beyond the seed").
+ * LOCAL_INV and BIND_MW (docs/spec.md "Extensions beyond the RFC").
  *
  * Files (split by role like Linux rxe, code written from the IBTA rules):
  *   roce_tp.c     per-device context, control-path hooks, rings, scheduling
@@ -239,7 +239,7 @@ struct roce_swqe {
 	uint32_t next;            /* next packet index to send */
 	uint32_t rd_rcvd;         /* READ: response packets received; atomic:
 				   * 1 once its ATOMIC ACKNOWLEDGE arrived */
-	/* ---- extensions (docs/spec.md "Extensions beyond the seed") ---- */
+	/* ---- extensions (docs/spec.md "Extensions beyond the RFC") ---- */
 	bool sge_unchecked;       /* SGE keys checked when the requester starts
 				   * the WR (an earlier REG_MR may create them) */
 	uint32_t inv_rkey;        /* LOCAL_INV, SEND_WITH_INV: the key */

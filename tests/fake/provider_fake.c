@@ -34,8 +34,8 @@
  *            QP_LAST_WQE_REACHED (by cookie) when a QP with an SRQ is
  *            modified to ERR
  *   AH       numbers handed out
- * Multicast is absent. VRDMA_FAKE_SEED=1 at open makes query_device report none of
- * the extensions (the seed device), to test that the verbs layer then
+ * Multicast is absent. VRDMA_FAKE_NO_EXT=1 at open makes query_device report none of
+ * the extensions (the RFC-only device), to test that the verbs layer then
  * refuses them.
  */
 #include <errno.h>
@@ -89,7 +89,7 @@ struct fake_rq {
 struct vrdma_prov_dev {
 	int index;
 	uint8_t mac[6];
-	bool seed_only;       /* VRDMA_FAKE_SEED when opened */
+	bool seed_only;       /* VRDMA_FAKE_NO_EXT when opened */
 	pthread_mutex_t lock; /* numbers, lists, events, every RQ / SRQ */
 	uint32_t next_pdn, next_mrn, next_cqn, next_qp_index, next_ah, next_srqn;
 	struct fake_mr *mrs;
@@ -138,11 +138,11 @@ static int fake_count(void)
 	return n >= 1 && n <= FAKE_MAX_DEVICES ? (int)n : 1;
 }
 
-/* VRDMA_FAKE_SEED=1: the device reports no extension (as a device without
+/* VRDMA_FAKE_NO_EXT=1: the device reports no extension (as a device without
  * VIRTIO_NET_F_ROCE_EXT would), whatever operations the fake has. */
 static bool fake_seed_only(void)
 {
-	const char *e = getenv("VRDMA_FAKE_SEED");
+	const char *e = getenv("VRDMA_FAKE_NO_EXT");
 
 	return e && *e && strcmp(e, "0") != 0;
 }

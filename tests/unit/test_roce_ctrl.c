@@ -969,7 +969,7 @@ static void test_qp_modify_rc_ladder(void)
 	teardown();
 }
 
-/* The expected transition table (IBTA, restricted to the seed's attribute
+/* The expected transition table (IBTA, restricted to the RFC's attribute
  * mask), written out independently of the implementation's table. */
 static bool expect_transition(uint8_t t, uint8_t cur, uint8_t next, uint32_t *req, uint32_t *opt)
 {
@@ -1935,7 +1935,7 @@ static void test_ext_off(void)
 	uint32_t pdn, cqn, qpn, x, lk, rk, i;
 	struct roce_dev_cfg cfg;
 
-	/* Offered, not negotiated: the seed device. */
+	/* Offered, not negotiated: the RFC-only device. */
 	cfg = ext_cfg();
 	REQUIRE(setup_cfg(&cfg));
 	for (i = 0; i < 10; i++) {
@@ -1997,7 +1997,7 @@ static void test_ext_off(void)
 	CHECK(no_ext_objects());
 	teardown();
 
-	/* Not offered at all: the seed layout. */
+	/* Not offered at all: the RFC layout. */
 	REQUIRE(setup());
 	CHECK(!rd.ext_offered);
 	CHECK_EQ(roce_ring_count(&rd), 3 + 8 + 32);

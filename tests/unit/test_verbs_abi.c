@@ -748,7 +748,7 @@ static bool poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 	return ibv_poll_cq(cq, 1, wc) == 1 && ibv_poll_cq(cq, 1, &extra) == 0;
 }
 
-/* The seed device (VRDMA_FAKE_SEED): every extension refused up front. */
+/* The RFC-only device (VRDMA_FAKE_NO_EXT): every extension refused up front. */
 static void test_ext_absent(void)
 {
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
@@ -763,9 +763,9 @@ static void test_ext_absent(void)
 	uint64_t res = 0;
 
 	REQUIRE_LIB();
-	setenv("VRDMA_FAKE_SEED", "1", 1);
+	setenv("VRDMA_FAKE_NO_EXT", "1", 1);
 	ctx = open_fake(0);
-	unsetenv("VRDMA_FAKE_SEED");
+	unsetenv("VRDMA_FAKE_NO_EXT");
 	REQUIRE(ctx);
 	CHECK_EQ(V.ibv_query_device(ctx, &da), 0);
 	CHECK_EQ(da.atomic_cap, IBV_ATOMIC_NONE);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
  * vrdma-evil: attacks on the verbs extensions (VIRTIO_NET_F_ROCE_EXT, docs/
- * spec.md "Extensions beyond the seed"), on top of the RDMA driver of rdma.c.
+ * spec.md "Extensions beyond the RFC"), on top of the RDMA driver of rdma.c.
  * Each attack opens its own connection (the device needs max_rdma_qps >= 4
  * and its event and SRQ rings below index 256) and checks the device's
  * answers from the driver's side:
@@ -212,7 +212,7 @@ static int run_cmd_unknown(const struct evil_opts *o, const struct evil_attack *
 	return finish(&d, &t, "commands 28..255");
 }
 
-/* Every field of commands 18..27 (and of the seed commands the extension
+/* Every field of commands 18..27 (and of the RFC commands the extension
  * changed) at its extremes. */
 static int run_cmd_values(const struct evil_opts *o, const struct evil_attack *a)
 {
@@ -460,7 +460,7 @@ static int run_cmd_values(const struct evil_opts *o, const struct evil_attack *a
 }
 
 /* The extension's commands, flags and opcodes on a device whose driver did
- * not negotiate VIRTIO_NET_F_ROCE_EXT: the seed device exactly. */
+ * not negotiate VIRTIO_NET_F_ROCE_EXT: the RFC-only device exactly. */
 static int run_cmd_no_feature(const struct evil_opts *o, const struct evil_attack *a)
 {
 	struct evil_rdev d;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /*
  * vrdma-rdmatest "ext" and "extoff": the extensions of docs/spec.md
- * "Extensions beyond the seed" through libvrdma and the daemon, between
+ * "Extensions beyond the RFC" through libvrdma and the daemon, between
  * device A and device B (RC pairs through the daemon's switch).
  *
  *   ext     capabilities and P_Key; an SRQ shared by two QPs (data compared,
