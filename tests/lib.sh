@@ -111,6 +111,29 @@ wait_listening() {
 }
 _listening_or_gone() { listening "$1" || _gone "$2"; }
 
+# stats_dump PID LOG: SIGUSR1 to daemon PID, wait for its next whole counter
+# dump in LOG (the last line of a dump starts "faults dropped"), copy it to
+# $T_TMP/stats. STATS_SEEN counts the dumps taken so far.
+STATS_SEEN=0
+stats_dump() {
+	local pid=$1 log=$2 n
+	kill -USR1 "$pid" 2>/dev/null || return 1
+	wait_until 'n=$(grep -c "^faults dropped" "$log"); [ "$n" -gt "$STATS_SEEN" ]' || return 1
+	awk -v k="$STATS_SEEN" '/^faults dropped/ { c++; if (c == k + 1) { print; exit } }
+		c == k { print }' "$log" >"$T_TMP/stats"
+	STATS_SEEN=$n
+}
+
+# stats_counter DEV KEY: counter KEY of device DEV (dev0, dev1, ...) in the
+# last dump of stats_dump.
+stats_counter() {
+	awk -v dev="$1" -v key="$2" '
+		/^device / { in_dev = ($2 == dev) }
+		/^(switch|faults|uplink) / { in_dev = 0 }
+		in_dev { for (i = 1; i < NF; i++) if ($i == key) { print $(i + 1); exit } }
+	' "$T_TMP/stats"
+}
+
 # asan_preload LIB: PRELOAD becomes the sanitizer runtimes when LIB (one of
 # our libraries) is an ASan build, so that unsanitized programs can load it;
 # else empty.

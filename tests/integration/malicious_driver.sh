@@ -95,26 +95,9 @@ EVIL="$T_TMP/bin/vrdma-evil"
 
 # ---- helpers ----------------------------------------------------------------
 
-# stats: make the daemon dump its counters (SIGUSR1) and wait for the whole
-# dump (its last line is "faults ..."); the dump is left in $T_TMP/stats.
-STATS_SEEN=0
-stats() {
-	local n
-	kill -USR1 "$DAEMON_PID" 2>/dev/null || return 1
-	wait_until 'n=$(grep -c "^faults dropped" "$LOG"); [ "$n" -gt "$STATS_SEEN" ]' || return 1
-	awk -v k="$STATS_SEEN" '/^faults dropped/ { c++; if (c == k + 1) { print; exit } }
-		c == k { print }' "$LOG" >"$T_TMP/stats"
-	STATS_SEEN=$n
-}
-
-# counter DEV KEY: a counter of device DEV (dev0, dev1, ...) in the last dump.
-counter() {
-	awk -v dev="$1" -v key="$2" '
-		/^device / { in_dev = ($2 == dev) }
-		/^(switch|faults|uplink) / { in_dev = 0 }
-		in_dev { for (i = 1; i < NF; i++) if ($i == key) { print $(i + 1); exit } }
-	' "$T_TMP/stats"
-}
+# stats / counter DEV KEY: the daemon's counter dump (tests/lib.sh).
+stats() { stats_dump "$DAEMON_PID" "$LOG"; }
+counter() { stats_counter "$@"; }
 
 daemon_rss_kb() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$DAEMON_PID/status" 2>/dev/null; }
 daemon_fds() { count_fds "$DAEMON_PID"; }
