@@ -13,8 +13,8 @@
 #   make deps       install the packages the build needs (scripts/deps.sh build)
 #
 # Sources are found by directory, so adding a file needs no edit here:
-#   src/{common,vhost,virtio,port,roce,device,driver}/*.c -> build/lib/libvrdma-core.a
-#   src/{common,vhost,virtio,driver}/*.c                   -> build/lib/libvrdma.so
+#   src/{common,vhost,virtio,port,roce,backend,libvrdma,cm,mgmt}/*.c -> build/lib/libvrdma-core.a
+#   src/{common,vhost,virtio,libvrdma}/*.c                 -> build/lib/libvrdma.so
 #   src/verbs/*.c + libvrdma objects                      -> build/lib/libibverbs.so.1
 #   tools/NAME/*.c                                        -> build/bin/NAME
 #   tests/tools/NAME/*.c (+ tests/common/*.c)            -> build/tests/bin/NAME (not installed)
@@ -54,8 +54,8 @@ ifeq ($(V),1)
 Q :=
 endif
 
-CORE_DIRS   := src/common src/vhost src/virtio src/port src/roce src/device src/driver src/cm src/mgmt
-DRIVER_DIRS := src/common src/vhost src/virtio src/driver
+CORE_DIRS   := src/common src/vhost src/virtio src/port src/roce src/backend src/libvrdma src/cm src/mgmt
+DRIVER_DIRS := src/common src/vhost src/virtio src/libvrdma
 CORE_SRCS   := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c))
 DRIVER_SRCS := $(foreach d,$(DRIVER_DIRS),$(wildcard $(d)/*.c))
 VERBS_SRCS  := $(wildcard src/verbs/*.c)
@@ -131,11 +131,11 @@ $(CORE_LIB): $(call obj,$(CORE_SRCS))
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(DRIVER_SO): $(call obj,$(DRIVER_SRCS)) src/driver/libvrdma.map Makefile
+$(DRIVER_SO): $(call obj,$(DRIVER_SRCS)) src/libvrdma/libvrdma.map Makefile
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) -shared -Wl,-soname,libvrdma.so.$(VRDMA_SOMAJOR) \
-		-Wl,--version-script=src/driver/libvrdma.map \
+		-Wl,--version-script=src/libvrdma/libvrdma.map \
 		-Wl,-z,defs $(LDFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 	$(Q)ln -sf libvrdma.so $@.$(VRDMA_SOMAJOR)
 

@@ -11,7 +11,7 @@
  * frame; netdev_deliver_rx copies queued frames into the driver's receive
  * buffers (several with VIRTIO_NET_F_MRG_RXBUF).
  */
-#include "device/netdev.h"
+#include "backend/netdev.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,9 +26,9 @@
 #include "common/log.h"
 #include "common/loop.h"
 #include "common/util.h"
-#include "device/netdev_priv.h"
+#include "backend/netdev_priv.h"
 #include "roce/roce_pkt.h"
-#include "device/netdev_sec.h"
+#include "backend/netdev_sec.h"
 #include "vhost/vhost_server.h"
 #include "virtio/vq_dev.h"
 

@@ -8,7 +8,7 @@
  *
  * Queues (N = 1 queue pair): 0 receiveq, 1 transmitq, 2 controlq, then the
  * RDMA queues of the RoCE extension (completion queues, then send/receive
- * pairs), handed to the RoCE device (src/device/roce_dev.h).
+ * pairs), handed to the RoCE device (src/backend/roce_dev.h).
  */
 #ifndef VRDMA_DEVICE_NETDEV_H
 #define VRDMA_DEVICE_NETDEV_H
@@ -52,7 +52,7 @@ struct netdev_cfg {
 };
 
 /* Device models: the virtio-net device with the RoCE extension (default),
- * or the standalone virtio-rdma device, id 42 (src/device/virtio_rdma_dev.h:
+ * or the standalone virtio-rdma device, id 42 (src/backend/virtio_rdma_dev.h:
  * socket, mac, ip, mtu, qps = its max_qp, cqs = its max_cq). */
 #define NETDEV_MODEL_NET         0
 #define NETDEV_MODEL_VIRTIO_RDMA 1

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "device/netdev.h"
-#include "device/netdev_sec.h"
+#include "backend/netdev.h"
+#include "backend/netdev_sec.h"
 #include "vhost/vhost_server.h"
 
 static int cfg_err(char *err, size_t errlen, const char *fmt, ...)

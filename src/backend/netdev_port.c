@@ -21,9 +21,9 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "device/netdev_priv.h"
-#include "device/netdev_sec.h"
-#include "device/roce_dev.h"
+#include "backend/netdev_priv.h"
+#include "backend/netdev_sec.h"
+#include "backend/roce_dev.h"
 #include "roce/roce_hdr.h"
 #include "vhost/vhost_mem.h"
 #include "roce/roce_tp.h"

@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 #include "common/log.h"
-#include "device/netdev.h"
+#include "backend/netdev.h"
 #include "port/pkt.h"
 #include "common/loop.h"
 #include "port/port.h"

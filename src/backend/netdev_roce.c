@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "device/netdev_priv.h"
-#include "device/roce_dev.h"
+#include "backend/netdev_priv.h"
+#include "backend/roce_dev.h"
 #include "roce/roce_tp.h"
 #include "vhost/vhost_server.h"
 

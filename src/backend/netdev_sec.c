@@ -3,7 +3,7 @@
  * Security of one device (netdev_sec.h): options, MAC pinning and changes,
  * the transmit check and the ADD_GID check.
  */
-#include "device/netdev_sec.h"
+#include "backend/netdev_sec.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "device/netdev_priv.h"
+#include "backend/netdev_priv.h"
 #include "roce/roce_tp.h"
 #include "vhost/vhost_mem.h"
 #include "vrdma/virtio_net_roce.h"

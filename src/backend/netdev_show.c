@@ -5,13 +5,13 @@
  * a port; its resources belong to its contexts (one per connection), so every
  * resource names its context.
  */
-#include "device/netdev_show.h"
+#include "backend/netdev_show.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
 
-#include "device/netdev_priv.h"
-#include "device/roce_dev.h"
+#include "backend/netdev_priv.h"
+#include "backend/roce_dev.h"
 #include "roce/roce_tp.h"
 #include "vhost/vhost_server.h"
 

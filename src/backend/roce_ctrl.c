@@ -5,7 +5,7 @@
  * length, run the operation (roce_res.c, roce_qp_state.c), encode the ack
  * data, count the outcome. Nothing here trusts in_len, alignment or any value.
  */
-#include "device/roce_dev.h"
+#include "backend/roce_dev.h"
 
 #include <string.h>
 

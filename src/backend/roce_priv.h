@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Internals shared by the device model's .c files (roce_res.c, roce_ext.c,
+ * Internals shared by the device model's .c files (roce_res.c, roce_srq_mw.c,
  * roce_event.c, roce_ctrl.c); not a contract for other modules.
  */
 #ifndef VRDMA_DEVICE_ROCE_PRIV_H
 #define VRDMA_DEVICE_ROCE_PRIV_H
 
-#include "device/roce_dev.h"
+#include "backend/roce_dev.h"
 
 /* Undo the last roce_table_alloc() exactly (the FIFO order is restored). */
 void roce_table_unalloc(struct roce_table *t, uint32_t idx);

@@ -3,18 +3,18 @@
  * Control commands of the virtio-rdma device (id 42): each command is decoded
  * from its packed little-endian request, checked for what this model adds
  * (port numbers, GID types, IB attribute masks, cqn = virtqueue index),
- * translated to the RoCE core's operation (roce_res.c, roce_ext.c,
+ * translated to the RoCE core's operation (roce_res.c, roce_srq_mw.c,
  * roce_qp_state.c) and its response encoded. Nothing here trusts in_len,
  * alignment or any value; a failure changes nothing.
  */
-#include "device/virtio_rdma_dev.h"
+#include "backend/virtio_rdma_dev.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "common/util.h"
-#include "device/roce_priv.h"
+#include "backend/roce_priv.h"
 #include "vhost/vhost_mem.h"
 
 #define CMD(name) sizeof(struct virtio_rdma_dev_cmd_##name)

@@ -4,11 +4,11 @@
  * features (VERSION_1 only), its configuration space, its control queue
  * (ring 0, decoded by virtio_rdma_ctrl.c into the RoCE core), and its
  * completion / send / receive rings, processed by the RoCE transport
- * (src/roce, elements translated at the ring boundary by roce_rdma_dev.c).
+ * (src/roce, elements translated at the ring boundary by roce_virtio_rdma.c).
  * The device is a port of the switch; having no Ethernet queues, its
  * transport answers ARP / neighbour solicitations for its addresses.
  */
-#include "device/virtio_rdma_dev.h"
+#include "backend/virtio_rdma_dev.h"
 
 #include <errno.h>
 #include <linux/virtio_config.h>

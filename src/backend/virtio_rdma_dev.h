@@ -11,8 +11,8 @@
 
 #include <stdio.h>
 
-#include "device/netdev.h"
-#include "device/roce_dev.h"
+#include "backend/netdev.h"
+#include "backend/roce_dev.h"
 #include "vrdma/virtio_rdma.h"
 
 struct loop;

@@ -19,7 +19,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "driver/dev.h"
+#include "libvrdma/dev.h"
 
 #define CTRL_ACK_UNSET 0xff
 /* Largest command we build (in + out), a sanity bound. */

@@ -16,7 +16,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "vrdma/virtio_rdma.h"
-#include "driver/dev.h"
+#include "libvrdma/dev.h"
 
 #define BIT64(n) (1ull << (n))
 

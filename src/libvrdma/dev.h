@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "driver/queue.h"
-#include "driver/shm.h"
+#include "libvrdma/queue.h"
+#include "libvrdma/shm.h"
 #include "vhost/vhost_client.h"
 #include "vrdma/virtio_net_roce.h"
 #include "vrdma/vrdma.h"
@@ -119,7 +119,7 @@ struct vrdma_dev {
 	struct vrdma_net_tx tx;
 	struct vrdma_ctrl ctrl;
 
-	/* RDMA part (src/driver, vrdma_rdma.h): its state, and a destructor
+	/* RDMA part (src/libvrdma, vrdma_rdma.h): its state, and a destructor
 	 * vrdma_dev_close() calls with the lock held, after the device reset
 	 * (dead is set: nothing may talk to the back-end) and before shares,
 	 * queues and shared memory are freed. */

@@ -79,7 +79,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "driver/dev.h"
+#include "libvrdma/dev.h"
 #include "shmalloc/shmalloc.h"
 
 struct vrdma_piece {

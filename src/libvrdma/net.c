@@ -27,7 +27,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "driver/dev.h"
+#include "libvrdma/dev.h"
 
 /* Publish re-posted receive buffers in batches of this many. */
 #define RX_PUBLISH_BATCH 16

@@ -2,7 +2,7 @@
 /*
  * libvrdma generic virtqueue setup, teardown, kick and wait. See queue.h.
  */
-#include "driver/queue.h"
+#include "libvrdma/queue.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -14,7 +14,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "driver/dev.h"
+#include "libvrdma/dev.h"
 
 /* Largest ring index we accept (the RoCE layout needs 3 + 16384 + 2*16384). */
 #define VRDMA_QUEUE_MAX_IDX (1u << 20)

@@ -31,7 +31,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "driver/rdma_priv.h"
+#include "libvrdma/rdma_priv.h"
 
 /* vrdma_cq_wait: busy-poll this long before arming and sleeping. */
 #define CQ_WAIT_SPIN_NS 20000

@@ -15,7 +15,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "driver/rdma_priv.h"
+#include "libvrdma/rdma_priv.h"
 
 /* ---- state ---------------------------------------------------------------- */
 

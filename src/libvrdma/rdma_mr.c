@@ -19,7 +19,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "driver/rdma_priv.h"
+#include "libvrdma/rdma_priv.h"
 
 /* Pages one REG_USER_MR may carry (the device takes 32 MiB of command
  * data; leave room for the header). */

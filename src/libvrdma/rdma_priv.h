@@ -13,7 +13,7 @@
  *   rdma_qp.c   queue pairs: CREATE_QP + send/receive virtqueues, modify,
  *               query, post send / receive, resize; the work queues shared
  *               with SRQs
- *   rdma_ext.c  extension objects: SRQs, fast-registration MRs, memory
+ *   rdma_srq_event.c  extension objects: SRQs, fast-registration MRs, memory
  *               windows, P_Key query, the event virtqueue and async events
  *
  * Locking: the shadow tables and every command are under the device lock
@@ -31,7 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "driver/dev.h"
+#include "libvrdma/dev.h"
 #include "vrdma/vrdma_rdma.h"
 
 /* Net queue pairs (N of the virtqueue layout): libvrdma never uses MQ. */
@@ -280,7 +280,7 @@ int vrdma_rdma_wq_post_recv(struct vrdma_wq *wq, uint32_t max_sge,
 /* Ring entries for a queue of cap WRs (headroom when resizable). */
 uint32_t vrdma_rdma_ring_size(const struct vrdma_rdma *r, uint32_t cap);
 
-/* Extension state (rdma_ext.c): set up when the RDMA state is created
+/* Extension state (rdma_srq_event.c): set up when the RDMA state is created
  * (the event queue before any object), freed on close; SRQ teardown on
  * close; the events of an object being destroyed: read the event ring up to
  * its used index, then drop what is queued for the object (device lock). */

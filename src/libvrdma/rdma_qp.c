@@ -28,7 +28,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "driver/rdma_priv.h"
+#include "libvrdma/rdma_priv.h"
 
 #define SQ_REQ_SIZE sizeof(struct virtio_rdma_sq_req)
 #define RQ_REQ_SIZE sizeof(struct virtio_rdma_rq_req)

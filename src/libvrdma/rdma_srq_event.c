@@ -28,7 +28,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "driver/rdma_priv.h"
+#include "libvrdma/rdma_priv.h"
 
 #define EVQ_NUM 64
 #define EVQ_BUF_SIZE sizeof(struct virtio_rdma_event)

@@ -3,7 +3,7 @@
  * libvrdma shared-memory arenas and the table of regions the back-end knows.
  * See shm.h.
  */
-#include "driver/shm.h"
+#include "libvrdma/shm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "driver/dev.h"
+#include "libvrdma/dev.h"
 
 /* ---- regions the back-end knows ------------------------------------------- */
 

@@ -18,8 +18,8 @@
  * changes the backlog's capacity (cqe) keeping its order.
  */
 #include "roce/roce_tp.h"
-#include "roce/roce_ext.h"
-#include "roce/roce_rdma_dev.h"
+#include "roce/roce_srq_evq.h"
+#include "roce/roce_virtio_rdma.h"
 
 #include <errno.h>
 #include <stdlib.h>

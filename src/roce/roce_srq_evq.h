@@ -8,8 +8,8 @@
  * Files: roce_evq.c (event queue delivery), roce_srq.c (SRQ hooks, rings,
  * limit, errors); the receive path itself is in roce_rq.c.
  */
-#ifndef VRDMA_ROCE_ROCE_EXT_H
-#define VRDMA_ROCE_ROCE_EXT_H
+#ifndef VRDMA_ROCE_ROCE_SRQ_EVQ_H
+#define VRDMA_ROCE_ROCE_SRQ_EVQ_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -92,4 +92,4 @@ int roce_cq_resize_hook(struct roce_dev *rd, struct roce_cq *cq, uint32_t cqe);
 /* hooks.cq_overflowed: whether cq has overflowed. */
 bool roce_cq_overflowed_hook(struct roce_dev *rd, struct roce_cq *cq);
 
-#endif /* VRDMA_ROCE_ROCE_EXT_H */
+#endif /* VRDMA_ROCE_ROCE_SRQ_EVQ_H */

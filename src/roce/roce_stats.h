@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The transport's counters as one table each (X-macro lists, in the order of
- * the stats dump): the counter structs (roce_tp.h, roce_ext.h) and the dump
+ * the stats dump): the counter structs (roce_tp.h, roce_srq_evq.h) and the dump
  * (roce_tp.c) are generated from them. A new counter is one line here, then
  * its ++ where it happens; the dump names it by its field name. Arrays of
  * counters (by reason, status, event type) stay in the structs and are

@@ -4,10 +4,10 @@
  * life cycle, state changes), ring attach/detach, the run queue with a
  * per-QP packet budget, poll/arm/disarm for the loop, used-ring publication
  * and the counters. With ROCE_EXT also the extension's hooks (SRQs, resize,
- * events) and rings (event queue, SRQ rings): roce_ext.h.
+ * events) and rings (event queue, SRQ rings): roce_srq_evq.h.
  */
 #include "roce/roce_tp.h"
-#include "roce/roce_ext.h"
+#include "roce/roce_srq_evq.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -44,7 +44,7 @@
 #include <stdio.h>
 
 #include "common/loop.h"
-#include "device/roce_dev.h"
+#include "backend/roce_dev.h"
 #include "port/pkt.h"
 #include "roce/roce_pkt.h"
 #include "roce/roce_stats.h"
@@ -54,7 +54,7 @@ struct vhost_vring;
 struct roce_tp;
 
 /* ------------------------------------------------------------------------ */
-/* Public interface (glue: src/device/netdev_roce.c, tests, fuzzers)         */
+/* Public interface (glue: src/backend/netdev_roce.c, tests, fuzzers)         */
 /* ------------------------------------------------------------------------ */
 
 /* What the engine needs from its environment. */
@@ -430,7 +430,7 @@ struct roce_tq {
 
 struct roce_neigh;
 struct roce_cc_rp;
-/* Event queue and SRQ state of the extensions: src/roce/roce_ext.h. */
+/* Event queue and SRQ state of the extensions: src/roce/roce_srq_evq.h. */
 struct roce_tp_ext;
 
 /* Per-device transport state. */
@@ -457,7 +457,7 @@ struct roce_tp {
 	struct roce_cc_params cc;
 	bool in_event;            /* an entry point is running */
 	struct roce_neigh *neigh;
-	struct roce_tp_ext *ext;  /* roce_ext.h (event queue, SRQ rings) */
+	struct roce_tp_ext *ext;  /* roce_srq_evq.h (event queue, SRQ rings) */
 	struct vq_elem elem;      /* scratch: send / receive rings */
 	struct vq_elem cq_elem;   /* scratch: completion rings */
 	struct roce_tp_stats stats;

@@ -6,7 +6,7 @@
  * and completion opcode numbering, sl / port / pkey index) is written from
  * a completion. Everything behind the boundary is the same transport.
  */
-#include "roce/roce_rdma_dev.h"
+#include "roce/roce_virtio_rdma.h"
 
 #include <string.h>
 

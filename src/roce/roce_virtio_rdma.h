@@ -6,8 +6,8 @@
  * element differs only in its header (roce_rq.c). docs/spec.md "The
  * virtio-rdma device".
  */
-#ifndef VRDMA_ROCE_RDMA_DEV_H
-#define VRDMA_ROCE_RDMA_DEV_H
+#ifndef VRDMA_ROCE_VIRTIO_RDMA_H
+#define VRDMA_ROCE_VIRTIO_RDMA_H
 
 #include "roce/roce_tp.h"
 #include "vrdma/virtio_rdma.h"

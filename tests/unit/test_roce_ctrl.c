@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The RoCE device control path (src/device/roce_*.c) driven through
+ * The RoCE device control path (src/backend/roce_*.c) driven through
  * roce_ctrl_exec() with wire-format commands: every command's success path,
  * every error path (each must leave no state behind), the QP state machine
  * table for RC/UC/UD, limits, 10,000 create/destroy cycles, and MR page
@@ -15,8 +15,8 @@
 
 #include "harness.h"
 #include "common/util.h"
-#include "device/netdev.h"
-#include "device/roce_dev.h"
+#include "backend/netdev.h"
+#include "backend/roce_dev.h"
 #include "vhost/vhost_server.h"
 #include "vhost/vhost_mem.h"
 

@@ -6,7 +6,7 @@
  * seed behaviour when ROCE_EXT is not negotiated.
  */
 #include "../harness.h"
-#include "roce/roce_ext.h"
+#include "roce/roce_srq_evq.h"
 #include "unit/roce_tp_fake.h"
 
 #define WAIT_MS 20000

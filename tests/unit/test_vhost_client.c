@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit tests of the vhost-user front-end (src/vhost/vhost_client.c) and of
- * libvrdma (src/driver) against a fake back-end that lives in this program:
+ * libvrdma (src/libvrdma) against a fake back-end that lives in this program:
  * a thread answering vhost-user messages (vhost_msg codec), mapping the
  * regions it is sent (vhost_mem) and serving the rings (vq_dev) as a
  * loop-back virtio-net device with a control queue.
@@ -38,7 +38,7 @@
 #include "../harness.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "driver/dev.h"
+#include "libvrdma/dev.h"
 #include "vhost/vhost_client.h"
 #include "vhost/vhost_mem.h"
 #include "vhost/vhost_msg.h"

@@ -18,8 +18,8 @@
 
 #include "common/log.h"
 #include "common/loop.h"
-#include "device/netdev.h"
-#include "device/netdev_show.h"
+#include "backend/netdev.h"
+#include "backend/netdev_show.h"
 #include "mgmt/ctl.h"
 #include "mgmt/kv.h"
 #include "port/port.h"

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "driver/rdma_priv.h"
+#include "libvrdma/rdma_priv.h"
 #include "rt.h"
 #include "vhost/vhost_proto.h"
 

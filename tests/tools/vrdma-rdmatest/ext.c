@@ -28,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "driver/rdma_priv.h"
+#include "libvrdma/rdma_priv.h"
 #include "rt.h"
 
 #define WAIT_MS  20000
