@@ -13,10 +13,12 @@
 #   make deps       install the packages the build needs (scripts/deps.sh build)
 #
 # Sources are found by directory, so adding a file needs no edit here:
-#   src/{common,vhost,virtio,port,roce,device,driver}/*.c -> build/lib/libvrdma-core.a
-#   src/{common,vhost,virtio,driver}/*.c                   -> build/lib/libvrdma.so
+#   src/{common,vhost,virtio,port,roce,backend,libvrdma,cm,mgmt}/*.c -> build/lib/libvrdma-core.a
+#   src/{common,vhost,virtio,libvrdma}/*.c                 -> build/lib/libvrdma.so
 #   src/verbs/*.c + libvrdma objects                      -> build/lib/libibverbs.so.1
 #   tools/NAME/*.c                                        -> build/bin/NAME
+#   tests/tools/NAME/*.c (+ tests/common/*.c)            -> build/tests/bin/NAME (not installed)
+#   src/verbs/*.c + tests/fake/*.c (the fake device)      -> build/tests/lib/libibverbs.so.1
 #   tests/unit/test_*.c (+ tests/common/*.c)              -> build/tests/test_*
 #   tests/verbs/NAME.c (against Debian's libibverbs)      -> build/tests/verbs/NAME
 #   src/shmalloc/*.c                                      -> build/lib/libvrdma-shmalloc.so
@@ -52,13 +54,15 @@ ifeq ($(V),1)
 Q :=
 endif
 
-CORE_DIRS   := src/common src/vhost src/virtio src/port src/roce src/device src/driver src/cm src/mgmt
-DRIVER_DIRS := src/common src/vhost src/virtio src/driver
+CORE_DIRS   := src/common src/vhost src/virtio src/port src/roce src/backend src/libvrdma src/cm src/mgmt
+DRIVER_DIRS := src/common src/vhost src/virtio src/libvrdma
 CORE_SRCS   := $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c))
 DRIVER_SRCS := $(foreach d,$(DRIVER_DIRS),$(wildcard $(d)/*.c))
 VERBS_SRCS  := $(wildcard src/verbs/*.c)
 RDMACM_SRCS := $(wildcard src/rdmacm/*.c) src/cm/cm_mad.c
 TOOLS       := $(notdir $(wildcard tools/*))
+TEST_TOOLS  := $(notdir $(wildcard tests/tools/*))
+FAKE_SRCS   := $(wildcard tests/fake/*.c)
 TEST_SRCS   := $(wildcard tests/unit/test_*.c)
 VTEST_SRCS  := $(wildcard tests/verbs/*.c)
 SHMALLOC_SRCS := $(wildcard src/shmalloc/*.c)
@@ -73,17 +77,19 @@ DRIVER_SO   := $(BUILD)/lib/libvrdma.so
 VERBS_SO    := $(BUILD)/lib/libibverbs.so.1
 RDMACM_SO   := $(BUILD)/lib/librdmacm.so.1
 TOOL_BINS   := $(addprefix $(BUILD)/bin/,$(TOOLS))
+TEST_TOOL_BINS := $(addprefix $(BUILD)/tests/bin/,$(TEST_TOOLS))
+FAKE_VERBS_SO := $(BUILD)/tests/lib/libibverbs.so.1
 TEST_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 VTEST_BINS  := $(patsubst tests/verbs/%.c,$(BUILD)/tests/verbs/%,$(VTEST_SRCS))
 SHMALLOC_SO := $(BUILD)/lib/libvrdma-shmalloc.so
 DEVFILES_SO := $(BUILD)/lib/libvrdma-devfiles.so
 
-ALL_TARGETS := $(CORE_LIB) $(DRIVER_SO) $(TOOL_BINS) $(TEST_BINS) $(VTEST_BINS)
+ALL_TARGETS := $(CORE_LIB) $(DRIVER_SO) $(TOOL_BINS) $(TEST_TOOL_BINS) $(TEST_BINS) $(VTEST_BINS)
 ifneq ($(SHMALLOC_SRCS),)
 ALL_TARGETS += $(SHMALLOC_SO)
 endif
 ifneq ($(VERBS_SRCS),)
-ALL_TARGETS += $(VERBS_SO) $(RDMACM_SO)
+ALL_TARGETS += $(VERBS_SO) $(RDMACM_SO) $(FAKE_VERBS_SO)
 endif
 ifneq ($(DEVFILES_SRCS),)
 ALL_TARGETS += $(DEVFILES_SO)
@@ -125,15 +131,22 @@ $(CORE_LIB): $(call obj,$(CORE_SRCS))
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(DRIVER_SO): $(call obj,$(DRIVER_SRCS)) src/driver/libvrdma.map Makefile
+$(DRIVER_SO): $(call obj,$(DRIVER_SRCS)) src/libvrdma/libvrdma.map Makefile
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) -shared -Wl,-soname,libvrdma.so.$(VRDMA_SOMAJOR) \
-		-Wl,--version-script=src/driver/libvrdma.map \
+		-Wl,--version-script=src/libvrdma/libvrdma.map \
 		-Wl,-z,defs $(LDFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
 	$(Q)ln -sf libvrdma.so $@.$(VRDMA_SOMAJOR)
 
 $(VERBS_SO): $(call obj,$(VERBS_SRCS) $(DRIVER_SRCS)) src/verbs/libibverbs.map
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -Wl,-soname,libibverbs.so.1 -Wl,--version-script=src/verbs/libibverbs.map \
+		-Wl,-z,defs $(LDFLAGS) $(filter %.o,$^) -o $@ $(LDLIBS)
+
+# The same library with the fake device of VRDMA_FAKE_DEVICE (tests only).
+$(FAKE_VERBS_SO): $(call obj,$(VERBS_SRCS) $(FAKE_SRCS) $(DRIVER_SRCS)) src/verbs/libibverbs.map
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) -shared -Wl,-soname,libibverbs.so.1 -Wl,--version-script=src/verbs/libibverbs.map \
@@ -148,6 +161,11 @@ $(RDMACM_SO): $(call obj,$(RDMACM_SRCS)) src/rdmacm/librdmacm.map $(VERBS_SO)
 
 .SECONDEXPANSION:
 $(BUILD)/bin/%: $$(call obj,$$(wildcard tools/%/*.c)) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) $(EXE_LDFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/tests/bin/%: $$(call obj,$$(wildcard tests/tools/%/*.c)) $(call obj,$(TESTCOMMON_SRCS)) $(CORE_LIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) $(LDFLAGS) $(EXE_LDFLAGS) $^ -o $@ $(LDLIBS)
@@ -248,7 +266,7 @@ UNITDIR    ?= $(LIBDIR)/systemd/system
 VRDMA_VERSION := 1.0.0
 VRDMA_SOMAJOR := 1
 INSTALL_SBIN  := vhost-user-rdma
-INSTALL_BIN   := vrdma-run vrdmactl vrdma-netcat vrdma-rdmatest
+INSTALL_BIN   := vrdma-run vrdmactl vrdma-netcat
 DROPIN_LIBS   := libibverbs.so.1 librdmacm.so.1
 PRELOAD_LIBS  := libvrdma-shmalloc.so libvrdma-devfiles.so
 MAN_PAGES     := $(wildcard man/*.[1-8])

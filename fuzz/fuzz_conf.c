@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/netdev.h"
+#include "backend/netdev.h"
 #include "mgmt/conf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Fuzz the CM commands of a device port (src/device/netdev_cm.c): their
+ * Fuzz the CM commands of a device port (src/backend/netdev_cm.c): their
  * untrusted data, in any order, from three contexts of port 0 and one of
  * port 1, the two ports' MADs crossing a fake network. The input is records
  *   u8 op | payload
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/netdev_cm.h"
+#include "backend/netdev_cm.h"
 #include "vrdma/virtio_net_roce_cm.h"
 
 #define QMAX 64

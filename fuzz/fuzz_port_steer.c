@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fuzz the device port's receive steering header reader
- * (netdev_port_classify, src/device/netdev_port.c): any frame from the switch
+ * (netdev_port_classify, src/backend/netdev_port.c): any frame from the switch
  * (the network is untrusted) is classified without reading past its end.
  * The input is the frame, copied into a buffer of exactly its length so that
  * ASan sees any overread. Checks: the kind is one of the three, and a RoCE
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/netdev_priv.h"
+#include "backend/netdev_priv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

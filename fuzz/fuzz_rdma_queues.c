@@ -7,7 +7,7 @@
  * valid or not).
  *
  * No back-end: a CQ and a QP are built by hand on rings in plain memory
- * (their structures are libvrdma's own, src/driver/rdma_priv.h), with no
+ * (their structures are libvrdma's own, src/libvrdma/rdma_priv.h), with no
  * eventfds. Checked after every step:
  *   - vrdma_cq_poll returns 0..n, every completion buffer is posted again
  *     (the ring's free descriptors stay ring size - buffers);
@@ -45,7 +45,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "driver/rdma_priv.h"
+#include "libvrdma/rdma_priv.h"
 
 struct input {
 	const uint8_t *p;

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "roce/roce_ext.h"
+#include "roce/roce_srq_evq.h"
 #include "unit/roce_tp_fake.h"
 
 struct input {

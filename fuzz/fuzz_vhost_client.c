@@ -2,7 +2,7 @@
 /*
  * Fuzz the vhost-user front-end's handling of what a back-end sends
  * (src/vhost/vhost_client.c reply validation, and libvrdma's negotiation,
- * config-space checks and queue setup in src/driver/dev.c).
+ * config-space checks and queue setup in src/libvrdma/dev.c).
  *
  * Input: byte 0 selects the scenario, the rest is the back-end's whole byte
  * stream, written into a socketpair before the client runs (the back-end end
@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "driver/dev.h"
+#include "libvrdma/dev.h"
 #include "vhost/vhost_client.h"
 
 #define MAX_STREAM (48u << 10) /* fits the socket buffer with room to spare */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fuzz the control path of the virtio-rdma device model
- * (src/device/virtio_rdma_ctrl.c over the RoCE core): the input is a sequence
+ * (src/backend/virtio_rdma_ctrl.c over the RoCE core): the input is a sequence
  * of records
  *   u8 op | u8 len | len bytes
  * executed in order on one fresh device whose driver memory is a real
@@ -23,7 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "device/virtio_rdma_dev.h"
+#include "backend/virtio_rdma_dev.h"
 #include "vhost/vhost_mem.h"
 
 #define REGION_GPA   0x10000ull

@@ -3,7 +3,7 @@
  * Fuzz target: send-queue elements of the virtio-rdma device (the 75-byte
  * struct virtio_rdma_dev_sq_req with its SGEs or inline data, any length,
  * split over up to four descriptors at fuzzed offsets) for an RC, UC, UD or
- * GSI QP in RTS of a virtio-rdma device (src/roce/roce_rdma_dev.c at the
+ * GSI QP in RTS of a virtio-rdma device (src/roce/roce_virtio_rdma.c at the
  * transport's ring boundary).
  *
  * 1. roce_sq_parse() on it directly: a valid WR has an opcode this device
@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "device/virtio_rdma_dev.h"
+#include "backend/virtio_rdma_dev.h"
 #include "roce/roce_icrc.h"
 #include "unit/roce_tp_fake.h"
 

@@ -56,19 +56,110 @@ t_cleanup() {
 }
 trap t_cleanup EXIT
 
-# wait_for_file PATH [TRIES]: wait until PATH exists (an event, not a timing
-# assumption: the loop polls for the condition and gives up after TRIES*0.05s).
-wait_for_file() {
-	local i n=${2:-400}
-	for ((i = 0; i < n; i++)); do [ -e "$1" ] && return 0; sleep 0.05; done
+# wait_cmd SECONDS CMD...: runs CMD every 0.05 s until it succeeds (returns
+# 0) or SECONDS have passed (returns 1). It waits for a condition: SECONDS is
+# only a generous bound.
+wait_cmd() {
+	local end=$((SECONDS + $1))
+	shift
+	while :; do
+		"$@" && return 0
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.05
+	done
+}
+
+# wait_until COND [SECONDS]: wait_cmd for the command line COND (evaluated
+# each time; the caller's variables, not its "$1", are visible), 20 s bound.
+wait_until() { wait_cmd "${2:-20}" eval "$1"; }
+
+# wait_for_file PATH [SECONDS]: wait until PATH exists.
+wait_for_file() { wait_cmd "${2:-20}" test -e "$1"; }
+
+# wait_for CMD...: wait until CMD succeeds (20 s bound).
+wait_for() { wait_cmd 20 "$@"; }
+
+# wait_gone PID [SECONDS]: wait until process PID has exited.
+wait_gone() { wait_cmd "${2:-60}" _gone "$1"; }
+_gone() { ! kill -0 "$1" 2>/dev/null; }
+
+# count_fds PID: the number of open file descriptors of process PID.
+count_fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
+
+# listening PORT: something listens on TCP port PORT.
+listening() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
+
+# next_port: a TCP port no socket uses, in PORT; PORT_BASE (default from the
+# pid, so that tests running at once pick different ranges) + a counter, all
+# below the kernel's ephemeral range (32768..), where a client socket of any
+# program may hold a port. A server still races other programs for it: retry
+# on "address in use" (see start_server in shared_device.sh).
+: "${PORT_BASE:=$((20000 + ($$ * 7) % 7000))}"
+PORT_NEXT=0
+port_used() { ss -Htan "sport = :$1" 2>/dev/null | grep -q .; }
+next_port() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		PORT=$((PORT_BASE + PORT_NEXT))
+		PORT_NEXT=$(((PORT_NEXT + 1) % 5000))
+		port_used "$PORT" || return 0
+	done
 	return 1
 }
 
-# wait_for CMD...: poll a condition (up to 20 s).
-wait_for() {
-	local i
-	for ((i = 0; i < 400; i++)); do "$@" && return 0; sleep 0.05; done
-	return 1
+# wait_listening PORT PID [SECONDS]: wait (120 s bound) until something listens on PORT
+# or process PID (the server) has exited; returns 0 when PORT listens.
+wait_listening() {
+	wait_cmd "${3:-120}" _listening_or_gone "$1" "$2"
+	listening "$1"
+}
+_listening_or_gone() { listening "$1" || _gone "$2"; }
+
+# stats_dump PID LOG: SIGUSR1 to daemon PID, wait for its next whole counter
+# dump in LOG (the last line of a dump starts "faults dropped"), copy it to
+# $T_TMP/stats. STATS_SEEN counts the dumps taken so far.
+STATS_SEEN=0
+stats_dump() {
+	local pid=$1 log=$2 n
+	kill -USR1 "$pid" 2>/dev/null || return 1
+	wait_until 'n=$(grep -c "^faults dropped" "$log"); [ "$n" -gt "$STATS_SEEN" ]' || return 1
+	awk -v k="$STATS_SEEN" '/^faults dropped/ { c++; if (c == k + 1) { print; exit } }
+		c == k { print }' "$log" >"$T_TMP/stats"
+	STATS_SEEN=$n
+}
+
+# stats_counter DEV KEY: counter KEY of device DEV (dev0, dev1, ...) in the
+# last dump of stats_dump.
+stats_counter() {
+	awk -v dev="$1" -v key="$2" '
+		/^device / { in_dev = ($2 == dev) }
+		/^(switch|faults|uplink) / { in_dev = 0 }
+		in_dev { for (i = 1; i < NF; i++) if ($i == key) { print $(i + 1); exit } }
+	' "$T_TMP/stats"
+}
+
+# asan_preload LIB: PRELOAD becomes the sanitizer runtimes when LIB (one of
+# our libraries) is an ASan build, so that unsanitized programs can load it;
+# else empty.
+asan_preload() {
+	PRELOAD=""
+	if [ -f "$1" ] && objdump -T "$1" 2>/dev/null | grep -q __asan_init; then
+		PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+	fi
+}
+
+# vrun NAME SOCK... -- CMD...: CMD through vrdma-run ($RUN, default the
+# build's) on the device(s) SOCK, PRELOAD first, bounded by STEP_TMO
+# (default 60 s), output in $T_TMP/NAME.log. VRUN_NETNS runs it in that
+# network namespace.
+vrun() {
+	local name=$1 socks=(); shift
+	while [ "$1" != -- ]; do socks+=(--socket "$1"); shift; done
+	shift
+	${VRUN_NETNS:+ip netns exec "$VRUN_NETNS"} env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} \
+		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
+		timeout -k 5 "${STEP_TMO:-60}" stdbuf -oL "${RUN:-$VRDMA_BUILD/bin/vrdma-run}" \
+		"${socks[@]}" -- "$@" >"$T_TMP/$name.log" 2>&1 </dev/null
 }
 
 t_done() { exit $T_FAILED; }

@@ -8,8 +8,8 @@
  *   - Virtqueues, Feature bits, Device configuration layout,
  *   - Device Operation / Control Virtqueue / RoCE Configuration,
  *   - Device Operation / RoCE Support (send, receive, completion queues).
- * Names and field names are the seed's. Where the seed is inconsistent or
- * silent, docs/spec.md "Wire ABI: clarifications of the seed" says what we
+ * Names and field names are the RFC's. Where the RFC is inconsistent or
+ * silent, docs/spec.md "Wire ABI: clarifications of the RFC" says what we
  * decided; the comments here point to it as "[spec.md]".
  *
  * Every multi-byte field is LITTLE-ENDIAN on the wire (le16/le32/le64 below
@@ -20,11 +20,11 @@
  * out of driver memory, which may be unaligned.
  *
  * The second part of this file (marked "vrdma definitions") is not in the
- * seed: virtqueue index arithmetic and the QPN <-> index rule this
+ * RFC: virtqueue index arithmetic and the QPN <-> index rule this
  * implementation chose. The third part (marked "vrdma extensions") is the
  * extension set negotiated with VIRTIO_NET_F_ROCE_EXT (SRQ, atomics, memory
  * windows, fast registration, invalidation, resize, async events):
- * docs/spec.md "Extensions beyond the seed".
+ * docs/spec.md "Extensions beyond the RFC".
  */
 #ifndef VRDMA_VIRTIO_NET_ROCE_H
 #define VRDMA_VIRTIO_NET_ROCE_H
@@ -41,7 +41,7 @@ typedef uint64_t le64;
 /* Feature bit, configuration layout                                        */
 /* ------------------------------------------------------------------------ */
 
-/* Seed "Feature bits". NOTE: virtio 1.3 later gave bit 55 to
+/* RFC "Feature bits". NOTE: virtio 1.3 later gave bit 55 to
  * VIRTIO_NET_F_GUEST_USO6; see [spec.md] for what that means. */
 #define VIRTIO_NET_F_ROCE 55
 
@@ -51,8 +51,8 @@ typedef uint64_t le64;
 #endif
 
 /*
- * Seed "Device configuration layout": the standard virtio_net_config fields
- * up to supported_hash_types, then the two RoCE fields. The seed's listing
+ * RFC "Device configuration layout": the standard virtio_net_config fields
+ * up to supported_hash_types, then the two RoCE fields. The RFC's listing
  * spells the last field "max_rdma_cps"; its text and every other place say
  * max_rdma_cqs, which is what it is [spec.md]. Named virtio_net_roce_config
  * so it does not clash with <linux/virtio_net.h>'s virtio_net_config.
@@ -80,7 +80,7 @@ struct virtio_net_roce_config {
 /* ------------------------------------------------------------------------ */
 
 /*
- * Seed "Control Virtqueue": a request is
+ * RFC "Control Virtqueue": a request is
  *   struct virtio_net_roce_ctrl_hdr | command-specific-data | u8 ack |
  *   ack-specific-data
  * with everything up to the command data device-readable and the ack byte
@@ -121,7 +121,7 @@ struct virtio_net_roce_ctrl_hdr {
 #define VIRTIO_NET_CTRL_ROCE_DEL_GID        16
 #define VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ  17
 #define VIRTIO_NET_CTRL_ROCE_NUM_CMDS       18
-/* The seed's description list misspells DESTROY_PD as "DESTORY_PD". */
+/* The RFC's description list misspells DESTROY_PD as "DESTORY_PD". */
 
 /* ------------------------------------------------------------------------ */
 /* Enumerations                                                              */
@@ -130,7 +130,7 @@ struct virtio_net_roce_ctrl_hdr {
 /* device_cap_flags of QUERY_DEVICE */
 #define VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN (1 << 0)
 
-/* MR and QP access flags (seed: GET_DMA_MR). LOCAL_READ is always allowed. */
+/* MR and QP access flags (RFC: GET_DMA_MR). LOCAL_READ is always allowed. */
 enum virtio_ib_access_flags {
 	VIRTIO_IB_ACCESS_LOCAL_WRITE = (1 << 0),
 	VIRTIO_IB_ACCESS_REMOTE_WRITE = (1 << 1),
@@ -140,18 +140,20 @@ enum virtio_ib_access_flags {
  * not accepted by the device until a feature negotiates them. */
 #define VIRTIO_IB_ACCESS_REMOTE_ATOMIC_RSVD (1 << 3)
 #define VIRTIO_IB_ACCESS_MW_BIND_RSVD       (1 << 4)
-#define VIRTIO_IB_ACCESS_SEED_MASK                                             \
+#define VIRTIO_IB_ACCESS_RFC_MASK                                              \
 	(VIRTIO_IB_ACCESS_LOCAL_WRITE | VIRTIO_IB_ACCESS_REMOTE_WRITE |        \
 	 VIRTIO_IB_ACCESS_REMOTE_READ)
+/* The same under its former name (an installed header: kept for programs). */
+#define VIRTIO_IB_ACCESS_SEED_MASK VIRTIO_IB_ACCESS_RFC_MASK
 
-/* QP types (seed: CREATE_QP) */
+/* QP types (RFC: CREATE_QP) */
 #define VIRTIO_IB_QPT_SMI 0
 #define VIRTIO_IB_QPT_GSI 1
 #define VIRTIO_IB_QPT_RC  2
 #define VIRTIO_IB_QPT_UC  3
 #define VIRTIO_IB_QPT_UD  4
 
-/* MODIFY_QP / QUERY_QP attribute mask (seed: MODIFY_QP). Note: these bits
+/* MODIFY_QP / QUERY_QP attribute mask (RFC: MODIFY_QP). Note: these bits
  * are NOT the Linux ib_qp_attr_mask values; PKEY_INDEX, PORT, ALT_PATH,
  * PATH_MIG_STATE and EN_SQD_ASYNC_NOTIFY do not exist here [spec.md]. */
 enum virtio_ib_qp_attr_mask {
@@ -203,7 +205,7 @@ static inline uint32_t virtio_ib_mtu_bytes(unsigned mtu)
 #define VIRTIO_IB_NOTIFY_SOLICITED       (1 << 0)
 #define VIRTIO_IB_NOTIFY_NEXT_COMPLETION (1 << 1)
 
-/* Send queue work request opcodes (seed: RoCE Support). */
+/* Send queue work request opcodes (RFC: RoCE Support). */
 enum virtio_ib_wr_opcode {
 	VIRTIO_IB_WR_RDMA_WRITE,
 	VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM,
@@ -236,7 +238,7 @@ enum virtio_ib_wc_opcode {
 	VIRTIO_IB_WC_RECV_RDMA_WITH_IMM,
 };
 
-/* Completion status. NOTE: this numbering is the seed's own (16 values) and
+/* Completion status. NOTE: this numbering is the RFC's own (16 values) and
  * differs from Linux ib_wc_status; drivers translate. */
 enum virtio_ib_wc_status {
 	VIRTIO_IB_WC_SUCCESS,           /* Operation completed successfully */
@@ -262,7 +264,7 @@ enum virtio_ib_wc_status {
 #define VIRTIO_IB_WC_WITH_IMM (1 << 1)
 
 /* ------------------------------------------------------------------------ */
-/* Control command and ack structures (seed: RoCE Configuration)             */
+/* Control command and ack structures (RFC: RoCE Configuration)             */
 /* ------------------------------------------------------------------------ */
 
 /* QUERY_DEVICE: no command data; ack data: */
@@ -397,7 +399,7 @@ struct virtio_rdma_global_route {
 struct virtio_rdma_ah_attr {
 	struct virtio_rdma_global_route grh;
 	uint8_t dmac[6];
-	/* vrdma [spec.md "RoCE on the network"]: seed drivers leave these 0. */
+	/* vrdma [spec.md "RoCE on the network"]: RFC-only drivers leave these 0. */
 	uint8_t sl;                /* service level 0..15: the 802.1Q PCP (sl & 7)
 				    * when non-zero, else DSCP >> 3 */
 	uint8_t flags;             /* VIRTIO_RDMA_AH_F_*; device answers only */
@@ -504,7 +506,7 @@ struct virtio_rdma_cmd_req_notify {
 };
 
 /* ------------------------------------------------------------------------ */
-/* Data path: send, receive and completion queue elements (seed: RoCE        */
+/* Data path: send, receive and completion queue elements (RFC: RoCE        */
 /* Support)                                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -681,7 +683,7 @@ VRDMA_ABI_OFF(virtio_rdma_cq_req, qp_num, 24);
 VRDMA_ABI_OFF(virtio_rdma_cq_req, wc_flags, 32);
 
 /* ======================================================================== */
-/* vrdma definitions (NOT in the seed): choices of this implementation,     */
+/* vrdma definitions (NOT in the RFC): choices of this implementation,     */
 /* documented in docs/spec.md.                                              */
 /* ======================================================================== */
 
@@ -730,7 +732,7 @@ static inline uint32_t vrdma_qpn_gen(uint32_t qpn)
 }
 
 /*
- * Virtqueue indexes of the seed's layout, for n net queue pairs (N, 1 unless
+ * Virtqueue indexes of the RFC's layout, for n net queue pairs (N, 1 unless
  * MQ/RSS), m = max_rdma_cqs (M) and l = max_rdma_qps (L):
  *   2k, 2k+1       receiveq(k+1), transmitq(k+1)   0 <= k < n
  *   2n             controlq
@@ -803,12 +805,12 @@ static inline enum vrdma_vq_kind vrdma_vq_decode(uint32_t n, uint32_t m, uint32_
 }
 
 /* ======================================================================== */
-/* vrdma extensions beyond the seed (NOT in the seed): everything below is   */
+/* vrdma extensions beyond the RFC (NOT in the RFC): everything below is   */
 /* negotiated with VIRTIO_NET_F_ROCE_EXT and specified in docs/spec.md       */
-/* "Extensions beyond the seed" ([ext] below). Numbering follows the         */
-/* standalone virtio-rdma RFC (seed 001) where it defined a value, and       */
+/* "Extensions beyond the RFC" ([ext] below). Numbering follows the         */
+/* standalone virtio-rdma RFC (v1) where it defined a value, and       */
 /* libibverbs otherwise. A driver that does not negotiate the feature sees   */
-/* exactly the seed device; nothing above this line changes meaning.         */
+/* exactly the RFC-only device; nothing above this line changes meaning.         */
 /* ======================================================================== */
 
 /* Feature bit of the whole extension set [ext "Discovery"]. Requires
@@ -817,7 +819,7 @@ static inline enum vrdma_vq_kind vrdma_vq_decode(uint32_t n, uint32_t m, uint32_
 #define VIRTIO_NET_F_ROCE_EXT 4
 
 /*
- * Configuration layout with VIRTIO_NET_F_ROCE_EXT offered: the seed's 32
+ * Configuration layout with VIRTIO_NET_F_ROCE_EXT offered: the RFC's 32
  * bytes, then max_rdma_srqs (0..16384, and the device keeps the total number
  * of virtqueues <= 65536) and a reserved word (reads 0).
  */
@@ -857,7 +859,7 @@ struct virtio_net_roce_ext_config {
 #define VIRTIO_NET_CTRL_ROCE_QUERY_PKEY     27
 #define VIRTIO_NET_CTRL_ROCE_EXT_NUM_CMDS   28 /* commands 0..27 */
 
-/* device_cap_flags of QUERY_DEVICE (seed bit 0 = RC_RNR_NAK_GEN). Only
+/* device_cap_flags of QUERY_DEVICE (RFC bit 0 = RC_RNR_NAK_GEN). Only
  * reported when VIRTIO_NET_F_ROCE_EXT is negotiated [ext "Discovery"]. */
 #define VIRTIO_IB_DEVICE_SRQ                 (1ull << 1)
 #define VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS  (1ull << 2)
@@ -881,14 +883,14 @@ enum virtio_ib_atomic_cap {
 #define VIRTIO_IB_ACCESS_REMOTE_ATOMIC (1 << 3)
 #define VIRTIO_IB_ACCESS_MW_BIND       (1 << 4)
 #define VIRTIO_IB_ACCESS_EXT_MASK                                              \
-	(VIRTIO_IB_ACCESS_SEED_MASK | VIRTIO_IB_ACCESS_REMOTE_ATOMIC |         \
+	(VIRTIO_IB_ACCESS_RFC_MASK | VIRTIO_IB_ACCESS_REMOTE_ATOMIC |         \
 	 VIRTIO_IB_ACCESS_MW_BIND)
 /* Rights a memory window may grant. */
 #define VIRTIO_IB_MW_ACCESS_MASK                                               \
 	(VIRTIO_IB_ACCESS_REMOTE_WRITE | VIRTIO_IB_ACCESS_REMOTE_READ |        \
 	 VIRTIO_IB_ACCESS_REMOTE_ATOMIC)
 
-/* Send work request opcodes of the extension: seed 001's numbering, which
+/* Send work request opcodes of the extension: the virtio-rdma RFC's (v1) numbering, which
  * is also libibverbs' IBV_WR_* for 0..9. 10 (TSO) and 11 (RDMA READ with
  * invalidate) stay reserved and are refused. */
 #define VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP   5
@@ -898,7 +900,7 @@ enum virtio_ib_atomic_cap {
 #define VIRTIO_IB_WR_SEND_WITH_INV        9
 #define VIRTIO_IB_WR_REG_MR               0x20 /* fast registration */
 
-/* Completion opcodes of the extension (after the seed's 0..4). A receive
+/* Completion opcodes of the extension (after the RFC's 0..4). A receive
  * of SEND_WITH_INV completes as VIRTIO_IB_WC_RECV with WITH_INV. */
 #define VIRTIO_IB_WC_COMP_SWAP  5
 #define VIRTIO_IB_WC_FETCH_ADD  6
@@ -906,7 +908,7 @@ enum virtio_ib_atomic_cap {
 #define VIRTIO_IB_WC_LOCAL_INV  8
 #define VIRTIO_IB_WC_REG_MR     9
 
-/* Completion status of the extension (after the seed's 0..15). */
+/* Completion status of the extension (after the RFC's 0..15). */
 #define VIRTIO_IB_WC_MW_BIND_ERR 16
 
 /* wc_flags: imm_data holds the invalidated rkey (le32). */
@@ -931,7 +933,7 @@ enum virtio_ib_atomic_cap {
 #define VIRTIO_IB_SRQ_MAX_WR (1 << 0) /* resize: never accepted */
 #define VIRTIO_IB_SRQ_LIMIT  (1 << 1)
 
-/* CREATE_QP ext_flags (the seed's reserved[0]) */
+/* CREATE_QP ext_flags (the RFC's reserved[0]) */
 #define VIRTIO_IB_QP_CREATE_SRQ (1 << 0) /* srqn is valid: receive from it */
 #define VIRTIO_IB_QP_CREATE_EXT_MASK VIRTIO_IB_QP_CREATE_SRQ
 
@@ -971,8 +973,8 @@ struct virtio_rdma_event {
 
 /* ---- control command and ack structures of the extension ---------------- */
 
-/* QUERY_DEVICE ack with VIRTIO_NET_F_ROCE_EXT: the seed's reserved[14]
- * (offset 72) gets meaning; the first 72 bytes are the seed's. */
+/* QUERY_DEVICE ack with VIRTIO_NET_F_ROCE_EXT: the RFC's reserved[14]
+ * (offset 72) gets meaning; the first 72 bytes are the RFC's. */
 struct virtio_rdma_ack_query_device_ext {
 	le64 device_cap_flags;    /* VIRTIO_IB_DEVICE_* */
 	le64 max_mr_size;
@@ -1011,7 +1013,7 @@ struct virtio_rdma_ack_query_port_ext {
 	uint8_t gid2_ipv6[16];    /* as in virtio_rdma_ack_query_port */
 };
 
-/* CREATE_QP with VIRTIO_NET_F_ROCE_EXT: the seed's reserved[0..1] become
+/* CREATE_QP with VIRTIO_NET_F_ROCE_EXT: the RFC's reserved[0..1] become
  * ext_flags and srqn. */
 struct virtio_rdma_cmd_create_qp_ext {
 	le32 pdn;
@@ -1156,7 +1158,7 @@ struct virtio_rdma_ack_query_pkey {
 /* ---- data path structures of the extension -------------------------------- */
 
 /*
- * Send queue element with the extension's views of the seed's reserved
+ * Send queue element with the extension's views of the RFC's reserved
  * union (offset 16, 32 bytes) and of imm_data (offset 12). Same size and
  * offsets as struct virtio_rdma_sq_req (checked below).
  *   atomic   CMP_AND_SWP / FETCH_AND_ADD; the result goes to sg_list[0]
@@ -1333,7 +1335,7 @@ VRDMA_ABI_OFF(virtio_rdma_cq_req_ext, wc_flags, 32);
 /* ---- virtqueues of the extension ------------------------------------------ */
 
 /*
- * With VIRTIO_NET_F_ROCE_EXT the seed's layout (n, m, l) is followed by
+ * With VIRTIO_NET_F_ROCE_EXT the RFC's layout (n, m, l) is followed by
  *   2n+m+2l+1       the event queue
  *   2n+m+2l+2+s     the receive queue of SRQ s, 0 <= s < S = max_rdma_srqs
  * Total 2n+2+m+2l+S virtqueues (<= 65536).

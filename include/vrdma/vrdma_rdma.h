@@ -41,12 +41,12 @@
  * invalid) and forgets the device's PDs, MRs and AHs; the reset it sends
  * destroys them on the device.
  *
- * Extensions (docs/spec.md "Extensions beyond the seed"): when the device
+ * Extensions (docs/spec.md "Extensions beyond the RFC"): when the device
  * offers VIRTIO_NET_F_ROCE_EXT, libvrdma negotiates it and reports the
  * capability bits and limits in vrdma_device_attr (ext true). The calls
  * marked "extension" then work as far as the device reported the capability;
  * on a device without ROCE_EXT (or without that capability) they fail with
- * -EOPNOTSUPP and send nothing. Seed calls behave exactly as without the
+ * -EOPNOTSUPP and send nothing. RFC calls behave exactly as without the
  * extension.
  */
 #ifndef VRDMA_VRDMA_RDMA_H

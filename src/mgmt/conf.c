@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "device/netdev.h"
+#include "backend/netdev.h"
 
 static const char *const device_keys[] = {
 	"socket", "mac", "ip", "ip6", "mtu", "qps", "cqs", "roce", "ext", "srqs", "contexts",

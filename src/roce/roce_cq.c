@@ -18,8 +18,8 @@
  * changes the backlog's capacity (cqe) keeping its order.
  */
 #include "roce/roce_tp.h"
-#include "roce/roce_ext.h"
-#include "roce/roce_rdma_dev.h"
+#include "roce/roce_srq_evq.h"
+#include "roce/roce_virtio_rdma.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -127,7 +127,7 @@ static bool cq_write(struct roce_tcq *tc, const struct roce_wc *wc)
 		if (tp->rd->ext) {
 			tp->ext->stats.wc_ext++;
 		} else {
-			/* Never for a seed driver (the engine does not
+			/* Never for an RFC-only driver (the engine does not
 			 * produce them then): a bug, counted. */
 			tp->ext->stats.wc_ext_blocked++;
 			if (status > VIRTIO_IB_WC_GENERAL_ERR)

@@ -10,7 +10,7 @@
  * an event never becomes visible before the completions written with it
  * (QP_LAST_WQE_REACHED after the flushed receive request).
  */
-#include "roce/roce_ext.h"
+#include "roce/roce_srq_evq.h"
 
 #include <string.h>
 

@@ -39,7 +39,12 @@
  * UC: no ACKs. A PSN gap drops the message in progress; the receiver
  *  resynchronises on the next FIRST/ONLY; an older PSN (duplicate or late)
  *  is dropped. Length or R_Key errors drop the message silently; a missing
- *  receive WQE drops it (no RNR).
+ *  receive WQE drops it (no RNR); a bad receive WQE or a fault while placing
+ *  into it completes it with that status and moves the QP to ERR.
+ * SEND and RDMA WRITE take one check chain for RC and UC (resp_exec: opcode
+ *  sequence, receive WQE, length, R_Key, placement, completion); the first
+ *  failing check names a state (enum resp_state) and resp_fail turns it into
+ *  the RC NAK or the UC drop.
  * UD: Q_Key must match; payload at most the port MTU; the first 40 bytes of
  *  the receive buffer get the GRH (IPv6 header, or 20 zero bytes and the
  *  IPv4 header); no receive WQE or a too small one drops the datagram.
@@ -210,6 +215,17 @@ void roce_resp_flush_ack(struct roce_tq *tq)
 	resp_send_ack(tq, tq->ack_syndrome, tq->ack_psn);
 }
 
+/* Completes the receive WQE in progress with an error status. */
+static void resp_recv_error(struct roce_tq *tq, uint8_t status)
+{
+	struct roce_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.status = status;
+	wc.opcode = VIRTIO_IB_WC_RECV;
+	roce_rq_complete(tq, &wc);
+}
+
 /* Class C error: complete the receive WQE in progress with rwqe_status
  * (if not 0), NAK, QP to ERR. */
 static void resp_error(struct roce_tq *tq, uint8_t nak, uint32_t psn, uint8_t rwqe_status)
@@ -217,14 +233,8 @@ static void resp_error(struct roce_tq *tq, uint8_t nak, uint32_t psn, uint8_t rw
 	struct roce_qp *qp = tq->qp;
 	bool reported = rwqe_status && tq->rwqe->valid;
 
-	if (reported) {
-		struct roce_wc wc;
-
-		memset(&wc, 0, sizeof(wc));
-		wc.status = rwqe_status;
-		wc.opcode = VIRTIO_IB_WC_RECV;
-		roce_rq_complete(tq, &wc);
-	}
+	if (reported)
+		resp_recv_error(tq, rwqe_status);
 	tq->ack_pending = false;
 	resp_send_ack(tq, nak, psn);
 	tq->rsp_msg = ROCE_RSP_NONE;
@@ -266,171 +276,297 @@ static uint32_t npkts_of(uint32_t len, uint32_t mtu)
 	return len && mtu ? (uint32_t)(((uint64_t)len + mtu - 1) / mtu) : 1;
 }
 
-/* ---- RC --------------------------------------------------------------------- */
+/* ---- SEND and RDMA WRITE: one check chain for RC and UC --------------------- */
 
-static void resp_rc_send(struct roce_tq *tq, const struct roce_pkt_info *pi)
+/*
+ * Where the checks of a SEND or RDMA WRITE packet ended. resp_send and
+ * resp_write run the chain (opcode, receive WQE, length, R_Key, placement,
+ * completion) and return the first failing state; resp_fail turns it into
+ * the transport's answer: a NAK and the QP to ERR on RC, a dropped message
+ * on UC.
+ */
+enum resp_state {
+	RESP_ST_DONE,        /* placed; completed if it was the message's last */
+	RESP_ST_RING_BROKEN, /* the receive ring broke: the QP is in ERR already */
+	RESP_ST_OPCODE_SEQ,  /* opcode out of sequence for the message in progress */
+	RESP_ST_NO_INV,      /* SEND with Invalidate without the feature */
+	RESP_ST_NO_RWQE,     /* no receive WQE posted */
+	RESP_ST_RWQE_BAD,    /* the receive WQE is invalid (its status) */
+	RESP_ST_LEN,         /* payload length against the MTU, message or WQE */
+	RESP_ST_RKEY,        /* R_Key, access rights or bounds of the target */
+	RESP_ST_MEM,         /* memory fault while placing the payload */
+	RESP_ST_INV,         /* the IETH's key could not be invalidated */
+};
+
+/* Completes the receive WQE in progress successfully: opcode, length and
+ * the packet's immediate data or (IETH) the invalidated key inv_key. */
+static void resp_recv_done(struct roce_tq *tq, const struct roce_pkt_info *pi,
+			   uint8_t opcode, uint32_t byte_len, uint32_t inv_key)
 {
-	struct roce_qp *qp = tq->qp;
-	struct roce_rwqe *rw = tq->rwqe;
-	uint32_t m = pi->mask, plen = pi->payload_len, psn = pi->psn;
-	bool last = m & ROCE_OPF_LAST;
-	int rc;
+	struct roce_wc wc;
 
-	if ((m & ROCE_OPF_IETH) && !resp_inv_ok(tq->tp->rd)) {
-		/* SEND with invalidate without the feature (the seed's answer). */
-		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, 0);
-		return;
+	memset(&wc, 0, sizeof(wc));
+	wc.opcode = opcode;
+	wc.byte_len = byte_len;
+	if (pi->mask & ROCE_OPF_IMMDT) {
+		wc.imm = roce_immdt_raw(pi->immdt);
+		wc.wc_flags = VIRTIO_IB_WC_WITH_IMM;
 	}
-	if (m & ROCE_OPF_FIRST) {
-		rc = roce_rq_get(tq);
-		if (rc < 0)
-			return;
-		if (rc == 0) {
-			tq->nak_sent = true;
-			tq->nak_rnr = true;
-			resp_set_ack(tq, rnr_syndrome(qp), psn);
-			return;
-		}
-		if (rw->status) {
-			resp_error(tq, ROCE_AETH_NAK_REM_OP_ERR, psn, rw->status);
-			return;
-		}
-		tq->rsp_off = 0;
+	if (pi->mask & ROCE_OPF_IETH) {
+		wc.imm = htole32(inv_key);
+		wc.wc_flags = VIRTIO_IB_WC_WITH_INV;
 	}
-	if (plen > tq->mtu || (!last && plen != tq->mtu)) {
-		tq->tp->stats.rx_len_err++;
-		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, VIRTIO_IB_WC_REM_INV_REQ_ERR);
-		return;
-	}
-	if ((uint64_t)tq->rsp_off + plen > rw->length) {
-		tq->tp->stats.rx_len_err++;
-		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, VIRTIO_IB_WC_LOC_LEN_ERR);
-		return;
-	}
-	rc = roce_mem_to_rwqe(tq, rw, tq->rsp_off, pi->payload, plen);
-	if (rc) {
-		resp_error(tq, ROCE_AETH_NAK_REM_OP_ERR, psn, (uint8_t)rc);
-		return;
-	}
-	tq->rsp_off += plen;
-	tq->epsn = roce_psn_add(psn, 1);
-	if (last) {
-		struct roce_wc wc;
-
-		memset(&wc, 0, sizeof(wc));
-		wc.opcode = VIRTIO_IB_WC_RECV;
-		wc.byte_len = tq->rsp_off;
-		if (m & ROCE_OPF_IMMDT) {
-			wc.imm = roce_immdt_raw(pi->immdt);
-			wc.wc_flags = VIRTIO_IB_WC_WITH_IMM;
-		}
-		if (m & ROCE_OPF_IETH) {
-			uint32_t key = roce_ieth_rkey(pi->ieth);
-
-			if (roce_key_invalidate(tq->tp->rd, qp->pd, key)) {
-				tq->tp->stats.remote_inv_failed++;
-				resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn,
-					   VIRTIO_IB_WC_REM_INV_REQ_ERR);
-				return;
-			}
-			tq->tp->stats.remote_inv_ok++;
-			wc.imm = htole32(key);
-			wc.wc_flags = VIRTIO_IB_WC_WITH_INV;
-		}
-		wc.solicited = pi->se;
-		roce_rq_complete(tq, &wc);
-		tq->msn = (tq->msn + 1) & 0xFFFFFF;
-		tq->rsp_msg = ROCE_RSP_NONE;
-	} else {
-		tq->rsp_msg = ROCE_RSP_SEND;
-	}
-	if (pi->ackreq)
-		resp_set_ack(tq, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, psn);
+	wc.solicited = pi->se;
+	roce_rq_complete(tq, &wc);
 }
 
-static void resp_rc_write(struct roce_tq *tq, const struct roce_pkt_info *pi)
+/* The one receive-WQE fetch: tq->rwqe valid and usable, or why not. */
+static enum resp_state resp_get_rwqe(struct roce_tq *tq, uint8_t *status)
+{
+	int rc = roce_rq_get(tq);
+
+	if (rc < 0)
+		return RESP_ST_RING_BROKEN;
+	if (rc == 0)
+		return RESP_ST_NO_RWQE;
+	if (tq->rwqe->status) {
+		*status = tq->rwqe->status;
+		return RESP_ST_RWQE_BAD;
+	}
+	return RESP_ST_DONE;
+}
+
+/* The one length check: the packet against the path MTU (only a message's
+ * last packet may be shorter), then the message so far against limit (exact:
+ * its last packet must end there). The status a receive WQE in progress
+ * completes with: pkt_status, msg_status. */
+static enum resp_state resp_check_len(struct roce_tq *tq, const struct roce_pkt_info *pi,
+				      uint64_t limit, bool exact, uint8_t pkt_status,
+				      uint8_t msg_status, uint8_t *status)
+{
+	uint32_t plen = pi->payload_len;
+	bool last = pi->mask & ROCE_OPF_LAST;
+
+	if (plen > tq->mtu || (!last && plen != tq->mtu)) {
+		*status = pkt_status;
+		return RESP_ST_LEN;
+	}
+	if ((uint64_t)tq->rsp_off + plen > limit || (exact && last && tq->rsp_off + plen != limit)) {
+		*status = msg_status;
+		return RESP_ST_LEN;
+	}
+	return RESP_ST_DONE;
+}
+
+/* A SEND packet: receive WQE at the first packet, length, placement, and at
+ * the last packet the invalidation (IETH) and the completion. */
+static enum resp_state resp_send(struct roce_tq *tq, const struct roce_pkt_info *pi,
+				 uint8_t *status)
+{
+	struct roce_rwqe *rw = tq->rwqe;
+	uint32_t m = pi->mask, plen = pi->payload_len, key = 0;
+	enum resp_state st;
+	int rc;
+
+	if ((m & ROCE_OPF_IETH) && !resp_inv_ok(tq->tp->rd))
+		return RESP_ST_NO_INV;
+	if (m & ROCE_OPF_FIRST) {
+		st = resp_get_rwqe(tq, status);
+		if (st != RESP_ST_DONE)
+			return st;
+		tq->rsp_off = 0;
+	}
+	st = resp_check_len(tq, pi, rw->length, false, VIRTIO_IB_WC_REM_INV_REQ_ERR,
+			    VIRTIO_IB_WC_LOC_LEN_ERR, status);
+	if (st != RESP_ST_DONE)
+		return st;
+	rc = roce_mem_to_rwqe(tq, rw, tq->rsp_off, pi->payload, plen);
+	if (rc) {
+		*status = (uint8_t)rc;
+		return RESP_ST_MEM;
+	}
+	tq->rsp_off += plen;
+	if (!(m & ROCE_OPF_LAST))
+		return RESP_ST_DONE;
+	if (m & ROCE_OPF_IETH) {
+		key = roce_ieth_rkey(pi->ieth);
+		if (roce_key_invalidate(tq->tp->rd, tq->qp->pd, key)) {
+			*status = VIRTIO_IB_WC_REM_INV_REQ_ERR;
+			return RESP_ST_INV;
+		}
+		tq->tp->stats.remote_inv_ok++;
+	}
+	resp_recv_done(tq, pi, VIRTIO_IB_WC_RECV, tq->rsp_off, key);
+	return RESP_ST_DONE;
+}
+
+/* An RDMA WRITE packet: the RETH's R_Key over the whole message at the first
+ * packet, length, a receive WQE for the immediate data at the last, the
+ * R_Key again for this packet's range, placement, completion. */
+static enum resp_state resp_write(struct roce_tq *tq, const struct roce_pkt_info *pi,
+				  uint8_t *status)
 {
 	struct roce_tp *tp = tq->tp;
-	struct roce_qp *qp = tq->qp;
-	uint32_t m = pi->mask, plen = pi->payload_len, psn = pi->psn;
-	bool last = m & ROCE_OPF_LAST;
+	uint32_t m = pi->mask, plen = pi->payload_len;
+	bool imm_last = (m & ROCE_OPF_LAST) && (m & ROCE_OPF_IMMDT);
+	enum resp_state st;
 	struct roce_mr *mr;
-	int rc;
 
 	if (m & ROCE_OPF_FIRST) {
 		uint64_t va = roce_reth_va(pi->reth);
 		uint32_t rkey = roce_reth_rkey(pi->reth), len = roce_reth_len(pi->reth);
 
-		if (len > tp->rd->attr.max_msg_sz) {
-			tp->stats.rx_len_err++;
-			resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, 0);
-			return;
-		}
-		if (len && !roce_mem_rkey(tq, rkey, va, len, VIRTIO_IB_ACCESS_REMOTE_WRITE)) {
-			resp_error(tq, ROCE_AETH_NAK_REM_ACCESS_ERR, psn, 0);
-			return;
-		}
+		if (len > tp->rd->attr.max_msg_sz)
+			return RESP_ST_LEN;
+		if (len && !roce_mem_rkey(tq, rkey, va, len, VIRTIO_IB_ACCESS_REMOTE_WRITE))
+			return RESP_ST_RKEY;
 		tq->wr_va = va;
 		tq->wr_rkey = rkey;
 		tq->wr_len = len;
 		tq->rsp_off = 0;
 	}
-	if (plen > tq->mtu || (!last && plen != tq->mtu) ||
-	    (uint64_t)tq->rsp_off + plen > tq->wr_len ||
-	    (last && tq->rsp_off + plen != tq->wr_len)) {
-		tp->stats.rx_len_err++;
-		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, 0);
-		return;
-	}
-	if (last && (m & ROCE_OPF_IMMDT)) {
-		rc = roce_rq_get(tq);
-		if (rc < 0)
-			return;
-		if (rc == 0) {
-			tq->nak_sent = true;
-			tq->nak_rnr = true;
-			resp_set_ack(tq, rnr_syndrome(qp), psn);
-			return;
-		}
-		if (tq->rwqe->status) {
-			resp_error(tq, ROCE_AETH_NAK_REM_OP_ERR, psn, tq->rwqe->status);
-			return;
-		}
+	st = resp_check_len(tq, pi, tq->wr_len, true, 0, 0, status);
+	if (st != RESP_ST_DONE)
+		return st;
+	if (imm_last) {
+		st = resp_get_rwqe(tq, status);
+		if (st != RESP_ST_DONE)
+			return st;
 	}
 	if (plen) {
 		mr = roce_mem_rkey(tq, tq->wr_rkey, tq->wr_va + tq->rsp_off, plen,
 				   VIRTIO_IB_ACCESS_REMOTE_WRITE);
-		if (!mr) {
+		if (!mr)
+			return RESP_ST_RKEY;
+		if (roce_mem_to_mr(tp, mr, tq->wr_va + tq->rsp_off, pi->payload, plen))
+			return RESP_ST_MEM;
+	}
+	tq->rsp_off += plen;
+	if (imm_last)
+		resp_recv_done(tq, pi, VIRTIO_IB_WC_RECV_RDMA_WITH_IMM, tq->wr_len, 0);
+	return RESP_ST_DONE;
+}
+
+/* The transport's answer to a failed check (the one place where RC NAKs and
+ * UC drops): RC NAKs (RNR NAK for a missing receive WQE, else a class C NAK
+ * with the QP to ERR and the receive WQE in progress completed with status);
+ * UC drops the message (a bad receive WQE or a fault while placing into it
+ * still completes it with status and moves the QP to ERR). */
+static void resp_fail(struct roce_tq *tq, const struct roce_pkt_info *pi, enum resp_state st,
+		      uint8_t status)
+{
+	struct roce_tp *tp = tq->tp;
+	bool rc = tq->qp->type == VIRTIO_IB_QPT_RC;
+	uint32_t psn = pi->psn;
+
+	switch (st) {
+	case RESP_ST_DONE:
+		return;
+	case RESP_ST_RING_BROKEN:
+		break;
+	case RESP_ST_OPCODE_SEQ:
+		if (rc) {
+			tp->stats.rx_opcode_seq++;
+			resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn,
+				   tq->rsp_msg == ROCE_RSP_SEND ? VIRTIO_IB_WC_REM_INV_REQ_ERR : 0);
+			return;
+		}
+		tp->stats.rx_uc_dropped++;
+		break;
+	case RESP_ST_NO_INV:
+		if (rc) {
+			resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, 0);
+			return;
+		}
+		tp->stats.rx_uc_dropped++;
+		break;
+	case RESP_ST_NO_RWQE:
+		if (rc) {
+			tq->nak_sent = true;
+			tq->nak_rnr = true;
+			resp_set_ack(tq, rnr_syndrome(tq->qp), psn);
+			return;
+		}
+		tp->stats.rx_no_rwqe++;
+		break;
+	case RESP_ST_RWQE_BAD:
+		if (rc) {
+			resp_error(tq, ROCE_AETH_NAK_REM_OP_ERR, psn, status);
+			return;
+		}
+		resp_recv_error(tq, status);
+		tq->rsp_msg = ROCE_RSP_NONE;
+		roce_tp_qp_error(tq, false);
+		return;
+	case RESP_ST_LEN:
+		tp->stats.rx_len_err++;
+		if (rc) {
+			resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, status);
+			return;
+		}
+		break;
+	case RESP_ST_RKEY:
+		if (rc) {
 			resp_error(tq, ROCE_AETH_NAK_REM_ACCESS_ERR, psn, 0);
 			return;
 		}
-		if (roce_mem_to_mr(tp, mr, tq->wr_va + tq->rsp_off, pi->payload, plen)) {
-			resp_error(tq, ROCE_AETH_NAK_REM_OP_ERR, psn, 0);
+		tp->stats.rx_uc_dropped++;
+		break;
+	case RESP_ST_MEM:
+		if (rc) {
+			resp_error(tq, ROCE_AETH_NAK_REM_OP_ERR, psn, status);
 			return;
 		}
-	}
-	tq->rsp_off += plen;
-	tq->epsn = roce_psn_add(psn, 1);
-	if (last) {
-		if (m & ROCE_OPF_IMMDT) {
-			struct roce_wc wc;
-
-			memset(&wc, 0, sizeof(wc));
-			wc.opcode = VIRTIO_IB_WC_RECV_RDMA_WITH_IMM;
-			wc.byte_len = tq->wr_len;
-			wc.imm = roce_immdt_raw(pi->immdt);
-			wc.wc_flags = VIRTIO_IB_WC_WITH_IMM;
-			wc.solicited = pi->se;
-			roce_rq_complete(tq, &wc);
+		if (status) {
+			resp_recv_error(tq, status);
+			tq->rsp_msg = ROCE_RSP_NONE;
+			roce_tp_qp_error(tq, false);
+			return;
 		}
+		tp->stats.rx_uc_dropped++;
+		break;
+	case RESP_ST_INV:
+		tp->stats.remote_inv_failed++;
+		if (rc) {
+			resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, status);
+			return;
+		}
+		break;
+	}
+	tq->rsp_msg = ROCE_RSP_NONE;
+}
+
+/* A SEND or RDMA WRITE packet at the expected PSN, for RC and UC: the check
+ * chain, then the message goes on, ends (MSN), and on RC is acknowledged
+ * when the packet asks for it. */
+static void resp_exec(struct roce_tq *tq, const struct roce_pkt_info *pi)
+{
+	uint32_t m = pi->mask;
+	uint8_t status = 0;
+	enum resp_state st;
+
+	if (!resp_seq_ok(tq->rsp_msg, m))
+		st = RESP_ST_OPCODE_SEQ;
+	else if (m & ROCE_OPF_SEND)
+		st = resp_send(tq, pi, &status);
+	else
+		st = resp_write(tq, pi, &status);
+	if (st != RESP_ST_DONE) {
+		resp_fail(tq, pi, st, status);
+		return;
+	}
+	tq->epsn = roce_psn_add(pi->psn, 1);
+	if (m & ROCE_OPF_LAST) {
 		tq->msn = (tq->msn + 1) & 0xFFFFFF;
 		tq->rsp_msg = ROCE_RSP_NONE;
 	} else {
-		tq->rsp_msg = ROCE_RSP_WRITE;
+		tq->rsp_msg = (m & ROCE_OPF_SEND) ? ROCE_RSP_SEND : ROCE_RSP_WRITE;
 	}
-	if (pi->ackreq)
-		resp_set_ack(tq, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, psn);
+	if (tq->qp->type == VIRTIO_IB_QPT_RC && pi->ackreq)
+		resp_set_ack(tq, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, pi->psn);
 }
+
+/* ---- RC --------------------------------------------------------------------- */
 
 /*
  * The responder resource for a new READ or atomic (the slot of the oldest
@@ -692,16 +828,12 @@ static void resp_rc(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		return;
 	}
 	if (!resp_seq_ok(tq->rsp_msg, m)) {
-		tp->stats.rx_opcode_seq++;
-		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, pi->psn,
-			   tq->rsp_msg == ROCE_RSP_SEND ? VIRTIO_IB_WC_REM_INV_REQ_ERR : 0);
+		resp_fail(tq, pi, RESP_ST_OPCODE_SEQ, 0);
 		return;
 	}
 	tq->nak_sent = false;
-	if (m & ROCE_OPF_SEND)
-		resp_rc_send(tq, pi);
-	else if (m & ROCE_OPF_WRITE)
-		resp_rc_write(tq, pi);
+	if (m & (ROCE_OPF_SEND | ROCE_OPF_WRITE))
+		resp_exec(tq, pi);
 	else if (m & ROCE_OPF_READ)
 		resp_rc_read(tq, pi);
 	else if (m & ROCE_OPF_ATOMIC)
@@ -849,11 +981,7 @@ uint32_t roce_resp_run(struct roce_tq *tq, uint32_t budget, bool *more)
 static void resp_uc(struct roce_tq *tq, const struct roce_pkt_info *pi)
 {
 	struct roce_tp *tp = tq->tp;
-	struct roce_rwqe *rw = tq->rwqe;
-	uint32_t m = pi->mask, plen = pi->payload_len, psn = pi->psn;
-	bool last = m & ROCE_OPF_LAST;
-	struct roce_wc wc;
-	int rc;
+	uint32_t psn = pi->psn;
 
 	if (roce_psn_diff(psn, tq->epsn) < 0) {
 		/* Duplicate (or late): already gone past it. */
@@ -869,123 +997,7 @@ static void resp_uc(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		tq->rsp_msg = ROCE_RSP_NONE;
 	}
 	tq->epsn = roce_psn_add(psn, 1);
-	if (!resp_seq_ok(tq->rsp_msg, m)) {
-		tp->stats.rx_uc_dropped++;
-		tq->rsp_msg = ROCE_RSP_NONE;
-		return;
-	}
-	if (m & ROCE_OPF_FIRST)
-		tq->rsp_off = 0;
-	if (plen > tq->mtu || (!last && plen != tq->mtu))
-		goto drop_len;
-	if (m & ROCE_OPF_SEND) {
-		if (m & ROCE_OPF_FIRST) {
-			rc = roce_rq_get(tq);
-			if (rc <= 0) {
-				tp->stats.rx_no_rwqe += rc == 0;
-				tq->rsp_msg = ROCE_RSP_NONE;
-				return;
-			}
-			if (rw->status) {
-				memset(&wc, 0, sizeof(wc));
-				wc.status = rw->status;
-				wc.opcode = VIRTIO_IB_WC_RECV;
-				roce_rq_complete(tq, &wc);
-				roce_tp_qp_error(tq, false);
-				return;
-			}
-		}
-		if ((uint64_t)tq->rsp_off + plen > rw->length)
-			goto drop_len;
-		rc = roce_mem_to_rwqe(tq, rw, tq->rsp_off, pi->payload, plen);
-		if (rc)
-			goto fault;
-		tq->rsp_off += plen;
-		if (!last) {
-			tq->rsp_msg = ROCE_RSP_SEND;
-			return;
-		}
-		memset(&wc, 0, sizeof(wc));
-		wc.opcode = VIRTIO_IB_WC_RECV;
-		wc.byte_len = tq->rsp_off;
-	} else {
-		struct roce_mr *mr;
-
-		if (m & ROCE_OPF_FIRST) {
-			tq->wr_va = roce_reth_va(pi->reth);
-			tq->wr_rkey = roce_reth_rkey(pi->reth);
-			tq->wr_len = roce_reth_len(pi->reth);
-			if (tq->wr_len && !roce_mem_rkey(tq, tq->wr_rkey, tq->wr_va, tq->wr_len,
-							 VIRTIO_IB_ACCESS_REMOTE_WRITE)) {
-				tp->stats.rx_uc_dropped++;
-				tq->rsp_msg = ROCE_RSP_NONE;
-				return;
-			}
-		}
-		if ((uint64_t)tq->rsp_off + plen > tq->wr_len ||
-		    (last && tq->rsp_off + plen != tq->wr_len))
-			goto drop_len;
-		if (last && (m & ROCE_OPF_IMMDT)) {
-			rc = roce_rq_get(tq);
-			if (rc <= 0) {
-				tp->stats.rx_no_rwqe += rc == 0;
-				tq->rsp_msg = ROCE_RSP_NONE;
-				return;
-			}
-			if (rw->status) {
-				memset(&wc, 0, sizeof(wc));
-				wc.status = rw->status;
-				wc.opcode = VIRTIO_IB_WC_RECV;
-				roce_rq_complete(tq, &wc);
-				roce_tp_qp_error(tq, false);
-				return;
-			}
-		}
-		if (plen) {
-			mr = roce_mem_rkey(tq, tq->wr_rkey, tq->wr_va + tq->rsp_off, plen,
-					   VIRTIO_IB_ACCESS_REMOTE_WRITE);
-			if (!mr || roce_mem_to_mr(tp, mr, tq->wr_va + tq->rsp_off, pi->payload,
-						  plen)) {
-				tp->stats.rx_uc_dropped++;
-				tq->rsp_msg = ROCE_RSP_NONE;
-				return;
-			}
-		}
-		tq->rsp_off += plen;
-		if (!last) {
-			tq->rsp_msg = ROCE_RSP_WRITE;
-			return;
-		}
-		if (!(m & ROCE_OPF_IMMDT)) {
-			tq->rsp_msg = ROCE_RSP_NONE;
-			tq->msn = (tq->msn + 1) & 0xFFFFFF;
-			return;
-		}
-		memset(&wc, 0, sizeof(wc));
-		wc.opcode = VIRTIO_IB_WC_RECV_RDMA_WITH_IMM;
-		wc.byte_len = tq->wr_len;
-	}
-	if (m & ROCE_OPF_IMMDT) {
-		wc.imm = roce_immdt_raw(pi->immdt);
-		wc.wc_flags = VIRTIO_IB_WC_WITH_IMM;
-	}
-	wc.solicited = pi->se;
-	roce_rq_complete(tq, &wc);
-	tq->rsp_msg = ROCE_RSP_NONE;
-	tq->msn = (tq->msn + 1) & 0xFFFFFF;
-	return;
-
-drop_len:
-	tp->stats.rx_len_err++;
-	tq->rsp_msg = ROCE_RSP_NONE;
-	return;
-fault:
-	memset(&wc, 0, sizeof(wc));
-	wc.status = VIRTIO_IB_WC_LOC_PROT_ERR;
-	wc.opcode = VIRTIO_IB_WC_RECV;
-	roce_rq_complete(tq, &wc);
-	tq->rsp_msg = ROCE_RSP_NONE;
-	roce_tp_qp_error(tq, false);
+	resp_exec(tq, pi);
 }
 
 /* ---- UD --------------------------------------------------------------------- */
@@ -995,7 +1007,7 @@ static void resp_ud(struct roce_tq *tq, const struct roce_pkt_info *pi, const st
 	struct roce_tp *tp = tq->tp;
 	struct roce_rwqe *rw = tq->rwqe;
 	uint32_t plen = pi->payload_len;
-	uint8_t grh[GRH_LEN];
+	uint8_t grh[GRH_LEN], status = 0;
 	struct roce_wc wc;
 	int rc;
 
@@ -1007,17 +1019,17 @@ static void resp_ud(struct roce_tq *tq, const struct roce_pkt_info *pi, const st
 		tp->stats.rx_mtu++;
 		return;
 	}
-	rc = roce_rq_get(tq);
-	if (rc <= 0) {
-		tp->stats.rx_no_rwqe += rc == 0;
+	switch (resp_get_rwqe(tq, &status)) {
+	case RESP_ST_DONE:
+		break;
+	case RESP_ST_NO_RWQE:
+		tp->stats.rx_no_rwqe++;
 		return;
-	}
-	memset(&wc, 0, sizeof(wc));
-	wc.opcode = VIRTIO_IB_WC_RECV;
-	if (rw->status) {
-		wc.status = rw->status;
-		roce_rq_complete(tq, &wc);
+	case RESP_ST_RWQE_BAD:
+		resp_recv_error(tq, status);
 		roce_tp_qp_error(tq, false);
+		return;
+	default: /* the ring broke: the QP is in ERR already */
 		return;
 	}
 	if (GRH_LEN + (uint64_t)plen > rw->length) {
@@ -1035,11 +1047,12 @@ static void resp_ud(struct roce_tq *tq, const struct roce_pkt_info *pi, const st
 	if (!rc)
 		rc = roce_mem_to_rwqe(tq, rw, GRH_LEN, pi->payload, plen);
 	if (rc) {
-		wc.status = (uint8_t)rc;
-		roce_rq_complete(tq, &wc);
+		resp_recv_error(tq, (uint8_t)rc);
 		roce_tp_qp_error(tq, false);
 		return;
 	}
+	memset(&wc, 0, sizeof(wc));
+	wc.opcode = VIRTIO_IB_WC_RECV;
 	wc.byte_len = GRH_LEN + plen;
 	wc.src_qp = roce_deth_sqpn(pi->deth);
 	wc.wc_flags = VIRTIO_IB_WC_GRH;

@@ -13,7 +13,7 @@
  * ring is never flushed: when such a QP leaves the receive side only the
  * element it holds completes (WR_FLUSH_ERR).
  */
-#include "roce/roce_ext.h"
+#include "roce/roce_srq_evq.h"
 #include "vrdma/virtio_rdma.h"
 
 #include <errno.h>

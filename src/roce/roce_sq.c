@@ -16,7 +16,7 @@
  * of the same queue may create them.
  */
 #include "roce/roce_tp.h"
-#include "roce/roce_rdma_dev.h"
+#include "roce/roce_virtio_rdma.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -231,7 +231,7 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 	w->state = ROCE_WQE_POSTED;
 	w->status = VIRTIO_IB_WC_SUCCESS;
 	if (tp->rd->rdma_dev_layout) {
-		/* the virtio-rdma device's element (roce_rdma_dev.c) */
+		/* the virtio-rdma device's element (roce_virtio_rdma.c) */
 		st = roce_rdma_dev_sq_decode(tp->rd, qp, e, &req, &x);
 		w->wr_id = x.wr_id;
 		w->opcode = req.opcode;

@@ -9,7 +9,7 @@
  * The device never flushes an SRQ's ring: its requests belong to every QP
  * of the SRQ. DESTROY_SRQ drops them without completion (IBTA).
  */
-#include "roce/roce_ext.h"
+#include "roce/roce_srq_evq.h"
 
 #include <errno.h>
 #include <stdlib.h>

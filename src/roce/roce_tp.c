@@ -4,10 +4,10 @@
  * life cycle, state changes), ring attach/detach, the run queue with a
  * per-QP packet budget, poll/arm/disarm for the loop, used-ring publication
  * and the counters. With ROCE_EXT also the extension's hooks (SRQs, resize,
- * events) and rings (event queue, SRQ rings): roce_ext.h.
+ * events) and rings (event queue, SRQ rings): roce_srq_evq.h.
  */
 #include "roce/roce_tp.h"
-#include "roce/roce_ext.h"
+#include "roce/roce_srq_evq.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -1282,11 +1282,11 @@ static const char *const wc_status_names[16] = {
 	"fatal_err", "resp_timeout_err", "general_err",
 };
 
-#define DUMP(f, s, field)                                                      \
-	do {                                                                   \
-		if ((s)->field)                                                \
-			fprintf(f, " " #field " %" PRIu64, (s)->field);        \
-	} while (0)
+/* Dumps counter s->name when it is not zero (expanded from the lists of
+ * roce_stats.h: the field's name is the counter's name in the dump). */
+#define DUMP_COUNTER(name)                                                     \
+	if (s->name)                                                           \
+		fprintf(f, " " #name " %" PRIu64, s->name);
 
 static const char *const ev_names[VIRTIO_IB_EVENT_NUM] = {
 	"cq_err", "qp_fatal", "qp_req_err", "qp_access_err", "comm_est", "sq_drained",
@@ -1304,35 +1304,11 @@ static void dump_ext(const struct roce_tp_ext *x, FILE *f)
 	if (!memcmp(s, &zero, sizeof(zero)))
 		return;
 	fprintf(f, "  roce ext");
-	DUMP(f, s, ev_written);
+	ROCE_EXT_STATS_EVQ(DUMP_COUNTER)
 	for (int i = 0; i < VIRTIO_IB_EVENT_NUM; i++)
 		if (s->ev_by_type[i])
 			fprintf(f, " ev_%s %" PRIu64, ev_names[i], s->ev_by_type[i]);
-	DUMP(f, s, ev_short_bufs);
-	DUMP(f, s, ev_waits);
-	DUMP(f, s, ev_ring_errors);
-	DUMP(f, s, ev_raised);
-	DUMP(f, s, srq_created);
-	DUMP(f, s, srq_destroyed);
-	DUMP(f, s, srq_recv_wrs);
-	DUMP(f, s, srq_empty);
-	DUMP(f, s, srq_limit_events);
-	DUMP(f, s, srq_errors);
-	DUMP(f, s, srq_flushed);
-	DUMP(f, s, srq_dropped);
-	DUMP(f, s, srq_ring_stopped);
-	DUMP(f, s, last_wqe_events);
-	DUMP(f, s, cq_resizes);
-	DUMP(f, s, cq_resize_range);
-	DUMP(f, s, cq_resize_nomem);
-	DUMP(f, s, qp_resizes);
-	DUMP(f, s, qp_resize_range);
-	DUMP(f, s, qp_resize_nomem);
-	DUMP(f, s, wc_ext);
-	DUMP(f, s, wc_ext_blocked);
-	DUMP(f, s, cq_err_events);
-	DUMP(f, s, qp_fatal_events);
-	DUMP(f, s, sq_drained_events);
+	ROCE_EXT_STATS(DUMP_COUNTER)
 	fprintf(f, "\n");
 }
 
@@ -1358,108 +1334,27 @@ void roce_tp_dump_stats(const struct roce_tp *tp, FILE *f)
 void roce_tp_stats_dump(const struct roce_tp_stats *s, FILE *f)
 {
 	fprintf(f, "  roce rx");
-	DUMP(f, s, rx_frames);
-	DUMP(f, s, rx_bytes);
-	DUMP(f, s, rx_queue_full);
+	ROCE_TP_STATS_RX_FRAMES(DUMP_COUNTER)
 	for (int i = 1; i < ROCE_RX_E_NUM; i++)
 		if (s->rx_parse[i])
 			fprintf(f, " drop_%s %" PRIu64, roce_rx_err_name(i), s->rx_parse[i]);
-	DUMP(f, s, rx_not_ours);
-	DUMP(f, s, state_refused);
-	DUMP(f, s, rx_no_qp);
-	DUMP(f, s, rx_qp_type);
-	DUMP(f, s, rx_qp_state);
-	DUMP(f, s, rx_pkey);
-	DUMP(f, s, rx_bad_src);
-	DUMP(f, s, rx_qkey);
-	DUMP(f, s, rx_cnp);
-	DUMP(f, s, rx_dup);
-	DUMP(f, s, rx_seq_err);
-	DUMP(f, s, rx_opcode_seq);
-	DUMP(f, s, rx_len_err);
-	DUMP(f, s, rx_mtu);
-	DUMP(f, s, rx_no_rwqe);
-	DUMP(f, s, rx_uc_dropped);
-	DUMP(f, s, rx_stale_resp);
-	DUMP(f, s, rx_bad_resp);
-	DUMP(f, s, rx_arp);
-	DUMP(f, s, rx_nd);
+	ROCE_TP_STATS_RX(DUMP_COUNTER)
 	fprintf(f, "\n  roce tx");
-	DUMP(f, s, tx_frames);
-	DUMP(f, s, tx_bytes);
-	DUMP(f, s, tx_nobuf);
-	DUMP(f, s, tx_build_err);
-	DUMP(f, s, tx_held);
-	DUMP(f, s, tx_queue_full);
-	DUMP(f, s, tx_parked);
-	DUMP(f, s, acks_sent);
-	DUMP(f, s, naks_sent);
-	DUMP(f, s, rnr_naks_sent);
-	DUMP(f, s, read_resp_sent);
-	DUMP(f, s, acks_rcvd);
-	DUMP(f, s, naks_rcvd);
-	DUMP(f, s, rnr_naks_rcvd);
-	DUMP(f, s, rewinds);
-	DUMP(f, s, retransmits);
-	DUMP(f, s, timeouts);
-	DUMP(f, s, probes);
-	DUMP(f, s, window_cuts);
-	DUMP(f, s, dup_reads);
+	ROCE_TP_STATS_TX(DUMP_COUNTER)
 	fprintf(f, "\n  roce wr");
-	DUMP(f, s, send_wrs);
-	DUMP(f, s, recv_wrs);
+	ROCE_TP_STATS_WR_POPPED(DUMP_COUNTER)
 	for (int i = 0; i < 16; i++)
 		if (s->wc[i])
 			fprintf(f, " wc_%s %" PRIu64, wc_status_names[i], s->wc[i]);
-	DUMP(f, s, wr_bad_chain);
-	DUMP(f, s, cqe_written);
-	DUMP(f, s, cqe_backlogged);
-	DUMP(f, s, cq_bad_buffers);
-	DUMP(f, s, cq_overflows);
-	DUMP(f, s, cqe_dropped);
-	DUMP(f, s, ring_errors);
-	DUMP(f, s, qp_errors);
-	DUMP(f, s, neigh_requests);
-	DUMP(f, s, neigh_replies);
-	DUMP(f, s, neigh_resolved);
-	DUMP(f, s, neigh_queued);
-	DUMP(f, s, neigh_dropped);
-	DUMP(f, s, neigh_pinned);
-	DUMP(f, s, neigh_ignored);
-	DUMP(f, s, neigh_failed);
-	DUMP(f, s, neigh_refreshes);
-	DUMP(f, s, neigh_waits);
-	DUMP(f, s, rx_ce);
-	DUMP(f, s, rx_ce_marked);
-	DUMP(f, s, cnp_sent);
-	DUMP(f, s, cc_decreases);
-	DUMP(f, s, cc_increases);
-	DUMP(f, s, cc_paced);
+	ROCE_TP_STATS_WR(DUMP_COUNTER)
 	fprintf(f, "\n  roce ext wr");
 	if (s->wc_ext[0])
 		fprintf(f, " wc_mw_bind_err %" PRIu64, s->wc_ext[0]);
 	if (s->wc_ext[1])
 		fprintf(f, " wc_other %" PRIu64, s->wc_ext[1]);
-	DUMP(f, s, atomics_sent);
-	DUMP(f, s, atomic_acks_rcvd);
-	DUMP(f, s, atomics_executed);
-	DUMP(f, s, atomic_dups_answered);
-	DUMP(f, s, atomic_dups_dropped);
-	DUMP(f, s, atomic_errors);
-	DUMP(f, s, local_ops);
-	DUMP(f, s, local_op_errors);
-	DUMP(f, s, remote_inv_ok);
-	DUMP(f, s, remote_inv_failed);
-	DUMP(f, s, comm_est);
-	DUMP(f, s, stale_replays);
+	ROCE_TP_STATS_EXT_WR(DUMP_COUNTER)
 	fprintf(f, "\n  roce sched");
-	DUMP(f, s, sched_polls);
-	DUMP(f, s, sched_turns);
-	DUMP(f, s, sched_budget_out);
-	DUMP(f, s, sched_quiet_rearms);
-	DUMP(f, s, sched_poll_scans);
-	DUMP(f, s, sched_poll_idle);
-	DUMP(f, s, sched_poll_ivl_max);
+	ROCE_TP_STATS_SCHED(DUMP_COUNTER)
 	fprintf(f, "\n");
 }
 

@@ -8,7 +8,7 @@
  * written to completion virtqueues. UD, UC and RC (SEND, SEND_WITH_IMM,
  * RDMA WRITE[_WITH_IMM], RDMA READ), with loss recovery for RC; with
  * ROCE_EXT also atomics, SEND_WITH_INV, and the local operations REG_MR,
- * LOCAL_INV and BIND_MW (docs/spec.md "Extensions beyond the seed").
+ * LOCAL_INV and BIND_MW (docs/spec.md "Extensions beyond the RFC").
  *
  * Files (split by role like Linux rxe, code written from the IBTA rules):
  *   roce_tp.c     per-device context, control-path hooks, rings, scheduling
@@ -44,16 +44,17 @@
 #include <stdio.h>
 
 #include "common/loop.h"
-#include "device/roce_dev.h"
+#include "backend/roce_dev.h"
 #include "port/pkt.h"
 #include "roce/roce_pkt.h"
+#include "roce/roce_stats.h"
 #include "virtio/vq_dev.h"
 
 struct vhost_vring;
 struct roce_tp;
 
 /* ------------------------------------------------------------------------ */
-/* Public interface (glue: src/device/netdev_roce.c, tests, fuzzers)         */
+/* Public interface (glue: src/backend/netdev_roce.c, tests, fuzzers)         */
 /* ------------------------------------------------------------------------ */
 
 /* What the engine needs from its environment. */
@@ -132,99 +133,18 @@ struct roce_cc_params {
 };
 #define ROCE_CC_CNP_DSCP 48        /* CNPs are sent with this DSCP, Not-ECT */
 
+/* The transport's counters (roce_stats.h has the lists and their meaning). */
 struct roce_tp_stats {
-	/* receive */
-	uint64_t rx_frames, rx_bytes;          /* RoCE frames taken from the switch */
-	uint64_t rx_queue_full;                /* dropped: device queue full */
+	ROCE_TP_STATS_RX_FRAMES(ROCE_STATS_FIELD)
 	uint64_t rx_parse[ROCE_RX_E_NUM];      /* dropped by roce_pkt_parse reason */
-	uint64_t rx_not_ours;                  /* destination GID not ours (any more) */
-	uint64_t state_refused;                /* commands beyond the state-mem budget */
-	uint64_t rx_no_qp;                     /* no QP with that QPN */
-	uint64_t rx_qp_type;                   /* opcode of another transport */
-	uint64_t rx_qp_state;                  /* QP not in a receiving state */
-	uint64_t rx_pkey;                      /* P_Key not the default */
-	uint64_t rx_bad_src;                   /* RC/UC: not from the QP's peer */
-	uint64_t rx_qkey;                      /* UD: Q_Key mismatch */
-	uint64_t rx_cnp;                       /* congestion notifications */
-	uint64_t rx_dup;                       /* duplicate requests (re-acked) */
-	uint64_t rx_seq_err;                   /* requests out of sequence */
-	uint64_t rx_opcode_seq;                /* bad opcode sequence */
-	uint64_t rx_len_err;                   /* length errors */
-	uint64_t rx_mtu;                       /* payload above the path MTU */
-	uint64_t rx_no_rwqe;                   /* UD/UC: no receive WQE, dropped */
-	uint64_t rx_uc_dropped;                /* UC: packets of a broken message */
-	uint64_t rx_stale_resp;                /* responses for nothing outstanding */
-	uint64_t rx_bad_resp;                  /* malformed responses */
-	uint64_t rx_arp, rx_nd;                /* ARP / ND frames handled */
-	uint64_t rx_ce;                        /* packets that arrived CE-marked */
-	uint64_t rx_ce_marked;                 /* ... marked here: receive queue above
-						* cc.mark_qlen */
-	/* transmit */
-	uint64_t tx_frames, tx_bytes;
-	uint64_t tx_nobuf;                     /* pkt_alloc failed */
-	uint64_t tx_build_err;                 /* roce_pkt_build failed (bug) */
-	uint64_t tx_held;                      /* refused by a busy receiver, kept */
-	uint64_t tx_queue_full;                /* dropped: held queue full */
-	uint64_t tx_parked;                    /* QP turns put off: receiver busy */
-	/* reliable connection */
-	uint64_t acks_sent, naks_sent, rnr_naks_sent, read_resp_sent;
-	uint64_t acks_rcvd, naks_rcvd, rnr_naks_rcvd;
-	uint64_t rewinds;                      /* go-back-N restarts */
-	uint64_t retransmits;                  /* packets sent again */
-	uint64_t timeouts;                     /* retransmit timer expirations */
-	uint64_t probes;                       /* loss probes (roce_recover.c) */
-	uint64_t window_cuts;                  /* send window halved on a loss */
-	uint64_t dup_reads;                    /* duplicate READs answered again */
-	/* work requests and completions */
-	uint64_t send_wrs, recv_wrs;           /* WQEs popped */
+	ROCE_TP_STATS_RX(ROCE_STATS_FIELD)
+	ROCE_TP_STATS_TX(ROCE_STATS_FIELD)
+	ROCE_TP_STATS_WR_POPPED(ROCE_STATS_FIELD)
 	uint64_t wc[16];                       /* completions by status */
-	uint64_t wr_bad_chain;                 /* unreadable sq_req / rq_req */
-	uint64_t cqe_written;
-	uint64_t cqe_backlogged;               /* waited for a CQ buffer */
-	uint64_t cq_bad_buffers;               /* CQ buffers shorter than 48 bytes */
-	uint64_t cq_overflows;                 /* CQs that overflowed */
-	uint64_t cqe_dropped;                  /* completions of overflowed CQs */
-	uint64_t ring_errors;                  /* broken rings */
-	uint64_t qp_errors;                    /* QPs moved to ERR by the engine */
-	/* neighbours */
-	uint64_t neigh_requests;               /* ARP requests / NS sent */
-	uint64_t neigh_replies;                /* ARP replies / NA sent */
-	uint64_t neigh_resolved;
-	uint64_t neigh_queued;
-	uint64_t neigh_dropped;                /* frames dropped: queue full, failed */
-	uint64_t neigh_pinned;                 /* sent to a local device's pinned MAC */
-	uint64_t neigh_ignored;                /* ARP/ND not allowed to change an entry */
-	uint64_t neigh_failed;                 /* rounds of requests unanswered */
-	uint64_t neigh_refreshes;              /* expired entries asked again */
-	uint64_t neigh_waits;                  /* requester turns that waited for a MAC */
-	/* congestion control */
-	uint64_t cnp_sent;
-	uint64_t cc_decreases, cc_increases;   /* reaction point rate changes */
-	uint64_t cc_paced;                     /* requester turns stopped by the pacer */
-	/* extensions (atomics, memory management, windows) */
+	ROCE_TP_STATS_WR(ROCE_STATS_FIELD)
 	uint64_t wc_ext[2];                    /* completions by status 16, 17+ */
-	uint64_t atomics_sent;                 /* atomic requests sent (first time) */
-	uint64_t atomic_acks_rcvd;             /* ATOMIC ACKNOWLEDGEs used */
-	uint64_t atomics_executed;             /* responder: executed once each */
-	uint64_t atomic_dups_answered;         /* duplicates answered from the saved result */
-	uint64_t atomic_dups_dropped;          /* duplicates whose resource was recycled */
-	uint64_t atomic_errors;                /* responder: NAKed atomics */
-	uint64_t local_ops;                    /* REG_MR / LOCAL_INV / BIND_MW executed */
-	uint64_t local_op_errors;              /* ... that failed */
-	uint64_t remote_inv_ok;                /* SEND_WITH_INV: key invalidated */
-	uint64_t remote_inv_failed;            /* ... could not be: NAK Invalid Request */
-	uint64_t comm_est;                     /* COMM_EST events raised */
-	uint64_t stale_replays;                /* answers to old duplicates cancelled
-						* by a new READ / atomic */
-	/* scheduling (docs/design.md "Scheduling and fairness") */
-	uint64_t sched_polls;                  /* poll passes with work */
-	uint64_t sched_turns;                  /* QP turns run */
-	uint64_t sched_budget_out;             /* passes that ended with QPs still
-						* queued (budget used up) */
-	uint64_t sched_quiet_rearms;           /* idle quiet rings given kicks back */
-	uint64_t sched_poll_scans;             /* rounds over kick-less rings */
-	uint64_t sched_poll_idle;              /* ... that found nothing */
-	uint64_t sched_poll_ivl_max;           /* ... rounds made at the longest interval */
+	ROCE_TP_STATS_EXT_WR(ROCE_STATS_FIELD)
+	ROCE_TP_STATS_SCHED(ROCE_STATS_FIELD)
 };
 
 /* A transport for rd, sending through ops. loop may be NULL (no timers: no
@@ -327,7 +247,7 @@ struct roce_swqe {
 	uint32_t next;            /* next packet index to send */
 	uint32_t rd_rcvd;         /* READ: response packets received; atomic:
 				   * 1 once its ATOMIC ACKNOWLEDGE arrived */
-	/* ---- extensions (docs/spec.md "Extensions beyond the seed") ---- */
+	/* ---- extensions (docs/spec.md "Extensions beyond the RFC") ---- */
 	bool sge_unchecked;       /* SGE keys checked when the requester starts
 				   * the WR (an earlier REG_MR may create them) */
 	uint32_t inv_rkey;        /* LOCAL_INV, SEND_WITH_INV: the key */
@@ -524,7 +444,7 @@ struct roce_tq {
 
 struct roce_neigh;
 struct roce_cc_rp;
-/* Event queue and SRQ state of the extensions: src/roce/roce_ext.h. */
+/* Event queue and SRQ state of the extensions: src/roce/roce_srq_evq.h. */
 struct roce_tp_ext;
 
 /* Frames held for one busy receiver (by destination MAC), in order, and the
@@ -569,7 +489,7 @@ struct roce_tp {
 	struct roce_cc_params cc;
 	bool in_event;            /* an entry point is running */
 	struct roce_neigh *neigh;
-	struct roce_tp_ext *ext;  /* roce_ext.h (event queue, SRQ rings) */
+	struct roce_tp_ext *ext;  /* roce_srq_evq.h (event queue, SRQ rings) */
 	struct vq_elem elem;      /* scratch: send / receive rings */
 	struct vq_elem cq_elem;   /* scratch: completion rings */
 	struct roce_tp_stats stats;

@@ -3,7 +3,7 @@
  * libvrdma-shmalloc: the shared-heap allocator vrdma-run preloads so that
  * ordinary large allocations (malloc and friends, anonymous private mmap) are
  * already shareable with a vrdma device, and ibv_reg_mr can hand their pages
- * to the device without copying them (src/driver/mem_share.c).
+ * to the device without copying them (src/libvrdma/mem_share.c).
  *
  * The heap is one memfd (MFD_CLOEXEC, sealed against shrinking and growing,
  * sparse: only touched pages use memory) mapped MAP_SHARED over one reserved

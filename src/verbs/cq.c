@@ -282,7 +282,7 @@ void ibv_ack_cq_events(struct ibv_cq *ibcq, unsigned int nevents)
 /* Data path: ctx->ops.poll_cq / req_notify_cq                               */
 /* ------------------------------------------------------------------------ */
 
-/* Completion status of the device (seed numbering, then the extension's
+/* Completion status of the device (RFC numbering, then the extension's
  * MW_BIND_ERR) to libibverbs. */
 static const uint8_t vrdma_wc_status[17] = {
 	[VIRTIO_IB_WC_SUCCESS] = IBV_WC_SUCCESS,
@@ -304,7 +304,7 @@ static const uint8_t vrdma_wc_status[17] = {
 	[VIRTIO_IB_WC_MW_BIND_ERR] = IBV_WC_MW_BIND_ERR,
 };
 
-/* Completion opcodes of the device (the seed's 0-4, the extension's 5-8;
+/* Completion opcodes of the device (the RFC's 0-4, the extension's 5-8;
  * REG_MR (9) completes only WRs libibverbs cannot post). */
 static const uint8_t vrdma_wc_opcode[9] = {
 	[VIRTIO_IB_WC_SEND] = IBV_WC_SEND,

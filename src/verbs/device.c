@@ -3,8 +3,9 @@
  * Devices: the device list, opening and closing a device, the device / port
  * / GID / P_Key queries and asynchronous events.
  *
- * Devices come from one provider (verbs/provider.h): the fake one when
- * VRDMA_FAKE_DEVICE is set, else libvrdma's. A device is a RoCE v2 port over
+ * Devices come from one provider (verbs/provider.h): libvrdma's, or in the
+ * test build of this library (tests/fake/) the fake one when
+ * VRDMA_FAKE_DEVICE is set. A device is a RoCE v2 port over
  * Ethernet: one port, P_Key table {0xffff}, GID table from the provider
  * (index 0 the link-local GID of the MAC, index 1 the IPv4-mapped address
  * when one is configured), GID type RoCE v2. There is no sysfs and no
@@ -57,7 +58,8 @@ const struct vrdma_prov_ops *vrdma_verbs_provider(void)
 {
 	const char *fake = getenv("VRDMA_FAKE_DEVICE");
 
-	if (fake && *fake && strcmp(fake, "0") != 0)
+	/* Only the test build links the fake provider in (weak reference). */
+	if (&vrdma_prov_fake_ops && fake && *fake && strcmp(fake, "0") != 0)
 		return &vrdma_prov_fake_ops;
 	return &vrdma_prov_vrdma_ops;
 }

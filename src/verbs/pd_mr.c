@@ -9,7 +9,7 @@
  *
  * What fork means here: a child gets a private copy of the memory its
  * parent registered, as with kernels that copy pinned pages on fork. The
- * provider arranges it (src/driver/mem_share.c converts the shared pages a
+ * provider arranges it (src/libvrdma/mem_share.c converts the shared pages a
  * child inherits back into private ones before fork() returns in the
  * parent, and the shared-heap allocator gives the child a copy of its
  * heap), so ibv_reg_mr does not mark ranges MADV_DONTFORK: a child keeps

@@ -13,13 +13,13 @@
  *
  * Providers (one struct vrdma_prov_ops each):
  *   vrdma_prov_vrdma_ops  the real device through libvrdma (provider_vrdma.c)
- *   vrdma_prov_fake_ops   a fake device with no network (provider_fake.c),
+ *   vrdma_prov_fake_ops   a fake device with no network (tests/fake/),
  *                         selected by VRDMA_FAKE_DEVICE=N (N devices, 1..8);
- *                         used by tests and to check a tool starts
+ *                         only in the test build of the library
  *
  * Conventions:
  * - Plain C structures mirroring the virtio_rdma_* command and ack structures
- *   of include/vrdma/virtio_net_roce.h, in HOST byte order, with the seed's
+ *   of include/vrdma/virtio_net_roce.h, in HOST byte order, with the RFC's
  *   field names. Enumerated values are the virtio ones (VIRTIO_IB_QPT_*,
  *   VIRTIO_IB_QPS_*, VIRTIO_IB_MTU_*, VIRTIO_IB_ACCESS_*, VIRTIO_IB_WR_*,
  *   VIRTIO_IB_SEND_*, VIRTIO_IB_WC_*, VIRTIO_IB_NOTIFY_*, VIRTIO_IB_QP_* attr
@@ -41,10 +41,10 @@
  *   should be marked the same way.
  * - Objects carry the `cookie` given at creation (the verbs object); it comes
  *   back in asynchronous events.
- * - Extensions: things the seed has no command for (SRQ, multicast, atomics,
+ * - Extensions: things the RFC has no command for (SRQ, multicast, atomics,
  *   async events, P_Key) are marked "vrdma extension"; a provider without
  *   them leaves the operation NULL or reports 0 in the capability field.
- *   The device side is docs/spec.md "Extensions beyond the seed" (its table
+ *   The device side is docs/spec.md "Extensions beyond the RFC" (its table
  *   "Mapping for the verbs layer" says which verb uses which operation).
  *   A provider reports only what the device reported: capability bits in
  *   device_cap_flags (VIRTIO_IB_DEVICE_*), limits in the extension fields of
@@ -226,7 +226,7 @@ struct vrdma_prov_sge {
  *
  * Opcodes and the fields they use (the verbs layer fills only these and
  * zeroes nothing else, so a provider must not read other views):
- *   SEND, RDMA_*                      as the seed (rdma view, imm_data)
+ *   SEND, RDMA_*                      as the RFC (rdma view, imm_data)
  *   ATOMIC_CMP_AND_SWP (5),
  *   ATOMIC_FETCH_AND_ADD (6)          atomic view; num_sge 1 (the 8-byte
  *                                     result buffer; the device checks it)
@@ -561,8 +561,10 @@ struct vrdma_prov_ops {
 
 /* The real device (libvrdma). */
 extern const struct vrdma_prov_ops vrdma_prov_vrdma_ops;
-/* The fake device of VRDMA_FAKE_DEVICE. */
-extern const struct vrdma_prov_ops vrdma_prov_fake_ops;
+/* The fake device of VRDMA_FAKE_DEVICE: defined only in the test build
+ * (tests/fake/provider_fake.c), NULL in the shipped library. */
+extern const struct vrdma_prov_ops vrdma_prov_fake_ops
+	__attribute__((weak, visibility("hidden")));
 
 /* ------------------------------------------------------------------------ */
 /* Helpers shared by providers and the verbs layer                           */

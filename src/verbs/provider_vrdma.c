@@ -17,7 +17,7 @@
  * GIDs: index 0 from the MAC, index 1 from the IPv4 address QUERY_PORT
  * reports (vrdma_gid_query), 2.. as added.
  *
- * Extensions (docs/spec.md "Extensions beyond the seed"): SRQs, atomics,
+ * Extensions (docs/spec.md "Extensions beyond the RFC"): SRQs, atomics,
  * asynchronous events map to libvrdma's extension calls, which fail with
  * EOPNOTSUPP on a device that did not report them. Objects carry the verbs
  * layer's cookie as their libvrdma context, so an async event gives it back.

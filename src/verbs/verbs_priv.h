@@ -21,7 +21,7 @@
  *   strings.c    *_str() and rate conversions
  *   marshall.c   ibv_copy_*_from_kern / _to_kern (librdmacm's)
  *   private.c    IBVERBS_PRIVATE_34 and import entry points (stubs)
- *   provider_fake.c, provider_vrdma.c  providers (see provider.h)
+ *   provider_vrdma.c  the provider (see provider.h; tests/fake/ the fake one)
  *
  * Device identity (what ibv_devinfo shows):
  *   vendor_id 0x1af4 (the virtio PCI vendor, Red Hat), vendor_part_id 0x1041
@@ -215,8 +215,8 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
 
 /* --- device.c --- */
 
-/* The provider of this process: the fake one when VRDMA_FAKE_DEVICE is set
- * (to anything but "" and "0"), else the libvrdma one. */
+/* The provider of this process: in the test build the fake one when
+ * VRDMA_FAKE_DEVICE is set (to anything but "" and "0"), else libvrdma's. */
 VRDMA_HIDDEN const struct vrdma_prov_ops *vrdma_verbs_provider(void);
 
 /* Port attributes in libibverbs terms; 0 or a positive errno. */

@@ -50,33 +50,11 @@ NC="$T_TMP/bin/vrdma-netcat"
 
 # ---- helpers ----------------------------------------------------------------
 
-STATS_SEEN=0
-# stats: SIGUSR1 and wait for the whole dump (last line "faults ..."), left
-# in $T_TMP/stats.
-stats() {
-	local i n
-	kill -USR1 "$DAEMON_PID" 2>/dev/null || return 1
-	for ((i = 0; i < 400; i++)); do
-		n=$(grep -c '^faults dropped' "$LOG")
-		[ "$n" -gt "$STATS_SEEN" ] && break
-		sleep 0.05
-	done
-	[ "$n" -gt "$STATS_SEEN" ] || return 1
-	awk -v k="$STATS_SEEN" '/^faults dropped/ { c++; if (c == k + 1) { print; exit } }
-		c == k { print }' "$LOG" >"$T_TMP/stats"
-	STATS_SEEN=$n
-}
+# stats / counter DEV KEY: the daemon's counter dump (tests/lib.sh).
+stats() { stats_dump "$DAEMON_PID" "$LOG"; }
+counter() { stats_counter "$@"; }
 
-# counter DEV KEY: a counter of device DEV in the last dump.
-counter() {
-	awk -v dev="$1" -v key="$2" '
-		/^device / { in_dev = ($2 == dev) }
-		/^(switch|faults|uplink) / { in_dev = 0 }
-		in_dev { for (i = 1; i < NF; i++) if ($i == key) { print $(i + 1); exit } }
-	' "$T_TMP/stats"
-}
-
-daemon_fds() { ls "/proc/$DAEMON_PID/fd" 2>/dev/null | wc -l; }
+daemon_fds() { count_fds "$DAEMON_PID"; }
 daemon_maps() { wc -l <"/proc/$DAEMON_PID/maps" 2>/dev/null; }
 # File-backed mappings (the drivers' memfds, libraries) are compared in every
 # build; anonymous ones belong to the allocator, which under ASan grows with

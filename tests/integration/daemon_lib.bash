@@ -7,19 +7,15 @@ D_RC=0
 
 # d_start NAME ARGS...: a daemon with ARGS (plus -q --stats --pidfile), log
 # in $T_TMP/NAME.log; succeeds once the pid file is written (every socket
-# listens), fails if it exits first or takes 30 s.
+# listens), fails if it exits first or takes 60 s.
 d_start() {
-	local name=$1 pidf="$T_TMP/$1.pid" i; shift
+	local name=$1 pidf="$T_TMP/$1.pid"; shift
 	rm -f "$pidf"
 	timeout -k 5 "$DAEMON_TMO" "$DAEMON" -q "${T_DAEMON_PRIV[@]}" --stats --pidfile "$pidf" "$@" \
 		>"$T_TMP/$name.log" 2>&1 </dev/null &
 	D_TPID[$name]=$!
 	T_PIDS+=($!)
-	for ((i = 0; i < 600; i++)); do
-		[ -s "$pidf" ] && break
-		kill -0 "${D_TPID[$name]}" 2>/dev/null || break
-		sleep 0.05
-	done
+	wait_until '[ -s "$pidf" ] || ! kill -0 "${D_TPID[$name]}" 2>/dev/null' 60
 	[ -s "$pidf" ] || return 1
 	D_PID[$name]=$(cat "$pidf")
 }
@@ -30,14 +26,11 @@ dumps_of() { grep -c '^faults ' "$T_TMP/$1.log"; }
 # d_stats NAME: SIGUSR1 the daemon, wait (at most 20 s) for the whole dump
 # and print it.
 d_stats() {
-	local name=$1 log="$T_TMP/$1.log" from n i
+	local name=$1 log="$T_TMP/$1.log" from n
 	from=$(($(wc -l <"$log") + 1))
 	n=$(dumps_of "$name")
 	kill -USR1 "${D_PID[$name]}" 2>/dev/null || { echo "(daemon $name is gone)"; return 1; }
-	for ((i = 0; i < 400; i++)); do
-		[ "$(dumps_of "$name")" -gt "$n" ] && break
-		sleep 0.05
-	done
+	wait_until '[ "$(dumps_of "$name")" -gt "$n" ]'
 	tail -n +"$from" "$log"
 }
 
@@ -47,15 +40,10 @@ d_stats() {
 # signal, which would turn a slow (loaded machine) but clean shutdown into a
 # SIGKILL after 5 s (exit status 137).
 d_stop() {
-	local name=$1 p=${D_TPID[$1]} end t0
+	local name=$1 p=${D_TPID[$1]} t0
 	t0=$(date +%s%N)
 	kill -TERM "${D_PID[$1]:-$p}" 2>/dev/null
-	end=$((SECONDS + 60))
-	while ((SECONDS < end)); do
-		kill -0 "$p" 2>/dev/null || break
-		[[ $(ps -o stat= -p "$p" 2>/dev/null) == Z* ]] && break
-		sleep 0.05
-	done
+	wait_until '! kill -0 "$p" 2>/dev/null || [[ $(ps -o stat= -p "$p" 2>/dev/null) == Z* ]]' 60
 	kill -0 "$p" 2>/dev/null && ! [[ $(ps -o stat= -p "$p" 2>/dev/null) == Z* ]] &&
 		kill -KILL "$p" 2>/dev/null
 	wait "$p" 2>/dev/null

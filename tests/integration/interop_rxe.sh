@@ -144,7 +144,7 @@ host_server() {
 	# shellcheck disable=SC2086
 	hrun "$name.srv" "$prog" $hargs -p "$port" &
 	spid=$!
-	if ! ns_poll 20 ns_tcp_listening "$NS" "$port"; then
+	if ! wait_cmd 20 ns_tcp_listening "$NS" "$port"; then
 		kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
 		not_ok "$name" "vrdma server did not listen: $(tail -3 "$T_TMP/$name.srv.log")"

@@ -71,7 +71,7 @@
 
 DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
 NC="$VRDMA_BUILD/bin/vrdma-netcat"
-EVIL="$VRDMA_BUILD/bin/vrdma-evil"
+EVIL="$VRDMA_BUILD/tests/bin/vrdma-evil"
 MAC_A=02:00:00:00:0b:01
 MAC_B=02:00:00:00:0b:02
 MAC_C=02:00:00:00:0b:03
@@ -104,34 +104,12 @@ EVIL="$T_TMP/bin/vrdma-evil"
 
 # ---- helpers ----------------------------------------------------------------
 
-# stats: make the daemon dump its counters (SIGUSR1) and wait for the whole
-# dump (its last line is "faults ..."); the dump is left in $T_TMP/stats.
-STATS_SEEN=0
-stats() {
-	local i n
-	kill -USR1 "$DAEMON_PID" 2>/dev/null || return 1
-	for ((i = 0; i < 400; i++)); do
-		n=$(grep -c '^faults dropped' "$LOG")
-		[ "$n" -gt "$STATS_SEEN" ] && break
-		sleep 0.05
-	done
-	[ "$n" -gt "$STATS_SEEN" ] || return 1
-	awk -v k="$STATS_SEEN" '/^faults dropped/ { c++; if (c == k + 1) { print; exit } }
-		c == k { print }' "$LOG" >"$T_TMP/stats"
-	STATS_SEEN=$n
-}
-
-# counter DEV KEY: a counter of device DEV (dev0, dev1, ...) in the last dump.
-counter() {
-	awk -v dev="$1" -v key="$2" '
-		/^device / { in_dev = ($2 == dev) }
-		/^(switch|faults|uplink) / { in_dev = 0 }
-		in_dev { for (i = 1; i < NF; i++) if ($i == key) { print $(i + 1); exit } }
-	' "$T_TMP/stats"
-}
+# stats / counter DEV KEY: the daemon's counter dump (tests/lib.sh).
+stats() { stats_dump "$DAEMON_PID" "$LOG"; }
+counter() { stats_counter "$@"; }
 
 daemon_rss_kb() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$DAEMON_PID/status" 2>/dev/null; }
-daemon_fds() { ls "/proc/$DAEMON_PID/fd" 2>/dev/null | wc -l; }
+daemon_fds() { count_fds "$DAEMON_PID"; }
 daemon_maps() { wc -l <"/proc/$DAEMON_PID/maps" 2>/dev/null; }
 # File-backed mappings (the drivers' memfds, libraries) are compared in every
 # build; anonymous ones belong to the allocator, which under ASan grows with
@@ -385,10 +363,7 @@ fi
 
 # ---- resources: back to where they were before the attacks ---------------------
 
-for ((i = 0; i < 400; i++)); do
-	[ "$(resources)" = "$BASE_RES" ] && break
-	sleep 0.05
-done
+wait_until '[ "$(resources)" = "$BASE_RES" ]'
 now=$(resources)
 if [ "$now" = "$BASE_RES" ]; then
 	ok resources_released

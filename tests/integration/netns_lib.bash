@@ -73,17 +73,6 @@ ns_tcp_listening() {
 	ip netns exec "$1" ss -Hltn "sport = :$2" 2>/dev/null | grep -q .
 }
 
-# ns_poll SECONDS CMD...: poll CMD every 0.05 s until it succeeds (0) or
-# SECONDS pass (1). An event wait with a bound, not a sleep.
-ns_poll() {
-	local end=$((SECONDS + $1)); shift
-	while [ $SECONDS -lt $end ]; do
-		"$@" && return 0
-		sleep 0.05
-	done
-	"$@"
-}
-
 # nsd_start NAME NS ARGS...: start the daemon in NS with ARGS (plus -q,
 # --stats, --pidfile), log in $T_TMP/NAME.log; returns once the pid file
 # names it (every socket listens) or fails if it exits or takes 20 s.
@@ -96,7 +85,7 @@ nsd_start() {
 	pid=$!
 	D_PID[$name]=$pid
 	D_SNAP[$name]=0
-	ns_poll 20 nsd_up_or_gone "$name"
+	wait_cmd 20 nsd_up_or_gone "$name"
 	# ip netns exec execs the daemon: the pid we hold is the daemon's.
 	[ -s "$pidf" ] && [ "$(cat "$pidf")" = "$pid" ]
 }
@@ -114,7 +103,7 @@ nsd_stop() {
 	D_LAST_RC=0
 	[ -n "$p" ] || return 0
 	kill -"$sig" "$p" 2>/dev/null
-	if ! ns_poll "$secs" nsd_gone "$p"; then
+	if ! wait_cmd "$secs" nsd_gone "$p"; then
 		echo "# daemon $name (pid $p) ignored SIG$sig for ${secs}s: SIGKILL"
 		kill -KILL "$p" 2>/dev/null
 		killed=1
@@ -143,7 +132,7 @@ nsd_stats() {
 	D_SNAP[$name]=$((${D_SNAP[$name]} + 1))
 	NSD_SNAP="$T_TMP/$name.stats.${D_SNAP[$name]}"
 	kill -USR1 "${D_PID[$name]}" 2>/dev/null || return 1
-	ns_poll 20 nsd_dump_done "$log" "$from" "$nup" || return 1
+	wait_cmd 20 nsd_dump_done "$log" "$from" "$nup" || return 1
 	tail -n +"$from" "$log" >"$NSD_SNAP"
 }
 

@@ -31,10 +31,7 @@ ok prerequisites
 
 # Under ASan the verbs programs load our sanitized libibverbs: preload the
 # runtimes (as two_backends.sh does).
-PRELOAD=
-if objdump -T "$VRDMA_BUILD/lib/libibverbs.so.1" 2>/dev/null | grep -q __asan_init; then
-	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-fi
+asan_preload "$VRDMA_BUILD/lib/libibverbs.so.1"
 # verbs: a verbs program through vrdma-run (with the sanitizer runtimes
 # preloaded when our library is the ASan build; only for these programs).
 verbs() {
@@ -57,8 +54,6 @@ fi
 ok daemon_started
 
 port=$((30000 + $$ % 10000))
-listening() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
-
 # pair NAME TOOL ARGS...: server on device b, client on device a.
 pair() {
 	local name=$1 tool=$2 srv rc1 rc2

@@ -42,15 +42,12 @@ peer_alive() {
 # for the exit, then SIGKILL. Sets P_LAST_RC to the exit status (137 after
 # SIGKILL); returns 0 if the process exited by itself after SIGNAL.
 peer_stop() {
-	local name=$1 sig=$2 secs=${3:-15} p i killed=0
+	local name=$1 sig=$2 secs=${3:-15} p killed=0
 	p=${P_PID[$name]:-}
 	P_LAST_RC=0
 	[ -n "$p" ] || return 0
 	kill -"$sig" "$p" 2>/dev/null
-	for ((i = 0; i < secs * 10; i++)); do
-		kill -0 "$p" 2>/dev/null || break
-		sleep 0.1
-	done
+	wait_gone "$p" "$secs"
 	if kill -0 "$p" 2>/dev/null; then
 		echo "# $name (pid $p) ignored SIG$sig for ${secs}s: SIGKILL"
 		kill -KILL "$p" 2>/dev/null
@@ -60,18 +57,6 @@ peer_stop() {
 	P_LAST_RC=$?
 	unset "P_PID[$name]"
 	return $killed
-}
-
-# peer_poll SECONDS CMD...: poll CMD every 0.1 s until it succeeds (returns 0)
-# or SECONDS have passed (returns 1; the bound holds even when CMD is slow).
-# An event wait with a bound, not a sleep.
-peer_poll() {
-	local end=$((SECONDS + $1)); shift
-	while [ $SECONDS -lt $end ]; do
-		"$@" && return 0
-		sleep 0.1
-	done
-	"$@"
 }
 
 # peer_tail NAME [LINES]: show the end of a process log as TAP comments.
@@ -108,7 +93,7 @@ PEER_DAEMON=$VRDMA_BUILD/bin/vhost-user-rdma
 daemon_start() {
 	peer_require "$PEER_DAEMON" "build it first (make)"
 	peer_spawn daemon "$PEER_DAEMON" -v -v "${T_DAEMON_PRIV[@]}" --stats --pidfile "$T_TMP/daemon.pid" "$@"
-	peer_poll 20 daemon_started
+	wait_cmd 20 daemon_started
 }
 daemon_started() {
 	peer_alive daemon || return 1
@@ -120,7 +105,7 @@ daemon_snapshot() {
 	local before
 	before=$(grep -c '^switch forwarded' "$T_TMP/daemon.log")
 	kill -USR1 "$(peer_pid daemon)" 2>/dev/null || return 1
-	peer_poll 10 daemon_printed_more "$before"
+	wait_cmd 10 daemon_printed_more "$before"
 }
 daemon_printed_more() {
 	[ "$(grep -c '^switch forwarded' "$T_TMP/daemon.log")" -gt "$1" ]

@@ -98,7 +98,7 @@ EOF
 # The receiver first, so that no guest frame finds device B without buffers.
 testpmd_start rx "$SOCK_B" "$MAC_B" rxonly --no-flush-rx
 rx_forwarding() { ! peer_alive rx || testpmd_forwarding rx; }
-peer_poll 45 rx_forwarding
+wait_cmd 45 rx_forwarding
 if ! peer_alive rx || ! ring_started "$SOCK_B" 0; then
 	not_ok receiver_start "testpmd rxonly on device B did not start"
 	peer_tail rx 25; peer_tail daemon
@@ -142,7 +142,7 @@ guest_frames_arrived() {
 	[ "${d:-0}" -gt 0 ]
 }
 t0=$SECONDS
-peer_poll 60 guest_frames_arrived
+wait_cmd 60 guest_frames_arrived
 echo "# guest DHCP seen and frames counted on device B after $((SECONDS - t0)) s ($ACCEL)"
 for n in daemon rx qemu; do
 	peer_alive "$n" || { not_ok "${n}_alive" "$n exited early"; peer_tail "$n" 25; }
@@ -176,11 +176,11 @@ sent_after() {
 	peer_alive qemu && peer_alive daemon || return 0
 	daemon_snapshot && [ "$(daemon_stat "$SOCK_A" tx_frames)" -gt "$1" ]
 }
-if qemu_hmp system_reset && peer_poll 45 restarted && [ "$(ring0_starts)" -ge 2 ] &&
+if qemu_hmp system_reset && wait_cmd 45 restarted && [ "$(ring0_starts)" -ge 2 ] &&
    daemon_snapshot; then
 	# Frames taken after this snapshot come from the restarted rings.
 	t1=$(daemon_stat "$SOCK_A" tx_frames)
-	if peer_poll 45 sent_after "$t1" && peer_alive qemu; then
+	if wait_cmd 45 sent_after "$t1" && peer_alive qemu; then
 		ok guest_reset_rings_restart
 	else
 		not_ok guest_reset_rings_restart "no frame from the guest after its rings restarted"
@@ -205,7 +205,7 @@ else
 	ok qemu_no_vhost_errors
 fi
 a_gone() { grep -q -E "$SOCK_A(#[0-9]+)?: front-end session closed" "$T_TMP/daemon.log"; }
-if peer_poll 10 a_gone && peer_alive daemon; then
+if wait_cmd 10 a_gone && peer_alive daemon; then
 	ok daemon_survives_qemu_exit
 else
 	not_ok daemon_survives_qemu_exit "the daemon did not see QEMU leave or died"
@@ -219,7 +219,7 @@ settled() {
 	[ "$(daemon_stat "$SOCK_A" tx_frames)" -eq "$(daemon_rx_accounted "$SOCK_B")" ] &&
 		[ "$(testpmd_last rx RX-packets)" -eq "$(daemon_stat "$SOCK_B" rx_frames)" ]
 }
-peer_poll 20 settled
+wait_cmd 20 settled
 peer_stop rx TERM 20
 rx_rc=$P_LAST_RC
 rx_total=$(testpmd_total rx RX-packets)

@@ -47,7 +47,7 @@ testpmd_start rx "$SOCK_B" "$MAC_B" rxonly --no-flush-rx
 # virtio PMD silently discards whatever is already in its used ring, which
 # would make its count differ from the daemon's for a reason of its own.
 rx_forwarding() { ! peer_alive rx || testpmd_forwarding rx; }
-peer_poll 45 rx_forwarding
+wait_cmd 45 rx_forwarding
 
 # ring_started SOCKET IDX [N]: the daemon logged at least N (default 1)
 # starts of ring IDX by the front-end on SOCKET.
@@ -75,7 +75,7 @@ for session in 1 2; do
 	# The event: the receiver counted new frames (bounded: testpmd start-up
 	# with --no-huge takes a few seconds, longer on a loaded machine).
 	t0=$SECONDS
-	peer_poll 60 more_counted
+	wait_cmd 60 more_counted
 	echo "# session $session: receiver counting after $((SECONDS - t0)) s"
 	for n in daemon rx "tx$session"; do
 		peer_alive "$n" || { not_ok "${n}_alive" "$n exited early"; peer_tail "$n" 25; }
@@ -108,7 +108,7 @@ for session in 1 2; do
 	fi
 	tx_sent=$((tx_sent + ${sent:-0}))
 	t0=$SECONDS
-	peer_poll 20 settled
+	wait_cmd 20 settled
 	echo "# session $session: counters settled after $((SECONDS - t0)) s"
 done
 

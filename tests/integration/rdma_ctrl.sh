@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # libvrdma's RDMA API and the device's RoCE control path, through the real
-# control queue of a running vhost-user-rdma (tools/vrdma-rdmatest):
+# control queue of a running vhost-user-rdma (tests/tools/vrdma-rdmatest):
 # - ctrl:    every API call's success and error paths (library-side errors
 #            send no command; device refusals map to the documented errnos)
 # - raw:     every RoCE command as raw bytes: success, VIRTIO_NET_ERR for
@@ -16,7 +16,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
-RT="$VRDMA_BUILD/bin/vrdma-rdmatest"
+RT="$VRDMA_BUILD/tests/bin/vrdma-rdmatest"
 RUN="$VRDMA_BUILD/bin/vrdma-run"
 LIB="$VRDMA_BUILD/lib/libibverbs.so.1"
 MAC_A=02:00:00:00:0b:01

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # RDMA data path through libvrdma and the daemon's RoCE v2 transport
-# (tools/vrdma-rdmatest "data"): RC SEND/RECV (with immediate), WRITE (with
+# (tests/tools/vrdma-rdmatest "data"): RC SEND/RECV (with immediate), WRITE (with
 # immediate), READ at every MTU boundary up to 4 MiB; scatter/gather and
 # inline; UC; UD with the GRH area; loopback on one device; completion
 # events; send-queue full and flushes; protection errors. Every payload is
@@ -11,7 +11,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
-RT="$VRDMA_BUILD/bin/vrdma-rdmatest"
+RT="$VRDMA_BUILD/tests/bin/vrdma-rdmatest"
 RUN="$VRDMA_BUILD/bin/vrdma-run"
 LIB="$VRDMA_BUILD/lib/libibverbs.so.1"
 

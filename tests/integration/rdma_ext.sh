@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# The extensions of docs/spec.md "Extensions beyond the seed" through libvrdma
-# and a real daemon (tools/vrdma-rdmatest "ext"): capabilities and P_Key, an
+# The extensions of docs/spec.md "Extensions beyond the RFC" through libvrdma
+# and a real daemon (tests/tools/vrdma-rdmatest "ext"): capabilities and P_Key, an
 # SRQ shared by two QPs (data compared), FETCH_AND_ADD / CMP_AND_SWP across
 # two devices, fast registration + LOCAL_INV + SEND_WITH_INV, memory windows
 # of type 1 and 2, CQ resize with completions pending, QP resize, and
 # asynchronous events (SRQ limit, CQ overflow: CQ_ERR + QP_FATAL, remote
 # access error: QP_ACCESS_ERR). Then devices started with ext=off: libvrdma
 # does not negotiate the extension, every extension call fails with
-# EOPNOTSUPP without a command ("extoff"), and the seed data path still
+# EOPNOTSUPP without a command ("extoff"), and the RFC data path still
 # works ("data"). Also Debian's ibv_srq_pingpong through vrdma-run (the verbs
 # layer's SRQ on this driver), polling and with completion events.
 . "$(dirname "$0")/../lib.sh"
 
 DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
-RT="$VRDMA_BUILD/bin/vrdma-rdmatest"
+RT="$VRDMA_BUILD/tests/bin/vrdma-rdmatest"
 
 need setup "$DAEMON" "$RT" || t_done
 

@@ -3,7 +3,8 @@
 # zero-copy through the preloaded shared-heap allocator, the copy path for
 # everything else, and the allocator switched off.
 #
-# 1. reg_shmalloc (tests/verbs/reg_shmalloc.c) through vrdma-run --fake: the
+# 1. reg_shmalloc (tests/verbs/reg_shmalloc.c) through vrdma-run on the fake
+#    device (the test build of libibverbs.so.1 put first, tests/fake/): the
 #    allocator keeps malloc / calloc / realloc / memalign family / mmap /
 #    munmap / mremap / madvise / fork semantics (threads included); with the
 #    allocator on (plain build) large blocks must come from its heap. Again
@@ -33,11 +34,12 @@ DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
 RUN="$VRDMA_BUILD/bin/vrdma-run"
 LIB="$VRDMA_BUILD/lib/libibverbs.so.1"
 SHM="$VRDMA_BUILD/lib/libvrdma-shmalloc.so"
+FAKELIB="$VRDMA_BUILD/tests/lib"
 SHARE="$VRDMA_BUILD/tests/verbs/reg_mr_share"
 ALLOC="$VRDMA_BUILD/tests/verbs/reg_shmalloc"
 TMO=300
 
-for b in "$DAEMON" "$RUN" "$LIB" "$SHARE" "$ALLOC"; do
+for b in "$DAEMON" "$RUN" "$LIB" "$FAKELIB/libibverbs.so.1" "$SHARE" "$ALLOC"; do
 	if [ ! -e "$b" ]; then
 		not_ok setup "$b not built"
 		t_done
@@ -68,7 +70,8 @@ for mode in on off; do
 	out="$T_TMP/alloc_$mode.log"
 	# (it checks that a bad alignment is refused: ASan must return it)
 	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1" \
-		timeout -k 5 $TMO "${VR[@]}" --fake "${args[@]}" -- "$ALLOC" "${expect[@]}" \
+		VRDMA_FAKE_DEVICE=1 timeout -k 5 $TMO "${VR[@]}" "${args[@]}" -- \
+		sh -c 'LD_LIBRARY_PATH=$0:$LD_LIBRARY_PATH exec "$@"' "$FAKELIB" "$ALLOC" "${expect[@]}" \
 		>"$out" 2>&1
 	rc=$?
 	grep -E '^(ok|not ok) ' "$out" | prefix "alloc_$mode"
@@ -84,7 +87,7 @@ timeout -k 5 900 "$DAEMON" -q "${T_DAEMON_PRIV[@]}" --pidfile "$PIDF" \
 	>"$T_TMP/daemon.log" 2>&1 </dev/null &
 DPID=$!
 T_PIDS+=($DPID)
-if ! wait_for_file "$PIDF" 600; then
+if ! wait_for_file "$PIDF" 30; then
 	not_ok daemon_started "$(tail -n 5 "$T_TMP/daemon.log" | tr '\n' ' ')"
 	t_done
 fi
@@ -103,7 +106,7 @@ pair() {
 		>"$T_TMP/$label.server.log" 2>&1 &
 	spid=$!
 	T_PIDS+=($spid)
-	if ! wait_for_file "$hs" 600; then
+	if ! wait_for_file "$hs" 30; then
 		not_ok "$label.server_listens" "$(tail -n 3 "$T_TMP/$label.server.log" | tr '\n' ' ')"
 		wait $spid
 		return

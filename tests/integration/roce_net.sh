@@ -79,7 +79,7 @@ vpair() {
 	port=$((port + 1))
 	vrun "$name.srv" "$SB" "$@" -p "$port" &
 	spid=$!
-	if ! ns_poll 20 ns_tcp_listening "$NS_C" "$port"; then
+	if ! wait_cmd 20 ns_tcp_listening "$NS_C" "$port"; then
 		kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
 		not_ok "$name" "server not listening: $(tr '\n' ' ' <"$T_TMP/$name.srv.log")"

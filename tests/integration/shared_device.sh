@@ -47,12 +47,9 @@ ALL_TESTS="daemon_started devinfo_during_write_bw write_bw_unaffected same_socke
 	kill_100_rss context_limit_refused context_limit_counted context_limit_freed
 	blocked_open_sigTERM blocked_open_sigINT daemon_clean_exit"
 
-PRELOAD=""
+asan_preload "$LIB"
 ASAN=0
-if [ -f "$LIB" ] && objdump -T "$LIB" 2>/dev/null | grep -q __asan_init; then
-	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-	ASAN=1
-fi
+[ -z "$PRELOAD" ] || ASAN=1
 reason=""
 for b in "$DAEMON" "$RUN" "$LIB" "$TWO"; do
 	[ -e "$b" ] || reason="$b not built"
@@ -69,44 +66,16 @@ fi
 
 . "$(dirname "$0")/daemon_lib.bash"
 
-# Ports below the ephemeral range (32768..), so no client socket holds one.
-PORT_BASE=$((20000 + ($$ * 7) % 7000))
-PORT_NEXT=0
-listening() { ss -Htan "sport = :$1" 2>/dev/null | grep -q .; }
-# next_port: a TCP port no socket uses, in PORT.
-next_port() {
-	local i
-	for ((i = 0; i < 200; i++)); do
-		PORT=$((PORT_BASE + PORT_NEXT))
-		PORT_NEXT=$(((PORT_NEXT + 1) % 5000))
-		listening "$PORT" || return 0
-	done
-	return 1
-}
-
-# vrun LOG SOCK CMD...: CMD through vrdma-run on SOCK, bounded by STEP_TMO.
-vrun() {
-	local log=$1 sock=$2; shift 2
-	env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} \
-		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
-		timeout -k 5 "$STEP_TMO" stdbuf -oL "$RUN" --socket "$sock" -- "$@" \
-		>"$T_TMP/$log" 2>&1 </dev/null
-}
-
 # start_server NAME SOCK CMD...: CMD -p PORT in the background (pid in SPID),
 # returns once it listens (or fails). A port taken between the check and the
 # server's bind (another test on this machine) is retried on the next port.
 start_server() {
-	local name=$1 sock=$2 i try; shift 2
+	local name=$1 sock=$2 try; shift 2
 	for ((try = 0; try < 5; try++)); do
 		next_port || return 1
-		vrun "$name.srv.log" "$sock" "$@" -p "$PORT" &
+		vrun "$name.srv" "$sock" -- "$@" -p "$PORT" &
 		SPID=$!
-		for ((i = 0; i < 1200; i++)); do
-			ss -Hltn "sport = :$PORT" 2>/dev/null | grep -q . && return 0
-			kill -0 "$SPID" 2>/dev/null || break
-			sleep 0.05
-		done
+		wait_listening "$PORT" "$SPID" && return 0
 		kill -0 "$SPID" 2>/dev/null && return 1
 		wait "$SPID" 2>/dev/null
 		grep -q "Couldn't listen" "$T_TMP/$name.srv.log" || return 1
@@ -120,7 +89,7 @@ pair() {
 	local name=$1 sock=$2; shift 2
 	RC_S=-1 RC_C=-1
 	start_server "$name" "$sock" "$@" || { wait "$SPID" 2>/dev/null; return 1; }
-	vrun "$name.cli.log" "$sock" "$@" -p "$PORT" localhost
+	vrun "$name.cli" "$sock" -- "$@" -p "$PORT" localhost
 	RC_C=$?
 	wait "$SPID"
 	RC_S=$?
@@ -166,7 +135,6 @@ kill_prog() {
 	done
 }
 
-fd_count() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 # File-backed mappings (ASan's allocator keeps anonymous ones).
 map_count() { awk '$6 ~ /^\// { n++ } END { print n + 0 }' "/proc/$1/maps" 2>/dev/null; }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
@@ -182,17 +150,13 @@ DPID=${D_PID[d]}
 
 # ---- 1. ibv_devinfo during ib_write_bw --------------------------------------------
 if start_server wbw "$SA" ib_write_bw -x 1 -D 4; then
-	vrun wbw.cli.log "$SA" ib_write_bw -x 1 -D 4 -p "$PORT" localhost &
+	vrun wbw.cli "$SA" -- ib_write_bw -x 1 -D 4 -p "$PORT" localhost &
 	CPID=$!
 	# the client's traffic has started once it printed its table header
-	for ((i = 0; i < 4000; i++)); do
-		grep -q 'BW average' "$T_TMP/wbw.cli.log" 2>/dev/null && break
-		kill -0 "$CPID" 2>/dev/null || break
-		sleep 0.05
-	done
+	wait_until 'grep -q "BW average" "$T_TMP/wbw.cli.log" 2>/dev/null || ! kill -0 "$CPID" 2>/dev/null' 200
 	cprog=$(prog_pid "$CPID")
 	[ -n "$cprog" ] && kill -STOP "$cprog"
-	vrun devinfo.log "$SA" ibv_devinfo
+	vrun devinfo "$SA" -- ibv_devinfo
 	rc=$?
 	held=0
 	[ -n "$cprog" ] && [ "$(contexts_open d dev0)" -ge 2 ] 2>/dev/null && held=1
@@ -241,7 +205,7 @@ same ib_send_lat "$ROW|^ *2 " ib_send_lat -x 1 -n 200
 same ib_atomic_bw "$ROW|^ *8 " ib_atomic_bw -x 1 -n 200
 
 # ---- 3. two contexts in one process --------------------------------------------------
-if vrun two.log "$SA" "$TWO" -g 1 -n 20 && grep -q 'two_contexts: ok done' "$T_TMP/two.log"; then
+if vrun two "$SA" -- "$TWO" -g 1 -n 20 && grep -q 'two_contexts: ok done' "$T_TMP/two.log"; then
 	ok two_contexts
 	sed 's/^/# /' "$T_TMP/two.log"
 else
@@ -254,7 +218,7 @@ fail16=""
 for k in $(seq 1 8); do
 	if start_server p16_$k "$SA" ibv_rc_pingpong -c -g 1 -n 200; then
 		spids+=("$SPID")
-		vrun "p16_$k.cli.log" "$SA" ibv_rc_pingpong -c -g 1 -n 200 -p "$PORT" localhost &
+		vrun "p16_$k.cli" "$SA" -- ibv_rc_pingpong -c -g 1 -n 200 -p "$PORT" localhost &
 		cpids+=($!)
 		names+=("p16_$k")
 	else
@@ -272,7 +236,7 @@ done
 [ -z "$fail16" ] && ok sixteen_processes || not_ok sixteen_processes "$fail16"
 
 # ---- 5. SIGKILL 100 contexts while traffic runs ------------------------------------------
-fd0=$(fd_count "$DPID")
+fd0=$(count_fds "$DPID")
 map0=$(map_count "$DPID")
 KILLS_DONE="$T_TMP/kills.done"
 rm -f "$KILLS_DONE"
@@ -306,10 +270,7 @@ for ((r = 0; r < KILL_ROUNDS; r++)); do
 	for p in "${vpids[@]}"; do { wait "$p"; } 2>/dev/null; done
 	# the daemon has let the killed contexts go (only the traffic pair's
 	# remain) before the next round, so a slow daemon never meets contexts=
-	for ((i = 0; i < 2400; i++)); do
-		[ "$(contexts_open d dev0)" -le 2 ] 2>/dev/null && break
-		sleep 0.05
-	done
+	wait_until '[ "$(contexts_open d dev0)" -le 2 ] 2>/dev/null' 120
 	[ $r = 0 ] && rss1=$(rss_kb "$DPID")
 done
 touch "$KILLS_DONE"
@@ -321,11 +282,8 @@ if [ -z "$kill_fail" ] && [ "${tbad:-1}" = 0 ] && [ "${tn:-0}" -ge 1 ]; then
 else
 	not_ok kill_100_traffic_ok "$kill_fail runs $tn failed $tbad: $(head -c 2000 "$T_TMP/traffic.why" 2>/dev/null)"
 fi
-for ((i = 0; i < 400; i++)); do
-	[ "$(fd_count "$DPID")" -le "$fd0" ] && [ "$(map_count "$DPID")" -le "$map0" ] && break
-	sleep 0.05
-done
-fd1=$(fd_count "$DPID")
+wait_until '[ "$(count_fds "$DPID")" -le "$fd0" ] && [ "$(map_count "$DPID")" -le "$map0" ]'
+fd1=$(count_fds "$DPID")
 map1=$(map_count "$DPID")
 [ "$fd1" -le "$fd0" ] && ok kill_100_fds_baseline ||
 	not_ok kill_100_fds_baseline "daemon fds $fd1, before the kills $fd0"
@@ -347,7 +305,7 @@ for k in 1 2; do
 	start_server "hold$k" "$SL" ibv_rc_pingpong -g 1 && hold+=("$SPID")
 done
 ref0=$(refused_of d dev1)
-vrun third.log "$SL" ibv_devinfo
+vrun third "$SL" -- ibv_devinfo
 rc=$?
 if [ ${#hold[@]} = 2 ] && [ $rc != 0 ] && [ $rc != 124 ] &&
    grep -q 'all its contexts are in use' "$T_TMP/third.log"; then
@@ -361,7 +319,7 @@ ref1=$(refused_of d dev1)
 	not_ok context_limit_counted "refused before $ref0 after $ref1"
 for p in "${hold[@]}"; do kill_prog "$p"; done
 for p in "${hold[@]}"; do { wait "$p"; } 2>/dev/null; done
-if vrun fourth.log "$SL" ibv_devinfo && grep -q PORT_ACTIVE "$T_TMP/fourth.log"; then
+if vrun fourth "$SL" -- ibv_devinfo && grep -q PORT_ACTIVE "$T_TMP/fourth.log"; then
 	ok context_limit_freed
 else
 	not_ok context_limit_freed "$(tr '\n' ' ' <"$T_TMP/fourth.log")"
@@ -380,11 +338,8 @@ signal.signal(signal.SIGINT, signal.SIG_DFL)
 os.execvp(sys.argv[1], sys.argv[1:])' "$RUN" --socket "$SA" -- ibv_devinfo \
 		>"$T_TMP/sig$sig.log" 2>&1 </dev/null &
 	spid=$!
-	for ((i = 0; i < 400; i++)); do
-		[ "$(cat "/proc/$spid/comm" 2>/dev/null)" = ibv_devinfo ] &&
-			ls -l "/proc/$spid/fd" 2>/dev/null | grep -q 'socket:' && break
-		sleep 0.05
-	done
+	wait_until '[ "$(cat "/proc/$spid/comm" 2>/dev/null)" = ibv_devinfo ] &&
+		ls -l "/proc/$spid/fd" 2>/dev/null | grep -q "socket:"'
 	kill -"$sig" "$spid"
 	wait "$spid"
 	rc=$?

@@ -298,7 +298,7 @@ xchg() {
 			--min "$min" --max "$max" --ready "$ready" "$@" recv >"$T_TMP/$name.recv" 2>&1 &
 	fi
 	rpid=$!
-	if ! ns_poll 20 test -e "$ready"; then
+	if ! wait_cmd 20 test -e "$ready"; then
 		kill "$rpid" 2>/dev/null
 		wait "$rpid" 2>/dev/null
 		not_ok "$name" "receiver did not come up: $(tr '\n' ' ' <"$T_TMP/$name.recv")"
@@ -439,7 +439,7 @@ pingpong() {
 	local name=$1 ss=$2 cs=$3 gi=$4 port=$5 spid rc_s rc_c; shift 5
 	vrun "$name.srv" "$ss" ibv_rc_pingpong -d vrdma0 -g "$gi" -p "$port" "$@" &
 	spid=$!
-	if ! ns_poll 20 ns_tcp_listening "$NS_C" "$port"; then
+	if ! wait_cmd 20 ns_tcp_listening "$NS_C" "$port"; then
 		kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
 		echo "server not listening: $(tr '\n' ' ' <"$T_TMP/$name.srv.log")" >"$T_TMP/$name.diag"
@@ -494,7 +494,7 @@ perf() {
 	local name=$1 ss=$2 cs=$3 gi=$4 port=$5 tool=$6 spid rc_s rc_c; shift 6
 	vrun "$name.srv" "$ss" "$tool" -d vrdma0 -x "$gi" -p "$port" "$@" &
 	spid=$!
-	if ! ns_poll 20 ns_tcp_listening "$NS_C" "$port"; then
+	if ! wait_cmd 20 ns_tcp_listening "$NS_C" "$port"; then
 		kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
 		echo "server not listening: $(tr '\n' ' ' <"$T_TMP/$name.srv.log")" >"$T_TMP/$name.diag"
@@ -594,8 +594,8 @@ else
 	t_done
 fi
 if start_b dbt "tap:$TAP_B" &&
-   ns_poll 20 ns_bridge_port_forwarding "$NS_B" "$TAP_B" &&
-   ns_poll 20 ns_bridge_port_forwarding "$NS_B" "$IF_B"; then
+   wait_cmd 20 ns_bridge_port_forwarding "$NS_B" "$TAP_B" &&
+   wait_cmd 20 ns_bridge_port_forwarding "$NS_B" "$IF_B"; then
 	ok daemon_b_tap_started
 else
 	not_ok daemon_b_tap_started "$(nsd_tail dbt)"

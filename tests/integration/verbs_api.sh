@@ -34,10 +34,7 @@ PROGS="api_cq api_wr api_query"
 STEP_TMO=300
 DAEMON_TMO=600
 
-PRELOAD=""
-if [ -f "$LIB" ] && objdump -T "$LIB" 2>/dev/null | grep -q __asan_init; then
-	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-fi
+asan_preload "$LIB"
 
 ALL_TESTS="daemon_started $PROGS api_pyverbs ucx_info_lists_verbs ucx_info_needs_dev_node
 	ucx_perftest_ud_verbs ucx_perftest_ud_verbs_gid0 ucx_perftest_rc_verbs daemon_clean_exit"
@@ -64,20 +61,8 @@ if ! d_start d --device "socket=$SA,mac=02:44:18:00:00:01,ip=10.$NET.18.1/24" \
 fi
 ok daemon_started
 
-# vrun NAME CMD...: CMD through vrdma-run on the given sockets (SOCKS),
-# bounded by STEP_TMO, output in $T_TMP/NAME.log; returns its status.
-vrun() {
-	local name=$1 s args=(); shift
-	for s in $SOCKS; do args+=(--socket "$s"); done
-	env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} \
-		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
-		timeout -k 5 "$STEP_TMO" "$RUN" "${args[@]}" -- "$@" \
-		>"$T_TMP/$name.log" 2>&1 </dev/null
-}
-
 for p in $PROGS; do
-	SOCKS="$SA $SB"
-	vrun "$p" "$VRDMA_BUILD/tests/verbs/$p"
+	vrun "$p" "$SA" "$SB" -- "$VRDMA_BUILD/tests/verbs/$p"
 	rc=$?
 	if [ $rc = 0 ] && grep -q "^$p: PASS" "$T_TMP/$p.log"; then
 		ok "$p"
@@ -89,8 +74,7 @@ for p in $PROGS; do
 	fi
 done
 
-SOCKS="$SA"
-vrun api_pyverbs /usr/bin/python3 "$VRDMA_TOP/tests/verbs/api_pyverbs.py"
+vrun api_pyverbs "$SA" -- /usr/bin/python3 "$VRDMA_TOP/tests/verbs/api_pyverbs.py"
 rc=$?
 if [ $rc = 0 ] && grep -q "^api_pyverbs: PASS" "$T_TMP/api_pyverbs.log"; then
 	ok api_pyverbs
@@ -108,8 +92,7 @@ ucx_lists() {
 	     /^#         Device:/ { if (md == "vrdma0" && $3 == "vrdma0:1") seen[tl] = 1 }
 	     END { exit !(seen["rc_verbs"] && seen["ud_verbs"]) }' "$1"
 }
-SOCKS="$SA"
-vrun ucx_info ucx_info -d
+vrun ucx_info "$SA" -- ucx_info -d
 rc=$?
 if [ $rc = 0 ] && ucx_lists "$T_TMP/ucx_info.log"; then
 	ok ucx_info_lists_verbs
@@ -120,7 +103,7 @@ else
 	grep -E 'Memory domain|Transport|Device:|ERROR|WARN' "$T_TMP/ucx_info.log" | head -30 |
 		sed 's/^/#   /'
 fi
-VRDMA_DEVFILES=0 vrun ucx_info_nofiles ucx_info -d
+VRDMA_DEVFILES=0 vrun ucx_info_nofiles "$SA" -- ucx_info -d
 rc=$?
 if [ $rc = 0 ] && grep -q 'Transport: tcp' "$T_TMP/ucx_info_nofiles.log" &&
    ! grep -q 'vrdma0' "$T_TMP/ucx_info_nofiles.log"; then
@@ -130,25 +113,16 @@ else
 fi
 
 # ucx_perftest server on A, client on B (a free TCP port, bounded waits).
-listening() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
 ucx_perf() {
-	local t=$1 tls=$2 gid=$3 port i spid rc src why=""
-	for ((i = 0; i < 100; i++)); do
-		port=$((20000 + ($$ * 13 + i) % 20000))
-		listening "$port" || break
-	done
-	SOCKS="$SA"
+	local t=$1 tls=$2 gid=$3 port spid rc src why=""
+	next_port
+	port=$PORT
 	UCX_TLS=$tls UCX_NET_DEVICES=vrdma0:1 UCX_IB_GID_INDEX=$gid \
-		vrun "$t.srv" ucx_perftest -p "$port" &
+		vrun "$t.srv" "$SA" -- ucx_perftest -p "$port" &
 	spid=$!
-	for ((i = 0; i < 1200; i++)); do
-		listening "$port" && break
-		kill -0 "$spid" 2>/dev/null || break
-		sleep 0.05
-	done
-	SOCKS="$SB"
+	wait_listening "$port" "$spid"
 	UCX_TLS=$tls UCX_NET_DEVICES=vrdma0:1 UCX_IB_GID_INDEX=$gid \
-		vrun "$t.cli" ucx_perftest -p "$port" -t tag_bw -s 65536 -n 500 127.0.0.1
+		vrun "$t.cli" "$SB" -- ucx_perftest -p "$port" -t tag_bw -s 65536 -n 500 127.0.0.1
 	rc=$?
 	[ $rc = 0 ] || why="client exit status $rc; "
 	grep -q '^Final:' "$T_TMP/$t.cli.log" || why="${why}no Final row; "

@@ -52,13 +52,7 @@ ITERS=50                # perftest iterations per size
 STEP_TMO=150            # seconds any one verbs program may take (ASan is slow)
 DAEMON_TMO=600          # the daemon's own bound
 
-PORT_BASE=$((20000 + $$ % 10000))
-PORT_NEXT=0
-
-PRELOAD=""
-if [ -f "$LIB" ] && objdump -T "$LIB" 2>/dev/null | grep -q __asan_init; then
-	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-fi
+asan_preload "$LIB"
 
 ALL_TESTS="ibv_devices ibv_devinfo rc_pingpong_chk rc_pingpong_events uc_pingpong
 	ud_pingpong ib_send_bw ib_write_bw ib_read_bw ib_send_lat ib_write_lat ib_read_lat
@@ -158,32 +152,7 @@ d_check_stop() {
 		   printf "\n" }' name="$name" "$T_TMP/$name.last"
 }
 
-# ---- verbs programs --------------------------------------------------------------
-# vrun NAME SOCK... -- CMD...: CMD through vrdma-run on the given device(s),
-# bounded by STEP_TMO, output line-buffered into $T_TMP/NAME.log.
-vrun() {
-	local name=$1 socks=(); shift
-	while [ "$1" != -- ]; do socks+=(--socket "$1"); shift; done
-	shift
-	env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} \
-		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
-		timeout -k 5 "$STEP_TMO" stdbuf -oL "$RUN" "${socks[@]}" -- "$@" \
-		>"$T_TMP/$name.log" 2>&1 </dev/null
-}
-
-listening() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
-
-# next_port: a TCP port nothing listens on, in PORT.
-next_port() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		PORT=$((PORT_BASE + PORT_NEXT))
-		PORT_NEXT=$((PORT_NEXT + 1))
-		listening "$PORT" || return 0
-	done
-	return 1
-}
-
+# ---- verbs programs (vrun, next_port, wait_listening: tests/lib.sh) ------------
 # diag NAME DAEMON RC_SRV RC_CLI: #-lines telling why a pair failed.
 diag() {
 	local name=$1 d=$2
@@ -197,7 +166,7 @@ diag() {
 # SRV_SOCK, once it listens the same with localhost as a client on CLI_SOCK.
 # Sets RC_S / RC_C; fails (with PAIR_WHY) if the server never listened.
 pair() {
-	local name=$1 d=$2 ss=$3 cs=$4 spid i; shift 4
+	local name=$1 d=$2 ss=$3 cs=$4 spid; shift 4
 	RC_S=-1 RC_C=-1 PAIR_WHY=""
 	if ! next_port; then
 		PAIR_WHY="no free TCP port from $PORT_BASE"
@@ -205,12 +174,7 @@ pair() {
 	fi
 	vrun "$name.srv" "$ss" -- "$@" -p "$PORT" &
 	spid=$!
-	for ((i = 0; i < 600; i++)); do
-		listening "$PORT" && break
-		kill -0 "$spid" 2>/dev/null || break
-		sleep 0.05
-	done
-	if ! listening "$PORT"; then
+	if ! wait_listening "$PORT" "$spid"; then
 		kill "$spid" 2>/dev/null
 		wait "$spid"
 		RC_S=$?

@@ -56,12 +56,8 @@ FAULT_CAS_ITERS=${VRDMA_EXT_FAULT_CAS_ITERS:-300}
 FAULT_SPEC=${VRDMA_EXT_FAULT:-drop=5,dup=2,reorder=2,corrupt=1,seed=$((1 + $$ % 1000))}
 MW_CASES="mw1_rw mw2_ro mw2_below mw1_no_lw mw2_no_lw local_inv send_inv"
 
-PORT_BASE=$((20000 + ($$ * 7) % 10000))
-PORT_NEXT=0
-
-PRELOAD=""
-if [ -f "$LIB" ] && objdump -T "$LIB" 2>/dev/null | grep -q __asan_init; then
-	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+asan_preload "$LIB"
+if [ -n "$PRELOAD" ]; then
 	# Sanitized builds are several times slower: fewer iterations.
 	FAA_ITERS=${VRDMA_EXT_FAA_ITERS:-20000}
 	CAS_ITERS=${VRDMA_EXT_CAS_ITERS:-1000}
@@ -136,28 +132,7 @@ d_check_stop() {
 		   printf "\n" }' name="$name" "$T_TMP/$name.log"
 }
 
-# ---- programs --------------------------------------------------------------------
-# vrun NAME SOCK -- CMD...: CMD through vrdma-run on device SOCK, bounded by
-# STEP_TMO, output in $T_TMP/NAME.log.
-vrun() {
-	local name=$1 sock=$2; shift 3
-	env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} \
-		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
-		timeout -k 5 "$STEP_TMO" stdbuf -oL "$RUN" --socket "$sock" -- "$@" \
-		>"$T_TMP/$name.log" 2>&1 </dev/null
-}
-
-listening() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
-
-next_port() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		PORT=$((PORT_BASE + PORT_NEXT))
-		PORT_NEXT=$((PORT_NEXT + 1))
-		listening "$PORT" || return 0
-	done
-	return 1
-}
+# ---- programs (vrun, next_port, wait_listening: tests/lib.sh) ---------------------
 
 # group TEST DAEMON SRV_SOCK "CLI_SOCKS" "SRV_CMD" "CLI_CMD": SRV_CMD -p PORT on
 # SRV_SOCK; once it listens, CLI_CMD -p PORT localhost on each of CLI_SOCKS at
@@ -173,12 +148,7 @@ group() {
 	# shellcheck disable=SC2086
 	vrun "$t.srv" "$ss" -- $scmd -p "$PORT" &
 	spid=$!
-	for ((i = 0; i < 1200; i++)); do
-		listening "$PORT" && break
-		kill -0 "$spid" 2>/dev/null || break
-		sleep 0.05
-	done
-	if listening "$PORT"; then
+	if wait_listening "$PORT" "$spid"; then
 		for s in $cs; do
 			n=$((n + 1))
 			# shellcheck disable=SC2086

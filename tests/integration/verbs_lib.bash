@@ -3,8 +3,6 @@
 # runtimes for an ASan build of libibverbs.so.1, or empty) and port (the
 # last TCP port used; each pair takes the next one).
 
-port_listening() { ss -ltn 2>/dev/null | grep -q ":$1 "; }
-
 # vpair NAME SRV_SOCK CLI_SOCK PROG ARGS...: PROG ARGS through vrdma-run as
 # a server on SRV_SOCK and a client on CLI_SOCK (connecting to 127.0.0.1);
 # ok NAME if both exit 0 and both print their "iters in" line.
@@ -16,7 +14,7 @@ vpair() {
 		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
 		"$RUN" -s "$ssock" -- "$prog" -p $port "$@" >"$T_TMP/$name.srv" 2>&1 &
 	spid=$!
-	if ! wait_for port_listening $port; then
+	if ! wait_listening "$port" "$spid"; then
 		kill $spid 2>/dev/null
 		wait $spid 2>/dev/null
 		not_ok "$name" "server did not listen: $(cat "$T_TMP/$name.srv")"

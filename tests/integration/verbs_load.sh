@@ -28,13 +28,8 @@ IP_B=10.63.0.2
 
 STEP_TMO=300            # seconds any one verbs program may take (ASan is slow)
 DAEMON_TMO=1200         # the daemon's own bound
-PORT_BASE=$((20000 + ($$ * 7) % 10000))
-PORT_NEXT=0
 
-PRELOAD=""
-if [ -f "$LIB" ] && objdump -T "$LIB" 2>/dev/null | grep -q __asan_init; then
-	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-fi
+asan_preload "$LIB"
 
 ALL_TESTS="write_bw_q16 write_bw_q128 write_bw_q1024_t8 send_bw_q64 read_bw_q64
 	no_drops_inside daemon_clean_exit"
@@ -54,42 +49,24 @@ fi
 
 . "$(dirname "$0")/daemon_lib.bash"
 
-listening() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
-
-vrun() {
-	local name=$1 sock=$2; shift 2
-	env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} \
-		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
-		timeout -k 5 "$STEP_TMO" stdbuf -oL "$RUN" --socket "$sock" -- "$@" \
-		>"$T_TMP/$name.log" 2>&1 </dev/null
-}
-
 # row LOG: perftest printed its 65536-byte result row.
 row() { awk '$1 == 65536 && $2 ~ /^[0-9]+$/ && NF >= 5 { f = 1 } END { exit !f }' "$1"; }
 
 # bw TEST PROG ARGS...: server on B, client on A; both exit 0 with a row.
 bw() {
-	local t=$1 spid i port rs rc why=""; shift
-	for ((i = 0; i < 100; i++)); do
-		port=$((PORT_BASE + PORT_NEXT))
-		PORT_NEXT=$((PORT_NEXT + 1))
-		listening "$port" || break
-	done
-	vrun "$t.srv" "$SB" "$@" -p "$port" &
+	local t=$1 spid port rs rc why=""; shift
+	next_port
+	port=$PORT
+	vrun "$t.srv" "$SB" -- "$@" -p "$port" &
 	spid=$!
-	for ((i = 0; i < 1200; i++)); do
-		listening "$port" && break
-		kill -0 "$spid" 2>/dev/null || break
-		sleep 0.05
-	done
-	if ! listening "$port"; then
+	if ! wait_listening "$port" "$spid"; then
 		kill "$spid" 2>/dev/null
 		wait "$spid"
 		not_ok "$t" "server never listened on port $port"
 		sed 's/^/#   srv: /' "$T_TMP/$t.srv.log" | tail -n 20
 		return
 	fi
-	vrun "$t.cli" "$SA" "$@" -p "$port" localhost
+	vrun "$t.cli" "$SA" -- "$@" -p "$port" localhost
 	rc=$?
 	wait "$spid"
 	rs=$?

@@ -5,7 +5,8 @@
 #   so is every default-version export of the installed libibverbs;
 # - each tool starts with LD_LIBRARY_PATH=<build>/lib and LD_BIND_NOW=1
 #   (no unresolved symbol in it or in the vendor libraries it loads);
-# - with the fake device (VRDMA_FAKE_DEVICE=1) ibv_devices and ibv_devinfo
+# - with the fake device (VRDMA_FAKE_DEVICE=1 and the test build of the
+#   library in <build>/tests/lib, tests/fake/) ibv_devices and ibv_devinfo
 #   show vrdma0, ibv_rc_pingpong sets up its QP, and an ib_write_bw server /
 #   client pair runs to the end;
 # - vrdma-run sets LD_LIBRARY_PATH and VRDMA_SOCKET as documented.
@@ -13,11 +14,12 @@ source "$(dirname "$0")/../lib.sh"
 
 LIB="$VRDMA_BUILD/lib/libibverbs.so.1"
 LIBDIR="$VRDMA_BUILD/lib"
+FAKELIB="$VRDMA_BUILD/tests/lib"
 RUN="$VRDMA_BUILD/bin/vrdma-run"
 SYSLIB=/usr/lib/x86_64-linux-gnu/libibverbs.so.1
 LOADER_ERR='symbol lookup error|undefined symbol|version .IBVERBS[^ ]* not found|error while loading shared libraries|cannot open shared object'
 
-need setup "$LIB" objdump || t_done
+need setup "$LIB" "$FAKELIB/libibverbs.so.1" objdump || t_done
 
 # An ASan-built library needs the sanitizer runtimes first in a plain binary.
 PRELOAD=
@@ -26,9 +28,9 @@ if objdump -T "$LIB" | grep -q __asan_init; then
 	export ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1"
 fi
 
-# vrun CMD...: CMD against our library (and the fake device).
-vrun() {
-	env LD_LIBRARY_PATH="$LIBDIR" LD_BIND_NOW=1 LD_PRELOAD="$PRELOAD" \
+# fake_run CMD...: CMD against the test build of our library (the fake device).
+fake_run() {
+	env LD_LIBRARY_PATH="$FAKELIB" LD_BIND_NOW=1 LD_PRELOAD="$PRELOAD" \
 		VRDMA_FAKE_DEVICE=1 "$@"
 }
 
@@ -43,6 +45,14 @@ imports_of() {
 }
 
 exports_of "$LIB" >"$T_TMP/ours"
+
+# The shipped library carries no test code: the fake provider is only in the
+# test build.
+if nm "$LIB" | grep -q vrdma_prov_fake_ops; then
+	not_ok shipped.no_fake_device "vrdma_prov_fake_ops in $LIB"
+else
+	ok shipped.no_fake_device
+fi
 
 # --- symbol coverage -------------------------------------------------------
 
@@ -87,7 +97,7 @@ done
 for f in "${bins[@]}"; do
 	b=$(basename "$f")
 	# -h: usage text (ibv_devices has no options and lists the devices)
-	vrun timeout 20 "$f" -h >"$T_TMP/$b.out" 2>&1 </dev/null
+	fake_run timeout 20 "$f" -h >"$T_TMP/$b.out" 2>&1 </dev/null
 	rc=$?
 	if grep -Eq "$LOADER_ERR" "$T_TMP/$b.out"; then
 		not_ok "starts.$b" "$(grep -E "$LOADER_ERR" "$T_TMP/$b.out" | head -3)"
@@ -102,14 +112,14 @@ done
 # --- the fake device through the real tools ---------------------------------
 
 if command -v ibv_devices >/dev/null; then
-	vrun ibv_devices >"$T_TMP/devices" 2>&1
+	fake_run ibv_devices >"$T_TMP/devices" 2>&1
 	rc=$?
 	if [ $rc -eq 0 ] && grep -Eq '^\s+vrdma0\s+007672fffe640001$' "$T_TMP/devices"; then
 		ok ibv_devices.lists_vrdma0
 	else
 		not_ok ibv_devices.lists_vrdma0 "rc=$rc: $(cat "$T_TMP/devices")"
 	fi
-	env LD_LIBRARY_PATH="$LIBDIR" LD_PRELOAD="$PRELOAD" VRDMA_FAKE_DEVICE=3 \
+	env LD_LIBRARY_PATH="$FAKELIB" LD_PRELOAD="$PRELOAD" VRDMA_FAKE_DEVICE=3 \
 		ibv_devices >"$T_TMP/devices3" 2>&1
 	if [ "$(grep -Ec '^\s+vrdma[0-2]\s' "$T_TMP/devices3")" = 3 ]; then
 		ok ibv_devices.three_fake_devices
@@ -119,7 +129,7 @@ if command -v ibv_devices >/dev/null; then
 fi
 
 if command -v ibv_devinfo >/dev/null; then
-	vrun ibv_devinfo -v >"$T_TMP/devinfo" 2>&1
+	fake_run ibv_devinfo -v >"$T_TMP/devinfo" 2>&1
 	rc=$?
 	want=('hca_id:	vrdma0' 'vendor_id:			0x1af4' 'vendor_part_id:			4161'
 		'node_guid:			0076:72ff:fe64:0001' 'state:			PORT_ACTIVE (4)'
@@ -137,15 +147,12 @@ if command -v ibv_devinfo >/dev/null; then
 	fi
 fi
 
-free_port() {
-	/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # ibv_rc_pingpong as a client of a closed port: the device is opened and
 # the QP set up (it prints its address) before the connection fails.
 if command -v ibv_rc_pingpong >/dev/null; then
-	port=$(free_port)
-	vrun timeout 20 ibv_rc_pingpong -g 0 -p "$port" 127.0.0.1 >"$T_TMP/rc" 2>&1
+	next_port
+	port=$PORT
+	fake_run timeout 20 ibv_rc_pingpong -g 0 -p "$port" 127.0.0.1 >"$T_TMP/rc" 2>&1
 	rc=$?
 	if [ $rc -eq 1 ] && grep -q 'local address:.*GID fe80::76:72ff:fe64:1' "$T_TMP/rc"; then
 		ok ibv_rc_pingpong.sets_up_qp
@@ -157,12 +164,13 @@ fi
 # ib_write_bw: RDMA writes complete at once on the fake device, so a server /
 # client pair runs through connection setup, the data loop and teardown.
 if command -v ib_write_bw >/dev/null && command -v ss >/dev/null; then
-	port=$(free_port)
-	vrun timeout 60 ib_write_bw -d vrdma0 -x 1 -n 50 -p "$port" >"$T_TMP/wbw.srv" 2>&1 &
+	next_port
+	port=$PORT
+	fake_run timeout 60 ib_write_bw -d vrdma0 -x 1 -n 50 -p "$port" >"$T_TMP/wbw.srv" 2>&1 &
 	srv=$!
 	T_PIDS+=("$srv")
-	if wait_for sh -c "ss -ltn | grep -q ':$port '"; then
-		vrun timeout 60 ib_write_bw -d vrdma0 -x 1 -n 50 -p "$port" 127.0.0.1 \
+	if wait_listening "$port" "$srv"; then
+		fake_run timeout 60 ib_write_bw -d vrdma0 -x 1 -n 50 -p "$port" 127.0.0.1 \
 			>"$T_TMP/wbw.cli" 2>&1
 		crc=$?
 		wait "$srv"
@@ -183,7 +191,8 @@ fi
 # --- vrdma-run ----------------------------------------------------------------
 
 if [ -x "$RUN" ]; then
-	out=$(env -u LD_LIBRARY_PATH LD_PRELOAD="$PRELOAD" "$RUN" --fake -- ibv_devices 2>&1)
+	out=$(env -u LD_LIBRARY_PATH LD_PRELOAD="$PRELOAD" VRDMA_FAKE_DEVICE=1 "$RUN" -- \
+		sh -c 'LD_LIBRARY_PATH=$0:$LD_LIBRARY_PATH exec "$@"' "$FAKELIB" ibv_devices 2>&1)
 	if echo "$out" | grep -Eq '^\s+vrdma0\s+007672fffe640001$'; then
 		ok vrdma_run.fake_ibv_devices
 	else

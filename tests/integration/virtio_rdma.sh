@@ -55,13 +55,13 @@ else
 	not_ok traffic "$(grep -v '^vrdma' <<<"$out" | head -20)"
 fi
 
-# Hostile front-ends (tools/vrdma-evil) against device a: every attack on
+# Hostile front-ends (tests/tools/vrdma-evil) against device a: every attack on
 # the vhost-user layer (malformed messages, fds, memory tables, ring indexes
 # and sizes, config space, features, truncated messages, connect floods),
 # each on a new connection; the daemon must react as for the other device
 # and survive. (The ring and tenant_* attacks of vrdma-evil speak virtio-net; the ring
 # checks of this device are in tests/unit/test_virtio_rdma_dev.c.)
-EVIL="$VRDMA_BUILD/bin/vrdma-evil"
+EVIL="$VRDMA_BUILD/tests/bin/vrdma-evil"
 RINGS=11 # qps=4 cqs=2: 1 + 2 + 2 * 4
 if [ -x "$EVIL" ]; then
 	bad=""

@@ -68,7 +68,7 @@ static void test_constants(void)
 	CHECK_EQ(VIRTIO_IB_NOTIFY_NEXT_COMPLETION, 2);
 	CHECK_EQ(VIRTIO_IB_WC_GRH, 1);
 	CHECK_EQ(VIRTIO_IB_WC_WITH_IMM, 2);
-	CHECK_EQ(VIRTIO_IB_ACCESS_SEED_MASK, 7);
+	CHECK_EQ(VIRTIO_IB_ACCESS_RFC_MASK, 7);
 	CHECK_EQ(VRDMA_PAGE_SIZE, 4096);
 }
 
@@ -355,7 +355,7 @@ static void test_ext_constants(void)
 	CHECK_EQ(VIRTIO_NET_CTRL_ROCE_QUERY_PKEY, 27);
 	CHECK_EQ(VIRTIO_NET_CTRL_ROCE_EXT_NUM_CMDS, 28);
 
-	/* device_cap_flags: distinct bits above the seed's bit 0 */
+	/* device_cap_flags: distinct bits above the RFC's bit 0 */
 	CHECK_EQ(VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN, 1);
 	CHECK_EQ(VIRTIO_IB_DEVICE_SRQ, 2);
 	CHECK_EQ(VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS, 4);
@@ -377,7 +377,7 @@ static void test_ext_constants(void)
 	CHECK_EQ(VIRTIO_IB_ACCESS_EXT_MASK, 0x1f);
 	CHECK_EQ(VIRTIO_IB_MW_ACCESS_MASK, 0xe);
 
-	/* WR opcodes: seed 001 / libibverbs numbering */
+	/* WR opcodes: the virtio-rdma RFC (v1) / libibverbs numbering */
 	CHECK_EQ(VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP, 5);
 	CHECK_EQ(VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD, 6);
 	CHECK_EQ(VIRTIO_IB_WR_LOCAL_INV, 7);
@@ -447,7 +447,7 @@ static void test_ext_sizes(void)
 	SZ(virtio_rdma_ack_query_pkey, 4);
 	SZ(virtio_rdma_sq_req_ext, 576);
 	SZ(virtio_rdma_cq_req_ext, 48);
-	/* Extended views are the same size as the seed structures they reread. */
+	/* Extended views are the same size as the RFC structures they reread. */
 	CHECK_EQ(sizeof(struct virtio_rdma_ack_query_device_ext),
 		 sizeof(struct virtio_rdma_ack_query_device));
 	CHECK_EQ(sizeof(struct virtio_rdma_ack_query_port_ext),
@@ -587,7 +587,7 @@ static void test_ext_offsets(void)
 }
 
 /* Byte images: an atomic request and a CREATE_QP with an SRQ read through
- * the seed structures give the same bytes. */
+ * the RFC structures give the same bytes. */
 static void test_ext_byte_images(void)
 {
 	struct virtio_rdma_sq_req_ext x;
@@ -606,7 +606,7 @@ static void test_ext_byte_images(void)
 	CHECK_EQ(b[39], 2);
 	CHECK_EQ(b[40], 0xd4);
 	CHECK_EQ(b[43], 0xa1);
-	/* The seed's rdma view of the same bytes: remote_addr is shared. */
+	/* The RFC's rdma view of the same bytes: remote_addr is shared. */
 	struct virtio_rdma_sq_req seed;
 	memcpy(&seed, &x, sizeof(seed));
 	CHECK_EQ(le64toh(seed.rdma.remote_addr), 0x1122334455667788ull);
@@ -624,7 +624,7 @@ static void test_ext_byte_images(void)
 	CHECK_EQ(le32toh(qs.reserved[0]), VIRTIO_IB_QP_CREATE_SRQ);
 	CHECK_EQ(le32toh(qs.reserved[1]), 7);
 
-	/* A seed driver's CREATE_QP (reserved all zero) means "no SRQ". */
+	/* An RFC-only driver's CREATE_QP (reserved all zero) means "no SRQ". */
 	memset(&qs, 0, sizeof(qs));
 	memcpy(&q, &qs, sizeof(q));
 	CHECK_EQ(q.ext_flags, 0);
@@ -649,7 +649,7 @@ static void test_ext_vq_layout(void)
 	CHECK_EQ(vrdma_vq_count_ext(1, 4, 3, 2), 16);
 	CHECK_EQ(vrdma_vq_count_ext(1, 4, 3, 0), vrdma_vq_count(1, 4, 3) + 1);
 
-	/* The seed layout is a prefix: every seed index decodes the same. */
+	/* The RFC layout is a prefix: every seed index decodes the same. */
 	for (uint32_t vq = 0; vq < vrdma_vq_count(1, 4, 3); vq++) {
 		uint32_t i1, i2;
 		int k1 = vrdma_vq_decode(1, 4, 3, vq, &i1);
@@ -666,7 +666,7 @@ static void test_ext_vq_layout(void)
 	CHECK_EQ(vrdma_vq_decode_ext(1, 4, 3, 2, 16, &idx), VRDMA_VQ_INVALID);
 	CHECK_EQ(vrdma_vq_decode_ext(1, 4, 3, 0, 14, &idx), VRDMA_VQ_INVALID);
 	CHECK_EQ(vrdma_vq_decode_ext(1, 4, 3, 2, 0xffffffff, &idx), VRDMA_VQ_INVALID);
-	/* Kinds of the extension do not collide with the seed's. */
+	/* Kinds of the extension do not collide with the RFC's. */
 	CHECK((int)VRDMA_VQ_EVENTQ > (int)VRDMA_VQ_RQ);
 	CHECK(VRDMA_VQ_SRQ > VRDMA_VQ_EVENTQ);
 

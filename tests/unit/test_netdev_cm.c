@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The daemon-side dispatch of the connection manager (src/device/netdev_cm.c):
+ * The daemon-side dispatch of the connection manager (src/backend/netdev_cm.c):
  * two device ports connected back to back through a fake network on a fake
  * clock; contexts 1 and 2 on port 0, context 3 on port 1. Commands are
  * given as the wire structures of include/vrdma/virtio_net_roce_cm.h.
@@ -11,7 +11,7 @@
 
 #include "harness.h"
 #include "cm/cm.h"
-#include "device/netdev_cm.h"
+#include "backend/netdev_cm.h"
 #include "vrdma/virtio_net_roce_cm.h"
 
 #define QMAX 128

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The transport's extensions (docs/spec.md "Extensions beyond the seed")
+ * The transport's extensions (docs/spec.md "Extensions beyond the RFC")
  * driven by the fake driver (tests/unit/roce_tp_fake.h): atomics (CAS,
  * FAA, errors, duplicates answered from the saved result, many QPs on one
  * counter), fast registration and invalidation (local and remote), memory
- * windows of type 1 and 2, COMM_EST, and the seed behaviour without
+ * windows of type 1 and 2, COMM_EST, and the RFC behaviour without
  * ROCE_EXT. Values and bytes are compared, statuses checked on both sides.
  */
 #include "../harness.h"

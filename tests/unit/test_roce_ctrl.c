@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The RoCE device control path (src/device/roce_*.c) driven through
+ * The RoCE device control path (src/backend/roce_*.c) driven through
  * roce_ctrl_exec() with wire-format commands: every command's success path,
  * every error path (each must leave no state behind), the QP state machine
  * table for RC/UC/UD, limits, 10,000 create/destroy cycles, and MR page
@@ -15,8 +15,8 @@
 
 #include "harness.h"
 #include "common/util.h"
-#include "device/netdev.h"
-#include "device/roce_dev.h"
+#include "backend/netdev.h"
+#include "backend/roce_dev.h"
 #include "vhost/vhost_server.h"
 #include "vhost/vhost_mem.h"
 
@@ -969,7 +969,7 @@ static void test_qp_modify_rc_ladder(void)
 	teardown();
 }
 
-/* The expected transition table (IBTA, restricted to the seed's attribute
+/* The expected transition table (IBTA, restricted to the RFC's attribute
  * mask), written out independently of the implementation's table. */
 static bool expect_transition(uint8_t t, uint8_t cur, uint8_t next, uint32_t *req, uint32_t *opt)
 {
@@ -1935,7 +1935,7 @@ static void test_ext_off(void)
 	uint32_t pdn, cqn, qpn, x, lk, rk, i;
 	struct roce_dev_cfg cfg;
 
-	/* Offered, not negotiated: the seed device. */
+	/* Offered, not negotiated: the RFC-only device. */
 	cfg = ext_cfg();
 	REQUIRE(setup_cfg(&cfg));
 	for (i = 0; i < 10; i++) {
@@ -1997,7 +1997,7 @@ static void test_ext_off(void)
 	CHECK(no_ext_objects());
 	teardown();
 
-	/* Not offered at all: the seed layout. */
+	/* Not offered at all: the RFC layout. */
 	REQUIRE(setup());
 	CHECK(!rd.ext_offered);
 	CHECK_EQ(roce_ring_count(&rd), 3 + 8 + 32);

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The transport engine's extensions (docs/spec.md "Extensions beyond the
- * seed"), through the real transport with fake rings: shared receive queues
+ * RFC"), through the real transport with fake rings: shared receive queues
  * used by RC, UC and UD QPs, the event virtqueue, CQ and QP resize, and the
  * seed behaviour when ROCE_EXT is not negotiated.
  */
 #include "../harness.h"
-#include "roce/roce_ext.h"
+#include "roce/roce_srq_evq.h"
 #include "unit/roce_tp_fake.h"
 
 #define WAIT_MS 20000
@@ -1229,7 +1229,7 @@ static void test_no_ext(void)
 	CHECK_EQ(evq_read(fr, ev, 8), 0);
 	CHECK(!roce_event_pending(&d->rd));
 	CHECK_EQ(xs(d)->ev_written, 0);
-	/* an extension completion is never written for a seed driver */
+	/* an extension completion is never written for an RFC-only driver */
 	{
 		uint32_t cq2 = fk_cq(d, 4, 4, true);
 
@@ -1258,7 +1258,7 @@ static void test_no_ext(void)
 		CHECK_EQ(wc[0].imm_data, 0x1234);
 		CHECK_EQ(xs(d)->wc_ext, 1);
 	}
-	/* not offered: the layout ends with the seed's rings */
+	/* not offered: the layout ends with the RFC's rings */
 	d0 = xdev_new(&env, false, false);
 	CHECK_EQ(roce_ring_count(&d0->rd),
 		 vrdma_vq_count(d0->rd.net_pairs, d0->rd.max_rdma_cqs, d0->rd.max_rdma_qps));

@@ -1185,6 +1185,45 @@ static void test_remote_errors(void)
 	}
 }
 
+/* A fault while placing a SEND into a receive WQE (a DMA MR's address that
+ * is not guest memory passes the key check at the fetch, then faults): RC and UC both complete the receive with the status the
+ * placement returned (LOC_PROT_ERR) and move the QP to ERR; RC also NAKs
+ * (Remote Operational Error at the sender), UC's sender completes. */
+static void test_recv_placement_fault(void)
+{
+	struct virtio_rdma_cq_req wc[4];
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+
+	for (int uc = 0; uc <= 1; uc++) {
+		uint64_t gpa = 0x7f0000000000ull; /* not in the memory table */
+		struct roce_mr *mr;
+
+		pair_cfg_default(&c, uc ? VIRTIO_IB_QPT_UC : VIRTIO_IB_QPT_RC);
+		pair_init(&p, &c);
+		bufs_init(&p, &b, 65536);
+		REQUIRE(roce_mr_get_dma(&p.b->rd, p.pdb, VIRTIO_IB_ACCESS_LOCAL_WRITE, &mr) ==
+			ROCE_OK);
+		{
+			struct fk_sge r = { (const void *)(uintptr_t)gpa, 4096, mr->lkey };
+
+			REQUIRE(fk_post_recv(p.b, &p.qb, 7, &r, 1) == 0);
+		}
+		REQUIRE(post_simple(&p, 1, VIRTIO_IB_WR_SEND, &b.la, 100, 0, 0) == 0);
+		REQUIRE(wait_cq(&p.env, p.b, p.cqb, wc, 1) == 1);
+		CHECK_EQ(wc[0].wr_id, 7);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_LOC_PROT_ERR);
+		CHECK_EQ(qp_state(p.b, p.qb.qpn), VIRTIO_IB_QPS_ERR);
+		REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 1) == 1);
+		CHECK_EQ(wc[0].wr_id, 1);
+		CHECK_EQ(wc[0].status, uc ? VIRTIO_IB_WC_SUCCESS : VIRTIO_IB_WC_REM_OP_ERR);
+		if (th_failed_checks)
+			printf("#   %s\n", uc ? "UC" : "RC");
+		pair_fini(&p);
+	}
+}
+
 /* Bad WRs complete with the right status, in order, and never break the
  * ring: RC goes to ERR, UD to SQE (recoverable). */
 static void test_local_errors(void)
@@ -1928,6 +1967,7 @@ int main(int argc, char **argv)
 	RUN(test_rnr);
 	RUN(test_retry_exceeded);
 	RUN(test_remote_errors);
+	RUN(test_recv_placement_fault);
 	RUN(test_local_errors);
 	RUN(test_ud_errors);
 	RUN(test_unsignaled);

@@ -140,7 +140,8 @@ static struct {
 static void *lib;
 static char lib_error[PATH_MAX + 512];
 
-/* Loads ../lib/libibverbs.so.1 (once). Returns false (and sets lib_error,
+/* Loads lib/libibverbs.so.1 next to this program, the test build of the
+ * library with the fake device (once). Returns false (and sets lib_error,
  * with dlerror()'s text) when it cannot be loaded. */
 static bool load_lib(void)
 {
@@ -160,7 +161,7 @@ static bool load_lib(void)
 	exe[n] = '\0';
 	slash = strrchr(exe, '/');
 	*slash = '\0';
-	snprintf(path, sizeof(path), "%s/../lib/libibverbs.so.1", exe);
+	snprintf(path, sizeof(path), "%s/lib/libibverbs.so.1", exe);
 	/* Not closed: the library keeps its device table until exit. */
 	lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
@@ -747,7 +748,7 @@ static bool poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 	return ibv_poll_cq(cq, 1, wc) == 1 && ibv_poll_cq(cq, 1, &extra) == 0;
 }
 
-/* The seed device (VRDMA_FAKE_SEED): every extension refused up front. */
+/* The RFC-only device (VRDMA_FAKE_NO_EXT): every extension refused up front. */
 static void test_ext_absent(void)
 {
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
@@ -762,9 +763,9 @@ static void test_ext_absent(void)
 	uint64_t res = 0;
 
 	REQUIRE_LIB();
-	setenv("VRDMA_FAKE_SEED", "1", 1);
+	setenv("VRDMA_FAKE_NO_EXT", "1", 1);
 	ctx = open_fake(0);
-	unsetenv("VRDMA_FAKE_SEED");
+	unsetenv("VRDMA_FAKE_NO_EXT");
 	REQUIRE(ctx);
 	CHECK_EQ(V.ibv_query_device(ctx, &da), 0);
 	CHECK_EQ(da.atomic_cap, IBV_ATOMIC_NONE);

@@ -14,23 +14,9 @@
 #include <unistd.h>
 
 #include "../harness.h"
+#include "common/test_sys.h"
 #include "common/util.h"
 #include "vhost/vhost_msg.h"
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1; /* the directory's own fd */
-}
 
 static int sockpair(int sv[2])
 {
@@ -54,7 +40,7 @@ static void test_round_trip_fds(void)
 {
 	struct vhost_user_msg m, r;
 	int sv[2], efd[3], rfds[VHOST_USER_MAX_FDS], nr = -1;
-	int base = count_fds();
+	int base = tc_count_fds(0);
 
 	REQUIRE(sockpair(sv) == 0);
 	for (int i = 0; i < 3; i++)
@@ -99,7 +85,7 @@ static void test_round_trip_fds(void)
 		close(efd[i]);
 	close(sv[0]);
 	close(sv[1]);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* Bytes trickle in one at a time: the reader reports "need more" until the
@@ -111,7 +97,7 @@ static void test_partial_reads(void)
 	int sv[2], efd, fds[VHOST_USER_MAX_FDS];
 	const uint8_t *p = (const uint8_t *)&m;
 	size_t len;
-	int base = count_fds(), r = 0;
+	int base = tc_count_fds(0), r = 0;
 
 	REQUIRE(sockpair(sv) == 0);
 	efd = eventfd(0, EFD_CLOEXEC);
@@ -186,7 +172,7 @@ static void test_partial_reads(void)
 	close(efd);
 	close(sv[0]);
 	close(sv[1]);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 static void test_framing_errors(void)
@@ -194,7 +180,7 @@ static void test_framing_errors(void)
 	struct vhost_user_msg m, r;
 	struct vhost_msg_rx rx;
 	int sv[2], fds[VHOST_USER_MAX_FDS], nfds, efd[VHOST_USER_MAX_FDS + 1];
-	int base = count_fds();
+	int base = tc_count_fds(0);
 
 	/* Payload larger than 4096: refused before reading it. */
 	REQUIRE(sockpair(sv) == 0);
@@ -272,7 +258,7 @@ static void test_framing_errors(void)
 	close(sv[0]);
 	close(sv[1]);
 
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* A closed peer gives -EPIPE, not SIGPIPE (the default action would kill

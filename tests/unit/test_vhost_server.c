@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../harness.h"
+#include "common/test_sys.h"
 #include "common/log.h"
 #include "common/loop.h"
 #include "common/util.h"
@@ -187,33 +188,11 @@ struct env {
 	bool own_loop;
 };
 
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;
-}
-
 static int client_connect(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = tc_unix_connect(path);
 
-	strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
+	return fd < 0 ? -1 : fd;
 }
 
 /* Run the loop until the server has handled n messages in total, or its
@@ -545,7 +524,7 @@ static void test_negotiate_and_ring(void)
 	struct vhost_vring *ring;
 	struct vq_elem elem;
 	uint64_t v = 0;
-	int base = count_fds();
+	int base = tc_count_fds(0);
 
 	REQUIRE(env_init(&e, 3) == 0);
 	CHECK_EQ(e.st.connected, 1);
@@ -728,7 +707,7 @@ static void test_negotiate_and_ring(void)
 	CHECK_EQ(vhost_server_stats(e.s)->bad_messages, 0);
 
 	env_fini(&e);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* Without VHOST_USER_F_PROTOCOL_FEATURES rings start enabled; NOFD kick and
@@ -737,7 +716,7 @@ static void test_legacy_enable_and_nofd(void)
 {
 	struct env e;
 	struct vhost_vring *ring;
-	int base = count_fds();
+	int base = tc_count_fds(0);
 
 	REQUIRE(env_init(&e, 3) == 0);
 	negotiate(&e, 0, false);
@@ -763,7 +742,7 @@ static void test_legacy_enable_and_nofd(void)
 	CHECK(vhost_server_vring(e.s, 1) == NULL);
 	CHECK_EQ(vhost_server_mem(e.s)->nregions, 0);
 	env_fini(&e);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* A bad message closes the session cleanly; the next front-end is served. A
@@ -773,7 +752,7 @@ static void test_bad_message_reconnect(void)
 	struct env e;
 	struct vhost_user_msg m, r;
 	uint64_t v;
-	int c2, base = count_fds();
+	int c2, base = tc_count_fds(0);
 
 	REQUIRE(env_init(&e, 3) == 0);
 	negotiate(&e, PF_STD, true);
@@ -860,7 +839,7 @@ static void test_bad_message_reconnect(void)
 	CHECK(!vhost_server_connected(e.s));
 
 	env_fini(&e);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* SET_MEM_TABLE again and REM/ADD_MEM_REG while a ring runs: the ring moves
@@ -873,7 +852,7 @@ static void test_mem_changes(void)
 	struct vhost_vring *ring;
 	struct vq_elem elem;
 	void *old_desc;
-	int many, base = count_fds();
+	int many, base = tc_count_fds(0);
 	uint64_t v;
 
 	REQUIRE(env_init(&e, 3) == 0);
@@ -974,7 +953,7 @@ static void test_mem_changes(void)
 	CHECK_EQ(vhost_server_stats(e.s)->bad_messages, 0);
 
 	env_fini(&e);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* Rings above 255: with the wide index they get kick fds; without it they
@@ -986,7 +965,7 @@ static void test_wide_index(void)
 	struct vhost_vring *ring;
 	struct vhost_user_msg m;
 	const uint32_t hi = VHOST_SERVER_MAX_RINGS - 1;
-	int base = count_fds();
+	int base = tc_count_fds(0);
 
 	REQUIRE(env_init(&e, VHOST_SERVER_MAX_RINGS) == 0);
 	negotiate(&e, PF_STD | PF_WIDE, true);
@@ -1062,14 +1041,14 @@ static void test_wide_index(void)
 	CHECK_EQ(vhost_server_stats(e.s)->bad_messages, 2);
 
 	env_fini(&e);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* The device drops the session from inside its callbacks. */
 static void test_device_disconnects(void)
 {
 	struct env e;
-	int base = count_fds();
+	int base = tc_count_fds(0);
 
 	REQUIRE(env_init(&e, 3) == 0);
 	negotiate(&e, PF_STD, true);
@@ -1095,7 +1074,7 @@ static void test_device_disconnects(void)
 	CHECK_EQ(e.st.disconnected, 2);
 	CHECK_EQ(vhost_server_stats(e.s)->bad_messages, 0);
 	env_fini(&e);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 static void test_socket_file(void)
@@ -1105,7 +1084,7 @@ static void test_socket_file(void)
 	struct vhost_server *s1, *s2;
 	char dir[64] = "/tmp/vrdma-vs-XXXXXX", path[128];
 	struct stub st;
-	int fd, base = count_fds();
+	int fd, base = tc_count_fds(0);
 
 	REQUIRE(l && mkdtemp(dir));
 	memset(&st, 0, sizeof(st));
@@ -1157,7 +1136,7 @@ static void test_socket_file(void)
 		CHECK(vhost_server_new(l, longp, &ops, &st) == NULL && errno == ENAMETOOLONG);
 	}
 	rmdir(dir);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 	loop_free(l);
 }
 
@@ -1514,7 +1493,7 @@ static void test_validation(void)
 
 	memfd = memfd_create("vs-val", MFD_CLOEXEC);
 	REQUIRE(memfd >= 0 && ftruncate(memfd, 0x10000) == 0);
-	base = count_fds();
+	base = tc_count_fds(0);
 	memset(&st, 0, sizeof(st));
 	stub_ops(&ops, 3);
 	s = vhost_server_new(NULL, NULL, &ops, &st);
@@ -1557,7 +1536,7 @@ static void test_validation(void)
 		CHECK(!vhost_server_connected(s));
 		CHECK(vhost_server_vring(s, 0) == NULL);
 		CHECK_EQ(vhost_server_mem(s)->nregions, 0);
-		CHECK_EQ(count_fds(), base);
+		CHECK_EQ(tc_count_fds(0), base);
 	}
 	CHECK_EQ(st.disconnected, (int)ARRAY_SIZE(vcases));
 
@@ -1610,7 +1589,7 @@ static void test_validation(void)
 				CHECK_EQ(ret, 0);
 		}
 		CHECK(ret < 0);
-		CHECK_EQ(count_fds(), base);
+		CHECK_EQ(tc_count_fds(0), base);
 	}
 
 	/* More fds than a message can carry, or fds without an array. */
@@ -1623,7 +1602,7 @@ static void test_validation(void)
 		CHECK(vhost_server_handle_msg(s, &m, fds, VHOST_USER_MAX_FDS + 1) < 0);
 		vhost_msg_init(&m, VHOST_USER_GET_FEATURES, 0);
 		CHECK(vhost_server_handle_msg(s, &m, NULL, 2) < 0);
-		CHECK_EQ(count_fds(), base);
+		CHECK_EQ(tc_count_fds(0), base);
 	}
 
 	vhost_server_free(s);
@@ -1671,7 +1650,7 @@ static void test_truncated_memory(void)
 	struct env a, b;
 	struct vhost_vring *ra, *rb;
 	unsigned guarded = vhost_mem_guarded_regions();
-	int base = count_fds(), seals;
+	int base = tc_count_fds(0), seals;
 
 	REQUIRE(env_init(&a, 3) == 0);
 	REQUIRE(env_init_on(&b, 3, a.l, true) == 0);
@@ -1735,7 +1714,7 @@ static void test_truncated_memory(void)
 
 	env_fini(&b);
 	env_fini(&a);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* L1: kick/call/err fds count against the session budget. */
@@ -1744,7 +1723,7 @@ static void test_fd_budget(void)
 	struct env e;
 	struct vhost_user_msg m, r;
 	struct vhost_vring *ring;
-	int base = count_fds();
+	int base = tc_count_fds(0);
 
 	REQUIRE(env_init(&e, 3) == 0);
 	vhost_server_set_max_fds(e.s, 4);
@@ -1788,7 +1767,7 @@ static void test_fd_budget(void)
 	CHECK_EQ(vhost_server_stats(e.s)->fds_refused, 3);
 
 	env_fini(&e);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* L1: accept() out of fds does not spin; the socket is retried later. */
@@ -1798,7 +1777,7 @@ static void test_accept_out_of_fds(void)
 	struct rlimit old, low;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct env e;
-	int nfill = 0, c2, base = count_fds(), rc;
+	int nfill = 0, c2, base = tc_count_fds(0), rc;
 	uint64_t errs;
 
 	REQUIRE(env_init(&e, 3) == 0);
@@ -1840,7 +1819,7 @@ static void test_accept_out_of_fds(void)
 	CHECK_EQ(vhost_server_stats(e.s)->accept_errors, errs + 1);
 	e.c = c2;
 	env_fini(&e);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* SET_VRING_ADDR for ring idx with its parts packed at client address at. */
@@ -1870,7 +1849,7 @@ static void test_waiting_rings(void)
 	struct vhost_user_msg m;
 	uint8_t *p2, *p3;
 	uint64_t att, before;
-	int fd2, fd3, base = count_fds(), started;
+	int fd2, fd3, base = tc_count_fds(0), started;
 
 	REQUIRE(env_init(&e, WR_FIRST + WR_RINGS) == 0);
 	negotiate(&e, PF_STD, true);
@@ -1952,7 +1931,7 @@ static void test_waiting_rings(void)
 	munmap(p3, 64 * 4096);
 	close(fd2);
 	close(fd3);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /*
@@ -1966,7 +1945,7 @@ static void test_graveyard(void)
 	struct env e;
 	struct vhost_mem *mem;
 	struct vhost_vring *ring;
-	int fd3, base = count_fds();
+	int fd3, base = tc_count_fds(0);
 	const uint64_t g = 0x300000000ull, u = 0x700000000ull, step = 0x10000;
 
 	REQUIRE(env_init(&e, 3) == 0);
@@ -2052,7 +2031,7 @@ static void test_graveyard(void)
 
 	env_fini(&e);
 	close(fd3);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 /* A listener with the accept hook hands every connection over at once and
@@ -2075,7 +2054,7 @@ static void test_accept_hook(void)
 	struct vhost_server *s, *p;
 	char dir[64] = "/tmp/vrdma-vs-XXXXXX", path[128];
 	struct stub st;
-	int c[3], base = count_fds();
+	int c[3], base = tc_count_fds(0);
 	struct loop *l = loop_new();
 
 	REQUIRE(l && mkdtemp(dir));
@@ -2113,7 +2092,7 @@ static void test_accept_hook(void)
 	vhost_server_free(s);
 	loop_free(l);
 	rmdir(dir);
-	CHECK_EQ(count_fds(), base);
+	CHECK_EQ(tc_count_fds(0), base);
 }
 
 int main(void)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The virtio-rdma device model's control path (src/device/virtio_rdma_ctrl.c)
+ * The virtio-rdma device model's control path (src/backend/virtio_rdma_ctrl.c)
  * driven with packed wire-format requests through virtio_rdma_dev_ctrl_exec():
  * every command's success path and its error paths (each failure must leave
  * no state behind and no response), the configuration space, the cqn /
@@ -14,7 +14,7 @@
 
 #include "harness.h"
 #include "common/util.h"
-#include "device/virtio_rdma_dev.h"
+#include "backend/virtio_rdma_dev.h"
 #include "vhost/vhost_mem.h"
 
 #define GPA_A   0x100000ull

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The virtio-rdma device served over vhost-user (src/device/virtio_rdma_dev.c):
+ * The virtio-rdma device served over vhost-user (src/backend/virtio_rdma_dev.c):
  * a front-end built from vhost_client and vq_drv negotiates, reads the
  * configuration space, sets up the control queue (ring 0) in shared memory
  * and sends real commands through it: PD, CQ, MR from a page table in the
@@ -22,7 +22,7 @@
 #include "harness.h"
 #include "common/loop.h"
 #include "common/util.h"
-#include "device/virtio_rdma_dev.h"
+#include "backend/virtio_rdma_dev.h"
 #include "vhost/vhost_client.h"
 #include "vhost/vhost_proto.h"
 #include "virtio/vq_drv.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * libvrdma's virtio-rdma device model (src/driver/virtio_rdma.c):
+ * libvrdma's virtio-rdma device model (src/libvrdma/virtio_rdma.c):
  *  - the encoders and decoders against the wire layout of
  *    include/vrdma/virtio_rdma.h (attribute masks, completion status and
  *    opcodes, send / receive elements with SGEs, inline data, atomics, UD
@@ -23,9 +23,9 @@
 
 #include "harness.h"
 #include "common/loop.h"
-#include "device/virtio_rdma_dev.h"
-#include "driver/rdma_priv.h"
-#include "driver/virtio_rdma_codec.h"
+#include "backend/virtio_rdma_dev.h"
+#include "libvrdma/rdma_priv.h"
+#include "libvrdma/virtio_rdma_codec.h"
 #include "port/port.h"
 #include "vrdma/vrdma.h"
 #include "vrdma/vrdma_rdma.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The virtio-rdma device's rings on the RoCE transport (src/roce/roce_rdma_dev.c
+ * The virtio-rdma device's rings on the RoCE transport (src/roce/roce_virtio_rdma.c
  * and the ring boundary in roce_sq.c / roce_rq.c / roce_cq.c): in-process
  * devices on a real switch (tests/unit/roce_tp_fake.h) whose driver writes
  * the device's own elements (75-byte send element with the UD address
@@ -13,7 +13,7 @@
 #include "roce_tp_fake.h"
 #include "harness.h"
 
-#include "device/virtio_rdma_dev.h"
+#include "backend/virtio_rdma_dev.h"
 
 #define ACC (FK_ACC_ALL | VIRTIO_IB_ACCESS_REMOTE_ATOMIC)
 

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "device/netdev.h"
-#include "device/virtio_rdma_dev.h"
+#include "backend/netdev.h"
+#include "backend/virtio_rdma_dev.h"
 #include "daemon.h"
 
 int daemon_socket_perms(const struct daemon *d, const char *path)

@@ -35,8 +35,6 @@ static void usage(FILE *f)
 		"Options:\n"
 		"  -s, --socket PATH  a device socket; repeat for more devices (device i\n"
 		"                     is vrdma<i>, in the order given; no ':' in PATH)\n"
-		"  -f, --fake         use the fake device of the library instead\n"
-		"                     (VRDMA_FAKE_DEVICE=1: no network, for tests)\n"
 		"  -n, --no-shmalloc  do not preload the shared-heap allocator (see below)\n"
 		"  -v, --verbose      print the environment set before running COMMAND\n"
 		"  -h, --help         this text\n"
@@ -159,7 +157,6 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
-		{ "fake", no_argument, NULL, 'f' },
 		{ "no-shmalloc", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -168,10 +165,10 @@ int main(int argc, char **argv)
 	char libdir[PATH_MAX], sock[256];
 	char *sockets = NULL, *ldpath, *preload = NULL;
 	const char *old;
-	int c, ret, fake = 0, verbose = 0, shmalloc = 1;
+	int c, ret, verbose = 0, shmalloc = 1;
 
 	/* '+': stop at the first non-option, which is COMMAND. */
-	while ((c = getopt_long(argc, argv, "+s:fnvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+s:nvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (!*optarg || strchr(optarg, ':') || strlen(optarg) >= sizeof(sock)) {
@@ -182,9 +179,6 @@ int main(int argc, char **argv)
 				fprintf(stderr, "vrdma-run: out of memory\n");
 				return 2;
 			}
-			break;
-		case 'f':
-			fake = 1;
 			break;
 		case 'n':
 			shmalloc = 0;
@@ -275,19 +269,16 @@ int main(int argc, char **argv)
 			return 126;
 		}
 	}
-	if (setenv(VRDMA_SOCKET_ENV, sockets, 1) ||
-	    (fake && setenv("VRDMA_FAKE_DEVICE", "1", 1))) {
+	if (setenv(VRDMA_SOCKET_ENV, sockets, 1)) {
 		fprintf(stderr, "vrdma-run: cannot set the environment\n");
 		return 126;
 	}
-	if (!fake && !any_socket_exists(sockets))
+	if (!any_socket_exists(sockets))
 		fprintf(stderr, "vrdma-run: warning: no socket at %s (is vhost-user-rdma "
 				"running?)\n", sockets);
 	if (verbose) {
 		fprintf(stderr, "vrdma-run: LD_LIBRARY_PATH=%s\n", ldpath);
 		fprintf(stderr, "vrdma-run: VRDMA_SOCKET=%s\n", sockets);
-		if (fake)
-			fprintf(stderr, "vrdma-run: VRDMA_FAKE_DEVICE=1\n");
 		if (preload)
 			fprintf(stderr, "vrdma-run: LD_PRELOAD=%s\n", preload);
 		else
