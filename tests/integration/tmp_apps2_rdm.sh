@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Real applications over rdma_cm through vrdma-run (issue 11): unmodified
+# Debian binaries, server on device B and client on device A of one daemon.
+# The programs run in a network namespace made here whose veth pair holds
+# the devices' addresses (10.64.0.1 on va, 10.64.0.2 on vb): libfabric's
+# verbs provider offers a device for FI_EP_MSG only when an interface holds
+# one of its addresses, and fi_pingpong / ucx_perftest exchange their
+# addresses over TCP (their control connection stays on that namespace's
+# loopback route; RDMA goes through the daemon's switch).
+#
+# 1. fi_info -p verbs (libfabric 1.17) lists vrdma0 for FI_EP_MSG (rdma_cm
+#    RC) and vrdma0-dgram for FI_EP_DGRAM.
+# 2. fi_pingpong -p verbs -e msg -c (data integrity checks, every size up
+#    to 1 MiB, 100 iterations each): both exit 0, the client prints its
+#    1 MiB row with 100 acknowledged.
+# 3. ucx_perftest (UCX 1.13) put_bw over rc_verbs with zero-copy 64 KiB
+#    puts (RDMA WRITE): both exit 0 and the client prints its Final row.
+# 4. fio 3.33's rdma engine, verb=write (RDMA WRITE) and verb=send
+#    (SEND/RECV), 4 MiB in 64 KiB blocks: both sides exit 0 and the client
+#    reports io=4096KiB. (fio tries ibv_destroy_cq before ibv_destroy_qp
+#    and acknowledges CQ events by completions: the CQ still in use must be
+#    refused at once, as rdma-core does, not waited on.)
+# 5. The daemon stops cleanly.
+#
+# Not here (docs/spec.md, "Applications"): fi_pingpong over
+# "verbs;ofi_rxm" (RDM).
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/netns_lib.bash"
+
+RUN="$VRDMA_BUILD/bin/vrdma-run"
+NS="vrdma-$$-apps"
+IP_A=10.64.0.1
+IP_B=10.64.0.2
+STEP_TMO=300
+ALL_TESTS="daemon_started fi_info_verbs fi_pingpong_msg ucx_perftest_put_bw fio_rdma_write fio_rdma_send daemon_clean_exit"
+
+ns_require
+if ! need setup "$NS_DAEMON" "$RUN" fi_info fi_pingpong ucx_perftest fio ss; then
+	for t in $ALL_TESTS; do not_ok "$t" "see setup"; done
+	t_done
+fi
+PRELOAD=""
+if objdump -T "$VRDMA_BUILD/lib/libibverbs.so.1" 2>/dev/null | grep -q __asan_init; then
+	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+fi
+
+A="$T_TMP/a.sock"
+B="$T_TMP/b.sock"
+if ns_add "$NS" &&
+   ip link add va netns "$NS" type veth peer name vb netns "$NS" &&
+   ip -n "$NS" addr add "$IP_A/24" dev va && ip -n "$NS" addr add "$IP_B/24" dev vb &&
+   ip -n "$NS" link set va up && ip -n "$NS" link set vb up &&
+   nsd_start d "$NS" --device "socket=$A,mac=02:64:00:00:02:0a,ip=$IP_A/24" \
+	--device "socket=$B,mac=02:64:00:00:02:0b,ip=$IP_B/24"; then
+	ok daemon_started
+else
+	not_ok daemon_started "$(nsd_tail d)"
+	t_done
+fi
+
+# vrun NAME SOCK CMD...: CMD through vrdma-run on SOCK in the namespace,
+# output in $T_TMP/NAME.log.
+vrun() {
+	local name=$1 sock=$2; shift 2
+	ip netns exec "$NS" env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} \
+		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
+		timeout -k 5 "$STEP_TMO" "$RUN" --socket "$sock" -- "$@" >"$T_TMP/$name.log" 2>&1 </dev/null
+}
+
+# free_port: a TCP port nobody listens on in the namespace.
+free_port() {
+	local i p
+	for ((i = 0; i < 100; i++)); do
+		p=$((20000 + ($$ * 7 + RANDOM) % 20000))
+		ns_tcp_listening "$NS" "$p" || { echo "$p"; return; }
+	done
+	echo $((20000 + $$ % 20000))
+}
+
+# pair NAME READY "SERVER" "CLIENT": the server on B in the background,
+# once READY (a command given the server's pid) holds the client on A;
+# sets RC_S / RC_C.
+pair() {
+	local name=$1 ready=$2 srv=$3 cli=$4 spid
+	# shellcheck disable=SC2086
+	vrun "$name.srv" "$B" $srv &
+	spid=$!
+	if ! ns_poll 120 $ready "$spid"; then
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		RC_S=noready RC_C=none
+		return
+	fi
+	# shellcheck disable=SC2086
+	vrun "$name.cli" "$A" $cli
+	RC_C=$?
+	wait "$spid"
+	RC_S=$?
+}
+
+report() {
+	local name=$1 good=$2
+	if [ "$good" = 1 ]; then
+		ok "$name"
+	else
+		not_ok "$name" "server rc=$RC_S client rc=$RC_C (124: timed out)"
+		tail -n 8 "$T_TMP/$name.srv.log" 2>/dev/null | sed 's/^/#   srv: /'
+		tail -n 8 "$T_TMP/$name.cli.log" 2>/dev/null | sed 's/^/#   cli: /'
+	fi
+}
+
+
+tcp_ready() { ns_tcp_listening "$NS" "$port"; }
+for i in 1 2 3 4; do
+port=$(free_port)
+export FI_UNIVERSE_SIZE=64
+pair rdm$i tcp_ready "fi_pingpong -p verbs;ofi_rxm -e rdm -I 100 -B $port" \
+	"fi_pingpong -p verbs;ofi_rxm -e rdm -I 100 -P $port $IP_B"
+echo "# run $i RC_S=$RC_S RC_C=$RC_C"
+done
+# 5
+nsd_stop d TERM
+if [ "$D_LAST_RC" = 0 ]; then
+	ok daemon_clean_exit
+else
+	not_ok daemon_clean_exit "exit status $D_LAST_RC: $(nsd_tail d)"
+fi
+t_done
