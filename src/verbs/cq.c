@@ -186,8 +186,10 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	return 0;
 }
 
-/* Destroys a CQ after its events were acknowledged: 0 or a positive errno
- * (EBUSY while QPs use it). */
+/* Destroys a CQ, then waits until the events it handed out were
+ * acknowledged: 0 or a positive errno. A CQ that QPs still use is refused
+ * (EBUSY) at once without waiting, as rdma-core does (the kernel's destroy
+ * comes before its wait), so teardown that tries the CQ first never hangs. */
 int ibv_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct vrdma_verbs_cq *cq = vrdma_cq(ibcq);
@@ -195,15 +197,8 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	int ret;
 
 	/* No more asynchronous events for it (an event counted before this
-	 * is visible below), then wait until every event handed out was
-	 * acknowledged. */
+	 * is visible in the wait below). */
 	vrdma_verbs_obj_del(vrdma_ctx(ibcq->context), &cq->obj);
-	pthread_mutex_lock(&ibcq->mutex);
-	while (ibcq->comp_events_completed != cq->comp_events_delivered ||
-	       ibcq->async_events_completed != cq->async_events_delivered)
-		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
-	pthread_mutex_unlock(&ibcq->mutex);
-
 	if (channel && cq->event_fd >= 0)
 		epoll_ctl(channel->fd, EPOLL_CTL_DEL, cq->event_fd, NULL);
 	ret = cq->ops->destroy_cq(cq->prov);
@@ -217,6 +212,11 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 				    cq->obj.num);
 		return vrdma_errno(ret);
 	}
+	pthread_mutex_lock(&ibcq->mutex);
+	while (ibcq->comp_events_completed != cq->comp_events_delivered ||
+	       ibcq->async_events_completed != cq->async_events_delivered)
+		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
+	pthread_mutex_unlock(&ibcq->mutex);
 	if (channel) {
 		pthread_mutex_lock(&channel->context->mutex);
 		channel->refcnt--;

@@ -106,6 +106,7 @@ struct vrdma_prov_cq {
 	uint32_t size, head, count;
 	bool armed;
 	int efd;
+	int users; /* QPs, under dev->lock */
 };
 
 struct vrdma_prov_srq {
@@ -525,6 +526,13 @@ static int fake_create_cq(struct vrdma_prov_dev *dev, uint32_t cqe, void *cookie
 
 static int fake_destroy_cq(struct vrdma_prov_cq *cq)
 {
+	/* A CQ that QPs use is refused, as the device does. */
+	pthread_mutex_lock(&cq->dev->lock);
+	if (cq->users) {
+		pthread_mutex_unlock(&cq->dev->lock);
+		return -EBUSY;
+	}
+	pthread_mutex_unlock(&cq->dev->lock);
 	close(cq->efd);
 	pthread_mutex_destroy(&cq->lock);
 	free(cq->ring);
@@ -803,6 +811,10 @@ static int fake_create_qp(struct vrdma_prov_dev *dev, const struct vrdma_prov_qp
 	pthread_mutex_lock(&dev->lock);
 	if (qp->srq)
 		qp->srq->users++;
+	if (qp->send_cq)
+		qp->send_cq->users++;
+	if (qp->recv_cq)
+		qp->recv_cq->users++;
 	qp->next = dev->qps;
 	dev->qps = qp;
 	pthread_mutex_unlock(&dev->lock);
@@ -912,6 +924,10 @@ static int fake_destroy_qp(struct vrdma_prov_qp *qp)
 	}
 	if (qp->srq)
 		qp->srq->users--;
+	if (qp->send_cq)
+		qp->send_cq->users--;
+	if (qp->recv_cq)
+		qp->recv_cq->users--;
 	fake_events_forget_locked(dev, qp->cookie, 0, 0);
 	pthread_mutex_unlock(&dev->lock);
 	pthread_mutex_destroy(&qp->lock);

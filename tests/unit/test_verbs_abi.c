@@ -696,6 +696,22 @@ static void test_cq_qp(void)
 	CHECK_EQ(ibv_post_recv(qp, &rwr[0], &rbad), ENOMEM);
 	CHECK(rbad == &rwr[4]);
 
+	/* A CQ that a QP uses is refused at once (EBUSY), even with an event
+	 * not acknowledged yet (rdma-core: the kernel refuses before the
+	 * library waits); the channel it is on stays busy too. */
+	CHECK_EQ(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) & ~O_NONBLOCK), 0);
+	CHECK_EQ(ibv_req_notify_cq(cq, 0), 0);
+	wr[0].wr_id = 44;
+	wr[0].next = NULL;
+	CHECK_EQ(ibv_post_send(qp, &wr[0], &bad), 0);
+	CHECK_EQ(V.ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
+	CHECK(ev_cq == cq);
+	CHECK_EQ(V.ibv_destroy_cq(cq), EBUSY);
+	CHECK_EQ(V.ibv_destroy_comp_channel(ch), EBUSY);
+	CHECK_EQ(ibv_poll_cq(cq, 8, wc), 1);
+	CHECK_EQ(wc[0].wr_id, 44);
+	V.ibv_ack_cq_events(cq, 1);
+
 	CHECK_EQ(V.ibv_destroy_qp(qp), 0);
 	CHECK_EQ(V.ibv_destroy_cq(cq), 0);
 	CHECK_EQ(V.ibv_destroy_comp_channel(ch), 0);
