@@ -230,18 +230,29 @@ cm_guest_server() {
 	fi
 }
 
-# cm_host_server NAME "HOST SERVER" "GUEST CLIENT" PATTERN [RETRY]: the
-# server through vrdma-run, the client on rxe0. RETRY: run the pair again
-# (at most 3 times) when the client's output has it (perftest -R re-listens
-# after its handshake: a REQ in between is rejected, reason 8, and
-# perftest's client gives up or crashes in its own retry).
+# stop_tree PID: SIGTERM to PID's descendants, deepest first, then to PID.
+stop_tree() {
+	local c
+	for c in $(pgrep -P "$1"); do stop_tree "$c"; done
+	kill "$1" 2>/dev/null
+}
+
+# cm_host_server NAME PORT "HOST SERVER" "GUEST CLIENT" PATTERN [RETRY]: the
+# server through vrdma-run, the client on rxe0; @PORT@ in the commands is
+# PORT. RETRY: run the pair again (at most 3 times, on PORT+1, PORT+2: the
+# device's connection manager may still hold the stopped server's listen)
+# when the client's output has it (perftest -R re-listens after its
+# handshake: a REQ in between is rejected, reason 8, and perftest's client
+# gives up or crashes in its own retry).
 cm_host_server() {
-	local name=$1 srv=$2 cli=$3 pat=$4 retry=${5:-} spid rc_c rc_s out n
+	local name=$1 p0=$2 srv0=$3 cli0=$4 pat=$5 retry=${6:-} spid rc_c rc_s out n srv cli
 	for n in 1 2 3; do
+		srv=${srv0//@PORT@/$((p0 + n - 1))}
+		cli=${cli0//@PORT@/$((p0 + n - 1))}
 		# shellcheck disable=SC2086
 		hrun "$name.srv" $srv &
 		spid=$!
-		if ! ns_poll 90 cm_thread "$spid"; then
+		if ! wait_cmd 90 cm_thread "$spid"; then
 			kill "$spid" 2>/dev/null
 			wait "$spid" 2>/dev/null
 			not_ok "$name" "vrdma server did not listen: $(tail -3 "$T_TMP/$name.srv.log")"
@@ -251,7 +262,7 @@ cm_host_server() {
 		rc_c=$?
 		if [ "$rc_c" != 0 ] && [ -n "$retry" ] && echo "$out" | grep -q -- "$retry"; then
 			echo "# $name: attempt $n: client saw \"$retry\"; again"
-			kill "$spid" 2>/dev/null
+			stop_tree "$spid"
 			wait "$spid" 2>/dev/null
 			continue
 		fi
@@ -274,26 +285,29 @@ port=$((port + 1))
 cm_guest_server rxe_srv.rping $port "rping -s -a $IP_G -p $port -C 100 -V" \
 	"rping -c -a $IP_G -p $port -C 100 -V" ""
 port=$((port + 1))
-cm_host_server vrdma_srv.rping "rping -s -a $IP_H -p $port -C 100 -V" \
-	"rping -c -a $IP_H -p $port -C 100 -V" ""
+cm_host_server vrdma_srv.rping $port "rping -s -a $IP_H -p @PORT@ -C 100 -V" \
+	"rping -c -a $IP_H -p @PORT@ -C 100 -V" ""
+port=$((port + 2))
 port=$((port + 1))
 cm_guest_server rxe_srv.ucmatose $port "ucmatose -b $IP_G -p $port -c 4" \
 	"ucmatose -s $IP_G -p $port -c 4" "data transfers complete"
 port=$((port + 1))
-cm_host_server vrdma_srv.ucmatose "ucmatose -b $IP_H -p $port -c 4" \
-	"ucmatose -s $IP_H -p $port -c 4" "data transfers complete"
+cm_host_server vrdma_srv.ucmatose $port "ucmatose -b $IP_H -p @PORT@ -c 4" \
+	"ucmatose -s $IP_H -p @PORT@ -c 4" "data transfers complete"
+port=$((port + 2))
 # udaddy's port is fixed (7174; its -p is the port space)
 cm_guest_server rxe_srv.udaddy 7174 "udaddy -b $IP_G" "udaddy -s $IP_G" \
 	"data transfers complete"
-cm_host_server vrdma_srv.udaddy "udaddy -b $IP_H" "udaddy -s $IP_H" \
+cm_host_server vrdma_srv.udaddy 7174 "udaddy -b $IP_H" "udaddy -s $IP_H" \
 	"data transfers complete"
 port=$((port + 1))
 cm_guest_server rxe_srv.send_bw_R $port "ib_send_bw -R -d rxe0 -p $port -n 50 -s 16384" \
 	"ib_send_bw -R -d vrdma0 -p $port -n 50 -s 16384 $IP_G" "^ 16384 +50 " \
 	"Failed to connect RDMA CM"
 port=$((port + 1))
-cm_host_server vrdma_srv.send_bw_R "ib_send_bw -R -d vrdma0 -p $port -n 50 -s 16384" \
-	"ib_send_bw -R -d rxe0 -p $port -n 50 -s 16384 $IP_H" "^ 16384 +50 " "$PERF_RACE"
+cm_host_server vrdma_srv.send_bw_R $port "ib_send_bw -R -d vrdma0 -p @PORT@ -n 50 -s 16384" \
+	"ib_send_bw -R -d rxe0 -p @PORT@ -n 50 -s 16384 $IP_H" "^ 16384 +50 " "$PERF_RACE"
+port=$((port + 2))
 echo "# rdma_cm programs: $((SECONDS - t0)) s"
 
 # The vrdma device's neighbour counters.

@@ -88,7 +88,7 @@ pair() {
 	# shellcheck disable=SC2086
 	vrun "$name.srv" "$B" $srv &
 	spid=$!
-	if ! ns_poll 120 $ready "$spid"; then
+	if ! wait_cmd 120 $ready "$spid"; then
 		kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
 		RC_S=noready RC_C=none
