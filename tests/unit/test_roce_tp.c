@@ -1900,6 +1900,106 @@ static void test_quiet_ring_rearms(void)
 	pair_fini(&p);
 }
 
+/* The send budget per loop pass is the device's (roce_sched.c): contexts a1
+ * and a2 of device A share one, context b of device B has its own. All
+ * three write the same amount to r over SCHED_QPS QPs each, so each wants
+ * more than a budget per pass; pass by pass a1 and a2 together send no more
+ * than ROCE_TP_RUN_BUDGET packets, as b alone, and everything arrives. */
+#define SCHED_QPS  10
+#define SCHED_WRS  2
+#define SCHED_LEN  32768u
+
+static void test_device_send_budget(void)
+{
+	struct fk_dev_cfg dc = { .eth_mtu = 1500, .arena = 96u << 20, .qps = 4 * SCHED_QPS };
+	struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_RC, .sq_num = 64, .rq_num = 64,
+				.max_send_wr = 64, .max_recv_wr = 64 };
+	static struct roce_sched sa, sb;
+	struct virtio_rdma_cq_req wc[64];
+	struct fk_dev *s[3], *r;
+	struct fk_qp qs[3][SCHED_QPS], qr;
+	struct fk_mr ms[3], mr;
+	uint32_t cq[3], pd[3], pdr, cqr, got[3] = { 0 };
+	uint64_t want = SCHED_QPS * SCHED_WRS, seg = SCHED_WRS * SCHED_LEN, before[3];
+	uint64_t sent_max_a = 0, passes = 0;
+	struct fk_path path;
+	struct fk_env env;
+	unsigned i, j;
+
+	memset(&sa, 0, sizeof(sa));
+	memset(&sb, 0, sizeof(sb));
+	fk_path_default(&path);
+	path.timeout = 0; /* no retransmit timer: nothing is lost */
+	REQUIRE(fk_env_init(&env, true) == 0);
+	for (i = 0; i < 3; i++)
+		s[i] = fk_dev_new(&env, &dc);
+	r = fk_dev_new(&env, &dc);
+	roce_tp_share_send_budget(s[0]->tp, &sa);
+	roce_tp_share_send_budget(s[1]->tp, &sa);
+	roce_tp_share_send_budget(s[2]->tp, &sb);
+	CHECK_EQ(sa.ntp, 2u);
+	pdr = fk_pd(r);
+	cqr = fk_cq(r, 256, 64, true);
+	mr = fk_mr_reg(r, pdr, 3 * SCHED_QPS * seg, FK_ACC_ALL);
+	for (i = 0; i < 3; i++) {
+		pd[i] = fk_pd(s[i]);
+		cq[i] = fk_cq(s[i], 256, 64, true);
+		ms[i] = fk_mr_reg(s[i], pd[i], SCHED_QPS * seg, FK_ACC_ALL);
+		fk_fill(ms[i].buf, SCHED_QPS * seg, 40 + i);
+		for (j = 0; j < SCHED_QPS; j++) {
+			qc.pdn = pd[i];
+			qc.scq = qc.rcq = cq[i];
+			qs[i][j] = fk_qp_new(s[i], &qc);
+			qc.pdn = pdr;
+			qc.scq = qc.rcq = cqr;
+			qr = fk_qp_new(r, &qc);
+			REQUIRE(fk_connect(s[i], qs[i][j].qpn, r, qr.qpn, &path) == 0);
+			REQUIRE(fk_connect(r, qr.qpn, s[i], qs[i][j].qpn, &path) == 0);
+		}
+	}
+	memset(mr.buf, 0x5a, 3 * SCHED_QPS * seg);
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < SCHED_QPS; j++)
+			for (unsigned k = 0; k < SCHED_WRS; k++) {
+				uint64_t off = j * seg + k * SCHED_LEN;
+
+				REQUIRE(post_write(s[i], &qs[i][j], k, ms[i].buf + off, ms[i].lkey,
+						   mr.buf + i * SCHED_QPS * seg + off, mr.rkey,
+						   SCHED_LEN) == 0);
+			}
+	/* Pass by pass (no timing: one loop iteration each). */
+	while ((got[0] < want || got[1] < want || got[2] < want) && passes < 1000000) {
+		uint64_t da, db;
+
+		for (i = 0; i < 3; i++)
+			before[i] = s[i]->tp->stats.tx_frames;
+		loop_run_once(env.loop, 0);
+		passes++;
+		da = s[0]->tp->stats.tx_frames - before[0] + s[1]->tp->stats.tx_frames - before[1];
+		db = s[2]->tp->stats.tx_frames - before[2];
+		CHECK(da <= ROCE_TP_RUN_BUDGET);
+		CHECK(db <= ROCE_TP_RUN_BUDGET);
+		if (da > ROCE_TP_RUN_BUDGET || db > ROCE_TP_RUN_BUDGET)
+			break;
+		sent_max_a = MAX(sent_max_a, da);
+		for (i = 0; i < 3; i++)
+			if (got[i] < want)
+				got[i] += fk_poll_cq(s[i], cq[i], wc,
+						     (unsigned)MIN(want - got[i], (uint64_t)64));
+	}
+	for (i = 0; i < 3; i++) {
+		CHECK_EQ(got[i], want);
+		CHECK(memcmp(ms[i].buf, mr.buf + i * SCHED_QPS * seg, SCHED_QPS * seg) == 0);
+		CHECK_EQ(s[i]->tp->stats.retransmits, 0u);
+	}
+	/* The device's budget was what cut A's contexts short. */
+	CHECK(sa.budget_out > 0);
+	CHECK(sent_max_a > 0);
+	fk_env_fini(&env);
+	CHECK_EQ(sa.ntp, 0u);
+	CHECK_EQ(sb.ntp, 0u);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -1942,5 +2042,6 @@ int main(int argc, char **argv)
 	RUN(test_cc_interval_and_off);
 	RUN(test_cc_queue_marks);
 	RUN(test_pcap_icrc);
+	RUN(test_device_send_budget);
 	return TEST_DONE();
 }
