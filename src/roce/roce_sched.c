@@ -48,8 +48,10 @@ uint32_t roce_sched_take(struct roce_tp *tp)
 		s->polled = 0;
 	}
 	if (tp->sched_pass != pass) {
+		uint32_t share = sched_share(s, s->polled++);
+
 		tp->sched_pass = pass;
-		s->reserved -= MIN(sched_share(s, s->polled++), s->reserved);
+		s->reserved -= MIN(share, s->reserved);
 	}
 	return s->left > s->reserved ? s->left - s->reserved : 0;
 }

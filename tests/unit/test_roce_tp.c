@@ -2000,6 +2000,66 @@ static void test_device_send_budget(void)
 	CHECK_EQ(sb.ntp, 0u);
 }
 
+/* The shares of roce_sched.c alone (transports with nothing but a loop):
+ * with more contexts than packets per pass each still gets one within
+ * ceil(n / budget) passes; with few, a context that leaves its share unused
+ * passes it on, and the device never exceeds ROCE_TP_RUN_BUDGET. */
+static void test_device_send_shares(void)
+{
+	enum { MANY = 300 };
+	static struct roce_tp tps[MANY];
+	static uint32_t got[MANY];
+	struct roce_sched sc;
+	struct loop *l = loop_new();
+	unsigned i, pass;
+	uint32_t sum, a;
+
+	REQUIRE(l);
+	memset(&sc, 0, sizeof(sc));
+	memset(tps, 0, sizeof(tps));
+	memset(got, 0, sizeof(got));
+	for (i = 0; i < MANY; i++) {
+		tps[i].loop = l;
+		roce_tp_share_send_budget(&tps[i], &sc);
+	}
+	for (pass = 0; pass < 2; pass++) {
+		loop_run_once(l, 0);
+		sum = 0;
+		for (i = 0; i < MANY; i++) {
+			a = roce_sched_take(&tps[i]);
+			roce_sched_spent(&tps[i], a);
+			got[i] += a;
+			sum += a;
+		}
+		CHECK_EQ(sum, (uint32_t)ROCE_TP_RUN_BUDGET);
+	}
+	for (i = 0; i < MANY; i++)
+		CHECK(got[i] >= 1); /* none starves */
+	for (i = 0; i < MANY; i++)
+		roce_tp_share_send_budget(&tps[i], NULL);
+	CHECK_EQ(sc.ntp, 0u);
+
+	/* Three contexts: the first is idle, its share goes to the others. */
+	for (i = 0; i < 3; i++)
+		roce_tp_share_send_budget(&tps[i], &sc);
+	loop_run_once(l, 0);
+	a = roce_sched_take(&tps[0]);
+	CHECK(a >= ROCE_TP_RUN_BUDGET / 3 && a <= ROCE_TP_RUN_BUDGET / 3 + 1);
+	roce_sched_spent(&tps[0], 0);
+	a = roce_sched_take(&tps[1]);
+	CHECK(a >= 2 * (ROCE_TP_RUN_BUDGET / 3));
+	roce_sched_spent(&tps[1], a);
+	a = roce_sched_take(&tps[2]);
+	roce_sched_spent(&tps[2], a);
+	CHECK(a >= ROCE_TP_RUN_BUDGET / 3);
+	CHECK_EQ(sc.left, 0u);
+	/* Asked again in the same pass: nothing more. */
+	CHECK_EQ(roce_sched_take(&tps[1]), 0u);
+	for (i = 0; i < 3; i++)
+		roce_tp_share_send_budget(&tps[i], NULL);
+	loop_free(l);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -2043,5 +2103,6 @@ int main(int argc, char **argv)
 	RUN(test_cc_queue_marks);
 	RUN(test_pcap_icrc);
 	RUN(test_device_send_budget);
+	RUN(test_device_send_shares);
 	return TEST_DONE();
 }
