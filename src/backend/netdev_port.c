@@ -484,6 +484,7 @@ void netdev_port_dump_stats(const struct netdev_port *dp, void *fp)
 		netdev_port_totals_dump(&sum, f);
 	}
 	netdev_sec_dump_port(dp, f);
+	fprintf(f, "  device_sched sched_budget_out %" PRIu64 "\n", dp->send_sched.budget_out);
 	netdev_port_cm_dump(dp, f);
 	for (const struct netdev *nd = dp->ctxs; nd; nd = nd->next)
 		netdev_ctx_dump_stats(nd, f);

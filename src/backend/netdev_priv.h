@@ -65,6 +65,7 @@ struct netdev_port {
 	struct psec psec;             /* port security (netdev_sec.c) */
 	struct vhost_mem_budget *mem_budget; /* mem=, shared by the contexts */
 	struct roce_budget state_budget;     /* state-mem=, shared by the contexts */
+	struct roce_sched send_sched;        /* packets per loop pass, shared likewise */
 	struct netdev_port_cm *cm;    /* QP1 and the connection manager */
 };
 

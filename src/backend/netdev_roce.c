@@ -129,6 +129,8 @@ int netdev_roce_init(struct netdev *nd)
 		return -ENOMEM;
 	}
 	roce_tp_set_ttl(nd->roce_tp, nd->cfg.ttl);
+	if (nd->dp)
+		roce_tp_share_send_budget(nd->roce_tp, &nd->dp->send_sched);
 	return 0;
 }
 

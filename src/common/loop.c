@@ -46,6 +46,7 @@ struct loop {
 	int heap_len, heap_cap;
 
 	unsigned poll_us;
+	uint64_t pass;                     /* loop_pass() */
 	bool have_pwait2;
 	uint64_t last_work_ns;
 	bool armed;
@@ -327,6 +328,11 @@ void loop_set_poll_us(struct loop *l, unsigned poll_us)
 	l->poll_us = poll_us;
 }
 
+uint64_t loop_pass(const struct loop *l)
+{
+	return l->pass;
+}
+
 static bool run_pollers(struct loop *l)
 {
 	bool work = false;
@@ -365,6 +371,7 @@ int loop_run_once(struct loop *l, int64_t max_wait_ns)
 	int timeout_ms, n;
 	bool work;
 
+	l->pass++;
 	l->dispatching++;
 	work = run_pollers(l);
 	work |= run_timers(l, now);

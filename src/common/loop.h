@@ -71,6 +71,10 @@ void loop_timer_arm(struct loop *l, struct loop_timer *t, uint64_t deadline_ns);
 void loop_timer_cancel(struct loop *l, struct loop_timer *t);
 static inline bool loop_timer_armed(const struct loop_timer *t) { return t->heap_idx >= 0; }
 
+/* Number of the current iteration (each loop_run_once counts one): lets
+ * pollers share a budget per pass. */
+uint64_t loop_pass(const struct loop *l);
+
 /* Busy-poll budget in microseconds (0 = pure interrupt mode). */
 void loop_set_poll_us(struct loop *l, unsigned poll_us);
 

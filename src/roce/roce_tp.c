@@ -439,7 +439,7 @@ static bool drain_backlogs(struct roce_tp *tp)
 
 bool roce_tp_poll(struct roce_tp *tp)
 {
-	uint32_t budget = ROCE_TP_RUN_BUDGET, n, turns;
+	uint32_t budget, allowed, n, turns;
 	bool work = false, was_in = tp->in_event;
 	uint64_t now;
 
@@ -462,7 +462,9 @@ bool roce_tp_poll(struct roce_tp *tp)
 	if (tp->bl_list && drain_backlogs(tp))
 		work = true;
 	/* Each QP queued now gets one turn of at most ROCE_TP_QP_BUDGET
-	 * packets; those with more go to the back. */
+	 * packets; those with more go to the back. The packets of the pass
+	 * are the device's, shared by its contexts (roce_sched.c). */
+	budget = allowed = tp->runq_len ? roce_sched_take(tp) : 0;
 	turns = tp->runq_len;
 	if (turns)
 		tp->stats.sched_polls++;
@@ -480,8 +482,13 @@ bool roce_tp_poll(struct roce_tp *tp)
 		tp->stats.sched_turns++;
 		work = true;
 	}
-	if (!budget && tp->runq_len)
+	roce_sched_spent(tp, allowed - budget);
+	if (!budget && tp->runq_len) {
 		tp->stats.sched_budget_out++;
+		if (allowed < ROCE_TP_RUN_BUDGET && tp->sched)
+			tp->sched->budget_out++;
+		work = true; /* the next pass serves them: no sleep */
+	}
 	tp->in_event = was_in;
 	if (roce_evq_busy(tp))
 		work = true;
@@ -1260,6 +1267,7 @@ void roce_tp_free(struct roce_tp *tp)
 		free(ts);
 	}
 	free(tp->ext);
+	roce_tp_share_send_budget(tp, NULL);
 	free(tp);
 }
 

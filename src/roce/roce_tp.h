@@ -495,6 +495,8 @@ struct roce_tp {
 	struct roce_tp_stats stats;
 	uint64_t state_mem, state_mem_max; /* roce_budget.c (0: no budget) */
 	struct roce_budget *budget; /* the device's, shared by its contexts, or NULL */
+	struct roce_sched *sched;   /* the device's send budget per pass, or NULL */
+	uint64_t sched_pass;        /* last loop pass this transport took a share in */
 	struct vlog_rl *log_rl;     /* the device's log rate limit, or NULL */
 };
 
@@ -514,6 +516,26 @@ void roce_budget_uncharge(struct roce_tp *tp, uint64_t bytes);
 void roce_tp_set_state_budget(struct roce_tp *tp, uint64_t max);
 /* Charge the device's budget b (owned by the caller, outliving tp). */
 void roce_tp_share_state_budget(struct roce_tp *tp, struct roce_budget *b);
+
+/* ---- roce_sched.c: the device's send budget per loop pass ---- */
+/* The transports of one device's contexts share ROCE_TP_RUN_BUDGET packets
+ * per loop pass: each gets an equal share (the rest of the division going to
+ * different ones each pass) plus what those polled before it left over. */
+struct roce_sched {
+	uint64_t pass;         /* loop pass the budget below belongs to */
+	uint32_t left;         /* packets the device may still send in it */
+	uint32_t reserved;     /* of them, the shares of transports not yet polled */
+	uint32_t polled;       /* transports polled in this pass */
+	uint32_t ntp;          /* transports sharing the budget */
+	uint32_t rot;          /* first one to get one packet above the equal share */
+	uint64_t budget_out;   /* polls cut short by the device's budget, QPs left */
+};
+/* Share s (owned by the caller, outliving tp) from now on; tp needs a loop. */
+void roce_tp_share_send_budget(struct roce_tp *tp, struct roce_sched *s);
+/* Packets tp may send in this pass (at most ROCE_TP_RUN_BUDGET) ... */
+uint32_t roce_sched_take(struct roce_tp *tp);
+/* ... and what it sent of them. */
+void roce_sched_spent(struct roce_tp *tp, uint32_t n);
 
 /* ---- roce_tp.c ---- */
 /* Put tq on the run queue (no-op if already there). */

@@ -1939,6 +1939,166 @@ static void test_quiet_ring_rearms(void)
 	pair_fini(&p);
 }
 
+/* The send budget per loop pass is the device's (roce_sched.c): contexts a1
+ * and a2 of device A share one, context b of device B has its own. All
+ * three write the same amount to r over SCHED_QPS QPs each, so each wants
+ * more than a budget per pass; pass by pass a1 and a2 together send no more
+ * than ROCE_TP_RUN_BUDGET packets, as b alone, and everything arrives. */
+#define SCHED_QPS  10
+#define SCHED_WRS  2
+#define SCHED_LEN  32768u
+
+static void test_device_send_budget(void)
+{
+	struct fk_dev_cfg dc = { .eth_mtu = 1500, .arena = 96u << 20, .qps = 4 * SCHED_QPS };
+	struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_RC, .sq_num = 64, .rq_num = 64,
+				.max_send_wr = 64, .max_recv_wr = 64 };
+	static struct roce_sched sa, sb;
+	struct virtio_rdma_cq_req wc[64];
+	struct fk_dev *s[3], *r;
+	struct fk_qp qs[3][SCHED_QPS], qr;
+	struct fk_mr ms[3], mr;
+	uint32_t cq[3], pd[3], pdr, cqr, got[3] = { 0 };
+	uint64_t want = SCHED_QPS * SCHED_WRS, seg = SCHED_WRS * SCHED_LEN, before[3];
+	uint64_t sent_max_a = 0, passes = 0;
+	struct fk_path path;
+	struct fk_env env;
+	unsigned i, j;
+
+	memset(&sa, 0, sizeof(sa));
+	memset(&sb, 0, sizeof(sb));
+	fk_path_default(&path);
+	path.timeout = 0; /* no retransmit timer: nothing is lost */
+	REQUIRE(fk_env_init(&env, true) == 0);
+	for (i = 0; i < 3; i++)
+		s[i] = fk_dev_new(&env, &dc);
+	r = fk_dev_new(&env, &dc);
+	roce_tp_share_send_budget(s[0]->tp, &sa);
+	roce_tp_share_send_budget(s[1]->tp, &sa);
+	roce_tp_share_send_budget(s[2]->tp, &sb);
+	CHECK_EQ(sa.ntp, 2u);
+	pdr = fk_pd(r);
+	cqr = fk_cq(r, 256, 64, true);
+	mr = fk_mr_reg(r, pdr, 3 * SCHED_QPS * seg, FK_ACC_ALL);
+	for (i = 0; i < 3; i++) {
+		pd[i] = fk_pd(s[i]);
+		cq[i] = fk_cq(s[i], 256, 64, true);
+		ms[i] = fk_mr_reg(s[i], pd[i], SCHED_QPS * seg, FK_ACC_ALL);
+		fk_fill(ms[i].buf, SCHED_QPS * seg, 40 + i);
+		for (j = 0; j < SCHED_QPS; j++) {
+			qc.pdn = pd[i];
+			qc.scq = qc.rcq = cq[i];
+			qs[i][j] = fk_qp_new(s[i], &qc);
+			qc.pdn = pdr;
+			qc.scq = qc.rcq = cqr;
+			qr = fk_qp_new(r, &qc);
+			REQUIRE(fk_connect(s[i], qs[i][j].qpn, r, qr.qpn, &path) == 0);
+			REQUIRE(fk_connect(r, qr.qpn, s[i], qs[i][j].qpn, &path) == 0);
+		}
+	}
+	memset(mr.buf, 0x5a, 3 * SCHED_QPS * seg);
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < SCHED_QPS; j++)
+			for (unsigned k = 0; k < SCHED_WRS; k++) {
+				uint64_t off = j * seg + k * SCHED_LEN;
+
+				REQUIRE(post_write(s[i], &qs[i][j], k, ms[i].buf + off, ms[i].lkey,
+						   mr.buf + i * SCHED_QPS * seg + off, mr.rkey,
+						   SCHED_LEN) == 0);
+			}
+	/* Pass by pass (no timing: one loop iteration each). */
+	while ((got[0] < want || got[1] < want || got[2] < want) && passes < 1000000) {
+		uint64_t da, db;
+
+		for (i = 0; i < 3; i++)
+			before[i] = s[i]->tp->stats.tx_frames;
+		loop_run_once(env.loop, 0);
+		passes++;
+		da = s[0]->tp->stats.tx_frames - before[0] + s[1]->tp->stats.tx_frames - before[1];
+		db = s[2]->tp->stats.tx_frames - before[2];
+		CHECK(da <= ROCE_TP_RUN_BUDGET);
+		CHECK(db <= ROCE_TP_RUN_BUDGET);
+		if (da > ROCE_TP_RUN_BUDGET || db > ROCE_TP_RUN_BUDGET)
+			break;
+		sent_max_a = MAX(sent_max_a, da);
+		for (i = 0; i < 3; i++)
+			if (got[i] < want)
+				got[i] += fk_poll_cq(s[i], cq[i], wc,
+						     (unsigned)MIN(want - got[i], (uint64_t)64));
+	}
+	for (i = 0; i < 3; i++) {
+		CHECK_EQ(got[i], want);
+		CHECK(memcmp(ms[i].buf, mr.buf + i * SCHED_QPS * seg, SCHED_QPS * seg) == 0);
+		CHECK_EQ(s[i]->tp->stats.retransmits, 0u);
+	}
+	/* The device's budget was what cut A's contexts short. */
+	CHECK(sa.budget_out > 0);
+	CHECK(sent_max_a > 0);
+	fk_env_fini(&env);
+	CHECK_EQ(sa.ntp, 0u);
+	CHECK_EQ(sb.ntp, 0u);
+}
+
+/* The shares of roce_sched.c alone (transports with nothing but a loop):
+ * with more contexts than packets per pass each still gets one within
+ * ceil(n / budget) passes; with few, a context that leaves its share unused
+ * passes it on, and the device never exceeds ROCE_TP_RUN_BUDGET. */
+static void test_device_send_shares(void)
+{
+	enum { MANY = 300 };
+	static struct roce_tp tps[MANY];
+	static uint32_t got[MANY];
+	struct roce_sched sc;
+	struct loop *l = loop_new();
+	unsigned i, pass;
+	uint32_t sum, a;
+
+	REQUIRE(l);
+	memset(&sc, 0, sizeof(sc));
+	memset(tps, 0, sizeof(tps));
+	memset(got, 0, sizeof(got));
+	for (i = 0; i < MANY; i++) {
+		tps[i].loop = l;
+		roce_tp_share_send_budget(&tps[i], &sc);
+	}
+	for (pass = 0; pass < 2; pass++) {
+		loop_run_once(l, 0);
+		sum = 0;
+		for (i = 0; i < MANY; i++) {
+			a = roce_sched_take(&tps[i]);
+			roce_sched_spent(&tps[i], a);
+			got[i] += a;
+			sum += a;
+		}
+		CHECK_EQ(sum, (uint32_t)ROCE_TP_RUN_BUDGET);
+	}
+	for (i = 0; i < MANY; i++)
+		CHECK(got[i] >= 1); /* none starves */
+	for (i = 0; i < MANY; i++)
+		roce_tp_share_send_budget(&tps[i], NULL);
+	CHECK_EQ(sc.ntp, 0u);
+
+	/* Three contexts: the first is idle, its share goes to the others. */
+	for (i = 0; i < 3; i++)
+		roce_tp_share_send_budget(&tps[i], &sc);
+	loop_run_once(l, 0);
+	a = roce_sched_take(&tps[0]);
+	CHECK(a >= ROCE_TP_RUN_BUDGET / 3 && a <= ROCE_TP_RUN_BUDGET / 3 + 1);
+	roce_sched_spent(&tps[0], 0);
+	a = roce_sched_take(&tps[1]);
+	CHECK(a >= 2 * (ROCE_TP_RUN_BUDGET / 3));
+	roce_sched_spent(&tps[1], a);
+	a = roce_sched_take(&tps[2]);
+	roce_sched_spent(&tps[2], a);
+	CHECK(a >= ROCE_TP_RUN_BUDGET / 3);
+	CHECK_EQ(sc.left, 0u);
+	/* Asked again in the same pass: nothing more. */
+	CHECK_EQ(roce_sched_take(&tps[1]), 0u);
+	for (i = 0; i < 3; i++)
+		roce_tp_share_send_budget(&tps[i], NULL);
+	loop_free(l);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -1982,5 +2142,7 @@ int main(int argc, char **argv)
 	RUN(test_cc_interval_and_off);
 	RUN(test_cc_queue_marks);
 	RUN(test_pcap_icrc);
+	RUN(test_device_send_budget);
+	RUN(test_device_send_shares);
 	return TEST_DONE();
 }
