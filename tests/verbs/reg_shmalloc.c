@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The shared-heap allocator (src/shmalloc, preloaded by vrdma-run) keeps
- * the semantics of the functions it replaces. Run through vrdma-run (no
- * device needed: --fake); with --expect-heap, large blocks must come from
+ * the semantics of the functions it replaces. Run through vrdma-run (it
+ * opens no device); with --expect-heap, large blocks must come from
  * the heap (memfd:vrdma-heap in /proc/self/maps), else from anywhere.
  *
  * Checks: 4 threads of random malloc / calloc (zeroed) / memalign (aligned)
