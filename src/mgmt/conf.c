@@ -16,8 +16,12 @@
 
 #include "backend/netdev.h"
 
+/* The --device keys a [device] section may set ("socket" first; allow-ip takes
+ * a space-separated list). model= is left out: a virtio-rdma device is served
+ * from --device or hot-plugged. */
 static const char *const device_keys[] = {
 	"socket", "mac", "ip", "ip6", "mtu", "qps", "cqs", "roce", "ext", "srqs", "contexts",
+	"vlan", "ttl", "port-security", "mac-change", "allow-ip", "mem", "state-mem",
 };
 #define NDEVKEYS (sizeof(device_keys) / sizeof(device_keys[0]))
 
@@ -171,6 +175,41 @@ static int global_key(struct mconf *c, const char *key, const char *val, unsigne
 			"socket-group, control, poll-us, pcap, fault, uplink)", key);
 }
 
+/* SPEC = HEAD + ",KEY=VAL" (allow-ip: one ",allow-ip=X" per space-separated
+ * word of VAL). Returns 0, or -1 if it does not fit. */
+static int spec_append(char *spec, size_t size, const char *head, const char *key,
+		       const char *val)
+{
+	size_t n = (size_t)snprintf(spec, size, "%s", head);
+	char word[MCONF_PATH_MAX];
+	const char *p = val;
+	int w;
+
+	if (n >= size)
+		return -1;
+	if (strcmp(key, "allow-ip")) {
+		w = snprintf(spec + n, size - n, ",%s=%s", key, val);
+		return w < 0 || (size_t)w >= size - n ? -1 : 0;
+	}
+	while (*p) {
+		size_t len = strcspn(p, " \t");
+
+		if (len) {
+			if (len >= sizeof(word))
+				return -1;
+			memcpy(word, p, len);
+			word[len] = 0;
+			w = snprintf(spec + n, size - n, ",allow-ip=%s", word);
+			if (w < 0 || (size_t)w >= size - n)
+				return -1;
+			n += (size_t)w;
+		}
+		p += len;
+		p += strspn(p, " \t");
+	}
+	return 0;
+}
+
 static int device_key(struct sect *s, const char *key, const char *val, unsigned line,
 		      char *err, size_t errlen)
 {
@@ -181,9 +220,15 @@ static int device_key(struct sect *s, const char *key, const char *val, unsigned
 	for (k = 0; k < NDEVKEYS; k++)
 		if (!strcmp(key, device_keys[k]))
 			break;
-	if (k == NDEVKEYS)
-		return conf_err(err, errlen, line, "unknown key '%s' (socket, mac, ip, ip6, mtu, "
-				"qps, cqs, roce, ext, srqs)", key);
+	if (k == NDEVKEYS) {
+		char names[300];
+		size_t n = 0;
+
+		for (size_t i = 0; i < NDEVKEYS && n < sizeof(names); i++)
+			n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", i ? ", " : "",
+					      device_keys[i]);
+		return conf_err(err, errlen, line, "unknown key '%s' (%s)", key, names);
+	}
 	if (s->line[k])
 		return conf_err(err, errlen, line, "%s given twice (first at line %u)", key, s->line[k]);
 	if (strchr(val, ','))
@@ -192,7 +237,8 @@ static int device_key(struct sect *s, const char *key, const char *val, unsigned
 		return conf_err(err, errlen, line, "%s: longer than %zu bytes", key, sizeof(s->val[k]) - 1);
 	if (k > 0) {
 		/* Check the value alone now, to report it at its line. */
-		snprintf(spec, sizeof(spec), "socket=/x,%s=%s", key, val);
+		if (spec_append(spec, sizeof(spec), "socket=/x", key, val) < 0)
+			return conf_err(err, errlen, line, "%s: too long", key);
 		if (netdev_parse_cfg(spec, 0, &cfg, msg, sizeof(msg)) < 0)
 			return conf_err(err, errlen, line, "%s", msg);
 	} else if (!*val) {
@@ -209,7 +255,6 @@ static int device_finish(struct mconf *c, struct mconf_device *d, const struct s
 {
 	char msg[200];
 	struct netdev_cfg cfg;
-	size_t n;
 	int w;
 	char path[MCONF_PATH_MAX];
 
@@ -224,14 +269,17 @@ static int device_finish(struct mconf *c, struct mconf_device *d, const struct s
 				"device %s: socket path longer than %zu bytes", d->name,
 				sizeof(path) - 1);
 	memcpy(d->socket, path, sizeof(path));
-	n = (size_t)snprintf(d->spec, sizeof(d->spec), "socket=%s", path);
+	w = snprintf(d->spec, sizeof(d->spec), "socket=%s", path);
+	if (w < 0 || (size_t)w >= sizeof(d->spec))
+		return conf_err(err, errlen, d->line, "device %s: too many options", d->name);
 	for (size_t k = 1; k < NDEVKEYS; k++) {
+		char head[MCONF_SPEC_MAX];
+
 		if (!s->line[k])
 			continue;
-		w = snprintf(d->spec + n, sizeof(d->spec) - n, ",%s=%s", device_keys[k], s->val[k]);
-		if (w < 0 || (size_t)w >= sizeof(d->spec) - n)
+		memcpy(head, d->spec, sizeof(head));
+		if (spec_append(d->spec, sizeof(d->spec), head, device_keys[k], s->val[k]) < 0)
 			return conf_err(err, errlen, d->line, "device %s: too many options", d->name);
-		n += (size_t)w;
 	}
 	/* Combinations (ring limits) are only known with every key. */
 	if (netdev_parse_cfg(d->spec, 0, &cfg, msg, sizeof(msg)) < 0)

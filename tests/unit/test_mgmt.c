@@ -60,6 +60,27 @@ static void conf_full(void)
 	CHECK(!strcmp(conf.dev[2].spec, "socket=/run/x/c1.sock,qps=64,contexts=8"));
 }
 
+/* The security, budget and network keys of a device section reach its
+ * --device string; allow-ip takes a list. */
+static void conf_device_keys(void)
+{
+	const char *t =
+		"[device s]\n"
+		"port-security = on\n"
+		"mac-change = off\n"
+		"allow-ip = 10.9.0.0/16  fd00::/64\n"
+		"mem = 2G\n"
+		"state-mem = 256M\n"
+		"vlan = 100\n"
+		"ttl = 32\n";
+
+	REQUIRE(parse(t) == 0);
+	REQUIRE(conf.ndevices == 1);
+	CHECK(!strcmp(conf.dev[0].spec, "socket=/run/vrdma/s.sock,vlan=100,ttl=32,port-security=on,"
+				      "mac-change=off,allow-ip=10.9.0.0/16,allow-ip=fd00::/64,"
+				      "mem=2G,state-mem=256M"));
+}
+
 static void conf_defaults(void)
 {
 	REQUIRE(parse("[device a]\n") == 0);
@@ -79,6 +100,11 @@ static void conf_errors(void)
 		const char *text, *msg;
 	} bad[] = {
 		{ "[device a]\nfoo = 1\n", "line 2: unknown key 'foo'" },
+		{ "[device a]\nmodel = virtio-rdma\n", "line 2: unknown key 'model'" },
+		{ "[device a]\nport-security = maybe\n", "line 2: port-security 'maybe'" },
+		{ "[device a]\nallow-ip = 10.0.0.0/8 bogus\n", "line 2: allow-ip 'bogus'" },
+		{ "[device a]\nstate-mem = 10\n", "line 2: state-mem '10'" },
+		{ "[device a]\nvlan = 4095\n", "line 2: vlan" },
 		{ "[device a]\nmtu = 99999\n", "line 2: mtu '99999'" },
 		{ "[device a]\ncontexts = 0\n", "line 2: contexts '0'" },
 		{ "[device a]\nmtu = 1500\nmtu = 1500\n", "line 3: mtu given twice (first at line 2)" },
@@ -236,6 +262,7 @@ int main(void)
 	TEST_PROGRAM("test_mgmt");
 	RUN(conf_full);
 	RUN(conf_defaults);
+	RUN(conf_device_keys);
 	RUN(conf_errors);
 	RUN(conf_load_missing);
 	RUN(ctl_requests);
