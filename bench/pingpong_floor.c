@@ -2,7 +2,7 @@
 /*
  * Latency floors of the two wake-up mechanisms vrdma uses between a program
  * and the daemon, measured between two processes on this machine
- * (bench/run.sh, docs/performance.md "Latency floors"):
+ * (bench/run.sh, docs/performance.md "Before and after, one run"):
  *
  *   eventfd  each side blocks in read() on its own eventfd and wakes the
  *            other with write() on the other's: the floor of interrupt

@@ -10,8 +10,8 @@
  * RDMA queues of the RoCE extension (completion queues, then send/receive
  * pairs), handed to the RoCE device (src/backend/roce_dev.h).
  */
-#ifndef VRDMA_DEVICE_NETDEV_H
-#define VRDMA_DEVICE_NETDEV_H
+#ifndef VRDMA_BACKEND_NETDEV_H
+#define VRDMA_BACKEND_NETDEV_H
 
 #include <netinet/in.h>
 #include <stdbool.h>
@@ -109,4 +109,4 @@ struct netdev_stats {
 /* Print counters (port, then each context: device, vhost, rings, RoCE) to f. */
 void netdev_port_dump_stats(const struct netdev_port *dp, void *f);
 
-#endif /* VRDMA_DEVICE_NETDEV_H */
+#endif /* VRDMA_BACKEND_NETDEV_H */

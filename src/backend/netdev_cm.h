@@ -11,8 +11,8 @@
  * Errors are negative errno values. A handle or QP of another context is
  * -ENOENT, like one that does not exist.
  */
-#ifndef VRDMA_DEVICE_NETDEV_CM_H
-#define VRDMA_DEVICE_NETDEV_CM_H
+#ifndef VRDMA_BACKEND_NETDEV_CM_H
+#define VRDMA_BACKEND_NETDEV_CM_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -86,4 +86,4 @@ void netdev_cm_ctx_gone(struct netdev_cm *cm, uint64_t ctx_id);
 const struct netdev_cm_stats *netdev_cm_stats(const struct netdev_cm *cm);
 const struct cm_port_stats *netdev_cm_port_stats(const struct netdev_cm *cm);
 
-#endif /* VRDMA_DEVICE_NETDEV_CM_H */
+#endif /* VRDMA_BACKEND_NETDEV_CM_H */

@@ -5,8 +5,8 @@
  * context: Ethernet queues, control queue, vhost callbacks) and netdev_roce.c
  * (the RoCE extension of a context).
  */
-#ifndef VRDMA_DEVICE_NETDEV_PRIV_H
-#define VRDMA_DEVICE_NETDEV_PRIV_H
+#ifndef VRDMA_BACKEND_NETDEV_PRIV_H
+#define VRDMA_BACKEND_NETDEV_PRIV_H
 
 #include <stdio.h>
 
@@ -174,4 +174,4 @@ void netdev_roce_ring_stopped(struct netdev *nd, struct vhost_vring *r);
 void netdev_roce_ring_kick(struct netdev *nd, struct vhost_vring *r);
 void netdev_roce_dump_stats(const struct netdev *nd, FILE *f);
 
-#endif /* VRDMA_DEVICE_NETDEV_PRIV_H */
+#endif /* VRDMA_BACKEND_NETDEV_PRIV_H */

@@ -5,8 +5,8 @@
  * calls. docs/spec.md "Security model" describes what a driver can and
  * cannot do.
  */
-#ifndef VRDMA_DEVICE_NETDEV_SEC_H
-#define VRDMA_DEVICE_NETDEV_SEC_H
+#ifndef VRDMA_BACKEND_NETDEV_SEC_H
+#define VRDMA_BACKEND_NETDEV_SEC_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -73,4 +73,4 @@ bool netdev_sec_ctrl_ok(struct netdev *nd, uint8_t cls, uint8_t cmd, const void 
 void netdev_sec_dump_port(const struct netdev_port *dp, FILE *f);
 void netdev_sec_dump_stats(const struct netdev *nd, FILE *f);
 
-#endif /* VRDMA_DEVICE_NETDEV_SEC_H */
+#endif /* VRDMA_BACKEND_NETDEV_SEC_H */

@@ -5,8 +5,8 @@
  * resources (like "rdma resource show", each naming its context) and counter
  * sets (like "rdma statistic"), written through a struct kvw.
  */
-#ifndef VRDMA_DEVICE_NETDEV_SHOW_H
-#define VRDMA_DEVICE_NETDEV_SHOW_H
+#ifndef VRDMA_BACKEND_NETDEV_SHOW_H
+#define VRDMA_BACKEND_NETDEV_SHOW_H
 
 #include "mgmt/kv.h"
 
@@ -27,4 +27,4 @@ void netdev_show_stats(const struct netdev_port *dp, struct kvw *k);
 /* Per-QP transport counters (one object per QP). */
 void netdev_show_qp_stats(const struct netdev_port *dp, struct kvw *k);
 
-#endif /* VRDMA_DEVICE_NETDEV_SHOW_H */
+#endif /* VRDMA_BACKEND_NETDEV_SHOW_H */

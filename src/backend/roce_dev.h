@@ -24,8 +24,8 @@
  *
  * Single-threaded: owned by the loop thread of its device.
  */
-#ifndef VRDMA_DEVICE_ROCE_DEV_H
-#define VRDMA_DEVICE_ROCE_DEV_H
+#ifndef VRDMA_BACKEND_ROCE_DEV_H
+#define VRDMA_BACKEND_ROCE_DEV_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -730,4 +730,4 @@ static inline void *roce_table_get(const struct roce_table *t, uint32_t idx)
 void roce_rng_seed(struct roce_rng *r, bool deterministic, uint64_t seed);
 uint32_t roce_rng_u32(struct roce_rng *r);
 
-#endif /* VRDMA_DEVICE_ROCE_DEV_H */
+#endif /* VRDMA_BACKEND_ROCE_DEV_H */

@@ -3,8 +3,8 @@
  * Internals shared by the device model's .c files (roce_res.c, roce_srq_mw.c,
  * roce_event.c, roce_ctrl.c); not a contract for other modules.
  */
-#ifndef VRDMA_DEVICE_ROCE_PRIV_H
-#define VRDMA_DEVICE_ROCE_PRIV_H
+#ifndef VRDMA_BACKEND_ROCE_PRIV_H
+#define VRDMA_BACKEND_ROCE_PRIV_H
 
 #include "backend/roce_dev.h"
 
@@ -31,4 +31,4 @@ struct vhost_mem_region;
 int roce_region_set_add(struct vhost_mem_region ***regs, uint32_t *n, uint32_t *cap,
 			struct vhost_mem_region *r);
 
-#endif /* VRDMA_DEVICE_ROCE_PRIV_H */
+#endif /* VRDMA_BACKEND_ROCE_PRIV_H */

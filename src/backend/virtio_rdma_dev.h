@@ -6,8 +6,8 @@
  * space is derived from the core's attributes. docs/spec.md "The virtio-rdma
  * device" has every decision.
  */
-#ifndef VRDMA_DEVICE_VIRTIO_RDMA_DEV_H
-#define VRDMA_DEVICE_VIRTIO_RDMA_DEV_H
+#ifndef VRDMA_BACKEND_VIRTIO_RDMA_DEV_H
+#define VRDMA_BACKEND_VIRTIO_RDMA_DEV_H
 
 #include <stdio.h>
 

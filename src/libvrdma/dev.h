@@ -8,8 +8,8 @@
  * The process-wide registry of shared application ranges (mem_share.c) has
  * its own lock, always taken after dev->lock. The data path takes no lock.
  */
-#ifndef VRDMA_DRIVER_DEV_H
-#define VRDMA_DRIVER_DEV_H
+#ifndef VRDMA_LIBVRDMA_DEV_H
+#define VRDMA_LIBVRDMA_DEV_H
 
 #include <linux/virtio_net.h>
 #include <pthread.h>
@@ -187,4 +187,4 @@ void vrdma_ctrl_destroy(struct vrdma_dev *dev);
 void vrdma_mem_dev_register(struct vrdma_dev *dev);
 void vrdma_mem_dev_unregister(struct vrdma_dev *dev);
 
-#endif /* VRDMA_DRIVER_DEV_H */
+#endif /* VRDMA_LIBVRDMA_DEV_H */

@@ -24,8 +24,8 @@
  * Data path (vrdma_queue_kick/wait and vq_drv_* on q->vq): NOT thread-safe
  * per queue and lock-free; the owner serialises.
  */
-#ifndef VRDMA_DRIVER_QUEUE_H
-#define VRDMA_DRIVER_QUEUE_H
+#ifndef VRDMA_LIBVRDMA_QUEUE_H
+#define VRDMA_LIBVRDMA_QUEUE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -113,4 +113,4 @@ int vrdma_queue_wait(struct vrdma_queue *q, int timeout_ms);
 /* Read (reset) the call eventfd. */
 void vrdma_queue_drain_call(struct vrdma_queue *q);
 
-#endif /* VRDMA_DRIVER_QUEUE_H */
+#endif /* VRDMA_LIBVRDMA_QUEUE_H */

@@ -26,8 +26,8 @@
  * call other than an eventfd write). Lock order: device lock, then a queue
  * lock.
  */
-#ifndef VRDMA_DRIVER_RDMA_PRIV_H
-#define VRDMA_DRIVER_RDMA_PRIV_H
+#ifndef VRDMA_LIBVRDMA_RDMA_PRIV_H
+#define VRDMA_LIBVRDMA_RDMA_PRIV_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -348,4 +348,4 @@ void vrdma_rdma_ext_fini(struct vrdma_rdma *r);
 void vrdma_rdma_srq_free(struct vrdma_rdma *r, struct vrdma_srq *srq);
 void vrdma_rdma_events_forget(struct vrdma_rdma *r, const void *obj);
 
-#endif /* VRDMA_DRIVER_RDMA_PRIV_H */
+#endif /* VRDMA_LIBVRDMA_RDMA_PRIV_H */

@@ -24,8 +24,8 @@
  * All functions here need the device lock (dev->lock, recursive) held; the
  * vrdma_shm_alloc/free wrappers take it themselves.
  */
-#ifndef VRDMA_DRIVER_SHM_H
-#define VRDMA_DRIVER_SHM_H
+#ifndef VRDMA_LIBVRDMA_SHM_H
+#define VRDMA_LIBVRDMA_SHM_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -69,4 +69,4 @@ int vrdma_mreg_add(struct vrdma_dev *dev, uint64_t addr, uint64_t size, int fd,
 		   uint64_t offset);
 int vrdma_mreg_remove(struct vrdma_dev *dev, uint64_t addr, uint64_t size);
 
-#endif /* VRDMA_DRIVER_SHM_H */
+#endif /* VRDMA_LIBVRDMA_SHM_H */

@@ -4,8 +4,8 @@
  * (virtio_rdma.c), pure functions over the wire structures of
  * include/vrdma/virtio_rdma.h; declared here for the unit tests.
  */
-#ifndef VRDMA_DRIVER_VIRTIO_RDMA_CODEC_H
-#define VRDMA_DRIVER_VIRTIO_RDMA_CODEC_H
+#ifndef VRDMA_LIBVRDMA_VIRTIO_RDMA_CODEC_H
+#define VRDMA_LIBVRDMA_VIRTIO_RDMA_CODEC_H
 
 #include <stdint.h>
 
