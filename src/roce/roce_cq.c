@@ -140,7 +140,7 @@ static bool cq_write(struct roce_tcq *tc, const struct roce_wc *wc)
 	if (rdma_dev) {
 		struct virtio_rdma_dev_cq_req d;
 
-		roce_rdma_dev_cqe_encode(wc, status, opcode, flags, &d);
+		roce_virtio_rdma_cqe_encode(wc, status, opcode, flags, &d);
 		vq_elem_write(e, 0, &d, sizeof(d));
 		vq_dev_fill(&r->vq, e->head, sizeof(d));
 		goto written;

@@ -221,7 +221,7 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 	struct roce_qp *qp = tq->qp;
 	struct virtio_rdma_sq_req_ext req;
 	size_t sge_off = sizeof(req); /* where the SGEs start in the element */
-	struct roce_rdma_dev_wr x = { 0 }; /* what only that device's element has */
+	struct roce_virtio_rdma_wr x = { 0 }; /* what only that device's element has */
 	uint32_t nsge, i;
 	uint64_t total = 0;
 	int st;
@@ -232,7 +232,7 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 	w->status = VIRTIO_IB_WC_SUCCESS;
 	if (tp->rd->rdma_dev_layout) {
 		/* the virtio-rdma device's element (roce_virtio_rdma.c) */
-		st = roce_rdma_dev_sq_decode(tp->rd, qp, e, &req, &x);
+		st = roce_virtio_rdma_sq_decode(tp->rd, qp, e, &req, &x);
 		w->wr_id = x.wr_id;
 		w->opcode = req.opcode;
 		w->flags = req.send_flags;

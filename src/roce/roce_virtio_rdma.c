@@ -47,7 +47,7 @@ static const uint8_t wc_opcode_ib[] = {
 	[VIRTIO_IB_WC_REG_MR] = VIRTIO_RDMA_DEV_WC_OP_REG_MR,
 };
 
-void roce_rdma_dev_cqe_encode(const struct roce_wc *wc, uint8_t status, uint8_t opcode,
+void roce_virtio_rdma_cqe_encode(const struct roce_wc *wc, uint8_t status, uint8_t opcode,
 			      uint32_t flags, struct virtio_rdma_dev_cq_req *c)
 {
 	memset(c, 0, sizeof(*c)); /* vendor_err, pkey_index, sl: 0 */
@@ -112,9 +112,9 @@ static int sq_decode_av(const struct roce_dev *rd, const struct roce_qp *qp,
 	return 0;
 }
 
-int roce_rdma_dev_sq_decode(const struct roce_dev *rd, const struct roce_qp *qp,
+int roce_virtio_rdma_sq_decode(const struct roce_dev *rd, const struct roce_qp *qp,
 			    const struct vq_elem *e, struct virtio_rdma_sq_req_ext *req,
-			    struct roce_rdma_dev_wr *x)
+			    struct roce_virtio_rdma_wr *x)
 {
 	const size_t hdr = sizeof(struct virtio_rdma_dev_sq_req);
 	struct virtio_rdma_dev_sq_req v;

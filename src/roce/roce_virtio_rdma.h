@@ -20,7 +20,7 @@
  * short to be a request (completed as LOC_QP_OP_ERR, counted).
  * RDMA_READ_WITH_INV becomes an RDMA READ with *read_inv set and the key
  * to invalidate in req->invalidate_rkey. */
-struct roce_rdma_dev_wr {
+struct roce_virtio_rdma_wr {
 	uint64_t wr_id;
 	bool has_av;              /* UD / GSI: av is the WR's address vector */
 	struct roce_av av;
@@ -28,12 +28,12 @@ struct roce_rdma_dev_wr {
 	bool rekey;               /* REG_MR: MR mrn gets req->reg.key / access */
 	uint32_t mrn;
 };
-int roce_rdma_dev_sq_decode(const struct roce_dev *rd, const struct roce_qp *qp,
+int roce_virtio_rdma_sq_decode(const struct roce_dev *rd, const struct roce_qp *qp,
 			    const struct vq_elem *e, struct virtio_rdma_sq_req_ext *req,
-			    struct roce_rdma_dev_wr *x);
+			    struct roce_virtio_rdma_wr *x);
 
 /* Encode a completion (its flags already filtered) as a completion element. */
-void roce_rdma_dev_cqe_encode(const struct roce_wc *wc, uint8_t status, uint8_t opcode,
+void roce_virtio_rdma_cqe_encode(const struct roce_wc *wc, uint8_t status, uint8_t opcode,
 			      uint32_t flags, struct virtio_rdma_dev_cq_req *c);
 
 #endif
