@@ -35,6 +35,23 @@ RCM_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 	return &ch->ch;
 }
 
+void rcm_channel_free(struct rcm_channel *ch)
+{
+	while (ch->head) {
+		struct rcm_event *e = ch->head;
+
+		ch->head = e->next;
+		free(e);
+	}
+	ch->tail = NULL;
+	if (ch->readers) {
+		ch->destroyed = true;
+		return;
+	}
+	close(ch->ch.fd);
+	free(ch);
+}
+
 RCM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct rcm_channel *ch = (struct rcm_channel *)channel;
@@ -42,15 +59,8 @@ RCM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	if (!ch)
 		return;
 	pthread_mutex_lock(&rcm_lock);
-	while (ch->head) {
-		struct rcm_event *e = ch->head;
-
-		ch->head = e->next;
-		free(e);
-	}
+	rcm_channel_free(ch);
 	pthread_mutex_unlock(&rcm_lock);
-	close(ch->ch.fd);
-	free(ch);
 }
 
 struct rcm_event *rcm_event_new(struct rcm_id *id, enum rdma_cm_event_type type, int status)
@@ -87,7 +97,7 @@ void rcm_event_post(struct rcm_channel *ch, struct rcm_event *e)
 }
 
 /* Removes the queued events of a destroyed id (their counts stay in the
- * eventfd: rdma_get_cm_event skips counts without an event). */
+ * eventfd: rdma_get_cm_event skips counts without an event and waits on). */
 void rcm_channel_drop_id(struct rcm_channel *ch, struct rcm_id *id)
 {
 	struct rcm_event **pp, *tail = NULL;
@@ -108,14 +118,32 @@ void rcm_channel_drop_id(struct rcm_channel *ch, struct rcm_id *id)
 	ch->tail = tail;
 }
 
+/* A thread leaves rdma_get_cm_event (returning or cancelled in read()). */
+static void channel_reader_done(void *arg)
+{
+	struct rcm_channel *ch = arg;
+
+	pthread_mutex_lock(&rcm_lock);
+	if (!--ch->readers && ch->destroyed) {
+		close(ch->ch.fd);
+		free(ch);
+	}
+	pthread_mutex_unlock(&rcm_lock);
+}
+
 RCM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
 	struct rcm_channel *ch = (struct rcm_channel *)channel;
+	volatile int rc = 0; /* (set inside the cleanup region) */
 
 	if (!ch || !event) {
 		errno = EINVAL;
 		return -1;
 	}
+	pthread_mutex_lock(&rcm_lock);
+	ch->readers++;
+	pthread_mutex_unlock(&rcm_lock);
+	pthread_cleanup_push(channel_reader_done, ch);
 	for (;;) {
 		struct rcm_event *e;
 		uint64_t v;
@@ -123,7 +151,8 @@ RCM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma
 		if (read(ch->ch.fd, &v, sizeof(v)) < 0) {
 			if (errno == EINTR)
 				continue;
-			return -1;
+			rc = -1;
+			break;
 		}
 		pthread_mutex_lock(&rcm_lock);
 		e = ch->head;
@@ -140,9 +169,11 @@ RCM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma
 		pthread_mutex_unlock(&rcm_lock);
 		if (e) {
 			*event = &e->ev;
-			return 0;
+			break;
 		}
 	}
+	pthread_cleanup_pop(1);
+	return rc;
 }
 
 RCM_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)

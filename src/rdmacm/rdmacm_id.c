@@ -718,10 +718,8 @@ RCM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		c = rcm_id(e->ev.id);
 		id_release(c);
 		rcm_channel_drop_id(r->ch, c);
-		if (c->ch->private_ch) {
-			close(c->ch->ch.fd);
-			free(c->ch);
-		}
+		if (c->ch->private_ch)
+			rcm_channel_free(c->ch);
 		free(c);
 	}
 	id_release(r);

@@ -89,7 +89,14 @@ struct rcm_channel {
 	struct rdma_event_channel ch;
 	struct rcm_event *head, *tail;
 	bool private_ch;            /* made for a synchronous id */
+	unsigned readers;           /* threads inside rdma_get_cm_event */
+	bool destroyed;             /* freed by the last reader (rcm_channel_free) */
 };
+
+/* Frees a channel and its queued events (rcm_lock held); with a thread still
+ * waiting in rdma_get_cm_event the fd stays open (that thread blocks on, as on
+ * librdmacm's device file) and the last reader frees it. */
+void rcm_channel_free(struct rcm_channel *ch);
 
 extern pthread_mutex_t rcm_lock;
 extern pthread_cond_t rcm_acked;    /* an event was acked (rcm_lock) */
