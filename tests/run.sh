@@ -119,7 +119,19 @@ if [ -n "$fuzzdir" ]; then
 	done
 fi
 
+# recap of every failure right above the summary, so the end of a long log
+# (all that CI systems often keep) says what failed and why
 if [ ${#failures[@]} -gt 0 ]; then
+	echo "failure details:"
+	for label in $(printf '%s\n' "${failures[@]}" | sort -u); do
+		log="$logdir/$(echo "$label" | tr '/ ' '__').log"
+		if grep -q '^not ok ' "$log" 2>/dev/null; then
+			grep -E '^(not ok |#)' "$log" | grep -A6 '^not ok ' | grep -v "^--$" | head -8 |
+				sed "s|^|  [$label] |"
+		else
+			tail -6 "$log" 2>/dev/null | sed "s|^|  [$label] |"
+		fi
+	done
 	echo "failed: $(printf '%s\n' "${failures[@]}" | sort -u | tr '\n' ' ')"
 fi
 echo "$passed passed, $failed failed, $skipped skipped"
