@@ -70,14 +70,15 @@ wait_cmd() {
 }
 
 # wait_until COND [SECONDS]: wait_cmd for the command line COND (evaluated
-# each time; the caller's variables, not its "$1", are visible), 20 s bound.
-wait_until() { wait_cmd "${2:-20}" eval "$1"; }
+# each time; the caller's variables, not its "$1", are visible), 90 s bound:
+# generous, since CI runs the ASan builds beside other work.
+wait_until() { wait_cmd "${2:-90}" eval "$1"; }
 
 # wait_for_file PATH [SECONDS]: wait until PATH exists.
-wait_for_file() { wait_cmd "${2:-20}" test -e "$1"; }
+wait_for_file() { wait_cmd "${2:-90}" test -e "$1"; }
 
-# wait_for CMD...: wait until CMD succeeds (20 s bound).
-wait_for() { wait_cmd 20 "$@"; }
+# wait_for CMD...: wait until CMD succeeds (90 s bound).
+wait_for() { wait_cmd 90 "$@"; }
 
 # wait_gone PID [SECONDS]: wait until process PID has exited.
 wait_gone() { wait_cmd "${2:-60}" _gone "$1"; }

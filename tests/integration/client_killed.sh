@@ -294,7 +294,7 @@ while [ $kills -lt $KILLS ] && [ $attempts -lt $((KILLS * 3)) ]; do
 	if [ -n "$left" ]; then
 		not_ok "kill_$i.released" "still held after the client died: $left"
 	elif [ "$now" != "$BASE" ]; then
-		not_ok "kill_$i.released" "fds/maps before the client: $BASE, after its death (20 s bound): $now;" \
+		not_ok "kill_$i.released" "fds/maps before the client: $BASE, after its death (90 s bound): $now;" \
 			"fds now: $(ls -l "/proc/$DAEMON_PID/fd" | awk 'NR > 1 { print $NF }' | sort | uniq -c | tr '\n' ' ')"
 	else
 		ok "kill_$i.released"

@@ -23,7 +23,7 @@ d_start() {
 # Number of counter dumps in NAME's log.
 dumps_of() { grep -c '^faults ' "$T_TMP/$1.log"; }
 
-# d_stats NAME: SIGUSR1 the daemon, wait (at most 20 s) for the whole dump
+# d_stats NAME: SIGUSR1 the daemon, wait (at most 90 s) for the whole dump
 # and print it.
 d_stats() {
 	local name=$1 log="$T_TMP/$1.log" from n

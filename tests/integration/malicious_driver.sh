@@ -254,7 +254,7 @@ while read -r name expect; do
 	bad0=$(counter $dev bad_messages)
 	ring0=$(counter $dev ring_errors)
 	conn0=$(counter $dev connections)
-	timeout 300 "$EVIL" --socket "$sock" --timeout-ms 20000 --victim-mac "$MAC_C" \
+	timeout 300 "$EVIL" --socket "$sock" --timeout-ms 60000 --victim-mac "$MAC_C" \
 		--victim-ip "$IP_C" --victim-socket "$SOCK_D" "$name" >"$out" 2>&1
 	rc=$?
 	why=()

@@ -69,7 +69,7 @@ if [ -x "$EVIL" ]; then
 	for a in $("$EVIL" list | awk '{print $1}' |
 		   grep -Ev '^(tx|rx|ctrl)\.|^ext_|^tenant_|^(vring_addr_outside|mem_remove_under_rings|fd_churn|mem_slots_exhaust|mem_shrink_sealable|mem_shrink_unsealable|status0_stops_rings)$'); do
 		n=$((n + 1))
-		v=$(timeout 120 "$EVIL" --socket "$T_TMP/a.sock" --rings $RINGS --timeout-ms 5000 "$a" 2>/dev/null |
+		v=$(timeout 120 "$EVIL" --socket "$T_TMP/a.sock" --rings $RINGS --timeout-ms 60000 "$a" 2>/dev/null |
 		    grep '^verdict')
 		[ "$v" = "verdict ok" ] || bad="$bad $a($v)"
 		kill -0 "${D_PID[d]}" 2>/dev/null || { bad="$bad $a(daemon gone)"; break; }
@@ -85,7 +85,7 @@ if [ -x "$EVIL" ]; then
 	n=0
 	for a in $("$EVIL" list | awk '{print $1}' | grep '^ctrl\.'); do
 		n=$((n + 1))
-		v=$(timeout 120 "$EVIL" --socket "$T_TMP/a.sock" --model virtio-rdma --timeout-ms 5000 "$a" 2>/dev/null |
+		v=$(timeout 120 "$EVIL" --socket "$T_TMP/a.sock" --model virtio-rdma --timeout-ms 60000 "$a" 2>/dev/null |
 		    grep '^verdict')
 		[ "$v" = "verdict ok" ] || bad="$bad $a($v)"
 		kill -0 "${D_PID[d]}" 2>/dev/null || { bad="$bad $a(daemon gone)"; break; }
@@ -99,7 +99,7 @@ if [ -x "$EVIL" ]; then
 	bad=""
 	before=$(d_stats d)
 	for a in tenant_rdmadev_gid tenant_rdmadev_qps tenant_mem_bomb; do
-		v=$(timeout 300 "$EVIL" --socket "$T_TMP/a.sock" --model virtio-rdma --timeout-ms 20000 \
+		v=$(timeout 300 "$EVIL" --socket "$T_TMP/a.sock" --model virtio-rdma --timeout-ms 60000 \
 			--victim-mac 02:00:00:00:1a:03 --victim-ip 10.26.0.3 "$a" 2>/dev/null |
 		    grep '^verdict')
 		[ "$v" = "verdict ok" ] || bad="$bad $a($v)"
