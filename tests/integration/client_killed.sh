@@ -142,7 +142,7 @@ pair_runs() {
 	while [ ! -e "$T_TMP/pair.stop" ]; do
 		r=$((r + 1))
 		rm -f "$T_TMP/pair.rready" "$T_TMP/pair.sready"
-		"$NC" --socket "$SOCK_C" --count "$PAIR_COUNT" --seed $r --ready "$T_TMP/pair.rready" \
+		"$NC" --timeout-ms 120000 --socket "$SOCK_C" --count "$PAIR_COUNT" --seed $r --ready "$T_TMP/pair.rready" \
 			recv >"$T_TMP/pair.$r.recv" 2>&1 &
 		rp=$!
 		echo "$rp" >>"$T_TMP/pair.pids"
@@ -152,7 +152,7 @@ pair_runs() {
 			echo "$r 99 99" >>"$T_TMP/pair.runs"
 			break
 		fi
-		"$NC" --socket "$SOCK_B" --count "$PAIR_COUNT" --seed $r --dst "$MAC_C" \
+		"$NC" --timeout-ms 120000 --socket "$SOCK_B" --count "$PAIR_COUNT" --seed $r --dst "$MAC_C" \
 			--ready "$T_TMP/pair.sready" send >"$T_TMP/pair.$r.send" 2>&1 &
 		sp=$!
 		echo "$sp" >>"$T_TMP/pair.pids"
@@ -204,9 +204,9 @@ IDLE_FDS=$(daemon_fds)
 
 # Warm-up: each device once (an ASan build's allocator maps memory on first
 # use and keeps it; the counts below are taken after this).
-if "$NC" --socket "$SOCK_A" --count 200 --seed 1 loopback >"$T_TMP/warm" 2>&1 &&
-   "$NC" --socket "$SOCK_B" --count 100 --seed 2 loopback >>"$T_TMP/warm" 2>&1 &&
-   "$NC" --socket "$SOCK_C" --count 100 --seed 3 loopback >>"$T_TMP/warm" 2>&1; then
+if "$NC" --timeout-ms 120000 --socket "$SOCK_A" --count 200 --seed 1 loopback >"$T_TMP/warm" 2>&1 &&
+   "$NC" --timeout-ms 120000 --socket "$SOCK_B" --count 100 --seed 2 loopback >>"$T_TMP/warm" 2>&1 &&
+   "$NC" --timeout-ms 120000 --socket "$SOCK_C" --count 100 --seed 3 loopback >>"$T_TMP/warm" 2>&1; then
 	ok warm_up_loopback
 else
 	not_ok warm_up_loopback "$(tr '\n' ' ' <"$T_TMP/warm")"
@@ -301,7 +301,7 @@ while [ $kills -lt $KILLS ] && [ $attempts -lt $((KILLS * 3)) ]; do
 	fi
 
 	# The same socket takes a new client, which passes verified traffic.
-	if "$NC" --socket "$SOCK_A" --count 300 --seed $((200 + i)) loopback >"$T_TMP/new.out" 2>&1 &&
+	if "$NC" --timeout-ms 120000 --socket "$SOCK_A" --count 300 --seed $((200 + i)) loopback >"$T_TMP/new.out" 2>&1 &&
 	   grep -q "looped back 300 frames, all verified" "$T_TMP/new.out"; then
 		ok "kill_$i.new_client"
 	else

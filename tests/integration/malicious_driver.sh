@@ -132,7 +132,7 @@ pair_rounds() {
 	while [ ! -e "$T_TMP/pair.stop" ]; do
 		r=$((r + 1))
 		rm -f "$T_TMP/pair.ready"
-		"$NC" --socket "$SOCK_C" --count $PAIR_COUNT --seed $r --ready "$T_TMP/pair.ready" recv \
+		"$NC" --timeout-ms 120000 --socket "$SOCK_C" --count $PAIR_COUNT --seed $r --ready "$T_TMP/pair.ready" recv \
 			>"$T_TMP/pair.$r.recv" 2>&1 &
 		rp=$!
 		if ! wait_for_file "$T_TMP/pair.ready"; then
@@ -141,7 +141,7 @@ pair_rounds() {
 			echo "$r 99 99" >>"$T_TMP/pair.rounds"
 			break
 		fi
-		"$NC" --socket "$SOCK_B" --count $PAIR_COUNT --seed $r --dst "$MAC_C" send \
+		"$NC" --timeout-ms 120000 --socket "$SOCK_B" --count $PAIR_COUNT --seed $r --dst "$MAC_C" send \
 			>"$T_TMP/pair.$r.send" 2>&1
 		rs=$?
 		wait "$rp"
@@ -177,10 +177,10 @@ IDLE_RES=$(resources)
 
 # Warm-up: every device once (allocators of an ASan build grow on first use;
 # the resource check at the end compares against the state after this).
-if "$NC" --socket "$SOCK_A" --count 100 --seed 1 loopback >"$T_TMP/warm" 2>&1 &&
-   "$NC" --socket "$SOCK_B" --count 100 --seed 2 loopback >>"$T_TMP/warm" 2>&1 &&
-   "$NC" --socket "$SOCK_C" --count 100 --seed 3 loopback >>"$T_TMP/warm" 2>&1 &&
-   "$NC" --socket "$SOCK_D" --count 100 --seed 4 loopback >>"$T_TMP/warm" 2>&1; then
+if "$NC" --timeout-ms 120000 --socket "$SOCK_A" --count 100 --seed 1 loopback >"$T_TMP/warm" 2>&1 &&
+   "$NC" --timeout-ms 120000 --socket "$SOCK_B" --count 100 --seed 2 loopback >>"$T_TMP/warm" 2>&1 &&
+   "$NC" --timeout-ms 120000 --socket "$SOCK_C" --count 100 --seed 3 loopback >>"$T_TMP/warm" 2>&1 &&
+   "$NC" --timeout-ms 120000 --socket "$SOCK_D" --count 100 --seed 4 loopback >>"$T_TMP/warm" 2>&1; then
 	ok warm_up_loopback
 else
 	not_ok warm_up_loopback "$(tr '\n' ' ' <"$T_TMP/warm")"
@@ -314,7 +314,7 @@ while read -r name expect; do
 	fi
 	unset before
 	# A fresh, well-behaved front-end is accepted.
-	if ! timeout 60 "$NC" --socket "$sock" info >"$T_TMP/info" 2>&1 ||
+	if ! timeout 150 "$NC" --timeout-ms 120000 --socket "$sock" info >"$T_TMP/info" 2>&1 ||
 	   ! grep -qx "mac $mac" "$T_TMP/info"; then
 		why+=("fresh client refused: $(tr '\n' ' ' <"$T_TMP/info")")
 	fi
@@ -339,7 +339,7 @@ fi
 rounds_during=$(wc -l <"$T_TMP/pair.rounds" 2>/dev/null || echo 0)
 
 # A after all that: verified loopback traffic.
-if "$NC" --socket "$SOCK_A" --count 2000 --seed 77 loopback >"$T_TMP/final" 2>&1 &&
+if "$NC" --timeout-ms 120000 --socket "$SOCK_A" --count 2000 --seed 77 loopback >"$T_TMP/final" 2>&1 &&
    grep -q "looped back 2000 frames, all verified" "$T_TMP/final"; then
 	ok victim_passes_traffic
 else

@@ -40,14 +40,14 @@ else
 fi
 
 # info: the device's identity as libvrdma negotiated it.
-if "$NC" --socket "$T_TMP/a.sock" info >"$T_TMP/info" 2>"$T_TMP/info.err" &&
+if "$NC" --timeout-ms 120000 --socket "$T_TMP/a.sock" info >"$T_TMP/info" 2>"$T_TMP/info.err" &&
    grep -qx "mac $MAC_A" "$T_TMP/info" && grep -qx "mtu 1500" "$T_TMP/info" &&
    grep -qx "link up" "$T_TMP/info"; then
 	ok info
 else
 	not_ok info "$(cat "$T_TMP/info" "$T_TMP/info.err" | tr '\n' ' ')"
 fi
-if "$NC" --socket "$T_TMP/c.sock" info 2>/dev/null | grep -qx "mtu 9000"; then
+if "$NC" --timeout-ms 120000 --socket "$T_TMP/c.sock" info 2>/dev/null | grep -qx "mtu 9000"; then
 	ok info_mtu_9000
 else
 	not_ok info_mtu_9000
@@ -60,7 +60,7 @@ exchange() {
 	shift 6
 	local ready="$T_TMP/$name.ready" rpid rc_r rc_s
 	rm -f "$ready"
-	"$NC" --socket "$to" --count "$count" --seed "$seed" --ready "$ready" "$@" recv \
+	"$NC" --timeout-ms 120000 --socket "$to" --count "$count" --seed "$seed" --ready "$ready" "$@" recv \
 		>"$T_TMP/$name.recv" 2>&1 &
 	rpid=$!
 	if ! wait_for_file "$ready"; then
@@ -69,7 +69,7 @@ exchange() {
 		not_ok "$name" "receiver did not come up: $(cat "$T_TMP/$name.recv")"
 		return
 	fi
-	"$NC" --socket "$from" --count "$count" --seed "$seed" --dst "$to_mac" "$@" send \
+	"$NC" --timeout-ms 120000 --socket "$from" --count "$count" --seed "$seed" --dst "$to_mac" "$@" send \
 		>"$T_TMP/$name.send" 2>&1
 	rc_s=$?
 	wait "$rpid"
@@ -93,12 +93,12 @@ exchange small_rings "$T_TMP/b.sock" "$T_TMP/a.sock" "$MAC_A" 500 14 --ring 16 -
 exchange a_to_jumbo "$T_TMP/a.sock" "$T_TMP/c.sock" "$MAC_C" 500 15 --max 1514
 
 # Loopback: frames to our own MAC come back through the switch.
-if "$NC" --socket "$T_TMP/a.sock" --count 1000 --seed 21 loopback >"$T_TMP/lb" 2>&1; then
+if "$NC" --timeout-ms 120000 --socket "$T_TMP/a.sock" --count 1000 --seed 21 loopback >"$T_TMP/lb" 2>&1; then
 	ok loopback
 else
 	not_ok loopback "$(tr '\n' ' ' <"$T_TMP/lb")"
 fi
-if "$NC" --socket "$T_TMP/c.sock" --count 300 --seed 22 loopback >"$T_TMP/lb9k" 2>&1 &&
+if "$NC" --timeout-ms 120000 --socket "$T_TMP/c.sock" --count 300 --seed 22 loopback >"$T_TMP/lb9k" 2>&1 &&
    grep -q "looped back 300" "$T_TMP/lb9k"; then
 	ok loopback_mtu_9000
 else
@@ -107,8 +107,8 @@ fi
 
 # A client reconnects after another one left (the device is reset and
 # served again).
-if "$NC" --socket "$T_TMP/a.sock" --count 50 --seed 23 loopback >/dev/null 2>&1 &&
-   "$NC" --socket "$T_TMP/a.sock" --count 50 --seed 24 loopback >/dev/null 2>&1; then
+if "$NC" --timeout-ms 120000 --socket "$T_TMP/a.sock" --count 50 --seed 23 loopback >/dev/null 2>&1 &&
+   "$NC" --timeout-ms 120000 --socket "$T_TMP/a.sock" --count 50 --seed 24 loopback >/dev/null 2>&1; then
 	ok reconnect
 else
 	not_ok reconnect
@@ -135,7 +135,7 @@ else
 fi
 
 # No daemon: open fails cleanly.
-if "$NC" --socket "$T_TMP/a.sock" info >/dev/null 2>&1; then
+if "$NC" --timeout-ms 120000 --socket "$T_TMP/a.sock" info >/dev/null 2>&1; then
 	not_ok open_without_daemon "info succeeded with no daemon"
 else
 	ok open_without_daemon
