@@ -44,6 +44,10 @@ struct vrg_dev {
 	u8 mac[ETH_ALEN];
 };
 
+struct vrg_ucontext {
+	struct ib_ucontext ibuc;
+};
+
 struct vrg_pd {
 	struct ib_pd ibpd;
 	u32 pdn;
@@ -69,6 +73,7 @@ struct vrg_mr {
 	struct ib_mr ibmr;
 	u32 mrn;
 	u64 *pages;                   /* MAP_MR_SG's page array */
+	struct ib_umem *umem;         /* a user MR's pinned pages */
 	u32 npages, max_pages;
 };
 

@@ -13,6 +13,11 @@
 # - a kernel RDMA consumer (tests/guest/kernel/vrg_selftest.c): two RC QPs
 #   through the device, SEND/RECV, fast registration, RDMA WRITE and READ,
 #   data compared byte for byte, and a CQ notification;
+# - user verbs through the provider (guest/provider, libvrdmag): ibv_devices
+#   lists vrdma0, ibv_devinfo shows the port ACTIVE with its RoCE v2 GIDs,
+#   ibv_rc_pingpong (polling, and with completion events) and
+#   ibv_ud_pingpong between two guest processes through the device (the
+#   receiver checks the data: -c);
 # - the daemon counted the guest's commands; unloading the driver destroys
 #   every object and resets the device; no kernel warning; the daemon exits
 #   cleanly.
@@ -100,6 +105,50 @@ if [ $rc -eq 0 ] && grep -q 'vrg_selftest: PASSED' <<<"$out" && ! grep -q FAIL <
 else
 	not_ok kernel_selftest "insmod: $rc $ins; $(grep -E 'FAIL|wc wr_id' <<<"$out" | head -10); last: $(tail -1 <<<"$out")"
 fi
+
+# user verbs: the provider and the driver's uverbs side
+out=$(rxe_cmd 'ibv_devices')
+if grep -q "vrdma0.*000000fffe002b01" <<<"$out"; then
+	ok ibv_devices
+else
+	not_ok ibv_devices "$out"
+fi
+out=$(rxe_cmd 'ibv_devinfo -v -d vrdma0')
+if grep -q 'state:.*PORT_ACTIVE (4)' <<<"$out" && grep -q 'link_layer:.*Ethernet' <<<"$out" &&
+   grep -q "GID\[ *1\]:.*::ffff:$IP, RoCE v2" <<<"$out"; then
+	ok ibv_devinfo
+else
+	not_ok ibv_devinfo "$(grep -E 'state|link_layer|GID|Failed|fail' <<<"$out" | head -8)"
+fi
+
+port=$((20000 + $$ % 20000))
+# pingpong NAME PROG ARGS: PROG as server and client, two guest processes
+# on vrdma0 over the guest's loopback (TCP for the exchange, the device for
+# the data); both print their rate, the server checks what it received.
+pingpong() {
+	local name=$1 prog=$2 args=$3 out rc_c rc_s
+	port=$((port + 1))
+	rxe_cmd "rm -f /tmp/s.rc; ( timeout 110 $prog -d vrdma0 -g 1 $args -p $port >/tmp/s.log 2>&1; echo \$? >/tmp/s.rc ) &" >/dev/null
+	if ! rxe_cmd "for i in \$(seq 1 600); do netstat -ltn | grep -q ':$port ' && exit 0; sleep 0.1; done; exit 1" >/dev/null; then
+		not_ok "$name" "server did not listen: $(rxe_cmd 'cat /tmp/s.log')"
+		return
+	fi
+	out=$(rxe_cmd "timeout 110 $prog -d vrdma0 -g 1 $args -p $port 127.0.0.1")
+	rc_c=$?
+	local srv
+	srv=$(rxe_cmd "for i in \$(seq 1 1200); do [ -s /tmp/s.rc ] && break; sleep 0.1; done; cat /tmp/s.log; echo RC=\$(cat /tmp/s.rc)")
+	rc_s=$(sed -n 's/^RC=//p' <<<"$srv")
+	if [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ] && grep -q 'bytes in .* seconds' <<<"$out" &&
+	   grep -q 'bytes in .* seconds' <<<"$srv" && ! grep -q 'invalid data' <<<"$srv"; then
+		ok "$name"
+		echo "# $name ($prog $args): client $(grep -o '[0-9.]* Mbit/sec' <<<"$out"), server $(grep -o '[0-9.]* Mbit/sec' <<<"$srv")"
+	else
+		not_ok "$name" "client rc=$rc_c server rc=$rc_s: $(tail -3 <<<"$out" | tr '\n' ' ') / $(tail -4 <<<"$srv" | tr '\n' ' ')"
+	fi
+}
+pingpong rc_pingpong ibv_rc_pingpong "-c -n 100 -s 8192 -m 1024"
+pingpong rc_pingpong_events ibv_rc_pingpong "-c -e -n 50 -s 4096 -m 1024"
+pingpong ud_pingpong ibv_ud_pingpong "-c -n 100 -s 512"
 
 stats=$(d_stats d)
 if grep -q "^virtio-rdma $T_TMP/r.sock: ctrl ok [1-9].* features 0x100000000$" <<<"$stats"; then
