@@ -822,6 +822,7 @@ const struct ib_device_ops vrg_verbs_ops = {
 	.post_send = vrg_post_send,
 	.post_recv = vrg_post_recv,
 	.create_ah = vrg_create_ah,
+	.create_user_ah = vrg_create_ah,
 	.destroy_ah = vrg_destroy_ah,
 	.get_dma_mr = vrg_get_dma_mr,
 	.alloc_mr = vrg_alloc_mr,

@@ -206,7 +206,9 @@ static int vrgp_destroy_ah(struct ibv_ah *ah)
 
 static void vrgp_free_context(struct ibv_context *ibctx)
 {
-	struct vrgp_context *ctx = (struct vrgp_context *)ibctx;
+	/* ibv_context is verbs_context's last member */
+	struct vrgp_context *ctx = (struct vrgp_context *)((char *)ibctx -
+		offsetof(struct vrgp_context, vctx.context));
 
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);

@@ -66,6 +66,8 @@ guest_overlay() {
 	cp "$mods"/*.ko "$w/root/lib/vrg/"
 	cp "$mods"/libvrdmag-rdmav34.so "$w/root/usr/lib/x86_64-linux-gnu/libibverbs/"
 	cp "$VRDMA_TOP"/guest/provider/vrdmag.driver "$w/root/etc/libibverbs.d/"
+	mkdir -p "$w/root/bin"
+	cp "$(command -v ibv_devices)" "$w/root/bin/" # the libraries are ibv_devinfo's
 	cat >"$w/root/init" <<'EOF'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
