@@ -17,7 +17,12 @@
 #   lists vrdma0, ibv_devinfo shows the port ACTIVE with its RoCE v2 GIDs,
 #   ibv_rc_pingpong (polling, and with completion events) and
 #   ibv_ud_pingpong between two guest processes through the device (the
-#   receiver checks the data: -c);
+#   receiver checks the data: -c); and ibv_rc_pingpong between a guest
+#   process (client) and a vrdma-run process on the host (server) on a second
+#   device of the same daemon (the virtio-net RoCE device, same subnet),
+#   through the daemon's switch; the two exchange their addresses over TCP
+#   through a virtio-serial port (QEMU connects it to the host server, busybox
+#   nc in the guest to the guest client);
 # - the daemon counted the guest's commands; unloading the driver destroys
 #   every object and resets the device; no kernel warning; the daemon exits
 #   cleanly.
@@ -33,8 +38,15 @@ CQS=4
 NVQS=$((1 + CQS + 2 * QPS))
 MAC=02:00:00:00:2b:01
 IP=10.43.0.1
+MAC_H=02:00:00:00:2b:02
+IP_H=10.43.0.2
+RUN="$VRDMA_BUILD/bin/vrdma-run"
+PRELOAD=""
+if objdump -T "$VRDMA_BUILD/lib/libibverbs.so.1" 2>/dev/null | grep -q __asan_init; then
+	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+fi
 
-need setup "$DAEMON" busybox python3 || t_done
+need setup "$DAEMON" "$RUN" busybox python3 || t_done
 trap 'rxe_stop; t_cleanup' EXIT
 
 if guest_prepare; then
@@ -44,11 +56,18 @@ else
 	t_done
 fi
 
-if ! d_start d --device "socket=$T_TMP/r.sock,model=virtio-rdma,mac=$MAC,ip=$IP/24,qps=$QPS,cqs=$CQS"; then
+if ! d_start d --device "socket=$T_TMP/r.sock,model=virtio-rdma,mac=$MAC,ip=$IP/24,qps=$QPS,cqs=$CQS" \
+	--device "socket=$T_TMP/h.sock,mac=$MAC_H,ip=$IP_H/24"; then
 	not_ok start "$(tail -5 "$T_TMP/d.log")"
 	t_done
 fi
-if guest_boot "$T_TMP/r.sock" "$NVQS"; then
+# the host end of the guest's TCP bridge (a virtio-serial port): QEMU
+# connects it to a host server on BRIDGE_PORT once one listens
+next_port || { not_ok setup "no free TCP port"; t_done; }
+BRIDGE_PORT=$PORT
+if guest_boot "$T_TMP/r.sock" "$NVQS" \
+	-chardev socket,id=br,host=127.0.0.1,port="$BRIDGE_PORT",reconnect-ms=200 \
+	-device virtserialport,chardev=br,name=br; then
 	ok boot
 else
 	not_ok boot
@@ -150,6 +169,44 @@ pingpong rc_pingpong ibv_rc_pingpong "-c -n 100 -s 8192 -m 1024"
 pingpong rc_pingpong_events ibv_rc_pingpong "-c -e -n 50 -s 4096 -m 1024"
 pingpong ud_pingpong ibv_ud_pingpong "-c -n 100 -s 512"
 
+# a host process (vrdma-run, the daemon's second device) as the server, a
+# guest process as the client; the server checks the data. The TCP exchange
+# goes through the bridge: QEMU connects the virtio-serial port to the
+# server's port (retrying until it listens); once that connection is up, a
+# busybox nc in the guest serves the guest side (a virtio-serial port reads
+# end-of-file while its host side is not connected).
+args="-c -n 100 -s 8192 -m 1024"
+timeout 120 env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} \
+	ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
+	"$RUN" --socket "$T_TMP/h.sock" -- ibv_rc_pingpong -d vrdma0 -g 1 $args -p "$BRIDGE_PORT" \
+	>"$T_TMP/host_srv.log" 2>&1 &
+spid=$!
+bridged() { ss -Htn state established "( sport = :$BRIDGE_PORT )" 2>/dev/null | grep -q . || _gone "$spid"; }
+port=$((port + 1))
+if wait_cmd 120 bridged && kill -0 "$spid" 2>/dev/null &&
+   rxe_cmd "vp=; for d in /sys/class/virtio-ports/*; do [ \"\$(cat \$d/name)\" = br ] && vp=/dev/\$(basename \$d); done
+	[ -e \"\$vp\" ] || exit 1
+	nc -l -p $port <>\$vp >&0 2>/dev/null &
+	for i in \$(seq 1 600); do netstat -ltn | grep -q ':$port ' && exit 0; sleep 0.1; done; exit 1" >/dev/null; then
+	out=$(rxe_cmd "timeout 110 ibv_rc_pingpong -d vrdma0 -g 1 $args -p $port 127.0.0.1")
+	rc_c=$?
+	wait "$spid"
+	rc_s=$?
+	srv=$(cat "$T_TMP/host_srv.log")
+	if [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ] && grep -q 'bytes in .* seconds' <<<"$out" &&
+	   grep -q 'bytes in .* seconds' <<<"$srv" && ! grep -q 'invalid data' <<<"$srv" &&
+	   grep -q "GID ::ffff:$IP_H" <<<"$out"; then
+		ok rc_pingpong_host
+		echo "# rc_pingpong_host (ibv_rc_pingpong $args): guest client $(grep -o '[0-9.]* Mbit/sec' <<<"$out"), host server $(grep -o '[0-9.]* Mbit/sec' <<<"$srv")"
+	else
+		not_ok rc_pingpong_host "guest client rc=$rc_c host server rc=$rc_s: $(tail -3 <<<"$out" | tr '\n' ' ') / $(tail -4 <<<"$srv" | tr '\n' ' ')"
+	fi
+else
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	not_ok rc_pingpong_host "bridge not up: $(tail -3 "$T_TMP/host_srv.log" | tr '\n' ' ')"
+fi
+
 stats=$(d_stats d)
 if grep -q "^virtio-rdma $T_TMP/r.sock: ctrl ok [1-9].* features 0x100000000$" <<<"$stats"; then
 	ok daemon_stats
@@ -161,7 +218,8 @@ fi
 # PD, MR, CQ and GSI QP) and resets the device
 out=$(rxe_cmd 'rmmod vrg_selftest && rmmod virtio_rdma && ls /sys/class/infiniband | wc -l')
 stats=$(d_stats d)
-if [ "$out" = 0 ] && grep -q "^  roce objects pd 0 mr 0 cq 0 qp 0$" <<<"$stats"; then
+if [ "$out" = 0 ] && grep -A1 "^virtio-rdma $T_TMP/r.sock" <<<"$stats" |
+	grep -q "^  roce objects pd 0 mr 0 cq 0 qp 0$"; then
 	ok unload
 else
 	not_ok unload "$out / $(grep -A1 '^virtio-rdma' <<<"$stats" | head -2)"
