@@ -23,6 +23,8 @@
 #   through the daemon's switch; the two exchange their addresses over TCP
 #   through a virtio-serial port (QEMU connects it to the host server, busybox
 #   nc in the guest to the guest client);
+# - rping (rdma_cm in the guest kernel over the device's GSI QP, data
+#   verified with -V) between two guest processes and with a host client;
 # - the daemon counted the guest's commands; unloading the driver destroys
 #   every object and resets the device; no kernel warning; the daemon exits
 #   cleanly.
@@ -206,6 +208,38 @@ else
 	wait "$spid" 2>/dev/null
 	not_ok rc_pingpong_host "bridge not up: $(tail -3 "$T_TMP/host_srv.log" | tr '\n' ' ')"
 fi
+
+# rping through the guest kernel's rdma_cm (ib_cm's MADs on the device's
+# GSI QP): a guest server, a guest client (loopback through the device) and
+# then a host client (vrdma-run, librdmacm over the daemon's connection
+# manager on the second device). -V: rping verifies every ping's data and
+# exits non-zero otherwise.
+rping_pair() {
+	local name=$1 where=$2 out rc_c rc_s
+	port=$((port + 1))
+	rxe_cmd "rm -f /tmp/r.rc; ( timeout 110 rping -s -a $IP -p $port -C 20 -V >/tmp/r.log 2>&1; echo \$? >/tmp/r.rc ) &" >/dev/null
+	if ! rxe_cmd "for i in \$(seq 1 1200); do rdma res show cm_id | grep -q 'state LISTEN .*:$port ' && exit 0; sleep 0.1; done; exit 1" >/dev/null; then
+		not_ok "$name" "guest rping server did not listen: $(rxe_cmd 'cat /tmp/r.log')"
+		return
+	fi
+	if [ "$where" = guest ]; then
+		out=$(rxe_cmd "timeout 110 rping -c -a $IP -p $port -C 20 -V 2>&1")
+	else
+		out=$(timeout 120 env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} \
+			ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
+			"$RUN" --socket "$T_TMP/h.sock" -- rping -c -a "$IP" -p "$port" -C 20 -V 2>&1)
+	fi
+	rc_c=$?
+	srv=$(rxe_cmd "for i in \$(seq 1 1200); do [ -s /tmp/r.rc ] && break; sleep 0.1; done; cat /tmp/r.log; echo RC=\$(cat /tmp/r.rc)")
+	rc_s=$(sed -n 's/^RC=//p' <<<"$srv")
+	if [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ]; then
+		ok "$name"
+	else
+		not_ok "$name" "$where client rc=$rc_c guest server rc=$rc_s: $(tail -3 <<<"$out" | tr '\n' ' ') / $(tail -4 <<<"$srv" | tr '\n' ' ')"
+	fi
+}
+rping_pair rping guest
+rping_pair rping_host host
 
 stats=$(d_stats d)
 if grep -q "^virtio-rdma $T_TMP/r.sock: ctrl ok [1-9].* features 0x100000000$" <<<"$stats"; then
