@@ -16,8 +16,8 @@
 # - user verbs through the provider (guest/provider, libvrdmag): ibv_devices
 #   lists vrdma0, ibv_devinfo shows the port ACTIVE with its RoCE v2 GIDs,
 #   ibv_rc_pingpong (polling, and with completion events) and
-#   ibv_ud_pingpong between two guest processes through the device (the
-#   receiver checks the data: -c); and ibv_rc_pingpong between a guest
+#   ibv_ud_pingpong, ib_write_bw and ib_read_lat between two guest processes
+#   through the device (the ibv_* receivers check the data: -c); and ibv_rc_pingpong between a guest
 #   process (client) and a vrdma-run process on the host (server) on a second
 #   device of the same daemon (the virtio-net RoCE device, same subnet),
 #   through the daemon's switch; the two exchange their addresses over TCP
@@ -145,24 +145,33 @@ fi
 port=$((20000 + $$ % 20000))
 # pingpong NAME PROG ARGS: PROG as server and client, two guest processes
 # on vrdma0 over the guest's loopback (TCP for the exchange, the device for
-# the data); both print their rate, the server checks what it received.
+# the data); both print their results (ibv_*: the rate; perftest: the table
+# row; only the client for ib_read_lat), the ibv_* server checks what it
+# received (-c).
 pingpong() {
-	local name=$1 prog=$2 args=$3 out rc_c rc_s
+	local name=$1 prog=$2 args=$3 out rc_c rc_s srv re sre gflag
+	case "$prog" in
+	ibv_*) gflag="-g 1" re='bytes in .* seconds' sre=$re ;;
+	ib_read_lat) gflag="-x 1" re='^ *[0-9]+ +[0-9]+ ' sre='' ;; # the client reports
+	*) gflag="-x 1" re='^ *[0-9]+ +[0-9]+ ' sre=$re ;;
+	esac
 	port=$((port + 1))
-	rxe_cmd "rm -f /tmp/s.rc; ( timeout 110 $prog -d vrdma0 -g 1 $args -p $port >/tmp/s.log 2>&1; echo \$? >/tmp/s.rc ) &" >/dev/null
+	rxe_cmd "rm -f /tmp/s.rc; ( timeout 110 $prog -d vrdma0 $gflag $args -p $port >/tmp/s.log 2>&1; echo \$? >/tmp/s.rc ) &" >/dev/null
 	if ! rxe_cmd "for i in \$(seq 1 600); do netstat -ltn | grep -q ':$port ' && exit 0; sleep 0.1; done; exit 1" >/dev/null; then
 		not_ok "$name" "server did not listen: $(rxe_cmd 'cat /tmp/s.log')"
 		return
 	fi
-	out=$(rxe_cmd "timeout 110 $prog -d vrdma0 -g 1 $args -p $port 127.0.0.1")
+	out=$(rxe_cmd "timeout 110 $prog -d vrdma0 $gflag $args -p $port 127.0.0.1")
 	rc_c=$?
-	local srv
 	srv=$(rxe_cmd "for i in \$(seq 1 1200); do [ -s /tmp/s.rc ] && break; sleep 0.1; done; cat /tmp/s.log; echo RC=\$(cat /tmp/s.rc)")
 	rc_s=$(sed -n 's/^RC=//p' <<<"$srv")
-	if [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ] && grep -q 'bytes in .* seconds' <<<"$out" &&
-	   grep -q 'bytes in .* seconds' <<<"$srv" && ! grep -q 'invalid data' <<<"$srv"; then
+	if [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ] && grep -Eq "$re" <<<"$out" &&
+	   grep -Eq "$sre" <<<"$srv" && ! grep -q 'invalid data' <<<"$srv"; then
 		ok "$name"
-		echo "# $name ($prog $args): client $(grep -o '[0-9.]* Mbit/sec' <<<"$out"), server $(grep -o '[0-9.]* Mbit/sec' <<<"$srv")"
+		case "$prog" in
+		ibv_*) echo "# $name ($prog $args): client $(grep -o '[0-9.]* Mbit/sec' <<<"$out"), server $(grep -o '[0-9.]* Mbit/sec' <<<"$srv")" ;;
+		*) echo "# $name ($prog $args), client: $(grep -E "$re" <<<"$out" | tr -s ' \t' ' ')" ;;
+		esac
 	else
 		not_ok "$name" "client rc=$rc_c server rc=$rc_s: $(tail -3 <<<"$out" | tr '\n' ' ') / $(tail -4 <<<"$srv" | tr '\n' ' ')"
 	fi
@@ -170,6 +179,8 @@ pingpong() {
 pingpong rc_pingpong ibv_rc_pingpong "-c -n 100 -s 8192 -m 1024"
 pingpong rc_pingpong_events ibv_rc_pingpong "-c -e -n 50 -s 4096 -m 1024"
 pingpong ud_pingpong ibv_ud_pingpong "-c -n 100 -s 512"
+pingpong write_bw ib_write_bw "-n 200"
+pingpong read_lat ib_read_lat "-n 100"
 
 # a host process (vrdma-run, the daemon's second device) as the server, a
 # guest process as the client; the server checks the data. The TCP exchange
