@@ -774,7 +774,8 @@ static struct ib_mr *vrg_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length, 
 		goto fail;
 	}
 	rdma_umem_for_each_dma_block(mr->umem, &biter, PAGE_SIZE)
-		pages[i++] = cpu_to_le64(rdma_block_iter_dma_address(&biter));
+		if (i < npages)
+			pages[i++] = cpu_to_le64(rdma_block_iter_dma_address(&biter));
 	c.pdn = cpu_to_le32(to_vpd(ibpd)->pdn);
 	c.access_flags = cpu_to_le32(access);
 	c.start = cpu_to_le64(start);
@@ -783,6 +784,12 @@ static struct ib_mr *vrg_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length, 
 	c.pages = cpu_to_le64(virt_to_phys(pages));
 	c.npages = cpu_to_le32(i);
 	rc = vrg_ctrl(d, VRG_CMD_REG_USER_MR, &c, sizeof(c), &r, sizeof(r));
+	if (rc == -ETIMEDOUT) {
+		/* the device may still read the array and map the pages: both
+		 * stay (leaked) rather than reused under it */
+		kfree(mr);
+		return ERR_PTR(rc);
+	}
 	kfree(pages);
 	if (rc)
 		goto fail;
