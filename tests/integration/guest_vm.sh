@@ -25,6 +25,8 @@
 #   nc in the guest to the guest client);
 # - rping (rdma_cm in the guest kernel over the device's GSI QP, data
 #   verified with -V) between two guest processes and with a host client;
+# - a guest process killed while it holds verbs objects: the kernel's
+#   cleanup destroys them on the device;
 # - the daemon counted the guest's commands; unloading the driver destroys
 #   every object and resets the device; no kernel warning; the daemon exits
 #   cleanly.
@@ -251,6 +253,23 @@ rping_pair() {
 }
 rping_pair rping guest
 rping_pair rping_host host
+
+# a guest process killed while it holds a PD, an MR, a CQ and a QP: the
+# kernel's uverbs cleanup destroys them through the driver (the daemon's
+# counts come back to what they were)
+objs() { d_stats d | grep -A1 "^virtio-rdma $T_TMP/r.sock" | sed -n 's/^  roce objects //p'; }
+before=$(objs)
+port=$((port + 1))
+rxe_cmd "( ibv_rc_pingpong -d vrdma0 -g 1 -p $port >/dev/null 2>&1 & echo \$! >/tmp/k.pid )" >/dev/null
+rxe_cmd "for i in \$(seq 1 600); do netstat -ltn | grep -q ':$port ' && exit 0; sleep 0.1; done; exit 1" >/dev/null
+held=$(objs)
+rxe_cmd 'kill -9 $(cat /tmp/k.pid)' >/dev/null
+objs_back() { [ "$(objs)" = "$before" ]; }
+if [ -n "$before" ] && [ "$held" != "$before" ] && wait_cmd 60 objs_back; then
+	ok killed_process_cleanup
+else
+	not_ok killed_process_cleanup "before: $before, held: $held, after: $(objs)"
+fi
 
 stats=$(d_stats d)
 if grep -q "^virtio-rdma $T_TMP/r.sock: ctrl ok [1-9].* features 0x100000000$" <<<"$stats"; then
