@@ -65,13 +65,19 @@ if ! d_start d --device "socket=$T_TMP/r.sock,model=virtio-rdma,mac=$MAC,ip=$IP/
 	not_ok start "$(tail -5 "$T_TMP/d.log")"
 	t_done
 fi
-# the host end of the guest's TCP bridge (a virtio-serial port): QEMU
-# connects it to a host server on BRIDGE_PORT once one listens
-next_port || { not_ok setup "no free TCP port"; t_done; }
-BRIDGE_PORT=$PORT
-if guest_boot "$T_TMP/r.sock" "$NVQS" \
-	-chardev socket,id=br,host=127.0.0.1,port="$BRIDGE_PORT",reconnect-ms=200 \
-	-device virtserialport,chardev=br,name=br; then
+# the host ends of the guest's TCP bridges (virtio-serial ports br0..br2,
+# one per host pair: QEMU notices a closed connection only while the guest
+# holds the port open, so a port is not reused): QEMU connects port i to a
+# host server on BRIDGE_PORTS[i] once one listens
+BRIDGE_PORTS=()
+bridge_args=()
+for i in 0 1 2; do
+	next_port || { not_ok setup "no free TCP port"; t_done; }
+	BRIDGE_PORTS+=("$PORT")
+	bridge_args+=(-chardev "socket,id=br$i,host=127.0.0.1,port=$PORT,reconnect-ms=200"
+		-device "virtserialport,chardev=br$i,name=br$i")
+done
+if guest_boot "$T_TMP/r.sock" "$NVQS" "${bridge_args[@]}"; then
 	ok boot
 else
 	not_ok boot
@@ -186,41 +192,64 @@ pingpong read_lat ib_read_lat "-n 100"
 
 # a host process (vrdma-run, the daemon's second device) as the server, a
 # guest process as the client; the server checks the data. The TCP exchange
-# goes through the bridge: QEMU connects the virtio-serial port to the
+# goes through a bridge: QEMU connects a virtio-serial port to the
 # server's port (retrying until it listens); once that connection is up, a
 # busybox nc in the guest serves the guest side (a virtio-serial port reads
 # end-of-file while its host side is not connected).
-args="-c -n 100 -s 8192 -m 1024"
-timeout 120 env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} \
-	ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
-	"$RUN" --socket "$T_TMP/h.sock" -- ibv_rc_pingpong -d vrdma0 -g 1 $args -p "$BRIDGE_PORT" \
-	>"$T_TMP/host_srv.log" 2>&1 &
-spid=$!
-bridged() { ss -Htn state established "( sport = :$BRIDGE_PORT )" 2>/dev/null | grep -q . || _gone "$spid"; }
-port=$((port + 1))
-if wait_cmd 120 bridged && kill -0 "$spid" 2>/dev/null &&
-   rxe_cmd "vp=; for d in /sys/class/virtio-ports/*; do [ \"\$(cat \$d/name)\" = br ] && vp=/dev/\$(basename \$d); done
-	[ -e \"\$vp\" ] || exit 1
-	nc -l -p $port <>\$vp >&0 2>/dev/null &
-	for i in \$(seq 1 600); do netstat -ltn | grep -q ':$port ' && exit 0; sleep 0.1; done; exit 1" >/dev/null; then
-	out=$(rxe_cmd "timeout 110 ibv_rc_pingpong -d vrdma0 -g 1 $args -p $port 127.0.0.1")
+# host_pair NAME BRIDGE PROG ARGS: PROG ARGS as a host server and a guest
+# client, the TCP exchange through bridge BRIDGE (0..2)
+host_pair() {
+	local name=$1 br=$2 prog=$3 args=$4 out srv rc_c rc_s spid re sre hflag gflag
+	local BRIDGE_PORT=${BRIDGE_PORTS[$2]}
+	case "$prog" in
+	ibv_*) gflag="-g 1" hflag="-g 1" re='bytes in .* seconds' sre=$re ;;
+	ib_read_lat) gflag="-x 1" hflag="-x 1 -F" re='^ *[0-9]+ +[0-9]+ ' sre='' ;;
+	*) gflag="-x 1" hflag="-x 1 -F" re='^ *[0-9]+ +[0-9]+ ' sre=$re ;;
+	esac
+	# shellcheck disable=SC2086
+	timeout 120 env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} \
+		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
+		"$RUN" --socket "$T_TMP/h.sock" -- $prog -d vrdma0 $hflag $args -p "$BRIDGE_PORT" \
+		>"$T_TMP/$name.srv" 2>&1 &
+	spid=$!
+	bridged() { ss -Htn state established "( sport = :$BRIDGE_PORT )" 2>/dev/null | grep -q . || _gone "$spid"; }
+	port=$((port + 1))
+	local why=""
+	if ! wait_cmd 120 bridged || ! kill -0 "$spid" 2>/dev/null; then
+		why="no connection from QEMU: $(ss -Htan "( sport = :$BRIDGE_PORT or dport = :$BRIDGE_PORT )" | tr '\n' ' ')"
+	elif ! why=$(rxe_cmd "vp=; for d in /sys/class/virtio-ports/*; do [ \"\$(cat \$d/name)\" = br$br ] && vp=/dev/\$(basename \$d); done
+		[ -e \"\$vp\" ] || { echo no port; exit 1; }
+		nc -l -p $port <>\$vp >&0 2>/tmp/nc.err &
+		for i in \$(seq 1 600); do netstat -ltn | grep -q ':$port ' && exit 0; sleep 0.1; done
+		cat /tmp/nc.err; ps; exit 1"); then
+		why="guest nc not listening: $why"
+	fi
+	if [ -n "$why" ]; then
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		not_ok "$name" "bridge not up: $why; server: $(tail -3 "$T_TMP/$name.srv" | tr '\n' ' ')"
+		return
+	fi
+	out=$(rxe_cmd "timeout 110 $prog -d vrdma0 $gflag $args -p $port 127.0.0.1")
 	rc_c=$?
 	wait "$spid"
 	rc_s=$?
-	srv=$(cat "$T_TMP/host_srv.log")
-	if [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ] && grep -q 'bytes in .* seconds' <<<"$out" &&
-	   grep -q 'bytes in .* seconds' <<<"$srv" && ! grep -q 'invalid data' <<<"$srv" &&
-	   grep -q "GID ::ffff:$IP_H" <<<"$out"; then
-		ok rc_pingpong_host
-		echo "# rc_pingpong_host (ibv_rc_pingpong $args): guest client $(grep -o '[0-9.]* Mbit/sec' <<<"$out"), host server $(grep -o '[0-9.]* Mbit/sec' <<<"$srv")"
+	srv=$(cat "$T_TMP/$name.srv")
+	if [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ] && grep -Eq "$re" <<<"$out" &&
+	   grep -Eq "$sre" <<<"$srv" && ! grep -q 'invalid data' <<<"$srv" &&
+	   grep -Eq "GID.*(::ffff:$IP_H|255:255:10:43:00:02)" <<<"$out"; then
+		ok "$name"
+		case "$prog" in
+		ibv_*) echo "# $name ($prog $args): guest client $(grep -o '[0-9.]* Mbit/sec' <<<"$out"), host server $(grep -o '[0-9.]* Mbit/sec' <<<"$srv")" ;;
+		*) echo "# $name ($prog $args), guest client: $(grep -E "$re" <<<"$out" | tr -s ' \t' ' ')" ;;
+		esac
 	else
-		not_ok rc_pingpong_host "guest client rc=$rc_c host server rc=$rc_s: $(tail -3 <<<"$out" | tr '\n' ' ') / $(tail -4 <<<"$srv" | tr '\n' ' ')"
+		not_ok "$name" "guest client rc=$rc_c host server rc=$rc_s: $(tail -3 <<<"$out" | tr '\n' ' ') / $(tail -4 <<<"$srv" | tr '\n' ' ')"
 	fi
-else
-	kill "$spid" 2>/dev/null
-	wait "$spid" 2>/dev/null
-	not_ok rc_pingpong_host "bridge not up: $(tail -3 "$T_TMP/host_srv.log" | tr '\n' ' ')"
-fi
+}
+host_pair rc_pingpong_host 0 ibv_rc_pingpong "-c -n 100 -s 8192 -m 1024"
+host_pair write_bw_host 1 ib_write_bw "-n 200"
+host_pair read_lat_host 2 ib_read_lat "-n 100"
 
 # rping through the guest kernel's rdma_cm (ib_cm's MADs on the device's
 # GSI QP): a guest server, a guest client (loopback through the device) and
