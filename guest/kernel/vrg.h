@@ -10,6 +10,7 @@
 #include <linux/netdevice.h>
 #include <linux/spinlock.h>
 #include <linux/virtio.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 
@@ -59,6 +60,8 @@ struct vrg_cq {
 	spinlock_t lock;              /* its virtqueue */
 	unsigned long flags;          /* VRG_CQ_ARMED */
 	unsigned int arm_mark;        /* the ring's used position when armed */
+	u16 arm_used;                 /* the device's used index when armed */
+	struct work_struct fire;      /* the event of a completion polled while armed */
 };
 
 struct vrg_qp {

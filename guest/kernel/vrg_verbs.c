@@ -10,6 +10,7 @@
 #include <linux/io.h>
 #include <linux/slab.h>
 #include <linux/virtio_config.h>
+#include <linux/virtio_ring.h>
 #include <rdma/ib_umem.h>
 #include <rdma/iter.h>
 #include <rdma/ib_verbs.h>
@@ -78,6 +79,23 @@ static int vrg_cq_ring_setup(struct vrg_dev *d, u32 cqn)
 	return 0;
 }
 
+static void vrg_cq_fire(struct vrg_cq *cq);
+
+/* A completion the consumer polled while the CQ was armed: its interrupt
+ * finds nothing left on the ring (vring_interrupt only calls back for
+ * unconsumed entries), so the event is raised from here. */
+static void vrg_cq_fire_work(struct work_struct *work)
+{
+	struct vrg_cq *cq = container_of(work, struct vrg_cq, fire);
+	struct vrg_dev *d = to_vdev(cq->ibcq.device);
+	unsigned long flags;
+
+	spin_lock_irqsave(&d->cq_lock, flags);
+	if (d->cqs[cq->cqn] == cq)
+		vrg_cq_fire(cq);
+	spin_unlock_irqrestore(&d->cq_lock, flags);
+}
+
 static int vrg_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			 struct ib_udata *udata)
 {
@@ -109,6 +127,7 @@ static int vrg_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cq->cqn = cqn;
 	cq->flags = 0;
 	spin_lock_init(&cq->lock);
+	INIT_WORK(&cq->fire, vrg_cq_fire_work);
 	ibcq->cqe = attr->cqe;
 	spin_lock_irqsave(&d->cq_lock, flags);
 	d->cqs[cqn] = cq;
@@ -126,6 +145,7 @@ static int vrg_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	spin_lock_irqsave(&d->cq_lock, flags);
 	d->cqs[cq->cqn] = NULL;
 	spin_unlock_irqrestore(&d->cq_lock, flags);
+	cancel_work_sync(&cq->fire);
 	return vrg_ctrl(d, VRG_CMD_DESTROY_CQ, &cqn, sizeof(cqn), NULL, 0);
 }
 
@@ -204,10 +224,13 @@ static int vrg_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 	struct vrg_cq_req *e;
 	unsigned long flags;
 	unsigned int len;
-	int n = 0, reposted = 0;
+	int n = 0, reposted = 0, consumed = 0;
+	unsigned int pos;
 
 	spin_lock_irqsave(&cq->lock, flags);
+	pos = virtqueue_enable_cb_prepare(vq); /* the next entry's index (split ring) */
 	while (n < num && (e = virtqueue_get_buf(vq, &len))) {
+		consumed++;
 		if (len >= sizeof(*e) && vrg_wc_from_cqe(d, e, &wc[n]))
 			n++;
 		if (!vrg_cq_post_slot(vq, e, GFP_ATOMIC))
@@ -215,6 +238,10 @@ static int vrg_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 	}
 	if (reposted)
 		virtqueue_kick(vq);
+	/* the last entry consumed was added after the arming */
+	if (consumed && test_bit(VRG_CQ_ARMED, &cq->flags) &&
+	    (u16)(pos + consumed - 1 - cq->arm_used) < 0x8000)
+		schedule_work(&cq->fire);
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return n;
 }
@@ -228,6 +255,8 @@ static int vrg_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 
 	spin_lock_irqsave(&cq->lock, irqf);
 	cq->arm_mark = virtqueue_enable_cb_prepare(vrg_cq_vq(d, cq->cqn));
+	cq->arm_used = virtio16_to_cpu(d->vdev,
+				       READ_ONCE(virtqueue_get_vring(vrg_cq_vq(d, cq->cqn))->used->idx));
 	/* completions not polled yet: the caller asked to know */
 	if (flags & IB_CQ_REPORT_MISSED_EVENTS)
 		missed = virtqueue_poll(vrg_cq_vq(d, cq->cqn), cq->arm_mark);
