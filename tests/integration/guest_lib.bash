@@ -11,7 +11,9 @@
 #   guest_boot SOCK NVQS [QEMU_ARGS...]
 #                          boot on the vhost-user socket SOCK, a device with
 #                          NVQS virtqueues; returns once the command channel
-#                          is up (the driver is loaded by then)
+#                          is up (the driver is loaded by then); GUEST_TAG
+#                          (default guest) names its files, so that a test
+#                          can run two guests (saving RXE_PID / RXE_CTL)
 #   rxe_cmd CMD / rxe_stop as for the rxe guest
 #
 # The guest image is the rxe guest's initramfs with a second archive
@@ -142,7 +144,8 @@ guest_prepare() {
 guest_boot() {
 	local sock=$1 nvqs=$2 accel; shift 2
 	accel=$(rxe_accel)
-	RXE_CTL="$T_TMP/guest-ctl.sock"
+	local tag=${GUEST_TAG:-guest}
+	RXE_CTL="$T_TMP/$tag-ctl.sock"
 	echo "# guest: $accel, $(basename "$GUEST_KERNEL"), $("$GUEST_QEMU" --version | head -1)"
 	"$GUEST_QEMU" -accel "$accel" -m 512M -smp 1 -nodefaults -display none -serial stdio \
 		-no-reboot -object memory-backend-memfd,id=mem,size=512M,share=on -numa node,memdev=mem \
@@ -153,7 +156,7 @@ guest_boot() {
 		-device virtio-serial-pci,vectors=0 \
 		-chardev socket,id=ctl,path="$RXE_CTL",server=on,wait=off \
 		-device virtserialport,chardev=ctl,name=ctl \
-		"$@" >"$T_TMP/guest-console.log" 2>&1 </dev/null &
+		"$@" >"$T_TMP/$tag-console.log" 2>&1 </dev/null &
 	RXE_PID=$!
 	# wait for the guest's ready line, or for QEMU to exit (polled)
 	rxe_chan ready 600 >/dev/null &
@@ -164,7 +167,7 @@ guest_boot() {
 	kill -0 "$RXE_PID" 2>/dev/null || kill "$chan" 2>/dev/null
 	wait "$chan" || {
 		echo "# guest did not come up; console:"
-		tail -n 30 "$T_TMP/guest-console.log" | sed 's/^/#   /'
+		tail -n 30 "$T_TMP/$tag-console.log" | sed 's/^/#   /'
 		return 1
 	}
 }
