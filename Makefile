@@ -235,7 +235,7 @@ test: deps-test
 	$(Q)$(MAKE) --no-print-directory qemu
 	$(Q)tests/run.sh --flavour build --flavour build/asan --fuzz $(FUZZ_BUILD)
 
-# QEMU 10 with the vhost-user device for guest_vm.sh: built once (about 11
+# QEMU 10 with the vhost-user device for guest_vm.sh and guest_pair.sh: built once (about 11
 # minutes on 2 cores), cached in /var/cache/vrdma keyed by version and patch.
 qemu:
 	$(Q)echo "  QEMU    scripts/qemu-build.sh (cached after the first build)"

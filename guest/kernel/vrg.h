@@ -10,6 +10,7 @@
 #include <linux/netdevice.h>
 #include <linux/spinlock.h>
 #include <linux/virtio.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 
@@ -44,6 +45,10 @@ struct vrg_dev {
 	u8 mac[ETH_ALEN];
 };
 
+struct vrg_ucontext {
+	struct ib_ucontext ibuc;
+};
+
 struct vrg_pd {
 	struct ib_pd ibpd;
 	u32 pdn;
@@ -55,6 +60,8 @@ struct vrg_cq {
 	spinlock_t lock;              /* its virtqueue */
 	unsigned long flags;          /* VRG_CQ_ARMED */
 	unsigned int arm_mark;        /* the ring's used position when armed */
+	u16 arm_used;                 /* the device's used index when armed */
+	struct work_struct fire;      /* the event of a completion polled while armed */
 };
 
 struct vrg_qp {
@@ -69,6 +76,7 @@ struct vrg_mr {
 	struct ib_mr ibmr;
 	u32 mrn;
 	u64 *pages;                   /* MAP_MR_SG's page array */
+	struct ib_umem *umem;         /* a user MR's pinned pages */
 	u32 npages, max_pages;
 };
 

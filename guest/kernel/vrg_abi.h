@@ -115,6 +115,16 @@ struct vrg_cmd_map_mr_sg {
 	__le64 pages;
 } __packed;
 
+struct vrg_cmd_reg_user_mr {
+	__le32 pdn;
+	__le32 access_flags;
+	__le64 start;
+	__le64 length;
+	__le64 virt_addr;
+	__le64 pages; /* guest-physical address of npages le64 page addresses */
+	__le32 npages;
+} __packed;
+
 struct vrg_cmd_create_qp {
 	__le32 pdn;
 	u8 qp_type;
@@ -294,6 +304,8 @@ static_assert(sizeof(struct vrg_config) == VRG_CONFIG_READ);
 static_assert(sizeof(struct vrg_rsp_query_port) == 161);
 static_assert(offsetof(struct vrg_rsp_query_port, phys_state) == 32);
 static_assert(sizeof(struct vrg_cmd_map_mr_sg) == 32);
+static_assert(sizeof(struct vrg_cmd_reg_user_mr) == 44);
+static_assert(offsetof(struct vrg_cmd_reg_user_mr, pages) == 32);
 static_assert(sizeof(struct vrg_cmd_create_qp) == 66);
 static_assert(offsetof(struct vrg_cmd_create_qp, recv_cqn) == 26);
 static_assert(sizeof(struct vrg_ah_attr) == 33);

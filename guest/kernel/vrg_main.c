@@ -414,6 +414,11 @@ static int vrg_probe(struct virtio_device *vdev)
 	strscpy(d->ib.node_desc, "virtio-rdma", sizeof(d->ib.node_desc));
 	ib_set_device_ops(&d->ib, &vrg_dev_ops);
 	ib_set_device_ops(&d->ib, &vrg_verbs_ops);
+	/* the data path of user processes goes through these write commands */
+	d->ib.uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
+				 BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
+				 BIT_ULL(IB_USER_VERBS_CMD_POLL_CQ) |
+				 BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 	rc = ib_device_set_netdev(&d->ib, d->netdev, 1);
 	if (rc)
 		goto fail_netdev;

@@ -3,11 +3,16 @@
  * virtio_rdma verbs: PD, CQ, QP, MR and AH through the control queue; work
  * requests as elements of the QP's send / receive virtqueues; completions
  * from the CQ's virtqueue, whose slots the driver posts once and reposts
- * after each poll. Kernel consumers only (no udata) for now.
+ * after each poll. User objects (udata) use the same kernel-owned queues: the
+ * uverbs write commands route a user process's work requests and polls here.
  */
+#include <linux/etherdevice.h>
 #include <linux/io.h>
 #include <linux/slab.h>
 #include <linux/virtio_config.h>
+#include <linux/virtio_ring.h>
+#include <rdma/ib_umem.h>
+#include <rdma/iter.h>
 #include <rdma/ib_verbs.h>
 
 #include "vrg.h"
@@ -22,8 +27,6 @@ static int vrg_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	__le32 pdn;
 	int rc;
 
-	if (udata)
-		return -EOPNOTSUPP;
 	rc = vrg_ctrl(to_vdev(ibpd->device), VRG_CMD_CREATE_PD, NULL, 0, &pdn, sizeof(pdn));
 	if (!rc)
 		to_vpd(ibpd)->pdn = le32_to_cpu(pdn);
@@ -76,6 +79,23 @@ static int vrg_cq_ring_setup(struct vrg_dev *d, u32 cqn)
 	return 0;
 }
 
+static void vrg_cq_fire(struct vrg_cq *cq);
+
+/* A completion the consumer polled while the CQ was armed: its interrupt
+ * finds nothing left on the ring (vring_interrupt only calls back for
+ * unconsumed entries), so the event is raised from here. */
+static void vrg_cq_fire_work(struct work_struct *work)
+{
+	struct vrg_cq *cq = container_of(work, struct vrg_cq, fire);
+	struct vrg_dev *d = to_vdev(cq->ibcq.device);
+	unsigned long flags;
+
+	spin_lock_irqsave(&d->cq_lock, flags);
+	if (d->cqs[cq->cqn] == cq)
+		vrg_cq_fire(cq);
+	spin_unlock_irqrestore(&d->cq_lock, flags);
+}
+
 static int vrg_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 			 struct ib_udata *udata)
 {
@@ -86,7 +106,7 @@ static int vrg_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	u32 cqn;
 	int rc;
 
-	if (udata || attr->flags)
+	if (attr->flags)
 		return -EOPNOTSUPP;
 	if (attr->cqe < 1 || attr->cqe > d->vring_num)
 		return -EINVAL;
@@ -107,6 +127,7 @@ static int vrg_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cq->cqn = cqn;
 	cq->flags = 0;
 	spin_lock_init(&cq->lock);
+	INIT_WORK(&cq->fire, vrg_cq_fire_work);
 	ibcq->cqe = attr->cqe;
 	spin_lock_irqsave(&d->cq_lock, flags);
 	d->cqs[cqn] = cq;
@@ -124,6 +145,7 @@ static int vrg_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	spin_lock_irqsave(&d->cq_lock, flags);
 	d->cqs[cq->cqn] = NULL;
 	spin_unlock_irqrestore(&d->cq_lock, flags);
+	cancel_work_sync(&cq->fire);
 	return vrg_ctrl(d, VRG_CMD_DESTROY_CQ, &cqn, sizeof(cqn), NULL, 0);
 }
 
@@ -171,11 +193,13 @@ void vrg_cq_check(struct vrg_dev *d, u32 cqn)
 	spin_unlock_irqrestore(&d->cq_lock, flags);
 }
 
-static void vrg_wc_from_cqe(struct vrg_dev *d, const struct vrg_cq_req *e, struct ib_wc *wc)
+static bool vrg_wc_from_cqe(struct vrg_dev *d, const struct vrg_cq_req *e, struct ib_wc *wc)
 {
 	u32 qpn = le32_to_cpu(e->qp_num);
 	struct vrg_qp *qp = xa_load(&d->qps, qpn);
 
+	if (!qp)
+		return false; /* its QP is gone (uverbs reads wc->qp) */
 	memset(wc, 0, sizeof(*wc));
 	wc->wr_id = le64_to_cpu(e->wr_id);
 	wc->status = e->status;
@@ -189,6 +213,7 @@ static void vrg_wc_from_cqe(struct vrg_dev *d, const struct vrg_cq_req *e, struc
 	wc->pkey_index = le16_to_cpu(e->pkey_index);
 	wc->sl = e->sl;
 	wc->port_num = 1;
+	return true;
 }
 
 static int vrg_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
@@ -199,17 +224,24 @@ static int vrg_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 	struct vrg_cq_req *e;
 	unsigned long flags;
 	unsigned int len;
-	int n = 0, reposted = 0;
+	int n = 0, reposted = 0, consumed = 0;
+	unsigned int pos;
 
 	spin_lock_irqsave(&cq->lock, flags);
+	pos = virtqueue_enable_cb_prepare(vq); /* the next entry's index (split ring) */
 	while (n < num && (e = virtqueue_get_buf(vq, &len))) {
-		if (len >= sizeof(*e))
-			vrg_wc_from_cqe(d, e, &wc[n++]);
+		consumed++;
+		if (len >= sizeof(*e) && vrg_wc_from_cqe(d, e, &wc[n]))
+			n++;
 		if (!vrg_cq_post_slot(vq, e, GFP_ATOMIC))
 			reposted++;
 	}
 	if (reposted)
 		virtqueue_kick(vq);
+	/* the last entry consumed was added after the arming */
+	if (consumed && test_bit(VRG_CQ_ARMED, &cq->flags) &&
+	    (u16)(pos + consumed - 1 - cq->arm_used) < 0x8000)
+		schedule_work(&cq->fire);
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return n;
 }
@@ -223,6 +255,8 @@ static int vrg_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 
 	spin_lock_irqsave(&cq->lock, irqf);
 	cq->arm_mark = virtqueue_enable_cb_prepare(vrg_cq_vq(d, cq->cqn));
+	cq->arm_used = virtio16_to_cpu(d->vdev,
+				       READ_ONCE(virtqueue_get_vring(vrg_cq_vq(d, cq->cqn))->used->idx));
 	/* completions not polled yet: the caller asked to know */
 	if (flags & IB_CQ_REPORT_MISSED_EVENTS)
 		missed = virtqueue_poll(vrg_cq_vq(d, cq->cqn), cq->arm_mark);
@@ -245,7 +279,7 @@ static int vrg_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init, struc
 	u32 qpn;
 	int rc;
 
-	if (udata || init->srq || init->create_flags)
+	if (init->srq || init->create_flags)
 		return -EOPNOTSUPP;
 	switch (init->qp_type) {
 	case IB_QPT_GSI: c.qp_type = 1; break;
@@ -298,7 +332,19 @@ static int vrg_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	return vrg_ctrl(d, VRG_CMD_DESTROY_QP, &qpn, sizeof(qpn), NULL, 0);
 }
 
-static void vrg_ah_to_wire(const struct rdma_ah_attr *ah, struct vrg_ah_attr *w)
+/* The destination MAC for the device: the core resolves a user AV through
+ * the netdev, which (IFF_NOARP) answers with the device's own MAC; zero
+ * tells the device to resolve it itself (ARP on its switch port). */
+static void vrg_dmac(const struct vrg_dev *d, const u8 *dmac, u8 *out)
+{
+	if (ether_addr_equal(dmac, d->mac))
+		eth_zero_addr(out);
+	else
+		memcpy(out, dmac, ETH_ALEN);
+}
+
+static void vrg_ah_to_wire(const struct vrg_dev *d, const struct rdma_ah_attr *ah,
+			   struct vrg_ah_attr *w)
 {
 	const struct ib_global_route *grh = rdma_ah_read_grh(ah);
 
@@ -311,8 +357,7 @@ static void vrg_ah_to_wire(const struct rdma_ah_attr *ah, struct vrg_ah_attr *w)
 	w->static_rate = rdma_ah_get_static_rate(ah);
 	w->port_num = 1;
 	w->ah_flags = 1; /* GRH: RoCE always has one */
-	/* zero when the netdev resolved nothing (no ARP): the device resolves */
-	memcpy(w->dmac, ah->roce.dmac, ETH_ALEN);
+	vrg_dmac(d, ah->roce.dmac, w->dmac);
 }
 
 #define VRG_QP_MASK_KNOWN (IB_QP_STATE | IB_QP_CUR_STATE | IB_QP_EN_SQD_ASYNC_NOTIFY | \
@@ -365,7 +410,7 @@ static int vrg_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	w->cap.max_recv_sge = cpu_to_le32(attr->cap.max_recv_sge);
 	w->cap.max_inline_data = cpu_to_le32(attr->cap.max_inline_data);
 	if (mask & IB_QP_AV)
-		vrg_ah_to_wire(&attr->ah_attr, &w->ah_attr);
+		vrg_ah_to_wire(d, &attr->ah_attr, &w->ah_attr);
 	rc = vrg_ctrl(d, VRG_CMD_MODIFY_QP, c, sizeof(*c), NULL, 0);
 	if (!rc && (mask & IB_QP_STATE))
 		qp->state = attr->qp_state;
@@ -483,7 +528,7 @@ static int vrg_sq_elem(struct ib_qp *ibqp, const struct ib_send_wr *wr, struct v
 		av->gid_index = grh->sgid_index + VRG_GID_BASE;
 		av->static_rate = rdma_ah_get_static_rate(ah);
 		av->hop_limit = grh->hop_limit;
-		memcpy(av->dmac, ah->roce.dmac, ETH_ALEN);
+		vrg_dmac(to_vdev(ibqp->device), ah->roce.dmac, av->dmac);
 	}
 	for (i = 0; i < wr->num_sge; i++) {
 		e->sg_list[i].addr = cpu_to_le64(wr->sg_list[i].addr);
@@ -593,8 +638,6 @@ static int vrg_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 
 static int vrg_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init, struct ib_udata *udata)
 {
-	if (udata)
-		return -EOPNOTSUPP;
 	if (!(rdma_ah_get_ah_flags(init->ah_attr) & IB_AH_GRH))
 		return -EINVAL;
 	to_vah(ibah)->attr = *init->ah_attr;
@@ -714,19 +757,94 @@ static int vrg_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 
 	if (rc)
 		return rc;
+	ib_umem_release(mr->umem);
 	kfree(mr->pages);
 	kfree(mr);
 	return 0;
 }
 
-/* User memory (ib_umem) comes with the guest verbs provider. */
-static struct ib_mr *vrg_reg_user_mr(struct ib_pd *pd, u64 start, u64 length, u64 virt,
+/* User memory: the pages pinned through ib_umem, sent to the device as
+ * REG_USER_MR's page array (one 4096-byte page per entry, from virt's page
+ * on). The array is kmalloc'ed (physically contiguous, one region of guest
+ * memory) and freed after the answer: the device copies it. */
+static struct ib_mr *vrg_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length, u64 virt,
 				     int access, struct ib_udata *udata)
 {
-	return ERR_PTR(-EOPNOTSUPP);
+	struct vrg_dev *d = to_vdev(ibpd->device);
+	struct vrg_cmd_reg_user_mr c = {};
+	struct ib_block_iter biter;
+	struct vrg_rsp_mr r;
+	struct vrg_mr *mr;
+	size_t npages, i = 0;
+	__le64 *pages;
+	int rc;
+
+	BUILD_BUG_ON(PAGE_SIZE != 4096); /* the device's page size */
+	access &= ~IB_ACCESS_OPTIONAL; /* hints the device does not need */
+	if (access & ~VRG_ACCESS_KNOWN)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!length || (start & ~PAGE_MASK) != (virt & ~PAGE_MASK))
+		return ERR_PTR(-EINVAL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	if (IS_ERR(mr->umem)) {
+		rc = PTR_ERR(mr->umem);
+		kfree(mr);
+		return ERR_PTR(rc);
+	}
+	mr->umem->iova = virt; /* the blocks are counted from virt's page */
+	npages = ib_umem_num_dma_blocks(mr->umem, PAGE_SIZE);
+	pages = npages > U32_MAX ? NULL :
+		kmalloc_array(npages, sizeof(*pages), GFP_KERNEL | __GFP_NOWARN);
+	if (!pages) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rdma_umem_for_each_dma_block(mr->umem, &biter, PAGE_SIZE)
+		if (i < npages)
+			pages[i++] = cpu_to_le64(rdma_block_iter_dma_address(&biter));
+	c.pdn = cpu_to_le32(to_vpd(ibpd)->pdn);
+	c.access_flags = cpu_to_le32(access);
+	c.start = cpu_to_le64(start);
+	c.length = cpu_to_le64(length);
+	c.virt_addr = cpu_to_le64(virt);
+	c.pages = cpu_to_le64(virt_to_phys(pages));
+	c.npages = cpu_to_le32(i);
+	rc = vrg_ctrl(d, VRG_CMD_REG_USER_MR, &c, sizeof(c), &r, sizeof(r));
+	if (rc == -ETIMEDOUT) {
+		/* the device may still read the array and map the pages: both
+		 * stay (leaked) rather than reused under it */
+		kfree(mr);
+		return ERR_PTR(rc);
+	}
+	kfree(pages);
+	if (rc)
+		goto fail;
+	mr->ibmr.iova = virt;
+	mr->ibmr.length = length;
+	return vrg_mr_done(mr, &r);
+fail:
+	ib_umem_release(mr->umem);
+	kfree(mr);
+	return ERR_PTR(rc);
+}
+
+/* ---- user context: nothing is mapped, the uverbs commands do the work ---- */
+
+static int vrg_alloc_ucontext(struct ib_ucontext *uctx, struct ib_udata *udata)
+{
+	return 0;
+}
+
+static void vrg_dealloc_ucontext(struct ib_ucontext *uctx)
+{
 }
 
 const struct ib_device_ops vrg_verbs_ops = {
+	.alloc_ucontext = vrg_alloc_ucontext,
+	.dealloc_ucontext = vrg_dealloc_ucontext,
 	.alloc_pd = vrg_alloc_pd,
 	.dealloc_pd = vrg_dealloc_pd,
 	.create_cq = vrg_create_cq,
@@ -740,12 +858,14 @@ const struct ib_device_ops vrg_verbs_ops = {
 	.post_send = vrg_post_send,
 	.post_recv = vrg_post_recv,
 	.create_ah = vrg_create_ah,
+	.create_user_ah = vrg_create_ah,
 	.destroy_ah = vrg_destroy_ah,
 	.get_dma_mr = vrg_get_dma_mr,
 	.alloc_mr = vrg_alloc_mr,
 	.map_mr_sg = vrg_map_mr_sg,
 	.reg_user_mr = vrg_reg_user_mr,
 	.dereg_mr = vrg_dereg_mr,
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, vrg_ucontext, ibuc),
 	INIT_RDMA_OBJ_SIZE(ib_pd, vrg_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_cq, vrg_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_qp, vrg_qp, ibqp),

@@ -5,20 +5,25 @@
 # Not a test itself.
 #
 #   guest_prepare          QEMU (GUEST_QEMU), the modules built against the
-#                          guest kernel's headers and the guest image
+#                          guest kernel's headers, the rdma-core provider
+#                          (guest/provider) and the guest image
 #                          (GUEST_KERNEL, GUEST_INITRD), all cached
 #   guest_boot SOCK NVQS [QEMU_ARGS...]
 #                          boot on the vhost-user socket SOCK, a device with
 #                          NVQS virtqueues; returns once the command channel
-#                          is up (the driver is loaded by then)
+#                          is up (the driver is loaded by then); GUEST_TAG
+#                          (default guest) names its files, so that a test
+#                          can run two guests (saving RXE_PID / RXE_CTL)
 #   rxe_cmd CMD / rxe_stop as for the rxe guest
 #
 # The guest image is the rxe guest's initramfs with a second archive
-# appended (the kernel unpacks both): the modules (/lib/vrg) and an init
-# that loads virtio_rdma.ko after the base modules.
+# appended (the kernel unpacks both): the modules (/lib/vrg), the provider
+# (libvrdmag-rdmav34.so and its driver file, next to the host's libibverbs
+# the base image carries) and an init that loads virtio_rdma.ko after the
+# base modules.
 
 # Version of the overlay and module recipe below: bump when it changes.
-GUEST_RECIPE=1
+GUEST_RECIPE=2
 GUEST_QEMU=""
 GUEST_KERNEL=""
 GUEST_INITRD=""
@@ -31,22 +36,26 @@ guest_headers_pkg() {
 	echo "linux-headers-${k#linux-image-}"
 }
 
-# guest_modules_build DIR HDRDIR: virtio_rdma.ko and vrg_selftest.ko into DIR.
+# guest_modules_build DIR HDRDIR: virtio_rdma.ko, vrg_selftest.ko and the
+# provider libvrdmag-rdmav34.so into DIR (the host is the guest's Debian
+# release: its compiler and libibverbs-dev build the guest's provider).
 guest_modules_build() {
 	local out=$1 kdir=$2 w
 	w=$(mktemp -d /tmp/vrdma-guest-mod.XXXXXX) || return 1
-	mkdir -p "$w/drv" "$w/st"
+	mkdir -p "$w/drv" "$w/st" "$w/prov"
 	cp "$VRDMA_TOP"/guest/kernel/{Kbuild,*.c,*.h} "$w/drv/"
 	cp "$VRDMA_TOP"/tests/guest/kernel/{Kbuild,*.c} "$w/st/"
+	cp "$VRDMA_TOP"/guest/provider/{Makefile,*.c,*.h} "$w/prov/"
 	if ! nice -n 19 make -s -C "$kdir" M="$w/drv" modules >"$w/build.log" 2>&1 ||
-		! nice -n 19 make -s -C "$kdir" M="$w/st" modules >>"$w/build.log" 2>&1; then
+		! nice -n 19 make -s -C "$kdir" M="$w/st" modules >>"$w/build.log" 2>&1 ||
+		! nice -n 19 make -s -C "$w/prov" >>"$w/build.log" 2>&1; then
 		echo "# module build failed:"
 		tail -20 "$w/build.log" | sed 's/^/#   /'
 		rm -rf "$w"
 		return 1
 	fi
 	mkdir -p "$out.tmp.$$"
-	cp "$w/drv/virtio_rdma.ko" "$w/st/vrg_selftest.ko" "$out.tmp.$$/"
+	cp "$w/drv/virtio_rdma.ko" "$w/st/vrg_selftest.ko" "$w/prov/libvrdmag-rdmav34.so" "$out.tmp.$$/"
 	rm -rf "$w"
 	mv "$out.tmp.$$" "$out"
 }
@@ -55,8 +64,12 @@ guest_modules_build() {
 guest_overlay() {
 	local out=$1 mods=$2 base=$3 w
 	w=$(mktemp -d /tmp/vrdma-guest-img.XXXXXX) || return 1
-	mkdir -p "$w/root/lib/vrg"
+	mkdir -p "$w/root/lib/vrg" "$w/root/usr/lib/x86_64-linux-gnu/libibverbs" "$w/root/etc/libibverbs.d"
 	cp "$mods"/*.ko "$w/root/lib/vrg/"
+	cp "$mods"/libvrdmag-rdmav34.so "$w/root/usr/lib/x86_64-linux-gnu/libibverbs/"
+	cp "$VRDMA_TOP"/guest/provider/vrdmag.driver "$w/root/etc/libibverbs.d/"
+	mkdir -p "$w/root/bin"
+	cp "$(command -v ibv_devices)" "$w/root/bin/" # the libraries are ibv_devinfo's
 	cat >"$w/root/init" <<'EOF'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -108,7 +121,8 @@ guest_prepare() {
 			apt-get install -y -qq --no-install-recommends "$hpkg" >/dev/null 2>&1 ||
 			{ echo "# cannot install $hpkg"; return 1; }
 	fi
-	src=$(cat "$VRDMA_TOP"/guest/kernel/{Kbuild,*.c,*.h} "$VRDMA_TOP"/tests/guest/kernel/{Kbuild,*.c} |
+	src=$(cat "$VRDMA_TOP"/guest/kernel/{Kbuild,*.c,*.h} "$VRDMA_TOP"/tests/guest/kernel/{Kbuild,*.c} \
+		"$VRDMA_TOP"/guest/provider/{Makefile,*.c,*.h,*.driver} |
 		sha256sum | cut -c1-12)
 	key="$hpkg-$(rxe_pkg_version "$hpkg")-$src-r$GUEST_RECIPE"
 	key=${key//[^A-Za-z0-9._-]/_}
@@ -117,7 +131,7 @@ guest_prepare() {
 	if [ ! -s "$dir/img/initrd.gz" ]; then
 		(
 			flock 9
-			[ -s "$dir/mod/virtio_rdma.ko" ] || guest_modules_build "$dir/mod" "$kdir" || exit 1
+			[ -s "$dir/mod/libvrdmag-rdmav34.so" ] || guest_modules_build "$dir/mod" "$kdir" || exit 1
 			[ -s "$dir/img/initrd.gz" ] || guest_overlay "$dir/img" "$dir/mod" "$RXE_INITRD"
 		) 9>"$RXE_CACHE_ROOT/guest/.lock" || return 1
 	fi
@@ -130,7 +144,8 @@ guest_prepare() {
 guest_boot() {
 	local sock=$1 nvqs=$2 accel; shift 2
 	accel=$(rxe_accel)
-	RXE_CTL="$T_TMP/guest-ctl.sock"
+	local tag=${GUEST_TAG:-guest}
+	RXE_CTL="$T_TMP/$tag-ctl.sock"
 	echo "# guest: $accel, $(basename "$GUEST_KERNEL"), $("$GUEST_QEMU" --version | head -1)"
 	"$GUEST_QEMU" -accel "$accel" -m 512M -smp 1 -nodefaults -display none -serial stdio \
 		-no-reboot -object memory-backend-memfd,id=mem,size=512M,share=on -numa node,memdev=mem \
@@ -141,7 +156,7 @@ guest_boot() {
 		-device virtio-serial-pci,vectors=0 \
 		-chardev socket,id=ctl,path="$RXE_CTL",server=on,wait=off \
 		-device virtserialport,chardev=ctl,name=ctl \
-		"$@" >"$T_TMP/guest-console.log" 2>&1 </dev/null &
+		"$@" >"$T_TMP/$tag-console.log" 2>&1 </dev/null &
 	RXE_PID=$!
 	# wait for the guest's ready line, or for QEMU to exit (polled)
 	rxe_chan ready 600 >/dev/null &
@@ -152,7 +167,7 @@ guest_boot() {
 	kill -0 "$RXE_PID" 2>/dev/null || kill "$chan" 2>/dev/null
 	wait "$chan" || {
 		echo "# guest did not come up; console:"
-		tail -n 30 "$T_TMP/guest-console.log" | sed 's/^/#   /'
+		tail -n 30 "$T_TMP/$tag-console.log" | sed 's/^/#   /'
 		return 1
 	}
 }
