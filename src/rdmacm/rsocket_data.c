@@ -184,33 +184,21 @@ void rsk_conn_format(struct rsk *rs, struct rs_wire_conn *c)
 
 int rsk_conn_save(struct rsk *rs, const void *pd, size_t len)
 {
-	struct rs_wire_conn c;
+	struct rs_conn_info ci;
+	int ret = rs_conn_parse(pd, len, &ci);
 
-	if (!pd || len < sizeof(c))
-		return errno = EPROTO, -1;
-	memcpy(&c, pd, sizeof(c));
-	if (c.version != RS_WIRE_VERSION)
-		return errno = EPROTONOSUPPORT, -1;
-	rs->peer_sgl.addr = be64toh(c.target_sgl.addr);
-	rs->peer_sgl.key = be32toh(c.target_sgl.key);
-	rs->peer_sgl.length = be32toh(c.target_sgl.length);
-	if (rs->peer_sgl.length < 1 || rs->peer_sgl.length > 64)
-		return errno = EPROTO, -1;
+	if (ret)
+		return errno = -ret, -1;
+	rs->peer_sgl = ci.target_sgl;
 	rs->peer_sge = 1 % rs->peer_sgl.length;
-	rs->swap = !(c.flags & RS_CONN_FLAG_NET) != !host_is_net();
-	memset(&rs->peer_iomap, 0, sizeof(rs->peer_iomap));
-	if (c.flags & RS_CONN_FLAG_IOMAP) {
-		rs->peer_iomap.addr = rs->peer_sgl.addr +
-				      sizeof(struct rs_wire_sge) * rs->peer_sgl.length;
-		rs->peer_iomap.key = rs->peer_sgl.key;
-		rs->peer_iomap.length = rs_scale_decode(c.target_iomap_size);
-	}
-	rs->tsgl[0].addr = be64toh(c.data_buf.addr);
-	rs->tsgl[0].key = be32toh(c.data_buf.key);
-	rs->tsgl[0].length = be32toh(c.data_buf.length);
+	rs->swap = ci.swap;
+	rs->peer_iomap = ci.iomap;
+	rs->tsgl[0].addr = ci.data_buf.addr;
+	rs->tsgl[0].key = ci.data_buf.key;
+	rs->tsgl[0].length = ci.data_buf.length;
 	rs->tsge = 0;
 	rs->sseq_no = 0;
-	rs->sseq_comp = be16toh(c.credits);
+	rs->sseq_comp = ci.credits;
 	return 0;
 }
 

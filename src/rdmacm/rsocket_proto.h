@@ -10,8 +10,12 @@
 #define VRDMA_RDMACM_RSOCKET_PROTO_H
 
 #include <assert.h>
+#include <endian.h>
+#include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define RS_WIRE_VERSION      1
 #define RS_CONN_FLAG_NET     (1u << 0)  /* the sender's host order is big endian */
@@ -84,6 +88,48 @@ static inline uint8_t rs_scale_encode(unsigned v)
 static inline unsigned rs_scale_decode(uint8_t s)
 {
 	return s <= 128 ? s : (unsigned)(s & 0x7f) << 8;
+}
+
+/* What a peer's private data tells (host order). */
+struct rs_conn_info {
+	struct rs_wire_sge target_sgl;  /* length: entries, 1..RS_PEER_SGL_MAX */
+	struct rs_wire_sge iomap;       /* its iomap table; length: entries (0: none) */
+	struct rs_wire_sge data_buf;
+	uint16_t credits;
+	bool swap;                      /* its SGL and iomap entries are in the other order */
+};
+
+#define RS_PEER_SGL_MAX 64
+
+/* Parses a peer's private data (untrusted: the network): 0, or -errno. */
+static inline int rs_conn_parse(const void *pd, size_t len, struct rs_conn_info *out)
+{
+	struct rs_wire_conn c;
+	bool host_net = __BYTE_ORDER == __BIG_ENDIAN;
+
+	if (!pd || len < sizeof(c))
+		return -EPROTO;
+	memcpy(&c, pd, sizeof(c));
+	if (c.version != RS_WIRE_VERSION)
+		return -EPROTONOSUPPORT;
+	memset(out, 0, sizeof(*out));
+	out->target_sgl.addr = be64toh(c.target_sgl.addr);
+	out->target_sgl.key = be32toh(c.target_sgl.key);
+	out->target_sgl.length = be32toh(c.target_sgl.length);
+	if (out->target_sgl.length < 1 || out->target_sgl.length > RS_PEER_SGL_MAX)
+		return -EPROTO;
+	if (c.flags & RS_CONN_FLAG_IOMAP) {
+		out->iomap.addr = out->target_sgl.addr +
+				  sizeof(struct rs_wire_sge) * out->target_sgl.length;
+		out->iomap.key = out->target_sgl.key;
+		out->iomap.length = rs_scale_decode(c.target_iomap_size);
+	}
+	out->data_buf.addr = be64toh(c.data_buf.addr);
+	out->data_buf.key = be32toh(c.data_buf.key);
+	out->data_buf.length = be32toh(c.data_buf.length);
+	out->credits = be16toh(c.credits);
+	out->swap = !(c.flags & RS_CONN_FLAG_NET) != !host_net;
+	return 0;
 }
 
 #endif /* VRDMA_RDMACM_RSOCKET_PROTO_H */
