@@ -5,7 +5,8 @@
 #
 # 1. rstream (rdmacm-utils), data verified by rstream itself (-T v):
 #    the default test (every size, latency then bandwidth, two connections
-#    one after the other), sizes 1, 4097 and 1000000 (-S), blocking (-T b),
+#    one after the other), sizes 17, 4097 and 1000000 (-S; not below 16:
+#    rstream's handshake sends 16 bytes of its transfer-size buffer), blocking (-T b),
 #    non-blocking (-T n: MSG_DONTWAIT, rpoll with timeout 0) and
 #    asynchronous (-T a: O_NONBLOCK socket, rconnect EINPROGRESS, rpoll
 #    before each call); the default test between two processes on B.
@@ -41,7 +42,7 @@ IP_B=10.64.0.2
 FAULT_SPEC=${VRDMA_RSOCKET_FAULT:-drop=2,dup=1,reorder=1,seed=$((1 + $$ % 1000))}
 RSPRELOAD=$(dpkg -L librdmacm1 2>/dev/null | grep '/librspreload\.so$' | head -n 1)
 
-ALL_TESTS="daemon_started rstream_default rstream_size_1 rstream_size_4097 rstream_size_1000000
+ALL_TESTS="daemon_started rstream_default rstream_size_17 rstream_size_4097 rstream_size_1000000
 	rstream_blocking rstream_nonblocking rstream_async rstream_same_device riostream_verified
 	riostream_async riostream_latency rspreload_tcpxfer rspreload_nc rsocket_api
 	daemon_clean_exit fault_daemon_started fault_rstream fault_daemon_clean_exit"
@@ -156,7 +157,7 @@ if d_start d --device "socket=$A,mac=02:64:00:00:00:0a,ip=$IP_A/24" \
 	--device "socket=$B,mac=02:64:00:00:00:0b,ip=$IP_B/24"; then
 	ok daemon_started
 	rs_pair rstream_default rstream "$B" "$A" -T v
-	rs_pair rstream_size_1 rstream "$B" "$A" -S 1 -C 500 -T v
+	rs_pair rstream_size_17 rstream "$B" "$A" -S 17 -C 500 -T v
 	rs_pair rstream_size_4097 rstream "$B" "$A" -S 4097 -C 300 -T v
 	rs_pair rstream_size_1000000 rstream "$B" "$A" -S 1000000 -C 30 -T v
 	rs_pair rstream_blocking rstream "$B" "$A" -T b -T v -S 65536 -C 200

@@ -10,6 +10,9 @@
  * because Debian's librspreload has no accept4 (python, perl and nc call
  * accept4).
  */
+/* librspreload wraps read and poll, not glibc's fortified __read_chk and
+ * __poll_chk, which a build with _FORTIFY_SOURCE may call instead. */
+#undef _FORTIFY_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
