@@ -91,7 +91,7 @@ pair() {
 	# shellcheck disable=SC2086
 	vstart "$name.srv" "$ss" $srv
 	spid=$VPID
-	if ! wait_cmd 60 $ready "$spid" "$name"; then
+	if ! wait_cmd 60 "$ready" "$spid" "$name"; then
 		kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
 		not_ok "$name" "server did not listen: $(tr '\n' ' ' <"$T_TMP/$name.srv.log")"
 		return
