@@ -9,7 +9,9 @@
 #    rstream's handshake sends 16 bytes of its transfer-size buffer), blocking (-T b),
 #    non-blocking (-T n: MSG_DONTWAIT, rpoll with timeout 0) and
 #    asynchronous (-T a: O_NONBLOCK socket, rconnect EINPROGRESS, rpoll
-#    before each call); the default test between two processes on B.
+#    before each call), -T r (rdma_getaddrinfo and RDMA_ROUTE) and -k
+#    (SO_KEEPALIVE, TCP_KEEPIDLE read back); the default test between two
+#    processes on B.
 # 2. riostream (riomap of the receive buffer, riowrite into the peer's
 #    iomap, rsend/rrecv for the handshake): verified transfers of 100000
 #    bytes (blocking and -T a) and a 64-byte latency run.
@@ -43,7 +45,8 @@ FAULT_SPEC=${VRDMA_RSOCKET_FAULT:-drop=2,dup=1,reorder=1,seed=$((1 + $$ % 1000))
 RSPRELOAD=$(dpkg -L librdmacm1 2>/dev/null | grep '/librspreload\.so$' | head -n 1)
 
 ALL_TESTS="daemon_started rstream_default rstream_size_17 rstream_size_4097 rstream_size_1000000
-	rstream_blocking rstream_nonblocking rstream_async rstream_same_device riostream_verified
+	rstream_blocking rstream_nonblocking rstream_async rstream_resolve rstream_keepalive
+	rstream_same_device riostream_verified
 	riostream_async riostream_latency rspreload_tcpxfer rspreload_nc rsocket_api
 	daemon_clean_exit fault_daemon_started fault_rstream fault_daemon_clean_exit"
 
@@ -163,6 +166,11 @@ if d_start d --device "socket=$A,mac=02:64:00:00:00:0a,ip=$IP_A/24" \
 	rs_pair rstream_blocking rstream "$B" "$A" -T b -T v -S 65536 -C 200
 	rs_pair rstream_nonblocking rstream "$B" "$A" -T n -T v -S 100000 -C 100
 	rs_pair rstream_async rstream "$B" "$A" -T a -T v -S 30000 -C 200
+	rs_pair rstream_resolve rstream "$B" "$A" -T r -T v -S 10000 -C 100
+	next_port
+	pair rstream_keepalive "$B" "$A" cm_ready_pid \
+		"rstream -b $IP_B -p $PORT -k 5 -T v -S 10000 -C 100" \
+		"rstream -s $IP_B -p $PORT -k 5 -T v -S 10000 -C 100" "Keepalive: ON"
 	rs_pair rstream_same_device rstream "$B" "$B" -T v
 	rs_pair riostream_verified riostream "$B" "$A" -T v -S 100000 -C 100
 	rs_pair riostream_async riostream "$B" "$A" -T a -T v -S 100000 -C 50
