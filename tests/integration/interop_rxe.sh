@@ -310,11 +310,11 @@ cm_host_server vrdma_srv.send_bw_R $port "ib_send_bw -R -d vrdma0 -p @PORT@ -n 5
 	"ib_send_bw -R -d rxe0 -p @PORT@ -n 50 -s 16384 $IP_H" "^ 16384 +50 " "$PERF_RACE"
 port=$((port + 2))
 port=$((port + 1))
-cm_guest_server rxe_srv.rstream $port "rstream -b $IP_G -p $port -S 100000 -C 50 -T v" \
-	"rstream -s $IP_G -p $port -S 100000 -C 50 -T v" "^custom "
+cm_guest_server rxe_srv.rstream $port "rstream -b $IP_G -p $port -S 10000 -C 20 -T v" \
+	"rstream -s $IP_G -p $port -S 10000 -C 20 -T v" "^custom "
 port=$((port + 1))
-cm_host_server vrdma_srv.rstream $port "rstream -b $IP_H -p @PORT@ -S 100000 -C 50 -T v" \
-	"rstream -s $IP_H -p @PORT@ -S 100000 -C 50 -T v" "^custom "
+cm_host_server vrdma_srv.rstream $port "rstream -b $IP_H -p @PORT@ -S 10000 -C 20 -T v" \
+	"rstream -s $IP_H -p @PORT@ -S 10000 -C 20 -T v" "^custom "
 port=$((port + 2))
 echo "# rdma_cm programs: $((SECONDS - t0)) s"
 
