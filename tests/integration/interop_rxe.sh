@@ -8,7 +8,8 @@
 #   ibv_ud_pingpong, ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw;
 # and the rdma_cm programs between the guest's kernel rdma_cm and vrdma's
 # librdmacm.so.1: rping -C 100 -V (data verified), ucmatose -c 4, udaddy
-# (SIDR, UD) and ib_send_bw -R.
+# (SIDR, UD), ib_send_bw -R, and rstream -T v (rsockets: Debian's
+# librdmacm in the guest against ours; data verified by rstream).
 # Their TCP side channel goes through a TAP uplink of the daemon, inside a
 # namespace made here (the guest's eth0 reaches the TAP's address).
 #
@@ -307,6 +308,13 @@ cm_guest_server rxe_srv.send_bw_R $port "ib_send_bw -R -d rxe0 -p $port -n 50 -s
 port=$((port + 1))
 cm_host_server vrdma_srv.send_bw_R $port "ib_send_bw -R -d vrdma0 -p @PORT@ -n 50 -s 16384" \
 	"ib_send_bw -R -d rxe0 -p @PORT@ -n 50 -s 16384 $IP_H" "^ 16384 +50 " "$PERF_RACE"
+port=$((port + 2))
+port=$((port + 1))
+cm_guest_server rxe_srv.rstream $port "rstream -b $IP_G -p $port -S 10000 -C 20 -T v" \
+	"rstream -s $IP_G -p $port -S 10000 -C 20 -T v" "^custom "
+port=$((port + 1))
+cm_host_server vrdma_srv.rstream $port "rstream -b $IP_H -p @PORT@ -S 10000 -C 20 -T v" \
+	"rstream -s $IP_H -p @PORT@ -S 10000 -C 20 -T v" "^custom "
 port=$((port + 2))
 echo "# rdma_cm programs: $((SECONDS - t0)) s"
 

@@ -33,16 +33,15 @@
 #    context (device A's CM counters), the server's rdma_cm reports
 #    DISCONNECTED (rping -s prints "DISCONNECT EVENT" and ends).
 # 2b. Not provided, refused cleanly: mckey (multicast join: ENOSYS) ends
-#    with its error status and no signal; rstream reports "rsocket failed:
-#    Function not implemented".
+#    with its error status and no signal.
 # 3. Under --fault drop=2,dup=1,reorder=1,seed=N (CM MADs and data alike):
 #    rping -C 1000 -V and ucmatose -c 4 complete.
 # 4. The daemons stop cleanly (exit 0).
 #
 # A server is ready once its process has the "vrdma-cm" thread (started by
 # rdma_listen once the device's CM took the listen); each client then runs
-# once. Every process runs under a timeout. Not covered: rsockets,
-# multicast.
+# once. Every process runs under a timeout. Not covered: multicast
+# (rsockets: rsocket.sh).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/daemon_lib.bash"
 
@@ -63,7 +62,7 @@ FAULT_SPEC=${VRDMA_RDMACM_FAULT:-drop=2,dup=1,reorder=1,seed=$((1 + $$ % 1000))}
 ALL_TESTS="daemon_started rping_verified ucmatose udaddy rdma_server_client ib_send_bw_R
 	ib_write_lat_R rdmacm_api rping_ipv6 ucmatose_ipv6 udaddy_ipv6 no_listener_rejected second_process_served
 	listen_in_use_refused same_device_rping two_servers_one_device foreign_handles_refused
-	killed_client_disconnected mckey_refused rstream_refused daemon_clean_exit fault_daemon_started
+	killed_client_disconnected mckey_refused daemon_clean_exit fault_daemon_started
 	fault_rping_verified fault_ucmatose fault_daemon_clean_exit"
 
 PRELOAD=""
@@ -326,7 +325,7 @@ if d_start d --device "socket=$A,mac=02:64:00:00:00:0a,ip=$IP_A/24" \
 	foreign_handles
 	# 2e: a client killed while connected
 	killed_client
-	# 2b: multicast and rsockets are refused, without a crash
+	# 2b: multicast is refused, without a crash
 	vstart mckey "$A" mckey -m 239.1.1.1 -b $IP_A
 	wait "$VPID"; rc=$?
 	# an error status (255 for -1), not a timeout (124) or a signal (128+)
@@ -335,14 +334,6 @@ if d_start d --device "socket=$A,mac=02:64:00:00:00:0a,ip=$IP_A/24" \
 		ok mckey_refused
 	else
 		not_ok mckey_refused "rc=$rc: $(tr '\n' ' ' <"$T_TMP/mckey.log")"
-	fi
-	vstart rstream "$A" rstream -s $IP_A
-	wait "$VPID"; rc=$?
-	if { [ $rc = 255 ] || [ $rc -lt 124 ]; } &&
-	   grep -q "rsocket failed: Function not implemented" "$T_TMP/rstream.log"; then
-		ok rstream_refused
-	else
-		not_ok rstream_refused "rc=$rc: $(tr '\n' ' ' <"$T_TMP/rstream.log")"
 	fi
 	d_stop d
 	if [ "$D_RC" = 0 ]; then ok daemon_clean_exit

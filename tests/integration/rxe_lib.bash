@@ -35,14 +35,14 @@ RXE_CTL=""
 RXE_KERNEL=""
 RXE_INITRD=""
 # Version of the guest image recipe below: bump when it changes.
-RXE_RECIPE=8
+RXE_RECIPE=9
 
 # Modules the guest loads (with their dependencies, in dependency order).
 RXE_MODULES="virtio_pci virtio_net virtio_console crc32_generic rdma_rxe rdma_ucm"
 # Programs copied into the guest with every library they load.
 RXE_PROGS="ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong ibv_devinfo
 ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_send_lat ib_read_lat
-ib_atomic_lat rdma rping ucmatose udaddy"
+ib_atomic_lat rdma rping ucmatose udaddy rstream"
 
 rxe_pkg_version() { dpkg-query -W -f '${Version}' "$1" 2>/dev/null; }
 
