@@ -253,11 +253,12 @@ static int rdma_fetch_attrs(struct vrdma_rdma *r)
 	a->max_rdma_cqs = r->ncq_rings;
 	a->max_qp = r->nqp_rings > 2 ? r->nqp_rings - 2 : 0;
 	a->max_inline_data = VIRTIO_RDMA_INLINE_DATA_SIZE;
-	/* Sizes the driver relies on (virtqueues are at most 32768). */
+	/* Sizes the driver relies on (virtqueues are at most 32768; a CQ
+	 * beyond its ring lives in the device's backlog). */
 	if (a->max_qp_wr > 32768)
 		a->max_qp_wr = 32768;
-	if (a->max_cqe > 32768)
-		a->max_cqe = 32768;
+	if (a->max_cqe > VRDMA_CQ_MAX)
+		a->max_cqe = VRDMA_CQ_MAX;
 	if (r->ext) {
 		/* Only capabilities this library knows; an SRQ capability
 		 * without SRQ virtqueues is none. */
