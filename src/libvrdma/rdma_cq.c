@@ -484,6 +484,14 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 
 	if (n <= 0)
 		return n < 0 ? -EINVAL : 0;
+	/* The device is software on the same CPUs: an application spinning
+	 * on an empty CQ must leave it some time. Before looking, so that
+	 * "empty" describes the CQ when we return (a yield can last
+	 * milliseconds on a busy host; libfabric's ofi_rxm reads its
+	 * connection events on an empty CQ and closes a connection whose
+	 * last message would then be found too late). */
+	if (__atomic_load_n(&cq->empty_polls, __ATOMIC_RELAXED) > CQ_SPIN_POLLS)
+		sched_yield();
 	pthread_spin_lock(&cq->lock);
 	vq = &cq->q->vq;
 	/* Completions of a replaced ring come first. */
@@ -550,14 +558,8 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 	else
 		cq->empty_polls++;
 	pthread_spin_unlock(&cq->lock);
-	if (!got) {
-		if (vrdma_dev_is_dead(cq->dev))
-			return -ENOTCONN;
-		/* The device is software on the same CPUs: an application
-		 * spinning on an empty CQ must leave it some time. */
-		if (cq->empty_polls > CQ_SPIN_POLLS)
-			sched_yield();
-	}
+	if (!got && vrdma_dev_is_dead(cq->dev))
+		return -ENOTCONN;
 	return got;
 }
 
