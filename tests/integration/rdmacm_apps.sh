@@ -13,6 +13,11 @@
 # 2. fi_pingpong -p verbs -e msg -c (data integrity checks, every size up
 #    to 1 MiB, 100 iterations each): both exit 0, the client prints its
 #    1 MiB row with 100 acknowledged.
+# 2b. fi_pingpong -p "verbs;ofi_rxm" -e rdm -c (libfabric's RDM endpoint
+#    over verbs, with its defaults: a 65536-entry CQ), every size up to
+#    1 MiB, 100 iterations each, between the two devices and between two
+#    processes on device B: both exit 0, the client prints its 1 MiB row
+#    with 100 acknowledged.
 # 3. ucx_perftest (UCX 1.13) put_bw over rc_verbs with zero-copy 64 KiB
 #    puts (RDMA WRITE): both exit 0 and the client prints its Final row.
 # 4. fio 3.33's rdma engine, verb=write (RDMA WRITE), 4 MiB in 64 KiB
@@ -22,8 +27,7 @@
 #    refused at once, as rdma-core does, not waited on.)
 # 5. The daemon stops cleanly.
 #
-# Not here (docs/spec.md, "Applications"): fi_pingpong over
-# "verbs;ofi_rxm" (RDM); fio verb=send, which works but depends on timing:
+# Not here (docs/spec.md, "Applications"): fio verb=send, which works but depends on timing:
 # fio connects with rnr_retry_count 0 and its server must post its receives
 # within the 0.5 s fio sleeps after the handshake, which a busy machine
 # can miss (the job then ends with RNR_RETRY_EXC, as on a real NIC).
@@ -35,7 +39,7 @@ NS="vrdma-$$-apps"
 IP_A=10.64.0.1
 IP_B=10.64.0.2
 STEP_TMO=150
-ALL_TESTS="daemon_started fi_info_verbs fi_pingpong_msg ucx_perftest_put_bw fio_rdma_write daemon_clean_exit"
+ALL_TESTS="daemon_started fi_info_verbs fi_pingpong_msg fi_pingpong_rdm fi_pingpong_rdm_one_device ucx_perftest_put_bw fio_rdma_write daemon_clean_exit"
 
 ns_require
 if ! need setup "$NS_DAEMON" "$RUN" fi_info fi_pingpong ucx_perftest fio ss; then
@@ -81,8 +85,8 @@ free_port() {
 }
 
 # pair NAME READY "SERVER" "CLIENT": the server on B in the background,
-# once READY (a command given the server's pid) holds the client on A;
-# sets RC_S / RC_C.
+# once READY (a command given the server's pid) holds the client on A (on
+# $CLI_SOCK if set); sets RC_S / RC_C.
 pair() {
 	local name=$1 ready=$2 srv=$3 cli=$4 spid
 	# shellcheck disable=SC2086
@@ -95,7 +99,7 @@ pair() {
 		return
 	fi
 	# shellcheck disable=SC2086
-	vrun "$name.cli" "$A" $cli
+	vrun "$name.cli" "${CLI_SOCK:-$A}" $cli
 	RC_C=$?
 	wait "$spid"
 	RC_S=$?
@@ -132,6 +136,20 @@ g=0
 [ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] &&
 	grep -Eq '^1m +100 += ?100 ' "$T_TMP/fi_pingpong_msg.cli.log" && g=1
 report fi_pingpong_msg $g
+
+# 2b
+rdm_pair() {
+	local name=$1
+	port=$(free_port)
+	pair "$name" tcp_ready "fi_pingpong -p verbs;ofi_rxm -e rdm -c -I 100 -B $port" \
+		"fi_pingpong -p verbs;ofi_rxm -e rdm -c -I 100 -P $port $IP_B"
+	g=0
+	[ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] &&
+		grep -Eq '^1m +100 += ?100 ' "$T_TMP/$name.cli.log" && g=1
+	report "$name" $g
+}
+rdm_pair fi_pingpong_rdm
+CLI_SOCK=$B rdm_pair fi_pingpong_rdm_one_device
 
 # 3
 port=$(free_port)
