@@ -1083,6 +1083,8 @@ void roce_resp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi, const stru
 			tq->tp->stats.comm_est++;
 			roce_event_raise(tq->tp->rd, &qp->ev, VIRTIO_IB_EVENT_COMM_EST);
 		}
+		if (tq->tp->ops.comm_est)
+			tq->tp->ops.comm_est(tq->tp->ctx, qp->qpn);
 	}
 	switch (qp->type) {
 	case VIRTIO_IB_QPT_RC:
