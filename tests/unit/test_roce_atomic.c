@@ -1298,6 +1298,11 @@ static void test_comm_est(void)
 		CHECK_EQ(events_of(p.b, p.qb[0].qpn), e ? 1u << VIRTIO_IB_EVENT_COMM_EST : 0);
 		CHECK_EQ(p.b->tp->stats.comm_est, (uint64_t)e);
 		CHECK_EQ(events_of(p.a, p.qa[0].qpn), 0);
+		/* the connection manager hears it once, with or without the
+		 * extension (it treats it as the RTU) */
+		CHECK_EQ(p.b->comm_est_calls, 1);
+		CHECK_EQ(p.b->comm_est_qpn, p.qb[0].qpn);
+		CHECK_EQ(p.a->comm_est_calls, 0);
 		xp_fini(&p);
 	}
 }
