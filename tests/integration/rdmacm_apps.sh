@@ -39,7 +39,7 @@ NS="vrdma-$$-apps"
 IP_A=10.64.0.1
 IP_B=10.64.0.2
 STEP_TMO=150
-ALL_TESTS="daemon_started fi_info_verbs fi_pingpong_msg fi_pingpong_rdm fi_pingpong_rdm_one_device ucx_perftest_put_bw fio_rdma_write daemon_clean_exit"
+ALL_TESTS="daemon_started fi_info_verbs fi_pingpong_msg fi_pingpong_rdm fi_pingpong_rdm_one_device ucx_perftest_put_bw fio_rdma_write fio_rdma_read fio_rdma_send daemon_clean_exit"
 
 ns_require
 if ! need setup "$NS_DAEMON" "$RUN" fi_info fi_pingpong ucx_perftest fio ss; then
@@ -171,6 +171,63 @@ fio_pair fio_rdma_write write "$(free_port)" 4
 g=0
 [ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] && grep -q 'io=4096KiB' "$T_TMP/fio_rdma_write.cli.log" && g=1
 report fio_rdma_write $g
+
+# 4b: verb=read (RDMA READ of the server's buffers).
+fio_pair fio_rdma_read read "$(free_port)" 4
+g=0
+[ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] && grep -q 'io=4096KiB' "$T_TMP/fio_rdma_read.cli.log" && g=1
+report fio_rdma_read $g
+
+# 4c: verb=send. fio's client connects with rnr_retry_count 0 and sends
+# 0.5 s after the handshake; its server posts its receives only once the
+# handshake is over. A server with a receive for every block (iodepth 64 =
+# 4 MiB / 64 KiB) never reposts one, so the only race left is fio's own at
+# the start: a server later than 0.5 s makes the client's first SEND end in
+# RNR_RETRY_EXC_ERR ("cq completion status 13"), after which fio waits for
+# ever, as it would on a NIC. That attempt is stopped and run again.
+fio_rnr() { grep -q 'cq completion status 13' "$T_TMP/fio_send$attempt.cli.log" 2>/dev/null; }
+fio_cli_done() { ! kill -0 "$1" 2>/dev/null || fio_rnr; }
+# kill_tree PID: PID and its descendants (a hung fio ignores SIGTERM while
+# it waits for a CQ event).
+kill_tree() {
+	local c
+	for c in $(pgrep -P "$1"); do kill_tree "$c"; done
+	kill -KILL "$1" 2>/dev/null
+}
+for attempt in 1 2 3; do
+	port=$(free_port)
+	job="--ioengine=rdma --port=$port --bs=64k --size=4m"
+	# shellcheck disable=SC2086
+	vrun "fio_send$attempt.srv" "$B" fio --name=srv $job --rw=read --iodepth=64 &
+	spid=$!
+	RC_S=noready RC_C=none
+	if wait_cmd 120 fio_listening "fio_send$attempt"; then
+		# shellcheck disable=SC2086
+		vrun "fio_send$attempt.cli" "$A" fio --name=cli $job --rw=write --iodepth=4 --verb=send \
+			--hostname=$IP_B &
+		cpid=$!
+		wait_cmd "$STEP_TMO" fio_cli_done "$cpid"
+		if fio_rnr; then
+			echo "# fio_rdma_send: attempt $attempt: fio's start-up race (RNR), again"
+			kill_tree "$cpid"
+			kill_tree "$spid"
+			wait "$cpid" "$spid" 2>/dev/null
+			continue
+		fi
+		wait "$cpid"
+		RC_C=$?
+		wait "$spid"
+		RC_S=$?
+	else
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+	fi
+	break
+done
+for s in srv cli; do cp "$T_TMP/fio_send$attempt.$s.log" "$T_TMP/fio_rdma_send.$s.log" 2>/dev/null; done
+g=0
+[ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] && grep -q 'io=4096KiB' "$T_TMP/fio_rdma_send.cli.log" && g=1
+report fio_rdma_send $g
 
 # 5
 nsd_stop d TERM
