@@ -20,17 +20,14 @@
 #    with 100 acknowledged.
 # 3. ucx_perftest (UCX 1.13) put_bw over rc_verbs with zero-copy 64 KiB
 #    puts (RDMA WRITE): both exit 0 and the client prints its Final row.
-# 4. fio 3.33's rdma engine, verb=write (RDMA WRITE), 4 MiB in 64 KiB
-#    blocks: both sides exit 0 and the client
-#    reports io=4096KiB. (fio tries ibv_destroy_cq before ibv_destroy_qp
-#    and acknowledges CQ events by completions: the CQ still in use must be
-#    refused at once, as rdma-core does, not waited on.)
+# 4. fio 3.33's rdma engine, verb=write (RDMA WRITE), verb=read (RDMA
+#    READ) and verb=send (SEND into the server's receives), 4 MiB in 64 KiB
+#    blocks: both sides exit 0 and the client reports io=4096KiB. (fio
+#    tries ibv_destroy_cq before ibv_destroy_qp and acknowledges CQ events
+#    by completions: the CQ still in use must be refused at once, as
+#    rdma-core does, not waited on.) verb=send: see 4c below for fio's own
+#    start-up race and how the test copes with it.
 # 5. The daemon stops cleanly.
-#
-# Not here (docs/spec.md, "Applications"): fio verb=send, which works but depends on timing:
-# fio connects with rnr_retry_count 0 and its server must post its receives
-# within the 0.5 s fio sleeps after the handshake, which a busy machine
-# can miss (the job then ends with RNR_RETRY_EXC, as on a real NIC).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/netns_lib.bash"
 
