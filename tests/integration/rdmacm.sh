@@ -22,7 +22,8 @@
 #    B (another port) serves a client; a listen on the port the first one
 #    holds fails (rping -s: "rdma_listen: Address already in use").
 # 2c. rping server and client as two processes on the same device socket
-#    (-C 1000 -V); two rdma_server processes on B at once, and a third
+#    (-C 1000 -V), and so ib_send_bw -R and ib_write_lat -R; two
+#    rdma_server processes on B at once, and a third
 #    process on B (tests/verbs/rdmacm_multi) connected to both at once.
 # 2d. Isolation: while an rping pair on B is connected, a third process on
 #    B names every handle the device's CM could have given them (RELEASE,
@@ -65,6 +66,7 @@ ALL_TESTS="daemon_started rping_verified ucmatose udaddy rdma_server_client ib_s
 	listen_in_use_refused same_device_rping two_servers_one_device foreign_handles_refused
 	killed_client_disconnected mckey_refused rstream_refused daemon_clean_exit fault_daemon_started
 	fault_rping_verified fault_ucmatose fault_daemon_clean_exit"
+ALL_TESTS="$ALL_TESTS same_device_ib_send_bw_R same_device_ib_write_lat_R"
 
 PRELOAD=""
 if [ -f "$VRDMA_BUILD/lib/libibverbs.so.1" ] &&
@@ -321,6 +323,12 @@ if d_start d --device "socket=$A,mac=02:64:00:00:00:0a,ip=$IP_A/24" \
 	PORT=$((PORT + 3))
 	cmpair same_device_rping "$B" "$B" "rping -s -a $IP_B -p $PORT -C 1000 -V" \
 		"rping -c -a $IP_B -p $PORT -C 1000 -V" ""
+	PORT=$((PORT + 1))
+	cmpair same_device_ib_send_bw_R "$B" "$B" "ib_send_bw -R -p $PORT -n 200" \
+		"ib_send_bw -R -p $PORT -n 200 $IP_B" "^ 65536 *200" "$PERF_RACE"
+	PORT=$((PORT + 1))
+	cmpair same_device_ib_write_lat_R "$B" "$B" "ib_write_lat -R -p $PORT -n 200" \
+		"ib_write_lat -R -p $PORT -n 200 $IP_B" "^ 2 *200" "$PERF_RACE"
 	two_servers
 	# 2d: another process's handles
 	foreign_handles
