@@ -185,6 +185,7 @@ void vrdma_rdma_cq_free(struct vrdma_rdma *r, struct vrdma_cq *cq)
 {
 	r->wcs += cq->wcs;
 	r->bad_wcs += cq->bad;
+	r->dropped_wcs += cq->orphans;
 	r->cqs[cq->cqn] = NULL;
 	r->ncqs--;
 	cq_release(cq);

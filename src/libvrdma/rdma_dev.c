@@ -793,6 +793,7 @@ int vrdma_rdma_get_stats(struct vrdma_dev *dev, struct vrdma_rdma_stats *st)
 		st->mws = r->nmws;
 		st->events = r->events;
 		st->bad_events = r->bad_events;
+		st->dropped_wcs = r->dropped_wcs;
 		for (i = 0; i < r->ncq_rings; i++) {
 			struct vrdma_cq *cq = r->cqs[i];
 
@@ -801,6 +802,7 @@ int vrdma_rdma_get_stats(struct vrdma_dev *dev, struct vrdma_rdma_stats *st)
 			st->cqs++;
 			st->wcs += cq->wcs;
 			st->bad_wcs += cq->bad;
+			st->dropped_wcs += cq->orphans;
 		}
 		for (i = 0; i < r->nqp_rings; i++) {
 			struct vrdma_qp *qp = r->qps[i];

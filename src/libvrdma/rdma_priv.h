@@ -161,6 +161,7 @@ struct vrdma_rdma {
 	/* counters (dead queues' data-path counters are folded in) */
 	uint64_t cmds, cmd_errors;
 	uint64_t send_wrs, recv_wrs, wcs, sq_full, rq_full, bad_wcs;
+	uint64_t dropped_wcs;     /* of destroyed CQs: completions of gone QPs */
 };
 
 /* Whether the device reported capability bit cap (VIRTIO_IB_DEVICE_*). */
