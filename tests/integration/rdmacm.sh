@@ -13,7 +13,9 @@
 # 1c. tests/verbs/rdmacm_api on A alone: devices, bind errors, the
 #    channel fd (EAGAIN, poll), a connection between two ids of one
 #    process on one device (private data, a 4 KiB SEND compared,
-#    DISCONNECTED on both ends), a reject (status 28 + private data).
+#    DISCONNECTED on both ends), data before the RTU (a client id
+#    without QP: the server is established by the client's first SEND),
+#    a reject (status 28 + private data).
 # 2. A client to a port nobody listens on while the server's device runs a
 #    CM (a listener on another port): rping fails at once (REJ, "invalid
 #    service ID") instead of waiting for REQ timeouts.
@@ -282,7 +284,7 @@ if d_start d --device "socket=$A,mac=02:64:00:00:00:0a,ip=$IP_A/24" \
 	run_all "" d "$A" "$B"
 	vstart api "$A" "$API" $IP_A
 	wait "$VPID"; rc=$?
-	if [ $rc = 0 ] && [ "$(grep -c '^ok rdmacm_api' "$T_TMP/api.log")" = 5 ]; then
+	if [ $rc = 0 ] && [ "$(grep -c '^ok rdmacm_api' "$T_TMP/api.log")" = 6 ]; then
 		ok rdmacm_api
 	else
 		not_ok rdmacm_api "exit status $rc"
