@@ -700,6 +700,7 @@ struct vrdma_rdma_stats {
 	uint64_t bad_wcs;           /* completion buffers the device mis-used */
 	uint64_t srqs, mws;         /* live objects (extension) */
 	uint64_t events, bad_events; /* async events read, malformed ones */
+	uint64_t dropped_wcs;       /* completions of destroyed QPs, never returned */
 };
 /* Counters of the RDMA part (data-path ones summed over live queues).
  * Returns 0. */

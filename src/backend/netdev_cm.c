@@ -671,6 +671,24 @@ static int cmd_handle(struct netdev_cm *cm, uint64_t ctx_id, uint8_t cmd, const 
 	}
 }
 
+int netdev_cm_comm_est(struct netdev_cm *cm, uint64_t ctx_id, uint32_t qpn)
+{
+	for (uint32_t i = 0; i < cm->nconns; i++) {
+		struct ncm_conn *h = &cm->conns[i];
+		enum cm_state st;
+
+		if (!h->used || !h->conn || h->owner != ctx_id ||
+		    cm_conn_local_qpn(h->conn) != qpn)
+			continue;
+		st = cm_conn_state(h->conn);
+		if (st != CM_REP_SENT && st != CM_MRA_REP_RCVD)
+			continue;
+		cm->stats.comm_est++;
+		return cm_notify_established(h->conn);
+	}
+	return -ENOENT;
+}
+
 static int cmd_get_event(struct netdev_cm *cm, uint64_t ctx_id, void *out, size_t *out_len)
 {
 	struct ncm_queue *q = queue_get(cm, ctx_id, false);

@@ -56,6 +56,7 @@ struct netdev_cm_stats {
 	uint64_t ctx_gone;           /* contexts torn down */
 	uint64_t ctx_gone_conns;     /* their connections let go (REJ/DREQ/DREP sent) */
 	uint64_t ctx_gone_listens;
+	uint64_t comm_est;           /* passive connections established by data before the RTU */
 	uint64_t listens;            /* alive now */
 	uint64_t conns;              /* handles alive now */
 };
@@ -76,6 +77,10 @@ uint64_t netdev_cm_next_timeout(const struct netdev_cm *cm);
  * -ENOBUFS/-ENOMEM (limits), -EAGAIN (GET_EVENT: none), -EOPNOTSUPP. */
 int netdev_cm_cmd(struct netdev_cm *cm, uint64_t ctx_id, uint8_t cmd, const void *in,
 		  size_t in_len, void *out, size_t out_cap, size_t *out_len);
+/* QP qpn of the context received data before the RTU (COMM_EST): its
+ * passive connection waiting for the RTU is established now, as if the
+ * RTU had come (IBTA 12.9.7.2). 0, or -ENOENT if no connection waits. */
+int netdev_cm_comm_est(struct netdev_cm *cm, uint64_t ctx_id, uint32_t qpn);
 /* Events waiting for the context. */
 uint32_t netdev_cm_events(const struct netdev_cm *cm, uint64_t ctx_id);
 /* The context is gone: its connections are let go (REJ before

@@ -383,6 +383,14 @@ uint8_t netdev_port_cm_ctrl(struct netdev *nd, uint8_t cmd, const void *in, size
 	return VIRTIO_NET_OK;
 }
 
+void netdev_port_cm_comm_est(struct netdev *nd, uint32_t qpn)
+{
+	struct netdev_port_cm *pc = nd->dp->cm;
+
+	if (pc && !nd->closing && netdev_cm_comm_est(pc->cm, nd->id, qpn) == 0)
+		npcm_rearm(pc);
+}
+
 void netdev_port_cm_ctx_gone(struct netdev_port *dp, struct netdev *nd)
 {
 	struct netdev_port_cm *pc = dp->cm;
@@ -417,7 +425,7 @@ void netdev_port_cm_dump(const struct netdev_port *dp, FILE *f)
 		c->rx_attr[7], c->rx_unmatched, s->reqs_refused);
 	fprintf(f, "  cm contexts_gone %" PRIu64 " conns_released %" PRIu64 " listens_released %"
 		PRIu64 " not_owner %" PRIu64 " listens_in_use %" PRIu64 " quota_refused %" PRIu64
-		" events %" PRIu64 " events_dropped %" PRIu64 "\n", s->ctx_gone, s->ctx_gone_conns,
-		s->ctx_gone_listens, s->not_owner, s->listens_in_use, s->quota_refused,
-		s->events_queued, s->events_dropped);
+		" events %" PRIu64 " events_dropped %" PRIu64 " comm_est %" PRIu64 "\n", s->ctx_gone,
+		s->ctx_gone_conns, s->ctx_gone_listens, s->not_owner, s->listens_in_use,
+		s->quota_refused, s->events_queued, s->events_dropped, s->comm_est);
 }

@@ -143,6 +143,8 @@ uint8_t netdev_port_cm_ctrl(struct netdev *nd, uint8_t cmd, const void *in, size
 			    void *out, size_t out_cap, size_t *out_len);
 /* nd is gone: its connections are torn down, its listens freed. */
 void netdev_port_cm_ctx_gone(struct netdev_port *dp, struct netdev *nd);
+/* QP qpn of nd received data before its RTU (netdev_cm_comm_est). */
+void netdev_port_cm_comm_est(struct netdev *nd, uint32_t qpn);
 void netdev_port_cm_dump(const struct netdev_port *dp, FILE *f);
 
 /* The RoCE extension (netdev_roce.c). */

@@ -78,6 +78,11 @@ static void nr_ring_error(void *ctx, struct vhost_vring *r)
 	vhost_vring_report_error(r);
 }
 
+static void nr_comm_est(void *ctx, uint32_t qpn)
+{
+	netdev_port_cm_comm_est(ctx, qpn);
+}
+
 static const struct roce_tp_ops netdev_roce_tp_ops = {
 	.ring = nr_ring,
 	.xmit = nr_xmit,
@@ -85,6 +90,7 @@ static const struct roce_tp_ops netdev_roce_tp_ops = {
 	.ring_error = nr_ring_error,
 	.xmit_try = nr_xmit_try,
 	.rx_room = nr_rx_room,
+	.comm_est = nr_comm_est,
 };
 
 int netdev_roce_init(struct netdev *nd)

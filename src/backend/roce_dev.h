@@ -56,7 +56,7 @@ struct roce_dev;
 #define ROCE_DEF_MAX_PD            16384
 #define ROCE_DEF_MAX_MR            65535
 #define ROCE_DEF_MAX_AH            16384
-#define ROCE_DEF_MAX_CQE           32768  /* = largest split virtqueue */
+#define ROCE_DEF_MAX_CQE           (1u << 20) /* ring <= 32768, the rest in the backlog */
 #define ROCE_DEF_MAX_QP_WR         16384
 #define ROCE_DEF_MAX_SGE           32
 #define ROCE_DEF_MAX_QP_RD_ATOM    128

@@ -311,7 +311,7 @@ int roce_dev_init(struct roce_dev *rd, const struct roce_dev_cfg *cfg)
 	a->max_send_sge = clamp_def(cfg->max_send_sge, ROCE_DEF_MAX_SGE, 1024);
 	a->max_recv_sge = clamp_def(cfg->max_recv_sge, ROCE_DEF_MAX_SGE, 1024);
 	a->max_sge_rd = clamp_def(cfg->max_sge_rd, a->max_send_sge, a->max_send_sge);
-	a->max_cqe = clamp_def(cfg->max_cqe, ROCE_DEF_MAX_CQE, 32768);
+	a->max_cqe = clamp_def(cfg->max_cqe, ROCE_DEF_MAX_CQE, ROCE_DEF_MAX_CQE);
 	a->max_mr = clamp_def(cfg->max_mr, ROCE_DEF_MAX_MR, ROCE_MAX_MR_INDEX);
 	a->max_pd = clamp_def(cfg->max_pd, ROCE_DEF_MAX_PD, 1u << 24);
 	a->max_ah = clamp_def(cfg->max_ah, ROCE_DEF_MAX_AH, 1u << 24);

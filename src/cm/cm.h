@@ -193,6 +193,8 @@ void cm_conn_set_context(struct cm_conn *conn, void *ctx);
 enum cm_state cm_conn_state(const struct cm_conn *conn);
 uint32_t cm_conn_local_id(const struct cm_conn *conn);
 uint32_t cm_conn_remote_id(const struct cm_conn *conn);
+/* The QPN this side gave in its REQ or REP (0 before). */
+uint32_t cm_conn_local_qpn(const struct cm_conn *conn);
 const char *cm_state_name(enum cm_state st);
 const char *cm_event_name(enum cm_event_type type);
 

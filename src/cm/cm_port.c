@@ -563,6 +563,11 @@ uint32_t cm_conn_remote_id(const struct cm_conn *c)
 	return c->remote_id;
 }
 
+uint32_t cm_conn_local_qpn(const struct cm_conn *c)
+{
+	return c->local_qpn;
+}
+
 void cm_conn_destroy(struct cm_conn *c)
 {
 	struct cm_port *p;

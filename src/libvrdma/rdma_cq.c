@@ -2,9 +2,11 @@
 /*
  * libvrdma completion queues.
  *
- * A CQ is CREATE_CQ plus its completion virtqueue vrdma_vq_cq(1, cqn): num
- * (a power of two) entries, num device-writable 48-byte buffers (struct
- * virtio_rdma_cq_req) from shared memory, all posted at creation. The device
+ * A CQ is CREATE_CQ (cqe: the capacity, a power of two) plus its completion
+ * virtqueue vrdma_vq_cq(1, cqn): num = min(cqe, 32768) entries, num
+ * device-writable 48-byte buffers (struct virtio_rdma_cq_req) from shared
+ * memory, all posted at creation; the device keeps completions that find no
+ * buffer in its backlog of cqe entries. The device
  * writes one completion per buffer and returns it; vrdma_cq_poll consumes
  * used entries in order, decodes them (the buffer is untrusted: a short one
  * is counted and skipped) and posts each buffer again at once, so the device
@@ -183,6 +185,7 @@ void vrdma_rdma_cq_free(struct vrdma_rdma *r, struct vrdma_cq *cq)
 {
 	r->wcs += cq->wcs;
 	r->bad_wcs += cq->bad;
+	r->dropped_wcs += cq->orphans;
 	r->cqs[cq->cqn] = NULL;
 	r->ncqs--;
 	cq_release(cq);
@@ -195,7 +198,7 @@ int vrdma_cq_create(struct vrdma_dev *dev, uint32_t cqe, struct vrdma_cq **out)
 	struct virtio_rdma_cmd_destroy_cq d;
 	struct vrdma_cq *cq = NULL;
 	struct vrdma_rdma *r;
-	uint32_t num, cqn;
+	uint32_t cap, num, cqn;
 	int rc;
 
 	if (!dev || !out)
@@ -213,8 +216,9 @@ int vrdma_cq_create(struct vrdma_dev *dev, uint32_t cqe, struct vrdma_cq **out)
 		goto out;
 	}
 	memset(&a, 0, sizeof(a));
-	num = vrdma_rdma_pow2(cqe < 2 ? 2 : cqe);
-	c.cqe = htole32(MIN(num, r->attr.max_cqe));
+	cap = MIN(vrdma_rdma_pow2(cqe < 2 ? 2 : cqe), r->attr.max_cqe);
+	num = MIN(cap, VRDMA_CQ_RING_MAX);
+	c.cqe = htole32(cap);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_CREATE_CQ, &c, sizeof(c), &a, sizeof(a));
 	if (rc) {
 		goto out;
@@ -233,7 +237,8 @@ int vrdma_cq_create(struct vrdma_dev *dev, uint32_t cqe, struct vrdma_cq **out)
 	cq->dev = dev;
 	cq->model = r->model;
 	cq->cqn = cqn;
-	cq->num = MIN(num, r->attr.max_cqe);
+	cq->cqe = cap;
+	cq->num = num;
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
 	cq->bufs_bytes = (size_t)num * VRDMA_CQE_SIZE;
 	cq->bufs = vrdma_shm_alloc(dev, cq->bufs_bytes, 64);
@@ -306,7 +311,7 @@ uint32_t vrdma_cq_num(const struct vrdma_cq *cq)
 
 uint32_t vrdma_cq_size(const struct vrdma_cq *cq)
 {
-	return cq->num;
+	return cq->cqe;
 }
 
 void vrdma_cq_set_context(struct vrdma_cq *cq, void *context)
@@ -407,7 +412,7 @@ int vrdma_cq_resize(struct vrdma_cq *cq, uint32_t cqe)
 	struct virtio_rdma_ack_resize_cq a;
 	struct vrdma_dev *dev;
 	struct vrdma_rdma *r;
-	uint32_t num;
+	uint32_t cap, num;
 	int rc;
 
 	if (!cq)
@@ -425,16 +430,20 @@ int vrdma_cq_resize(struct vrdma_cq *cq, uint32_t cqe)
 		rc = -EINVAL;
 		goto out;
 	}
-	num = MIN(vrdma_rdma_pow2(cqe < 2 ? 2 : cqe), r->attr.max_cqe);
-	if (num <= cq->num)
+	cap = MIN(vrdma_rdma_pow2(cqe < 2 ? 2 : cqe), r->attr.max_cqe);
+	if (cap <= cq->cqe)
 		goto out; /* never shrinks: the capacity holds cqe already */
 	/* 1. the device may hold that many while the ring is replaced */
 	c.cqn = htole32(cq->cqn);
-	c.cqe = htole32(num);
+	c.cqe = htole32(cap);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_RESIZE_CQ, &c, sizeof(c), &a, sizeof(a));
 	if (rc) {
 		goto out;
 	}
+	cq->cqe = cap;
+	num = MIN(cap, VRDMA_CQ_RING_MAX);
+	if (num <= cq->num)
+		goto out; /* the ring is the largest already: the device keeps the rest */
 	/* 2-4. stop, keep the leftovers, new ring */
 	rc = cq_replace_ring(cq, num);
 	if (rc)
@@ -476,6 +485,14 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 
 	if (n <= 0)
 		return n < 0 ? -EINVAL : 0;
+	/* The device is software on the same CPUs: an application spinning
+	 * on an empty CQ must leave it some time. Before looking, so that
+	 * "empty" describes the CQ when we return (a yield can last
+	 * milliseconds on a busy host; libfabric's ofi_rxm reads its
+	 * connection events on an empty CQ and closes a connection whose
+	 * last message would then be found too late). */
+	if (__atomic_load_n(&cq->empty_polls, __ATOMIC_RELAXED) > CQ_SPIN_POLLS)
+		sched_yield();
 	pthread_spin_lock(&cq->lock);
 	vq = &cq->q->vq;
 	/* Completions of a replaced ring come first. */
@@ -485,8 +502,11 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 		wc[got] = cq->stash[cq->stash_head++];
 		cq->stash_len--;
 		qp = qtab_find(cq, wc[got].qp_num);
-		if (qp)
-			vrdma_rdma_qp_retire(qp, &wc[got]);
+		if (!qp) {
+			cq->orphans++;
+			continue;
+		}
+		vrdma_rdma_qp_retire(qp, &wc[got]);
 		got++;
 	}
 	if (!cq->stash_len) {
@@ -511,9 +531,14 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 
 			cq->model->cq_decode(b, &wc[got]);
 			qp = qtab_find(cq, wc[got].qp_num);
-			if (qp)
+			if (qp) {
 				vrdma_rdma_qp_retire(qp, &wc[got]);
-			got++;
+				got++;
+			} else {
+				/* A destroyed QP's (its flush): dropped, as a
+				 * hardware CQ is cleaned on destroy. */
+				cq->orphans++;
+			}
 		} else {
 			LOG_PEER("vrdma: CQ %u: completion of %u bytes", cq->cqn, len);
 			cq->bad++;
@@ -534,14 +559,8 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 	else
 		cq->empty_polls++;
 	pthread_spin_unlock(&cq->lock);
-	if (!got) {
-		if (vrdma_dev_is_dead(cq->dev))
-			return -ENOTCONN;
-		/* The device is software on the same CPUs: an application
-		 * spinning on an empty CQ must leave it some time. */
-		if (cq->empty_polls > CQ_SPIN_POLLS)
-			sched_yield();
-	}
+	if (!got && vrdma_dev_is_dead(cq->dev))
+		return -ENOTCONN;
 	return got;
 }
 

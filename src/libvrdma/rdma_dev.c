@@ -253,11 +253,12 @@ static int rdma_fetch_attrs(struct vrdma_rdma *r)
 	a->max_rdma_cqs = r->ncq_rings;
 	a->max_qp = r->nqp_rings > 2 ? r->nqp_rings - 2 : 0;
 	a->max_inline_data = VIRTIO_RDMA_INLINE_DATA_SIZE;
-	/* Sizes the driver relies on (virtqueues are at most 32768). */
+	/* Sizes the driver relies on (virtqueues are at most 32768; a CQ
+	 * beyond its ring lives in the device's backlog). */
 	if (a->max_qp_wr > 32768)
 		a->max_qp_wr = 32768;
-	if (a->max_cqe > 32768)
-		a->max_cqe = 32768;
+	if (a->max_cqe > VRDMA_CQ_MAX)
+		a->max_cqe = VRDMA_CQ_MAX;
 	if (r->ext) {
 		/* Only capabilities this library knows; an SRQ capability
 		 * without SRQ virtqueues is none. */
@@ -792,6 +793,7 @@ int vrdma_rdma_get_stats(struct vrdma_dev *dev, struct vrdma_rdma_stats *st)
 		st->mws = r->nmws;
 		st->events = r->events;
 		st->bad_events = r->bad_events;
+		st->dropped_wcs = r->dropped_wcs;
 		for (i = 0; i < r->ncq_rings; i++) {
 			struct vrdma_cq *cq = r->cqs[i];
 
@@ -800,6 +802,7 @@ int vrdma_rdma_get_stats(struct vrdma_dev *dev, struct vrdma_rdma_stats *st)
 			st->cqs++;
 			st->wcs += cq->wcs;
 			st->bad_wcs += cq->bad;
+			st->dropped_wcs += cq->orphans;
 		}
 		for (i = 0; i < r->nqp_rings; i++) {
 			struct vrdma_qp *qp = r->qps[i];

@@ -43,6 +43,11 @@
 #define VRDMA_RDMA_MAX_GIDS 256
 /* Completion buffer size (struct virtio_rdma_cq_req). */
 #define VRDMA_CQE_SIZE sizeof(struct virtio_rdma_cq_req)
+/* A CQ's ring is at most the largest split virtqueue; a larger CQ leaves
+ * the rest to the device's backlog (docs/spec.md "Resource model"). */
+#define VRDMA_CQ_RING_MAX 32768u
+/* The largest capacity this library asks for (a power of two). */
+#define VRDMA_CQ_MAX (1u << 20)
 
 struct vrdma_rdma_pd {
 	bool live;
@@ -156,6 +161,7 @@ struct vrdma_rdma {
 	/* counters (dead queues' data-path counters are folded in) */
 	uint64_t cmds, cmd_errors;
 	uint64_t send_wrs, recv_wrs, wcs, sq_full, rq_full, bad_wcs;
+	uint64_t dropped_wcs;     /* of destroyed CQs: completions of gone QPs */
 };
 
 /* Whether the device reported capability bit cap (VIRTIO_IB_DEVICE_*). */
@@ -168,7 +174,8 @@ struct vrdma_cq {
 	struct vrdma_dev *dev;
 	const struct vrdma_model *model;
 	uint32_t cqn;
-	uint32_t num;             /* capacity = ring entries = buffers */
+	uint32_t cqe;             /* capacity (the device's cqe), a power of two */
+	uint32_t num;             /* ring entries = buffers: min(cqe, VRDMA_CQ_RING_MAX) */
 	struct vrdma_queue *q;
 	struct virtio_rdma_cq_req *bufs; /* num buffers (shm) */
 	size_t bufs_bytes;
@@ -182,6 +189,7 @@ struct vrdma_cq {
 	struct vrdma_qp **qtab;
 	uint32_t qtab_size;       /* power of two, or 0 */
 	uint64_t wcs, bad;
+	uint64_t orphans;         /* completions of QPs no longer attached: dropped */
 	void *context;
 	/* completions read from a replaced ring (vrdma_cq_resize), polled
 	 * before the new ring's (cq->lock) */

@@ -1171,7 +1171,19 @@ static int conn_cmd(struct rcm_id *r, uint8_t cmd)
 
 int rcm_id_establish(struct rcm_id *r)
 {
-	return r->has_conn ? conn_cmd(r, VIRTIO_NET_CTRL_ROCE_CM_ESTABLISHED) : 0;
+	int rc;
+
+	if (!r->has_conn)
+		return 0;
+	if (!r->rep_pending)
+		return conn_cmd(r, VIRTIO_NET_CTRL_ROCE_CM_ESTABLISHED);
+	/* the active side after CONNECT_RESPONSE */
+	rc = conn_cmd(r, VIRTIO_NET_CTRL_ROCE_CM_RTU);
+	if (!rc) {
+		r->rep_pending = false;
+		r->connected = true;
+	}
+	return rc;
 }
 
 /* Runs in rdma_get_cm_event (user thread, locked): the QP work of an event. */
@@ -1185,9 +1197,10 @@ void rcm_event_complete(struct rcm_event *e)
 			e->ev.event = RDMA_CM_EVENT_CONNECT_ERROR;
 			e->ev.status = -ECONNABORTED;
 		} else if (!r->id.qp) {
-			/* no QP: the user moves it and calls rdma_establish */
+			/* no QP: the user moves it and rdma_establish sends the
+			 * RTU, as in librdmacm (rep_pending stays until then) */
 			e->ev.event = RDMA_CM_EVENT_CONNECT_RESPONSE;
-			conn_cmd(r, VIRTIO_NET_CTRL_ROCE_CM_RTU);
+			break;
 		} else if (qp_rtr_rts(r)) {
 			struct virtio_rdma_cmd_cm_reject c;
 

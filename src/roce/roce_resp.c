@@ -1075,14 +1075,18 @@ void roce_resp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi, const stru
 		tq->tp->stats.rx_qp_state++;
 		return;
 	}
-	if (st == VIRTIO_IB_QPS_RTR && !tq->comm_est &&
-	    (qp->type == VIRTIO_IB_QPT_RC || qp->type == VIRTIO_IB_QPT_UC)) {
-		/* Once per entry into RTR (roce_resp_reset clears it). */
+	if (!tq->comm_est && (qp->type == VIRTIO_IB_QPT_RC || qp->type == VIRTIO_IB_QPT_UC)) {
+		/* The first request packet since entering RTR (roce_resp_reset
+		 * clears it): the event in RTR only (IBTA); the connection
+		 * manager also in RTS, where rdma_cm's passive QP already is
+		 * when its REP goes out. */
 		tq->comm_est = true;
-		if (tq->tp->rd->ext) {
+		if (st == VIRTIO_IB_QPS_RTR && tq->tp->rd->ext) {
 			tq->tp->stats.comm_est++;
 			roce_event_raise(tq->tp->rd, &qp->ev, VIRTIO_IB_EVENT_COMM_EST);
 		}
+		if (tq->tp->ops.comm_est)
+			tq->tp->ops.comm_est(tq->tp->ctx, qp->qpn);
 	}
 	switch (qp->type) {
 	case VIRTIO_IB_QPT_RC:

@@ -75,6 +75,9 @@ struct roce_tp_ops {
 	 * that our receive queue, busy before, has room again. */
 	int (*xmit_try)(void *ctx, struct pkt *p);
 	void (*rx_room)(void *ctx);
+	/* An RC/UC QP in RTR received its first request packet (optional):
+	 * the connection manager treats it as the RTU (IB_EVENT_COMM_EST). */
+	void (*comm_est)(void *ctx, uint32_t qpn);
 };
 
 /* Tunables (compile-time). */

@@ -13,7 +13,9 @@
 # 1c. tests/verbs/rdmacm_api on A alone: devices, bind errors, the
 #    channel fd (EAGAIN, poll), a connection between two ids of one
 #    process on one device (private data, a 4 KiB SEND compared,
-#    DISCONNECTED on both ends), a reject (status 28 + private data).
+#    DISCONNECTED on both ends), data before the RTU (a client id
+#    without QP: the server is established by the client's first SEND),
+#    a reject (status 28 + private data).
 # 2. A client to a port nobody listens on while the server's device runs a
 #    CM (a listener on another port): rping fails at once (REJ, "invalid
 #    service ID") instead of waiting for REQ timeouts.
@@ -22,7 +24,8 @@
 #    B (another port) serves a client; a listen on the port the first one
 #    holds fails (rping -s: "rdma_listen: Address already in use").
 # 2c. rping server and client as two processes on the same device socket
-#    (-C 1000 -V); two rdma_server processes on B at once, and a third
+#    (-C 1000 -V), and so ib_send_bw -R and ib_write_lat -R; two
+#    rdma_server processes on B at once, and a third
 #    process on B (tests/verbs/rdmacm_multi) connected to both at once.
 # 2d. Isolation: while an rping pair on B is connected, a third process on
 #    B names every handle the device's CM could have given them (RELEASE,
@@ -64,6 +67,7 @@ ALL_TESTS="daemon_started rping_verified ucmatose udaddy rdma_server_client ib_s
 	listen_in_use_refused same_device_rping two_servers_one_device foreign_handles_refused
 	killed_client_disconnected mckey_refused daemon_clean_exit fault_daemon_started
 	fault_rping_verified fault_ucmatose fault_daemon_clean_exit"
+ALL_TESTS="$ALL_TESTS same_device_ib_send_bw_R same_device_ib_write_lat_R"
 
 PRELOAD=""
 if [ -f "$VRDMA_BUILD/lib/libibverbs.so.1" ] &&
@@ -279,7 +283,7 @@ if d_start d --device "socket=$A,mac=02:64:00:00:00:0a,ip=$IP_A/24" \
 	run_all "" d "$A" "$B"
 	vstart api "$A" "$API" $IP_A
 	wait "$VPID"; rc=$?
-	if [ $rc = 0 ] && [ "$(grep -c '^ok rdmacm_api' "$T_TMP/api.log")" = 5 ]; then
+	if [ $rc = 0 ] && [ "$(grep -c '^ok rdmacm_api' "$T_TMP/api.log")" = 6 ]; then
 		ok rdmacm_api
 	else
 		not_ok rdmacm_api "exit status $rc"
@@ -320,6 +324,12 @@ if d_start d --device "socket=$A,mac=02:64:00:00:00:0a,ip=$IP_A/24" \
 	PORT=$((PORT + 3))
 	cmpair same_device_rping "$B" "$B" "rping -s -a $IP_B -p $PORT -C 1000 -V" \
 		"rping -c -a $IP_B -p $PORT -C 1000 -V" ""
+	PORT=$((PORT + 1))
+	cmpair same_device_ib_send_bw_R "$B" "$B" "ib_send_bw -R -p $PORT -n 200" \
+		"ib_send_bw -R -p $PORT -n 200 $IP_B" "^ 65536 *200" "$PERF_RACE"
+	PORT=$((PORT + 1))
+	cmpair same_device_ib_write_lat_R "$B" "$B" "ib_write_lat -R -p $PORT -n 200" \
+		"ib_write_lat -R -p $PORT -n 200 $IP_B" "^ 2 *200" "$PERF_RACE"
 	two_servers
 	# 2d: another process's handles
 	foreign_handles

@@ -68,6 +68,8 @@ struct fk_dev {
 	uint32_t ip4;              /* network order */
 	struct pkt_queue wire;     /* frames sent when there is no switch */
 	uint64_t ring_errors;
+	uint64_t comm_est_calls;   /* roce_tp_ops.comm_est, last for comm_est_qpn */
+	uint32_t comm_est_qpn;
 };
 
 struct fk_env {
@@ -145,6 +147,14 @@ static void fk_op_ring_error(void *ctx, struct vhost_vring *r)
 	d->ring_errors++;
 }
 
+static void fk_op_comm_est(void *ctx, uint32_t qpn)
+{
+	struct fk_dev *d = ctx;
+
+	d->comm_est_calls++;
+	d->comm_est_qpn = qpn;
+}
+
 static const struct roce_tp_ops fk_ops = {
 	.ring = fk_op_ring,
 	.xmit = fk_op_xmit,
@@ -152,6 +162,7 @@ static const struct roce_tp_ops fk_ops = {
 	.ring_error = fk_op_ring_error,
 	.xmit_try = fk_op_xmit_try,
 	.rx_room = fk_op_rx_room,
+	.comm_est = fk_op_comm_est,
 };
 
 static void fk_port_xmit(struct port *port, struct pkt *p)

@@ -273,6 +273,59 @@ static void test_connect_accept_disconnect(void)
 	teardown();
 }
 
+/* The RTU is lost but the passive QP receives data (COMM_EST): the passive
+ * side is established then, once, and its REP is no longer repeated. */
+static void test_comm_est_establishes(void)
+{
+	struct virtio_rdma_cm_event ev;
+	uint32_t l, a, p;
+
+	setup();
+	REQUIRE(fp[0].cm && fp[1].cm);
+	CHECK_EQ(do_listen(0, 1, 7000, &l), 0);
+	CHECK_EQ(do_connect(1, 3, 0x301, 7000, &a), 0);
+	deliver();
+	CHECK_EQ(get_event(0, 1, &ev), 0);
+	p = le32toh(ev.conn_id);
+	/* before the REP, the QP's data means nothing to the CM */
+	CHECK_EQ(netdev_cm_comm_est(fp[0].cm, 1, 0x101), -ENOENT);
+	CHECK_EQ(do_accept(0, 1, p, 0x101), 0);
+	deliver();
+	CHECK_EQ(get_event(1, 3, &ev), 0);
+	CHECK_EQ(le32toh(ev.type), VIRTIO_IB_CM_REP_RECEIVED);
+	/* the active side sends its RTU; it is lost */
+	CHECK_EQ(do_handle(1, 3, VIRTIO_NET_CTRL_ROCE_CM_RTU, a), 0);
+	qlen = 0;
+	CHECK_EQ(get_event(0, 1, &ev), -EAGAIN);
+	/* another context's QP, or another QP, establishes nothing */
+	CHECK_EQ(netdev_cm_comm_est(fp[0].cm, 2, 0x101), -ENOENT);
+	CHECK_EQ(netdev_cm_comm_est(fp[0].cm, 1, 0x102), -ENOENT);
+	CHECK_EQ(get_event(0, 1, &ev), -EAGAIN);
+	CHECK_EQ(netdev_cm_comm_est(fp[0].cm, 1, 0x101), 0);
+	CHECK_EQ(get_event(0, 1, &ev), 0);
+	CHECK_EQ(le32toh(ev.type), VIRTIO_IB_CM_ESTABLISHED);
+	CHECK_EQ(le32toh(ev.conn_id), p);
+	CHECK_EQ(netdev_cm_stats(fp[0].cm)->comm_est, 1);
+	/* once: a second COMM_EST finds nothing waiting */
+	CHECK_EQ(netdev_cm_comm_est(fp[0].cm, 1, 0x101), -ENOENT);
+	/* the REP timer stopped: no REP repeated, no timeout */
+	for (int i = 0; i < 64; i++) {
+		now_us += 1000000;
+		netdev_cm_tick(fp[0].cm);
+	}
+	CHECK_EQ(sent_attr[0][CM_ATTR_REP - 0x10], 1);
+	CHECK_EQ(get_event(0, 1, &ev), -EAGAIN);
+	/* the connection works as one established by its RTU */
+	CHECK_EQ(do_handle(0, 1, VIRTIO_NET_CTRL_ROCE_CM_DISCONNECT, p), 0);
+	deliver();
+	CHECK_EQ(get_event(1, 3, &ev), 0);
+	CHECK_EQ(le32toh(ev.type), VIRTIO_IB_CM_DREQ_RECEIVED);
+	deliver();
+	CHECK_EQ(get_event(0, 1, &ev), 0);
+	CHECK_EQ(le32toh(ev.type), VIRTIO_IB_CM_DREP_RECEIVED);
+	teardown();
+}
+
 /* A context never acts on another's listen, connection or QP. */
 static void test_isolation(void)
 {
@@ -449,6 +502,7 @@ int main(void)
 {
 	TEST_PROGRAM("test_netdev_cm");
 	RUN(test_connect_accept_disconnect);
+	RUN(test_comm_est_establishes);
 	RUN(test_isolation);
 	RUN(test_context_gone);
 	RUN(test_event_queue_bounded);

@@ -1298,8 +1298,30 @@ static void test_comm_est(void)
 		CHECK_EQ(events_of(p.b, p.qb[0].qpn), e ? 1u << VIRTIO_IB_EVENT_COMM_EST : 0);
 		CHECK_EQ(p.b->tp->stats.comm_est, (uint64_t)e);
 		CHECK_EQ(events_of(p.a, p.qa[0].qpn), 0);
+		/* the connection manager hears it once, with or without the
+		 * extension (it treats it as the RTU) */
+		CHECK_EQ(p.b->comm_est_calls, 1);
+		CHECK_EQ(p.b->comm_est_qpn, p.qb[0].qpn);
+		CHECK_EQ(p.a->comm_est_calls, 0);
 		xp_fini(&p);
 	}
+	/* A QP already in RTS (rdma_cm's passive side once its REP is out):
+	 * no event (IBTA: RTR), but the connection manager hears it, once. */
+	xp_cfg_default(&c);
+	c.ext_a = c.ext_b = 1;
+	xp_init(&p, &c);
+	m = fk_mr_reg(p.a, p.pda, 4096, FK_ACC_ALL);
+	r = fk_mr_reg(p.b, p.pdb, 4096, FK_ACC_ALL);
+	for (int i = 0; i < 2; i++)
+		REQUIRE(post_rdma(p.a, &p.qa[0], (uint64_t)i + 1, VIRTIO_IB_WR_RDMA_WRITE, m.buf,
+				  100, m.lkey, (uintptr_t)r.buf, r.rkey) == 0);
+	REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, 2) == 2);
+	CHECK_EQ(wc[1].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK_EQ(events_of(p.b, p.qb[0].qpn), 0);
+	CHECK_EQ(p.b->tp->stats.comm_est, 0);
+	CHECK_EQ(p.b->comm_est_calls, 1);
+	CHECK_EQ(p.b->comm_est_qpn, p.qb[0].qpn);
+	xp_fini(&p);
 }
 
 int main(int argc, char **argv)

@@ -20,6 +20,12 @@
  *  - UD: src_qp is the sender's QP number, IBV_WC_GRH set, byte_len the
  *    payload plus the 40-byte GRH, sl the RoCE packet type (0xa IPv4, 0x9
  *    IPv6) matching the header in the GRH area; a single-threaded CQ
+ *  - a CQ above the largest ring (65536 entries, what libfabric's ofi_rxm
+ *    asks for): 49152 flushed receives of three QPs all come out, in
+ *    order per QP, none lost (the device keeps what the ring cannot hold)
+ *  - a destroyed QP's work requests leave nothing in its CQ: after
+ *    ibv_destroy_qp the CQ returns none of its completions, and the next
+ *    completion is that of a live QP
  */
 #include "api_common.h"
 
@@ -348,6 +354,154 @@ static void ud_checks(struct api_end *a, struct api_end *b)
 	free(rb);
 }
 
+/* A QP on cq moved to INIT (receives can be posted). */
+static struct ibv_qp *init_qp(struct api_end *e, struct ibv_cq *cq, uint32_t depth)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct ibv_qp *qp;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	ia.cap.max_send_wr = 1;
+	ia.cap.max_recv_wr = depth;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.qp_type = IBV_QPT_RC;
+	qp = ibv_create_qp(e->c.pd, &ia);
+	if (!qp)
+		ext_die("ibv_create_qp (%u receives): %s", depth, strerror(errno));
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_state = IBV_QPS_INIT;
+	qa.port_num = 1;
+	if (ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS))
+		ext_die("QP to INIT: %s", strerror(errno));
+	return qp;
+}
+
+/* n receives without buffers on qp, wr_id base + i. */
+static void post_recvs(struct ibv_qp *qp, uint32_t n, uint64_t base)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct ibv_recv_wr wr = { .wr_id = base + i }, *bad;
+
+		if (ibv_post_recv(qp, &wr, &bad))
+			ext_die("ibv_post_recv %u of %u: %s", i, n, strerror(errno));
+	}
+}
+
+/* A CQ larger than one ring: three QPs flush 3 x 16384 receives into a
+ * 65536-entry CQ nobody polls meanwhile. */
+static void large_cq_checks(struct api_end *a)
+{
+	enum { NQP = 3, DEPTH = 16384 };
+	struct ibv_qp *qp[NQP];
+	uint32_t next[NQP] = { 0 }, total = 0, bad = 0;
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+	struct ibv_wc wc[64];
+	uint64_t deadline = ext_now_ms() + EXT_TIMEOUT_MS;
+	struct ibv_cq *cq;
+	int i, n;
+
+	API_CHECK(a->c.dattr.max_cqe >= 65536, "max_cqe %d >= 65536 (above one ring)",
+		  a->c.dattr.max_cqe);
+	cq = ibv_create_cq(a->c.ctx, 65536, NULL, NULL, 0);
+	API_CHECK(cq && cq->cqe >= 65536, "ibv_create_cq(65536): %s, cqe %d",
+		  cq ? "created" : strerror(errno), cq ? cq->cqe : 0);
+	if (!cq)
+		return;
+	for (i = 0; i < NQP; i++) {
+		qp[i] = init_qp(a, cq, DEPTH);
+		post_recvs(qp[i], DEPTH, (uint64_t)i << 32);
+	}
+	for (i = 0; i < NQP; i++)
+		if (ibv_modify_qp(qp[i], &qa, IBV_QP_STATE))
+			ext_die("QP to ERR: %s", strerror(errno));
+	while (total < NQP * DEPTH && ext_now_ms() < deadline) {
+		n = ibv_poll_cq(cq, 64, wc);
+		if (n < 0)
+			ext_die("ibv_poll_cq: %d", n);
+		for (i = 0; i < n; i++) {
+			uint32_t q = (uint32_t)(wc[i].wr_id >> 32);
+
+			if (q >= NQP || wc[i].qp_num != qp[q]->qp_num ||
+			    (uint32_t)wc[i].wr_id != next[q] || wc[i].status != IBV_WC_WR_FLUSH_ERR)
+				bad++;
+			else
+				next[q]++;
+		}
+		total += (uint32_t)n;
+	}
+	API_CHECK(total == NQP * DEPTH && !bad,
+		  "65536-entry CQ: %u of %u flushed receives polled, %u out of order or wrong",
+		  total, NQP * DEPTH, bad);
+	for (i = 0; i < NQP; i++)
+		if (ibv_destroy_qp(qp[i]))
+			ext_die("ibv_destroy_qp: %s", strerror(errno));
+	if (ibv_destroy_cq(cq))
+		ext_die("ibv_destroy_cq: %s", strerror(errno));
+}
+
+/* A destroyed QP's receives are flushed by the device but never reach the
+ * application: after ibv_destroy_qp its CQ holds none of them. */
+static void destroyed_qp_checks(struct api_end *a, struct api_end *b)
+{
+	uint8_t *buf = calloc(1, BUF);
+	struct ibv_mr *mra, *mrb;
+	struct ibv_qp *gone;
+	struct ibv_wc wc;
+	struct api_wc w;
+	int n;
+
+	a->cq = ibv_create_cq(a->c.ctx, 256, NULL, NULL, 0);
+	b->cq = ibv_create_cq(b->c.ctx, 256, NULL, NULL, 0);
+	if (!buf || !a->cq || !b->cq)
+		ext_die("ibv_create_cq: %s", strerror(errno));
+	mra = ibv_reg_mr(a->c.pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE);
+	mrb = ibv_reg_mr(b->c.pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE);
+	if (!mra || !mrb)
+		ext_die("ibv_reg_mr: %s", strerror(errno));
+	gone = init_qp(a, a->cq, 64);
+	post_recvs(gone, 32, 0xdead0000);
+	if (ibv_destroy_qp(gone))
+		ext_die("ibv_destroy_qp: %s", strerror(errno));
+	n = ibv_poll_cq(a->cq, 1, &wc);
+	API_CHECK(n == 0, "after ibv_destroy_qp its CQ returns none of its 32 receives (poll: %d%s)",
+		  n, n == 1 && wc.status == IBV_WC_WR_FLUSH_ERR ? ", a flush" : "");
+
+	/* A live QP on the same CQ: its completion is the next one. */
+	api_qp(a, IBV_QPT_RC, 0);
+	api_qp(b, IBV_QPT_RC, 0);
+	api_connect(a, b);
+	api_post_recv(a, buf, 64, mra->lkey, 7);
+	{
+		struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 64, .lkey = mrb->lkey };
+		struct ibv_send_wr wr = { .wr_id = 8, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+				   *badw;
+
+		if (ibv_post_send(b->qp, &wr, &badw))
+			ext_die("ibv_post_send: %s", strerror(errno));
+	}
+	w = api_poll(a, "receive after a destroyed QP");
+	API_CHECK(w.wr_id == 7 && w.status == IBV_WC_SUCCESS && w.qp_num == a->qp->qp_num,
+		  "the next completion is the live QP's receive (wr_id 0x%" PRIx64 ", status %d)",
+		  w.wr_id, w.status);
+	w = api_poll(b, "send");
+	API_CHECK(w.wr_id == 8 && w.status == IBV_WC_SUCCESS, "the send completed");
+	ibv_destroy_qp(a->qp);
+	ibv_destroy_qp(b->qp);
+	a->qp = b->qp = NULL;
+	ibv_dereg_mr(mra);
+	ibv_dereg_mr(mrb);
+	ibv_destroy_cq(a->cq);
+	ibv_destroy_cq(b->cq);
+	a->cq = b->cq = NULL;
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	struct api_end a, b;
@@ -364,6 +518,8 @@ int main(int argc, char **argv)
 	api_open(&a, 0, gid);
 	api_open(&b, 1, gid);
 	creation_checks(&a);
+	large_cq_checks(&a);
+	destroyed_qp_checks(&a, &b);
 
 	a.cqx = cq_ex(a.c.ctx, all_flags, 0);
 	b.cqx = cq_ex(b.c.ctx, all_flags, 0);

@@ -15,6 +15,12 @@
  *    private data and addresses, ESTABLISHED on both ends with the REP's
  *    private data, a SEND of 4 KiB compared byte for byte, rdma_disconnect
  *    on one end gives DISCONNECTED on both;
+ *  - data before the RTU: a client whose id has no QP gets
+ *    CONNECT_RESPONSE and sends no RTU until rdma_establish (as in
+ *    librdmacm); it moves its own QP and sends first: the server gets
+ *    ESTABLISHED from that data alone (the device's CM treats the QP's
+ *    first packet as the RTU), then the data; rdma_establish afterwards
+ *    succeeds and adds no event;
  *  - a reject: REJECTED with status 28 (consumer) and the private data;
  *  - multicast joins fail with ENOSYS.
  *
@@ -346,6 +352,125 @@ static void connect_loopback(void)
 	/* timewait exits of the destroyed ids are not reported */
 }
 
+/* The client's QP is its own (not the id's): the RTU waits for
+ * rdma_establish, and the client's first SEND establishes the server. */
+static void data_before_rtu(void)
+{
+	struct end srv = { 0 }, cli = { 0 };
+	struct rdma_cm_id *listen;
+	struct rdma_cm_event *ev;
+	struct rdma_conn_param cp;
+	struct sockaddr_in s = addr_of(g_ip, ++g_port);
+	struct ibv_qp_init_attr qi;
+	struct ibv_qp_attr qa;
+	struct ibv_qp *qp;
+	struct ibv_sge sge;
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_send_wr swr, *sbad;
+	struct ibv_wc wc;
+	struct pollfd p;
+	int mask;
+
+	REQUIRE(!rdma_create_id(g_ch, &listen, NULL, RDMA_PS_TCP));
+	REQUIRE(!rdma_bind_addr(listen, (struct sockaddr *)&s));
+	REQUIRE(!rdma_listen(listen, 4));
+	REQUIRE(!rdma_create_id(g_ch, &cli.id, NULL, RDMA_PS_TCP));
+	REQUIRE(!rdma_resolve_addr(cli.id, NULL, (struct sockaddr *)&s, 2000));
+	REQUIRE((ev = expect(RDMA_CM_EVENT_ADDR_RESOLVED)));
+	rdma_ack_cm_event(ev);
+	REQUIRE(!rdma_resolve_route(cli.id, 2000));
+	REQUIRE((ev = expect(RDMA_CM_EVENT_ROUTE_RESOLVED)));
+	rdma_ack_cm_event(ev);
+	cli.pd = ibv_alloc_pd(cli.id->verbs);
+	REQUIRE(cli.pd);
+	cli.cq = ibv_create_cq(cli.id->verbs, 8, NULL, NULL, 0);
+	cli.mr = cli.cq ? ibv_reg_mr(cli.pd, cli.buf, sizeof(cli.buf), 0) : NULL;
+	REQUIRE(cli.mr);
+	memset(&qi, 0, sizeof(qi));
+	qi.send_cq = cli.cq;
+	qi.recv_cq = cli.cq;
+	qi.qp_type = IBV_QPT_RC;
+	qi.cap.max_send_wr = 4;
+	qi.cap.max_recv_wr = 4;
+	qi.cap.max_send_sge = 1;
+	qi.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(cli.pd, &qi);
+	REQUIRE(qp);
+	memset(&cp, 0, sizeof(cp));
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	cp.retry_count = 7;
+	cp.rnr_retry_count = 7;
+	cp.qp_num = qp->qp_num;
+	REQUIRE(!rdma_connect(cli.id, &cp));
+
+	REQUIRE((ev = expect(RDMA_CM_EVENT_CONNECT_REQUEST)));
+	srv.id = ev->id;
+	rdma_ack_cm_event(ev);
+	REQUIRE(!end_qp(&srv));
+	sge.addr = (uintptr_t)srv.buf;
+	sge.length = sizeof(srv.buf);
+	sge.lkey = srv.mr->lkey;
+	memset(&rwr, 0, sizeof(rwr));
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	REQUIRE(!ibv_post_recv(srv.id->qp, &rwr, &rbad));
+	memset(&cp, 0, sizeof(cp));
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	cp.rnr_retry_count = 7;
+	REQUIRE(!rdma_accept(srv.id, &cp));
+	REQUIRE((ev = expect(RDMA_CM_EVENT_CONNECT_RESPONSE)));
+	CHECK(ev->id == cli.id);
+	rdma_ack_cm_event(ev);
+	/* no RTU yet: the server has nothing */
+	p.fd = g_ch->fd;
+	p.events = POLLIN;
+	p.revents = 0;
+	CHECK_EQ(poll(&p, 1, 0), 0);
+
+	/* the client moves its QP and sends */
+	for (int st = IBV_QPS_INIT; st <= IBV_QPS_RTS; st++) {
+		memset(&qa, 0, sizeof(qa));
+		qa.qp_state = (enum ibv_qp_state)st;
+		REQUIRE(!rdma_init_qp_attr(cli.id, &qa, &mask));
+		REQUIRE(!ibv_modify_qp(qp, &qa, mask));
+	}
+	for (size_t i = 0; i < sizeof(cli.buf); i++)
+		cli.buf[i] = (uint8_t)(i * 5 + 1);
+	sge.addr = (uintptr_t)cli.buf;
+	sge.length = sizeof(cli.buf);
+	sge.lkey = cli.mr->lkey;
+	memset(&swr, 0, sizeof(swr));
+	swr.sg_list = &sge;
+	swr.num_sge = 1;
+	swr.opcode = IBV_WR_SEND;
+	swr.send_flags = IBV_SEND_SIGNALED;
+	REQUIRE(!ibv_post_send(qp, &swr, &sbad));
+	REQUIRE((ev = expect(RDMA_CM_EVENT_ESTABLISHED)));
+	CHECK(ev->id == srv.id);
+	rdma_ack_cm_event(ev);
+	REQUIRE(poll_one(cli.cq, &wc) == 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	REQUIRE(poll_one(srv.cq, &wc) == 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_MEM(srv.buf, cli.buf, sizeof(cli.buf));
+
+	/* the RTU now: no further event on either side */
+	CHECK_EQ(rdma_establish(cli.id), 0);
+	CHECK_EQ(poll(&p, 1, 0), 0);
+	CHECK_EQ(rdma_disconnect(cli.id), 0);
+	for (int i = 0; i < 2; i++) {
+		REQUIRE((ev = expect(RDMA_CM_EVENT_DISCONNECTED)));
+		CHECK(ev->id == cli.id || ev->id == srv.id);
+		rdma_ack_cm_event(ev);
+	}
+	ibv_destroy_qp(qp);
+	end_free(&srv);
+	end_free(&cli);
+	rdma_destroy_id(listen);
+}
+
 static void reject(void)
 {
 	struct rdma_cm_id *listen, *cli, *child;
@@ -402,6 +527,7 @@ int main(int argc, char **argv)
 	RUN(addresses);
 	RUN(channel_fd);
 	RUN(connect_loopback);
+	RUN(data_before_rtu);
 	RUN(reject);
 	rdma_destroy_event_channel(g_ch);
 	return TEST_DONE();
