@@ -380,7 +380,7 @@ static enum resp_state resp_send(struct roce_tq *tq, const struct roce_pkt_info 
 			    VIRTIO_IB_WC_LOC_LEN_ERR, status);
 	if (st != RESP_ST_DONE)
 		return st;
-	rc = roce_mem_to_rwqe(tq, rw, tq->rsp_off, pi->payload, plen);
+	rc = roce_mem_payload_to_rwqe(tq, rw, tq->rsp_off, pi);
 	if (rc) {
 		*status = (uint8_t)rc;
 		return RESP_ST_MEM;
@@ -438,7 +438,7 @@ static enum resp_state resp_write(struct roce_tq *tq, const struct roce_pkt_info
 				   VIRTIO_IB_ACCESS_REMOTE_WRITE);
 		if (!mr)
 			return RESP_ST_RKEY;
-		if (roce_mem_to_mr(tp, mr, tq->wr_va + tq->rsp_off, pi->payload, plen))
+		if (roce_mem_payload_to_mr(tp, mr, tq->wr_va + tq->rsp_off, pi))
 			return RESP_ST_MEM;
 	}
 	tq->rsp_off += plen;
