@@ -213,6 +213,20 @@ int roce_mem_ref_swqe(struct roce_tq *tq, struct roce_swqe *w, uint32_t off, uin
 	return 0;
 }
 
+int roce_mem_ref_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va, uint32_t len,
+		    struct iovec *iov, uint32_t max, uint32_t *niov)
+{
+	int n = roce_mr_to_iov(tp->rd, mr, va, len, iov, max);
+
+	*niov = 0;
+	if (n == -E2BIG)
+		return 0;
+	if (n < 0)
+		return -EFAULT;
+	*niov = (uint32_t)n;
+	return 0;
+}
+
 /* The payload of pi as a cursor: its bytes in the frame, or the sender's
  * memory it references. Returns false for a reference that does not cover
  * the payload (not ours: a bug). */
@@ -255,6 +269,21 @@ int roce_mem_payload_to_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
 	if (pi->payload_ref)
 		tp->stats.rx_by_ref++;
 	return mr_copy(tp->rd, mr, va, &c, pi->payload_len, true);
+}
+
+int roce_mem_payload_to_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
+			     uint64_t off, const struct roce_pkt_info *pi)
+{
+	struct mem_cur c;
+
+	if (!pi->payload_len)
+		return 0;
+	if (!cur_payload(&c, pi))
+		return VIRTIO_IB_WC_LOC_LEN_ERR;
+	if (pi->payload_ref)
+		tq->tp->stats.rx_by_ref++;
+	return sges_copy(tq, tq->qp->pd, sge, n, off, &c, pi->payload_len,
+			 VIRTIO_IB_ACCESS_LOCAL_WRITE, true);
 }
 
 int roce_mem_to_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,

@@ -737,6 +737,14 @@ int roce_mem_payload_to_rwqe(struct roce_tq *tq, const struct roce_rwqe *rw, uin
 			     const struct roce_pkt_info *pi);
 int roce_mem_payload_to_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
 			   const struct roce_pkt_info *pi);
+/* The same into local SGEs (a READ response; returns 0 or a WC status). */
+int roce_mem_payload_to_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
+			     uint64_t off, const struct roce_pkt_info *pi);
+/* The host pieces of [va, va + len) of a remote-key range checked by
+ * roce_mem_rkey (a READ response by reference). *niov = 0: more than max,
+ * copy instead. Returns 0 or -EFAULT. */
+int roce_mem_ref_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va, uint32_t len,
+		    struct iovec *iov, uint32_t max, uint32_t *niov);
 
 /* ---- roce_mem.c ---- */
 /* Copy len bytes at message offset off of a send WQE (SGEs or inline)

@@ -4,7 +4,8 @@
  * devices"): RC WRITE and SEND packets between two devices of one switch
  * carry a reference to the requester's memory and the responder copies the
  * payload from there (counted: tx_by_ref, rx_by_ref); data byte for byte,
- * completions as before. UC, UD and inline data are copied as before. With a
+ * completions as before; READ responses the same way the other way round.
+ * UC, UD and inline data are copied as before. With a
  * capture or a fault injector the payload is filled in first (the frame path)
  * and the captured bytes are the message's; a mapping that goes away first
  * fills in the frames that point into it.
@@ -157,6 +158,49 @@ static void test_rc_by_reference(void)
 	CHECK_EQ(r1.live, 0);
 	fk_env_fini(&p.env);
 	CHECK_EQ(pkt_outstanding(), base);
+}
+
+/* READ responses carry a reference to the responder's MR and the
+ * completer places them from there. */
+static void test_read_by_reference(void)
+{
+	struct virtio_rdma_cq_req wc[1];
+	uint64_t want = 0;
+	struct pair p;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++) {
+		uint32_t len = sizes[i], off = 0, nsge = 1 + i % 4;
+		uint8_t *src = p.mb.buf + 5 + i, *dst = p.ma.buf + 1;
+		struct fk_sge ls[4];
+		struct fk_wr wr = { .wr_id = 70 + i, .opcode = VIRTIO_IB_WR_RDMA_READ,
+				    .trunc = -1, .flags = VIRTIO_IB_SEND_SIGNALED,
+				    .remote_addr = (uintptr_t)src, .rkey = p.mb.rkey };
+
+		fk_fill(src, len, 40 + i);
+		memset(dst, 0x5a, (size_t)len + 64);
+		for (unsigned k = 0; k < nsge; k++) {
+			uint32_t chunk = k + 1 == nsge ? len - off : (len - off) / (nsge - k) + 5;
+
+			chunk = MIN(chunk, len - off);
+			ls[k] = (struct fk_sge){ dst + off, chunk, p.ma.lkey };
+			off += chunk;
+		}
+		wr.sge = ls;
+		wr.nsge = nsge;
+		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+		CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+		CHECK(memcmp(src, dst, len) == 0);
+		CHECK_EQ(dst[len], 0x5a);
+		fk_ring_reap(p.qa.sq);
+		want += npkts(len);
+	}
+	/* (a READ asked again answers again, by reference too) */
+	CHECK_EQ(p.b->tp->stats.tx_by_ref, p.b->tp->stats.read_resp_sent);
+	CHECK(p.b->tp->stats.tx_by_ref >= want);
+	CHECK_EQ(p.a->tp->stats.rx_by_ref, want);
+	fk_env_fini(&p.env);
 }
 
 /* UC completes a WR when it is sent and inline data lives in the WQE:
@@ -347,6 +391,7 @@ int main(void)
 {
 	TEST_PROGRAM("test_roce_onecopy");
 	RUN(test_rc_by_reference);
+	RUN(test_read_by_reference);
 	RUN(test_uc_and_inline_copied);
 	RUN(test_pcap_falls_back);
 	RUN(test_fault_falls_back);
