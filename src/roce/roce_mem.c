@@ -52,10 +52,12 @@ static void cur_copy(struct mem_cur *c, uint8_t *mem, size_t len, bool to_mem)
 		uint8_t *b = (uint8_t *)c->iov[c->i].iov_base + c->off;
 		size_t k = MIN(len, c->iov[c->i].iov_len - c->off);
 
+		/* memmove: a WRITE within one MR (a QP to itself) may overlap
+		 * its own source once it is copied straight from there */
 		if (to_mem)
-			memcpy(mem, b, k);
+			memmove(mem, b, k);
 		else
-			memcpy(b, mem, k);
+			memmove(b, mem, k);
 		mem += k;
 		len -= k;
 		c->off += k;
