@@ -626,9 +626,9 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 		/* The injector sees (and may hold, copy, corrupt) whole frames. */
 		pkt_ref_fill(pkt);
 		fault_input(f, p->id, pkt);
-	}
-	else
+	} else {
 		sw_forward(s, pkt);
+	}
 }
 
 /* ---- flow control between ports of this switch ---- */
