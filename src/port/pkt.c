@@ -163,6 +163,8 @@ void pkt_free(struct pkt *p)
 
 	if (!p)
 		return;
+	if (unlikely(p->flags & PKT_F_PAYLOAD_REF))
+		pkt_ref_drop(p);
 	c = pkt_cache_get();
 	if (unlikely(!c)) {
 		free(p);
@@ -199,8 +201,10 @@ struct pkt *pkt_clone(const struct pkt *p)
 	q->data = q->buf + off;
 	q->len = p->len;
 	q->in_port = p->in_port;
-	q->flags = p->flags;
+	q->flags = p->flags & (uint16_t)~PKT_F_PAYLOAD_REF;
 	memcpy(q->data, p->data, p->len);
+	if (unlikely(p->flags & PKT_F_PAYLOAD_REF))
+		pkt_ref_attach(q, p->ref.off, p->ref.iov, p->ref.niov, p->ref.len);
 	return q;
 }
 

@@ -9,11 +9,25 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define PKT_HEADROOM 128
 /* Largest Ethernet frame we carry: 9000-byte MTU + Ethernet/VLAN headers. */
 #define PKT_MAX_FRAME 9216
 #define PKT_BUF_SIZE (PKT_HEADROOM + PKT_MAX_FRAME)
+
+/* Most pieces of sender memory one frame's payload may reference. */
+#define PKT_REF_IOV 8
+
+/* A payload left in the sender's registered memory (PKT_F_PAYLOAD_REF; see
+ * docs/design.md, "One copy between local devices"): the frame's bytes from
+ * data + off for len bytes are the concatenation of iov[0..niov). */
+struct pkt_ref {
+	struct pkt *prev, *next; /* the thread's frames with a reference */
+	uint32_t off, len;
+	uint32_t niov;
+	struct iovec iov[PKT_REF_IOV];
+};
 
 struct pkt {
 	struct pkt *next;   /* for pkt_queue */
@@ -21,11 +35,41 @@ struct pkt {
 	uint32_t len;       /* frame length (no FCS) */
 	uint16_t in_port;   /* switch port the frame came from */
 	uint16_t flags;
+	struct pkt_ref ref; /* valid with PKT_F_PAYLOAD_REF */
 	uint8_t buf[PKT_BUF_SIZE];
 };
 
 /* pkt->flags */
 #define PKT_F_LOCAL_ICRC_SKIPPED 0x1 /* see docs/design.md: ICRC between local devices */
+#define PKT_F_PAYLOAD_REF        0x2 /* payload not in buf yet: pkt->ref */
+
+/* Payload references (src/port/pkt_ref.c). A frame with one never leaves the
+ * process: whatever shows a frame outside (capture, fault injector, uplink,
+ * a driver's network stack, a clone's other readers) first calls
+ * pkt_ref_fill(). Frames with a reference are made and freed on one thread
+ * (the transport's loop). */
+
+/* Attach the payload [data + off, + len) as the pieces iov[0..n) (n <=
+ * PKT_REF_IOV, their lengths summing to len). */
+void pkt_ref_attach(struct pkt *p, uint32_t off, const struct iovec *iov, uint32_t n,
+		    uint32_t len);
+/* Copy a referenced payload into the frame and drop the reference (no-op
+ * without one). */
+void pkt_ref_fill(struct pkt *p);
+/* Drop the reference of a frame being freed (pkt_free does this). */
+void pkt_ref_drop(struct pkt *p);
+/* pkt_ref_fill() every frame of this thread that has a reference: called
+ * before memory they may point into goes away (a region's munmap). */
+void pkt_ref_fill_all(void);
+
+struct pkt_ref_stats {
+	uint64_t attached; /* frames given a payload reference */
+	uint64_t filled;   /* references copied into their frame (fall-backs) */
+	uint64_t flushes;  /* pkt_ref_fill_all() calls that filled something */
+	uint64_t live;     /* frames with a reference now */
+};
+/* This thread's counters. */
+void pkt_ref_get_stats(struct pkt_ref_stats *st);
 
 /* A new frame with data = buf + PKT_HEADROOM and len 0, or NULL (out of
  * memory, counted). */

@@ -477,7 +477,8 @@ void port_destroy(struct port *p)
  * Returns 0, or -EINVAL for a frame that is not laid out as ours. */
 static inline int sw_seal(struct pkt *pkt)
 {
-	if (likely(!(pkt->flags & PKT_F_LOCAL_ICRC_SKIPPED)))
+	/* (roce_pkt_fill_icrc first fills in a payload left by reference.) */
+	if (likely(!(pkt->flags & (PKT_F_LOCAL_ICRC_SKIPPED | PKT_F_PAYLOAD_REF))))
 		return 0;
 	return roce_pkt_fill_icrc(pkt);
 }
@@ -621,10 +622,13 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 	p->stats.rx_bytes += pkt->len;
 	pkt->in_port = p->id;
 	f = s->port_fault[p->id];
-	if (f)
+	if (f) {
+		/* The injector sees (and may hold, copy, corrupt) whole frames. */
+		pkt_ref_fill(pkt);
 		fault_input(f, p->id, pkt);
-	else
+	} else {
 		sw_forward(s, pkt);
+	}
 }
 
 /* ---- flow control between ports of this switch ---- */

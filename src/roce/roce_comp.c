@@ -309,7 +309,7 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		tp->stats.rx_bad_resp++;
 		return;
 	}
-	st = roce_mem_to_sges(tq, roce_swqe_sge(w), w->num_sge, off, pi->payload, plen);
+	st = roce_mem_payload_to_sges(tq, roce_swqe_sge(w), w->num_sge, off, pi);
 	if (st) {
 		wqe_done(tq, w, (uint8_t)st);
 		return;

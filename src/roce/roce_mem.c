@@ -17,10 +17,61 @@
 
 #define MEM_IOV 16
 
-/* Copy between buf and [iova, iova + len) of mr (to_mr: buf -> MR).
- * Returns 0 or -EFAULT. */
+/* The other side of a copy: a flat buffer (one piece) or the pieces of a
+ * payload left in the sender's memory (struct pkt_ref), consumed in order. */
+struct mem_cur {
+	const struct iovec *iov;
+	uint32_t n, i;
+	size_t off; /* into iov[i] */
+	struct iovec one;
+};
+
+static void cur_flat(struct mem_cur *c, uint8_t *buf, size_t len)
+{
+	c->one.iov_base = buf;
+	c->one.iov_len = len;
+	c->iov = &c->one;
+	c->n = 1;
+	c->i = 0;
+	c->off = 0;
+}
+
+static void cur_iov(struct mem_cur *c, const struct iovec *iov, uint32_t n)
+{
+	c->iov = iov;
+	c->n = n;
+	c->i = 0;
+	c->off = 0;
+}
+
+/* Copy len bytes between mem and the cursor (to_mem: cursor -> mem). The
+ * caller checked that the cursor holds them. */
+static void cur_copy(struct mem_cur *c, uint8_t *mem, size_t len, bool to_mem)
+{
+	while (len && c->i < c->n) {
+		uint8_t *b = (uint8_t *)c->iov[c->i].iov_base + c->off;
+		size_t k = MIN(len, c->iov[c->i].iov_len - c->off);
+
+		/* memmove: a WRITE within one MR (a QP to itself) may overlap
+		 * its own source once it is copied straight from there */
+		if (to_mem)
+			memmove(mem, b, k);
+		else
+			memmove(b, mem, k);
+		mem += k;
+		len -= k;
+		c->off += k;
+		if (c->off == c->iov[c->i].iov_len) {
+			c->i++;
+			c->off = 0;
+		}
+	}
+}
+
+/* Copy between the cursor and [iova, iova + len) of mr (to_mr: cursor ->
+ * MR). Returns 0 or -EFAULT. */
 static int mr_copy(const struct roce_dev *rd, const struct roce_mr *mr, uint64_t iova,
-		   uint8_t *buf, uint64_t len, bool to_mr)
+		   struct mem_cur *c, uint64_t len, bool to_mr)
 {
 	struct iovec iov[MEM_IOV];
 
@@ -38,13 +89,8 @@ static int mr_copy(const struct roce_dev *rd, const struct roce_mr *mr, uint64_t
 		}
 		if (n < 0)
 			return -EFAULT;
-		for (int i = 0; i < n; i++) {
-			if (to_mr)
-				memcpy(iov[i].iov_base, buf, iov[i].iov_len);
-			else
-				memcpy(buf, iov[i].iov_base, iov[i].iov_len);
-			buf += iov[i].iov_len;
-		}
+		for (int i = 0; i < n; i++)
+			cur_copy(c, iov[i].iov_base, iov[i].iov_len, to_mr);
 		iova += piece;
 		len -= piece;
 	}
@@ -88,7 +134,7 @@ int roce_mem_check_sges_pd(const struct roce_dev *rd, const struct roce_pd *pd,
 /* Walk SGEs (keys of pd) from message offset off over len bytes; copy
  * each piece. */
 static int sges_copy(struct roce_tq *tq, const struct roce_pd *pd, const struct roce_sge *sge,
-		     uint32_t n, uint64_t off, uint8_t *buf, uint32_t len, uint32_t access,
+		     uint32_t n, uint64_t off, struct mem_cur *c, uint32_t len, uint32_t access,
 		     bool to_mem)
 {
 	const struct roce_dev *rd = tq->tp->rd;
@@ -103,9 +149,8 @@ static int sges_copy(struct roce_tq *tq, const struct roce_pd *pd, const struct 
 		}
 		chunk = (uint32_t)MIN((uint64_t)len, sge[i].length - off);
 		mr = roce_mr_lookup_lkey(rd, sge[i].lkey, pd, access);
-		if (!mr || mr_copy(rd, mr, sge[i].addr + off, buf, chunk, to_mem))
+		if (!mr || mr_copy(rd, mr, sge[i].addr + off, c, chunk, to_mem))
 			return VIRTIO_IB_WC_LOC_PROT_ERR;
-		buf += chunk;
 		len -= chunk;
 		off = 0;
 	}
@@ -115,6 +160,8 @@ static int sges_copy(struct roce_tq *tq, const struct roce_pd *pd, const struct 
 int roce_mem_from_swqe(struct roce_tq *tq, struct roce_swqe *w, uint32_t off,
 		       uint8_t *dst, uint32_t len)
 {
+	struct mem_cur c;
+
 	if (!len)
 		return 0;
 	if (w->inl) {
@@ -123,25 +170,145 @@ int roce_mem_from_swqe(struct roce_tq *tq, struct roce_swqe *w, uint32_t off,
 		memcpy(dst, w->data + off, len);
 		return 0;
 	}
-	return sges_copy(tq, tq->qp->pd, roce_swqe_sge(w), w->num_sge, off, dst, len, 0, false);
+	cur_flat(&c, dst, len);
+	return sges_copy(tq, tq->qp->pd, roce_swqe_sge(w), w->num_sge, off, &c, len, 0, false);
+}
+
+int roce_mem_ref_swqe(struct roce_tq *tq, struct roce_swqe *w, uint32_t off, uint32_t len,
+		      struct iovec *iov, uint32_t max, uint32_t *niov)
+{
+	const struct roce_dev *rd = tq->tp->rd;
+	const struct roce_sge *sge = roce_swqe_sge(w);
+	uint32_t k = 0;
+	uint64_t o = off;
+
+	*niov = 0;
+	if (!len || w->inl)
+		return 0;
+	for (uint32_t i = 0; i < w->num_sge && len; i++) {
+		const struct roce_mr *mr;
+		uint32_t chunk;
+		int n;
+
+		if (o >= sge[i].length) {
+			o -= sge[i].length;
+			continue;
+		}
+		chunk = (uint32_t)MIN((uint64_t)len, sge[i].length - o);
+		mr = roce_mr_lookup_lkey(rd, sge[i].lkey, tq->qp->pd, 0);
+		if (!mr)
+			return VIRTIO_IB_WC_LOC_PROT_ERR;
+		if (k == max)
+			return 0; /* more pieces than a reference holds: copy */
+		n = roce_mr_to_iov(rd, mr, sge[i].addr + o, chunk, iov + k, max - k);
+		if (n == -E2BIG)
+			return 0;
+		if (n < 0)
+			return VIRTIO_IB_WC_LOC_PROT_ERR;
+		k += (uint32_t)n;
+		len -= chunk;
+		o = 0;
+	}
+	if (len)
+		return VIRTIO_IB_WC_LOC_LEN_ERR;
+	*niov = k;
+	return 0;
+}
+
+int roce_mem_ref_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va, uint32_t len,
+		    struct iovec *iov, uint32_t max, uint32_t *niov)
+{
+	int n = roce_mr_to_iov(tp->rd, mr, va, len, iov, max);
+
+	*niov = 0;
+	if (n == -E2BIG)
+		return 0;
+	if (n < 0)
+		return -EFAULT;
+	*niov = (uint32_t)n;
+	return 0;
+}
+
+/* The payload of pi as a cursor: its bytes in the frame, or the sender's
+ * memory it references. Returns false for a reference that does not cover
+ * the payload (not ours: a bug). */
+static bool cur_payload(struct mem_cur *c, const struct roce_pkt_info *pi)
+{
+	const struct pkt_ref *r = pi->payload_ref;
+
+	if (!r) {
+		cur_flat(c, (uint8_t *)pi->payload, pi->payload_len);
+		return true;
+	}
+	if (r->len != pi->payload_len)
+		return false;
+	cur_iov(c, r->iov, r->niov);
+	return true;
+}
+
+int roce_mem_payload_to_rwqe(struct roce_tq *tq, const struct roce_rwqe *rw, uint64_t off,
+			     const struct roce_pkt_info *pi)
+{
+	struct mem_cur c;
+
+	if (!pi->payload_len)
+		return 0;
+	if (!cur_payload(&c, pi))
+		return VIRTIO_IB_WC_LOC_LEN_ERR;
+	if (pi->payload_ref)
+		tq->tp->stats.rx_by_ref++;
+	return sges_copy(tq, rw->srq ? rw->srq->pd : tq->qp->pd, rw->sge, rw->num_sge, off, &c,
+			 pi->payload_len, VIRTIO_IB_ACCESS_LOCAL_WRITE, true);
+}
+
+int roce_mem_payload_to_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
+			   const struct roce_pkt_info *pi)
+{
+	struct mem_cur c;
+
+	if (!cur_payload(&c, pi))
+		return -EFAULT;
+	if (pi->payload_ref)
+		tp->stats.rx_by_ref++;
+	return mr_copy(tp->rd, mr, va, &c, pi->payload_len, true);
+}
+
+int roce_mem_payload_to_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
+			     uint64_t off, const struct roce_pkt_info *pi)
+{
+	struct mem_cur c;
+
+	if (!pi->payload_len)
+		return 0;
+	if (!cur_payload(&c, pi))
+		return VIRTIO_IB_WC_LOC_LEN_ERR;
+	if (pi->payload_ref)
+		tq->tp->stats.rx_by_ref++;
+	return sges_copy(tq, tq->qp->pd, sge, n, off, &c, pi->payload_len,
+			 VIRTIO_IB_ACCESS_LOCAL_WRITE, true);
 }
 
 int roce_mem_to_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
 		     uint64_t off, const uint8_t *src, uint32_t len)
 {
+	struct mem_cur c;
+
 	if (!len)
 		return 0;
-	return sges_copy(tq, tq->qp->pd, sge, n, off, (uint8_t *)src, len,
-			 VIRTIO_IB_ACCESS_LOCAL_WRITE, true);
+	cur_flat(&c, (uint8_t *)src, len);
+	return sges_copy(tq, tq->qp->pd, sge, n, off, &c, len, VIRTIO_IB_ACCESS_LOCAL_WRITE, true);
 }
 
 int roce_mem_to_rwqe(struct roce_tq *tq, const struct roce_rwqe *rw, uint64_t off,
 		     const uint8_t *src, uint32_t len)
 {
+	struct mem_cur c;
+
 	if (!len)
 		return 0;
-	return sges_copy(tq, rw->srq ? rw->srq->pd : tq->qp->pd, rw->sge, rw->num_sge, off,
-			 (uint8_t *)src, len, VIRTIO_IB_ACCESS_LOCAL_WRITE, true);
+	cur_flat(&c, (uint8_t *)src, len);
+	return sges_copy(tq, rw->srq ? rw->srq->pd : tq->qp->pd, rw->sge, rw->num_sge, off, &c,
+			 len, VIRTIO_IB_ACCESS_LOCAL_WRITE, true);
 }
 
 struct roce_mr *roce_mem_rkey(struct roce_tq *tq, uint32_t rkey, uint64_t va,
@@ -177,13 +344,19 @@ struct roce_mr *roce_mem_rkey(struct roce_tq *tq, uint32_t rkey, uint64_t va,
 int roce_mem_to_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
 		   const uint8_t *src, uint32_t len)
 {
-	return mr_copy(tp->rd, mr, va, (uint8_t *)src, len, true);
+	struct mem_cur c;
+
+	cur_flat(&c, (uint8_t *)src, len);
+	return mr_copy(tp->rd, mr, va, &c, len, true);
 }
 
 int roce_mem_from_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
 		     uint8_t *dst, uint32_t len)
 {
-	return mr_copy(tp->rd, mr, va, dst, len, false);
+	struct mem_cur c;
+
+	cur_flat(&c, dst, len);
+	return mr_copy(tp->rd, mr, va, &c, len, false);
 }
 
 uint64_t *roce_mem_atomic_ptr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va)

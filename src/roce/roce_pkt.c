@@ -343,6 +343,7 @@ int roce_pkt_parse(const uint8_t *frame, uint32_t len, unsigned flags,
 	info->immdt = ext_hdr(op, b, ROCE_HDR_IMMDT);
 	info->ieth = ext_hdr(op, b, ROCE_HDR_IETH);
 	info->payload = b + op->length;
+	info->payload_ref = NULL;
 	info->payload_len = avail - pad;
 	info->icrc_off = info->bth_off + rest - ROCE_ICRC_LEN;
 	info->pkt_len = info->bth_off + rest;
@@ -605,6 +606,8 @@ int roce_pkt_fill_icrc(struct pkt *p)
 	uint8_t *buf = p->data;
 	uint32_t l3, l4, at, icrc;
 
+	/* A frame seen outside the process gets its payload first. */
+	pkt_ref_fill(p);
 	if (!(p->flags & PKT_F_LOCAL_ICRC_SKIPPED))
 		return 0;
 	if (tx_locate(buf, p->len, &l3, &l4, &at) ||

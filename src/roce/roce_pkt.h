@@ -79,6 +79,9 @@ struct roce_pkt_info {
 	const struct roce_ieth *ieth;
 	const uint8_t *payload;             /* after the extended headers */
 	uint32_t payload_len;               /* without pad and ICRC */
+	const struct pkt_ref *payload_ref;  /* payload still in the sender's
+					     * memory (roce_pkt_parse_pkt of a
+					     * PKT_F_PAYLOAD_REF frame), or NULL */
 
 	/* offsets from the start of the frame */
 	uint32_t l3_off;                    /* IP header */
@@ -133,9 +136,14 @@ int roce_pkt_parse(const uint8_t *frame, uint32_t len, unsigned flags,
 static inline int roce_pkt_parse_pkt(const struct pkt *p, unsigned flags,
 				     struct roce_pkt_info *info)
 {
+	int rc;
+
 	if (p->flags & PKT_F_LOCAL_ICRC_SKIPPED)
 		flags &= ~(unsigned)ROCE_RX_F_ICRC;
-	return roce_pkt_parse(p->data, p->len, flags, info);
+	rc = roce_pkt_parse(p->data, p->len, flags, info);
+	if (!rc)
+		info->payload_ref = (p->flags & PKT_F_PAYLOAD_REF) ? &p->ref : NULL;
+	return rc;
 }
 
 /* Short name of a reason ("ICRC", "UDP_PORT", ...); accepts the negative

@@ -97,6 +97,32 @@ static uint8_t req_opcode(uint8_t type, const struct roce_swqe *w, uint32_t k)
 	return op;
 }
 
+/* The payload of a packet: an RC packet leaves it in the WR's memory (a
+ * reference the responder of a local device copies from, or the switch
+ * fills in when the frame is seen outside: docs/design.md, "One copy between
+ * local devices"); RC completes only after the responder placed it. UC/UD
+ * complete when sent, so their bytes are copied now. */
+static int req_payload(struct roce_tq *tq, struct roce_swqe *w, uint32_t off, struct pkt *p,
+		       uint8_t *payload, uint32_t plen, const struct roce_path *path)
+{
+	struct iovec iov[PKT_REF_IOV];
+	uint32_t n = 0;
+	int st;
+
+	if (plen && tq->qp->type == VIRTIO_IB_QPT_RC && !w->inl &&
+	    !(path->flags & ROCE_PATH_F_UDP_CSUM)) {
+		st = roce_mem_ref_swqe(tq, w, off, plen, iov, PKT_REF_IOV, &n);
+		if (st)
+			return st;
+		if (n) {
+			pkt_ref_attach(p, (uint32_t)(payload - p->data), iov, n, plen);
+			tq->tp->stats.tx_by_ref++;
+			return 0;
+		}
+	}
+	return roce_mem_from_swqe(tq, w, off, payload, plen);
+}
+
 /* Build and send packet k of w. Returns 0, -ENOBUFS (try later) or a WC
  * status (the WR fails). */
 static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, bool turn_end)
@@ -175,7 +201,7 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, boo
 		pkt_free(p);
 		return VIRTIO_IB_WC_LOC_QP_OP_ERR;
 	}
-	st = roce_wr_is_atomic(w->opcode) ? 0 : roce_mem_from_swqe(tq, w, off, payload, plen);
+	st = roce_wr_is_atomic(w->opcode) ? 0 : req_payload(tq, w, off, p, payload, plen, path);
 	if (st) {
 		pkt_free(p);
 		return st;

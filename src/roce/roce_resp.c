@@ -380,7 +380,7 @@ static enum resp_state resp_send(struct roce_tq *tq, const struct roce_pkt_info 
 			    VIRTIO_IB_WC_LOC_LEN_ERR, status);
 	if (st != RESP_ST_DONE)
 		return st;
-	rc = roce_mem_to_rwqe(tq, rw, tq->rsp_off, pi->payload, plen);
+	rc = roce_mem_payload_to_rwqe(tq, rw, tq->rsp_off, pi);
 	if (rc) {
 		*status = (uint8_t)rc;
 		return RESP_ST_MEM;
@@ -438,7 +438,7 @@ static enum resp_state resp_write(struct roce_tq *tq, const struct roce_pkt_info
 				   VIRTIO_IB_ACCESS_REMOTE_WRITE);
 		if (!mr)
 			return RESP_ST_RKEY;
-		if (roce_mem_to_mr(tp, mr, tq->wr_va + tq->rsp_off, pi->payload, plen))
+		if (roce_mem_payload_to_mr(tp, mr, tq->wr_va + tq->rsp_off, pi))
 			return RESP_ST_MEM;
 	}
 	tq->rsp_off += plen;
@@ -877,6 +877,28 @@ static int resp_send_atomic(struct roce_tq *tq, struct roce_rsp_res *r)
 	return 0;
 }
 
+/* The payload of a READ response: a reference to the MR's pages (the
+ * requester's completer copies from them; docs/design.md, "One copy between
+ * local devices"), or a copy when the path has a UDP checksum or the range
+ * has too many pieces. Returns 0 or -EFAULT. */
+static int resp_read_payload(struct roce_tq *tq, struct roce_mr *mr, uint64_t va, struct pkt *p,
+			     uint8_t *payload, uint32_t plen)
+{
+	struct iovec iov[PKT_REF_IOV];
+	uint32_t n = 0;
+
+	if (!(tq->path.flags & ROCE_PATH_F_UDP_CSUM)) {
+		if (roce_mem_ref_mr(tq->tp, mr, va, plen, iov, PKT_REF_IOV, &n))
+			return -EFAULT;
+		if (n) {
+			pkt_ref_attach(p, (uint32_t)(payload - p->data), iov, n, plen);
+			tq->tp->stats.tx_by_ref++;
+			return 0;
+		}
+	}
+	return roce_mem_from_mr(tq->tp, mr, va, payload, plen);
+}
+
 /* One READ response packet of resource r. Returns 0, -ENOBUFS or -EIO
  * (the QP failed). */
 static int resp_send_read(struct roce_tq *tq, struct roce_rsp_res *r)
@@ -921,7 +943,7 @@ static int resp_send_read(struct roce_tq *tq, struct roce_rsp_res *r)
 		struct roce_mr *mr = roce_mem_rkey(tq, r->rkey, r->seg_va + off, plen,
 						   VIRTIO_IB_ACCESS_REMOTE_READ);
 
-		if (!mr || roce_mem_from_mr(tp, mr, r->seg_va + off, payload, plen)) {
+		if (!mr || resp_read_payload(tq, mr, r->seg_va + off, p, payload, plen)) {
 			/* The MR went away while answering. */
 			pkt_free(p);
 			r->active = false;

@@ -514,6 +514,10 @@ void roce_sq_flush(struct roce_tq *tq)
 	struct roce_tp *tp = tq->tp;
 	struct vhost_vring *r = tq->sq.r;
 
+	/* Frames still in flight keep the bytes they had when the WRs end
+	 * (their memory is the application's again). */
+	if (tq->swqe && tq->sq_head != tq->sq_tail)
+		pkt_ref_fill_all();
 	if (tq->swqe) {
 		while (tq->sq_head != tq->sq_tail) {
 			struct roce_swqe *w = roce_sq_wqe(tq, tq->sq_head);

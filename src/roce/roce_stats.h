@@ -37,7 +37,8 @@
 	X(rx_stale_resp)    /* responses for nothing outstanding */            \
 	X(rx_bad_resp)      /* malformed responses */                          \
 	X(rx_arp)           /* ARP frames handled */                           \
-	X(rx_nd)            /* ND frames handled */
+	X(rx_nd)            /* ND frames handled */                            \
+	X(rx_by_ref)        /* payloads placed from the sender's memory */
 
 /* "roce tx" line: transmit and the reliable connection. */
 #define ROCE_TP_STATS_TX(X)                                                    \
@@ -48,6 +49,7 @@
 	X(tx_held)          /* refused by a busy receiver, kept */             \
 	X(tx_queue_full)    /* dropped: held queue full */                     \
 	X(tx_parked)        /* QP turns put off: receiver busy */              \
+	X(tx_by_ref)        /* payloads left in our memory (one copy) */       \
 	X(acks_sent)                                                           \
 	X(naks_sent)                                                           \
 	X(rnr_naks_sent)                                                       \

@@ -872,6 +872,7 @@ static void hook_qp_destroy(struct roce_dev *rd, struct roce_qp *qp)
 	struct roce_tq *tq = qp->transport;
 	bool was_in = tp->in_event;
 
+	pkt_ref_fill_all(); /* frames in flight keep their bytes (roce_sq_flush) */
 	if (!tq)
 		return;
 	tp->in_event = true;
@@ -1236,6 +1237,8 @@ struct roce_tp *roce_tp_new(struct roce_dev *rd, struct loop *loop,
 	rd->hooks.arg = tp;
 	tp->ttl = ROCE_TP_TTL_DEFAULT;
 	roce_cc_params_default(&tp->cc);
+	/* Payloads sent by reference are copied out before a mapping goes. */
+	vhost_mem_set_unmap_hook(pkt_ref_fill_all);
 	return tp;
 }
 

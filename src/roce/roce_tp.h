@@ -726,6 +726,29 @@ bool roce_cq_drain(struct roce_tcq *tc);
 /* The ring of cq started / stopped. */
 void roce_cq_ring_set(struct roce_tcq *tc, struct vhost_vring *r);
 
+/* One copy between local devices: the host pieces of [off, off + len) of
+ * w's SGEs (keys checked as for a copy) into iov[0..*niov), at most max.
+ * *niov = 0 (and 0 returned) when a reference cannot be made (inline data,
+ * more pieces than max): copy instead. Returns 0 or a WC status. */
+int roce_mem_ref_swqe(struct roce_tq *tq, struct roce_swqe *w, uint32_t off, uint32_t len,
+		      struct iovec *iov, uint32_t max, uint32_t *niov);
+/* Place the payload of a received packet (in the frame, or referenced in
+ * the sender's memory: pi->payload_ref) into a receive WQE at off (returns
+ * 0 or a WC status) or into a remote-key range checked by roce_mem_rkey
+ * (returns 0 or -EFAULT). */
+int roce_mem_payload_to_rwqe(struct roce_tq *tq, const struct roce_rwqe *rw, uint64_t off,
+			     const struct roce_pkt_info *pi);
+int roce_mem_payload_to_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
+			   const struct roce_pkt_info *pi);
+/* The same into local SGEs (a READ response; returns 0 or a WC status). */
+int roce_mem_payload_to_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
+			     uint64_t off, const struct roce_pkt_info *pi);
+/* The host pieces of [va, va + len) of a remote-key range checked by
+ * roce_mem_rkey (a READ response by reference). *niov = 0: more than max,
+ * copy instead. Returns 0 or -EFAULT. */
+int roce_mem_ref_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va, uint32_t len,
+		    struct iovec *iov, uint32_t max, uint32_t *niov);
+
 /* ---- roce_mem.c ---- */
 /* Copy len bytes at message offset off of a send WQE (SGEs or inline)
  * into dst. Returns 0 or a WC status (LOC_PROT_ERR). */

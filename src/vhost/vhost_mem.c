@@ -322,9 +322,19 @@ void vhost_mem_init(struct vhost_mem *m)
 	m->fault_fd = -1;
 }
 
+static void (*vm_unmap_hook)(void);
+
+void vhost_mem_set_unmap_hook(void (*fn)(void))
+{
+	vm_unmap_hook = fn;
+}
+
 /* Unmap and free a region whose last reference went away. */
 static void vhost_mem_region_free(struct vhost_mem_region *r)
 {
+	/* Whoever still points into the mapping copies out first. */
+	if (vm_unmap_hook)
+		vm_unmap_hook();
 	/* No fix-ups for an address that may be reused after munmap. */
 	if (r->guard >= 0)
 		vm_guard_del(r->guard);

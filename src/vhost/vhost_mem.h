@@ -112,6 +112,11 @@ struct vhost_mem_budget *vhost_mem_budget_new(uint64_t max);
 void vhost_mem_budget_put(struct vhost_mem_budget *b);
 
 void vhost_mem_init(struct vhost_mem *m);
+
+/* fn runs before any region is unmapped (on the thread that drops the last
+ * reference): the one-copy local path copies payloads it references out of
+ * mappings that are about to go (pkt_ref_fill_all). NULL: none. */
+void vhost_mem_set_unmap_hook(void (*fn)(void));
 /* Drop every region (mappings with holders stay until they are released) and
  * start a fresh account: regions still held no longer count against this
  * table's budget, and their faults are no longer reported here. */

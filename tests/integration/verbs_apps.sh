@@ -57,8 +57,8 @@ asan_preload "$LIB"
 ALL_TESTS="ibv_devices ibv_devinfo rc_pingpong_chk rc_pingpong_events uc_pingpong
 	ud_pingpong ib_send_bw ib_write_bw ib_read_bw ib_send_lat ib_write_lat ib_read_lat
 	srq_pingpong ib_atomic_bw_fetch_add ib_atomic_bw_cmp_swap ib_atomic_lat_fetch_add
-	ib_atomic_lat_cmp_swap daemon_clean_exit daemon_health poll_daemon_started poll_rc_pingpong_chk
-	poll_ib_send_bw poll_daemon_clean_exit poll_daemon_health"
+	ib_atomic_lat_cmp_swap daemon_clean_exit daemon_health onecopy poll_daemon_started
+	poll_rc_pingpong_chk poll_ib_send_bw poll_daemon_clean_exit poll_daemon_health poll_onecopy"
 
 for b in "$DAEMON" "$RUN"; do
 	if [ ! -x "$b" ]; then
@@ -137,6 +137,19 @@ d_check_stop() {
 	else
 		not_ok "${t}daemon_health" "$bad"
 		sed 's/^/#   /' "$T_TMP/$name.last"
+	fi
+	# RC payloads between the two local devices went by reference and were
+	# placed from the sender's memory (docs/design.md, "One copy between
+	# local devices"): both counters moved, by the same packets.
+	local onecopy
+	onecopy=$(awk '$1 == "roce" && ($2 == "tx" || $2 == "rx") {
+		for (i = 3; i < NF; i++)
+			if ($i == "tx_by_ref" || $i == "rx_by_ref") s[$i] += $(i + 1) }
+	     END { printf "%d %d", s["tx_by_ref"], s["rx_by_ref"] }' "$T_TMP/$name.last")
+	if [ "${onecopy% *}" -gt 0 ] && [ "${onecopy#* }" -gt 0 ]; then
+		ok "${t}onecopy"
+	else
+		not_ok "${t}onecopy" "tx_by_ref rx_by_ref: $onecopy"
 	fi
 	# How hard the transport had to work (information, not a check).
 	awk '$1 == "roce" && $2 == "tx" {

@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One copy between local devices (docs/design.md, "One copy between local
+ * devices"): RC WRITE and SEND packets between two devices of one switch
+ * carry a reference to the requester's memory and the responder copies the
+ * payload from there (counted: tx_by_ref, rx_by_ref); data byte for byte,
+ * completions as before; READ responses the same way the other way round.
+ * UC, UD and inline data are copied as before. With a
+ * capture or a fault injector the payload is filled in first (the frame path)
+ * and the captured bytes are the message's; a mapping that goes away first
+ * fills in the frames that point into it.
+ */
+#include "../harness.h"
+#include "roce/roce_icrc.h"
+#include "unit/roce_tp_fake.h"
+
+#define WAIT_MS 60000
+
+struct pair {
+	struct fk_env env;
+	struct fk_dev *a, *b;
+	uint32_t pda, pdb, cqa, cqb;
+	struct fk_qp qa, qb;
+	struct fk_mr ma, mb;
+};
+
+#define BUF_SIZE ((2u << 20) + 8192)
+
+static void pair_init_at(struct pair *p, uint8_t type, bool loopback)
+{
+	struct fk_dev_cfg dc = { .eth_mtu = 1500, .arena = 16u << 20, .max_send_sge = 8,
+				 .max_recv_sge = 8 };
+	struct fk_qp_cfg qc = { .type = type, .max_send_sge = 4, .max_recv_sge = 4,
+				.max_inline = 256, .sq_num = 64, .rq_num = 64,
+				.max_send_wr = 64, .max_recv_wr = 64 };
+	struct fk_path path;
+
+	memset(p, 0, sizeof(*p));
+	fk_path_default(&path);
+	if (fk_env_init(&p->env, true))
+		abort();
+	p->a = fk_dev_new(&p->env, &dc);
+	p->b = loopback ? p->a : fk_dev_new(&p->env, &dc);
+	if (!p->a || !p->b)
+		abort();
+	p->pda = fk_pd(p->a);
+	p->pdb = loopback ? p->pda : fk_pd(p->b);
+	p->cqa = fk_cq(p->a, 256, 128, true);
+	p->cqb = fk_cq(p->b, 256, 128, true);
+	qc.pdn = p->pda;
+	qc.scq = qc.rcq = p->cqa;
+	p->qa = fk_qp_new(p->a, &qc);
+	qc.pdn = p->pdb;
+	qc.scq = qc.rcq = p->cqb;
+	p->qb = fk_qp_new(p->b, &qc);
+	if (fk_connect(p->a, p->qa.qpn, p->b, p->qb.qpn, &path) ||
+	    fk_connect(p->b, p->qb.qpn, p->a, p->qa.qpn, &path))
+		abort();
+	p->ma = fk_mr_reg(p->a, p->pda, BUF_SIZE, FK_ACC_ALL);
+	p->mb = fk_mr_reg(p->b, p->pdb, BUF_SIZE, FK_ACC_ALL);
+}
+
+static void pair_init(struct pair *p, uint8_t type)
+{
+	pair_init_at(p, type, false);
+}
+
+/* Packets of a len-byte message at RoCE MTU 1024 (fk_path_default). */
+static uint64_t npkts(uint32_t len)
+{
+	return (len + 1023) / 1024;
+}
+
+/* One op from a to b (len bytes in nsge SGEs, or inline), both completions
+ * and the data checked. Returns false on a failed check. */
+static bool do_op(struct pair *p, uint8_t op, uint32_t len, unsigned nsge, bool inl,
+		  uint32_t seed)
+{
+	bool send = op == VIRTIO_IB_WR_SEND || op == VIRTIO_IB_WR_SEND_WITH_IMM;
+	bool imm = op == VIRTIO_IB_WR_SEND_WITH_IMM || op == VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM;
+	uint8_t *src = p->ma.buf + 1 + seed % 61, *dst = p->mb.buf + 3;
+	struct virtio_rdma_cq_req wc[2];
+	struct fk_sge ls[4], rs[1];
+	struct fk_wr wr = { .wr_id = 500 + seed, .opcode = op, .trunc = -1,
+			    .flags = VIRTIO_IB_SEND_SIGNALED, .imm = htobe32(seed) };
+	uint32_t off = 0;
+	int fails = th_failed_checks;
+
+	fk_fill(src, len, seed);
+	memset(dst, 0x5a, (size_t)len + 64);
+	if (inl) {
+		wr.flags |= VIRTIO_IB_SEND_INLINE;
+		wr.inl = src;
+		wr.inline_len = (uint16_t)len;
+	} else {
+		for (unsigned i = 0; i < nsge; i++) {
+			uint32_t chunk = i + 1 == nsge ? len - off : (len - off) / (nsge - i) + 5;
+
+			chunk = MIN(chunk, len - off);
+			ls[i] = (struct fk_sge){ src + off, chunk, p->ma.lkey };
+			off += chunk;
+		}
+		wr.sge = ls;
+		wr.nsge = nsge;
+	}
+	if (!send) {
+		wr.remote_addr = (uintptr_t)dst;
+		wr.rkey = p->mb.rkey;
+	}
+	if (send || imm) {
+		rs[0] = (struct fk_sge){ dst, send ? len : 0, p->mb.lkey };
+		if (fk_post_recv(p->b, &p->qb, 900 + seed, rs, send ? 1 : 0))
+			return false;
+	}
+	if (fk_post_send(p->a, &p->qa, &wr))
+		return false;
+	CHECK_EQ(fk_wait_cq(&p->env, p->a, p->cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].wr_id, 500 + seed);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	if (send || imm) {
+		CHECK_EQ(fk_wait_cq(&p->env, p->b, p->cqb, wc, 1, WAIT_MS), 1);
+		CHECK_EQ(wc[0].wr_id, 900 + seed);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+		CHECK_EQ(wc[0].byte_len, len);
+	}
+	CHECK(memcmp(src, dst, len) == 0);
+	CHECK_EQ(dst[len], 0x5a);
+	fk_ring_reap(p->qa.sq);
+	fk_ring_reap(p->qb.rq);
+	return th_failed_checks == fails;
+}
+
+static const uint8_t ops[] = {
+	VIRTIO_IB_WR_SEND, VIRTIO_IB_WR_SEND_WITH_IMM, VIRTIO_IB_WR_RDMA_WRITE,
+	VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM,
+};
+static const uint32_t sizes[] = { 1, 63, 1023, 1024, 1025, 4097, 65536 + 5, (1u << 20) + 3 };
+
+/* Every RC SEND/WRITE payload goes by reference and is placed from the
+ * requester's memory: no frame gets a payload filled in. */
+static void test_rc_by_reference(void)
+{
+	struct pkt_ref_stats r0, r1;
+	uint64_t want = 0, base = pkt_outstanding();
+	struct pair p;
+	uint32_t seed = 0;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	pkt_ref_get_stats(&r0);
+	for (unsigned o = 0; o < ARRAY_SIZE(ops); o++)
+		for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++) {
+			CHECK(do_op(&p, ops[o], sizes[i], 1 + i % 4, false, seed++));
+			want += npkts(sizes[i]);
+		}
+	/* a zero-length WRITE carries nothing to reference */
+	CHECK(do_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 0, 1, false, seed++));
+	pkt_ref_get_stats(&r1);
+	/* (a loss probe on a slow run sends a packet again, by reference too) */
+	CHECK_EQ(p.a->tp->stats.tx_by_ref, want + p.a->tp->stats.retransmits);
+	CHECK_EQ(p.b->tp->stats.rx_by_ref, want);
+	CHECK_EQ(r1.attached - r0.attached, p.a->tp->stats.tx_by_ref);
+	CHECK_EQ(r1.filled - r0.filled, 0);
+	CHECK_EQ(r1.live, 0);
+	fk_env_fini(&p.env);
+	CHECK_EQ(pkt_outstanding(), base);
+}
+
+/* READ responses carry a reference to the responder's MR and the
+ * completer places them from there. */
+static void test_read_by_reference(void)
+{
+	struct virtio_rdma_cq_req wc[1];
+	uint64_t want = 0;
+	struct pair p;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++) {
+		uint32_t len = sizes[i], off = 0, nsge = 1 + i % 4;
+		uint8_t *src = p.mb.buf + 5 + i, *dst = p.ma.buf + 1;
+		struct fk_sge ls[4];
+		struct fk_wr wr = { .wr_id = 70 + i, .opcode = VIRTIO_IB_WR_RDMA_READ,
+				    .trunc = -1, .flags = VIRTIO_IB_SEND_SIGNALED,
+				    .remote_addr = (uintptr_t)src, .rkey = p.mb.rkey };
+
+		fk_fill(src, len, 40 + i);
+		memset(dst, 0x5a, (size_t)len + 64);
+		for (unsigned k = 0; k < nsge; k++) {
+			uint32_t chunk = k + 1 == nsge ? len - off : (len - off) / (nsge - k) + 5;
+
+			chunk = MIN(chunk, len - off);
+			ls[k] = (struct fk_sge){ dst + off, chunk, p.ma.lkey };
+			off += chunk;
+		}
+		wr.sge = ls;
+		wr.nsge = nsge;
+		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+		CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+		CHECK(memcmp(src, dst, len) == 0);
+		CHECK_EQ(dst[len], 0x5a);
+		fk_ring_reap(p.qa.sq);
+		want += npkts(len);
+	}
+	/* (a READ asked again answers again, by reference too) */
+	CHECK_EQ(p.b->tp->stats.tx_by_ref, p.b->tp->stats.read_resp_sent);
+	CHECK(p.b->tp->stats.tx_by_ref >= want);
+	CHECK_EQ(p.a->tp->stats.rx_by_ref, want);
+	fk_env_fini(&p.env);
+}
+
+/* A QP pair on one device writing within one MR onto its own source: the
+ * one copy overlaps (memmove, no undefined memcpy); bytes outside the
+ * target stay, the WR completes. Which bytes land where inside an
+ * overlapping target is not defined by RDMA and not checked. */
+static void test_overlapping_write(void)
+{
+	struct virtio_rdma_cq_req wc[1];
+	uint8_t *buf, before[64], after[64];
+	struct fk_sge ls[1];
+	struct pair p;
+	struct fk_wr wr = { .wr_id = 1, .opcode = VIRTIO_IB_WR_RDMA_WRITE, .trunc = -1,
+			    .flags = VIRTIO_IB_SEND_SIGNALED };
+
+	pair_init_at(&p, VIRTIO_IB_QPT_RC, true);
+	buf = p.mb.buf;
+	fk_fill(buf, 8192, 11);
+	memcpy(before, buf + 36, 64);
+	memcpy(after, buf + 100 + 5000, 64);
+	ls[0] = (struct fk_sge){ buf + 60, 5000, p.mb.lkey };
+	wr.sge = ls;
+	wr.nsge = 1;
+	wr.remote_addr = (uintptr_t)(buf + 100);
+	wr.rkey = p.mb.rkey;
+	REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK(p.a->tp->stats.rx_by_ref > 0);
+	CHECK(memcmp(before, buf + 36, 64) == 0);
+	CHECK(memcmp(after, buf + 100 + 5000, 64) == 0);
+	fk_env_fini(&p.env);
+}
+
+/* UC completes a WR when it is sent and inline data lives in the WQE:
+ * their payloads are copied into the frame as before. */
+static void test_uc_and_inline_copied(void)
+{
+	struct pair p;
+
+	pair_init(&p, VIRTIO_IB_QPT_UC);
+	CHECK(do_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 5000, 2, false, 1));
+	CHECK(do_op(&p, VIRTIO_IB_WR_SEND, 3000, 1, false, 2));
+	CHECK_EQ(p.a->tp->stats.tx_by_ref, 0);
+	CHECK_EQ(p.b->tp->stats.rx_by_ref, 0);
+	fk_env_fini(&p.env);
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	CHECK(do_op(&p, VIRTIO_IB_WR_SEND, 200, 1, true, 3));
+	CHECK(do_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 256, 1, true, 4));
+	CHECK_EQ(p.a->tp->stats.tx_by_ref, 0);
+	CHECK_EQ(p.b->tp->stats.rx_by_ref, 0);
+	fk_env_fini(&p.env);
+}
+
+/* The payloads of the RC WRITE request frames in a capture, in order,
+ * appended to out (at most max bytes). Returns the bytes found, or -1 for a
+ * frame with a bad ICRC. */
+static long pcap_write_payloads(const char *path, uint8_t *out, size_t max)
+{
+	static uint8_t frame[16384];
+	uint8_t gh[24], rh[16];
+	size_t got = 0;
+	FILE *f = fopen(path, "rb");
+
+	if (!f || fread(gh, 1, 24, f) != 24) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	while (fread(rh, 1, 16, f) == 16) {
+		uint32_t incl, hl, pad, n;
+		uint8_t opc;
+
+		memcpy(&incl, rh + 8, 4);
+		if (incl > sizeof(frame) || fread(frame, 1, incl, f) != incl)
+			break;
+		/* IPv4, UDP 4791 */
+		if (incl < 42 + 12 + 4 || frame[12] != 0x08 || frame[13] != 0 || frame[23] != 17 ||
+		    frame[36] != 0x12 || frame[37] != 0xb7)
+			continue;
+		opc = frame[42];
+		if (opc < ROCE_OP_RC_RDMA_WRITE_FIRST || opc > ROCE_OP_RC_RDMA_WRITE_ONLY)
+			continue;
+		if (roce_icrc_frame_verify(frame, incl)) {
+			fclose(f);
+			return -1;
+		}
+		hl = 42 + 12 + ((opc == ROCE_OP_RC_RDMA_WRITE_FIRST ||
+				 opc == ROCE_OP_RC_RDMA_WRITE_ONLY) ? 16 : 0);
+		pad = (frame[43] >> 4) & 3;
+		n = incl - hl - pad - 4;
+		if (got + n > max)
+			break;
+		memcpy(out + got, frame + hl, n);
+		got += n;
+	}
+	fclose(f);
+	return (long)got;
+}
+
+/* A capture sees the frames with their payload (filled in before it, so
+ * nothing is placed by reference) and the data still arrives. */
+static void test_pcap_falls_back(void)
+{
+	char path[] = "/tmp/vrdma_onecopy_XXXXXX";
+	static uint8_t seen[8192], want[5000];
+	struct pkt_ref_stats r0, r1;
+	int fd = mkstemp(path);
+	struct pair p;
+	long n;
+
+	REQUIRE(fd >= 0);
+	close(fd);
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	REQUIRE(sw_set_pcap(p.env.sw, path) == 0);
+	pkt_ref_get_stats(&r0);
+	CHECK(do_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 5000, 3, false, 7));
+	CHECK(do_op(&p, VIRTIO_IB_WR_SEND, 3000, 2, false, 8));
+	pkt_ref_get_stats(&r1);
+	REQUIRE(sw_set_pcap(p.env.sw, NULL) == 0);
+	CHECK_EQ(p.a->tp->stats.tx_by_ref,
+		 npkts(5000) + npkts(3000) + p.a->tp->stats.retransmits);
+	CHECK_EQ(r1.filled - r0.filled, p.a->tp->stats.tx_by_ref);
+	CHECK_EQ(p.b->tp->stats.rx_by_ref, 0);
+	/* the captured WRITE carries exactly the message (seed 7 at its offset) */
+	n = pcap_write_payloads(path, seen, sizeof(seen));
+	fk_fill(want, sizeof(want), 7);
+	CHECK(n >= 5000);
+	if (n >= 5000)
+		CHECK(memcmp(seen, want, 5000) == 0);
+	fk_env_fini(&p.env);
+	unlink(path);
+}
+
+/* A fault injector gets whole frames: payloads are filled in before it and
+ * RC recovers its faults as on the frame path. */
+static void test_fault_falls_back(void)
+{
+	struct pkt_ref_stats r0, r1;
+	struct fault_cfg cfg;
+	struct pair p;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	REQUIRE(fault_cfg_parse(&cfg, "drop=2,dup=2,reorder=2,corrupt=1,seed=5") == 0);
+	REQUIRE(sw_set_fault(p.env.sw, &cfg, NULL) == 0);
+	pkt_ref_get_stats(&r0);
+	for (unsigned i = 0; i < 6; i++)
+		CHECK(do_op(&p, i & 1 ? VIRTIO_IB_WR_SEND : VIRTIO_IB_WR_RDMA_WRITE,
+			    40000 + i * 7, 1 + i % 4, false, 20 + i));
+	pkt_ref_get_stats(&r1);
+	CHECK(p.a->tp->stats.tx_by_ref > 0);
+	CHECK_EQ(r1.filled - r0.filled, r1.attached - r0.attached);
+	CHECK_EQ(p.b->tp->stats.rx_by_ref, 0);
+	CHECK_EQ(r1.live, 0);
+	fk_env_fini(&p.env);
+}
+
+/* A frame that references memory of a mapping that goes away (its device's
+ * regions unmapped) gets the bytes first. */
+static void test_unmap_fills(void)
+{
+	struct pkt_ref_stats r0, r1;
+	struct pkt *f = pkt_alloc();
+	struct iovec iov[2];
+	uint8_t want[3000];
+	struct pair p;
+
+	REQUIRE(f);
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	fk_fill(p.ma.buf, 8192, 99);
+	memcpy(want, p.ma.buf + 100, 1000);
+	memcpy(want + 1000, p.ma.buf + 5000, 2000);
+	iov[0] = (struct iovec){ p.ma.buf + 100, 1000 };
+	iov[1] = (struct iovec){ p.ma.buf + 5000, 2000 };
+	memset(f->data, 0, 3100);
+	f->len = 3100;
+	pkt_ref_get_stats(&r0);
+	pkt_ref_attach(f, 50, iov, 2, 3000);
+	CHECK(f->flags & PKT_F_PAYLOAD_REF);
+	fk_env_fini(&p.env); /* unmaps the arenas */
+	pkt_ref_get_stats(&r1);
+	CHECK(!(f->flags & PKT_F_PAYLOAD_REF));
+	CHECK_EQ(r1.filled - r0.filled, 1);
+	CHECK_EQ(r1.live, 0);
+	CHECK(memcmp(f->data + 50, want, 3000) == 0);
+	CHECK_EQ(f->data[49], 0);
+	CHECK_EQ(f->data[3050], 0);
+	pkt_free(f);
+}
+
+/* A clone carries the reference too; freeing either drops only its own. */
+static void test_clone_and_free(void)
+{
+	static uint8_t mem[4096];
+	struct pkt_ref_stats r0, r1;
+	struct iovec iov = { mem, 1500 };
+	struct pkt *f = pkt_alloc(), *c;
+
+	REQUIRE(f);
+	fk_fill(mem, sizeof(mem), 3);
+	f->len = 1600;
+	memset(f->data, 0, f->len);
+	pkt_ref_get_stats(&r0);
+	pkt_ref_attach(f, 60, &iov, 1, 1500);
+	c = pkt_clone(f);
+	REQUIRE(c);
+	CHECK(c->flags & PKT_F_PAYLOAD_REF);
+	pkt_ref_get_stats(&r1);
+	CHECK_EQ(r1.live - r0.live, 2);
+	pkt_free(f);
+	pkt_ref_fill(c);
+	CHECK(memcmp(c->data + 60, mem, 1500) == 0);
+	pkt_free(c);
+	pkt_ref_get_stats(&r1);
+	CHECK_EQ(r1.live, r0.live);
+}
+
+int main(void)
+{
+	TEST_PROGRAM("test_roce_onecopy");
+	RUN(test_rc_by_reference);
+	RUN(test_read_by_reference);
+	RUN(test_overlapping_write);
+	RUN(test_uc_and_inline_copied);
+	RUN(test_pcap_falls_back);
+	RUN(test_fault_falls_back);
+	RUN(test_unmap_fills);
+	RUN(test_clone_and_free);
+	return TEST_DONE();
+}
