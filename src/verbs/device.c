@@ -208,6 +208,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	struct vrdma_verbs_device *d;
 	struct vrdma_verbs_context *ctx;
 	struct ibv_context *ibctx;
+	uint8_t mac[6];
 	int ret, fd;
 
 	if (!device) {
@@ -230,7 +231,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 
-	if (VRDMA_PROV_CALL(ctx->ops, query_device, ctx->prov, &ctx->caps))
+	if (VRDMA_PROV_CALL(ctx->ops, query_device, ctx->prov, &ctx->caps, mac))
 		memset(&ctx->caps, 0, sizeof(ctx->caps));
 	pthread_mutex_init(&ctx->obj_lock, NULL);
 
@@ -312,19 +313,20 @@ static int vrdma_clamp_int(uint64_t v)
 static int vrdma_fill_device_attr(struct vrdma_verbs_context *ctx,
 				  struct ibv_device_attr *attr)
 {
-	struct vrdma_prov_device_attr pa;
+	struct vrdma_device_attr pa;
+	uint8_t pmac[6] = { 0 };
 	const uint8_t *mac;
 	uint32_t max_qp;
 	int ret;
 
 	memset(&pa, 0, sizeof(pa));
-	ret = VRDMA_PROV_CALL(ctx->ops, query_device, ctx->prov, &pa);
+	ret = VRDMA_PROV_CALL(ctx->ops, query_device, ctx->prov, &pa, pmac);
 	if (ret)
 		return -ret;
 
 	memset(attr, 0, sizeof(*attr));
 	snprintf(attr->fw_ver, sizeof(attr->fw_ver), "%s", VRDMA_VERBS_FW_VER);
-	mac = vrdma_mac_zero(pa.mac) ? ctx->dev->info.mac : pa.mac;
+	mac = vrdma_mac_zero(pmac) ? ctx->dev->info.mac : pmac;
 	attr->node_guid = vrdma_guid_of_mac(mac);
 	attr->sys_image_guid = attr->node_guid;
 	attr->max_mr_size = pa.max_mr_size;
@@ -372,10 +374,7 @@ static int vrdma_fill_device_attr(struct vrdma_verbs_context *ctx,
 		attr->atomic_cap = IBV_ATOMIC_NONE;
 		break;
 	}
-	attr->max_mcast_grp = vrdma_clamp_int(pa.max_mcast_grp);
-	attr->max_mcast_qp_attach = vrdma_clamp_int(pa.max_mcast_qp_attach);
-	attr->max_total_mcast_qp_attach =
-		vrdma_clamp_int((uint64_t)pa.max_mcast_grp * pa.max_mcast_qp_attach);
+	/* No multicast limits are reported (max_mcast_* stay 0). */
 	attr->max_ah = vrdma_clamp_int(pa.max_ah);
 	if (pa.device_cap_flags & VIRTIO_IB_DEVICE_SRQ) {
 		attr->max_srq = vrdma_clamp_int(pa.max_srq);

@@ -48,7 +48,7 @@
  *   "Mapping for the verbs layer" says which verb uses which operation).
  *   A provider reports only what the device reported: capability bits in
  *   device_cap_flags (VIRTIO_IB_DEVICE_*), limits in the extension fields of
- *   vrdma_prov_device_attr, `ext` when VIRTIO_NET_F_ROCE_EXT was
+ *   vrdma_device_attr, `ext` when VIRTIO_NET_F_ROCE_EXT was
  *   negotiated. The verbs layer refuses what is not reported before calling
  *   the provider (EOPNOTSUPP), so the provider may trust that an operation
  *   it is asked for was advertised, but must still fail cleanly if not
@@ -64,6 +64,7 @@
 #include <string.h>
 
 #include "vrdma/virtio_net_roce.h"
+#include "vrdma/vrdma_rdma.h"
 
 /* Opaque provider objects. */
 struct vrdma_prov_dev;
@@ -87,48 +88,12 @@ struct vrdma_prov_dev_info {
 };
 
 /*
- * QUERY_DEVICE ack (struct virtio_rdma_ack_query_device) plus the device
- * configuration fields the verbs layer needs and a few vrdma extensions.
+ * Device attributes: libvrdma's struct vrdma_device_attr (QUERY_DEVICE plus
+ * the configuration space, include/vrdma/vrdma_rdma.h), filled by
+ * query_device together with the device's MAC (zero if unknown). The verbs
+ * layer reports max_rdma_qps - 2 QPs (index 0 reserved, index 1 = GSI) and
+ * IBV_DEVICE_PORT_ACTIVE_EVENT when `ext` is set; no multicast limits.
  */
-struct vrdma_prov_device_attr {
-	/* struct virtio_rdma_ack_query_device */
-	uint64_t device_cap_flags; /* VIRTIO_IB_DEVICE_* */
-	uint64_t max_mr_size;
-	uint64_t page_size_cap;
-	uint32_t hw_ver;
-	uint32_t max_qp_wr;
-	uint32_t max_send_sge;
-	uint32_t max_recv_sge;
-	uint32_t max_sge_rd;
-	uint32_t max_cqe;
-	uint32_t max_mr;
-	uint32_t max_pd;
-	uint32_t max_qp_rd_atom;
-	uint32_t max_qp_init_rd_atom;
-	uint32_t max_ah;
-	uint8_t local_ca_ack_delay;
-	/* struct virtio_net_roce_config */
-	uint8_t mac[6];
-	uint32_t max_rdma_qps; /* QP indexes; the verbs layer reports 2 fewer
-				* (index 0 reserved, index 1 = GSI) */
-	uint32_t max_rdma_cqs;
-	/* vrdma extensions (0 = not supported) */
-	bool ext;          /* VIRTIO_NET_F_ROCE_EXT negotiated: asynchronous
-			    * events (async_fd / get_async_event) and
-			    * query_pkey work; the verbs layer then reports
-			    * IBV_DEVICE_PORT_ACTIVE_EVENT */
-	uint32_t max_srq;  /* max_rdma_srqs of the configuration space; 0
-			    * unless device_cap_flags has VIRTIO_IB_DEVICE_SRQ */
-	uint32_t max_srq_wr;
-	uint32_t max_srq_sge;
-	uint32_t max_mw;   /* memory windows (VIRTIO_IB_DEVICE_MEM_WINDOW) */
-	uint32_t max_fast_reg_page_list_len; /* MEM_MGT_EXTENSIONS */
-	uint16_t max_pkeys; /* P_Key table length; 0 is reported as 1 */
-	uint32_t max_mcast_grp;
-	uint32_t max_mcast_qp_attach;
-	uint8_t atomic_cap; /* enum virtio_ib_atomic_cap: 0 none, 1 atomic
-			     * within the device (IBV_ATOMIC_HCA), 2 global */
-};
 /*
  * device_cap_flags bits and what the verbs layer makes of them (spec.md
  * "Mapping for the verbs layer"):
@@ -191,42 +156,19 @@ struct vrdma_prov_cq_info {
 			   * cq_consume_event(). -1 if the CQ has no events. */
 };
 
-/* struct virtio_rdma_cq_req (or _cq_req_ext) in host order. */
-struct vrdma_prov_wc {
-	uint64_t wr_id;
-	uint8_t status;  /* enum virtio_ib_wc_status, and with the extension
-			  * VIRTIO_IB_WC_MW_BIND_ERR (16) */
-	uint8_t opcode;  /* enum virtio_ib_wc_opcode, and with the extension
-			  * VIRTIO_IB_WC_COMP_SWAP, _FETCH_ADD, _BIND_MW,
-			  * _LOCAL_INV, _REG_MR (5..9) */
-	uint32_t vendor_err;
-	uint32_t byte_len;
-	uint32_t imm_data; /* network byte order, opaque; with WITH_IMM only */
-	uint32_t invalidated_rkey; /* host order; with VIRTIO_IB_WC_WITH_INV
-				    * only (the imm_data slot of the wire's
-				    * cq_req_ext, little-endian there) */
-	uint32_t qp_num;
-	uint32_t src_qp;   /* UD */
-	uint32_t wc_flags; /* VIRTIO_IB_WC_GRH / _WITH_IMM / _WITH_INV */
-};
-
-/* struct virtio_rdma_sge; same layout as struct ibv_sge, so the verbs layer
- * passes an application's sg_list through without copying. */
-struct vrdma_prov_sge {
-	uint64_t addr;
-	uint32_t length;
-	uint32_t lkey;
-};
+/* Completions are libvrdma's struct vrdma_wc (include/vrdma/vrdma_rdma.h):
+ * status and opcode the virtio values (with the extension's), imm_data
+ * (network order) with WITH_IMM, invalidated_rkey (host order) with
+ * WITH_INV. */
 
 /*
- * struct virtio_rdma_sq_req (and _sq_req_ext), host order. With
- * VIRTIO_IB_SEND_INLINE the provider copies the bytes the SGEs point at
- * (unregistered memory, lkey ignored) into inline_data; otherwise it passes
- * the SGEs.
- *
- * Opcodes and the fields they use (the verbs layer fills only these and
- * zeroes nothing else, so a provider must not read other views):
- *   SEND, RDMA_*                      as the RFC (rdma view, imm_data)
+ * Work requests are libvrdma's (include/vrdma/vrdma_rdma.h): struct
+ * vrdma_send_wr, vrdma_recv_wr and vrdma_sge (the layout of struct ibv_sge,
+ * so the verbs layer passes an application's sg_list through). The verbs
+ * layer converts an ibv_send_wr into one once, at post time, and a provider
+ * takes it as it is; the fields a provider reads are those of the opcode:
+ *   SEND, RDMA_*                      as the RFC (rdma view, imm_data; ud
+ *                                     view on UD QPs)
  *   ATOMIC_CMP_AND_SWP (5),
  *   ATOMIC_FETCH_AND_ADD (6)          atomic view; num_sge 1 (the 8-byte
  *                                     result buffer; the device checks it)
@@ -236,55 +178,8 @@ struct vrdma_prov_sge {
  *                                     IBV_WR_BIND_MW of type 2)
  *   SEND_WITH_INV (9)                 invalidate_rkey + the SGEs / inline
  *                                     data of a SEND
- * invalidate_rkey shares imm_data's slot (offset 12 of the wire request,
- * little-endian there) but is in host order here.
+ * The verbs layer never posts REG_MR (10).
  */
-struct vrdma_prov_send_wr {
-	uint64_t wr_id;
-	uint8_t opcode;     /* enum virtio_ib_wr_opcode, VIRTIO_IB_WR_* */
-	uint8_t send_flags; /* VIRTIO_IB_SEND_* */
-	union {
-		uint32_t imm_data;        /* network byte order, opaque */
-		uint32_t invalidate_rkey; /* LOCAL_INV, SEND_WITH_INV */
-	};
-	union {
-		struct {
-			uint64_t remote_addr;
-			uint32_t rkey;
-		} rdma;
-		struct {
-			uint32_t remote_qpn;
-			uint32_t remote_qkey;
-			uint32_t ah;
-		} ud;
-		struct { /* vrdma extension: VIRTIO_IB_WR_ATOMIC_* */
-			uint64_t remote_addr;
-			uint64_t compare_add; /* CMP_AND_SWP: compare;
-					       * FETCH_AND_ADD: add */
-			uint64_t swap;        /* CMP_AND_SWP only */
-			uint32_t rkey;
-		} atomic;
-		struct { /* vrdma extension: VIRTIO_IB_WR_BIND_MW */
-			uint64_t addr;    /* in the MR's iova space */
-			uint64_t length;  /* 0 unbinds a type 1 window */
-			uint32_t mr_lkey; /* the MR bound to (MW_BIND access) */
-			uint32_t rkey;    /* the window's new key: bits 8..31
-					   * its current ones, bits 0..7 new
-					   * (ibv_inc_rkey) */
-			uint32_t access;  /* VIRTIO_IB_ACCESS_REMOTE_READ /
-					   * _REMOTE_WRITE / _REMOTE_ATOMIC */
-		} bind_mw;
-	};
-	uint32_t num_sge;
-	const struct vrdma_prov_sge *sg_list;
-};
-
-/* struct virtio_rdma_rq_req, host order. */
-struct vrdma_prov_recv_wr {
-	uint64_t wr_id;
-	uint32_t num_sge;
-	const struct vrdma_prov_sge *sg_list;
-};
 
 /* struct virtio_rdma_qp_cap */
 struct vrdma_prov_qp_cap {
@@ -430,8 +325,9 @@ struct vrdma_prov_ops {
 		    struct vrdma_prov_dev **dev);
 	/* Disconnect; every object of dev was destroyed before. */
 	void (*close)(struct vrdma_prov_dev *dev);
+	/* attr and mac (zero if unknown). */
 	int (*query_device)(struct vrdma_prov_dev *dev,
-			    struct vrdma_prov_device_attr *attr);
+			    struct vrdma_device_attr *attr, uint8_t mac[6]);
 	int (*query_port)(struct vrdma_prov_dev *dev,
 			  struct vrdma_prov_port_attr *attr);
 	/* -ENODATA for an empty entry below gid_tbl_len, -EINVAL beyond. */
@@ -486,7 +382,7 @@ struct vrdma_prov_ops {
 			 struct vrdma_prov_cq_info *info);
 	int (*destroy_cq)(struct vrdma_prov_cq *cq);
 	/* Up to n completions into wc. Returns how many (0 = empty) or -errno. */
-	int (*poll_cq)(struct vrdma_prov_cq *cq, struct vrdma_prov_wc *wc, int n);
+	int (*poll_cq)(struct vrdma_prov_cq *cq, struct vrdma_wc *wc, int n);
 	/* REQ_NOTIFY_CQ; flags VIRTIO_IB_NOTIFY_*. */
 	int (*arm_cq)(struct vrdma_prov_cq *cq, uint32_t flags);
 	/* Clear the pending event of the CQ (non-blocking). Returns 1 if one
@@ -522,9 +418,9 @@ struct vrdma_prov_ops {
 	/* Post n WRs in order. Returns how many were posted (== n, or fewer
 	 * when WR number <return> was refused) or -errno if the first was. */
 	int (*post_send)(struct vrdma_prov_qp *qp,
-			 const struct vrdma_prov_send_wr *wr, unsigned int n);
+			 const struct vrdma_send_wr *wr, unsigned int n);
 	int (*post_recv)(struct vrdma_prov_qp *qp,
-			 const struct vrdma_prov_recv_wr *wr, unsigned int n);
+			 const struct vrdma_recv_wr *wr, unsigned int n);
 	/* vrdma extension: multicast groups (GID as raw bytes). */
 	int (*attach_mcast)(struct vrdma_prov_qp *qp, const uint8_t gid[16]);
 	int (*detach_mcast)(struct vrdma_prov_qp *qp, const uint8_t gid[16]);
@@ -550,7 +446,7 @@ struct vrdma_prov_ops {
 	 * post_recv). Completions come on the receive CQ of whichever QP took
 	 * the request, with that QP's qp_num. */
 	int (*post_srq_recv)(struct vrdma_prov_srq *srq,
-			     const struct vrdma_prov_recv_wr *wr, unsigned int n);
+			     const struct vrdma_recv_wr *wr, unsigned int n);
 
 	/* --- address handles --- */
 

@@ -106,7 +106,7 @@ struct vrdma_verbs_context {
 	int own_async_fd; /* our never-firing eventfd when the provider has none */
 	/* The device's capabilities, read once at open (zero if the query
 	 * failed): what the extension checks look at. */
-	struct vrdma_prov_device_attr caps;
+	struct vrdma_device_attr caps;
 	pthread_mutex_t obj_lock;        /* objs and binds */
 	struct vrdma_verbs_obj *objs;
 	struct vrdma_verbs_bind *binds;  /* oldest first */
@@ -137,7 +137,7 @@ struct vrdma_verbs_cq {
 	bool single_threaded;
 	uint64_t wc_flags;
 	pthread_mutex_t poll_lock; /* start_poll .. end_poll */
-	struct vrdma_prov_wc cur;
+	struct vrdma_wc cur;
 	uint64_t cur_ts_ns;        /* CLOCK_MONOTONIC */
 	uint64_t cur_wallclock_ns; /* CLOCK_REALTIME */
 };
@@ -263,7 +263,7 @@ VRDMA_HIDDEN struct vrdma_verbs_cq *vrdma_verbs_cq_create(struct ibv_context *ib
 							  struct ibv_comp_channel *channel,
 							  int comp_vector);
 /* One device completion as a struct ibv_wc. */
-VRDMA_HIDDEN void vrdma_verbs_wc_to_ibv(const struct vrdma_prov_wc *p, struct ibv_wc *wc);
+VRDMA_HIDDEN void vrdma_verbs_wc_to_ibv(const struct vrdma_wc *p, struct ibv_wc *wc);
 /* Window binds completed by the n completions of wc (see vrdma_verbs_bind). */
 VRDMA_HIDDEN void vrdma_verbs_binds_complete(struct vrdma_verbs_context *ctx,
 					     const struct ibv_wc *wc, int n);
@@ -302,7 +302,7 @@ VRDMA_HIDDEN struct ibv_srq *vrdma_verbs_create_srq_ex(struct ibv_context *ibctx
  * positive errno. */
 VRDMA_HIDDEN int vrdma_verbs_send_wr(const struct vrdma_verbs_context *ctx,
 				     enum ibv_qp_type type, const struct ibv_send_wr *wr,
-				     struct vrdma_prov_send_wr *out);
+				     struct vrdma_send_wr *out);
 /* A QP of ibv_create_qp / ibv_create_qp_ex (init->comp_mask PD only used
  * plus the basic fields), or NULL with errno set. */
 VRDMA_HIDDEN struct vrdma_verbs_qp *vrdma_verbs_qp_create(struct ibv_pd *pd,
