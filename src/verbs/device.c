@@ -4,8 +4,8 @@
  * / GID / P_Key queries and asynchronous events.
  *
  * Devices come from one provider (verbs/provider.h): libvrdma's, or in the
- * test build of this library (tests/fake/) the fake one when
- * VRDMA_FAKE_DEVICE is set. A device is a RoCE v2 port over
+ * test build of this library the one vrdma_prov_test_select() gives (the
+ * fake device of tests/fake/). A device is a RoCE v2 port over
  * Ethernet: one port, P_Key table {0xffff}, GID table from the provider
  * (index 0 the link-local GID of the MAC, index 1 the IPv4-mapped address
  * when one is configured), GID type RoCE v2. There is no sysfs and no
@@ -53,15 +53,13 @@ static pthread_mutex_t vrdma_dev_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vrdma_verbs_device *vrdma_devs[VRDMA_PROV_MAX_DEVICES];
 static int vrdma_ndevs;
 
-/* Returns the provider selected by the environment. */
+/* Returns the provider of this process. */
 const struct vrdma_prov_ops *vrdma_verbs_provider(void)
 {
-	const char *fake = getenv("VRDMA_FAKE_DEVICE");
+	/* Only the test build defines the selector (weak reference). */
+	const struct vrdma_prov_ops *ops = vrdma_prov_test_select ? vrdma_prov_test_select() : NULL;
 
-	/* Only the test build links the fake provider in (weak reference). */
-	if (&vrdma_prov_fake_ops && fake && *fake && strcmp(fake, "0") != 0)
-		return &vrdma_prov_fake_ops;
-	return &vrdma_prov_vrdma_ops;
+	return ops ? ops : &vrdma_prov_vrdma_ops;
 }
 
 /* The known device for info, or a new one (NULL when the table is full or

@@ -13,9 +13,9 @@
  *
  * Providers (one struct vrdma_prov_ops each):
  *   vrdma_prov_vrdma_ops  the real device through libvrdma (provider_vrdma.c)
- *   vrdma_prov_fake_ops   a fake device with no network (tests/fake/),
- *                         selected by VRDMA_FAKE_DEVICE=N (N devices, 1..8);
- *                         only in the test build of the library
+ *   a fake device with no network (tests/fake/), only in the test build of
+ *                         the library, which selects it through
+ *                         vrdma_prov_test_select()
  *
  * Conventions:
  * - Plain C structures mirroring the virtio_rdma_* command and ack structures
@@ -457,9 +457,11 @@ struct vrdma_prov_ops {
 
 /* The real device (libvrdma). */
 extern const struct vrdma_prov_ops vrdma_prov_vrdma_ops;
-/* The fake device of VRDMA_FAKE_DEVICE: defined only in the test build
- * (tests/fake/provider_fake.c), NULL in the shipped library. */
-extern const struct vrdma_prov_ops vrdma_prov_fake_ops
+/* The provider the test build of the library uses instead of the real one
+ * (tests/fake/: the fake device, when its environment asks for it), or NULL.
+ * Defined only in the test build; the shipped library has no definition
+ * and never calls it. */
+const struct vrdma_prov_ops *vrdma_prov_test_select(void)
 	__attribute__((weak, visibility("hidden")));
 
 /* ------------------------------------------------------------------------ */

@@ -215,8 +215,8 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
 
 /* --- device.c --- */
 
-/* The provider of this process: in the test build the fake one when
- * VRDMA_FAKE_DEVICE is set (to anything but "" and "0"), else libvrdma's. */
+/* The provider of this process: libvrdma's, or in the test build the one
+ * vrdma_prov_test_select() names. */
 VRDMA_HIDDEN const struct vrdma_prov_ops *vrdma_verbs_provider(void);
 
 /* Port attributes in libibverbs terms; 0 or a positive errno. */

@@ -1210,7 +1210,7 @@ static int fake_destroy_ah(struct vrdma_prov_dev *dev, uint32_t pdn, uint32_t ah
 	return 0;
 }
 
-const struct vrdma_prov_ops vrdma_prov_fake_ops = {
+static const struct vrdma_prov_ops fake_ops = {
 	.name = "fake",
 	.discover = fake_discover,
 	.open = fake_open,
@@ -1248,3 +1248,12 @@ const struct vrdma_prov_ops vrdma_prov_fake_ops = {
 	.create_ah = fake_create_ah,
 	.destroy_ah = fake_destroy_ah,
 };
+
+/* The test build's provider: the fake device when VRDMA_FAKE_DEVICE is set
+ * (to anything but "" and "0"), else the real one. */
+const struct vrdma_prov_ops *vrdma_prov_test_select(void)
+{
+	const char *e = getenv("VRDMA_FAKE_DEVICE");
+
+	return e && *e && strcmp(e, "0") != 0 ? &fake_ops : NULL;
+}
