@@ -151,7 +151,7 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	ret = VRDMA_PROV_CALL(ctx->ops, create_ah, ctx->prov, pd->handle, &pa, &num);
 	if (ret) {
 		free(ah);
-		errno = -ret;
+		vrdma_errno(ret);
 		return NULL;
 	}
 	ah->context = pd->context;

@@ -105,7 +105,7 @@ struct vrdma_verbs_cq *vrdma_verbs_cq_create(struct ibv_context *ibctx, int cqe,
 			      &cq->prov, &info);
 	if (ret) {
 		free(cq);
-		errno = -ret;
+		vrdma_errno(ret);
 		return NULL;
 	}
 	cq->event_fd = info.event_fd;
@@ -255,7 +255,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **out_cq,
 		cq = ev.data.ptr;
 		ret = cq->ops->cq_consume_event(cq->prov);
 		if (ret < 0) {
-			errno = -ret;
+			vrdma_errno(ret);
 			return -1;
 		}
 		if (ret == 0)
@@ -441,7 +441,7 @@ int vrdma_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		if (got < 0) {
 			if (done)
 				break;
-			errno = -got;
+			vrdma_errno(got);
 			return -1;
 		}
 		for (i = 0; i < got; i++)

@@ -114,7 +114,7 @@ struct ibv_device **ibv_get_device_list(int *num_devices)
 	n = ops->discover(infos, VRDMA_PROV_MAX_DEVICES);
 	if (n < 0) {
 		free(infos);
-		errno = -n;
+		vrdma_errno(n);
 		return NULL;
 	}
 	if (n > VRDMA_PROV_MAX_DEVICES)
@@ -225,7 +225,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ret = d->ops->open(&d->info, &ctx->prov);
 	if (ret) {
 		free(ctx);
-		errno = -ret;
+		vrdma_errno(ret);
 		return NULL;
 	}
 
@@ -684,7 +684,7 @@ int ibv_query_pkey(struct ibv_context *ibctx, uint8_t port, int index,
 	if (ret == -EOPNOTSUPP && index == 0)
 		v = VRDMA_VERBS_DEFAULT_PKEY;
 	else if (ret) {
-		errno = -ret;
+		vrdma_errno(ret);
 		return -1;
 	}
 	*pkey = htobe16(v);
@@ -892,7 +892,7 @@ int ibv_get_async_event(struct ibv_context *ibctx, struct ibv_async_event *event
 			continue; /* malformed, or its object is gone: dropped */
 		}
 		if (ret != -EAGAIN && ret != -EOPNOTSUPP) {
-			errno = -ret;
+			vrdma_errno(ret);
 			return -1;
 		}
 		if (vrdma_fd_nonblocking(ibctx->async_fd)) {

@@ -60,7 +60,7 @@ struct ibv_mw *vrdma_verbs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 			      &mwn, &rkey);
 	if (ret) {
 		free(mw);
-		errno = -ret;
+		vrdma_errno(ret);
 		return NULL;
 	}
 	mw->context = pd->context;

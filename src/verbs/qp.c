@@ -124,7 +124,7 @@ struct vrdma_verbs_qp *vrdma_verbs_qp_create(struct ibv_pd *pd,
 			      &info);
 	if (ret) {
 		free(qp);
-		errno = -ret;
+		vrdma_errno(ret);
 		return NULL;
 	}
 	qp->ibqp.context = pd->context;
@@ -728,7 +728,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr
 			      &srq->prov);
 	if (ret) {
 		free(srq);
-		errno = -ret;
+		vrdma_errno(ret);
 		return NULL;
 	}
 	srq->ibsrq.context = pd->context;

@@ -194,8 +194,10 @@ static inline struct vrdma_verbs_srq *vrdma_srq(struct ibv_srq *ibsrq)
 	return vrdma_container_of(ibsrq, struct vrdma_verbs_srq, ibsrq);
 }
 
-/* errno = -neg (neg < 0) and the positive errno, for verbs that return an
- * errno value. */
+/* The one mapping of an error below (a provider's / libvrdma's negative
+ * errno) to the verbs layer's: sets errno = -neg (neg < 0) and returns the
+ * positive errno, for verbs that return one; verbs that return NULL or -1
+ * call it for errno alone. */
 static inline int vrdma_errno(int neg)
 {
 	errno = -neg;
