@@ -266,10 +266,15 @@ DEVFILES_EXPORT int access(const char *path, int mode)
 	return next(path, mode);
 }
 
-static int devfiles_open_next(const char *name, const char *path, int flags, mode_t mode)
+/* open / open64: one of our files, or the C library's call name. */
+static int devfiles_open_call(const char *name, const char *path, int flags, mode_t mode)
 {
-	int (*next)(const char *, int, ...) = (int (*)(const char *, int, ...))devfiles_next(name);
+	int (*next)(const char *, int, ...);
+	int fd;
 
+	if (devfiles_open(path, flags, &fd))
+		return fd;
+	next = (int (*)(const char *, int, ...))devfiles_next(name);
 	if (!next) {
 		errno = ENOSYS;
 		return -1;
@@ -277,38 +282,31 @@ static int devfiles_open_next(const char *name, const char *path, int flags, mod
 	return next(path, flags, mode);
 }
 
+/* The mode argument of an open call, present when it may create a file. */
+#define DEVFILES_OPEN_MODE(flags, mode)                         \
+	do {                                                    \
+		if ((flags) & (O_CREAT | __O_TMPFILE)) {        \
+			va_list ap;                             \
+			va_start(ap, flags);                    \
+			mode = (mode_t)va_arg(ap, int);         \
+			va_end(ap);                             \
+		}                                               \
+	} while (0)
+
 DEVFILES_EXPORT int open(const char *path, int flags, ...)
 {
 	mode_t mode = 0;
-	int fd;
 
-	if (flags & (O_CREAT | __O_TMPFILE)) {
-		va_list ap;
-
-		va_start(ap, flags);
-		mode = (mode_t)va_arg(ap, int);
-		va_end(ap);
-	}
-	if (devfiles_open(path, flags, &fd))
-		return fd;
-	return devfiles_open_next("open", path, flags, mode);
+	DEVFILES_OPEN_MODE(flags, mode);
+	return devfiles_open_call("open", path, flags, mode);
 }
 
 DEVFILES_EXPORT int open64(const char *path, int flags, ...)
 {
 	mode_t mode = 0;
-	int fd;
 
-	if (flags & (O_CREAT | __O_TMPFILE)) {
-		va_list ap;
-
-		va_start(ap, flags);
-		mode = (mode_t)va_arg(ap, int);
-		va_end(ap);
-	}
-	if (devfiles_open(path, flags, &fd))
-		return fd;
-	return devfiles_open_next("open64", path, flags, mode);
+	DEVFILES_OPEN_MODE(flags, mode);
+	return devfiles_open_call("open64", path, flags, mode);
 }
 
 DEVFILES_EXPORT int openat(int dirfd, const char *path, int flags, ...)
@@ -317,13 +315,7 @@ DEVFILES_EXPORT int openat(int dirfd, const char *path, int flags, ...)
 	mode_t mode = 0;
 	int fd;
 
-	if (flags & (O_CREAT | __O_TMPFILE)) {
-		va_list ap;
-
-		va_start(ap, flags);
-		mode = (mode_t)va_arg(ap, int);
-		va_end(ap);
-	}
+	DEVFILES_OPEN_MODE(flags, mode);
 	if (path[0] == '/' && devfiles_open(path, flags, &fd))
 		return fd;
 	next = (int (*)(int, const char *, int, ...))devfiles_next("openat");

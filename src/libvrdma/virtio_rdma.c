@@ -33,19 +33,6 @@
 
 #define PORT 1
 
-static void put_le32(void *p, uint32_t v)
-{
-	le32 x = htole32(v);
-
-	memcpy(p, &x, 4);
-}
-
-static void put_le64(void *p, uint64_t v)
-{
-	le64 x = htole64(v);
-
-	memcpy(p, &x, 8);
-}
 /* Address handles kept by the library (a fixed table: the data path reads
  * it without the device lock). */
 #define VRD_MAX_AH 4096u
