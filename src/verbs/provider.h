@@ -18,8 +18,12 @@
  *                         vrdma_prov_test_select()
  *
  * Conventions:
- * - Plain C structures mirroring the virtio_rdma_* command and ack structures
- *   of include/vrdma/virtio_net_roce.h, in HOST byte order, with the RFC's
+ * - libvrdma's types (include/vrdma/vrdma_rdma.h) wherever it has one: work
+ *   requests, completions, device and QP attributes, QP capabilities and
+ *   address vectors, so that the verbs layer converts once and the real
+ *   provider passes them on. The rest are plain C structures mirroring the
+ *   virtio_rdma_* command and ack structures of
+ *   include/vrdma/virtio_net_roce.h. All in HOST byte order, with the RFC's
  *   field names. Enumerated values are the virtio ones (VIRTIO_IB_QPT_*,
  *   VIRTIO_IB_QPS_*, VIRTIO_IB_MTU_*, VIRTIO_IB_ACCESS_*, VIRTIO_IB_WR_*,
  *   VIRTIO_IB_SEND_*, VIRTIO_IB_WC_*, VIRTIO_IB_NOTIFY_*, VIRTIO_IB_QP_* attr
@@ -181,14 +185,6 @@ struct vrdma_prov_cq_info {
  * The verbs layer never posts REG_MR (10).
  */
 
-/* struct virtio_rdma_qp_cap */
-struct vrdma_prov_qp_cap {
-	uint32_t max_send_wr;
-	uint32_t max_recv_wr;
-	uint32_t max_send_sge;
-	uint32_t max_recv_sge;
-	uint32_t max_inline_data;
-};
 
 /* struct virtio_rdma_cmd_create_qp, with provider objects for the CQs. */
 struct vrdma_prov_qp_init {
@@ -202,55 +198,24 @@ struct vrdma_prov_qp_init {
 				     * SRQ, cap.max_recv_wr / max_recv_sge
 				     * are ignored and reported 0, and
 				     * post_recv is never called */
-	struct vrdma_prov_qp_cap cap; /* requested */
+	struct vrdma_qp_cap cap; /* requested */
 };
 
 /* What create_qp reports. */
 struct vrdma_prov_qp_info {
 	uint32_t qpn;
-	struct vrdma_prov_qp_cap cap; /* actual (>= requested) */
+	struct vrdma_qp_cap cap; /* actual (>= requested) */
 };
 
-/* struct virtio_rdma_global_route */
-struct vrdma_prov_global_route {
-	uint8_t dgid[16];
-	uint32_t flow_label;
-	uint8_t sgid_index;
-	uint8_t hop_limit;
-	uint8_t traffic_class;
-};
 
-/* struct virtio_rdma_ah_attr */
-struct vrdma_prov_ah_attr {
-	struct vrdma_prov_global_route grh;
-	uint8_t dmac[6]; /* resolved by the verbs layer (see resolve_dmac) */
-	uint8_t sl;      /* service level (802.1Q PCP with a VLAN) */
-};
 
 /*
- * struct virtio_rdma_cmd_modify_qp / virtio_rdma_ack_query_qp, host order.
- * Which fields count is said by a VIRTIO_IB_QP_* mask passed alongside.
+ * QP capabilities, address vectors and QP attributes are libvrdma's
+ * (struct vrdma_qp_cap, vrdma_global_route, vrdma_ah_attr, vrdma_qp_attr:
+ * MODIFY_QP / QUERY_QP in host order; which fields count is said by a
+ * VIRTIO_IB_QP_* mask passed alongside). The verbs layer resolves an
+ * address vector's dmac (see resolve_dmac).
  */
-struct vrdma_prov_qp_attr {
-	uint8_t qp_state;     /* enum virtio_ib_qp_state */
-	uint8_t cur_qp_state;
-	uint8_t path_mtu;     /* enum virtio_ib_mtu */
-	uint8_t max_rd_atomic;
-	uint8_t max_dest_rd_atomic;
-	uint8_t min_rnr_timer;
-	uint8_t timeout;
-	uint8_t retry_cnt;
-	uint8_t rnr_retry;
-	uint8_t sq_draining;  /* query only */
-	uint32_t qkey;
-	uint32_t rq_psn;
-	uint32_t sq_psn;
-	uint32_t dest_qp_num;
-	uint32_t qp_access_flags; /* VIRTIO_IB_ACCESS_* */
-	uint32_t rate_limit;      /* kbps */
-	struct vrdma_prov_qp_cap cap;
-	struct vrdma_prov_ah_attr ah_attr;
-};
 
 /*
  * vrdma extension: shared receive queues (commands 18-21). The verbs layer
@@ -402,10 +367,10 @@ struct vrdma_prov_ops {
 			 struct vrdma_prov_qp_info *info);
 	/* MODIFY_QP; mask is VIRTIO_IB_QP_*. */
 	int (*modify_qp)(struct vrdma_prov_qp *qp,
-			 const struct vrdma_prov_qp_attr *attr, uint32_t mask);
+			 const struct vrdma_qp_attr *attr, uint32_t mask);
 	/* QUERY_QP; fills at least the fields of mask. */
 	int (*query_qp)(struct vrdma_prov_qp *qp, uint32_t mask,
-			struct vrdma_prov_qp_attr *attr);
+			struct vrdma_qp_attr *attr);
 	int (*destroy_qp)(struct vrdma_prov_qp *qp);
 	/* vrdma extension: RESIZE_QP (26), what ibv_modify_qp with IBV_QP_CAP
 	 * becomes (alone: the verbs layer issues it separately from, and
@@ -414,7 +379,7 @@ struct vrdma_prov_ops {
 	 * max_recv_wr 0 with an SRQ), actual out. -EINVAL for what the device
 	 * refuses, -EBUSY when growing needs a ring replacement while requests
 	 * are outstanding. */
-	int (*resize_qp)(struct vrdma_prov_qp *qp, struct vrdma_prov_qp_cap *cap);
+	int (*resize_qp)(struct vrdma_prov_qp *qp, struct vrdma_qp_cap *cap);
 	/* Post n WRs in order. Returns how many were posted (== n, or fewer
 	 * when WR number <return> was refused) or -errno if the first was. */
 	int (*post_send)(struct vrdma_prov_qp *qp,
@@ -451,7 +416,7 @@ struct vrdma_prov_ops {
 	/* --- address handles --- */
 
 	int (*create_ah)(struct vrdma_prov_dev *dev, uint32_t pdn,
-			 const struct vrdma_prov_ah_attr *attr, uint32_t *ah);
+			 const struct vrdma_ah_attr *attr, uint32_t *ah);
 	int (*destroy_ah)(struct vrdma_prov_dev *dev, uint32_t pdn, uint32_t ah);
 };
 

@@ -324,37 +324,10 @@ static int prov_dealloc_mw(struct vrdma_prov_dev *d, uint32_t mwn)
 	return vrdma_mw_dealloc(d->dev, mwn);
 }
 
-static void prov_ah_attr(const struct vrdma_prov_ah_attr *in, struct vrdma_ah_attr *out)
-{
-	memset(out, 0, sizeof(*out));
-	memcpy(out->grh.dgid, in->grh.dgid, 16);
-	out->grh.flow_label = in->grh.flow_label;
-	out->grh.sgid_index = in->grh.sgid_index;
-	out->grh.hop_limit = in->grh.hop_limit;
-	out->grh.traffic_class = in->grh.traffic_class;
-	memcpy(out->dmac, in->dmac, 6);
-	out->sl = in->sl;
-}
-
-static void prov_ah_attr_back(const struct vrdma_ah_attr *in, struct vrdma_prov_ah_attr *out)
-{
-	memset(out, 0, sizeof(*out));
-	memcpy(out->grh.dgid, in->grh.dgid, 16);
-	out->grh.flow_label = in->grh.flow_label;
-	out->grh.sgid_index = in->grh.sgid_index;
-	out->grh.hop_limit = in->grh.hop_limit;
-	out->grh.traffic_class = in->grh.traffic_class;
-	memcpy(out->dmac, in->dmac, 6);
-	out->sl = in->sl;
-}
-
 static int prov_create_ah(struct vrdma_prov_dev *d, uint32_t pdn,
-			  const struct vrdma_prov_ah_attr *attr, uint32_t *ah)
+			  const struct vrdma_ah_attr *attr, uint32_t *ah)
 {
-	struct vrdma_ah_attr a;
-
-	prov_ah_attr(attr, &a);
-	return vrdma_ah_create(d->dev, pdn, &a, ah);
+	return vrdma_ah_create(d->dev, pdn, attr, ah);
 }
 
 static int prov_destroy_ah(struct vrdma_prov_dev *d, uint32_t pdn, uint32_t ah)
@@ -422,30 +395,11 @@ static int prov_resize_cq(struct vrdma_prov_cq *p, uint32_t *cqe)
 
 /* ---- QPs ----------------------------------------------------------------------- */
 
-static void prov_cap(const struct vrdma_prov_qp_cap *in, struct vrdma_qp_cap *out)
-{
-	out->max_send_wr = in->max_send_wr;
-	out->max_recv_wr = in->max_recv_wr;
-	out->max_send_sge = in->max_send_sge;
-	out->max_recv_sge = in->max_recv_sge;
-	out->max_inline_data = in->max_inline_data;
-}
-
-static void prov_cap_back(const struct vrdma_qp_cap *in, struct vrdma_prov_qp_cap *out)
-{
-	out->max_send_wr = in->max_send_wr;
-	out->max_recv_wr = in->max_recv_wr;
-	out->max_send_sge = in->max_send_sge;
-	out->max_recv_sge = in->max_recv_sge;
-	out->max_inline_data = in->max_inline_data;
-}
-
 static int prov_create_qp(struct vrdma_prov_dev *d, const struct vrdma_prov_qp_init *init,
 			  void *cookie, struct vrdma_prov_qp **out,
 			  struct vrdma_prov_qp_info *info)
 {
 	struct vrdma_qp_init in;
-	struct vrdma_qp_cap cap;
 	struct vrdma_prov_qp *p;
 	int rc;
 
@@ -458,7 +412,7 @@ static int prov_create_qp(struct vrdma_prov_dev *d, const struct vrdma_prov_qp_i
 	in.send_cq = init->send_cq->cq;
 	in.recv_cq = init->recv_cq->cq;
 	in.srq = init->srq ? init->srq->srq : NULL;
-	prov_cap(&init->cap, &in.cap);
+	in.cap = init->cap;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
@@ -468,69 +422,24 @@ static int prov_create_qp(struct vrdma_prov_dev *d, const struct vrdma_prov_qp_i
 		return rc;
 	}
 	vrdma_qp_set_context(p->qp, cookie);
-	vrdma_qp_get_cap(p->qp, &cap);
+	vrdma_qp_get_cap(p->qp, &info->cap);
 	info->qpn = vrdma_qp_num(p->qp);
-	prov_cap_back(&cap, &info->cap);
 	*out = p;
 	return 0;
 }
 
-static int prov_modify_qp(struct vrdma_prov_qp *p, const struct vrdma_prov_qp_attr *a,
+static int prov_modify_qp(struct vrdma_prov_qp *p, const struct vrdma_qp_attr *a,
 			  uint32_t mask)
 {
-	struct vrdma_qp_attr q;
-
-	memset(&q, 0, sizeof(q));
-	q.qp_state = a->qp_state;
-	q.cur_qp_state = a->cur_qp_state;
-	q.path_mtu = a->path_mtu;
-	q.max_rd_atomic = a->max_rd_atomic;
-	q.max_dest_rd_atomic = a->max_dest_rd_atomic;
-	q.min_rnr_timer = a->min_rnr_timer;
-	q.timeout = a->timeout;
-	q.retry_cnt = a->retry_cnt;
-	q.rnr_retry = a->rnr_retry;
-	q.qkey = a->qkey;
-	q.rq_psn = a->rq_psn;
-	q.sq_psn = a->sq_psn;
-	q.dest_qp_num = a->dest_qp_num;
-	q.qp_access_flags = a->qp_access_flags;
-	q.rate_limit = a->rate_limit;
-	prov_cap(&a->cap, &q.cap);
-	prov_ah_attr(&a->ah_attr, &q.ah_attr);
-	return vrdma_qp_modify(p->qp, &q, mask);
+	return vrdma_qp_modify(p->qp, a, mask);
 }
 
-static int prov_query_qp(struct vrdma_prov_qp *p, uint32_t mask, struct vrdma_prov_qp_attr *a)
+static int prov_query_qp(struct vrdma_prov_qp *p, uint32_t mask, struct vrdma_qp_attr *a)
 {
-	struct vrdma_qp_attr q;
-	int rc = vrdma_qp_query(p->qp, mask, &q);
-
-	if (rc)
-		return rc;
-	memset(a, 0, sizeof(*a));
-	a->qp_state = q.qp_state;
-	a->cur_qp_state = q.cur_qp_state;
-	a->path_mtu = q.path_mtu;
-	a->max_rd_atomic = q.max_rd_atomic;
-	a->max_dest_rd_atomic = q.max_dest_rd_atomic;
-	a->min_rnr_timer = q.min_rnr_timer;
-	a->timeout = q.timeout;
-	a->retry_cnt = q.retry_cnt;
-	a->rnr_retry = q.rnr_retry;
-	a->sq_draining = q.sq_draining;
-	a->qkey = q.qkey;
-	a->rq_psn = q.rq_psn;
-	a->sq_psn = q.sq_psn;
-	a->dest_qp_num = q.dest_qp_num;
-	a->qp_access_flags = q.qp_access_flags;
-	a->rate_limit = q.rate_limit;
-	prov_cap_back(&q.cap, &a->cap);
-	prov_ah_attr_back(&q.ah_attr, &a->ah_attr);
-	return 0;
+	return vrdma_qp_query(p->qp, mask, a);
 }
 
-static int prov_resize_qp(struct vrdma_prov_qp *p, struct vrdma_prov_qp_cap *cap)
+static int prov_resize_qp(struct vrdma_prov_qp *p, struct vrdma_qp_cap *cap)
 {
 	struct vrdma_qp_cap now;
 	int rc;
@@ -542,8 +451,7 @@ static int prov_resize_qp(struct vrdma_prov_qp *p, struct vrdma_prov_qp_cap *cap
 	rc = vrdma_qp_resize(p->qp, cap->max_send_wr, cap->max_recv_wr);
 	if (rc)
 		return rc;
-	vrdma_qp_get_cap(p->qp, &now);
-	prov_cap_back(&now, cap);
+	vrdma_qp_get_cap(p->qp, cap);
 	return 0;
 }
 

@@ -54,7 +54,7 @@ _Static_assert(IBV_SEND_FENCE == VIRTIO_IB_SEND_FENCE &&
 /* Creation                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static void vrdma_cap_to_prov(const struct ibv_qp_cap *in, struct vrdma_prov_qp_cap *out)
+static void vrdma_cap_to_prov(const struct ibv_qp_cap *in, struct vrdma_qp_cap *out)
 {
 	out->max_send_wr = in->max_send_wr;
 	out->max_recv_wr = in->max_recv_wr;
@@ -63,7 +63,7 @@ static void vrdma_cap_to_prov(const struct ibv_qp_cap *in, struct vrdma_prov_qp_
 	out->max_inline_data = in->max_inline_data;
 }
 
-static void vrdma_cap_to_ibv(const struct vrdma_prov_qp_cap *in, struct ibv_qp_cap *out)
+static void vrdma_cap_to_ibv(const struct vrdma_qp_cap *in, struct ibv_qp_cap *out)
 {
 	out->max_send_wr = in->max_send_wr;
 	out->max_recv_wr = in->max_recv_wr;
@@ -255,7 +255,7 @@ static int vrdma_qp_mask(int mask, uint32_t *out)
 /* attr (fields of mask) as the device's: 0 or a positive errno. */
 static int vrdma_qp_attr_to_prov(struct vrdma_verbs_context *ctx,
 				 const struct ibv_qp_attr *attr, int mask,
-				 struct vrdma_prov_qp_attr *out)
+				 struct vrdma_qp_attr *out)
 {
 	int ret;
 
@@ -310,7 +310,7 @@ static int vrdma_qp_attr_to_prov(struct vrdma_verbs_context *ctx,
 static int vrdma_verbs_qp_resize(struct vrdma_verbs_qp *qp, const struct ibv_qp_cap *want)
 {
 	struct vrdma_verbs_context *ctx = vrdma_ctx(qp->ibqp.context);
-	struct vrdma_prov_qp_cap cap;
+	struct vrdma_qp_cap cap;
 	int ret;
 
 	if (!vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_RESIZE_MAX_WR))
@@ -337,7 +337,7 @@ static int vrdma_verbs_qp_resize(struct vrdma_verbs_qp *qp, const struct ibv_qp_
 int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
 	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
-	struct vrdma_prov_qp_attr pa;
+	struct vrdma_qp_attr pa;
 	uint32_t dmask;
 	int ret;
 
@@ -367,7 +367,7 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		 struct ibv_qp_init_attr *init_attr)
 {
 	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
-	struct vrdma_prov_qp_attr pa;
+	struct vrdma_qp_attr pa;
 	uint32_t dmask;
 	int ret;
 

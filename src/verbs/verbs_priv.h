@@ -153,7 +153,7 @@ struct vrdma_verbs_qp {
 	const struct vrdma_prov_ops *ops;
 	struct vrdma_prov_qp *prov;
 	bool sq_sig_all;
-	struct vrdma_prov_qp_cap cap; /* in force (create, resize) */
+	struct vrdma_qp_cap cap; /* in force (create, resize) */
 	pthread_mutex_t cap_lock;     /* cap, for ibv_modify_qp(IBV_QP_CAP) */
 	uint32_t events_delivered; /* under ibqp.mutex */
 	/* QPs of ibv_create_qp_ex with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
@@ -344,9 +344,9 @@ VRDMA_HIDDEN int vrdma_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
  * port 1, destination MAC resolved). 0 or a positive errno. */
 VRDMA_HIDDEN int vrdma_verbs_ah_attr(struct vrdma_verbs_context *ctx,
 				     const struct ibv_ah_attr *in,
-				     struct vrdma_prov_ah_attr *out);
+				     struct vrdma_ah_attr *out);
 /* The device's address vector back in libibverbs terms. */
-VRDMA_HIDDEN void vrdma_verbs_ah_attr_to_ibv(const struct vrdma_prov_ah_attr *in,
+VRDMA_HIDDEN void vrdma_verbs_ah_attr_to_ibv(const struct vrdma_ah_attr *in,
 					     struct ibv_ah_attr *out);
 
 #endif /* VRDMA_VERBS_PRIV_H */

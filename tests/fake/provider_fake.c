@@ -128,7 +128,7 @@ struct vrdma_prov_qp {
 	uint8_t qp_type;
 	bool sq_sig_all;
 	struct fake_rq rq; /* under dev->lock */
-	struct vrdma_prov_qp_attr attr; /* qp_state and everything modified */
+	struct vrdma_qp_attr attr; /* qp_state and everything modified */
 };
 
 static int fake_count(void)
@@ -827,10 +827,10 @@ static int fake_create_qp(struct vrdma_prov_dev *dev, const struct vrdma_prov_qp
 	return 0;
 }
 
-static int fake_modify_qp(struct vrdma_prov_qp *qp, const struct vrdma_prov_qp_attr *a,
+static int fake_modify_qp(struct vrdma_prov_qp *qp, const struct vrdma_qp_attr *a,
 			  uint32_t mask)
 {
-	struct vrdma_prov_qp_attr *s = &qp->attr;
+	struct vrdma_qp_attr *s = &qp->attr;
 	bool to_err = false;
 
 	if (mask & ~VIRTIO_IB_QP_ATTR_MASK_ALL)
@@ -882,7 +882,7 @@ static int fake_modify_qp(struct vrdma_prov_qp *qp, const struct vrdma_prov_qp_a
 }
 
 static int fake_query_qp(struct vrdma_prov_qp *qp, uint32_t mask,
-			 struct vrdma_prov_qp_attr *a)
+			 struct vrdma_qp_attr *a)
 {
 	(void)mask;
 	pthread_mutex_lock(&qp->lock);
@@ -891,9 +891,9 @@ static int fake_query_qp(struct vrdma_prov_qp *qp, uint32_t mask,
 	return 0;
 }
 
-static int fake_resize_qp(struct vrdma_prov_qp *qp, struct vrdma_prov_qp_cap *cap)
+static int fake_resize_qp(struct vrdma_prov_qp *qp, struct vrdma_qp_cap *cap)
 {
-	struct vrdma_prov_qp_cap *s = &qp->attr.cap;
+	struct vrdma_qp_cap *s = &qp->attr.cap;
 	int ret;
 
 	if (cap->max_send_sge != s->max_send_sge || cap->max_recv_sge != s->max_recv_sge ||
@@ -1193,7 +1193,7 @@ static int fake_post_recv(struct vrdma_prov_qp *qp, const struct vrdma_recv_wr *
 }
 
 static int fake_create_ah(struct vrdma_prov_dev *dev, uint32_t pdn,
-			  const struct vrdma_prov_ah_attr *attr, uint32_t *ah)
+			  const struct vrdma_ah_attr *attr, uint32_t *ah)
 {
 	(void)pdn;
 	if (attr->grh.sgid_index >= FAKE_GID_TBL_LEN)
