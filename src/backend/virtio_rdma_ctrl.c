@@ -325,13 +325,7 @@ static enum roce_err ah_from_wire(const struct virtio_rdma_dev_ah_attr *w,
 		return ROCE_ERR_RANGE;
 	if (w->port_num != PORT || w->sl > 15)
 		return ROCE_ERR_RANGE;
-	memset(a, 0, sizeof(*a));
-	memcpy(a->grh.dgid, w->grh.dgid, 16);
-	memcpy(&a->grh.flow_label, &w->grh.flow_label, 4);
-	a->grh.sgid_index = w->grh.sgid_index;
-	a->grh.hop_limit = w->grh.hop_limit;
-	a->grh.traffic_class = w->grh.traffic_class;
-	memcpy(a->dmac, w->dmac, 6);
+	virtio_rdma_dev_ah_to_roce(w, a);
 	return ROCE_OK;
 }
 
