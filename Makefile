@@ -67,6 +67,7 @@ TEST_SRCS   := $(wildcard tests/unit/test_*.c)
 VTEST_SRCS  := $(wildcard tests/verbs/*.c)
 SHMALLOC_SRCS := $(wildcard src/shmalloc/*.c)
 DEVFILES_SRCS := $(wildcard src/devfiles/*.c)
+FAKE_DEVFILES_SRCS := $(wildcard tests/fake/devfiles/*.c)
 TESTCOMMON_SRCS := $(wildcard tests/common/*.c)
 FUZZ_SRCS   := $(wildcard fuzz/fuzz_*.c)
 
@@ -83,6 +84,7 @@ TEST_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 VTEST_BINS  := $(patsubst tests/verbs/%.c,$(BUILD)/tests/verbs/%,$(VTEST_SRCS))
 SHMALLOC_SO := $(BUILD)/lib/libvrdma-shmalloc.so
 DEVFILES_SO := $(BUILD)/lib/libvrdma-devfiles.so
+FAKE_DEVFILES_SO := $(BUILD)/tests/lib/libvrdma-devfiles.so
 
 ALL_TARGETS := $(CORE_LIB) $(DRIVER_SO) $(TOOL_BINS) $(TEST_TOOL_BINS) $(TEST_BINS) $(VTEST_BINS)
 ifneq ($(SHMALLOC_SRCS),)
@@ -92,7 +94,7 @@ ifneq ($(VERBS_SRCS),)
 ALL_TARGETS += $(VERBS_SO) $(RDMACM_SO) $(FAKE_VERBS_SO)
 endif
 ifneq ($(DEVFILES_SRCS),)
-ALL_TARGETS += $(DEVFILES_SO)
+ALL_TARGETS += $(DEVFILES_SO) $(FAKE_DEVFILES_SO)
 endif
 
 .PHONY: all build asan fuzz fuzz-soak test demo clean deps deps-build deps-test deps-demo qemu \
@@ -190,6 +192,12 @@ $(SHMALLOC_SO): $(call obj,$(SHMALLOC_SRCS))
 
 # The device files of vrdma devices preloaded by vrdma-run (src/devfiles).
 $(DEVFILES_SO): $(call obj,$(DEVFILES_SRCS))
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -Wl,-soname,libvrdma-devfiles.so -Wl,-z,defs $(LDFLAGS) $^ -o $@ -ldl
+
+# The same library serving the fake devices of VRDMA_FAKE_DEVICE too (tests only).
+$(FAKE_DEVFILES_SO): $(call obj,$(DEVFILES_SRCS) $(FAKE_DEVFILES_SRCS))
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	$(Q)$(CC) -shared -Wl,-soname,libvrdma-devfiles.so -Wl,-z,defs $(LDFLAGS) $^ -o $@ -ldl

@@ -908,6 +908,32 @@ enum virtio_ib_atomic_cap {
 #define VIRTIO_IB_WC_LOCAL_INV  8
 #define VIRTIO_IB_WC_REG_MR     9
 
+/* The completion opcode of a send WR opcode (VIRTIO_IB_WR_* ->
+ * VIRTIO_IB_WC_*): the one map of device, driver and providers. Sends
+ * (with IMM or INV) and opcodes without one of their own complete as SEND. */
+static inline uint8_t virtio_ib_wc_opcode_of_wr(uint8_t wr_opcode)
+{
+	switch (wr_opcode) {
+	case VIRTIO_IB_WR_RDMA_WRITE:
+	case VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM:
+		return VIRTIO_IB_WC_RDMA_WRITE;
+	case VIRTIO_IB_WR_RDMA_READ:
+		return VIRTIO_IB_WC_RDMA_READ;
+	case VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP:
+		return VIRTIO_IB_WC_COMP_SWAP;
+	case VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD:
+		return VIRTIO_IB_WC_FETCH_ADD;
+	case VIRTIO_IB_WR_LOCAL_INV:
+		return VIRTIO_IB_WC_LOCAL_INV;
+	case VIRTIO_IB_WR_BIND_MW:
+		return VIRTIO_IB_WC_BIND_MW;
+	case VIRTIO_IB_WR_REG_MR:
+		return VIRTIO_IB_WC_REG_MR;
+	default:
+		return VIRTIO_IB_WC_SEND;
+	}
+}
+
 /* Completion status of the extension (after the RFC's 0..15). */
 #define VIRTIO_IB_WC_MW_BIND_ERR 16
 

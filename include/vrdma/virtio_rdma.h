@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "vrdma/virtio_net_roce.h" /* le16/le32/le64, VRDMA_ABI_* */
 
@@ -343,6 +344,21 @@ struct VRDMA_PACKED virtio_rdma_dev_ah_attr {
 	uint8_t ah_flags;         /* VIRTIO_RDMA_DEV_AH_GRH */
 	uint8_t dmac[6];          /* roce.dmac */
 };
+
+/* An address vector in the virtio-net RoCE form (both little-endian wire
+ * structures), as the device and the driver of this model both convert it:
+ * GRH and dmac; sl is the caller's. */
+static inline void virtio_rdma_dev_ah_to_roce(const struct virtio_rdma_dev_ah_attr *w,
+					      struct virtio_rdma_ah_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	memcpy(a->grh.dgid, w->grh.dgid, 16);
+	memcpy(&a->grh.flow_label, &w->grh.flow_label, 4);
+	a->grh.sgid_index = w->grh.sgid_index;
+	a->grh.hop_limit = w->grh.hop_limit;
+	a->grh.traffic_class = w->grh.traffic_class;
+	memcpy(a->dmac, w->dmac, 6);
+}
 
 struct VRDMA_PACKED virtio_rdma_dev_qp_cap {
 	le32 max_send_wr;

@@ -43,6 +43,13 @@ static const char *qp_type_name(uint8_t t)
 #define FOR_EACH_CTX(dp, nd) \
 	for (const struct netdev *nd = (dp)->ctxs; nd; nd = nd->next)
 
+/* Each live object o of table tab (qps, cqs, mrs...) of the contexts of dp
+ * that have RoCE, with nd its context. */
+#define FOR_EACH_ROCE_OBJ(dp, nd, tab, o) \
+	FOR_EACH_CTX(dp, nd) \
+		if (nd->roce) \
+			FOR_EACH_OBJ(&nd->roce->tab, i_##tab, o)
+
 static void show_mac(struct kvw *k, const char *key, const uint8_t m[6])
 {
 	char buf[24];
@@ -52,11 +59,20 @@ static void show_mac(struct kvw *k, const char *key, const uint8_t m[6])
 	kvw_str(k, key, buf);
 }
 
-/* The keys every resource starts with: its device and context. */
-static void show_owner(struct kvw *k, const struct netdev *nd)
+/* A resource's line and the keys it starts with: its device and context. */
+static void show_obj_begin(struct kvw *k, const struct netdev *nd)
 {
+	kvw_obj_begin(k);
 	kvw_str(k, "dev", nd->dp->port.name);
 	kvw_u64(k, "ctx", nd->id);
+}
+
+static void show_hex(struct kvw *k, const char *key, uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)v);
+	kvw_str(k, key, buf);
 }
 
 static void show_counts(struct kvw *k, const struct roce_counts *c)
@@ -71,8 +87,7 @@ static void show_counts(struct kvw *k, const struct roce_counts *c)
 /* The start of a QP's line: its owner and number. */
 static void show_qp_head(struct kvw *k, const struct netdev *nd, const struct roce_qp *qp)
 {
-	kvw_obj_begin(k);
-	show_owner(k, nd);
+	show_obj_begin(k, nd);
 	kvw_u64(k, "lqpn", qp->qpn);
 }
 
@@ -138,39 +153,35 @@ void netdev_show_qps(const struct netdev_port *dp, struct kvw *k)
 {
 	const struct roce_qp *qp;
 
-	FOR_EACH_CTX(dp, nd) {
-		if (!nd->roce)
-			continue;
-		FOR_EACH_OBJ(&nd->roce->qps, i, qp) {
-			const struct roce_tq *tq = qp->transport;
+	FOR_EACH_ROCE_OBJ(dp, nd, qps, qp) {
+		const struct roce_tq *tq = qp->transport;
 
-			show_qp_head(k, nd, qp);
-			kvw_str(k, "type", qp_type_name(qp->type));
-			kvw_str(k, "state", qp_state_name(qp->attr.qp_state));
-			if (qp->type == VIRTIO_IB_QPT_RC || qp->type == VIRTIO_IB_QPT_UC)
-				kvw_u64(k, "rqpn", qp->attr.dest_qp_num);
-			kvw_u64(k, "pdn", qp->pd ? qp->pd->pdn : 0);
-			kvw_u64(k, "send_cqn", qp->send_cq ? qp->send_cq->cqn : 0);
-			kvw_u64(k, "recv_cqn", qp->recv_cq ? qp->recv_cq->cqn : 0);
-			if (qp->srq)
-				kvw_u64(k, "srqn", qp->srq->srqn);
-			kvw_u64(k, "max_send_wr", qp->cap.max_send_wr);
-			kvw_u64(k, "max_recv_wr", qp->cap.max_recv_wr);
-			if (tq) {
-				kvw_u64(k, "sq_psn", tq->sq_psn);
-				kvw_u64(k, "una_psn", tq->una);
-				kvw_u64(k, "rq_psn", tq->epsn);
-				kvw_u64(k, "msn", tq->msn);
-				kvw_u64(k, "send_outstanding", tq->sq_tail - tq->sq_head);
-				kvw_u64(k, "reads_outstanding", tq->rd_out);
-				kvw_u64(k, "retry_left", tq->retry_left);
-				kvw_bool(k, "rnr_wait", tq->rnr_wait);
-			} else {
-				kvw_u64(k, "sq_psn", qp->attr.sq_psn);
-				kvw_u64(k, "rq_psn", qp->attr.rq_psn);
-			}
-			kvw_obj_end(k);
+		show_qp_head(k, nd, qp);
+		kvw_str(k, "type", qp_type_name(qp->type));
+		kvw_str(k, "state", qp_state_name(qp->attr.qp_state));
+		if (qp->type == VIRTIO_IB_QPT_RC || qp->type == VIRTIO_IB_QPT_UC)
+			kvw_u64(k, "rqpn", qp->attr.dest_qp_num);
+		kvw_u64(k, "pdn", qp->pd ? qp->pd->pdn : 0);
+		kvw_u64(k, "send_cqn", qp->send_cq ? qp->send_cq->cqn : 0);
+		kvw_u64(k, "recv_cqn", qp->recv_cq ? qp->recv_cq->cqn : 0);
+		if (qp->srq)
+			kvw_u64(k, "srqn", qp->srq->srqn);
+		kvw_u64(k, "max_send_wr", qp->cap.max_send_wr);
+		kvw_u64(k, "max_recv_wr", qp->cap.max_recv_wr);
+		if (tq) {
+			kvw_u64(k, "sq_psn", tq->sq_psn);
+			kvw_u64(k, "una_psn", tq->una);
+			kvw_u64(k, "rq_psn", tq->epsn);
+			kvw_u64(k, "msn", tq->msn);
+			kvw_u64(k, "send_outstanding", tq->sq_tail - tq->sq_head);
+			kvw_u64(k, "reads_outstanding", tq->rd_out);
+			kvw_u64(k, "retry_left", tq->retry_left);
+			kvw_bool(k, "rnr_wait", tq->rnr_wait);
+		} else {
+			kvw_u64(k, "sq_psn", qp->attr.sq_psn);
+			kvw_u64(k, "rq_psn", qp->attr.rq_psn);
 		}
+		kvw_obj_end(k);
 	}
 }
 
@@ -178,45 +189,31 @@ void netdev_show_cqs(const struct netdev_port *dp, struct kvw *k)
 {
 	const struct roce_cq *cq;
 
-	FOR_EACH_CTX(dp, nd) {
-		if (!nd->roce)
-			continue;
-		FOR_EACH_OBJ(&nd->roce->cqs, i, cq) {
-			kvw_obj_begin(k);
-			show_owner(k, nd);
-			kvw_u64(k, "cqn", cq->cqn);
-			kvw_u64(k, "cqe", cq->cqe);
-			kvw_u64(k, "users", cq->refcnt);
-			kvw_bool(k, "armed", cq->armed != 0);
-			kvw_obj_end(k);
-		}
+	FOR_EACH_ROCE_OBJ(dp, nd, cqs, cq) {
+		show_obj_begin(k, nd);
+		kvw_u64(k, "cqn", cq->cqn);
+		kvw_u64(k, "cqe", cq->cqe);
+		kvw_u64(k, "users", cq->refcnt);
+		kvw_bool(k, "armed", cq->armed != 0);
+		kvw_obj_end(k);
 	}
 }
 
 void netdev_show_mrs(const struct netdev_port *dp, struct kvw *k)
 {
 	const struct roce_mr *mr;
-	char buf[24];
 
-	FOR_EACH_CTX(dp, nd) {
-		if (!nd->roce)
-			continue;
-		FOR_EACH_OBJ(&nd->roce->mrs, i, mr) {
-			kvw_obj_begin(k);
-			show_owner(k, nd);
-			kvw_u64(k, "mrn", mr->mrn);
-			kvw_u64(k, "pdn", mr->pd ? mr->pd->pdn : 0);
-			snprintf(buf, sizeof(buf), "0x%x", mr->lkey);
-			kvw_str(k, "lkey", buf);
-			snprintf(buf, sizeof(buf), "0x%x", mr->rkey);
-			kvw_str(k, "rkey", buf);
-			snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)mr->iova);
-			kvw_str(k, "iova", buf);
-			kvw_u64(k, "mrlen", mr->length);
-			kvw_u64(k, "pages", mr->npages);
-			kvw_u64(k, "access", mr->access);
-			kvw_obj_end(k);
-		}
+	FOR_EACH_ROCE_OBJ(dp, nd, mrs, mr) {
+		show_obj_begin(k, nd);
+		kvw_u64(k, "mrn", mr->mrn);
+		kvw_u64(k, "pdn", mr->pd ? mr->pd->pdn : 0);
+		show_hex(k, "lkey", mr->lkey);
+		show_hex(k, "rkey", mr->rkey);
+		show_hex(k, "iova", mr->iova);
+		kvw_u64(k, "mrlen", mr->length);
+		kvw_u64(k, "pages", mr->npages);
+		kvw_u64(k, "access", mr->access);
+		kvw_obj_end(k);
 	}
 }
 
@@ -224,16 +221,11 @@ void netdev_show_pds(const struct netdev_port *dp, struct kvw *k)
 {
 	const struct roce_pd *pd;
 
-	FOR_EACH_CTX(dp, nd) {
-		if (!nd->roce)
-			continue;
-		FOR_EACH_OBJ(&nd->roce->pds, i, pd) {
-			kvw_obj_begin(k);
-			show_owner(k, nd);
-			kvw_u64(k, "pdn", pd->pdn);
-			kvw_u64(k, "users", pd->refcnt);
-			kvw_obj_end(k);
-		}
+	FOR_EACH_ROCE_OBJ(dp, nd, pds, pd) {
+		show_obj_begin(k, nd);
+		kvw_u64(k, "pdn", pd->pdn);
+		kvw_u64(k, "users", pd->refcnt);
+		kvw_obj_end(k);
 	}
 }
 
@@ -241,19 +233,14 @@ void netdev_show_srqs(const struct netdev_port *dp, struct kvw *k)
 {
 	const struct roce_srq *srq;
 
-	FOR_EACH_CTX(dp, nd) {
-		if (!nd->roce)
-			continue;
-		FOR_EACH_OBJ(&nd->roce->srqs, i, srq) {
-			kvw_obj_begin(k);
-			show_owner(k, nd);
-			kvw_u64(k, "srqn", srq->srqn);
-			kvw_u64(k, "pdn", srq->pd ? srq->pd->pdn : 0);
-			kvw_u64(k, "max_wr", srq->max_wr);
-			kvw_u64(k, "limit", srq->srq_limit);
-			kvw_u64(k, "users", srq->refcnt);
-			kvw_obj_end(k);
-		}
+	FOR_EACH_ROCE_OBJ(dp, nd, srqs, srq) {
+		show_obj_begin(k, nd);
+		kvw_u64(k, "srqn", srq->srqn);
+		kvw_u64(k, "pdn", srq->pd ? srq->pd->pdn : 0);
+		kvw_u64(k, "max_wr", srq->max_wr);
+		kvw_u64(k, "limit", srq->srq_limit);
+		kvw_u64(k, "users", srq->refcnt);
+		kvw_obj_end(k);
 	}
 }
 
@@ -333,24 +320,20 @@ void netdev_show_qp_stats(const struct netdev_port *dp, struct kvw *k)
 {
 	const struct roce_qp *qp;
 
-	FOR_EACH_CTX(dp, nd) {
-		if (!nd->roce)
-			continue;
-		FOR_EACH_OBJ(&nd->roce->qps, i, qp) {
-			const struct roce_tq *tq = qp->transport;
+	FOR_EACH_ROCE_OBJ(dp, nd, qps, qp) {
+		const struct roce_tq *tq = qp->transport;
 
-			show_qp_head(k, nd, qp);
-			kvw_str(k, "state", qp_state_name(qp->attr.qp_state));
-			if (tq) {
-				/* PSNs count packets modulo 2^24. */
-				kvw_u64(k, "sq_psn", tq->sq_psn);
-				kvw_u64(k, "rq_psn", tq->epsn);
-				kvw_u64(k, "send_outstanding", tq->sq_tail - tq->sq_head);
-				kvw_u64(k, "send_posted", tq->sq_tail);
-				kvw_u64(k, "send_completed", tq->sq_head);
-				kvw_u64(k, "sent_since_rewind", tq->sent_since_rewind);
-			}
-			kvw_obj_end(k);
+		show_qp_head(k, nd, qp);
+		kvw_str(k, "state", qp_state_name(qp->attr.qp_state));
+		if (tq) {
+			/* PSNs count packets modulo 2^24. */
+			kvw_u64(k, "sq_psn", tq->sq_psn);
+			kvw_u64(k, "rq_psn", tq->epsn);
+			kvw_u64(k, "send_outstanding", tq->sq_tail - tq->sq_head);
+			kvw_u64(k, "send_posted", tq->sq_tail);
+			kvw_u64(k, "send_completed", tq->sq_head);
+			kvw_u64(k, "sent_since_rewind", tq->sent_since_rewind);
 		}
+		kvw_obj_end(k);
 	}
 }

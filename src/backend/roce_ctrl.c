@@ -112,24 +112,6 @@ const char *roce_cmd_name(uint8_t cmd)
 	return cmd < VIRTIO_NET_CTRL_ROCE_EXT_NUM_CMDS ? cmd_info[cmd].name : "?";
 }
 
-static void put_le32(void *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void put_le64(void *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static void put_le16(void *p, uint16_t v)
-{
-	v = htole16(v);
-	memcpy(p, &v, 2);
-}
-
 #define IN32(s, f)  get_le32((const uint8_t *)in + offsetof(struct s, f))
 #define IN16(s, f)  get_le16((const uint8_t *)in + offsetof(struct s, f))
 #define IN64(s, f)  get_le64((const uint8_t *)in + offsetof(struct s, f))

@@ -81,24 +81,6 @@ const char *virtio_rdma_dev_cmd_name(uint8_t cmd)
 	return cmd < VIRTIO_RDMA_DEV_NUM_CMDS && cmd_info[cmd].name ? cmd_info[cmd].name : "?";
 }
 
-static void put_le16(void *p, uint16_t v)
-{
-	v = htole16(v);
-	memcpy(p, &v, 2);
-}
-
-static void put_le32(void *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void put_le64(void *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
 #define IN8(s, f)  (((const uint8_t *)in)[offsetof(struct virtio_rdma_dev_##s, f)])
 #define IN16(s, f) get_le16((const uint8_t *)in + offsetof(struct virtio_rdma_dev_##s, f))
 #define IN32(s, f) get_le32((const uint8_t *)in + offsetof(struct virtio_rdma_dev_##s, f))
@@ -343,13 +325,7 @@ static enum roce_err ah_from_wire(const struct virtio_rdma_dev_ah_attr *w,
 		return ROCE_ERR_RANGE;
 	if (w->port_num != PORT || w->sl > 15)
 		return ROCE_ERR_RANGE;
-	memset(a, 0, sizeof(*a));
-	memcpy(a->grh.dgid, w->grh.dgid, 16);
-	memcpy(&a->grh.flow_label, &w->grh.flow_label, 4);
-	a->grh.sgid_index = w->grh.sgid_index;
-	a->grh.hop_limit = w->grh.hop_limit;
-	a->grh.traffic_class = w->grh.traffic_class;
-	memcpy(a->dmac, w->dmac, 6);
+	virtio_rdma_dev_ah_to_roce(w, a);
 	return ROCE_OK;
 }
 

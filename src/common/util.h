@@ -103,4 +103,22 @@ static inline uint64_t get_le64(const void *p)
 	return le64toh(v);
 }
 
+static inline void put_le16(void *p, uint16_t v)
+{
+	v = htole16(v);
+	memcpy(p, &v, 2);
+}
+
+static inline void put_le32(void *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+
+static inline void put_le64(void *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+
 #endif /* VRDMA_COMMON_UTIL_H */

@@ -11,8 +11,7 @@
  * /sys/class/infiniband/<dev>/ports/<port>/gid_attrs/types/<index>.
  *
  * For the devices of this process (vrdma0 .. vrdma<N-1>, N the number of
- * sockets in VRDMA_SOCKET, or of fake devices with VRDMA_FAKE_DEVICE), and
- * only for them, this library answers:
+ * sockets in VRDMA_SOCKET), and only for them, this library answers:
  *   stat / lstat / access  /dev/infiniband/vrdmaI: a character device
  *                          (major 231, minor 192 + I, mode 0666, like a
  *                          uverbs node), R_OK | W_OK granted
@@ -44,32 +43,30 @@
 
 #define DEVFILES_EXPORT __attribute__((visibility("default")))
 
+/* The number of devices the test build of this library serves instead
+ * (tests/fake/devfiles/: the fake devices), or 0. Defined only in the test
+ * build; the shipped library has no definition and never calls it. */
+unsigned int devfiles_test_count(void) __attribute__((weak, visibility("hidden")));
+
 /* Number of vrdma devices of this process (computed once; threads racing
  * at the first call compute the same value). */
 static unsigned int devfiles_count(void)
 {
 	static int cached = -1;
 	int n = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-	const char *fake, *s;
+	const char *s;
 
 	if (n >= 0)
 		return (unsigned int)n;
-	fake = getenv("VRDMA_FAKE_DEVICE");
+	n = devfiles_test_count ? (int)devfiles_test_count() : 0;
 	s = getenv("VRDMA_SOCKET");
-	if (fake && *fake && strcmp(fake, "0") != 0) {
-		n = atoi(fake);
-		if (n < 1 || n > 8)
-			n = 1;
-	} else {
-		n = 0;
-		if (s && *s) {
-			n = 1;
-			for (; *s; s++)
-				n += *s == ':';
-		}
-		if (n > DEVFILES_MAX_DEVICES)
-			n = DEVFILES_MAX_DEVICES;
+	if (n == 0 && s && *s) {
+		n = 1;
+		for (; *s; s++)
+			n += *s == ':';
 	}
+	if (n > DEVFILES_MAX_DEVICES)
+		n = DEVFILES_MAX_DEVICES;
 	__atomic_store_n(&cached, n, __ATOMIC_RELAXED);
 	return (unsigned int)n;
 }
@@ -269,10 +266,15 @@ DEVFILES_EXPORT int access(const char *path, int mode)
 	return next(path, mode);
 }
 
-static int devfiles_open_next(const char *name, const char *path, int flags, mode_t mode)
+/* open / open64: one of our files, or the C library's call name. */
+static int devfiles_open_call(const char *name, const char *path, int flags, mode_t mode)
 {
-	int (*next)(const char *, int, ...) = (int (*)(const char *, int, ...))devfiles_next(name);
+	int (*next)(const char *, int, ...);
+	int fd;
 
+	if (devfiles_open(path, flags, &fd))
+		return fd;
+	next = (int (*)(const char *, int, ...))devfiles_next(name);
 	if (!next) {
 		errno = ENOSYS;
 		return -1;
@@ -280,38 +282,31 @@ static int devfiles_open_next(const char *name, const char *path, int flags, mod
 	return next(path, flags, mode);
 }
 
+/* The mode argument of an open call, present when it may create a file. */
+#define DEVFILES_OPEN_MODE(flags, mode)                         \
+	do {                                                    \
+		if ((flags) & (O_CREAT | __O_TMPFILE)) {        \
+			va_list ap;                             \
+			va_start(ap, flags);                    \
+			mode = (mode_t)va_arg(ap, int);         \
+			va_end(ap);                             \
+		}                                               \
+	} while (0)
+
 DEVFILES_EXPORT int open(const char *path, int flags, ...)
 {
 	mode_t mode = 0;
-	int fd;
 
-	if (flags & (O_CREAT | __O_TMPFILE)) {
-		va_list ap;
-
-		va_start(ap, flags);
-		mode = (mode_t)va_arg(ap, int);
-		va_end(ap);
-	}
-	if (devfiles_open(path, flags, &fd))
-		return fd;
-	return devfiles_open_next("open", path, flags, mode);
+	DEVFILES_OPEN_MODE(flags, mode);
+	return devfiles_open_call("open", path, flags, mode);
 }
 
 DEVFILES_EXPORT int open64(const char *path, int flags, ...)
 {
 	mode_t mode = 0;
-	int fd;
 
-	if (flags & (O_CREAT | __O_TMPFILE)) {
-		va_list ap;
-
-		va_start(ap, flags);
-		mode = (mode_t)va_arg(ap, int);
-		va_end(ap);
-	}
-	if (devfiles_open(path, flags, &fd))
-		return fd;
-	return devfiles_open_next("open64", path, flags, mode);
+	DEVFILES_OPEN_MODE(flags, mode);
+	return devfiles_open_call("open64", path, flags, mode);
 }
 
 DEVFILES_EXPORT int openat(int dirfd, const char *path, int flags, ...)
@@ -320,13 +315,7 @@ DEVFILES_EXPORT int openat(int dirfd, const char *path, int flags, ...)
 	mode_t mode = 0;
 	int fd;
 
-	if (flags & (O_CREAT | __O_TMPFILE)) {
-		va_list ap;
-
-		va_start(ap, flags);
-		mode = (mode_t)va_arg(ap, int);
-		va_end(ap);
-	}
+	DEVFILES_OPEN_MODE(flags, mode);
 	if (path[0] == '/' && devfiles_open(path, flags, &fd))
 		return fd;
 	next = (int (*)(int, const char *, int, ...))devfiles_next("openat");

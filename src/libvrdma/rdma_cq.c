@@ -203,10 +203,9 @@ int vrdma_cq_create(struct vrdma_dev *dev, uint32_t cqe, struct vrdma_cq **out)
 
 	if (!dev || !out)
 		return -EINVAL;
-	vrdma_dev_lock(dev);
-	rc = vrdma_rdma_get(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	if (!cqe || cqe > r->attr.max_cqe) {
 		rc = -EINVAL;
 		goto out;
@@ -220,9 +219,8 @@ int vrdma_cq_create(struct vrdma_dev *dev, uint32_t cqe, struct vrdma_cq **out)
 	num = MIN(cap, VRDMA_CQ_RING_MAX);
 	c.cqe = htole32(cap);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_CREATE_CQ, &c, sizeof(c), &a, sizeof(a));
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	cqn = le32toh(a.cqn);
 	if (cqn >= r->ncq_rings || r->cqs[cqn]) {
 		LOG_PEER("vrdma: CREATE_CQ returned bad cqn %u", cqn);
@@ -281,19 +279,17 @@ int vrdma_cq_destroy(struct vrdma_cq *cq)
 	if (!cq)
 		return -EINVAL;
 	dev = cq->dev;
-	vrdma_dev_lock(dev);
-	rc = vrdma_rdma_get(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	if (cq->refs) {
 		rc = -EBUSY;
 		goto out;
 	}
 	d.cqn = htole32(cq->cqn);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, &d, sizeof(d), NULL, 0);
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	/* Events the device wrote for the CQ precede the ack: read them and
 	 * drop the CQ's (its cqn may be reused at once). */
 	vrdma_rdma_events_forget(r, cq);
@@ -418,10 +414,9 @@ int vrdma_cq_resize(struct vrdma_cq *cq, uint32_t cqe)
 	if (!cq)
 		return -EINVAL;
 	dev = cq->dev;
-	vrdma_dev_lock(dev);
-	rc = vrdma_rdma_get(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_RESIZE_CQ)) {
 		rc = -EOPNOTSUPP;
 		goto out;
@@ -437,9 +432,8 @@ int vrdma_cq_resize(struct vrdma_cq *cq, uint32_t cqe)
 	c.cqn = htole32(cq->cqn);
 	c.cqe = htole32(cap);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_RESIZE_CQ, &c, sizeof(c), &a, sizeof(a));
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	cq->cqe = cap;
 	num = MIN(cap, VRDMA_CQ_RING_MAX);
 	if (num <= cq->num)
@@ -609,13 +603,12 @@ int vrdma_cq_arm(struct vrdma_cq *cq, uint32_t flags)
 		return 0;
 	}
 	/* SOLICITED needs the device's own arming. */
-	vrdma_dev_lock(cq->dev);
-	rc = vrdma_rdma_get(cq->dev, &r);
-	if (rc == 0) {
-		c.cqn = htole32(cq->cqn);
-		c.flags = htole32(flags);
-		rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ, &c, sizeof(c), NULL, 0);
-	}
+	rc = vrdma_rdma_enter(cq->dev, &r);
+	if (rc)
+		return rc;
+	c.cqn = htole32(cq->cqn);
+	c.flags = htole32(flags);
+	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ, &c, sizeof(c), NULL, 0);
 	vrdma_dev_unlock(cq->dev);
 	return rc;
 }

@@ -38,6 +38,29 @@ int vrdma_rdma_table_reserve(void **tab, uint32_t *cap, size_t elem, uint32_t id
 	return 0;
 }
 
+/* The tables vrdma_rdma_handle_take() fills start their entries with live. */
+_Static_assert(offsetof(struct vrdma_rdma_pd, live) == 0, "pd live");
+_Static_assert(offsetof(struct vrdma_rdma_mr, live) == 0, "mr live");
+_Static_assert(offsetof(struct vrdma_rdma_ah, live) == 0, "ah live");
+
+int vrdma_rdma_handle_take(struct vrdma_rdma *r, void **tab, uint32_t *cap, size_t elem,
+			   uint32_t n, uint32_t max, const char *cmd, const char *field,
+			   uint8_t undo, const void *undo_cmd, size_t undo_len)
+{
+	int rc = n && n <= max ? 0 : -EIO;
+
+	if (!rc)
+		rc = vrdma_rdma_table_reserve(tab, cap, elem, n);
+	if (!rc && *(const bool *)(const void *)((const char *)*tab + (size_t)n * elem))
+		rc = -EIO;
+	if (rc) {
+		if (rc == -EIO)
+			LOG_PEER("vrdma: %s returned bad %s %u", cmd, field, n);
+		vrdma_rdma_cmd(r, undo, undo_cmd, undo_len, NULL, 0);
+	}
+	return rc;
+}
+
 /*
  * The one mapping of a refused RoCE command (VIRTIO_NET_ERR, which says no
  * more) to an errno, by what refusing that command means: no room for a new
@@ -356,8 +379,7 @@ int vrdma_rdma_get(struct vrdma_dev *dev, struct vrdma_rdma **out)
 	return 0;
 }
 
-/* Lock dev and get its state; on error the lock is released. */
-static int rdma_enter(struct vrdma_dev *dev, struct vrdma_rdma **r)
+int vrdma_rdma_enter(struct vrdma_dev *dev, struct vrdma_rdma **r)
 {
 	int rc;
 
@@ -379,7 +401,7 @@ int vrdma_query_device(struct vrdma_dev *dev, struct vrdma_device_attr *attr)
 
 	if (!attr)
 		return -EINVAL;
-	rc = rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
 		return rc;
 	*attr = r->attr;
@@ -396,7 +418,7 @@ int vrdma_query_port(struct vrdma_dev *dev, struct vrdma_port_attr *attr)
 
 	if (!attr)
 		return -EINVAL;
-	rc = rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
 		return rc;
 	{
@@ -476,7 +498,7 @@ int vrdma_gid_query(struct vrdma_dev *dev, uint32_t index, uint8_t gid[16])
 
 	if (!gid)
 		return -EINVAL;
-	rc = rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
 		return rc;
 	rc = 0;
@@ -509,7 +531,7 @@ int vrdma_gid_add(struct vrdma_dev *dev, uint32_t index, const uint8_t gid[16])
 
 	if (!gid)
 		return -EINVAL;
-	rc = rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
 		return rc;
 	if (index >= r->gid_tbl_len || gid_zero(gid)) {
@@ -543,7 +565,7 @@ int vrdma_gid_del(struct vrdma_dev *dev, uint32_t index)
 	struct vrdma_rdma *r;
 	int rc;
 
-	rc = rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
 		return rc;
 	if (index >= r->gid_tbl_len) {
@@ -579,7 +601,7 @@ int vrdma_pd_alloc(struct vrdma_dev *dev, uint32_t *pdn)
 
 	if (!pdn)
 		return -EINVAL;
-	rc = rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
 		return rc;
 	if (r->npds >= r->attr.max_pd) {
@@ -587,23 +609,15 @@ int vrdma_pd_alloc(struct vrdma_dev *dev, uint32_t *pdn)
 		goto out;
 	}
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_CREATE_PD, NULL, 0, &a, sizeof(a));
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	n = le32toh(a.pdn);
-	rc = n && n <= r->attr.max_pd ? 0 : -EIO;
-	if (!rc)
-		rc = vrdma_rdma_table_reserve((void **)&r->pds, &r->pds_cap, sizeof(*r->pds), n);
-	if (!rc && r->pds[n].live)
-		rc = -EIO;
-	if (rc) {
-		/* Unusable answer (or no memory to track it): undo. */
-		if (rc == -EIO)
-			LOG_PEER("vrdma: CREATE_PD returned bad pdn %u", n);
-		d.pdn = a.pdn;
-		vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_PD, &d, sizeof(d), NULL, 0);
+	d.pdn = a.pdn;
+	rc = vrdma_rdma_handle_take(r, (void **)&r->pds, &r->pds_cap, sizeof(*r->pds), n,
+				    r->attr.max_pd, "CREATE_PD", "pdn",
+				    VIRTIO_NET_CTRL_ROCE_DESTROY_PD, &d, sizeof(d));
+	if (rc)
 		goto out;
-	}
 	r->pds[n].live = true;
 	r->pds[n].refs = 0;
 	r->npds++;
@@ -619,7 +633,7 @@ int vrdma_pd_free(struct vrdma_dev *dev, uint32_t pdn)
 	struct vrdma_rdma *r;
 	int rc;
 
-	rc = rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
 		return rc;
 	if (!vrdma_rdma_pd_live(r, pdn)) {
@@ -691,7 +705,7 @@ int vrdma_ah_create(struct vrdma_dev *dev, uint32_t pdn, const struct vrdma_ah_a
 
 	if (!attr || !ah)
 		return -EINVAL;
-	rc = rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
 		return rc;
 	if (!vrdma_rdma_pd_live(r, pdn)) {
@@ -709,23 +723,16 @@ int vrdma_ah_create(struct vrdma_dev *dev, uint32_t pdn, const struct vrdma_ah_a
 	c.pdn = htole32(pdn);
 	vrdma_rdma_av_to_wire(attr, &c.ah_attr);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_CREATE_AH, &c, sizeof(c), &a, sizeof(a));
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	h = le32toh(a.ah);
-	rc = h && h <= r->attr.max_ah ? 0 : -EIO;
-	if (!rc)
-		rc = vrdma_rdma_table_reserve((void **)&r->ahs, &r->ahs_cap, sizeof(*r->ahs), h);
-	if (!rc && r->ahs[h].live)
-		rc = -EIO;
-	if (rc) {
-		if (rc == -EIO)
-			LOG_PEER("vrdma: CREATE_AH returned bad handle %u", h);
-		d.pdn = htole32(pdn);
-		d.ah = a.ah;
-		vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_AH, &d, sizeof(d), NULL, 0);
+	d.pdn = htole32(pdn);
+	d.ah = a.ah;
+	rc = vrdma_rdma_handle_take(r, (void **)&r->ahs, &r->ahs_cap, sizeof(*r->ahs), h,
+				    r->attr.max_ah, "CREATE_AH", "handle",
+				    VIRTIO_NET_CTRL_ROCE_DESTROY_AH, &d, sizeof(d));
+	if (rc)
 		goto out;
-	}
 	r->ahs[h].live = true;
 	r->ahs[h].pdn = pdn;
 	r->nahs++;
@@ -742,7 +749,7 @@ int vrdma_ah_destroy(struct vrdma_dev *dev, uint32_t pdn, uint32_t ah)
 	struct vrdma_rdma *r;
 	int rc;
 
-	rc = rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
 		return rc;
 	if (!ah || ah >= r->ahs_cap || !r->ahs[ah].live || r->ahs[ah].pdn != pdn) {

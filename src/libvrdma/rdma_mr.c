@@ -51,18 +51,12 @@ static int mr_record(struct vrdma_rdma *r, uint32_t pdn, bool dma, const le32 ac
 	uint32_t mrn = le32toh(ack[0]);
 	int rc;
 
-	rc = mrn && mrn <= r->attr.max_mr ? 0 : -EIO;
-	if (!rc)
-		rc = vrdma_rdma_table_reserve((void **)&r->mrs, &r->mrs_cap, sizeof(*r->mrs), mrn);
-	if (!rc && r->mrs[mrn].live)
-		rc = -EIO;
-	if (rc) {
-		if (rc == -EIO)
-			LOG_PEER("vrdma: MR registration returned bad mrn %u", mrn);
-		d.mrn = ack[0];
-		vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DEREG_MR, &d, sizeof(d), NULL, 0);
+	d.mrn = ack[0];
+	rc = vrdma_rdma_handle_take(r, (void **)&r->mrs, &r->mrs_cap, sizeof(*r->mrs), mrn,
+				    r->attr.max_mr, "MR registration", "mrn",
+				    VIRTIO_NET_CTRL_ROCE_DEREG_MR, &d, sizeof(d));
+	if (rc)
 		return rc;
-	}
 	r->mrs[mrn].live = true;
 	r->mrs[mrn].dma = dma;
 	r->mrs[mrn].pdn = pdn;
@@ -101,10 +95,9 @@ int vrdma_mr_reg(struct vrdma_dev *dev, uint32_t pdn, void *addr, uint64_t lengt
 	if (npages > MR_MAX_PAGES)
 		return -EINVAL;
 
-	vrdma_dev_lock(dev);
-	rc = vrdma_rdma_get(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	rc = mr_check_access(r, access);
 	if (rc)
 		goto out;
@@ -138,9 +131,8 @@ int vrdma_mr_reg(struct vrdma_dev *dev, uint32_t pdn, void *addr, uint64_t lengt
 		memcpy(&c->pages[i], &p, sizeof(p));
 	}
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_REG_USER_MR, c, clen, &a, sizeof(a));
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	ack[0] = a.mrn;
 	ack[1] = a.lkey;
 	ack[2] = a.rkey;
@@ -168,10 +160,9 @@ int vrdma_mr_get_dma(struct vrdma_dev *dev, uint32_t pdn, uint32_t access,
 		return -EINVAL;
 	if (access & ~(uint32_t)VIRTIO_IB_ACCESS_LOCAL_WRITE)
 		return -EINVAL;
-	vrdma_dev_lock(dev);
-	rc = vrdma_rdma_get(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	if (!vrdma_rdma_pd_live(r, pdn)) {
 		rc = -EINVAL;
 		goto out;
@@ -183,9 +174,8 @@ int vrdma_mr_get_dma(struct vrdma_dev *dev, uint32_t pdn, uint32_t access,
 	c.pdn = htole32(pdn);
 	c.access_flags = htole32(access);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_GET_DMA_MR, &c, sizeof(c), &a, sizeof(a));
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	ack[0] = a.mrn;
 	ack[1] = a.lkey;
 	ack[2] = a.rkey;
@@ -202,12 +192,9 @@ int vrdma_mr_dereg(struct vrdma_dev *dev, uint32_t mrn)
 	struct vrdma_rdma *r;
 	int rc;
 
-	if (!dev)
-		return -EINVAL;
-	vrdma_dev_lock(dev);
-	rc = vrdma_rdma_get(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	if (!mrn || mrn >= r->mrs_cap || !r->mrs[mrn].live || r->mrs[mrn].mw) {
 		rc = -EINVAL;
 		goto out;
@@ -215,9 +202,8 @@ int vrdma_mr_dereg(struct vrdma_dev *dev, uint32_t mrn)
 	m = &r->mrs[mrn];
 	d.mrn = htole32(mrn);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DEREG_MR, &d, sizeof(d), NULL, 0);
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	if (m->pages)
 		vrdma_shm_free(dev, m->pages, (size_t)m->max_num_sg * 8);
 	if (m->sh) {
@@ -248,10 +234,9 @@ int vrdma_mr_alloc(struct vrdma_dev *dev, uint32_t pdn, uint32_t max_num_sg,
 
 	if (!dev || !mr)
 		return -EINVAL;
-	vrdma_dev_lock(dev);
-	rc = vrdma_rdma_get(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS)) {
 		rc = -EOPNOTSUPP;
 		goto out;
@@ -276,9 +261,8 @@ int vrdma_mr_alloc(struct vrdma_dev *dev, uint32_t pdn, uint32_t max_num_sg,
 	c.mr_type = htole32(VIRTIO_IB_MR_TYPE_MEM_REG);
 	c.max_num_sg = htole32(max_num_sg);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_ALLOC_MR, &c, sizeof(c), &a, sizeof(a));
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	ack[0] = a.mrn;
 	ack[1] = a.lkey;
 	ack[2] = a.rkey;
@@ -306,10 +290,9 @@ int vrdma_mw_alloc(struct vrdma_dev *dev, uint32_t pdn, uint32_t type, struct vr
 
 	if (!dev || !mw)
 		return -EINVAL;
-	vrdma_dev_lock(dev);
-	rc = vrdma_rdma_get(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_WINDOW) ||
 	    (type == VIRTIO_IB_MW_TYPE_2 && !vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_WINDOW_TYPE_2B))) {
 		rc = -EOPNOTSUPP;
@@ -327,22 +310,15 @@ int vrdma_mw_alloc(struct vrdma_dev *dev, uint32_t pdn, uint32_t type, struct vr
 	c.pdn = htole32(pdn);
 	c.mw_type = htole32(type);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_ALLOC_MW, &c, sizeof(c), &a, sizeof(a));
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	mwn = le32toh(a.mwn);
-	rc = mwn && mwn <= 0xffff ? 0 : -EIO;
-	if (!rc)
-		rc = vrdma_rdma_table_reserve((void **)&r->mrs, &r->mrs_cap, sizeof(*r->mrs), mwn);
-	if (!rc && r->mrs[mwn].live)
-		rc = -EIO;
-	if (rc) {
-		if (rc == -EIO)
-			LOG_PEER("vrdma: ALLOC_MW returned bad mwn %u", mwn);
-		d.mwn = a.mwn;
-		vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, &d, sizeof(d), NULL, 0);
+	d.mwn = a.mwn;
+	rc = vrdma_rdma_handle_take(r, (void **)&r->mrs, &r->mrs_cap, sizeof(*r->mrs), mwn,
+				    0xffff, "ALLOC_MW", "mwn",
+				    VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, &d, sizeof(d));
+	if (rc)
 		goto out;
-	}
 	memset(&r->mrs[mwn], 0, sizeof(r->mrs[mwn]));
 	r->mrs[mwn].live = true;
 	r->mrs[mwn].mw = true;
@@ -364,12 +340,9 @@ int vrdma_mw_dealloc(struct vrdma_dev *dev, uint32_t mwn)
 	struct vrdma_rdma *r;
 	int rc;
 
-	if (!dev)
-		return -EINVAL;
-	vrdma_dev_lock(dev);
-	rc = vrdma_rdma_get(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_WINDOW)) {
 		rc = -EOPNOTSUPP;
 		goto out;
@@ -380,9 +353,8 @@ int vrdma_mw_dealloc(struct vrdma_dev *dev, uint32_t mwn)
 	}
 	d.mwn = htole32(mwn);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, &d, sizeof(d), NULL, 0);
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	r->pds[r->mrs[mwn].pdn].refs--;
 	memset(&r->mrs[mwn], 0, sizeof(r->mrs[mwn]));
 	r->nmws--;

@@ -274,6 +274,11 @@ struct vrdma_qp {
  * RoCE), -ENOTCONN, -ENOMEM, or the command's error. */
 int vrdma_rdma_get(struct vrdma_dev *dev, struct vrdma_rdma **out);
 
+/* The preamble of every RDMA call: lock dev and get its state (as
+ * vrdma_rdma_get). 0 with the device lock held, or the error with it
+ * released (-EINVAL for a NULL dev). */
+int vrdma_rdma_enter(struct vrdma_dev *dev, struct vrdma_rdma **r);
+
 /*
  * Send RoCE command cmd (device lock held). Returns 0 (VIRTIO_NET_OK, out
  * filled) or a negative errno: of the control queue, or for VIRTIO_NET_ERR
@@ -291,6 +296,17 @@ int vrdma_rdma_cmd_raw(struct vrdma_rdma *r, uint8_t cls, uint8_t cmd, const voi
 /* Grow a shadow table (array of elem-byte entries, zero-filled) to hold
  * index idx. Returns 0 or -ENOMEM. */
 int vrdma_rdma_table_reserve(void **tab, uint32_t *cap, size_t elem, uint32_t idx);
+
+/*
+ * The handle n a create command answered with, in shadow table *tab (its
+ * entries start with `bool live`): 0 with slot n reserved and free, or
+ * -EIO (n is 0, above max or in use: logged as "<cmd> returned bad
+ * <field> n") / -ENOMEM, after the create was undone on the device with
+ * command undo (undo_len bytes of undo_cmd). Device lock held.
+ */
+int vrdma_rdma_handle_take(struct vrdma_rdma *r, void **tab, uint32_t *cap, size_t elem,
+			   uint32_t n, uint32_t max, const char *cmd, const char *field,
+			   uint8_t undo, const void *undo_cmd, size_t undo_len);
 
 /* Whether pdn is a live PD of r. */
 static inline bool vrdma_rdma_pd_live(const struct vrdma_rdma *r, uint32_t pdn)

@@ -250,10 +250,9 @@ int vrdma_qp_create(struct vrdma_dev *dev, const struct vrdma_qp_init *init,
 	if (!dev || !init || !out)
 		return -EINVAL;
 	in = &init->cap;
-	vrdma_dev_lock(dev);
-	rc = vrdma_rdma_get(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	rc = -EINVAL;
 	if (!vrdma_rdma_pd_live(r, init->pdn) || !init->send_cq || !init->recv_cq ||
 	    init->send_cq->dev != dev || init->recv_cq->dev != dev ||
@@ -314,9 +313,8 @@ int vrdma_qp_create(struct vrdma_dev *dev, const struct vrdma_qp_init *init,
 	}
 	memset(&a, 0, sizeof(a));
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_CREATE_QP, &c, sizeof(c), &a, sizeof(a));
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	qpn = le32toh(a.qpn);
 	index = vrdma_qpn_index(qpn);
 	if (qpn > VRDMA_QPN_MASK || index == VRDMA_QP_INDEX_RESERVED || index >= r->nqp_rings ||
@@ -404,15 +402,13 @@ int vrdma_qp_destroy(struct vrdma_qp *qp)
 	if (!qp)
 		return -EINVAL;
 	dev = qp->dev;
-	vrdma_dev_lock(dev);
-	rc = vrdma_rdma_get(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	d.qpn = htole32(qp->qpn);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_QP, &d, sizeof(d), NULL, 0);
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	/* Events the device wrote for the QP precede the ack: read them and
 	 * drop the QP's (its QPN never comes back). */
 	vrdma_rdma_events_forget(r, qp);
@@ -536,10 +532,9 @@ int vrdma_qp_resize(struct vrdma_qp *qp, uint32_t max_send_wr, uint32_t max_recv
 	if (!qp)
 		return -EINVAL;
 	dev = qp->dev;
-	vrdma_dev_lock(dev);
-	rc = vrdma_rdma_get(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_RESIZE_MAX_WR)) {
 		rc = -EOPNOTSUPP;
 		goto out;
@@ -556,9 +551,8 @@ int vrdma_qp_resize(struct vrdma_qp *qp, uint32_t max_send_wr, uint32_t max_recv
 	if (rc)
 		goto out;
 	rc = qp_resize_cmd(r, qp, ns, nr);
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	rc = wq_resize(dev, r, &qp->sq, ns);
 	if (!rc && !qp->srq)
 		rc = wq_resize(dev, r, &qp->rq, nr);
@@ -631,10 +625,9 @@ int vrdma_qp_modify(struct vrdma_qp *qp, const struct vrdma_qp_attr *a, uint32_t
 
 	if (!qp || !a)
 		return -EINVAL;
-	vrdma_dev_lock(qp->dev);
-	rc = vrdma_rdma_get(qp->dev, &r);
+	rc = vrdma_rdma_enter(qp->dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	rc = qp_check_attr(r, a, mask);
 	if (rc)
 		goto out;
@@ -699,16 +692,14 @@ int vrdma_qp_query(struct vrdma_qp *qp, uint32_t mask, struct vrdma_qp_attr *a)
 		return -EINVAL;
 	if (mask & ~(uint32_t)VIRTIO_IB_QP_ATTR_MASK_ALL)
 		return -EINVAL;
-	vrdma_dev_lock(qp->dev);
-	rc = vrdma_rdma_get(qp->dev, &r);
+	rc = vrdma_rdma_enter(qp->dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	c.qpn = htole32(qp->qpn);
 	c.attr_mask = htole32(mask);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_QUERY_QP, &c, sizeof(c), &q, sizeof(q));
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	memset(a, 0, sizeof(*a));
 	a->qp_state = q.qp_state;
 	a->cur_qp_state = q.qp_state;

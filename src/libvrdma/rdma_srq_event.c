@@ -237,12 +237,9 @@ int vrdma_event_fd(struct vrdma_dev *dev)
 	struct vrdma_rdma *r;
 	int rc;
 
-	if (!dev)
-		return -EINVAL;
-	vrdma_dev_lock(dev);
-	rc = vrdma_rdma_get(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	if (!r->ext || !r->evq || r->evq->call_fd < 0) {
 		rc = -EOPNOTSUPP;
 		goto out;
@@ -276,10 +273,9 @@ int vrdma_event_get(struct vrdma_dev *dev, struct vrdma_async_event *ev)
 
 	if (!dev || !ev)
 		return -EINVAL;
-	vrdma_dev_lock(dev);
-	rc = vrdma_rdma_get(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	if (!r->ext || !r->evq) {
 		rc = -EOPNOTSUPP;
 		goto out;
@@ -317,10 +313,9 @@ int vrdma_query_pkey(struct vrdma_dev *dev, uint32_t index, uint16_t *pkey)
 
 	if (!dev || !pkey)
 		return -EINVAL;
-	vrdma_dev_lock(dev);
-	rc = vrdma_rdma_get(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	if (!r->ext) {
 		rc = -EOPNOTSUPP;
 		goto out;
@@ -332,9 +327,8 @@ int vrdma_query_pkey(struct vrdma_dev *dev, uint32_t index, uint16_t *pkey)
 	memset(&c, 0, sizeof(c));
 	c.index = htole16((uint16_t)index);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_QUERY_PKEY, &c, sizeof(c), &a, sizeof(a));
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	*pkey = le16toh(a.pkey);
 out:
 	vrdma_dev_unlock(dev);
@@ -368,10 +362,9 @@ int vrdma_srq_create(struct vrdma_dev *dev, uint32_t pdn, struct vrdma_srq_attr 
 
 	if (!dev || !attr || !out)
 		return -EINVAL;
-	vrdma_dev_lock(dev);
-	rc = vrdma_rdma_get(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_SRQ)) {
 		rc = -EOPNOTSUPP;
 		goto out;
@@ -392,9 +385,8 @@ int vrdma_srq_create(struct vrdma_dev *dev, uint32_t pdn, struct vrdma_srq_attr 
 	c.max_sge = htole32(attr->max_sge);
 	memset(&a, 0, sizeof(a));
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_CREATE_SRQ, &c, sizeof(c), &a, sizeof(a));
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	srqn = le32toh(a.srqn);
 	if (srqn >= r->nsrq_rings || r->srqs[srqn]) {
 		LOG_PEER("vrdma: CREATE_SRQ returned bad srqn %u", srqn);
@@ -450,16 +442,14 @@ int vrdma_srq_modify(struct vrdma_srq *srq, const struct vrdma_srq_attr *attr, u
 		return -EINVAL;
 	if (mask != VIRTIO_IB_SRQ_LIMIT || attr->srq_limit > srq->max_wr)
 		return -EINVAL;
-	vrdma_dev_lock(srq->dev);
-	rc = vrdma_rdma_get(srq->dev, &r);
+	rc = vrdma_rdma_enter(srq->dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	memset(&c, 0, sizeof(c));
 	c.srqn = htole32(srq->srqn);
 	c.attr_mask = htole32(mask);
 	c.srq_limit = htole32(attr->srq_limit);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_MODIFY_SRQ, &c, sizeof(c), NULL, 0);
-out:
 	vrdma_dev_unlock(srq->dev);
 	return rc;
 }
@@ -473,15 +463,13 @@ int vrdma_srq_query(struct vrdma_srq *srq, struct vrdma_srq_attr *attr)
 
 	if (!srq || !attr)
 		return -EINVAL;
-	vrdma_dev_lock(srq->dev);
-	rc = vrdma_rdma_get(srq->dev, &r);
+	rc = vrdma_rdma_enter(srq->dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	c.srqn = htole32(srq->srqn);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_QUERY_SRQ, &c, sizeof(c), &a, sizeof(a));
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	attr->max_wr = le32toh(a.max_wr);
 	attr->max_sge = le32toh(a.max_sge);
 	attr->srq_limit = le32toh(a.srq_limit);
@@ -500,19 +488,17 @@ int vrdma_srq_destroy(struct vrdma_srq *srq)
 	if (!srq)
 		return -EINVAL;
 	dev = srq->dev;
-	vrdma_dev_lock(dev);
-	rc = vrdma_rdma_get(dev, &r);
+	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
-		goto out;
+		return rc;
 	if (srq->refs) {
 		rc = -EBUSY;
 		goto out;
 	}
 	d.srqn = htole32(srq->srqn);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ, &d, sizeof(d), NULL, 0);
-	if (rc) {
+	if (rc)
 		goto out;
-	}
 	vrdma_rdma_events_forget(r, srq);
 	vrdma_rdma_srq_free(r, srq);
 out:

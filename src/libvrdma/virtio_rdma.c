@@ -33,19 +33,6 @@
 
 #define PORT 1
 
-static void put_le32(void *p, uint32_t v)
-{
-	le32 x = htole32(v);
-
-	memcpy(p, &x, 4);
-}
-
-static void put_le64(void *p, uint64_t v)
-{
-	le64 x = htole64(v);
-
-	memcpy(p, &x, 8);
-}
 /* Address handles kept by the library (a fixed table: the data path reads
  * it without the device lock). */
 #define VRD_MAX_AH 4096u
@@ -142,13 +129,7 @@ void vrdma_vrd_ah_to_wire(const struct vrdma_ah_attr *a, struct virtio_rdma_dev_
 
 static void ah_from_wire(const struct virtio_rdma_dev_ah_attr *w, struct virtio_rdma_ah_attr *a)
 {
-	memset(a, 0, sizeof(*a));
-	memcpy(a->grh.dgid, w->grh.dgid, 16);
-	memcpy(&a->grh.flow_label, &w->grh.flow_label, 4);
-	a->grh.sgid_index = w->grh.sgid_index;
-	a->grh.hop_limit = w->grh.hop_limit;
-	a->grh.traffic_class = w->grh.traffic_class;
-	memcpy(a->dmac, w->dmac, 6);
+	virtio_rdma_dev_ah_to_roce(w, a);
 	a->sl = w->sl;
 }
 

@@ -88,7 +88,7 @@ static int vrdma_resolve_dmac(struct vrdma_verbs_context *ctx, const uint8_t dgi
 
 /* An ibv_ah_attr as the device's address vector: 0 or a positive errno. */
 int vrdma_verbs_ah_attr(struct vrdma_verbs_context *ctx, const struct ibv_ah_attr *in,
-			struct vrdma_prov_ah_attr *out)
+			struct vrdma_ah_attr *out)
 {
 	memset(out, 0, sizeof(*out));
 	/* RoCE has no LIDs: the GRH is the address. */
@@ -106,7 +106,7 @@ int vrdma_verbs_ah_attr(struct vrdma_verbs_context *ctx, const struct ibv_ah_att
 }
 
 /* The device's address vector as an ibv_ah_attr. */
-void vrdma_verbs_ah_attr_to_ibv(const struct vrdma_prov_ah_attr *in,
+void vrdma_verbs_ah_attr_to_ibv(const struct vrdma_ah_attr *in,
 				struct ibv_ah_attr *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -128,7 +128,7 @@ void vrdma_verbs_ah_attr_to_ibv(const struct vrdma_prov_ah_attr *in,
 struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	struct vrdma_verbs_context *ctx;
-	struct vrdma_prov_ah_attr pa;
+	struct vrdma_ah_attr pa;
 	struct ibv_ah *ah;
 	uint32_t num = 0;
 	int ret;
@@ -151,7 +151,7 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	ret = VRDMA_PROV_CALL(ctx->ops, create_ah, ctx->prov, pd->handle, &pa, &num);
 	if (ret) {
 		free(ah);
-		errno = -ret;
+		vrdma_errno(ret);
 		return NULL;
 	}
 	ah->context = pd->context;

@@ -105,7 +105,7 @@ struct vrdma_verbs_cq *vrdma_verbs_cq_create(struct ibv_context *ibctx, int cqe,
 			      &cq->prov, &info);
 	if (ret) {
 		free(cq);
-		errno = -ret;
+		vrdma_errno(ret);
 		return NULL;
 	}
 	cq->event_fd = info.event_fd;
@@ -255,7 +255,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **out_cq,
 		cq = ev.data.ptr;
 		ret = cq->ops->cq_consume_event(cq->prov);
 		if (ret < 0) {
-			errno = -ret;
+			vrdma_errno(ret);
 			return -1;
 		}
 		if (ret == 0)
@@ -330,7 +330,7 @@ _Static_assert(VIRTIO_IB_WC_WITH_IMM == IBV_WC_WITH_IMM, "wc flags");
  * tables (a device bug) reads as a general error; an error completion keeps
  * the opcode the device gave when it is known (libibverbs leaves it
  * undefined). */
-static inline void vrdma_wc_to_ibv(const struct vrdma_prov_wc *p, struct ibv_wc *wc)
+static inline void vrdma_wc_to_ibv(const struct vrdma_wc *p, struct ibv_wc *wc)
 {
 	wc->wr_id = p->wr_id;
 	if (p->status < sizeof(vrdma_wc_status) && p->opcode < sizeof(vrdma_wc_opcode)) {
@@ -369,7 +369,7 @@ static inline void vrdma_wc_to_ibv(const struct vrdma_prov_wc *p, struct ibv_wc 
 }
 
 /* Out-of-line copy for the extended CQs. */
-void vrdma_verbs_wc_to_ibv(const struct vrdma_prov_wc *p, struct ibv_wc *wc)
+void vrdma_verbs_wc_to_ibv(const struct vrdma_wc *p, struct ibv_wc *wc)
 {
 	vrdma_wc_to_ibv(p, wc);
 }
@@ -429,7 +429,7 @@ void vrdma_verbs_binds_complete(struct vrdma_verbs_context *ctx,
 int vrdma_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct vrdma_verbs_cq *cq = vrdma_cq(ibcq);
-	struct vrdma_prov_wc pwc[VRDMA_VERBS_POST_BATCH];
+	struct vrdma_wc pwc[VRDMA_VERBS_POST_BATCH];
 	int done = 0;
 
 	while (done < n) {
@@ -441,7 +441,7 @@ int vrdma_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		if (got < 0) {
 			if (done)
 				break;
-			errno = -got;
+			vrdma_errno(got);
 			return -1;
 		}
 		for (i = 0; i < got; i++)

@@ -4,8 +4,8 @@
  * / GID / P_Key queries and asynchronous events.
  *
  * Devices come from one provider (verbs/provider.h): libvrdma's, or in the
- * test build of this library (tests/fake/) the fake one when
- * VRDMA_FAKE_DEVICE is set. A device is a RoCE v2 port over
+ * test build of this library the one vrdma_prov_test_select() gives (the
+ * fake device of tests/fake/). A device is a RoCE v2 port over
  * Ethernet: one port, P_Key table {0xffff}, GID table from the provider
  * (index 0 the link-local GID of the MAC, index 1 the IPv4-mapped address
  * when one is configured), GID type RoCE v2. There is no sysfs and no
@@ -53,15 +53,13 @@ static pthread_mutex_t vrdma_dev_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vrdma_verbs_device *vrdma_devs[VRDMA_PROV_MAX_DEVICES];
 static int vrdma_ndevs;
 
-/* Returns the provider selected by the environment. */
+/* Returns the provider of this process. */
 const struct vrdma_prov_ops *vrdma_verbs_provider(void)
 {
-	const char *fake = getenv("VRDMA_FAKE_DEVICE");
+	/* Only the test build defines the selector (weak reference). */
+	const struct vrdma_prov_ops *ops = vrdma_prov_test_select ? vrdma_prov_test_select() : NULL;
 
-	/* Only the test build links the fake provider in (weak reference). */
-	if (&vrdma_prov_fake_ops && fake && *fake && strcmp(fake, "0") != 0)
-		return &vrdma_prov_fake_ops;
-	return &vrdma_prov_vrdma_ops;
+	return ops ? ops : &vrdma_prov_vrdma_ops;
 }
 
 /* The known device for info, or a new one (NULL when the table is full or
@@ -116,7 +114,7 @@ struct ibv_device **ibv_get_device_list(int *num_devices)
 	n = ops->discover(infos, VRDMA_PROV_MAX_DEVICES);
 	if (n < 0) {
 		free(infos);
-		errno = -n;
+		vrdma_errno(n);
 		return NULL;
 	}
 	if (n > VRDMA_PROV_MAX_DEVICES)
@@ -208,6 +206,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	struct vrdma_verbs_device *d;
 	struct vrdma_verbs_context *ctx;
 	struct ibv_context *ibctx;
+	uint8_t mac[6];
 	int ret, fd;
 
 	if (!device) {
@@ -226,11 +225,11 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ret = d->ops->open(&d->info, &ctx->prov);
 	if (ret) {
 		free(ctx);
-		errno = -ret;
+		vrdma_errno(ret);
 		return NULL;
 	}
 
-	if (VRDMA_PROV_CALL(ctx->ops, query_device, ctx->prov, &ctx->caps))
+	if (VRDMA_PROV_CALL(ctx->ops, query_device, ctx->prov, &ctx->caps, mac))
 		memset(&ctx->caps, 0, sizeof(ctx->caps));
 	pthread_mutex_init(&ctx->obj_lock, NULL);
 
@@ -312,19 +311,20 @@ static int vrdma_clamp_int(uint64_t v)
 static int vrdma_fill_device_attr(struct vrdma_verbs_context *ctx,
 				  struct ibv_device_attr *attr)
 {
-	struct vrdma_prov_device_attr pa;
+	struct vrdma_device_attr pa;
+	uint8_t pmac[6] = { 0 };
 	const uint8_t *mac;
 	uint32_t max_qp;
 	int ret;
 
 	memset(&pa, 0, sizeof(pa));
-	ret = VRDMA_PROV_CALL(ctx->ops, query_device, ctx->prov, &pa);
+	ret = VRDMA_PROV_CALL(ctx->ops, query_device, ctx->prov, &pa, pmac);
 	if (ret)
 		return -ret;
 
 	memset(attr, 0, sizeof(*attr));
 	snprintf(attr->fw_ver, sizeof(attr->fw_ver), "%s", VRDMA_VERBS_FW_VER);
-	mac = vrdma_mac_zero(pa.mac) ? ctx->dev->info.mac : pa.mac;
+	mac = vrdma_mac_zero(pmac) ? ctx->dev->info.mac : pmac;
 	attr->node_guid = vrdma_guid_of_mac(mac);
 	attr->sys_image_guid = attr->node_guid;
 	attr->max_mr_size = pa.max_mr_size;
@@ -372,10 +372,7 @@ static int vrdma_fill_device_attr(struct vrdma_verbs_context *ctx,
 		attr->atomic_cap = IBV_ATOMIC_NONE;
 		break;
 	}
-	attr->max_mcast_grp = vrdma_clamp_int(pa.max_mcast_grp);
-	attr->max_mcast_qp_attach = vrdma_clamp_int(pa.max_mcast_qp_attach);
-	attr->max_total_mcast_qp_attach =
-		vrdma_clamp_int((uint64_t)pa.max_mcast_grp * pa.max_mcast_qp_attach);
+	/* No multicast limits are reported (max_mcast_* stay 0). */
 	attr->max_ah = vrdma_clamp_int(pa.max_ah);
 	if (pa.device_cap_flags & VIRTIO_IB_DEVICE_SRQ) {
 		attr->max_srq = vrdma_clamp_int(pa.max_srq);
@@ -687,7 +684,7 @@ int ibv_query_pkey(struct ibv_context *ibctx, uint8_t port, int index,
 	if (ret == -EOPNOTSUPP && index == 0)
 		v = VRDMA_VERBS_DEFAULT_PKEY;
 	else if (ret) {
-		errno = -ret;
+		vrdma_errno(ret);
 		return -1;
 	}
 	*pkey = htobe16(v);
@@ -895,7 +892,7 @@ int ibv_get_async_event(struct ibv_context *ibctx, struct ibv_async_event *event
 			continue; /* malformed, or its object is gone: dropped */
 		}
 		if (ret != -EAGAIN && ret != -EOPNOTSUPP) {
-			errno = -ret;
+			vrdma_errno(ret);
 			return -1;
 		}
 		if (vrdma_fd_nonblocking(ibctx->async_fd)) {

@@ -60,7 +60,7 @@ struct ibv_mw *vrdma_verbs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 			      &mwn, &rkey);
 	if (ret) {
 		free(mw);
-		errno = -ret;
+		vrdma_errno(ret);
 		return NULL;
 	}
 	mw->context = pd->context;
@@ -94,7 +94,7 @@ int vrdma_verbs_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bi
 	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
 	struct vrdma_verbs_context *ctx = vrdma_ctx(ibqp->context);
 	const struct ibv_mw_bind_info *bi = &mw_bind->bind_info;
-	struct vrdma_prov_send_wr pw;
+	struct vrdma_send_wr pw;
 	struct vrdma_verbs_bind *b = NULL;
 	bool signaled;
 	uint32_t access;

@@ -92,7 +92,7 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *ibctx)
 	ret = VRDMA_PROV_CALL(ctx->ops, create_pd, ctx->prov, &pdn);
 	if (ret) {
 		free(pd);
-		errno = -ret;
+		vrdma_errno(ret);
 		return NULL;
 	}
 	pd->context = ibctx;
@@ -151,7 +151,7 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 			      length, iova, vaccess, &pmr);
 	if (ret) {
 		free(mr);
-		errno = -ret;
+		vrdma_errno(ret);
 		return NULL;
 	}
 	mr->context = pd->context;

@@ -13,13 +13,17 @@
  *
  * Providers (one struct vrdma_prov_ops each):
  *   vrdma_prov_vrdma_ops  the real device through libvrdma (provider_vrdma.c)
- *   vrdma_prov_fake_ops   a fake device with no network (tests/fake/),
- *                         selected by VRDMA_FAKE_DEVICE=N (N devices, 1..8);
- *                         only in the test build of the library
+ *   a fake device with no network (tests/fake/), only in the test build of
+ *                         the library, which selects it through
+ *                         vrdma_prov_test_select()
  *
  * Conventions:
- * - Plain C structures mirroring the virtio_rdma_* command and ack structures
- *   of include/vrdma/virtio_net_roce.h, in HOST byte order, with the RFC's
+ * - libvrdma's types (include/vrdma/vrdma_rdma.h) wherever it has one: work
+ *   requests, completions, device and QP attributes, QP capabilities and
+ *   address vectors, so that the verbs layer converts once and the real
+ *   provider passes them on. The rest are plain C structures mirroring the
+ *   virtio_rdma_* command and ack structures of
+ *   include/vrdma/virtio_net_roce.h. All in HOST byte order, with the RFC's
  *   field names. Enumerated values are the virtio ones (VIRTIO_IB_QPT_*,
  *   VIRTIO_IB_QPS_*, VIRTIO_IB_MTU_*, VIRTIO_IB_ACCESS_*, VIRTIO_IB_WR_*,
  *   VIRTIO_IB_SEND_*, VIRTIO_IB_WC_*, VIRTIO_IB_NOTIFY_*, VIRTIO_IB_QP_* attr
@@ -48,7 +52,7 @@
  *   "Mapping for the verbs layer" says which verb uses which operation).
  *   A provider reports only what the device reported: capability bits in
  *   device_cap_flags (VIRTIO_IB_DEVICE_*), limits in the extension fields of
- *   vrdma_prov_device_attr, `ext` when VIRTIO_NET_F_ROCE_EXT was
+ *   vrdma_device_attr, `ext` when VIRTIO_NET_F_ROCE_EXT was
  *   negotiated. The verbs layer refuses what is not reported before calling
  *   the provider (EOPNOTSUPP), so the provider may trust that an operation
  *   it is asked for was advertised, but must still fail cleanly if not
@@ -64,6 +68,7 @@
 #include <string.h>
 
 #include "vrdma/virtio_net_roce.h"
+#include "vrdma/vrdma_rdma.h"
 
 /* Opaque provider objects. */
 struct vrdma_prov_dev;
@@ -87,48 +92,12 @@ struct vrdma_prov_dev_info {
 };
 
 /*
- * QUERY_DEVICE ack (struct virtio_rdma_ack_query_device) plus the device
- * configuration fields the verbs layer needs and a few vrdma extensions.
+ * Device attributes: libvrdma's struct vrdma_device_attr (QUERY_DEVICE plus
+ * the configuration space, include/vrdma/vrdma_rdma.h), filled by
+ * query_device together with the device's MAC (zero if unknown). The verbs
+ * layer reports max_rdma_qps - 2 QPs (index 0 reserved, index 1 = GSI) and
+ * IBV_DEVICE_PORT_ACTIVE_EVENT when `ext` is set; no multicast limits.
  */
-struct vrdma_prov_device_attr {
-	/* struct virtio_rdma_ack_query_device */
-	uint64_t device_cap_flags; /* VIRTIO_IB_DEVICE_* */
-	uint64_t max_mr_size;
-	uint64_t page_size_cap;
-	uint32_t hw_ver;
-	uint32_t max_qp_wr;
-	uint32_t max_send_sge;
-	uint32_t max_recv_sge;
-	uint32_t max_sge_rd;
-	uint32_t max_cqe;
-	uint32_t max_mr;
-	uint32_t max_pd;
-	uint32_t max_qp_rd_atom;
-	uint32_t max_qp_init_rd_atom;
-	uint32_t max_ah;
-	uint8_t local_ca_ack_delay;
-	/* struct virtio_net_roce_config */
-	uint8_t mac[6];
-	uint32_t max_rdma_qps; /* QP indexes; the verbs layer reports 2 fewer
-				* (index 0 reserved, index 1 = GSI) */
-	uint32_t max_rdma_cqs;
-	/* vrdma extensions (0 = not supported) */
-	bool ext;          /* VIRTIO_NET_F_ROCE_EXT negotiated: asynchronous
-			    * events (async_fd / get_async_event) and
-			    * query_pkey work; the verbs layer then reports
-			    * IBV_DEVICE_PORT_ACTIVE_EVENT */
-	uint32_t max_srq;  /* max_rdma_srqs of the configuration space; 0
-			    * unless device_cap_flags has VIRTIO_IB_DEVICE_SRQ */
-	uint32_t max_srq_wr;
-	uint32_t max_srq_sge;
-	uint32_t max_mw;   /* memory windows (VIRTIO_IB_DEVICE_MEM_WINDOW) */
-	uint32_t max_fast_reg_page_list_len; /* MEM_MGT_EXTENSIONS */
-	uint16_t max_pkeys; /* P_Key table length; 0 is reported as 1 */
-	uint32_t max_mcast_grp;
-	uint32_t max_mcast_qp_attach;
-	uint8_t atomic_cap; /* enum virtio_ib_atomic_cap: 0 none, 1 atomic
-			     * within the device (IBV_ATOMIC_HCA), 2 global */
-};
 /*
  * device_cap_flags bits and what the verbs layer makes of them (spec.md
  * "Mapping for the verbs layer"):
@@ -191,42 +160,19 @@ struct vrdma_prov_cq_info {
 			   * cq_consume_event(). -1 if the CQ has no events. */
 };
 
-/* struct virtio_rdma_cq_req (or _cq_req_ext) in host order. */
-struct vrdma_prov_wc {
-	uint64_t wr_id;
-	uint8_t status;  /* enum virtio_ib_wc_status, and with the extension
-			  * VIRTIO_IB_WC_MW_BIND_ERR (16) */
-	uint8_t opcode;  /* enum virtio_ib_wc_opcode, and with the extension
-			  * VIRTIO_IB_WC_COMP_SWAP, _FETCH_ADD, _BIND_MW,
-			  * _LOCAL_INV, _REG_MR (5..9) */
-	uint32_t vendor_err;
-	uint32_t byte_len;
-	uint32_t imm_data; /* network byte order, opaque; with WITH_IMM only */
-	uint32_t invalidated_rkey; /* host order; with VIRTIO_IB_WC_WITH_INV
-				    * only (the imm_data slot of the wire's
-				    * cq_req_ext, little-endian there) */
-	uint32_t qp_num;
-	uint32_t src_qp;   /* UD */
-	uint32_t wc_flags; /* VIRTIO_IB_WC_GRH / _WITH_IMM / _WITH_INV */
-};
-
-/* struct virtio_rdma_sge; same layout as struct ibv_sge, so the verbs layer
- * passes an application's sg_list through without copying. */
-struct vrdma_prov_sge {
-	uint64_t addr;
-	uint32_t length;
-	uint32_t lkey;
-};
+/* Completions are libvrdma's struct vrdma_wc (include/vrdma/vrdma_rdma.h):
+ * status and opcode the virtio values (with the extension's), imm_data
+ * (network order) with WITH_IMM, invalidated_rkey (host order) with
+ * WITH_INV. */
 
 /*
- * struct virtio_rdma_sq_req (and _sq_req_ext), host order. With
- * VIRTIO_IB_SEND_INLINE the provider copies the bytes the SGEs point at
- * (unregistered memory, lkey ignored) into inline_data; otherwise it passes
- * the SGEs.
- *
- * Opcodes and the fields they use (the verbs layer fills only these and
- * zeroes nothing else, so a provider must not read other views):
- *   SEND, RDMA_*                      as the RFC (rdma view, imm_data)
+ * Work requests are libvrdma's (include/vrdma/vrdma_rdma.h): struct
+ * vrdma_send_wr, vrdma_recv_wr and vrdma_sge (the layout of struct ibv_sge,
+ * so the verbs layer passes an application's sg_list through). The verbs
+ * layer converts an ibv_send_wr into one once, at post time, and a provider
+ * takes it as it is; the fields a provider reads are those of the opcode:
+ *   SEND, RDMA_*                      as the RFC (rdma view, imm_data; ud
+ *                                     view on UD QPs)
  *   ATOMIC_CMP_AND_SWP (5),
  *   ATOMIC_FETCH_AND_ADD (6)          atomic view; num_sge 1 (the 8-byte
  *                                     result buffer; the device checks it)
@@ -236,64 +182,9 @@ struct vrdma_prov_sge {
  *                                     IBV_WR_BIND_MW of type 2)
  *   SEND_WITH_INV (9)                 invalidate_rkey + the SGEs / inline
  *                                     data of a SEND
- * invalidate_rkey shares imm_data's slot (offset 12 of the wire request,
- * little-endian there) but is in host order here.
+ * The verbs layer never posts REG_MR (10).
  */
-struct vrdma_prov_send_wr {
-	uint64_t wr_id;
-	uint8_t opcode;     /* enum virtio_ib_wr_opcode, VIRTIO_IB_WR_* */
-	uint8_t send_flags; /* VIRTIO_IB_SEND_* */
-	union {
-		uint32_t imm_data;        /* network byte order, opaque */
-		uint32_t invalidate_rkey; /* LOCAL_INV, SEND_WITH_INV */
-	};
-	union {
-		struct {
-			uint64_t remote_addr;
-			uint32_t rkey;
-		} rdma;
-		struct {
-			uint32_t remote_qpn;
-			uint32_t remote_qkey;
-			uint32_t ah;
-		} ud;
-		struct { /* vrdma extension: VIRTIO_IB_WR_ATOMIC_* */
-			uint64_t remote_addr;
-			uint64_t compare_add; /* CMP_AND_SWP: compare;
-					       * FETCH_AND_ADD: add */
-			uint64_t swap;        /* CMP_AND_SWP only */
-			uint32_t rkey;
-		} atomic;
-		struct { /* vrdma extension: VIRTIO_IB_WR_BIND_MW */
-			uint64_t addr;    /* in the MR's iova space */
-			uint64_t length;  /* 0 unbinds a type 1 window */
-			uint32_t mr_lkey; /* the MR bound to (MW_BIND access) */
-			uint32_t rkey;    /* the window's new key: bits 8..31
-					   * its current ones, bits 0..7 new
-					   * (ibv_inc_rkey) */
-			uint32_t access;  /* VIRTIO_IB_ACCESS_REMOTE_READ /
-					   * _REMOTE_WRITE / _REMOTE_ATOMIC */
-		} bind_mw;
-	};
-	uint32_t num_sge;
-	const struct vrdma_prov_sge *sg_list;
-};
 
-/* struct virtio_rdma_rq_req, host order. */
-struct vrdma_prov_recv_wr {
-	uint64_t wr_id;
-	uint32_t num_sge;
-	const struct vrdma_prov_sge *sg_list;
-};
-
-/* struct virtio_rdma_qp_cap */
-struct vrdma_prov_qp_cap {
-	uint32_t max_send_wr;
-	uint32_t max_recv_wr;
-	uint32_t max_send_sge;
-	uint32_t max_recv_sge;
-	uint32_t max_inline_data;
-};
 
 /* struct virtio_rdma_cmd_create_qp, with provider objects for the CQs. */
 struct vrdma_prov_qp_init {
@@ -307,55 +198,24 @@ struct vrdma_prov_qp_init {
 				     * SRQ, cap.max_recv_wr / max_recv_sge
 				     * are ignored and reported 0, and
 				     * post_recv is never called */
-	struct vrdma_prov_qp_cap cap; /* requested */
+	struct vrdma_qp_cap cap; /* requested */
 };
 
 /* What create_qp reports. */
 struct vrdma_prov_qp_info {
 	uint32_t qpn;
-	struct vrdma_prov_qp_cap cap; /* actual (>= requested) */
+	struct vrdma_qp_cap cap; /* actual (>= requested) */
 };
 
-/* struct virtio_rdma_global_route */
-struct vrdma_prov_global_route {
-	uint8_t dgid[16];
-	uint32_t flow_label;
-	uint8_t sgid_index;
-	uint8_t hop_limit;
-	uint8_t traffic_class;
-};
 
-/* struct virtio_rdma_ah_attr */
-struct vrdma_prov_ah_attr {
-	struct vrdma_prov_global_route grh;
-	uint8_t dmac[6]; /* resolved by the verbs layer (see resolve_dmac) */
-	uint8_t sl;      /* service level (802.1Q PCP with a VLAN) */
-};
 
 /*
- * struct virtio_rdma_cmd_modify_qp / virtio_rdma_ack_query_qp, host order.
- * Which fields count is said by a VIRTIO_IB_QP_* mask passed alongside.
+ * QP capabilities, address vectors and QP attributes are libvrdma's
+ * (struct vrdma_qp_cap, vrdma_global_route, vrdma_ah_attr, vrdma_qp_attr:
+ * MODIFY_QP / QUERY_QP in host order; which fields count is said by a
+ * VIRTIO_IB_QP_* mask passed alongside). The verbs layer resolves an
+ * address vector's dmac (see resolve_dmac).
  */
-struct vrdma_prov_qp_attr {
-	uint8_t qp_state;     /* enum virtio_ib_qp_state */
-	uint8_t cur_qp_state;
-	uint8_t path_mtu;     /* enum virtio_ib_mtu */
-	uint8_t max_rd_atomic;
-	uint8_t max_dest_rd_atomic;
-	uint8_t min_rnr_timer;
-	uint8_t timeout;
-	uint8_t retry_cnt;
-	uint8_t rnr_retry;
-	uint8_t sq_draining;  /* query only */
-	uint32_t qkey;
-	uint32_t rq_psn;
-	uint32_t sq_psn;
-	uint32_t dest_qp_num;
-	uint32_t qp_access_flags; /* VIRTIO_IB_ACCESS_* */
-	uint32_t rate_limit;      /* kbps */
-	struct vrdma_prov_qp_cap cap;
-	struct vrdma_prov_ah_attr ah_attr;
-};
 
 /*
  * vrdma extension: shared receive queues (commands 18-21). The verbs layer
@@ -430,8 +290,9 @@ struct vrdma_prov_ops {
 		    struct vrdma_prov_dev **dev);
 	/* Disconnect; every object of dev was destroyed before. */
 	void (*close)(struct vrdma_prov_dev *dev);
+	/* attr and mac (zero if unknown). */
 	int (*query_device)(struct vrdma_prov_dev *dev,
-			    struct vrdma_prov_device_attr *attr);
+			    struct vrdma_device_attr *attr, uint8_t mac[6]);
 	int (*query_port)(struct vrdma_prov_dev *dev,
 			  struct vrdma_prov_port_attr *attr);
 	/* -ENODATA for an empty entry below gid_tbl_len, -EINVAL beyond. */
@@ -486,7 +347,7 @@ struct vrdma_prov_ops {
 			 struct vrdma_prov_cq_info *info);
 	int (*destroy_cq)(struct vrdma_prov_cq *cq);
 	/* Up to n completions into wc. Returns how many (0 = empty) or -errno. */
-	int (*poll_cq)(struct vrdma_prov_cq *cq, struct vrdma_prov_wc *wc, int n);
+	int (*poll_cq)(struct vrdma_prov_cq *cq, struct vrdma_wc *wc, int n);
 	/* REQ_NOTIFY_CQ; flags VIRTIO_IB_NOTIFY_*. */
 	int (*arm_cq)(struct vrdma_prov_cq *cq, uint32_t flags);
 	/* Clear the pending event of the CQ (non-blocking). Returns 1 if one
@@ -506,10 +367,10 @@ struct vrdma_prov_ops {
 			 struct vrdma_prov_qp_info *info);
 	/* MODIFY_QP; mask is VIRTIO_IB_QP_*. */
 	int (*modify_qp)(struct vrdma_prov_qp *qp,
-			 const struct vrdma_prov_qp_attr *attr, uint32_t mask);
+			 const struct vrdma_qp_attr *attr, uint32_t mask);
 	/* QUERY_QP; fills at least the fields of mask. */
 	int (*query_qp)(struct vrdma_prov_qp *qp, uint32_t mask,
-			struct vrdma_prov_qp_attr *attr);
+			struct vrdma_qp_attr *attr);
 	int (*destroy_qp)(struct vrdma_prov_qp *qp);
 	/* vrdma extension: RESIZE_QP (26), what ibv_modify_qp with IBV_QP_CAP
 	 * becomes (alone: the verbs layer issues it separately from, and
@@ -518,13 +379,13 @@ struct vrdma_prov_ops {
 	 * max_recv_wr 0 with an SRQ), actual out. -EINVAL for what the device
 	 * refuses, -EBUSY when growing needs a ring replacement while requests
 	 * are outstanding. */
-	int (*resize_qp)(struct vrdma_prov_qp *qp, struct vrdma_prov_qp_cap *cap);
+	int (*resize_qp)(struct vrdma_prov_qp *qp, struct vrdma_qp_cap *cap);
 	/* Post n WRs in order. Returns how many were posted (== n, or fewer
 	 * when WR number <return> was refused) or -errno if the first was. */
 	int (*post_send)(struct vrdma_prov_qp *qp,
-			 const struct vrdma_prov_send_wr *wr, unsigned int n);
+			 const struct vrdma_send_wr *wr, unsigned int n);
 	int (*post_recv)(struct vrdma_prov_qp *qp,
-			 const struct vrdma_prov_recv_wr *wr, unsigned int n);
+			 const struct vrdma_recv_wr *wr, unsigned int n);
 	/* vrdma extension: multicast groups (GID as raw bytes). */
 	int (*attach_mcast)(struct vrdma_prov_qp *qp, const uint8_t gid[16]);
 	int (*detach_mcast)(struct vrdma_prov_qp *qp, const uint8_t gid[16]);
@@ -550,20 +411,22 @@ struct vrdma_prov_ops {
 	 * post_recv). Completions come on the receive CQ of whichever QP took
 	 * the request, with that QP's qp_num. */
 	int (*post_srq_recv)(struct vrdma_prov_srq *srq,
-			     const struct vrdma_prov_recv_wr *wr, unsigned int n);
+			     const struct vrdma_recv_wr *wr, unsigned int n);
 
 	/* --- address handles --- */
 
 	int (*create_ah)(struct vrdma_prov_dev *dev, uint32_t pdn,
-			 const struct vrdma_prov_ah_attr *attr, uint32_t *ah);
+			 const struct vrdma_ah_attr *attr, uint32_t *ah);
 	int (*destroy_ah)(struct vrdma_prov_dev *dev, uint32_t pdn, uint32_t ah);
 };
 
 /* The real device (libvrdma). */
 extern const struct vrdma_prov_ops vrdma_prov_vrdma_ops;
-/* The fake device of VRDMA_FAKE_DEVICE: defined only in the test build
- * (tests/fake/provider_fake.c), NULL in the shipped library. */
-extern const struct vrdma_prov_ops vrdma_prov_fake_ops
+/* The provider the test build of the library uses instead of the real one
+ * (tests/fake/: the fake device, when its environment asks for it), or NULL.
+ * Defined only in the test build; the shipped library has no definition
+ * and never calls it. */
+const struct vrdma_prov_ops *vrdma_prov_test_select(void)
 	__attribute__((weak, visibility("hidden")));
 
 /* ------------------------------------------------------------------------ */

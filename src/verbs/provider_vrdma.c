@@ -40,15 +40,6 @@
 
 /* Wait for the probe's replies at most this long. */
 #define PROBE_TIMEOUT_MS 250
-/* Post / poll in batches of this many on the stack. */
-#define PROV_BATCH 16
-
-/* Layouts passed through without copying. */
-_Static_assert(sizeof(struct vrdma_prov_sge) == sizeof(struct vrdma_sge), "sge");
-_Static_assert(offsetof(struct vrdma_prov_sge, addr) == offsetof(struct vrdma_sge, addr), "sge");
-_Static_assert(offsetof(struct vrdma_prov_sge, length) == offsetof(struct vrdma_sge, length),
-	       "sge");
-_Static_assert(offsetof(struct vrdma_prov_sge, lkey) == offsetof(struct vrdma_sge, lkey), "sge");
 
 struct vrdma_prov_dev {
 	struct vrdma_dev *dev;
@@ -180,41 +171,14 @@ static void prov_close(struct vrdma_prov_dev *d)
 	free(d);
 }
 
-static int prov_query_device(struct vrdma_prov_dev *d, struct vrdma_prov_device_attr *p)
+static int prov_query_device(struct vrdma_prov_dev *d, struct vrdma_device_attr *attr,
+			     uint8_t mac[6])
 {
-	struct vrdma_device_attr a;
-	int rc = vrdma_query_device(d->dev, &a);
+	int rc = vrdma_query_device(d->dev, attr);
 
-	if (rc)
-		return rc;
-	memset(p, 0, sizeof(*p));
-	p->device_cap_flags = a.device_cap_flags;
-	p->max_mr_size = a.max_mr_size;
-	p->page_size_cap = a.page_size_cap;
-	p->hw_ver = a.hw_ver;
-	p->max_qp_wr = a.max_qp_wr;
-	p->max_send_sge = a.max_send_sge;
-	p->max_recv_sge = a.max_recv_sge;
-	p->max_sge_rd = a.max_sge_rd;
-	p->max_cqe = a.max_cqe;
-	p->max_mr = a.max_mr;
-	p->max_pd = a.max_pd;
-	p->max_qp_rd_atom = a.max_qp_rd_atom;
-	p->max_qp_init_rd_atom = a.max_qp_init_rd_atom;
-	p->max_ah = a.max_ah;
-	p->local_ca_ack_delay = a.local_ca_ack_delay;
-	vrdma_dev_mac(d->dev, p->mac);
-	p->max_rdma_qps = a.max_rdma_qps;
-	p->max_rdma_cqs = a.max_rdma_cqs;
-	p->ext = a.ext;
-	p->max_srq = a.max_srq;
-	p->max_srq_wr = a.max_srq_wr;
-	p->max_srq_sge = a.max_srq_sge;
-	p->max_mw = a.max_mw;
-	p->max_fast_reg_page_list_len = a.max_fast_reg_page_list_len;
-	p->max_pkeys = a.max_pkeys;
-	p->atomic_cap = a.atomic_cap;
-	return 0;
+	if (rc == 0)
+		vrdma_dev_mac(d->dev, mac);
+	return rc;
 }
 
 static int prov_query_port(struct vrdma_prov_dev *d, struct vrdma_prov_port_attr *p)
@@ -360,37 +324,10 @@ static int prov_dealloc_mw(struct vrdma_prov_dev *d, uint32_t mwn)
 	return vrdma_mw_dealloc(d->dev, mwn);
 }
 
-static void prov_ah_attr(const struct vrdma_prov_ah_attr *in, struct vrdma_ah_attr *out)
-{
-	memset(out, 0, sizeof(*out));
-	memcpy(out->grh.dgid, in->grh.dgid, 16);
-	out->grh.flow_label = in->grh.flow_label;
-	out->grh.sgid_index = in->grh.sgid_index;
-	out->grh.hop_limit = in->grh.hop_limit;
-	out->grh.traffic_class = in->grh.traffic_class;
-	memcpy(out->dmac, in->dmac, 6);
-	out->sl = in->sl;
-}
-
-static void prov_ah_attr_back(const struct vrdma_ah_attr *in, struct vrdma_prov_ah_attr *out)
-{
-	memset(out, 0, sizeof(*out));
-	memcpy(out->grh.dgid, in->grh.dgid, 16);
-	out->grh.flow_label = in->grh.flow_label;
-	out->grh.sgid_index = in->grh.sgid_index;
-	out->grh.hop_limit = in->grh.hop_limit;
-	out->grh.traffic_class = in->grh.traffic_class;
-	memcpy(out->dmac, in->dmac, 6);
-	out->sl = in->sl;
-}
-
 static int prov_create_ah(struct vrdma_prov_dev *d, uint32_t pdn,
-			  const struct vrdma_prov_ah_attr *attr, uint32_t *ah)
+			  const struct vrdma_ah_attr *attr, uint32_t *ah)
 {
-	struct vrdma_ah_attr a;
-
-	prov_ah_attr(attr, &a);
-	return vrdma_ah_create(d->dev, pdn, &a, ah);
+	return vrdma_ah_create(d->dev, pdn, attr, ah);
 }
 
 static int prov_destroy_ah(struct vrdma_prov_dev *d, uint32_t pdn, uint32_t ah)
@@ -431,40 +368,9 @@ static int prov_destroy_cq(struct vrdma_prov_cq *p)
 	return rc;
 }
 
-static int prov_poll_cq(struct vrdma_prov_cq *p, struct vrdma_prov_wc *wc, int n)
+static int prov_poll_cq(struct vrdma_prov_cq *p, struct vrdma_wc *wc, int n)
 {
-	struct vrdma_wc w[PROV_BATCH];
-	int done = 0;
-
-	while (done < n) {
-		int want = n - done < PROV_BATCH ? n - done : PROV_BATCH, got, i;
-
-		got = vrdma_cq_poll(p->cq, w, want);
-		if (got < 0)
-			return done ? done : got;
-		for (i = 0; i < got; i++) {
-			struct vrdma_prov_wc *o = &wc[done + i];
-
-			o->wr_id = w[i].wr_id;
-			o->status = w[i].status;
-			o->opcode = w[i].opcode;
-			o->vendor_err = w[i].vendor_err;
-			o->byte_len = w[i].byte_len;
-			o->imm_data = 0;
-			o->invalidated_rkey = 0;
-			if (w[i].wc_flags & VIRTIO_IB_WC_WITH_INV)
-				o->invalidated_rkey = w[i].invalidated_rkey;
-			else
-				o->imm_data = w[i].imm_data;
-			o->qp_num = w[i].qp_num;
-			o->src_qp = w[i].src_qp;
-			o->wc_flags = w[i].wc_flags;
-		}
-		done += got;
-		if (got < want)
-			break;
-	}
-	return done;
+	return vrdma_cq_poll(p->cq, wc, n);
 }
 
 static int prov_arm_cq(struct vrdma_prov_cq *p, uint32_t flags)
@@ -489,30 +395,11 @@ static int prov_resize_cq(struct vrdma_prov_cq *p, uint32_t *cqe)
 
 /* ---- QPs ----------------------------------------------------------------------- */
 
-static void prov_cap(const struct vrdma_prov_qp_cap *in, struct vrdma_qp_cap *out)
-{
-	out->max_send_wr = in->max_send_wr;
-	out->max_recv_wr = in->max_recv_wr;
-	out->max_send_sge = in->max_send_sge;
-	out->max_recv_sge = in->max_recv_sge;
-	out->max_inline_data = in->max_inline_data;
-}
-
-static void prov_cap_back(const struct vrdma_qp_cap *in, struct vrdma_prov_qp_cap *out)
-{
-	out->max_send_wr = in->max_send_wr;
-	out->max_recv_wr = in->max_recv_wr;
-	out->max_send_sge = in->max_send_sge;
-	out->max_recv_sge = in->max_recv_sge;
-	out->max_inline_data = in->max_inline_data;
-}
-
 static int prov_create_qp(struct vrdma_prov_dev *d, const struct vrdma_prov_qp_init *init,
 			  void *cookie, struct vrdma_prov_qp **out,
 			  struct vrdma_prov_qp_info *info)
 {
 	struct vrdma_qp_init in;
-	struct vrdma_qp_cap cap;
 	struct vrdma_prov_qp *p;
 	int rc;
 
@@ -525,7 +412,7 @@ static int prov_create_qp(struct vrdma_prov_dev *d, const struct vrdma_prov_qp_i
 	in.send_cq = init->send_cq->cq;
 	in.recv_cq = init->recv_cq->cq;
 	in.srq = init->srq ? init->srq->srq : NULL;
-	prov_cap(&init->cap, &in.cap);
+	in.cap = init->cap;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
@@ -535,69 +422,24 @@ static int prov_create_qp(struct vrdma_prov_dev *d, const struct vrdma_prov_qp_i
 		return rc;
 	}
 	vrdma_qp_set_context(p->qp, cookie);
-	vrdma_qp_get_cap(p->qp, &cap);
+	vrdma_qp_get_cap(p->qp, &info->cap);
 	info->qpn = vrdma_qp_num(p->qp);
-	prov_cap_back(&cap, &info->cap);
 	*out = p;
 	return 0;
 }
 
-static int prov_modify_qp(struct vrdma_prov_qp *p, const struct vrdma_prov_qp_attr *a,
+static int prov_modify_qp(struct vrdma_prov_qp *p, const struct vrdma_qp_attr *a,
 			  uint32_t mask)
 {
-	struct vrdma_qp_attr q;
-
-	memset(&q, 0, sizeof(q));
-	q.qp_state = a->qp_state;
-	q.cur_qp_state = a->cur_qp_state;
-	q.path_mtu = a->path_mtu;
-	q.max_rd_atomic = a->max_rd_atomic;
-	q.max_dest_rd_atomic = a->max_dest_rd_atomic;
-	q.min_rnr_timer = a->min_rnr_timer;
-	q.timeout = a->timeout;
-	q.retry_cnt = a->retry_cnt;
-	q.rnr_retry = a->rnr_retry;
-	q.qkey = a->qkey;
-	q.rq_psn = a->rq_psn;
-	q.sq_psn = a->sq_psn;
-	q.dest_qp_num = a->dest_qp_num;
-	q.qp_access_flags = a->qp_access_flags;
-	q.rate_limit = a->rate_limit;
-	prov_cap(&a->cap, &q.cap);
-	prov_ah_attr(&a->ah_attr, &q.ah_attr);
-	return vrdma_qp_modify(p->qp, &q, mask);
+	return vrdma_qp_modify(p->qp, a, mask);
 }
 
-static int prov_query_qp(struct vrdma_prov_qp *p, uint32_t mask, struct vrdma_prov_qp_attr *a)
+static int prov_query_qp(struct vrdma_prov_qp *p, uint32_t mask, struct vrdma_qp_attr *a)
 {
-	struct vrdma_qp_attr q;
-	int rc = vrdma_qp_query(p->qp, mask, &q);
-
-	if (rc)
-		return rc;
-	memset(a, 0, sizeof(*a));
-	a->qp_state = q.qp_state;
-	a->cur_qp_state = q.cur_qp_state;
-	a->path_mtu = q.path_mtu;
-	a->max_rd_atomic = q.max_rd_atomic;
-	a->max_dest_rd_atomic = q.max_dest_rd_atomic;
-	a->min_rnr_timer = q.min_rnr_timer;
-	a->timeout = q.timeout;
-	a->retry_cnt = q.retry_cnt;
-	a->rnr_retry = q.rnr_retry;
-	a->sq_draining = q.sq_draining;
-	a->qkey = q.qkey;
-	a->rq_psn = q.rq_psn;
-	a->sq_psn = q.sq_psn;
-	a->dest_qp_num = q.dest_qp_num;
-	a->qp_access_flags = q.qp_access_flags;
-	a->rate_limit = q.rate_limit;
-	prov_cap_back(&q.cap, &a->cap);
-	prov_ah_attr_back(&q.ah_attr, &a->ah_attr);
-	return 0;
+	return vrdma_qp_query(p->qp, mask, a);
 }
 
-static int prov_resize_qp(struct vrdma_prov_qp *p, struct vrdma_prov_qp_cap *cap)
+static int prov_resize_qp(struct vrdma_prov_qp *p, struct vrdma_qp_cap *cap)
 {
 	struct vrdma_qp_cap now;
 	int rc;
@@ -609,8 +451,7 @@ static int prov_resize_qp(struct vrdma_prov_qp *p, struct vrdma_prov_qp_cap *cap
 	rc = vrdma_qp_resize(p->qp, cap->max_send_wr, cap->max_recv_wr);
 	if (rc)
 		return rc;
-	vrdma_qp_get_cap(p->qp, &now);
-	prov_cap_back(&now, cap);
+	vrdma_qp_get_cap(p->qp, cap);
 	return 0;
 }
 
@@ -623,110 +464,16 @@ static int prov_destroy_qp(struct vrdma_prov_qp *p)
 	return rc;
 }
 
-static int prov_post_send(struct vrdma_prov_qp *p, const struct vrdma_prov_send_wr *wr,
+static int prov_post_send(struct vrdma_prov_qp *p, const struct vrdma_send_wr *wr,
 			  unsigned int n)
 {
-	struct vrdma_send_wr w[PROV_BATCH];
-	unsigned int done = 0;
-
-	while (done < n) {
-		unsigned int k = n - done < PROV_BATCH ? n - done : PROV_BATCH, i;
-		int rc;
-
-		for (i = 0; i < k; i++) {
-			const struct vrdma_prov_send_wr *s = &wr[done + i];
-			struct vrdma_send_wr *o = &w[i];
-
-			memset(o, 0, sizeof(*o));
-			o->wr_id = s->wr_id;
-			o->opcode = s->opcode;
-			o->send_flags = s->send_flags;
-			o->imm_data = s->imm_data;
-			switch (s->opcode) {
-			case VIRTIO_IB_WR_SEND:
-			case VIRTIO_IB_WR_SEND_WITH_IMM:
-				/* UD addressing (ignored on connected QPs) */
-				o->ud.remote_qpn = s->ud.remote_qpn;
-				o->ud.remote_qkey = s->ud.remote_qkey;
-				o->ud.ah = s->ud.ah;
-				break;
-			case VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP:
-			case VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD:
-				o->atomic.remote_addr = s->atomic.remote_addr;
-				o->atomic.compare_add = s->atomic.compare_add;
-				o->atomic.swap = s->atomic.swap;
-				o->atomic.rkey = s->atomic.rkey;
-				break;
-			case VIRTIO_IB_WR_LOCAL_INV:
-			case VIRTIO_IB_WR_SEND_WITH_INV: /* (RC: no addressing) */
-				o->invalidate_rkey = s->invalidate_rkey;
-				break;
-			case VIRTIO_IB_WR_BIND_MW:
-				o->bind_mw.addr = s->bind_mw.addr;
-				o->bind_mw.length = s->bind_mw.length;
-				o->bind_mw.mr_lkey = s->bind_mw.mr_lkey;
-				o->bind_mw.rkey = s->bind_mw.rkey;
-				o->bind_mw.access = s->bind_mw.access;
-				break;
-			default:
-				o->rdma.remote_addr = s->rdma.remote_addr;
-				o->rdma.rkey = s->rdma.rkey;
-				break;
-			}
-			o->num_sge = s->num_sge;
-			o->sg_list = (const struct vrdma_sge *)(const void *)s->sg_list;
-		}
-		rc = vrdma_post_send(p->qp, w, k);
-		if (rc < 0)
-			return done ? (int)done : rc;
-		done += (unsigned int)rc;
-		if ((unsigned int)rc < k)
-			break;
-	}
-	return (int)done;
+	return vrdma_post_send(p->qp, wr, n);
 }
 
-/* Convert receive WRs in batches and hand them to post (a QP's receive
- * queue or an SRQ). Returns the number posted, or an error if none was. */
-static int prov_post_recv_batches(int (*post)(void *q, const struct vrdma_recv_wr *w, unsigned n),
-				  void *q, const struct vrdma_prov_recv_wr *wr, unsigned int n)
-{
-	struct vrdma_recv_wr w[PROV_BATCH];
-	unsigned int done = 0;
-
-	while (done < n) {
-		unsigned int k = n - done < PROV_BATCH ? n - done : PROV_BATCH, i;
-		int rc;
-
-		for (i = 0; i < k; i++) {
-			w[i].wr_id = wr[done + i].wr_id;
-			w[i].num_sge = wr[done + i].num_sge;
-			w[i].sg_list = (const struct vrdma_sge *)(const void *)wr[done + i].sg_list;
-		}
-		rc = post(q, w, k);
-		if (rc < 0)
-			return done ? (int)done : rc;
-		done += (unsigned int)rc;
-		if ((unsigned int)rc < k)
-			break;
-	}
-	return (int)done;
-}
-
-static int post_qp_recv(void *q, const struct vrdma_recv_wr *w, unsigned n)
-{
-	return vrdma_post_recv(q, w, n);
-}
-
-static int post_srq_recv(void *q, const struct vrdma_recv_wr *w, unsigned n)
-{
-	return vrdma_post_srq_recv(q, w, n);
-}
-
-static int prov_post_recv(struct vrdma_prov_qp *p, const struct vrdma_prov_recv_wr *wr,
+static int prov_post_recv(struct vrdma_prov_qp *p, const struct vrdma_recv_wr *wr,
 			  unsigned int n)
 {
-	return prov_post_recv_batches(post_qp_recv, p->qp, wr, n);
+	return vrdma_post_recv(p->qp, wr, n);
 }
 
 /* ---- SRQs (extension) ----------------------------------------------------------- */
@@ -799,10 +546,10 @@ static int prov_destroy_srq(struct vrdma_prov_srq *p)
 	return rc;
 }
 
-static int prov_post_srq_recv(struct vrdma_prov_srq *p, const struct vrdma_prov_recv_wr *wr,
+static int prov_post_srq_recv(struct vrdma_prov_srq *p, const struct vrdma_recv_wr *wr,
 			      unsigned int n)
 {
-	return prov_post_recv_batches(post_srq_recv, p->srq, wr, n);
+	return vrdma_post_srq_recv(p->srq, wr, n);
 }
 
 const struct vrdma_prov_ops vrdma_prov_vrdma_ops = {

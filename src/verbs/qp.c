@@ -17,12 +17,12 @@
 #include "verbs/verbs_priv.h"
 
 /* The application's SGE arrays go to the provider as they are. */
-_Static_assert(sizeof(struct ibv_sge) == sizeof(struct vrdma_prov_sge), "sge");
-_Static_assert(offsetof(struct ibv_sge, addr) == offsetof(struct vrdma_prov_sge, addr),
+_Static_assert(sizeof(struct ibv_sge) == sizeof(struct vrdma_sge), "sge");
+_Static_assert(offsetof(struct ibv_sge, addr) == offsetof(struct vrdma_sge, addr),
 	       "sge");
 _Static_assert(offsetof(struct ibv_sge, length) ==
-		       offsetof(struct vrdma_prov_sge, length), "sge");
-_Static_assert(offsetof(struct ibv_sge, lkey) == offsetof(struct vrdma_prov_sge, lkey),
+		       offsetof(struct vrdma_sge, length), "sge");
+_Static_assert(offsetof(struct ibv_sge, lkey) == offsetof(struct vrdma_sge, lkey),
 	       "sge");
 /* Numbering shared by libibverbs and the device. */
 _Static_assert(IBV_QPT_RC == VIRTIO_IB_QPT_RC && IBV_QPT_UC == VIRTIO_IB_QPT_UC &&
@@ -54,7 +54,7 @@ _Static_assert(IBV_SEND_FENCE == VIRTIO_IB_SEND_FENCE &&
 /* Creation                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static void vrdma_cap_to_prov(const struct ibv_qp_cap *in, struct vrdma_prov_qp_cap *out)
+static void vrdma_cap_to_prov(const struct ibv_qp_cap *in, struct vrdma_qp_cap *out)
 {
 	out->max_send_wr = in->max_send_wr;
 	out->max_recv_wr = in->max_recv_wr;
@@ -63,7 +63,7 @@ static void vrdma_cap_to_prov(const struct ibv_qp_cap *in, struct vrdma_prov_qp_
 	out->max_inline_data = in->max_inline_data;
 }
 
-static void vrdma_cap_to_ibv(const struct vrdma_prov_qp_cap *in, struct ibv_qp_cap *out)
+static void vrdma_cap_to_ibv(const struct vrdma_qp_cap *in, struct ibv_qp_cap *out)
 {
 	out->max_send_wr = in->max_send_wr;
 	out->max_recv_wr = in->max_recv_wr;
@@ -124,7 +124,7 @@ struct vrdma_verbs_qp *vrdma_verbs_qp_create(struct ibv_pd *pd,
 			      &info);
 	if (ret) {
 		free(qp);
-		errno = -ret;
+		vrdma_errno(ret);
 		return NULL;
 	}
 	qp->ibqp.context = pd->context;
@@ -255,7 +255,7 @@ static int vrdma_qp_mask(int mask, uint32_t *out)
 /* attr (fields of mask) as the device's: 0 or a positive errno. */
 static int vrdma_qp_attr_to_prov(struct vrdma_verbs_context *ctx,
 				 const struct ibv_qp_attr *attr, int mask,
-				 struct vrdma_prov_qp_attr *out)
+				 struct vrdma_qp_attr *out)
 {
 	int ret;
 
@@ -307,10 +307,10 @@ static int vrdma_qp_attr_to_prov(struct vrdma_verbs_context *ctx,
  * inline limits are those in force, whatever attr says (the device
  * requires them unchanged). 0 or a positive errno.
  */
-static int vrdma_qp_resize(struct vrdma_verbs_qp *qp, const struct ibv_qp_cap *want)
+static int vrdma_verbs_qp_resize(struct vrdma_verbs_qp *qp, const struct ibv_qp_cap *want)
 {
 	struct vrdma_verbs_context *ctx = vrdma_ctx(qp->ibqp.context);
-	struct vrdma_prov_qp_cap cap;
+	struct vrdma_qp_cap cap;
 	int ret;
 
 	if (!vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_RESIZE_MAX_WR))
@@ -337,7 +337,7 @@ static int vrdma_qp_resize(struct vrdma_verbs_qp *qp, const struct ibv_qp_cap *w
 int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
 	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
-	struct vrdma_prov_qp_attr pa;
+	struct vrdma_qp_attr pa;
 	uint32_t dmask;
 	int ret;
 
@@ -346,7 +346,7 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		ret = vrdma_qp_attr_to_prov(vrdma_ctx(ibqp->context), attr,
 					    mask & ~IBV_QP_CAP, &pa);
 	if (!ret && (mask & IBV_QP_CAP))
-		ret = vrdma_qp_resize(qp, &attr->cap);
+		ret = vrdma_verbs_qp_resize(qp, &attr->cap);
 	if (ret) {
 		errno = ret;
 		return ret;
@@ -367,7 +367,7 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		 struct ibv_qp_init_attr *init_attr)
 {
 	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
-	struct vrdma_prov_qp_attr pa;
+	struct vrdma_qp_attr pa;
 	uint32_t dmask;
 	int ret;
 
@@ -499,7 +499,7 @@ int vrdma_verbs_mw_access(unsigned int ibv_access, uint32_t *out)
  */
 static inline int vrdma_send_wr(const struct vrdma_verbs_context *ctx,
 				enum ibv_qp_type type, const struct ibv_send_wr *wr,
-				struct vrdma_prov_send_wr *out)
+				struct vrdma_send_wr *out)
 {
 	if (wr->num_sge < 0 || (wr->send_flags & ~VRDMA_SEND_FLAGS))
 		return EINVAL;
@@ -507,7 +507,7 @@ static inline int vrdma_send_wr(const struct vrdma_verbs_context *ctx,
 	out->send_flags = (uint8_t)wr->send_flags;
 	out->imm_data = wr->imm_data;
 	out->num_sge = (uint32_t)wr->num_sge;
-	out->sg_list = (const struct vrdma_prov_sge *)wr->sg_list;
+	out->sg_list = (const struct vrdma_sge *)wr->sg_list;
 
 	switch (wr->opcode) {
 	case IBV_WR_SEND:
@@ -585,7 +585,7 @@ static inline int vrdma_send_wr(const struct vrdma_verbs_context *ctx,
 }
 
 int vrdma_verbs_send_wr(const struct vrdma_verbs_context *ctx, enum ibv_qp_type type,
-			const struct ibv_send_wr *wr, struct vrdma_prov_send_wr *out)
+			const struct ibv_send_wr *wr, struct vrdma_send_wr *out)
 {
 	return vrdma_send_wr(ctx, type, wr, out);
 }
@@ -597,7 +597,7 @@ int vrdma_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 {
 	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
 	const struct vrdma_verbs_context *ctx = vrdma_ctx(ibqp->context);
-	struct vrdma_prov_send_wr pw[VRDMA_VERBS_POST_BATCH];
+	struct vrdma_send_wr pw[VRDMA_VERBS_POST_BATCH];
 	struct ibv_send_wr *src[VRDMA_VERBS_POST_BATCH];
 
 	while (wr) {
@@ -638,7 +638,7 @@ static inline int vrdma_post_recv_common(const struct vrdma_prov_ops *ops,
 					 struct ibv_recv_wr *wr,
 					 struct ibv_recv_wr **bad_wr)
 {
-	struct vrdma_prov_recv_wr pw[VRDMA_VERBS_POST_BATCH];
+	struct vrdma_recv_wr pw[VRDMA_VERBS_POST_BATCH];
 	struct ibv_recv_wr *src[VRDMA_VERBS_POST_BATCH];
 
 	while (wr) {
@@ -652,7 +652,7 @@ static inline int vrdma_post_recv_common(const struct vrdma_prov_ops *ops,
 			}
 			pw[n].wr_id = wr->wr_id;
 			pw[n].num_sge = (uint32_t)wr->num_sge;
-			pw[n].sg_list = (const struct vrdma_prov_sge *)wr->sg_list;
+			pw[n].sg_list = (const struct vrdma_sge *)wr->sg_list;
 			src[n++] = wr;
 			wr = wr->next;
 		}
@@ -728,7 +728,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr
 			      &srq->prov);
 	if (ret) {
 		free(srq);
-		errno = -ret;
+		vrdma_errno(ret);
 		return NULL;
 	}
 	srq->ibsrq.context = pd->context;

@@ -32,10 +32,10 @@ struct vrdma_qpx_meta {
 
 struct vrdma_verbs_qpx_batch {
 	pthread_mutex_t lock;         /* wr_start .. wr_complete / wr_abort */
-	struct vrdma_prov_send_wr *wrs;
+	struct vrdma_send_wr *wrs;
 	struct vrdma_qpx_meta *meta;
 	unsigned int n, wr_cap;
-	struct vrdma_prov_sge *sges;
+	struct vrdma_sge *sges;
 	uint32_t nsge, sge_cap;
 	uint8_t *inl;
 	size_t inl_len, inl_cap;
@@ -91,7 +91,7 @@ static void vrdma_qpx_add(struct ibv_qp_ex *ibqpx, struct ibv_send_wr *wr)
 {
 	struct vrdma_verbs_qp *qp = vrdma_qpx(ibqpx);
 	struct vrdma_verbs_qpx_batch *b = qp->batch;
-	struct vrdma_prov_send_wr pw;
+	struct vrdma_send_wr pw;
 	uint32_t cap = b->wr_cap;
 	int ret;
 
@@ -247,10 +247,10 @@ static void vrdma_qpx_atomic_write(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 /* ------------------------------------------------------------------------ */
 
 /* The last WR of the batch, if it may take data (SGEs or inline bytes). */
-static struct vrdma_prov_send_wr *vrdma_qpx_last_data(struct vrdma_verbs_qp *qp)
+static struct vrdma_send_wr *vrdma_qpx_last_data(struct vrdma_verbs_qp *qp)
 {
 	struct vrdma_verbs_qpx_batch *b = qp->batch;
-	struct vrdma_prov_send_wr *pw;
+	struct vrdma_send_wr *pw;
 
 	if (b->err)
 		return NULL;
@@ -271,7 +271,7 @@ static void vrdma_qpx_set_sge_list(struct ibv_qp_ex *ibqpx, size_t num_sge,
 {
 	struct vrdma_verbs_qp *qp = vrdma_qpx(ibqpx);
 	struct vrdma_verbs_qpx_batch *b = qp->batch;
-	struct vrdma_prov_send_wr *pw = vrdma_qpx_last_data(qp);
+	struct vrdma_send_wr *pw = vrdma_qpx_last_data(qp);
 	int ret;
 
 	if (!pw)
@@ -308,7 +308,7 @@ static void vrdma_qpx_set_inline_data_list(struct ibv_qp_ex *ibqpx, size_t num_b
 {
 	struct vrdma_verbs_qp *qp = vrdma_qpx(ibqpx);
 	struct vrdma_verbs_qpx_batch *b = qp->batch;
-	struct vrdma_prov_send_wr *pw = vrdma_qpx_last_data(qp);
+	struct vrdma_send_wr *pw = vrdma_qpx_last_data(qp);
 	size_t total = 0, i;
 	uint32_t need;
 	int ret;
@@ -381,7 +381,7 @@ static void vrdma_qpx_set_ud_addr(struct ibv_qp_ex *ibqpx, struct ibv_ah *ah,
 {
 	struct vrdma_verbs_qp *qp = vrdma_qpx(ibqpx);
 	struct vrdma_verbs_qpx_batch *b = qp->batch;
-	struct vrdma_prov_send_wr *pw;
+	struct vrdma_send_wr *pw;
 
 	if (b->err)
 		return;
@@ -431,7 +431,7 @@ static int vrdma_qpx_complete(struct ibv_qp_ex *ibqpx)
 	int ret = b->err;
 
 	for (i = 0; !ret && i < b->n; i++) {
-		struct vrdma_prov_send_wr *pw = &b->wrs[i];
+		struct vrdma_send_wr *pw = &b->wrs[i];
 
 		if (b->meta[i].needs_ud_addr) {
 			ret = EINVAL;

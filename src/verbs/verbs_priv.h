@@ -106,7 +106,7 @@ struct vrdma_verbs_context {
 	int own_async_fd; /* our never-firing eventfd when the provider has none */
 	/* The device's capabilities, read once at open (zero if the query
 	 * failed): what the extension checks look at. */
-	struct vrdma_prov_device_attr caps;
+	struct vrdma_device_attr caps;
 	pthread_mutex_t obj_lock;        /* objs and binds */
 	struct vrdma_verbs_obj *objs;
 	struct vrdma_verbs_bind *binds;  /* oldest first */
@@ -137,7 +137,7 @@ struct vrdma_verbs_cq {
 	bool single_threaded;
 	uint64_t wc_flags;
 	pthread_mutex_t poll_lock; /* start_poll .. end_poll */
-	struct vrdma_prov_wc cur;
+	struct vrdma_wc cur;
 	uint64_t cur_ts_ns;        /* CLOCK_MONOTONIC */
 	uint64_t cur_wallclock_ns; /* CLOCK_REALTIME */
 };
@@ -153,7 +153,7 @@ struct vrdma_verbs_qp {
 	const struct vrdma_prov_ops *ops;
 	struct vrdma_prov_qp *prov;
 	bool sq_sig_all;
-	struct vrdma_prov_qp_cap cap; /* in force (create, resize) */
+	struct vrdma_qp_cap cap; /* in force (create, resize) */
 	pthread_mutex_t cap_lock;     /* cap, for ibv_modify_qp(IBV_QP_CAP) */
 	uint32_t events_delivered; /* under ibqp.mutex */
 	/* QPs of ibv_create_qp_ex with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
@@ -194,8 +194,10 @@ static inline struct vrdma_verbs_srq *vrdma_srq(struct ibv_srq *ibsrq)
 	return vrdma_container_of(ibsrq, struct vrdma_verbs_srq, ibsrq);
 }
 
-/* errno = -neg (neg < 0) and the positive errno, for verbs that return an
- * errno value. */
+/* The one mapping of an error below (a provider's / libvrdma's negative
+ * errno) to the verbs layer's: sets errno = -neg (neg < 0) and returns the
+ * positive errno, for verbs that return one; verbs that return NULL or -1
+ * call it for errno alone. */
 static inline int vrdma_errno(int neg)
 {
 	errno = -neg;
@@ -215,8 +217,8 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
 
 /* --- device.c --- */
 
-/* The provider of this process: in the test build the fake one when
- * VRDMA_FAKE_DEVICE is set (to anything but "" and "0"), else libvrdma's. */
+/* The provider of this process: libvrdma's, or in the test build the one
+ * vrdma_prov_test_select() names. */
 VRDMA_HIDDEN const struct vrdma_prov_ops *vrdma_verbs_provider(void);
 
 /* Port attributes in libibverbs terms; 0 or a positive errno. */
@@ -263,7 +265,7 @@ VRDMA_HIDDEN struct vrdma_verbs_cq *vrdma_verbs_cq_create(struct ibv_context *ib
 							  struct ibv_comp_channel *channel,
 							  int comp_vector);
 /* One device completion as a struct ibv_wc. */
-VRDMA_HIDDEN void vrdma_verbs_wc_to_ibv(const struct vrdma_prov_wc *p, struct ibv_wc *wc);
+VRDMA_HIDDEN void vrdma_verbs_wc_to_ibv(const struct vrdma_wc *p, struct ibv_wc *wc);
 /* Window binds completed by the n completions of wc (see vrdma_verbs_bind). */
 VRDMA_HIDDEN void vrdma_verbs_binds_complete(struct vrdma_verbs_context *ctx,
 					     const struct ibv_wc *wc, int n);
@@ -302,7 +304,7 @@ VRDMA_HIDDEN struct ibv_srq *vrdma_verbs_create_srq_ex(struct ibv_context *ibctx
  * positive errno. */
 VRDMA_HIDDEN int vrdma_verbs_send_wr(const struct vrdma_verbs_context *ctx,
 				     enum ibv_qp_type type, const struct ibv_send_wr *wr,
-				     struct vrdma_prov_send_wr *out);
+				     struct vrdma_send_wr *out);
 /* A QP of ibv_create_qp / ibv_create_qp_ex (init->comp_mask PD only used
  * plus the basic fields), or NULL with errno set. */
 VRDMA_HIDDEN struct vrdma_verbs_qp *vrdma_verbs_qp_create(struct ibv_pd *pd,
@@ -342,9 +344,9 @@ VRDMA_HIDDEN int vrdma_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
  * port 1, destination MAC resolved). 0 or a positive errno. */
 VRDMA_HIDDEN int vrdma_verbs_ah_attr(struct vrdma_verbs_context *ctx,
 				     const struct ibv_ah_attr *in,
-				     struct vrdma_prov_ah_attr *out);
+				     struct vrdma_ah_attr *out);
 /* The device's address vector back in libibverbs terms. */
-VRDMA_HIDDEN void vrdma_verbs_ah_attr_to_ibv(const struct vrdma_prov_ah_attr *in,
+VRDMA_HIDDEN void vrdma_verbs_ah_attr_to_ibv(const struct vrdma_ah_attr *in,
 					     struct ibv_ah_attr *out);
 
 #endif /* VRDMA_VERBS_PRIV_H */

@@ -77,7 +77,7 @@ struct fake_mr {
 struct fake_rwr {
 	uint64_t wr_id;
 	uint32_t num_sge;
-	struct vrdma_prov_sge sge[FAKE_MAX_SGE];
+	struct vrdma_sge sge[FAKE_MAX_SGE];
 };
 
 /* A FIFO of receive WRs (an RQ or an SRQ). */
@@ -102,7 +102,7 @@ struct vrdma_prov_dev {
 struct vrdma_prov_cq {
 	struct vrdma_prov_dev *dev;
 	pthread_mutex_t lock;
-	struct vrdma_prov_wc *ring;
+	struct vrdma_wc *ring;
 	uint32_t size, head, count;
 	bool armed;
 	int efd;
@@ -128,7 +128,7 @@ struct vrdma_prov_qp {
 	uint8_t qp_type;
 	bool sq_sig_all;
 	struct fake_rq rq; /* under dev->lock */
-	struct vrdma_prov_qp_attr attr; /* qp_state and everything modified */
+	struct vrdma_qp_attr attr; /* qp_state and everything modified */
 };
 
 static int fake_count(void)
@@ -212,7 +212,8 @@ static void fake_close(struct vrdma_prov_dev *dev)
 	free(dev);
 }
 
-static int fake_query_device(struct vrdma_prov_dev *dev, struct vrdma_prov_device_attr *a)
+static int fake_query_device(struct vrdma_prov_dev *dev, struct vrdma_device_attr *a,
+			     uint8_t mac[6])
 {
 	memset(a, 0, sizeof(*a));
 	a->device_cap_flags = VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN | VIRTIO_IB_DEVICE_SRQ |
@@ -234,9 +235,11 @@ static int fake_query_device(struct vrdma_prov_dev *dev, struct vrdma_prov_devic
 	a->max_qp_init_rd_atom = 16;
 	a->max_ah = 65536;
 	a->local_ca_ack_delay = 15;
-	memcpy(a->mac, dev->mac, 6);
+	memcpy(mac, dev->mac, 6);
 	a->max_rdma_qps = FAKE_MAX_QPS;
 	a->max_rdma_cqs = FAKE_MAX_CQS;
+	a->max_qp = FAKE_MAX_QPS - 2;
+	a->max_inline_data = FAKE_MAX_INLINE;
 	if (dev->seed_only) {
 		a->device_cap_flags = VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN;
 		return 0;
@@ -542,7 +545,7 @@ static int fake_destroy_cq(struct vrdma_prov_cq *cq)
 
 static int fake_resize_cq(struct vrdma_prov_cq *cq, uint32_t *cqe)
 {
-	struct vrdma_prov_wc *ring;
+	struct vrdma_wc *ring;
 	uint32_t i;
 
 	if (!*cqe || *cqe > FAKE_MAX_CQE)
@@ -567,7 +570,7 @@ static int fake_resize_cq(struct vrdma_prov_cq *cq, uint32_t *cqe)
 }
 
 /* Adds a completion (signalling an armed CQ). -ENOMEM when full. */
-static int fake_cq_push(struct vrdma_prov_cq *cq, const struct vrdma_prov_wc *wc)
+static int fake_cq_push(struct vrdma_prov_cq *cq, const struct vrdma_wc *wc)
 {
 	uint64_t one = 1;
 	bool signal = false;
@@ -589,7 +592,7 @@ static int fake_cq_push(struct vrdma_prov_cq *cq, const struct vrdma_prov_wc *wc
 	return 0;
 }
 
-static int fake_poll_cq(struct vrdma_prov_cq *cq, struct vrdma_prov_wc *wc, int n)
+static int fake_poll_cq(struct vrdma_prov_cq *cq, struct vrdma_wc *wc, int n)
 {
 	int k = 0;
 
@@ -655,7 +658,7 @@ static int fake_rq_resize(struct fake_rq *rq, uint32_t size)
 	return 0;
 }
 
-static int fake_rq_post(struct fake_rq *rq, const struct vrdma_prov_recv_wr *wr,
+static int fake_rq_post(struct fake_rq *rq, const struct vrdma_recv_wr *wr,
 			unsigned int n, uint32_t max_sge)
 {
 	unsigned int i;
@@ -753,7 +756,7 @@ static int fake_destroy_srq(struct vrdma_prov_srq *srq)
 	return 0;
 }
 
-static int fake_post_srq_recv(struct vrdma_prov_srq *srq, const struct vrdma_prov_recv_wr *wr,
+static int fake_post_srq_recv(struct vrdma_prov_srq *srq, const struct vrdma_recv_wr *wr,
 			      unsigned int n)
 {
 	int ret;
@@ -824,10 +827,10 @@ static int fake_create_qp(struct vrdma_prov_dev *dev, const struct vrdma_prov_qp
 	return 0;
 }
 
-static int fake_modify_qp(struct vrdma_prov_qp *qp, const struct vrdma_prov_qp_attr *a,
+static int fake_modify_qp(struct vrdma_prov_qp *qp, const struct vrdma_qp_attr *a,
 			  uint32_t mask)
 {
-	struct vrdma_prov_qp_attr *s = &qp->attr;
+	struct vrdma_qp_attr *s = &qp->attr;
 	bool to_err = false;
 
 	if (mask & ~VIRTIO_IB_QP_ATTR_MASK_ALL)
@@ -879,7 +882,7 @@ static int fake_modify_qp(struct vrdma_prov_qp *qp, const struct vrdma_prov_qp_a
 }
 
 static int fake_query_qp(struct vrdma_prov_qp *qp, uint32_t mask,
-			 struct vrdma_prov_qp_attr *a)
+			 struct vrdma_qp_attr *a)
 {
 	(void)mask;
 	pthread_mutex_lock(&qp->lock);
@@ -888,9 +891,9 @@ static int fake_query_qp(struct vrdma_prov_qp *qp, uint32_t mask,
 	return 0;
 }
 
-static int fake_resize_qp(struct vrdma_prov_qp *qp, struct vrdma_prov_qp_cap *cap)
+static int fake_resize_qp(struct vrdma_prov_qp *qp, struct vrdma_qp_cap *cap)
 {
-	struct vrdma_prov_qp_cap *s = &qp->attr.cap;
+	struct vrdma_qp_cap *s = &qp->attr.cap;
 	int ret;
 
 	if (cap->max_send_sge != s->max_send_sge || cap->max_recv_sge != s->max_recv_sge ||
@@ -936,34 +939,17 @@ static int fake_destroy_qp(struct vrdma_prov_qp *qp)
 	return 0;
 }
 
-/* The completion opcode of a send WR opcode, or -1. */
+/* The completion opcode of a send WR opcode, or -1 for one the fake
+ * device does not execute (REG_MR, reserved numbers). */
 static int fake_wc_opcode(uint8_t op)
 {
-	switch (op) {
-	case VIRTIO_IB_WR_SEND:
-	case VIRTIO_IB_WR_SEND_WITH_IMM:
-	case VIRTIO_IB_WR_SEND_WITH_INV:
-		return VIRTIO_IB_WC_SEND;
-	case VIRTIO_IB_WR_RDMA_WRITE:
-	case VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM:
-		return VIRTIO_IB_WC_RDMA_WRITE;
-	case VIRTIO_IB_WR_RDMA_READ:
-		return VIRTIO_IB_WC_RDMA_READ;
-	case VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP:
-		return VIRTIO_IB_WC_COMP_SWAP;
-	case VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD:
-		return VIRTIO_IB_WC_FETCH_ADD;
-	case VIRTIO_IB_WR_LOCAL_INV:
-		return VIRTIO_IB_WC_LOCAL_INV;
-	case VIRTIO_IB_WR_BIND_MW:
-		return VIRTIO_IB_WC_BIND_MW;
-	default:
+	if (op > VIRTIO_IB_WR_SEND_WITH_INV)
 		return -1;
-	}
+	return virtio_ib_wc_opcode_of_wr(op);
 }
 
 /* Executes an atomic on this process's memory: a status. */
-static uint8_t fake_atomic(struct vrdma_prov_dev *dev, const struct vrdma_prov_send_wr *wr)
+static uint8_t fake_atomic(struct vrdma_prov_dev *dev, const struct vrdma_send_wr *wr)
 {
 	const struct fake_mr *m, *mr;
 	uint64_t va = wr->atomic.remote_addr, orig;
@@ -997,7 +983,7 @@ static uint8_t fake_atomic(struct vrdma_prov_dev *dev, const struct vrdma_prov_s
 }
 
 /* Binds a window: a status. */
-static uint8_t fake_bind(struct vrdma_prov_dev *dev, const struct vrdma_prov_send_wr *wr)
+static uint8_t fake_bind(struct vrdma_prov_dev *dev, const struct vrdma_send_wr *wr)
 {
 	struct fake_mr *w, *mr = NULL;
 	uint8_t st = VIRTIO_IB_WC_MW_BIND_ERR;
@@ -1039,13 +1025,13 @@ static struct vrdma_prov_qp *fake_qp_find(struct vrdma_prov_dev *dev, uint32_t q
 
 /* Loopback of a SEND to the peer QP: a status of the send. *delivered is
  * false when there is no peer on this device. */
-static uint8_t fake_deliver(struct vrdma_prov_qp *qp, const struct vrdma_prov_send_wr *wr,
+static uint8_t fake_deliver(struct vrdma_prov_qp *qp, const struct vrdma_send_wr *wr,
 			    uint64_t len, bool *delivered)
 {
 	struct vrdma_prov_dev *dev = qp->dev;
 	struct vrdma_prov_qp *peer;
 	struct vrdma_prov_cq *rcq;
-	struct vrdma_prov_wc wc;
+	struct vrdma_wc wc;
 	struct fake_rwr r;
 	uint64_t room = 0, off = 0;
 	uint32_t s, d = 0, doff = 0;
@@ -1125,7 +1111,7 @@ static uint8_t fake_deliver(struct vrdma_prov_qp *qp, const struct vrdma_prov_se
 	return VIRTIO_IB_WC_SUCCESS;
 }
 
-static int fake_post_send(struct vrdma_prov_qp *qp, const struct vrdma_prov_send_wr *wr,
+static int fake_post_send(struct vrdma_prov_qp *qp, const struct vrdma_send_wr *wr,
 			  unsigned int n)
 {
 	unsigned int i;
@@ -1135,7 +1121,7 @@ static int fake_post_send(struct vrdma_prov_qp *qp, const struct vrdma_prov_send
 	state = qp->attr.qp_state;
 	pthread_mutex_unlock(&qp->lock);
 	for (i = 0; i < n; i++) {
-		struct vrdma_prov_wc wc;
+		struct vrdma_wc wc;
 		uint64_t len = 0;
 		uint32_t s;
 		uint8_t st = VIRTIO_IB_WC_SUCCESS;
@@ -1189,7 +1175,7 @@ static int fake_post_send(struct vrdma_prov_qp *qp, const struct vrdma_prov_send
 	return (int)n;
 }
 
-static int fake_post_recv(struct vrdma_prov_qp *qp, const struct vrdma_prov_recv_wr *wr,
+static int fake_post_recv(struct vrdma_prov_qp *qp, const struct vrdma_recv_wr *wr,
 			  unsigned int n)
 {
 	uint8_t state;
@@ -1207,7 +1193,7 @@ static int fake_post_recv(struct vrdma_prov_qp *qp, const struct vrdma_prov_recv
 }
 
 static int fake_create_ah(struct vrdma_prov_dev *dev, uint32_t pdn,
-			  const struct vrdma_prov_ah_attr *attr, uint32_t *ah)
+			  const struct vrdma_ah_attr *attr, uint32_t *ah)
 {
 	(void)pdn;
 	if (attr->grh.sgid_index >= FAKE_GID_TBL_LEN)
@@ -1224,7 +1210,7 @@ static int fake_destroy_ah(struct vrdma_prov_dev *dev, uint32_t pdn, uint32_t ah
 	return 0;
 }
 
-const struct vrdma_prov_ops vrdma_prov_fake_ops = {
+static const struct vrdma_prov_ops fake_ops = {
 	.name = "fake",
 	.discover = fake_discover,
 	.open = fake_open,
@@ -1262,3 +1248,12 @@ const struct vrdma_prov_ops vrdma_prov_fake_ops = {
 	.create_ah = fake_create_ah,
 	.destroy_ah = fake_destroy_ah,
 };
+
+/* The test build's provider: the fake device when VRDMA_FAKE_DEVICE is set
+ * (to anything but "" and "0"), else the real one. */
+const struct vrdma_prov_ops *vrdma_prov_test_select(void)
+{
+	const char *e = getenv("VRDMA_FAKE_DEVICE");
+
+	return e && *e && strcmp(e, "0") != 0 ? &fake_ops : NULL;
+}

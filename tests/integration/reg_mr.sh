@@ -152,7 +152,9 @@ else
 fi
 
 # ---- 4. clean stop ---------------------------------------------------------------
-kill -TERM $DPID
+# To the daemon itself, not its timeout wrapper (which would SIGKILL a slow
+# but clean shutdown 5 s later: daemon_lib.bash d_stop).
+kill -TERM "$(cat "$PIDF")" 2>/dev/null || kill -TERM $DPID
 wait $DPID
 rc=$?
 if [ $rc = 0 ]; then ok daemon_clean_exit; else

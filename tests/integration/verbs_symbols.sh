@@ -19,7 +19,8 @@ RUN="$VRDMA_BUILD/bin/vrdma-run"
 SYSLIB=/usr/lib/x86_64-linux-gnu/libibverbs.so.1
 LOADER_ERR='symbol lookup error|undefined symbol|version .IBVERBS[^ ]* not found|error while loading shared libraries|cannot open shared object'
 
-need setup "$LIB" "$FAKELIB/libibverbs.so.1" objdump || t_done
+need setup "$LIB" "$FAKELIB/libibverbs.so.1" "$LIBDIR/libvrdma-devfiles.so" \
+	"$FAKELIB/libvrdma-devfiles.so" objdump || t_done
 
 # An ASan-built library needs the sanitizer runtimes first in a plain binary.
 PRELOAD=
@@ -46,12 +47,43 @@ imports_of() {
 
 exports_of "$LIB" >"$T_TMP/ours"
 
-# The shipped library carries no test code: the fake provider is only in the
-# test build.
-if nm "$LIB" | grep -q vrdma_prov_fake_ops; then
-	not_ok shipped.no_fake_device "vrdma_prov_fake_ops in $LIB"
-else
+# The shipped libraries carry no test code: the fake device (its selector and
+# its environment variable) is only in the test builds in tests/lib.
+bad=
+for f in "$LIB" "$LIBDIR/libvrdma-devfiles.so"; do
+	if nm "$f" | grep -Eq 'vrdma_prov_test_select|devfiles_test_count' ||
+		grep -aq VRDMA_FAKE_DEVICE "$f"; then
+		bad="$bad $f"
+	fi
+done
+for f in "$FAKELIB/libibverbs.so.1" "$FAKELIB/libvrdma-devfiles.so"; do
+	grep -aq VRDMA_FAKE_DEVICE "$f" || bad="$bad (test build without the fake device: $f)"
+done
+if [ -z "$bad" ]; then
 	ok shipped.no_fake_device
+else
+	not_ok shipped.no_fake_device "fake device in:$bad"
+fi
+
+# The test build of libvrdma-devfiles.so gives the fake devices their /dev
+# node (a uverbs-like character device) and GID type files; the shipped one
+# does not.
+# node_check LIB: what the device files look like with LIB preloaded and two
+# fake devices (bash's [ -c ] goes through stat(), which the library answers).
+node_check() {
+	env LD_PRELOAD="${PRELOAD:+$PRELOAD:}$1" VRDMA_FAKE_DEVICE=2 bash -c '
+		for i in 1 2; do
+			[ -c /dev/infiniband/vrdma$i ] && echo "node$i" || echo "none$i"
+		done
+		cat /sys/class/infiniband/vrdma1/ports/1/gid_attrs/types/0 2>/dev/null || echo "no gid type"' 2>&1 |
+		tr '\n' ' '
+}
+got=$(node_check "$FAKELIB/libvrdma-devfiles.so")
+shipped=$(node_check "$LIBDIR/libvrdma-devfiles.so")
+if [ "$got" = "node1 none2 RoCE v2 " ] && [ "$shipped" = "none1 none2 no gid type " ]; then
+	ok devfiles.fake_device_node
+else
+	not_ok devfiles.fake_device_node "test build: '$got'; shipped: '$shipped'"
 fi
 
 # --- symbol coverage -------------------------------------------------------
