@@ -72,36 +72,13 @@ void roce_sq_detach(struct roce_tq *tq)
 	tq->stalled = false;
 }
 
-uint8_t roce_wc_opcode_of_wr(uint8_t wr_opcode)
-{
-	switch (wr_opcode) {
-	case VIRTIO_IB_WR_RDMA_WRITE:
-	case VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM:
-		return VIRTIO_IB_WC_RDMA_WRITE;
-	case VIRTIO_IB_WR_RDMA_READ:
-		return VIRTIO_IB_WC_RDMA_READ;
-	case VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP:
-		return VIRTIO_IB_WC_COMP_SWAP;
-	case VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD:
-		return VIRTIO_IB_WC_FETCH_ADD;
-	case VIRTIO_IB_WR_LOCAL_INV:
-		return VIRTIO_IB_WC_LOCAL_INV;
-	case VIRTIO_IB_WR_BIND_MW:
-		return VIRTIO_IB_WC_BIND_MW;
-	case VIRTIO_IB_WR_REG_MR:
-		return VIRTIO_IB_WC_REG_MR;
-	default:
-		return VIRTIO_IB_WC_SEND;
-	}
-}
-
 /* The completion opcode for tq: a driver without ROCE_EXT never sees one of
  * the extension's opcodes (its WRs with those opcodes are refused). */
 static uint8_t sq_wc_opcode(const struct roce_tq *tq, uint8_t wr_opcode)
 {
 	if (!tq->tp->rd->ext && wr_opcode > VIRTIO_IB_WR_RDMA_READ)
 		return VIRTIO_IB_WC_SEND;
-	return roce_wc_opcode_of_wr(wr_opcode);
+	return virtio_ib_wc_opcode_of_wr(wr_opcode);
 }
 
 static void wqe_bad(struct roce_tq *tq, struct roce_swqe *w, uint8_t status)

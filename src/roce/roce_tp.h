@@ -596,8 +596,6 @@ void roce_sq_complete_head(struct roce_tq *tq, uint8_t status);
 void roce_sq_flush(struct roce_tq *tq);
 /* Give every live WQE's descriptor back without completion (RESET). */
 void roce_sq_drop(struct roce_tq *tq);
-/* The completion opcode of a send WR opcode. */
-uint8_t roce_wc_opcode_of_wr(uint8_t wr_opcode);
 /* Whether a send WR opcode is an atomic (CMP_AND_SWP, FETCH_AND_ADD). */
 static inline bool roce_wr_is_atomic(uint8_t wr_opcode)
 {

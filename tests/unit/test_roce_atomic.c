@@ -1253,11 +1253,11 @@ static void test_no_ext(void)
 				CHECK_EQ(wc[0].status, VIRTIO_IB_WC_LOC_QP_OP_ERR);
 				CHECK_EQ(wc[0].opcode, e == 0 || ops[i] == 10 || ops[i] == 11 ?
 					 VIRTIO_IB_WC_SEND :
-					 roce_wc_opcode_of_wr(ops[i]));
+					 virtio_ib_wc_opcode_of_wr(ops[i]));
 			} else {
 				CHECK(wc[0].status != VIRTIO_IB_WC_LOC_QP_OP_ERR);
 				CHECK(wc[0].status != VIRTIO_IB_WC_SUCCESS);
-				CHECK_EQ(wc[0].opcode, roce_wc_opcode_of_wr(ops[i]));
+				CHECK_EQ(wc[0].opcode, virtio_ib_wc_opcode_of_wr(ops[i]));
 			}
 			/* a local error: RC to ERR, UC / UD to SQE */
 			CHECK_EQ(qp_state(p.a, p.qa[0].qpn), c.type == VIRTIO_IB_QPT_RC ?

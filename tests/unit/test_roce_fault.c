@@ -167,7 +167,7 @@ static void flow_poll(struct flow *f)
 		struct msg *m = &f->m[i];
 		uint64_t off = (uint64_t)(i % NSLOT) * SLOT;
 		bool ok = wc[j].wr_id == i && wc[j].status == VIRTIO_IB_WC_SUCCESS &&
-			  wc[j].opcode == roce_wc_opcode_of_wr(m->op);
+			  wc[j].opcode == virtio_ib_wc_opcode_of_wr(m->op);
 
 		if (ok && m->op == VIRTIO_IB_WR_RDMA_READ)
 			ok = pattern_ok(f->rddst.buf + off, m->len, m->seed);

@@ -647,7 +647,7 @@ static bool do_op(struct pair *p, struct bufs *b, uint8_t op, uint32_t len, unsi
 	CHECK_EQ(wait_cq(&p->env, p->a, p->cqa, wc, 1), 1);
 	CHECK_EQ(wc[0].wr_id, id);
 	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
-	CHECK_EQ(wc[0].opcode, roce_wc_opcode_of_wr(op));
+	CHECK_EQ(wc[0].opcode, virtio_ib_wc_opcode_of_wr(op));
 	CHECK_EQ(wc[0].qp_num, p->qa.qpn);
 	if (send || imm) {
 		CHECK_EQ(wait_cq(&p->env, p->b, p->cqb, wc, 1), 1);
