@@ -260,6 +260,35 @@ static void comp_ack_pkt(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	}
 }
 
+/*
+ * Response psn of READ w came beyond its first missing one: re-request from
+ * there (the responder restarts at that PSN), once per gap. Responses that
+ * keep coming beyond it are mostly what the responder sent before it saw
+ * the request; ask again only when they show that the request did not
+ * help: a response at or below the highest one seen since (the responder
+ * restarted and lost again: its stream went back), or ROCE_TP_RENAK_EVERY
+ * of them without a restart (the request itself was lost).
+ */
+static void comp_read_gap(struct roce_tq *tq, struct roce_swqe *w, uint32_t psn)
+{
+	uint32_t exp = roce_psn_add(w->first_psn, w->rd_rcvd);
+
+	if (roce_psn_diff(exp, tq->una) > 0)
+		tq->una = exp;
+	if (tq->rewind_marked && tq->rewind_mark == tq->una) {
+		bool back = roce_psn_diff(psn, tq->rd_gap_hi) <= 0;
+
+		if (!back && ++tq->rd_gap_ooo < ROCE_TP_RENAK_EVERY) {
+			tq->rd_gap_hi = psn;
+			return;
+		}
+		tq->rewind_marked = false; /* news: comp_rewind goes back */
+	}
+	tq->rd_gap_hi = psn;
+	tq->rd_gap_ooo = 0;
+	comp_rewind(tq, true);
+}
+
 static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 {
 	struct roce_tp *tp = tq->tp;
@@ -278,13 +307,9 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	k = roce_psn_diff(psn, w->first_psn);
 	if (k >= 0 && (uint32_t)k >= w->npkts && w->rd_rcvd < w->npkts) {
 		/* A response beyond this READ (responses come in PSN order):
-		 * its last responses were lost, ask again at once. */
-		uint32_t exp = roce_psn_add(w->first_psn, w->rd_rcvd);
-
+		 * its last responses were lost. */
 		tp->stats.rx_stale_resp++;
-		if (roce_psn_diff(exp, tq->una) > 0)
-			tq->una = exp;
-		comp_rewind(tq, true);
+		comp_read_gap(tq, w, psn);
 		return;
 	}
 	if (k < 0 || (uint32_t)k >= w->npkts || (uint32_t)k < w->rd_rcvd) {
@@ -292,12 +317,7 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		return;
 	}
 	if ((uint32_t)k > w->rd_rcvd) {
-		/* Responses lost: re-request from the first missing one. */
-		uint32_t exp = roce_psn_add(w->first_psn, w->rd_rcvd);
-
-		if (roce_psn_diff(exp, tq->una) > 0)
-			tq->una = exp;
-		comp_rewind(tq, true);
+		comp_read_gap(tq, w, psn);
 		return;
 	}
 	off = (uint32_t)k * tq->mtu;

@@ -89,6 +89,7 @@ void roce_resp_reset(struct roce_tq *tq)
 	tq->nak_sent = false;
 	tq->nak_rnr = false;
 	tq->ooo_since_nak = 0;
+	tq->rsp_psn_hwm = tq->epsn;
 	tq->uc_drop = false;
 	tq->ack_pending = false;
 	tq->comm_est = false;
@@ -784,7 +785,11 @@ static void resp_rc_dup(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		r->seg_len = len;
 		r->seg_npkts = npkts_of(len, tq->mtu);
 		tp->stats.dup_reads++;
-		roce_recover_rsp_loss(tq);
+		/* A loss only if a response from psn on went out already (the
+		 * requester also asks again for READs that were not answered
+		 * yet). */
+		if (roce_psn_diff(psn, tq->rsp_psn_hwm) < 0)
+			roce_recover_rsp_loss(tq);
 		resp_res_restart(tq, r);
 		return;
 	}
@@ -933,6 +938,8 @@ static int resp_send_read(struct roce_tq *tq, struct roce_rsp_res *r)
 	}
 	roce_pkt_finalize(p, ROCE_TX_F_SKIP_ICRC);
 	tp->stats.read_resp_sent++;
+	if (roce_psn_diff(f.psn, tq->rsp_psn_hwm) >= 0)
+		tq->rsp_psn_hwm = roce_psn_add(f.psn, 1);
 	roce_tp_xmit(tp, p, &tq->path);
 	if (++r->seg_next == n) {
 		r->active = false;
