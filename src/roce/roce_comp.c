@@ -115,6 +115,7 @@ static void comp_rewind(struct roce_tq *tq, bool count)
 		return;
 	tq->rewind_marked = true;
 	tq->rewind_mark = tq->una;
+	tq->rewind_span = (uint32_t)roce_psn_diff(tq->psn_hwm, tq->una);
 	tq->sent_since_rewind = 0;
 	if (count) {
 		if (!tq->retry_left) {
@@ -126,6 +127,21 @@ static void comp_rewind(struct roce_tq *tq, bool count)
 	roce_recover_loss(tq);
 	tq->rewind_pending = true;
 	roce_tp_schedule(tq);
+}
+
+/*
+ * A second sequence NAK for the una already gone back to: the responder
+ * NAKs once per gap, again when the stream sent again goes back to a PSN
+ * it saw (the packet at una was lost again), and every ROCE_TP_RENAK_EVERY
+ * out-of-sequence packets. The last can be a stale repeat caused by what
+ * went out before the rewind, but only if more than that many did; if not,
+ * and something was sent again since, the NAK is about the packets sent
+ * again: go back at once instead of after ROCE_TP_RENAK_EVERY more.
+ */
+static bool comp_nak_is_news(const struct roce_tq *tq)
+{
+	return tq->rewind_marked && tq->rewind_mark == tq->una && tq->sent_since_rewind &&
+	       !tq->rewind_pending && tq->rewind_span <= ROCE_TP_RENAK_EVERY;
 }
 
 /* Every PSN up to psn is acknowledged. explicit_ack: an ACK packet (not
@@ -241,6 +257,8 @@ static void comp_ack_pkt(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		}
 		switch (syn) {
 		case ROCE_AETH_NAK_PSN_SEQ_ERR:
+			if (comp_nak_is_news(tq))
+				tq->rewind_marked = false;
 			comp_rewind(tq, true);
 			break;
 		case ROCE_AETH_NAK_INVALID_REQ:
@@ -464,9 +482,23 @@ void roce_comp_rexmit_timer(struct loop_timer *t, void *arg)
 		return;
 	}
 	if (now < roce_recover_deadline(tq, to)) {
+		tq->timer_waits = false;
 		loop_timer_arm(tp->loop, t, roce_recover_deadline(tq, to));
 		return;
 	}
+	/* Frames received but not looked at yet may be the progress this
+	 * timer waits for (a loop that was not scheduled for a while wakes up
+	 * with its timers expired): the pollers run once more first. */
+	if ((tp->rxq.len && !tq->timer_waits) ||
+	    (tq->timer_waits && loop_pass(tp->loop) == tq->timer_pass)) {
+		if (!tq->timer_waits)
+			tp->stats.timer_waits++;
+		tq->timer_waits = true;
+		tq->timer_pass = loop_pass(tp->loop);
+		loop_timer_arm(tp->loop, t, now + 1);
+		return;
+	}
+	tq->timer_waits = false;
 	/* Probes first (roce_recover.c), then the timeout. */
 	if (roce_recover_probe_due(tq, to)) {
 		roce_recover_probe(tq);

@@ -798,11 +798,17 @@ static void resp_rc_dup(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		     roce_psn_add(tq->epsn, ROCE_PSN_MASK));
 }
 
-/* The sequence NAK may have been lost: repeat it every
- * ROCE_TP_RENAK_EVERY out-of-sequence packets, or for one asking for an
- * ACK (a loss probe) once half a probe interval has passed since it. */
+/* The sequence NAK again: at once when the stream goes back (a loss of what
+ * was sent again), and, in case it was lost, every ROCE_TP_RENAK_EVERY
+ * out-of-sequence packets or for one asking for an ACK (a loss probe) once
+ * half a probe interval has passed since it. */
 static bool resp_renak_due(struct roce_tq *tq, const struct roce_pkt_info *pi)
 {
+	/* The stream went back to a PSN seen since the NAK: the requester
+	 * sent again from epsn and that packet was lost again. */
+	if (roce_psn_diff(pi->psn, tq->ooo_hi) <= 0)
+		return true;
+	tq->ooo_hi = pi->psn;
 	if (++tq->ooo_since_nak >= ROCE_TP_RENAK_EVERY)
 		return true;
 	return pi->ackreq && tq->tp->loop &&
@@ -823,6 +829,7 @@ static void resp_rc(struct roce_tq *tq, const struct roce_pkt_info *pi)
 			tq->nak_sent = true;
 			tq->nak_rnr = false;
 			tq->ooo_since_nak = 0;
+			tq->ooo_hi = pi->psn;
 			tq->nak_ns = tp->loop ? loop_now_ns() : 0;
 			resp_set_ack(tq, ROCE_AETH_NAK_PSN_SEQ_ERR, tq->epsn);
 		}
