@@ -457,6 +457,7 @@ void roce_comp_arm_timer(struct roce_tq *tq)
 
 	if (!tp->loop || !to || loop_timer_armed(&tq->rexmit_timer))
 		return;
+	tq->timer_waits = false;
 	if (!tq->progress_ns)
 		tq->progress_ns = loop_now_ns();
 	loop_timer_arm(tp->loop, &tq->rexmit_timer, roce_recover_deadline(tq, to));
@@ -482,19 +483,20 @@ void roce_comp_rexmit_timer(struct loop_timer *t, void *arg)
 		return;
 	}
 	if (now < roce_recover_deadline(tq, to)) {
+		if (tq->timer_waits)
+			tp->stats.timer_waits++; /* the progress came meanwhile */
 		tq->timer_waits = false;
 		loop_timer_arm(tp->loop, t, roce_recover_deadline(tq, to));
 		return;
 	}
-	/* Frames received but not looked at yet may be the progress this
-	 * timer waits for (a loop that was not scheduled for a while wakes up
-	 * with its timers expired): the pollers run once more first. */
-	if ((tp->rxq.len && !tq->timer_waits) ||
-	    (tq->timer_waits && loop_pass(tp->loop) == tq->timer_pass)) {
+	/* Due: the pollers run once more first. Frames received but not
+	 * looked at yet, or not yet received from a peer in this loop, may be
+	 * the progress this timer waits for (a loop that was not scheduled for
+	 * a while wakes up with its timers expired). */
+	if (!tq->timer_waits || loop_pass(tp->loop) == tq->timer_pass) {
 		if (!tq->timer_waits)
-			tp->stats.timer_waits++;
+			tq->timer_pass = loop_pass(tp->loop);
 		tq->timer_waits = true;
-		tq->timer_pass = loop_pass(tp->loop);
 		loop_timer_arm(tp->loop, t, now + 1);
 		return;
 	}
@@ -555,5 +557,6 @@ void roce_comp_reset(struct roce_tq *tq)
 	tq->rewind_pending = false;
 	tq->rewind_marked = false;
 	tq->progress_ns = 0;
+	tq->timer_waits = false;
 	roce_recover_reset(tq);
 }
