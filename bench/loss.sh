@@ -105,7 +105,7 @@ again_per_drop() {
 ctr() { grep -o "$2 [0-9]*" "$out/$1.daemon.log" | awk '{ s += $2 } END { print s + 0 }'; }
 
 run_case() {
-	local c=$1 spec base lossy cmd=() size
+	local c=$1 spec base lossy cmd=() size=0
 	case $c in
 	read_bw) spec="drop=1,seed=$seed"; size=2097152
 		cmd=(ib_read_bw -x 1 -F -s $size -D "$sec") ;;

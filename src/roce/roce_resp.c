@@ -10,10 +10,12 @@
  *    its last packet; a READ takes a responder resource (ring of
  *    max_dest_rd_atomic, room for atomics) and is answered from it by
  *    roce_resp_run, paced by the QP budget.
- *  - psn > epsn: one NAK (PSN sequence error) until epsn arrives.
+ *  - psn > epsn: one NAK (PSN sequence error) until epsn arrives, again
+ *    when the stream goes back (what was sent again lost too), and every
+ *    ROCE_TP_RENAK_EVERY packets (docs/design.md "Loss recovery").
  *  - psn < epsn: duplicate. SEND/WRITE are acknowledged again; a READ is
  *    answered again from its saved resource (starting at the re-requested
- *    PSN).
+ *    PSN, abandoning the responses being sent).
  *  - ACKs are coalesced: a packet with AckReq (or a duplicate) sets the
  *    pending ACK; it goes out after the current receive batch, behind any
  *    READ responses still being sent (responses leave in PSN order).

@@ -410,6 +410,7 @@ struct roce_tq {
 	uint32_t rd_gap_hi;       /* READ re-requested: highest response PSN */
 	uint32_t rd_gap_ooo;      /* ... and responses beyond the gap since */
 	uint64_t progress_ns;     /* last forward progress (timer) */
+	uint64_t progress_pass;   /* loop pass of progress_ns */
 	uint64_t timer_pass;      /* loop pass a due probe/timeout waits out */
 	bool timer_waits;         /* ... for frames received, not looked at */
 	uint32_t cwnd;            /* send window, PSNs (roce_recover.c) */
