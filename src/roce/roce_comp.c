@@ -125,6 +125,8 @@ static void comp_rewind(struct roce_tq *tq, bool count)
 	tq->rewind_mark = tq->una;
 	tq->rewind_span = (uint32_t)roce_psn_diff(tq->psn_hwm, tq->una);
 	tq->sent_since_rewind = 0;
+	tq->rd_gap_hi = tq->una; /* (comp_read_gap) */
+	tq->rd_gap_ooo = 0;
 	if (count) {
 		if (!tq->retry_left) {
 			comp_fail_head(tq, VIRTIO_IB_WC_RETRY_EXC_ERR);
@@ -310,9 +312,8 @@ static void comp_read_gap(struct roce_tq *tq, struct roce_swqe *w, uint32_t psn)
 		}
 		tq->rewind_marked = false; /* news: comp_rewind goes back */
 	}
-	tq->rd_gap_hi = psn;
-	tq->rd_gap_ooo = 0;
 	comp_rewind(tq, true);
+	tq->rd_gap_hi = psn;
 }
 
 static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
@@ -528,7 +529,10 @@ void roce_comp_rexmit_timer(struct loop_timer *t, void *arg)
 	tq->progress_ns = now;
 	tq->rewind_marked = true;
 	tq->rewind_mark = tq->una;
+	tq->rewind_span = (uint32_t)roce_psn_diff(tq->psn_hwm, tq->una);
 	tq->sent_since_rewind = 0;
+	tq->rd_gap_hi = tq->una;
+	tq->rd_gap_ooo = 0;
 	tq->rewind_pending = true;
 	roce_tp_schedule(tq);
 	loop_timer_arm(tp->loop, t, roce_recover_deadline(tq, to));
