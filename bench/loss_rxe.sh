@@ -12,7 +12,8 @@
 # rxe->vrdma rows are rxe's own recovery under the same injector: the
 # reference the vrdma->rxe rows compare with.
 #
-#   bench/loss_rxe.sh             LOSS_SEC (10), LOSS_FAULT_SEED (1)
+#   bench/loss_rxe.sh [CASE...]   cases: write read (default both);
+#                                 LOSS_SEC (10), LOSS_FAULT_SEED (1)
 #
 # Raw logs go to bench/results/loss_rxe-<date>/.
 . "$(dirname "$0")/../tests/lib.sh"
@@ -20,6 +21,7 @@
 . "$(dirname "$0")/../tests/integration/rxe_lib.bash"
 
 sec=${LOSS_SEC:-10}
+cases=${*:-write read}
 seed=${LOSS_FAULT_SEED:-1}
 out=$VRDMA_TOP/bench/results/loss_rxe-$(date -u +%Y%m%d-%H%M%S)
 RUN="$VRDMA_BUILD/bin/vrdma-run"
@@ -58,9 +60,11 @@ phase() {
 	rxe_boot "$SG" "$MAC_G" "$IP_G/24" >"$out/$name.boot.log" 2>&1 ||
 		{ echo "guest did not boot (phase $name)" >&2; return 1; }
 	gi=$(rxe_gid_index "$IP_G")
-	for c in write:ib_write_bw:65536 read:ib_read_bw:2097152; do
-		IFS=: read -r k prog size <<<"$c"
-		run_case "$name" "$k" "$prog" "$size" "$gi"
+	for k in $cases; do
+		case $k in
+		write) run_case "$name" write ib_write_bw 65536 "$gi" ;;
+		read) run_case "$name" read ib_read_bw 2097152 "$gi" ;;
+		esac
 	done
 	rxe_stop
 	nsd_stop "$name" TERM 15
@@ -92,8 +96,9 @@ run_case() {
 phase lossless
 phase lossy --fault "drop=1,seed=$seed"
 {
-	for k in write:65536 read:2097152; do
-		IFS=: read -r kind size <<<"$k"
+	for kind in $cases; do
+		size=65536
+		[ "$kind" = read ] && size=2097152
 		for dir in vrdma_rxe rxe_vrdma; do
 			a=$(bw_of "$out/lossless.$kind.$dir.log" "$size")
 			b=$(bw_of "$out/lossy.$kind.$dir.log" "$size")

@@ -74,6 +74,7 @@ static void comp_progress(struct roce_tq *tq)
 	tq->retry_left = tq->qp->attr.retry_cnt;
 	tq->rnr_left = tq->qp->attr.rnr_retry;
 	tq->rewind_marked = false;
+	tq->rd_gap_asks = 0;
 	/* The window moved: the requester may send more. */
 	roce_tp_schedule(tq);
 }
@@ -295,24 +296,28 @@ static void comp_ack_pkt(struct roce_tq *tq, const struct roce_pkt_info *pi)
  * the request; ask again only when they show that the request did not
  * help: a response at or below the highest one seen since (the responder
  * restarted and lost again: its stream went back), or ROCE_TP_RENAK_EVERY
- * of them without a restart (the request itself was lost).
+ * of them without a restart (the request itself was lost, or a slow peer
+ * had that many queued: no retry is counted, and each further ask without
+ * progress waits twice as long).
  */
 static void comp_read_gap(struct roce_tq *tq, struct roce_swqe *w, uint32_t psn)
 {
 	uint32_t exp = roce_psn_add(w->first_psn, w->rd_rcvd);
+	bool count = true;
 
 	if (roce_psn_diff(exp, tq->una) > 0)
 		tq->una = exp;
 	if (tq->rewind_marked && tq->rewind_mark == tq->una) {
-		bool back = roce_psn_diff(psn, tq->rd_gap_hi) <= 0;
-
-		if (!back && ++tq->rd_gap_ooo < ROCE_TP_RENAK_EVERY) {
+		if (roce_psn_diff(psn, tq->rd_gap_hi) > 0) {
 			tq->rd_gap_hi = psn;
-			return;
+			if (++tq->rd_gap_ooo < (uint32_t)ROCE_TP_RENAK_EVERY << MIN(tq->rd_gap_asks, 4u))
+				return;
+			tq->rd_gap_asks++;
+			count = false;
 		}
 		tq->rewind_marked = false; /* news: comp_rewind goes back */
 	}
-	comp_rewind(tq, true);
+	comp_rewind(tq, count);
 	tq->rd_gap_hi = psn;
 }
 

@@ -409,6 +409,7 @@ struct roce_tq {
 	uint32_t rewind_span;     /* PSNs past una sent when it was decided */
 	uint32_t rd_gap_hi;       /* READ re-requested: highest response PSN */
 	uint32_t rd_gap_ooo;      /* ... and responses beyond the gap since */
+	uint32_t rd_gap_asks;     /* ... asked again without progress */
 	uint64_t progress_ns;     /* last forward progress (timer) */
 	uint64_t progress_pass;   /* loop pass of progress_ns */
 	uint64_t timer_pass;      /* loop pass a due probe/timeout waits out */
