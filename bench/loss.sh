@@ -17,6 +17,9 @@
 # counters shown are those of the first lossy run.
 # Tunables: LOSS_SEC (perftest -D, 10), LOSS_PP_ITERS (100000),
 # LOSS_REPEAT (3), LOSS_FAULT_SEED (1). Raw logs go to bench/results/loss-<date>/.
+# The daemon's CPU time per run gives a second ratio that a busy machine
+# disturbs less: MB moved per CPU second of the daemon (bandwidth cases) or
+# CPU seconds per run (pingpong), lossy against lossless, best of each.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$top/build/bin
@@ -32,6 +35,7 @@ port=$((30000 + $$ % 20000))
 
 cleanup() { [ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid" 2>/dev/null; }
 trap cleanup EXIT
+tick=$(getconf CLK_TCK)
 
 # daemon NAME [--fault SPEC]: start a daemon with devices a and b.
 daemon() {
@@ -46,7 +50,13 @@ daemon() {
 	echo "daemon $name did not start" >&2
 	return 1
 }
-stop() { cleanup; dpid=""; }
+# stop NAME: the daemon's CPU seconds (user + system) to NAME.cpu, then stop it.
+stop() {
+	[ -n "$dpid" ] && awk -v t="$tick" '{ sub(/^.*\) /, ""); print ($12 + $13) / t }' \
+		"/proc/$dpid/stat" >"$out/$1.cpu" 2>/dev/null
+	cleanup
+	dpid=""
+}
 
 # pair NAME DAEMON CMD...: server on b, client on a; the client's log.
 pair() {
@@ -70,10 +80,32 @@ bw_of() { awk -v s="$2" '$1 == s && NF >= 5 { print $4 }' "$1" | tail -1; }
 secs_of() { awk '/bytes in/ { print $4 }' "$1" | tail -1; }
 best_max() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || (b != "" && b + 0 > a + 0)) print b; else print a }'; }
 best_min() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || (b != "" && b + 0 < a + 0)) print b; else print a }'; }
+# eff_of NAME SIZE: MB moved per CPU second of the daemon.
+eff_of() {
+	local bw cpu
+	bw=$(bw_of "$out/$1.cli.log" "$2")
+	cpu=$(cat "$out/$1.cpu" 2>/dev/null)
+	awk -v b="${bw:-0}" -v c="${cpu:-0}" -v s="$sec" 'BEGIN { if (b > 0 && c > 0) printf "%.1f", b * s / c }'
+}
+# again_per_drop CASE SIZE: frames sent again per frame dropped (first lossy
+# run): the requester's retransmits, or for read_bw the READ responses beyond
+# those its completed READs needed (wc_success x SIZE / perftest's MTU).
+again_per_drop() {
+	local n="$1.lossy.1" d mtu
+	d=$(grep -o 'faults dropped [0-9]*' "$out/$n.daemon.log" | awk '{ print $3 }')
+	if [ "$1" = read_bw ]; then
+		mtu=$(awk -F'[:[]' '/Mtu/ { print $2 + 0; exit }' "$out/$n.cli.log")
+		awk -v d="${d:-0}" -v s="$(ctr "$n" read_resp_sent)" -v w="$(ctr "$n" wc_success)" \
+			-v z="$2" -v m="${mtu:-0}" 'BEGIN {
+			if (d > 0 && m > 0) printf "%.1f", (s - w * int((z + m - 1) / m)) / d; else print "-" }'
+	else
+		awk -v d="${d:-0}" -v r="$(ctr "$n" retransmits)" 'BEGIN { if (d > 0) printf "%.1f", r / d; else print "-" }'
+	fi
+}
 ctr() { grep -o "$2 [0-9]*" "$out/$1.daemon.log" | awk '{ s += $2 } END { print s + 0 }'; }
 
 run_case() {
-	local c=$1 spec base lossy cmd=() size
+	local c=$1 spec base lossy cmd=() size=0
 	case $c in
 	read_bw) spec="drop=1,seed=$seed"; size=2097152
 		cmd=(ib_read_bw -x 1 -F -s $size -D "$sec") ;;
@@ -85,18 +117,22 @@ run_case() {
 	esac
 	# Alternate lossless and lossy runs; keep the best of each (a busy
 	# machine only ever makes a run slower).
-	base="" lossy=""
+	base="" lossy="" ebase="" elossy=""
 	for ((r = 1; r <= repeat; r++)); do
 		daemon "$c.lossless.$r" && pair "$c.lossless.$r" "$c.lossless.$r" "${cmd[@]}"
-		stop
+		stop "$c.lossless.$r"
 		daemon "$c.lossy.$r" --fault "$spec" && pair "$c.lossy.$r" "$c.lossy.$r" "${cmd[@]}"
-		stop
+		stop "$c.lossy.$r"
 		if [ "$c" = pingpong ]; then
 			base=$(best_min "$base" "$(secs_of "$out/$c.lossless.$r.cli.log")")
 			lossy=$(best_min "$lossy" "$(secs_of "$out/$c.lossy.$r.cli.log")")
+			ebase=$(best_min "$ebase" "$(cat "$out/$c.lossless.$r.cpu" 2>/dev/null)")
+			elossy=$(best_min "$elossy" "$(cat "$out/$c.lossy.$r.cpu" 2>/dev/null)")
 		else
 			base=$(best_max "$base" "$(bw_of "$out/$c.lossless.$r.cli.log" $size)")
 			lossy=$(best_max "$lossy" "$(bw_of "$out/$c.lossy.$r.cli.log" $size)")
+			ebase=$(best_max "$ebase" "$(eff_of "$c.lossless.$r" $size)")
+			elossy=$(best_max "$elossy" "$(eff_of "$c.lossy.$r" $size)")
 		fi
 	done
 	if [ "$c" = pingpong ]; then
@@ -108,9 +144,21 @@ run_case() {
 			"$c" "${cmd[*]} [$spec]" "${base:--}" "${lossy:--}" \
 			"$(awk -v a="${base:-0}" -v b="${lossy:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.3fx", b / a; else print "-" }')"
 	fi
+	if [ "$c" = pingpong ]; then
+		printf '%-9s daemon CPU lossless %s s  lossy %s s  ratio %s (CPU, lossy/lossless)\n' \
+			"" "${ebase:--}" "${elossy:--}" \
+			"$(awk -v a="${ebase:-0}" -v b="${elossy:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.2fx", b / a; else print "-" }')"
+	else
+		printf '%-9s daemon MB per CPU s: lossless %s  lossy %s  ratio %s (CPU efficiency)\n' \
+			"" "${ebase:--}" "${elossy:--}" \
+			"$(awk -v a="${ebase:-0}" -v b="${elossy:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.3fx", b / a; else print "-" }')"
+	fi
 	printf '%-9s lossy transport: timeouts %s probes %s rewinds %s retransmits %s of tx_frames %s\n' \
 		"" "$(ctr "$c.lossy.1" timeouts)" "$(ctr "$c.lossy.1" probes)" "$(ctr "$c.lossy.1" rewinds)" \
 		"$(ctr "$c.lossy.1" retransmits)" "$(ctr "$c.lossy.1" tx_frames)"
+	printf '%-9s lossy: frames dropped %s, dup_reads %s read_resp_sent %s, sent again per drop %s\n' \
+		"" "$(grep -o 'faults dropped [0-9]*' "$out/$c.lossy.1.daemon.log" | awk '{ print $3 }')" \
+		"$(ctr "$c.lossy.1" dup_reads)" "$(ctr "$c.lossy.1" read_resp_sent)" "$(again_per_drop "$c" $size)"
 }
 
 for c in $cases; do run_case "$c"; done | tee "$out/summary.txt"

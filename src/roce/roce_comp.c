@@ -56,16 +56,25 @@ static uint64_t now_ns(const struct roce_tq *tq)
 
 static void comp_progress(struct roce_tq *tq)
 {
-	uint64_t now = now_ns(tq);
+	struct loop *l = tq->tp->loop;
 
-	/* (Not after a probe: that gap measured the loss, not the path.) */
-	if (!tq->probes && tq->progress_ns && now > tq->progress_ns)
-		roce_recover_sample(tq, now - tq->progress_ns);
+	/* Once per loop pass is enough for the clock (READ responses make
+	 * progress one by one: a clock read each was 5 % of the daemon's time
+	 * in ib_read_bw). (No sample after a probe: that gap measured the
+	 * loss, not the path.) */
+	if (!l || loop_pass(l) != tq->progress_pass) {
+		uint64_t now = now_ns(tq);
+
+		if (!tq->probes && tq->progress_ns && now > tq->progress_ns)
+			roce_recover_sample(tq, now - tq->progress_ns);
+		tq->progress_ns = now;
+		tq->progress_pass = l ? loop_pass(l) : 0;
+	}
 	tq->probes = 0;
 	tq->retry_left = tq->qp->attr.retry_cnt;
 	tq->rnr_left = tq->qp->attr.rnr_retry;
-	tq->progress_ns = now;
 	tq->rewind_marked = false;
+	tq->rd_gap_asks = 0;
 	/* The window moved: the requester may send more. */
 	roce_tp_schedule(tq);
 }
@@ -115,7 +124,10 @@ static void comp_rewind(struct roce_tq *tq, bool count)
 		return;
 	tq->rewind_marked = true;
 	tq->rewind_mark = tq->una;
+	tq->rewind_span = (uint32_t)roce_psn_diff(tq->psn_hwm, tq->una);
 	tq->sent_since_rewind = 0;
+	tq->rd_gap_hi = tq->una; /* (comp_read_gap) */
+	tq->rd_gap_ooo = 0;
 	if (count) {
 		if (!tq->retry_left) {
 			comp_fail_head(tq, VIRTIO_IB_WC_RETRY_EXC_ERR);
@@ -126,6 +138,21 @@ static void comp_rewind(struct roce_tq *tq, bool count)
 	roce_recover_loss(tq);
 	tq->rewind_pending = true;
 	roce_tp_schedule(tq);
+}
+
+/*
+ * A second sequence NAK for the una already gone back to: the responder
+ * NAKs once per gap, again when the stream sent again goes back to a PSN
+ * it saw (the packet at una was lost again), and every ROCE_TP_RENAK_EVERY
+ * out-of-sequence packets. The last can be a stale repeat caused by what
+ * went out before the rewind, but only if more than that many did; if not,
+ * and something was sent again since, the NAK is about the packets sent
+ * again: go back at once instead of after ROCE_TP_RENAK_EVERY more.
+ */
+static bool comp_nak_is_news(const struct roce_tq *tq)
+{
+	return tq->rewind_marked && tq->rewind_mark == tq->una && tq->sent_since_rewind &&
+	       !tq->rewind_pending && tq->rewind_span <= ROCE_TP_RENAK_EVERY;
 }
 
 /* Every PSN up to psn is acknowledged. explicit_ack: an ACK packet (not
@@ -241,6 +268,8 @@ static void comp_ack_pkt(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		}
 		switch (syn) {
 		case ROCE_AETH_NAK_PSN_SEQ_ERR:
+			if (comp_nak_is_news(tq))
+				tq->rewind_marked = false;
 			comp_rewind(tq, true);
 			break;
 		case ROCE_AETH_NAK_INVALID_REQ:
@@ -258,6 +287,38 @@ static void comp_ack_pkt(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		tp->stats.rx_bad_resp++;
 		break;
 	}
+}
+
+/*
+ * Response psn of READ w came beyond its first missing one: re-request from
+ * there (the responder restarts at that PSN), once per gap. Responses that
+ * keep coming beyond it are mostly what the responder sent before it saw
+ * the request; ask again only when they show that the request did not
+ * help: a response at or below the highest one seen since (the responder
+ * restarted and lost again: its stream went back), or ROCE_TP_RENAK_EVERY
+ * of them without a restart (the request itself was lost, or a slow peer
+ * had that many queued: no retry is counted, and each further ask without
+ * progress waits twice as long).
+ */
+static void comp_read_gap(struct roce_tq *tq, struct roce_swqe *w, uint32_t psn)
+{
+	uint32_t exp = roce_psn_add(w->first_psn, w->rd_rcvd);
+	bool count = true;
+
+	if (roce_psn_diff(exp, tq->una) > 0)
+		tq->una = exp;
+	if (tq->rewind_marked && tq->rewind_mark == tq->una) {
+		if (roce_psn_diff(psn, tq->rd_gap_hi) > 0) {
+			tq->rd_gap_hi = psn;
+			if (++tq->rd_gap_ooo < (uint32_t)ROCE_TP_RENAK_EVERY << MIN(tq->rd_gap_asks, 4u))
+				return;
+			tq->rd_gap_asks++;
+			count = false;
+		}
+		tq->rewind_marked = false; /* news: comp_rewind goes back */
+	}
+	comp_rewind(tq, count);
+	tq->rd_gap_hi = psn;
 }
 
 static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
@@ -278,13 +339,9 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	k = roce_psn_diff(psn, w->first_psn);
 	if (k >= 0 && (uint32_t)k >= w->npkts && w->rd_rcvd < w->npkts) {
 		/* A response beyond this READ (responses come in PSN order):
-		 * its last responses were lost, ask again at once. */
-		uint32_t exp = roce_psn_add(w->first_psn, w->rd_rcvd);
-
+		 * its last responses were lost. */
 		tp->stats.rx_stale_resp++;
-		if (roce_psn_diff(exp, tq->una) > 0)
-			tq->una = exp;
-		comp_rewind(tq, true);
+		comp_read_gap(tq, w, psn);
 		return;
 	}
 	if (k < 0 || (uint32_t)k >= w->npkts || (uint32_t)k < w->rd_rcvd) {
@@ -292,12 +349,7 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		return;
 	}
 	if ((uint32_t)k > w->rd_rcvd) {
-		/* Responses lost: re-request from the first missing one. */
-		uint32_t exp = roce_psn_add(w->first_psn, w->rd_rcvd);
-
-		if (roce_psn_diff(exp, tq->una) > 0)
-			tq->una = exp;
-		comp_rewind(tq, true);
+		comp_read_gap(tq, w, psn);
 		return;
 	}
 	off = (uint32_t)k * tq->mtu;
@@ -419,6 +471,7 @@ void roce_comp_arm_timer(struct roce_tq *tq)
 
 	if (!tp->loop || !to || loop_timer_armed(&tq->rexmit_timer))
 		return;
+	tq->timer_waits = false;
 	if (!tq->progress_ns)
 		tq->progress_ns = loop_now_ns();
 	loop_timer_arm(tp->loop, &tq->rexmit_timer, roce_recover_deadline(tq, to));
@@ -444,9 +497,24 @@ void roce_comp_rexmit_timer(struct loop_timer *t, void *arg)
 		return;
 	}
 	if (now < roce_recover_deadline(tq, to)) {
+		if (tq->timer_waits)
+			tp->stats.timer_waits++; /* the progress came meanwhile */
+		tq->timer_waits = false;
 		loop_timer_arm(tp->loop, t, roce_recover_deadline(tq, to));
 		return;
 	}
+	/* Due: the pollers run once more first. Frames received but not
+	 * looked at yet, or not yet received from a peer in this loop, may be
+	 * the progress this timer waits for (a loop that was not scheduled for
+	 * a while wakes up with its timers expired). */
+	if (!tq->timer_waits || loop_pass(tp->loop) == tq->timer_pass) {
+		if (!tq->timer_waits)
+			tq->timer_pass = loop_pass(tp->loop);
+		tq->timer_waits = true;
+		loop_timer_arm(tp->loop, t, now + 1);
+		return;
+	}
+	tq->timer_waits = false;
 	/* Probes first (roce_recover.c), then the timeout. */
 	if (roce_recover_probe_due(tq, to)) {
 		roce_recover_probe(tq);
@@ -466,7 +534,10 @@ void roce_comp_rexmit_timer(struct loop_timer *t, void *arg)
 	tq->progress_ns = now;
 	tq->rewind_marked = true;
 	tq->rewind_mark = tq->una;
+	tq->rewind_span = (uint32_t)roce_psn_diff(tq->psn_hwm, tq->una);
 	tq->sent_since_rewind = 0;
+	tq->rd_gap_hi = tq->una;
+	tq->rd_gap_ooo = 0;
 	tq->rewind_pending = true;
 	roce_tp_schedule(tq);
 	loop_timer_arm(tp->loop, t, roce_recover_deadline(tq, to));
@@ -503,5 +574,6 @@ void roce_comp_reset(struct roce_tq *tq)
 	tq->rewind_pending = false;
 	tq->rewind_marked = false;
 	tq->progress_ns = 0;
+	tq->timer_waits = false;
 	roce_recover_reset(tq);
 }

@@ -10,10 +10,12 @@
  *    its last packet; a READ takes a responder resource (ring of
  *    max_dest_rd_atomic, room for atomics) and is answered from it by
  *    roce_resp_run, paced by the QP budget.
- *  - psn > epsn: one NAK (PSN sequence error) until epsn arrives.
+ *  - psn > epsn: one NAK (PSN sequence error) until epsn arrives, again
+ *    when the stream goes back (what was sent again lost too), and every
+ *    ROCE_TP_RENAK_EVERY packets (docs/design.md "Loss recovery").
  *  - psn < epsn: duplicate. SEND/WRITE are acknowledged again; a READ is
  *    answered again from its saved resource (starting at the re-requested
- *    PSN).
+ *    PSN, abandoning the responses being sent).
  *  - ACKs are coalesced: a packet with AckReq (or a duplicate) sets the
  *    pending ACK; it goes out after the current receive batch, behind any
  *    READ responses still being sent (responses leave in PSN order).
@@ -89,6 +91,7 @@ void roce_resp_reset(struct roce_tq *tq)
 	tq->nak_sent = false;
 	tq->nak_rnr = false;
 	tq->ooo_since_nak = 0;
+	tq->rsp_psn_hwm = tq->epsn;
 	tq->uc_drop = false;
 	tq->ack_pending = false;
 	tq->comm_est = false;
@@ -784,7 +787,11 @@ static void resp_rc_dup(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		r->seg_len = len;
 		r->seg_npkts = npkts_of(len, tq->mtu);
 		tp->stats.dup_reads++;
-		roce_recover_rsp_loss(tq);
+		/* A loss only if a response from psn on went out already (the
+		 * requester also asks again for READs that were not answered
+		 * yet). */
+		if (roce_psn_diff(psn, tq->rsp_psn_hwm) < 0)
+			roce_recover_rsp_loss(tq);
 		resp_res_restart(tq, r);
 		return;
 	}
@@ -793,11 +800,17 @@ static void resp_rc_dup(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		     roce_psn_add(tq->epsn, ROCE_PSN_MASK));
 }
 
-/* The sequence NAK may have been lost: repeat it every
- * ROCE_TP_RENAK_EVERY out-of-sequence packets, or for one asking for an
- * ACK (a loss probe) once half a probe interval has passed since it. */
+/* The sequence NAK again: at once when the stream goes back (a loss of what
+ * was sent again), and, in case it was lost, every ROCE_TP_RENAK_EVERY
+ * out-of-sequence packets or for one asking for an ACK (a loss probe) once
+ * half a probe interval has passed since it. */
 static bool resp_renak_due(struct roce_tq *tq, const struct roce_pkt_info *pi)
 {
+	/* The stream went back to a PSN seen since the NAK: the requester
+	 * sent again from epsn and that packet was lost again. */
+	if (roce_psn_diff(pi->psn, tq->ooo_hi) <= 0)
+		return true;
+	tq->ooo_hi = pi->psn;
 	if (++tq->ooo_since_nak >= ROCE_TP_RENAK_EVERY)
 		return true;
 	return pi->ackreq && tq->tp->loop &&
@@ -818,6 +831,7 @@ static void resp_rc(struct roce_tq *tq, const struct roce_pkt_info *pi)
 			tq->nak_sent = true;
 			tq->nak_rnr = false;
 			tq->ooo_since_nak = 0;
+			tq->ooo_hi = pi->psn;
 			tq->nak_ns = tp->loop ? loop_now_ns() : 0;
 			resp_set_ack(tq, ROCE_AETH_NAK_PSN_SEQ_ERR, tq->epsn);
 		}
@@ -955,6 +969,8 @@ static int resp_send_read(struct roce_tq *tq, struct roce_rsp_res *r)
 	}
 	roce_pkt_finalize(p, ROCE_TX_F_SKIP_ICRC);
 	tp->stats.read_resp_sent++;
+	if (roce_psn_diff(f.psn, tq->rsp_psn_hwm) >= 0)
+		tq->rsp_psn_hwm = roce_psn_add(f.psn, 1);
 	roce_tp_xmit(tp, p, &tq->path);
 	if (++r->seg_next == n) {
 		r->active = false;

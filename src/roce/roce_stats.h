@@ -61,6 +61,7 @@
 	X(retransmits)      /* packets sent again */                           \
 	X(timeouts)         /* retransmit timer expirations */                 \
 	X(probes)           /* loss probes (roce_recover.c) */                 \
+	X(timer_waits)      /* a probe/timeout not needed after one more poll */ \
 	X(window_cuts)      /* send window halved on a loss */                 \
 	X(dup_reads)        /* duplicate READs answered again */
 

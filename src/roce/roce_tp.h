@@ -409,7 +409,14 @@ struct roce_tq {
 	uint32_t rewind_mark;     /* una of the last rewind (no repeats) */
 	bool rewind_marked;
 	uint32_t sent_since_rewind; /* packets sent since the last rewind */
+	uint32_t rewind_span;     /* PSNs past una sent when it was decided */
+	uint32_t rd_gap_hi;       /* READ re-requested: highest response PSN */
+	uint32_t rd_gap_ooo;      /* ... and responses beyond the gap since */
+	uint32_t rd_gap_asks;     /* ... asked again without progress */
 	uint64_t progress_ns;     /* last forward progress (timer) */
+	uint64_t progress_pass;   /* loop pass of progress_ns */
+	uint64_t timer_pass;      /* loop pass a due probe/timeout waits out */
+	bool timer_waits;         /* ... for frames received, not looked at */
 	uint32_t cwnd;            /* send window, PSNs (roce_recover.c) */
 	uint32_t burst;           /* packets per turn, paced after a loss */
 	uint32_t rsp_burst;       /* READ responses per turn, paced likewise */
@@ -433,6 +440,8 @@ struct roce_tq {
 	bool nak_sent;            /* sequence/RNR NAK sent, wait for epsn */
 	bool nak_rnr;             /* ... and it was an RNR NAK */
 	uint32_t ooo_since_nak;   /* out-of-sequence packets since the NAK */
+	uint32_t ooo_hi;          /* highest out-of-sequence PSN since it */
+	uint32_t rsp_psn_hwm;     /* highest READ response PSN sent + 1 */
 	uint64_t nak_ns;          /* when it was sent (loop clock) */
 	bool uc_drop;             /* UC: drop until the next FIRST/ONLY */
 	bool ack_pending;
