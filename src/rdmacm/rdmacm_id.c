@@ -100,6 +100,10 @@ static bool port_in_use(enum rdma_port_space ps, uint16_t port, const struct rcm
 	return false;
 }
 
+/* Ports given to port 0 binds: Linux's default ephemeral range. */
+#define RCM_PORT_FIRST 32768
+#define RCM_PORT_END 61000 /* one past the last */
+
 static uint16_t alloc_port(enum rdma_port_space ps)
 {
 	uint32_t r;
@@ -107,13 +111,13 @@ static uint16_t alloc_port(enum rdma_port_space ps)
 	if (!rcm_next_port) {
 		if (getrandom(&r, sizeof(r), 0) < 0)
 			r = (uint32_t)getpid();
-		rcm_next_port = (uint16_t)(32768 + r % 28000);
+		rcm_next_port = (uint16_t)(RCM_PORT_FIRST + r % (RCM_PORT_END - RCM_PORT_FIRST));
 	}
-	for (int n = 0; n < 28000; n++) {
+	for (int n = 0; n < RCM_PORT_END - RCM_PORT_FIRST; n++) {
 		uint16_t p = rcm_next_port++;
 
-		if (rcm_next_port >= 61000)
-			rcm_next_port = 32768;
+		if (rcm_next_port >= RCM_PORT_END)
+			rcm_next_port = RCM_PORT_FIRST;
 		if (!port_in_use(ps, p, NULL))
 			return p;
 	}
