@@ -319,7 +319,7 @@ static void t_raw_cq(struct rt_ctx *c)
 	RT_CHECK(q1 && q2 && q1 != q2, "cqs");
 	RT_CHECK(q1 - 1 < vrdma_dev_max_rdma_cqs(d), "cqn %u", q1 - 1);
 	RT_EQ(cq_new(d, 0), 0);
-	RT_EQ(cq_new(d, 32769), 0);
+	RT_EQ(cq_new(d, (1u << 20) + 1), 0);
 	ERR(cq_del(d, vrdma_dev_max_rdma_cqs(d)));
 	ERR(cq_del(d, 0xffffffffu));
 	/* REQ_NOTIFY_CQ */
