@@ -23,7 +23,7 @@
 #include "common/util.h"
 #include "backend/netdev_priv.h"
 #include "backend/netdev_sec.h"
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "roce/roce_hdr.h"
 #include "vhost/vhost_mem.h"
 #include "roce/roce_tp.h"

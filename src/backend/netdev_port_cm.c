@@ -18,7 +18,7 @@
 #include "common/log.h"
 #include "backend/netdev_cm.h"
 #include "backend/netdev_priv.h"
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "port/port.h"
 #include "roce/roce_hdr.h"
 #include "roce/roce_opcode.h"

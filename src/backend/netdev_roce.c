@@ -12,7 +12,7 @@
 #include "backend/netdev_priv.h"
 #include "backend/netdev_sec.h"
 #include "vrdma/virtio_net_roce_cm.h"
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "roce/roce_tp.h"
 #include "vhost/vhost_server.h"
 

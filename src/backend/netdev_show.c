@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 #include "backend/netdev_priv.h"
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "roce/roce_tp.h"
 #include "vhost/vhost_mem.h"
 #include "vhost/vhost_server.h"

@@ -3,8 +3,8 @@
  * Control commands of the virtio-rdma device (id 42): each command is decoded
  * from its packed little-endian request, checked for what this model adds
  * (port numbers, GID types, IB attribute masks, cqn = virtqueue index),
- * translated to the RoCE core's operation (roce_res.c, roce_srq_mw.c,
- * roce_qp_state.c) and its response encoded. Nothing here trusts in_len,
+ * translated to the RoCE core's operation (rres_res.c, rres_srq_mw.c,
+ * rres_qp_state.c) and its response encoded. Nothing here trusts in_len,
  * alignment or any value; a failure changes nothing.
  */
 #include "backend/virtio_rdma_dev.h"
@@ -14,7 +14,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "backend/roce_priv.h"
+#include "backend/rres_priv.h"
 #include "vhost/vhost_mem.h"
 
 #define CMD(name) sizeof(struct virtio_rdma_dev_cmd_##name)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The standalone virtio-rdma device (id 42, include/vrdma/virtio_rdma.h) as a
- * second device model over the RoCE core (roce_dev.h): its control commands
+ * second device model over the RoCE core (rres_dev.h): its control commands
  * are decoded here into the core's object operations, its configuration
  * space is derived from the core's attributes. docs/spec.md "The virtio-rdma
  * device" has every decision.
@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #include "backend/netdev.h"
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "vrdma/virtio_rdma.h"
 
 struct loop;

@@ -44,7 +44,7 @@
 #include <stdio.h>
 
 #include "common/loop.h"
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "port/pkt.h"
 #include "roce/roce_pkt.h"
 #include "roce/roce_stats.h"

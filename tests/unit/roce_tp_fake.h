@@ -23,7 +23,7 @@
 
 #include "common/loop.h"
 #include "common/util.h"
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "port/fault.h"
 #include "port/pkt.h"
 #include "port/port.h"

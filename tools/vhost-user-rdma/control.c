@@ -21,7 +21,7 @@
 #include "common/loop.h"
 #include "backend/netdev.h"
 #include "backend/netdev_show.h"
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "backend/virtio_rdma_dev.h"
 #include "mgmt/ctl.h"
 #include "mgmt/kv.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Contexts of one device (src/backend/roce_res.c, roce_dev_share_tables):
+ * Contexts of one device (src/backend/rres_res.c, roce_dev_share_tables):
  * two device models drawing PD, CQ, QP and MR indexes from one pool have
  * disjoint handles and QPNs, share the device's limits (a full table refuses
  * every context alike), refuse each other's handles, own QP indexes the
@@ -11,7 +11,7 @@
 #include <stdbool.h>
 
 #include "harness.h"
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 
 static const uint8_t MAC[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x57 };
 static struct roce_dev pool, a, b;
@@ -156,7 +156,7 @@ static void test_one_gsi_per_device(void)
 
 int main(void)
 {
-	TEST_PROGRAM("test_roce_contexts");
+	TEST_PROGRAM("test_rres_contexts");
 	RUN(test_disjoint_and_shared_limits);
 	RUN(test_one_gsi_per_device);
 	return TEST_DONE();

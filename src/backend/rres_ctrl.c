@@ -2,10 +2,10 @@
 /*
  * Control commands of class VIRTIO_NET_CTRL_ROCE (RFC: "RoCE
  * Configuration"): decode the untrusted little-endian command data, check its
- * length, run the operation (roce_res.c, roce_qp_state.c), encode the ack
+ * length, run the operation (rres_res.c, rres_qp_state.c), encode the ack
  * data, count the outcome. Nothing here trusts in_len, alignment or any value.
  */
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 
 #include <string.h>
 

@@ -8,7 +8,7 @@
  * IBTA table are gone (P_Key index 0 and port 1 are implied); RATE_LIMIT is
  * allowed wherever a QP enters RTS. See docs/spec.md "QP state machine".
  */
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 
 #include <errno.h>
 #include <string.h>

@@ -24,7 +24,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "vhost/vhost_mem.h"
 
 #define REGION_GPA   0x10000ull

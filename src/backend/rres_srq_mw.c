@@ -11,14 +11,14 @@
  * the driver's (VIRTIO_IB_KEY_CONSUMER_MASK). Like everything in the device
  * model, each operation checks everything before it changes anything.
  */
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
-#include "backend/roce_priv.h"
+#include "backend/rres_priv.h"
 #include "vhost/vhost_mem.h"
 
 #define KEY_DEV_MASK (~(uint32_t)VIRTIO_IB_KEY_CONSUMER_MASK)

@@ -24,8 +24,8 @@
  *
  * Single-threaded: owned by the loop thread of its device.
  */
-#ifndef VRDMA_BACKEND_ROCE_DEV_H
-#define VRDMA_BACKEND_ROCE_DEV_H
+#ifndef VRDMA_BACKEND_RRES_DEV_H
+#define VRDMA_BACKEND_RRES_DEV_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -546,7 +546,7 @@ enum roce_err roce_ah_destroy(struct roce_dev *rd, uint32_t pdn, uint32_t handle
 enum roce_err roce_gid_add(struct roce_dev *rd, uint32_t index, const uint8_t gid[16]);
 enum roce_err roce_gid_del(struct roce_dev *rd, uint32_t index);
 
-/* ---- QP state machine (roce_qp_state.c) -------------------------------- */
+/* ---- QP state machine (rres_qp_state.c) -------------------------------- */
 
 /* Required / optional attribute masks of the transition cur -> next for a QP
  * type (RC, UC, UD, GSI); *valid says whether the transition exists. */
@@ -730,4 +730,4 @@ static inline void *roce_table_get(const struct roce_table *t, uint32_t idx)
 void roce_rng_seed(struct roce_rng *r, bool deterministic, uint64_t seed);
 uint32_t roce_rng_u32(struct roce_rng *r);
 
-#endif /* VRDMA_BACKEND_ROCE_DEV_H */
+#endif /* VRDMA_BACKEND_RRES_DEV_H */

@@ -8,9 +8,9 @@
  * so an error leaves nothing behind. Objects are malloc'ed (control path
  * only); lookups from the data path are an array index.
  */
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "vrdma/virtio_rdma.h"
-#include "backend/roce_priv.h"
+#include "backend/rres_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The RoCE device control path (src/backend/roce_*.c) driven through
+ * The RoCE device control path (src/backend/rres_*.c) driven through
  * roce_ctrl_exec() with wire-format commands: every command's success path,
  * every error path (each must leave no state behind), the QP state machine
  * table for RC/UC/UD, limits, 10,000 create/destroy cycles, and MR page
@@ -16,7 +16,7 @@
 #include "harness.h"
 #include "common/util.h"
 #include "backend/netdev.h"
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "vhost/vhost_server.h"
 #include "vhost/vhost_mem.h"
 
@@ -3009,7 +3009,7 @@ static void test_netdev_cfg_ext(void)
 
 int main(void)
 {
-	TEST_PROGRAM("test_roce_ctrl");
+	TEST_PROGRAM("test_rres_ctrl");
 	RUN(test_query_device_port);
 	RUN(test_unknown_cmd_and_lengths);
 	RUN(test_pd);

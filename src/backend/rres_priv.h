@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Internals shared by the device model's .c files (roce_res.c, roce_srq_mw.c,
- * roce_event.c, roce_ctrl.c); not a contract for other modules.
+ * Internals shared by the device model's .c files (rres_res.c, rres_srq_mw.c,
+ * rres_event.c, rres_ctrl.c); not a contract for other modules.
  */
-#ifndef VRDMA_BACKEND_ROCE_PRIV_H
-#define VRDMA_BACKEND_ROCE_PRIV_H
+#ifndef VRDMA_BACKEND_RRES_PRIV_H
+#define VRDMA_BACKEND_RRES_PRIV_H
 
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 
 /* Undo the last roce_table_alloc() exactly (the FIFO order is restored). */
 void roce_table_unalloc(struct roce_table *t, uint32_t idx);
@@ -31,4 +31,4 @@ struct vhost_mem_region;
 int roce_region_set_add(struct vhost_mem_region ***regs, uint32_t *n, uint32_t *cap,
 			struct vhost_mem_region *r);
 
-#endif /* VRDMA_BACKEND_ROCE_PRIV_H */
+#endif /* VRDMA_BACKEND_RRES_PRIV_H */

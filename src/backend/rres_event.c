@@ -6,8 +6,8 @@
  * bit is already pending merges with it. Delivery (the event virtqueue) is
  * the transport's: it pops events when the driver gave buffers.
  */
-#include "backend/roce_dev.h"
-#include "backend/roce_priv.h"
+#include "backend/rres_dev.h"
+#include "backend/rres_priv.h"
 #include "vrdma/virtio_net_roce_cm.h"
 
 void roce_event_raise(struct roce_dev *rd, struct roce_ev_obj *o, uint8_t type)
