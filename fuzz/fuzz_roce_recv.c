@@ -64,7 +64,7 @@ static const uint8_t types[4] = { VIRTIO_IB_QPT_RC, VIRTIO_IB_QPT_UC, VIRTIO_IB_
 
 static void env_connect(struct env *e, uint32_t qpn, uint8_t type)
 {
-	struct roce_qp_modify m;
+	struct rres_qp_modify m;
 
 	memset(&m, 0, sizeof(m));
 	m.qkey = type == VIRTIO_IB_QPT_GSI ? 0x80010000u : 0x1234;
@@ -124,17 +124,17 @@ static void env_setup(struct env *e, bool ext)
 			  (ext ? VIRTIO_IB_ACCESS_REMOTE_ATOMIC | VIRTIO_IB_ACCESS_MW_BIND : 0));
 	e->mr_ro = fk_mr_reg(e->d, e->pd, 8192, VIRTIO_IB_ACCESS_REMOTE_READ);
 	if (ext) {
-		const struct roce_pd *pd = roce_pd_lookup(&e->d->rd, e->pd);
-		struct roce_mr *fm = fk_mr_alloc(e->d, e->pd, 2);
-		struct roce_mr *mw = fk_mw_alloc(e->d, e->pd, VIRTIO_IB_MW_TYPE_2);
+		const struct rres_pd *pd = rres_pd_lookup(&e->d->rd, e->pd);
+		struct rres_mr *fm = fk_mr_alloc(e->d, e->pd, 2);
+		struct rres_mr *mw = fk_mw_alloc(e->d, e->pd, VIRTIO_IB_MW_TYPE_2);
 		uint8_t *buf = fk_alloc(e->d, 8192, 4096);
 
 		e->fast_key = fk_key8(fm->lkey, 1);
 		e->mw_key = fk_key8(mw->rkey, 1);
-		if (roce_mr_fast_reg(&e->d->rd, pd, e->fast_key, (uintptr_t)e->mr.buf, 8192,
+		if (rres_mr_fast_reg(&e->d->rd, pd, e->fast_key, (uintptr_t)e->mr.buf, 8192,
 				     fk_page_list(e->d, buf, 8192), FK_ACC_ALL |
 				     VIRTIO_IB_ACCESS_REMOTE_ATOMIC) ||
-		    roce_mw_bind(&e->d->rd, pd, e->mw_key, e->mr.lkey, (uintptr_t)e->mr.buf + 4096,
+		    rres_mw_bind(&e->d->rd, pd, e->mw_key, e->mr.lkey, (uintptr_t)e->mr.buf + 4096,
 				 16384, VIRTIO_IB_MW_ACCESS_MASK))
 			abort();
 	}
@@ -199,7 +199,7 @@ static void env_setup(struct env *e, bool ext)
 static void check_invariants(struct env *e)
 {
 	for (int i = 0; i < 4; i++) {
-		struct roce_qp *qp = roce_qp_lookup(&e->d->rd, e->q[i].qpn);
+		struct rres_qp *qp = rres_qp_lookup(&e->d->rd, e->q[i].qpn);
 		struct roce_tq *tq;
 
 		if (!qp || !(tq = qp->transport))
@@ -224,7 +224,7 @@ static struct pkt *build(struct env *e, struct in *in)
 	struct roce_path path;
 	uint32_t qsel = rd(in, 1), flags, plen, rkey_sel;
 	struct roce_tq *tq = NULL;
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 	uint8_t *payload;
 	int16_t delta;
 	struct pkt *p;
@@ -234,7 +234,7 @@ static struct pkt *build(struct env *e, struct in *in)
 	f.opcode = (uint8_t)rd(in, 1);
 	if (qsel < 4) {
 		f.dqpn = e->q[qsel].qpn;
-		qp = roce_qp_lookup(&e->d->rd, f.dqpn);
+		qp = rres_qp_lookup(&e->d->rd, f.dqpn);
 		tq = qp ? qp->transport : NULL;
 	} else {
 		f.dqpn = ((qsel << 16) | rd(in, 2)) & ROCE_QPN_MASK;
@@ -273,7 +273,7 @@ static struct pkt *build(struct env *e, struct in *in)
 	memcpy(path.smac, e->peer_mac, 6);
 	memcpy(path.dmac, e->d->mac, 6);
 	memcpy(path.sgid, e->peer_gid, 16);
-	memcpy(path.dgid, roce_gid_get(&e->d->rd, 1), 16);
+	memcpy(path.dgid, rres_gid_get(&e->d->rd, 1), 16);
 	if (flags & 32)
 		path.sgid[15] ^= 1; /* not the QP's peer */
 	if (flags & 64) {

@@ -43,7 +43,7 @@ struct fz {
 	struct fk_env env;
 	struct fk_dev *d;
 	uint32_t pd, cq[2];
-	struct roce_srq *srq;
+	struct rres_srq *srq;
 	struct fk_ring *srq_ring, *evq;
 	uint32_t qpn[3];
 	struct fk_mr mr;
@@ -67,15 +67,15 @@ static struct fk_dev *dev_new(struct fk_env *env)
 
 static uint32_t qp_new(struct fz *f, int i)
 {
-	struct roce_qp_init in = {
+	struct rres_qp_init in = {
 		.pdn = f->pd, .qp_type = types[i], .send_cqn = f->cq[0], .recv_cqn = f->cq[i & 1],
 		.cap = { 4, 0, 1, 0, 0 }, .ext_flags = VIRTIO_IB_QP_CREATE_SRQ,
 		.srqn = f->srq->srqn,
 	};
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 	struct fk_path p;
 
-	if (roce_qp_create(&f->d->rd, &in, &qp))
+	if (rres_qp_create(&f->d->rd, &in, &qp))
 		abort();
 	fk_path_default(&p);
 	fk_connect(f->d, qp->qpn, f->d, qp->qpn, &p);
@@ -168,7 +168,7 @@ static void check(struct fz *f)
 	if (ts && roce_srq_count(ts) > f->srq_ring->r.num)
 		abort();
 	for (int i = 0; i < 3; i++) {
-		struct roce_qp *qp = roce_qp_lookup(&f->d->rd, f->qpn[i]);
+		struct rres_qp *qp = rres_qp_lookup(&f->d->rd, f->qpn[i]);
 		struct roce_tq *tq = qp ? qp->transport : NULL;
 
 		if (tq && tq->rwqe->valid && tq->rwqe->srq != f->srq)
@@ -195,17 +195,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	f.pd = fk_pd(f.d);
 	f.cq[0] = fk_cq(f.d, 8, 8, true);
 	f.cq[1] = fk_cq(f.d, 2, 4, in8(&in) & 1);
-	if (roce_srq_create(&f.d->rd, f.pd, 16, 2, &f.srq))
+	if (rres_srq_create(&f.d->rd, f.pd, 16, 2, &f.srq))
 		abort();
 	f.srq_ring = fk_ring_setup(f.d, f.srq->vq, 16, 256, in8(&in) & 1);
-	f.evq = fk_ring_setup(f.d, roce_ring_of_eventq(&f.d->rd), 8, 64, true);
+	f.evq = fk_ring_setup(f.d, rres_ring_of_eventq(&f.d->rd), 8, 64, true);
 	f.mr = fk_mr_reg(f.d, f.pd, 4096, FK_ACC_ALL);
 	for (int i = 0; i < 3; i++)
 		f.qpn[i] = qp_new(&f, i);
 
 	while (in.n && steps++ < 256) {
 		uint8_t op = in8(&in), i = (uint8_t)(in8(&in) % 3);
-		struct roce_qp *qp = roce_qp_lookup(&f.d->rd, f.qpn[i]);
+		struct rres_qp *qp = rres_qp_lookup(&f.d->rd, f.qpn[i]);
 		struct roce_tq *tq = qp ? qp->transport : NULL;
 
 		switch (op % 11) {
@@ -232,7 +232,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				  VIRTIO_IB_QPS_RESET, 0, NULL);
 			break;
 		case 4:
-			if (qp && roce_qp_destroy(&f.d->rd, f.qpn[i]) == ROCE_OK)
+			if (qp && rres_qp_destroy(&f.d->rd, f.qpn[i]) == RRES_OK)
 				f.qpn[i] = qp_new(&f, i);
 			break;
 		case 5:
@@ -244,26 +244,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			switch (in8(&in) % 4) {
 			case 0:
 				if (qp)
-					roce_event_raise(&f.d->rd, &qp->ev, t);
+					rres_event_raise(&f.d->rd, &qp->ev, t);
 				break;
 			case 1:
-				roce_event_raise(&f.d->rd, &f.srq->ev, t);
+				rres_event_raise(&f.d->rd, &f.srq->ev, t);
 				break;
 			case 2:
-				roce_event_raise(&f.d->rd,
-						 &roce_cq_lookup(&f.d->rd, f.cq[1])->ev, t);
+				rres_event_raise(&f.d->rd,
+						 &rres_cq_lookup(&f.d->rd, f.cq[1])->ev, t);
 				break;
 			default:
-				roce_event_raise(&f.d->rd, &f.d->rd.port_ev, t);
+				rres_event_raise(&f.d->rd, &f.d->rd.port_ev, t);
 				break;
 			}
 			break;
 		}
 		case 7:
-			roce_srq_modify(&f.d->rd, f.srq->srqn, VIRTIO_IB_SRQ_LIMIT, in8(&in) % 18);
+			rres_srq_modify(&f.d->rd, f.srq->srqn, VIRTIO_IB_SRQ_LIMIT, in8(&in) % 18);
 			break;
 		case 8:
-			roce_cq_resize(&f.d->rd, f.cq[in8(&in) & 1], in8(&in) % 12);
+			rres_cq_resize(&f.d->rd, f.cq[in8(&in) & 1], in8(&in) % 12);
 			break;
 		case 9:
 			fk_cq_post(f.d, f.cq[in8(&in) & 1], in8(&in) % 4);

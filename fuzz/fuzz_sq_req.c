@@ -33,7 +33,7 @@ static const uint8_t types[4] = { VIRTIO_IB_QPT_RC, VIRTIO_IB_QPT_UC, VIRTIO_IB_
 static void connect_qp(struct fk_dev *d, uint32_t qpn, uint8_t type)
 {
 	static const uint8_t peer_ip[4] = { 10, 0, 0, 99 };
-	struct roce_qp_modify m;
+	struct rres_qp_modify m;
 
 	memset(&m, 0, sizeof(m));
 	m.qkey = type == VIRTIO_IB_QPT_GSI ? 0x80010000u : 0x1234;
@@ -104,7 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint32_t pd, cq, sel, cuts[3], ncut, len, ah;
 	uint8_t type, *chain;
 	bool ext;
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 	struct roce_tq *tq;
 	uint64_t base;
 	struct pkt *p;
@@ -159,7 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ah = fk_ah(d, pd, d, &pth);
 		(void)ah;
 	}
-	qp = roce_qp_lookup(&d->rd, q.qpn);
+	qp = rres_qp_lookup(&d->rd, q.qpn);
 	tq = qp->transport;
 
 	/* 1: parse straight from the bytes, split over iovecs */

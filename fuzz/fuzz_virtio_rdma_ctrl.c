@@ -64,25 +64,25 @@ static void write_page_list(void)
 	}
 }
 
-static void check_invariants(const struct roce_dev *rd)
+static void check_invariants(const struct rres_dev *rd)
 {
 	uint64_t pd_refs = 0, cq_refs = 0, pages = 0, holders = 0;
 	uint32_t i, n;
 
 	for (i = 0, n = 0; i < rd->mrs.size; i++) {
-		const struct roce_mr *mr = rd->mrs.slot[i];
+		const struct rres_mr *mr = rd->mrs.slot[i];
 
 		if (!mr)
 			continue;
 		n++;
-		if (mr->mrn != i || !mr->pd || roce_pd_lookup(rd, mr->pd->pdn) != mr->pd)
+		if (mr->mrn != i || !mr->pd || rres_pd_lookup(rd, mr->pd->pdn) != mr->pd)
 			die("mr");
-		pages += mr->type == ROCE_MR_FAST ? mr->max_pages : mr->npages;
-		if (mr->type == ROCE_MR_FAST && mr->npages > mr->max_pages)
+		pages += mr->type == RRES_MR_FAST ? mr->max_pages : mr->npages;
+		if (mr->type == RRES_MR_FAST && mr->npages > mr->max_pages)
 			die("fast pages");
-		if (mr->state == ROCE_MR_FREE && mr->nregions)
+		if (mr->state == RRES_MR_FREE && mr->nregions)
 			die("free mr pinned");
-		if (mr->type == ROCE_MR_DMA && (mr->access & ~(uint32_t)VIRTIO_IB_ACCESS_LOCAL_WRITE))
+		if (mr->type == RRES_MR_DMA && (mr->access & ~(uint32_t)VIRTIO_IB_ACCESS_LOCAL_WRITE))
 			die("remote dma mr");
 		for (uint32_t r = 0; r < mr->nregions; r++)
 			holders += mr->regions[r] == region;
@@ -91,19 +91,19 @@ static void check_invariants(const struct roce_dev *rd)
 		die("mr count");
 	pd_refs += n;
 	for (i = 0, n = 0; i < rd->qps.size; i++) {
-		const struct roce_qp *qp = rd->qps.slot[i];
+		const struct rres_qp *qp = rd->qps.slot[i];
 
 		if (!qp)
 			continue;
 		n++;
 		if (qp->index != i || virtio_rdma_dev_qp_pair(qp->qpn) != i || i == 0 ||
-		    roce_qp_lookup(rd, qp->qpn) != qp)
+		    rres_qp_lookup(rd, qp->qpn) != qp)
 			die("qp");
 		if (qp->attr.qp_state > VIRTIO_IB_QPS_ERR || qp->srq)
 			die("qp state");
 		if (qp->sq_vq != virtio_rdma_dev_vq_sq(rd->max_rdma_cqs, i) ||
 		    qp->rq_vq != virtio_rdma_dev_vq_rq(rd->max_rdma_cqs, i) ||
-		    roce_ring_qp(rd, qp->sq_vq, NULL) != qp)
+		    rres_ring_qp(rd, qp->sq_vq, NULL) != qp)
 			die("qp rings");
 	}
 	if (n != rd->qps.used)
@@ -114,49 +114,49 @@ static void check_invariants(const struct roce_dev *rd)
 		die("objects the model cannot create");
 	for (i = 0; i < rd->pds.size; i++)
 		if (rd->pds.slot[i])
-			pd_refs -= ((const struct roce_pd *)rd->pds.slot[i])->refcnt;
+			pd_refs -= ((const struct rres_pd *)rd->pds.slot[i])->refcnt;
 	for (i = 0; i < rd->cqs.size; i++)
 		if (rd->cqs.slot[i])
-			cq_refs -= ((const struct roce_cq *)rd->cqs.slot[i])->refcnt;
+			cq_refs -= ((const struct rres_cq *)rd->cqs.slot[i])->refcnt;
 	if (pd_refs || cq_refs)
 		die("refcnt");
 	if (region->refcnt != 1 + holders)
 		die("region refs");
 }
 
-static void device_action(struct roce_dev *rd, const uint8_t *d, size_t len)
+static void device_action(struct rres_dev *rd, const uint8_t *d, size_t len)
 {
 	uint32_t a = len > 4 ? (uint32_t)d[1] | (uint32_t)d[2] << 8 | (uint32_t)d[3] << 16 : 0;
 	struct iovec iov[8];
-	struct roce_qp *qp;
-	struct roce_cq *cq;
-	struct roce_mr *mr;
+	struct rres_qp *qp;
+	struct rres_cq *cq;
+	struct rres_mr *mr;
 
 	if (!len)
 		return;
 	switch (d[0] % 4) {
 	case 0:
-		roce_dev_reset(rd);
+		rres_dev_reset(rd);
 		virtio_rdma_dev_setup(rd);
 		break;
 	case 1:
-		qp = roce_qp_lookup(rd, a);
+		qp = rres_qp_lookup(rd, a);
 		if (qp)
-			(void)roce_qp_async_state(rd, qp, VIRTIO_IB_QPS_ERR);
+			(void)rres_qp_async_state(rd, qp, VIRTIO_IB_QPS_ERR);
 		break;
 	case 2:
-		cq = roce_cq_lookup(rd, a);
+		cq = rres_cq_lookup(rd, a);
 		if (cq)
-			(void)roce_cq_notify_check(cq, len > 4 && (d[4] & 1));
+			(void)rres_cq_notify_check(cq, len > 4 && (d[4] & 1));
 		break;
 	default:
-		mr = roce_mr_lookup(rd, a);
+		mr = rres_mr_lookup(rd, a);
 		if (mr && len >= 12) {
 			uint64_t iova;
 			int n;
 
 			memcpy(&iova, d + 4, 8);
-			n = roce_mr_to_iov(rd, mr, iova, len > 12 ? d[12] * 97u : 1, iov, 8);
+			n = rres_mr_to_iov(rd, mr, iova, len > 12 ? d[12] * 97u : 1, iov, 8);
 			if (n > 8)
 				die("iov");
 			for (int k = 0; k < n; k++) {
@@ -174,8 +174,8 @@ static void device_action(struct roce_dev *rd, const uint8_t *d, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct roce_dev_cfg cfg;
-	struct roce_dev rd;
+	struct rres_dev_cfg cfg;
+	struct rres_dev rd;
 	uint8_t out[256];
 	size_t pos = 0;
 
@@ -194,7 +194,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.mem = &mem;
 	cfg.deterministic = true;
 	cfg.seed = 1;
-	if (roce_dev_init(&rd, &cfg))
+	if (rres_dev_init(&rd, &cfg))
 		abort();
 	virtio_rdma_dev_setup(&rd);
 	write_page_list();
@@ -202,10 +202,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (pos + 2 <= size) {
 		uint8_t op = data[pos], len = data[pos + 1];
 		const uint8_t *in = data + pos + 2;
-		struct roce_counts before, after;
+		struct rres_counts before, after;
 		uint64_t pages_before;
 		size_t out_len = 99, cap;
-		enum roce_err err;
+		enum rres_err err;
 		uint8_t *buf;
 
 		if (pos + 2 + len > size)
@@ -217,7 +217,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		}
 		cap = op & 0x40 ? len / 4u : sizeof(out);
-		roce_dev_counts(&rd, &before);
+		rres_dev_counts(&rd, &before);
 		pages_before = rd.mr_pages;
 		/* a copy, so the request has no slack past len */
 		buf = len ? malloc(len) : NULL;
@@ -226,8 +226,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memset(out, 0xa5, sizeof(out));
 		err = virtio_rdma_dev_ctrl_exec(&rd, op & 0x1f, buf, len, out, cap, &out_len);
 		free(buf);
-		roce_dev_counts(&rd, &after);
-		if ((unsigned)err >= ROCE_ERR_MAX)
+		rres_dev_counts(&rd, &after);
+		if ((unsigned)err >= RRES_ERR_MAX)
 			die("err");
 		if (err && (out_len || out[0] != 0xa5 || pages_before != rd.mr_pages ||
 			    memcmp(&before, &after, sizeof(before))))
@@ -236,7 +236,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			die("out_len");
 		check_invariants(&rd);
 	}
-	roce_dev_fini(&rd);
+	rres_dev_fini(&rd);
 	if (region->refcnt != 1)
 		die("leaked region reference");
 	return 0;

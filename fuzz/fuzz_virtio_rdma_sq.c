@@ -32,7 +32,7 @@ static const uint8_t types[4] = { VIRTIO_IB_QPT_RC, VIRTIO_IB_QPT_UC, VIRTIO_IB_
 static void connect_qp(struct fk_dev *d, uint32_t qpn, uint8_t type)
 {
 	static const uint8_t peer_ip[4] = { 10, 0, 0, 99 };
-	struct roce_qp_modify m;
+	struct rres_qp_modify m;
 
 	memset(&m, 0, sizeof(m));
 	m.qkey = type == VIRTIO_IB_QPT_GSI ? 0x80010000u : 0x1234;
@@ -108,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fk_qp q;
 	uint32_t pd, cq, sel, cuts[3], ncut, len;
 	uint8_t type, *chain;
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 	struct roce_tq *tq;
 	uint64_t base;
 	struct pkt *p;
@@ -151,7 +151,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		q = fk_qp_new(d, &qc);
 	}
 	connect_qp(d, q.qpn, type);
-	qp = roce_qp_lookup(&d->rd, q.qpn);
+	qp = rres_qp_lookup(&d->rd, q.qpn);
 	tq = qp->transport;
 
 	/* 1: parse straight from the bytes, split over iovecs */

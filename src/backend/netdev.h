@@ -8,7 +8,7 @@
  *
  * Queues (N = 1 queue pair): 0 receiveq, 1 transmitq, 2 controlq, then the
  * RDMA queues of the RoCE extension (completion queues, then send/receive
- * pairs), handed to the RoCE device (src/backend/roce_dev.h).
+ * pairs), handed to the RoCE device (src/backend/rres_dev.h).
  */
 #ifndef VRDMA_BACKEND_NETDEV_H
 #define VRDMA_BACKEND_NETDEV_H

@@ -23,7 +23,7 @@
 #include "common/util.h"
 #include "backend/netdev_priv.h"
 #include "backend/netdev_sec.h"
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "roce/roce_hdr.h"
 #include "vhost/vhost_mem.h"
 #include "roce/roce_tp.h"
@@ -33,7 +33,7 @@
 struct netdev_ctx_totals {
 	struct netdev_stats nd;
 	struct vhost_server_stats vs;
-	struct roce_stats roce;
+	struct rres_stats roce;
 	struct roce_tp_stats tp;
 };
 
@@ -50,7 +50,7 @@ static void netdev_port_totals_add(struct netdev_ctx_totals *t, const struct net
 {
 	_Static_assert(sizeof(struct netdev_stats) % 8 == 0, "counters only");
 	_Static_assert(sizeof(struct vhost_server_stats) % 8 == 0, "counters only");
-	_Static_assert(sizeof(struct roce_stats) % 8 == 0, "counters only");
+	_Static_assert(sizeof(struct rres_stats) % 8 == 0, "counters only");
 	counters_add(&t->nd, &nd->stats, sizeof(t->nd));
 	counters_add(&t->vs, vhost_server_stats(nd->vs), sizeof(t->vs));
 	if (nd->roce)
@@ -82,9 +82,9 @@ static void netdev_port_totals_dump(const struct netdev_ctx_totals *t, FILE *f)
 		vs->mem_faults, vs->fds_refused, vs->accept_errors, vs->grave_overflows);
 	fprintf(f, "  roce commands ok %llu err %llu", (unsigned long long)t->roce.ok,
 		(unsigned long long)t->roce.err);
-	for (int i = 1; i < ROCE_ERR_MAX; i++)
+	for (int i = 1; i < RRES_ERR_MAX; i++)
 		if (t->roce.errs[i])
-			fprintf(f, " %s %llu", roce_err_name(i), (unsigned long long)t->roce.errs[i]);
+			fprintf(f, " %s %llu", rres_err_name(i), (unsigned long long)t->roce.errs[i]);
 	fprintf(f, "\n");
 	roce_tp_stats_dump(&t->tp, f);
 }
@@ -153,7 +153,7 @@ static struct netdev *netdev_port_primary(const struct netdev_port *dp)
 /* The context with a QP of this number's index (the GSI QP for QPN 1). */
 static struct netdev *netdev_port_qpn_owner(const struct netdev_port *dp, uint32_t qpn)
 {
-	const struct roce_table *pool, *t;
+	const struct rres_table *pool, *t;
 	uint32_t idx = vrdma_qpn_index(qpn);
 
 	if (!dp->pool || qpn == VRDMA_QPN_MULTICAST)
@@ -305,7 +305,7 @@ void netdev_port_ctx_closed(struct netdev_port *dp, struct netdev *nd)
 
 static int netdev_port_pool_init(struct netdev_port *dp)
 {
-	struct roce_dev_cfg cfg;
+	struct rres_dev_cfg cfg;
 	int rc;
 
 	if (!dp->cfg.roce)
@@ -325,7 +325,7 @@ static int netdev_port_pool_init(struct netdev_port *dp)
 	dp->pool = calloc(1, sizeof(*dp->pool));
 	if (!dp->pool)
 		return -ENOMEM;
-	rc = roce_dev_init(dp->pool, &cfg);
+	rc = rres_dev_init(dp->pool, &cfg);
 	if (rc < 0) {
 		free(dp->pool);
 		dp->pool = NULL;
@@ -395,7 +395,7 @@ fail_sw:
 fail_pool:
 	netdev_port_cm_fini(dp);
 	if (dp->pool) {
-		roce_dev_fini(dp->pool);
+		rres_dev_fini(dp->pool);
 		free(dp->pool);
 	}
 fail:
@@ -420,7 +420,7 @@ void netdev_port_free(struct netdev_port *dp)
 	sw_detach(dp->sw, &dp->port);
 	netdev_port_cm_fini(dp);
 	if (dp->pool) {
-		roce_dev_fini(dp->pool);
+		rres_dev_fini(dp->pool);
 		free(dp->pool);
 	}
 	free(dp->closed);
@@ -451,7 +451,7 @@ unsigned netdev_port_contexts(const struct netdev_port *dp)
 }
 
 void netdev_port_sum(const struct netdev_port *dp, struct netdev_stats *nd,
-		     struct vhost_server_stats *vs, struct roce_stats *roce,
+		     struct vhost_server_stats *vs, struct rres_stats *roce,
 		     struct roce_tp_stats *tp)
 {
 	struct netdev_ctx_totals sum = *dp->closed;

@@ -18,7 +18,7 @@
 #include "common/log.h"
 #include "backend/netdev_cm.h"
 #include "backend/netdev_priv.h"
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "port/port.h"
 #include "roce/roce_hdr.h"
 #include "roce/roce_opcode.h"
@@ -257,7 +257,7 @@ static void npcm_notify(void *ctx, uint64_t ctx_id)
 
 	for (struct netdev *nd = pc->dp->ctxs; nd; nd = nd->next)
 		if (nd->id == ctx_id && !nd->closing && nd->roce)
-			roce_event_raise(nd->roce, &nd->roce->port_ev, VIRTIO_IB_EVENT_CM_PENDING);
+			rres_event_raise(nd->roce, &nd->roce->port_ev, VIRTIO_IB_EVENT_CM_PENDING);
 }
 
 /* A context may name its own QPs, and numbers no context holds (a program
@@ -270,7 +270,7 @@ static bool npcm_qp_owned(void *ctx, uint64_t ctx_id, uint32_t qpn)
 	if (qpn <= VRDMA_GSI_QPN)
 		return false;
 	for (struct netdev *nd = pc->dp->ctxs; nd; nd = nd->next)
-		if (nd->id != ctx_id && nd->roce && roce_qp_lookup(nd->roce, qpn))
+		if (nd->id != ctx_id && nd->roce && rres_qp_lookup(nd->roce, qpn))
 			return false;
 	return true;
 }

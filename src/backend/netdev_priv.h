@@ -22,7 +22,7 @@
 
 #define NETDEV_RX_MAX_BUFS 16 /* receive buffers one frame may span (MRG_RXBUF) */
 
-struct roce_dev;
+struct rres_dev;
 struct roce_tp;
 
 struct netdev_ctx_totals;
@@ -55,7 +55,7 @@ struct netdev_port {
 	struct port port;             /* on the switch, shared by the contexts */
 	struct vhost_server *listener; /* accepts connections, no session */
 	struct vhost_dev_ops listen_ops;
-	struct roce_dev *pool;        /* index space and limits of the contexts */
+	struct rres_dev *pool;        /* index space and limits of the contexts */
 	struct netdev *ctxs;          /* open and closing contexts, oldest first */
 	unsigned nctx;                /* open contexts (closing ones excluded) */
 	uint64_t next_ctx_id;
@@ -100,7 +100,7 @@ struct netdev {
 	struct vq_elem elem;      /* scratch element (tx, ctrl) */
 	struct vq_elem rx_elems[NETDEV_RX_MAX_BUFS];
 
-	struct roce_dev *roce;    /* RoCE extension state (netdev_roce.c) */
+	struct rres_dev *roce;    /* RoCE extension state (netdev_roce.c) */
 	struct roce_tp *roce_tp;  /* its transport engine (src/roce/roce_tp.h) */
 	struct netdev_stats stats;
 	struct vlog_rl log_rl;    /* this device's share of the log */
@@ -127,10 +127,10 @@ void netdev_ctx_set_link(struct netdev *nd, bool up);
 void netdev_ctx_dump_stats(const struct netdev *nd, FILE *f);
 
 /* The device's counters: those of its closed contexts plus the open ones. */
-struct roce_stats;
+struct rres_stats;
 struct roce_tp_stats;
 void netdev_port_sum(const struct netdev_port *dp, struct netdev_stats *nd,
-		     struct vhost_server_stats *vs, struct roce_stats *roce,
+		     struct vhost_server_stats *vs, struct rres_stats *roce,
 		     struct roce_tp_stats *tp);
 
 /* The port's connection manager on QP1 (netdev_port_cm.c). */

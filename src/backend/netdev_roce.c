@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Glue between the virtio-net device and its RoCE extension: control class 6
- * goes to the resource model (roce_ctrl_exec), the RDMA virtqueues and RoCE
+ * goes to the resource model (rres_ctrl_exec), the RDMA virtqueues and RoCE
  * frames from the switch go to the transport engine.
  */
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include "backend/netdev_priv.h"
 #include "backend/netdev_sec.h"
 #include "vrdma/virtio_net_roce_cm.h"
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "roce/roce_tp.h"
 #include "vhost/vhost_server.h"
 
@@ -95,7 +95,7 @@ static const struct roce_tp_ops netdev_roce_tp_ops = {
 
 int netdev_roce_init(struct netdev *nd)
 {
-	struct roce_dev_cfg cfg;
+	struct rres_dev_cfg cfg;
 	int rc;
 
 	if (!nd->cfg.roce)
@@ -118,7 +118,7 @@ int netdev_roce_init(struct netdev *nd)
 	nd->roce = calloc(1, sizeof(*nd->roce));
 	if (!nd->roce)
 		return -ENOMEM;
-	rc = roce_dev_init(nd->roce, &cfg);
+	rc = rres_dev_init(nd->roce, &cfg);
 	if (rc < 0) {
 		free(nd->roce);
 		nd->roce = NULL;
@@ -126,10 +126,10 @@ int netdev_roce_init(struct netdev *nd)
 	}
 	/* handles, QPNs and limits come from the device's shared space */
 	if (nd->dp && nd->dp->pool)
-		roce_dev_share_tables(nd->roce, nd->dp->pool, nd);
+		rres_dev_share_tables(nd->roce, nd->dp->pool, nd);
 	nd->roce_tp = roce_tp_new(nd->roce, nd->loop, &netdev_roce_tp_ops, nd);
 	if (!nd->roce_tp) {
-		roce_dev_fini(nd->roce);
+		rres_dev_fini(nd->roce);
 		free(nd->roce);
 		nd->roce = NULL;
 		return -ENOMEM;
@@ -144,14 +144,14 @@ int netdev_roce_init(struct netdev *nd)
 void netdev_roce_attach_mem(struct netdev *nd)
 {
 	if (nd->roce)
-		roce_dev_set_mem(nd->roce, vhost_server_mem(nd->vs));
+		rres_dev_set_mem(nd->roce, vhost_server_mem(nd->vs));
 }
 
 void netdev_roce_fini(struct netdev *nd)
 {
 	if (!nd->roce)
 		return;
-	roce_dev_fini(nd->roce);
+	rres_dev_fini(nd->roce);
 	roce_tp_free(nd->roce_tp);
 	nd->roce_tp = NULL;
 	free(nd->roce);
@@ -163,29 +163,29 @@ void netdev_roce_reset(struct netdev *nd)
 	if (!nd->roce)
 		return;
 	/* no event for what the reset itself changes */
-	roce_dev_set_ext(nd->roce, false);
-	roce_dev_reset(nd->roce);
+	rres_dev_set_ext(nd->roce, false);
+	rres_dev_reset(nd->roce);
 	roce_tp_reset(nd->roce_tp);
-	roce_dev_set_mac(nd->roce, nd->cfg.mac);
+	rres_dev_set_mac(nd->roce, nd->cfg.mac);
 	netdev_roce_set_features(nd);
 }
 
 void netdev_roce_set_features(struct netdev *nd)
 {
 	if (nd->roce)
-		roce_dev_set_ext(nd->roce, (nd->features & (1ull << VIRTIO_NET_F_ROCE)) &&
+		rres_dev_set_ext(nd->roce, (nd->features & (1ull << VIRTIO_NET_F_ROCE)) &&
 					   (nd->features & (1ull << VIRTIO_NET_F_ROCE_EXT)));
 }
 
 void netdev_roce_link_changed(struct netdev *nd, bool up)
 {
 	if (nd->roce)
-		roce_dev_link_changed(nd->roce, up);
+		rres_dev_link_changed(nd->roce, up);
 }
 
 uint32_t netdev_roce_ring_count(const struct netdev *nd)
 {
-	return nd->roce ? roce_ring_count(nd->roce) : 3;
+	return nd->roce ? rres_ring_count(nd->roce) : 3;
 }
 
 uint32_t netdev_roce_max_srqs(const struct netdev *nd)
@@ -196,13 +196,13 @@ uint32_t netdev_roce_max_srqs(const struct netdev *nd)
 void netdev_roce_set_mac(struct netdev *nd, const uint8_t mac[6])
 {
 	if (nd->roce)
-		roce_dev_set_mac(nd->roce, mac);
+		rres_dev_set_mac(nd->roce, mac);
 }
 
 uint8_t netdev_roce_ctrl(struct netdev *nd, uint8_t cmd, const void *in, size_t in_len,
 			 void *out, size_t out_cap, size_t *out_len)
 {
-	enum roce_err err;
+	enum rres_err err;
 
 	*out_len = 0;
 	if (!nd->roce)
@@ -210,10 +210,10 @@ uint8_t netdev_roce_ctrl(struct netdev *nd, uint8_t cmd, const void *in, size_t 
 	if (cmd >= VIRTIO_NET_CTRL_ROCE_CM_FIRST &&
 	    cmd < VIRTIO_NET_CTRL_ROCE_CM_FIRST + VIRTIO_NET_CTRL_ROCE_CM_NUM_CMDS)
 		return netdev_port_cm_ctrl(nd, cmd, in, in_len, out, out_cap, out_len);
-	err = roce_ctrl_exec_err(nd->roce, cmd, in, in_len, out, out_cap, out_len);
-	if (err != ROCE_OK) {
-		LOG_PEER_RL(&nd->log_rl, "%s: RoCE command %s failed: %s", nd->cfg.socket, roce_cmd_name(cmd),
-			 roce_err_name(err));
+	err = rres_ctrl_exec_err(nd->roce, cmd, in, in_len, out, out_cap, out_len);
+	if (err != RRES_OK) {
+		LOG_PEER_RL(&nd->log_rl, "%s: RoCE command %s failed: %s", nd->cfg.socket, rres_cmd_name(cmd),
+			 rres_err_name(err));
 		*out_len = 0;
 		return VIRTIO_NET_ERR;
 	}
@@ -276,13 +276,13 @@ void netdev_roce_ring_kick(struct netdev *nd, struct vhost_vring *r)
 
 void netdev_roce_dump_stats(const struct netdev *nd, FILE *f)
 {
-	const struct roce_stats *s;
-	struct roce_counts c;
+	const struct rres_stats *s;
+	struct rres_counts c;
 
 	if (!nd->roce)
 		return;
 	s = &nd->roce->stats;
-	roce_dev_counts(nd->roce, &c);
+	rres_dev_counts(nd->roce, &c);
 	fprintf(f, "  roce objects pd %u mr %u cq %u qp %u ah %u srq %u mw %u\n", c.pd, c.mr,
 		c.cq, c.qp, c.ah, c.srq, c.mw);
 	if (nd->roce->ext)
@@ -291,9 +291,9 @@ void netdev_roce_dump_stats(const struct netdev *nd, FILE *f)
 			(unsigned long long)nd->roce->events_merged);
 	fprintf(f, "  roce commands ok %llu err %llu", (unsigned long long)s->ok,
 		(unsigned long long)s->err);
-	for (int i = 1; i < ROCE_ERR_MAX; i++)
+	for (int i = 1; i < RRES_ERR_MAX; i++)
 		if (s->errs[i])
-			fprintf(f, " %s %llu", roce_err_name(i), (unsigned long long)s->errs[i]);
+			fprintf(f, " %s %llu", rres_err_name(i), (unsigned long long)s->errs[i]);
 	fprintf(f, "\n");
 	if (nd->roce_tp)
 		roce_tp_dump_stats(nd->roce_tp, f);

@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 #include "backend/netdev_priv.h"
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "roce/roce_tp.h"
 #include "vhost/vhost_mem.h"
 #include "vhost/vhost_server.h"
@@ -75,7 +75,7 @@ static void show_hex(struct kvw *k, const char *key, uint64_t v)
 	kvw_str(k, key, buf);
 }
 
-static void show_counts(struct kvw *k, const struct roce_counts *c)
+static void show_counts(struct kvw *k, const struct rres_counts *c)
 {
 	kvw_u64(k, "pd", c->pd);
 	kvw_u64(k, "mr", c->mr);
@@ -85,7 +85,7 @@ static void show_counts(struct kvw *k, const struct roce_counts *c)
 }
 
 /* The start of a QP's line: its owner and number. */
-static void show_qp_head(struct kvw *k, const struct netdev *nd, const struct roce_qp *qp)
+static void show_qp_head(struct kvw *k, const struct netdev *nd, const struct rres_qp *qp)
 {
 	show_obj_begin(k, nd);
 	kvw_u64(k, "lqpn", qp->qpn);
@@ -94,14 +94,14 @@ static void show_qp_head(struct kvw *k, const struct netdev *nd, const struct ro
 void netdev_show_dev(const struct netdev_port *dp, struct kvw *k)
 {
 	char buf[64];
-	struct roce_counts sum = { 0 };
+	struct rres_counts sum = { 0 };
 
 	FOR_EACH_CTX(dp, nd) {
-		struct roce_counts c = { 0 };
+		struct rres_counts c = { 0 };
 
 		if (!nd->roce)
 			continue;
-		roce_dev_counts(nd->roce, &c);
+		rres_dev_counts(nd->roce, &c);
 		sum.pd += c.pd;
 		sum.mr += c.mr;
 		sum.cq += c.cq;
@@ -130,7 +130,7 @@ void netdev_show_dev(const struct netdev_port *dp, struct kvw *k)
 void netdev_show_ctxs(const struct netdev_port *dp, struct kvw *k)
 {
 	FOR_EACH_CTX(dp, nd) {
-		struct roce_counts c = { 0 };
+		struct rres_counts c = { 0 };
 
 		/* "ctx" first: a context's line never reads as a device's */
 		kvw_obj_begin(k);
@@ -141,7 +141,7 @@ void netdev_show_ctxs(const struct netdev_port *dp, struct kvw *k)
 		show_mac(k, "mac", nd->mac);
 		kvw_bool(k, "roce", nd->roce != NULL);
 		if (nd->roce) {
-			roce_dev_counts(nd->roce, &c);
+			rres_dev_counts(nd->roce, &c);
 			kvw_bool(k, "ext", nd->roce->ext);
 			show_counts(k, &c);
 		}
@@ -151,7 +151,7 @@ void netdev_show_ctxs(const struct netdev_port *dp, struct kvw *k)
 
 void netdev_show_qps(const struct netdev_port *dp, struct kvw *k)
 {
-	const struct roce_qp *qp;
+	const struct rres_qp *qp;
 
 	FOR_EACH_ROCE_OBJ(dp, nd, qps, qp) {
 		const struct roce_tq *tq = qp->transport;
@@ -187,7 +187,7 @@ void netdev_show_qps(const struct netdev_port *dp, struct kvw *k)
 
 void netdev_show_cqs(const struct netdev_port *dp, struct kvw *k)
 {
-	const struct roce_cq *cq;
+	const struct rres_cq *cq;
 
 	FOR_EACH_ROCE_OBJ(dp, nd, cqs, cq) {
 		show_obj_begin(k, nd);
@@ -201,7 +201,7 @@ void netdev_show_cqs(const struct netdev_port *dp, struct kvw *k)
 
 void netdev_show_mrs(const struct netdev_port *dp, struct kvw *k)
 {
-	const struct roce_mr *mr;
+	const struct rres_mr *mr;
 
 	FOR_EACH_ROCE_OBJ(dp, nd, mrs, mr) {
 		show_obj_begin(k, nd);
@@ -219,7 +219,7 @@ void netdev_show_mrs(const struct netdev_port *dp, struct kvw *k)
 
 void netdev_show_pds(const struct netdev_port *dp, struct kvw *k)
 {
-	const struct roce_pd *pd;
+	const struct rres_pd *pd;
 
 	FOR_EACH_ROCE_OBJ(dp, nd, pds, pd) {
 		show_obj_begin(k, nd);
@@ -231,7 +231,7 @@ void netdev_show_pds(const struct netdev_port *dp, struct kvw *k)
 
 void netdev_show_srqs(const struct netdev_port *dp, struct kvw *k)
 {
-	const struct roce_srq *srq;
+	const struct rres_srq *srq;
 
 	FOR_EACH_ROCE_OBJ(dp, nd, srqs, srq) {
 		show_obj_begin(k, nd);
@@ -248,7 +248,7 @@ void netdev_show_stats(const struct netdev_port *dp, struct kvw *k)
 {
 	struct netdev_stats s;
 	struct vhost_server_stats vs;
-	struct roce_stats rs;
+	struct rres_stats rs;
 	struct roce_tp_stats t;
 
 	netdev_port_sum(dp, &s, &vs, &rs, &t);
@@ -318,7 +318,7 @@ void netdev_show_stats(const struct netdev_port *dp, struct kvw *k)
 
 void netdev_show_qp_stats(const struct netdev_port *dp, struct kvw *k)
 {
-	const struct roce_qp *qp;
+	const struct rres_qp *qp;
 
 	FOR_EACH_ROCE_OBJ(dp, nd, qps, qp) {
 		const struct roce_tq *tq = qp->transport;

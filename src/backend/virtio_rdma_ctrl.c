@@ -3,8 +3,8 @@
  * Control commands of the virtio-rdma device (id 42): each command is decoded
  * from its packed little-endian request, checked for what this model adds
  * (port numbers, GID types, IB attribute masks, cqn = virtqueue index),
- * translated to the RoCE core's operation (roce_res.c, roce_srq_mw.c,
- * roce_qp_state.c) and its response encoded. Nothing here trusts in_len,
+ * translated to the RoCE core's operation (rres_res.c, rres_srq_mw.c,
+ * rres_qp_state.c) and its response encoded. Nothing here trusts in_len,
  * alignment or any value; a failure changes nothing.
  */
 #include "backend/virtio_rdma_dev.h"
@@ -14,7 +14,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "backend/roce_priv.h"
+#include "backend/rres_priv.h"
 #include "vhost/vhost_mem.h"
 
 #define CMD(name) sizeof(struct virtio_rdma_dev_cmd_##name)
@@ -105,15 +105,15 @@ static bool access_from_wire(uint32_t in, uint32_t *out)
 	return true;
 }
 
-void virtio_rdma_dev_setup(struct roce_dev *rd)
+void virtio_rdma_dev_setup(struct rres_dev *rd)
 {
 	rd->rdma_dev_layout = true; /* before any object: their rings follow it */
-	roce_dev_set_ext(rd, true);
+	rres_dev_set_ext(rd, true);
 }
 
-void virtio_rdma_dev_config(const struct roce_dev *rd, struct virtio_rdma_dev_config *c)
+void virtio_rdma_dev_config(const struct rres_dev *rd, struct virtio_rdma_dev_config *c)
 {
-	const struct roce_dev_attr *a = &rd->attr;
+	const struct rres_dev_attr *a = &rd->attr;
 	uint64_t guid = 0;
 	uint8_t *g = (uint8_t *)&guid;
 
@@ -157,12 +157,12 @@ void virtio_rdma_dev_config(const struct roce_dev *rd, struct virtio_rdma_dev_co
 	c->local_ca_ack_delay = a->local_ca_ack_delay;
 }
 
-static enum roce_err cmd_query_port(struct roce_dev *rd, const void *in, void *out)
+static enum rres_err cmd_query_port(struct rres_dev *rd, const void *in, void *out)
 {
 	struct virtio_rdma_dev_rsp_query_port r;
 
 	if (IN8(cmd_query_port, port) != PORT)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	memset(&r, 0, sizeof(r));
 	r.state = VIRTIO_RDMA_DEV_PORT_ACTIVE;
 	r.max_mtu = VIRTIO_IB_MTU_4096;
@@ -180,105 +180,105 @@ static enum roce_err cmd_query_port(struct roce_dev *rd, const void *in, void *o
 	if (rd->has_ip6)
 		memcpy(r.gid2_ipv6, rd->ip6, 16);
 	memcpy(out, &r, sizeof(r));
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-static enum roce_err cmd_get_dma_mr(struct roce_dev *rd, const void *in, void *out)
+static enum rres_err cmd_get_dma_mr(struct rres_dev *rd, const void *in, void *out)
 {
-	struct roce_mr *mr;
-	enum roce_err err;
+	struct rres_mr *mr;
+	enum rres_err err;
 	uint32_t access;
 
 	if (!access_from_wire(IN32(cmd_get_dma_mr, access_flags), &access))
-		return ROCE_ERR_FLAGS;
-	err = roce_mr_get_dma(rd, IN32(cmd_get_dma_mr, pdn), access, &mr);
+		return RRES_ERR_FLAGS;
+	err = rres_mr_get_dma(rd, IN32(cmd_get_dma_mr, pdn), access, &mr);
 	if (err)
 		return err;
 	OUT32(rsp_get_dma_mr, mrn, mr->mrn);
 	OUT32(rsp_get_dma_mr, lkey, mr->lkey);
 	OUT32(rsp_get_dma_mr, rkey, mr->rkey);
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-static enum roce_err cmd_create_mr(struct roce_dev *rd, const void *in, void *out)
+static enum rres_err cmd_create_mr(struct rres_dev *rd, const void *in, void *out)
 {
-	struct roce_mr *mr;
-	enum roce_err err;
+	struct rres_mr *mr;
+	enum rres_err err;
 	uint32_t access;
 
-	if (!roce_pd_lookup(rd, IN32(cmd_create_mr, pdn)))
-		return ROCE_ERR_BAD_HANDLE;
+	if (!rres_pd_lookup(rd, IN32(cmd_create_mr, pdn)))
+		return RRES_ERR_BAD_HANDLE;
 	if (!access_from_wire(IN32(cmd_create_mr, access_flags), &access) ||
-	    !roce_mr_access_ok(rd, access))
-		return ROCE_ERR_FLAGS;
-	err = roce_mr_alloc(rd, IN32(cmd_create_mr, pdn), IN32(cmd_create_mr, max_num_sg), &mr);
+	    !rres_mr_access_ok(rd, access))
+		return RRES_ERR_FLAGS;
+	err = rres_mr_alloc(rd, IN32(cmd_create_mr, pdn), IN32(cmd_create_mr, max_num_sg), &mr);
 	if (err)
 		return err;
 	mr->access = access; /* used by MAP_MR_SG; keys unusable until then */
 	OUT32(rsp_create_mr, mrn, mr->mrn);
 	OUT32(rsp_create_mr, lkey, mr->lkey);
 	OUT32(rsp_create_mr, rkey, mr->rkey);
-	return ROCE_OK;
+	return RRES_OK;
 }
 
 /* Pages of [va, va+len) in 4 KiB pages (0 for len 0), saturated. */
 static uint64_t span_pages(uint64_t va, uint64_t len)
 {
-	return len ? roce_span_pages(va, len) : 0;
+	return len ? rres_span_pages(va, len) : 0;
 }
 
-static enum roce_err cmd_map_mr_sg(struct roce_dev *rd, const void *in, void *out)
+static enum rres_err cmd_map_mr_sg(struct rres_dev *rd, const void *in, void *out)
 {
-	struct roce_mr *mr = roce_mr_lookup(rd, IN32(cmd_map_mr_sg, mrn));
+	struct rres_mr *mr = rres_mr_lookup(rd, IN32(cmd_map_mr_sg, mrn));
 	uint32_t npages = IN32(cmd_map_mr_sg, npages);
 	uint64_t start = IN64(cmd_map_mr_sg, start), length = IN64(cmd_map_mr_sg, length);
 
 	if (!mr)
-		return ROCE_ERR_BAD_HANDLE;
-	if (mr->type != ROCE_MR_FAST)
-		return ROCE_ERR_RANGE;
-	if (mr->state != ROCE_MR_FREE)
-		return ROCE_ERR_IN_USE;
+		return RRES_ERR_BAD_HANDLE;
+	if (mr->type != RRES_MR_FAST)
+		return RRES_ERR_RANGE;
+	if (mr->state != RRES_MR_FREE)
+		return RRES_ERR_IN_USE;
 	if (length > rd->attr.max_mr_size || (length && start > UINT64_MAX - (length - 1)))
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if (span_pages(start, length) != npages)
-		return ROCE_ERR_NPAGES;
+		return RRES_ERR_NPAGES;
 	if (npages > mr->max_pages)
-		return ROCE_ERR_LIMIT;
-	if (roce_mr_fast_reg(rd, mr->pd, mr->lkey, start, length, IN64(cmd_map_mr_sg, pages),
+		return RRES_ERR_LIMIT;
+	if (rres_mr_fast_reg(rd, mr->pd, mr->lkey, start, length, IN64(cmd_map_mr_sg, pages),
 			     mr->access))
-		return ROCE_ERR_PAGE;
+		return RRES_ERR_PAGE;
 	OUT32(rsp_map_mr_sg, npages, npages);
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-static enum roce_err cmd_reg_user_mr(struct roce_dev *rd, const void *in, void *out)
+static enum rres_err cmd_reg_user_mr(struct rres_dev *rd, const void *in, void *out)
 {
 	uint32_t npages = IN32(cmd_reg_user_mr, npages), access;
 	uint64_t gpa = IN64(cmd_reg_user_mr, pages);
 	const void *table;
-	struct roce_mr *mr;
-	enum roce_err err;
+	struct rres_mr *mr;
+	enum rres_err err;
 	void *copy;
 
 	if (!access_from_wire(IN32(cmd_reg_user_mr, access_flags), &access))
-		return ROCE_ERR_FLAGS;
-	if (!roce_pd_lookup(rd, IN32(cmd_reg_user_mr, pdn)))
-		return ROCE_ERR_BAD_HANDLE;
+		return RRES_ERR_FLAGS;
+	if (!rres_pd_lookup(rd, IN32(cmd_reg_user_mr, pdn)))
+		return RRES_ERR_BAD_HANDLE;
 	if (!npages)
-		return ROCE_ERR_NPAGES;
+		return RRES_ERR_NPAGES;
 	if (npages > rd->max_mr_pages)
-		return ROCE_ERR_LIMIT;
+		return RRES_ERR_LIMIT;
 	/* the page table: inside one region of driver memory, copied once so
 	 * the driver cannot change it while it is checked */
 	table = rd->mem ? vhost_mem_gpa_to_host(rd->mem, gpa, 8ull * npages) : NULL;
 	if (!table)
-		return ROCE_ERR_PAGE;
+		return RRES_ERR_PAGE;
 	copy = malloc(8ull * npages);
 	if (!copy)
-		return ROCE_ERR_NOMEM;
+		return RRES_ERR_NOMEM;
 	memcpy(copy, table, 8ull * npages);
-	err = roce_mr_reg_user(rd, IN32(cmd_reg_user_mr, pdn), access,
+	err = rres_mr_reg_user(rd, IN32(cmd_reg_user_mr, pdn), access,
 			       IN64(cmd_reg_user_mr, virt_addr), IN64(cmd_reg_user_mr, length),
 			       npages, copy, &mr);
 	free(copy);
@@ -287,18 +287,18 @@ static enum roce_err cmd_reg_user_mr(struct roce_dev *rd, const void *in, void *
 	OUT32(rsp_reg_user_mr, mrn, mr->mrn);
 	OUT32(rsp_reg_user_mr, lkey, mr->lkey);
 	OUT32(rsp_reg_user_mr, rkey, mr->rkey);
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-static enum roce_err cmd_create_qp(struct roce_dev *rd, const void *in, void *out)
+static enum rres_err cmd_create_qp(struct rres_dev *rd, const void *in, void *out)
 {
-	struct roce_qp_init init;
-	struct roce_qp *qp;
-	enum roce_err err;
+	struct rres_qp_init init;
+	struct rres_qp *qp;
+	enum rres_err err;
 	uint8_t sig = IN8(cmd_create_qp, sq_sig_type);
 
 	if (sig != VIRTIO_RDMA_DEV_SIGNAL_ALL_WR && sig != VIRTIO_RDMA_DEV_SIGNAL_REQ_WR)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	memset(&init, 0, sizeof(init));
 	init.pdn = IN32(cmd_create_qp, pdn);
 	init.qp_type = IN8(cmd_create_qp, qp_type);
@@ -310,31 +310,31 @@ static enum roce_err cmd_create_qp(struct roce_dev *rd, const void *in, void *ou
 	init.cap.max_recv_wr = IN32(cmd_create_qp, max_recv_wr);
 	init.cap.max_recv_sge = IN32(cmd_create_qp, max_recv_sge);
 	init.cap.max_inline_data = IN32(cmd_create_qp, max_inline_data);
-	err = roce_qp_create(rd, &init, &qp);
+	err = rres_qp_create(rd, &init, &qp);
 	if (err)
 		return err;
 	OUT32(rsp_create_qp, qpn, qp->qpn);
-	return ROCE_OK;
+	return RRES_OK;
 }
 
 /* The address vector of a connected QP: GRH required (RoCE), port 1. */
-static enum roce_err ah_from_wire(const struct virtio_rdma_dev_ah_attr *w,
+static enum rres_err ah_from_wire(const struct virtio_rdma_dev_ah_attr *w,
 				  struct virtio_rdma_ah_attr *a)
 {
 	if (!(w->ah_flags & VIRTIO_RDMA_DEV_AH_GRH) || (w->ah_flags & ~VIRTIO_RDMA_DEV_AH_GRH))
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if (w->port_num != PORT || w->sl > 15)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	virtio_rdma_dev_ah_to_roce(w, a);
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-static enum roce_err cmd_modify_qp(struct roce_dev *rd, const void *in)
+static enum rres_err cmd_modify_qp(struct rres_dev *rd, const void *in)
 {
 	struct virtio_rdma_dev_cmd_modify_qp c;
 	const struct virtio_rdma_dev_qp_attr *w = &c.attrs;
-	struct roce_qp_modify m;
-	enum roce_err err;
+	struct rres_qp_modify m;
+	enum rres_err err;
 	uint32_t mask, b;
 
 	memcpy(&c, in, sizeof(c));
@@ -346,15 +346,15 @@ static enum roce_err cmd_modify_qp(struct roce_dev *rd, const void *in)
 		if (attr_map[b])
 			m.attr_mask |= attr_map[b];
 		else if (!((1u << b) & ATTR_LOCAL))
-			return ROCE_ERR_ATTR_MASK; /* ALT_PATH, PATH_MIG_STATE, reserved */
+			return RRES_ERR_ATTR_MASK; /* ALT_PATH, PATH_MIG_STATE, reserved */
 	}
 	if ((mask & VIRTIO_RDMA_DEV_QP_PKEY_INDEX) && le16toh(w->pkey_index) >= rd->attr.max_pkeys)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if ((mask & VIRTIO_RDMA_DEV_QP_PORT) && w->port_num != PORT)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if ((mask & VIRTIO_RDMA_DEV_QP_ACCESS_FLAGS) &&
 	    !access_from_wire(le32toh(w->qp_access_flags), &m.qp_access_flags))
-		return ROCE_ERR_FLAGS;
+		return RRES_ERR_FLAGS;
 	if (mask & VIRTIO_RDMA_DEV_QP_AV) {
 		err = ah_from_wire(&w->ah_attr, &m.ah_attr);
 		if (err)
@@ -374,21 +374,21 @@ static enum roce_err cmd_modify_qp(struct roce_dev *rd, const void *in)
 	m.sq_psn = le32toh(w->sq_psn);
 	m.dest_qp_num = le32toh(w->dest_qp_num);
 	m.rate_limit = le32toh(w->rate_limit);
-	return roce_qp_modify(rd, le32toh(c.qpn), &m);
+	return rres_qp_modify(rd, le32toh(c.qpn), &m);
 }
 
-static enum roce_err cmd_query_qp(struct roce_dev *rd, const void *in, void *out)
+static enum rres_err cmd_query_qp(struct rres_dev *rd, const void *in, void *out)
 {
-	struct roce_qp *qp = roce_qp_lookup(rd, IN32(cmd_query_qp, qpn));
+	struct rres_qp *qp = rres_qp_lookup(rd, IN32(cmd_query_qp, qpn));
 	uint32_t mask = IN32(cmd_query_qp, attr_mask), b;
 	struct virtio_rdma_dev_qp_attr a;
-	const struct roce_qp_attr *at;
+	const struct rres_qp_attr *at;
 
 	if (!qp)
-		return ROCE_ERR_BAD_HANDLE;
+		return RRES_ERR_BAD_HANDLE;
 	for (b = 0; b < 32; b++)
 		if ((mask & (1u << b)) && !attr_map[b] && !((1u << b) & ATTR_LOCAL))
-			return ROCE_ERR_ATTR_MASK;
+			return RRES_ERR_ATTR_MASK;
 	at = &qp->attr;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = at->qp_state;
@@ -424,52 +424,52 @@ static enum roce_err cmd_query_qp(struct roce_dev *rd, const void *in, void *out
 		memcpy(a.ah_attr.dmac, at->av.dmac, 6);
 	}
 	memcpy(out, &a, sizeof(a));
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-static enum roce_err cmd_query_pkey(struct roce_dev *rd, const void *in, void *out)
+static enum rres_err cmd_query_pkey(struct rres_dev *rd, const void *in, void *out)
 {
 	if (IN32(cmd_query_pkey, port) != PORT || IN16(cmd_query_pkey, index) >= rd->attr.max_pkeys)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	put_le16(out, 0xffff); /* the default P_Key, full membership */
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-static enum roce_err cmd_add_gid(struct roce_dev *rd, const void *in)
+static enum rres_err cmd_add_gid(struct rres_dev *rd, const void *in)
 {
 	struct virtio_rdma_dev_cmd_add_gid c;
 
 	memcpy(&c, in, sizeof(c));
 	if (le32toh(c.port_num) != PORT)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	/* the transport is RoCE v2 only */
 	if (le32toh(c.gid_type) != VIRTIO_RDMA_DEV_GID_TYPE_ROCE_V2)
-		return ROCE_ERR_GID;
-	return roce_gid_add(rd, le16toh(c.index), c.gid);
+		return RRES_ERR_GID;
+	return rres_gid_add(rd, le16toh(c.index), c.gid);
 }
 
-static enum roce_err cmd_dispatch(struct roce_dev *rd, uint8_t cmd, const void *in, void *out)
+static enum rres_err cmd_dispatch(struct rres_dev *rd, uint8_t cmd, const void *in, void *out)
 {
-	enum roce_err err;
+	enum rres_err err;
 	uint32_t v;
 
 	switch (cmd) {
 	case VIRTIO_RDMA_DEV_CMD_QUERY_PORT:
 		return cmd_query_port(rd, in, out);
 	case VIRTIO_RDMA_DEV_CMD_CREATE_CQ:
-		err = roce_cq_create(rd, IN32(cmd_create_cq, cqe), &v);
+		err = rres_cq_create(rd, IN32(cmd_create_cq, cqe), &v);
 		if (!err)
 			OUT32(rsp_create_cq, cqn, v + 1);
 		return err;
 	case VIRTIO_RDMA_DEV_CMD_DESTROY_CQ:
-		return roce_cq_destroy(rd, cqn_from_wire(IN32(cmd_destroy_cq, cqn)));
+		return rres_cq_destroy(rd, cqn_from_wire(IN32(cmd_destroy_cq, cqn)));
 	case VIRTIO_RDMA_DEV_CMD_CREATE_PD:
-		err = roce_pd_create(rd, &v);
+		err = rres_pd_create(rd, &v);
 		if (!err)
 			OUT32(rsp_create_pd, pdn, v);
 		return err;
 	case VIRTIO_RDMA_DEV_CMD_DESTROY_PD:
-		return roce_pd_destroy(rd, IN32(cmd_destroy_pd, pdn));
+		return rres_pd_destroy(rd, IN32(cmd_destroy_pd, pdn));
 	case VIRTIO_RDMA_DEV_CMD_GET_DMA_MR:
 		return cmd_get_dma_mr(rd, in, out);
 	case VIRTIO_RDMA_DEV_CMD_CREATE_MR:
@@ -479,7 +479,7 @@ static enum roce_err cmd_dispatch(struct roce_dev *rd, uint8_t cmd, const void *
 	case VIRTIO_RDMA_DEV_CMD_REG_USER_MR:
 		return cmd_reg_user_mr(rd, in, out);
 	case VIRTIO_RDMA_DEV_CMD_DEREG_MR:
-		return roce_mr_dereg(rd, IN32(cmd_dereg_mr, mrn));
+		return rres_mr_dereg(rd, IN32(cmd_dereg_mr, mrn));
 	case VIRTIO_RDMA_DEV_CMD_CREATE_QP:
 		return cmd_create_qp(rd, in, out);
 	case VIRTIO_RDMA_DEV_CMD_MODIFY_QP:
@@ -487,43 +487,43 @@ static enum roce_err cmd_dispatch(struct roce_dev *rd, uint8_t cmd, const void *
 	case VIRTIO_RDMA_DEV_CMD_QUERY_QP:
 		return cmd_query_qp(rd, in, out);
 	case VIRTIO_RDMA_DEV_CMD_DESTROY_QP:
-		return roce_qp_destroy(rd, IN32(cmd_destroy_qp, qpn));
+		return rres_qp_destroy(rd, IN32(cmd_destroy_qp, qpn));
 	case VIRTIO_RDMA_DEV_CMD_QUERY_PKEY:
 		return cmd_query_pkey(rd, in, out);
 	case VIRTIO_RDMA_DEV_CMD_ADD_GID:
 		return cmd_add_gid(rd, in);
 	case VIRTIO_RDMA_DEV_CMD_DEL_GID:
 		if (IN32(cmd_del_gid, port) != PORT)
-			return ROCE_ERR_RANGE;
-		return roce_gid_del(rd, IN16(cmd_del_gid, index));
+			return RRES_ERR_RANGE;
+		return rres_gid_del(rd, IN16(cmd_del_gid, index));
 	case VIRTIO_RDMA_DEV_CMD_REQ_NOTIFY_CQ:
-		return roce_cq_req_notify(rd, cqn_from_wire(IN32(cmd_req_notify, cqn)),
+		return rres_cq_req_notify(rd, cqn_from_wire(IN32(cmd_req_notify, cqn)),
 					  IN32(cmd_req_notify, flags));
 	default:
-		return ROCE_ERR_UNKNOWN_CMD;
+		return RRES_ERR_UNKNOWN_CMD;
 	}
 }
 
-enum roce_err virtio_rdma_dev_ctrl_exec(struct roce_dev *rd, uint8_t cmd, const void *in,
+enum rres_err virtio_rdma_dev_ctrl_exec(struct rres_dev *rd, uint8_t cmd, const void *in,
 					size_t in_len, void *out, size_t out_cap,
 					size_t *out_len)
 {
 	uint8_t rsp[RSP(query_port)];
-	enum roce_err err;
+	enum rres_err err;
 
 	_Static_assert(RSP(query_port) >= RSP(query_qp), "response buffer holds every response");
 	*out_len = 0;
 	if (cmd == 0 || cmd >= VIRTIO_RDMA_DEV_NUM_CMDS) {
-		err = ROCE_ERR_UNKNOWN_CMD;
+		err = RRES_ERR_UNKNOWN_CMD;
 		goto done;
 	}
 	rd->stats.rdma_dev_cmds[cmd]++;
 	if ((!in && in_len) || in_len != cmd_info[cmd].in) {
-		err = ROCE_ERR_BAD_LEN;
+		err = RRES_ERR_BAD_LEN;
 		goto done;
 	}
 	if (out_cap < cmd_info[cmd].out || (cmd_info[cmd].out && !out)) {
-		err = ROCE_ERR_OUT_SPACE;
+		err = RRES_ERR_OUT_SPACE;
 		goto done;
 	}
 	/* handlers write into a local buffer: out is only touched on success */
@@ -539,7 +539,7 @@ done:
 		rd->stats.err++;
 		rd->stats.errs[err]++;
 		LOG_DEBUG("virtio-rdma: %s failed: %s", virtio_rdma_dev_cmd_name(cmd),
-			  roce_err_name(err));
+			  rres_err_name(err));
 	} else {
 		rd->stats.ok++;
 	}

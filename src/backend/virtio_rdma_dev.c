@@ -34,7 +34,7 @@
 struct virtio_rdma_dev {
 	struct netdev_cfg cfg;
 	struct vhost_server *vs;
-	struct roce_dev rd;
+	struct rres_dev rd;
 	struct roce_tp *tp;
 	struct sw *sw;
 	struct port port;
@@ -98,7 +98,7 @@ static void dev_ctrl_one(struct virtio_rdma_dev *d, struct vhost_vring *r)
 	struct vq_elem *e = &d->elem;
 	uint8_t req[CTRL_MAX_REQ], rsp[1 + CTRL_MAX_RSP];
 	size_t in_len, out_len = 0;
-	enum roce_err err;
+	enum rres_err err;
 
 	if (e->out_len < 1 || e->in_len < 1 || e->out_len > sizeof(req)) {
 		d->stats.ctrl_malformed++;
@@ -118,7 +118,7 @@ static void dev_ctrl_one(struct virtio_rdma_dev *d, struct vhost_vring *r)
 	if (req[0] == VIRTIO_RDMA_DEV_CMD_ADD_GID &&
 	    in_len == sizeof(struct virtio_rdma_dev_cmd_add_gid) &&
 	    !netdev_sec_addr_ok(&d->psec, req + 1, &d->log_rl, d->cfg.socket))
-		err = ROCE_ERR_GID; /* another device's address (port security) */
+		err = RRES_ERR_GID; /* another device's address (port security) */
 	else
 		err = virtio_rdma_dev_ctrl_exec(&d->rd, req[0], in_len ? req + 1 : NULL, in_len,
 						rsp + 1, MIN((size_t)e->in_len - 1,
@@ -195,8 +195,8 @@ static void dev_reset(void *ctx)
 	struct virtio_rdma_dev *d = ctx;
 
 	/* no event for what the reset itself changes */
-	roce_dev_set_ext(&d->rd, false);
-	roce_dev_reset(&d->rd);
+	rres_dev_set_ext(&d->rd, false);
+	rres_dev_reset(&d->rd);
 	roce_tp_reset(d->tp);
 	virtio_rdma_dev_setup(&d->rd);
 	d->features = 0;
@@ -215,7 +215,7 @@ static void dev_mem_changed(void *ctx)
 {
 	struct virtio_rdma_dev *d = ctx;
 
-	roce_dev_set_mem(&d->rd, vhost_server_mem(d->vs));
+	rres_dev_set_mem(&d->rd, vhost_server_mem(d->vs));
 }
 
 /* ---- what the transport needs from the device ---- */
@@ -338,7 +338,7 @@ struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, struct sw *sw,
 {
 	struct virtio_rdma_dev *d = calloc(1, sizeof(*d));
 	struct vhost_dev_ops ops;
-	struct roce_dev_cfg rc;
+	struct rres_dev_cfg rc;
 
 	if (!d)
 		return NULL;
@@ -350,7 +350,7 @@ struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, struct sw *sw,
 	rc.eth_mtu = cfg->mtu;
 	rc.max_rdma_qps = dev_max_qps(cfg) + 1; /* pair 0 is not a QP */
 	rc.max_rdma_cqs = dev_max_cqs(cfg);
-	if (roce_dev_init(&d->rd, &rc)) {
+	if (rres_dev_init(&d->rd, &rc)) {
 		free(d);
 		return NULL;
 	}
@@ -389,7 +389,7 @@ struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, struct sw *sw,
 	memset(&ops, 0, sizeof(ops));
 	ops.features = (1ull << VIRTIO_F_VERSION_1);
 	ops.protocol_features = ~0ull;
-	ops.max_rings = roce_ring_count(&d->rd); /* 1 + N + 2M */
+	ops.max_rings = rres_ring_count(&d->rd); /* 1 + N + 2M */
 	ops.queue_num = 1;
 	ops.set_features = dev_set_features;
 	ops.get_config = dev_get_config;
@@ -405,7 +405,7 @@ struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, struct sw *sw,
 		goto fail;
 	vhost_server_mem(d->vs)->max_mapped = cfg->mem_max;
 	vhost_server_mem(d->vs)->budget = d->mem_budget;
-	roce_dev_set_mem(&d->rd, vhost_server_mem(d->vs));
+	rres_dev_set_mem(&d->rd, vhost_server_mem(d->vs));
 	return d;
 fail:
 	virtio_rdma_dev_free(d);
@@ -424,7 +424,7 @@ void virtio_rdma_dev_free(struct virtio_rdma_dev *d)
 		netdev_sec_port_fini(&d->psec);
 	if (d->attached)
 		sw_detach(d->sw, &d->port);
-	roce_dev_fini(&d->rd);
+	rres_dev_fini(&d->rd);
 	roce_tp_free(d->tp);
 	vhost_mem_budget_put(d->mem_budget);
 	free(d);
@@ -447,10 +447,10 @@ struct roce_tp *virtio_rdma_dev_transport(struct virtio_rdma_dev *d)
 
 void virtio_rdma_dev_dump_stats(const struct virtio_rdma_dev *d, FILE *f)
 {
-	const struct roce_stats *s = &d->rd.stats;
-	struct roce_counts c;
+	const struct rres_stats *s = &d->rd.stats;
+	struct rres_counts c;
 
-	roce_dev_counts(&d->rd, &c);
+	rres_dev_counts(&d->rd, &c);
 	fprintf(f, "virtio-rdma %s: ctrl ok %llu err %llu malformed %llu ring_errors %llu "
 		   "resets %llu features %#llx\n", d->cfg.socket, (unsigned long long)d->stats.ctrl_ok,
 		(unsigned long long)d->stats.ctrl_err, (unsigned long long)d->stats.ctrl_malformed,
@@ -461,9 +461,9 @@ void virtio_rdma_dev_dump_stats(const struct virtio_rdma_dev *d, FILE *f)
 	fprintf(f, "  logs_suppressed %llu\n", d->log_rl.suppressed);
 	fprintf(f, "  roce commands ok %llu err %llu", (unsigned long long)s->ok,
 		(unsigned long long)s->err);
-	for (int i = 1; i < ROCE_ERR_MAX; i++)
+	for (int i = 1; i < RRES_ERR_MAX; i++)
 		if (s->errs[i])
-			fprintf(f, " %s %llu", roce_err_name(i), (unsigned long long)s->errs[i]);
+			fprintf(f, " %s %llu", rres_err_name(i), (unsigned long long)s->errs[i]);
 	fprintf(f, "\n");
 	if (d->stats.ctrl_ok + d->stats.ctrl_err)
 		roce_tp_dump_stats(d->tp, f);
@@ -474,7 +474,7 @@ struct vhost_server *virtio_rdma_dev_server(struct virtio_rdma_dev *d)
 	return d->vs;
 }
 
-const struct roce_dev *virtio_rdma_dev_roce(const struct virtio_rdma_dev *d)
+const struct rres_dev *virtio_rdma_dev_roce(const struct virtio_rdma_dev *d)
 {
 	return &d->rd;
 }

@@ -25,7 +25,7 @@ uint32_t roce_budget_sq_slots(uint32_t max_send_wr)
 	return p;
 }
 
-uint64_t roce_budget_qp(const struct roce_qp_cap *cap, uint32_t srq_max_sge)
+uint64_t roce_budget_qp(const struct rres_qp_cap *cap, uint32_t srq_max_sge)
 {
 	uint32_t data = MAX(cap->max_send_sge * (uint32_t)sizeof(struct roce_sge),
 			    cap->max_inline_data);

@@ -70,7 +70,7 @@ static uint64_t cc_now(const struct roce_tp *tp)
 void roce_cc_ce(struct roce_tq *tq, const struct roce_pkt_info *pi, const struct pkt *p)
 {
 	struct roce_tp *tp = tq->tp;
-	struct roce_qp *qp = tq->qp;
+	struct rres_qp *qp = tq->qp;
 	struct roce_hdr_fields f;
 	struct roce_path path;
 	uint64_t now = cc_now(tp);

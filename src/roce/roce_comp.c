@@ -221,7 +221,7 @@ static void comp_ack(struct roce_tq *tq, uint32_t psn, bool explicit_ack)
 static void comp_ack_pkt(struct roce_tq *tq, const struct roce_pkt_info *pi)
 {
 	struct roce_tp *tp = tq->tp;
-	struct roce_qp *qp = tq->qp;
+	struct rres_qp *qp = tq->qp;
 	uint8_t syn = roce_aeth_syndrome(pi->aeth);
 	uint32_t psn = pi->psn, prev = roce_psn_add(pi->psn, ROCE_PSN_MASK);
 
@@ -410,7 +410,7 @@ static void comp_atomic_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 void roce_comp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi)
 {
 	struct roce_tp *tp = tq->tp;
-	struct roce_qp *qp = tq->qp;
+	struct rres_qp *qp = tq->qp;
 	uint8_t st = qp->attr.qp_state;
 
 	if (st != VIRTIO_IB_QPS_RTS && st != VIRTIO_IB_QPS_SQD) {
@@ -481,7 +481,7 @@ void roce_comp_rexmit_timer(struct loop_timer *t, void *arg)
 {
 	struct roce_tq *tq = arg;
 	struct roce_tp *tp = tq->tp;
-	struct roce_qp *qp = tq->qp;
+	struct rres_qp *qp = tq->qp;
 	uint64_t to = roce_ack_timeout_ns(qp->attr.timeout), now;
 	uint8_t st = qp->attr.qp_state;
 
@@ -559,7 +559,7 @@ void roce_comp_rnr_timer(struct loop_timer *t, void *arg)
 void roce_comp_reset(struct roce_tq *tq)
 {
 	struct roce_tp *tp = tq->tp;
-	struct roce_qp *qp = tq->qp;
+	struct rres_qp *qp = tq->qp;
 
 	if (tp->loop) {
 		loop_timer_cancel(tp->loop, &tq->rexmit_timer);

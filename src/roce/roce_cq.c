@@ -7,7 +7,7 @@
  * as soon as buffers arrive; a completion beyond that overflows the CQ (see
  * docs/spec.md "RDMA queues": counted, logged, the CQ's QPs go to ERR).
  *
- * Notification: roce_cq_notify_check() decides for each entry written
+ * Notification: rres_cq_notify_check() decides for each entry written
  * whether the CQ's arming (REQ_NOTIFY_CQ) asks for an interrupt; the ring is
  * then interrupted unconditionally (force), otherwise the virtio
  * suppression rules (event index / NO_INTERRUPT) decide.
@@ -29,7 +29,7 @@
 #include "common/util.h"
 #include "vhost/vhost_server.h"
 
-int roce_cq_attach_hook(struct roce_dev *rd, struct roce_cq *cq)
+int roce_cq_attach_hook(struct rres_dev *rd, struct rres_cq *cq)
 {
 	struct roce_tcq *tc = calloc(1, sizeof(*tc));
 
@@ -48,7 +48,7 @@ int roce_cq_attach_hook(struct roce_dev *rd, struct roce_cq *cq)
 	return 0;
 }
 
-void roce_cq_detach_hook(struct roce_dev *rd, struct roce_cq *cq)
+void roce_cq_detach_hook(struct rres_dev *rd, struct rres_cq *cq)
 {
 	struct roce_tcq *tc = cq->transport;
 	struct roce_tp *tp = rd->hooks.arg;
@@ -160,7 +160,7 @@ static bool cq_write(struct roce_tcq *tc, const struct roce_wc *wc)
 	vq_dev_fill(&r->vq, e->head, sizeof(c));
 written:
 	roce_tp_ring_dirty(tp, &tc->ring,
-			   roce_cq_notify_check(tc->cq, wc->solicited ||
+			   rres_cq_notify_check(tc->cq, wc->solicited ||
 						wc->status != VIRTIO_IB_WC_SUCCESS));
 	tp->stats.cqe_written++;
 	return true;
@@ -184,7 +184,7 @@ static void cq_overflow(struct roce_tcq *tc)
 			roce_tp_qp_fatal(tq);
 }
 
-int roce_cq_resize_hook(struct roce_dev *rd, struct roce_cq *cq, uint32_t cqe)
+int roce_cq_resize_hook(struct rres_dev *rd, struct rres_cq *cq, uint32_t cqe)
 {
 	struct roce_tcq *tc = cq->transport;
 	struct roce_tp *tp = rd->hooks.arg;
@@ -226,7 +226,7 @@ int roce_cq_resize_hook(struct roce_dev *rd, struct roce_cq *cq, uint32_t cqe)
 	return 0;
 }
 
-bool roce_cq_overflowed_hook(struct roce_dev *rd, struct roce_cq *cq)
+bool roce_cq_overflowed_hook(struct rres_dev *rd, struct rres_cq *cq)
 {
 	const struct roce_tcq *tc = cq->transport;
 
@@ -234,7 +234,7 @@ bool roce_cq_overflowed_hook(struct roce_dev *rd, struct roce_cq *cq)
 	return tc && tc->overflowed;
 }
 
-void roce_cq_post(struct roce_tp *tp, struct roce_cq *cq, const struct roce_wc *wc)
+void roce_cq_post(struct roce_tp *tp, struct rres_cq *cq, const struct roce_wc *wc)
 {
 	struct roce_tcq *tc = cq->transport;
 

@@ -17,12 +17,12 @@
 #include "common/util.h"
 #include "vhost/vhost_server.h"
 
-void roce_tp_event(struct roce_tp *tp, struct roce_ev_obj *o, uint8_t type)
+void roce_tp_event(struct roce_tp *tp, struct rres_ev_obj *o, uint8_t type)
 {
 	if (!tp->rd->ext || !tp->ext)
 		return;
 	tp->ext->stats.ev_raised++;
-	roce_event_raise(tp->rd, o, type);
+	rres_event_raise(tp->rd, o, type);
 }
 
 /* A broken event ring is reported once (error eventfd, counted), however
@@ -44,18 +44,18 @@ static bool evq_broken(struct roce_tp *tp, struct vhost_vring *r)
 bool roce_evq_deliver(struct roce_tp *tp)
 {
 	struct roce_tp_ext *x = tp->ext;
-	struct roce_dev *rd = tp->rd;
+	struct rres_dev *rd = tp->rd;
 	struct vhost_vring *r;
 	struct vq_elem *e;
 	bool any = false;
 
-	if (!x || !rd->ext || !roce_event_pending(rd))
+	if (!x || !rd->ext || !rres_event_pending(rd))
 		return false;
 	r = x->evq.r;
 	if (!r || evq_broken(tp, r))
 		return false;
 	e = &x->elem;
-	while (roce_event_pending(rd)) {
+	while (rres_event_pending(rd)) {
 		struct virtio_rdma_event ev;
 		uint8_t type;
 		uint32_t id;
@@ -77,7 +77,7 @@ bool roce_evq_deliver(struct roce_tp *tp)
 			x->evq_dirty = true;
 			continue;
 		}
-		if (!roce_event_pop(rd, &type, &id)) {
+		if (!rres_event_pop(rd, &type, &id)) {
 			/* Cannot happen (checked above); give it back. */
 			vq_dev_unpop(&r->vq);
 			break;
@@ -130,7 +130,7 @@ bool roce_evq_busy(struct roce_tp *tp)
 	struct roce_tp_ext *x = tp->ext;
 	struct vhost_vring *r;
 
-	if (!x || !tp->rd->ext || !roce_event_pending(tp->rd))
+	if (!x || !tp->rd->ext || !rres_event_pending(tp->rd))
 		return false;
 	r = x->evq.r;
 	if (!r || evq_broken(tp, r))

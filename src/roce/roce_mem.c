@@ -2,7 +2,7 @@
 /*
  * Data movement between packets and registered memory. Every access looks
  * the key up again (an MR deregistered while a WR is outstanding is
- * detected, not used) and goes through roce_mr_to_iov(), which checks the
+ * detected, not used) and goes through rres_mr_to_iov(), which checks the
  * range against the MR and, for DMA MRs, against the driver's shared memory.
  * Remote keys may name a VALID user or fast-registered MR or a bound memory
  * window (its bounds and rights; bytes reached through its MR), so an
@@ -70,7 +70,7 @@ static void cur_copy(struct mem_cur *c, uint8_t *mem, size_t len, bool to_mem)
 
 /* Copy between the cursor and [iova, iova + len) of mr (to_mr: cursor ->
  * MR). Returns 0 or -EFAULT. */
-static int mr_copy(const struct roce_dev *rd, const struct roce_mr *mr, uint64_t iova,
+static int mr_copy(const struct rres_dev *rd, const struct rres_mr *mr, uint64_t iova,
 		   struct mem_cur *c, uint64_t len, bool to_mr)
 {
 	struct iovec iov[MEM_IOV];
@@ -80,7 +80,7 @@ static int mr_copy(const struct roce_dev *rd, const struct roce_mr *mr, uint64_t
 		int n;
 
 		for (;;) {
-			n = roce_mr_to_iov(rd, mr, iova, piece, iov, MEM_IOV);
+			n = rres_mr_to_iov(rd, mr, iova, piece, iov, MEM_IOV);
 			if (n != -E2BIG)
 				break;
 			if (piece <= 1)
@@ -103,22 +103,22 @@ int roce_mem_check_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t
 	return roce_mem_check_sges_pd(tq->tp->rd, tq->qp->pd, sge, n, access, total);
 }
 
-int roce_mem_check_sges_pd(const struct roce_dev *rd, const struct roce_pd *pd,
+int roce_mem_check_sges_pd(const struct rres_dev *rd, const struct rres_pd *pd,
 			   const struct roce_sge *sge, uint32_t n, uint32_t access,
 			   uint64_t *total)
 {
 	uint64_t sum = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
-		const struct roce_mr *mr;
+		const struct rres_mr *mr;
 		uint64_t a = sge[i].addr, l = sge[i].length;
 
 		if (!l)
 			continue;
-		mr = roce_mr_lookup_lkey(rd, sge[i].lkey, pd, access);
+		mr = rres_mr_lookup_lkey(rd, sge[i].lkey, pd, access);
 		if (!mr)
 			return VIRTIO_IB_WC_LOC_PROT_ERR;
-		if (mr->type != ROCE_MR_DMA) {
+		if (mr->type != RRES_MR_DMA) {
 			if (a < mr->iova || a - mr->iova > mr->length ||
 			    l > mr->length - (a - mr->iova))
 				return VIRTIO_IB_WC_LOC_PROT_ERR;
@@ -133,14 +133,14 @@ int roce_mem_check_sges_pd(const struct roce_dev *rd, const struct roce_pd *pd,
 
 /* Walk SGEs (keys of pd) from message offset off over len bytes; copy
  * each piece. */
-static int sges_copy(struct roce_tq *tq, const struct roce_pd *pd, const struct roce_sge *sge,
+static int sges_copy(struct roce_tq *tq, const struct rres_pd *pd, const struct roce_sge *sge,
 		     uint32_t n, uint64_t off, struct mem_cur *c, uint32_t len, uint32_t access,
 		     bool to_mem)
 {
-	const struct roce_dev *rd = tq->tp->rd;
+	const struct rres_dev *rd = tq->tp->rd;
 
 	for (uint32_t i = 0; i < n && len; i++) {
-		const struct roce_mr *mr;
+		const struct rres_mr *mr;
 		uint32_t chunk;
 
 		if (off >= sge[i].length) {
@@ -148,7 +148,7 @@ static int sges_copy(struct roce_tq *tq, const struct roce_pd *pd, const struct 
 			continue;
 		}
 		chunk = (uint32_t)MIN((uint64_t)len, sge[i].length - off);
-		mr = roce_mr_lookup_lkey(rd, sge[i].lkey, pd, access);
+		mr = rres_mr_lookup_lkey(rd, sge[i].lkey, pd, access);
 		if (!mr || mr_copy(rd, mr, sge[i].addr + off, c, chunk, to_mem))
 			return VIRTIO_IB_WC_LOC_PROT_ERR;
 		len -= chunk;
@@ -177,7 +177,7 @@ int roce_mem_from_swqe(struct roce_tq *tq, struct roce_swqe *w, uint32_t off,
 int roce_mem_ref_swqe(struct roce_tq *tq, struct roce_swqe *w, uint32_t off, uint32_t len,
 		      struct iovec *iov, uint32_t max, uint32_t *niov)
 {
-	const struct roce_dev *rd = tq->tp->rd;
+	const struct rres_dev *rd = tq->tp->rd;
 	const struct roce_sge *sge = roce_swqe_sge(w);
 	uint32_t k = 0;
 	uint64_t o = off;
@@ -186,7 +186,7 @@ int roce_mem_ref_swqe(struct roce_tq *tq, struct roce_swqe *w, uint32_t off, uin
 	if (!len || w->inl)
 		return 0;
 	for (uint32_t i = 0; i < w->num_sge && len; i++) {
-		const struct roce_mr *mr;
+		const struct rres_mr *mr;
 		uint32_t chunk;
 		int n;
 
@@ -195,12 +195,12 @@ int roce_mem_ref_swqe(struct roce_tq *tq, struct roce_swqe *w, uint32_t off, uin
 			continue;
 		}
 		chunk = (uint32_t)MIN((uint64_t)len, sge[i].length - o);
-		mr = roce_mr_lookup_lkey(rd, sge[i].lkey, tq->qp->pd, 0);
+		mr = rres_mr_lookup_lkey(rd, sge[i].lkey, tq->qp->pd, 0);
 		if (!mr)
 			return VIRTIO_IB_WC_LOC_PROT_ERR;
 		if (k == max)
 			return 0; /* more pieces than a reference holds: copy */
-		n = roce_mr_to_iov(rd, mr, sge[i].addr + o, chunk, iov + k, max - k);
+		n = rres_mr_to_iov(rd, mr, sge[i].addr + o, chunk, iov + k, max - k);
 		if (n == -E2BIG)
 			return 0;
 		if (n < 0)
@@ -215,10 +215,10 @@ int roce_mem_ref_swqe(struct roce_tq *tq, struct roce_swqe *w, uint32_t off, uin
 	return 0;
 }
 
-int roce_mem_ref_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va, uint32_t len,
+int roce_mem_ref_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va, uint32_t len,
 		    struct iovec *iov, uint32_t max, uint32_t *niov)
 {
-	int n = roce_mr_to_iov(tp->rd, mr, va, len, iov, max);
+	int n = rres_mr_to_iov(tp->rd, mr, va, len, iov, max);
 
 	*niov = 0;
 	if (n == -E2BIG)
@@ -261,7 +261,7 @@ int roce_mem_payload_to_rwqe(struct roce_tq *tq, const struct roce_rwqe *rw, uin
 			 pi->payload_len, VIRTIO_IB_ACCESS_LOCAL_WRITE, true);
 }
 
-int roce_mem_payload_to_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
+int roce_mem_payload_to_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va,
 			   const struct roce_pkt_info *pi)
 {
 	struct mem_cur c;
@@ -311,28 +311,28 @@ int roce_mem_to_rwqe(struct roce_tq *tq, const struct roce_rwqe *rw, uint64_t of
 			 len, VIRTIO_IB_ACCESS_LOCAL_WRITE, true);
 }
 
-struct roce_mr *roce_mem_rkey(struct roce_tq *tq, uint32_t rkey, uint64_t va,
+struct rres_mr *roce_mem_rkey(struct roce_tq *tq, uint32_t rkey, uint64_t va,
 			      uint64_t len, uint32_t access)
 {
-	const struct roce_qp *qp = tq->qp;
-	struct roce_mr *mr;
+	const struct rres_qp *qp = tq->qp;
+	struct rres_mr *mr;
 	uint64_t off;
 
 	if ((qp->attr.qp_access_flags & access) != access)
 		return NULL;
-	mr = roce_mr_lookup_rkey(tq->tp->rd, rkey, qp->pd, access);
-	if (!mr || mr->type == ROCE_MR_DMA || va < mr->iova)
+	mr = rres_mr_lookup_rkey(tq->tp->rd, rkey, qp->pd, access);
+	if (!mr || mr->type == RRES_MR_DMA || va < mr->iova)
 		return NULL;
-	if (mr->type == ROCE_MR_MW) {
+	if (mr->type == RRES_MR_MW) {
 		/* A window never grants more than its MR (the device checks
 		 * this at bind; checked again at every access). */
-		const struct roce_mr *base = mr->bound_mr;
+		const struct rres_mr *base = mr->bound_mr;
 
-		if (mr->state != ROCE_MR_VALID || !base || base->state != ROCE_MR_VALID ||
+		if (mr->state != RRES_MR_VALID || !base || base->state != RRES_MR_VALID ||
 		    ((access & (VIRTIO_IB_ACCESS_REMOTE_WRITE | VIRTIO_IB_ACCESS_REMOTE_ATOMIC)) &&
 		     !(base->access & VIRTIO_IB_ACCESS_LOCAL_WRITE)))
 			return NULL;
-	} else if (mr->state != ROCE_MR_VALID) {
+	} else if (mr->state != RRES_MR_VALID) {
 		return NULL;
 	}
 	off = va - mr->iova;
@@ -341,7 +341,7 @@ struct roce_mr *roce_mem_rkey(struct roce_tq *tq, uint32_t rkey, uint64_t va,
 	return mr;
 }
 
-int roce_mem_to_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
+int roce_mem_to_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va,
 		   const uint8_t *src, uint32_t len)
 {
 	struct mem_cur c;
@@ -350,7 +350,7 @@ int roce_mem_to_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
 	return mr_copy(tp->rd, mr, va, &c, len, true);
 }
 
-int roce_mem_from_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
+int roce_mem_from_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va,
 		     uint8_t *dst, uint32_t len)
 {
 	struct mem_cur c;
@@ -359,13 +359,13 @@ int roce_mem_from_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
 	return mr_copy(tp->rd, mr, va, &c, len, false);
 }
 
-uint64_t *roce_mem_atomic_ptr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va)
+uint64_t *roce_mem_atomic_ptr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va)
 {
 	struct iovec iov[1];
 
 	if (va & 7)
 		return NULL;
-	if (roce_mr_to_iov(tp->rd, mr, va, 8, iov, 1) != 1 || iov[0].iov_len != 8 ||
+	if (rres_mr_to_iov(tp->rd, mr, va, 8, iov, 1) != 1 || iov[0].iov_len != 8 ||
 	    ((uintptr_t)iov[0].iov_base & 7))
 		return NULL;
 	return iov[0].iov_base;

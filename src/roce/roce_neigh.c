@@ -77,15 +77,15 @@ static void neigh_xmit(struct roce_tp *tp, struct pkt *p)
 	roce_tp_output(tp, p);
 }
 
-static bool gid_is_ours(const struct roce_dev *rd, const uint8_t *gid)
+static bool gid_is_ours(const struct rres_dev *rd, const uint8_t *gid)
 {
-	for (unsigned i = 0; i < ROCE_GID_TBL_LEN; i++)
+	for (unsigned i = 0; i < RRES_GID_TBL_LEN; i++)
 		if (rd->gid[i].valid && !memcmp(rd->gid[i].raw, gid, 16))
 			return true;
 	return false;
 }
 
-static bool ip4_is_ours(const struct roce_dev *rd, const uint8_t *ip)
+static bool ip4_is_ours(const struct rres_dev *rd, const uint8_t *ip)
 {
 	uint8_t gid[16];
 

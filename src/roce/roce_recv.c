@@ -17,15 +17,15 @@
 #define ETH_P_ARP 0x0806
 #define IPPROTO_ICMPV6_ 58
 
-static bool gid_is_ours(const struct roce_dev *rd, const uint8_t *gid)
+static bool gid_is_ours(const struct rres_dev *rd, const uint8_t *gid)
 {
-	for (unsigned i = 0; i < ROCE_GID_TBL_LEN; i++)
+	for (unsigned i = 0; i < RRES_GID_TBL_LEN; i++)
 		if (rd->gid[i].valid && !memcmp(rd->gid[i].raw, gid, 16))
 			return true;
 	return false;
 }
 
-static bool ip4_is_ours(const struct roce_dev *rd, const uint8_t *ip)
+static bool ip4_is_ours(const struct rres_dev *rd, const uint8_t *ip)
 {
 	uint8_t gid[16];
 
@@ -53,7 +53,7 @@ static uint16_t frame_type(const struct pkt *p, uint32_t *l3)
 
 /* Whether p is on the device's VLAN: tagged with its VLAN ID, or untagged
  * (or priority-tagged, VID 0) when it has none. */
-static bool vlan_is_ours(const struct roce_dev *rd, const struct pkt *p, uint32_t l3)
+static bool vlan_is_ours(const struct rres_dev *rd, const struct pkt *p, uint32_t l3)
 {
 	uint16_t vid = l3 > ROCE_ETH_HLEN ? get_be16(p->data + 14) & 0x0FFF : 0;
 
@@ -80,7 +80,7 @@ static void queue_copy(struct roce_tp *tp, const struct pkt *p)
 
 bool roce_tp_input(struct roce_tp *tp, struct pkt *p)
 {
-	const struct roce_dev *rd = tp->rd;
+	const struct rres_dev *rd = tp->rd;
 	const uint8_t *d = p->data, *ip;
 	uint32_t l3 = 0, ihl;
 	uint16_t type = frame_type(p, &l3);
@@ -129,9 +129,9 @@ bool roce_tp_input(struct roce_tp *tp, struct pkt *p)
 
 void roce_recv_one(struct roce_tp *tp, struct pkt *p)
 {
-	struct roce_dev *rd = tp->rd;
+	struct rres_dev *rd = tp->rd;
 	struct roce_pkt_info pi;
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 	struct roce_tq *tq;
 	uint32_t l3 = 0;
 	uint16_t type = frame_type(p, &l3);
@@ -155,7 +155,7 @@ void roce_recv_one(struct roce_tp *tp, struct pkt *p)
 	}
 	if (pi.transport == ROCE_TRANSPORT_CNP) {
 		tp->stats.rx_cnp++;
-		qp = roce_qp_lookup(rd, pi.dqpn);
+		qp = rres_qp_lookup(rd, pi.dqpn);
 		if (qp && (tq = qp->transport))
 			roce_cc_cnp(tq);
 		goto out;
@@ -164,7 +164,7 @@ void roce_recv_one(struct roce_tp *tp, struct pkt *p)
 		tp->stats.rx_pkey++;
 		goto out;
 	}
-	qp = roce_qp_lookup(rd, pi.dqpn);
+	qp = rres_qp_lookup(rd, pi.dqpn);
 	if (!qp || !(tq = qp->transport)) {
 		tp->stats.rx_no_qp++;
 		goto out;

@@ -128,7 +128,7 @@ static int req_payload(struct roce_tq *tq, struct roce_swqe *w, uint32_t off, st
 static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, bool turn_end)
 {
 	struct roce_tp *tp = tq->tp;
-	struct roce_qp *qp = tq->qp;
+	struct rres_qp *qp = tq->qp;
 	bool ud = qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI;
 	bool last = k + 1 >= w->npkts;
 	struct roce_hdr_fields f;
@@ -230,7 +230,7 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, boo
  * roce_tp_path_ready). */
 static bool req_path_ready(struct roce_tq *tq, const struct roce_swqe *w)
 {
-	struct roce_qp *qp = tq->qp;
+	struct rres_qp *qp = tq->qp;
 	struct roce_path udpath;
 
 	if (qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI) {
@@ -245,23 +245,23 @@ static bool req_path_ready(struct roce_tq *tq, const struct roce_swqe *w)
 static int req_local_op(struct roce_tq *tq, struct roce_swqe *w)
 {
 	struct roce_tp *tp = tq->tp;
-	struct roce_dev *rd = tp->rd;
-	const struct roce_pd *pd = tq->qp->pd;
+	struct rres_dev *rd = tp->rd;
+	const struct rres_pd *pd = tq->qp->pd;
 	int st;
 
 	switch (w->opcode) {
 	case VIRTIO_IB_WR_REG_MR:
 		if (w->rekey) /* virtio-rdma device: pages set by MAP_MR_SG */
-			st = roce_mr_rekey(rd, pd, w->rekey_mrn, w->ext_key, w->ext_access);
+			st = rres_mr_rekey(rd, pd, w->rekey_mrn, w->ext_key, w->ext_access);
 		else
-			st = roce_mr_fast_reg(rd, pd, w->ext_key, w->remote_addr, w->ext_len,
+			st = rres_mr_fast_reg(rd, pd, w->ext_key, w->remote_addr, w->ext_len,
 					      w->page_list, w->ext_access);
 		break;
 	case VIRTIO_IB_WR_LOCAL_INV:
-		st = roce_key_invalidate(rd, pd, w->inv_rkey);
+		st = rres_key_invalidate(rd, pd, w->inv_rkey);
 		break;
 	default:
-		st = roce_mw_bind(rd, pd, w->rkey, w->ext_key, w->remote_addr, w->ext_len,
+		st = rres_mw_bind(rd, pd, w->rkey, w->ext_key, w->remote_addr, w->ext_len,
 				  w->ext_access);
 		break;
 	}
@@ -290,7 +290,7 @@ static int req_check_sges(struct roce_tq *tq, struct roce_swqe *w)
 
 uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 {
-	struct roce_qp *qp = tq->qp;
+	struct rres_qp *qp = tq->qp;
 	bool rc = qp->type == VIRTIO_IB_QPT_RC;
 	bool ud = qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI;
 	uint32_t sent = 0, ops = 0;

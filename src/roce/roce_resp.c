@@ -81,7 +81,7 @@ void roce_resp_fini(struct roce_tq *tq)
 
 void roce_resp_reset(struct roce_tq *tq)
 {
-	struct roce_qp *qp = tq->qp;
+	struct rres_qp *qp = tq->qp;
 	uint32_t n = 0;
 
 	tq->epsn = qp->attr.rq_psn & ROCE_PSN_MASK;
@@ -110,7 +110,7 @@ void roce_resp_reset(struct roce_tq *tq)
 
 int roce_resp_resize(struct roce_tq *tq)
 {
-	struct roce_qp *qp = tq->qp;
+	struct rres_qp *qp = tq->qp;
 	struct roce_rsp_res *n;
 	uint32_t want, keep, i;
 
@@ -233,7 +233,7 @@ static void resp_recv_error(struct roce_tq *tq, uint8_t status)
  * (if not 0), NAK, QP to ERR. */
 static void resp_error(struct roce_tq *tq, uint8_t nak, uint32_t psn, uint8_t rwqe_status)
 {
-	struct roce_qp *qp = tq->qp;
+	struct rres_qp *qp = tq->qp;
 	bool reported = rwqe_status && tq->rwqe->valid;
 
 	if (reported)
@@ -244,13 +244,13 @@ static void resp_error(struct roce_tq *tq, uint8_t nak, uint32_t psn, uint8_t rw
 	roce_tp_qp_error(tq, false);
 	/* After the state change it reports; nothing without ROCE_EXT. */
 	if (!reported && nak == ROCE_AETH_NAK_INVALID_REQ)
-		roce_event_raise(tq->tp->rd, &qp->ev, VIRTIO_IB_EVENT_QP_REQ_ERR);
+		rres_event_raise(tq->tp->rd, &qp->ev, VIRTIO_IB_EVENT_QP_REQ_ERR);
 	else if (!reported && nak == ROCE_AETH_NAK_REM_ACCESS_ERR)
-		roce_event_raise(tq->tp->rd, &qp->ev, VIRTIO_IB_EVENT_QP_ACCESS_ERR);
+		rres_event_raise(tq->tp->rd, &qp->ev, VIRTIO_IB_EVENT_QP_ACCESS_ERR);
 }
 
 /* Whether the responder takes SEND with Invalidate. */
-static bool resp_inv_ok(const struct roce_dev *rd)
+static bool resp_inv_ok(const struct rres_dev *rd)
 {
 	return rd->ext && (rd->attr.ext_cap_flags & VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS);
 }
@@ -269,7 +269,7 @@ static bool resp_seq_ok(uint8_t msg, uint32_t m)
 	}
 }
 
-static uint8_t rnr_syndrome(const struct roce_qp *qp)
+static uint8_t rnr_syndrome(const struct rres_qp *qp)
 {
 	return ROCE_AETH_RNR_NAK | (qp->attr.min_rnr_timer & ROCE_AETH_VALUE_MASK);
 }
@@ -393,7 +393,7 @@ static enum resp_state resp_send(struct roce_tq *tq, const struct roce_pkt_info 
 		return RESP_ST_DONE;
 	if (m & ROCE_OPF_IETH) {
 		key = roce_ieth_rkey(pi->ieth);
-		if (roce_key_invalidate(tq->tp->rd, tq->qp->pd, key)) {
+		if (rres_key_invalidate(tq->tp->rd, tq->qp->pd, key)) {
 			*status = VIRTIO_IB_WC_REM_INV_REQ_ERR;
 			return RESP_ST_INV;
 		}
@@ -413,7 +413,7 @@ static enum resp_state resp_write(struct roce_tq *tq, const struct roce_pkt_info
 	uint32_t m = pi->mask, plen = pi->payload_len;
 	bool imm_last = (m & ROCE_OPF_LAST) && (m & ROCE_OPF_IMMDT);
 	enum resp_state st;
-	struct roce_mr *mr;
+	struct rres_mr *mr;
 
 	if (m & ROCE_OPF_FIRST) {
 		uint64_t va = roce_reth_va(pi->reth);
@@ -642,11 +642,11 @@ static void resp_rc_read(struct roce_tq *tq, const struct roce_pkt_info *pi)
 static void resp_rc_atomic(struct roce_tq *tq, const struct roce_pkt_info *pi)
 {
 	struct roce_tp *tp = tq->tp;
-	const struct roce_dev *rd = tp->rd;
+	const struct rres_dev *rd = tp->rd;
 	uint64_t va = roce_atmeth_va(pi->atmeth), orig;
 	uint32_t rkey = roce_atmeth_rkey(pi->atmeth), psn = pi->psn;
 	struct roce_rsp_res *r;
-	struct roce_mr *mr;
+	struct rres_mr *mr;
 	uint64_t *p;
 
 	if (!rd->ext || rd->attr.atomic_cap == VIRTIO_IB_ATOMIC_NONE) {
@@ -895,7 +895,7 @@ static int resp_send_atomic(struct roce_tq *tq, struct roce_rsp_res *r)
  * requester's completer copies from them; docs/design.md, "One copy between
  * local devices"), or a copy when the path has a UDP checksum or the range
  * has too many pieces. Returns 0 or -EFAULT. */
-static int resp_read_payload(struct roce_tq *tq, struct roce_mr *mr, uint64_t va, struct pkt *p,
+static int resp_read_payload(struct roce_tq *tq, struct rres_mr *mr, uint64_t va, struct pkt *p,
 			     uint8_t *payload, uint32_t plen)
 {
 	struct iovec iov[PKT_REF_IOV];
@@ -954,7 +954,7 @@ static int resp_send_read(struct roce_tq *tq, struct roce_rsp_res *r)
 		return -EIO;
 	}
 	if (plen) {
-		struct roce_mr *mr = roce_mem_rkey(tq, r->rkey, r->seg_va + off, plen,
+		struct rres_mr *mr = roce_mem_rkey(tq, r->rkey, r->seg_va + off, plen,
 						   VIRTIO_IB_ACCESS_REMOTE_READ);
 
 		if (!mr || resp_read_payload(tq, mr, r->seg_va + off, p, payload, plen)) {
@@ -1106,7 +1106,7 @@ static void resp_ud(struct roce_tq *tq, const struct roce_pkt_info *pi, const st
 
 void roce_resp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi, const struct pkt *p)
 {
-	struct roce_qp *qp = tq->qp;
+	struct rres_qp *qp = tq->qp;
 	uint8_t st = qp->attr.qp_state;
 
 	if (st < VIRTIO_IB_QPS_RTR || st == VIRTIO_IB_QPS_ERR) {
@@ -1121,7 +1121,7 @@ void roce_resp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi, const stru
 		tq->comm_est = true;
 		if (st == VIRTIO_IB_QPS_RTR && tq->tp->rd->ext) {
 			tq->tp->stats.comm_est++;
-			roce_event_raise(tq->tp->rd, &qp->ev, VIRTIO_IB_EVENT_COMM_EST);
+			rres_event_raise(tq->tp->rd, &qp->ev, VIRTIO_IB_EVENT_COMM_EST);
 		}
 		if (tq->tp->ops.comm_est)
 			tq->tp->ops.comm_est(tq->tp->ctx, qp->qpn);

@@ -44,7 +44,7 @@ void roce_rq_fini(struct roce_tq *tq)
 /* Parse an element with at most max_sge SGEs; srq: checked against its PD
  * (NULL: the QP's). */
 static void rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rwqe *w,
-		     uint32_t max_sge, const struct roce_srq *srq)
+		     uint32_t max_sge, const struct rres_srq *srq)
 {
 	struct virtio_rdma_rq_req req;
 	/* the virtio-rdma device's element has a 12-byte header (num_sge, wr_id) */
@@ -121,7 +121,7 @@ void roce_rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rwqe
 static int rq_get_srq(struct roce_tq *tq)
 {
 	struct roce_tp *tp = tq->tp;
-	struct roce_srq *srq = tq->qp->srq;
+	struct rres_srq *srq = tq->qp->srq;
 	struct roce_tsrq *ts = srq->transport;
 	struct roce_ext_stats *xs = &tp->ext->stats;
 	struct roce_rwqe *w = tq->rwqe;
@@ -190,7 +190,7 @@ int roce_rq_get(struct roce_tq *tq)
 }
 
 /* Used entry for an element of the QP's receive ring, or of srq's. */
-static void rq_give_back(struct roce_tq *tq, uint16_t head, struct roce_srq *srq)
+static void rq_give_back(struct roce_tq *tq, uint16_t head, struct rres_srq *srq)
 {
 	struct roce_ring_ref *ref = &tq->rq;
 	struct vhost_vring *r;
@@ -213,7 +213,7 @@ void roce_rq_complete(struct roce_tq *tq, struct roce_wc *wc)
 {
 	struct roce_tp *tp = tq->tp;
 	struct roce_rwqe *w = tq->rwqe;
-	struct roce_srq *srq = w->srq;
+	struct rres_srq *srq = w->srq;
 	uint16_t head = w->head;
 
 	/* Released before posting: an overflow of the CQ moves the QP to

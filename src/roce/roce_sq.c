@@ -37,7 +37,7 @@ static uint32_t pow2_ceil(uint32_t v)
 
 int roce_sq_attach(struct roce_tq *tq)
 {
-	const struct roce_qp_cap *cap = &tq->qp->cap;
+	const struct rres_qp_cap *cap = &tq->qp->cap;
 	struct vhost_vring *r = tq->sq.r;
 	uint32_t slots, data, stride;
 
@@ -91,7 +91,7 @@ static void wqe_bad(struct roce_tq *tq, struct roce_swqe *w, uint8_t status)
 
 /* Whether opcode is a valid send WR for a QP of type on device rd (the
  * extension's opcodes need ROCE_EXT and their capability; never GSI). */
-static bool opcode_ok(const struct roce_dev *rd, uint8_t type, uint8_t opcode)
+static bool opcode_ok(const struct rres_dev *rd, uint8_t type, uint8_t opcode)
 {
 	bool rc = type == VIRTIO_IB_QPT_RC, uc = type == VIRTIO_IB_QPT_UC;
 	bool ud = type == VIRTIO_IB_QPT_UD;
@@ -195,7 +195,7 @@ static void sq_parse_atomic(struct roce_tq *tq, const struct vq_elem *e,
 void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe *w)
 {
 	struct roce_tp *tp = tq->tp;
-	struct roce_qp *qp = tq->qp;
+	struct rres_qp *qp = tq->qp;
 	struct virtio_rdma_sq_req_ext req;
 	size_t sge_off = sizeof(req); /* where the SGEs start in the element */
 	struct roce_virtio_rdma_wr x = { 0 }; /* what only that device's element has */
@@ -331,7 +331,7 @@ void roce_sq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_swqe
 		if (x.has_av) { /* in the element itself (virtio-rdma device) */
 			w->av = x.av;
 		} else {
-			struct roce_ah *ah = roce_table_get(&tp->rd->ahs, le32toh(req.ud.ah));
+			struct rres_ah *ah = rres_table_get(&tp->rd->ahs, le32toh(req.ud.ah));
 
 			if (!ah) {
 				wqe_bad(tq, w, VIRTIO_IB_WC_LOC_QP_OP_ERR);
@@ -410,14 +410,14 @@ static void sq_give_back(struct roce_tq *tq, uint16_t head)
 void roce_sq_complete_head(struct roce_tq *tq, uint8_t status)
 {
 	struct roce_tp *tp = tq->tp;
-	struct roce_qp *qp = tq->qp;
+	struct rres_qp *qp = tq->qp;
 	struct roce_swqe *w = roce_sq_wqe(tq, tq->sq_head);
 
 	if (roce_wr_is_rd_atomic(w->opcode) && w->state == ROCE_WQE_SENT && tq->rd_out)
 		tq->rd_out--;
 	/* RDMA_READ_WITH_INV: the key goes once the data is in */
 	if (w->read_inv && status == VIRTIO_IB_WC_SUCCESS &&
-	    roce_key_invalidate(tp->rd, qp->pd, w->inv_rkey))
+	    rres_key_invalidate(tp->rd, qp->pd, w->inv_rkey))
 		status = VIRTIO_IB_WC_LOC_PROT_ERR;
 	if (status != VIRTIO_IB_WC_SUCCESS || (w->flags & VIRTIO_IB_SEND_SIGNALED) ||
 	    qp->sq_sig_all) {
@@ -455,7 +455,7 @@ void roce_sq_complete_head(struct roce_tq *tq, uint8_t status)
 static void sq_flush_elem(struct roce_tq *tq, const struct vq_elem *e)
 {
 	struct roce_tp *tp = tq->tp;
-	struct roce_qp *qp = tq->qp;
+	struct rres_qp *qp = tq->qp;
 	struct roce_wc wc = {
 		.status = VIRTIO_IB_WC_WR_FLUSH_ERR,
 		.opcode = VIRTIO_IB_WC_SEND,

@@ -27,7 +27,7 @@ uint16_t roce_srq_count(const struct roce_tsrq *ts)
 	return vq_dev_avail(&r->vq);
 }
 
-void roce_srq_ring_set(struct roce_tp *tp, struct roce_srq *srq, struct vhost_vring *r)
+void roce_srq_ring_set(struct roce_tp *tp, struct rres_srq *srq, struct vhost_vring *r)
 {
 	struct roce_tsrq *ts = srq->transport;
 
@@ -54,7 +54,7 @@ void roce_srq_ring_set(struct roce_tp *tp, struct roce_srq *srq, struct vhost_vr
 void roce_srq_broken(struct roce_tsrq *ts)
 {
 	struct roce_tp *tp = ts->tp;
-	struct roce_srq *srq = ts->srq;
+	struct rres_srq *srq = ts->srq;
 
 	if (ts->broken)
 		return;
@@ -69,7 +69,7 @@ void roce_srq_broken(struct roce_tsrq *ts)
 			roce_tp_qp_fatal(tq);
 }
 
-int roce_srq_create_hook(struct roce_dev *rd, struct roce_srq *srq)
+int roce_srq_create_hook(struct rres_dev *rd, struct rres_srq *srq)
 {
 	struct roce_tp *tp = rd->hooks.arg;
 	struct roce_tsrq *ts;
@@ -94,7 +94,7 @@ int roce_srq_create_hook(struct roce_dev *rd, struct roce_srq *srq)
 	return 0;
 }
 
-void roce_srq_destroy_hook(struct roce_dev *rd, struct roce_srq *srq)
+void roce_srq_destroy_hook(struct rres_dev *rd, struct rres_srq *srq)
 {
 	struct roce_tp *tp = rd->hooks.arg;
 	struct roce_tsrq *ts = srq->transport;

@@ -3,7 +3,7 @@
  * Transport state of the extensions (docs/spec.md "Extensions beyond the
  * RFC"): the event virtqueue, shared receive queues, CQ / QP resize.
  * Private to src/roce (and the tests); hangs off roce_tp->ext (per device)
- * and roce_srq->transport (per SRQ).
+ * and rres_srq->transport (per SRQ).
  *
  * Files: roce_evq.c (event queue delivery), roce_srq.c (SRQ hooks, rings,
  * limit, errors); the receive path itself is in roce_rq.c.
@@ -23,10 +23,10 @@ struct roce_ext_stats {
 	ROCE_EXT_STATS(ROCE_STATS_FIELD)
 };
 
-/* Per-SRQ transport state (roce_srq->transport). */
+/* Per-SRQ transport state (rres_srq->transport). */
 struct roce_tsrq {
 	struct roce_tp *tp;
-	struct roce_srq *srq;
+	struct rres_srq *srq;
 	struct roce_ring_ref ring;
 	bool broken;              /* SRQ_ERR raised: no longer processed */
 	struct roce_tsrq *prev, *next;
@@ -56,17 +56,17 @@ bool roce_evq_busy(struct roce_tp *tp);
  * is reported when the driver breaks it, even with nothing pending). */
 void roce_evq_kicked(struct roce_tp *tp, struct vhost_vring *r);
 /* Raise an event of the engine (counted; no-op without ROCE_EXT). */
-void roce_tp_event(struct roce_tp *tp, struct roce_ev_obj *o, uint8_t type);
+void roce_tp_event(struct roce_tp *tp, struct rres_ev_obj *o, uint8_t type);
 
 /* ---- roce_srq.c ---- */
 /* hooks.srq_create: the SRQ's transport state (and its ring if started).
  * Returns 0 or -ENOMEM. */
-int roce_srq_create_hook(struct roce_dev *rd, struct roce_srq *srq);
+int roce_srq_create_hook(struct rres_dev *rd, struct rres_srq *srq);
 /* hooks.srq_destroy: stop using its ring; what is left there is dropped
  * without completion (counted). */
-void roce_srq_destroy_hook(struct roce_dev *rd, struct roce_srq *srq);
+void roce_srq_destroy_hook(struct rres_dev *rd, struct rres_srq *srq);
 /* Ring srqn's virtqueue started (r) or stopped (NULL). */
-void roce_srq_ring_set(struct roce_tp *tp, struct roce_srq *srq, struct vhost_vring *r);
+void roce_srq_ring_set(struct roce_tp *tp, struct rres_srq *srq, struct vhost_vring *r);
 /* The SRQ's ring broke: SRQ_ERR, each of its QPs to ERR with QP_FATAL and
  * QP_LAST_WQE_REACHED. */
 void roce_srq_broken(struct roce_tsrq *ts);
@@ -88,8 +88,8 @@ const struct roce_ext_stats *roce_tp_ext_stats(const struct roce_tp *tp);
 /* ---- roce_cq.c ---- */
 /* hooks.cq_resize: the backlog's capacity becomes cqe, order kept. Returns
  * 0, -ERANGE (more than cqe completions waiting) or -ENOMEM (old kept). */
-int roce_cq_resize_hook(struct roce_dev *rd, struct roce_cq *cq, uint32_t cqe);
+int roce_cq_resize_hook(struct rres_dev *rd, struct rres_cq *cq, uint32_t cqe);
 /* hooks.cq_overflowed: whether cq has overflowed. */
-bool roce_cq_overflowed_hook(struct roce_dev *rd, struct roce_cq *cq);
+bool roce_cq_overflowed_hook(struct rres_dev *rd, struct rres_cq *cq);
 
 #endif /* VRDMA_ROCE_ROCE_SRQ_EVQ_H */

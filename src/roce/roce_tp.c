@@ -106,7 +106,7 @@ void roce_tp_ring_ref_set(struct roce_tp *tp, struct roce_ring_ref *ref, struct 
 
 void roce_tp_ring_broken(struct roce_tp *tp, struct roce_ring_ref *ref)
 {
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 	struct roce_tq *tq;
 
 	/* Once per ring: it may be found broken by several checks. */
@@ -120,7 +120,7 @@ void roce_tp_ring_broken(struct roce_tp *tp, struct roce_ring_ref *ref)
 	 * caller's roce_tp_qp_error then finds it there). */
 	if (!ref->r)
 		return;
-	qp = roce_ring_qp(tp->rd, ref->r->idx, NULL);
+	qp = rres_ring_qp(tp->rd, ref->r->idx, NULL);
 	tq = qp ? qp->transport : NULL;
 	if (tq && (ref == &tq->sq || ref == &tq->rq))
 		roce_tp_qp_fatal(tq);
@@ -251,7 +251,7 @@ static void runq_remove(struct roce_tp *tp, struct roce_tq *tq)
  * it has more to do right away. */
 static bool qp_run(struct roce_tq *tq, uint32_t budget)
 {
-	struct roce_qp *qp = tq->qp;
+	struct rres_qp *qp = tq->qp;
 	uint8_t st = qp->attr.qp_state;
 	bool more = false, m;
 	uint32_t n = 0;
@@ -290,7 +290,7 @@ static bool qp_run(struct roce_tq *tq, uint32_t budget)
 	if (st == VIRTIO_IB_QPS_ERR || st == VIRTIO_IB_QPS_SQE)
 		return true; /* flush at the next turn */
 	if (qp->sq_draining && tq->sq_head == tq->sq_tail) {
-		roce_qp_sq_drained(qp);
+		rres_qp_sq_drained(qp);
 		if (tq->tp->rd->ext) {
 			tq->tp->ext->stats.sq_drained_events++;
 			roce_tp_event(tq->tp, &qp->ev, VIRTIO_IB_EVENT_SQ_DRAINED);
@@ -548,7 +548,7 @@ bool roce_tp_arm(struct roce_tp *tp)
 	}
 	/* Events waiting for buffers: a kick brings them (kicks stay on for
 	 * the event ring), a ring without kick fd is polled. */
-	if (x && x->evq.r && tp->rd->ext && roce_event_pending(tp->rd)) {
+	if (x && x->evq.r && tp->rd->ext && rres_event_pending(tp->rd)) {
 		if (roce_evq_busy(tp))
 			pending = true;
 		else if (x->evq.polled && !x->evq.r->vq.broken)
@@ -586,18 +586,18 @@ static void qp_srq_left(struct roce_tq *tq)
 static void qp_to_error(struct roce_tq *tq, bool sqe, bool fatal)
 {
 	struct roce_tp *tp = tq->tp;
-	struct roce_qp *qp = tq->qp;
+	struct rres_qp *qp = tq->qp;
 	uint8_t st = qp->attr.qp_state;
 
 	if (st == VIRTIO_IB_QPS_RESET || st == VIRTIO_IB_QPS_ERR)
 		return;
 	if (sqe && qp->type != VIRTIO_IB_QPT_RC && st == VIRTIO_IB_QPS_RTS) {
-		roce_qp_async_state(tp->rd, qp, VIRTIO_IB_QPS_SQE);
+		rres_qp_async_state(tp->rd, qp, VIRTIO_IB_QPS_SQE);
 		LOG_DEBUG("roce: QP 0x%x to SQE", qp->qpn);
 	} else {
 		if (st == VIRTIO_IB_QPS_SQE && sqe)
 			return;
-		roce_qp_async_state(tp->rd, qp, VIRTIO_IB_QPS_ERR);
+		rres_qp_async_state(tp->rd, qp, VIRTIO_IB_QPS_ERR);
 		tp->stats.qp_errors++;
 		LOG_DEBUG("roce: QP 0x%x to ERR", qp->qpn);
 		if (tp->loop) {
@@ -628,8 +628,8 @@ void roce_tp_qp_fatal(struct roce_tq *tq)
 	qp_to_error(tq, false, true);
 }
 
-void roce_tp_path_from_av(const struct roce_tp *tp, const struct roce_qp *qp,
-			  const struct roce_av *av, struct roce_path *path)
+void roce_tp_path_from_av(const struct roce_tp *tp, const struct rres_qp *qp,
+			  const struct rres_av *av, struct roce_path *path)
 {
 	memset(path, 0, sizeof(*path));
 	memcpy(path->smac, tp->rd->mac, 6);
@@ -716,7 +716,7 @@ void roce_tp_set_ttl(struct roce_tp *tp, uint8_t ttl)
 
 /* ---- hooks ------------------------------------------------------------------ */
 
-static struct roce_tp *tp_of(struct roce_dev *rd)
+static struct roce_tp *tp_of(struct rres_dev *rd)
 {
 	return rd->hooks.arg;
 }
@@ -747,7 +747,7 @@ static void tq_attach_rq(struct roce_tq *tq, struct vhost_vring *r)
 	roce_tp_schedule(tq);
 }
 
-static int hook_qp_create(struct roce_dev *rd, struct roce_qp *qp)
+static int hook_qp_create(struct rres_dev *rd, struct rres_qp *qp)
 {
 	struct roce_tp *tp = tp_of(rd);
 	uint64_t budget = roce_budget_qp(&qp->cap, qp->srq ? qp->srq->max_sge : 0);
@@ -788,7 +788,7 @@ static int hook_qp_create(struct roce_dev *rd, struct roce_qp *qp)
 	return 0;
 }
 
-static void hook_qp_modify(struct roce_dev *rd, struct roce_qp *qp, uint8_t old,
+static void hook_qp_modify(struct rres_dev *rd, struct rres_qp *qp, uint8_t old,
 			   uint32_t mask)
 {
 	struct roce_tp *tp = tp_of(rd);
@@ -866,7 +866,7 @@ static void hook_qp_modify(struct roce_dev *rd, struct roce_qp *qp, uint8_t old,
 	roce_tp_commit(tp);
 }
 
-static void hook_qp_destroy(struct roce_dev *rd, struct roce_qp *qp)
+static void hook_qp_destroy(struct rres_dev *rd, struct rres_qp *qp)
 {
 	struct roce_tp *tp = tp_of(rd);
 	struct roce_tq *tq = qp->transport;
@@ -905,7 +905,7 @@ static void hook_qp_destroy(struct roce_dev *rd, struct roce_qp *qp)
 	free(tq);
 }
 
-static int hook_cq_create(struct roce_dev *rd, struct roce_cq *cq)
+static int hook_cq_create(struct rres_dev *rd, struct rres_cq *cq)
 {
 	struct roce_tp *tp = tp_of(rd);
 	struct vhost_vring *r;
@@ -925,7 +925,7 @@ static int hook_cq_create(struct roce_dev *rd, struct roce_cq *cq)
 	return 0;
 }
 
-static void hook_cq_destroy(struct roce_dev *rd, struct roce_cq *cq)
+static void hook_cq_destroy(struct rres_dev *rd, struct rres_cq *cq)
 {
 	struct roce_tp *tp = tp_of(rd);
 	struct roce_tcq *tc = cq->transport;
@@ -978,7 +978,7 @@ static int sq_regrow(struct roce_tq *tq, uint32_t slots)
 	return 0;
 }
 
-static int hook_qp_resize(struct roce_dev *rd, struct roce_qp *qp, const struct roce_qp_cap *cap)
+static int hook_qp_resize(struct rres_dev *rd, struct rres_qp *qp, const struct rres_qp_cap *cap)
 {
 	struct roce_tp *tp = tp_of(rd);
 	struct roce_tq *tq = qp->transport;
@@ -1016,12 +1016,12 @@ static int hook_qp_resize(struct roce_dev *rd, struct roce_qp *qp, const struct 
 	return 0;
 }
 
-static int hook_srq_create(struct roce_dev *rd, struct roce_srq *srq)
+static int hook_srq_create(struct rres_dev *rd, struct rres_srq *srq)
 {
 	return roce_srq_create_hook(rd, srq);
 }
 
-static void hook_srq_destroy(struct roce_dev *rd, struct roce_srq *srq)
+static void hook_srq_destroy(struct rres_dev *rd, struct rres_srq *srq)
 {
 	struct roce_tp *tp = tp_of(rd);
 
@@ -1029,7 +1029,7 @@ static void hook_srq_destroy(struct roce_dev *rd, struct roce_srq *srq)
 	roce_tp_commit(tp);
 }
 
-static void hook_event_raised(struct roce_dev *rd)
+static void hook_event_raised(struct rres_dev *rd)
 {
 	struct roce_tp *tp = tp_of(rd);
 
@@ -1041,7 +1041,7 @@ static void hook_event_raised(struct roce_dev *rd)
 
 /* A UD address handle: resolve its MAC now so the first send finds it
  * (the command returns at once; sends wait if it is still unknown). */
-static void hook_ah_create(struct roce_dev *rd, const struct roce_ah *ah)
+static void hook_ah_create(struct rres_dev *rd, const struct rres_ah *ah)
 {
 	static const uint8_t zero[6];
 	struct roce_tp *tp = tp_of(rd);
@@ -1053,31 +1053,31 @@ static void hook_ah_create(struct roce_dev *rd, const struct roce_ah *ah)
 /* ---- ring events ------------------------------------------------------------ */
 
 /* Kind of ring (enum vrdma_vq_kind or enum vrdma_vq_kind_ext). */
-static int ring_kind(const struct roce_dev *rd, uint32_t ring, uint32_t *idx)
+static int ring_kind(const struct rres_dev *rd, uint32_t ring, uint32_t *idx)
 {
 	/* The device's layout: the extension's rings exist when offered. */
-	return (int)roce_ring_decode(rd, ring, idx);
+	return (int)rres_ring_decode(rd, ring, idx);
 }
 
 void roce_tp_ring_started(struct roce_tp *tp, struct vhost_vring *r)
 {
-	struct roce_dev *rd = tp->rd;
-	struct roce_srq *srq;
-	struct roce_qp *qp;
-	struct roce_cq *cq;
+	struct rres_dev *rd = tp->rd;
+	struct rres_srq *srq;
+	struct rres_qp *qp;
+	struct rres_cq *cq;
 	bool is_send, was_in = tp->in_event;
 	uint32_t idx;
 
 	tp->in_event = true;
 	switch (ring_kind(rd, r->idx, &idx)) {
 	case VRDMA_VQ_CQ:
-		cq = roce_ring_cq(rd, r->idx);
+		cq = rres_ring_cq(rd, r->idx);
 		if (cq && cq->transport)
 			roce_cq_ring_set(cq->transport, r);
 		break;
 	case VRDMA_VQ_SQ:
 	case VRDMA_VQ_RQ:
-		qp = roce_ring_qp(rd, r->idx, &is_send);
+		qp = rres_ring_qp(rd, r->idx, &is_send);
 		if (!qp || !qp->transport)
 			break;
 		if (is_send)
@@ -1089,7 +1089,7 @@ void roce_tp_ring_started(struct roce_tp *tp, struct vhost_vring *r)
 		roce_evq_ring_set(tp, r);
 		break;
 	case VRDMA_VQ_SRQ:
-		srq = roce_srq_lookup(rd, idx);
+		srq = rres_srq_lookup(rd, idx);
 		if (srq && srq->transport)
 			roce_srq_ring_set(tp, srq, r);
 		break;
@@ -1102,11 +1102,11 @@ void roce_tp_ring_started(struct roce_tp *tp, struct vhost_vring *r)
 
 void roce_tp_ring_stopped(struct roce_tp *tp, struct vhost_vring *r)
 {
-	struct roce_dev *rd = tp->rd;
+	struct rres_dev *rd = tp->rd;
 	struct roce_tsrq *ts;
-	struct roce_srq *srq;
-	struct roce_qp *qp;
-	struct roce_cq *cq;
+	struct rres_srq *srq;
+	struct rres_qp *qp;
+	struct rres_cq *cq;
 	struct roce_tq *tq;
 	bool is_send, held, was_in = tp->in_event;
 	uint32_t idx;
@@ -1114,13 +1114,13 @@ void roce_tp_ring_stopped(struct roce_tp *tp, struct vhost_vring *r)
 	tp->in_event = true;
 	switch (ring_kind(rd, r->idx, &idx)) {
 	case VRDMA_VQ_CQ:
-		cq = roce_ring_cq(rd, r->idx);
+		cq = rres_ring_cq(rd, r->idx);
 		if (cq && cq->transport && ((struct roce_tcq *)cq->transport)->ring.r == r)
 			roce_cq_ring_set(cq->transport, NULL);
 		break;
 	case VRDMA_VQ_SQ:
 	case VRDMA_VQ_RQ:
-		qp = roce_ring_qp(rd, r->idx, &is_send);
+		qp = rres_ring_qp(rd, r->idx, &is_send);
 		if (!qp || !(tq = qp->transport))
 			break;
 		/* The driver took the ring back. If the device held nothing
@@ -1150,7 +1150,7 @@ void roce_tp_ring_stopped(struct roce_tp *tp, struct vhost_vring *r)
 			roce_evq_ring_set(tp, NULL);
 		break;
 	case VRDMA_VQ_SRQ:
-		srq = roce_srq_lookup(rd, idx);
+		srq = rres_srq_lookup(rd, idx);
 		ts = srq ? srq->transport : NULL;
 		if (ts && ts->ring.r == r)
 			roce_srq_ring_set(tp, srq, NULL);
@@ -1164,16 +1164,16 @@ void roce_tp_ring_stopped(struct roce_tp *tp, struct vhost_vring *r)
 
 void roce_tp_ring_kick(struct roce_tp *tp, struct vhost_vring *r)
 {
-	struct roce_dev *rd = tp->rd;
-	struct roce_qp *qp;
-	struct roce_cq *cq;
+	struct rres_dev *rd = tp->rd;
+	struct rres_qp *qp;
+	struct rres_cq *cq;
 	bool is_send, was_in = tp->in_event;
 	uint32_t idx;
 
 	tp->in_event = true;
 	switch (ring_kind(rd, r->idx, &idx)) {
 	case VRDMA_VQ_CQ:
-		cq = roce_ring_cq(rd, r->idx);
+		cq = rres_ring_cq(rd, r->idx);
 		if (cq && cq->transport && ((struct roce_tcq *)cq->transport)->bl_len)
 			roce_cq_drain(cq->transport);
 		break;
@@ -1185,7 +1185,7 @@ void roce_tp_ring_kick(struct roce_tp *tp, struct vhost_vring *r)
 		break;
 	case VRDMA_VQ_SQ:
 	case VRDMA_VQ_RQ:
-		qp = roce_ring_qp(rd, r->idx, &is_send);
+		qp = rres_ring_qp(rd, r->idx, &is_send);
 		if (!qp || !qp->transport)
 			break;
 		if (is_send || qp->attr.qp_state == VIRTIO_IB_QPS_ERR)
@@ -1200,7 +1200,7 @@ void roce_tp_ring_kick(struct roce_tp *tp, struct vhost_vring *r)
 
 /* ---- life cycle --------------------------------------------------------------- */
 
-struct roce_tp *roce_tp_new(struct roce_dev *rd, struct loop *loop,
+struct roce_tp *roce_tp_new(struct rres_dev *rd, struct loop *loop,
 			    const struct roce_tp_ops *ops, void *ctx)
 {
 	struct roce_tp *tp = calloc(1, sizeof(*tp));

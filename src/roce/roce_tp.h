@@ -44,7 +44,7 @@
 #include <stdio.h>
 
 #include "common/loop.h"
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "port/pkt.h"
 #include "roce/roce_pkt.h"
 #include "roce/roce_stats.h"
@@ -153,10 +153,10 @@ struct roce_tp_stats {
 /* A transport for rd, sending through ops. loop may be NULL (no timers: no
  * retransmission, no RNR waits; fuzzing). Installs rd->hooks. Returns NULL
  * on allocation failure. */
-struct roce_tp *roce_tp_new(struct roce_dev *rd, struct loop *loop,
+struct roce_tp *roce_tp_new(struct rres_dev *rd, struct loop *loop,
 			    const struct roce_tp_ops *ops, void *ctx);
 /* Free the transport (QPs and CQs must already be destroyed, e.g. by
- * roce_dev_fini, or they are forgotten). Clears rd->hooks. */
+ * rres_dev_fini, or they are forgotten). Clears rd->hooks. */
 void roce_tp_free(struct roce_tp *tp);
 /* Device reset: rings are stopped and objects destroyed by the caller;
  * drops queued frames and the neighbour cache. */
@@ -244,7 +244,7 @@ struct roce_swqe {
 	uint64_t remote_addr;
 	uint32_t rkey;
 	uint32_t dqpn, qkey;      /* UD */
-	struct roce_av av;        /* UD: the AH's address vector at post time */
+	struct rres_av av;        /* UD: the AH's address vector at post time */
 	uint32_t first_psn;       /* PSN of packet 0 (READ: of the request) */
 	uint32_t npkts;           /* packets (READ: response packets) */
 	uint32_t next;            /* next packet index to send */
@@ -288,7 +288,7 @@ struct roce_rwqe {
 	uint8_t status;           /* validation: SUCCESS or the error */
 	uint32_t num_sge;
 	uint64_t length;          /* sum of SGE lengths */
-	struct roce_srq *srq;     /* taken from this SRQ's ring (NULL: the QP's
+	struct rres_srq *srq;     /* taken from this SRQ's ring (NULL: the QP's
 				   * own receive ring) */
 	struct roce_sge sge[];    /* max(max_recv_sge, the SRQ's max_sge) */
 };
@@ -319,10 +319,10 @@ struct roce_ring_ref {
 	struct roce_ring_ref *next_dirty;
 };
 
-/* Per-CQ state (roce_cq->transport). */
+/* Per-CQ state (rres_cq->transport). */
 struct roce_tcq {
 	struct roce_tp *tp;
-	struct roce_cq *cq;
+	struct rres_cq *cq;
 	struct roce_ring_ref ring;
 	struct roce_wc *backlog;  /* cqe entries */
 	uint32_t bl_head, bl_len, bl_cap;
@@ -363,10 +363,10 @@ enum roce_rsp_msg {
 	ROCE_RSP_WRITE,           /* multi-packet WRITE in progress */
 };
 
-/* Per-QP transport state (roce_qp->transport). */
+/* Per-QP transport state (rres_qp->transport). */
 struct roce_tq {
 	struct roce_tp *tp;
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 	struct roce_ring_ref sq, rq;
 
 	/* scheduling */
@@ -470,7 +470,7 @@ struct roce_hold {
 
 /* Per-device transport state. */
 struct roce_tp {
-	struct roce_dev *rd;
+	struct rres_dev *rd;
 	struct loop *loop;
 	struct roce_tp_ops ops;
 	void *ctx;
@@ -520,7 +520,7 @@ struct roce_budget {
 };
 uint32_t roce_budget_sq_slots(uint32_t max_send_wr);
 /* Largest transport state of a QP with cap (srq_max_sge: its SRQ's, or 0). */
-uint64_t roce_budget_qp(const struct roce_qp_cap *cap, uint32_t srq_max_sge);
+uint64_t roce_budget_qp(const struct rres_qp_cap *cap, uint32_t srq_max_sge);
 uint64_t roce_budget_cq(uint32_t cqe);
 /* 0, or -ENOMEM (counted state_refused, logged) beyond the budget. */
 int roce_budget_charge(struct roce_tp *tp, uint64_t bytes);
@@ -578,8 +578,8 @@ void roce_tp_neigh_changed(struct roce_tp *tp);
 /* A ring broke: count, report, and move the owner QP to ERR. */
 void roce_tp_ring_broken(struct roce_tp *tp, struct roce_ring_ref *ref);
 /* Fill a path from an address vector for qp (smac, sport...). */
-void roce_tp_path_from_av(const struct roce_tp *tp, const struct roce_qp *qp,
-			  const struct roce_av *av, struct roce_path *path);
+void roce_tp_path_from_av(const struct roce_tp *tp, const struct rres_qp *qp,
+			  const struct rres_av *av, struct roce_path *path);
 
 /* ---- roce_sq.c ---- */
 /* Allocate WQE slots for the started send ring (sized from it). Returns 0
@@ -723,10 +723,10 @@ uint32_t roce_recv_run(struct roce_tp *tp, uint32_t max);
 void roce_recv_one(struct roce_tp *tp, struct pkt *p);
 
 /* ---- roce_cq.c ---- */
-int roce_cq_attach_hook(struct roce_dev *rd, struct roce_cq *cq);
-void roce_cq_detach_hook(struct roce_dev *rd, struct roce_cq *cq);
+int roce_cq_attach_hook(struct rres_dev *rd, struct rres_cq *cq);
+void roce_cq_detach_hook(struct rres_dev *rd, struct rres_cq *cq);
 /* Post a completion to cq (written now, or backlogged). */
-void roce_cq_post(struct roce_tp *tp, struct roce_cq *cq, const struct roce_wc *wc);
+void roce_cq_post(struct roce_tp *tp, struct rres_cq *cq, const struct roce_wc *wc);
 /* Write backlogged completions into newly posted buffers. Returns true if
  * any was written. */
 bool roce_cq_drain(struct roce_tcq *tc);
@@ -745,7 +745,7 @@ int roce_mem_ref_swqe(struct roce_tq *tq, struct roce_swqe *w, uint32_t off, uin
  * (returns 0 or -EFAULT). */
 int roce_mem_payload_to_rwqe(struct roce_tq *tq, const struct roce_rwqe *rw, uint64_t off,
 			     const struct roce_pkt_info *pi);
-int roce_mem_payload_to_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
+int roce_mem_payload_to_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va,
 			   const struct roce_pkt_info *pi);
 /* The same into local SGEs (a READ response; returns 0 or a WC status). */
 int roce_mem_payload_to_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
@@ -753,7 +753,7 @@ int roce_mem_payload_to_sges(struct roce_tq *tq, const struct roce_sge *sge, uin
 /* The host pieces of [va, va + len) of a remote-key range checked by
  * roce_mem_rkey (a READ response by reference). *niov = 0: more than max,
  * copy instead. Returns 0 or -EFAULT. */
-int roce_mem_ref_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va, uint32_t len,
+int roce_mem_ref_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va, uint32_t len,
 		    struct iovec *iov, uint32_t max, uint32_t *niov);
 
 /* ---- roce_mem.c ---- */
@@ -774,24 +774,24 @@ int roce_mem_to_rwqe(struct roce_tq *tq, const struct roce_rwqe *rw, uint64_t of
 int roce_mem_check_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
 			uint32_t access, uint64_t *total);
 /* The same with the keys of pd (an SRQ's elements use the SRQ's PD). */
-int roce_mem_check_sges_pd(const struct roce_dev *rd, const struct roce_pd *pd,
+int roce_mem_check_sges_pd(const struct rres_dev *rd, const struct rres_pd *pd,
 			   const struct roce_sge *sge, uint32_t n, uint32_t access,
 			   uint64_t *total);
 /* The MR of a remote key if the QP allows access, the key matches, and
  * [va, va+len) is inside it; NULL otherwise. len 0 is always allowed
  * (returns a non-NULL dummy only if needed: callers skip len 0). */
-struct roce_mr *roce_mem_rkey(struct roce_tq *tq, uint32_t rkey, uint64_t va,
+struct rres_mr *roce_mem_rkey(struct roce_tq *tq, uint32_t rkey, uint64_t va,
 			      uint64_t len, uint32_t access);
 /* Copy to / from a remote-key range (already checked by roce_mem_rkey).
  * Returns 0 or -EFAULT. */
-int roce_mem_to_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
+int roce_mem_to_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va,
 		   const uint8_t *src, uint32_t len);
-int roce_mem_from_mr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va,
+int roce_mem_from_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va,
 		     uint8_t *dst, uint32_t len);
 /* The host address of the 8 aligned bytes at va of a remote-key range
  * (already checked by roce_mem_rkey), or NULL if they are not mapped as
  * one aligned host word. */
-uint64_t *roce_mem_atomic_ptr(struct roce_tp *tp, struct roce_mr *mr, uint64_t va);
+uint64_t *roce_mem_atomic_ptr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va);
 
 /* ---- roce_cc.c ---- */
 void roce_cc_params_default(struct roce_cc_params *c);

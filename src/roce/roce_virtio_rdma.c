@@ -90,8 +90,8 @@ static bool sq_opcode_known(uint32_t op)
 	}
 }
 
-static int sq_decode_av(const struct roce_dev *rd, const struct roce_qp *qp,
-			const struct virtio_rdma_dev_av *w, struct roce_av *av)
+static int sq_decode_av(const struct rres_dev *rd, const struct rres_qp *qp,
+			const struct virtio_rdma_dev_av *w, struct rres_av *av)
 {
 	struct virtio_rdma_ah_attr a;
 	uint32_t x = le32toh(w->sl_tclass_flowlabel);
@@ -107,12 +107,12 @@ static int sq_decode_av(const struct roce_dev *rd, const struct roce_qp *qp,
 	a.grh.sgid_index = w->gid_index;
 	a.grh.hop_limit = w->hop_limit;
 	memcpy(a.dmac, w->dmac, 6);
-	if (roce_av_from_wire(rd, &a, false, av))
+	if (rres_av_from_wire(rd, &a, false, av))
 		return VIRTIO_IB_WC_LOC_QP_OP_ERR;
 	return 0;
 }
 
-int roce_virtio_rdma_sq_decode(const struct roce_dev *rd, const struct roce_qp *qp,
+int roce_virtio_rdma_sq_decode(const struct rres_dev *rd, const struct rres_qp *qp,
 			    const struct vq_elem *e, struct virtio_rdma_sq_req_ext *req,
 			    struct roce_virtio_rdma_wr *x)
 {

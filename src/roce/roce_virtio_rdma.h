@@ -23,12 +23,12 @@
 struct roce_virtio_rdma_wr {
 	uint64_t wr_id;
 	bool has_av;              /* UD / GSI: av is the WR's address vector */
-	struct roce_av av;
+	struct rres_av av;
 	bool read_inv;            /* RDMA_READ_WITH_INV */
 	bool rekey;               /* REG_MR: MR mrn gets req->reg.key / access */
 	uint32_t mrn;
 };
-int roce_virtio_rdma_sq_decode(const struct roce_dev *rd, const struct roce_qp *qp,
+int roce_virtio_rdma_sq_decode(const struct rres_dev *rd, const struct rres_qp *qp,
 			    const struct vq_elem *e, struct virtio_rdma_sq_req_ext *req,
 			    struct roce_virtio_rdma_wr *x);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A fake driver for the RoCE transport engine, in-process: each device is a
- * struct roce_dev + its struct roce_tp, with the driver's memory in a memfd
+ * struct rres_dev + its struct roce_tp, with the driver's memory in a memfd
  * arena registered in a struct vhost_mem (identity addresses, like
  * libvrdma) and rings driven from the driver side with src/virtio/vq_drv.h.
  * Devices are ports of a real switch (src/port) on a real loop, so frames
@@ -23,7 +23,7 @@
 
 #include "common/loop.h"
 #include "common/util.h"
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "port/fault.h"
 #include "port/pkt.h"
 #include "port/port.h"
@@ -53,7 +53,7 @@ struct fk_env;
 struct fk_dev {
 	struct fk_env *env;
 	unsigned id;
-	struct roce_dev rd;
+	struct rres_dev rd;
 	struct roce_tp *tp;
 	struct vhost_mem mem;
 	int memfd;
@@ -267,7 +267,7 @@ struct fk_dev_cfg {
 static inline struct fk_dev *fk_dev_new(struct fk_env *env, const struct fk_dev_cfg *c)
 {
 	struct fk_dev *d = calloc(1, sizeof(*d));
-	struct roce_dev_cfg cfg;
+	struct rres_dev_cfg cfg;
 	int fd;
 
 	if (!d)
@@ -310,14 +310,14 @@ static inline struct fk_dev *fk_dev_new(struct fk_env *env, const struct fk_dev_
 	cfg.seed = 42 + d->id;
 	cfg.ext_offered = c->ext || c->ext_offered;
 	cfg.max_rdma_srqs = cfg.ext_offered ? c->srqs : 0;
-	if (roce_dev_init(&d->rd, &cfg))
+	if (rres_dev_init(&d->rd, &cfg))
 		abort();
 	if (c->ext)
-		roce_dev_set_ext(&d->rd, true);
+		rres_dev_set_ext(&d->rd, true);
 	d->tp = roce_tp_new(&d->rd, c->no_loop ? NULL : env->loop, &fk_ops, d);
 	if (!d->tp)
 		abort();
-	d->nrings = roce_ring_count(&d->rd);
+	d->nrings = rres_ring_count(&d->rd);
 	d->rings = calloc(d->nrings, sizeof(*d->rings));
 	pkt_queue_init(&d->wire);
 	if (env->sw) {
@@ -361,7 +361,7 @@ static inline void fk_dev_free(struct fk_dev *d)
 			roce_tp_ring_stopped(d->tp, &d->rings[i]->r);
 			d->rings[i]->r.started = false;
 		}
-	roce_dev_fini(&d->rd);
+	rres_dev_fini(&d->rd);
 	roce_tp_free(d->tp);
 	for (uint32_t i = 0; i < d->nrings; i++)
 		fk_ring_free(d, i);
@@ -488,7 +488,7 @@ static inline uint32_t fk_pd(struct fk_dev *d)
 {
 	uint32_t pdn;
 
-	if (roce_pd_create(&d->rd, &pdn))
+	if (rres_pd_create(&d->rd, &pdn))
 		abort();
 	return pdn;
 }
@@ -500,9 +500,9 @@ static inline uint32_t fk_cq(struct fk_dev *d, uint32_t cqe, uint16_t num, bool 
 	struct fk_ring *fr;
 	uint32_t cqn;
 
-	if (roce_cq_create(&d->rd, cqe, &cqn))
+	if (rres_cq_create(&d->rd, cqe, &cqn))
 		abort();
-	fr = fk_ring_setup(d, roce_ring_of_cq(&d->rd, cqn), num,
+	fr = fk_ring_setup(d, rres_ring_of_cq(&d->rd, cqn), num,
 			   sizeof(struct virtio_rdma_cq_req), true);
 	for (unsigned i = 0; post && i < num; i++) {
 		uint8_t *b = fk_ring_buf(fr);
@@ -516,7 +516,7 @@ static inline uint32_t fk_cq(struct fk_dev *d, uint32_t cqe, uint16_t num, bool 
 
 static inline struct fk_ring *fk_cq_ring(struct fk_dev *d, uint32_t cqn)
 {
-	return d->rings[roce_ring_of_cq(&d->rd, cqn)];
+	return d->rings[rres_ring_of_cq(&d->rd, cqn)];
 }
 
 /* Post n more buffers on a CQ ring (they are reused by fk_poll_cq). */
@@ -596,13 +596,13 @@ static inline struct fk_mr fk_mr_reg_at(struct fk_dev *d, uint32_t pdn, uint64_t
 	struct fk_mr m = { 0 };
 	uint64_t npages = len ? (len + 4095) / 4096 : 0;
 	uint64_t *pages = malloc((npages ? npages : 1) * 8);
-	struct roce_mr *mr;
+	struct rres_mr *mr;
 
 	m.buf = fk_alloc(d, npages ? npages * 4096 : 4096, 4096);
 	m.len = len;
 	for (uint64_t i = 0; i < npages; i++)
 		pages[i] = htole64((uintptr_t)m.buf + i * 4096);
-	if (roce_mr_reg_user(&d->rd, pdn, access, iova ? iova : (uintptr_t)m.buf, len,
+	if (rres_mr_reg_user(&d->rd, pdn, access, iova ? iova : (uintptr_t)m.buf, len,
 			     (uint32_t)npages, pages, &mr))
 		abort();
 	free(pages);
@@ -638,7 +638,7 @@ static inline uint32_t fk_sq_stride(uint32_t nsge)
 
 static inline struct fk_qp fk_qp_new(struct fk_dev *d, const struct fk_qp_cfg *c)
 {
-	struct roce_qp_init in = {
+	struct rres_qp_init in = {
 		.pdn = c->pdn, .qp_type = c->type, .sq_sig_all = c->sig_all,
 		.send_cqn = c->scq, .recv_cqn = c->rcq,
 		.cap = { c->max_send_wr ? c->max_send_wr : 64,
@@ -648,9 +648,9 @@ static inline struct fk_qp fk_qp_new(struct fk_dev *d, const struct fk_qp_cfg *c
 			 c->max_inline },
 	};
 	struct fk_qp q = { 0 };
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 
-	if (roce_qp_create(&d->rd, &in, &qp))
+	if (rres_qp_create(&d->rd, &in, &qp))
 		abort();
 	q.qpn = qp->qpn;
 	q.max_send_sge = in.cap.max_send_sge;
@@ -668,7 +668,7 @@ static inline struct fk_qp fk_qp_new(struct fk_dev *d, const struct fk_qp_cfg *c
 /* The fk_qp of an existing QP (rings looked up). */
 static inline struct fk_qp fk_qp_get(struct fk_dev *d, uint32_t qpn)
 {
-	struct roce_qp *qp = roce_qp_lookup(&d->rd, qpn);
+	struct rres_qp *qp = rres_qp_lookup(&d->rd, qpn);
 	struct fk_qp q = { 0 };
 
 	if (!qp)
@@ -713,7 +713,7 @@ static inline void fk_ah_attr(const struct fk_dev *peer, const struct fk_path *p
 			      struct virtio_rdma_ah_attr *a)
 {
 	memset(a, 0, sizeof(*a));
-	memcpy(a->grh.dgid, roce_gid_get(&peer->rd, p->ipv6 ? 0 : 1), 16);
+	memcpy(a->grh.dgid, rres_gid_get(&peer->rd, p->ipv6 ? 0 : 1), 16);
 	a->grh.sgid_index = p->ipv6 ? 0 : 1;
 	a->grh.hop_limit = 1;      /* as ibv_*_pingpong: the device uses its own */
 	a->grh.traffic_class = p->tclass;
@@ -722,9 +722,9 @@ static inline void fk_ah_attr(const struct fk_dev *peer, const struct fk_path *p
 }
 
 static inline int fk_modify(struct fk_dev *d, uint32_t qpn, uint8_t state, uint32_t mask,
-			    const struct roce_qp_modify *m0)
+			    const struct rres_qp_modify *m0)
 {
-	struct roce_qp_modify m;
+	struct rres_qp_modify m;
 
 	if (m0)
 		m = *m0;
@@ -732,15 +732,15 @@ static inline int fk_modify(struct fk_dev *d, uint32_t qpn, uint8_t state, uint3
 		memset(&m, 0, sizeof(m));
 	m.attr_mask = mask | VIRTIO_IB_QP_STATE;
 	m.qp_state = state;
-	return roce_qp_modify(&d->rd, qpn, &m);
+	return rres_qp_modify(&d->rd, qpn, &m);
 }
 
 /* RESET -> INIT -> RTR -> RTS, connected to (peer, peer_qpn) for RC/UC. */
 static inline int fk_connect(struct fk_dev *d, uint32_t qpn, struct fk_dev *peer,
 			     uint32_t peer_qpn, const struct fk_path *p)
 {
-	struct roce_qp *qp = roce_qp_lookup(&d->rd, qpn);
-	struct roce_qp_modify m;
+	struct rres_qp *qp = rres_qp_lookup(&d->rd, qpn);
+	struct rres_qp_modify m;
 	int rc;
 
 	memset(&m, 0, sizeof(m));
@@ -792,7 +792,7 @@ static inline uint32_t fk_ah(struct fk_dev *d, uint32_t pdn, const struct fk_dev
 	uint32_t h;
 
 	fk_ah_attr(peer, p, &a);
-	if (roce_ah_create(&d->rd, pdn, &a, &h))
+	if (rres_ah_create(&d->rd, pdn, &a, &h))
 		abort();
 	return h;
 }
@@ -960,21 +960,21 @@ static inline void fk_fill(void *buf, uint64_t len, uint32_t seed)
 /* ---- extensions ------------------------------------------------------------------ */
 
 /* An ALLOC_MR MR (state FREE) with room for max_num_sg pages. */
-static inline struct roce_mr *fk_mr_alloc(struct fk_dev *d, uint32_t pdn, uint32_t max_num_sg)
+static inline struct rres_mr *fk_mr_alloc(struct fk_dev *d, uint32_t pdn, uint32_t max_num_sg)
 {
-	struct roce_mr *mr;
+	struct rres_mr *mr;
 
-	if (roce_mr_alloc(&d->rd, pdn, max_num_sg, &mr))
+	if (rres_mr_alloc(&d->rd, pdn, max_num_sg, &mr))
 		abort();
 	return mr;
 }
 
 /* A memory window of type 1 or 2 (unbound). */
-static inline struct roce_mr *fk_mw_alloc(struct fk_dev *d, uint32_t pdn, uint32_t type)
+static inline struct rres_mr *fk_mw_alloc(struct fk_dev *d, uint32_t pdn, uint32_t type)
 {
-	struct roce_mr *mw;
+	struct rres_mr *mw;
 
-	if (roce_mw_alloc(&d->rd, pdn, type, &mw))
+	if (rres_mw_alloc(&d->rd, pdn, type, &mw))
 		abort();
 	return mw;
 }

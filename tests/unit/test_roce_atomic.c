@@ -88,7 +88,7 @@ static void xp_init(struct xp *p, const struct xp_cfg *c)
 		if (fk_connect(p->a, p->qa[i].qpn, p->b, p->qb[i].qpn, &pa))
 			abort();
 		if (c->b_rtr) {
-			struct roce_qp_modify m;
+			struct rres_qp_modify m;
 
 			memset(&m, 0, sizeof(m));
 			m.qp_access_flags = pb.access;
@@ -121,7 +121,7 @@ static void xp_fini(struct xp *p)
 
 static uint8_t qp_state(struct fk_dev *d, uint32_t qpn)
 {
-	struct roce_qp *qp = roce_qp_lookup(&d->rd, qpn);
+	struct rres_qp *qp = rres_qp_lookup(&d->rd, qpn);
 
 	return qp ? qp->attr.qp_state : 0xff;
 }
@@ -132,7 +132,7 @@ static uint32_t events_of(struct fk_dev *d, uint32_t id)
 	uint32_t mask = 0, eid;
 	uint8_t type;
 
-	while (roce_event_pop(&d->rd, &type, &eid))
+	while (rres_event_pop(&d->rd, &type, &eid))
 		if (eid == id)
 			mask |= 1u << type;
 	return mask;
@@ -398,7 +398,7 @@ static void inject(struct xp *p, struct roce_hdr_fields *f, const void *payload,
 static void inject_spin(struct xp *p, struct roce_hdr_fields *f, const void *payload,
 			uint32_t plen, unsigned spin)
 {
-	struct roce_qp *qa = roce_qp_lookup(&p->a->rd, p->qa[0].qpn);
+	struct rres_qp *qa = rres_qp_lookup(&p->a->rd, p->qa[0].qpn);
 	struct roce_tq *tq = qa->transport;
 	struct roce_path path = tq->path;
 	struct pkt *pk = pkt_alloc();
@@ -547,7 +547,7 @@ static void test_atomic_duplicate(void)
 static void test_sqd_max_dest(void)
 {
 	struct virtio_rdma_cq_req wc[4];
-	struct roce_qp_modify m;
+	struct rres_qp_modify m;
 	struct xp_cfg c;
 	struct fk_mr tgt, res;
 	struct xp p;
@@ -654,7 +654,7 @@ static void test_reg_mr_remote(void)
 	struct virtio_rdma_cq_req wc[4];
 	struct xp_cfg c;
 	struct fk_mr src, dst;
-	struct roce_mr *fm;
+	struct rres_mr *fm;
 	uint32_t key, old;
 	uint8_t *buf;
 	uint64_t pl;
@@ -671,7 +671,7 @@ static void test_reg_mr_remote(void)
 	buf = fk_alloc(p.b, 5 * 4096, 4096);
 	pl = fk_page_list(p.b, buf, 5 * 4096);
 	/* the key does not work before REG_MR */
-	CHECK(roce_mr_lookup_rkey(&p.b->rd, old, roce_pd_lookup(&p.b->rd, p.pdb),
+	CHECK(rres_mr_lookup_rkey(&p.b->rd, old, rres_pd_lookup(&p.b->rd, p.pdb),
 				  VIRTIO_IB_ACCESS_REMOTE_WRITE) == NULL);
 	REQUIRE(post_reg(p.b, &p.qb[0], 1, key, iova, 4 * 4096, pl, acc) == 0);
 	REQUIRE(wait_cq(&p.env, p.b, p.cqb, wc, 1) == 1);
@@ -701,7 +701,7 @@ static void test_reg_mr_remote(void)
 	EXPECT_WC(&p.env, p.b, p.cqb, 5, VIRTIO_IB_WC_LOC_PROT_ERR, VIRTIO_IB_WC_REG_MR);
 	CHECK_EQ(qp_state(p.b, p.qb[0].qpn), VIRTIO_IB_QPS_ERR);
 	CHECK_EQ(fm->rkey, key);
-	CHECK_EQ(fm->state, ROCE_MR_VALID);
+	CHECK_EQ(fm->state, RRES_MR_VALID);
 	xp_fini(&p);
 
 	/* LOCAL_INV, then the key (and the stale one) fail remotely */
@@ -739,7 +739,7 @@ static void test_inv_mid_message(void)
 {
 	struct roce_hdr_fields f;
 	struct xp_cfg c;
-	struct roce_mr *fm;
+	struct rres_mr *fm;
 	uint8_t *buf, data[1024];
 	uint32_t key;
 	struct xp p;
@@ -749,7 +749,7 @@ static void test_inv_mid_message(void)
 	fm = fk_mr_alloc(p.b, p.pdb, 1);
 	key = fk_key8(fm->rkey, 0x31);
 	buf = fk_alloc(p.b, 4096, 4096);
-	REQUIRE(roce_mr_fast_reg(&p.b->rd, roce_pd_lookup(&p.b->rd, p.pdb), key, 0x9000, 4096,
+	REQUIRE(rres_mr_fast_reg(&p.b->rd, rres_pd_lookup(&p.b->rd, p.pdb), key, 0x9000, 4096,
 				 fk_page_list(p.b, buf, 4096), FK_ACC_ALL) == 0);
 	memset(data, 0xab, sizeof(data));
 	memset(&f, 0, sizeof(f));
@@ -762,7 +762,7 @@ static void test_inv_mid_message(void)
 	CHECK_EQ(buf[0], 0xab);
 	CHECK_EQ(buf[1023], 0xab);
 	/* what a LOCAL_INV or a received SEND_WITH_INV does */
-	REQUIRE(roce_key_invalidate(&p.b->rd, roce_pd_lookup(&p.b->rd, p.pdb), key) == 0);
+	REQUIRE(rres_key_invalidate(&p.b->rd, rres_pd_lookup(&p.b->rd, p.pdb), key) == 0);
 	memset(&f, 0, sizeof(f));
 	f.opcode = ROCE_OP_RC_RDMA_WRITE_LAST;
 	f.psn = 0x101;
@@ -782,7 +782,7 @@ static void test_reg_mr_local(void)
 	struct virtio_rdma_cq_req wc[4];
 	struct xp_cfg c;
 	struct fk_mr rb, um;
-	struct roce_mr *fm;
+	struct rres_mr *fm;
 	uint32_t key;
 	uint8_t *buf;
 	struct xp p;
@@ -826,7 +826,7 @@ static void test_reg_mr_local(void)
 			CHECK_EQ(wc[1].wr_id, 4);
 			CHECK_EQ(wc[1].status, VIRTIO_IB_WC_LOC_PROT_ERR);
 			CHECK_EQ(qp_state(p.a, p.qa[0].qpn), VIRTIO_IB_QPS_ERR);
-			CHECK_EQ(fm->state, ROCE_MR_FREE);
+			CHECK_EQ(fm->state, RRES_MR_FREE);
 		} else {
 			/* k 1: LOCAL_INV of a user MR; 2: of a wrong key;
 			 * 3: REG_MR with an SGE */
@@ -846,7 +846,7 @@ static void test_reg_mr_local(void)
 			CHECK_EQ(wc[0].status, k == 3 ? VIRTIO_IB_WC_LOC_QP_OP_ERR :
 				 VIRTIO_IB_WC_LOC_PROT_ERR);
 			CHECK_EQ(wc[0].opcode, k == 3 ? VIRTIO_IB_WC_REG_MR : VIRTIO_IB_WC_LOCAL_INV);
-			CHECK_EQ(fm->state, ROCE_MR_VALID);
+			CHECK_EQ(fm->state, RRES_MR_VALID);
 			CHECK_EQ(qp_state(p.a, p.qa[0].qpn), VIRTIO_IB_QPS_ERR);
 		}
 		if (th_failed_checks)
@@ -864,7 +864,7 @@ static void test_fence_local_inv(void)
 	struct virtio_rdma_cq_req wc[4];
 	struct xp_cfg c;
 	struct fk_mr src;
-	struct roce_mr *fm;
+	struct rres_mr *fm;
 	uint32_t key;
 	uint8_t *buf;
 	struct xp p;
@@ -894,7 +894,7 @@ static void test_fence_local_inv(void)
 	CHECK_EQ(wc[1].byte_len, 16384);
 	CHECK_EQ(wc[2].opcode, VIRTIO_IB_WC_LOCAL_INV);
 	CHECK_MEM(buf, src.buf, 16384);
-	CHECK_EQ(fm->state, ROCE_MR_FREE);
+	CHECK_EQ(fm->state, RRES_MR_FREE);
 	CHECK_EQ(p.a->tp->stats.local_ops, 2);
 	xp_fini(&p);
 }
@@ -906,7 +906,7 @@ static void test_send_with_inv(void)
 	struct virtio_rdma_cq_req wc[4];
 	struct xp_cfg c;
 	struct fk_mr src, rb, um;
-	struct roce_mr *fm;
+	struct rres_mr *fm;
 	uint32_t key;
 	uint8_t *buf;
 	struct xp p;
@@ -966,7 +966,7 @@ static void test_send_with_inv(void)
 			CHECK_EQ(wc[0].wc_flags, VIRTIO_IB_WC_WITH_INV);
 			CHECK_EQ(le32toh(wc[0].imm_data), key);
 			CHECK_MEM(rb.buf, src.buf, 3000);
-			CHECK_EQ(fm->state, ROCE_MR_FREE);
+			CHECK_EQ(fm->state, RRES_MR_FREE);
 			CHECK_EQ(p.b->tp->stats.remote_inv_ok, 1);
 			/* the key is dead */
 			REQUIRE(post_rdma(p.a, &p.qa[0], 10, VIRTIO_IB_WR_RDMA_WRITE, src.buf, 8,
@@ -984,7 +984,7 @@ static void test_send_with_inv(void)
 				 VIRTIO_IB_WC_REM_INV_REQ_ERR);
 			CHECK_EQ(wc[0].wc_flags, 0);
 			if (fm)
-				CHECK_EQ(fm->state, ROCE_MR_VALID);
+				CHECK_EQ(fm->state, RRES_MR_VALID);
 			/* reported by the completion: no event */
 			CHECK_EQ(events_of(p.b, p.qb[0].qpn), 0);
 		}
@@ -1005,7 +1005,7 @@ static void mw_case(int k)
 	struct virtio_rdma_cq_req wc[4];
 	struct xp_cfg c;
 	struct fk_mr src, base;
-	struct roce_mr *mw;
+	struct rres_mr *mw;
 	uint32_t wkey, mracc = VIRTIO_IB_ACCESS_LOCAL_WRITE | VIRTIO_IB_ACCESS_MW_BIND;
 	uint32_t wacc = VIRTIO_IB_ACCESS_REMOTE_WRITE | VIRTIO_IB_ACCESS_REMOTE_READ |
 			VIRTIO_IB_ACCESS_REMOTE_ATOMIC;
@@ -1049,7 +1049,7 @@ static void mw_case(int k)
 	REQUIRE(post_bind(p.b, &p.qb[0], 1, wkey, base.lkey, waddr, wlen, wacc) == 0);
 	EXPECT_WC(&p.env, p.b, p.cqb, 1, bind_st, VIRTIO_IB_WC_BIND_MW);
 	if (bind_st != VIRTIO_IB_WC_SUCCESS) {
-		CHECK_EQ(mw->state, ROCE_MR_FREE);
+		CHECK_EQ(mw->state, RRES_MR_FREE);
 		CHECK_EQ(qp_state(p.b, p.qb[0].qpn), VIRTIO_IB_QPS_ERR);
 		xp_fini(&p);
 		return;
@@ -1094,7 +1094,7 @@ static void mw_case(int k)
 		CHECK(rd64(dst + 2048) == 7 || rd64(dst + 2048) == 12);
 		CHECK_MEM(dst + 2056, base.buf + 4096 + 2056, 4096 - 2056);
 		/* the MR cannot be deregistered while the window is bound */
-		CHECK_EQ(roce_mr_dereg(&p.b->rd, base.mrn), ROCE_ERR_IN_USE);
+		CHECK_EQ(rres_mr_dereg(&p.b->rd, base.mrn), RRES_ERR_IN_USE);
 		xp_fini(&p);
 		return;
 	}
@@ -1135,7 +1135,7 @@ static void test_mw_type2_remote_inv(void)
 	struct virtio_rdma_cq_req wc[4];
 	struct xp_cfg c;
 	struct fk_mr src, rb;
-	struct roce_mr *fm, *mw;
+	struct rres_mr *fm, *mw;
 	uint32_t mkey, wkey;
 	uint8_t *buf;
 	struct xp p;
@@ -1158,7 +1158,7 @@ static void test_mw_type2_remote_inv(void)
 	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
 	CHECK_EQ(wc[1].status, VIRTIO_IB_WC_SUCCESS);
 	CHECK_EQ(wc[2].status, VIRTIO_IB_WC_LOC_PROT_ERR);
-	CHECK_EQ(fm->state, ROCE_MR_VALID);
+	CHECK_EQ(fm->state, RRES_MR_VALID);
 	xp_fini(&p);
 
 	xp_init(&p, &c);
@@ -1192,7 +1192,7 @@ static void test_mw_type2_remote_inv(void)
 	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
 	CHECK_EQ(wc[0].wc_flags, VIRTIO_IB_WC_WITH_INV);
 	CHECK_EQ(le32toh(wc[0].imm_data), wkey);
-	CHECK_EQ(mw->state, ROCE_MR_FREE);
+	CHECK_EQ(mw->state, RRES_MR_FREE);
 	CHECK_EQ(fm->nbound, 0);
 	/* now the MR can be invalidated */
 	REQUIRE(post_inv(p.b, &p.qb[0], 6, mkey) == 0);

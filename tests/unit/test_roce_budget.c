@@ -16,22 +16,22 @@
 
 static struct roce_tq *tq_of(struct fk_dev *d, uint32_t qpn)
 {
-	struct roce_qp *qp = roce_qp_lookup(&d->rd, qpn);
+	struct rres_qp *qp = rres_qp_lookup(&d->rd, qpn);
 
 	return qp ? qp->transport : NULL;
 }
 
 static uint32_t qp_raw(struct fk_dev *d, uint32_t pdn, uint32_t cqn, uint32_t send_wr,
-		       enum roce_err *err)
+		       enum rres_err *err)
 {
-	struct roce_qp_init in = {
+	struct rres_qp_init in = {
 		.pdn = pdn, .qp_type = VIRTIO_IB_QPT_RC, .send_cqn = cqn, .recv_cqn = cqn,
 		.cap = { send_wr, 16, 4, 4, 0 },
 	};
-	struct roce_qp *qp = NULL;
+	struct rres_qp *qp = NULL;
 
-	*err = roce_qp_create(&d->rd, &in, &qp);
-	return *err == ROCE_OK ? qp->qpn : 0;
+	*err = rres_qp_create(&d->rd, &in, &qp);
+	return *err == RRES_OK ? qp->qpn : 0;
 }
 
 /* A send ring of 4096 entries does not give a QP 4096 slots: max_send_wr
@@ -42,18 +42,18 @@ static void test_sq_slots_follow_max_send_wr(void)
 	struct fk_dev *d;
 	uint32_t pd, cq, q0, q100;
 	struct roce_tq *t0, *t100;
-	enum roce_err e;
+	enum rres_err e;
 
 	REQUIRE(fk_env_init(&env, false) == 0);
 	d = fk_dev_new(&env, &(struct fk_dev_cfg){ 0 });
 	pd = fk_pd(d);
 	cq = fk_cq(d, 64, 64, false);
 	q0 = qp_raw(d, pd, cq, 0, &e);
-	CHECK_EQ(e, ROCE_OK);
+	CHECK_EQ(e, RRES_OK);
 	q100 = qp_raw(d, pd, cq, 100, &e);
-	CHECK_EQ(e, ROCE_OK);
-	fk_ring_setup(d, roce_qp_lookup(&d->rd, q0)->sq_vq, 4096, 64, true);
-	fk_ring_setup(d, roce_qp_lookup(&d->rd, q100)->sq_vq, 4096, 64, true);
+	CHECK_EQ(e, RRES_OK);
+	fk_ring_setup(d, rres_qp_lookup(&d->rd, q0)->sq_vq, 4096, 64, true);
+	fk_ring_setup(d, rres_qp_lookup(&d->rd, q100)->sq_vq, 4096, 64, true);
 	t0 = tq_of(d, q0);
 	t100 = tq_of(d, q100);
 	REQUIRE(t0 && t100);
@@ -76,7 +76,7 @@ static void test_state_budget_shared(void)
 	uint32_t px, py, cx, cy, qps[64], q;
 	uint64_t x0, y0;
 	unsigned n = 0;
-	enum roce_err e;
+	enum rres_err e;
 
 	REQUIRE(fk_env_init(&env, false) == 0);
 	x = fk_dev_new(&env, &(struct fk_dev_cfg){ .qps = 80 });
@@ -86,7 +86,7 @@ static void test_state_budget_shared(void)
 	/* the CQs before the shared budget: only the QPs below charge it */
 	cx = fk_cq(x, 16, 16, false);
 	cy = fk_cq(y, 16, 16, false);
-	b.max = 8 * roce_budget_qp(&(struct roce_qp_cap){ 4096, 16, 4, 4, 0 }, 0) + 1000;
+	b.max = 8 * roce_budget_qp(&(struct rres_qp_cap){ 4096, 16, 4, 4, 0 }, 0) + 1000;
 	roce_tp_share_state_budget(x->tp, &b);
 	roce_tp_share_state_budget(y->tp, &b);
 	x0 = x->tp->state_mem;
@@ -94,26 +94,26 @@ static void test_state_budget_shared(void)
 	while (n < 64 && (q = qp_raw(x, px, cx, 4096, &e)))
 		qps[n++] = q;
 	CHECK_EQ(n, 8u);
-	CHECK_EQ(e, ROCE_ERR_NOMEM);
+	CHECK_EQ(e, RRES_ERR_NOMEM);
 	CHECK(b.used <= b.max);
 	CHECK_EQ(x->tp->state_mem - x0, b.used);
 	CHECK_EQ(y->tp->state_mem, y0);
 	/* the other context, which holds nothing itself, is refused too */
 	CHECK_EQ(qp_raw(y, py, cy, 4096, &e), 0u);
-	CHECK_EQ(e, ROCE_ERR_NOMEM);
+	CHECK_EQ(e, RRES_ERR_NOMEM);
 	CHECK_EQ(y->tp->stats.state_refused, 1u);
 	/* small QPs still fit in what is left */
 	q = qp_raw(y, py, cy, 1, &e);
-	CHECK_EQ(e, ROCE_OK);
-	CHECK_EQ(roce_qp_destroy(&y->rd, q), ROCE_OK);
+	CHECK_EQ(e, RRES_OK);
+	CHECK_EQ(rres_qp_destroy(&y->rd, q), RRES_OK);
 	CHECK_EQ(y->tp->state_mem, y0);
 	/* one destroy in x makes room in y */
-	CHECK_EQ(roce_qp_destroy(&x->rd, qps[--n]), ROCE_OK);
+	CHECK_EQ(rres_qp_destroy(&x->rd, qps[--n]), RRES_OK);
 	q = qp_raw(y, py, cy, 4096, &e);
-	CHECK_EQ(e, ROCE_OK);
-	CHECK_EQ(roce_qp_destroy(&y->rd, q), ROCE_OK);
+	CHECK_EQ(e, RRES_OK);
+	CHECK_EQ(rres_qp_destroy(&y->rd, q), RRES_OK);
 	while (n)
-		CHECK_EQ(roce_qp_destroy(&x->rd, qps[--n]), ROCE_OK);
+		CHECK_EQ(rres_qp_destroy(&x->rd, qps[--n]), RRES_OK);
 	CHECK_EQ(b.used, 0u);
 	fk_env_fini(&env);
 }

@@ -36,16 +36,16 @@ static const struct roce_ext_stats *xs(struct fk_dev *d)
 static struct fk_qp xqp_new(struct fk_dev *d, uint8_t type, uint32_t pdn, uint32_t scq,
 			    uint32_t rcq, int srqn, uint32_t max_send_wr, uint16_t sq_num)
 {
-	struct roce_qp_init in = {
+	struct rres_qp_init in = {
 		.pdn = pdn, .qp_type = type, .send_cqn = scq, .recv_cqn = rcq,
 		.cap = { max_send_wr, srqn >= 0 ? 0 : 64, 4, srqn >= 0 ? 0 : 4, 0 },
 		.ext_flags = srqn >= 0 ? VIRTIO_IB_QP_CREATE_SRQ : 0,
 		.srqn = srqn >= 0 ? (uint32_t)srqn : 0,
 	};
 	struct fk_qp q = { 0 };
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 
-	if (roce_qp_create(&d->rd, &in, &qp))
+	if (rres_qp_create(&d->rd, &in, &qp))
 		abort();
 	q.qpn = qp->qpn;
 	q.max_send_sge = 4;
@@ -60,7 +60,7 @@ static struct fk_qp xqp_new(struct fk_dev *d, uint8_t type, uint32_t pdn, uint32
 
 static struct fk_ring *evq_setup(struct fk_dev *d, uint16_t num)
 {
-	return fk_ring_setup(d, roce_ring_of_eventq(&d->rd), num, 64, true);
+	return fk_ring_setup(d, rres_ring_of_eventq(&d->rd), num, 64, true);
 }
 
 /* Give n buffers of len bytes to the event ring. */
@@ -110,7 +110,7 @@ struct senv {
 	struct fk_env env;
 	struct fk_dev *a, *b;
 	uint32_t pda, pdb, cqa, cqb[3], scqb;
-	struct roce_srq *srq;
+	struct rres_srq *srq;
 	struct fk_ring *srq_ring, *evq;
 	struct fk_qp qa[3], qb[3];
 	struct fk_mr ma, mb;
@@ -136,7 +136,7 @@ static void senv_init(struct senv *s, uint32_t srq_max_wr, uint16_t srq_num)
 	for (int i = 0; i < 3; i++)
 		s->cqb[i] = fk_cq(s->b, 256, 64, true);
 	s->scqb = fk_cq(s->b, 256, 64, true);
-	if (roce_srq_create(&s->b->rd, s->pdb, srq_max_wr, 2, &s->srq))
+	if (rres_srq_create(&s->b->rd, s->pdb, srq_max_wr, 2, &s->srq))
 		abort();
 	s->srq_ring = fk_ring_setup(s->b, s->srq->vq, srq_num, 64, true);
 	fk_path_default(&s->path);
@@ -227,12 +227,12 @@ static unsigned srq_used(struct senv *s, uint64_t *ids, unsigned max)
 
 static struct roce_tq *tq_of(struct fk_dev *d, uint32_t qpn)
 {
-	return roce_qp_lookup(&d->rd, qpn)->transport;
+	return rres_qp_lookup(&d->rd, qpn)->transport;
 }
 
 static uint8_t qp_state(struct fk_dev *d, uint32_t qpn)
 {
-	struct roce_qp *qp = roce_qp_lookup(&d->rd, qpn);
+	struct rres_qp *qp = rres_qp_lookup(&d->rd, qpn);
 
 	return qp ? qp->attr.qp_state : 0xff;
 }
@@ -413,7 +413,7 @@ static void test_srq_limit(void)
 	senv_init(&s, 64, 64);
 	for (int k = 0; k < 5; k++)
 		srq_post(&s, 300 + k);
-	CHECK_EQ(roce_srq_modify(&s.b->rd, s.srq->srqn, VIRTIO_IB_SRQ_LIMIT, 3), ROCE_OK);
+	CHECK_EQ(rres_srq_modify(&s.b->rd, s.srq->srqn, VIRTIO_IB_SRQ_LIMIT, 3), RRES_OK);
 	CHECK_EQ(s.srq->srq_limit, 3);
 	CHECK_EQ(evq_read(s.evq, ev, 8), 0); /* arming does not look at the count */
 	for (int k = 0; k < 2; k++) {        /* 4, then 3 left: not below 3 */
@@ -435,7 +435,7 @@ static void test_srq_limit(void)
 	CHECK_EQ(evq_read(s.evq, ev, 8), 0);
 	CHECK_EQ(xs(s.b)->srq_limit_events, 1);
 	/* armed again above the count: the next element taken fires it */
-	CHECK_EQ(roce_srq_modify(&s.b->rd, s.srq->srqn, VIRTIO_IB_SRQ_LIMIT, 10), ROCE_OK);
+	CHECK_EQ(rres_srq_modify(&s.b->rd, s.srq->srqn, VIRTIO_IB_SRQ_LIMIT, 10), RRES_OK);
 	CHECK_EQ(evq_read(s.evq, ev, 8), 0);
 	send_from(&s, 0, 5, 10, 1);
 	REQUIRE(wait_cq(&s.env, s.b, s.cqb[0], wc, 1) == 1);
@@ -459,9 +459,9 @@ static void test_srq_destroy(void)
 	srqn = s.srq->srqn;
 	for (int k = 0; k < 3; k++)
 		srq_post(&s, 400 + k);
-	CHECK_EQ(roce_srq_destroy(&s.b->rd, srqn), ROCE_ERR_IN_USE);
+	CHECK_EQ(rres_srq_destroy(&s.b->rd, srqn), RRES_ERR_IN_USE);
 	for (int i = 0; i < 3; i++)
-		CHECK_EQ(roce_qp_destroy(&s.b->rd, s.qb[i].qpn), ROCE_OK);
+		CHECK_EQ(rres_qp_destroy(&s.b->rd, s.qb[i].qpn), RRES_OK);
 	/* destroyed QPs: no LAST_WQE event */
 	CHECK_EQ(evq_read(s.evq, ev, 8), 0);
 	/* a pending event of the SRQ (no buffers left for it) is dropped */
@@ -472,13 +472,13 @@ static void test_srq_destroy(void)
 
 		/* take the free buffers back by filling them with events */
 		for (int k = 0; k < 40; k++)
-			roce_event_raise(&s.b->rd, &s.srq->ev, (uint8_t)(k & 1 ? 14 : 15));
+			rres_event_raise(&s.b->rd, &s.srq->ev, (uint8_t)(k & 1 ? 14 : 15));
 		while (vq_drv_get_used(&fr->drv, &len))
 			n++;
 		CHECK(n > 0);
 	}
-	CHECK_EQ(roce_srq_destroy(&s.b->rd, srqn), ROCE_OK);
-	CHECK(!roce_event_pending(&s.b->rd));
+	CHECK_EQ(rres_srq_destroy(&s.b->rd, srqn), RRES_OK);
+	CHECK(!rres_event_pending(&s.b->rd));
 	CHECK_EQ(srq_used(&s, ids, 8), 0);
 	for (int i = 0; i < 3; i++)
 		CHECK_EQ(fk_poll_cq(s.b, s.cqb[i], wc, 8), 0);
@@ -595,13 +595,13 @@ static void test_srq_pd(void)
 	pd2 = fk_pd(s.b);
 	m2 = fk_mr_reg(s.b, pd2, 8192, FK_ACC_ALL);
 	{
-		struct roce_srq *srq2;
+		struct rres_srq *srq2;
 		struct fk_ring *r2;
 		struct fk_qp q2, qs = { 0 };
 		struct fk_sge r = { m2.buf, 8192, m2.lkey };
 		uint8_t want[1000];
 
-		REQUIRE(roce_srq_create(&s.b->rd, pd2, 16, 1, &srq2) == ROCE_OK);
+		REQUIRE(rres_srq_create(&s.b->rd, pd2, 16, 1, &srq2) == RRES_OK);
 		r2 = fk_ring_setup(s.b, srq2->vq, 16, 64, true);
 		q2 = xqp_new(s.b, VIRTIO_IB_QPT_UD, s.pdb, s.scqb, s.cqb[2], (int)srq2->srqn,
 			     16, 16);
@@ -632,7 +632,7 @@ static void test_evq(void)
 	struct xev ev[16];
 	uint32_t pd, cq1, cq2, cq3;
 	struct fk_qp q;
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 
 	REQUIRE(fk_env_init(&env, true) == 0);
 	d = xdev_new(&env, true, true);
@@ -641,14 +641,14 @@ static void test_evq(void)
 	cq2 = fk_cq(d, 16, 16, true);
 	cq3 = fk_cq(d, 16, 16, true);
 	q = xqp_new(d, VIRTIO_IB_QPT_RC, pd, cq1, cq1, -1, 16, 16);
-	qp = roce_qp_lookup(&d->rd, q.qpn);
+	qp = rres_qp_lookup(&d->rd, q.qpn);
 	/* events before the ring exists wait */
-	roce_event_raise(&d->rd, &qp->ev, VIRTIO_IB_EVENT_QP_FATAL);
-	roce_event_raise(&d->rd, &roce_cq_lookup(&d->rd, cq2)->ev, VIRTIO_IB_EVENT_CQ_ERR);
-	roce_event_raise(&d->rd, &qp->ev, VIRTIO_IB_EVENT_QP_FATAL);       /* merged */
-	roce_event_raise(&d->rd, &qp->ev, VIRTIO_IB_EVENT_COMM_EST);       /* same object */
-	roce_event_raise(&d->rd, &roce_cq_lookup(&d->rd, cq3)->ev, VIRTIO_IB_EVENT_CQ_ERR);
-	roce_event_raise(&d->rd, &d->rd.port_ev, VIRTIO_IB_EVENT_PORT_ACTIVE);
+	rres_event_raise(&d->rd, &qp->ev, VIRTIO_IB_EVENT_QP_FATAL);
+	rres_event_raise(&d->rd, &rres_cq_lookup(&d->rd, cq2)->ev, VIRTIO_IB_EVENT_CQ_ERR);
+	rres_event_raise(&d->rd, &qp->ev, VIRTIO_IB_EVENT_QP_FATAL);       /* merged */
+	rres_event_raise(&d->rd, &qp->ev, VIRTIO_IB_EVENT_COMM_EST);       /* same object */
+	rres_event_raise(&d->rd, &rres_cq_lookup(&d->rd, cq3)->ev, VIRTIO_IB_EVENT_CQ_ERR);
+	rres_event_raise(&d->rd, &d->rd.port_ev, VIRTIO_IB_EVENT_PORT_ACTIVE);
 	fr = evq_setup(d, 16);
 	fk_spin(&env, 5);
 	CHECK_EQ(evq_read(fr, ev, 16), 0);
@@ -676,29 +676,29 @@ static void test_evq(void)
 	CHECK_EQ(ev[2].type, VIRTIO_IB_EVENT_PORT_ACTIVE);
 	CHECK_EQ(ev[2].id, 1);
 	/* two buffers still free: an event is written at once */
-	roce_event_raise(&d->rd, &qp->ev, VIRTIO_IB_EVENT_SQ_DRAINED);
+	rres_event_raise(&d->rd, &qp->ev, VIRTIO_IB_EVENT_SQ_DRAINED);
 	REQUIRE(evq_read(fr, ev, 16) == 1);
 	CHECK_EQ(ev[0].type, VIRTIO_IB_EVENT_SQ_DRAINED);
 	/* no buffers: pending events of a destroyed object are dropped */
-	roce_event_raise(&d->rd, &qp->ev, VIRTIO_IB_EVENT_COMM_EST);
+	rres_event_raise(&d->rd, &qp->ev, VIRTIO_IB_EVENT_COMM_EST);
 	REQUIRE(evq_read(fr, ev, 16) == 1);
-	roce_event_raise(&d->rd, &qp->ev, VIRTIO_IB_EVENT_QP_FATAL);
-	roce_event_raise(&d->rd, &roce_cq_lookup(&d->rd, cq2)->ev, VIRTIO_IB_EVENT_CQ_ERR);
+	rres_event_raise(&d->rd, &qp->ev, VIRTIO_IB_EVENT_QP_FATAL);
+	rres_event_raise(&d->rd, &rres_cq_lookup(&d->rd, cq2)->ev, VIRTIO_IB_EVENT_CQ_ERR);
 	CHECK_EQ(evq_read(fr, ev, 16), 0);
-	CHECK_EQ(roce_qp_destroy(&d->rd, q.qpn), ROCE_OK);
+	CHECK_EQ(rres_qp_destroy(&d->rd, q.qpn), RRES_OK);
 	evq_post(d, fr, 4, 16);
 	fk_spin(&env, 5);
 	REQUIRE(evq_read(fr, ev, 16) == 1);
 	CHECK_EQ(ev[0].type, VIRTIO_IB_EVENT_CQ_ERR);
 	CHECK_EQ(ev[0].id, cq2);
 	/* a polled event ring (no kick fd) works too */
-	fk_ring_free(d, roce_ring_of_eventq(&d->rd));
+	fk_ring_free(d, rres_ring_of_eventq(&d->rd));
 	d->brk += 0;
 	{
-		struct fk_ring *pr = fk_ring_setup(d, roce_ring_of_eventq(&d->rd), 8, 64, false);
+		struct fk_ring *pr = fk_ring_setup(d, rres_ring_of_eventq(&d->rd), 8, 64, false);
 
 		evq_post(d, pr, 2, 16);
-		roce_event_raise(&d->rd, &d->rd.port_ev, VIRTIO_IB_EVENT_PORT_ERR);
+		rres_event_raise(&d->rd, &d->rd.port_ev, VIRTIO_IB_EVENT_PORT_ERR);
 		fk_spin(&env, 5);
 		REQUIRE(evq_read(pr, ev, 16) == 1);
 		CHECK_EQ(ev[0].type, VIRTIO_IB_EVENT_PORT_ERR);
@@ -749,9 +749,9 @@ static void test_cq_overflow_events(void)
 	/* q1 was already in ERR (MODIFY_QP): only q2 gets QP_FATAL */
 	CHECK_EQ(ev[1].type, VIRTIO_IB_EVENT_QP_FATAL);
 	CHECK_EQ(ev[1].id, q2.qpn);
-	CHECK_EQ(roce_qp_lookup(&d->rd, q2.qpn)->attr.qp_state, VIRTIO_IB_QPS_ERR);
-	CHECK_EQ(roce_qp_lookup(&d->rd, q3.qpn)->attr.qp_state, VIRTIO_IB_QPS_RESET);
-	CHECK_EQ(roce_cq_resize(&d->rd, cq, 8), ROCE_ERR_CQ_STATE);
+	CHECK_EQ(rres_qp_lookup(&d->rd, q2.qpn)->attr.qp_state, VIRTIO_IB_QPS_ERR);
+	CHECK_EQ(rres_qp_lookup(&d->rd, q3.qpn)->attr.qp_state, VIRTIO_IB_QPS_RESET);
+	CHECK_EQ(rres_cq_resize(&d->rd, cq, 8), RRES_ERR_CQ_STATE);
 	fk_env_fini(&env);
 }
 
@@ -781,16 +781,16 @@ static void test_cq_resize(void)
 	for (int k = 0; k < 3; k++)
 		REQUIRE(fk_post_recv(d, &q, next++, &r, 1) == 0);
 	fk_spin(&env, 10);
-	CHECK_EQ(((struct roce_tcq *)roce_cq_lookup(&d->rd, cq)->transport)->bl_len, 3);
-	CHECK_EQ(roce_cq_resize(&d->rd, cq, 2), ROCE_ERR_RANGE);
-	CHECK_EQ(roce_cq_lookup(&d->rd, cq)->cqe, 4);
-	CHECK_EQ(roce_cq_resize(&d->rd, cq, 3), ROCE_OK);   /* shrink to what is held */
-	CHECK_EQ(roce_cq_resize(&d->rd, cq, 10), ROCE_OK);  /* grow */
+	CHECK_EQ(((struct roce_tcq *)rres_cq_lookup(&d->rd, cq)->transport)->bl_len, 3);
+	CHECK_EQ(rres_cq_resize(&d->rd, cq, 2), RRES_ERR_RANGE);
+	CHECK_EQ(rres_cq_lookup(&d->rd, cq)->cqe, 4);
+	CHECK_EQ(rres_cq_resize(&d->rd, cq, 3), RRES_OK);   /* shrink to what is held */
+	CHECK_EQ(rres_cq_resize(&d->rd, cq, 10), RRES_OK);  /* grow */
 	for (int k = 0; k < 7; k++)
 		REQUIRE(fk_post_recv(d, &q, next++, &r, 1) == 0);
 	fk_spin(&env, 10);
-	CHECK_EQ(((struct roce_tcq *)roce_cq_lookup(&d->rd, cq)->transport)->bl_len, 10);
-	CHECK(!((struct roce_tcq *)roce_cq_lookup(&d->rd, cq)->transport)->overflowed);
+	CHECK_EQ(((struct roce_tcq *)rres_cq_lookup(&d->rd, cq)->transport)->bl_len, 10);
+	CHECK(!((struct roce_tcq *)rres_cq_lookup(&d->rd, cq)->transport)->overflowed);
 	/* buffers: all ten in order */
 	fk_cq_post(d, cq, 16);
 	fk_spin(&env, 10);
@@ -801,12 +801,12 @@ static void test_cq_resize(void)
 		CHECK_EQ(wc[k].status, VIRTIO_IB_WC_WR_FLUSH_ERR);
 	}
 	/* shrink to 2 with an empty backlog, then 3 waiting overflow it */
-	CHECK_EQ(roce_cq_resize(&d->rd, cq, 2), ROCE_OK);
+	CHECK_EQ(rres_cq_resize(&d->rd, cq, 2), RRES_OK);
 	for (int k = 0; k < 3 + 6; k++)
 		REQUIRE(fk_post_recv(d, &q, next++, &r, 1) == 0);
 	fk_spin(&env, 10);
 	/* 6 buffers were left: 6 written, 2 wait, the 9th overflows */
-	CHECK(((struct roce_tcq *)roce_cq_lookup(&d->rd, cq)->transport)->overflowed);
+	CHECK(((struct roce_tcq *)rres_cq_lookup(&d->rd, cq)->transport)->overflowed);
 	CHECK_EQ(xs(d)->cq_resizes, 3);
 	CHECK_EQ(xs(d)->cq_resize_range, 1);
 	fk_env_fini(&env);
@@ -828,7 +828,7 @@ static void test_qp_resize(void)
 	struct fk_qp qa, qb;
 	struct fk_path path;
 	struct fk_mr ma, mb;
-	struct roce_qp_cap cap;
+	struct rres_qp_cap cap;
 	struct roce_tq *tq;
 	unsigned got = 0;
 
@@ -865,21 +865,21 @@ static void test_qp_resize(void)
 
 		REQUIRE(fk_post_recv(b, &qb, 100 + k, &r, 1) == 0);
 	}
-	cap = roce_qp_lookup(&a->rd, qa.qpn)->cap;
+	cap = rres_qp_lookup(&a->rd, qa.qpn)->cap;
 	cap.max_send_wr = 2;
-	CHECK_EQ(roce_qp_resize(&a->rd, qa.qpn, &cap), ROCE_ERR_RANGE);
+	CHECK_EQ(rres_qp_resize(&a->rd, qa.qpn, &cap), RRES_ERR_RANGE);
 	cap.max_send_wr = 3;
-	CHECK_EQ(roce_qp_resize(&a->rd, qa.qpn, &cap), ROCE_OK);
-	cap = roce_qp_lookup(&b->rd, qb.qpn)->cap;
+	CHECK_EQ(rres_qp_resize(&a->rd, qa.qpn, &cap), RRES_OK);
+	cap = rres_qp_lookup(&b->rd, qb.qpn)->cap;
 	cap.max_recv_wr = 9;
-	CHECK_EQ(roce_qp_resize(&b->rd, qb.qpn, &cap), ROCE_ERR_RANGE);
+	CHECK_EQ(rres_qp_resize(&b->rd, qb.qpn, &cap), RRES_ERR_RANGE);
 	cap.max_recv_wr = 10;
-	CHECK_EQ(roce_qp_resize(&b->rd, qb.qpn, &cap), ROCE_OK);
-	CHECK_EQ(roce_qp_lookup(&b->rd, qb.qpn)->cap.max_recv_wr, 10);
+	CHECK_EQ(rres_qp_resize(&b->rd, qb.qpn, &cap), RRES_OK);
+	CHECK_EQ(rres_qp_lookup(&b->rd, qb.qpn)->cap.max_recv_wr, 10);
 	/* grow the send queue beyond its slots, with WRs outstanding */
-	cap = roce_qp_lookup(&a->rd, qa.qpn)->cap;
+	cap = rres_qp_lookup(&a->rd, qa.qpn)->cap;
 	cap.max_send_wr = 10;
-	CHECK_EQ(roce_qp_resize(&a->rd, qa.qpn, &cap), ROCE_OK);
+	CHECK_EQ(rres_qp_resize(&a->rd, qa.qpn, &cap), RRES_OK);
 	CHECK(tq->sq_slots >= 10);
 	for (int k = 3; k < 10; k++) {
 		struct fk_sge s = { ma.buf + k * 64, 64, ma.lkey };
@@ -939,7 +939,7 @@ static void test_sq_drained(void)
 	REQUIRE(evq_read(fr, ev, 4) == 1);
 	CHECK_EQ(ev[0].type, VIRTIO_IB_EVENT_SQ_DRAINED);
 	CHECK_EQ(ev[0].id, s.qa[0].qpn);
-	CHECK(!roce_qp_lookup(&s.a->rd, s.qa[0].qpn)->sq_draining);
+	CHECK(!rres_qp_lookup(&s.a->rd, s.qa[0].qpn)->sq_draining);
 	senv_fini(&s);
 }
 
@@ -1010,8 +1010,8 @@ static void test_evq_avail_corrupt(void)
 	d = xdev_new(&env, true, true);
 	fr = evq_setup(d, 16);
 	fk_spin(&env, 2);
-	roce_event_raise(&d->rd, &d->rd.port_ev, VIRTIO_IB_EVENT_PORT_ACTIVE);
-	CHECK(roce_event_pending(&d->rd));
+	rres_event_raise(&d->rd, &d->rd.port_ev, VIRTIO_IB_EVENT_PORT_ACTIVE);
+	CHECK(rres_event_pending(&d->rd));
 	/* 100 new buffers in a ring of 16 */
 	fr->r.vq.avail->idx = htole16((uint16_t)(fr->r.vq.last_avail_idx + 100));
 	fk_spin(&env, 5);
@@ -1019,10 +1019,10 @@ static void test_evq_avail_corrupt(void)
 	CHECK_EQ(d->ring_errors, 1);
 	CHECK_EQ(xs(d)->ev_ring_errors, 1);
 	/* the event stays pending (bounded); nothing more is reported */
-	roce_event_raise(&d->rd, &d->rd.port_ev, VIRTIO_IB_EVENT_PORT_ERR);
+	rres_event_raise(&d->rd, &d->rd.port_ev, VIRTIO_IB_EVENT_PORT_ERR);
 	fk_spin(&env, 5);
 	CHECK_EQ(d->ring_errors, 1);
-	CHECK(roce_event_pending(&d->rd));
+	CHECK(rres_event_pending(&d->rd));
 	fk_env_fini(&env);
 }
 
@@ -1039,7 +1039,7 @@ static void test_srq_count_corrupt(void)
 
 	senv_init(&s, 64, 64);
 	fr = s.srq_ring;
-	CHECK_EQ(roce_srq_modify(&s.b->rd, s.srq->srqn, VIRTIO_IB_SRQ_LIMIT, 1), ROCE_OK);
+	CHECK_EQ(rres_srq_modify(&s.b->rd, s.srq->srqn, VIRTIO_IB_SRQ_LIMIT, 1), RRES_OK);
 	srq_post(&s, 800);
 	srq_post(&s, 801);
 	REQUIRE(roce_rq_get(tq_of(s.b, s.qb[0].qpn)) == 1); /* RC holds 800 */
@@ -1084,8 +1084,8 @@ static void sq_avail_corrupt(bool kickable)
 	uint32_t pd, cq;
 	struct fk_path path;
 	struct fk_qp q;
-	struct roce_qp *qp;
-	struct roce_qp_init in;
+	struct rres_qp *qp;
+	struct rres_qp_init in;
 
 	REQUIRE(fk_env_init(&env, true) == 0);
 	d = xdev_new(&env, true, true);
@@ -1097,8 +1097,8 @@ static void sq_avail_corrupt(bool kickable)
 	in.pdn = pd;
 	in.qp_type = VIRTIO_IB_QPT_UD;
 	in.send_cqn = in.recv_cqn = cq;
-	in.cap = (struct roce_qp_cap){ 16, 16, 4, 4, 0 };
-	REQUIRE(roce_qp_create(&d->rd, &in, &qp) == ROCE_OK);
+	in.cap = (struct rres_qp_cap){ 16, 16, 4, 4, 0 };
+	REQUIRE(rres_qp_create(&d->rd, &in, &qp) == RRES_OK);
 	memset(&q, 0, sizeof(q));
 	q.qpn = qp->qpn;
 	q.max_send_sge = 4;
@@ -1177,7 +1177,7 @@ static void test_cq_avail_corrupt(void)
 	cr = fk_cq_ring(d, cq);
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = 7;
-	roce_cq_post(d->tp, roce_cq_lookup(&d->rd, cq), &wc);
+	roce_cq_post(d->tp, rres_cq_lookup(&d->rd, cq), &wc);
 	fk_spin(&env, 5);
 	CHECK_EQ(d->ring_errors, 0);
 	cr->r.vq.avail->idx = htole16((uint16_t)(cr->r.vq.last_avail_idx + 17));
@@ -1215,7 +1215,7 @@ static void test_no_ext(void)
 	pd = fk_pd(d);
 	cq = fk_cq(d, 1, 4, false);
 	q = xqp_new(d, VIRTIO_IB_QPT_RC, pd, cq, cq, -1, 16, 16);
-	roce_event_raise(&d->rd, &d->rd.port_ev, VIRTIO_IB_EVENT_PORT_ACTIVE);
+	rres_event_raise(&d->rd, &d->rd.port_ev, VIRTIO_IB_EVENT_PORT_ACTIVE);
 	{
 		struct fk_mr m = fk_mr_reg(d, pd, 4096, FK_ACC_ALL);
 		struct fk_sge r = { m.buf, 64, m.lkey };
@@ -1225,9 +1225,9 @@ static void test_no_ext(void)
 	}
 	CHECK_EQ(fk_modify(d, q.qpn, VIRTIO_IB_QPS_ERR, 0, NULL), 0); /* overflows */
 	fk_spin(&env, 10);
-	CHECK(((struct roce_tcq *)roce_cq_lookup(&d->rd, cq)->transport)->overflowed);
+	CHECK(((struct roce_tcq *)rres_cq_lookup(&d->rd, cq)->transport)->overflowed);
 	CHECK_EQ(evq_read(fr, ev, 8), 0);
-	CHECK(!roce_event_pending(&d->rd));
+	CHECK(!rres_event_pending(&d->rd));
 	CHECK_EQ(xs(d)->ev_written, 0);
 	/* an extension completion is never written for an RFC-only driver */
 	{
@@ -1239,7 +1239,7 @@ static void test_no_ext(void)
 		w.opcode = VIRTIO_IB_WC_BIND_MW;
 		w.wc_flags = VIRTIO_IB_WC_WITH_INV;
 		w.imm = 0x1234;
-		roce_cq_post(d->tp, roce_cq_lookup(&d->rd, cq2), &w);
+		roce_cq_post(d->tp, rres_cq_lookup(&d->rd, cq2), &w);
 		roce_tp_commit(d->tp);
 		REQUIRE(fk_poll_cq(d, cq2, wc, 4) == 1);
 		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_GENERAL_ERR);
@@ -1248,8 +1248,8 @@ static void test_no_ext(void)
 		CHECK_EQ(wc[0].imm_data, 0);
 		CHECK_EQ(xs(d)->wc_ext_blocked, 1);
 		/* with ROCE_EXT they are written as they are */
-		roce_dev_set_ext(&d->rd, true);
-		roce_cq_post(d->tp, roce_cq_lookup(&d->rd, cq2), &w);
+		rres_dev_set_ext(&d->rd, true);
+		roce_cq_post(d->tp, rres_cq_lookup(&d->rd, cq2), &w);
 		roce_tp_commit(d->tp);
 		REQUIRE(fk_poll_cq(d, cq2, wc, 4) == 1);
 		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_MW_BIND_ERR);
@@ -1260,9 +1260,9 @@ static void test_no_ext(void)
 	}
 	/* not offered: the layout ends with the RFC's rings */
 	d0 = xdev_new(&env, false, false);
-	CHECK_EQ(roce_ring_count(&d0->rd),
+	CHECK_EQ(rres_ring_count(&d0->rd),
 		 vrdma_vq_count(d0->rd.net_pairs, d0->rd.max_rdma_cqs, d0->rd.max_rdma_qps));
-	CHECK_EQ(roce_ring_count(&d->rd),
+	CHECK_EQ(rres_ring_count(&d->rd),
 		 vrdma_vq_count_ext(d->rd.net_pairs, d->rd.max_rdma_cqs, d->rd.max_rdma_qps,
 				    NSRQ));
 	fk_env_fini(&env);

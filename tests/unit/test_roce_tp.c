@@ -112,7 +112,7 @@ static void pair_fini(struct pair *p)
 
 static uint8_t qp_state(struct fk_dev *d, uint32_t qpn)
 {
-	struct roce_qp *qp = roce_qp_lookup(&d->rd, qpn);
+	struct rres_qp *qp = rres_qp_lookup(&d->rd, qpn);
 
 	return qp ? qp->attr.qp_state : 0xff;
 }
@@ -199,7 +199,7 @@ static void test_flush_in_err(void)
 		REQUIRE(fk_post_recv(d, &q, 10, &s, 1) == 0);
 	}
 	CHECK_EQ(drain_cq(&env, d, scq, wc, 64), 0);
-	CHECK_EQ(roce_qp_destroy(&d->rd, q.qpn), ROCE_OK);
+	CHECK_EQ(rres_qp_destroy(&d->rd, q.qpn), RRES_OK);
 	n = fk_poll_cq(d, scq, wc, 64);
 	CHECK_EQ(n, 1);
 	CHECK_EQ(wc[0].wr_id, 9);
@@ -219,7 +219,7 @@ static void test_late_and_polled_rings(void)
 	struct fk_dev *d;
 	struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_UD, .no_rings = true };
 	struct virtio_rdma_cq_req wc[8];
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 	struct fk_qp q;
 	uint32_t pd, cqn;
 	struct fk_ring *cr;
@@ -227,11 +227,11 @@ static void test_late_and_polled_rings(void)
 	REQUIRE(fk_env_init(&env, true) == 0);
 	d = fk_dev_new(&env, &dc);
 	pd = fk_pd(d);
-	REQUIRE(roce_cq_create(&d->rd, 16, &cqn) == ROCE_OK);
+	REQUIRE(rres_cq_create(&d->rd, 16, &cqn) == RRES_OK);
 	qc.pdn = pd;
 	qc.scq = qc.rcq = cqn;
 	q = fk_qp_new(d, &qc);
-	qp = roce_qp_lookup(&d->rd, q.qpn);
+	qp = rres_qp_lookup(&d->rd, q.qpn);
 	CHECK_EQ(fk_modify(d, q.qpn, VIRTIO_IB_QPS_ERR, 0, NULL), 0);
 	q.sq = fk_ring_setup(d, qp->sq_vq, 16, fk_sq_stride(4), false);
 	q.rq = fk_ring_setup(d, qp->rq_vq, 16, 128, false);
@@ -243,7 +243,7 @@ static void test_late_and_polled_rings(void)
 	}
 	fk_spin(&env, 20);
 	/* The completion ring comes last: completions waited in the backlog. */
-	cr = fk_ring_setup(d, roce_ring_of_cq(&d->rd, cqn), 16, sizeof(struct virtio_rdma_cq_req),
+	cr = fk_ring_setup(d, rres_ring_of_cq(&d->rd, cqn), 16, sizeof(struct virtio_rdma_cq_req),
 			   false);
 	(void)cr;
 	fk_cq_post(d, cqn, 16);
@@ -354,7 +354,7 @@ static void test_cq_notify(void)
 	}
 	drain_cq(&env, d, cqn, wc, 8);
 	CHECK_EQ(cr->calls, before); /* suppressed, not armed */
-	CHECK_EQ(roce_cq_req_notify(&d->rd, cqn, VIRTIO_IB_NOTIFY_NEXT_COMPLETION), ROCE_OK);
+	CHECK_EQ(rres_cq_req_notify(&d->rd, cqn, VIRTIO_IB_NOTIFY_NEXT_COMPLETION), RRES_OK);
 	{
 		struct fk_wr wr = { .wr_id = 2, .opcode = VIRTIO_IB_WR_SEND, .trunc = -1 };
 
@@ -365,7 +365,7 @@ static void test_cq_notify(void)
 	drain_cq(&env, d, cqn, wc, 8);
 	CHECK_EQ(cr->forced, 1); /* one-shot */
 	/* SOLICITED: a flush error counts. */
-	CHECK_EQ(roce_cq_req_notify(&d->rd, cqn, VIRTIO_IB_NOTIFY_SOLICITED), ROCE_OK);
+	CHECK_EQ(rres_cq_req_notify(&d->rd, cqn, VIRTIO_IB_NOTIFY_SOLICITED), RRES_OK);
 	{
 		struct fk_wr wr = { .wr_id = 4, .opcode = VIRTIO_IB_WR_SEND, .trunc = -1 };
 
@@ -441,8 +441,8 @@ static void ud_case(bool ipv6)
 		fk_ah_attr(p.b, &p.path, &a);
 		if (ipv6) {
 			CHECK_EQ(rb.buf[0] >> 4, 6);
-			CHECK_MEM(rb.buf + 8, roce_gid_get(&p.a->rd, 0), 16);
-			CHECK_MEM(rb.buf + 24, roce_gid_get(&p.b->rd, 0), 16);
+			CHECK_MEM(rb.buf + 8, rres_gid_get(&p.a->rd, 0), 16);
+			CHECK_MEM(rb.buf + 24, rres_gid_get(&p.b->rd, 0), 16);
 		} else {
 			static const uint8_t z[20];
 
@@ -532,7 +532,7 @@ static void test_reset_and_ring_stop(void)
 	struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_UC };
 	struct virtio_rdma_cq_req wc[8];
 	struct fk_path path;
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 	struct fk_mr mr;
 	uint32_t pd, cq;
 
@@ -543,7 +543,7 @@ static void test_reset_and_ring_stop(void)
 	qc.pdn = pd;
 	qc.scq = qc.rcq = cq;
 	q = fk_qp_new(d, &qc);
-	qp = roce_qp_lookup(&d->rd, q.qpn);
+	qp = rres_qp_lookup(&d->rd, q.qpn);
 	mr = fk_mr_reg(d, pd, 4096, FK_ACC_ALL);
 	fk_path_default(&path);
 	REQUIRE(fk_connect(d, q.qpn, d, q.qpn, &path) == 0); /* talks to itself */
@@ -1111,7 +1111,7 @@ static void test_retry_exceeded(void)
 			sw_detach(p.env.sw, &p.b->port); /* unplugged */
 			p.b->attached = false;
 		} else {
-			CHECK_EQ(roce_qp_destroy(&p.b->rd, p.qb.qpn), ROCE_OK); /* QP gone */
+			CHECK_EQ(rres_qp_destroy(&p.b->rd, p.qb.qpn), RRES_OK); /* QP gone */
 		}
 		REQUIRE(post_simple(&p, 1, variant == 2 ? VIRTIO_IB_WR_RDMA_READ :
 				    VIRTIO_IB_WR_RDMA_WRITE, &b.la, 3000, (uintptr_t)b.lb.buf,
@@ -1198,13 +1198,13 @@ static void test_recv_placement_fault(void)
 
 	for (int uc = 0; uc <= 1; uc++) {
 		uint64_t gpa = 0x7f0000000000ull; /* not in the memory table */
-		struct roce_mr *mr;
+		struct rres_mr *mr;
 
 		pair_cfg_default(&c, uc ? VIRTIO_IB_QPT_UC : VIRTIO_IB_QPT_RC);
 		pair_init(&p, &c);
 		bufs_init(&p, &b, 65536);
-		REQUIRE(roce_mr_get_dma(&p.b->rd, p.pdb, VIRTIO_IB_ACCESS_LOCAL_WRITE, &mr) ==
-			ROCE_OK);
+		REQUIRE(rres_mr_get_dma(&p.b->rd, p.pdb, VIRTIO_IB_ACCESS_LOCAL_WRITE, &mr) ==
+			RRES_OK);
 		{
 			struct fk_sge r = { (const void *)(uintptr_t)gpa, 4096, mr->lkey };
 
@@ -1515,12 +1515,12 @@ static void test_sqd(void)
 	struct pair_cfg c;
 	struct bufs b;
 	struct pair p;
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 
 	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
 	pair_init(&p, &c);
 	bufs_init(&p, &b, 1u << 20);
-	qp = roce_qp_lookup(&p.a->rd, p.qa.qpn);
+	qp = rres_qp_lookup(&p.a->rd, p.qa.qpn);
 	REQUIRE(post_simple(&p, 1, VIRTIO_IB_WR_RDMA_WRITE, &b.la, 1u << 20, (uintptr_t)b.lb.buf,
 			    b.lb.rkey) == 0);
 	fk_spin(&p.env, 2);
@@ -1664,7 +1664,7 @@ static void test_neigh_unreachable(void)
 	sa = fk_mr_reg(p.a, p.pda, 4096, FK_ACC_ALL);
 	fk_ah_attr(p.b, &p.path, &a);
 	a.grh.dgid[15] ^= 0x80; /* an address nobody answers for */
-	REQUIRE(roce_ah_create(&p.a->rd, p.pda, &a, &ah) == 0);
+	REQUIRE(rres_ah_create(&p.a->rd, p.pda, &a, &ah) == 0);
 	CHECK_EQ(p.a->tp->stats.neigh_requests, 1); /* asked when the AH was made */
 	{
 		struct fk_sge s = { sa.buf, 64, sa.lkey };
@@ -1716,7 +1716,7 @@ static void test_cc_cnp_once(void)
 		CHECK_EQ(p.a->tp->stats.cc_decreases, 1);
 		CHECK(p.b->tp->stats.rx_ce > 100);
 		CHECK(p.a->tp->stats.cc_paced > 0);
-		tq = roce_qp_lookup(&p.a->rd, p.qa.qpn)->transport;
+		tq = rres_qp_lookup(&p.a->rd, p.qa.qpn)->transport;
 		CHECK(roce_cc_rate(tq) <= 200000000ull);
 		pair_fini(&p);
 	}

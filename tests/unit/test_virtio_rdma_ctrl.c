@@ -21,7 +21,7 @@
 #define PAGES_A 64
 #define PG      4096ull
 
-static struct roce_dev rd;
+static struct rres_dev rd;
 static struct vhost_mem mem;
 static uint8_t *map_a;
 static uint8_t obuf[512];
@@ -31,7 +31,7 @@ static const uint8_t MAC[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
 
 static bool setup(void)
 {
-	struct roce_dev_cfg c;
+	struct rres_dev_cfg c;
 	int fd = memfd_create("test_virtio_rdma", 0), fd2;
 
 	vhost_mem_init(&mem);
@@ -59,7 +59,7 @@ static bool setup(void)
 	c.mem = &mem;
 	c.deterministic = true;
 	c.seed = 7;
-	if (roce_dev_init(&rd, &c))
+	if (rres_dev_init(&rd, &c))
 		return false;
 	virtio_rdma_dev_setup(&rd);
 	return true;
@@ -67,7 +67,7 @@ static bool setup(void)
 
 static void teardown(void)
 {
-	roce_dev_fini(&rd);
+	rres_dev_fini(&rd);
 	vhost_mem_clear(&mem);
 	munmap(map_a, PAGES_A * PG);
 }
@@ -75,16 +75,16 @@ static void teardown(void)
 static int failures_with_state_change;
 
 /* Execute; a failure must change nothing and give no response. */
-static enum roce_err X(uint8_t cmd, const void *in, size_t len)
+static enum rres_err X(uint8_t cmd, const void *in, size_t len)
 {
-	struct roce_counts before, after;
+	struct rres_counts before, after;
 	uint64_t pages = rd.mr_pages;
-	enum roce_err e;
+	enum rres_err e;
 
-	roce_dev_counts(&rd, &before);
+	rres_dev_counts(&rd, &before);
 	memset(obuf, 0xa5, sizeof(obuf));
 	e = virtio_rdma_dev_ctrl_exec(&rd, cmd, in, len, obuf, sizeof(obuf), &olen);
-	roce_dev_counts(&rd, &after);
+	rres_dev_counts(&rd, &after);
 	if (e && (olen || memcmp(&before, &after, sizeof(before)) || pages != rd.mr_pages ||
 		  obuf[0] != 0xa5))
 		failures_with_state_change++;
@@ -96,14 +96,14 @@ static uint32_t out32(size_t off)
 	return get_le32(obuf + off);
 }
 
-static enum roce_err one32(uint8_t cmd, uint32_t v)
+static enum rres_err one32(uint8_t cmd, uint32_t v)
 {
 	le32 w = htole32(v);
 
 	return X(cmd, &w, 4);
 }
 
-static enum roce_err two32(uint8_t cmd, uint32_t a, uint32_t b)
+static enum rres_err two32(uint8_t cmd, uint32_t a, uint32_t b)
 {
 	le32 w[2] = { htole32(a), htole32(b) };
 
@@ -120,11 +120,11 @@ static uint32_t cq_create(uint32_t cqe)
 	return one32(VIRTIO_RDMA_DEV_CMD_CREATE_CQ, cqe) ? 0 : out32(0);
 }
 
-static enum roce_err qp_create_raw(uint32_t pdn, uint8_t type, uint8_t sig, uint32_t scq,
+static enum rres_err qp_create_raw(uint32_t pdn, uint8_t type, uint8_t sig, uint32_t scq,
 				   uint32_t rcq, uint32_t *qpn)
 {
 	struct virtio_rdma_dev_cmd_create_qp c;
-	enum roce_err e;
+	enum rres_err e;
 
 	memset(&c, 0, sizeof(c));
 	c.pdn = htole32(pdn);
@@ -198,12 +198,12 @@ static void mq_fill(struct virtio_rdma_dev_cmd_modify_qp *c, uint32_t qpn, uint3
 	       VIRTIO_RDMA_DEV_QP_RNR_RETRY | VIRTIO_RDMA_DEV_QP_SQ_PSN |                           \
 	       VIRTIO_RDMA_DEV_QP_MAX_QP_RD_ATOMIC)
 
-static enum roce_err modify(const struct virtio_rdma_dev_cmd_modify_qp *c)
+static enum rres_err modify(const struct virtio_rdma_dev_cmd_modify_qp *c)
 {
 	return X(VIRTIO_RDMA_DEV_CMD_MODIFY_QP, c, sizeof(*c));
 }
 
-static enum roce_err modify_to(uint32_t qpn, uint32_t mask, uint8_t state)
+static enum rres_err modify_to(uint32_t qpn, uint32_t mask, uint8_t state)
 {
 	struct virtio_rdma_dev_cmd_modify_qp c;
 
@@ -211,9 +211,9 @@ static enum roce_err modify_to(uint32_t qpn, uint32_t mask, uint8_t state)
 	return modify(&c);
 }
 
-static enum roce_err query_qp(uint32_t qpn, uint32_t mask, struct virtio_rdma_dev_qp_attr *a)
+static enum rres_err query_qp(uint32_t qpn, uint32_t mask, struct virtio_rdma_dev_qp_attr *a)
 {
-	enum roce_err e = two32(VIRTIO_RDMA_DEV_CMD_QUERY_QP, qpn, mask);
+	enum rres_err e = two32(VIRTIO_RDMA_DEV_CMD_QUERY_QP, qpn, mask);
 
 	if (!e)
 		memcpy(a, obuf, sizeof(*a));
@@ -283,14 +283,14 @@ static void test_unknown_and_lengths(void)
 
 	REQUIRE(setup());
 	memset(big, 0, sizeof(big));
-	CHECK_EQ(X(0, NULL, 0), ROCE_ERR_UNKNOWN_CMD);
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_NUM_CMDS, NULL, 0), ROCE_ERR_UNKNOWN_CMD);
-	CHECK_EQ(X(255, big, 4), ROCE_ERR_UNKNOWN_CMD);
+	CHECK_EQ(X(0, NULL, 0), RRES_ERR_UNKNOWN_CMD);
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_NUM_CMDS, NULL, 0), RRES_ERR_UNKNOWN_CMD);
+	CHECK_EQ(X(255, big, 4), RRES_ERR_UNKNOWN_CMD);
 	for (uint8_t c = 1; c < VIRTIO_RDMA_DEV_NUM_CMDS; c++) {
-		CHECK_EQ(X(c, big, len[c] + 1), ROCE_ERR_BAD_LEN);
+		CHECK_EQ(X(c, big, len[c] + 1), RRES_ERR_BAD_LEN);
 		if (len[c])
-			CHECK_EQ(X(c, big, len[c] - 1), ROCE_ERR_BAD_LEN);
-		CHECK_EQ(X(c, NULL, len[c] ? len[c] : 1), ROCE_ERR_BAD_LEN);
+			CHECK_EQ(X(c, big, len[c] - 1), RRES_ERR_BAD_LEN);
+		CHECK_EQ(X(c, NULL, len[c] ? len[c] : 1), RRES_ERR_BAD_LEN);
 		CHECK(strcmp(virtio_rdma_dev_cmd_name(c), "?") != 0);
 	}
 	CHECK(strcmp(virtio_rdma_dev_cmd_name(0), "?") == 0);
@@ -299,13 +299,13 @@ static void test_unknown_and_lengths(void)
 	big[0] = 1;
 	CHECK_EQ(virtio_rdma_dev_ctrl_exec(&rd, VIRTIO_RDMA_DEV_CMD_QUERY_PORT, big, 1, obuf, 160,
 					   &olen),
-		 ROCE_ERR_OUT_SPACE);
+		 RRES_ERR_OUT_SPACE);
 	CHECK_EQ(olen, 0);
 	CHECK_EQ(virtio_rdma_dev_ctrl_exec(&rd, VIRTIO_RDMA_DEV_CMD_CREATE_PD, NULL, 0, NULL, 4,
 					   &olen),
-		 ROCE_ERR_OUT_SPACE);
+		 RRES_ERR_OUT_SPACE);
 	CHECK_EQ(rd.stats.rdma_dev_cmds[VIRTIO_RDMA_DEV_CMD_QUERY_PORT], 4);
-	CHECK_EQ(rd.stats.errs[ROCE_ERR_UNKNOWN_CMD], 3);
+	CHECK_EQ(rd.stats.errs[RRES_ERR_UNKNOWN_CMD], 3);
 	CHECK_EQ(rd.stats.ok, 0);
 	CHECK_EQ(failures_with_state_change, 0);
 	teardown();
@@ -317,7 +317,7 @@ static void test_query_port(void)
 	uint8_t port = 1;
 
 	REQUIRE(setup());
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_QUERY_PORT, &port, 1), ROCE_OK);
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_QUERY_PORT, &port, 1), RRES_OK);
 	CHECK_EQ(olen, sizeof(p));
 	memcpy(&p, obuf, sizeof(p));
 	CHECK_EQ(p.state, VIRTIO_RDMA_DEV_PORT_ACTIVE);
@@ -325,16 +325,16 @@ static void test_query_port(void)
 	CHECK_EQ(p.active_mtu, VIRTIO_IB_MTU_1024); /* Ethernet 1500 */
 	CHECK_EQ(p.max_mtu, VIRTIO_IB_MTU_4096);
 	CHECK_EQ(le32toh(p.phys_mtu), 1024);
-	CHECK_EQ(le32toh(p.gid_tbl_len), ROCE_GID_TBL_LEN);
+	CHECK_EQ(le32toh(p.gid_tbl_len), RRES_GID_TBL_LEN);
 	CHECK_EQ(le32toh(p.port_cap_flags), VIRTIO_RDMA_DEV_PORT_CM_SUP);
-	CHECK_EQ(le32toh(p.max_msg_sz), ROCE_DEF_MAX_MSG_SZ);
+	CHECK_EQ(le32toh(p.max_msg_sz), RRES_DEF_MAX_MSG_SZ);
 	CHECK_EQ(le16toh(p.pkey_tbl_len), 1);
 	CHECK_EQ(p.active_width, VIRTIO_RDMA_DEV_WIDTH_1X);
 	CHECK_EQ(le16toh(p.active_speed), VIRTIO_RDMA_DEV_SPEED_EDR);
 	port = 0;
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_QUERY_PORT, &port, 1), ROCE_ERR_RANGE);
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_QUERY_PORT, &port, 1), RRES_ERR_RANGE);
 	port = 2;
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_QUERY_PORT, &port, 1), ROCE_ERR_RANGE);
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_QUERY_PORT, &port, 1), RRES_ERR_RANGE);
 	CHECK_EQ(failures_with_state_change, 0);
 	teardown();
 }
@@ -342,7 +342,7 @@ static void test_query_port(void)
 static void test_pd_cq(void)
 {
 	uint32_t pd, cq[4], qpn;
-	struct roce_cq *c;
+	struct rres_cq *c;
 
 	REQUIRE(setup());
 	pd = pd_create();
@@ -351,38 +351,38 @@ static void test_pd_cq(void)
 		cq[i] = cq_create(16);
 		/* cqn is the index of a completion virtqueue: 1..max_cq */
 		CHECK(cq[i] >= 1 && cq[i] <= 4);
-		c = roce_cq_lookup(&rd, cq[i] - 1);
+		c = rres_cq_lookup(&rd, cq[i] - 1);
 		REQUIRE(c != NULL);
 		CHECK_EQ(virtio_rdma_dev_vq_cq(cq[i]), cq[i]);
 	}
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_CREATE_CQ, 16), ROCE_ERR_LIMIT);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_CQ, cq[3]), ROCE_OK);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_CQ, cq[3]), ROCE_ERR_BAD_HANDLE);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_CQ, 0), ROCE_ERR_BAD_HANDLE);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_CQ, 5), ROCE_ERR_BAD_HANDLE);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_CREATE_CQ, 0), ROCE_ERR_RANGE);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_CREATE_CQ, ROCE_DEF_MAX_CQE + 1), ROCE_ERR_RANGE);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_CREATE_CQ, 16), RRES_ERR_LIMIT);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_CQ, cq[3]), RRES_OK);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_CQ, cq[3]), RRES_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_CQ, 0), RRES_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_CQ, 5), RRES_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_CREATE_CQ, 0), RRES_ERR_RANGE);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_CREATE_CQ, RRES_DEF_MAX_CQE + 1), RRES_ERR_RANGE);
 	/* REQ_NOTIFY_CQ */
 	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_REQ_NOTIFY_CQ, cq[0],
-		       VIRTIO_RDMA_DEV_NOTIFY_NEXT_COMPLETION), ROCE_OK);
-	CHECK_EQ(roce_cq_lookup(&rd, cq[0] - 1)->armed, ROCE_CQ_ARM_NEXT);
+		       VIRTIO_RDMA_DEV_NOTIFY_NEXT_COMPLETION), RRES_OK);
+	CHECK_EQ(rres_cq_lookup(&rd, cq[0] - 1)->armed, RRES_CQ_ARM_NEXT);
 	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_REQ_NOTIFY_CQ, cq[1], VIRTIO_RDMA_DEV_NOTIFY_SOLICITED),
-		 ROCE_OK);
-	CHECK_EQ(roce_cq_lookup(&rd, cq[1] - 1)->armed, ROCE_CQ_ARM_SOLICITED);
-	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_REQ_NOTIFY_CQ, 0, 1), ROCE_ERR_BAD_HANDLE);
-	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_REQ_NOTIFY_CQ, cq[3], 1), ROCE_ERR_BAD_HANDLE);
-	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_REQ_NOTIFY_CQ, cq[0], 4), ROCE_ERR_FLAGS);
+		 RRES_OK);
+	CHECK_EQ(rres_cq_lookup(&rd, cq[1] - 1)->armed, RRES_CQ_ARM_SOLICITED);
+	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_REQ_NOTIFY_CQ, 0, 1), RRES_ERR_BAD_HANDLE);
+	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_REQ_NOTIFY_CQ, cq[3], 1), RRES_ERR_BAD_HANDLE);
+	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_REQ_NOTIFY_CQ, cq[0], 4), RRES_ERR_FLAGS);
 	/* PD and CQ in use by a QP */
-	CHECK_EQ(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_RC, 0, cq[0], cq[1], &qpn), ROCE_OK);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_PD, pd), ROCE_ERR_IN_USE);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_CQ, cq[0]), ROCE_ERR_IN_USE);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_QP, qpn), ROCE_OK);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_QP, qpn), ROCE_ERR_BAD_HANDLE);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_PD, pd), ROCE_OK);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_PD, pd), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_RC, 0, cq[0], cq[1], &qpn), RRES_OK);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_PD, pd), RRES_ERR_IN_USE);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_CQ, cq[0]), RRES_ERR_IN_USE);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_QP, qpn), RRES_OK);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_QP, qpn), RRES_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_PD, pd), RRES_OK);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_PD, pd), RRES_ERR_BAD_HANDLE);
 	for (int i = 0; i < 4; i++)
 		(void)pd_create();
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_CREATE_PD, NULL, 0), ROCE_ERR_LIMIT);
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_CREATE_PD, NULL, 0), RRES_ERR_LIMIT);
 	CHECK_EQ(failures_with_state_change, 0);
 	teardown();
 }
@@ -390,48 +390,48 @@ static void test_pd_cq(void)
 static void test_dma_mr(void)
 {
 	uint32_t pd;
-	struct roce_mr *mr;
+	struct rres_mr *mr;
 
 	REQUIRE(setup());
 	pd = pd_create();
 	/* a DMA MR is local only (it spans all driver memory) */
 	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_GET_DMA_MR, pd, VIRTIO_RDMA_DEV_ACCESS_REMOTE_READ),
-		 ROCE_ERR_FLAGS);
+		 RRES_ERR_FLAGS);
 	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_GET_DMA_MR, pd, VIRTIO_RDMA_DEV_ACCESS_REMOTE_ATOMIC),
-		 ROCE_ERR_FLAGS);
+		 RRES_ERR_FLAGS);
 	/* HUGETLB / RELAXED_ORDERING are hints: accepted, dropped */
 	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_GET_DMA_MR, pd,
 		       VIRTIO_RDMA_DEV_ACCESS_LOCAL_WRITE | VIRTIO_RDMA_DEV_ACCESS_HUGETLB |
 			       VIRTIO_RDMA_DEV_ACCESS_RELAXED_ORDERING),
-		 ROCE_OK);
+		 RRES_OK);
 	CHECK_EQ(olen, 12);
-	mr = roce_mr_lookup(&rd, out32(0));
+	mr = rres_mr_lookup(&rd, out32(0));
 	REQUIRE(mr != NULL);
 	CHECK_EQ(mr->lkey, out32(4));
 	CHECK_EQ(mr->rkey, out32(8));
 	CHECK_EQ(mr->access, VIRTIO_IB_ACCESS_LOCAL_WRITE);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DEREG_MR, out32(0)), ROCE_OK);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DEREG_MR, out32(0)), RRES_OK);
 	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_GET_DMA_MR, pd, VIRTIO_RDMA_DEV_ACCESS_ZERO_BASED),
-		 ROCE_ERR_FLAGS);
+		 RRES_ERR_FLAGS);
 	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_GET_DMA_MR, pd, VIRTIO_RDMA_DEV_ACCESS_ON_DEMAND),
-		 ROCE_ERR_FLAGS);
-	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_GET_DMA_MR, pd, 1u << 30), ROCE_ERR_FLAGS);
-	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_GET_DMA_MR, pd + 1, 0), ROCE_ERR_BAD_HANDLE);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DEREG_MR, 12345), ROCE_ERR_BAD_HANDLE);
+		 RRES_ERR_FLAGS);
+	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_GET_DMA_MR, pd, 1u << 30), RRES_ERR_FLAGS);
+	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_GET_DMA_MR, pd + 1, 0), RRES_ERR_BAD_HANDLE);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DEREG_MR, 12345), RRES_ERR_BAD_HANDLE);
 	CHECK_EQ(failures_with_state_change, 0);
 	teardown();
 }
 
-static enum roce_err create_mr(uint32_t pd, uint32_t access, uint32_t max_sg, uint32_t *mrn)
+static enum rres_err create_mr(uint32_t pd, uint32_t access, uint32_t max_sg, uint32_t *mrn)
 {
 	le32 w[3] = { htole32(pd), htole32(access), htole32(max_sg) };
-	enum roce_err e = X(VIRTIO_RDMA_DEV_CMD_CREATE_MR, w, sizeof(w));
+	enum rres_err e = X(VIRTIO_RDMA_DEV_CMD_CREATE_MR, w, sizeof(w));
 
 	*mrn = e ? 0 : out32(0);
 	return e;
 }
 
-static enum roce_err map_mr_sg(uint32_t mrn, uint32_t npages, uint64_t start, uint64_t len,
+static enum rres_err map_mr_sg(uint32_t mrn, uint32_t npages, uint64_t start, uint64_t len,
 			       uint64_t pages)
 {
 	struct virtio_rdma_dev_cmd_map_mr_sg c;
@@ -447,63 +447,63 @@ static enum roce_err map_mr_sg(uint32_t mrn, uint32_t npages, uint64_t start, ui
 static void test_create_mr_map_sg(void)
 {
 	uint32_t pd, mrn, mrn2, dma, lkey, rkey;
-	struct roce_mr *mr;
+	struct rres_mr *mr;
 	struct iovec iov[4];
 	uint64_t list;
 
 	REQUIRE(setup());
 	pd = pd_create();
 	CHECK_EQ(create_mr(pd, VIRTIO_RDMA_DEV_ACCESS_LOCAL_WRITE | VIRTIO_RDMA_DEV_ACCESS_REMOTE_WRITE,
-			   4, &mrn), ROCE_OK);
+			   4, &mrn), RRES_OK);
 	lkey = out32(4);
 	rkey = out32(8);
-	mr = roce_mr_lookup(&rd, mrn);
+	mr = rres_mr_lookup(&rd, mrn);
 	REQUIRE(mr != NULL);
-	CHECK_EQ(mr->type, ROCE_MR_FAST);
+	CHECK_EQ(mr->type, RRES_MR_FAST);
 	/* not usable before MAP_MR_SG */
-	CHECK(roce_mr_lookup_lkey(&rd, lkey, mr->pd, 0) == NULL);
-	CHECK_EQ(create_mr(pd, 0, 0, &mrn2), ROCE_ERR_RANGE);
-	CHECK_EQ(create_mr(pd, 0, 9, &mrn2), ROCE_ERR_RANGE); /* > max_fast_reg_page_list_len */
-	CHECK_EQ(create_mr(pd + 7, 0, 2, &mrn2), ROCE_ERR_BAD_HANDLE);
-	CHECK_EQ(create_mr(pd, VIRTIO_RDMA_DEV_ACCESS_ZERO_BASED, 2, &mrn2), ROCE_ERR_FLAGS);
+	CHECK(rres_mr_lookup_lkey(&rd, lkey, mr->pd, 0) == NULL);
+	CHECK_EQ(create_mr(pd, 0, 0, &mrn2), RRES_ERR_RANGE);
+	CHECK_EQ(create_mr(pd, 0, 9, &mrn2), RRES_ERR_RANGE); /* > max_fast_reg_page_list_len */
+	CHECK_EQ(create_mr(pd + 7, 0, 2, &mrn2), RRES_ERR_BAD_HANDLE);
+	CHECK_EQ(create_mr(pd, VIRTIO_RDMA_DEV_ACCESS_ZERO_BASED, 2, &mrn2), RRES_ERR_FLAGS);
 
 	list = page_list(40, 3, 4);
 	/* errors first: each leaves the MR unmapped */
-	CHECK_EQ(map_mr_sg(mrn + 100, 3, 0x10000, 3 * PG, list), ROCE_ERR_BAD_HANDLE);
-	CHECK_EQ(map_mr_sg(mrn, 2, 0x10000, 3 * PG, list), ROCE_ERR_NPAGES);
-	CHECK_EQ(map_mr_sg(mrn, 4, 0x10000, 3 * PG, list), ROCE_ERR_NPAGES);
-	CHECK_EQ(map_mr_sg(mrn, 5, 0x10800, 4 * PG, list), ROCE_ERR_LIMIT);
-	CHECK_EQ(map_mr_sg(mrn, 1, UINT64_MAX, 2, list), ROCE_ERR_RANGE);
-	CHECK_EQ(map_mr_sg(mrn, 3, 0x10000, 3 * PG, 0x90000000ull), ROCE_ERR_PAGE);
-	CHECK_EQ(map_mr_sg(mrn, 3, 0x10000, 3 * PG, list + 4), ROCE_ERR_PAGE);
-	CHECK(roce_mr_lookup_lkey(&rd, lkey, mr->pd, 0) == NULL);
+	CHECK_EQ(map_mr_sg(mrn + 100, 3, 0x10000, 3 * PG, list), RRES_ERR_BAD_HANDLE);
+	CHECK_EQ(map_mr_sg(mrn, 2, 0x10000, 3 * PG, list), RRES_ERR_NPAGES);
+	CHECK_EQ(map_mr_sg(mrn, 4, 0x10000, 3 * PG, list), RRES_ERR_NPAGES);
+	CHECK_EQ(map_mr_sg(mrn, 5, 0x10800, 4 * PG, list), RRES_ERR_LIMIT);
+	CHECK_EQ(map_mr_sg(mrn, 1, UINT64_MAX, 2, list), RRES_ERR_RANGE);
+	CHECK_EQ(map_mr_sg(mrn, 3, 0x10000, 3 * PG, 0x90000000ull), RRES_ERR_PAGE);
+	CHECK_EQ(map_mr_sg(mrn, 3, 0x10000, 3 * PG, list + 4), RRES_ERR_PAGE);
+	CHECK(rres_mr_lookup_lkey(&rd, lkey, mr->pd, 0) == NULL);
 	/* success: the keys now name pages 3..5 of region A */
-	CHECK_EQ(map_mr_sg(mrn, 3, 0x10000, 3 * PG, list), ROCE_OK);
+	CHECK_EQ(map_mr_sg(mrn, 3, 0x10000, 3 * PG, list), RRES_OK);
 	CHECK_EQ(olen, 4);
 	CHECK_EQ(out32(0), 3);
-	CHECK(roce_mr_lookup_lkey(&rd, lkey, mr->pd, VIRTIO_IB_ACCESS_LOCAL_WRITE) == mr);
-	CHECK(roce_mr_lookup_rkey(&rd, rkey, mr->pd, VIRTIO_IB_ACCESS_REMOTE_WRITE) == mr);
-	CHECK_EQ(roce_mr_to_iov(&rd, mr, 0x10000 + PG, 16, iov, 4), 1);
+	CHECK(rres_mr_lookup_lkey(&rd, lkey, mr->pd, VIRTIO_IB_ACCESS_LOCAL_WRITE) == mr);
+	CHECK(rres_mr_lookup_rkey(&rd, rkey, mr->pd, VIRTIO_IB_ACCESS_REMOTE_WRITE) == mr);
+	CHECK_EQ(rres_mr_to_iov(&rd, mr, 0x10000 + PG, 16, iov, 4), 1);
 	CHECK(iov[0].iov_base == host(GPA_A + 4 * PG));
 	/* mapped once: a second MAP_MR_SG is refused */
-	CHECK_EQ(map_mr_sg(mrn, 3, 0x10000, 3 * PG, list), ROCE_ERR_IN_USE);
+	CHECK_EQ(map_mr_sg(mrn, 3, 0x10000, 3 * PG, list), RRES_ERR_IN_USE);
 	/* not a fast-registration MR */
-	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_GET_DMA_MR, pd, 0), ROCE_OK);
+	CHECK_EQ(two32(VIRTIO_RDMA_DEV_CMD_GET_DMA_MR, pd, 0), RRES_OK);
 	dma = out32(0);
-	CHECK_EQ(map_mr_sg(dma, 1, 0, PG, list), ROCE_ERR_RANGE);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DEREG_MR, mrn), ROCE_OK);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DEREG_MR, dma), ROCE_OK);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_PD, pd), ROCE_OK);
+	CHECK_EQ(map_mr_sg(dma, 1, 0, PG, list), RRES_ERR_RANGE);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DEREG_MR, mrn), RRES_OK);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DEREG_MR, dma), RRES_OK);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_PD, pd), RRES_OK);
 	CHECK_EQ(rd.mr_pages, 0);
 	CHECK_EQ(failures_with_state_change, 0);
 	teardown();
 }
 
-static enum roce_err reg_user_mr(uint32_t pd, uint32_t access, uint64_t va, uint64_t len,
+static enum rres_err reg_user_mr(uint32_t pd, uint32_t access, uint64_t va, uint64_t len,
 				 uint64_t pages, uint32_t npages, uint32_t *mrn)
 {
 	struct virtio_rdma_dev_cmd_reg_user_mr c;
-	enum roce_err e;
+	enum rres_err e;
 
 	c.pdn = htole32(pd);
 	c.access_flags = htole32(access);
@@ -520,7 +520,7 @@ static enum roce_err reg_user_mr(uint32_t pd, uint32_t access, uint64_t va, uint
 static void test_reg_user_mr(void)
 {
 	uint32_t pd, mrn, x;
-	struct roce_mr *mr;
+	struct rres_mr *mr;
 	struct iovec iov[4];
 	uint64_t list, bad;
 
@@ -528,41 +528,41 @@ static void test_reg_user_mr(void)
 	list = page_list(50, 10, 4);
 	pd = pd_create();
 	CHECK_EQ(reg_user_mr(pd, VIRTIO_RDMA_DEV_ACCESS_LOCAL_WRITE | VIRTIO_RDMA_DEV_ACCESS_REMOTE_READ,
-			     0x20000100, 3 * PG, list, 4, &mrn), ROCE_OK);
-	mr = roce_mr_lookup(&rd, mrn);
+			     0x20000100, 3 * PG, list, 4, &mrn), RRES_OK);
+	mr = rres_mr_lookup(&rd, mrn);
 	REQUIRE(mr != NULL);
 	CHECK_EQ(mr->lkey, out32(4));
 	CHECK_EQ(mr->rkey, out32(8));
 	CHECK_EQ(mr->iova, 0x20000100);
 	CHECK_EQ(mr->npages, 4);
 	CHECK_EQ(rd.mr_pages, 4);
-	CHECK_EQ(roce_mr_to_iov(&rd, mr, 0x20000100 + PG, 8, iov, 4), 1);
+	CHECK_EQ(rres_mr_to_iov(&rd, mr, 0x20000100 + PG, 8, iov, 4), 1);
 	CHECK(iov[0].iov_base == host(GPA_A + 11 * PG + 0x100));
 	/* the table is copied at registration: later changes do not matter */
 	memset(map_a + 50 * PG, 0, 32);
-	CHECK_EQ(roce_mr_to_iov(&rd, mr, 0x20000100, 8, iov, 4), 1);
+	CHECK_EQ(rres_mr_to_iov(&rd, mr, 0x20000100, 8, iov, 4), 1);
 	CHECK(iov[0].iov_base == host(GPA_A + 10 * PG + 0x100));
 	list = page_list(50, 10, 4);
 	/* errors */
-	CHECK_EQ(reg_user_mr(pd + 3, 0, 0, PG, list, 1, &x), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(reg_user_mr(pd + 3, 0, 0, PG, list, 1, &x), RRES_ERR_BAD_HANDLE);
 	CHECK_EQ(reg_user_mr(pd, VIRTIO_RDMA_DEV_ACCESS_ZERO_BASED, 0, PG, list, 1, &x),
-		 ROCE_ERR_FLAGS);
-	CHECK_EQ(reg_user_mr(pd, 0, 0, PG, list, 0, &x), ROCE_ERR_NPAGES);
-	CHECK_EQ(reg_user_mr(pd, 0, 0, PG, list, 2, &x), ROCE_ERR_NPAGES);
-	CHECK_EQ(reg_user_mr(pd, 0, 0, PG, list, 49, &x), ROCE_ERR_LIMIT);
-	CHECK_EQ(reg_user_mr(pd, 0, 0, PG, 0x90000000ull, 1, &x), ROCE_ERR_PAGE);
+		 RRES_ERR_FLAGS);
+	CHECK_EQ(reg_user_mr(pd, 0, 0, PG, list, 0, &x), RRES_ERR_NPAGES);
+	CHECK_EQ(reg_user_mr(pd, 0, 0, PG, list, 2, &x), RRES_ERR_NPAGES);
+	CHECK_EQ(reg_user_mr(pd, 0, 0, PG, list, 49, &x), RRES_ERR_LIMIT);
+	CHECK_EQ(reg_user_mr(pd, 0, 0, PG, 0x90000000ull, 1, &x), RRES_ERR_PAGE);
 	/* table running past the end of the region */
-	CHECK_EQ(reg_user_mr(pd, 0, 0, 2 * PG, GPA_A + PAGES_A * PG - 8, 2, &x), ROCE_ERR_PAGE);
+	CHECK_EQ(reg_user_mr(pd, 0, 0, 2 * PG, GPA_A + PAGES_A * PG - 8, 2, &x), RRES_ERR_PAGE);
 	/* a page outside shared memory */
 	bad = htole64(0x90000000ull);
 	memcpy(map_a + 51 * PG, &bad, 8);
-	CHECK_EQ(reg_user_mr(pd, 0, 0, PG, GPA_A + 51 * PG, 1, &x), ROCE_ERR_PAGE);
+	CHECK_EQ(reg_user_mr(pd, 0, 0, PG, GPA_A + 51 * PG, 1, &x), RRES_ERR_PAGE);
 	/* a misaligned page */
 	bad = htole64(GPA_A + 0x10);
 	memcpy(map_a + 51 * PG, &bad, 8);
-	CHECK_EQ(reg_user_mr(pd, 0, 0, PG, GPA_A + 51 * PG, 1, &x), ROCE_ERR_PAGE);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_PD, pd), ROCE_ERR_IN_USE);
-	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DEREG_MR, mrn), ROCE_OK);
+	CHECK_EQ(reg_user_mr(pd, 0, 0, PG, GPA_A + 51 * PG, 1, &x), RRES_ERR_PAGE);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_PD, pd), RRES_ERR_IN_USE);
+	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DEREG_MR, mrn), RRES_OK);
 	CHECK_EQ(rd.mr_pages, 0);
 	CHECK_EQ(failures_with_state_change, 0);
 	teardown();
@@ -571,39 +571,39 @@ static void test_reg_user_mr(void)
 static void test_qp_create(void)
 {
 	uint32_t pd, cq, qpn, gsi, x;
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 
 	REQUIRE(setup());
 	pd = pd_create();
 	cq = cq_create(64);
 	CHECK_EQ(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_RC, VIRTIO_RDMA_DEV_SIGNAL_REQ_WR, cq, cq, &qpn),
-		 ROCE_OK);
-	qp = roce_qp_lookup(&rd, qpn);
+		 RRES_OK);
+	qp = rres_qp_lookup(&rd, qpn);
 	REQUIRE(qp != NULL);
 	CHECK(!qp->sq_sig_all);
 	CHECK_EQ(qp->type, VIRTIO_IB_QPT_RC);
-	CHECK(qp->send_cq == roce_cq_lookup(&rd, cq - 1));
+	CHECK(qp->send_cq == rres_cq_lookup(&rd, cq - 1));
 	CHECK_EQ(qp->cap.max_send_wr, 16);
 	CHECK_EQ(qp->cap.max_inline_data, 64);
 	/* its virtqueue pair */
 	CHECK_EQ(virtio_rdma_dev_qp_pair(qpn), qp->index);
 	CHECK(virtio_rdma_dev_qp_pair(qpn) >= 2 && virtio_rdma_dev_qp_pair(qpn) <= 8);
 	CHECK_EQ(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_UD, VIRTIO_RDMA_DEV_SIGNAL_ALL_WR, cq, cq, &x),
-		 ROCE_OK);
-	CHECK(roce_qp_lookup(&rd, x)->sq_sig_all);
-	CHECK_EQ(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_GSI, 0, cq, cq, &gsi), ROCE_OK);
+		 RRES_OK);
+	CHECK(rres_qp_lookup(&rd, x)->sq_sig_all);
+	CHECK_EQ(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_GSI, 0, cq, cq, &gsi), RRES_OK);
 	CHECK_EQ(gsi, VRDMA_GSI_QPN);
 	CHECK_EQ(virtio_rdma_dev_qp_pair(gsi), 1);
 	/* errors */
-	CHECK_EQ(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_RC, 2, cq, cq, &x), ROCE_ERR_RANGE);
-	CHECK_EQ(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_SMI, 0, cq, cq, &x), ROCE_ERR_QP_TYPE);
-	CHECK_EQ(qp_create_raw(pd, 9, 0, cq, cq, &x), ROCE_ERR_QP_TYPE);
-	CHECK_EQ(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_RC, 0, 0, cq, &x), ROCE_ERR_BAD_HANDLE);
-	CHECK_EQ(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_RC, 0, cq, 0, &x), ROCE_ERR_BAD_HANDLE);
-	CHECK_EQ(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_RC, 0, cq + 1, cq, &x), ROCE_ERR_BAD_HANDLE);
-	CHECK_EQ(qp_create_raw(pd + 1, VIRTIO_RDMA_DEV_QPT_RC, 0, cq, cq, &x), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_RC, 2, cq, cq, &x), RRES_ERR_RANGE);
+	CHECK_EQ(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_SMI, 0, cq, cq, &x), RRES_ERR_QP_TYPE);
+	CHECK_EQ(qp_create_raw(pd, 9, 0, cq, cq, &x), RRES_ERR_QP_TYPE);
+	CHECK_EQ(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_RC, 0, 0, cq, &x), RRES_ERR_BAD_HANDLE);
+	CHECK_EQ(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_RC, 0, cq, 0, &x), RRES_ERR_BAD_HANDLE);
+	CHECK_EQ(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_RC, 0, cq + 1, cq, &x), RRES_ERR_BAD_HANDLE);
+	CHECK_EQ(qp_create_raw(pd + 1, VIRTIO_RDMA_DEV_QPT_RC, 0, cq, cq, &x), RRES_ERR_BAD_HANDLE);
 	CHECK_EQ(one32(VIRTIO_RDMA_DEV_CMD_DESTROY_QP, qpn ^ (1u << VRDMA_QPN_INDEX_BITS)),
-		 ROCE_ERR_BAD_HANDLE);
+		 RRES_ERR_BAD_HANDLE);
 	CHECK_EQ(failures_with_state_change, 0);
 	teardown();
 }
@@ -613,36 +613,36 @@ static void test_modify_query_qp(void)
 	struct virtio_rdma_dev_cmd_modify_qp c;
 	struct virtio_rdma_dev_qp_attr a;
 	uint32_t pd, cq, qpn, ud;
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 
 	REQUIRE(setup());
 	pd = pd_create();
 	cq = cq_create(64);
-	REQUIRE(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_RC, 0, cq, cq, &qpn) == ROCE_OK);
-	qp = roce_qp_lookup(&rd, qpn);
+	REQUIRE(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_RC, 0, cq, cq, &qpn) == RRES_OK);
+	qp = rres_qp_lookup(&rd, qpn);
 	/* RESET -> INIT with the IB mask a Linux driver sends */
 	mq_fill(&c, qpn, M_INIT | VIRTIO_RDMA_DEV_QP_ALT_PATH, VIRTIO_IB_QPS_INIT);
-	CHECK_EQ(modify(&c), ROCE_ERR_ATTR_MASK);
+	CHECK_EQ(modify(&c), RRES_ERR_ATTR_MASK);
 	mq_fill(&c, qpn, M_INIT | VIRTIO_RDMA_DEV_QP_PATH_MIG_STATE, VIRTIO_IB_QPS_INIT);
-	CHECK_EQ(modify(&c), ROCE_ERR_ATTR_MASK);
+	CHECK_EQ(modify(&c), RRES_ERR_ATTR_MASK);
 	mq_fill(&c, qpn, M_INIT | (1u << 21), VIRTIO_IB_QPS_INIT);
-	CHECK_EQ(modify(&c), ROCE_ERR_ATTR_MASK);
+	CHECK_EQ(modify(&c), RRES_ERR_ATTR_MASK);
 	mq_fill(&c, qpn, M_INIT | (1u << 26), VIRTIO_IB_QPS_INIT);
-	CHECK_EQ(modify(&c), ROCE_ERR_ATTR_MASK);
+	CHECK_EQ(modify(&c), RRES_ERR_ATTR_MASK);
 	mq_fill(&c, qpn, M_INIT, VIRTIO_IB_QPS_INIT);
 	c.attrs.port_num = 2;
-	CHECK_EQ(modify(&c), ROCE_ERR_RANGE);
+	CHECK_EQ(modify(&c), RRES_ERR_RANGE);
 	mq_fill(&c, qpn, M_INIT, VIRTIO_IB_QPS_INIT);
 	c.attrs.pkey_index = htole16(1);
-	CHECK_EQ(modify(&c), ROCE_ERR_RANGE);
+	CHECK_EQ(modify(&c), RRES_ERR_RANGE);
 	mq_fill(&c, qpn, M_INIT, VIRTIO_IB_QPS_INIT);
 	c.attrs.qp_access_flags = htole32(VIRTIO_RDMA_DEV_ACCESS_ZERO_BASED);
-	CHECK_EQ(modify(&c), ROCE_ERR_FLAGS);
+	CHECK_EQ(modify(&c), RRES_ERR_FLAGS);
 	/* ACCESS_FLAGS is required for RC INIT (core rule through the map) */
-	CHECK_EQ(modify_to(qpn, VIRTIO_RDMA_DEV_QP_STATE, VIRTIO_IB_QPS_INIT), ROCE_ERR_ATTR_MASK);
+	CHECK_EQ(modify_to(qpn, VIRTIO_RDMA_DEV_QP_STATE, VIRTIO_IB_QPS_INIT), RRES_ERR_ATTR_MASK);
 	CHECK_EQ(qp->attr.qp_state, VIRTIO_IB_QPS_RESET);
 	CHECK_EQ(modify_to(qpn, M_INIT | VIRTIO_RDMA_DEV_QP_EN_SQD_ASYNC_NOTIFY, VIRTIO_IB_QPS_INIT),
-		 ROCE_OK);
+		 RRES_OK);
 	CHECK_EQ(qp->attr.qp_state, VIRTIO_IB_QPS_INIT);
 	CHECK_EQ(qp->attr.qp_access_flags,
 		 VIRTIO_IB_ACCESS_LOCAL_WRITE | VIRTIO_IB_ACCESS_REMOTE_WRITE |
@@ -650,32 +650,32 @@ static void test_modify_query_qp(void)
 	/* INIT -> RTR: the address vector must carry a GRH on port 1 */
 	mq_fill(&c, qpn, M_RTR, VIRTIO_IB_QPS_RTR);
 	c.attrs.ah_attr.ah_flags = 0;
-	CHECK_EQ(modify(&c), ROCE_ERR_RANGE);
+	CHECK_EQ(modify(&c), RRES_ERR_RANGE);
 	mq_fill(&c, qpn, M_RTR, VIRTIO_IB_QPS_RTR);
 	c.attrs.ah_attr.ah_flags = 3;
-	CHECK_EQ(modify(&c), ROCE_ERR_RANGE);
+	CHECK_EQ(modify(&c), RRES_ERR_RANGE);
 	mq_fill(&c, qpn, M_RTR, VIRTIO_IB_QPS_RTR);
 	c.attrs.ah_attr.port_num = 0;
-	CHECK_EQ(modify(&c), ROCE_ERR_RANGE);
+	CHECK_EQ(modify(&c), RRES_ERR_RANGE);
 	mq_fill(&c, qpn, M_RTR, VIRTIO_IB_QPS_RTR);
 	c.attrs.ah_attr.sl = 16;
-	CHECK_EQ(modify(&c), ROCE_ERR_RANGE);
+	CHECK_EQ(modify(&c), RRES_ERR_RANGE);
 	mq_fill(&c, qpn, M_RTR, VIRTIO_IB_QPS_RTR);
 	c.attrs.ah_attr.grh.sgid_index = 9; /* empty GID entry */
-	CHECK_EQ(modify(&c), ROCE_ERR_GID);
-	CHECK_EQ(modify_to(qpn, M_RTR, VIRTIO_IB_QPS_RTR), ROCE_OK);
+	CHECK_EQ(modify(&c), RRES_ERR_GID);
+	CHECK_EQ(modify_to(qpn, M_RTR, VIRTIO_IB_QPS_RTR), RRES_OK);
 	CHECK_EQ(qp->attr.dest_qp_num, 0xabc);
 	CHECK(qp->attr.av_valid);
 	CHECK_EQ(qp->attr.av.flow_label, 0x12345);
 	CHECK(qp->attr.av.ipv4);
-	CHECK_EQ(modify_to(qpn, M_RTS, VIRTIO_IB_QPS_RTS), ROCE_OK);
+	CHECK_EQ(modify_to(qpn, M_RTS, VIRTIO_IB_QPS_RTS), RRES_OK);
 	CHECK_EQ(qp->attr.sq_psn, 0x654321);
 	/* an illegal transition */
-	CHECK_EQ(modify_to(qpn, M_RTR, VIRTIO_IB_QPS_RTR), ROCE_ERR_STATE);
-	CHECK_EQ(modify_to(qpn + 1, M_RTS, VIRTIO_IB_QPS_RTS), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(modify_to(qpn, M_RTR, VIRTIO_IB_QPS_RTR), RRES_ERR_STATE);
+	CHECK_EQ(modify_to(qpn + 1, M_RTS, VIRTIO_IB_QPS_RTS), RRES_ERR_BAD_HANDLE);
 
 	/* QUERY_QP */
-	CHECK_EQ(query_qp(qpn, M_RTR | M_RTS | M_INIT, &a), ROCE_OK);
+	CHECK_EQ(query_qp(qpn, M_RTR | M_RTS | M_INIT, &a), RRES_OK);
 	CHECK_EQ(olen, sizeof(a));
 	CHECK_EQ(a.qp_state, VIRTIO_IB_QPS_RTS);
 	CHECK_EQ(a.cur_qp_state, VIRTIO_IB_QPS_RTS);
@@ -696,24 +696,24 @@ static void test_modify_query_qp(void)
 	CHECK_EQ(a.ah_attr.grh.hop_limit, 64);
 	CHECK_EQ(le32toh(a.ah_attr.grh.flow_label), 0x12345);
 	CHECK_EQ(a.ah_attr.dmac[5], 0x02);
-	CHECK_EQ(query_qp(qpn, VIRTIO_RDMA_DEV_QP_ALT_PATH, &a), ROCE_ERR_ATTR_MASK);
-	CHECK_EQ(query_qp(qpn, 1u << 31, &a), ROCE_ERR_ATTR_MASK);
-	CHECK_EQ(query_qp(qpn + 1, 0, &a), ROCE_ERR_BAD_HANDLE);
+	CHECK_EQ(query_qp(qpn, VIRTIO_RDMA_DEV_QP_ALT_PATH, &a), RRES_ERR_ATTR_MASK);
+	CHECK_EQ(query_qp(qpn, 1u << 31, &a), RRES_ERR_ATTR_MASK);
+	CHECK_EQ(query_qp(qpn + 1, 0, &a), RRES_ERR_BAD_HANDLE);
 
 	/* UD: INIT needs QKEY */
-	REQUIRE(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_UD, 0, cq, cq, &ud) == ROCE_OK);
+	REQUIRE(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_UD, 0, cq, cq, &ud) == RRES_OK);
 	CHECK_EQ(modify_to(ud, VIRTIO_RDMA_DEV_QP_STATE | VIRTIO_RDMA_DEV_QP_PKEY_INDEX |
 				       VIRTIO_RDMA_DEV_QP_PORT, VIRTIO_IB_QPS_INIT),
-		 ROCE_ERR_ATTR_MASK);
+		 RRES_ERR_ATTR_MASK);
 	CHECK_EQ(modify_to(ud, VIRTIO_RDMA_DEV_QP_STATE | VIRTIO_RDMA_DEV_QP_PKEY_INDEX |
 				       VIRTIO_RDMA_DEV_QP_PORT | VIRTIO_RDMA_DEV_QP_QKEY,
 			   VIRTIO_IB_QPS_INIT),
-		 ROCE_OK);
-	CHECK_EQ(roce_qp_lookup(&rd, ud)->attr.qkey, 0x11111111);
+		 RRES_OK);
+	CHECK_EQ(rres_qp_lookup(&rd, ud)->attr.qkey, 0x11111111);
 	/* to ERR and back to RESET */
-	CHECK_EQ(modify_to(qpn, VIRTIO_RDMA_DEV_QP_STATE, VIRTIO_IB_QPS_ERR), ROCE_OK);
-	CHECK_EQ(modify_to(qpn, VIRTIO_RDMA_DEV_QP_STATE, VIRTIO_IB_QPS_RESET), ROCE_OK);
-	CHECK_EQ(query_qp(qpn, 0, &a), ROCE_OK);
+	CHECK_EQ(modify_to(qpn, VIRTIO_RDMA_DEV_QP_STATE, VIRTIO_IB_QPS_ERR), RRES_OK);
+	CHECK_EQ(modify_to(qpn, VIRTIO_RDMA_DEV_QP_STATE, VIRTIO_IB_QPS_RESET), RRES_OK);
+	CHECK_EQ(query_qp(qpn, 0, &a), RRES_OK);
 	CHECK_EQ(a.qp_state, VIRTIO_IB_QPS_RESET);
 	CHECK_EQ(failures_with_state_change, 0);
 	teardown();
@@ -729,47 +729,47 @@ static void test_pkey_gid(void)
 	REQUIRE(setup());
 	qp.port = htole32(1);
 	qp.index = 0;
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_QUERY_PKEY, &qp, sizeof(qp)), ROCE_OK);
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_QUERY_PKEY, &qp, sizeof(qp)), RRES_OK);
 	CHECK_EQ(olen, 2);
 	CHECK_EQ(get_le16(obuf), 0xffff);
 	qp.index = htole16(1);
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_QUERY_PKEY, &qp, sizeof(qp)), ROCE_ERR_RANGE);
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_QUERY_PKEY, &qp, sizeof(qp)), RRES_ERR_RANGE);
 	qp.index = 0;
 	qp.port = htole32(2);
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_QUERY_PKEY, &qp, sizeof(qp)), ROCE_ERR_RANGE);
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_QUERY_PKEY, &qp, sizeof(qp)), RRES_ERR_RANGE);
 
 	memset(&ag, 0, sizeof(ag));
 	memcpy(ag.gid, gid, 16);
 	ag.gid_type = htole32(VIRTIO_RDMA_DEV_GID_TYPE_ROCE_V2);
-	ag.index = htole16(ROCE_GID_FIRST_DRV);
+	ag.index = htole16(RRES_GID_FIRST_DRV);
 	ag.port_num = htole32(1);
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_ADD_GID, &ag, sizeof(ag)), ROCE_OK);
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_ADD_GID, &ag, sizeof(ag)), RRES_OK);
 	CHECK_EQ(olen, 0);
-	REQUIRE(roce_gid_get(&rd, ROCE_GID_FIRST_DRV) != NULL);
-	CHECK_MEM(roce_gid_get(&rd, ROCE_GID_FIRST_DRV), gid, 16);
-	ag.index = htole16(ROCE_GID_FIRST_DRV + 1);
+	REQUIRE(rres_gid_get(&rd, RRES_GID_FIRST_DRV) != NULL);
+	CHECK_MEM(rres_gid_get(&rd, RRES_GID_FIRST_DRV), gid, 16);
+	ag.index = htole16(RRES_GID_FIRST_DRV + 1);
 	ag.gid_type = htole32(VIRTIO_RDMA_DEV_GID_TYPE_ROCE);
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_ADD_GID, &ag, sizeof(ag)), ROCE_ERR_GID);
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_ADD_GID, &ag, sizeof(ag)), RRES_ERR_GID);
 	ag.gid_type = htole32(VIRTIO_RDMA_DEV_GID_TYPE_IB);
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_ADD_GID, &ag, sizeof(ag)), ROCE_ERR_GID);
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_ADD_GID, &ag, sizeof(ag)), RRES_ERR_GID);
 	ag.gid_type = htole32(VIRTIO_RDMA_DEV_GID_TYPE_ROCE_V2);
 	ag.port_num = htole32(0);
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_ADD_GID, &ag, sizeof(ag)), ROCE_ERR_RANGE);
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_ADD_GID, &ag, sizeof(ag)), RRES_ERR_RANGE);
 	ag.port_num = htole32(1);
-	ag.index = htole16(ROCE_GID_IPV4); /* the device's own entries */
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_ADD_GID, &ag, sizeof(ag)), ROCE_ERR_GID);
-	ag.index = htole16(ROCE_GID_TBL_LEN);
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_ADD_GID, &ag, sizeof(ag)), ROCE_ERR_GID);
+	ag.index = htole16(RRES_GID_IPV4); /* the device's own entries */
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_ADD_GID, &ag, sizeof(ag)), RRES_ERR_GID);
+	ag.index = htole16(RRES_GID_TBL_LEN);
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_ADD_GID, &ag, sizeof(ag)), RRES_ERR_GID);
 
-	dg.index = htole16(ROCE_GID_FIRST_DRV);
+	dg.index = htole16(RRES_GID_FIRST_DRV);
 	dg.port = htole32(3);
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_DEL_GID, &dg, sizeof(dg)), ROCE_ERR_RANGE);
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_DEL_GID, &dg, sizeof(dg)), RRES_ERR_RANGE);
 	dg.port = htole32(1);
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_DEL_GID, &dg, sizeof(dg)), ROCE_OK);
-	CHECK(roce_gid_get(&rd, ROCE_GID_FIRST_DRV) == NULL);
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_DEL_GID, &dg, sizeof(dg)), ROCE_ERR_GID);
-	dg.index = htole16(ROCE_GID_LINKLOCAL);
-	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_DEL_GID, &dg, sizeof(dg)), ROCE_ERR_GID);
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_DEL_GID, &dg, sizeof(dg)), RRES_OK);
+	CHECK(rres_gid_get(&rd, RRES_GID_FIRST_DRV) == NULL);
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_DEL_GID, &dg, sizeof(dg)), RRES_ERR_GID);
+	dg.index = htole16(RRES_GID_LINKLOCAL);
+	CHECK_EQ(X(VIRTIO_RDMA_DEV_CMD_DEL_GID, &dg, sizeof(dg)), RRES_ERR_GID);
 	CHECK_EQ(failures_with_state_change, 0);
 	teardown();
 }
@@ -779,48 +779,48 @@ static void test_pkey_gid(void)
 static void test_rings(void)
 {
 	uint32_t pd, cq, cq2, qpn, idx, pair;
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 	bool is_send = false;
 
 	REQUIRE(setup());
-	CHECK_EQ(roce_ring_count(&rd), virtio_rdma_dev_vq_count(4, 8));
-	CHECK_EQ(roce_ring_decode(&rd, 0, &idx), VRDMA_VQ_CTRL);
-	CHECK_EQ(roce_ring_decode(&rd, 21, &idx), VRDMA_VQ_INVALID);
-	CHECK_EQ(roce_ring_decode(&rd, UINT32_MAX, &idx), VRDMA_VQ_INVALID);
-	CHECK(roce_ring_usable(&rd, 0));
+	CHECK_EQ(rres_ring_count(&rd), virtio_rdma_dev_vq_count(4, 8));
+	CHECK_EQ(rres_ring_decode(&rd, 0, &idx), VRDMA_VQ_CTRL);
+	CHECK_EQ(rres_ring_decode(&rd, 21, &idx), VRDMA_VQ_INVALID);
+	CHECK_EQ(rres_ring_decode(&rd, UINT32_MAX, &idx), VRDMA_VQ_INVALID);
+	CHECK(rres_ring_usable(&rd, 0));
 	pd = pd_create();
 	cq = cq_create(16);
 	cq2 = cq_create(16);
-	CHECK_EQ(roce_cq_lookup(&rd, cq - 1)->vq, cq);
-	CHECK(roce_ring_cq(&rd, cq) == roce_cq_lookup(&rd, cq - 1));
-	CHECK(roce_ring_cq(&rd, cq2) == roce_cq_lookup(&rd, cq2 - 1));
-	CHECK(roce_ring_usable(&rd, cq));
-	CHECK(!roce_ring_usable(&rd, 4)); /* CQ 4 not created */
-	CHECK_EQ(roce_ring_decode(&rd, 4, &idx), VRDMA_VQ_CQ);
+	CHECK_EQ(rres_cq_lookup(&rd, cq - 1)->vq, cq);
+	CHECK(rres_ring_cq(&rd, cq) == rres_cq_lookup(&rd, cq - 1));
+	CHECK(rres_ring_cq(&rd, cq2) == rres_cq_lookup(&rd, cq2 - 1));
+	CHECK(rres_ring_usable(&rd, cq));
+	CHECK(!rres_ring_usable(&rd, 4)); /* CQ 4 not created */
+	CHECK_EQ(rres_ring_decode(&rd, 4, &idx), VRDMA_VQ_CQ);
 	CHECK_EQ(idx, 3);
-	REQUIRE(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_RC, 0, cq, cq2, &qpn) == ROCE_OK);
-	qp = roce_qp_lookup(&rd, qpn);
+	REQUIRE(qp_create_raw(pd, VIRTIO_RDMA_DEV_QPT_RC, 0, cq, cq2, &qpn) == RRES_OK);
+	qp = rres_qp_lookup(&rd, qpn);
 	pair = virtio_rdma_dev_qp_pair(qpn);
 	CHECK_EQ(qp->sq_vq, virtio_rdma_dev_vq_sq(4, pair));
 	CHECK_EQ(qp->rq_vq, virtio_rdma_dev_vq_rq(4, pair));
 	CHECK_EQ(qp->sq_vq, 4 + 2 * pair - 1);
-	CHECK(roce_ring_qp(&rd, qp->sq_vq, &is_send) == qp);
+	CHECK(rres_ring_qp(&rd, qp->sq_vq, &is_send) == qp);
 	CHECK(is_send);
-	CHECK(roce_ring_qp(&rd, qp->rq_vq, &is_send) == qp);
+	CHECK(rres_ring_qp(&rd, qp->rq_vq, &is_send) == qp);
 	CHECK(!is_send);
-	CHECK(roce_ring_usable(&rd, qp->sq_vq) && roce_ring_usable(&rd, qp->rq_vq));
+	CHECK(rres_ring_usable(&rd, qp->sq_vq) && rres_ring_usable(&rd, qp->rq_vq));
 	/* pair 1 (GSI) and the last pair */
-	CHECK_EQ(roce_ring_decode(&rd, 5, &idx), VRDMA_VQ_SQ);
+	CHECK_EQ(rres_ring_decode(&rd, 5, &idx), VRDMA_VQ_SQ);
 	CHECK_EQ(idx, 1);
-	CHECK_EQ(roce_ring_decode(&rd, 6, &idx), VRDMA_VQ_RQ);
+	CHECK_EQ(rres_ring_decode(&rd, 6, &idx), VRDMA_VQ_RQ);
 	CHECK_EQ(idx, 1);
-	CHECK_EQ(roce_ring_decode(&rd, 20, &idx), VRDMA_VQ_RQ);
+	CHECK_EQ(rres_ring_decode(&rd, 20, &idx), VRDMA_VQ_RQ);
 	CHECK_EQ(idx, 8);
-	CHECK(!roce_ring_usable(&rd, 5));
+	CHECK(!rres_ring_usable(&rd, 5));
 	/* after a reset the layout stays */
-	roce_dev_reset(&rd);
-	CHECK_EQ(roce_ring_count(&rd), 21);
-	CHECK(roce_ring_qp(&rd, 4 + 2 * pair - 1, &is_send) == NULL);
+	rres_dev_reset(&rd);
+	CHECK_EQ(rres_ring_count(&rd), 21);
+	CHECK(rres_ring_qp(&rd, 4 + 2 * pair - 1, &is_send) == NULL);
 	teardown();
 }
 
@@ -838,7 +838,7 @@ static void test_counters(void)
 	CHECK_EQ(rd.stats.err, err + 1);
 	CHECK_EQ(rd.stats.rdma_dev_cmds[VIRTIO_RDMA_DEV_CMD_CREATE_PD], 1);
 	CHECK_EQ(rd.stats.rdma_dev_cmds[VIRTIO_RDMA_DEV_CMD_DESTROY_PD], 1);
-	CHECK_EQ(rd.stats.errs[ROCE_ERR_BAD_HANDLE], 1);
+	CHECK_EQ(rd.stats.errs[RRES_ERR_BAD_HANDLE], 1);
 	teardown();
 }
 

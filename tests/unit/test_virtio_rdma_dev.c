@@ -336,7 +336,7 @@ static void test_malformed_and_reset(void)
 	struct vq_buf out = { MEM_GPA + REQ_OFF, 1 };
 	struct pollfd p = { .fd = 0, .events = POLLIN };
 	uint32_t rlen = 0, used = 0;
-	struct roce_counts c;
+	struct rres_counts c;
 	struct env e;
 	uint64_t v = 1;
 	int tok = 2;
@@ -358,13 +358,13 @@ static void test_malformed_and_reset(void)
 	/* the loop thread is idle after answering: the counters are stable */
 	CHECK_EQ(virtio_rdma_dev_stats(e.d)->ctrl_malformed, 1);
 	CHECK_EQ(virtio_rdma_dev_stats(e.d)->ctrl_ok, 2);
-	roce_dev_counts(virtio_rdma_dev_roce(e.d), &c);
+	rres_dev_counts(virtio_rdma_dev_roce(e.d), &c);
 	CHECK_EQ(c.pd, 1);
 	CHECK_EQ(c.cq, 1);
 	/* driver reset (status 0): every object gone */
 	CHECK_EQ(vhost_client_set_status(&e.vc, 0), 0);
 	CHECK_EQ(vhost_client_get_features(&e.vc, &v), 0); /* a round trip */
-	roce_dev_counts(virtio_rdma_dev_roce(e.d), &c);
+	rres_dev_counts(virtio_rdma_dev_roce(e.d), &c);
 	CHECK_EQ(c.pd, 0);
 	CHECK_EQ(c.cq, 0);
 	CHECK_EQ(virtio_rdma_dev_stats(e.d)->resets, 1);
@@ -414,9 +414,9 @@ static void test_hostile_ring(void)
 	REQUIRE(client_up(&e));
 	CHECK_EQ(cmd(&e, VIRTIO_RDMA_DEV_CMD_CREATE_PD, NULL, 0, 64, &rlen), VIRTIO_RDMA_DEV_CTRL_OK);
 	{
-		struct roce_counts c;
+		struct rres_counts c;
 
-		roce_dev_counts(virtio_rdma_dev_roce(e.d), &c);
+		rres_dev_counts(virtio_rdma_dev_roce(e.d), &c);
 		CHECK_EQ(c.pd, 1); /* the first session's PD went with it */
 	}
 	env_down(&e);
@@ -948,9 +948,9 @@ static void test_hostile_data_rings(void)
 		CHECK_EQ(vhost_client_set_status(&f.vc, 0), 0);
 		CHECK_EQ(vhost_client_get_status(&f.vc, &st), 0);
 		{
-			struct roce_counts c;
+			struct rres_counts c;
 
-			roce_dev_counts(virtio_rdma_dev_roce(d), &c);
+			rres_dev_counts(virtio_rdma_dev_roce(d), &c);
 			CHECK_EQ(c.pd + c.cq + c.qp + c.mr, 0);
 		}
 		close(errfd);

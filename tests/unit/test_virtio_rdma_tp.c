@@ -84,7 +84,7 @@ static int v1_post_send(struct fk_dev *d, struct fk_qp *q, const struct v1_wr *w
 		v.wr.ud.av.port = htole32(1);
 		v.wr.ud.av.pdn = htole32(wr->pdn);
 		v.wr.ud.av.sl_tclass_flowlabel = htole32(3u << 28 | 0x28u << 20 | 0x1234u);
-		memcpy(v.wr.ud.av.dgid, roce_gid_get(&wr->peer->rd, 1), 16);
+		memcpy(v.wr.ud.av.dgid, rres_gid_get(&wr->peer->rd, 1), 16);
 		v.wr.ud.av.gid_index = 1;
 		v.wr.ud.av.hop_limit = 64;
 		memcpy(v.wr.ud.av.dmac, wr->peer->mac, 6);
@@ -529,7 +529,7 @@ static void test_read_with_inv(void)
 	struct fk_env env;
 	struct side a, b;
 	struct v1_wc w;
-	struct roce_mr *mr;
+	struct rres_mr *mr;
 	uint8_t *buf;
 	uint64_t pl;
 
@@ -537,7 +537,7 @@ static void test_read_with_inv(void)
 	buf = fk_alloc(a.d, 8192, 4096);
 	pl = fk_page_list(a.d, buf, 8192);
 	mr = fk_mr_alloc(a.d, a.pd, 4);
-	REQUIRE(roce_mr_fast_reg(&a.d->rd, roce_pd_lookup(&a.d->rd, a.pd), mr->lkey,
+	REQUIRE(rres_mr_fast_reg(&a.d->rd, rres_pd_lookup(&a.d->rd, a.pd), mr->lkey,
 				 (uintptr_t)buf, 8192, pl, VIRTIO_IB_ACCESS_LOCAL_WRITE) == 0);
 	fk_fill(b.mr.buf, 6000, 9);
 	{
@@ -554,8 +554,8 @@ static void test_read_with_inv(void)
 		CHECK_EQ(w.opcode, VIRTIO_RDMA_DEV_WC_OP_RDMA_READ);
 		CHECK_EQ(w.byte_len, 6000);
 		CHECK_MEM(buf, b.mr.buf, 6000);
-		CHECK_EQ(mr->state, ROCE_MR_FREE);
-		CHECK(roce_mr_lookup_lkey(&a.d->rd, mr->lkey, mr->pd, 0) == NULL);
+		CHECK_EQ(mr->state, RRES_MR_FREE);
+		CHECK(rres_mr_lookup_lkey(&a.d->rd, mr->lkey, mr->pd, 0) == NULL);
 		/* again: the key is no longer valid, the read itself fails */
 		wr.wr_id = 81;
 		REQUIRE(v1_post_send(a.d, &a.q, &wr) == 0);
@@ -597,7 +597,7 @@ static void test_reg_mr(void)
 	struct fk_env env;
 	struct side a, b;
 	struct v1_wc w;
-	struct roce_mr *mr;
+	struct rres_mr *mr;
 	uint32_t mrn, key;
 	uint8_t *buf;
 
@@ -606,9 +606,9 @@ static void test_reg_mr(void)
 	cm.access_flags = htole32(VIRTIO_RDMA_DEV_ACCESS_LOCAL_WRITE);
 	cm.max_num_sg = htole32(4);
 	REQUIRE(virtio_rdma_dev_ctrl_exec(&a.d->rd, VIRTIO_RDMA_DEV_CMD_CREATE_MR, &cm, sizeof(cm),
-					  rsp, sizeof(rsp), &rlen) == ROCE_OK);
+					  rsp, sizeof(rsp), &rlen) == RRES_OK);
 	mrn = get_le32(rsp);
-	mr = roce_mr_lookup(&a.d->rd, mrn);
+	mr = rres_mr_lookup(&a.d->rd, mrn);
 	REQUIRE(mr != NULL);
 	buf = fk_alloc(a.d, 8192, 4096);
 	mm.mrn = htole32(mrn);
@@ -617,7 +617,7 @@ static void test_reg_mr(void)
 	mm.length = htole64(8192);
 	mm.pages = htole64(fk_page_list(a.d, buf, 8192));
 	REQUIRE(virtio_rdma_dev_ctrl_exec(&a.d->rd, VIRTIO_RDMA_DEV_CMD_MAP_MR_SG, &mm, sizeof(mm),
-					  rsp, sizeof(rsp), &rlen) == ROCE_OK);
+					  rsp, sizeof(rsp), &rlen) == RRES_OK);
 	key = fk_key8(mr->lkey, 0x42);
 	{
 		struct v1_wr reg = { .wr_id = 90, .opcode = VIRTIO_RDMA_DEV_WR_REG_MR,
@@ -659,7 +659,7 @@ static void test_reg_mr(void)
 		REQUIRE(v1_wait_cq(&env, a.d, a.cq, &w, 1) == 1);
 		CHECK_EQ(w.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
 		CHECK_EQ(w.opcode, VIRTIO_RDMA_DEV_WC_OP_LOCAL_INV);
-		CHECK_EQ(mr->state, ROCE_MR_FREE);
+		CHECK_EQ(mr->state, RRES_MR_FREE);
 		reg.remote_addr = (uint64_t)mrn | (uint64_t)fk_key8(key, 0x43) << 32;
 		reg.rkey = VIRTIO_RDMA_DEV_ACCESS_LOCAL_WRITE;
 		REQUIRE(v1_post_send(a.d, &a.q, &reg) == 0);

@@ -21,7 +21,7 @@
 #include "common/loop.h"
 #include "backend/netdev.h"
 #include "backend/netdev_show.h"
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "backend/virtio_rdma_dev.h"
 #include "mgmt/ctl.h"
 #include "mgmt/kv.h"
@@ -101,12 +101,12 @@ static void show_rdevs(struct daemon *d, const struct ctl_req *r, struct kvw *k)
 	for (unsigned i = 0; i < d->nrdevs; i++) {
 		struct virtio_rdma_dev *v = d->rdevs[i];
 		const struct netdev_cfg *c = virtio_rdma_dev_cfg(v);
-		const struct roce_dev *rd = virtio_rdma_dev_roce(v);
-		struct roce_counts n = { 0 };
+		const struct rres_dev *rd = virtio_rdma_dev_roce(v);
+		struct rres_counts n = { 0 };
 
 		if (r->dev[0] && strcmp(r->dev, c->name))
 			continue;
-		roce_dev_counts(rd, &n);
+		rres_dev_counts(rd, &n);
 		kvw_obj_begin(k);
 		kvw_str(k, "dev", c->name);
 		kvw_str(k, "model", "virtio-rdma");

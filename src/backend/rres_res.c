@@ -8,9 +8,9 @@
  * so an error leaves nothing behind. Objects are malloc'ed (control path
  * only); lookups from the data path are an array index.
  */
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "vrdma/virtio_rdma.h"
-#include "backend/roce_priv.h"
+#include "backend/rres_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +25,7 @@
 
 /* ---- index tables ------------------------------------------------------- */
 
-int roce_table_init(struct roce_table *t, uint32_t first, uint32_t size)
+int rres_table_init(struct rres_table *t, uint32_t first, uint32_t size)
 {
 	uint32_t i;
 
@@ -35,7 +35,7 @@ int roce_table_init(struct roce_table *t, uint32_t first, uint32_t size)
 	t->slot = calloc(size ? size : 1, sizeof(*t->slot));
 	t->fifo = malloc((t->cap ? t->cap : 1) * sizeof(*t->fifo));
 	if (!t->slot || !t->fifo) {
-		roce_table_fini(t);
+		rres_table_fini(t);
 		return -ENOMEM;
 	}
 	for (i = 0; i < t->cap; i++)
@@ -44,19 +44,19 @@ int roce_table_init(struct roce_table *t, uint32_t first, uint32_t size)
 	return 0;
 }
 
-void roce_table_fini(struct roce_table *t)
+void rres_table_fini(struct rres_table *t)
 {
 	free(t->slot);
 	free(t->fifo);
 	memset(t, 0, sizeof(*t));
 }
 
-int64_t roce_table_alloc(struct roce_table *t)
+int64_t rres_table_alloc(struct rres_table *t)
 {
 	uint32_t idx;
 
 	if (t->pool) {
-		int64_t i = roce_table_alloc(t->pool);
+		int64_t i = rres_table_alloc(t->pool);
 
 		if (i < 0)
 			return -1;
@@ -73,10 +73,10 @@ int64_t roce_table_alloc(struct roce_table *t)
 	return idx;
 }
 
-void roce_table_free(struct roce_table *t, uint32_t idx)
+void rres_table_free(struct rres_table *t, uint32_t idx)
 {
 	if (t->pool) {
-		roce_table_free(t->pool, idx);
+		rres_table_free(t->pool, idx);
 		t->used--;
 		t->slot[idx] = NULL;
 		return;
@@ -87,10 +87,10 @@ void roce_table_free(struct roce_table *t, uint32_t idx)
 	t->slot[idx] = NULL;
 }
 
-void roce_table_unalloc(struct roce_table *t, uint32_t idx)
+void rres_table_unalloc(struct rres_table *t, uint32_t idx)
 {
 	if (t->pool) {
-		roce_table_unalloc(t->pool, idx);
+		rres_table_unalloc(t->pool, idx);
 		t->used--;
 		t->slot[idx] = NULL;
 		return;
@@ -188,7 +188,7 @@ static int os_random(void *buf, size_t len)
 	return 0;
 }
 
-void roce_rng_seed(struct roce_rng *r, bool deterministic, uint64_t seed)
+void rres_rng_seed(struct rres_rng *r, bool deterministic, uint64_t seed)
 {
 	int i;
 
@@ -206,7 +206,7 @@ void roce_rng_seed(struct roce_rng *r, bool deterministic, uint64_t seed)
 	}
 }
 
-uint32_t roce_rng_u32(struct roce_rng *r)
+uint32_t rres_rng_u32(struct rres_rng *r)
 {
 	if (r->pos >= 16) {
 		chacha20_block(r->key, r->counter++, r->buf);
@@ -215,26 +215,26 @@ uint32_t roce_rng_u32(struct roce_rng *r)
 	return r->buf[r->pos++];
 }
 
-/* ROCE_KEY_BITS random key bits, never 0 and different from last (so a
+/* RRES_KEY_BITS random key bits, never 0 and different from last (so a
  * reused index never gets the key it had just before). */
-static uint16_t roce_new_key(struct roce_dev *rd, uint16_t last)
+static uint16_t rres_new_key(struct rres_dev *rd, uint16_t last)
 {
 	uint16_t k;
 
 	do {
-		k = (uint16_t)(roce_rng_u32(&rd->rng) & ROCE_KEY_MASK);
+		k = (uint16_t)(rres_rng_u32(&rd->rng) & RRES_KEY_MASK);
 	} while (k == last || k == 0);
 	return k;
 }
 
 /* ---- device ------------------------------------------------------------- */
 
-uint8_t roce_mtu_from_eth(uint32_t eth_mtu)
+uint8_t rres_mtu_from_eth(uint32_t eth_mtu)
 {
 	uint8_t m;
 
 	for (m = VIRTIO_IB_MTU_4096; m >= VIRTIO_IB_MTU_256; m--)
-		if (virtio_ib_mtu_bytes(m) + ROCE_HDR_OVERHEAD <= eth_mtu)
+		if (virtio_ib_mtu_bytes(m) + RRES_HDR_OVERHEAD <= eth_mtu)
 			return m;
 	return 0;
 }
@@ -248,17 +248,17 @@ static uint32_t clamp_def(uint32_t v, uint32_t def, uint32_t max)
 
 /* GID 2: the configured IPv6 address (at creation and reset only: later
  * the entry belongs to the driver's ADD_GID / DEL_GID). */
-static void roce_gid_ip6_default(struct roce_dev *rd)
+static void rres_gid_ip6_default(struct rres_dev *rd)
 {
 	if (!rd->has_ip6)
 		return;
-	memcpy(rd->gid[ROCE_GID_IPV6].raw, rd->ip6, 16);
-	rd->gid[ROCE_GID_IPV6].valid = true;
+	memcpy(rd->gid[RRES_GID_IPV6].raw, rd->ip6, 16);
+	rd->gid[RRES_GID_IPV6].valid = true;
 }
 
-static void roce_gid_defaults(struct roce_dev *rd)
+static void rres_gid_defaults(struct rres_dev *rd)
 {
-	uint8_t *g = rd->gid[ROCE_GID_LINKLOCAL].raw;
+	uint8_t *g = rd->gid[RRES_GID_LINKLOCAL].raw;
 
 	memset(g, 0, 16);
 	g[0] = 0xfe;
@@ -271,11 +271,11 @@ static void roce_gid_defaults(struct roce_dev *rd)
 	g[13] = rd->mac[3];
 	g[14] = rd->mac[4];
 	g[15] = rd->mac[5];
-	rd->gid[ROCE_GID_LINKLOCAL].valid = true;
+	rd->gid[RRES_GID_LINKLOCAL].valid = true;
 
-	g = rd->gid[ROCE_GID_IPV4].raw;
+	g = rd->gid[RRES_GID_IPV4].raw;
 	memset(g, 0, 16);
-	rd->gid[ROCE_GID_IPV4].valid = rd->has_ip4;
+	rd->gid[RRES_GID_IPV4].valid = rd->has_ip4;
 	if (rd->has_ip4) {
 		g[10] = 0xff;
 		g[11] = 0xff;
@@ -283,9 +283,9 @@ static void roce_gid_defaults(struct roce_dev *rd)
 	}
 }
 
-int roce_dev_init(struct roce_dev *rd, const struct roce_dev_cfg *cfg)
+int rres_dev_init(struct rres_dev *rd, const struct rres_dev_cfg *cfg)
 {
-	struct roce_dev_attr *a = &rd->attr;
+	struct rres_dev_attr *a = &rd->attr;
 	uint32_t qps = cfg->max_rdma_qps, cqs = cfg->max_rdma_cqs;
 	uint32_t mr_slots;
 
@@ -304,63 +304,63 @@ int roce_dev_init(struct roce_dev *rd, const struct roce_dev_cfg *cfg)
 	rd->vlan_id = cfg->vlan_id;
 
 	a->device_cap_flags = VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN;
-	a->max_mr_size = cfg->max_mr_size ? cfg->max_mr_size : ROCE_DEF_MAX_MR_SIZE;
+	a->max_mr_size = cfg->max_mr_size ? cfg->max_mr_size : RRES_DEF_MAX_MR_SIZE;
 	a->page_size_cap = VRDMA_PAGE_SIZE;
 	a->hw_ver = 1;
-	a->max_qp_wr = clamp_def(cfg->max_qp_wr, ROCE_DEF_MAX_QP_WR, 32768);
-	a->max_send_sge = clamp_def(cfg->max_send_sge, ROCE_DEF_MAX_SGE, 1024);
-	a->max_recv_sge = clamp_def(cfg->max_recv_sge, ROCE_DEF_MAX_SGE, 1024);
+	a->max_qp_wr = clamp_def(cfg->max_qp_wr, RRES_DEF_MAX_QP_WR, 32768);
+	a->max_send_sge = clamp_def(cfg->max_send_sge, RRES_DEF_MAX_SGE, 1024);
+	a->max_recv_sge = clamp_def(cfg->max_recv_sge, RRES_DEF_MAX_SGE, 1024);
 	a->max_sge_rd = clamp_def(cfg->max_sge_rd, a->max_send_sge, a->max_send_sge);
-	a->max_cqe = clamp_def(cfg->max_cqe, ROCE_DEF_MAX_CQE, ROCE_DEF_MAX_CQE);
-	a->max_mr = clamp_def(cfg->max_mr, ROCE_DEF_MAX_MR, ROCE_MAX_MR_INDEX);
-	a->max_pd = clamp_def(cfg->max_pd, ROCE_DEF_MAX_PD, 1u << 24);
-	a->max_ah = clamp_def(cfg->max_ah, ROCE_DEF_MAX_AH, 1u << 24);
-	a->max_qp_rd_atom = clamp_def(cfg->max_qp_rd_atom, ROCE_DEF_MAX_QP_RD_ATOM, 255);
-	a->max_qp_init_rd_atom = clamp_def(cfg->max_qp_init_rd_atom, ROCE_DEF_MAX_QP_RD_ATOM, 255);
+	a->max_cqe = clamp_def(cfg->max_cqe, RRES_DEF_MAX_CQE, RRES_DEF_MAX_CQE);
+	a->max_mr = clamp_def(cfg->max_mr, RRES_DEF_MAX_MR, RRES_MAX_MR_INDEX);
+	a->max_pd = clamp_def(cfg->max_pd, RRES_DEF_MAX_PD, 1u << 24);
+	a->max_ah = clamp_def(cfg->max_ah, RRES_DEF_MAX_AH, 1u << 24);
+	a->max_qp_rd_atom = clamp_def(cfg->max_qp_rd_atom, RRES_DEF_MAX_QP_RD_ATOM, 255);
+	a->max_qp_init_rd_atom = clamp_def(cfg->max_qp_init_rd_atom, RRES_DEF_MAX_QP_RD_ATOM, 255);
 	a->local_ca_ack_delay = 15;
 	a->max_qp = qps - 1;
 	a->max_cq = cqs;
 	a->max_inline_data = VIRTIO_RDMA_INLINE_DATA_SIZE;
-	a->gid_tbl_len = ROCE_GID_TBL_LEN;
-	a->max_msg_sz = ROCE_DEF_MAX_MSG_SZ;
-	a->active_mtu = roce_mtu_from_eth(cfg->eth_mtu ? cfg->eth_mtu : 1500);
-	rd->max_mr_pages = cfg->max_mr_pages ? cfg->max_mr_pages : ROCE_DEF_MAX_MR_PAGES;
-	roce_dev_init_ext(rd, cfg);
+	a->gid_tbl_len = RRES_GID_TBL_LEN;
+	a->max_msg_sz = RRES_DEF_MAX_MSG_SZ;
+	a->active_mtu = rres_mtu_from_eth(cfg->eth_mtu ? cfg->eth_mtu : 1500);
+	rd->max_mr_pages = cfg->max_mr_pages ? cfg->max_mr_pages : RRES_DEF_MAX_MR_PAGES;
+	rres_dev_init_ext(rd, cfg);
 	/* MRs and windows share the table (one key space); each kind has its
 	 * own limit. */
 	mr_slots = a->max_mr;
 	if (rd->ext_offered)
-		mr_slots = (uint32_t)MIN((uint64_t)a->max_mr + a->max_mw, ROCE_MAX_MR_INDEX);
+		mr_slots = (uint32_t)MIN((uint64_t)a->max_mr + a->max_mw, RRES_MAX_MR_INDEX);
 
-	if (roce_table_init(&rd->pds, 1, a->max_pd + 1) ||
-	    roce_table_init(&rd->mrs, 1, mr_slots + 1) ||
-	    roce_table_init(&rd->srqs, 0, rd->max_rdma_srqs) ||
-	    roce_table_init(&rd->ahs, 1, a->max_ah + 1) ||
-	    roce_table_init(&rd->cqs, 0, cqs) ||
-	    roce_table_init(&rd->qps, 2, qps)) /* 0 reserved, 1 = GSI */
+	if (rres_table_init(&rd->pds, 1, a->max_pd + 1) ||
+	    rres_table_init(&rd->mrs, 1, mr_slots + 1) ||
+	    rres_table_init(&rd->srqs, 0, rd->max_rdma_srqs) ||
+	    rres_table_init(&rd->ahs, 1, a->max_ah + 1) ||
+	    rres_table_init(&rd->cqs, 0, cqs) ||
+	    rres_table_init(&rd->qps, 2, qps)) /* 0 reserved, 1 = GSI */
 		goto nomem;
 	rd->qp_gen = calloc(qps, sizeof(*rd->qp_gen));
 	rd->mr_lkey8 = calloc(mr_slots + 1, sizeof(*rd->mr_lkey8));
 	rd->mr_rkey8 = calloc(mr_slots + 1, sizeof(*rd->mr_rkey8));
 	if (!rd->qp_gen || !rd->mr_lkey8 || !rd->mr_rkey8)
 		goto nomem;
-	roce_rng_seed(&rd->rng, cfg->deterministic, cfg->seed);
-	roce_gid_defaults(rd);
-	roce_gid_ip6_default(rd);
+	rres_rng_seed(&rd->rng, cfg->deterministic, cfg->seed);
+	rres_gid_defaults(rd);
+	rres_gid_ip6_default(rd);
 	return 0;
 nomem:
-	roce_dev_fini(rd);
+	rres_dev_fini(rd);
 	return -ENOMEM;
 }
 
 /* Free a QP unconditionally (hooks called, references dropped). */
-static void roce_qp_free(struct roce_dev *rd, struct roce_qp *qp)
+static void rres_qp_free(struct rres_dev *rd, struct rres_qp *qp)
 {
 	uint32_t idx = qp->index;
 
 	if (rd->hooks.qp_destroy)
 		rd->hooks.qp_destroy(rd, qp);
-	roce_event_drop(rd, &qp->ev);
+	rres_event_drop(rd, &qp->ev);
 	if (qp->srq)
 		qp->srq->refcnt--;
 	qp->pd->refcnt--;
@@ -377,48 +377,48 @@ static void roce_qp_free(struct roce_dev *rd, struct roce_qp *qp)
 		if (vrdma_qpn_make(idx, gen) == VRDMA_QPN_MULTICAST)
 			gen = 0;
 		rd->qp_gen[idx] = (uint16_t)gen;
-		roce_table_free(&rd->qps, idx);
+		rres_table_free(&rd->qps, idx);
 	}
 	free(qp);
 }
 
-static void roce_ah_free(struct roce_dev *rd, struct roce_ah *ah)
+static void rres_ah_free(struct rres_dev *rd, struct rres_ah *ah)
 {
 	ah->pd->refcnt--;
-	roce_table_free(&rd->ahs, ah->handle);
+	rres_table_free(&rd->ahs, ah->handle);
 	free(ah);
 }
 
-void roce_mr_free(struct roce_dev *rd, struct roce_mr *mr)
+void rres_mr_free(struct rres_dev *rd, struct rres_mr *mr)
 {
 	uint32_t i;
 
-	if (mr->type == ROCE_MR_MW) {
+	if (mr->type == RRES_MR_MW) {
 		if (mr->bound_mr)
 			mr->bound_mr->nbound--;
 		rd->nmw--;
 	}
 	for (i = 0; i < mr->nregions; i++)
 		vhost_mem_region_put(mr->regions[i]);
-	roce_mr_pages_add(rd, -(int64_t)(mr->type == ROCE_MR_FAST ? mr->max_pages : mr->npages));
+	rres_mr_pages_add(rd, -(int64_t)(mr->type == RRES_MR_FAST ? mr->max_pages : mr->npages));
 	mr->pd->refcnt--;
-	roce_table_free(&rd->mrs, mr->mrn);
+	rres_table_free(&rd->mrs, mr->mrn);
 	free(mr->regions);
 	free(mr->pages);
 	free(mr);
 }
 
-static void roce_cq_free(struct roce_dev *rd, struct roce_cq *cq)
+static void rres_cq_free(struct rres_dev *rd, struct rres_cq *cq)
 {
 	if (rd->hooks.cq_destroy)
 		rd->hooks.cq_destroy(rd, cq);
-	roce_event_drop(rd, &cq->ev);
-	roce_table_free(&rd->cqs, cq->cqn);
+	rres_event_drop(rd, &cq->ev);
+	rres_table_free(&rd->cqs, cq->cqn);
 	free(cq);
 }
 
 /* Destroy every object of the table with free_fn. */
-#define ROCE_TABLE_DRAIN(rd, t, type, free_fn)                                 \
+#define RRES_TABLE_DRAIN(rd, t, type, free_fn)                                 \
 	do {                                                                   \
 		uint32_t i_;                                                   \
 		for (i_ = 0; (t)->slot && i_ < (t)->size; i_++)                \
@@ -426,39 +426,39 @@ static void roce_cq_free(struct roce_dev *rd, struct roce_cq *cq)
 				free_fn((rd), (type *)(t)->slot[i_]);          \
 	} while (0)
 
-void roce_dev_reset(struct roce_dev *rd)
+void rres_dev_reset(struct rres_dev *rd)
 {
 	uint32_t i;
 
-	ROCE_TABLE_DRAIN(rd, &rd->qps, struct roce_qp, roce_qp_free);
-	ROCE_TABLE_DRAIN(rd, &rd->ahs, struct roce_ah, roce_ah_free);
+	RRES_TABLE_DRAIN(rd, &rd->qps, struct rres_qp, rres_qp_free);
+	RRES_TABLE_DRAIN(rd, &rd->ahs, struct rres_ah, rres_ah_free);
 	/* windows before the MRs they are bound to */
 	for (i = 0; rd->mrs.slot && i < rd->mrs.size; i++) {
-		struct roce_mr *mr = rd->mrs.slot[i];
+		struct rres_mr *mr = rd->mrs.slot[i];
 
-		if (mr && mr->type == ROCE_MR_MW)
-			roce_mr_free(rd, mr);
+		if (mr && mr->type == RRES_MR_MW)
+			rres_mr_free(rd, mr);
 	}
-	ROCE_TABLE_DRAIN(rd, &rd->mrs, struct roce_mr, roce_mr_free);
-	ROCE_TABLE_DRAIN(rd, &rd->srqs, struct roce_srq, roce_srq_free);
-	ROCE_TABLE_DRAIN(rd, &rd->cqs, struct roce_cq, roce_cq_free);
-	roce_event_drop(rd, &rd->port_ev);
+	RRES_TABLE_DRAIN(rd, &rd->mrs, struct rres_mr, rres_mr_free);
+	RRES_TABLE_DRAIN(rd, &rd->srqs, struct rres_srq, rres_srq_free);
+	RRES_TABLE_DRAIN(rd, &rd->cqs, struct rres_cq, rres_cq_free);
+	rres_event_drop(rd, &rd->port_ev);
 	rd->ev_head = rd->ev_tail = NULL;
 	for (i = 0; rd->pds.slot && i < rd->pds.size; i++)
 		if (rd->pds.slot[i]) {
 			free(rd->pds.slot[i]);
-			roce_table_free(&rd->pds, i);
+			rres_table_free(&rd->pds, i);
 		}
-	for (i = 0; i < ROCE_GID_TBL_LEN; i++)
+	for (i = 0; i < RRES_GID_TBL_LEN; i++)
 		rd->gid[i].valid = false;
-	roce_gid_defaults(rd);
-	roce_gid_ip6_default(rd);
+	rres_gid_defaults(rd);
+	rres_gid_ip6_default(rd);
 }
 
-void roce_dev_share_tables(struct roce_dev *rd, struct roce_dev *pool, void *owner)
+void rres_dev_share_tables(struct rres_dev *rd, struct rres_dev *pool, void *owner)
 {
-	struct roce_table *t[] = { &rd->pds, &rd->mrs, &rd->cqs, &rd->qps, &rd->ahs, &rd->srqs };
-	struct roce_table *p[] = { &pool->pds, &pool->mrs, &pool->cqs, &pool->qps, &pool->ahs,
+	struct rres_table *t[] = { &rd->pds, &rd->mrs, &rd->cqs, &rd->qps, &rd->ahs, &rd->srqs };
+	struct rres_table *p[] = { &pool->pds, &pool->mrs, &pool->cqs, &pool->qps, &pool->ahs,
 				   &pool->srqs };
 
 	for (unsigned i = 0; i < ARRAY_SIZE(t); i++) {
@@ -468,15 +468,15 @@ void roce_dev_share_tables(struct roce_dev *rd, struct roce_dev *pool, void *own
 	rd->pool = pool;
 }
 
-void roce_dev_fini(struct roce_dev *rd)
+void rres_dev_fini(struct rres_dev *rd)
 {
-	roce_dev_reset(rd);
-	roce_table_fini(&rd->pds);
-	roce_table_fini(&rd->mrs);
-	roce_table_fini(&rd->ahs);
-	roce_table_fini(&rd->cqs);
-	roce_table_fini(&rd->qps);
-	roce_table_fini(&rd->srqs);
+	rres_dev_reset(rd);
+	rres_table_fini(&rd->pds);
+	rres_table_fini(&rd->mrs);
+	rres_table_fini(&rd->ahs);
+	rres_table_fini(&rd->cqs);
+	rres_table_fini(&rd->qps);
+	rres_table_fini(&rd->srqs);
 	free(rd->qp_gen);
 	free(rd->mr_lkey8);
 	free(rd->mr_rkey8);
@@ -485,13 +485,13 @@ void roce_dev_fini(struct roce_dev *rd)
 	memset(&rd->rng, 0, sizeof(rd->rng));
 }
 
-void roce_dev_set_mem(struct roce_dev *rd, const struct vhost_mem *mem)
+void rres_dev_set_mem(struct rres_dev *rd, const struct vhost_mem *mem)
 {
 	rd->mem = mem;
 }
 
 /* Recompute the device-managed GIDs; GID_CHANGE if one of them changed. */
-static void roce_gid_update(struct roce_dev *rd)
+static void rres_gid_update(struct rres_dev *rd)
 {
 	uint8_t old[2][16];
 	bool valid[2];
@@ -501,33 +501,33 @@ static void roce_gid_update(struct roce_dev *rd)
 		memcpy(old[i], rd->gid[i].raw, 16);
 		valid[i] = rd->gid[i].valid;
 	}
-	roce_gid_defaults(rd);
+	rres_gid_defaults(rd);
 	for (i = 0; i < 2; i++)
 		if (valid[i] != rd->gid[i].valid || memcmp(old[i], rd->gid[i].raw, 16)) {
-			roce_event_raise(rd, &rd->port_ev, VIRTIO_IB_EVENT_GID_CHANGE);
+			rres_event_raise(rd, &rd->port_ev, VIRTIO_IB_EVENT_GID_CHANGE);
 			break;
 		}
 }
 
-void roce_dev_set_mac(struct roce_dev *rd, const uint8_t mac[6])
+void rres_dev_set_mac(struct rres_dev *rd, const uint8_t mac[6])
 {
 	memcpy(rd->mac, mac, 6);
-	roce_gid_update(rd);
+	rres_gid_update(rd);
 }
 
-void roce_dev_set_ip4(struct roce_dev *rd, bool has_ip4, uint32_t ip4)
+void rres_dev_set_ip4(struct rres_dev *rd, bool has_ip4, uint32_t ip4)
 {
 	rd->has_ip4 = has_ip4;
 	rd->ip4 = has_ip4 ? ip4 : 0;
-	roce_gid_update(rd);
+	rres_gid_update(rd);
 }
 
-void roce_dev_set_eth_mtu(struct roce_dev *rd, uint16_t eth_mtu)
+void rres_dev_set_eth_mtu(struct rres_dev *rd, uint16_t eth_mtu)
 {
-	rd->attr.active_mtu = roce_mtu_from_eth(eth_mtu);
+	rd->attr.active_mtu = rres_mtu_from_eth(eth_mtu);
 }
 
-void roce_dev_counts(const struct roce_dev *rd, struct roce_counts *c)
+void rres_dev_counts(const struct rres_dev *rd, struct rres_counts *c)
 {
 	uint32_t i;
 
@@ -539,70 +539,70 @@ void roce_dev_counts(const struct roce_dev *rd, struct roce_counts *c)
 	c->qp = rd->qps.used;
 	c->ah = rd->ahs.used;
 	c->gid_drv = 0;
-	for (i = ROCE_GID_FIRST_DRV; i < ROCE_GID_TBL_LEN; i++)
+	for (i = RRES_GID_FIRST_DRV; i < RRES_GID_TBL_LEN; i++)
 		c->gid_drv += rd->gid[i].valid;
 }
 
 /* ---- lookups ------------------------------------------------------------ */
 
-struct roce_pd *roce_pd_lookup(const struct roce_dev *rd, uint32_t pdn)
+struct rres_pd *rres_pd_lookup(const struct rres_dev *rd, uint32_t pdn)
 {
-	return roce_table_get(&rd->pds, pdn);
+	return rres_table_get(&rd->pds, pdn);
 }
 
-struct roce_cq *roce_cq_lookup(const struct roce_dev *rd, uint32_t cqn)
+struct rres_cq *rres_cq_lookup(const struct rres_dev *rd, uint32_t cqn)
 {
-	return roce_table_get(&rd->cqs, cqn);
+	return rres_table_get(&rd->cqs, cqn);
 }
 
-struct roce_qp *roce_qp_lookup(const struct roce_dev *rd, uint32_t qpn)
+struct rres_qp *rres_qp_lookup(const struct rres_dev *rd, uint32_t qpn)
 {
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 
 	if (qpn > VRDMA_QPN_MASK)
 		return NULL;
-	qp = roce_table_get(&rd->qps, vrdma_qpn_index(qpn));
+	qp = rres_table_get(&rd->qps, vrdma_qpn_index(qpn));
 	return qp && qp->qpn == qpn ? qp : NULL;
 }
 
-struct roce_ah *roce_ah_lookup(const struct roce_dev *rd, uint32_t handle,
-			       const struct roce_pd *pd)
+struct rres_ah *rres_ah_lookup(const struct rres_dev *rd, uint32_t handle,
+			       const struct rres_pd *pd)
 {
-	struct roce_ah *ah = roce_table_get(&rd->ahs, handle);
+	struct rres_ah *ah = rres_table_get(&rd->ahs, handle);
 
 	return ah && ah->pd == pd ? ah : NULL;
 }
 
-struct roce_mr *roce_mr_lookup(const struct roce_dev *rd, uint32_t mrn)
+struct rres_mr *rres_mr_lookup(const struct rres_dev *rd, uint32_t mrn)
 {
-	return roce_table_get(&rd->mrs, mrn);
+	return rres_table_get(&rd->mrs, mrn);
 }
 
-struct roce_mr *roce_mr_lookup_lkey(const struct roce_dev *rd, uint32_t lkey,
-				    const struct roce_pd *pd, uint32_t access)
+struct rres_mr *rres_mr_lookup_lkey(const struct rres_dev *rd, uint32_t lkey,
+				    const struct rres_pd *pd, uint32_t access)
 {
-	struct roce_mr *mr = roce_table_get(&rd->mrs, lkey >> ROCE_KEY_BITS);
+	struct rres_mr *mr = rres_table_get(&rd->mrs, lkey >> RRES_KEY_BITS);
 
 	if (!mr || mr->lkey != lkey || mr->pd != pd || (access & ~mr->access) ||
-	    mr->type == ROCE_MR_MW || mr->state != ROCE_MR_VALID)
+	    mr->type == RRES_MR_MW || mr->state != RRES_MR_VALID)
 		return NULL;
 	return mr;
 }
 
-struct roce_mr *roce_mr_lookup_rkey(const struct roce_dev *rd, uint32_t rkey,
-				    const struct roce_pd *pd, uint32_t access)
+struct rres_mr *rres_mr_lookup_rkey(const struct rres_dev *rd, uint32_t rkey,
+				    const struct rres_pd *pd, uint32_t access)
 {
-	struct roce_mr *mr = roce_table_get(&rd->mrs, rkey >> ROCE_KEY_BITS);
+	struct rres_mr *mr = rres_table_get(&rd->mrs, rkey >> RRES_KEY_BITS);
 
 	if (!mr || !mr->rkey || mr->rkey != rkey || mr->pd != pd || (access & ~mr->access) ||
-	    mr->state != ROCE_MR_VALID)
+	    mr->state != RRES_MR_VALID)
 		return NULL;
-	if (mr->type == ROCE_MR_MW && !mr->bound_mr)
+	if (mr->type == RRES_MR_MW && !mr->bound_mr)
 		return NULL;
 	return mr;
 }
 
-int roce_mr_to_iov(const struct roce_dev *rd, const struct roce_mr *mr, uint64_t iova,
+int rres_mr_to_iov(const struct rres_dev *rd, const struct rres_mr *mr, uint64_t iova,
 		   uint64_t len, struct iovec *iov, unsigned max)
 {
 	uint64_t off, pos;
@@ -610,16 +610,16 @@ int roce_mr_to_iov(const struct roce_dev *rd, const struct roce_mr *mr, uint64_t
 
 	if (!len)
 		return 0;
-	if (mr->state != ROCE_MR_VALID)
+	if (mr->state != RRES_MR_VALID)
 		return -EFAULT;
-	if (mr->type == ROCE_MR_MW) {
+	if (mr->type == RRES_MR_MW) {
 		/* a window: its own bounds, then the bytes of its MR */
 		if (!mr->bound_mr || iova < mr->iova || iova - mr->iova > mr->length ||
 		    len > mr->length - (iova - mr->iova))
 			return -EFAULT;
-		return roce_mr_to_iov(rd, mr->bound_mr, iova, len, iov, max);
+		return rres_mr_to_iov(rd, mr->bound_mr, iova, len, iov, max);
 	}
-	if (mr->type == ROCE_MR_DMA) {
+	if (mr->type == RRES_MR_DMA) {
 		if (!rd->mem)
 			return -EFAULT;
 		return vhost_mem_gpa_to_iov(rd->mem, iova, len, iov, max);
@@ -650,17 +650,17 @@ int roce_mr_to_iov(const struct roce_dev *rd, const struct roce_mr *mr, uint64_t
 	return (int)n;
 }
 
-const uint8_t *roce_gid_get(const struct roce_dev *rd, uint32_t index)
+const uint8_t *rres_gid_get(const struct rres_dev *rd, uint32_t index)
 {
-	if (index >= ROCE_GID_TBL_LEN || !rd->gid[index].valid)
+	if (index >= RRES_GID_TBL_LEN || !rd->gid[index].valid)
 		return NULL;
 	return rd->gid[index].raw;
 }
 
-bool roce_cq_notify_check(struct roce_cq *cq, bool solicited_or_error)
+bool rres_cq_notify_check(struct rres_cq *cq, bool solicited_or_error)
 {
-	if ((cq->armed & ROCE_CQ_ARM_NEXT) ||
-	    ((cq->armed & ROCE_CQ_ARM_SOLICITED) && solicited_or_error)) {
+	if ((cq->armed & RRES_CQ_ARM_NEXT) ||
+	    ((cq->armed & RRES_CQ_ARM_SOLICITED) && solicited_or_error)) {
 		cq->armed = 0;
 		return true;
 	}
@@ -669,7 +669,7 @@ bool roce_cq_notify_check(struct roce_cq *cq, bool solicited_or_error)
 
 /* ---- rings -------------------------------------------------------------- */
 
-enum vrdma_vq_kind roce_ring_decode(const struct roce_dev *rd, uint32_t ring, uint32_t *idx)
+enum vrdma_vq_kind rres_ring_decode(const struct rres_dev *rd, uint32_t ring, uint32_t *idx)
 {
 	if (rd->rdma_dev_layout) /* pair i is QP index i */
 		return virtio_rdma_dev_vq_decode(rd->max_rdma_cqs, rd->max_rdma_qps - 1, ring, idx);
@@ -680,28 +680,28 @@ enum vrdma_vq_kind roce_ring_decode(const struct roce_dev *rd, uint32_t ring, ui
 	return vrdma_vq_decode(rd->net_pairs, rd->max_rdma_cqs, rd->max_rdma_qps, ring, idx);
 }
 
-uint32_t roce_ring_of_cq(const struct roce_dev *rd, uint32_t cqn)
+uint32_t rres_ring_of_cq(const struct rres_dev *rd, uint32_t cqn)
 {
 	if (rd->rdma_dev_layout)
 		return virtio_rdma_dev_vq_cq(cqn + 1);
 	return vrdma_vq_cq(rd->net_pairs, cqn);
 }
 
-uint32_t roce_ring_of_sq(const struct roce_dev *rd, uint32_t qp_index)
+uint32_t rres_ring_of_sq(const struct rres_dev *rd, uint32_t qp_index)
 {
 	if (rd->rdma_dev_layout)
 		return virtio_rdma_dev_vq_sq(rd->max_rdma_cqs, qp_index);
 	return vrdma_vq_sq(rd->net_pairs, rd->max_rdma_cqs, qp_index);
 }
 
-uint32_t roce_ring_of_rq(const struct roce_dev *rd, uint32_t qp_index)
+uint32_t rres_ring_of_rq(const struct rres_dev *rd, uint32_t qp_index)
 {
 	if (rd->rdma_dev_layout)
 		return virtio_rdma_dev_vq_rq(rd->max_rdma_cqs, qp_index);
 	return vrdma_vq_rq(rd->net_pairs, rd->max_rdma_cqs, qp_index);
 }
 
-uint32_t roce_ring_count(const struct roce_dev *rd)
+uint32_t rres_ring_count(const struct rres_dev *rd)
 {
 	if (rd->rdma_dev_layout)
 		return virtio_rdma_dev_vq_count(rd->max_rdma_cqs, rd->max_rdma_qps - 1);
@@ -711,68 +711,68 @@ uint32_t roce_ring_count(const struct roce_dev *rd)
 	return vrdma_vq_count(rd->net_pairs, rd->max_rdma_cqs, rd->max_rdma_qps);
 }
 
-uint32_t roce_ring_of_eventq(const struct roce_dev *rd)
+uint32_t rres_ring_of_eventq(const struct rres_dev *rd)
 {
 	return vrdma_vq_eventq(rd->net_pairs, rd->max_rdma_cqs, rd->max_rdma_qps);
 }
 
-uint32_t roce_ring_of_srq(const struct roce_dev *rd, uint32_t srqn)
+uint32_t rres_ring_of_srq(const struct rres_dev *rd, uint32_t srqn)
 {
 	return vrdma_vq_srq(rd->net_pairs, rd->max_rdma_cqs, rd->max_rdma_qps, srqn);
 }
 
-struct roce_srq *roce_ring_srq(const struct roce_dev *rd, uint32_t ring)
+struct rres_srq *rres_ring_srq(const struct rres_dev *rd, uint32_t ring)
 {
 	uint32_t idx;
 
-	if ((int)roce_ring_decode(rd, ring, &idx) != VRDMA_VQ_SRQ)
+	if ((int)rres_ring_decode(rd, ring, &idx) != VRDMA_VQ_SRQ)
 		return NULL;
-	return roce_table_get(&rd->srqs, idx);
+	return rres_table_get(&rd->srqs, idx);
 }
 
-struct roce_cq *roce_ring_cq(const struct roce_dev *rd, uint32_t ring)
+struct rres_cq *rres_ring_cq(const struct rres_dev *rd, uint32_t ring)
 {
 	uint32_t idx;
 
-	if (roce_ring_decode(rd, ring, &idx) != VRDMA_VQ_CQ)
+	if (rres_ring_decode(rd, ring, &idx) != VRDMA_VQ_CQ)
 		return NULL;
-	return roce_table_get(&rd->cqs, idx);
+	return rres_table_get(&rd->cqs, idx);
 }
 
-struct roce_qp *roce_ring_qp(const struct roce_dev *rd, uint32_t ring, bool *is_send)
+struct rres_qp *rres_ring_qp(const struct rres_dev *rd, uint32_t ring, bool *is_send)
 {
 	enum vrdma_vq_kind k;
 	uint32_t idx;
 
-	k = roce_ring_decode(rd, ring, &idx);
+	k = rres_ring_decode(rd, ring, &idx);
 	if (k != VRDMA_VQ_SQ && k != VRDMA_VQ_RQ)
 		return NULL;
 	if (is_send)
 		*is_send = k == VRDMA_VQ_SQ;
-	return roce_table_get(&rd->qps, idx);
+	return rres_table_get(&rd->qps, idx);
 }
 
-bool roce_ring_usable(const struct roce_dev *rd, uint32_t ring)
+bool rres_ring_usable(const struct rres_dev *rd, uint32_t ring)
 {
-	struct roce_qp *qp;
+	struct rres_qp *qp;
 	bool is_send;
 
-	switch ((int)roce_ring_decode(rd, ring, &(uint32_t){ 0 })) {
+	switch ((int)rres_ring_decode(rd, ring, &(uint32_t){ 0 })) {
 	case VRDMA_VQ_NET_RX:
 	case VRDMA_VQ_NET_TX:
 	case VRDMA_VQ_CTRL:
 		return true;
 	case VRDMA_VQ_CQ:
-		return roce_ring_cq(rd, ring) != NULL;
+		return rres_ring_cq(rd, ring) != NULL;
 	case VRDMA_VQ_SQ:
 	case VRDMA_VQ_RQ:
-		qp = roce_ring_qp(rd, ring, &is_send);
+		qp = rres_ring_qp(rd, ring, &is_send);
 		/* a QP with an SRQ never uses its own receive ring */
 		return qp && (is_send || !qp->srq);
 	case VRDMA_VQ_EVENTQ:
 		return rd->ext;
 	case VRDMA_VQ_SRQ:
-		return rd->ext && roce_ring_srq(rd, ring) != NULL;
+		return rd->ext && rres_ring_srq(rd, ring) != NULL;
 	default:
 		return false;
 	}
@@ -780,148 +780,148 @@ bool roce_ring_usable(const struct roce_dev *rd, uint32_t ring)
 
 /* ---- PD ----------------------------------------------------------------- */
 
-enum roce_err roce_pd_create(struct roce_dev *rd, uint32_t *pdn)
+enum rres_err rres_pd_create(struct rres_dev *rd, uint32_t *pdn)
 {
-	struct roce_pd *pd;
+	struct rres_pd *pd;
 	int64_t idx;
 
-	if (!roce_table_room(&rd->pds))
-		return ROCE_ERR_LIMIT;
+	if (!rres_table_room(&rd->pds))
+		return RRES_ERR_LIMIT;
 	pd = calloc(1, sizeof(*pd));
 	if (!pd)
-		return ROCE_ERR_NOMEM;
-	idx = roce_table_alloc(&rd->pds);
+		return RRES_ERR_NOMEM;
+	idx = rres_table_alloc(&rd->pds);
 	pd->pdn = (uint32_t)idx;
 	rd->pds.slot[idx] = pd;
 	*pdn = pd->pdn;
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-enum roce_err roce_pd_destroy(struct roce_dev *rd, uint32_t pdn)
+enum rres_err rres_pd_destroy(struct rres_dev *rd, uint32_t pdn)
 {
-	struct roce_pd *pd = roce_pd_lookup(rd, pdn);
+	struct rres_pd *pd = rres_pd_lookup(rd, pdn);
 
 	if (!pd)
-		return ROCE_ERR_BAD_HANDLE;
+		return RRES_ERR_BAD_HANDLE;
 	if (pd->refcnt)
-		return ROCE_ERR_IN_USE;
-	roce_table_free(&rd->pds, pdn);
+		return RRES_ERR_IN_USE;
+	rres_table_free(&rd->pds, pdn);
 	free(pd);
-	return ROCE_OK;
+	return RRES_OK;
 }
 
 /* ---- CQ ----------------------------------------------------------------- */
 
-enum roce_err roce_cq_create(struct roce_dev *rd, uint32_t cqe, uint32_t *cqn)
+enum rres_err rres_cq_create(struct rres_dev *rd, uint32_t cqe, uint32_t *cqn)
 {
-	struct roce_cq *cq;
+	struct rres_cq *cq;
 	int64_t idx;
 
 	if (cqe < 1 || cqe > rd->attr.max_cqe)
-		return ROCE_ERR_RANGE;
-	if (!roce_table_room(&rd->cqs))
-		return ROCE_ERR_LIMIT;
+		return RRES_ERR_RANGE;
+	if (!rres_table_room(&rd->cqs))
+		return RRES_ERR_LIMIT;
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
-		return ROCE_ERR_NOMEM;
-	idx = roce_table_alloc(&rd->cqs);
+		return RRES_ERR_NOMEM;
+	idx = rres_table_alloc(&rd->cqs);
 	cq->cqn = (uint32_t)idx;
 	cq->cqe = cqe;
-	cq->vq = roce_ring_of_cq(rd, cq->cqn);
+	cq->vq = rres_ring_of_cq(rd, cq->cqn);
 	cq->ev.id = cq->cqn;
 	if (rd->hooks.cq_create && rd->hooks.cq_create(rd, cq)) {
-		roce_table_unalloc(&rd->cqs, cq->cqn);
+		rres_table_unalloc(&rd->cqs, cq->cqn);
 		free(cq);
-		return ROCE_ERR_NOMEM;
+		return RRES_ERR_NOMEM;
 	}
 	rd->cqs.slot[idx] = cq;
 	*cqn = cq->cqn;
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-enum roce_err roce_cq_destroy(struct roce_dev *rd, uint32_t cqn)
+enum rres_err rres_cq_destroy(struct rres_dev *rd, uint32_t cqn)
 {
-	struct roce_cq *cq = roce_cq_lookup(rd, cqn);
+	struct rres_cq *cq = rres_cq_lookup(rd, cqn);
 
 	if (!cq)
-		return ROCE_ERR_BAD_HANDLE;
+		return RRES_ERR_BAD_HANDLE;
 	if (cq->refcnt)
-		return ROCE_ERR_IN_USE;
-	roce_cq_free(rd, cq);
-	return ROCE_OK;
+		return RRES_ERR_IN_USE;
+	rres_cq_free(rd, cq);
+	return RRES_OK;
 }
 
-enum roce_err roce_cq_req_notify(struct roce_dev *rd, uint32_t cqn, uint32_t flags)
+enum rres_err rres_cq_req_notify(struct rres_dev *rd, uint32_t cqn, uint32_t flags)
 {
-	struct roce_cq *cq = roce_cq_lookup(rd, cqn);
+	struct rres_cq *cq = rres_cq_lookup(rd, cqn);
 
 	if (!cq)
-		return ROCE_ERR_BAD_HANDLE;
-	if (!flags || (flags & ~(uint32_t)(ROCE_CQ_ARM_SOLICITED | ROCE_CQ_ARM_NEXT)))
-		return ROCE_ERR_FLAGS;
+		return RRES_ERR_BAD_HANDLE;
+	if (!flags || (flags & ~(uint32_t)(RRES_CQ_ARM_SOLICITED | RRES_CQ_ARM_NEXT)))
+		return RRES_ERR_FLAGS;
 	cq->armed |= (uint8_t)flags;
-	return ROCE_OK;
+	return RRES_OK;
 }
 
 /* ---- MR ----------------------------------------------------------------- */
 
 /* Allocate the MR's index and keys and publish it (cannot fail: the caller
  * checked rd->mrs.nfree). */
-static void roce_mr_publish(struct roce_dev *rd, struct roce_mr *mr, struct roce_pd *pd)
+static void rres_mr_publish(struct rres_dev *rd, struct rres_mr *mr, struct rres_pd *pd)
 {
-	uint32_t idx = (uint32_t)roce_table_alloc(&rd->mrs);
+	uint32_t idx = (uint32_t)rres_table_alloc(&rd->mrs);
 	uint16_t k;
 
 	mr->mrn = idx;
 	mr->pd = pd;
-	k = roce_new_key(rd, rd->mr_lkey8[idx]);
+	k = rres_new_key(rd, rd->mr_lkey8[idx]);
 	rd->mr_lkey8[idx] = k;
-	mr->lkey = (idx << ROCE_KEY_BITS) | k;
+	mr->lkey = (idx << RRES_KEY_BITS) | k;
 	mr->rkey = 0;
-	if (mr->type == ROCE_MR_USER &&
+	if (mr->type == RRES_MR_USER &&
 	    (mr->access & (VIRTIO_IB_ACCESS_REMOTE_READ | VIRTIO_IB_ACCESS_REMOTE_WRITE |
 			   VIRTIO_IB_ACCESS_REMOTE_ATOMIC))) {
-		k = roce_new_key(rd, rd->mr_rkey8[idx]);
+		k = rres_new_key(rd, rd->mr_rkey8[idx]);
 		rd->mr_rkey8[idx] = k;
-		mr->rkey = (idx << ROCE_KEY_BITS) | k;
+		mr->rkey = (idx << RRES_KEY_BITS) | k;
 	}
 	pd->refcnt++;
 	rd->mrs.slot[idx] = mr;
 }
 
-enum roce_err roce_mr_get_dma(struct roce_dev *rd, uint32_t pdn, uint32_t access,
-			      struct roce_mr **out)
+enum rres_err rres_mr_get_dma(struct rres_dev *rd, uint32_t pdn, uint32_t access,
+			      struct rres_mr **out)
 {
-	struct roce_pd *pd = roce_pd_lookup(rd, pdn);
-	struct roce_mr *mr;
+	struct rres_pd *pd = rres_pd_lookup(rd, pdn);
+	struct rres_mr *mr;
 
 	if (!pd)
-		return ROCE_ERR_BAD_HANDLE;
+		return RRES_ERR_BAD_HANDLE;
 	if (access & ~(uint32_t)VIRTIO_IB_ACCESS_LOCAL_WRITE)
-		return ROCE_ERR_FLAGS;
-	if (!roce_mr_room(rd))
-		return ROCE_ERR_LIMIT;
+		return RRES_ERR_FLAGS;
+	if (!rres_mr_room(rd))
+		return RRES_ERR_LIMIT;
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
-		return ROCE_ERR_NOMEM;
-	mr->type = ROCE_MR_DMA;
+		return RRES_ERR_NOMEM;
+	mr->type = RRES_MR_DMA;
 	mr->access = access;
 	mr->iova = 0;
 	mr->length = UINT64_MAX;
 	mr->page_size = VRDMA_PAGE_SIZE;
-	roce_mr_publish(rd, mr, pd);
+	rres_mr_publish(rd, mr, pd);
 	*out = mr;
-	return ROCE_OK;
+	return RRES_OK;
 }
 
 /* Number of 4 KiB pages [va, va+len) touches (len > 0, no wrap). */
-uint64_t roce_span_pages(uint64_t va, uint64_t len)
+uint64_t rres_span_pages(uint64_t va, uint64_t len)
 {
 	return ((va + len - 1) >> VRDMA_PAGE_SHIFT) - (va >> VRDMA_PAGE_SHIFT) + 1;
 }
 
 /* Add r to the sorted set regs[0..*n) if absent. */
-int roce_region_set_add(struct vhost_mem_region ***regs, uint32_t *n, uint32_t *cap,
+int rres_region_set_add(struct vhost_mem_region ***regs, uint32_t *n, uint32_t *cap,
 			  struct vhost_mem_region *r)
 {
 	uint32_t lo = 0, hi = *n;
@@ -951,33 +951,33 @@ int roce_region_set_add(struct vhost_mem_region ***regs, uint32_t *n, uint32_t *
 	return 0;
 }
 
-enum roce_err roce_mr_reg_user(struct roce_dev *rd, uint32_t pdn, uint32_t access,
+enum rres_err rres_mr_reg_user(struct rres_dev *rd, uint32_t pdn, uint32_t access,
 			       uint64_t va, uint64_t length, uint32_t npages,
-			       const void *pages_le, struct roce_mr **out)
+			       const void *pages_le, struct rres_mr **out)
 {
-	struct roce_pd *pd = roce_pd_lookup(rd, pdn);
+	struct rres_pd *pd = rres_pd_lookup(rd, pdn);
 	struct vhost_mem_region *last = NULL;
 	uint32_t i, ncap = 0;
-	struct roce_mr *mr;
-	enum roce_err err;
+	struct rres_mr *mr;
+	enum rres_err err;
 
 	if (!pd)
-		return ROCE_ERR_BAD_HANDLE;
-	if (!roce_mr_access_ok(rd, access))
-		return ROCE_ERR_FLAGS;
+		return RRES_ERR_BAD_HANDLE;
+	if (!rres_mr_access_ok(rd, access))
+		return RRES_ERR_FLAGS;
 	if (length > rd->attr.max_mr_size || (length && va > UINT64_MAX - (length - 1)))
-		return ROCE_ERR_RANGE;
-	if (npages != (length ? roce_span_pages(va, length) : 0))
-		return ROCE_ERR_NPAGES;
-	if (!roce_mr_room(rd) || !roce_mr_pages_room(rd, npages))
-		return ROCE_ERR_LIMIT;
+		return RRES_ERR_RANGE;
+	if (npages != (length ? rres_span_pages(va, length) : 0))
+		return RRES_ERR_NPAGES;
+	if (!rres_mr_room(rd) || !rres_mr_pages_room(rd, npages))
+		return RRES_ERR_LIMIT;
 	if (npages && !rd->mem)
-		return ROCE_ERR_PAGE;
+		return RRES_ERR_PAGE;
 
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
-		return ROCE_ERR_NOMEM;
-	mr->type = ROCE_MR_USER;
+		return RRES_ERR_NOMEM;
+	mr->type = RRES_MR_USER;
 	mr->access = access;
 	mr->iova = va;
 	mr->length = length;
@@ -986,7 +986,7 @@ enum roce_err roce_mr_reg_user(struct roce_dev *rd, uint32_t pdn, uint32_t acces
 	if (npages) {
 		mr->pages = malloc((size_t)npages * sizeof(*mr->pages));
 		if (!mr->pages) {
-			err = ROCE_ERR_NOMEM;
+			err = RRES_ERR_NOMEM;
 			goto fail;
 		}
 	}
@@ -996,18 +996,18 @@ enum roce_err roce_mr_reg_user(struct roce_dev *rd, uint32_t pdn, uint32_t acces
 		struct vhost_mem_region *r = last;
 
 		if (gpa & (VRDMA_PAGE_SIZE - 1)) {
-			err = ROCE_ERR_PAGE;
+			err = RRES_ERR_PAGE;
 			goto fail;
 		}
 		if (!r || gpa < r->gpa || gpa - r->gpa > r->size - VRDMA_PAGE_SIZE) {
 			r = vhost_mem_find(rd->mem, gpa);
 			if (!r || r->size < VRDMA_PAGE_SIZE ||
 			    gpa - r->gpa > r->size - VRDMA_PAGE_SIZE) {
-				err = ROCE_ERR_PAGE;
+				err = RRES_ERR_PAGE;
 				goto fail;
 			}
-			if (roce_region_set_add(&mr->regions, &mr->nregions, &ncap, r)) {
-				err = ROCE_ERR_NOMEM;
+			if (rres_region_set_add(&mr->regions, &mr->nregions, &ncap, r)) {
+				err = RRES_ERR_NOMEM;
 				goto fail;
 			}
 			last = r;
@@ -1016,10 +1016,10 @@ enum roce_err roce_mr_reg_user(struct roce_dev *rd, uint32_t pdn, uint32_t acces
 	}
 	for (i = 0; i < mr->nregions; i++)
 		vhost_mem_region_get(mr->regions[i]);
-	roce_mr_pages_add(rd, npages);
-	roce_mr_publish(rd, mr, pd);
+	rres_mr_pages_add(rd, npages);
+	rres_mr_publish(rd, mr, pd);
 	*out = mr;
-	return ROCE_OK;
+	return RRES_OK;
 fail:
 	free(mr->regions);
 	free(mr->pages);
@@ -1027,76 +1027,76 @@ fail:
 	return err;
 }
 
-enum roce_err roce_mr_dereg(struct roce_dev *rd, uint32_t mrn)
+enum rres_err rres_mr_dereg(struct rres_dev *rd, uint32_t mrn)
 {
-	struct roce_mr *mr = roce_mr_lookup(rd, mrn);
+	struct rres_mr *mr = rres_mr_lookup(rd, mrn);
 
-	if (!mr || mr->type == ROCE_MR_MW)
-		return ROCE_ERR_BAD_HANDLE;
+	if (!mr || mr->type == RRES_MR_MW)
+		return RRES_ERR_BAD_HANDLE;
 	if (mr->nbound)
-		return ROCE_ERR_IN_USE;
-	roce_mr_free(rd, mr);
-	return ROCE_OK;
+		return RRES_ERR_IN_USE;
+	rres_mr_free(rd, mr);
+	return RRES_OK;
 }
 
 /* ---- QP ----------------------------------------------------------------- */
 
-enum roce_err roce_qp_create(struct roce_dev *rd, const struct roce_qp_init *in,
-			     struct roce_qp **out)
+enum rres_err rres_qp_create(struct rres_dev *rd, const struct rres_qp_init *in,
+			     struct rres_qp **out)
 {
-	const struct roce_dev_attr *a = &rd->attr;
+	const struct rres_dev_attr *a = &rd->attr;
 	const uint32_t gsi = vrdma_qpn_index(VRDMA_GSI_QPN);
-	struct roce_srq *srq = NULL;
-	struct roce_cq *scq, *rcq;
-	struct roce_qp_cap cap = in->cap;
-	struct roce_pd *pd;
-	struct roce_qp *qp;
+	struct rres_srq *srq = NULL;
+	struct rres_cq *scq, *rcq;
+	struct rres_qp_cap cap = in->cap;
+	struct rres_pd *pd;
+	struct rres_qp *qp;
 	uint32_t idx, gen;
 
 	if (in->qp_type != VIRTIO_IB_QPT_RC && in->qp_type != VIRTIO_IB_QPT_UC &&
 	    in->qp_type != VIRTIO_IB_QPT_UD && in->qp_type != VIRTIO_IB_QPT_GSI)
-		return ROCE_ERR_QP_TYPE;
+		return RRES_ERR_QP_TYPE;
 	if ((in->ext_flags & ~(uint32_t)VIRTIO_IB_QP_CREATE_EXT_MASK) ||
 	    ((in->ext_flags & VIRTIO_IB_QP_CREATE_SRQ) &&
 	     !(rd->attr.ext_cap_flags & VIRTIO_IB_DEVICE_SRQ)))
-		return ROCE_ERR_FLAGS;
+		return RRES_ERR_FLAGS;
 	if (in->sq_sig_all > 1)
-		return ROCE_ERR_RANGE;
-	pd = roce_pd_lookup(rd, in->pdn);
-	scq = roce_cq_lookup(rd, in->send_cqn);
-	rcq = roce_cq_lookup(rd, in->recv_cqn);
+		return RRES_ERR_RANGE;
+	pd = rres_pd_lookup(rd, in->pdn);
+	scq = rres_cq_lookup(rd, in->send_cqn);
+	rcq = rres_cq_lookup(rd, in->recv_cqn);
 	if (in->ext_flags & VIRTIO_IB_QP_CREATE_SRQ) {
-		srq = roce_srq_lookup(rd, in->srqn);
+		srq = rres_srq_lookup(rd, in->srqn);
 		if (!srq)
-			return ROCE_ERR_BAD_HANDLE;
+			return RRES_ERR_BAD_HANDLE;
 		if (in->qp_type == VIRTIO_IB_QPT_GSI)
-			return ROCE_ERR_QP_TYPE;
+			return RRES_ERR_QP_TYPE;
 		/* the SRQ's limits apply; the QP's receive caps are unused */
 		cap.max_recv_wr = 0;
 		cap.max_recv_sge = 0;
 	}
 	if (!pd || !scq || !rcq)
-		return ROCE_ERR_BAD_HANDLE;
+		return RRES_ERR_BAD_HANDLE;
 	if (cap.max_send_wr > a->max_qp_wr || cap.max_recv_wr > a->max_qp_wr ||
 	    cap.max_send_sge > a->max_send_sge || cap.max_recv_sge > a->max_recv_sge ||
 	    cap.max_inline_data > a->max_inline_data)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if (in->qp_type == VIRTIO_IB_QPT_GSI) {
 		/* one GSI QP per device: the first context that asks */
 		if (gsi >= rd->qps.size || rd->qps.slot[gsi] ||
 		    (rd->qps.pool && rd->qps.pool->slot[gsi]))
-			return ROCE_ERR_LIMIT;
-	} else if (!roce_table_room(&rd->qps)) {
-		return ROCE_ERR_LIMIT;
+			return RRES_ERR_LIMIT;
+	} else if (!rres_table_room(&rd->qps)) {
+		return RRES_ERR_LIMIT;
 	}
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
-		return ROCE_ERR_NOMEM;
+		return RRES_ERR_NOMEM;
 	if (in->qp_type == VIRTIO_IB_QPT_GSI) {
 		idx = gsi;
 		gen = 0;
 	} else {
-		idx = (uint32_t)roce_table_alloc(&rd->qps);
+		idx = (uint32_t)rres_table_alloc(&rd->qps);
 		gen = rd->qp_gen[idx];
 	}
 	qp->qpn = vrdma_qpn_make(idx, gen);
@@ -1107,17 +1107,17 @@ enum roce_err roce_qp_create(struct roce_dev *rd, const struct roce_qp_init *in,
 	qp->send_cq = scq;
 	qp->recv_cq = rcq;
 	qp->cap = cap;
-	qp->sq_vq = roce_ring_of_sq(rd, idx);
-	qp->rq_vq = roce_ring_of_rq(rd, idx);
+	qp->sq_vq = rres_ring_of_sq(rd, idx);
+	qp->rq_vq = rres_ring_of_rq(rd, idx);
 	qp->ext_flags = in->ext_flags;
 	qp->srq = srq;
 	qp->ev.id = qp->qpn;
-	roce_qp_attr_default(rd, qp, &qp->attr);
+	rres_qp_attr_default(rd, qp, &qp->attr);
 	if (rd->hooks.qp_create && rd->hooks.qp_create(rd, qp)) {
 		if (idx != gsi)
-			roce_table_unalloc(&rd->qps, idx);
+			rres_table_unalloc(&rd->qps, idx);
 		free(qp);
-		return ROCE_ERR_NOMEM;
+		return RRES_ERR_NOMEM;
 	}
 	if (idx == gsi) {
 		rd->qps.used++;
@@ -1131,41 +1131,41 @@ enum roce_err roce_qp_create(struct roce_dev *rd, const struct roce_qp_init *in,
 	if (srq)
 		srq->refcnt++;
 	*out = qp;
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-enum roce_err roce_qp_destroy(struct roce_dev *rd, uint32_t qpn)
+enum rres_err rres_qp_destroy(struct rres_dev *rd, uint32_t qpn)
 {
-	struct roce_qp *qp = roce_qp_lookup(rd, qpn);
+	struct rres_qp *qp = rres_qp_lookup(rd, qpn);
 
 	if (!qp)
-		return ROCE_ERR_BAD_HANDLE;
-	roce_qp_free(rd, qp);
-	return ROCE_OK;
+		return RRES_ERR_BAD_HANDLE;
+	rres_qp_free(rd, qp);
+	return RRES_OK;
 }
 
 /* ---- AH ----------------------------------------------------------------- */
 
-enum roce_err roce_ah_create(struct roce_dev *rd, uint32_t pdn,
+enum rres_err rres_ah_create(struct rres_dev *rd, uint32_t pdn,
 			     const struct virtio_rdma_ah_attr *attr, uint32_t *handle)
 {
-	struct roce_pd *pd = roce_pd_lookup(rd, pdn);
-	struct roce_av av;
-	struct roce_ah *ah;
-	enum roce_err err;
+	struct rres_pd *pd = rres_pd_lookup(rd, pdn);
+	struct rres_av av;
+	struct rres_ah *ah;
+	enum rres_err err;
 	int64_t idx;
 
 	if (!pd)
-		return ROCE_ERR_BAD_HANDLE;
-	err = roce_av_from_wire(rd, attr, false, &av);
+		return RRES_ERR_BAD_HANDLE;
+	err = rres_av_from_wire(rd, attr, false, &av);
 	if (err)
 		return err;
-	if (!roce_table_room(&rd->ahs))
-		return ROCE_ERR_LIMIT;
+	if (!rres_table_room(&rd->ahs))
+		return RRES_ERR_LIMIT;
 	ah = calloc(1, sizeof(*ah));
 	if (!ah)
-		return ROCE_ERR_NOMEM;
-	idx = roce_table_alloc(&rd->ahs);
+		return RRES_ERR_NOMEM;
+	idx = rres_table_alloc(&rd->ahs);
 	ah->handle = (uint32_t)idx;
 	ah->pd = pd;
 	ah->av = av;
@@ -1174,45 +1174,45 @@ enum roce_err roce_ah_create(struct roce_dev *rd, uint32_t pdn,
 	*handle = ah->handle;
 	if (rd->hooks.ah_create)
 		rd->hooks.ah_create(rd, ah);
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-enum roce_err roce_ah_destroy(struct roce_dev *rd, uint32_t pdn, uint32_t handle)
+enum rres_err rres_ah_destroy(struct rres_dev *rd, uint32_t pdn, uint32_t handle)
 {
-	struct roce_ah *ah = roce_table_get(&rd->ahs, handle);
+	struct rres_ah *ah = rres_table_get(&rd->ahs, handle);
 
 	if (!ah)
-		return ROCE_ERR_BAD_HANDLE;
+		return RRES_ERR_BAD_HANDLE;
 	if (ah->pd->pdn != pdn)
-		return ROCE_ERR_WRONG_PD;
-	roce_ah_free(rd, ah);
-	return ROCE_OK;
+		return RRES_ERR_WRONG_PD;
+	rres_ah_free(rd, ah);
+	return RRES_OK;
 }
 
 /* ---- GID table ---------------------------------------------------------- */
 
-enum roce_err roce_gid_add(struct roce_dev *rd, uint32_t index, const uint8_t gid[16])
+enum rres_err rres_gid_add(struct rres_dev *rd, uint32_t index, const uint8_t gid[16])
 {
 	static const uint8_t zero[16];
 
-	if (index < ROCE_GID_FIRST_DRV || index >= ROCE_GID_TBL_LEN)
-		return ROCE_ERR_GID;
+	if (index < RRES_GID_FIRST_DRV || index >= RRES_GID_TBL_LEN)
+		return RRES_ERR_GID;
 	if (!memcmp(gid, zero, 16))
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if (rd->gid[index].valid) {
 		/* Adding the same GID again is a no-op; replacing is not. */
-		return memcmp(rd->gid[index].raw, gid, 16) ? ROCE_ERR_IN_USE : ROCE_OK;
+		return memcmp(rd->gid[index].raw, gid, 16) ? RRES_ERR_IN_USE : RRES_OK;
 	}
 	memcpy(rd->gid[index].raw, gid, 16);
 	rd->gid[index].valid = true;
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-enum roce_err roce_gid_del(struct roce_dev *rd, uint32_t index)
+enum rres_err rres_gid_del(struct rres_dev *rd, uint32_t index)
 {
-	if (index < ROCE_GID_FIRST_DRV || index >= ROCE_GID_TBL_LEN || !rd->gid[index].valid)
-		return ROCE_ERR_GID;
+	if (index < RRES_GID_FIRST_DRV || index >= RRES_GID_TBL_LEN || !rd->gid[index].valid)
+		return RRES_ERR_GID;
 	memset(rd->gid[index].raw, 0, 16);
 	rd->gid[index].valid = false;
-	return ROCE_OK;
+	return RRES_OK;
 }

@@ -2,10 +2,10 @@
 /*
  * Control commands of class VIRTIO_NET_CTRL_ROCE (RFC: "RoCE
  * Configuration"): decode the untrusted little-endian command data, check its
- * length, run the operation (roce_res.c, roce_qp_state.c), encode the ack
+ * length, run the operation (rres_res.c, rres_qp_state.c), encode the ack
  * data, count the outcome. Nothing here trusts in_len, alignment or any value.
  */
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 
 #include <string.h>
 
@@ -81,33 +81,33 @@ static const struct {
 		CMD(query_pkey), ACK(query_pkey), 0 },
 };
 
-static const char *const err_names[ROCE_ERR_MAX] = {
-	[ROCE_OK] = "ok",
-	[ROCE_ERR_UNKNOWN_CMD] = "unknown_cmd",
-	[ROCE_ERR_BAD_LEN] = "bad_len",
-	[ROCE_ERR_OUT_SPACE] = "out_space",
-	[ROCE_ERR_BAD_HANDLE] = "bad_handle",
-	[ROCE_ERR_WRONG_PD] = "wrong_pd",
-	[ROCE_ERR_IN_USE] = "in_use",
-	[ROCE_ERR_LIMIT] = "limit",
-	[ROCE_ERR_RANGE] = "range",
-	[ROCE_ERR_FLAGS] = "flags",
-	[ROCE_ERR_QP_TYPE] = "qp_type",
-	[ROCE_ERR_STATE] = "state",
-	[ROCE_ERR_ATTR_MASK] = "attr_mask",
-	[ROCE_ERR_NPAGES] = "npages",
-	[ROCE_ERR_PAGE] = "page",
-	[ROCE_ERR_GID] = "gid",
-	[ROCE_ERR_NOMEM] = "nomem",
-	[ROCE_ERR_CQ_STATE] = "cq_state",
+static const char *const err_names[RRES_ERR_MAX] = {
+	[RRES_OK] = "ok",
+	[RRES_ERR_UNKNOWN_CMD] = "unknown_cmd",
+	[RRES_ERR_BAD_LEN] = "bad_len",
+	[RRES_ERR_OUT_SPACE] = "out_space",
+	[RRES_ERR_BAD_HANDLE] = "bad_handle",
+	[RRES_ERR_WRONG_PD] = "wrong_pd",
+	[RRES_ERR_IN_USE] = "in_use",
+	[RRES_ERR_LIMIT] = "limit",
+	[RRES_ERR_RANGE] = "range",
+	[RRES_ERR_FLAGS] = "flags",
+	[RRES_ERR_QP_TYPE] = "qp_type",
+	[RRES_ERR_STATE] = "state",
+	[RRES_ERR_ATTR_MASK] = "attr_mask",
+	[RRES_ERR_NPAGES] = "npages",
+	[RRES_ERR_PAGE] = "page",
+	[RRES_ERR_GID] = "gid",
+	[RRES_ERR_NOMEM] = "nomem",
+	[RRES_ERR_CQ_STATE] = "cq_state",
 };
 
-const char *roce_err_name(enum roce_err e)
+const char *rres_err_name(enum rres_err e)
 {
-	return (unsigned)e < ROCE_ERR_MAX ? err_names[e] : "?";
+	return (unsigned)e < RRES_ERR_MAX ? err_names[e] : "?";
 }
 
-const char *roce_cmd_name(uint8_t cmd)
+const char *rres_cmd_name(uint8_t cmd)
 {
 	return cmd < VIRTIO_NET_CTRL_ROCE_EXT_NUM_CMDS ? cmd_info[cmd].name : "?";
 }
@@ -118,10 +118,10 @@ const char *roce_cmd_name(uint8_t cmd)
 #define IN8(s, f)   (((const uint8_t *)in)[offsetof(struct s, f)])
 #define OUT32(s, f, v) put_le32((uint8_t *)out + offsetof(struct s, f), (v))
 
-static enum roce_err cmd_query_device(struct roce_dev *rd, void *out)
+static enum rres_err cmd_query_device(struct rres_dev *rd, void *out)
 {
 	struct virtio_rdma_ack_query_device_ext a;
-	const struct roce_dev_attr *d = &rd->attr;
+	const struct rres_dev_attr *d = &rd->attr;
 
 	memset(&a, 0, sizeof(a));
 	put_le64(&a.device_cap_flags,
@@ -149,10 +149,10 @@ static enum roce_err cmd_query_device(struct roce_dev *rd, void *out)
 		a.atomic_cap = d->atomic_cap;
 	}
 	memcpy(out, &a, sizeof(a));
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-static enum roce_err cmd_query_port(struct roce_dev *rd, void *out)
+static enum rres_err cmd_query_port(struct rres_dev *rd, void *out)
 {
 	struct virtio_rdma_ack_query_port_ext a;
 
@@ -166,24 +166,24 @@ static enum roce_err cmd_query_port(struct roce_dev *rd, void *out)
 	if (rd->has_ip6)
 		memcpy(a.gid2_ipv6, rd->ip6, 16);
 	memcpy(out, &a, sizeof(a));
-	return ROCE_OK;
+	return RRES_OK;
 }
 
 /* Check the REG_USER_MR length against its own npages, then register. */
-static enum roce_err cmd_reg_user_mr(struct roce_dev *rd, const void *in, size_t in_len,
+static enum rres_err cmd_reg_user_mr(struct rres_dev *rd, const void *in, size_t in_len,
 				     void *out)
 {
 	const size_t hdr = CMD(reg_user_mr);
-	struct roce_mr *mr;
-	enum roce_err err;
+	struct rres_mr *mr;
+	enum rres_err err;
 	uint32_t npages;
 
 	if (in_len < hdr || (in_len - hdr) % 8)
-		return ROCE_ERR_BAD_LEN;
+		return RRES_ERR_BAD_LEN;
 	npages = IN32(virtio_rdma_cmd_reg_user_mr, npages);
 	if ((in_len - hdr) / 8 != npages)
-		return ROCE_ERR_BAD_LEN;
-	err = roce_mr_reg_user(rd, IN32(virtio_rdma_cmd_reg_user_mr, pdn),
+		return RRES_ERR_BAD_LEN;
+	err = rres_mr_reg_user(rd, IN32(virtio_rdma_cmd_reg_user_mr, pdn),
 			       IN32(virtio_rdma_cmd_reg_user_mr, access_flags),
 			       IN64(virtio_rdma_cmd_reg_user_mr, virt_addr),
 			       IN64(virtio_rdma_cmd_reg_user_mr, length), npages,
@@ -193,15 +193,15 @@ static enum roce_err cmd_reg_user_mr(struct roce_dev *rd, const void *in, size_t
 	OUT32(virtio_rdma_ack_reg_user_mr, mrn, mr->mrn);
 	OUT32(virtio_rdma_ack_reg_user_mr, lkey, mr->lkey);
 	OUT32(virtio_rdma_ack_reg_user_mr, rkey, mr->rkey);
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-static enum roce_err cmd_create_qp(struct roce_dev *rd, const void *in, void *out)
+static enum rres_err cmd_create_qp(struct rres_dev *rd, const void *in, void *out)
 {
 	struct virtio_rdma_cmd_create_qp_ext c;
-	struct roce_qp_init init;
-	struct roce_qp *qp;
-	enum roce_err err;
+	struct rres_qp_init init;
+	struct rres_qp *qp;
+	enum rres_err err;
 
 	memcpy(&c, in, sizeof(c));
 	memset(&init, 0, sizeof(init));
@@ -219,17 +219,17 @@ static enum roce_err cmd_create_qp(struct roce_dev *rd, const void *in, void *ou
 	init.cap.max_send_sge = le32toh(c.cap.max_send_sge);
 	init.cap.max_recv_sge = le32toh(c.cap.max_recv_sge);
 	init.cap.max_inline_data = le32toh(c.cap.max_inline_data);
-	err = roce_qp_create(rd, &init, &qp);
+	err = rres_qp_create(rd, &init, &qp);
 	if (err)
 		return err;
 	OUT32(virtio_rdma_ack_create_qp, qpn, qp->qpn);
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-static enum roce_err cmd_modify_qp(struct roce_dev *rd, const void *in)
+static enum rres_err cmd_modify_qp(struct rres_dev *rd, const void *in)
 {
 	struct virtio_rdma_cmd_modify_qp c;
-	struct roce_qp_modify m;
+	struct rres_qp_modify m;
 
 	memcpy(&c, in, sizeof(c));
 	memset(&m, 0, sizeof(m));
@@ -250,10 +250,10 @@ static enum roce_err cmd_modify_qp(struct roce_dev *rd, const void *in)
 	m.qp_access_flags = le32toh(c.qp_access_flags);
 	m.rate_limit = le32toh(c.rate_limit);
 	m.ah_attr = c.ah_attr;
-	return roce_qp_modify(rd, le32toh(c.qpn), &m);
+	return rres_qp_modify(rd, le32toh(c.qpn), &m);
 }
 
-static void av_to_wire(const struct roce_dev *rd, const struct roce_av *av,
+static void av_to_wire(const struct rres_dev *rd, const struct rres_av *av,
 		       struct virtio_rdma_ah_attr *w)
 {
 	memset(w, 0, sizeof(*w));
@@ -270,17 +270,17 @@ static void av_to_wire(const struct roce_dev *rd, const struct roce_av *av,
 	}
 }
 
-static enum roce_err cmd_query_qp(struct roce_dev *rd, const void *in, void *out)
+static enum rres_err cmd_query_qp(struct rres_dev *rd, const void *in, void *out)
 {
 	uint32_t mask = IN32(virtio_rdma_cmd_query_qp, attr_mask);
-	struct roce_qp *qp = roce_qp_lookup(rd, IN32(virtio_rdma_cmd_query_qp, qpn));
+	struct rres_qp *qp = rres_qp_lookup(rd, IN32(virtio_rdma_cmd_query_qp, qpn));
 	struct virtio_rdma_ack_query_qp_ext a;
-	const struct roce_qp_attr *at;
+	const struct rres_qp_attr *at;
 
 	if (!qp)
-		return ROCE_ERR_BAD_HANDLE;
+		return RRES_ERR_BAD_HANDLE;
 	if (mask & ~(uint32_t)VIRTIO_IB_QP_ATTR_MASK_ALL)
-		return ROCE_ERR_ATTR_MASK;
+		return RRES_ERR_ATTR_MASK;
 	at = &qp->attr;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = at->qp_state;
@@ -310,17 +310,17 @@ static enum roce_err cmd_query_qp(struct roce_dev *rd, const void *in, void *out
 		put_le32(&a.srqn, qp->srq ? qp->srq->srqn : 0);
 	}
 	memcpy(out, &a, sizeof(a));
-	return ROCE_OK;
+	return RRES_OK;
 }
 
 /* ---- commands of the extension ---- */
 
-static enum roce_err cmd_create_srq(struct roce_dev *rd, const void *in, void *out)
+static enum rres_err cmd_create_srq(struct rres_dev *rd, const void *in, void *out)
 {
-	struct roce_srq *srq;
-	enum roce_err err;
+	struct rres_srq *srq;
+	enum rres_err err;
 
-	err = roce_srq_create(rd, IN32(virtio_rdma_cmd_create_srq, pdn),
+	err = rres_srq_create(rd, IN32(virtio_rdma_cmd_create_srq, pdn),
 			      IN32(virtio_rdma_cmd_create_srq, max_wr),
 			      IN32(virtio_rdma_cmd_create_srq, max_sge), &srq);
 	if (err)
@@ -329,62 +329,62 @@ static enum roce_err cmd_create_srq(struct roce_dev *rd, const void *in, void *o
 	OUT32(virtio_rdma_ack_create_srq, srqn, srq->srqn);
 	OUT32(virtio_rdma_ack_create_srq, max_wr, srq->max_wr);
 	OUT32(virtio_rdma_ack_create_srq, max_sge, srq->max_sge);
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-static enum roce_err cmd_query_srq(struct roce_dev *rd, const void *in, void *out)
+static enum rres_err cmd_query_srq(struct rres_dev *rd, const void *in, void *out)
 {
-	struct roce_srq *srq = roce_srq_lookup(rd, IN32(virtio_rdma_cmd_query_srq, srqn));
+	struct rres_srq *srq = rres_srq_lookup(rd, IN32(virtio_rdma_cmd_query_srq, srqn));
 
 	if (!srq)
-		return ROCE_ERR_BAD_HANDLE;
+		return RRES_ERR_BAD_HANDLE;
 	memset(out, 0, ACK(query_srq));
 	OUT32(virtio_rdma_ack_query_srq, max_wr, srq->max_wr);
 	OUT32(virtio_rdma_ack_query_srq, max_sge, srq->max_sge);
 	OUT32(virtio_rdma_ack_query_srq, srq_limit, srq->srq_limit);
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-static enum roce_err cmd_alloc_mr(struct roce_dev *rd, const void *in, void *out)
+static enum rres_err cmd_alloc_mr(struct rres_dev *rd, const void *in, void *out)
 {
 	uint32_t pdn = IN32(virtio_rdma_cmd_alloc_mr, pdn);
-	struct roce_mr *mr;
-	enum roce_err err;
+	struct rres_mr *mr;
+	enum rres_err err;
 
-	if (!roce_pd_lookup(rd, pdn))
-		return ROCE_ERR_BAD_HANDLE;
+	if (!rres_pd_lookup(rd, pdn))
+		return RRES_ERR_BAD_HANDLE;
 	if (IN32(virtio_rdma_cmd_alloc_mr, mr_type) != VIRTIO_IB_MR_TYPE_MEM_REG)
-		return ROCE_ERR_RANGE;
-	err = roce_mr_alloc(rd, pdn, IN32(virtio_rdma_cmd_alloc_mr, max_num_sg), &mr);
+		return RRES_ERR_RANGE;
+	err = rres_mr_alloc(rd, pdn, IN32(virtio_rdma_cmd_alloc_mr, max_num_sg), &mr);
 	if (err)
 		return err;
 	OUT32(virtio_rdma_ack_alloc_mr, mrn, mr->mrn);
 	OUT32(virtio_rdma_ack_alloc_mr, lkey, mr->lkey);
 	OUT32(virtio_rdma_ack_alloc_mr, rkey, mr->rkey);
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-static enum roce_err cmd_alloc_mw(struct roce_dev *rd, const void *in, void *out)
+static enum rres_err cmd_alloc_mw(struct rres_dev *rd, const void *in, void *out)
 {
-	struct roce_mr *mw;
-	enum roce_err err;
+	struct rres_mr *mw;
+	enum rres_err err;
 
-	err = roce_mw_alloc(rd, IN32(virtio_rdma_cmd_alloc_mw, pdn),
+	err = rres_mw_alloc(rd, IN32(virtio_rdma_cmd_alloc_mw, pdn),
 			    IN32(virtio_rdma_cmd_alloc_mw, mw_type), &mw);
 	if (err)
 		return err;
 	OUT32(virtio_rdma_ack_alloc_mw, mwn, mw->mrn);
 	OUT32(virtio_rdma_ack_alloc_mw, rkey, mw->rkey);
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-static enum roce_err cmd_resize_qp(struct roce_dev *rd, const void *in, void *out)
+static enum rres_err cmd_resize_qp(struct rres_dev *rd, const void *in, void *out)
 {
 	struct virtio_rdma_cmd_resize_qp c;
 	struct virtio_rdma_ack_resize_qp a;
-	struct roce_qp_cap cap;
-	struct roce_qp *qp;
-	enum roce_err err;
+	struct rres_qp_cap cap;
+	struct rres_qp *qp;
+	enum rres_err err;
 
 	memcpy(&c, in, sizeof(c));
 	cap.max_send_wr = le32toh(c.cap.max_send_wr);
@@ -392,10 +392,10 @@ static enum roce_err cmd_resize_qp(struct roce_dev *rd, const void *in, void *ou
 	cap.max_send_sge = le32toh(c.cap.max_send_sge);
 	cap.max_recv_sge = le32toh(c.cap.max_recv_sge);
 	cap.max_inline_data = le32toh(c.cap.max_inline_data);
-	err = roce_qp_resize(rd, le32toh(c.qpn), &cap);
+	err = rres_qp_resize(rd, le32toh(c.qpn), &cap);
 	if (err)
 		return err;
-	qp = roce_qp_lookup(rd, le32toh(c.qpn));
+	qp = rres_qp_lookup(rd, le32toh(c.qpn));
 	memset(&a, 0, sizeof(a));
 	put_le32(&a.cap.max_send_wr, qp->cap.max_send_wr);
 	put_le32(&a.cap.max_recv_wr, qp->cap.max_recv_wr);
@@ -403,25 +403,25 @@ static enum roce_err cmd_resize_qp(struct roce_dev *rd, const void *in, void *ou
 	put_le32(&a.cap.max_recv_sge, qp->cap.max_recv_sge);
 	put_le32(&a.cap.max_inline_data, qp->cap.max_inline_data);
 	memcpy(out, &a, sizeof(a));
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-static enum roce_err cmd_query_pkey(struct roce_dev *rd, const void *in, void *out)
+static enum rres_err cmd_query_pkey(struct rres_dev *rd, const void *in, void *out)
 {
 	if (IN16(virtio_rdma_cmd_query_pkey, index) >= rd->attr.max_pkeys)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	memset(out, 0, ACK(query_pkey));
 	put_le16(out, 0xffff); /* the default P_Key, full membership */
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-static enum roce_err cmd_dispatch(struct roce_dev *rd, uint8_t cmd, const void *in,
+static enum rres_err cmd_dispatch(struct rres_dev *rd, uint8_t cmd, const void *in,
 				  size_t in_len, void *out)
 {
 	struct virtio_rdma_cmd_create_ah ca;
 	struct virtio_rdma_cmd_add_gid ag;
-	struct roce_mr *mr;
-	enum roce_err err;
+	struct rres_mr *mr;
+	enum rres_err err;
 	uint32_t v;
 
 	switch (cmd) {
@@ -430,32 +430,32 @@ static enum roce_err cmd_dispatch(struct roce_dev *rd, uint8_t cmd, const void *
 	case VIRTIO_NET_CTRL_ROCE_QUERY_PORT:
 		return cmd_query_port(rd, out);
 	case VIRTIO_NET_CTRL_ROCE_CREATE_CQ:
-		err = roce_cq_create(rd, IN32(virtio_rdma_cmd_create_cq, cqe), &v);
+		err = rres_cq_create(rd, IN32(virtio_rdma_cmd_create_cq, cqe), &v);
 		if (!err)
 			OUT32(virtio_rdma_ack_create_cq, cqn, v);
 		return err;
 	case VIRTIO_NET_CTRL_ROCE_DESTROY_CQ:
-		return roce_cq_destroy(rd, IN32(virtio_rdma_cmd_destroy_cq, cqn));
+		return rres_cq_destroy(rd, IN32(virtio_rdma_cmd_destroy_cq, cqn));
 	case VIRTIO_NET_CTRL_ROCE_CREATE_PD:
-		err = roce_pd_create(rd, &v);
+		err = rres_pd_create(rd, &v);
 		if (!err)
 			OUT32(virtio_rdma_ack_create_pd, pdn, v);
 		return err;
 	case VIRTIO_NET_CTRL_ROCE_DESTROY_PD:
-		return roce_pd_destroy(rd, IN32(virtio_rdma_cmd_destroy_pd, pdn));
+		return rres_pd_destroy(rd, IN32(virtio_rdma_cmd_destroy_pd, pdn));
 	case VIRTIO_NET_CTRL_ROCE_GET_DMA_MR:
-		err = roce_mr_get_dma(rd, IN32(virtio_rdma_cmd_get_dma_mr, pdn),
+		err = rres_mr_get_dma(rd, IN32(virtio_rdma_cmd_get_dma_mr, pdn),
 				      IN32(virtio_rdma_cmd_get_dma_mr, access_flags), &mr);
 		if (err)
 			return err;
 		OUT32(virtio_rdma_ack_get_dma_mr, mrn, mr->mrn);
 		OUT32(virtio_rdma_ack_get_dma_mr, lkey, mr->lkey);
 		OUT32(virtio_rdma_ack_get_dma_mr, rkey, mr->rkey);
-		return ROCE_OK;
+		return RRES_OK;
 	case VIRTIO_NET_CTRL_ROCE_REG_USER_MR:
 		return cmd_reg_user_mr(rd, in, in_len, out);
 	case VIRTIO_NET_CTRL_ROCE_DEREG_MR:
-		return roce_mr_dereg(rd, IN32(virtio_rdma_cmd_dereg_mr, mrn));
+		return rres_mr_dereg(rd, IN32(virtio_rdma_cmd_dereg_mr, mrn));
 	case VIRTIO_NET_CTRL_ROCE_CREATE_QP:
 		return cmd_create_qp(rd, in, out);
 	case VIRTIO_NET_CTRL_ROCE_MODIFY_QP:
@@ -463,43 +463,43 @@ static enum roce_err cmd_dispatch(struct roce_dev *rd, uint8_t cmd, const void *
 	case VIRTIO_NET_CTRL_ROCE_QUERY_QP:
 		return cmd_query_qp(rd, in, out);
 	case VIRTIO_NET_CTRL_ROCE_DESTROY_QP:
-		return roce_qp_destroy(rd, IN32(virtio_rdma_cmd_destroy_qp, qpn));
+		return rres_qp_destroy(rd, IN32(virtio_rdma_cmd_destroy_qp, qpn));
 	case VIRTIO_NET_CTRL_ROCE_CREATE_AH:
 		memcpy(&ca, in, sizeof(ca));
-		err = roce_ah_create(rd, le32toh(ca.pdn), &ca.ah_attr, &v);
+		err = rres_ah_create(rd, le32toh(ca.pdn), &ca.ah_attr, &v);
 		if (!err)
 			OUT32(virtio_rdma_ack_create_ah, ah, v);
 		return err;
 	case VIRTIO_NET_CTRL_ROCE_DESTROY_AH:
-		return roce_ah_destroy(rd, IN32(virtio_rdma_cmd_destroy_ah, pdn),
+		return rres_ah_destroy(rd, IN32(virtio_rdma_cmd_destroy_ah, pdn),
 				       IN32(virtio_rdma_cmd_destroy_ah, ah));
 	case VIRTIO_NET_CTRL_ROCE_ADD_GID:
 		memcpy(&ag, in, sizeof(ag));
-		return roce_gid_add(rd, le16toh(ag.index), ag.gid);
+		return rres_gid_add(rd, le16toh(ag.index), ag.gid);
 	case VIRTIO_NET_CTRL_ROCE_DEL_GID:
-		return roce_gid_del(rd, IN16(virtio_rdma_cmd_del_gid, index));
+		return rres_gid_del(rd, IN16(virtio_rdma_cmd_del_gid, index));
 	case VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ:
-		return roce_cq_req_notify(rd, IN32(virtio_rdma_cmd_req_notify, cqn),
+		return rres_cq_req_notify(rd, IN32(virtio_rdma_cmd_req_notify, cqn),
 					  IN32(virtio_rdma_cmd_req_notify, flags));
 	case VIRTIO_NET_CTRL_ROCE_CREATE_SRQ:
 		return cmd_create_srq(rd, in, out);
 	case VIRTIO_NET_CTRL_ROCE_MODIFY_SRQ:
-		return roce_srq_modify(rd, IN32(virtio_rdma_cmd_modify_srq, srqn),
+		return rres_srq_modify(rd, IN32(virtio_rdma_cmd_modify_srq, srqn),
 				       IN32(virtio_rdma_cmd_modify_srq, attr_mask),
 				       IN32(virtio_rdma_cmd_modify_srq, srq_limit));
 	case VIRTIO_NET_CTRL_ROCE_QUERY_SRQ:
 		return cmd_query_srq(rd, in, out);
 	case VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ:
-		return roce_srq_destroy(rd, IN32(virtio_rdma_cmd_destroy_srq, srqn));
+		return rres_srq_destroy(rd, IN32(virtio_rdma_cmd_destroy_srq, srqn));
 	case VIRTIO_NET_CTRL_ROCE_ALLOC_MR:
 		return cmd_alloc_mr(rd, in, out);
 	case VIRTIO_NET_CTRL_ROCE_ALLOC_MW:
 		return cmd_alloc_mw(rd, in, out);
 	case VIRTIO_NET_CTRL_ROCE_DEALLOC_MW:
-		return roce_mw_dealloc(rd, IN32(virtio_rdma_cmd_dealloc_mw, mwn));
+		return rres_mw_dealloc(rd, IN32(virtio_rdma_cmd_dealloc_mw, mwn));
 	case VIRTIO_NET_CTRL_ROCE_RESIZE_CQ:
 		v = IN32(virtio_rdma_cmd_resize_cq, cqe);
-		err = roce_cq_resize(rd, IN32(virtio_rdma_cmd_resize_cq, cqn), v);
+		err = rres_cq_resize(rd, IN32(virtio_rdma_cmd_resize_cq, cqn), v);
 		if (!err)
 			OUT32(virtio_rdma_ack_resize_cq, cqe, v);
 		return err;
@@ -508,14 +508,14 @@ static enum roce_err cmd_dispatch(struct roce_dev *rd, uint8_t cmd, const void *
 	case VIRTIO_NET_CTRL_ROCE_QUERY_PKEY:
 		return cmd_query_pkey(rd, in, out);
 	default:
-		return ROCE_ERR_UNKNOWN_CMD;
+		return RRES_ERR_UNKNOWN_CMD;
 	}
 }
 
-enum roce_err roce_ctrl_exec_err(struct roce_dev *rd, uint8_t cmd, const void *in,
+enum rres_err rres_ctrl_exec_err(struct rres_dev *rd, uint8_t cmd, const void *in,
 				 size_t in_len, void *out, size_t out_cap, size_t *out_len)
 {
-	enum roce_err err;
+	enum rres_err err;
 	uint8_t ack[ACK(query_device)];
 
 	_Static_assert(ACK(query_device) >= ACK(query_qp), "ack buffer holds every ack");
@@ -525,7 +525,7 @@ enum roce_err roce_ctrl_exec_err(struct roce_dev *rd, uint8_t cmd, const void *i
 	_Static_assert(CMD(create_qp_ext) == CMD(create_qp), "same command size");
 	*out_len = 0;
 	if (cmd >= VIRTIO_NET_CTRL_ROCE_EXT_NUM_CMDS) {
-		err = ROCE_ERR_UNKNOWN_CMD;
+		err = RRES_ERR_UNKNOWN_CMD;
 		goto done;
 	}
 	rd->stats.cmds[cmd]++;
@@ -533,16 +533,16 @@ enum roce_err roce_ctrl_exec_err(struct roce_dev *rd, uint8_t cmd, const void *i
 	 * reported, else unknown like any other number */
 	if (cmd >= VIRTIO_NET_CTRL_ROCE_NUM_CMDS &&
 	    (!rd->ext || (cmd_info[cmd].cap && !(rd->attr.ext_cap_flags & cmd_info[cmd].cap)))) {
-		err = ROCE_ERR_UNKNOWN_CMD;
+		err = RRES_ERR_UNKNOWN_CMD;
 		goto done;
 	}
 	if ((!in && in_len) ||
 	    (cmd_info[cmd].in != VRDMA_VARLEN && in_len != cmd_info[cmd].in)) {
-		err = ROCE_ERR_BAD_LEN;
+		err = RRES_ERR_BAD_LEN;
 		goto done;
 	}
 	if (out_cap < cmd_info[cmd].out || (cmd_info[cmd].out && !out)) {
-		err = ROCE_ERR_OUT_SPACE;
+		err = RRES_ERR_OUT_SPACE;
 		goto done;
 	}
 	/* Handlers write into a local buffer: out is only touched on success. */
@@ -556,17 +556,17 @@ done:
 	if (err) {
 		rd->stats.err++;
 		rd->stats.errs[err]++;
-		LOG_DEBUG("roce: %s failed: %s", roce_cmd_name(cmd), roce_err_name(err));
+		LOG_DEBUG("roce: %s failed: %s", rres_cmd_name(cmd), rres_err_name(err));
 	} else {
 		rd->stats.ok++;
 	}
 	return err;
 }
 
-int roce_ctrl_exec(struct roce_dev *rd, uint8_t cmd, const void *in, size_t in_len,
+int rres_ctrl_exec(struct rres_dev *rd, uint8_t cmd, const void *in, size_t in_len,
 		   void *out, size_t out_cap, size_t *out_len)
 {
-	return roce_ctrl_exec_err(rd, cmd, in, in_len, out, out_cap, out_len) == ROCE_OK
+	return rres_ctrl_exec_err(rd, cmd, in, in_len, out, out_cap, out_len) == RRES_OK
 		       ? VIRTIO_NET_OK
 		       : VIRTIO_NET_ERR;
 }

@@ -6,11 +6,11 @@
  * bit is already pending merges with it. Delivery (the event virtqueue) is
  * the transport's: it pops events when the driver gave buffers.
  */
-#include "backend/roce_dev.h"
-#include "backend/roce_priv.h"
+#include "backend/rres_dev.h"
+#include "backend/rres_priv.h"
 #include "vrdma/virtio_net_roce_cm.h"
 
-void roce_event_raise(struct roce_dev *rd, struct roce_ev_obj *o, uint8_t type)
+void rres_event_raise(struct rres_dev *rd, struct rres_ev_obj *o, uint8_t type)
 {
 	uint32_t bit;
 
@@ -38,7 +38,7 @@ void roce_event_raise(struct roce_dev *rd, struct roce_ev_obj *o, uint8_t type)
 }
 
 /* Unlink o (queued) from the FIFO. */
-static void ev_unlink(struct roce_dev *rd, struct roce_ev_obj *o)
+static void ev_unlink(struct rres_dev *rd, struct rres_ev_obj *o)
 {
 	if (o->prev)
 		o->prev->next = o->next;
@@ -52,9 +52,9 @@ static void ev_unlink(struct roce_dev *rd, struct roce_ev_obj *o)
 	o->queued = false;
 }
 
-bool roce_event_pop(struct roce_dev *rd, uint8_t *type, uint32_t *id)
+bool rres_event_pop(struct rres_dev *rd, uint8_t *type, uint32_t *id)
 {
-	struct roce_ev_obj *o = rd->ev_head;
+	struct rres_ev_obj *o = rd->ev_head;
 	uint8_t t;
 
 	/* an object whose bits were all cleared is never left queued */
@@ -69,7 +69,7 @@ bool roce_event_pop(struct roce_dev *rd, uint8_t *type, uint32_t *id)
 	return true;
 }
 
-void roce_event_drop(struct roce_dev *rd, struct roce_ev_obj *o)
+void rres_event_drop(struct rres_dev *rd, struct rres_ev_obj *o)
 {
 	o->pending = 0;
 	if (o->queued)

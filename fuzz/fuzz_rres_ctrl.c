@@ -2,7 +2,7 @@
 /*
  * Fuzz the RoCE control path: the input is a sequence of records
  *   u8 op | u8 len | len bytes
- * executed in order on one fresh roce_dev whose driver memory is a real
+ * executed in order on one fresh rres_dev whose driver memory is a real
  * vhost_mem with one memfd region (GPA 0x10000, 16 pages; page 15 holds a
  * page list of the 16 pages). The device offers the extension (ROCE_EXT,
  * 3 SRQs, 3 windows) and starts with it negotiated. op & 0x1f is the command
@@ -24,7 +24,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 #include "vhost/vhost_mem.h"
 
 #define REGION_GPA   0x10000ull
@@ -68,39 +68,39 @@ static void write_page_list(void)
 }
 
 /* Walk every table and check reference counts and page accounting. */
-static void check_invariants(const struct roce_dev *rd)
+static void check_invariants(const struct rres_dev *rd)
 {
 	uint64_t pd_refs = 0, cq_refs = 0, pages = 0, holders = 0, srq_refs = 0;
 	uint32_t i, n, nmw = 0, nev = 0;
-	struct roce_counts c;
+	struct rres_counts c;
 
 	for (i = 0, n = 0; i < rd->mrs.size; i++) {
-		const struct roce_mr *mr = rd->mrs.slot[i];
+		const struct rres_mr *mr = rd->mrs.slot[i];
 		uint32_t bound = 0;
 
 		if (!mr)
 			continue;
 		n++;
-		if (mr->mrn != i || (mr->lkey >> ROCE_KEY_BITS) != i || !mr->pd ||
-		    roce_pd_lookup(rd, mr->pd->pdn) != mr->pd)
+		if (mr->mrn != i || (mr->lkey >> RRES_KEY_BITS) != i || !mr->pd ||
+		    rres_pd_lookup(rd, mr->pd->pdn) != mr->pd)
 			die("mr");
-		if (mr->rkey && (mr->rkey >> ROCE_KEY_BITS) != i)
+		if (mr->rkey && (mr->rkey >> RRES_KEY_BITS) != i)
 			die("rkey");
-		pages += mr->type == ROCE_MR_FAST ? mr->max_pages : mr->npages;
-		if (mr->type == ROCE_MR_FAST && mr->npages > mr->max_pages)
+		pages += mr->type == RRES_MR_FAST ? mr->max_pages : mr->npages;
+		if (mr->type == RRES_MR_FAST && mr->npages > mr->max_pages)
 			die("fast pages");
-		if (mr->state == ROCE_MR_FREE && mr->nregions)
+		if (mr->state == RRES_MR_FREE && mr->nregions)
 			die("free mr pinned");
 		for (uint32_t r = 0; r < mr->nregions; r++)
 			holders += mr->regions[r] == region;
-		if (mr->type == ROCE_MR_MW) {
-			const struct roce_mr *b = mr->bound_mr;
+		if (mr->type == RRES_MR_MW) {
+			const struct rres_mr *b = mr->bound_mr;
 
 			nmw++;
-			if ((mr->state == ROCE_MR_VALID) != (b != NULL) || mr->nbound)
+			if ((mr->state == RRES_MR_VALID) != (b != NULL) || mr->nbound)
 				die("mw state");
-			if (b && (roce_mr_lookup(rd, b->mrn) != b || b->type == ROCE_MR_MW ||
-				  b->type == ROCE_MR_DMA || b->state != ROCE_MR_VALID ||
+			if (b && (rres_mr_lookup(rd, b->mrn) != b || b->type == RRES_MR_MW ||
+				  b->type == RRES_MR_DMA || b->state != RRES_MR_VALID ||
 				  b->pd != mr->pd))
 				die("mw bound");
 			/* a window never grants more than its MR */
@@ -111,36 +111,36 @@ static void check_invariants(const struct roce_dev *rd)
 						VIRTIO_IB_ACCESS_REMOTE_ATOMIC)) &&
 			    !(b->access & VIRTIO_IB_ACCESS_LOCAL_WRITE))
 				die("mw rights");
-			if (roce_mr_lookup_lkey(rd, mr->lkey, mr->pd, 0))
+			if (rres_mr_lookup_lkey(rd, mr->lkey, mr->pd, 0))
 				die("mw local");
 			continue;
 		}
 		for (uint32_t j = 0; j < rd->mrs.size; j++) {
-			const struct roce_mr *w = rd->mrs.slot[j];
+			const struct rres_mr *w = rd->mrs.slot[j];
 
-			bound += w && w->type == ROCE_MR_MW && w->bound_mr == mr;
+			bound += w && w->type == RRES_MR_MW && w->bound_mr == mr;
 		}
 		if (bound != mr->nbound)
 			die("nbound");
-		if (mr->state != ROCE_MR_VALID &&
-		    (roce_mr_lookup_lkey(rd, mr->lkey, mr->pd, 0) ||
-		     roce_mr_lookup_rkey(rd, mr->rkey, mr->pd, 0)))
+		if (mr->state != RRES_MR_VALID &&
+		    (rres_mr_lookup_lkey(rd, mr->lkey, mr->pd, 0) ||
+		     rres_mr_lookup_rkey(rd, mr->rkey, mr->pd, 0)))
 			die("free key usable");
 	}
 	if (n != rd->mrs.used || pages != rd->mr_pages || nmw != rd->nmw)
 		die("mr count");
-	roce_dev_counts(rd, &c);
+	rres_dev_counts(rd, &c);
 	if (c.mw != nmw || c.mr != n - nmw || c.mr > rd->attr.max_mr || nmw > rd->attr.max_mw)
 		die("mr counts");
 	pd_refs += n;
 	for (i = 0, n = 0; i < rd->srqs.size; i++) {
-		const struct roce_srq *srq = rd->srqs.slot[i];
+		const struct rres_srq *srq = rd->srqs.slot[i];
 
 		if (!srq)
 			continue;
 		n++;
-		if (srq->srqn != i || srq->ev.id != i || roce_srq_lookup(rd, i) != srq ||
-		    roce_ring_srq(rd, srq->vq) != srq || srq->srq_limit > srq->max_wr)
+		if (srq->srqn != i || srq->ev.id != i || rres_srq_lookup(rd, i) != srq ||
+		    rres_ring_srq(rd, srq->vq) != srq || srq->srq_limit > srq->max_wr)
 			die("srq");
 		srq_refs += srq->refcnt;
 	}
@@ -153,22 +153,22 @@ static void check_invariants(const struct roce_dev *rd)
 		die("ah count");
 	pd_refs += n;
 	for (i = 0, n = 0; i < rd->qps.size; i++) {
-		const struct roce_qp *qp = rd->qps.slot[i];
+		const struct rres_qp *qp = rd->qps.slot[i];
 
 		if (!qp)
 			continue;
 		n++;
 		if (qp->index != i || vrdma_qpn_index(qp->qpn) != i || i == 0 ||
-		    qp->qpn == VRDMA_QPN_MULTICAST || roce_qp_lookup(rd, qp->qpn) != qp)
+		    qp->qpn == VRDMA_QPN_MULTICAST || rres_qp_lookup(rd, qp->qpn) != qp)
 			die("qp");
 		if ((qp->type == VIRTIO_IB_QPT_GSI) != (qp->qpn == VRDMA_GSI_QPN))
 			die("gsi");
 		if (qp->attr.qp_state > VIRTIO_IB_QPS_ERR)
 			die("state");
-		if (roce_cq_lookup(rd, qp->send_cq->cqn) != qp->send_cq ||
-		    roce_cq_lookup(rd, qp->recv_cq->cqn) != qp->recv_cq)
+		if (rres_cq_lookup(rd, qp->send_cq->cqn) != qp->send_cq ||
+		    rres_cq_lookup(rd, qp->recv_cq->cqn) != qp->recv_cq)
 			die("qp cq");
-		if (qp->srq && (roce_srq_lookup(rd, qp->srq->srqn) != qp->srq ||
+		if (qp->srq && (rres_srq_lookup(rd, qp->srq->srqn) != qp->srq ||
 				qp->cap.max_recv_wr || qp->type == VIRTIO_IB_QPT_GSI))
 			die("qp srq");
 		if (qp->ev.id != qp->qpn)
@@ -183,14 +183,14 @@ static void check_invariants(const struct roce_dev *rd)
 	cq_refs = 2ull * n;
 	for (i = 0; i < rd->pds.size; i++)
 		if (rd->pds.slot[i])
-			pd_refs -= ((const struct roce_pd *)rd->pds.slot[i])->refcnt;
+			pd_refs -= ((const struct rres_pd *)rd->pds.slot[i])->refcnt;
 	for (i = 0; i < rd->cqs.size; i++)
 		if (rd->cqs.slot[i])
-			cq_refs -= ((const struct roce_cq *)rd->cqs.slot[i])->refcnt;
+			cq_refs -= ((const struct rres_cq *)rd->cqs.slot[i])->refcnt;
 	if (pd_refs || cq_refs)
 		die("refcnt");
 	/* the event FIFO: linked both ways, only objects with pending bits */
-	for (const struct roce_ev_obj *o = rd->ev_head, *prev = NULL; o; prev = o, o = o->next) {
+	for (const struct rres_ev_obj *o = rd->ev_head, *prev = NULL; o; prev = o, o = o->next) {
 		if (!o->queued || !o->pending || o->prev != prev || ++nev > 100000)
 			die("event fifo");
 		if (!o->next && rd->ev_tail != o)
@@ -202,14 +202,14 @@ static void check_invariants(const struct roce_dev *rd)
 		die("region refs");
 }
 
-static void transport_action(struct roce_dev *rd, const uint8_t *d, size_t len)
+static void transport_action(struct rres_dev *rd, const uint8_t *d, size_t len)
 {
 	uint32_t a = len > 4 ? (uint32_t)d[1] | (uint32_t)d[2] << 8 | (uint32_t)d[3] << 16 : 0;
 	struct iovec iov[8];
-	struct roce_qp *qp;
-	struct roce_mr *mr;
-	struct roce_cq *cq;
-	struct roce_srq *srq;
+	struct rres_qp *qp;
+	struct rres_mr *mr;
+	struct rres_cq *cq;
+	struct rres_srq *srq;
 	uint8_t t;
 	uint32_t id;
 
@@ -217,23 +217,23 @@ static void transport_action(struct roce_dev *rd, const uint8_t *d, size_t len)
 		return;
 	switch (d[0] % 14) {
 	case 0:
-		qp = roce_qp_lookup(rd, a);
+		qp = rres_qp_lookup(rd, a);
 		if (qp)
-			(void)roce_qp_async_state(rd, qp, len > 4 ? d[4] : VIRTIO_IB_QPS_ERR);
+			(void)rres_qp_async_state(rd, qp, len > 4 ? d[4] : VIRTIO_IB_QPS_ERR);
 		break;
 	case 1:
-		cq = roce_cq_lookup(rd, a);
+		cq = rres_cq_lookup(rd, a);
 		if (cq)
-			(void)roce_cq_notify_check(cq, len > 4 && (d[4] & 1));
+			(void)rres_cq_notify_check(cq, len > 4 && (d[4] & 1));
 		break;
 	case 2:
-		mr = roce_mr_lookup(rd, a);
+		mr = rres_mr_lookup(rd, a);
 		if (mr && len >= 12) {
 			uint64_t iova, l;
 
 			memcpy(&iova, d + 4, 8);
 			l = len > 12 ? d[12] * 97u : 1;
-			int n = roce_mr_to_iov(rd, mr, iova, l, iov, 8);
+			int n = rres_mr_to_iov(rd, mr, iova, l, iov, 8);
 
 			if (n > 8)
 				die("iov");
@@ -249,22 +249,22 @@ static void transport_action(struct roce_dev *rd, const uint8_t *d, size_t len)
 		}
 		break;
 	case 3:
-		qp = roce_qp_lookup(rd, a);
+		qp = rres_qp_lookup(rd, a);
 		if (qp)
-			roce_qp_sq_drained(qp);
+			rres_qp_sq_drained(qp);
 		break;
 	case 4:
-		(void)roce_ring_usable(rd, a);
-		(void)roce_ring_qp(rd, a, NULL);
-		(void)roce_ring_cq(rd, a);
+		(void)rres_ring_usable(rd, a);
+		(void)rres_ring_qp(rd, a, NULL);
+		(void)rres_ring_cq(rd, a);
 		break;
 	case 5:
-		roce_dev_reset(rd);
+		rres_dev_reset(rd);
 		break;
 	case 6: /* REG_MR: MR a, key byte, iova, length, page list, PD, access */
-		mr = roce_mr_lookup(rd, a);
+		mr = rres_mr_lookup(rd, a);
 		if (mr && len >= 10)
-			(void)roce_mr_fast_reg(rd, roce_pd_lookup(rd, d[8]),
+			(void)rres_mr_fast_reg(rd, rres_pd_lookup(rd, d[8]),
 					       (mr->lkey & ~0xffu) | d[4], (uint64_t)d[5] * 1000,
 					       (uint64_t)d[6] * 512,
 					       REGION_GPA + 15 * 4096 + (uint64_t)(d[7] & 0x7f) * 8 -
@@ -272,53 +272,53 @@ static void transport_action(struct roce_dev *rd, const uint8_t *d, size_t len)
 					       d[9] & 0x3f);
 		break;
 	case 7: /* LOCAL_INV / SEND_WITH_INV of the object a */
-		mr = roce_mr_lookup(rd, a);
+		mr = rres_mr_lookup(rd, a);
 		if (mr && len >= 6)
-			(void)roce_key_invalidate(rd, d[5] ? roce_pd_lookup(rd, d[5]) : mr->pd,
+			(void)rres_key_invalidate(rd, d[5] ? rres_pd_lookup(rd, d[5]) : mr->pd,
 						  d[4] == 0xff ? mr->rkey
 							       : (mr->rkey & ~0xffu) | d[4]);
 		break;
 	case 8: /* BIND_MW: window a onto MR d[4] */
-		mr = roce_mr_lookup(rd, a);
+		mr = rres_mr_lookup(rd, a);
 		if (mr && len >= 10) {
-			struct roce_mr *base = roce_mr_lookup(rd, d[4]);
+			struct rres_mr *base = rres_mr_lookup(rd, d[4]);
 			uint32_t lkey = base ? base->lkey ^ (d[6] & 3) : d[6];
 			uint64_t addr = (base ? base->iova : 0) + (uint64_t)(int8_t)d[7] * 64;
 
-			(void)roce_mw_bind(rd, mr->pd, (mr->rkey & ~0xffu) | d[5], lkey, addr,
+			(void)rres_mw_bind(rd, mr->pd, (mr->rkey & ~0xffu) | d[5], lkey, addr,
 					   (uint64_t)d[8] * 64, d[9] & 0x1f);
 		}
 		break;
 	case 9: /* raise an event */
 		if (len >= 5) {
-			struct roce_ev_obj *o = &rd->port_ev;
+			struct rres_ev_obj *o = &rd->port_ev;
 
-			if ((qp = roce_qp_lookup(rd, a)))
+			if ((qp = rres_qp_lookup(rd, a)))
 				o = &qp->ev;
-			else if ((cq = roce_cq_lookup(rd, a)))
+			else if ((cq = rres_cq_lookup(rd, a)))
 				o = &cq->ev;
-			else if ((srq = roce_srq_lookup(rd, a & 0xff)))
+			else if ((srq = rres_srq_lookup(rd, a & 0xff)))
 				o = &srq->ev;
-			roce_event_raise(rd, o, d[4]);
+			rres_event_raise(rd, o, d[4]);
 		}
 		break;
 	case 10: /* deliver up to a events */
-		for (uint32_t k = 0; k < (a & 0xff) && roce_event_pop(rd, &t, &id); k++)
+		for (uint32_t k = 0; k < (a & 0xff) && rres_event_pop(rd, &t, &id); k++)
 			if (t >= VIRTIO_IB_EVENT_NUM)
 				die("event type");
 		break;
 	case 11:
-		roce_dev_set_ext(rd, !rd->ext);
+		rres_dev_set_ext(rd, !rd->ext);
 		break;
 	case 12:
-		roce_dev_link_changed(rd, a & 1);
+		rres_dev_link_changed(rd, a & 1);
 		if (len >= 5)
-			roce_dev_set_mac(rd, (const uint8_t[6]){ 0x52, 0, 0, 0, 0, d[4] });
+			rres_dev_set_mac(rd, (const uint8_t[6]){ 0x52, 0, 0, 0, 0, d[4] });
 		break;
 	default: /* rings of the extension */
-		(void)roce_ring_srq(rd, a);
-		(void)roce_ring_usable(rd, roce_ring_of_eventq(rd) + (a & 7));
-		(void)roce_ring_decode(rd, a, &id);
+		(void)rres_ring_srq(rd, a);
+		(void)rres_ring_usable(rd, rres_ring_of_eventq(rd) + (a & 7));
+		(void)rres_ring_decode(rd, a, &id);
 		break;
 	}
 }
@@ -326,8 +326,8 @@ static void transport_action(struct roce_dev *rd, const uint8_t *d, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct roce_dev_cfg cfg;
-	struct roce_dev rd;
+	struct rres_dev_cfg cfg;
+	struct rres_dev rd;
 	uint8_t out[256];
 	size_t pos = 0;
 
@@ -351,15 +351,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.mem = &mem;
 	cfg.deterministic = true;
 	cfg.seed = 1;
-	if (roce_dev_init(&rd, &cfg))
+	if (rres_dev_init(&rd, &cfg))
 		abort();
-	roce_dev_set_ext(&rd, true);
+	rres_dev_set_ext(&rd, true);
 	write_page_list();
 
 	while (pos + 2 <= size) {
 		uint8_t op = data[pos], len = data[pos + 1];
 		const uint8_t *in = data + pos + 2;
-		struct roce_counts before, after;
+		struct rres_counts before, after;
 		size_t out_len = 99, cap;
 		int ret;
 
@@ -372,15 +372,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		}
 		cap = op & 0x40 ? len / 4u : sizeof(out);
-		roce_dev_counts(&rd, &before);
+		rres_dev_counts(&rd, &before);
 		/* Copy so the command bytes have no redzone slack past len. */
 		uint8_t *buf = len ? malloc(len) : NULL;
 
 		if (len)
 			memcpy(buf, in, len);
-		ret = roce_ctrl_exec(&rd, op & 0x1f, buf, len, out, cap, &out_len);
+		ret = rres_ctrl_exec(&rd, op & 0x1f, buf, len, out, cap, &out_len);
 		free(buf);
-		roce_dev_counts(&rd, &after);
+		rres_dev_counts(&rd, &after);
 		if (ret != VIRTIO_NET_OK && ret != VIRTIO_NET_ERR)
 			die("ret");
 		if (ret == VIRTIO_NET_ERR && (out_len || memcmp(&before, &after, sizeof(before))))
@@ -389,7 +389,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			die("out_len");
 		check_invariants(&rd);
 	}
-	roce_dev_fini(&rd);
+	rres_dev_fini(&rd);
 	if (region->refcnt != 1)
 		die("leaked region reference");
 	return 0;

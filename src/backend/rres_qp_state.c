@@ -8,7 +8,7 @@
  * IBTA table are gone (P_Key index 0 and port 1 are implied); RATE_LIMIT is
  * allowed wherever a QP enters RTS. See docs/spec.md "QP state machine".
  */
-#include "backend/roce_dev.h"
+#include "backend/rres_dev.h"
 
 #include <errno.h>
 #include <string.h>
@@ -35,7 +35,7 @@ enum { T_RC, T_UC, T_UD, T_GSI, T_NUM };
 
 /* Access flags MODIFY_QP accepts: the RFC's, plus REMOTE_ATOMIC with the
  * extension and an atomic capability. */
-static uint32_t roce_qp_access_mask(const struct roce_dev *rd)
+static uint32_t rres_qp_access_mask(const struct rres_dev *rd)
 {
 	uint32_t m = VIRTIO_IB_ACCESS_RFC_MASK;
 
@@ -143,7 +143,7 @@ static int type_col(uint8_t type)
 	}
 }
 
-void roce_qp_transition(uint8_t type, uint8_t cur, uint8_t next, bool *valid,
+void rres_qp_transition(uint8_t type, uint8_t cur, uint8_t next, bool *valid,
 			uint32_t *req, uint32_t *opt)
 {
 	int t = type_col(type);
@@ -157,7 +157,7 @@ void roce_qp_transition(uint8_t type, uint8_t cur, uint8_t next, bool *valid,
 	*opt = qp_table[cur][next].opt[t];
 }
 
-bool roce_qp_modify_is_ok(uint8_t type, uint8_t cur, uint8_t next, uint32_t mask)
+bool rres_qp_modify_is_ok(uint8_t type, uint8_t cur, uint8_t next, uint32_t mask)
 {
 	uint32_t req, opt;
 	bool valid;
@@ -166,7 +166,7 @@ bool roce_qp_modify_is_ok(uint8_t type, uint8_t cur, uint8_t next, uint32_t mask
 		return false;
 	if ((mask & M_CS) && cur != S_RTR && cur != S_RTS && cur != S_SQD && cur != S_SQE)
 		return false;
-	roce_qp_transition(type, cur, next, &valid, &req, &opt);
+	rres_qp_transition(type, cur, next, &valid, &req, &opt);
 	if (!valid)
 		return false;
 	if ((mask & req) != req)
@@ -181,27 +181,27 @@ static bool gid_is_v4mapped(const uint8_t g[16])
 	return !memcmp(g, pfx, sizeof(pfx));
 }
 
-enum roce_err roce_av_from_wire(const struct roce_dev *rd, const struct virtio_rdma_ah_attr *w,
-				bool connected, struct roce_av *av)
+enum rres_err rres_av_from_wire(const struct rres_dev *rd, const struct virtio_rdma_ah_attr *w,
+				bool connected, struct rres_av *av)
 {
 	static const uint8_t zero[16];
-	const uint8_t *sgid = roce_gid_get(rd, w->grh.sgid_index);
+	const uint8_t *sgid = rres_gid_get(rd, w->grh.sgid_index);
 	uint32_t flow = le32toh(w->grh.flow_label);
 
 	if (!sgid)
-		return ROCE_ERR_GID;
+		return RRES_ERR_GID;
 	if (flow > 0xfffff || w->sl > 15)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if (!memcmp(w->grh.dgid, zero, 16))
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if (gid_is_v4mapped(sgid) != gid_is_v4mapped(w->grh.dgid))
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	/* A connected QP's path is unicast (IPv6 ff00::/8, IPv4 224/4). */
 	if (connected) {
 		if (w->grh.dgid[0] == 0xff || (w->dmac[0] & 1))
-			return ROCE_ERR_RANGE;
+			return RRES_ERR_RANGE;
 		if (gid_is_v4mapped(w->grh.dgid) && (w->grh.dgid[12] & 0xf0) == 0xe0)
-			return ROCE_ERR_RANGE;
+			return RRES_ERR_RANGE;
 	}
 	memset(av, 0, sizeof(*av));
 	memcpy(av->dgid, w->grh.dgid, 16);
@@ -213,11 +213,11 @@ enum roce_err roce_av_from_wire(const struct roce_dev *rd, const struct virtio_r
 	memcpy(av->dmac, w->dmac, 6);
 	memcpy(av->sgid, sgid, 16);
 	av->ipv4 = gid_is_v4mapped(sgid);
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-void roce_qp_attr_default(const struct roce_dev *rd, const struct roce_qp *qp,
-			  struct roce_qp_attr *a)
+void rres_qp_attr_default(const struct rres_dev *rd, const struct rres_qp *qp,
+			  struct rres_qp_attr *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->qp_state = S_RESET;
@@ -226,83 +226,83 @@ void roce_qp_attr_default(const struct roce_dev *rd, const struct roce_qp *qp,
 		a->path_mtu = rd->attr.active_mtu;
 }
 
-enum roce_err roce_qp_check_modify(const struct roce_dev *rd, const struct roce_qp *qp,
-				   const struct roce_qp_modify *m, struct roce_av *av)
+enum rres_err rres_qp_check_modify(const struct rres_dev *rd, const struct rres_qp *qp,
+				   const struct rres_qp_modify *m, struct rres_av *av)
 {
 	uint32_t mask = m->attr_mask, req, opt;
 	uint8_t cur = qp->attr.qp_state, next = cur;
-	enum roce_err err;
+	enum rres_err err;
 	bool valid;
 
 	if (mask & ~(uint32_t)VIRTIO_IB_QP_ATTR_MASK_ALL)
-		return ROCE_ERR_ATTR_MASK;
+		return RRES_ERR_ATTR_MASK;
 	if (mask & VIRTIO_IB_QP_STATE) {
 		if (m->qp_state >= S_NUM)
-			return ROCE_ERR_RANGE;
+			return RRES_ERR_RANGE;
 		next = m->qp_state;
 	}
 	if ((mask & M_CS) && m->cur_qp_state != cur)
-		return ROCE_ERR_STATE;
-	roce_qp_transition(qp->type, cur, next, &valid, &req, &opt);
+		return RRES_ERR_STATE;
+	rres_qp_transition(qp->type, cur, next, &valid, &req, &opt);
 	if (!valid)
-		return ROCE_ERR_STATE;
-	if (!roce_qp_modify_is_ok(qp->type, cur, next, mask))
-		return ROCE_ERR_ATTR_MASK;
+		return RRES_ERR_STATE;
+	if (!rres_qp_modify_is_ok(qp->type, cur, next, mask))
+		return RRES_ERR_ATTR_MASK;
 
-	if ((mask & M_ACC) && (m->qp_access_flags & ~roce_qp_access_mask(rd)))
-		return ROCE_ERR_FLAGS;
+	if ((mask & M_ACC) && (m->qp_access_flags & ~rres_qp_access_mask(rd)))
+		return RRES_ERR_FLAGS;
 	/* Controlled Q_Keys (MSB set) are for the GSI QP only. */
 	if ((mask & M_QKEY) && qp->type != VIRTIO_IB_QPT_GSI && (m->qkey & 0x80000000u))
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if (mask & M_AV) {
-		err = roce_av_from_wire(rd, &m->ah_attr, true, av);
+		err = rres_av_from_wire(rd, &m->ah_attr, true, av);
 		if (err)
 			return err;
 	}
 	if ((mask & M_MTU) && (m->path_mtu < VIRTIO_IB_MTU_256 ||
 			       m->path_mtu > VIRTIO_IB_MTU_4096 ||
 			       m->path_mtu > rd->attr.active_mtu))
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if ((mask & M_TO) && m->timeout > 31)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if ((mask & M_RTY) && m->retry_cnt > 7)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if ((mask & M_RNR) && m->rnr_retry > 7)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if ((mask & M_MRT) && m->min_rnr_timer > 31)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if ((mask & M_RQP) && m->rq_psn > 0xffffff)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if ((mask & M_SQP) && m->sq_psn > 0xffffff)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if ((mask & M_DQP) && m->dest_qp_num > VRDMA_QPN_MASK)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if ((mask & M_MRA) && m->max_rd_atomic > rd->attr.max_qp_init_rd_atom)
-		return ROCE_ERR_RANGE;
+		return RRES_ERR_RANGE;
 	if ((mask & M_MDA) && m->max_dest_rd_atomic > rd->attr.max_qp_rd_atom)
-		return ROCE_ERR_RANGE;
-	return ROCE_OK;
+		return RRES_ERR_RANGE;
+	return RRES_OK;
 }
 
-enum roce_err roce_qp_modify(struct roce_dev *rd, uint32_t qpn, const struct roce_qp_modify *m)
+enum rres_err rres_qp_modify(struct rres_dev *rd, uint32_t qpn, const struct rres_qp_modify *m)
 {
-	struct roce_qp *qp = roce_qp_lookup(rd, qpn);
-	struct roce_qp_attr *a;
+	struct rres_qp *qp = rres_qp_lookup(rd, qpn);
+	struct rres_qp_attr *a;
 	uint32_t mask = m->attr_mask;
-	struct roce_av av;
-	enum roce_err err;
+	struct rres_av av;
+	enum rres_err err;
 	uint8_t old;
 
 	if (!qp)
-		return ROCE_ERR_BAD_HANDLE;
-	err = roce_qp_check_modify(rd, qp, m, &av);
+		return RRES_ERR_BAD_HANDLE;
+	err = rres_qp_check_modify(rd, qp, m, &av);
 	if (err)
 		return err;
 
 	a = &qp->attr;
 	old = a->qp_state;
 	if ((mask & VIRTIO_IB_QP_STATE) && m->qp_state == S_RESET) {
-		roce_qp_attr_default(rd, qp, a);
+		rres_qp_attr_default(rd, qp, a);
 	} else {
 		if (mask & M_ACC)
 			a->qp_access_flags = m->qp_access_flags;
@@ -343,10 +343,10 @@ enum roce_err roce_qp_modify(struct roce_dev *rd, uint32_t qpn, const struct roc
 		qp->sq_draining = false;
 	if (rd->hooks.qp_modify)
 		rd->hooks.qp_modify(rd, qp, old, mask);
-	return ROCE_OK;
+	return RRES_OK;
 }
 
-int roce_qp_async_state(struct roce_dev *rd, struct roce_qp *qp, uint8_t state)
+int rres_qp_async_state(struct rres_dev *rd, struct rres_qp *qp, uint8_t state)
 {
 	(void)rd;
 	if (state == S_SQE) {
@@ -360,7 +360,7 @@ int roce_qp_async_state(struct roce_dev *rd, struct roce_qp *qp, uint8_t state)
 	return 0;
 }
 
-void roce_qp_sq_drained(struct roce_qp *qp)
+void rres_qp_sq_drained(struct rres_qp *qp)
 {
 	qp->sq_draining = false;
 }
