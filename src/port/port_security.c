@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,7 @@
 
 static pthread_mutex_t psec_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct psec *psec_list;
+static _Atomic uint64_t psec_gen = 1; /* bumped (under psec_lock) on every change */
 
 static inline uint16_t be16_at(const uint8_t *p)
 {
@@ -130,6 +132,7 @@ void psec_register(struct psec *ps)
 	pthread_mutex_lock(&psec_lock);
 	ps->next = psec_list;
 	psec_list = ps;
+	atomic_fetch_add_explicit(&psec_gen, 1, memory_order_release);
 	pthread_mutex_unlock(&psec_lock);
 }
 
@@ -143,7 +146,21 @@ void psec_unregister(struct psec *ps)
 		}
 	}
 	ps->next = NULL;
+	atomic_fetch_add_explicit(&psec_gen, 1, memory_order_release);
 	pthread_mutex_unlock(&psec_lock);
+}
+
+void psec_set_mac(struct psec *ps, const uint8_t mac[6])
+{
+	pthread_mutex_lock(&psec_lock);
+	memcpy(ps->mac, mac, 6);
+	atomic_fetch_add_explicit(&psec_gen, 1, memory_order_release);
+	pthread_mutex_unlock(&psec_lock);
+}
+
+uint64_t psec_generation(void)
+{
+	return atomic_load_explicit(&psec_gen, memory_order_acquire);
 }
 
 /* The device's own addresses (configured and link-local). */
