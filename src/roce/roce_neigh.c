@@ -73,9 +73,9 @@ struct roce_neigh_pin {
 
 struct roce_neigh {
 	struct roce_tp *tp;
+	struct roce_neigh_pin pin[NEIGH_PIN_CACHE]; /* near tp: read per frame */
 	struct loop_timer timer;
 	struct roce_neigh_ent e[ROCE_TP_NEIGH_SIZE];
-	struct roce_neigh_pin pin[NEIGH_PIN_CACHE];
 };
 
 static uint64_t neigh_now(const struct roce_neigh *n)
