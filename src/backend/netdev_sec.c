@@ -228,7 +228,7 @@ int netdev_sec_set_mac(struct netdev *nd, const uint8_t mac[6], bool reset)
 	 * is the one every context's frames must carry */
 	if (memcmp(ps->mac, nd->cfg.mac, 6))
 		sw_mac_unpin(nd->sw, ps->mac, nd->port);
-	memcpy(ps->mac, mac, 6);
+	psec_set_mac(ps, mac);
 	memcpy(nd->mac, mac, 6);
 	if (!reset)
 		netdev_roce_set_mac(nd, mac);

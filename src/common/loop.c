@@ -15,6 +15,10 @@
 #include "common/log.h"
 
 #define LOOP_MAX_EVENTS 64
+/* While pollers find work, the fds are looked at on one pass in this many:
+ * a pass then costs no syscall (docs/performance.md "Per-frame costs on the
+ * local path"); fd events wait a few passes at most, never get lost. */
+#define LOOP_FD_EVERY 8
 
 struct loop_watch {
 	int fd;
@@ -47,6 +51,7 @@ struct loop {
 
 	unsigned poll_us;
 	uint64_t pass;                     /* loop_pass() */
+	unsigned fd_skipped;               /* busy passes since the fds were looked at */
 	bool have_pwait2;
 	uint64_t last_work_ns;
 	bool armed;
@@ -378,8 +383,12 @@ int loop_run_once(struct loop *l, int64_t max_wait_ns)
 	l->dispatching--;
 	loop_reap(l);
 
-	if (work)
+	if (work) {
 		l->last_work_ns = now;
+		if (++l->fd_skipped < LOOP_FD_EVERY)
+			return 0;
+	}
+	l->fd_skipped = 0;
 
 	if (work || (l->poll_us && now - l->last_work_ns < (uint64_t)l->poll_us * 1000)) {
 		/* Busy-polling: look at fds without sleeping. */
@@ -430,9 +439,14 @@ int loop_run_once(struct loop *l, int64_t max_wait_ns)
 			continue;
 		w->cb(w->arg, evs[i].events);
 	}
-	if (n > 0)
-		l->last_work_ns = loop_now_ns();
-	run_timers(l, loop_now_ns());
+	if (n > 0 || wait_ns != 0) {
+		/* (a pass that did not wait ran its timers above) */
+		uint64_t t = loop_now_ns();
+
+		if (n > 0)
+			l->last_work_ns = t;
+		run_timers(l, t);
+	}
 	l->dispatching--;
 	loop_reap(l);
 	return 0;

@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,7 @@
 
 static pthread_mutex_t psec_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct psec *psec_list;
+static _Atomic uint64_t psec_gen = 1; /* bumped (under psec_lock) on every change */
 
 static inline uint16_t be16_at(const uint8_t *p)
 {
@@ -37,21 +39,6 @@ static void gid_from_ip4(uint8_t gid[16], const uint8_t ip[4])
 	memset(gid, 0, 10);
 	gid[10] = gid[11] = 0xff;
 	memcpy(gid + 12, ip, 4);
-}
-
-static void gid_link_local(uint8_t gid[16], const uint8_t mac[6])
-{
-	memset(gid, 0, 16);
-	gid[0] = 0xfe;
-	gid[1] = 0x80;
-	gid[8] = mac[0] ^ 0x02;
-	gid[9] = mac[1];
-	gid[10] = mac[2];
-	gid[11] = 0xff;
-	gid[12] = 0xfe;
-	gid[13] = mac[3];
-	gid[14] = mac[4];
-	gid[15] = mac[5];
 }
 
 static bool net_contains(const struct psec_net *n, const uint8_t gid[16])
@@ -130,6 +117,7 @@ void psec_register(struct psec *ps)
 	pthread_mutex_lock(&psec_lock);
 	ps->next = psec_list;
 	psec_list = ps;
+	atomic_fetch_add_explicit(&psec_gen, 1, memory_order_release);
 	pthread_mutex_unlock(&psec_lock);
 }
 
@@ -143,20 +131,42 @@ void psec_unregister(struct psec *ps)
 		}
 	}
 	ps->next = NULL;
+	atomic_fetch_add_explicit(&psec_gen, 1, memory_order_release);
 	pthread_mutex_unlock(&psec_lock);
+}
+
+void psec_set_mac(struct psec *ps, const uint8_t mac[6])
+{
+	pthread_mutex_lock(&psec_lock);
+	memcpy(ps->mac, mac, 6);
+	atomic_fetch_add_explicit(&psec_gen, 1, memory_order_release);
+	pthread_mutex_unlock(&psec_lock);
+}
+
+uint64_t psec_generation(void)
+{
+	return atomic_load_explicit(&psec_gen, memory_order_acquire);
+}
+
+/* Whether gid is the link-local GID of mac (fe80::/64 with the modified
+ * EUI-64 of mac), compared in place: this runs for every frame sent. */
+static bool gid_is_link_local_of(const uint8_t gid[16], const uint8_t mac[6])
+{
+	static const uint8_t prefix[8] = { 0xfe, 0x80 };
+
+	return !memcmp(gid, prefix, 8) && gid[8] == (mac[0] ^ 0x02) && gid[9] == mac[1] &&
+	       gid[10] == mac[2] && gid[11] == 0xff && gid[12] == 0xfe && gid[13] == mac[3] &&
+	       gid[14] == mac[4] && gid[15] == mac[5];
 }
 
 /* The device's own addresses (configured and link-local). */
 static bool addr_own(const struct psec *ps, const uint8_t gid[16])
 {
-	uint8_t ll[16];
-
 	if (ps->has_ip4 && !memcmp(ps->ip4, gid, 16))
 		return true;
 	if (ps->has_ip6 && !memcmp(ps->ip6, gid, 16))
 		return true;
-	gid_link_local(ll, ps->mac);
-	return !memcmp(ll, gid, 16);
+	return gid_is_link_local_of(gid, ps->mac);
 }
 
 bool psec_addr_ok(const struct psec *ps, const uint8_t gid[16])

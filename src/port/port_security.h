@@ -82,5 +82,10 @@ const char *psec_verdict_name(enum psec_verdict v);
 /* The MAC of a local device owning gid (its configured addresses or its
  * link-local GID): true and mac filled, else false. */
 bool psec_pinned_mac(const uint8_t gid[16], uint8_t mac[6]);
+/* Change a registered device's MAC (its link-local GID moves with it). */
+void psec_set_mac(struct psec *ps, const uint8_t mac[6]);
+/* The registry's generation: changes whenever an answer of psec_pinned_mac
+ * may change, so callers can cache answers read under an equal generation. */
+uint64_t psec_generation(void);
 
 #endif /* VRDMA_PORT_PORT_SECURITY_H */

@@ -59,8 +59,21 @@ struct roce_neigh_ent {
 	struct pkt_queue q;
 };
 
+/* Answers of psec_pinned_mac per destination, valid while the registry's
+ * generation is unchanged: the per-frame path takes no lock and scans no
+ * registry (docs/performance.md "Per-frame costs on the local path"). */
+#define NEIGH_PIN_CACHE 8
+
+struct roce_neigh_pin {
+	uint8_t gid[16];
+	uint8_t mac[6];
+	bool pinned;
+	uint64_t gen;             /* psec_generation() of the answer; 0 empty */
+};
+
 struct roce_neigh {
 	struct roce_tp *tp;
+	struct roce_neigh_pin pin[NEIGH_PIN_CACHE]; /* near tp: read per frame */
 	struct loop_timer timer;
 	struct roce_neigh_ent e[ROCE_TP_NEIGH_SIZE];
 };
@@ -91,6 +104,24 @@ static bool ip4_is_ours(const struct rres_dev *rd, const uint8_t *ip)
 
 	roce_gid_from_ipv4(gid, ip);
 	return gid_is_ours(rd, gid);
+}
+
+/* psec_pinned_mac through the per-destination cache. */
+static bool neigh_pinned(struct roce_neigh *n, const uint8_t gid[16], uint8_t mac[6])
+{
+	uint64_t gen = psec_generation();
+	struct roce_neigh_pin *c = &n->pin[(gid[15] ^ gid[14]) % NEIGH_PIN_CACHE];
+
+	if (c->gen != gen || memcmp(c->gid, gid, 16)) {
+		/* the generation is read first: a change racing with this
+		 * look-up leaves the entry stale for the next one */
+		c->pinned = psec_pinned_mac(gid, c->mac);
+		memcpy(c->gid, gid, 16);
+		c->gen = gen;
+	}
+	if (c->pinned)
+		memcpy(mac, c->mac, 6);
+	return c->pinned;
 }
 
 static struct roce_neigh_ent *neigh_find(struct roce_neigh *n, const uint8_t *ip)
@@ -400,7 +431,7 @@ bool roce_neigh_lookup(struct roce_neigh *n, const uint8_t sgid[16], const uint8
 		memcpy(mac, n->tp->rd->mac, 6);
 		return true;
 	}
-	if (psec_pinned_mac(dgid, mac)) {
+	if (neigh_pinned(n, dgid, mac)) {
 		n->tp->stats.neigh_pinned++;
 		return true;
 	}
@@ -426,7 +457,7 @@ void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[1
 		neigh_xmit(tp, p);
 		return;
 	}
-	if (psec_pinned_mac(dgid, p->data)) {
+	if (neigh_pinned(n, dgid, p->data)) {
 		/* a local device's pinned address: never resolved on the wire */
 		tp->stats.neigh_pinned++;
 		neigh_xmit(tp, p);
@@ -464,7 +495,7 @@ static void neigh_learn(struct roce_neigh *n, const uint8_t *ip, const uint8_t *
 		return;
 	live = e->state == NE_VALID && (!n->tp->loop || now < e->deadline);
 	moved = ent_usable(e) && memcmp(e->mac, mac, 6);
-	if (psec_pinned_mac(ip, pinned) || (moved && (live || !reply))) {
+	if (neigh_pinned(n, ip, pinned) || (moved && (live || !reply))) {
 		/* pinned, or moving a live entry (or a probed one without an
 		 * answer): not learned */
 		n->tp->stats.neigh_ignored++;

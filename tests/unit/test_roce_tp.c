@@ -12,6 +12,7 @@
 #include "../harness.h"
 #include "common/log.h"
 #include "port/pcap.h"
+#include "port/port_security.h"
 #include "roce/roce_icrc.h"
 #include "unit/roce_tp_fake.h"
 
@@ -1611,6 +1612,44 @@ static void test_neigh_no_poisoning(void)
 	pair_fini(&p);
 }
 
+/* Pinned addresses of local devices are cached per destination: a MAC
+ * change or an unregistration in the port-security registry is seen by the
+ * next look-up. */
+static void test_neigh_pinned_follows_registry(void)
+{
+	static const uint8_t moved[6] = { 0x02, 0x77, 0, 0, 0, 9 };
+	struct psec_cfg pc = { 0 };
+	struct pair_cfg c;
+	struct psec ps;
+	struct pair p;
+	uint8_t mac[6];
+	const uint8_t *sgid, *dgid;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	c.path.zero_dmac = true;
+	pair_init(&p, &c);
+	REQUIRE(p.a->rd.gid[1].valid && p.b->rd.gid[1].valid);
+	sgid = p.a->rd.gid[1].raw;
+	dgid = p.b->rd.gid[1].raw;
+	psec_init(&ps, &pc, p.b->rd.mac, dgid + 12, NULL);
+	psec_register(&ps);
+	for (int i = 0; i < 3; i++) {
+		memset(mac, 0, 6);
+		CHECK(roce_neigh_lookup(p.a->tp->neigh, sgid, dgid, mac));
+		CHECK(!memcmp(mac, p.b->rd.mac, 6));
+	}
+	CHECK_EQ(p.a->tp->stats.neigh_pinned, 3);
+	psec_set_mac(&ps, moved);
+	CHECK(roce_neigh_lookup(p.a->tp->neigh, sgid, dgid, mac));
+	CHECK(!memcmp(mac, moved, 6));
+	psec_unregister(&ps);
+	/* no longer pinned: resolution starts (ARP), nothing usable yet */
+	CHECK(!roce_neigh_lookup(p.a->tp->neigh, sgid, dgid, mac));
+	CHECK_EQ(p.a->tp->stats.neigh_pinned, 4);
+	CHECK_EQ(p.a->tp->stats.neigh_requests, 1);
+	pair_fini(&p);
+}
+
 /* The first message is sent right after RTS, before the ARP answer can
  * have arrived: the requester waits for the MAC (resolution started at
  * RTR), so nothing is dropped, rewound or sent twice. */
@@ -2136,6 +2175,7 @@ int main(int argc, char **argv)
 	RUN(test_sqd);
 	RUN(test_neigh);
 	RUN(test_neigh_no_poisoning);
+	RUN(test_neigh_pinned_follows_registry);
 	RUN(test_neigh_early_send);
 	RUN(test_neigh_unreachable);
 	RUN(test_cc_cnp_once);
