@@ -16,6 +16,10 @@
  *    the ring does not break.
  * The MR the SGEs can name is at a fixed I/O address (0x10000, 16 KiB); the
  * selector byte picks the QP type, the cuts and max_inline_data.
+ * A REG_MR element that carries its page list (wr.reg.pages not 0) is made
+ * reachable: a key with device bits 0 names the device's fast-registration
+ * MR (4 pages), an odd pages value points (pages >> 1) & 63 bytes into a
+ * page array of 4 arena pages, an even one anywhere in the arena.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -103,6 +107,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				 .cqs = 2, .max_send_sge = 8 };
 	static struct roce_swqe *w;
 	static struct vq_elem e;
+	static uint8_t in[75 + 16 * 64];
+	struct roce_mr *fmr;
+	uint64_t *plist;
 	struct fk_env env;
 	struct fk_dev *d;
 	struct fk_qp q;
@@ -149,6 +156,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					.max_send_sge = 4, .max_inline = ((sel >> 4) & 7) * 64 };
 
 		q = fk_qp_new(d, &qc);
+	}
+	fmr = fk_mr_alloc(d, pd, 4);
+	plist = fk_alloc(d, 4 * 8, 8);
+	{
+		uint8_t *pg = fk_alloc(d, 4 * 4096, 4096);
+
+		for (unsigned i = 0; i < 4; i++)
+			plist[i] = htole64((uintptr_t)pg + 4096u * i);
+	}
+	memcpy(in, data, len);
+	data = in;
+	if (len >= 75 && get_le32(in + 8) == VIRTIO_RDMA_DEV_WR_REG_MR && get_le64(in + 52)) {
+		uint64_t v = get_le64(in + 52);
+		uint32_t key = get_le32(in + 28);
+
+		if (!(key & ~0xffu))
+			put_le32(in + 28, (fmr->lkey & ~0xffu) | key);
+		put_le64(in + 52, v & 1 ? (uintptr_t)plist + ((v >> 1) & 63) :
+				  (uintptr_t)d->arena + v % d->arena_size);
 	}
 	connect_qp(d, q.qpn, type);
 	qp = rres_qp_lookup(&d->rd, q.qpn);

@@ -75,7 +75,7 @@ struct vrg_qp {
 struct vrg_mr {
 	struct ib_mr ibmr;
 	u32 mrn;
-	u64 *pages;                   /* MAP_MR_SG's page array */
+	u64 *pages;                   /* page array the REG_MR WR points to */
 	struct ib_umem *umem;         /* a user MR's pinned pages */
 	u32 npages, max_pages;
 };

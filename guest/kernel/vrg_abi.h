@@ -270,6 +270,9 @@ struct vrg_sq_req {
 			__le32 mrn;
 			__le32 key;
 			__le32 access;
+			__le64 iova;   /* with pages: the mapping comes with the WR */
+			__le64 length;
+			__le64 pages;  /* GPA of the le64 page array; 0: MAP_MR_SG's */
 		} __packed reg;
 	} __packed wr;
 	struct vrg_sge sg_list[];
@@ -320,6 +323,7 @@ static_assert(sizeof(struct vrg_av) == 43);
 static_assert(sizeof(struct vrg_sq_req) == 75);
 static_assert(offsetof(struct vrg_sq_req, wr) == 24);
 static_assert(offsetof(struct vrg_sq_req, wr.ud.av) == 32);
+static_assert(offsetof(struct vrg_sq_req, wr.reg.pages) == 52);
 static_assert(sizeof(struct vrg_rq_req) == 12);
 static_assert(sizeof(struct vrg_cq_req) == 38);
 static_assert(offsetof(struct vrg_cq_req, qp_num) == 22);

@@ -502,6 +502,11 @@ static int vrg_sq_elem(struct ib_qp *ibqp, const struct ib_send_wr *wr, struct v
 		e->wr.reg.mrn = cpu_to_le32(to_vmr(reg_wr(wr)->mr)->mrn);
 		e->wr.reg.key = cpu_to_le32(reg_wr(wr)->key);
 		e->wr.reg.access = cpu_to_le32(reg_wr(wr)->access);
+		/* the device reads the page array map_mr_sg filled when it
+		 * runs the WR: nothing to wait for here */
+		e->wr.reg.iova = cpu_to_le64(reg_wr(wr)->mr->iova);
+		e->wr.reg.length = cpu_to_le64(reg_wr(wr)->mr->length);
+		e->wr.reg.pages = cpu_to_le64(virt_to_phys(to_vmr(reg_wr(wr)->mr)->pages));
 		break;
 	case IB_WR_SEND:
 	case IB_WR_SEND_WITH_IMM:
@@ -726,27 +731,17 @@ static int vrg_set_page(struct ib_mr *ibmr, u64 addr)
 	return 0;
 }
 
+/* Called from atomic context (blk-mq submission): only fills the page
+ * array; the REG_MR work request hands it to the device. */
 static int vrg_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int nents,
 			 unsigned int *sg_offset)
 {
 	struct vrg_mr *mr = to_vmr(ibmr);
-	struct vrg_cmd_map_mr_sg c;
-	__le32 done;
-	int n, rc;
 
 	if (ibmr->page_size != PAGE_SIZE)
 		return -EINVAL;
 	mr->npages = 0;
-	n = ib_sg_to_pages(ibmr, sg, nents, sg_offset, vrg_set_page);
-	if (n <= 0)
-		return n;
-	c.mrn = cpu_to_le32(mr->mrn);
-	c.npages = cpu_to_le32(mr->npages);
-	c.start = cpu_to_le64(ibmr->iova);
-	c.length = cpu_to_le64(ibmr->length);
-	c.pages = cpu_to_le64(virt_to_phys(mr->pages));
-	rc = vrg_ctrl(to_vdev(ibmr->device), VRG_CMD_MAP_MR_SG, &c, sizeof(c), &done, sizeof(done));
-	return rc ? rc : n;
+	return ib_sg_to_pages(ibmr, sg, nents, sg_offset, vrg_set_page);
 }
 
 static int vrg_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)

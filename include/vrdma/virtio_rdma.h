@@ -515,6 +515,11 @@ struct VRDMA_PACKED virtio_rdma_dev_sq_req {
 			le32 mrn;
 			le32 key;
 			le32 access;
+			/* pages != 0: the WR carries the mapping (GPA of the
+			 * le64 page array of [iova, iova + length)) [spec.md] */
+			le64 iova;
+			le64 length;
+			le64 pages;
 		} reg;
 	} wr;
 	struct virtio_rdma_dev_sge sg_list[];
@@ -694,6 +699,8 @@ VRDMA_ABI_OFF(virtio_rdma_dev_sq_req, wr, 24);
 VRDMA_ABI_OFF(virtio_rdma_dev_sq_req, wr.atomic.swap, 40);
 VRDMA_ABI_OFF(virtio_rdma_dev_sq_req, wr.atomic.rkey, 48);
 VRDMA_ABI_OFF(virtio_rdma_dev_sq_req, wr.ud.av, 32);
+VRDMA_ABI_OFF(virtio_rdma_dev_sq_req, wr.reg.iova, 36);
+VRDMA_ABI_OFF(virtio_rdma_dev_sq_req, wr.reg.pages, 52);
 VRDMA_ABI_OFF(virtio_rdma_dev_sq_req, sg_list, 75);
 VRDMA_ABI_SIZE(virtio_rdma_dev_rq_req, 12);
 VRDMA_ABI_OFF(virtio_rdma_dev_rq_req, sg_list, 12);

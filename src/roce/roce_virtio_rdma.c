@@ -163,7 +163,8 @@ int roce_virtio_rdma_sq_decode(const struct rres_dev *rd, const struct rres_qp *
 	case VIRTIO_RDMA_DEV_WR_REG_MR: {
 		uint32_t access = le32toh(v.wr.reg.access);
 
-		/* the pages came with MAP_MR_SG: key and rights only */
+		/* the pages come with the WR (pages set), or came with
+		 * MAP_MR_SG (key and rights only) */
 		if (access & ~(uint32_t)(VIRTIO_RDMA_DEV_ACCESS_LOCAL_WRITE |
 					 VIRTIO_RDMA_DEV_ACCESS_REMOTE_WRITE |
 					 VIRTIO_RDMA_DEV_ACCESS_REMOTE_READ |
@@ -172,6 +173,12 @@ int roce_virtio_rdma_sq_decode(const struct rres_dev *rd, const struct rres_qp *
 			return VIRTIO_IB_WC_LOC_QP_OP_ERR;
 		req->reg.key = v.wr.reg.key;
 		req->reg.access = htole32(access);
+		if (v.wr.reg.pages) { /* the key names the MR */
+			req->reg.iova = v.wr.reg.iova;
+			req->reg.length = v.wr.reg.length;
+			req->reg.page_list = v.wr.reg.pages;
+			break;
+		}
 		x->rekey = true;
 		x->mrn = le32toh(v.wr.reg.mrn);
 		break;

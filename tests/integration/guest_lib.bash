@@ -23,7 +23,7 @@
 # base modules.
 
 # Version of the overlay and module recipe below: bump when it changes.
-GUEST_RECIPE=2
+GUEST_RECIPE=3
 GUEST_QEMU=""
 GUEST_KERNEL=""
 GUEST_INITRD=""
@@ -124,7 +124,8 @@ guest_prepare() {
 	src=$(cat "$VRDMA_TOP"/guest/kernel/{Kbuild,*.c,*.h} "$VRDMA_TOP"/tests/guest/kernel/{Kbuild,*.c} \
 		"$VRDMA_TOP"/guest/provider/{Makefile,*.c,*.h,*.driver} |
 		sha256sum | cut -c1-12)
-	key="$hpkg-$(rxe_pkg_version "$hpkg")-$src-r$GUEST_RECIPE"
+	# the base image's key too (its directory name)
+	key="$hpkg-$(rxe_pkg_version "$hpkg")-$src-r$GUEST_RECIPE-$(basename "$(dirname "$RXE_INITRD")" | sha256sum | cut -c1-8)"
 	key=${key//[^A-Za-z0-9._-]/_}
 	dir="$RXE_CACHE_ROOT/guest/$key"
 	mkdir -p "$RXE_CACHE_ROOT/guest" || return 1

@@ -8,6 +8,9 @@
 #   through a virtio-serial link (QEMU A listens on a host port, QEMU B
 #   connects to it; busybox nc in each guest joins it to the programs);
 # - rping -V through the two guest kernels' rdma_cm;
+# - NVMe over RDMA: nvmet-rdma in guest A exports a RAM disk, nvme-rdma in
+#   guest B connects through /dev/nvme-fabrics; data written on each side is
+#   compared on the other (docs/guest.md);
 # - the daemon exits cleanly.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/daemon_lib.bash"
@@ -143,8 +146,75 @@ else
 	not_ok rping "guest A rping server did not listen: $(on A 'cat /tmp/r.log')"
 fi
 
-out=$(on A 'dmesg | grep -E "WARNING:|BUG:|Oops|Call Trace|no answer from the device"'
-	on B 'dmesg | grep -E "WARNING:|BUG:|Oops|Call Trace|no answer from the device"')
+# NVMe over RDMA: guest A's nvmet-rdma exports a RAM disk (brd), guest B's
+# nvme-rdma connects through /dev/nvme-fabrics (no nvme-cli in the guests);
+# data written on either side is compared on the other.
+NQN=nqn.2014-08.org.vrdma:ram0
+load='mount -t configfs none /sys/kernel/config 2>/dev/null
+for m in $(cat /etc/modules.extra); do
+	case $m in brd.ko) insmod /lib/modules/$m rd_nr=1 rd_size=16384 ;; *) insmod /lib/modules/$m ;; esac || exit 1
+done'
+nvmet="$load
+cd /sys/kernel/config/nvmet || exit 1
+mkdir subsystems/$NQN && echo 1 >subsystems/$NQN/attr_allow_any_host &&
+mkdir subsystems/$NQN/namespaces/1 && echo -n /dev/ram0 >subsystems/$NQN/namespaces/1/device_path &&
+echo 1 >subsystems/$NQN/namespaces/1/enable &&
+mkdir ports/1 && echo rdma >ports/1/addr_trtype && echo ipv4 >ports/1/addr_adrfam &&
+echo $IP_A >ports/1/addr_traddr && echo 4420 >ports/1/addr_trsvcid &&
+ln -s /sys/kernel/config/nvmet/subsystems/$NQN ports/1/subsystems/$NQN || exit 1
+for i in \$(seq 1 600); do rdma res show cm_id | grep -q 'state LISTEN .*:4420' && exit 0; sleep 0.1; done; exit 1"
+nvme_dev=""
+if why=$(on A "$nvmet"); then
+	ok nvme_target
+	# the write returns once the controller is up; reading gives its instance
+	if why=$(on B "$load
+		exec 4<>/dev/nvme-fabrics || exit 1
+		echo 'transport=rdma,traddr=$IP_A,trsvcid=4420,nqn=$NQN' >&4 || exit 1
+		read -r line <&4; inst=\$(echo \$line | sed -n 's/^instance=\([0-9]*\),.*/\1/p')
+		[ -n \"\$inst\" ] || { echo \"\$line\"; exit 1; }
+		for i in \$(seq 1 1200); do [ -b /dev/nvme\${inst}n1 ] && echo nvme\${inst} && exit 0; sleep 0.1; done
+		echo no namespace; exit 1"); then
+		nvme_dev=$(tail -1 <<<"$why")
+		ok nvme_connect
+	else
+		not_ok nvme_connect "$why"
+	fi
+else
+	not_ok nvme_target "$why"
+fi
+if [ -n "$nvme_dev" ]; then
+	# B: 4 MiB in 1 MiB writes (registered MRs), 256 KiB in 4 KiB writes
+	# (inline data) at 8 MiB; read back in 64 KiB reads, compared
+	out=$(on B "dd if=/dev/urandom of=/tmp/p1 bs=1M count=4 2>/dev/null &&
+		dd if=/dev/urandom of=/tmp/p2 bs=4k count=64 2>/dev/null &&
+		dd if=/tmp/p1 of=/dev/${nvme_dev}n1 bs=1M oflag=direct conv=fsync 2>/dev/null &&
+		dd if=/tmp/p2 of=/dev/${nvme_dev}n1 bs=4k seek=2048 oflag=direct conv=fsync 2>/dev/null &&
+		dd if=/dev/${nvme_dev}n1 of=/tmp/b1 bs=64k count=64 iflag=direct 2>/dev/null &&
+		dd if=/dev/${nvme_dev}n1 of=/tmp/b2 bs=64k skip=128 count=4 iflag=direct 2>/dev/null &&
+		cmp /tmp/p1 /tmp/b1 && cmp /tmp/p2 /tmp/b2 && sha256sum /tmp/p1 /tmp/p2 | cut -d' ' -f1")
+	rc=$?
+	check nvme_host_write_read test "$rc" = 0 -a "$(wc -l <<<"$out")" = 2
+	# A: what landed in the RAM disk is what B wrote
+	tgt=$(on A "dd if=/dev/ram0 bs=1M count=4 2>/dev/null | sha256sum | cut -d' ' -f1
+		dd if=/dev/ram0 bs=4k skip=2048 count=64 2>/dev/null | sha256sum | cut -d' ' -f1")
+	check nvme_target_data test -n "$tgt" -a "$tgt" = "$out"
+	# A writes at 12 MiB into the RAM disk, B reads it through NVMe
+	tgt=$(on A "dd if=/dev/urandom of=/tmp/p3 bs=64k count=16 2>/dev/null &&
+		dd if=/tmp/p3 of=/dev/ram0 bs=64k seek=192 oflag=direct conv=fsync 2>/dev/null &&
+		sha256sum /tmp/p3 | cut -d' ' -f1")
+	out=$(on B "dd if=/dev/${nvme_dev}n1 bs=1M skip=12 count=1 iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1")
+	check nvme_target_write_host_read test -n "$tgt" -a "$tgt" = "$out"
+	out=$(on B "echo 1 >/sys/class/nvme/$nvme_dev/delete_controller &&
+		for i in \$(seq 1 600); do [ -e /sys/class/nvme/$nvme_dev ] || exit 0; sleep 0.1; done; exit 1")
+	check nvme_disconnect test $? = 0
+else
+	for c in nvme_host_write_read nvme_target_data nvme_target_write_host_read nvme_disconnect; do
+		not_ok "$c" "no NVMe device"
+	done
+fi
+
+out=$(on A 'dmesg | grep -E "WARNING:|BUG:|Oops|Call Trace|no answer from the device|I/O error|Bogus|resetting|error recovery|Reconnecting"'
+	on B 'dmesg | grep -E "WARNING:|BUG:|Oops|Call Trace|no answer from the device|I/O error|Bogus|resetting|error recovery|Reconnecting"')
 if [ -z "$out" ]; then ok kernel_logs_clean; else not_ok kernel_logs_clean "$(head -10 <<<"$out")"; fi
 stop_guests
 d_stop d

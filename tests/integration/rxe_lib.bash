@@ -35,10 +35,13 @@ RXE_CTL=""
 RXE_KERNEL=""
 RXE_INITRD=""
 # Version of the guest image recipe below: bump when it changes.
-RXE_RECIPE=9
+RXE_RECIPE=10
 
 # Modules the guest loads (with their dependencies, in dependency order).
 RXE_MODULES="virtio_pci virtio_net virtio_console crc32_generic rdma_rxe rdma_ucm"
+# Modules copied too but loaded by the tests that need them (the order of
+# those not already loaded is /etc/modules.extra): NVMe over RDMA.
+RXE_EXTRA_MODULES="configfs brd nvmet nvmet_rdma nvme_rdma"
 # Programs copied into the guest with every library they load.
 RXE_PROGS="ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong ibv_devinfo
 ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_send_lat ib_read_lat
@@ -89,6 +92,9 @@ rxe_build() {
 	}
 	for m in $RXE_MODULES; do rxe_visit "$m"; done
 	echo "$order" >"$root/etc/modules.order"
+	order=""
+	for m in $RXE_EXTRA_MODULES; do rxe_visit "$m"; done
+	echo "$order" >"$root/etc/modules.extra"
 	# Programs and libraries (ldd, recursively through the copied ones).
 	cp /bin/busybox "$root/bin/busybox"
 	for p in $RXE_PROGS; do
@@ -164,6 +170,9 @@ rxe_prepare() {
 	key="$kpkg-$(apt-cache policy "$kpkg" | awk '/Candidate:/ { print $2 }')"
 	key="$key-bb$(rxe_pkg_version busybox-static)-rdma$(rxe_pkg_version ibverbs-providers)"
 	key="$key-pt$(rxe_pkg_version perftest)-cm$(rxe_pkg_version rdmacm-utils)-r$RXE_RECIPE"
+	# and the recipe's text: two edits with the same number never share an image
+	key="$key-$( { declare -f rxe_build; echo "$RXE_MODULES/$RXE_EXTRA_MODULES/$RXE_PROGS"; } |
+		sha256sum | cut -c1-8)"
 	key=${key//[^A-Za-z0-9._-]/_}
 	dir="$RXE_CACHE_ROOT/rxe/$key"
 	mkdir -p "$RXE_CACHE_ROOT/rxe" || return 1

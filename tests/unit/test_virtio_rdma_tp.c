@@ -54,6 +54,7 @@ struct v1_wr {
 	const void *inl;
 	uint32_t inl_len;
 	uint32_t trunc;              /* != 0: readable length of the chain */
+	uint64_t reg_iova, reg_length, reg_pages; /* REG_MR carrying its pages */
 };
 
 static int v1_post_send(struct fk_dev *d, struct fk_qp *q, const struct v1_wr *wr)
@@ -91,6 +92,11 @@ static int v1_post_send(struct fk_dev *d, struct fk_qp *q, const struct v1_wr *w
 	} else {
 		v.wr.rdma.remote_addr = htole64(wr->remote_addr);
 		v.wr.rdma.rkey = htole32(wr->rkey);
+	}
+	if (wr->opcode == VIRTIO_RDMA_DEV_WR_REG_MR && wr->reg_pages) {
+		v.wr.reg.iova = htole64(wr->reg_iova);
+		v.wr.reg.length = htole64(wr->reg_length);
+		v.wr.reg.pages = htole64(wr->reg_pages);
 	}
 	if (wr->flags & VIRTIO_RDMA_DEV_SEND_INLINE) {
 		v.num_sge = htole32(wr->inl_len);
@@ -671,6 +677,80 @@ static void test_reg_mr(void)
 }
 
 /* Elements the device refuses: each completes with its IB status. */
+/* REG_MR carrying its page list (no MAP_MR_SG): the key names a free
+ * CREATE_MR MR, mapped at iova when the WR runs; the peer writes through it;
+ * LOCAL_INV frees it and it is registered again under a new key; last, a
+ * misaligned page array fails (the MR stays free). */
+static void test_reg_mr_pages(void)
+{
+	const uint32_t rw = VIRTIO_RDMA_DEV_ACCESS_LOCAL_WRITE | VIRTIO_RDMA_DEV_ACCESS_REMOTE_WRITE;
+	const uint64_t iova = 0x40000100;
+	struct virtio_rdma_dev_cmd_create_mr cm;
+	uint8_t rsp[64];
+	size_t rlen;
+	struct fk_env env;
+	struct side a, b;
+	struct v1_wc w;
+	struct roce_mr *mr;
+	uint32_t mrn, key;
+	uint64_t list;
+	uint8_t *buf;
+
+	REQUIRE(pair_up(&env, &a, &b, true, VIRTIO_IB_QPT_RC));
+	cm.pdn = htole32(a.pd);
+	cm.access_flags = htole32(VIRTIO_RDMA_DEV_ACCESS_LOCAL_WRITE);
+	cm.max_num_sg = htole32(4);
+	REQUIRE(virtio_rdma_dev_ctrl_exec(&a.d->rd, VIRTIO_RDMA_DEV_CMD_CREATE_MR, &cm, sizeof(cm),
+					  rsp, sizeof(rsp), &rlen) == ROCE_OK);
+	mrn = get_le32(rsp);
+	mr = roce_mr_lookup(&a.d->rd, mrn);
+	REQUIRE(mr != NULL);
+	buf = fk_alloc(a.d, 8192, 4096);
+	list = fk_page_list(a.d, buf, 8192);
+	for (int round = 0; round < 2; round++) {
+		struct v1_wr reg = { .wr_id = 100, .opcode = VIRTIO_RDMA_DEV_WR_REG_MR,
+				     .flags = VIRTIO_RDMA_DEV_SEND_SIGNALED, .rkey = rw,
+				     .reg_iova = iova, .reg_length = 7000, .reg_pages = list };
+		struct v1_wr inv = { .wr_id = 102, .opcode = VIRTIO_RDMA_DEV_WR_LOCAL_INV,
+				     .flags = VIRTIO_RDMA_DEV_SEND_SIGNALED };
+		struct fk_sge s = { b.mr.buf, 5000, b.mr.lkey };
+		struct v1_wr wr = { .wr_id = 101, .opcode = VIRTIO_RDMA_DEV_WR_RDMA_WRITE,
+				    .flags = VIRTIO_RDMA_DEV_SEND_SIGNALED, .remote_addr = iova + 50,
+				    .sge = &s, .nsge = 1 };
+
+		key = fk_key8(mr->lkey, (uint8_t)(0x51 + round));
+		/* wr.reg where wr.rdma is: mrn 0 (the key names the MR), key, access */
+		reg.remote_addr = (uint64_t)key << 32;
+		REQUIRE(v1_post_send(a.d, &a.q, &reg) == 0);
+		REQUIRE(v1_wait_cq(&env, a.d, a.cq, &w, 1) == 1);
+		CHECK_EQ(w.wr_id, 100);
+		CHECK_EQ(w.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
+		CHECK_EQ(w.opcode, VIRTIO_RDMA_DEV_WC_OP_REG_MR);
+		CHECK_EQ(mr->state, ROCE_MR_VALID);
+		CHECK_EQ(mr->rkey, key);
+		fk_fill(b.mr.buf, 5000, (uint8_t)(21 + round));
+		wr.rkey = key;
+		REQUIRE(v1_post_send(b.d, &b.q, &wr) == 0);
+		REQUIRE(v1_wait_cq(&env, b.d, b.cq, &w, 1) == 1);
+		CHECK_EQ(w.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
+		CHECK_MEM(buf + 0x100 + 50, b.mr.buf, 5000);
+		inv.ex = htole32(key);
+		REQUIRE(v1_post_send(a.d, &a.q, &inv) == 0);
+		REQUIRE(v1_wait_cq(&env, a.d, a.cq, &w, 1) == 1);
+		CHECK_EQ(w.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
+		CHECK_EQ(mr->state, ROCE_MR_FREE);
+		if (!round)
+			continue;
+		reg.reg_pages = list + 4; /* misaligned array */
+		reg.remote_addr = (uint64_t)fk_key8(key, 0x60) << 32;
+		REQUIRE(v1_post_send(a.d, &a.q, &reg) == 0);
+		REQUIRE(v1_wait_cq(&env, a.d, a.cq, &w, 1) == 1);
+		CHECK_EQ(w.status, VIRTIO_RDMA_DEV_WC_LOC_PROT_ERR);
+		CHECK_EQ(mr->state, ROCE_MR_FREE);
+	}
+	fk_env_fini(&env);
+}
+
 static void test_bad_elements(void)
 {
 	struct fk_env env;
@@ -738,6 +818,7 @@ int main(void)
 	RUN(test_ud_v1_net);
 	RUN(test_read_with_inv);
 	RUN(test_reg_mr);
+	RUN(test_reg_mr_pages);
 	RUN(test_bad_elements);
 	return TEST_DONE();
 }
