@@ -108,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct roce_swqe *w;
 	static struct vq_elem e;
 	static uint8_t in[75 + 16 * 64];
-	struct roce_mr *fmr;
+	struct rres_mr *fmr;
 	uint64_t *plist;
 	struct fk_env env;
 	struct fk_dev *d;

@@ -691,7 +691,7 @@ static void test_reg_mr_pages(void)
 	struct fk_env env;
 	struct side a, b;
 	struct v1_wc w;
-	struct roce_mr *mr;
+	struct rres_mr *mr;
 	uint32_t mrn, key;
 	uint64_t list;
 	uint8_t *buf;
@@ -701,9 +701,9 @@ static void test_reg_mr_pages(void)
 	cm.access_flags = htole32(VIRTIO_RDMA_DEV_ACCESS_LOCAL_WRITE);
 	cm.max_num_sg = htole32(4);
 	REQUIRE(virtio_rdma_dev_ctrl_exec(&a.d->rd, VIRTIO_RDMA_DEV_CMD_CREATE_MR, &cm, sizeof(cm),
-					  rsp, sizeof(rsp), &rlen) == ROCE_OK);
+					  rsp, sizeof(rsp), &rlen) == RRES_OK);
 	mrn = get_le32(rsp);
-	mr = roce_mr_lookup(&a.d->rd, mrn);
+	mr = rres_mr_lookup(&a.d->rd, mrn);
 	REQUIRE(mr != NULL);
 	buf = fk_alloc(a.d, 8192, 4096);
 	list = fk_page_list(a.d, buf, 8192);
@@ -726,7 +726,7 @@ static void test_reg_mr_pages(void)
 		CHECK_EQ(w.wr_id, 100);
 		CHECK_EQ(w.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
 		CHECK_EQ(w.opcode, VIRTIO_RDMA_DEV_WC_OP_REG_MR);
-		CHECK_EQ(mr->state, ROCE_MR_VALID);
+		CHECK_EQ(mr->state, RRES_MR_VALID);
 		CHECK_EQ(mr->rkey, key);
 		fk_fill(b.mr.buf, 5000, (uint8_t)(21 + round));
 		wr.rkey = key;
@@ -738,7 +738,7 @@ static void test_reg_mr_pages(void)
 		REQUIRE(v1_post_send(a.d, &a.q, &inv) == 0);
 		REQUIRE(v1_wait_cq(&env, a.d, a.cq, &w, 1) == 1);
 		CHECK_EQ(w.status, VIRTIO_RDMA_DEV_WC_SUCCESS);
-		CHECK_EQ(mr->state, ROCE_MR_FREE);
+		CHECK_EQ(mr->state, RRES_MR_FREE);
 		if (!round)
 			continue;
 		reg.reg_pages = list + 4; /* misaligned array */
@@ -746,7 +746,7 @@ static void test_reg_mr_pages(void)
 		REQUIRE(v1_post_send(a.d, &a.q, &reg) == 0);
 		REQUIRE(v1_wait_cq(&env, a.d, a.cq, &w, 1) == 1);
 		CHECK_EQ(w.status, VIRTIO_RDMA_DEV_WC_LOC_PROT_ERR);
-		CHECK_EQ(mr->state, ROCE_MR_FREE);
+		CHECK_EQ(mr->state, RRES_MR_FREE);
 	}
 	fk_env_fini(&env);
 }
