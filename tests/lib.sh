@@ -163,4 +163,28 @@ vrun() {
 		"${socks[@]}" -- "$@" >"$T_TMP/$name.log" 2>&1 </dev/null
 }
 
+# vstart NAME SOCK CMD...: as vrun, one device, in the background (VPID: the
+# timeout wrapper, also in T_PIDS). VPRE: a library preloaded in front of
+# vrdma-run's own; VIN: the command's standard input.
+vstart() {
+	local name=$1 sock=$2 pre=${PRELOAD:-}; shift 2
+	[ -n "${VPRE:-}" ] && pre="${pre:+$pre:}$VPRE"
+	env ${pre:+LD_PRELOAD="$pre"} \
+		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
+		timeout -k 5 "${STEP_TMO:-60}" stdbuf -oL "${RUN:-$VRDMA_BUILD/bin/vrdma-run}" \
+		--socket "$sock" -- "$@" >"$T_TMP/$name.log" 2>&1 <"${VIN:-/dev/null}" &
+	VPID=$!
+	T_PIDS+=($!)
+}
+
+# cm_ready PID: a process under PID (vstart's timeout wrapper) runs
+# librdmacm's CM thread (it has connected to its device).
+cm_ready() {
+	local c
+	for c in $(pgrep -P "$1") $(pgrep -P "$(pgrep -P "$1" | head -n1)" 2>/dev/null); do
+		grep -qx vrdma-cm /proc/"$c"/task/*/comm 2>/dev/null && return 0
+	done
+	return 1
+}
+
 t_done() { exit $T_FAILED; }

@@ -564,6 +564,25 @@ static size_t iov_total(const struct iovec *iov, int iovcnt)
 	return t;
 }
 
+/* Wait (unless nonblock) for room to send, then size the next chunk: it
+ * grows from RSK_SNDLOWAT up to 64 KiB, bounded by the send buffer's room.
+ * 0, or -1 with errno. */
+static int next_chunk(struct rsk *rs, bool nonblock, size_t left, uint32_t *olen, uint32_t *xfer)
+{
+	if (!rsk_can_send(rs)) {
+		if (wait_for(rs, nonblock, can_send_or_closed))
+			return -1;
+		if (!(rs->state & RSK_WRITABLE))
+			return errno = ECONNRESET, -1;
+	}
+	*xfer = left < *olen ? (uint32_t)left : *olen;
+	if (*olen < 65536 && *olen < left)
+		*olen <<= 1;
+	if (*xfer > rs->sbuf_avail)
+		*xfer = rs->sbuf_avail;
+	return 0;
+}
+
 /* rsend over an iovec (locked, connected). */
 ssize_t rsk_sendv(struct rsk *rs, const struct iovec *iov, int iovcnt, bool nonblock)
 {
@@ -585,21 +604,9 @@ ssize_t rsk_sendv(struct rsk *rs, const struct iovec *iov, int iovcnt, bool nonb
 		uint64_t addr;
 		int n;
 
-		if (!rsk_can_send(rs)) {
-			ret = wait_for(rs, nonblock, can_send_or_closed);
-			if (ret)
-				break;
-			if (!(rs->state & RSK_WRITABLE)) {
-				ret = -1;
-				errno = ECONNRESET;
-				break;
-			}
-		}
-		xfer = left < olen ? (uint32_t)left : olen;
-		if (olen < 65536 && olen < left)
-			olen <<= 1;
-		if (xfer > rs->sbuf_avail)
-			xfer = rs->sbuf_avail;
+		ret = next_chunk(rs, nonblock, left, &olen, &xfer);
+		if (ret)
+			break;
 		tlen = rs->tsgl[rs->tsge].length;
 		if (xfer > tlen)
 			xfer = tlen;
@@ -788,21 +795,9 @@ ssize_t rsk_iowrite(struct rsk *rs, const void *buf, size_t count, off_t offset,
 				ret = -1, errno = EINVAL;
 			break;
 		}
-		if (!rsk_can_send(rs)) {
-			ret = wait_for(rs, nonblock, can_send_or_closed);
-			if (ret)
-				break;
-			if (!(rs->state & RSK_WRITABLE)) {
-				ret = -1;
-				errno = ECONNRESET;
-				break;
-			}
-		}
-		xfer = left < olen ? (uint32_t)left : olen;
-		if (olen < 65536 && olen < left)
-			olen <<= 1;
-		if (xfer > rs->sbuf_avail)
-			xfer = rs->sbuf_avail;
+		ret = next_chunk(rs, nonblock, left, &olen, &xfer);
+		if (ret)
+			break;
 		room = e.offset + e.sge.length - pos;
 		if (xfer > room)
 			xfer = (uint32_t)room;

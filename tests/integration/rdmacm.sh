@@ -69,11 +69,7 @@ ALL_TESTS="daemon_started rping_verified ucmatose udaddy rdma_server_client ib_s
 	fault_rping_verified fault_ucmatose fault_daemon_clean_exit"
 ALL_TESTS="$ALL_TESTS same_device_ib_send_bw_R same_device_ib_write_lat_R"
 
-PRELOAD=""
-if [ -f "$VRDMA_BUILD/lib/libibverbs.so.1" ] &&
-   objdump -T "$VRDMA_BUILD/lib/libibverbs.so.1" 2>/dev/null | grep -q __asan_init; then
-	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-fi
+asan_preload "$VRDMA_BUILD/lib/libibverbs.so.1"
 reason=""
 for b in "$DAEMON" "$RUN" "$LIB" "$API" "$MULTI" "$FOREIGN"; do [ -e "$b" ] || reason="$b not built (run make)"; done
 for p in rping ucmatose udaddy rdma_server rdma_client ib_send_bw ib_write_lat; do
@@ -83,27 +79,6 @@ if [ -n "$reason" ]; then
 	for t in $ALL_TESTS; do not_ok "$t" "$reason"; done
 	t_done
 fi
-
-# vstart NAME SOCK CMD...: CMD through vrdma-run on SOCK in the background
-# (VPID: the timeout wrapper), output in $T_TMP/NAME.log.
-vstart() {
-	local name=$1 sock=$2; shift 2
-	env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} \
-		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
-		timeout -k 5 "$STEP_TMO" stdbuf -oL "$RUN" --socket "$sock" -- "$@" \
-		>"$T_TMP/$name.log" 2>&1 </dev/null &
-	VPID=$!
-	T_PIDS+=($!)
-}
-
-# cm_ready PID: a process under PID (the timeout wrapper) runs a CM thread.
-cm_ready() {
-	local c
-	for c in $(pgrep -P "$1") $(pgrep -P "$(pgrep -P "$1" | head -n1)" 2>/dev/null); do
-		grep -qx vrdma-cm /proc/"$c"/task/*/comm 2>/dev/null && return 0
-	done
-	return 1
-}
 
 # cmpair NAME SRV_SOCK CLI_SOCK "SRV CMD" "CLI CMD" PATTERN [RETRY]: the
 # server on SRV_SOCK, once it listens the client on CLI_SOCK; ok if both

@@ -62,29 +62,6 @@ if [ -n "$reason" ]; then
 	t_done
 fi
 
-# vstart NAME SOCK CMD...: CMD through vrdma-run on SOCK in the background
-# (VPID: the timeout wrapper), output in $T_TMP/NAME.log. VPRE: a library
-# to preload in front of vrdma-run's own.
-vstart() {
-	local name=$1 sock=$2 pre=${PRELOAD:-}; shift 2
-	[ -n "${VPRE:-}" ] && pre="${pre:+$pre:}$VPRE"
-	env ${pre:+LD_PRELOAD="$pre"} \
-		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
-		timeout -k 5 "$STEP_TMO" stdbuf -oL "$RUN" --socket "$sock" -- "$@" \
-		>"$T_TMP/$name.log" 2>&1 <"${VIN:-/dev/null}" &
-	VPID=$!
-	T_PIDS+=($!)
-}
-
-# cm_ready PID: a process under PID (the timeout wrapper) runs a CM thread.
-cm_ready() {
-	local c
-	for c in $(pgrep -P "$1") $(pgrep -P "$(pgrep -P "$1" | head -n1)" 2>/dev/null); do
-		grep -qx vrdma-cm /proc/"$c"/task/*/comm 2>/dev/null && return 0
-	done
-	return 1
-}
-
 # pair NAME SRV_SOCK CLI_SOCK READY "SRV CMD" "CLI CMD" PATTERN: the
 # server on SRV_SOCK, once READY (a command given the server's pid) the
 # client on CLI_SOCK; ok if both exit 0 and PATTERN is in both outputs
