@@ -2,8 +2,8 @@
 # Two Linux guests, each with vrdma's virtio_rdma driver and the rdma-core
 # provider (guest/kernel, guest/provider), on two model=virtio-rdma devices
 # of one daemon (same subnet, its switch between them):
-# - ibv_rc_pingpong and ib_write_bw between a process in guest A (server)
-#   and one in guest B (client); the ibv_rc_pingpong server checks the data
+# - ibv_rc_pingpong, ib_write_bw and ib_read_lat between a process in guest
+#   A (server) and one in guest B (client); the ibv_rc_pingpong server checks the data
 #   (-c). The guests have no network but the device: their TCP exchange goes
 #   through a virtio-serial link (QEMU A listens on a host port, QEMU B
 #   connects to it; busybox nc in each guest joins it to the programs);
@@ -48,10 +48,10 @@ if ! d_start d --device "socket=$T_TMP/a.sock,model=virtio-rdma,mac=02:00:00:00:
 	not_ok start "$(tail -5 "$T_TMP/d.log")"
 	t_done
 fi
-# links 0 and 1: QEMU A listens, QEMU B connects (retrying until A is up)
+# links 0..2: QEMU A listens, QEMU B connects (retrying until A is up)
 LINKS=()
 args_a=() args_b=()
-for i in 0 1; do
+for i in 0 1 2; do
 	next_port || { not_ok setup "no free TCP port"; t_done; }
 	LINKS+=("$PORT")
 	args_a+=(-chardev "socket,id=ln$i,host=127.0.0.1,port=$PORT,server=on,wait=off"
@@ -92,6 +92,7 @@ pair() {
 	local name=$1 link=$2 prog=$3 args=$4 lp=${LINKS[$2]} out srv rc_c rc_s re sre gflag why=""
 	case "$prog" in
 	ibv_*) gflag="-g 1" re='bytes in .* seconds' sre=$re ;;
+	ib_read_lat) gflag="-x 1" re='^ *[0-9]+ +[0-9]+ ' sre='' ;; # the client reports
 	*) gflag="-x 1" re='^ *[0-9]+ +[0-9]+ ' sre=$re ;;
 	esac
 	local vp="vp=; for d in /sys/class/virtio-ports/*; do [ \"\$(cat \$d/name)\" = ln$link ] && vp=/dev/\$(basename \$d); done; [ -e \"\$vp\" ] || { echo no port; exit 1; }"
@@ -132,6 +133,7 @@ pair() {
 }
 pair rc_pingpong 0 ibv_rc_pingpong "-c -n 100 -s 8192 -m 1024"
 pair write_bw 1 ib_write_bw "-n 200"
+pair read_lat 2 ib_read_lat "-n 100"
 
 # rping through both guest kernels' rdma_cm (no link needed)
 port=$((port + 1))
