@@ -69,8 +69,8 @@ static void cur_copy(struct mem_cur *c, uint8_t *mem, size_t len, bool to_mem)
 }
 
 /* Copy between the cursor and [iova, iova + len) of mr (to_mr: cursor ->
- * MR). Returns 0 or -EFAULT. */
-static int mr_copy(const struct rres_dev *rd, const struct rres_mr *mr, uint64_t iova,
+ * MR). False if a page of the range is not mapped. */
+static bool mr_copy(const struct rres_dev *rd, const struct rres_mr *mr, uint64_t iova,
 		   struct mem_cur *c, uint64_t len, bool to_mr)
 {
 	struct iovec iov[MEM_IOV];
@@ -84,17 +84,17 @@ static int mr_copy(const struct rres_dev *rd, const struct rres_mr *mr, uint64_t
 			if (n != -E2BIG)
 				break;
 			if (piece <= 1)
-				return -EFAULT;
+				return false;
 			piece /= 2;
 		}
 		if (n < 0)
-			return -EFAULT;
+			return false;
 		for (int i = 0; i < n; i++)
 			cur_copy(c, iov[i].iov_base, iov[i].iov_len, to_mr);
 		iova += piece;
 		len -= piece;
 	}
-	return 0;
+	return true;
 }
 
 int roce_mem_check_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
@@ -149,7 +149,7 @@ static int sges_copy(struct roce_tq *tq, const struct rres_pd *pd, const struct 
 		}
 		chunk = (uint32_t)MIN((uint64_t)len, sge[i].length - off);
 		mr = rres_mr_lookup_lkey(rd, sge[i].lkey, pd, access);
-		if (!mr || mr_copy(rd, mr, sge[i].addr + off, c, chunk, to_mem))
+		if (!mr || !mr_copy(rd, mr, sge[i].addr + off, c, chunk, to_mem))
 			return VIRTIO_IB_WC_LOC_PROT_ERR;
 		len -= chunk;
 		off = 0;
@@ -224,7 +224,7 @@ int roce_mem_ref_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va, uint32_
 	if (n == -E2BIG)
 		return 0;
 	if (n < 0)
-		return -EFAULT;
+		return VIRTIO_IB_WC_REM_ACCESS_ERR;
 	*niov = (uint32_t)n;
 	return 0;
 }
@@ -267,10 +267,10 @@ int roce_mem_payload_to_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va,
 	struct mem_cur c;
 
 	if (!cur_payload(&c, pi))
-		return -EFAULT;
+		return VIRTIO_IB_WC_LOC_LEN_ERR;
 	if (pi->payload_ref)
 		tp->stats.rx_by_ref++;
-	return mr_copy(tp->rd, mr, va, &c, pi->payload_len, true);
+	return mr_copy(tp->rd, mr, va, &c, pi->payload_len, true) ? 0 : VIRTIO_IB_WC_REM_ACCESS_ERR;
 }
 
 int roce_mem_payload_to_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,
@@ -347,7 +347,7 @@ int roce_mem_to_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va,
 	struct mem_cur c;
 
 	cur_flat(&c, (uint8_t *)src, len);
-	return mr_copy(tp->rd, mr, va, &c, len, true);
+	return mr_copy(tp->rd, mr, va, &c, len, true) ? 0 : VIRTIO_IB_WC_REM_ACCESS_ERR;
 }
 
 int roce_mem_from_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va,
@@ -356,7 +356,7 @@ int roce_mem_from_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va,
 	struct mem_cur c;
 
 	cur_flat(&c, dst, len);
-	return mr_copy(tp->rd, mr, va, &c, len, false);
+	return mr_copy(tp->rd, mr, va, &c, len, false) ? 0 : VIRTIO_IB_WC_REM_ACCESS_ERR;
 }
 
 uint64_t *roce_mem_atomic_ptr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va)

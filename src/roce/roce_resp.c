@@ -326,12 +326,14 @@ static void resp_recv_done(struct roce_tq *tq, const struct roce_pkt_info *pi,
 /* The one receive-WQE fetch: tq->rwqe valid and usable, or why not. */
 static enum resp_state resp_get_rwqe(struct roce_tq *tq, uint8_t *status)
 {
-	int rc = roce_rq_get(tq);
-
-	if (rc < 0)
+	switch (roce_rq_get(tq)) {
+	case ROCE_RQ_BROKEN:
 		return RESP_ST_RING_BROKEN;
-	if (rc == 0)
+	case ROCE_RQ_EMPTY:
 		return RESP_ST_NO_RWQE;
+	case ROCE_RQ_READY:
+		break;
+	}
 	if (tq->rwqe->status) {
 		*status = tq->rwqe->status;
 		return RESP_ST_RWQE_BAD;
@@ -894,7 +896,7 @@ static int resp_send_atomic(struct roce_tq *tq, struct roce_rsp_res *r)
 /* The payload of a READ response: a reference to the MR's pages (the
  * requester's completer copies from them; docs/design.md, "One copy between
  * local devices"), or a copy when the path has a UDP checksum or the range
- * has too many pieces. Returns 0 or -EFAULT. */
+ * has too many pieces. Returns 0 or a WC status. */
 static int resp_read_payload(struct roce_tq *tq, struct rres_mr *mr, uint64_t va, struct pkt *p,
 			     uint8_t *payload, uint32_t plen)
 {
@@ -902,8 +904,10 @@ static int resp_read_payload(struct roce_tq *tq, struct rres_mr *mr, uint64_t va
 	uint32_t n = 0;
 
 	if (!(tq->path.flags & ROCE_PATH_F_UDP_CSUM)) {
-		if (roce_mem_ref_mr(tq->tp, mr, va, plen, iov, PKT_REF_IOV, &n))
-			return -EFAULT;
+		int st = roce_mem_ref_mr(tq->tp, mr, va, plen, iov, PKT_REF_IOV, &n);
+
+		if (st)
+			return st;
 		if (n) {
 			pkt_ref_attach(p, (uint32_t)(payload - p->data), iov, n, plen);
 			tq->tp->stats.tx_by_ref++;

@@ -118,7 +118,7 @@ void roce_rq_parse(struct roce_tq *tq, const struct vq_elem *e, struct roce_rwqe
 }
 
 /* Take the next element of the QP's SRQ (empty, broken: as roce_rq_get). */
-static int rq_get_srq(struct roce_tq *tq)
+static enum roce_rq_got rq_get_srq(struct roce_tq *tq)
 {
 	struct roce_tp *tp = tq->tp;
 	struct rres_srq *srq = tq->qp->srq;
@@ -130,16 +130,16 @@ static int rq_get_srq(struct roce_tq *tq)
 
 	if (!ts || ts->broken || !(r = ts->ring.r)) {
 		xs->srq_empty++;
-		return 0;
+		return ROCE_RQ_EMPTY;
 	}
 	rc = r->vq.broken ? -EIO : vq_dev_pop(&r->vq, &tp->elem);
 	if (rc == 0) {
 		xs->srq_empty++;
-		return 0;
+		return ROCE_RQ_EMPTY;
 	}
 	if (rc < 0) {
 		roce_srq_broken(ts);
-		return -EIO;
+		return ROCE_RQ_BROKEN;
 	}
 	rq_parse(tq, &tp->elem, w, srq->max_sge, srq);
 	w->srq = srq;
@@ -158,35 +158,35 @@ static int rq_get_srq(struct roce_tq *tq)
 	if (r->vq.broken) {
 		roce_srq_broken(ts);
 		roce_rq_srq_release(tq); /* (done already unless tq was in ERR) */
-		return -EIO;
+		return ROCE_RQ_BROKEN;
 	}
-	return 1;
+	return ROCE_RQ_READY;
 }
 
-int roce_rq_get(struct roce_tq *tq)
+enum roce_rq_got roce_rq_get(struct roce_tq *tq)
 {
 	struct roce_tp *tp = tq->tp;
 	struct vhost_vring *r = tq->rq.r;
 	int rc;
 
 	if (tq->rwqe->valid)
-		return 1;
+		return ROCE_RQ_READY;
 	if (tq->qp->srq)
 		return rq_get_srq(tq);
 	if (!r)
-		return 0;
+		return ROCE_RQ_EMPTY;
 	rc = r->vq.broken ? -EIO : vq_dev_pop(&r->vq, &tp->elem);
 	if (rc == 0)
-		return 0;
+		return ROCE_RQ_EMPTY;
 	if (rc < 0) {
 		roce_tp_ring_broken(tp, &tq->rq);
 		roce_tp_qp_error(tq, false);
-		return -EIO;
+		return ROCE_RQ_BROKEN;
 	}
 	roce_rq_parse(tq, &tp->elem, tq->rwqe);
 	tq->rwqe->valid = true;
 	tp->stats.recv_wrs++;
-	return 1;
+	return ROCE_RQ_READY;
 }
 
 /* Used entry for an element of the QP's receive ring, or of srq's. */

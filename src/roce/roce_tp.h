@@ -626,9 +626,14 @@ static inline bool roce_wr_is_local(uint8_t wr_opcode)
 /* ---- roce_rq.c ---- */
 int roce_rq_init(struct roce_tq *tq);
 void roce_rq_fini(struct roce_tq *tq);
-/* Make tq->rwqe valid (pop + validate). Returns 1, 0 if the receive ring
- * is empty, -EIO if the ring broke. */
-int roce_rq_get(struct roce_tq *tq);
+/* What roce_rq_get found. */
+enum roce_rq_got {
+	ROCE_RQ_EMPTY,  /* the receive ring (or the SRQ) has no element */
+	ROCE_RQ_READY,  /* tq->rwqe is valid */
+	ROCE_RQ_BROKEN, /* the ring broke (reported, the QP moved to ERR) */
+};
+/* Make tq->rwqe valid (pop + validate). */
+enum roce_rq_got roce_rq_get(struct roce_tq *tq);
 /* Complete tq->rwqe (to the receive CQ) and give it back. */
 void roce_rq_complete(struct roce_tq *tq, struct roce_wc *wc);
 /* Flush the current WQE and the ring with WR_FLUSH_ERR. */
@@ -741,8 +746,8 @@ int roce_mem_ref_swqe(struct roce_tq *tq, struct roce_swqe *w, uint32_t off, uin
 		      struct iovec *iov, uint32_t max, uint32_t *niov);
 /* Place the payload of a received packet (in the frame, or referenced in
  * the sender's memory: pi->payload_ref) into a receive WQE at off (returns
- * 0 or a WC status) or into a remote-key range checked by roce_mem_rkey
- * (returns 0 or -EFAULT). */
+ * or into a remote-key range checked by roce_mem_rkey. Returns 0 or a WC
+ * status (REM_ACCESS_ERR: a page of the range is not mapped). */
 int roce_mem_payload_to_rwqe(struct roce_tq *tq, const struct roce_rwqe *rw, uint64_t off,
 			     const struct roce_pkt_info *pi);
 int roce_mem_payload_to_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va,
@@ -752,7 +757,7 @@ int roce_mem_payload_to_sges(struct roce_tq *tq, const struct roce_sge *sge, uin
 			     uint64_t off, const struct roce_pkt_info *pi);
 /* The host pieces of [va, va + len) of a remote-key range checked by
  * roce_mem_rkey (a READ response by reference). *niov = 0: more than max,
- * copy instead. Returns 0 or -EFAULT. */
+ * copy instead. Returns 0 or a WC status (REM_ACCESS_ERR). */
 int roce_mem_ref_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va, uint32_t len,
 		    struct iovec *iov, uint32_t max, uint32_t *niov);
 
@@ -783,7 +788,7 @@ int roce_mem_check_sges_pd(const struct rres_dev *rd, const struct rres_pd *pd,
 struct rres_mr *roce_mem_rkey(struct roce_tq *tq, uint32_t rkey, uint64_t va,
 			      uint64_t len, uint32_t access);
 /* Copy to / from a remote-key range (already checked by roce_mem_rkey).
- * Returns 0 or -EFAULT. */
+ * Returns 0 or a WC status (REM_ACCESS_ERR: a page is not mapped). */
 int roce_mem_to_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va,
 		   const uint8_t *src, uint32_t len);
 int roce_mem_from_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va,

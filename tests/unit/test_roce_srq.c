@@ -321,7 +321,7 @@ static void test_srq_held_and_err(void)
 		srq_post(&s, 200 + k);
 	/* RC QP b0 takes element 200 as the first packet of a message would */
 	tq = tq_of(s.b, s.qb[0].qpn);
-	REQUIRE(roce_rq_get(tq) == 1);
+	REQUIRE(roce_rq_get(tq) == ROCE_RQ_READY);
 	CHECK(tq->rwqe->srq == s.srq);
 	CHECK_EQ(tq->rwqe->wr_id, 200);
 	/* UC and UD messages take 201 and 202 */
@@ -500,7 +500,7 @@ static void test_srq_broken(void)
 	senv_init(&s, 64, 64);
 	srq_post(&s, 500);
 	tq = tq_of(s.b, s.qb[1].qpn);
-	REQUIRE(roce_rq_get(tq) == 1);          /* UC QP holds 500 */
+	REQUIRE(roce_rq_get(tq) == ROCE_RQ_READY);          /* UC QP holds 500 */
 	{
 		/* an element outside the driver's memory */
 		struct vq_buf out = { 0x10, 24 };
@@ -545,7 +545,7 @@ static void test_srq_ring_stop(void)
 	srq_post(&s, 700);
 	srq_post(&s, 701);
 	tq = tq_of(s.b, s.qb[1].qpn);
-	REQUIRE(roce_rq_get(tq) == 1);
+	REQUIRE(roce_rq_get(tq) == ROCE_RQ_READY);
 	idx = s.srq->vq;
 	fk_ring_free(s.b, idx);
 	CHECK_EQ(qp_state(s.b, s.qb[1].qpn), VIRTIO_IB_QPS_ERR);
@@ -1042,10 +1042,10 @@ static void test_srq_count_corrupt(void)
 	CHECK_EQ(rres_srq_modify(&s.b->rd, s.srq->srqn, VIRTIO_IB_SRQ_LIMIT, 1), RRES_OK);
 	srq_post(&s, 800);
 	srq_post(&s, 801);
-	REQUIRE(roce_rq_get(tq_of(s.b, s.qb[0].qpn)) == 1); /* RC holds 800 */
+	REQUIRE(roce_rq_get(tq_of(s.b, s.qb[0].qpn)) == ROCE_RQ_READY); /* RC holds 800 */
 	fr->r.vq.avail->idx = htole16((uint16_t)(fr->r.vq.last_avail_idx + 1000));
 	tq = tq_of(s.b, s.qb[1].qpn);
-	CHECK_EQ(roce_rq_get(tq), -EIO);                    /* 801: popped, then broken */
+	CHECK_EQ(roce_rq_get(tq), ROCE_RQ_BROKEN);                    /* 801: popped, then broken */
 	CHECK(fr->r.vq.broken);
 	CHECK(!tq->rwqe->valid);
 	CHECK_EQ(xs(s.b)->srq_errors, 1);
