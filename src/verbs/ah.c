@@ -22,7 +22,7 @@
 /* Destination MAC                                                           */
 /* ------------------------------------------------------------------------ */
 
-static bool vrdma_gid_v4mapped(const uint8_t g[16])
+static bool vibv_gid_v4mapped(const uint8_t g[16])
 {
 	static const uint8_t prefix[12] = { [10] = 0xff, [11] = 0xff };
 
@@ -30,7 +30,7 @@ static bool vrdma_gid_v4mapped(const uint8_t g[16])
 }
 
 /* ff0e::ffff:a.b.c.d, the GID of an IPv4 multicast group. */
-static bool vrdma_gid_v4mcast(const uint8_t g[16])
+static bool vibv_gid_v4mcast(const uint8_t g[16])
 {
 	static const uint8_t prefix[12] = { 0xff, 0x0e, [10] = 0xff, [11] = 0xff };
 
@@ -42,14 +42,14 @@ static bool vrdma_gid_v4mcast(const uint8_t g[16])
  * GIDs, else asked of the provider (zero when it cannot tell). Returns 0 or
  * a positive errno.
  */
-static int vrdma_resolve_dmac(struct vrdma_verbs_context *ctx, const uint8_t dgid[16],
+static int vibv_resolve_dmac(struct vibv_context *ctx, const uint8_t dgid[16],
 			      uint32_t sgid_index, uint8_t dmac[6])
 {
 	int ret;
 
 	memset(dmac, 0, 6);
-	if (vrdma_gid_v4mcast(dgid) ||
-	    (vrdma_gid_v4mapped(dgid) && (dgid[12] & 0xf0) == 0xe0)) {
+	if (vibv_gid_v4mcast(dgid) ||
+	    (vibv_gid_v4mapped(dgid) && (dgid[12] & 0xf0) == 0xe0)) {
 		dmac[0] = 0x01;
 		dmac[1] = 0x00;
 		dmac[2] = 0x5e;
@@ -87,7 +87,7 @@ static int vrdma_resolve_dmac(struct vrdma_verbs_context *ctx, const uint8_t dgi
 /* ------------------------------------------------------------------------ */
 
 /* An ibv_ah_attr as the device's address vector: 0 or a positive errno. */
-int vrdma_verbs_ah_attr(struct vrdma_verbs_context *ctx, const struct ibv_ah_attr *in,
+int vibv_ah_attr(struct vibv_context *ctx, const struct ibv_ah_attr *in,
 			struct vrdma_ah_attr *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -102,11 +102,11 @@ int vrdma_verbs_ah_attr(struct vrdma_verbs_context *ctx, const struct ibv_ah_att
 	out->grh.hop_limit = in->grh.hop_limit;
 	out->grh.traffic_class = in->grh.traffic_class;
 	out->sl = in->sl & 15;
-	return vrdma_resolve_dmac(ctx, out->grh.dgid, out->grh.sgid_index, out->dmac);
+	return vibv_resolve_dmac(ctx, out->grh.dgid, out->grh.sgid_index, out->dmac);
 }
 
 /* The device's address vector as an ibv_ah_attr. */
-void vrdma_verbs_ah_attr_to_ibv(const struct vrdma_ah_attr *in,
+void vibv_ah_attr_to_ibv(const struct vrdma_ah_attr *in,
 				struct ibv_ah_attr *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -127,7 +127,7 @@ void vrdma_verbs_ah_attr_to_ibv(const struct vrdma_ah_attr *in,
 /* Returns an AH, or NULL with errno set. */
 struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
-	struct vrdma_verbs_context *ctx;
+	struct vibv_context *ctx;
 	struct vrdma_ah_attr pa;
 	struct ibv_ah *ah;
 	uint32_t num = 0;
@@ -137,8 +137,8 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 		errno = EINVAL;
 		return NULL;
 	}
-	ctx = vrdma_ctx(pd->context);
-	ret = vrdma_verbs_ah_attr(ctx, attr, &pa);
+	ctx = vibv_ctx(pd->context);
+	ret = vibv_ah_attr(ctx, attr, &pa);
 	if (ret) {
 		errno = ret;
 		return NULL;
@@ -151,7 +151,7 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	ret = VRDMA_PROV_CALL(ctx->ops, create_ah, ctx->prov, pd->handle, &pa, &num);
 	if (ret) {
 		free(ah);
-		vrdma_errno(ret);
+		vibv_errno(ret);
 		return NULL;
 	}
 	ah->context = pd->context;
@@ -163,13 +163,13 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 /* Destroys an AH: 0 or a positive errno. */
 int ibv_destroy_ah(struct ibv_ah *ah)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(ah->context);
+	struct vibv_context *ctx = vibv_ctx(ah->context);
 	int ret;
 
 	ret = VRDMA_PROV_CALL(ctx->ops, destroy_ah, ctx->prov, ah->pd->handle,
 			      ah->handle);
 	if (ret)
-		return vrdma_errno(ret);
+		return vibv_errno(ret);
 	free(ah);
 	return 0;
 }
@@ -179,20 +179,20 @@ int ibv_destroy_ah(struct ibv_ah *ah)
 /* ------------------------------------------------------------------------ */
 
 /* Index of our GID gid of type type, or -1 with errno set. */
-static int vrdma_find_gid(struct ibv_context *ibctx, uint8_t port,
+static int vibv_find_gid(struct ibv_context *ibctx, uint8_t port,
 			  const uint8_t gid[16], uint32_t type)
 {
 	struct ibv_port_attr pattr;
 	struct ibv_gid_entry e;
 	int ret, i;
 
-	ret = vrdma_verbs_query_port(ibctx, port, &pattr);
+	ret = vibv_query_port(ibctx, port, &pattr);
 	if (ret) {
 		errno = ret;
 		return -1;
 	}
 	for (i = 0; i < pattr.gid_tbl_len; i++) {
-		if (vrdma_verbs_query_gid_entry(ibctx, port, (uint32_t)i, &e))
+		if (vibv_query_gid_entry(ibctx, port, (uint32_t)i, &e))
 			continue;
 		if (e.gid_type == type && !memcmp(e.gid.raw, gid, 16))
 			return i;
@@ -202,7 +202,7 @@ static int vrdma_find_gid(struct ibv_context *ibctx, uint8_t port,
 }
 
 /* One's complement sum check of a 20-byte IPv4 header. */
-static bool vrdma_ipv4_csum_ok(const uint8_t *h)
+static bool vibv_ipv4_csum_ok(const uint8_t *h)
 {
 	uint32_t sum = 0;
 	int i;
@@ -219,11 +219,11 @@ static bool vrdma_ipv4_csum_ok(const uint8_t *h)
  * IPv6 header), 4 (RoCE v2 over IPv4: 20 unused bytes, then the IPv4
  * header) or -1. A valid IPv4 header wins over an IPv6 version nibble.
  */
-static int vrdma_grh_version(const struct ibv_grh *grh)
+static int vibv_grh_version(const struct ibv_grh *grh)
 {
 	const uint8_t *raw = (const uint8_t *)grh;
 	const uint8_t *ip4 = raw + 20;
-	bool v4 = (ip4[0] >> 4) == 4 && (ip4[0] & 0x0f) == 5 && vrdma_ipv4_csum_ok(ip4);
+	bool v4 = (ip4[0] >> 4) == 4 && (ip4[0] & 0x0f) == 5 && vibv_ipv4_csum_ok(ip4);
 
 	if (v4)
 		return 4;
@@ -252,7 +252,7 @@ int ibv_init_ah_from_wc(struct ibv_context *ibctx, uint8_t port_num,
 		return 0;
 	ah_attr->is_global = 1;
 
-	switch (vrdma_grh_version(grh)) {
+	switch (vibv_grh_version(grh)) {
 	case 4: {
 		const struct iphdr *ip4 = (const struct iphdr *)(raw + 20);
 		uint8_t daddr[4], saddr[4];
@@ -263,8 +263,8 @@ int ibv_init_ah_from_wc(struct ibv_context *ibctx, uint8_t port_num,
 			errno = EINVAL;
 			return -1;
 		}
-		vrdma_prov_gid_from_ipv4(daddr, sgid);
-		vrdma_prov_gid_from_ipv4(saddr, ah_attr->grh.dgid.raw);
+		vibv_prov_gid_from_ipv4(daddr, sgid);
+		vibv_prov_gid_from_ipv4(saddr, ah_attr->grh.dgid.raw);
 		type = IBV_GID_TYPE_ROCE_V2;
 		ah_attr->grh.hop_limit = ip4->ttl;
 		ah_attr->grh.traffic_class = ip4->tos;
@@ -294,7 +294,7 @@ int ibv_init_ah_from_wc(struct ibv_context *ibctx, uint8_t port_num,
 		errno = EPROTONOSUPPORT;
 		return -1;
 	}
-	idx = vrdma_find_gid(ibctx, port_num, sgid, type);
+	idx = vibv_find_gid(ibctx, port_num, sgid, type);
 	if (idx < 0)
 		return -1;
 	ah_attr->grh.sgid_index = (uint8_t)idx;
@@ -324,7 +324,7 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context *ibctx, struct ibv_ah_attr *a
 		errno = EINVAL;
 		return -EINVAL;
 	}
-	ret = vrdma_resolve_dmac(vrdma_ctx(ibctx), attr->grh.dgid.raw,
+	ret = vibv_resolve_dmac(vibv_ctx(ibctx), attr->grh.dgid.raw,
 				 attr->grh.sgid_index, eth_mac);
 	if (!ret && !memcmp(eth_mac, zero, 6))
 		ret = EHOSTUNREACH;

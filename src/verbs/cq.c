@@ -5,7 +5,7 @@
  * A completion channel is an epoll instance: its fd is what the
  * application polls (readable while some CQ of the channel has an event)
  * and each CQ created on the channel adds the provider's event fd of that
- * CQ to it (struct vrdma_prov_cq_info.event_fd), with the CQ as the epoll
+ * CQ to it (struct vibv_prov_cq_info.event_fd), with the CQ as the epoll
  * cookie. ibv_get_cq_event() waits in epoll_wait (or, when the application
  * made the channel fd O_NONBLOCK, only looks), then asks the provider to
  * consume the CQ's pending event. No thread, no extra copy of events: the
@@ -78,14 +78,14 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *ch)
 /* ------------------------------------------------------------------------ */
 
 /* A CQ of at least cqe entries, or NULL with errno set. */
-struct vrdma_verbs_cq *vrdma_verbs_cq_create(struct ibv_context *ibctx, int cqe,
+struct vibv_cq *vibv_cq_create(struct ibv_context *ibctx, int cqe,
 					     void *cq_context,
 					     struct ibv_comp_channel *channel,
 					     int comp_vector)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
-	struct vrdma_prov_cq_info info;
-	struct vrdma_verbs_cq *cq;
+	struct vibv_context *ctx = vibv_ctx(ibctx);
+	struct vibv_prov_cq_info info;
+	struct vibv_cq *cq;
 	int ret;
 
 	if (cqe <= 0 || comp_vector < 0 || comp_vector >= ibctx->num_comp_vectors ||
@@ -105,7 +105,7 @@ struct vrdma_verbs_cq *vrdma_verbs_cq_create(struct ibv_context *ibctx, int cqe,
 			      &cq->prov, &info);
 	if (ret) {
 		free(cq);
-		vrdma_errno(ret);
+		vibv_errno(ret);
 		return NULL;
 	}
 	cq->event_fd = info.event_fd;
@@ -139,7 +139,7 @@ struct vrdma_verbs_cq *vrdma_verbs_cq_create(struct ibv_context *ibctx, int cqe,
 		pthread_mutex_unlock(&ibctx->mutex);
 	}
 	pthread_mutex_init(&cq->poll_lock, NULL);
-	vrdma_verbs_obj_add(ctx, &cq->obj, VRDMA_OBJ_CQ, info.cqn);
+	vibv_obj_add(ctx, &cq->obj, VRDMA_OBJ_CQ, info.cqn);
 	return cq;
 }
 
@@ -148,7 +148,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *ibctx, int cqe,
 			     void *cq_context, struct ibv_comp_channel *channel,
 			     int comp_vector)
 {
-	struct vrdma_verbs_cq *cq = vrdma_verbs_cq_create(ibctx, cqe, cq_context,
+	struct vibv_cq *cq = vibv_cq_create(ibctx, cqe, cq_context,
 							  channel, comp_vector);
 
 	return cq ? &cq->ibcq : NULL;
@@ -163,7 +163,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *ibctx, int cqe,
  */
 int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	struct vrdma_verbs_cq *cq = vrdma_cq(ibcq);
+	struct vibv_cq *cq = vrdma_cq(ibcq);
 	uint32_t n;
 	int ret;
 
@@ -172,7 +172,7 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 		return EINVAL;
 	}
 	if (!cq->ops->resize_cq ||
-	    !vrdma_verbs_has_cap(vrdma_ctx(ibcq->context), VIRTIO_IB_DEVICE_RESIZE_CQ)) {
+	    !vibv_has_cap(vibv_ctx(ibcq->context), VIRTIO_IB_DEVICE_RESIZE_CQ)) {
 		if (cqe <= ibcq->cqe)
 			return 0;
 		errno = EOPNOTSUPP;
@@ -181,7 +181,7 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	n = (uint32_t)cqe;
 	ret = cq->ops->resize_cq(cq->prov, &n);
 	if (ret)
-		return vrdma_errno(ret);
+		return vibv_errno(ret);
 	ibcq->cqe = n > (uint32_t)cqe && n <= INT32_MAX ? (int)n : cqe;
 	return 0;
 }
@@ -192,13 +192,13 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
  * comes before its wait), so teardown that tries the CQ first never hangs. */
 int ibv_destroy_cq(struct ibv_cq *ibcq)
 {
-	struct vrdma_verbs_cq *cq = vrdma_cq(ibcq);
+	struct vibv_cq *cq = vrdma_cq(ibcq);
 	struct ibv_comp_channel *channel = ibcq->channel;
 	int ret;
 
 	/* No more asynchronous events for it (an event counted before this
 	 * is visible in the wait below). */
-	vrdma_verbs_obj_del(vrdma_ctx(ibcq->context), &cq->obj);
+	vibv_obj_del(vibv_ctx(ibcq->context), &cq->obj);
 	if (channel && cq->event_fd >= 0)
 		epoll_ctl(channel->fd, EPOLL_CTL_DEL, cq->event_fd, NULL);
 	ret = cq->ops->destroy_cq(cq->prov);
@@ -208,9 +208,9 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 
 			epoll_ctl(channel->fd, EPOLL_CTL_ADD, cq->event_fd, &ev);
 		}
-		vrdma_verbs_obj_add(vrdma_ctx(ibcq->context), &cq->obj, VRDMA_OBJ_CQ,
+		vibv_obj_add(vibv_ctx(ibcq->context), &cq->obj, VRDMA_OBJ_CQ,
 				    cq->obj.num);
-		return vrdma_errno(ret);
+		return vibv_errno(ret);
 	}
 	pthread_mutex_lock(&ibcq->mutex);
 	while (ibcq->comp_events_completed != cq->comp_events_delivered ||
@@ -237,7 +237,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **out_cq,
 {
 	for (;;) {
 		struct epoll_event ev;
-		struct vrdma_verbs_cq *cq;
+		struct vibv_cq *cq;
 		int fl, n, ret;
 
 		fl = fcntl(channel->fd, F_GETFL);
@@ -255,7 +255,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **out_cq,
 		cq = ev.data.ptr;
 		ret = cq->ops->cq_consume_event(cq->prov);
 		if (ret < 0) {
-			vrdma_errno(ret);
+			vibv_errno(ret);
 			return -1;
 		}
 		if (ret == 0)
@@ -284,7 +284,7 @@ void ibv_ack_cq_events(struct ibv_cq *ibcq, unsigned int nevents)
 
 /* Completion status of the device (RFC numbering, then the extension's
  * MW_BIND_ERR) to libibverbs. */
-static const uint8_t vrdma_wc_status[17] = {
+static const uint8_t vibv_wc_status[17] = {
 	[VIRTIO_IB_WC_SUCCESS] = IBV_WC_SUCCESS,
 	[VIRTIO_IB_WC_LOC_LEN_ERR] = IBV_WC_LOC_LEN_ERR,
 	[VIRTIO_IB_WC_LOC_QP_OP_ERR] = IBV_WC_LOC_QP_OP_ERR,
@@ -306,7 +306,7 @@ static const uint8_t vrdma_wc_status[17] = {
 
 /* Completion opcodes of the device (the RFC's 0-4, the extension's 5-8;
  * REG_MR (9) completes only WRs libibverbs cannot post). */
-static const uint8_t vrdma_wc_opcode[9] = {
+static const uint8_t vibv_wc_opcode[9] = {
 	[VIRTIO_IB_WC_SEND] = IBV_WC_SEND,
 	[VIRTIO_IB_WC_RDMA_WRITE] = IBV_WC_RDMA_WRITE,
 	[VIRTIO_IB_WC_RDMA_READ] = IBV_WC_RDMA_READ,
@@ -330,16 +330,16 @@ _Static_assert(VIRTIO_IB_WC_WITH_IMM == IBV_WC_WITH_IMM, "wc flags");
  * tables (a device bug) reads as a general error; an error completion keeps
  * the opcode the device gave when it is known (libibverbs leaves it
  * undefined). */
-static inline void vrdma_wc_to_ibv(const struct vrdma_wc *p, struct ibv_wc *wc)
+static inline void vibv_wc_convert(const struct vrdma_wc *p, struct ibv_wc *wc)
 {
 	wc->wr_id = p->wr_id;
-	if (p->status < sizeof(vrdma_wc_status) && p->opcode < sizeof(vrdma_wc_opcode)) {
-		wc->status = (enum ibv_wc_status)vrdma_wc_status[p->status];
-		wc->opcode = (enum ibv_wc_opcode)vrdma_wc_opcode[p->opcode];
+	if (p->status < sizeof(vibv_wc_status) && p->opcode < sizeof(vibv_wc_opcode)) {
+		wc->status = (enum ibv_wc_status)vibv_wc_status[p->status];
+		wc->opcode = (enum ibv_wc_opcode)vibv_wc_opcode[p->opcode];
 	} else {
-		wc->status = p->status < sizeof(vrdma_wc_status) &&
+		wc->status = p->status < sizeof(vibv_wc_status) &&
 					     p->status != VIRTIO_IB_WC_SUCCESS ?
-				     (enum ibv_wc_status)vrdma_wc_status[p->status] :
+				     (enum ibv_wc_status)vibv_wc_status[p->status] :
 				     IBV_WC_GENERAL_ERR;
 		wc->opcode = IBV_WC_SEND;
 	}
@@ -369,17 +369,17 @@ static inline void vrdma_wc_to_ibv(const struct vrdma_wc *p, struct ibv_wc *wc)
 }
 
 /* Out-of-line copy for the extended CQs. */
-void vrdma_verbs_wc_to_ibv(const struct vrdma_wc *p, struct ibv_wc *wc)
+void vibv_wc_to_ibv(const struct vrdma_wc *p, struct ibv_wc *wc)
 {
-	vrdma_wc_to_ibv(p, wc);
+	vibv_wc_convert(p, wc);
 }
 
 /* Forgets pending binds: all (by_qp false, mw NULL), those of QP qp_num
  * (by_qp), or those of window mw. */
-void vrdma_verbs_binds_forget(struct vrdma_verbs_context *ctx, uint32_t qp_num,
+void vibv_binds_forget(struct vibv_context *ctx, uint32_t qp_num,
 			      bool by_qp, struct ibv_mw *mw)
 {
-	struct vrdma_verbs_bind **pp, *b;
+	struct vibv_bind **pp, *b;
 
 	if (!__atomic_load_n(&ctx->nbinds, __ATOMIC_ACQUIRE))
 		return;
@@ -400,14 +400,14 @@ void vrdma_verbs_binds_forget(struct vrdma_verbs_context *ctx, uint32_t qp_num,
 /* Completions of ibv_bind_mw binds: a successful BIND_MW completion sets
  * the window's rkey to the one posted; an error completion of the bind
  * (MW_BIND_ERR, a flush) leaves the window's rkey as it was. */
-void vrdma_verbs_binds_complete(struct vrdma_verbs_context *ctx,
+void vibv_binds_complete(struct vibv_context *ctx,
 				const struct ibv_wc *wc, int n)
 {
 	int i;
 
 	pthread_mutex_lock(&ctx->obj_lock);
 	for (i = 0; i < n && ctx->binds; i++) {
-		struct vrdma_verbs_bind **pp, *b;
+		struct vibv_bind **pp, *b;
 
 		if (wc[i].status == IBV_WC_SUCCESS && wc[i].opcode != IBV_WC_BIND_MW)
 			continue;
@@ -426,9 +426,9 @@ void vrdma_verbs_binds_complete(struct vrdma_verbs_context *ctx,
 }
 
 /* ctx->ops.poll_cq: up to n completions. Returns how many, or -1 (errno). */
-int vrdma_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+int vibv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
-	struct vrdma_verbs_cq *cq = vrdma_cq(ibcq);
+	struct vibv_cq *cq = vrdma_cq(ibcq);
 	struct vrdma_wc pwc[VRDMA_VERBS_POST_BATCH];
 	int done = 0;
 
@@ -441,14 +441,14 @@ int vrdma_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		if (got < 0) {
 			if (done)
 				break;
-			vrdma_errno(got);
+			vibv_errno(got);
 			return -1;
 		}
 		for (i = 0; i < got; i++)
-			vrdma_wc_to_ibv(&pwc[i], &wc[done + i]);
+			vibv_wc_convert(&pwc[i], &wc[done + i]);
 		if (got > 0 &&
-		    __atomic_load_n(&vrdma_ctx(ibcq->context)->nbinds, __ATOMIC_ACQUIRE))
-			vrdma_verbs_binds_complete(vrdma_ctx(ibcq->context), wc + done, got);
+		    __atomic_load_n(&vibv_ctx(ibcq->context)->nbinds, __ATOMIC_ACQUIRE))
+			vibv_binds_complete(vibv_ctx(ibcq->context), wc + done, got);
 		done += got;
 		if (got < want)
 			break;
@@ -457,9 +457,9 @@ int vrdma_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 }
 
 /* ctx->ops.req_notify_cq: 0 or a positive errno. */
-int vrdma_verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+int vibv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
-	struct vrdma_verbs_cq *cq = vrdma_cq(ibcq);
+	struct vibv_cq *cq = vrdma_cq(ibcq);
 	int ret;
 
 	ret = cq->ops->arm_cq(cq->prov, solicited_only ?

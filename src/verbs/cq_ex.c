@@ -48,12 +48,12 @@ VRDMA_CQ_SAME(comp_events_completed);
 VRDMA_CQ_SAME(async_events_completed);
 _Static_assert(offsetof(struct ibv_cq_ex, comp_mask) >= sizeof(struct ibv_cq), "cq_ex");
 
-static inline struct vrdma_verbs_cq *vrdma_cq_ex(struct ibv_cq_ex *ibcq)
+static inline struct vibv_cq *vibv_cq_ex(struct ibv_cq_ex *ibcq)
 {
-	return vrdma_container_of(ibcq, struct vrdma_verbs_cq, ibcq_ex);
+	return vibv_container_of(ibcq, struct vibv_cq, ibcq_ex);
 }
 
-static uint64_t vrdma_clock_ns(clockid_t id)
+static uint64_t vibv_clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
@@ -62,9 +62,9 @@ static uint64_t vrdma_clock_ns(clockid_t id)
 }
 
 /* Reads the next completion into cq->cur: 0, ENOENT (empty) or an errno. */
-static int vrdma_cq_ex_read(struct vrdma_verbs_cq *cq)
+static int vibv_cq_ex_read(struct vibv_cq *cq)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(cq->ibcq.context);
+	struct vibv_context *ctx = vibv_ctx(cq->ibcq.context);
 	struct ibv_wc wc;
 	int got;
 
@@ -74,131 +74,131 @@ static int vrdma_cq_ex_read(struct vrdma_verbs_cq *cq)
 	if (got == 0)
 		return ENOENT;
 	if (cq->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
-		cq->cur_ts_ns = vrdma_clock_ns(CLOCK_MONOTONIC);
+		cq->cur_ts_ns = vibv_clock_ns(CLOCK_MONOTONIC);
 	if (cq->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
-		cq->cur_wallclock_ns = vrdma_clock_ns(CLOCK_REALTIME);
-	vrdma_verbs_wc_to_ibv(&cq->cur, &wc);
+		cq->cur_wallclock_ns = vibv_clock_ns(CLOCK_REALTIME);
+	vibv_wc_to_ibv(&cq->cur, &wc);
 	if (__atomic_load_n(&ctx->nbinds, __ATOMIC_ACQUIRE))
-		vrdma_verbs_binds_complete(ctx, &wc, 1);
+		vibv_binds_complete(ctx, &wc, 1);
 	cq->ibcq_ex.status = wc.status;
 	cq->ibcq_ex.wr_id = wc.wr_id;
 	return 0;
 }
 
-static int vrdma_cq_ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
+static int vibv_cq_ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 {
-	struct vrdma_verbs_cq *cq = vrdma_cq_ex(ibcq);
+	struct vibv_cq *cq = vibv_cq_ex(ibcq);
 	int ret;
 
 	if (attr && attr->comp_mask)
 		return EINVAL;
 	if (!cq->single_threaded)
 		pthread_mutex_lock(&cq->poll_lock);
-	ret = vrdma_cq_ex_read(cq);
+	ret = vibv_cq_ex_read(cq);
 	if (ret && !cq->single_threaded)
 		pthread_mutex_unlock(&cq->poll_lock);
 	return ret;
 }
 
-static int vrdma_cq_ex_next_poll(struct ibv_cq_ex *ibcq)
+static int vibv_cq_ex_next_poll(struct ibv_cq_ex *ibcq)
 {
-	return vrdma_cq_ex_read(vrdma_cq_ex(ibcq));
+	return vibv_cq_ex_read(vibv_cq_ex(ibcq));
 }
 
-static void vrdma_cq_ex_end_poll(struct ibv_cq_ex *ibcq)
+static void vibv_cq_ex_end_poll(struct ibv_cq_ex *ibcq)
 {
-	struct vrdma_verbs_cq *cq = vrdma_cq_ex(ibcq);
+	struct vibv_cq *cq = vibv_cq_ex(ibcq);
 
 	if (!cq->single_threaded)
 		pthread_mutex_unlock(&cq->poll_lock);
 }
 
 /* The current completion in libibverbs terms (opcode, flags, data). */
-static struct ibv_wc vrdma_cq_ex_wc(struct ibv_cq_ex *ibcq)
+static struct ibv_wc vibv_cq_ex_wc(struct ibv_cq_ex *ibcq)
 {
 	struct ibv_wc wc;
 
-	vrdma_verbs_wc_to_ibv(&vrdma_cq_ex(ibcq)->cur, &wc);
+	vibv_wc_to_ibv(&vibv_cq_ex(ibcq)->cur, &wc);
 	return wc;
 }
 
-static enum ibv_wc_opcode vrdma_cq_ex_read_opcode(struct ibv_cq_ex *ibcq)
+static enum ibv_wc_opcode vibv_cq_ex_read_opcode(struct ibv_cq_ex *ibcq)
 {
-	return vrdma_cq_ex_wc(ibcq).opcode;
+	return vibv_cq_ex_wc(ibcq).opcode;
 }
 
-static uint32_t vrdma_cq_ex_read_vendor_err(struct ibv_cq_ex *ibcq)
+static uint32_t vibv_cq_ex_read_vendor_err(struct ibv_cq_ex *ibcq)
 {
-	return vrdma_cq_ex(ibcq)->cur.vendor_err;
+	return vibv_cq_ex(ibcq)->cur.vendor_err;
 }
 
-static uint32_t vrdma_cq_ex_read_byte_len(struct ibv_cq_ex *ibcq)
+static uint32_t vibv_cq_ex_read_byte_len(struct ibv_cq_ex *ibcq)
 {
-	return vrdma_cq_ex(ibcq)->cur.byte_len;
+	return vibv_cq_ex(ibcq)->cur.byte_len;
 }
 
 /* The immediate data, or with IBV_WC_WITH_INV the invalidated rkey (what
  * ibv_wc_read_invalidated_rkey reads through the same operation). */
-static __be32 vrdma_cq_ex_read_imm_data(struct ibv_cq_ex *ibcq)
+static __be32 vibv_cq_ex_read_imm_data(struct ibv_cq_ex *ibcq)
 {
-	struct ibv_wc wc = vrdma_cq_ex_wc(ibcq);
+	struct ibv_wc wc = vibv_cq_ex_wc(ibcq);
 
 	return wc.wc_flags & IBV_WC_WITH_INV ? (__be32)wc.invalidated_rkey : wc.imm_data;
 }
 
-static uint32_t vrdma_cq_ex_read_qp_num(struct ibv_cq_ex *ibcq)
+static uint32_t vibv_cq_ex_read_qp_num(struct ibv_cq_ex *ibcq)
 {
-	return vrdma_cq_ex(ibcq)->cur.qp_num;
+	return vibv_cq_ex(ibcq)->cur.qp_num;
 }
 
-static uint32_t vrdma_cq_ex_read_src_qp(struct ibv_cq_ex *ibcq)
+static uint32_t vibv_cq_ex_read_src_qp(struct ibv_cq_ex *ibcq)
 {
-	return vrdma_cq_ex(ibcq)->cur.src_qp;
+	return vibv_cq_ex(ibcq)->cur.src_qp;
 }
 
-static unsigned int vrdma_cq_ex_read_wc_flags(struct ibv_cq_ex *ibcq)
+static unsigned int vibv_cq_ex_read_wc_flags(struct ibv_cq_ex *ibcq)
 {
-	return vrdma_cq_ex_wc(ibcq).wc_flags;
+	return vibv_cq_ex_wc(ibcq).wc_flags;
 }
 
-/* The RoCE packet type of a UD receive (see vrdma_wc_to_ibv in cq.c). */
-static uint8_t vrdma_cq_ex_read_sl(struct ibv_cq_ex *ibcq)
+/* The RoCE packet type of a UD receive (see vibv_wc_convert in cq.c). */
+static uint8_t vibv_cq_ex_read_sl(struct ibv_cq_ex *ibcq)
 {
-	return vrdma_cq_ex_wc(ibcq).sl;
+	return vibv_cq_ex_wc(ibcq).sl;
 }
 
 /* RoCE has no LIDs or path bits. */
-static uint32_t vrdma_cq_ex_read_slid(struct ibv_cq_ex *ibcq)
+static uint32_t vibv_cq_ex_read_slid(struct ibv_cq_ex *ibcq)
 {
 	(void)ibcq;
 	return 0;
 }
 
-static uint8_t vrdma_cq_ex_read_u8_zero(struct ibv_cq_ex *ibcq)
+static uint8_t vibv_cq_ex_read_u8_zero(struct ibv_cq_ex *ibcq)
 {
 	(void)ibcq;
 	return 0;
 }
 
-static uint64_t vrdma_cq_ex_read_completion_ts(struct ibv_cq_ex *ibcq)
+static uint64_t vibv_cq_ex_read_completion_ts(struct ibv_cq_ex *ibcq)
 {
-	return vrdma_cq_ex(ibcq)->cur_ts_ns;
+	return vibv_cq_ex(ibcq)->cur_ts_ns;
 }
 
-static uint64_t vrdma_cq_ex_read_wallclock_ns(struct ibv_cq_ex *ibcq)
+static uint64_t vibv_cq_ex_read_wallclock_ns(struct ibv_cq_ex *ibcq)
 {
-	return vrdma_cq_ex(ibcq)->cur_wallclock_ns;
+	return vibv_cq_ex(ibcq)->cur_wallclock_ns;
 }
 
 /* verbs_context create_cq_ex: an extended CQ, or NULL with errno set
  * (EINVAL for unknown masks and flags, EOPNOTSUPP for wc_flags this device
  * cannot honour). A parent domain given for the CQ is accepted and only
  * checked to belong to the context. */
-struct ibv_cq_ex *vrdma_verbs_create_cq_ex(struct ibv_context *ibctx,
+struct ibv_cq_ex *vibv_create_cq_ex(struct ibv_context *ibctx,
 					   struct ibv_cq_init_attr_ex *attr)
 {
 	const uint32_t known = IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD;
-	struct vrdma_verbs_cq *cq;
+	struct vibv_cq *cq;
 	struct ibv_cq_ex *x;
 	uint32_t flags = 0;
 
@@ -227,7 +227,7 @@ struct ibv_cq_ex *vrdma_verbs_create_cq_ex(struct ibv_context *ibctx,
 		errno = EINVAL;
 		return NULL;
 	}
-	cq = vrdma_verbs_cq_create(ibctx, (int)attr->cqe, attr->cq_context,
+	cq = vibv_cq_create(ibctx, (int)attr->cqe, attr->cq_context,
 				   attr->channel, (int)attr->comp_vector);
 	if (!cq)
 		return NULL;
@@ -237,23 +237,23 @@ struct ibv_cq_ex *vrdma_verbs_create_cq_ex(struct ibv_context *ibctx,
 
 	x = &cq->ibcq_ex;
 	x->comp_mask = 0;
-	x->start_poll = vrdma_cq_ex_start_poll;
-	x->next_poll = vrdma_cq_ex_next_poll;
-	x->end_poll = vrdma_cq_ex_end_poll;
-	x->read_opcode = vrdma_cq_ex_read_opcode;
-	x->read_vendor_err = vrdma_cq_ex_read_vendor_err;
-	x->read_byte_len = vrdma_cq_ex_read_byte_len;
-	x->read_imm_data = vrdma_cq_ex_read_imm_data;
-	x->read_qp_num = vrdma_cq_ex_read_qp_num;
-	x->read_src_qp = vrdma_cq_ex_read_src_qp;
-	x->read_wc_flags = vrdma_cq_ex_read_wc_flags;
-	x->read_slid = vrdma_cq_ex_read_slid;
-	x->read_sl = vrdma_cq_ex_read_sl;
-	x->read_dlid_path_bits = vrdma_cq_ex_read_u8_zero;
+	x->start_poll = vibv_cq_ex_start_poll;
+	x->next_poll = vibv_cq_ex_next_poll;
+	x->end_poll = vibv_cq_ex_end_poll;
+	x->read_opcode = vibv_cq_ex_read_opcode;
+	x->read_vendor_err = vibv_cq_ex_read_vendor_err;
+	x->read_byte_len = vibv_cq_ex_read_byte_len;
+	x->read_imm_data = vibv_cq_ex_read_imm_data;
+	x->read_qp_num = vibv_cq_ex_read_qp_num;
+	x->read_src_qp = vibv_cq_ex_read_src_qp;
+	x->read_wc_flags = vibv_cq_ex_read_wc_flags;
+	x->read_slid = vibv_cq_ex_read_slid;
+	x->read_sl = vibv_cq_ex_read_sl;
+	x->read_dlid_path_bits = vibv_cq_ex_read_u8_zero;
 	if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
-		x->read_completion_ts = vrdma_cq_ex_read_completion_ts;
+		x->read_completion_ts = vibv_cq_ex_read_completion_ts;
 	if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
-		x->read_completion_wallclock_ns = vrdma_cq_ex_read_wallclock_ns;
+		x->read_completion_wallclock_ns = vibv_cq_ex_read_wallclock_ns;
 	return x;
 }
 
@@ -262,7 +262,7 @@ struct ibv_cq_ex *vrdma_verbs_create_cq_ex(struct ibv_context *ibctx,
  * providers report a cycle count, tv_sec 0). comp_mask out: what was
  * filled (unknown bits are cleared, as rdma-core's providers do). 0 or a
  * positive errno. */
-int vrdma_verbs_query_rt_values(struct ibv_context *ibctx, struct ibv_values_ex *values)
+int vibv_query_rt_values(struct ibv_context *ibctx, struct ibv_values_ex *values)
 {
 	uint32_t filled = 0;
 
@@ -271,7 +271,7 @@ int vrdma_verbs_query_rt_values(struct ibv_context *ibctx, struct ibv_values_ex 
 		return EINVAL;
 	if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
 		values->raw_clock.tv_sec = 0;
-		values->raw_clock.tv_nsec = (long)vrdma_clock_ns(CLOCK_MONOTONIC);
+		values->raw_clock.tv_nsec = (long)vibv_clock_ns(CLOCK_MONOTONIC);
 		filled |= IBV_VALUES_MASK_RAW_CLOCK;
 	}
 	values->comp_mask = filled;

@@ -4,7 +4,7 @@
  * / GID / P_Key queries and asynchronous events.
  *
  * Devices come from one provider (verbs/provider.h): libvrdma's, or in the
- * test build of this library the one vrdma_prov_test_select() gives (the
+ * test build of this library the one vibv_prov_test_select() gives (the
  * fake device of tests/fake/). A device is a RoCE v2 port over
  * Ethernet: one port, P_Key table {0xffff}, GID table from the provider
  * (index 0 the link-local GID of the MAC, index 1 the IPv4-mapped address
@@ -27,13 +27,13 @@
 
 /* Not in the installed headers (rdma-core's driver.h): the type reported by
  * ibv_query_gid_type(). */
-enum vrdma_gid_type_sysfs {
+enum vibv_gid_type_sysfs {
 	VRDMA_GID_TYPE_SYSFS_IB_ROCE_V1,
 	VRDMA_GID_TYPE_SYSFS_ROCE_V2,
 };
 
 int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
-		       unsigned int index, enum vrdma_gid_type_sysfs *type);
+		       unsigned int index, enum vibv_gid_type_sysfs *type);
 
 /* The provider's events are numbered as libibverbs' (provider.h). */
 _Static_assert(VRDMA_PROV_EVENT_CQ_ERR == (int)IBV_EVENT_CQ_ERR, "event");
@@ -50,33 +50,33 @@ _Static_assert(VRDMA_PROV_GID_TYPE_ROCE_V2 == (int)IBV_GID_TYPE_ROCE_V2, "gid ty
 /* ------------------------------------------------------------------------ */
 
 static pthread_mutex_t vrdma_dev_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct vrdma_verbs_device *vrdma_devs[VRDMA_PROV_MAX_DEVICES];
-static int vrdma_ndevs;
+static struct vibv_device *vibv_devs[VRDMA_PROV_MAX_DEVICES];
+static int vibv_ndevs;
 
 /* Returns the provider of this process. */
-const struct vrdma_prov_ops *vrdma_verbs_provider(void)
+const struct vibv_prov_ops *vibv_provider(void)
 {
 	/* Only the test build defines the selector (weak reference). */
-	const struct vrdma_prov_ops *ops = vrdma_prov_test_select ? vrdma_prov_test_select() : NULL;
+	const struct vibv_prov_ops *ops = vibv_prov_test_select ? vibv_prov_test_select() : NULL;
 
-	return ops ? ops : &vrdma_prov_vrdma_ops;
+	return ops ? ops : &vibv_prov_vrdma_ops;
 }
 
 /* The known device for info, or a new one (NULL when the table is full or
  * out of memory). Called with vrdma_dev_lock held. */
-static struct vrdma_verbs_device *vrdma_dev_get(const struct vrdma_prov_ops *ops,
-						const struct vrdma_prov_dev_info *info)
+static struct vibv_device *vibv_dev_get(const struct vibv_prov_ops *ops,
+						const struct vibv_prov_dev_info *info)
 {
-	struct vrdma_verbs_device *d;
+	struct vibv_device *d;
 	int i;
 
-	for (i = 0; i < vrdma_ndevs; i++) {
-		d = vrdma_devs[i];
+	for (i = 0; i < vibv_ndevs; i++) {
+		d = vibv_devs[i];
 		if (d->ops == ops && !strcmp(d->info.name, info->name) &&
 		    !strcmp(d->info.path, info->path))
 			return d;
 	}
-	if (vrdma_ndevs == VRDMA_PROV_MAX_DEVICES)
+	if (vibv_ndevs == VRDMA_PROV_MAX_DEVICES)
 		return NULL;
 	d = calloc(1, sizeof(*d));
 	if (!d)
@@ -85,7 +85,7 @@ static struct vrdma_verbs_device *vrdma_dev_get(const struct vrdma_prov_ops *ops
 	d->info = *info;
 	d->info.name[sizeof(d->info.name) - 1] = '\0';
 	d->info.path[sizeof(d->info.path) - 1] = '\0';
-	d->index = vrdma_ndevs;
+	d->index = vibv_ndevs;
 	d->ibdev.node_type = IBV_NODE_CA;
 	d->ibdev.transport_type = IBV_TRANSPORT_IB;
 	snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", d->info.name);
@@ -93,7 +93,7 @@ static struct vrdma_verbs_device *vrdma_dev_get(const struct vrdma_prov_ops *ops
 	snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path), "%s", d->info.path);
 	snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
 		 "/sys/class/infiniband/%.64s", d->info.name);
-	vrdma_devs[vrdma_ndevs++] = d;
+	vibv_devs[vibv_ndevs++] = d;
 	return d;
 }
 
@@ -101,8 +101,8 @@ static struct vrdma_verbs_device *vrdma_dev_get(const struct vrdma_prov_ops *ops
  * ibv_free_device_list), or NULL with errno set. */
 struct ibv_device **ibv_get_device_list(int *num_devices)
 {
-	const struct vrdma_prov_ops *ops = vrdma_verbs_provider();
-	struct vrdma_prov_dev_info *infos;
+	const struct vibv_prov_ops *ops = vibv_provider();
+	struct vibv_prov_dev_info *infos;
 	struct ibv_device **list;
 	int n, i, k = 0;
 
@@ -114,7 +114,7 @@ struct ibv_device **ibv_get_device_list(int *num_devices)
 	n = ops->discover(infos, VRDMA_PROV_MAX_DEVICES);
 	if (n < 0) {
 		free(infos);
-		vrdma_errno(n);
+		vibv_errno(n);
 		return NULL;
 	}
 	if (n > VRDMA_PROV_MAX_DEVICES)
@@ -127,7 +127,7 @@ struct ibv_device **ibv_get_device_list(int *num_devices)
 	}
 	pthread_mutex_lock(&vrdma_dev_lock);
 	for (i = 0; i < n; i++) {
-		struct vrdma_verbs_device *d = vrdma_dev_get(ops, &infos[i]);
+		struct vibv_device *d = vibv_dev_get(ops, &infos[i]);
 
 		if (d)
 			list[k++] = &d->ibdev;
@@ -151,7 +151,7 @@ const char *ibv_get_device_name(struct ibv_device *device)
 	return device ? device->name : NULL;
 }
 
-static bool vrdma_mac_zero(const uint8_t mac[6])
+static bool vibv_mac_zero(const uint8_t mac[6])
 {
 	static const uint8_t zero[6];
 
@@ -159,14 +159,14 @@ static bool vrdma_mac_zero(const uint8_t mac[6])
 }
 
 /* Node GUID (network byte order) of a MAC: its modified EUI-64. */
-static __be64 vrdma_guid_of_mac(const uint8_t mac[6])
+static __be64 vibv_guid_of_mac(const uint8_t mac[6])
 {
 	uint8_t eui[8];
 	__be64 guid;
 
-	if (vrdma_mac_zero(mac))
+	if (vibv_mac_zero(mac))
 		return 0;
-	vrdma_prov_eui64(mac, eui);
+	vibv_prov_eui64(mac, eui);
 	memcpy(&guid, eui, sizeof(guid));
 	return guid;
 }
@@ -174,17 +174,17 @@ static __be64 vrdma_guid_of_mac(const uint8_t mac[6])
 /* Returns the node GUID (network byte order), 0 if the MAC is unknown. */
 __be64 ibv_get_device_guid(struct ibv_device *device)
 {
-	struct vrdma_verbs_device *d =
-		vrdma_container_of(device, struct vrdma_verbs_device, ibdev);
+	struct vibv_device *d =
+		vibv_container_of(device, struct vibv_device, ibdev);
 
-	return vrdma_guid_of_mac(d->info.mac);
+	return vibv_guid_of_mac(d->info.mac);
 }
 
 /* Returns the device's index (order of discovery, from 0). */
 int ibv_get_device_index(struct ibv_device *device)
 {
-	struct vrdma_verbs_device *d =
-		vrdma_container_of(device, struct vrdma_verbs_device, ibdev);
+	struct vibv_device *d =
+		vibv_container_of(device, struct vibv_device, ibdev);
 
 	return d->index;
 }
@@ -193,9 +193,9 @@ int ibv_get_device_index(struct ibv_device *device)
 /* Open / close                                                              */
 /* ------------------------------------------------------------------------ */
 
-static int vrdma_vctx_query_port(struct ibv_context *ibctx, uint8_t port,
+static int vibv_vctx_query_port(struct ibv_context *ibctx, uint8_t port,
 				 struct ibv_port_attr *attr, size_t attr_len);
-static int vrdma_vctx_query_device_ex(struct ibv_context *ibctx,
+static int vibv_vctx_query_device_ex(struct ibv_context *ibctx,
 				      const struct ibv_query_device_ex_input *input,
 				      struct ibv_device_attr_ex *attr,
 				      size_t attr_size);
@@ -203,8 +203,8 @@ static int vrdma_vctx_query_device_ex(struct ibv_context *ibctx,
 /* Returns a context for the device, or NULL with errno set. */
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
-	struct vrdma_verbs_device *d;
-	struct vrdma_verbs_context *ctx;
+	struct vibv_device *d;
+	struct vibv_context *ctx;
 	struct ibv_context *ibctx;
 	uint8_t mac[6];
 	int ret, fd;
@@ -213,7 +213,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		errno = EINVAL;
 		return NULL;
 	}
-	d = vrdma_container_of(device, struct vrdma_verbs_device, ibdev);
+	d = vibv_container_of(device, struct vibv_device, ibdev);
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx) {
 		errno = ENOMEM;
@@ -225,7 +225,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ret = d->ops->open(&d->info, &ctx->prov);
 	if (ret) {
 		free(ctx);
-		vrdma_errno(ret);
+		vibv_errno(ret);
 		return NULL;
 	}
 
@@ -249,17 +249,17 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 
 	ibctx = &ctx->vctx.context;
 	ibctx->device = device;
-	ibctx->ops.poll_cq = vrdma_verbs_poll_cq;
-	ibctx->ops.req_notify_cq = vrdma_verbs_req_notify_cq;
-	ibctx->ops.post_send = vrdma_verbs_post_send;
-	ibctx->ops.post_recv = vrdma_verbs_post_recv;
-	ibctx->ops.post_srq_recv = vrdma_verbs_post_srq_recv;
+	ibctx->ops.poll_cq = vibv_poll_cq;
+	ibctx->ops.req_notify_cq = vibv_req_notify_cq;
+	ibctx->ops.post_send = vibv_post_send;
+	ibctx->ops.post_recv = vibv_post_recv;
+	ibctx->ops.post_srq_recv = vibv_post_srq_recv;
 	/* Memory windows: verbs.h's ibv_alloc_mw fails EOPNOTSUPP when
 	 * alloc_mw is NULL, so it is only set when the device has windows. */
-	if (vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_WINDOW)) {
-		ibctx->ops.alloc_mw = vrdma_verbs_alloc_mw;
-		ibctx->ops.bind_mw = vrdma_verbs_bind_mw;
-		ibctx->ops.dealloc_mw = vrdma_verbs_dealloc_mw;
+	if (vibv_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_WINDOW)) {
+		ibctx->ops.alloc_mw = vibv_alloc_mw;
+		ibctx->ops.bind_mw = vibv_bind_mw;
+		ibctx->ops.dealloc_mw = vibv_dealloc_mw;
 	}
 	ibctx->cmd_fd = -1;
 	ibctx->async_fd = fd;
@@ -270,28 +270,28 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	 * here and treat every NULL one as unsupported. */
 	ibctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
 	ctx->vctx.sz = sizeof(ctx->vctx);
-	ctx->vctx.query_port = vrdma_vctx_query_port;
-	ctx->vctx.query_device_ex = vrdma_vctx_query_device_ex;
-	ctx->vctx.create_srq_ex = vrdma_verbs_create_srq_ex;
-	ctx->vctx.create_cq_ex = vrdma_verbs_create_cq_ex;
-	ctx->vctx.query_rt_values = vrdma_verbs_query_rt_values;
-	ctx->vctx.create_qp_ex = vrdma_verbs_create_qp_ex;
-	ctx->vctx.alloc_td = vrdma_verbs_alloc_td;
-	ctx->vctx.dealloc_td = vrdma_verbs_dealloc_td;
-	ctx->vctx.alloc_parent_domain = vrdma_verbs_alloc_parent_domain;
-	ctx->vctx.advise_mr = vrdma_verbs_advise_mr;
+	ctx->vctx.query_port = vibv_vctx_query_port;
+	ctx->vctx.query_device_ex = vibv_vctx_query_device_ex;
+	ctx->vctx.create_srq_ex = vibv_create_srq_ex;
+	ctx->vctx.create_cq_ex = vibv_create_cq_ex;
+	ctx->vctx.query_rt_values = vibv_query_rt_values;
+	ctx->vctx.create_qp_ex = vibv_create_qp_ex;
+	ctx->vctx.alloc_td = vibv_alloc_td;
+	ctx->vctx.dealloc_td = vibv_dealloc_td;
+	ctx->vctx.alloc_parent_domain = vibv_alloc_parent_domain;
+	ctx->vctx.advise_mr = vibv_advise_mr;
 	return ibctx;
 }
 
 /* Closes a context (its objects must be destroyed). Returns 0. */
 int ibv_close_device(struct ibv_context *ibctx)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
+	struct vibv_context *ctx = vibv_ctx(ibctx);
 
 	ctx->ops->close(ctx->prov);
 	if (ctx->own_async_fd >= 0)
 		close(ctx->own_async_fd);
-	vrdma_verbs_binds_forget(ctx, 0, false, NULL);
+	vibv_binds_forget(ctx, 0, false, NULL);
 	pthread_mutex_destroy(&ctx->obj_lock);
 	pthread_mutex_destroy(&ibctx->mutex);
 	free(ctx);
@@ -302,13 +302,13 @@ int ibv_close_device(struct ibv_context *ibctx)
 /* Queries                                                                   */
 /* ------------------------------------------------------------------------ */
 
-static int vrdma_clamp_int(uint64_t v)
+static int vibv_clamp_int(uint64_t v)
 {
 	return v > INT_MAX ? INT_MAX : (int)v;
 }
 
 /* Device attributes in libibverbs terms: 0 or a positive errno. */
-static int vrdma_fill_device_attr(struct vrdma_verbs_context *ctx,
+static int vibv_fill_device_attr(struct vibv_context *ctx,
 				  struct ibv_device_attr *attr)
 {
 	struct vrdma_device_attr pa;
@@ -324,8 +324,8 @@ static int vrdma_fill_device_attr(struct vrdma_verbs_context *ctx,
 
 	memset(attr, 0, sizeof(*attr));
 	snprintf(attr->fw_ver, sizeof(attr->fw_ver), "%s", VRDMA_VERBS_FW_VER);
-	mac = vrdma_mac_zero(pmac) ? ctx->dev->info.mac : pmac;
-	attr->node_guid = vrdma_guid_of_mac(mac);
+	mac = vibv_mac_zero(pmac) ? ctx->dev->info.mac : pmac;
+	attr->node_guid = vibv_guid_of_mac(mac);
 	attr->sys_image_guid = attr->node_guid;
 	attr->max_mr_size = pa.max_mr_size;
 	attr->page_size_cap = pa.page_size_cap;
@@ -334,8 +334,8 @@ static int vrdma_fill_device_attr(struct vrdma_verbs_context *ctx,
 	attr->hw_ver = pa.hw_ver;
 	/* QP index 0 is reserved and index 1 is the GSI QP (spec.md). */
 	max_qp = pa.max_rdma_qps > 2 ? pa.max_rdma_qps - 2 : 0;
-	attr->max_qp = vrdma_clamp_int(max_qp);
-	attr->max_qp_wr = vrdma_clamp_int(pa.max_qp_wr);
+	attr->max_qp = vibv_clamp_int(max_qp);
+	attr->max_qp_wr = vibv_clamp_int(pa.max_qp_wr);
 	if (pa.device_cap_flags & VIRTIO_IB_DEVICE_RC_RNR_NAK_GEN)
 		attr->device_cap_flags |= IBV_DEVICE_RC_RNR_NAK_GEN;
 	/* spec.md "Mapping for the verbs layer". SRQ resize is not offered
@@ -351,16 +351,16 @@ static int vrdma_fill_device_attr(struct vrdma_verbs_context *ctx,
 		attr->device_cap_flags |= IBV_DEVICE_RESIZE_MAX_WR;
 	if (pa.ext)
 		attr->device_cap_flags |= IBV_DEVICE_PORT_ACTIVE_EVENT;
-	attr->max_sge = vrdma_clamp_int(pa.max_send_sge < pa.max_recv_sge ?
+	attr->max_sge = vibv_clamp_int(pa.max_send_sge < pa.max_recv_sge ?
 					pa.max_send_sge : pa.max_recv_sge);
-	attr->max_sge_rd = vrdma_clamp_int(pa.max_sge_rd);
-	attr->max_cq = vrdma_clamp_int(pa.max_rdma_cqs);
-	attr->max_cqe = vrdma_clamp_int(pa.max_cqe);
-	attr->max_mr = vrdma_clamp_int(pa.max_mr);
-	attr->max_pd = vrdma_clamp_int(pa.max_pd);
-	attr->max_qp_rd_atom = vrdma_clamp_int(pa.max_qp_rd_atom);
-	attr->max_res_rd_atom = vrdma_clamp_int((uint64_t)pa.max_qp_rd_atom * max_qp);
-	attr->max_qp_init_rd_atom = vrdma_clamp_int(pa.max_qp_init_rd_atom);
+	attr->max_sge_rd = vibv_clamp_int(pa.max_sge_rd);
+	attr->max_cq = vibv_clamp_int(pa.max_rdma_cqs);
+	attr->max_cqe = vibv_clamp_int(pa.max_cqe);
+	attr->max_mr = vibv_clamp_int(pa.max_mr);
+	attr->max_pd = vibv_clamp_int(pa.max_pd);
+	attr->max_qp_rd_atom = vibv_clamp_int(pa.max_qp_rd_atom);
+	attr->max_res_rd_atom = vibv_clamp_int((uint64_t)pa.max_qp_rd_atom * max_qp);
+	attr->max_qp_init_rd_atom = vibv_clamp_int(pa.max_qp_init_rd_atom);
 	switch (pa.atomic_cap) {
 	case 1:
 		attr->atomic_cap = IBV_ATOMIC_HCA;
@@ -373,14 +373,14 @@ static int vrdma_fill_device_attr(struct vrdma_verbs_context *ctx,
 		break;
 	}
 	/* No multicast limits are reported (max_mcast_* stay 0). */
-	attr->max_ah = vrdma_clamp_int(pa.max_ah);
+	attr->max_ah = vibv_clamp_int(pa.max_ah);
 	if (pa.device_cap_flags & VIRTIO_IB_DEVICE_SRQ) {
-		attr->max_srq = vrdma_clamp_int(pa.max_srq);
-		attr->max_srq_wr = vrdma_clamp_int(pa.max_srq_wr);
-		attr->max_srq_sge = vrdma_clamp_int(pa.max_srq_sge);
+		attr->max_srq = vibv_clamp_int(pa.max_srq);
+		attr->max_srq_wr = vibv_clamp_int(pa.max_srq_wr);
+		attr->max_srq_sge = vibv_clamp_int(pa.max_srq_sge);
 	}
 	if (pa.device_cap_flags & VIRTIO_IB_DEVICE_MEM_WINDOW)
-		attr->max_mw = vrdma_clamp_int(pa.max_mw);
+		attr->max_mw = vibv_clamp_int(pa.max_mw);
 	/* max_fast_reg_page_list_len has no field in struct ibv_device_attr
 	 * (it serves libvrdma's ALLOC_MR / REG_MR, which libibverbs lacks). */
 	attr->max_pkeys = pa.max_pkeys ? pa.max_pkeys : VRDMA_VERBS_MAX_PKEYS;
@@ -392,14 +392,14 @@ static int vrdma_fill_device_attr(struct vrdma_verbs_context *ctx,
 /* Device attributes: 0 or a positive errno. */
 int ibv_query_device(struct ibv_context *ibctx, struct ibv_device_attr *attr)
 {
-	int ret = vrdma_fill_device_attr(vrdma_ctx(ibctx), attr);
+	int ret = vibv_fill_device_attr(vibv_ctx(ibctx), attr);
 
 	if (ret)
 		errno = ret;
 	return ret;
 }
 
-static int vrdma_vctx_query_device_ex(struct ibv_context *ibctx,
+static int vibv_vctx_query_device_ex(struct ibv_context *ibctx,
 				      const struct ibv_query_device_ex_input *input,
 				      struct ibv_device_attr_ex *attr,
 				      size_t attr_size)
@@ -410,7 +410,7 @@ static int vrdma_vctx_query_device_ex(struct ibv_context *ibctx,
 	if ((input && input->comp_mask) || attr_size < sizeof(attr->orig_attr))
 		return EINVAL;
 	memset(&full, 0, sizeof(full));
-	ret = vrdma_fill_device_attr(vrdma_ctx(ibctx), &full.orig_attr);
+	ret = vibv_fill_device_attr(vibv_ctx(ibctx), &full.orig_attr);
 	if (ret)
 		return ret;
 	/* The device's whole story: no ODP, TSO, RSS, WQs, packet pacing,
@@ -428,7 +428,7 @@ static int vrdma_vctx_query_device_ex(struct ibv_context *ibctx,
 /* The IB MTU for a netdev MTU: the largest IB MTU that fits once the RoCE v2
  * headers are taken off (IPv6 40, UDP 8, BTH 12, the largest extended header
  * 28, ICRC 4). */
-enum ibv_mtu vrdma_verbs_mtu_from_netdev(uint32_t mtu)
+enum ibv_mtu vibv_mtu_from_netdev(uint32_t mtu)
 {
 	const uint32_t overhead = 40 + 8 + 12 + 28 + 4;
 	uint32_t room = mtu > overhead ? mtu - overhead : 0;
@@ -445,7 +445,7 @@ enum ibv_mtu vrdma_verbs_mtu_from_netdev(uint32_t mtu)
 }
 
 /* IB width and speed codes that come closest to speed Mbit/s. */
-static void vrdma_width_speed(uint32_t speed, uint8_t *width, uint8_t *code)
+static void vibv_width_speed(uint32_t speed, uint8_t *width, uint8_t *code)
 {
 	static const struct {
 		uint32_t mbps;
@@ -473,11 +473,11 @@ static void vrdma_width_speed(uint32_t speed, uint8_t *width, uint8_t *code)
 }
 
 /* Port attributes in libibverbs terms: 0 or a positive errno. */
-int vrdma_verbs_query_port(struct ibv_context *ibctx, uint8_t port,
+int vibv_query_port(struct ibv_context *ibctx, uint8_t port,
 			   struct ibv_port_attr *attr)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
-	struct vrdma_prov_port_attr pa;
+	struct vibv_context *ctx = vibv_ctx(ibctx);
+	struct vibv_prov_port_attr pa;
 	int ret;
 
 	if (port != VRDMA_VERBS_PORT)
@@ -490,13 +490,13 @@ int vrdma_verbs_query_port(struct ibv_context *ibctx, uint8_t port,
 	memset(attr, 0, sizeof(*attr));
 	attr->state = pa.link_up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
 	attr->max_mtu = IBV_MTU_4096;
-	attr->active_mtu = vrdma_verbs_mtu_from_netdev(pa.mtu ? pa.mtu : 1500);
-	attr->gid_tbl_len = vrdma_clamp_int(pa.gid_tbl_len);
+	attr->active_mtu = vibv_mtu_from_netdev(pa.mtu ? pa.mtu : 1500);
+	attr->gid_tbl_len = vibv_clamp_int(pa.gid_tbl_len);
 	attr->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
 	attr->max_msg_sz = pa.max_msg_sz;
 	attr->pkey_tbl_len = pa.pkey_tbl_len ? (uint16_t)pa.pkey_tbl_len : 1;
 	attr->max_vl_num = 1;
-	vrdma_width_speed(pa.speed, &attr->active_width, &attr->active_speed);
+	vibv_width_speed(pa.speed, &attr->active_width, &attr->active_speed);
 	attr->phys_state = pa.link_up ? 5 /* LinkUp */ : 3 /* Disabled */;
 	attr->link_layer = IBV_LINK_LAYER_ETHERNET;
 	if (pa.per_port) {
@@ -512,13 +512,13 @@ int vrdma_verbs_query_port(struct ibv_context *ibctx, uint8_t port,
 	return 0;
 }
 
-static int vrdma_vctx_query_port(struct ibv_context *ibctx, uint8_t port,
+static int vibv_vctx_query_port(struct ibv_context *ibctx, uint8_t port,
 				 struct ibv_port_attr *attr, size_t attr_len)
 {
 	struct ibv_port_attr full;
 	int ret;
 
-	ret = vrdma_verbs_query_port(ibctx, port, &full);
+	ret = vibv_query_port(ibctx, port, &full);
 	if (ret)
 		return ret;
 	memcpy(attr, &full, attr_len < sizeof(full) ? attr_len : sizeof(full));
@@ -532,7 +532,7 @@ static int vrdma_vctx_query_port(struct ibv_context *ibctx, uint8_t port,
 int ibv_query_port(struct ibv_context *ibctx, uint8_t port,
 		   struct _compat_ibv_port_attr *attr)
 {
-	int ret = vrdma_vctx_query_port(ibctx, port, (struct ibv_port_attr *)attr,
+	int ret = vibv_vctx_query_port(ibctx, port, (struct ibv_port_attr *)attr,
 					offsetof(struct ibv_port_attr,
 						 port_cap_flags2));
 
@@ -542,11 +542,11 @@ int ibv_query_port(struct ibv_context *ibctx, uint8_t port,
 }
 
 /* GID entry: 0, ENODATA (empty entry) or EINVAL. */
-int vrdma_verbs_query_gid_entry(struct ibv_context *ibctx, uint32_t port,
+int vibv_query_gid_entry(struct ibv_context *ibctx, uint32_t port,
 				uint32_t index, struct ibv_gid_entry *entry)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
-	struct vrdma_prov_gid g;
+	struct vibv_context *ctx = vibv_ctx(ibctx);
+	struct vibv_prov_gid g;
 	int ret;
 
 	if (port != VRDMA_VERBS_PORT)
@@ -576,7 +576,7 @@ int ibv_query_gid(struct ibv_context *ibctx, uint8_t port, int index,
 		errno = EINVAL;
 		return -1;
 	}
-	ret = vrdma_verbs_query_gid_entry(ibctx, port, (uint32_t)index, &e);
+	ret = vibv_query_gid_entry(ibctx, port, (uint32_t)index, &e);
 	if (ret == ENODATA) {
 		memset(gid, 0, sizeof(*gid));
 		return 0;
@@ -601,7 +601,7 @@ int _ibv_query_gid_ex(struct ibv_context *ibctx, uint32_t port,
 		return EOPNOTSUPP;
 	if (entry_size < offsetof(struct ibv_gid_entry, ndev_ifindex))
 		return EINVAL;
-	ret = vrdma_verbs_query_gid_entry(ibctx, port, index, &e);
+	ret = vibv_query_gid_entry(ibctx, port, index, &e);
 	if (ret)
 		return ret;
 	memcpy(entry, &e, entry_size < sizeof(e) ? entry_size : sizeof(e));
@@ -623,11 +623,11 @@ ssize_t _ibv_query_gid_table(struct ibv_context *ibctx,
 		return -EOPNOTSUPP;
 	if (entry_size < offsetof(struct ibv_gid_entry, ndev_ifindex))
 		return -EINVAL;
-	ret = vrdma_verbs_query_port(ibctx, VRDMA_VERBS_PORT, &pattr);
+	ret = vibv_query_port(ibctx, VRDMA_VERBS_PORT, &pattr);
 	if (ret)
 		return -ret;
 	for (i = 0; i < pattr.gid_tbl_len; i++) {
-		ret = vrdma_verbs_query_gid_entry(ibctx, VRDMA_VERBS_PORT,
+		ret = vibv_query_gid_entry(ibctx, VRDMA_VERBS_PORT,
 						  (uint32_t)i, &e);
 		if (ret == ENODATA)
 			continue;
@@ -645,12 +645,12 @@ ssize_t _ibv_query_gid_table(struct ibv_context *ibctx,
 /* Type of a GID (ibv_devinfo): 0, or -1. An empty entry reads as RoCE v1
  * (the zero value) like the sysfs-based original. */
 int ibv_query_gid_type(struct ibv_context *ibctx, uint8_t port,
-		       unsigned int index, enum vrdma_gid_type_sysfs *type)
+		       unsigned int index, enum vibv_gid_type_sysfs *type)
 {
 	struct ibv_gid_entry e;
 	int ret;
 
-	ret = vrdma_verbs_query_gid_entry(ibctx, port, index, &e);
+	ret = vibv_query_gid_entry(ibctx, port, index, &e);
 	if (ret == ENODATA) {
 		*type = VRDMA_GID_TYPE_SYSFS_IB_ROCE_V1;
 		return 0;
@@ -670,7 +670,7 @@ int ibv_query_gid_type(struct ibv_context *ibctx, uint8_t port,
 int ibv_query_pkey(struct ibv_context *ibctx, uint8_t port, int index,
 		   __be16 *pkey)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
+	struct vibv_context *ctx = vibv_ctx(ibctx);
 	unsigned int len = ctx->caps.max_pkeys ? ctx->caps.max_pkeys :
 						 VRDMA_VERBS_MAX_PKEYS;
 	uint16_t v = VRDMA_VERBS_DEFAULT_PKEY;
@@ -684,7 +684,7 @@ int ibv_query_pkey(struct ibv_context *ibctx, uint8_t port, int index,
 	if (ret == -EOPNOTSUPP && index == 0)
 		v = VRDMA_VERBS_DEFAULT_PKEY;
 	else if (ret) {
-		vrdma_errno(ret);
+		vibv_errno(ret);
 		return -1;
 	}
 	*pkey = htobe16(v);
@@ -694,7 +694,7 @@ int ibv_query_pkey(struct ibv_context *ibctx, uint8_t port, int index,
 /* Index of a P_Key (network byte order), or -1. */
 int ibv_get_pkey_index(struct ibv_context *ibctx, uint8_t port, __be16 pkey)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
+	struct vibv_context *ctx = vibv_ctx(ibctx);
 	int len = ctx->caps.max_pkeys ? ctx->caps.max_pkeys : VRDMA_VERBS_MAX_PKEYS;
 	__be16 p;
 	int i;
@@ -713,7 +713,7 @@ int ibv_get_pkey_index(struct ibv_context *ibctx, uint8_t port, __be16 pkey)
 /* Asynchronous events                                                       */
 /* ------------------------------------------------------------------------ */
 
-static bool vrdma_fd_nonblocking(int fd)
+static bool vibv_fd_nonblocking(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);
 
@@ -721,7 +721,7 @@ static bool vrdma_fd_nonblocking(int fd)
 }
 
 /* Adds an object to the context's registry. */
-void vrdma_verbs_obj_add(struct vrdma_verbs_context *ctx, struct vrdma_verbs_obj *obj,
+void vibv_obj_add(struct vibv_context *ctx, struct vibv_obj *obj,
 			 uint8_t kind, uint32_t num)
 {
 	obj->kind = kind;
@@ -733,9 +733,9 @@ void vrdma_verbs_obj_add(struct vrdma_verbs_context *ctx, struct vrdma_verbs_obj
 }
 
 /* Removes an object from the registry (no-op if it is not there). */
-void vrdma_verbs_obj_del(struct vrdma_verbs_context *ctx, struct vrdma_verbs_obj *obj)
+void vibv_obj_del(struct vibv_context *ctx, struct vibv_obj *obj)
 {
-	struct vrdma_verbs_obj **pp;
+	struct vibv_obj **pp;
 
 	pthread_mutex_lock(&ctx->obj_lock);
 	for (pp = &ctx->objs; *pp; pp = &(*pp)->next) {
@@ -749,10 +749,10 @@ void vrdma_verbs_obj_del(struct vrdma_verbs_context *ctx, struct vrdma_verbs_obj
 }
 
 /* The live object of a kind and number; caller holds obj_lock. */
-static struct vrdma_verbs_obj *vrdma_obj_find(struct vrdma_verbs_context *ctx,
+static struct vibv_obj *vibv_obj_find(struct vibv_context *ctx,
 					      uint8_t kind, uint32_t num)
 {
-	struct vrdma_verbs_obj *o;
+	struct vibv_obj *o;
 
 	for (o = ctx->objs; o; o = o->next)
 		if (o->kind == kind && o->num == num)
@@ -762,26 +762,26 @@ static struct vrdma_verbs_obj *vrdma_obj_find(struct vrdma_verbs_context *ctx,
 
 /* The object an event names: its cookie, or the registry entry for its id.
  * Caller holds obj_lock. NULL when the object is gone. */
-static void *vrdma_async_object(struct vrdma_verbs_context *ctx,
-				const struct vrdma_prov_async_event *pev, uint8_t kind)
+static void *vibv_async_object(struct vibv_context *ctx,
+				const struct vibv_prov_async_event *pev, uint8_t kind)
 {
-	struct vrdma_verbs_obj *o;
+	struct vibv_obj *o;
 	void *p;
 
 	if (!pev->cookie)
-		o = vrdma_obj_find(ctx, kind, pev->id);
+		o = vibv_obj_find(ctx, kind, pev->id);
 	else
 		o = ctx->objs; /* check the cookie is still a live object */
 	for (; o; o = pev->cookie ? o->next : NULL) {
 		switch (kind) {
 		case VRDMA_OBJ_CQ:
-			p = vrdma_container_of(o, struct vrdma_verbs_cq, obj);
+			p = vibv_container_of(o, struct vibv_cq, obj);
 			break;
 		case VRDMA_OBJ_QP:
-			p = vrdma_container_of(o, struct vrdma_verbs_qp, obj);
+			p = vibv_container_of(o, struct vibv_qp, obj);
 			break;
 		default:
-			p = vrdma_container_of(o, struct vrdma_verbs_srq, obj);
+			p = vibv_container_of(o, struct vibv_srq, obj);
 			break;
 		}
 		if (!pev->cookie || (o->kind == kind && p == pev->cookie))
@@ -793,15 +793,15 @@ static void *vrdma_async_object(struct vrdma_verbs_context *ctx,
 /* Fills event from a provider event and counts it on its object. Returns
  * false for an event of an unknown type or of an object that is gone.
  * Caller holds ctx->obj_lock (so the object cannot be unlinked meanwhile). */
-static bool vrdma_async_translate(struct vrdma_verbs_context *ctx,
-				  const struct vrdma_prov_async_event *pev,
+static bool vibv_async_translate(struct vibv_context *ctx,
+				  const struct vibv_prov_async_event *pev,
 				  struct ibv_async_event *event)
 {
 	memset(event, 0, sizeof(*event));
 	event->event_type = (enum ibv_event_type)pev->type;
 	switch (pev->type) {
 	case VRDMA_PROV_EVENT_CQ_ERR: {
-		struct vrdma_verbs_cq *cq = vrdma_async_object(ctx, pev, VRDMA_OBJ_CQ);
+		struct vibv_cq *cq = vibv_async_object(ctx, pev, VRDMA_OBJ_CQ);
 
 		if (!cq)
 			return false;
@@ -819,7 +819,7 @@ static bool vrdma_async_translate(struct vrdma_verbs_context *ctx,
 	case VRDMA_PROV_EVENT_PATH_MIG:
 	case VRDMA_PROV_EVENT_PATH_MIG_ERR:
 	case VRDMA_PROV_EVENT_QP_LAST_WQE_REACHED: {
-		struct vrdma_verbs_qp *qp = vrdma_async_object(ctx, pev, VRDMA_OBJ_QP);
+		struct vibv_qp *qp = vibv_async_object(ctx, pev, VRDMA_OBJ_QP);
 
 		if (!qp)
 			return false;
@@ -831,7 +831,7 @@ static bool vrdma_async_translate(struct vrdma_verbs_context *ctx,
 	}
 	case VRDMA_PROV_EVENT_SRQ_ERR:
 	case VRDMA_PROV_EVENT_SRQ_LIMIT_REACHED: {
-		struct vrdma_verbs_srq *srq = vrdma_async_object(ctx, pev, VRDMA_OBJ_SRQ);
+		struct vibv_srq *srq = vibv_async_object(ctx, pev, VRDMA_OBJ_SRQ);
 
 		if (!srq)
 			return false;
@@ -861,8 +861,8 @@ static bool vrdma_async_translate(struct vrdma_verbs_context *ctx,
  * asynchronous event. Returns 0, or -1 with errno (EAGAIN: none pending). */
 int ibv_get_async_event(struct ibv_context *ibctx, struct ibv_async_event *event)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
-	struct vrdma_prov_async_event pev;
+	struct vibv_context *ctx = vibv_ctx(ibctx);
+	struct vibv_prov_async_event pev;
 	struct pollfd pfd;
 	int ret;
 
@@ -885,17 +885,17 @@ int ibv_get_async_event(struct ibv_context *ibctx, struct ibv_async_event *event
 			bool ok;
 
 			pthread_mutex_lock(&ctx->obj_lock);
-			ok = vrdma_async_translate(ctx, &pev, event);
+			ok = vibv_async_translate(ctx, &pev, event);
 			pthread_mutex_unlock(&ctx->obj_lock);
 			if (ok)
 				return 0;
 			continue; /* malformed, or its object is gone: dropped */
 		}
 		if (ret != -EAGAIN && ret != -EOPNOTSUPP) {
-			vrdma_errno(ret);
+			vibv_errno(ret);
 			return -1;
 		}
-		if (vrdma_fd_nonblocking(ibctx->async_fd)) {
+		if (vibv_fd_nonblocking(ibctx->async_fd)) {
 			errno = EAGAIN;
 			return -1;
 		}
@@ -1010,11 +1010,11 @@ int vrdma_ibv_cm_pending(struct ibv_context *ibctx);
 int vrdma_ibv_cm_cmd(struct ibv_context *ibctx, uint8_t cmd, const void *in, size_t in_len,
 		     void *out, size_t out_len)
 {
-	struct vrdma_verbs_context *ctx;
+	struct vibv_context *ctx;
 
 	if (!ibctx)
 		return -EINVAL;
-	ctx = vrdma_ctx(ibctx);
+	ctx = vibv_ctx(ibctx);
 	return VRDMA_PROV_CALL(ctx->ops, cm_cmd, ctx->prov, cmd, in, in_len, out, out_len);
 }
 
@@ -1023,8 +1023,8 @@ int vrdma_ibv_cm_cmd(struct ibv_context *ibctx, uint8_t cmd, const void *in, siz
  * else 0; the other events are kept for ibv_get_async_event. */
 int vrdma_ibv_cm_pending(struct ibv_context *ibctx)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
-	struct vrdma_prov_async_event pev;
+	struct vibv_context *ctx = vibv_ctx(ibctx);
+	struct vibv_prov_async_event pev;
 	int cm = 0;
 
 	for (;;) {

@@ -16,16 +16,16 @@
 
 #include "verbs/verbs_priv.h"
 
-struct vrdma_verbs_pdom {
+struct vibv_pdom {
 	struct ibv_pd ibpd;              /* what the application holds */
-	struct vrdma_verbs_pdom *next;   /* context's list, under obj_lock */
+	struct vibv_pdom *next;   /* context's list, under obj_lock */
 	struct ibv_pd *pd;
 	struct ibv_td *td;
 	void *pd_context;
 };
 
 /* verbs_context alloc_td: a thread domain, or NULL with errno set. */
-struct ibv_td *vrdma_verbs_alloc_td(struct ibv_context *ibctx, struct ibv_td_init_attr *attr)
+struct ibv_td *vibv_alloc_td(struct ibv_context *ibctx, struct ibv_td_init_attr *attr)
 {
 	struct ibv_td *td;
 
@@ -43,10 +43,10 @@ struct ibv_td *vrdma_verbs_alloc_td(struct ibv_context *ibctx, struct ibv_td_ini
 }
 
 /* verbs_context dealloc_td: 0, or EBUSY while a parent domain uses it. */
-int vrdma_verbs_dealloc_td(struct ibv_td *td)
+int vibv_dealloc_td(struct ibv_td *td)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(td->context);
-	struct vrdma_verbs_pdom *p;
+	struct vibv_context *ctx = vibv_ctx(td->context);
+	struct vibv_pdom *p;
 
 	pthread_mutex_lock(&ctx->obj_lock);
 	for (p = ctx->pdoms; p; p = p->next) {
@@ -62,13 +62,13 @@ int vrdma_verbs_dealloc_td(struct ibv_td *td)
 
 /* verbs_context alloc_parent_domain: an alias of attr->pd, or NULL with
  * errno set. */
-struct ibv_pd *vrdma_verbs_alloc_parent_domain(struct ibv_context *ibctx,
+struct ibv_pd *vibv_alloc_parent_domain(struct ibv_context *ibctx,
 					       struct ibv_parent_domain_init_attr *attr)
 {
 	const uint32_t known = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
 			       IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
-	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
-	struct vrdma_verbs_pdom *p;
+	struct vibv_context *ctx = vibv_ctx(ibctx);
+	struct vibv_pdom *p;
 
 	if (!attr || !attr->pd || attr->pd->context != ibctx ||
 	    (attr->td && attr->td->context != ibctx) || (attr->comp_mask & ~known) ||
@@ -96,10 +96,10 @@ struct ibv_pd *vrdma_verbs_alloc_parent_domain(struct ibv_context *ibctx,
 }
 
 /* If pd is a parent domain: frees it, *ret = 0, returns true. */
-bool vrdma_verbs_parent_domain_free(struct ibv_pd *pd, int *ret)
+bool vibv_parent_domain_free(struct ibv_pd *pd, int *ret)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(pd->context);
-	struct vrdma_verbs_pdom **pp, *p;
+	struct vibv_context *ctx = vibv_ctx(pd->context);
+	struct vibv_pdom **pp, *p;
 
 	pthread_mutex_lock(&ctx->obj_lock);
 	for (pp = &ctx->pdoms; (p = *pp); pp = &p->next) {
@@ -119,7 +119,7 @@ bool vrdma_verbs_parent_domain_free(struct ibv_pd *pd, int *ret)
 /* verbs_context advise_mr: prefetch advice on registered memory, which is
  * always resident: 0 (EINVAL for bad arguments, EOPNOTSUPP for unknown
  * advice). */
-int vrdma_verbs_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+int vibv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 			  uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sges)
 {
 	uint32_t i;

@@ -12,7 +12,7 @@
  * ibv_bind_mw (type 1) posts a BIND_MW send WR whose new key is
  * ibv_inc_rkey(mw->rkey) (the device owns bits 8..31, the driver bits
  * 0..7). mw->rkey takes the new key when the bind completes (spec.md):
- * a signaled bind is remembered (struct vrdma_verbs_bind) and poll_cq
+ * a signaled bind is remembered (struct vibv_bind) and poll_cq
  * updates the window when it returns the bind's successful completion; an
  * error completion (MW_BIND_ERR, a flush) leaves the key as it was. An
  * unsignaled bind has no completion to wait for unless it fails, so its key
@@ -34,9 +34,9 @@ _Static_assert((int)IBV_ACCESS_REMOTE_WRITE == (int)VIRTIO_IB_ACCESS_REMOTE_WRIT
 
 /* ctx->ops.alloc_mw: a window of type 1 or 2 (type 2 needs
  * MEM_WINDOW_TYPE_2B), unbound; NULL with errno set. */
-struct ibv_mw *vrdma_verbs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+struct ibv_mw *vibv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(pd->context);
+	struct vibv_context *ctx = vibv_ctx(pd->context);
 	uint32_t mwn = 0, rkey = 0;
 	struct ibv_mw *mw;
 	int ret;
@@ -45,9 +45,9 @@ struct ibv_mw *vrdma_verbs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 		errno = EINVAL;
 		return NULL;
 	}
-	if (!vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_WINDOW) ||
+	if (!vibv_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_WINDOW) ||
 	    (type == IBV_MW_TYPE_2 &&
-	     !vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_WINDOW_TYPE_2B))) {
+	     !vibv_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_WINDOW_TYPE_2B))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -60,7 +60,7 @@ struct ibv_mw *vrdma_verbs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 			      &mwn, &rkey);
 	if (ret) {
 		free(mw);
-		vrdma_errno(ret);
+		vibv_errno(ret);
 		return NULL;
 	}
 	mw->context = pd->context;
@@ -73,15 +73,15 @@ struct ibv_mw *vrdma_verbs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 
 /* ctx->ops.dealloc_mw: unbinds (the device does) and frees a window: 0 or
  * a positive errno. */
-int vrdma_verbs_dealloc_mw(struct ibv_mw *mw)
+int vibv_dealloc_mw(struct ibv_mw *mw)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(mw->context);
+	struct vibv_context *ctx = vibv_ctx(mw->context);
 	int ret;
 
 	ret = VRDMA_PROV_CALL(ctx->ops, dealloc_mw, ctx->prov, mw->handle);
 	if (ret)
-		return vrdma_errno(ret);
-	vrdma_verbs_binds_forget(ctx, 0, false, mw);
+		return vibv_errno(ret);
+	vibv_binds_forget(ctx, 0, false, mw);
 	free(mw);
 	return 0;
 }
@@ -89,13 +89,13 @@ int vrdma_verbs_dealloc_mw(struct ibv_mw *mw)
 /* ctx->ops.bind_mw (type 1; verbs.h checked the type, the MR's PD and that
  * a missing MR comes with addr and length 0): 0 or a positive errno. A
  * bind of length 0 unbinds. */
-int vrdma_verbs_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind)
+int vibv_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind)
 {
-	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
-	struct vrdma_verbs_context *ctx = vrdma_ctx(ibqp->context);
+	struct vibv_qp *qp = vrdma_qp(ibqp);
+	struct vibv_context *ctx = vibv_ctx(ibqp->context);
 	const struct ibv_mw_bind_info *bi = &mw_bind->bind_info;
 	struct vrdma_send_wr pw;
-	struct vrdma_verbs_bind *b = NULL;
+	struct vibv_bind *b = NULL;
 	bool signaled;
 	uint32_t access;
 	int ret;
@@ -105,7 +105,7 @@ int vrdma_verbs_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bi
 	    (mw_bind->send_flags & ~(unsigned int)(IBV_SEND_SIGNALED | IBV_SEND_FENCE)) ||
 	    (bi->length && !bi->mr))
 		return EINVAL;
-	ret = vrdma_verbs_mw_access(bi->mw_access_flags, &access);
+	ret = vibv_mw_access(bi->mw_access_flags, &access);
 	if (ret)
 		return ret;
 
@@ -132,7 +132,7 @@ int vrdma_verbs_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bi
 		b->rkey = pw.bind_mw.rkey;
 		pthread_mutex_lock(&ctx->obj_lock);
 		{
-			struct vrdma_verbs_bind **pp = &ctx->binds;
+			struct vibv_bind **pp = &ctx->binds;
 
 			while (*pp)
 				pp = &(*pp)->next;
@@ -144,7 +144,7 @@ int vrdma_verbs_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bi
 	ret = qp->ops->post_send(qp->prov, &pw, 1);
 	if (ret != 1) {
 		if (b) {
-			struct vrdma_verbs_bind **pp;
+			struct vibv_bind **pp;
 
 			pthread_mutex_lock(&ctx->obj_lock);
 			for (pp = &ctx->binds; *pp; pp = &(*pp)->next) {

@@ -46,7 +46,7 @@ _Static_assert(IBV_ACCESS_MW_BIND == VIRTIO_IB_ACCESS_MW_BIND_RSVD, "access");
  * and anything unknown are refused. Remote write or atomic without local
  * write is invalid. Returns 0 or a positive errno.
  */
-int vrdma_verbs_access(unsigned int ibv_access, uint32_t *out)
+int vibv_access(unsigned int ibv_access, uint32_t *out)
 {
 	const unsigned int pass = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
@@ -65,7 +65,7 @@ int vrdma_verbs_access(unsigned int ibv_access, uint32_t *out)
 }
 
 /* VIRTIO_IB_ACCESS_* as libibverbs access flags. */
-unsigned int vrdma_verbs_access_to_ibv(uint32_t access)
+unsigned int vibv_access_to_ibv(uint32_t access)
 {
 	return access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
@@ -79,7 +79,7 @@ unsigned int vrdma_verbs_access_to_ibv(uint32_t access)
 /* Returns a new PD, or NULL with errno set. */
 struct ibv_pd *ibv_alloc_pd(struct ibv_context *ibctx)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
+	struct vibv_context *ctx = vibv_ctx(ibctx);
 	struct ibv_pd *pd;
 	uint32_t pdn = 0;
 	int ret;
@@ -92,7 +92,7 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *ibctx)
 	ret = VRDMA_PROV_CALL(ctx->ops, create_pd, ctx->prov, &pdn);
 	if (ret) {
 		free(pd);
-		vrdma_errno(ret);
+		vibv_errno(ret);
 		return NULL;
 	}
 	pd->context = ibctx;
@@ -104,14 +104,14 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *ibctx)
  * objects use the PD). */
 int ibv_dealloc_pd(struct ibv_pd *pd)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(pd->context);
+	struct vibv_context *ctx = vibv_ctx(pd->context);
 	int ret;
 
-	if (vrdma_verbs_parent_domain_free(pd, &ret))
+	if (vibv_parent_domain_free(pd, &ret))
 		return ret;
 	ret = VRDMA_PROV_CALL(ctx->ops, destroy_pd, ctx->prov, pd->handle);
 	if (ret)
-		return vrdma_errno(ret);
+		return vibv_errno(ret);
 	free(pd);
 	return 0;
 }
@@ -125,8 +125,8 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 				uint64_t iova, unsigned int access)
 {
-	struct vrdma_verbs_context *ctx;
-	struct vrdma_prov_mr pmr;
+	struct vibv_context *ctx;
+	struct vibv_prov_mr pmr;
 	struct ibv_mr *mr;
 	uint32_t vaccess;
 	int ret;
@@ -135,8 +135,8 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 		errno = EINVAL;
 		return NULL;
 	}
-	ctx = vrdma_ctx(pd->context);
-	ret = vrdma_verbs_access(access, &vaccess);
+	ctx = vibv_ctx(pd->context);
+	ret = vibv_access(access, &vaccess);
 	if (ret) {
 		errno = ret;
 		return NULL;
@@ -151,7 +151,7 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 			      length, iova, vaccess, &pmr);
 	if (ret) {
 		free(mr);
-		vrdma_errno(ret);
+		vibv_errno(ret);
 		return NULL;
 	}
 	mr->context = pd->context;
@@ -198,12 +198,12 @@ struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 /* Deregisters an MR: 0 or a positive errno. */
 int ibv_dereg_mr(struct ibv_mr *mr)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(mr->context);
+	struct vibv_context *ctx = vibv_ctx(mr->context);
 	int ret;
 
 	ret = VRDMA_PROV_CALL(ctx->ops, dereg_mr, ctx->prov, mr->handle);
 	if (ret)
-		return vrdma_errno(ret);
+		return vibv_errno(ret);
 	free(mr);
 	return 0;
 }
@@ -228,7 +228,7 @@ int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 /* ------------------------------------------------------------------------ */
 
 /* Page-aligned madvise over [base, base + size): 0 or a positive errno. */
-static int vrdma_madvise_range(void *base, size_t size, int advice)
+static int vibv_madvise_range(void *base, size_t size, int advice)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t start, end;
@@ -259,13 +259,13 @@ enum ibv_fork_status ibv_is_fork_initialized(void)
 /* Children do not inherit [base, base + size): 0 or a positive errno. */
 int ibv_dontfork_range(void *base, size_t size)
 {
-	return vrdma_madvise_range(base, size, MADV_DONTFORK);
+	return vibv_madvise_range(base, size, MADV_DONTFORK);
 }
 
 /* Children inherit [base, base + size) again: 0 or a positive errno. */
 int ibv_dofork_range(void *base, size_t size)
 {
-	return vrdma_madvise_range(base, size, MADV_DOFORK);
+	return vibv_madvise_range(base, size, MADV_DOFORK);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -11,11 +11,11 @@
  * provider only through this header, and a provider never includes
  * <infiniband/verbs.h>.
  *
- * Providers (one struct vrdma_prov_ops each):
- *   vrdma_prov_vrdma_ops  the real device through libvrdma (provider_vrdma.c)
+ * Providers (one struct vibv_prov_ops each):
+ *   vibv_prov_vrdma_ops  the real device through libvrdma (provider_vrdma.c)
  *   a fake device with no network (tests/fake/), only in the test build of
  *                         the library, which selects it through
- *                         vrdma_prov_test_select()
+ *                         vibv_prov_test_select()
  *
  * Conventions:
  * - libvrdma's types (include/vrdma/vrdma_rdma.h) wherever it has one: work
@@ -71,11 +71,11 @@
 #include "vrdma/vrdma_rdma.h"
 
 /* Opaque provider objects. */
-struct vrdma_prov_dev;
-struct vrdma_prov_cq;
-struct vrdma_prov_qp;
-struct vrdma_prov_srq;
-struct vrdma_prov_ops;
+struct vibv_prov_dev;
+struct vibv_prov_cq;
+struct vibv_prov_qp;
+struct vibv_prov_srq;
+struct vibv_prov_ops;
 /* Memory windows have no provider object: a window is its mwn (a handle of
  * the device's MR table) and its current rkey. */
 
@@ -84,7 +84,7 @@ struct vrdma_prov_ops;
 #define VRDMA_PROV_MAX_DEVICES 64
 
 /* One device found by discover(). */
-struct vrdma_prov_dev_info {
+struct vibv_prov_dev_info {
 	char name[VRDMA_PROV_NAME_MAX]; /* "vrdma0", unique per provider */
 	char path[VRDMA_PROV_PATH_MAX]; /* where it is served (socket path) */
 	uint8_t mac[6];                 /* for the node GUID; zero if unknown */
@@ -118,7 +118,7 @@ struct vrdma_prov_dev_info {
  * QUERY_PORT ack (struct virtio_rdma_ack_query_port) plus the link facts of
  * the virtio-net configuration (status, mtu, speed). There is one port, 1.
  */
-struct vrdma_prov_port_attr {
+struct vibv_prov_port_attr {
 	uint32_t gid_tbl_len;
 	uint32_t max_msg_sz;
 	bool link_up;      /* VIRTIO_NET_S_LINK_UP */
@@ -137,20 +137,20 @@ struct vrdma_prov_port_attr {
 #define VRDMA_PROV_GID_TYPE_ROCE_V2 2
 
 /* One GID table entry (what ADD_GID told the device). */
-struct vrdma_prov_gid {
+struct vibv_prov_gid {
 	uint8_t gid[16];
 	uint32_t gid_type; /* VRDMA_PROV_GID_TYPE_* */
 };
 
 /* REG_USER_MR / GET_DMA_MR ack */
-struct vrdma_prov_mr {
+struct vibv_prov_mr {
 	uint32_t mrn;
 	uint32_t lkey;
 	uint32_t rkey;
 };
 
 /* What create_cq reports. */
-struct vrdma_prov_cq_info {
+struct vibv_prov_cq_info {
 	uint32_t cqn;
 	uint32_t cqe;     /* actual capacity (>= requested) */
 	int event_fd;     /* readable (POLLIN) while a completion event is
@@ -187,13 +187,13 @@ struct vrdma_prov_cq_info {
 
 
 /* struct virtio_rdma_cmd_create_qp, with provider objects for the CQs. */
-struct vrdma_prov_qp_init {
+struct vibv_prov_qp_init {
 	uint32_t pdn;
 	uint8_t qp_type; /* VIRTIO_IB_QPT_RC / UC / UD */
 	bool sq_sig_all;
-	struct vrdma_prov_cq *send_cq;
-	struct vrdma_prov_cq *recv_cq;
-	struct vrdma_prov_srq *srq; /* vrdma extension (CREATE_QP ext_flags
+	struct vibv_prov_cq *send_cq;
+	struct vibv_prov_cq *recv_cq;
+	struct vibv_prov_srq *srq; /* vrdma extension (CREATE_QP ext_flags
 				     * SRQ + srqn); NULL = own RQ. With an
 				     * SRQ, cap.max_recv_wr / max_recv_sge
 				     * are ignored and reported 0, and
@@ -202,7 +202,7 @@ struct vrdma_prov_qp_init {
 };
 
 /* What create_qp reports. */
-struct vrdma_prov_qp_info {
+struct vibv_prov_qp_info {
 	uint32_t qpn;
 	struct vrdma_qp_cap cap; /* actual (>= requested) */
 };
@@ -222,7 +222,7 @@ struct vrdma_prov_qp_info {
  * never asks for VRDMA_PROV_SRQ_MAX_WR (SRQ resize is not offered: it fails
  * ibv_modify_srq with EINVAL itself); a provider answers it -EINVAL.
  */
-struct vrdma_prov_srq_attr {
+struct vibv_prov_srq_attr {
 	uint32_t max_wr;
 	uint32_t max_sge;
 	uint32_t srq_limit; /* 0 = not armed */
@@ -238,7 +238,7 @@ struct vrdma_prov_srq_attr {
 
 /* vrdma extension: asynchronous events, numbered as enum ibv_event_type
  * (the verbs layer checks this at compile time). */
-enum vrdma_prov_event_type {
+enum vibv_prov_event_type {
 	VRDMA_PROV_EVENT_CQ_ERR,
 	VRDMA_PROV_EVENT_QP_FATAL,
 	VRDMA_PROV_EVENT_QP_REQ_ERR,
@@ -270,108 +270,108 @@ enum vrdma_prov_event_type {
  * matches (the object was destroyed: spec.md "Delivery"). Port events (and
  * GID_CHANGE) carry port 1 and no object.
  */
-struct vrdma_prov_async_event {
-	uint32_t type;  /* enum vrdma_prov_event_type */
+struct vibv_prov_async_event {
+	uint32_t type;  /* enum vibv_prov_event_type */
 	void *cookie;   /* the CQ / QP / SRQ cookie, or NULL: see id */
 	uint32_t id;    /* cqn / qpn / srqn when cookie is NULL */
 	uint32_t port;  /* port events: 1 */
 };
 
-struct vrdma_prov_ops {
+struct vibv_prov_ops {
 	const char *name;
 
 	/* --- devices --- */
 
 	/* Fill up to max entries of devs. Returns how many devices exist
 	 * (0 is fine) or -errno. Called by every ibv_get_device_list(). */
-	int (*discover)(struct vrdma_prov_dev_info *devs, int max);
+	int (*discover)(struct vibv_prov_dev_info *devs, int max);
 	/* Connect to a discovered device. */
-	int (*open)(const struct vrdma_prov_dev_info *info,
-		    struct vrdma_prov_dev **dev);
+	int (*open)(const struct vibv_prov_dev_info *info,
+		    struct vibv_prov_dev **dev);
 	/* Disconnect; every object of dev was destroyed before. */
-	void (*close)(struct vrdma_prov_dev *dev);
+	void (*close)(struct vibv_prov_dev *dev);
 	/* attr and mac (zero if unknown). */
-	int (*query_device)(struct vrdma_prov_dev *dev,
+	int (*query_device)(struct vibv_prov_dev *dev,
 			    struct vrdma_device_attr *attr, uint8_t mac[6]);
-	int (*query_port)(struct vrdma_prov_dev *dev,
-			  struct vrdma_prov_port_attr *attr);
+	int (*query_port)(struct vibv_prov_dev *dev,
+			  struct vibv_prov_port_attr *attr);
 	/* -ENODATA for an empty entry below gid_tbl_len, -EINVAL beyond. */
-	int (*query_gid)(struct vrdma_prov_dev *dev, uint32_t index,
-			 struct vrdma_prov_gid *gid);
+	int (*query_gid)(struct vibv_prov_dev *dev, uint32_t index,
+			 struct vibv_prov_gid *gid);
 	/* Destination MAC of a unicast GID that is not link-local EUI-64 (the
 	 * verbs layer derives those and multicast MACs itself). NULL or
 	 * -EOPNOTSUPP leaves dmac zero: the device resolves. */
-	int (*resolve_dmac)(struct vrdma_prov_dev *dev, const uint8_t dgid[16],
+	int (*resolve_dmac)(struct vibv_prov_dev *dev, const uint8_t dgid[16],
 			    uint32_t sgid_index, uint8_t dmac[6]);
 	/* vrdma extension: an fd readable while an async event is pending, or
 	 * -errno (the verbs layer then gives the application an fd that never
 	 * fires). Owned by the provider; must not be O_NONBLOCK (applications
 	 * may set that themselves). */
-	int (*async_fd)(struct vrdma_prov_dev *dev);
+	int (*async_fd)(struct vibv_prov_dev *dev);
 	/* Dequeue one event without blocking: 0, or -EAGAIN if none. */
-	int (*get_async_event)(struct vrdma_prov_dev *dev,
-			       struct vrdma_prov_async_event *ev);
+	int (*get_async_event)(struct vibv_prov_dev *dev,
+			       struct vibv_prov_async_event *ev);
 	/* vrdma extension: QUERY_PKEY (27). index < max_pkeys; *pkey in host
 	 * order (0xffff at index 0). NULL: the verbs layer answers 0xffff
 	 * for index 0 itself. */
-	int (*query_pkey)(struct vrdma_prov_dev *dev, uint32_t index,
+	int (*query_pkey)(struct vibv_prov_dev *dev, uint32_t index,
 			  uint16_t *pkey);
 	/* vrdma extension: a command of the device's connection manager
 	 * (VIRTIO_NET_CTRL_ROCE_CM_*): 0 with out_len bytes of ack data, or
 	 * -errno (the CM's status, or the command's failure). */
-	int (*cm_cmd)(struct vrdma_prov_dev *dev, uint8_t cmd, const void *in,
+	int (*cm_cmd)(struct vibv_prov_dev *dev, uint8_t cmd, const void *in,
 		      size_t in_len, void *out, size_t out_len);
 
 	/* --- protection domains, memory regions --- */
 
-	int (*create_pd)(struct vrdma_prov_dev *dev, uint32_t *pdn);
-	int (*destroy_pd)(struct vrdma_prov_dev *dev, uint32_t pdn);
+	int (*create_pd)(struct vibv_prov_dev *dev, uint32_t *pdn);
+	int (*destroy_pd)(struct vibv_prov_dev *dev, uint32_t pdn);
 	/* Register [addr, addr + length) of this process, seen by the device at
 	 * I/O address iova; access is VIRTIO_IB_ACCESS_*. The provider makes
 	 * the range shared with the device (REG_USER_MR). */
-	int (*reg_mr)(struct vrdma_prov_dev *dev, uint32_t pdn, void *addr,
+	int (*reg_mr)(struct vibv_prov_dev *dev, uint32_t pdn, void *addr,
 		      uint64_t length, uint64_t iova, uint32_t access,
-		      struct vrdma_prov_mr *mr);
-	int (*dereg_mr)(struct vrdma_prov_dev *dev, uint32_t mrn);
+		      struct vibv_prov_mr *mr);
+	int (*dereg_mr)(struct vibv_prov_dev *dev, uint32_t mrn);
 	/* vrdma extension: memory windows (ALLOC_MW 23, DEALLOC_MW 24).
 	 * mw_type VRDMA_PROV_MW_TYPE_1 / _2; *mwn and *rkey: the handle and
 	 * the initial (unbound) key. Binding is a send WR (BIND_MW). */
-	int (*alloc_mw)(struct vrdma_prov_dev *dev, uint32_t pdn,
+	int (*alloc_mw)(struct vibv_prov_dev *dev, uint32_t pdn,
 			uint32_t mw_type, uint32_t *mwn, uint32_t *rkey);
-	int (*dealloc_mw)(struct vrdma_prov_dev *dev, uint32_t mwn);
+	int (*dealloc_mw)(struct vibv_prov_dev *dev, uint32_t mwn);
 
 	/* --- completion queues --- */
 
-	int (*create_cq)(struct vrdma_prov_dev *dev, uint32_t cqe, void *cookie,
-			 struct vrdma_prov_cq **cq,
-			 struct vrdma_prov_cq_info *info);
-	int (*destroy_cq)(struct vrdma_prov_cq *cq);
+	int (*create_cq)(struct vibv_prov_dev *dev, uint32_t cqe, void *cookie,
+			 struct vibv_prov_cq **cq,
+			 struct vibv_prov_cq_info *info);
+	int (*destroy_cq)(struct vibv_prov_cq *cq);
 	/* Up to n completions into wc. Returns how many (0 = empty) or -errno. */
-	int (*poll_cq)(struct vrdma_prov_cq *cq, struct vrdma_wc *wc, int n);
+	int (*poll_cq)(struct vibv_prov_cq *cq, struct vrdma_wc *wc, int n);
 	/* REQ_NOTIFY_CQ; flags VIRTIO_IB_NOTIFY_*. */
-	int (*arm_cq)(struct vrdma_prov_cq *cq, uint32_t flags);
+	int (*arm_cq)(struct vibv_prov_cq *cq, uint32_t flags);
 	/* Clear the pending event of the CQ (non-blocking). Returns 1 if one
 	 * was pending, 0 if not (another thread took it), or -errno. */
-	int (*cq_consume_event)(struct vrdma_prov_cq *cq);
+	int (*cq_consume_event)(struct vibv_prov_cq *cq);
 	/* vrdma extension: RESIZE_CQ (25) plus the ring replacement of
 	 * spec.md "Resizing CQs and QPs". cqe: requested in, actual (>=
 	 * requested) out. Completions are neither lost nor reordered; a CQ
 	 * holding more than the new size fails -EINVAL and keeps its size. */
-	int (*resize_cq)(struct vrdma_prov_cq *cq, uint32_t *cqe);
+	int (*resize_cq)(struct vibv_prov_cq *cq, uint32_t *cqe);
 
 	/* --- queue pairs --- */
 
-	int (*create_qp)(struct vrdma_prov_dev *dev,
-			 const struct vrdma_prov_qp_init *init, void *cookie,
-			 struct vrdma_prov_qp **qp,
-			 struct vrdma_prov_qp_info *info);
+	int (*create_qp)(struct vibv_prov_dev *dev,
+			 const struct vibv_prov_qp_init *init, void *cookie,
+			 struct vibv_prov_qp **qp,
+			 struct vibv_prov_qp_info *info);
 	/* MODIFY_QP; mask is VIRTIO_IB_QP_*. */
-	int (*modify_qp)(struct vrdma_prov_qp *qp,
+	int (*modify_qp)(struct vibv_prov_qp *qp,
 			 const struct vrdma_qp_attr *attr, uint32_t mask);
 	/* QUERY_QP; fills at least the fields of mask. */
-	int (*query_qp)(struct vrdma_prov_qp *qp, uint32_t mask,
+	int (*query_qp)(struct vibv_prov_qp *qp, uint32_t mask,
 			struct vrdma_qp_attr *attr);
-	int (*destroy_qp)(struct vrdma_prov_qp *qp);
+	int (*destroy_qp)(struct vibv_prov_qp *qp);
 	/* vrdma extension: RESIZE_QP (26), what ibv_modify_qp with IBV_QP_CAP
 	 * becomes (alone: the verbs layer issues it separately from, and
 	 * before, any other attribute of the same call). cap: requested in
@@ -379,54 +379,54 @@ struct vrdma_prov_ops {
 	 * max_recv_wr 0 with an SRQ), actual out. -EINVAL for what the device
 	 * refuses, -EBUSY when growing needs a ring replacement while requests
 	 * are outstanding. */
-	int (*resize_qp)(struct vrdma_prov_qp *qp, struct vrdma_qp_cap *cap);
+	int (*resize_qp)(struct vibv_prov_qp *qp, struct vrdma_qp_cap *cap);
 	/* Post n WRs in order. Returns how many were posted (== n, or fewer
 	 * when WR number <return> was refused) or -errno if the first was. */
-	int (*post_send)(struct vrdma_prov_qp *qp,
+	int (*post_send)(struct vibv_prov_qp *qp,
 			 const struct vrdma_send_wr *wr, unsigned int n);
-	int (*post_recv)(struct vrdma_prov_qp *qp,
+	int (*post_recv)(struct vibv_prov_qp *qp,
 			 const struct vrdma_recv_wr *wr, unsigned int n);
 	/* vrdma extension: multicast groups (GID as raw bytes). */
-	int (*attach_mcast)(struct vrdma_prov_qp *qp, const uint8_t gid[16]);
-	int (*detach_mcast)(struct vrdma_prov_qp *qp, const uint8_t gid[16]);
+	int (*attach_mcast)(struct vibv_prov_qp *qp, const uint8_t gid[16]);
+	int (*detach_mcast)(struct vibv_prov_qp *qp, const uint8_t gid[16]);
 
 	/* --- shared receive queues (vrdma extension) --- */
 
 	/* attr: requested in (max_wr, max_sge; srq_limit ignored: an SRQ is
 	 * created unarmed), actual out (and srqn). */
-	int (*create_srq)(struct vrdma_prov_dev *dev, uint32_t pdn,
-			  struct vrdma_prov_srq_attr *attr, void *cookie,
-			  struct vrdma_prov_srq **srq);
+	int (*create_srq)(struct vibv_prov_dev *dev, uint32_t pdn,
+			  struct vibv_prov_srq_attr *attr, void *cookie,
+			  struct vibv_prov_srq **srq);
 	/* MODIFY_SRQ; mask VRDMA_PROV_SRQ_LIMIT (srq_limit 0 disarms, else
 	 * arms; > max_wr: -EINVAL). */
-	int (*modify_srq)(struct vrdma_prov_srq *srq,
-			  const struct vrdma_prov_srq_attr *attr, uint32_t mask);
+	int (*modify_srq)(struct vibv_prov_srq *srq,
+			  const struct vibv_prov_srq_attr *attr, uint32_t mask);
 	/* QUERY_SRQ: max_wr, max_sge, srq_limit (0 once its event fired). */
-	int (*query_srq)(struct vrdma_prov_srq *srq,
-			 struct vrdma_prov_srq_attr *attr);
+	int (*query_srq)(struct vibv_prov_srq *srq,
+			 struct vibv_prov_srq_attr *attr);
 	/* -EBUSY while a QP uses it. Requests left on it are dropped without
 	 * completion; its pending events are dropped. */
-	int (*destroy_srq)(struct vrdma_prov_srq *srq);
+	int (*destroy_srq)(struct vibv_prov_srq *srq);
 	/* Post n receive WRs to the SRQ's virtqueue (same return as
 	 * post_recv). Completions come on the receive CQ of whichever QP took
 	 * the request, with that QP's qp_num. */
-	int (*post_srq_recv)(struct vrdma_prov_srq *srq,
+	int (*post_srq_recv)(struct vibv_prov_srq *srq,
 			     const struct vrdma_recv_wr *wr, unsigned int n);
 
 	/* --- address handles --- */
 
-	int (*create_ah)(struct vrdma_prov_dev *dev, uint32_t pdn,
+	int (*create_ah)(struct vibv_prov_dev *dev, uint32_t pdn,
 			 const struct vrdma_ah_attr *attr, uint32_t *ah);
-	int (*destroy_ah)(struct vrdma_prov_dev *dev, uint32_t pdn, uint32_t ah);
+	int (*destroy_ah)(struct vibv_prov_dev *dev, uint32_t pdn, uint32_t ah);
 };
 
 /* The real device (libvrdma). */
-extern const struct vrdma_prov_ops vrdma_prov_vrdma_ops;
+extern const struct vibv_prov_ops vibv_prov_vrdma_ops;
 /* The provider the test build of the library uses instead of the real one
  * (tests/fake/: the fake device, when its environment asks for it), or NULL.
  * Defined only in the test build; the shipped library has no definition
  * and never calls it. */
-const struct vrdma_prov_ops *vrdma_prov_test_select(void)
+const struct vibv_prov_ops *vibv_prov_test_select(void)
 	__attribute__((weak, visibility("hidden")));
 
 /* ------------------------------------------------------------------------ */
@@ -435,7 +435,7 @@ const struct vrdma_prov_ops *vrdma_prov_test_select(void)
 
 /* Modified EUI-64 of a MAC (RFC 4291 appendix A): the node GUID and the
  * interface identifier of the link-local GID. */
-static inline void vrdma_prov_eui64(const uint8_t mac[6], uint8_t eui[8])
+static inline void vibv_prov_eui64(const uint8_t mac[6], uint8_t eui[8])
 {
 	eui[0] = mac[0] ^ 0x02;
 	eui[1] = mac[1];
@@ -448,17 +448,17 @@ static inline void vrdma_prov_eui64(const uint8_t mac[6], uint8_t eui[8])
 }
 
 /* The link-local GID fe80::<EUI-64 of mac> (GID index 0 of a RoCE port). */
-static inline void vrdma_prov_gid_from_mac(const uint8_t mac[6], uint8_t gid[16])
+static inline void vibv_prov_gid_from_mac(const uint8_t mac[6], uint8_t gid[16])
 {
 	memset(gid, 0, 16);
 	gid[0] = 0xfe;
 	gid[1] = 0x80;
-	vrdma_prov_eui64(mac, gid + 8);
+	vibv_prov_eui64(mac, gid + 8);
 }
 
 /* The IPv4-mapped GID ::ffff:a.b.c.d of an address in network byte order
  * (as 4 bytes). */
-static inline void vrdma_prov_gid_from_ipv4(const uint8_t addr[4], uint8_t gid[16])
+static inline void vibv_prov_gid_from_ipv4(const uint8_t addr[4], uint8_t gid[16])
 {
 	memset(gid, 0, 16);
 	gid[10] = 0xff;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * vrdma_prov_vrdma_ops: the real device, through libvrdma's RDMA API
+ * vibv_prov_vrdma_ops: the real device, through libvrdma's RDMA API
  * (include/vrdma/vrdma_rdma.h). Every operation maps to one libvrdma call;
  * this file only translates structures (provider.h and vrdma_rdma.h carry
  * the same fields in the same units) and keeps the registry below.
@@ -41,33 +41,33 @@
 /* Wait for the probe's replies at most this long. */
 #define PROBE_TIMEOUT_MS 250
 
-struct vrdma_prov_dev {
+struct vibv_prov_dev {
 	struct vrdma_dev *dev;
 	char path[VRDMA_PROV_PATH_MAX];
-	struct vrdma_prov_dev *next; /* open devices of this process */
+	struct vibv_prov_dev *next; /* open devices of this process */
 };
 
-struct vrdma_prov_cq {
+struct vibv_prov_cq {
 	struct vrdma_cq *cq;
 };
 
-struct vrdma_prov_qp {
+struct vibv_prov_qp {
 	struct vrdma_qp *qp;
 };
 
-struct vrdma_prov_srq {
+struct vibv_prov_srq {
 	struct vrdma_srq *srq;
 };
 
 static pthread_mutex_t prov_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct vrdma_prov_dev *prov_open_devs;
+static struct vibv_prov_dev *prov_open_devs;
 
 /* ---- devices ------------------------------------------------------------------- */
 
 /* The MAC of the device at path if this process has it open. */
 static bool prov_open_mac(const char *path, uint8_t mac[6])
 {
-	struct vrdma_prov_dev *d;
+	struct vibv_prov_dev *d;
 	bool found = false;
 
 	pthread_mutex_lock(&prov_lock);
@@ -106,7 +106,7 @@ out:
 	vhost_client_close(&vc);
 }
 
-static int prov_discover(struct vrdma_prov_dev_info *devs, int max)
+static int prov_discover(struct vibv_prov_dev_info *devs, int max)
 {
 	char paths[VRDMA_PROV_MAX_DEVICES][256];
 	int n, i, k = 0;
@@ -126,9 +126,9 @@ static int prov_discover(struct vrdma_prov_dev_info *devs, int max)
 	return k;
 }
 
-static int prov_open(const struct vrdma_prov_dev_info *info, struct vrdma_prov_dev **out)
+static int prov_open(const struct vibv_prov_dev_info *info, struct vibv_prov_dev **out)
 {
-	struct vrdma_prov_dev *d;
+	struct vibv_prov_dev *d;
 
 	d = calloc(1, sizeof(*d));
 	if (!d)
@@ -155,9 +155,9 @@ static int prov_open(const struct vrdma_prov_dev_info *info, struct vrdma_prov_d
 	return 0;
 }
 
-static void prov_close(struct vrdma_prov_dev *d)
+static void prov_close(struct vibv_prov_dev *d)
 {
-	struct vrdma_prov_dev **pp;
+	struct vibv_prov_dev **pp;
 
 	pthread_mutex_lock(&prov_lock);
 	for (pp = &prov_open_devs; *pp; pp = &(*pp)->next) {
@@ -171,7 +171,7 @@ static void prov_close(struct vrdma_prov_dev *d)
 	free(d);
 }
 
-static int prov_query_device(struct vrdma_prov_dev *d, struct vrdma_device_attr *attr,
+static int prov_query_device(struct vibv_prov_dev *d, struct vrdma_device_attr *attr,
 			     uint8_t mac[6])
 {
 	int rc = vrdma_query_device(d->dev, attr);
@@ -181,7 +181,7 @@ static int prov_query_device(struct vrdma_prov_dev *d, struct vrdma_device_attr 
 	return rc;
 }
 
-static int prov_query_port(struct vrdma_prov_dev *d, struct vrdma_prov_port_attr *p)
+static int prov_query_port(struct vibv_prov_dev *d, struct vibv_prov_port_attr *p)
 {
 	struct vrdma_port_attr a;
 	int rc = vrdma_query_port(d->dev, &a);
@@ -208,12 +208,12 @@ static int prov_query_port(struct vrdma_prov_dev *d, struct vrdma_prov_port_attr
 	return 0;
 }
 
-static int prov_async_fd(struct vrdma_prov_dev *d)
+static int prov_async_fd(struct vibv_prov_dev *d)
 {
 	return vrdma_event_fd(d->dev);
 }
 
-static int prov_get_async_event(struct vrdma_prov_dev *d, struct vrdma_prov_async_event *ev)
+static int prov_get_async_event(struct vibv_prov_dev *d, struct vibv_prov_async_event *ev)
 {
 	struct vrdma_async_event e;
 	int rc = vrdma_event_get(d->dev, &e);
@@ -237,7 +237,7 @@ static int prov_get_async_event(struct vrdma_prov_dev *d, struct vrdma_prov_asyn
 	return 0;
 }
 
-static int prov_cm_cmd(struct vrdma_prov_dev *d, uint8_t cmd, const void *in, size_t in_len,
+static int prov_cm_cmd(struct vibv_prov_dev *d, uint8_t cmd, const void *in, size_t in_len,
 		       void *out, size_t out_len)
 {
 	struct virtio_rdma_ack_cm_status st;
@@ -260,12 +260,12 @@ static int prov_cm_cmd(struct vrdma_prov_dev *d, uint8_t cmd, const void *in, si
 	return 0;
 }
 
-static int prov_query_pkey(struct vrdma_prov_dev *d, uint32_t index, uint16_t *pkey)
+static int prov_query_pkey(struct vibv_prov_dev *d, uint32_t index, uint16_t *pkey)
 {
 	return vrdma_query_pkey(d->dev, index, pkey);
 }
 
-static int prov_query_gid(struct vrdma_prov_dev *d, uint32_t index, struct vrdma_prov_gid *g)
+static int prov_query_gid(struct vibv_prov_dev *d, uint32_t index, struct vibv_prov_gid *g)
 {
 	int rc = vrdma_gid_query(d->dev, index, g->gid);
 
@@ -277,18 +277,18 @@ static int prov_query_gid(struct vrdma_prov_dev *d, uint32_t index, struct vrdma
 
 /* ---- PDs, MRs, AHs ------------------------------------------------------------- */
 
-static int prov_create_pd(struct vrdma_prov_dev *d, uint32_t *pdn)
+static int prov_create_pd(struct vibv_prov_dev *d, uint32_t *pdn)
 {
 	return vrdma_pd_alloc(d->dev, pdn);
 }
 
-static int prov_destroy_pd(struct vrdma_prov_dev *d, uint32_t pdn)
+static int prov_destroy_pd(struct vibv_prov_dev *d, uint32_t pdn)
 {
 	return vrdma_pd_free(d->dev, pdn);
 }
 
-static int prov_reg_mr(struct vrdma_prov_dev *d, uint32_t pdn, void *addr, uint64_t length,
-		       uint64_t iova, uint32_t access, struct vrdma_prov_mr *mr)
+static int prov_reg_mr(struct vibv_prov_dev *d, uint32_t pdn, void *addr, uint64_t length,
+		       uint64_t iova, uint32_t access, struct vibv_prov_mr *mr)
 {
 	struct vrdma_mr_info info;
 	int rc = vrdma_mr_reg(d->dev, pdn, addr, length, iova, access, &info);
@@ -301,12 +301,12 @@ static int prov_reg_mr(struct vrdma_prov_dev *d, uint32_t pdn, void *addr, uint6
 	return 0;
 }
 
-static int prov_dereg_mr(struct vrdma_prov_dev *d, uint32_t mrn)
+static int prov_dereg_mr(struct vibv_prov_dev *d, uint32_t mrn)
 {
 	return vrdma_mr_dereg(d->dev, mrn);
 }
 
-static int prov_alloc_mw(struct vrdma_prov_dev *d, uint32_t pdn, uint32_t mw_type,
+static int prov_alloc_mw(struct vibv_prov_dev *d, uint32_t pdn, uint32_t mw_type,
 			 uint32_t *mwn, uint32_t *rkey)
 {
 	struct vrdma_mw_info mw;
@@ -319,28 +319,28 @@ static int prov_alloc_mw(struct vrdma_prov_dev *d, uint32_t pdn, uint32_t mw_typ
 	return 0;
 }
 
-static int prov_dealloc_mw(struct vrdma_prov_dev *d, uint32_t mwn)
+static int prov_dealloc_mw(struct vibv_prov_dev *d, uint32_t mwn)
 {
 	return vrdma_mw_dealloc(d->dev, mwn);
 }
 
-static int prov_create_ah(struct vrdma_prov_dev *d, uint32_t pdn,
+static int prov_create_ah(struct vibv_prov_dev *d, uint32_t pdn,
 			  const struct vrdma_ah_attr *attr, uint32_t *ah)
 {
 	return vrdma_ah_create(d->dev, pdn, attr, ah);
 }
 
-static int prov_destroy_ah(struct vrdma_prov_dev *d, uint32_t pdn, uint32_t ah)
+static int prov_destroy_ah(struct vibv_prov_dev *d, uint32_t pdn, uint32_t ah)
 {
 	return vrdma_ah_destroy(d->dev, pdn, ah);
 }
 
 /* ---- CQs ----------------------------------------------------------------------- */
 
-static int prov_create_cq(struct vrdma_prov_dev *d, uint32_t cqe, void *cookie,
-			  struct vrdma_prov_cq **out, struct vrdma_prov_cq_info *info)
+static int prov_create_cq(struct vibv_prov_dev *d, uint32_t cqe, void *cookie,
+			  struct vibv_prov_cq **out, struct vibv_prov_cq_info *info)
 {
-	struct vrdma_prov_cq *p;
+	struct vibv_prov_cq *p;
 	int rc;
 
 	p = calloc(1, sizeof(*p));
@@ -359,7 +359,7 @@ static int prov_create_cq(struct vrdma_prov_dev *d, uint32_t cqe, void *cookie,
 	return 0;
 }
 
-static int prov_destroy_cq(struct vrdma_prov_cq *p)
+static int prov_destroy_cq(struct vibv_prov_cq *p)
 {
 	int rc = vrdma_cq_destroy(p->cq);
 
@@ -368,22 +368,22 @@ static int prov_destroy_cq(struct vrdma_prov_cq *p)
 	return rc;
 }
 
-static int prov_poll_cq(struct vrdma_prov_cq *p, struct vrdma_wc *wc, int n)
+static int prov_poll_cq(struct vibv_prov_cq *p, struct vrdma_wc *wc, int n)
 {
 	return vrdma_cq_poll(p->cq, wc, n);
 }
 
-static int prov_arm_cq(struct vrdma_prov_cq *p, uint32_t flags)
+static int prov_arm_cq(struct vibv_prov_cq *p, uint32_t flags)
 {
 	return vrdma_cq_arm(p->cq, flags);
 }
 
-static int prov_cq_consume_event(struct vrdma_prov_cq *p)
+static int prov_cq_consume_event(struct vibv_prov_cq *p)
 {
 	return vrdma_cq_consume_event(p->cq);
 }
 
-static int prov_resize_cq(struct vrdma_prov_cq *p, uint32_t *cqe)
+static int prov_resize_cq(struct vibv_prov_cq *p, uint32_t *cqe)
 {
 	int rc = vrdma_cq_resize(p->cq, *cqe);
 
@@ -395,12 +395,12 @@ static int prov_resize_cq(struct vrdma_prov_cq *p, uint32_t *cqe)
 
 /* ---- QPs ----------------------------------------------------------------------- */
 
-static int prov_create_qp(struct vrdma_prov_dev *d, const struct vrdma_prov_qp_init *init,
-			  void *cookie, struct vrdma_prov_qp **out,
-			  struct vrdma_prov_qp_info *info)
+static int prov_create_qp(struct vibv_prov_dev *d, const struct vibv_prov_qp_init *init,
+			  void *cookie, struct vibv_prov_qp **out,
+			  struct vibv_prov_qp_info *info)
 {
 	struct vrdma_qp_init in;
-	struct vrdma_prov_qp *p;
+	struct vibv_prov_qp *p;
 	int rc;
 
 	if (!init->send_cq || !init->recv_cq)
@@ -428,18 +428,18 @@ static int prov_create_qp(struct vrdma_prov_dev *d, const struct vrdma_prov_qp_i
 	return 0;
 }
 
-static int prov_modify_qp(struct vrdma_prov_qp *p, const struct vrdma_qp_attr *a,
+static int prov_modify_qp(struct vibv_prov_qp *p, const struct vrdma_qp_attr *a,
 			  uint32_t mask)
 {
 	return vrdma_qp_modify(p->qp, a, mask);
 }
 
-static int prov_query_qp(struct vrdma_prov_qp *p, uint32_t mask, struct vrdma_qp_attr *a)
+static int prov_query_qp(struct vibv_prov_qp *p, uint32_t mask, struct vrdma_qp_attr *a)
 {
 	return vrdma_qp_query(p->qp, mask, a);
 }
 
-static int prov_resize_qp(struct vrdma_prov_qp *p, struct vrdma_qp_cap *cap)
+static int prov_resize_qp(struct vibv_prov_qp *p, struct vrdma_qp_cap *cap)
 {
 	struct vrdma_qp_cap now;
 	int rc;
@@ -455,7 +455,7 @@ static int prov_resize_qp(struct vrdma_prov_qp *p, struct vrdma_qp_cap *cap)
 	return 0;
 }
 
-static int prov_destroy_qp(struct vrdma_prov_qp *p)
+static int prov_destroy_qp(struct vibv_prov_qp *p)
 {
 	int rc = vrdma_qp_destroy(p->qp);
 
@@ -464,13 +464,13 @@ static int prov_destroy_qp(struct vrdma_prov_qp *p)
 	return rc;
 }
 
-static int prov_post_send(struct vrdma_prov_qp *p, const struct vrdma_send_wr *wr,
+static int prov_post_send(struct vibv_prov_qp *p, const struct vrdma_send_wr *wr,
 			  unsigned int n)
 {
 	return vrdma_post_send(p->qp, wr, n);
 }
 
-static int prov_post_recv(struct vrdma_prov_qp *p, const struct vrdma_recv_wr *wr,
+static int prov_post_recv(struct vibv_prov_qp *p, const struct vrdma_recv_wr *wr,
 			  unsigned int n)
 {
 	return vrdma_post_recv(p->qp, wr, n);
@@ -478,12 +478,12 @@ static int prov_post_recv(struct vrdma_prov_qp *p, const struct vrdma_recv_wr *w
 
 /* ---- SRQs (extension) ----------------------------------------------------------- */
 
-static int prov_create_srq(struct vrdma_prov_dev *d, uint32_t pdn,
-			   struct vrdma_prov_srq_attr *attr, void *cookie,
-			   struct vrdma_prov_srq **out)
+static int prov_create_srq(struct vibv_prov_dev *d, uint32_t pdn,
+			   struct vibv_prov_srq_attr *attr, void *cookie,
+			   struct vibv_prov_srq **out)
 {
 	struct vrdma_srq_attr a;
-	struct vrdma_prov_srq *p;
+	struct vibv_prov_srq *p;
 	int rc;
 
 	p = calloc(1, sizeof(*p));
@@ -507,7 +507,7 @@ static int prov_create_srq(struct vrdma_prov_dev *d, uint32_t pdn,
 	return 0;
 }
 
-static int prov_modify_srq(struct vrdma_prov_srq *p, const struct vrdma_prov_srq_attr *attr,
+static int prov_modify_srq(struct vibv_prov_srq *p, const struct vibv_prov_srq_attr *attr,
 			   uint32_t mask)
 {
 	struct vrdma_srq_attr a;
@@ -524,7 +524,7 @@ static int prov_modify_srq(struct vrdma_prov_srq *p, const struct vrdma_prov_srq
 	return vrdma_srq_modify(p->srq, &a, m);
 }
 
-static int prov_query_srq(struct vrdma_prov_srq *p, struct vrdma_prov_srq_attr *attr)
+static int prov_query_srq(struct vibv_prov_srq *p, struct vibv_prov_srq_attr *attr)
 {
 	struct vrdma_srq_attr a;
 	int rc = vrdma_srq_query(p->srq, &a);
@@ -537,7 +537,7 @@ static int prov_query_srq(struct vrdma_prov_srq *p, struct vrdma_prov_srq_attr *
 	return 0;
 }
 
-static int prov_destroy_srq(struct vrdma_prov_srq *p)
+static int prov_destroy_srq(struct vibv_prov_srq *p)
 {
 	int rc = vrdma_srq_destroy(p->srq);
 
@@ -546,13 +546,13 @@ static int prov_destroy_srq(struct vrdma_prov_srq *p)
 	return rc;
 }
 
-static int prov_post_srq_recv(struct vrdma_prov_srq *p, const struct vrdma_recv_wr *wr,
+static int prov_post_srq_recv(struct vibv_prov_srq *p, const struct vrdma_recv_wr *wr,
 			      unsigned int n)
 {
 	return vrdma_post_srq_recv(p->srq, wr, n);
 }
 
-const struct vrdma_prov_ops vrdma_prov_vrdma_ops = {
+const struct vibv_prov_ops vibv_prov_vrdma_ops = {
 	.name = "vrdma",
 	.discover = prov_discover,
 	.open = prov_open,

@@ -54,7 +54,7 @@ _Static_assert(IBV_SEND_FENCE == VIRTIO_IB_SEND_FENCE &&
 /* Creation                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static void vrdma_cap_to_prov(const struct ibv_qp_cap *in, struct vrdma_qp_cap *out)
+static void vibv_cap_to_prov(const struct ibv_qp_cap *in, struct vrdma_qp_cap *out)
 {
 	out->max_send_wr = in->max_send_wr;
 	out->max_recv_wr = in->max_recv_wr;
@@ -63,7 +63,7 @@ static void vrdma_cap_to_prov(const struct ibv_qp_cap *in, struct vrdma_qp_cap *
 	out->max_inline_data = in->max_inline_data;
 }
 
-static void vrdma_cap_to_ibv(const struct vrdma_qp_cap *in, struct ibv_qp_cap *out)
+static void vibv_cap_to_ibv(const struct vrdma_qp_cap *in, struct ibv_qp_cap *out)
 {
 	out->max_send_wr = in->max_send_wr;
 	out->max_recv_wr = in->max_recv_wr;
@@ -73,13 +73,13 @@ static void vrdma_cap_to_ibv(const struct vrdma_qp_cap *in, struct ibv_qp_cap *o
 }
 
 /* A QP (attr->cap updated to the actual sizes), or NULL with errno set. */
-struct vrdma_verbs_qp *vrdma_verbs_qp_create(struct ibv_pd *pd,
+struct vibv_qp *vibv_qp_create(struct ibv_pd *pd,
 					     struct ibv_qp_init_attr *attr)
 {
-	struct vrdma_verbs_context *ctx;
-	struct vrdma_prov_qp_init in;
-	struct vrdma_prov_qp_info info;
-	struct vrdma_verbs_qp *qp;
+	struct vibv_context *ctx;
+	struct vibv_prov_qp_init in;
+	struct vibv_prov_qp_info info;
+	struct vibv_qp *qp;
 	int ret;
 
 	if (!pd || !attr || !attr->send_cq || !attr->recv_cq ||
@@ -94,8 +94,8 @@ struct vrdma_verbs_qp *vrdma_verbs_qp_create(struct ibv_pd *pd,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	ctx = vrdma_ctx(pd->context);
-	if (attr->srq && !vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_SRQ)) {
+	ctx = vibv_ctx(pd->context);
+	if (attr->srq && !vibv_has_cap(ctx, VIRTIO_IB_DEVICE_SRQ)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -106,7 +106,7 @@ struct vrdma_verbs_qp *vrdma_verbs_qp_create(struct ibv_pd *pd,
 	in.send_cq = vrdma_cq(attr->send_cq)->prov;
 	in.recv_cq = vrdma_cq(attr->recv_cq)->prov;
 	in.srq = attr->srq ? vrdma_srq(attr->srq)->prov : NULL;
-	vrdma_cap_to_prov(&attr->cap, &in.cap);
+	vibv_cap_to_prov(&attr->cap, &in.cap);
 	if (attr->srq) {
 		/* The SRQ's limits apply; the device ignores these. */
 		in.cap.max_recv_wr = 0;
@@ -124,7 +124,7 @@ struct vrdma_verbs_qp *vrdma_verbs_qp_create(struct ibv_pd *pd,
 			      &info);
 	if (ret) {
 		free(qp);
-		vrdma_errno(ret);
+		vibv_errno(ret);
 		return NULL;
 	}
 	qp->ibqp.context = pd->context;
@@ -146,8 +146,8 @@ struct vrdma_verbs_qp *vrdma_verbs_qp_create(struct ibv_pd *pd,
 		qp->cap.max_recv_sge = 0;
 	}
 	pthread_mutex_init(&qp->cap_lock, NULL);
-	vrdma_cap_to_ibv(&qp->cap, &attr->cap);
-	vrdma_verbs_obj_add(ctx, &qp->obj, VRDMA_OBJ_QP, info.qpn);
+	vibv_cap_to_ibv(&qp->cap, &attr->cap);
+	vibv_obj_add(ctx, &qp->obj, VRDMA_OBJ_QP, info.qpn);
 	return qp;
 }
 
@@ -155,7 +155,7 @@ struct vrdma_verbs_qp *vrdma_verbs_qp_create(struct ibv_pd *pd,
  * set. */
 struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
-	struct vrdma_verbs_qp *qp = vrdma_verbs_qp_create(pd, attr);
+	struct vibv_qp *qp = vibv_qp_create(pd, attr);
 
 	return qp ? &qp->ibqp : NULL;
 }
@@ -164,7 +164,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
  * IBV_QP_INIT_ATTR_SEND_OPS_FLAGS; NULL for any other QP (as rdma-core). */
 struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
 {
-	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
+	struct vibv_qp *qp = vrdma_qp(ibqp);
 
 	if (!qp->has_qpx) {
 		errno = EOPNOTSUPP;
@@ -177,12 +177,12 @@ struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
  * errno. */
 int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
-	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
-	struct vrdma_verbs_context *ctx = vrdma_ctx(ibqp->context);
+	struct vibv_qp *qp = vrdma_qp(ibqp);
+	struct vibv_context *ctx = vibv_ctx(ibqp->context);
 	int ret;
 
 	/* No more asynchronous events for it, then wait for the acks. */
-	vrdma_verbs_obj_del(ctx, &qp->obj);
+	vibv_obj_del(ctx, &qp->obj);
 	pthread_mutex_lock(&ibqp->mutex);
 	while (ibqp->events_completed != qp->events_delivered)
 		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
@@ -190,11 +190,11 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 
 	ret = qp->ops->destroy_qp(qp->prov);
 	if (ret) {
-		vrdma_verbs_obj_add(ctx, &qp->obj, VRDMA_OBJ_QP, ibqp->qp_num);
-		return vrdma_errno(ret);
+		vibv_obj_add(ctx, &qp->obj, VRDMA_OBJ_QP, ibqp->qp_num);
+		return vibv_errno(ret);
 	}
-	vrdma_verbs_binds_forget(ctx, ibqp->qp_num, true, NULL);
-	vrdma_verbs_qpx_free(qp);
+	vibv_binds_forget(ctx, ibqp->qp_num, true, NULL);
+	vibv_qpx_free(qp);
 	pthread_mutex_destroy(&qp->cap_lock);
 	pthread_cond_destroy(&ibqp->cond);
 	pthread_mutex_destroy(&ibqp->mutex);
@@ -210,7 +210,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 static const struct {
 	int ibv;
 	uint32_t dev;
-} vrdma_qp_mask_map[] = {
+} vibv_qp_mask_map[] = {
 	{ IBV_QP_STATE, VIRTIO_IB_QP_STATE },
 	{ IBV_QP_CUR_STATE, VIRTIO_IB_QP_CUR_STATE },
 	{ IBV_QP_ACCESS_FLAGS, VIRTIO_IB_QP_ACCESS_FLAGS },
@@ -235,16 +235,16 @@ static const struct {
 	(IBV_QP_EN_SQD_ASYNC_NOTIFY | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE)
 
 /* The device mask of a libibverbs mask: 0 or a positive errno. */
-static int vrdma_qp_mask(int mask, uint32_t *out)
+static int vibv_qp_mask(int mask, uint32_t *out)
 {
 	int known = VRDMA_QP_MASK_NODEV | VRDMA_QP_MASK_UNSUPPORTED;
 	uint32_t dev = 0;
 	size_t i;
 
-	for (i = 0; i < sizeof(vrdma_qp_mask_map) / sizeof(vrdma_qp_mask_map[0]); i++) {
-		known |= vrdma_qp_mask_map[i].ibv;
-		if (mask & vrdma_qp_mask_map[i].ibv)
-			dev |= vrdma_qp_mask_map[i].dev;
+	for (i = 0; i < sizeof(vibv_qp_mask_map) / sizeof(vibv_qp_mask_map[0]); i++) {
+		known |= vibv_qp_mask_map[i].ibv;
+		if (mask & vibv_qp_mask_map[i].ibv)
+			dev |= vibv_qp_mask_map[i].dev;
 	}
 	if (mask & ~known)
 		return EINVAL;
@@ -253,7 +253,7 @@ static int vrdma_qp_mask(int mask, uint32_t *out)
 }
 
 /* attr (fields of mask) as the device's: 0 or a positive errno. */
-static int vrdma_qp_attr_to_prov(struct vrdma_verbs_context *ctx,
+static int vibv_qp_attr_to_prov(struct vibv_context *ctx,
 				 const struct ibv_qp_attr *attr, int mask,
 				 struct vrdma_qp_attr *out)
 {
@@ -292,9 +292,9 @@ static int vrdma_qp_attr_to_prov(struct vrdma_verbs_context *ctx,
 	out->dest_qp_num = attr->dest_qp_num & 0xffffff;
 	out->qp_access_flags = attr->qp_access_flags & VRDMA_QP_ACCESS_MASK;
 	out->rate_limit = attr->rate_limit;
-	vrdma_cap_to_prov(&attr->cap, &out->cap);
+	vibv_cap_to_prov(&attr->cap, &out->cap);
 	if (mask & IBV_QP_AV) {
-		ret = vrdma_verbs_ah_attr(ctx, &attr->ah_attr, &out->ah_attr);
+		ret = vibv_ah_attr(ctx, &attr->ah_attr, &out->ah_attr);
 		if (ret)
 			return ret;
 	}
@@ -307,13 +307,13 @@ static int vrdma_qp_attr_to_prov(struct vrdma_verbs_context *ctx,
  * inline limits are those in force, whatever attr says (the device
  * requires them unchanged). 0 or a positive errno.
  */
-static int vrdma_verbs_qp_resize(struct vrdma_verbs_qp *qp, const struct ibv_qp_cap *want)
+static int vibv_qp_resize(struct vibv_qp *qp, const struct ibv_qp_cap *want)
 {
-	struct vrdma_verbs_context *ctx = vrdma_ctx(qp->ibqp.context);
+	struct vibv_context *ctx = vibv_ctx(qp->ibqp.context);
 	struct vrdma_qp_cap cap;
 	int ret;
 
-	if (!vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_RESIZE_MAX_WR))
+	if (!vibv_has_cap(ctx, VIRTIO_IB_DEVICE_RESIZE_MAX_WR))
 		return EOPNOTSUPP;
 	if (!want->max_send_wr || (!qp->ibqp.srq && !want->max_recv_wr) ||
 	    (qp->ibqp.srq && want->max_recv_wr))
@@ -336,17 +336,17 @@ static int vrdma_verbs_qp_resize(struct vrdma_verbs_qp *qp, const struct ibv_qp_
  * other attributes then fail, the new sizes stay. */
 int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
-	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
+	struct vibv_qp *qp = vrdma_qp(ibqp);
 	struct vrdma_qp_attr pa;
 	uint32_t dmask;
 	int ret;
 
-	ret = vrdma_qp_mask(mask & ~IBV_QP_CAP, &dmask);
+	ret = vibv_qp_mask(mask & ~IBV_QP_CAP, &dmask);
 	if (!ret)
-		ret = vrdma_qp_attr_to_prov(vrdma_ctx(ibqp->context), attr,
+		ret = vibv_qp_attr_to_prov(vibv_ctx(ibqp->context), attr,
 					    mask & ~IBV_QP_CAP, &pa);
 	if (!ret && (mask & IBV_QP_CAP))
-		ret = vrdma_verbs_qp_resize(qp, &attr->cap);
+		ret = vibv_qp_resize(qp, &attr->cap);
 	if (ret) {
 		errno = ret;
 		return ret;
@@ -355,7 +355,7 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		return 0;
 	ret = VRDMA_PROV_CALL(qp->ops, modify_qp, qp->prov, &pa, dmask);
 	if (ret)
-		return vrdma_errno(ret);
+		return vibv_errno(ret);
 	if (mask & IBV_QP_STATE)
 		ibqp->state = attr->qp_state;
 	return 0;
@@ -366,12 +366,12 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 		 struct ibv_qp_init_attr *init_attr)
 {
-	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
+	struct vibv_qp *qp = vrdma_qp(ibqp);
 	struct vrdma_qp_attr pa;
 	uint32_t dmask;
 	int ret;
 
-	ret = vrdma_qp_mask(mask, &dmask);
+	ret = vibv_qp_mask(mask, &dmask);
 	if (ret) {
 		errno = ret;
 		return ret;
@@ -379,7 +379,7 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	memset(&pa, 0, sizeof(pa));
 	ret = VRDMA_PROV_CALL(qp->ops, query_qp, qp->prov, dmask, &pa);
 	if (ret)
-		return vrdma_errno(ret);
+		return vibv_errno(ret);
 
 	memset(attr, 0, sizeof(*attr));
 	attr->qp_state = (enum ibv_qp_state)pa.qp_state;
@@ -390,9 +390,9 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	attr->rq_psn = pa.rq_psn;
 	attr->sq_psn = pa.sq_psn;
 	attr->dest_qp_num = pa.dest_qp_num;
-	attr->qp_access_flags = vrdma_verbs_access_to_ibv(pa.qp_access_flags);
-	vrdma_cap_to_ibv(&pa.cap, &attr->cap);
-	vrdma_verbs_ah_attr_to_ibv(&pa.ah_attr, &attr->ah_attr);
+	attr->qp_access_flags = vibv_access_to_ibv(pa.qp_access_flags);
+	vibv_cap_to_ibv(&pa.cap, &attr->cap);
+	vibv_ah_attr_to_ibv(&pa.ah_attr, &attr->ah_attr);
 	attr->pkey_index = 0;
 	attr->sq_draining = pa.sq_draining;
 	attr->max_rd_atomic = pa.max_rd_atomic;
@@ -450,7 +450,7 @@ int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
  * provider's multicast extension). */
 int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
 {
-	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
+	struct vibv_qp *qp = vrdma_qp(ibqp);
 	int ret;
 
 	(void)lid;
@@ -459,18 +459,18 @@ int ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid
 		return EINVAL;
 	}
 	ret = VRDMA_PROV_CALL(qp->ops, attach_mcast, qp->prov, gid->raw);
-	return ret ? vrdma_errno(ret) : 0;
+	return ret ? vibv_errno(ret) : 0;
 }
 
 /* Leaves a multicast group: 0 or a positive errno. */
 int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
 {
-	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
+	struct vibv_qp *qp = vrdma_qp(ibqp);
 	int ret;
 
 	(void)lid;
 	ret = VRDMA_PROV_CALL(qp->ops, detach_mcast, qp->prov, gid->raw);
-	return ret ? vrdma_errno(ret) : 0;
+	return ret ? vibv_errno(ret) : 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -482,7 +482,7 @@ int ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid
 
 /* The window rights of libibverbs (IBV_ACCESS_REMOTE_*, same values as the
  * device's) as VIRTIO_IB_ACCESS_*: 0 or a positive errno. */
-int vrdma_verbs_mw_access(unsigned int ibv_access, uint32_t *out)
+int vibv_mw_access(unsigned int ibv_access, uint32_t *out)
 {
 	if (ibv_access & ~(unsigned int)VIRTIO_IB_MW_ACCESS_MASK)
 		return ibv_access & IBV_ACCESS_ZERO_BASED ? EOPNOTSUPP : EINVAL;
@@ -497,7 +497,7 @@ int vrdma_verbs_mw_access(unsigned int ibv_access, uint32_t *out)
  * learns EINVAL / EOPNOTSUPP at post time; the device checks them again
  * (spec.md "New values at a glance").
  */
-static inline int vrdma_send_wr(const struct vrdma_verbs_context *ctx,
+static inline int vrdma_send_wr(const struct vibv_context *ctx,
 				enum ibv_qp_type type, const struct ibv_send_wr *wr,
 				struct vrdma_send_wr *out)
 {
@@ -548,7 +548,7 @@ static inline int vrdma_send_wr(const struct vrdma_verbs_context *ctx,
 		    (wr->opcode == IBV_WR_LOCAL_INV &&
 		     (wr->num_sge || (wr->send_flags & IBV_SEND_INLINE))))
 			return EINVAL;
-		if (!vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS))
+		if (!vibv_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS))
 			return EOPNOTSUPP;
 		out->opcode = (uint8_t)wr->opcode;
 		out->invalidate_rkey = wr->invalidate_rkey;
@@ -565,9 +565,9 @@ static inline int vrdma_send_wr(const struct vrdma_verbs_context *ctx,
 		    wr->num_sge || (wr->send_flags & IBV_SEND_INLINE) || !bi->mr ||
 		    bi->mr->pd != mw->pd)
 			return EINVAL;
-		if (!vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_WINDOW_TYPE_2B))
+		if (!vibv_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_WINDOW_TYPE_2B))
 			return EOPNOTSUPP;
-		ret = vrdma_verbs_mw_access(bi->mw_access_flags, &access);
+		ret = vibv_mw_access(bi->mw_access_flags, &access);
 		if (ret)
 			return ret;
 		out->opcode = VIRTIO_IB_WR_BIND_MW;
@@ -584,7 +584,7 @@ static inline int vrdma_send_wr(const struct vrdma_verbs_context *ctx,
 	}
 }
 
-int vrdma_verbs_send_wr(const struct vrdma_verbs_context *ctx, enum ibv_qp_type type,
+int vibv_send_wr(const struct vibv_context *ctx, enum ibv_qp_type type,
 			const struct ibv_send_wr *wr, struct vrdma_send_wr *out)
 {
 	return vrdma_send_wr(ctx, type, wr, out);
@@ -592,11 +592,11 @@ int vrdma_verbs_send_wr(const struct vrdma_verbs_context *ctx, enum ibv_qp_type 
 
 /* ctx->ops.post_send: 0, or a positive errno with *bad_wr at the first WR
  * not posted (the ones before it are posted). */
-int vrdma_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+int vibv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			  struct ibv_send_wr **bad_wr)
 {
-	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
-	const struct vrdma_verbs_context *ctx = vrdma_ctx(ibqp->context);
+	struct vibv_qp *qp = vrdma_qp(ibqp);
+	const struct vibv_context *ctx = vibv_ctx(ibqp->context);
 	struct vrdma_send_wr pw[VRDMA_VERBS_POST_BATCH];
 	struct ibv_send_wr *src[VRDMA_VERBS_POST_BATCH];
 
@@ -632,9 +632,9 @@ int vrdma_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 
 /* Posts receive WRs to the receive queue of qp, or of srq when qp is NULL:
  * 0 or a positive errno with *bad_wr set. */
-static inline int vrdma_post_recv_common(const struct vrdma_prov_ops *ops,
-					 struct vrdma_prov_qp *qp,
-					 struct vrdma_prov_srq *srq,
+static inline int vibv_post_recv_common(const struct vibv_prov_ops *ops,
+					 struct vibv_prov_qp *qp,
+					 struct vibv_prov_srq *srq,
 					 struct ibv_recv_wr *wr,
 					 struct ibv_recv_wr **bad_wr)
 {
@@ -675,16 +675,16 @@ static inline int vrdma_post_recv_common(const struct vrdma_prov_ops *ops,
 }
 
 /* ctx->ops.post_recv: 0, or a positive errno with *bad_wr set. */
-int vrdma_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+int vibv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			  struct ibv_recv_wr **bad_wr)
 {
-	struct vrdma_verbs_qp *qp = vrdma_qp(ibqp);
+	struct vibv_qp *qp = vrdma_qp(ibqp);
 
 	if (ibqp->srq) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
-	return vrdma_post_recv_common(qp->ops, qp->prov, NULL, wr, bad_wr);
+	return vibv_post_recv_common(qp->ops, qp->prov, NULL, wr, bad_wr);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -696,17 +696,17 @@ int vrdma_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
  * (EOPNOTSUPP when the device has no SRQs). */
 struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
-	struct vrdma_verbs_context *ctx;
-	struct vrdma_prov_srq_attr sa;
-	struct vrdma_verbs_srq *srq;
+	struct vibv_context *ctx;
+	struct vibv_prov_srq_attr sa;
+	struct vibv_srq *srq;
 	int ret;
 
 	if (!pd || !attr || !attr->attr.max_wr) {
 		errno = EINVAL;
 		return NULL;
 	}
-	ctx = vrdma_ctx(pd->context);
-	if (!vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_SRQ) || !ctx->ops->create_srq) {
+	ctx = vibv_ctx(pd->context);
+	if (!vibv_has_cap(ctx, VIRTIO_IB_DEVICE_SRQ) || !ctx->ops->create_srq) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -728,7 +728,7 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr
 			      &srq->prov);
 	if (ret) {
 		free(srq);
-		vrdma_errno(ret);
+		vibv_errno(ret);
 		return NULL;
 	}
 	srq->ibsrq.context = pd->context;
@@ -740,14 +740,14 @@ struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr
 	attr->attr.max_wr = sa.max_wr;
 	attr->attr.max_sge = sa.max_sge;
 	attr->attr.srq_limit = 0;
-	vrdma_verbs_obj_add(ctx, &srq->obj, VRDMA_OBJ_SRQ, sa.srqn);
+	vibv_obj_add(ctx, &srq->obj, VRDMA_OBJ_SRQ, sa.srqn);
 	return &srq->ibsrq;
 }
 
 /* verbs_context create_srq_ex: what ibv_create_srq_ex does not hand to
  * ibv_create_srq itself. Basic SRQs only (a CQ given for them is ignored,
  * as libibverbs does); XRC and tag-matching SRQs: EOPNOTSUPP. */
-struct ibv_srq *vrdma_verbs_create_srq_ex(struct ibv_context *ibctx,
+struct ibv_srq *vibv_create_srq_ex(struct ibv_context *ibctx,
 					  struct ibv_srq_init_attr_ex *attr)
 {
 	const uint32_t known = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
@@ -783,8 +783,8 @@ struct ibv_srq *vrdma_verbs_create_srq_ex(struct ibv_context *ibctx,
  * Resizing (IBV_SRQ_MAX_WR) is not offered: EINVAL. */
 int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 {
-	struct vrdma_verbs_srq *srq = vrdma_srq(ibsrq);
-	struct vrdma_prov_srq_attr sa;
+	struct vibv_srq *srq = vrdma_srq(ibsrq);
+	struct vibv_prov_srq_attr sa;
 	uint32_t pmask = 0;
 	int ret;
 
@@ -798,20 +798,20 @@ int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 	sa.max_sge = attr->max_sge;
 	sa.srq_limit = attr->srq_limit;
 	ret = VRDMA_PROV_CALL(srq->ops, modify_srq, srq->prov, &sa, pmask);
-	return ret ? vrdma_errno(ret) : 0;
+	return ret ? vibv_errno(ret) : 0;
 }
 
 /* SRQ sizes and limit: 0 or a positive errno. */
 int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 {
-	struct vrdma_verbs_srq *srq = vrdma_srq(ibsrq);
-	struct vrdma_prov_srq_attr sa;
+	struct vibv_srq *srq = vrdma_srq(ibsrq);
+	struct vibv_prov_srq_attr sa;
 	int ret;
 
 	memset(&sa, 0, sizeof(sa));
 	ret = VRDMA_PROV_CALL(srq->ops, query_srq, srq->prov, &sa);
 	if (ret)
-		return vrdma_errno(ret);
+		return vibv_errno(ret);
 	attr->max_wr = sa.max_wr;
 	attr->max_sge = sa.max_sge;
 	attr->srq_limit = sa.srq_limit;
@@ -822,12 +822,12 @@ int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
  * errno. */
 int ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
-	struct vrdma_verbs_srq *srq = vrdma_srq(ibsrq);
-	struct vrdma_verbs_context *ctx = vrdma_ctx(ibsrq->context);
+	struct vibv_srq *srq = vrdma_srq(ibsrq);
+	struct vibv_context *ctx = vibv_ctx(ibsrq->context);
 	int ret;
 
 	/* No more asynchronous events for it, then wait for the acks. */
-	vrdma_verbs_obj_del(ctx, &srq->obj);
+	vibv_obj_del(ctx, &srq->obj);
 	pthread_mutex_lock(&ibsrq->mutex);
 	while (ibsrq->events_completed != srq->events_delivered)
 		pthread_cond_wait(&ibsrq->cond, &ibsrq->mutex);
@@ -835,8 +835,8 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 
 	ret = VRDMA_PROV_CALL(srq->ops, destroy_srq, srq->prov);
 	if (ret) {
-		vrdma_verbs_obj_add(ctx, &srq->obj, VRDMA_OBJ_SRQ, srq->obj.num);
-		return vrdma_errno(ret);
+		vibv_obj_add(ctx, &srq->obj, VRDMA_OBJ_SRQ, srq->obj.num);
+		return vibv_errno(ret);
 	}
 	pthread_cond_destroy(&ibsrq->cond);
 	pthread_mutex_destroy(&ibsrq->mutex);
@@ -845,10 +845,10 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 }
 
 /* ctx->ops.post_srq_recv: 0, or a positive errno with *bad_wr set. */
-int vrdma_verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+int vibv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 			      struct ibv_recv_wr **bad_wr)
 {
-	struct vrdma_verbs_srq *srq = vrdma_srq(ibsrq);
+	struct vibv_srq *srq = vrdma_srq(ibsrq);
 
-	return vrdma_post_recv_common(srq->ops, NULL, srq->prov, wr, bad_wr);
+	return vibv_post_recv_common(srq->ops, NULL, srq->prov, wr, bad_wr);
 }

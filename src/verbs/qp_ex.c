@@ -24,16 +24,16 @@
 
 /* Per WR of a batch: where its SGEs are in the batch's SGE array and
  * whether they point into the batch's inline bytes. */
-struct vrdma_qpx_meta {
+struct vibv_qpx_meta {
 	uint32_t sge_off;
 	bool inline_data;
 	bool needs_ud_addr;
 };
 
-struct vrdma_verbs_qpx_batch {
+struct vibv_qpx_batch {
 	pthread_mutex_t lock;         /* wr_start .. wr_complete / wr_abort */
 	struct vrdma_send_wr *wrs;
-	struct vrdma_qpx_meta *meta;
+	struct vibv_qpx_meta *meta;
 	unsigned int n, wr_cap;
 	struct vrdma_sge *sges;
 	uint32_t nsge, sge_cap;
@@ -48,21 +48,21 @@ struct vrdma_verbs_qpx_batch {
 _Static_assert(offsetof(struct ibv_qp_ex, qp_base) == 0, "qp_ex");
 
 /* An address handle standing in until ibv_wr_set_ud_addr gives one. */
-static struct ibv_ah vrdma_qpx_no_ah;
+static struct ibv_ah vibv_qpx_no_ah;
 
-static inline struct vrdma_verbs_qp *vrdma_qpx(struct ibv_qp_ex *ibqpx)
+static inline struct vibv_qp *vibv_qpx(struct ibv_qp_ex *ibqpx)
 {
-	return vrdma_container_of(ibqpx, struct vrdma_verbs_qp, ibqpx);
+	return vibv_container_of(ibqpx, struct vibv_qp, ibqpx);
 }
 
-static void vrdma_qpx_fail(struct vrdma_verbs_qpx_batch *b, int err)
+static void vibv_qpx_fail(struct vibv_qpx_batch *b, int err)
 {
 	if (!b->err)
 		b->err = err;
 }
 
 /* Grows an array to hold at least need elements: 0 or ENOMEM. */
-static int vrdma_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+static int vibv_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {
 	uint32_t c = *cap ? *cap : VRDMA_QPX_WR_MIN;
 	void *p;
@@ -87,10 +87,10 @@ static int vrdma_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 /* ------------------------------------------------------------------------ */
 
 /* Appends the WR of one ibv_wr_<op> (wr: opcode and operation fields). */
-static void vrdma_qpx_add(struct ibv_qp_ex *ibqpx, struct ibv_send_wr *wr)
+static void vibv_qpx_add(struct ibv_qp_ex *ibqpx, struct ibv_send_wr *wr)
 {
-	struct vrdma_verbs_qp *qp = vrdma_qpx(ibqpx);
-	struct vrdma_verbs_qpx_batch *b = qp->batch;
+	struct vibv_qp *qp = vibv_qpx(ibqpx);
+	struct vibv_qpx_batch *b = qp->batch;
 	struct vrdma_send_wr pw;
 	uint32_t cap = b->wr_cap;
 	int ret;
@@ -102,21 +102,21 @@ static void vrdma_qpx_add(struct ibv_qp_ex *ibqpx, struct ibv_send_wr *wr)
 	wr->num_sge = 0;
 	wr->sg_list = NULL;
 	if (qp->ibqp.qp_type == IBV_QPT_UD)
-		wr->wr.ud.ah = &vrdma_qpx_no_ah;
+		wr->wr.ud.ah = &vibv_qpx_no_ah;
 	memset(&pw, 0, sizeof(pw));
-	ret = vrdma_verbs_send_wr(vrdma_ctx(qp->ibqp.context), qp->ibqp.qp_type, wr, &pw);
+	ret = vibv_send_wr(vibv_ctx(qp->ibqp.context), qp->ibqp.qp_type, wr, &pw);
 	if (!ret) {
-		ret = vrdma_grow((void **)&b->wrs, &cap, b->n + 1, sizeof(*b->wrs));
+		ret = vibv_grow((void **)&b->wrs, &cap, b->n + 1, sizeof(*b->wrs));
 		if (!ret) {
 			cap = b->wr_cap;
-			ret = vrdma_grow((void **)&b->meta, &cap, b->n + 1,
+			ret = vibv_grow((void **)&b->meta, &cap, b->n + 1,
 					 sizeof(*b->meta));
 		}
 		if (!ret)
 			b->wr_cap = cap;
 	}
 	if (ret) {
-		vrdma_qpx_fail(b, ret);
+		vibv_qpx_fail(b, ret);
 		return;
 	}
 	b->wrs[b->n] = pw;
@@ -128,55 +128,55 @@ static void vrdma_qpx_add(struct ibv_qp_ex *ibqpx, struct ibv_send_wr *wr)
 	b->n++;
 }
 
-static void vrdma_qpx_send(struct ibv_qp_ex *ibqpx)
+static void vibv_qpx_send(struct ibv_qp_ex *ibqpx)
 {
 	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND };
 
-	vrdma_qpx_add(ibqpx, &wr);
+	vibv_qpx_add(ibqpx, &wr);
 }
 
-static void vrdma_qpx_send_imm(struct ibv_qp_ex *ibqpx, __be32 imm_data)
+static void vibv_qpx_send_imm(struct ibv_qp_ex *ibqpx, __be32 imm_data)
 {
 	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND_WITH_IMM, .imm_data = imm_data };
 
-	vrdma_qpx_add(ibqpx, &wr);
+	vibv_qpx_add(ibqpx, &wr);
 }
 
-static void vrdma_qpx_send_inv(struct ibv_qp_ex *ibqpx, uint32_t invalidate_rkey)
+static void vibv_qpx_send_inv(struct ibv_qp_ex *ibqpx, uint32_t invalidate_rkey)
 {
 	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND_WITH_INV,
 				  .invalidate_rkey = invalidate_rkey };
 
-	vrdma_qpx_add(ibqpx, &wr);
+	vibv_qpx_add(ibqpx, &wr);
 }
 
-static void vrdma_qpx_rdma(struct ibv_qp_ex *ibqpx, enum ibv_wr_opcode op, uint32_t rkey,
+static void vibv_qpx_rdma(struct ibv_qp_ex *ibqpx, enum ibv_wr_opcode op, uint32_t rkey,
 			   uint64_t remote_addr, __be32 imm_data)
 {
 	struct ibv_send_wr wr = { .opcode = op, .imm_data = imm_data };
 
 	wr.wr.rdma.rkey = rkey;
 	wr.wr.rdma.remote_addr = remote_addr;
-	vrdma_qpx_add(ibqpx, &wr);
+	vibv_qpx_add(ibqpx, &wr);
 }
 
-static void vrdma_qpx_rdma_write(struct ibv_qp_ex *ibqpx, uint32_t rkey, uint64_t remote_addr)
+static void vibv_qpx_rdma_write(struct ibv_qp_ex *ibqpx, uint32_t rkey, uint64_t remote_addr)
 {
-	vrdma_qpx_rdma(ibqpx, IBV_WR_RDMA_WRITE, rkey, remote_addr, 0);
+	vibv_qpx_rdma(ibqpx, IBV_WR_RDMA_WRITE, rkey, remote_addr, 0);
 }
 
-static void vrdma_qpx_rdma_write_imm(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+static void vibv_qpx_rdma_write_imm(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 				     uint64_t remote_addr, __be32 imm_data)
 {
-	vrdma_qpx_rdma(ibqpx, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, remote_addr, imm_data);
+	vibv_qpx_rdma(ibqpx, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, remote_addr, imm_data);
 }
 
-static void vrdma_qpx_rdma_read(struct ibv_qp_ex *ibqpx, uint32_t rkey, uint64_t remote_addr)
+static void vibv_qpx_rdma_read(struct ibv_qp_ex *ibqpx, uint32_t rkey, uint64_t remote_addr)
 {
-	vrdma_qpx_rdma(ibqpx, IBV_WR_RDMA_READ, rkey, remote_addr, 0);
+	vibv_qpx_rdma(ibqpx, IBV_WR_RDMA_READ, rkey, remote_addr, 0);
 }
 
-static void vrdma_qpx_atomic(struct ibv_qp_ex *ibqpx, enum ibv_wr_opcode op, uint32_t rkey,
+static void vibv_qpx_atomic(struct ibv_qp_ex *ibqpx, enum ibv_wr_opcode op, uint32_t rkey,
 			     uint64_t remote_addr, uint64_t compare_add, uint64_t swap)
 {
 	struct ibv_send_wr wr = { .opcode = op };
@@ -185,61 +185,61 @@ static void vrdma_qpx_atomic(struct ibv_qp_ex *ibqpx, enum ibv_wr_opcode op, uin
 	wr.wr.atomic.remote_addr = remote_addr;
 	wr.wr.atomic.compare_add = compare_add;
 	wr.wr.atomic.swap = swap;
-	vrdma_qpx_add(ibqpx, &wr);
+	vibv_qpx_add(ibqpx, &wr);
 }
 
-static void vrdma_qpx_atomic_cmp_swp(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+static void vibv_qpx_atomic_cmp_swp(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 				     uint64_t remote_addr, uint64_t compare, uint64_t swap)
 {
-	vrdma_qpx_atomic(ibqpx, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, remote_addr, compare, swap);
+	vibv_qpx_atomic(ibqpx, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, remote_addr, compare, swap);
 }
 
-static void vrdma_qpx_atomic_fetch_add(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+static void vibv_qpx_atomic_fetch_add(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 				       uint64_t remote_addr, uint64_t add)
 {
-	vrdma_qpx_atomic(ibqpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr, add, 0);
+	vibv_qpx_atomic(ibqpx, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, remote_addr, add, 0);
 }
 
 /* Binds a type 2 window (type 1 windows are bound with ibv_bind_mw). */
-static void vrdma_qpx_bind_mw(struct ibv_qp_ex *ibqpx, struct ibv_mw *mw, uint32_t rkey,
+static void vibv_qpx_bind_mw(struct ibv_qp_ex *ibqpx, struct ibv_mw *mw, uint32_t rkey,
 			      const struct ibv_mw_bind_info *bind_info)
 {
 	struct ibv_send_wr wr = { .opcode = IBV_WR_BIND_MW };
 
 	if (!bind_info) {
-		vrdma_qpx_fail(vrdma_qpx(ibqpx)->batch, EINVAL);
+		vibv_qpx_fail(vibv_qpx(ibqpx)->batch, EINVAL);
 		return;
 	}
 	wr.bind_mw.mw = mw;
 	wr.bind_mw.rkey = rkey;
 	wr.bind_mw.bind_info = *bind_info;
-	vrdma_qpx_add(ibqpx, &wr);
+	vibv_qpx_add(ibqpx, &wr);
 }
 
-static void vrdma_qpx_local_inv(struct ibv_qp_ex *ibqpx, uint32_t invalidate_rkey)
+static void vibv_qpx_local_inv(struct ibv_qp_ex *ibqpx, uint32_t invalidate_rkey)
 {
 	struct ibv_send_wr wr = { .opcode = IBV_WR_LOCAL_INV,
 				  .invalidate_rkey = invalidate_rkey };
 
-	vrdma_qpx_add(ibqpx, &wr);
+	vibv_qpx_add(ibqpx, &wr);
 }
 
-static void vrdma_qpx_send_tso(struct ibv_qp_ex *ibqpx, void *hdr, uint16_t hdr_sz,
+static void vibv_qpx_send_tso(struct ibv_qp_ex *ibqpx, void *hdr, uint16_t hdr_sz,
 			       uint16_t mss)
 {
 	(void)hdr;
 	(void)hdr_sz;
 	(void)mss;
-	vrdma_qpx_fail(vrdma_qpx(ibqpx)->batch, EOPNOTSUPP);
+	vibv_qpx_fail(vibv_qpx(ibqpx)->batch, EOPNOTSUPP);
 }
 
-static void vrdma_qpx_atomic_write(struct ibv_qp_ex *ibqpx, uint32_t rkey,
+static void vibv_qpx_atomic_write(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 				   uint64_t remote_addr, const void *atomic_wr)
 {
 	(void)rkey;
 	(void)remote_addr;
 	(void)atomic_wr;
-	vrdma_qpx_fail(vrdma_qpx(ibqpx)->batch, EOPNOTSUPP);
+	vibv_qpx_fail(vibv_qpx(ibqpx)->batch, EOPNOTSUPP);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -247,43 +247,43 @@ static void vrdma_qpx_atomic_write(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 /* ------------------------------------------------------------------------ */
 
 /* The last WR of the batch, if it may take data (SGEs or inline bytes). */
-static struct vrdma_send_wr *vrdma_qpx_last_data(struct vrdma_verbs_qp *qp)
+static struct vrdma_send_wr *vibv_qpx_last_data(struct vibv_qp *qp)
 {
-	struct vrdma_verbs_qpx_batch *b = qp->batch;
+	struct vibv_qpx_batch *b = qp->batch;
 	struct vrdma_send_wr *pw;
 
 	if (b->err)
 		return NULL;
 	if (!b->n) {
-		vrdma_qpx_fail(b, EINVAL);
+		vibv_qpx_fail(b, EINVAL);
 		return NULL;
 	}
 	pw = &b->wrs[b->n - 1];
 	if (pw->opcode == VIRTIO_IB_WR_LOCAL_INV || pw->opcode == VIRTIO_IB_WR_BIND_MW) {
-		vrdma_qpx_fail(b, EINVAL);
+		vibv_qpx_fail(b, EINVAL);
 		return NULL;
 	}
 	return pw;
 }
 
-static void vrdma_qpx_set_sge_list(struct ibv_qp_ex *ibqpx, size_t num_sge,
+static void vibv_qpx_set_sge_list(struct ibv_qp_ex *ibqpx, size_t num_sge,
 				   const struct ibv_sge *sg_list)
 {
-	struct vrdma_verbs_qp *qp = vrdma_qpx(ibqpx);
-	struct vrdma_verbs_qpx_batch *b = qp->batch;
-	struct vrdma_send_wr *pw = vrdma_qpx_last_data(qp);
+	struct vibv_qp *qp = vibv_qpx(ibqpx);
+	struct vibv_qpx_batch *b = qp->batch;
+	struct vrdma_send_wr *pw = vibv_qpx_last_data(qp);
 	int ret;
 
 	if (!pw)
 		return;
 	if (num_sge > qp->cap.max_send_sge || (num_sge && !sg_list)) {
-		vrdma_qpx_fail(b, EINVAL);
+		vibv_qpx_fail(b, EINVAL);
 		return;
 	}
-	ret = vrdma_grow((void **)&b->sges, &b->sge_cap, b->nsge + (uint32_t)num_sge,
+	ret = vibv_grow((void **)&b->sges, &b->sge_cap, b->nsge + (uint32_t)num_sge,
 			 sizeof(*b->sges));
 	if (ret) {
-		vrdma_qpx_fail(b, ret);
+		vibv_qpx_fail(b, ret);
 		return;
 	}
 	if (num_sge)
@@ -295,20 +295,20 @@ static void vrdma_qpx_set_sge_list(struct ibv_qp_ex *ibqpx, size_t num_sge,
 	b->nsge += (uint32_t)num_sge;
 }
 
-static void vrdma_qpx_set_sge(struct ibv_qp_ex *ibqpx, uint32_t lkey, uint64_t addr,
+static void vibv_qpx_set_sge(struct ibv_qp_ex *ibqpx, uint32_t lkey, uint64_t addr,
 			      uint32_t length)
 {
 	struct ibv_sge sge = { .addr = addr, .length = length, .lkey = lkey };
 
-	vrdma_qpx_set_sge_list(ibqpx, 1, &sge);
+	vibv_qpx_set_sge_list(ibqpx, 1, &sge);
 }
 
-static void vrdma_qpx_set_inline_data_list(struct ibv_qp_ex *ibqpx, size_t num_buf,
+static void vibv_qpx_set_inline_data_list(struct ibv_qp_ex *ibqpx, size_t num_buf,
 					   const struct ibv_data_buf *buf_list)
 {
-	struct vrdma_verbs_qp *qp = vrdma_qpx(ibqpx);
-	struct vrdma_verbs_qpx_batch *b = qp->batch;
-	struct vrdma_send_wr *pw = vrdma_qpx_last_data(qp);
+	struct vibv_qp *qp = vibv_qpx(ibqpx);
+	struct vibv_qpx_batch *b = qp->batch;
+	struct vrdma_send_wr *pw = vibv_qpx_last_data(qp);
 	size_t total = 0, i;
 	uint32_t need;
 	int ret;
@@ -318,18 +318,18 @@ static void vrdma_qpx_set_inline_data_list(struct ibv_qp_ex *ibqpx, size_t num_b
 	if (pw->opcode == VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP ||
 	    pw->opcode == VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD ||
 	    pw->opcode == VIRTIO_IB_WR_RDMA_READ || (num_buf && !buf_list)) {
-		vrdma_qpx_fail(b, EINVAL);
+		vibv_qpx_fail(b, EINVAL);
 		return;
 	}
 	for (i = 0; i < num_buf; i++) {
 		if (buf_list[i].length > qp->cap.max_inline_data) {
-			vrdma_qpx_fail(b, EINVAL);
+			vibv_qpx_fail(b, EINVAL);
 			return;
 		}
 		total += buf_list[i].length;
 	}
 	if (total > qp->cap.max_inline_data) {
-		vrdma_qpx_fail(b, EINVAL);
+		vibv_qpx_fail(b, EINVAL);
 		return;
 	}
 	if (b->inl_len + total > b->inl_cap) {
@@ -340,7 +340,7 @@ static void vrdma_qpx_set_inline_data_list(struct ibv_qp_ex *ibqpx, size_t num_b
 			c *= 2;
 		p = realloc(b->inl, c);
 		if (!p) {
-			vrdma_qpx_fail(b, ENOMEM);
+			vibv_qpx_fail(b, ENOMEM);
 			return;
 		}
 		b->inl = p;
@@ -349,9 +349,9 @@ static void vrdma_qpx_set_inline_data_list(struct ibv_qp_ex *ibqpx, size_t num_b
 	/* One SGE holding the concatenation; its address is an offset into
 	 * the batch's bytes until ibv_wr_complete. */
 	need = b->nsge + 1;
-	ret = vrdma_grow((void **)&b->sges, &b->sge_cap, need, sizeof(*b->sges));
+	ret = vibv_grow((void **)&b->sges, &b->sge_cap, need, sizeof(*b->sges));
 	if (ret) {
-		vrdma_qpx_fail(b, ret);
+		vibv_qpx_fail(b, ret);
 		return;
 	}
 	b->sges[b->nsge].addr = b->inl_len;
@@ -369,25 +369,25 @@ static void vrdma_qpx_set_inline_data_list(struct ibv_qp_ex *ibqpx, size_t num_b
 	b->nsge = need;
 }
 
-static void vrdma_qpx_set_inline_data(struct ibv_qp_ex *ibqpx, void *addr, size_t length)
+static void vibv_qpx_set_inline_data(struct ibv_qp_ex *ibqpx, void *addr, size_t length)
 {
 	struct ibv_data_buf buf = { .addr = addr, .length = length };
 
-	vrdma_qpx_set_inline_data_list(ibqpx, 1, &buf);
+	vibv_qpx_set_inline_data_list(ibqpx, 1, &buf);
 }
 
-static void vrdma_qpx_set_ud_addr(struct ibv_qp_ex *ibqpx, struct ibv_ah *ah,
+static void vibv_qpx_set_ud_addr(struct ibv_qp_ex *ibqpx, struct ibv_ah *ah,
 				  uint32_t remote_qpn, uint32_t remote_qkey)
 {
-	struct vrdma_verbs_qp *qp = vrdma_qpx(ibqpx);
-	struct vrdma_verbs_qpx_batch *b = qp->batch;
+	struct vibv_qp *qp = vibv_qpx(ibqpx);
+	struct vibv_qpx_batch *b = qp->batch;
 	struct vrdma_send_wr *pw;
 
 	if (b->err)
 		return;
 	if (!b->n || qp->ibqp.qp_type != IBV_QPT_UD || !ah ||
 	    ah->context != qp->ibqp.context || !b->meta[b->n - 1].needs_ud_addr) {
-		vrdma_qpx_fail(b, EINVAL);
+		vibv_qpx_fail(b, EINVAL);
 		return;
 	}
 	pw = &b->wrs[b->n - 1];
@@ -397,17 +397,17 @@ static void vrdma_qpx_set_ud_addr(struct ibv_qp_ex *ibqpx, struct ibv_ah *ah,
 	b->meta[b->n - 1].needs_ud_addr = false;
 }
 
-static void vrdma_qpx_set_xrc_srqn(struct ibv_qp_ex *ibqpx, uint32_t remote_srqn)
+static void vibv_qpx_set_xrc_srqn(struct ibv_qp_ex *ibqpx, uint32_t remote_srqn)
 {
 	(void)remote_srqn;
-	vrdma_qpx_fail(vrdma_qpx(ibqpx)->batch, EOPNOTSUPP);
+	vibv_qpx_fail(vibv_qpx(ibqpx)->batch, EOPNOTSUPP);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Start / complete / abort                                                  */
 /* ------------------------------------------------------------------------ */
 
-static void vrdma_qpx_reset(struct vrdma_verbs_qpx_batch *b)
+static void vibv_qpx_reset(struct vibv_qpx_batch *b)
 {
 	b->n = 0;
 	b->nsge = 0;
@@ -415,18 +415,18 @@ static void vrdma_qpx_reset(struct vrdma_verbs_qpx_batch *b)
 	b->err = 0;
 }
 
-static void vrdma_qpx_start(struct ibv_qp_ex *ibqpx)
+static void vibv_qpx_start(struct ibv_qp_ex *ibqpx)
 {
-	struct vrdma_verbs_qpx_batch *b = vrdma_qpx(ibqpx)->batch;
+	struct vibv_qpx_batch *b = vibv_qpx(ibqpx)->batch;
 
 	pthread_mutex_lock(&b->lock);
-	vrdma_qpx_reset(b);
+	vibv_qpx_reset(b);
 }
 
-static int vrdma_qpx_complete(struct ibv_qp_ex *ibqpx)
+static int vibv_qpx_complete(struct ibv_qp_ex *ibqpx)
 {
-	struct vrdma_verbs_qp *qp = vrdma_qpx(ibqpx);
-	struct vrdma_verbs_qpx_batch *b = qp->batch;
+	struct vibv_qp *qp = vibv_qpx(ibqpx);
+	struct vibv_qpx_batch *b = qp->batch;
 	unsigned int i, off = 0;
 	int ret = b->err;
 
@@ -450,18 +450,18 @@ static int vrdma_qpx_complete(struct ibv_qp_ex *ibqpx)
 		else
 			off += (unsigned int)k;
 	}
-	vrdma_qpx_reset(b);
+	vibv_qpx_reset(b);
 	pthread_mutex_unlock(&b->lock);
 	if (ret)
 		errno = ret;
 	return ret;
 }
 
-static void vrdma_qpx_abort(struct ibv_qp_ex *ibqpx)
+static void vibv_qpx_abort(struct ibv_qp_ex *ibqpx)
 {
-	struct vrdma_verbs_qpx_batch *b = vrdma_qpx(ibqpx)->batch;
+	struct vibv_qpx_batch *b = vibv_qpx(ibqpx)->batch;
 
-	vrdma_qpx_reset(b);
+	vibv_qpx_reset(b);
 	pthread_mutex_unlock(&b->lock);
 }
 
@@ -470,19 +470,19 @@ static void vrdma_qpx_abort(struct ibv_qp_ex *ibqpx)
 /* ------------------------------------------------------------------------ */
 
 /* The send operations a QP of this type can use on this device. */
-static uint64_t vrdma_qpx_supported_ops(const struct vrdma_verbs_context *ctx,
+static uint64_t vibv_qpx_supported_ops(const struct vibv_context *ctx,
 					enum ibv_qp_type type)
 {
 	uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
-	bool mgt = vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS);
+	bool mgt = vibv_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS);
 
 	if (mgt)
 		ops |= IBV_QP_EX_WITH_LOCAL_INV;
 	if (type == IBV_QPT_UD)
 		return ops;
 	ops |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
-	if (vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_WINDOW_TYPE_2B) &&
-	    vrdma_verbs_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_WINDOW))
+	if (vibv_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_WINDOW_TYPE_2B) &&
+	    vibv_has_cap(ctx, VIRTIO_IB_DEVICE_MEM_WINDOW))
 		ops |= IBV_QP_EX_WITH_BIND_MW;
 	if (type == IBV_QPT_UC)
 		return ops;
@@ -494,38 +494,38 @@ static uint64_t vrdma_qpx_supported_ops(const struct vrdma_verbs_context *ctx,
 	return ops;
 }
 
-static void vrdma_qpx_set_ops(struct ibv_qp_ex *x)
+static void vibv_qpx_set_ops(struct ibv_qp_ex *x)
 {
 	x->comp_mask = 0;
 	x->wr_id = 0;
 	x->wr_flags = 0;
-	x->wr_atomic_cmp_swp = vrdma_qpx_atomic_cmp_swp;
-	x->wr_atomic_fetch_add = vrdma_qpx_atomic_fetch_add;
-	x->wr_bind_mw = vrdma_qpx_bind_mw;
-	x->wr_local_inv = vrdma_qpx_local_inv;
-	x->wr_rdma_read = vrdma_qpx_rdma_read;
-	x->wr_rdma_write = vrdma_qpx_rdma_write;
-	x->wr_rdma_write_imm = vrdma_qpx_rdma_write_imm;
-	x->wr_send = vrdma_qpx_send;
-	x->wr_send_imm = vrdma_qpx_send_imm;
-	x->wr_send_inv = vrdma_qpx_send_inv;
-	x->wr_send_tso = vrdma_qpx_send_tso;
-	x->wr_set_ud_addr = vrdma_qpx_set_ud_addr;
-	x->wr_set_xrc_srqn = vrdma_qpx_set_xrc_srqn;
-	x->wr_set_inline_data = vrdma_qpx_set_inline_data;
-	x->wr_set_inline_data_list = vrdma_qpx_set_inline_data_list;
-	x->wr_set_sge = vrdma_qpx_set_sge;
-	x->wr_set_sge_list = vrdma_qpx_set_sge_list;
-	x->wr_start = vrdma_qpx_start;
-	x->wr_complete = vrdma_qpx_complete;
-	x->wr_abort = vrdma_qpx_abort;
-	x->wr_atomic_write = vrdma_qpx_atomic_write;
+	x->wr_atomic_cmp_swp = vibv_qpx_atomic_cmp_swp;
+	x->wr_atomic_fetch_add = vibv_qpx_atomic_fetch_add;
+	x->wr_bind_mw = vibv_qpx_bind_mw;
+	x->wr_local_inv = vibv_qpx_local_inv;
+	x->wr_rdma_read = vibv_qpx_rdma_read;
+	x->wr_rdma_write = vibv_qpx_rdma_write;
+	x->wr_rdma_write_imm = vibv_qpx_rdma_write_imm;
+	x->wr_send = vibv_qpx_send;
+	x->wr_send_imm = vibv_qpx_send_imm;
+	x->wr_send_inv = vibv_qpx_send_inv;
+	x->wr_send_tso = vibv_qpx_send_tso;
+	x->wr_set_ud_addr = vibv_qpx_set_ud_addr;
+	x->wr_set_xrc_srqn = vibv_qpx_set_xrc_srqn;
+	x->wr_set_inline_data = vibv_qpx_set_inline_data;
+	x->wr_set_inline_data_list = vibv_qpx_set_inline_data_list;
+	x->wr_set_sge = vibv_qpx_set_sge;
+	x->wr_set_sge_list = vibv_qpx_set_sge_list;
+	x->wr_start = vibv_qpx_start;
+	x->wr_complete = vibv_qpx_complete;
+	x->wr_abort = vibv_qpx_abort;
+	x->wr_atomic_write = vibv_qpx_atomic_write;
 }
 
 /* verbs_context create_qp_ex: a QP of type RC, UC or UD, or NULL with errno
  * set (EINVAL for unknown masks or a missing PD, EOPNOTSUPP for XRC, RSS,
  * TSO, creation flags and send operations the device lacks). */
-struct ibv_qp *vrdma_verbs_create_qp_ex(struct ibv_context *ibctx,
+struct ibv_qp *vibv_create_qp_ex(struct ibv_context *ibctx,
 					struct ibv_qp_init_attr_ex *attr)
 {
 	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
@@ -536,10 +536,10 @@ struct ibv_qp *vrdma_verbs_create_qp_ex(struct ibv_context *ibctx,
 	const uint32_t unsupported = IBV_QP_INIT_ATTR_XRCD |
 				     IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
 				     IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
-	struct vrdma_verbs_context *ctx = vrdma_ctx(ibctx);
-	struct vrdma_verbs_qpx_batch *b = NULL;
+	struct vibv_context *ctx = vibv_ctx(ibctx);
+	struct vibv_qpx_batch *b = NULL;
 	struct ibv_qp_init_attr basic;
-	struct vrdma_verbs_qp *qp;
+	struct vibv_qp *qp;
 	bool want_qpx;
 
 	if (!attr || (attr->comp_mask & ~known)) {
@@ -564,7 +564,7 @@ struct ibv_qp *vrdma_verbs_create_qp_ex(struct ibv_context *ibctx,
 			return NULL;
 		}
 		if (attr->send_ops_flags &
-		    ~vrdma_qpx_supported_ops(ctx, attr->qp_type)) {
+		    ~vibv_qpx_supported_ops(ctx, attr->qp_type)) {
 			errno = EOPNOTSUPP;
 			return NULL;
 		}
@@ -583,7 +583,7 @@ struct ibv_qp *vrdma_verbs_create_qp_ex(struct ibv_context *ibctx,
 	basic.cap = attr->cap;
 	basic.qp_type = attr->qp_type;
 	basic.sq_sig_all = attr->sq_sig_all;
-	qp = vrdma_verbs_qp_create(attr->pd, &basic);
+	qp = vibv_qp_create(attr->pd, &basic);
 	if (!qp) {
 		if (b) {
 			pthread_mutex_destroy(&b->lock);
@@ -596,14 +596,14 @@ struct ibv_qp *vrdma_verbs_create_qp_ex(struct ibv_context *ibctx,
 		qp->has_qpx = true;
 		qp->send_ops_flags = attr->send_ops_flags;
 		qp->batch = b;
-		vrdma_qpx_set_ops(&qp->ibqpx);
+		vibv_qpx_set_ops(&qp->ibqpx);
 	}
 	return &qp->ibqp;
 }
 
-void vrdma_verbs_qpx_free(struct vrdma_verbs_qp *qp)
+void vibv_qpx_free(struct vibv_qp *qp)
 {
-	struct vrdma_verbs_qpx_batch *b = qp->batch;
+	struct vibv_qpx_batch *b = qp->batch;
 
 	if (!b)
 		return;

@@ -117,7 +117,7 @@ static const struct {
 	enum ibv_rate rate;
 	int mult;
 	int mbps;
-} vrdma_rates[] = {
+} vibv_rates[] = {
 	{ IBV_RATE_2_5_GBPS, 1, 2500 },     { IBV_RATE_5_GBPS, 2, 5000 },
 	{ IBV_RATE_10_GBPS, 4, 10000 },     { IBV_RATE_20_GBPS, 8, 20000 },
 	{ IBV_RATE_30_GBPS, 12, 30000 },    { IBV_RATE_40_GBPS, 16, 40000 },
@@ -137,9 +137,9 @@ int ibv_rate_to_mult(enum ibv_rate rate)
 {
 	size_t i;
 
-	for (i = 0; i < VRDMA_NELEM(vrdma_rates); i++)
-		if (vrdma_rates[i].rate == rate)
-			return vrdma_rates[i].mult ? vrdma_rates[i].mult : -1;
+	for (i = 0; i < VRDMA_NELEM(vibv_rates); i++)
+		if (vibv_rates[i].rate == rate)
+			return vibv_rates[i].mult ? vibv_rates[i].mult : -1;
 	return -1;
 }
 
@@ -148,9 +148,9 @@ enum ibv_rate mult_to_ibv_rate(int mult)
 {
 	size_t i;
 
-	for (i = 0; mult > 0 && i < VRDMA_NELEM(vrdma_rates); i++)
-		if (vrdma_rates[i].mult == mult)
-			return vrdma_rates[i].rate;
+	for (i = 0; mult > 0 && i < VRDMA_NELEM(vibv_rates); i++)
+		if (vibv_rates[i].mult == mult)
+			return vibv_rates[i].rate;
 	return IBV_RATE_MAX;
 }
 
@@ -159,9 +159,9 @@ int ibv_rate_to_mbps(enum ibv_rate rate)
 {
 	size_t i;
 
-	for (i = 0; i < VRDMA_NELEM(vrdma_rates); i++)
-		if (vrdma_rates[i].rate == rate)
-			return vrdma_rates[i].mbps;
+	for (i = 0; i < VRDMA_NELEM(vibv_rates); i++)
+		if (vibv_rates[i].rate == rate)
+			return vibv_rates[i].mbps;
 	return -1;
 }
 
@@ -170,8 +170,8 @@ enum ibv_rate mbps_to_ibv_rate(int mbps)
 {
 	size_t i;
 
-	for (i = 0; mbps > 0 && i < VRDMA_NELEM(vrdma_rates); i++)
-		if (vrdma_rates[i].mbps == mbps)
-			return vrdma_rates[i].rate;
+	for (i = 0; mbps > 0 && i < VRDMA_NELEM(vibv_rates); i++)
+		if (vibv_rates[i].mbps == mbps)
+			return vibv_rates[i].rate;
 	return IBV_RATE_MAX;
 }

@@ -53,43 +53,43 @@
 /* Below this many WRs a post is translated on the stack in one batch. */
 #define VRDMA_VERBS_POST_BATCH     16
 
-#define vrdma_container_of(ptr, type, member)                                  \
+#define vibv_container_of(ptr, type, member)                                  \
 	((type *)((char *)(ptr) - offsetof(type, member)))
 
 /* A device found by ibv_get_device_list(); lives until the process exits
  * (applications may keep struct ibv_device pointers after freeing the list
  * while a context is open). */
-struct vrdma_verbs_device {
+struct vibv_device {
 	struct ibv_device ibdev;
-	const struct vrdma_prov_ops *ops;
-	struct vrdma_prov_dev_info info;
+	const struct vibv_prov_ops *ops;
+	struct vibv_prov_dev_info info;
 	int index;       /* order of discovery, for ibv_get_device_index */
 	bool present;    /* seen by the last discovery */
 };
 
 /*
  * Live CQs, QPs and SRQs of a context, so that an asynchronous event naming
- * an object by number (cqn / qpn / srqn, struct vrdma_prov_async_event.id)
+ * an object by number (cqn / qpn / srqn, struct vibv_prov_async_event.id)
  * finds its object. Linked into the context's list under obj_lock from
  * creation until destruction starts; an event found through the list is
  * counted on its object while obj_lock is held, so the destroying thread
  * sees the count once it has unlinked the object.
  */
-enum vrdma_verbs_obj_kind { VRDMA_OBJ_CQ, VRDMA_OBJ_QP, VRDMA_OBJ_SRQ };
+enum vibv_obj_kind { VRDMA_OBJ_CQ, VRDMA_OBJ_QP, VRDMA_OBJ_SRQ };
 
-struct vrdma_verbs_obj {
-	struct vrdma_verbs_obj *next;
-	uint8_t kind;     /* enum vrdma_verbs_obj_kind */
+struct vibv_obj {
+	struct vibv_obj *next;
+	uint8_t kind;     /* enum vibv_obj_kind */
 	uint32_t num;     /* cqn / qpn / srqn */
 };
 
 /* A type 1 window bind posted with ibv_bind_mw and not completed yet:
  * poll_cq sets mw->rkey = rkey when its successful completion (qp_num,
  * wr_id) is polled and forgets it on an error completion. */
-struct vrdma_verbs_pdom;
+struct vibv_pdom;
 
-struct vrdma_verbs_bind {
-	struct vrdma_verbs_bind *next;
+struct vibv_bind {
+	struct vibv_bind *next;
 	uint32_t qp_num;
 	uint64_t wr_id;
 	struct ibv_mw *mw;
@@ -99,35 +99,35 @@ struct vrdma_verbs_bind {
 /* An open device: what struct ibv_context * points into. */
 #define VRDMA_VERBS_HELD 64
 
-struct vrdma_verbs_context {
-	struct vrdma_verbs_device *dev;
-	const struct vrdma_prov_ops *ops;
-	struct vrdma_prov_dev *prov;
+struct vibv_context {
+	struct vibv_device *dev;
+	const struct vibv_prov_ops *ops;
+	struct vibv_prov_dev *prov;
 	int own_async_fd; /* our never-firing eventfd when the provider has none */
 	/* The device's capabilities, read once at open (zero if the query
 	 * failed): what the extension checks look at. */
 	struct vrdma_device_attr caps;
 	pthread_mutex_t obj_lock;        /* objs and binds */
-	struct vrdma_verbs_obj *objs;
-	struct vrdma_verbs_bind *binds;  /* oldest first */
+	struct vibv_obj *objs;
+	struct vibv_bind *binds;  /* oldest first */
 	unsigned int nbinds;             /* atomic; poll_cq's fast-path test */
-	struct vrdma_verbs_pdom *pdoms;  /* parent domains (domain.c), obj_lock */
+	struct vibv_pdom *pdoms;  /* parent domains (domain.c), obj_lock */
 	/* Async events read by librdmacm's thread while it waited for the
 	 * device's CM (vrdma_ibv_cm_pending), kept for ibv_get_async_event;
 	 * obj_lock. Beyond VRDMA_VERBS_HELD the oldest are dropped. */
-	struct vrdma_prov_async_event held[VRDMA_VERBS_HELD];
+	struct vibv_prov_async_event held[VRDMA_VERBS_HELD];
 	unsigned int held_head, held_len;
 	struct verbs_context vctx; /* ibv_context last, as verbs_context wants */
 };
 
-struct vrdma_verbs_cq {
+struct vibv_cq {
 	union {
 		struct ibv_cq ibcq;
 		struct ibv_cq_ex ibcq_ex; /* starts with struct ibv_cq's fields */
 	};
-	struct vrdma_verbs_obj obj;
-	const struct vrdma_prov_ops *ops;
-	struct vrdma_prov_cq *prov;
+	struct vibv_obj obj;
+	const struct vibv_prov_ops *ops;
+	struct vibv_prov_cq *prov;
 	int event_fd;                     /* provider's, watched by the channel */
 	uint32_t comp_events_delivered;   /* under ibcq.mutex */
 	uint32_t async_events_delivered;  /* under ibcq.mutex */
@@ -142,16 +142,16 @@ struct vrdma_verbs_cq {
 	uint64_t cur_wallclock_ns; /* CLOCK_REALTIME */
 };
 
-struct vrdma_verbs_qpx_batch;
+struct vibv_qpx_batch;
 
-struct vrdma_verbs_qp {
+struct vibv_qp {
 	union {
 		struct ibv_qp ibqp;
 		struct ibv_qp_ex ibqpx; /* starts with struct ibv_qp */
 	};
-	struct vrdma_verbs_obj obj;
-	const struct vrdma_prov_ops *ops;
-	struct vrdma_prov_qp *prov;
+	struct vibv_obj obj;
+	const struct vibv_prov_ops *ops;
+	struct vibv_prov_qp *prov;
 	bool sq_sig_all;
 	struct vrdma_qp_cap cap; /* in force (create, resize) */
 	pthread_mutex_t cap_lock;     /* cap, for ibv_modify_qp(IBV_QP_CAP) */
@@ -160,45 +160,45 @@ struct vrdma_verbs_qp {
 	 * (qp_ex.c): the ibv_wr_* batch being built. */
 	bool has_qpx;
 	uint64_t send_ops_flags;
-	struct vrdma_verbs_qpx_batch *batch;
+	struct vibv_qpx_batch *batch;
 };
 
-struct vrdma_verbs_srq {
+struct vibv_srq {
 	struct ibv_srq ibsrq;
-	struct vrdma_verbs_obj obj;
-	const struct vrdma_prov_ops *ops;
-	struct vrdma_prov_srq *prov;
+	struct vibv_obj obj;
+	const struct vibv_prov_ops *ops;
+	struct vibv_prov_srq *prov;
 	uint32_t events_delivered; /* under ibsrq.mutex */
 };
 
 /* PDs, MRs and AHs need nothing beyond the libibverbs structure: handle is
  * the device's pdn / mrn / AH number. */
 
-static inline struct vrdma_verbs_context *vrdma_ctx(struct ibv_context *ibctx)
+static inline struct vibv_context *vibv_ctx(struct ibv_context *ibctx)
 {
-	return vrdma_container_of(ibctx, struct vrdma_verbs_context, vctx.context);
+	return vibv_container_of(ibctx, struct vibv_context, vctx.context);
 }
 
-static inline struct vrdma_verbs_cq *vrdma_cq(struct ibv_cq *ibcq)
+static inline struct vibv_cq *vrdma_cq(struct ibv_cq *ibcq)
 {
-	return vrdma_container_of(ibcq, struct vrdma_verbs_cq, ibcq);
+	return vibv_container_of(ibcq, struct vibv_cq, ibcq);
 }
 
-static inline struct vrdma_verbs_qp *vrdma_qp(struct ibv_qp *ibqp)
+static inline struct vibv_qp *vrdma_qp(struct ibv_qp *ibqp)
 {
-	return vrdma_container_of(ibqp, struct vrdma_verbs_qp, ibqp);
+	return vibv_container_of(ibqp, struct vibv_qp, ibqp);
 }
 
-static inline struct vrdma_verbs_srq *vrdma_srq(struct ibv_srq *ibsrq)
+static inline struct vibv_srq *vrdma_srq(struct ibv_srq *ibsrq)
 {
-	return vrdma_container_of(ibsrq, struct vrdma_verbs_srq, ibsrq);
+	return vibv_container_of(ibsrq, struct vibv_srq, ibsrq);
 }
 
 /* The one mapping of an error below (a provider's / libvrdma's negative
  * errno) to the verbs layer's: sets errno = -neg (neg < 0) and returns the
  * positive errno, for verbs that return one; verbs that return NULL or -1
  * call it for errno alone. */
-static inline int vrdma_errno(int neg)
+static inline int vibv_errno(int neg)
 {
 	errno = -neg;
 	return -neg;
@@ -218,30 +218,30 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
 /* --- device.c --- */
 
 /* The provider of this process: libvrdma's, or in the test build the one
- * vrdma_prov_test_select() names. */
-VRDMA_HIDDEN const struct vrdma_prov_ops *vrdma_verbs_provider(void);
+ * vibv_prov_test_select() names. */
+VRDMA_HIDDEN const struct vibv_prov_ops *vibv_provider(void);
 
 /* Port attributes in libibverbs terms; 0 or a positive errno. */
-VRDMA_HIDDEN int vrdma_verbs_query_port(struct ibv_context *ibctx, uint8_t port,
+VRDMA_HIDDEN int vibv_query_port(struct ibv_context *ibctx, uint8_t port,
 					struct ibv_port_attr *attr);
 
 /* GID entry in libibverbs terms: 0, ENODATA for an empty entry, EINVAL. */
-VRDMA_HIDDEN int vrdma_verbs_query_gid_entry(struct ibv_context *ibctx,
+VRDMA_HIDDEN int vibv_query_gid_entry(struct ibv_context *ibctx,
 					     uint32_t port, uint32_t index,
 					     struct ibv_gid_entry *entry);
 
 /* The IB MTU enum for a netdev MTU of mtu bytes (RoCE v2 headers taken off). */
-VRDMA_HIDDEN enum ibv_mtu vrdma_verbs_mtu_from_netdev(uint32_t mtu);
+VRDMA_HIDDEN enum ibv_mtu vibv_mtu_from_netdev(uint32_t mtu);
 
-/* Object registry (see struct vrdma_verbs_obj). */
-VRDMA_HIDDEN void vrdma_verbs_obj_add(struct vrdma_verbs_context *ctx,
-				      struct vrdma_verbs_obj *obj, uint8_t kind,
+/* Object registry (see struct vibv_obj). */
+VRDMA_HIDDEN void vibv_obj_add(struct vibv_context *ctx,
+				      struct vibv_obj *obj, uint8_t kind,
 				      uint32_t num);
-VRDMA_HIDDEN void vrdma_verbs_obj_del(struct vrdma_verbs_context *ctx,
-				      struct vrdma_verbs_obj *obj);
+VRDMA_HIDDEN void vibv_obj_del(struct vibv_context *ctx,
+				      struct vibv_obj *obj);
 
 /* Whether the device reported a VIRTIO_IB_DEVICE_* capability bit. */
-static inline bool vrdma_verbs_has_cap(const struct vrdma_verbs_context *ctx,
+static inline bool vibv_has_cap(const struct vibv_context *ctx,
 				       uint64_t bit)
 {
 	return (ctx->caps.device_cap_flags & bit) != 0;
@@ -251,102 +251,102 @@ static inline bool vrdma_verbs_has_cap(const struct vrdma_verbs_context *ctx,
 
 /* Access flags of libibverbs (reg_mr, QP access) as VIRTIO_IB_ACCESS_*:
  * 0 or a positive errno. */
-VRDMA_HIDDEN int vrdma_verbs_access(unsigned int ibv_access, uint32_t *out);
+VRDMA_HIDDEN int vibv_access(unsigned int ibv_access, uint32_t *out);
 /* VIRTIO_IB_ACCESS_* back to libibverbs flags. */
-VRDMA_HIDDEN unsigned int vrdma_verbs_access_to_ibv(uint32_t access);
+VRDMA_HIDDEN unsigned int vibv_access_to_ibv(uint32_t access);
 
 /* --- cq.c --- */
 
-VRDMA_HIDDEN int vrdma_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
+VRDMA_HIDDEN int vibv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
 /* A new CQ (the part ibv_create_cq and ibv_create_cq_ex share), or NULL
  * with errno set. */
-VRDMA_HIDDEN struct vrdma_verbs_cq *vrdma_verbs_cq_create(struct ibv_context *ibctx,
+VRDMA_HIDDEN struct vibv_cq *vibv_cq_create(struct ibv_context *ibctx,
 							  int cqe, void *cq_context,
 							  struct ibv_comp_channel *channel,
 							  int comp_vector);
 /* One device completion as a struct ibv_wc. */
-VRDMA_HIDDEN void vrdma_verbs_wc_to_ibv(const struct vrdma_wc *p, struct ibv_wc *wc);
-/* Window binds completed by the n completions of wc (see vrdma_verbs_bind). */
-VRDMA_HIDDEN void vrdma_verbs_binds_complete(struct vrdma_verbs_context *ctx,
+VRDMA_HIDDEN void vibv_wc_to_ibv(const struct vrdma_wc *p, struct ibv_wc *wc);
+/* Window binds completed by the n completions of wc (see vibv_bind). */
+VRDMA_HIDDEN void vibv_binds_complete(struct vibv_context *ctx,
 					     const struct ibv_wc *wc, int n);
 
 /* --- cq_ex.c --- */
 
-VRDMA_HIDDEN struct ibv_cq_ex *vrdma_verbs_create_cq_ex(struct ibv_context *ibctx,
+VRDMA_HIDDEN struct ibv_cq_ex *vibv_create_cq_ex(struct ibv_context *ibctx,
 							struct ibv_cq_init_attr_ex *attr);
-VRDMA_HIDDEN int vrdma_verbs_query_rt_values(struct ibv_context *ibctx,
+VRDMA_HIDDEN int vibv_query_rt_values(struct ibv_context *ibctx,
 					     struct ibv_values_ex *values);
 /* The device clock of completion timestamps: kHz, and the valid bits. */
 #define VRDMA_VERBS_CORE_CLOCK_KHZ 1000000ull /* nanoseconds */
 #define VRDMA_VERBS_TIMESTAMP_MASK UINT64_MAX
-VRDMA_HIDDEN int vrdma_verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+VRDMA_HIDDEN int vibv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
 /* Pending ibv_bind_mw binds: forget those of a QP (destroyed) or of a
  * window (deallocated); either pointer may be NULL. */
-VRDMA_HIDDEN void vrdma_verbs_binds_forget(struct vrdma_verbs_context *ctx,
+VRDMA_HIDDEN void vibv_binds_forget(struct vibv_context *ctx,
 					   uint32_t qp_num, bool by_qp,
 					   struct ibv_mw *mw);
 
 /* --- qp.c --- */
 
-VRDMA_HIDDEN int vrdma_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+VRDMA_HIDDEN int vibv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 				       struct ibv_send_wr **bad_wr);
-VRDMA_HIDDEN int vrdma_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+VRDMA_HIDDEN int vibv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 				       struct ibv_recv_wr **bad_wr);
-VRDMA_HIDDEN int vrdma_verbs_post_srq_recv(struct ibv_srq *ibsrq,
+VRDMA_HIDDEN int vibv_post_srq_recv(struct ibv_srq *ibsrq,
 					   struct ibv_recv_wr *wr,
 					   struct ibv_recv_wr **bad_wr);
 /* Window rights (IBV_ACCESS_REMOTE_*) as VIRTIO_IB_ACCESS_*: 0 or a
  * positive errno. */
-VRDMA_HIDDEN int vrdma_verbs_mw_access(unsigned int ibv_access, uint32_t *out);
-VRDMA_HIDDEN struct ibv_srq *vrdma_verbs_create_srq_ex(struct ibv_context *ibctx,
+VRDMA_HIDDEN int vibv_mw_access(unsigned int ibv_access, uint32_t *out);
+VRDMA_HIDDEN struct ibv_srq *vibv_create_srq_ex(struct ibv_context *ibctx,
 						       struct ibv_srq_init_attr_ex *attr);
 /* One send WR as the device's (the checks of ibv_post_send): 0 or a
  * positive errno. */
-VRDMA_HIDDEN int vrdma_verbs_send_wr(const struct vrdma_verbs_context *ctx,
+VRDMA_HIDDEN int vibv_send_wr(const struct vibv_context *ctx,
 				     enum ibv_qp_type type, const struct ibv_send_wr *wr,
 				     struct vrdma_send_wr *out);
 /* A QP of ibv_create_qp / ibv_create_qp_ex (init->comp_mask PD only used
  * plus the basic fields), or NULL with errno set. */
-VRDMA_HIDDEN struct vrdma_verbs_qp *vrdma_verbs_qp_create(struct ibv_pd *pd,
+VRDMA_HIDDEN struct vibv_qp *vibv_qp_create(struct ibv_pd *pd,
 							  struct ibv_qp_init_attr *attr);
 
 /* --- qp_ex.c --- */
 
-VRDMA_HIDDEN struct ibv_qp *vrdma_verbs_create_qp_ex(struct ibv_context *ibctx,
+VRDMA_HIDDEN struct ibv_qp *vibv_create_qp_ex(struct ibv_context *ibctx,
 						     struct ibv_qp_init_attr_ex *attr);
 /* Frees what the ibv_wr_* builder of a QP holds. */
-VRDMA_HIDDEN void vrdma_verbs_qpx_free(struct vrdma_verbs_qp *qp);
+VRDMA_HIDDEN void vibv_qpx_free(struct vibv_qp *qp);
 
 /* --- domain.c --- */
 
-VRDMA_HIDDEN struct ibv_td *vrdma_verbs_alloc_td(struct ibv_context *ibctx,
+VRDMA_HIDDEN struct ibv_td *vibv_alloc_td(struct ibv_context *ibctx,
 						 struct ibv_td_init_attr *attr);
-VRDMA_HIDDEN int vrdma_verbs_dealloc_td(struct ibv_td *td);
-VRDMA_HIDDEN struct ibv_pd *vrdma_verbs_alloc_parent_domain(
+VRDMA_HIDDEN int vibv_dealloc_td(struct ibv_td *td);
+VRDMA_HIDDEN struct ibv_pd *vibv_alloc_parent_domain(
 	struct ibv_context *ibctx, struct ibv_parent_domain_init_attr *attr);
 /* Whether pd is a parent domain; if so, frees it (ibv_dealloc_pd). */
-VRDMA_HIDDEN bool vrdma_verbs_parent_domain_free(struct ibv_pd *pd, int *ret);
-VRDMA_HIDDEN int vrdma_verbs_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+VRDMA_HIDDEN bool vibv_parent_domain_free(struct ibv_pd *pd, int *ret);
+VRDMA_HIDDEN int vibv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 				       uint32_t flags, struct ibv_sge *sg_list,
 				       uint32_t num_sges);
 
 /* --- mw.c --- */
 
-VRDMA_HIDDEN struct ibv_mw *vrdma_verbs_alloc_mw(struct ibv_pd *pd,
+VRDMA_HIDDEN struct ibv_mw *vibv_alloc_mw(struct ibv_pd *pd,
 						 enum ibv_mw_type type);
-VRDMA_HIDDEN int vrdma_verbs_dealloc_mw(struct ibv_mw *mw);
-VRDMA_HIDDEN int vrdma_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+VRDMA_HIDDEN int vibv_dealloc_mw(struct ibv_mw *mw);
+VRDMA_HIDDEN int vibv_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
 				     struct ibv_mw_bind *mw_bind);
 
 /* --- ah.c --- */
 
 /* An ibv_ah_attr as the device's address vector (GRH mandatory on RoCE,
  * port 1, destination MAC resolved). 0 or a positive errno. */
-VRDMA_HIDDEN int vrdma_verbs_ah_attr(struct vrdma_verbs_context *ctx,
+VRDMA_HIDDEN int vibv_ah_attr(struct vibv_context *ctx,
 				     const struct ibv_ah_attr *in,
 				     struct vrdma_ah_attr *out);
 /* The device's address vector back in libibverbs terms. */
-VRDMA_HIDDEN void vrdma_verbs_ah_attr_to_ibv(const struct vrdma_ah_attr *in,
+VRDMA_HIDDEN void vibv_ah_attr_to_ibv(const struct vrdma_ah_attr *in,
 					     struct ibv_ah_attr *out);
 
 #endif /* VRDMA_VERBS_PRIV_H */

@@ -86,21 +86,21 @@ struct fake_rq {
 	uint32_t size, head, count;
 };
 
-struct vrdma_prov_dev {
+struct vibv_prov_dev {
 	int index;
 	uint8_t mac[6];
 	bool seed_only;       /* VRDMA_FAKE_NO_EXT when opened */
 	pthread_mutex_t lock; /* numbers, lists, events, every RQ / SRQ */
 	uint32_t next_pdn, next_mrn, next_cqn, next_qp_index, next_ah, next_srqn;
 	struct fake_mr *mrs;
-	struct vrdma_prov_qp *qps;
+	struct vibv_prov_qp *qps;
 	int event_fd;
-	struct vrdma_prov_async_event events[FAKE_MAX_EVENTS];
+	struct vibv_prov_async_event events[FAKE_MAX_EVENTS];
 	uint32_t ev_head, ev_count;
 };
 
-struct vrdma_prov_cq {
-	struct vrdma_prov_dev *dev;
+struct vibv_prov_cq {
+	struct vibv_prov_dev *dev;
 	pthread_mutex_t lock;
 	struct vrdma_wc *ring;
 	uint32_t size, head, count;
@@ -109,20 +109,20 @@ struct vrdma_prov_cq {
 	int users; /* QPs, under dev->lock */
 };
 
-struct vrdma_prov_srq {
-	struct vrdma_prov_dev *dev;
+struct vibv_prov_srq {
+	struct vibv_prov_dev *dev;
 	void *cookie;
 	uint32_t srqn, max_sge, limit;
 	struct fake_rq rq; /* under dev->lock */
 	int users;         /* QPs */
 };
 
-struct vrdma_prov_qp {
-	struct vrdma_prov_dev *dev;
-	struct vrdma_prov_qp *next; /* dev->qps */
+struct vibv_prov_qp {
+	struct vibv_prov_dev *dev;
+	struct vibv_prov_qp *next; /* dev->qps */
 	void *cookie;
-	struct vrdma_prov_cq *send_cq, *recv_cq;
-	struct vrdma_prov_srq *srq;
+	struct vibv_prov_cq *send_cq, *recv_cq;
+	struct vibv_prov_srq *srq;
 	pthread_mutex_t lock;
 	uint32_t qpn;
 	uint8_t qp_type;
@@ -158,7 +158,7 @@ static void fake_mac(int index, uint8_t mac[6])
 	mac[5] = (uint8_t)(index + 1);
 }
 
-static int fake_discover(struct vrdma_prov_dev_info *devs, int max)
+static int fake_discover(struct vibv_prov_dev_info *devs, int max)
 {
 	int n = fake_count(), i;
 
@@ -172,9 +172,9 @@ static int fake_discover(struct vrdma_prov_dev_info *devs, int max)
 	return i;
 }
 
-static int fake_open(const struct vrdma_prov_dev_info *info, struct vrdma_prov_dev **out)
+static int fake_open(const struct vibv_prov_dev_info *info, struct vibv_prov_dev **out)
 {
-	struct vrdma_prov_dev *dev;
+	struct vibv_prov_dev *dev;
 
 	if (info->priv >= FAKE_MAX_DEVICES)
 		return -ENODEV;
@@ -199,7 +199,7 @@ static int fake_open(const struct vrdma_prov_dev_info *info, struct vrdma_prov_d
 	return 0;
 }
 
-static void fake_close(struct vrdma_prov_dev *dev)
+static void fake_close(struct vibv_prov_dev *dev)
 {
 	while (dev->mrs) {
 		struct fake_mr *m = dev->mrs;
@@ -212,7 +212,7 @@ static void fake_close(struct vrdma_prov_dev *dev)
 	free(dev);
 }
 
-static int fake_query_device(struct vrdma_prov_dev *dev, struct vrdma_device_attr *a,
+static int fake_query_device(struct vibv_prov_dev *dev, struct vrdma_device_attr *a,
 			     uint8_t mac[6])
 {
 	memset(a, 0, sizeof(*a));
@@ -255,7 +255,7 @@ static int fake_query_device(struct vrdma_prov_dev *dev, struct vrdma_device_att
 	return 0;
 }
 
-static int fake_query_port(struct vrdma_prov_dev *dev, struct vrdma_prov_port_attr *a)
+static int fake_query_port(struct vibv_prov_dev *dev, struct vibv_prov_port_attr *a)
 {
 	(void)dev;
 	memset(a, 0, sizeof(*a));
@@ -268,8 +268,8 @@ static int fake_query_port(struct vrdma_prov_dev *dev, struct vrdma_prov_port_at
 	return 0;
 }
 
-static int fake_query_gid(struct vrdma_prov_dev *dev, uint32_t index,
-			  struct vrdma_prov_gid *gid)
+static int fake_query_gid(struct vibv_prov_dev *dev, uint32_t index,
+			  struct vibv_prov_gid *gid)
 {
 	uint8_t addr[4] = { 192, 0, 2, 0 };
 
@@ -279,18 +279,18 @@ static int fake_query_gid(struct vrdma_prov_dev *dev, uint32_t index,
 	gid->gid_type = VRDMA_PROV_GID_TYPE_ROCE_V2;
 	switch (index) {
 	case 0:
-		vrdma_prov_gid_from_mac(dev->mac, gid->gid);
+		vibv_prov_gid_from_mac(dev->mac, gid->gid);
 		return 0;
 	case 1:
 		addr[3] = (uint8_t)(dev->index + 1);
-		vrdma_prov_gid_from_ipv4(addr, gid->gid);
+		vibv_prov_gid_from_ipv4(addr, gid->gid);
 		return 0;
 	default:
 		return -ENODATA;
 	}
 }
 
-static int fake_query_pkey(struct vrdma_prov_dev *dev, uint32_t index, uint16_t *pkey)
+static int fake_query_pkey(struct vibv_prov_dev *dev, uint32_t index, uint16_t *pkey)
 {
 	(void)dev;
 	if (index != 0)
@@ -300,10 +300,10 @@ static int fake_query_pkey(struct vrdma_prov_dev *dev, uint32_t index, uint16_t 
 }
 
 /* Queues an event (dropped when the queue is full). Caller holds dev->lock. */
-static void fake_event_locked(struct vrdma_prov_dev *dev, uint32_t type, void *cookie,
+static void fake_event_locked(struct vibv_prov_dev *dev, uint32_t type, void *cookie,
 			      uint32_t id)
 {
-	struct vrdma_prov_async_event *ev;
+	struct vibv_prov_async_event *ev;
 	uint64_t one = 1;
 
 	if (dev->ev_count == FAKE_MAX_EVENTS)
@@ -318,12 +318,12 @@ static void fake_event_locked(struct vrdma_prov_dev *dev, uint32_t type, void *c
 		dev->ev_count--;
 }
 
-static int fake_async_fd(struct vrdma_prov_dev *dev)
+static int fake_async_fd(struct vibv_prov_dev *dev)
 {
 	return dev->event_fd;
 }
 
-static int fake_get_async_event(struct vrdma_prov_dev *dev, struct vrdma_prov_async_event *ev)
+static int fake_get_async_event(struct vibv_prov_dev *dev, struct vibv_prov_async_event *ev)
 {
 	uint64_t v;
 
@@ -345,15 +345,15 @@ static int fake_get_async_event(struct vrdma_prov_dev *dev, struct vrdma_prov_as
 }
 
 /* Drops the queued events of a destroyed object. Caller holds dev->lock. */
-static void fake_events_forget_locked(struct vrdma_prov_dev *dev, void *cookie,
+static void fake_events_forget_locked(struct vibv_prov_dev *dev, void *cookie,
 				      uint32_t id_type_mask, uint32_t id)
 {
 	uint32_t i, kept = 0;
-	struct vrdma_prov_async_event keep[FAKE_MAX_EVENTS];
+	struct vibv_prov_async_event keep[FAKE_MAX_EVENTS];
 	uint64_t v;
 
 	for (i = 0; i < dev->ev_count; i++) {
-		struct vrdma_prov_async_event *ev =
+		struct vibv_prov_async_event *ev =
 			&dev->events[(dev->ev_head + i) % FAKE_MAX_EVENTS];
 
 		if ((cookie && ev->cookie == cookie) ||
@@ -370,7 +370,7 @@ static void fake_events_forget_locked(struct vrdma_prov_dev *dev, void *cookie,
 }
 
 /* A number from *next under the device lock. */
-static uint32_t fake_next(struct vrdma_prov_dev *dev, uint32_t *next)
+static uint32_t fake_next(struct vibv_prov_dev *dev, uint32_t *next)
 {
 	uint32_t v;
 
@@ -380,22 +380,22 @@ static uint32_t fake_next(struct vrdma_prov_dev *dev, uint32_t *next)
 	return v;
 }
 
-static int fake_create_pd(struct vrdma_prov_dev *dev, uint32_t *pdn)
+static int fake_create_pd(struct vibv_prov_dev *dev, uint32_t *pdn)
 {
 	*pdn = fake_next(dev, &dev->next_pdn);
 	return 0;
 }
 
-static int fake_destroy_pd(struct vrdma_prov_dev *dev, uint32_t pdn)
+static int fake_destroy_pd(struct vibv_prov_dev *dev, uint32_t pdn)
 {
 	(void)dev;
 	(void)pdn;
 	return 0;
 }
 
-static int fake_reg_mr(struct vrdma_prov_dev *dev, uint32_t pdn, void *addr,
+static int fake_reg_mr(struct vibv_prov_dev *dev, uint32_t pdn, void *addr,
 		       uint64_t length, uint64_t iova, uint32_t access,
-		       struct vrdma_prov_mr *mr)
+		       struct vibv_prov_mr *mr)
 {
 	struct fake_mr *m;
 
@@ -423,7 +423,7 @@ static int fake_reg_mr(struct vrdma_prov_dev *dev, uint32_t pdn, void *addr,
 }
 
 /* Removes handle h of the given kind: 0 or -EINVAL. */
-static int fake_mr_del(struct vrdma_prov_dev *dev, uint32_t h, bool is_mw)
+static int fake_mr_del(struct vibv_prov_dev *dev, uint32_t h, bool is_mw)
 {
 	struct fake_mr **pp, *m;
 
@@ -440,12 +440,12 @@ static int fake_mr_del(struct vrdma_prov_dev *dev, uint32_t h, bool is_mw)
 	return -EINVAL;
 }
 
-static int fake_dereg_mr(struct vrdma_prov_dev *dev, uint32_t mrn)
+static int fake_dereg_mr(struct vibv_prov_dev *dev, uint32_t mrn)
 {
 	return fake_mr_del(dev, mrn, false);
 }
 
-static int fake_alloc_mw(struct vrdma_prov_dev *dev, uint32_t pdn, uint32_t type,
+static int fake_alloc_mw(struct vibv_prov_dev *dev, uint32_t pdn, uint32_t type,
 			 uint32_t *mwn, uint32_t *rkey)
 {
 	struct fake_mr *m;
@@ -469,14 +469,14 @@ static int fake_alloc_mw(struct vrdma_prov_dev *dev, uint32_t pdn, uint32_t type
 	return 0;
 }
 
-static int fake_dealloc_mw(struct vrdma_prov_dev *dev, uint32_t mwn)
+static int fake_dealloc_mw(struct vibv_prov_dev *dev, uint32_t mwn)
 {
 	return fake_mr_del(dev, mwn, true);
 }
 
 /* The MR or window whose key is key (lkey of an MR when local, else an
  * rkey). Caller holds dev->lock. */
-static struct fake_mr *fake_key_find(struct vrdma_prov_dev *dev, uint32_t key, bool local)
+static struct fake_mr *fake_key_find(struct vibv_prov_dev *dev, uint32_t key, bool local)
 {
 	struct fake_mr *m;
 
@@ -487,7 +487,7 @@ static struct fake_mr *fake_key_find(struct vrdma_prov_dev *dev, uint32_t key, b
 }
 
 /* The object named by bits 8..31 of key. Caller holds dev->lock. */
-static struct fake_mr *fake_handle_find(struct vrdma_prov_dev *dev, uint32_t key)
+static struct fake_mr *fake_handle_find(struct vibv_prov_dev *dev, uint32_t key)
 {
 	struct fake_mr *m;
 
@@ -497,10 +497,10 @@ static struct fake_mr *fake_handle_find(struct vrdma_prov_dev *dev, uint32_t key
 	return NULL;
 }
 
-static int fake_create_cq(struct vrdma_prov_dev *dev, uint32_t cqe, void *cookie,
-			  struct vrdma_prov_cq **out, struct vrdma_prov_cq_info *info)
+static int fake_create_cq(struct vibv_prov_dev *dev, uint32_t cqe, void *cookie,
+			  struct vibv_prov_cq **out, struct vibv_prov_cq_info *info)
 {
-	struct vrdma_prov_cq *cq;
+	struct vibv_prov_cq *cq;
 
 	(void)cookie;
 	if (!cqe || cqe > FAKE_MAX_CQE)
@@ -527,7 +527,7 @@ static int fake_create_cq(struct vrdma_prov_dev *dev, uint32_t cqe, void *cookie
 	return 0;
 }
 
-static int fake_destroy_cq(struct vrdma_prov_cq *cq)
+static int fake_destroy_cq(struct vibv_prov_cq *cq)
 {
 	/* A CQ that QPs use is refused, as the device does. */
 	pthread_mutex_lock(&cq->dev->lock);
@@ -543,7 +543,7 @@ static int fake_destroy_cq(struct vrdma_prov_cq *cq)
 	return 0;
 }
 
-static int fake_resize_cq(struct vrdma_prov_cq *cq, uint32_t *cqe)
+static int fake_resize_cq(struct vibv_prov_cq *cq, uint32_t *cqe)
 {
 	struct vrdma_wc *ring;
 	uint32_t i;
@@ -570,7 +570,7 @@ static int fake_resize_cq(struct vrdma_prov_cq *cq, uint32_t *cqe)
 }
 
 /* Adds a completion (signalling an armed CQ). -ENOMEM when full. */
-static int fake_cq_push(struct vrdma_prov_cq *cq, const struct vrdma_wc *wc)
+static int fake_cq_push(struct vibv_prov_cq *cq, const struct vrdma_wc *wc)
 {
 	uint64_t one = 1;
 	bool signal = false;
@@ -592,7 +592,7 @@ static int fake_cq_push(struct vrdma_prov_cq *cq, const struct vrdma_wc *wc)
 	return 0;
 }
 
-static int fake_poll_cq(struct vrdma_prov_cq *cq, struct vrdma_wc *wc, int n)
+static int fake_poll_cq(struct vibv_prov_cq *cq, struct vrdma_wc *wc, int n)
 {
 	int k = 0;
 
@@ -606,7 +606,7 @@ static int fake_poll_cq(struct vrdma_prov_cq *cq, struct vrdma_wc *wc, int n)
 	return k;
 }
 
-static int fake_arm_cq(struct vrdma_prov_cq *cq, uint32_t flags)
+static int fake_arm_cq(struct vibv_prov_cq *cq, uint32_t flags)
 {
 	if (!(flags & (VIRTIO_IB_NOTIFY_SOLICITED | VIRTIO_IB_NOTIFY_NEXT_COMPLETION)))
 		return -EINVAL;
@@ -616,7 +616,7 @@ static int fake_arm_cq(struct vrdma_prov_cq *cq, uint32_t flags)
 	return 0;
 }
 
-static int fake_cq_consume_event(struct vrdma_prov_cq *cq)
+static int fake_cq_consume_event(struct vibv_prov_cq *cq)
 {
 	uint64_t v;
 
@@ -691,11 +691,11 @@ static bool fake_rq_take(struct fake_rq *rq, struct fake_rwr *out)
 
 /* --- shared receive queues --- */
 
-static int fake_create_srq(struct vrdma_prov_dev *dev, uint32_t pdn,
-			   struct vrdma_prov_srq_attr *attr, void *cookie,
-			   struct vrdma_prov_srq **out)
+static int fake_create_srq(struct vibv_prov_dev *dev, uint32_t pdn,
+			   struct vibv_prov_srq_attr *attr, void *cookie,
+			   struct vibv_prov_srq **out)
 {
-	struct vrdma_prov_srq *srq;
+	struct vibv_prov_srq *srq;
 
 	(void)pdn;
 	if (!attr->max_wr || attr->max_wr > FAKE_MAX_WR || attr->max_sge > FAKE_MAX_SGE)
@@ -715,7 +715,7 @@ static int fake_create_srq(struct vrdma_prov_dev *dev, uint32_t pdn,
 	return 0;
 }
 
-static int fake_modify_srq(struct vrdma_prov_srq *srq, const struct vrdma_prov_srq_attr *attr,
+static int fake_modify_srq(struct vibv_prov_srq *srq, const struct vibv_prov_srq_attr *attr,
 			   uint32_t mask)
 {
 	if (mask != VRDMA_PROV_SRQ_LIMIT || attr->srq_limit > srq->rq.size)
@@ -726,7 +726,7 @@ static int fake_modify_srq(struct vrdma_prov_srq *srq, const struct vrdma_prov_s
 	return 0;
 }
 
-static int fake_query_srq(struct vrdma_prov_srq *srq, struct vrdma_prov_srq_attr *attr)
+static int fake_query_srq(struct vibv_prov_srq *srq, struct vibv_prov_srq_attr *attr)
 {
 	pthread_mutex_lock(&srq->dev->lock);
 	attr->max_wr = srq->rq.size;
@@ -737,9 +737,9 @@ static int fake_query_srq(struct vrdma_prov_srq *srq, struct vrdma_prov_srq_attr
 	return 0;
 }
 
-static int fake_destroy_srq(struct vrdma_prov_srq *srq)
+static int fake_destroy_srq(struct vibv_prov_srq *srq)
 {
-	struct vrdma_prov_dev *dev = srq->dev;
+	struct vibv_prov_dev *dev = srq->dev;
 
 	pthread_mutex_lock(&dev->lock);
 	if (srq->users) {
@@ -756,7 +756,7 @@ static int fake_destroy_srq(struct vrdma_prov_srq *srq)
 	return 0;
 }
 
-static int fake_post_srq_recv(struct vrdma_prov_srq *srq, const struct vrdma_recv_wr *wr,
+static int fake_post_srq_recv(struct vibv_prov_srq *srq, const struct vrdma_recv_wr *wr,
 			      unsigned int n)
 {
 	int ret;
@@ -769,11 +769,11 @@ static int fake_post_srq_recv(struct vrdma_prov_srq *srq, const struct vrdma_rec
 
 /* --- queue pairs --- */
 
-static int fake_create_qp(struct vrdma_prov_dev *dev, const struct vrdma_prov_qp_init *in,
-			  void *cookie, struct vrdma_prov_qp **out,
-			  struct vrdma_prov_qp_info *info)
+static int fake_create_qp(struct vibv_prov_dev *dev, const struct vibv_prov_qp_init *in,
+			  void *cookie, struct vibv_prov_qp **out,
+			  struct vibv_prov_qp_info *info)
 {
-	struct vrdma_prov_qp *qp;
+	struct vibv_prov_qp *qp;
 	uint32_t index;
 
 	if (in->qp_type != VIRTIO_IB_QPT_RC && in->qp_type != VIRTIO_IB_QPT_UC &&
@@ -827,7 +827,7 @@ static int fake_create_qp(struct vrdma_prov_dev *dev, const struct vrdma_prov_qp
 	return 0;
 }
 
-static int fake_modify_qp(struct vrdma_prov_qp *qp, const struct vrdma_qp_attr *a,
+static int fake_modify_qp(struct vibv_prov_qp *qp, const struct vrdma_qp_attr *a,
 			  uint32_t mask)
 {
 	struct vrdma_qp_attr *s = &qp->attr;
@@ -881,7 +881,7 @@ static int fake_modify_qp(struct vrdma_prov_qp *qp, const struct vrdma_qp_attr *
 	return 0;
 }
 
-static int fake_query_qp(struct vrdma_prov_qp *qp, uint32_t mask,
+static int fake_query_qp(struct vibv_prov_qp *qp, uint32_t mask,
 			 struct vrdma_qp_attr *a)
 {
 	(void)mask;
@@ -891,7 +891,7 @@ static int fake_query_qp(struct vrdma_prov_qp *qp, uint32_t mask,
 	return 0;
 }
 
-static int fake_resize_qp(struct vrdma_prov_qp *qp, struct vrdma_qp_cap *cap)
+static int fake_resize_qp(struct vibv_prov_qp *qp, struct vrdma_qp_cap *cap)
 {
 	struct vrdma_qp_cap *s = &qp->attr.cap;
 	int ret;
@@ -913,10 +913,10 @@ static int fake_resize_qp(struct vrdma_prov_qp *qp, struct vrdma_qp_cap *cap)
 	return 0;
 }
 
-static int fake_destroy_qp(struct vrdma_prov_qp *qp)
+static int fake_destroy_qp(struct vibv_prov_qp *qp)
 {
-	struct vrdma_prov_dev *dev = qp->dev;
-	struct vrdma_prov_qp **pp;
+	struct vibv_prov_dev *dev = qp->dev;
+	struct vibv_prov_qp **pp;
 
 	pthread_mutex_lock(&dev->lock);
 	for (pp = &dev->qps; *pp; pp = &(*pp)->next) {
@@ -949,7 +949,7 @@ static int fake_wc_opcode(uint8_t op)
 }
 
 /* Executes an atomic on this process's memory: a status. */
-static uint8_t fake_atomic(struct vrdma_prov_dev *dev, const struct vrdma_send_wr *wr)
+static uint8_t fake_atomic(struct vibv_prov_dev *dev, const struct vrdma_send_wr *wr)
 {
 	const struct fake_mr *m, *mr;
 	uint64_t va = wr->atomic.remote_addr, orig;
@@ -983,7 +983,7 @@ static uint8_t fake_atomic(struct vrdma_prov_dev *dev, const struct vrdma_send_w
 }
 
 /* Binds a window: a status. */
-static uint8_t fake_bind(struct vrdma_prov_dev *dev, const struct vrdma_send_wr *wr)
+static uint8_t fake_bind(struct vibv_prov_dev *dev, const struct vrdma_send_wr *wr)
 {
 	struct fake_mr *w, *mr = NULL;
 	uint8_t st = VIRTIO_IB_WC_MW_BIND_ERR;
@@ -1013,9 +1013,9 @@ out:
 }
 
 /* A QP of dev by number. Caller holds dev->lock. */
-static struct vrdma_prov_qp *fake_qp_find(struct vrdma_prov_dev *dev, uint32_t qpn)
+static struct vibv_prov_qp *fake_qp_find(struct vibv_prov_dev *dev, uint32_t qpn)
 {
-	struct vrdma_prov_qp *q;
+	struct vibv_prov_qp *q;
 
 	for (q = dev->qps; q; q = q->next)
 		if (q->qpn == qpn)
@@ -1025,12 +1025,12 @@ static struct vrdma_prov_qp *fake_qp_find(struct vrdma_prov_dev *dev, uint32_t q
 
 /* Loopback of a SEND to the peer QP: a status of the send. *delivered is
  * false when there is no peer on this device. */
-static uint8_t fake_deliver(struct vrdma_prov_qp *qp, const struct vrdma_send_wr *wr,
+static uint8_t fake_deliver(struct vibv_prov_qp *qp, const struct vrdma_send_wr *wr,
 			    uint64_t len, bool *delivered)
 {
-	struct vrdma_prov_dev *dev = qp->dev;
-	struct vrdma_prov_qp *peer;
-	struct vrdma_prov_cq *rcq;
+	struct vibv_prov_dev *dev = qp->dev;
+	struct vibv_prov_qp *peer;
+	struct vibv_prov_cq *rcq;
 	struct vrdma_wc wc;
 	struct fake_rwr r;
 	uint64_t room = 0, off = 0;
@@ -1111,7 +1111,7 @@ static uint8_t fake_deliver(struct vrdma_prov_qp *qp, const struct vrdma_send_wr
 	return VIRTIO_IB_WC_SUCCESS;
 }
 
-static int fake_post_send(struct vrdma_prov_qp *qp, const struct vrdma_send_wr *wr,
+static int fake_post_send(struct vibv_prov_qp *qp, const struct vrdma_send_wr *wr,
 			  unsigned int n)
 {
 	unsigned int i;
@@ -1175,7 +1175,7 @@ static int fake_post_send(struct vrdma_prov_qp *qp, const struct vrdma_send_wr *
 	return (int)n;
 }
 
-static int fake_post_recv(struct vrdma_prov_qp *qp, const struct vrdma_recv_wr *wr,
+static int fake_post_recv(struct vibv_prov_qp *qp, const struct vrdma_recv_wr *wr,
 			  unsigned int n)
 {
 	uint8_t state;
@@ -1192,7 +1192,7 @@ static int fake_post_recv(struct vrdma_prov_qp *qp, const struct vrdma_recv_wr *
 	return ret;
 }
 
-static int fake_create_ah(struct vrdma_prov_dev *dev, uint32_t pdn,
+static int fake_create_ah(struct vibv_prov_dev *dev, uint32_t pdn,
 			  const struct vrdma_ah_attr *attr, uint32_t *ah)
 {
 	(void)pdn;
@@ -1202,7 +1202,7 @@ static int fake_create_ah(struct vrdma_prov_dev *dev, uint32_t pdn,
 	return 0;
 }
 
-static int fake_destroy_ah(struct vrdma_prov_dev *dev, uint32_t pdn, uint32_t ah)
+static int fake_destroy_ah(struct vibv_prov_dev *dev, uint32_t pdn, uint32_t ah)
 {
 	(void)dev;
 	(void)pdn;
@@ -1210,7 +1210,7 @@ static int fake_destroy_ah(struct vrdma_prov_dev *dev, uint32_t pdn, uint32_t ah
 	return 0;
 }
 
-static const struct vrdma_prov_ops fake_ops = {
+static const struct vibv_prov_ops fake_ops = {
 	.name = "fake",
 	.discover = fake_discover,
 	.open = fake_open,
@@ -1251,7 +1251,7 @@ static const struct vrdma_prov_ops fake_ops = {
 
 /* The test build's provider: the fake device when VRDMA_FAKE_DEVICE is set
  * (to anything but "" and "0"), else the real one. */
-const struct vrdma_prov_ops *vrdma_prov_test_select(void)
+const struct vibv_prov_ops *vibv_prov_test_select(void)
 {
 	const char *e = getenv("VRDMA_FAKE_DEVICE");
 

@@ -51,7 +51,7 @@ exports_of "$LIB" >"$T_TMP/ours"
 # its environment variable) is only in the test builds in tests/lib.
 bad=
 for f in "$LIB" "$LIBDIR/libvrdma-devfiles.so"; do
-	if nm "$f" | grep -Eq 'vrdma_prov_test_select|devfiles_test_count' ||
+	if nm "$f" | grep -Eq 'vibv_prov_test_select|devfiles_test_count' ||
 		grep -aq VRDMA_FAKE_DEVICE "$f"; then
 		bad="$bad $f"
 	fi

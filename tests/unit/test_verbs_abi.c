@@ -238,7 +238,7 @@ static void test_symbols(void)
 	CHECK(LOAD(_verbs_init_and_alloc_context, "IBVERBS_PRIVATE_34"));
 	CHECK(LOAD(ibv_resolve_eth_l2_from_gid, "IBVERBS_1.1"));
 	/* Internal names stay hidden; a wrong version does not resolve. */
-	CHECK(dlsym(lib, "vrdma_verbs_provider") == NULL);
+	CHECK(dlsym(lib, "vibv_provider") == NULL);
 	CHECK(dlsym(lib, "vrdma_prov_fake_ops") == NULL);
 	CHECK(dlvsym(lib, "ibv_get_device_list", "IBVERBS_1.5") == NULL);
 }
