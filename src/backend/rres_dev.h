@@ -456,6 +456,7 @@ struct rres_dev {
 		uint8_t raw[16];
 		bool valid;
 	} gid[RRES_GID_TBL_LEN];
+	uint64_t gid_gen;         /* bumped by every change of gid[] (caches) */
 
 	struct rres_rng rng;
 	struct rres_hooks hooks;

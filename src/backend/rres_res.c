@@ -254,12 +254,14 @@ static void rres_gid_ip6_default(struct rres_dev *rd)
 		return;
 	memcpy(rd->gid[RRES_GID_IPV6].raw, rd->ip6, 16);
 	rd->gid[RRES_GID_IPV6].valid = true;
+	rd->gid_gen++;
 }
 
 static void rres_gid_defaults(struct rres_dev *rd)
 {
 	uint8_t *g = rd->gid[RRES_GID_LINKLOCAL].raw;
 
+	rd->gid_gen++;
 	memset(g, 0, 16);
 	g[0] = 0xfe;
 	g[1] = 0x80;
@@ -451,6 +453,7 @@ void rres_dev_reset(struct rres_dev *rd)
 		}
 	for (i = 0; i < RRES_GID_TBL_LEN; i++)
 		rd->gid[i].valid = false;
+	rd->gid_gen++;
 	rres_gid_defaults(rd);
 	rres_gid_ip6_default(rd);
 }
@@ -1205,6 +1208,7 @@ enum rres_err rres_gid_add(struct rres_dev *rd, uint32_t index, const uint8_t gi
 	}
 	memcpy(rd->gid[index].raw, gid, 16);
 	rd->gid[index].valid = true;
+	rd->gid_gen++;
 	return RRES_OK;
 }
 
@@ -1214,5 +1218,6 @@ enum rres_err rres_gid_del(struct rres_dev *rd, uint32_t index)
 		return RRES_ERR_GID;
 	memset(rd->gid[index].raw, 0, 16);
 	rd->gid[index].valid = false;
+	rd->gid_gen++;
 	return RRES_OK;
 }

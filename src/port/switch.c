@@ -54,6 +54,16 @@ struct sw_mac {
 	uint8_t pinned; /* static entry (sw_mac_pin): never moves nor ages */
 };
 
+/* Per input port: the table slots of the last source and destination MACs
+ * it used, valid while the table's generation is unchanged (any insert,
+ * removal, move or pin bumps it), so a stream of frames between two known
+ * MACs skips the hashing (docs/design.md, "switch"). */
+struct sw_port_cache {
+	uint64_t gen;
+	uint64_t src_key, dst_key; /* 0: none */
+	uint32_t src_slot, dst_slot;
+};
+
 /* A fault configuration restricted to one port name. */
 struct sw_named_fault {
 	struct sw_named_fault *next;
@@ -71,6 +81,8 @@ struct sw {
 	struct sw_mac *mac;
 	uint32_t nmac;
 	uint16_t learned[SW_MAX_PORTS]; /* learned (not pinned) entries per port id */
+	uint64_t mac_gen; /* bumped by every change of a slot's key or port */
+	struct sw_port_cache cache[SW_MAX_PORTS]; /* by input port id */
 	uint64_t hash_k0, hash_k1;
 	struct loop_timer age_timer;
 
@@ -129,6 +141,7 @@ static void mac_remove_slot(struct sw *s, uint32_t i)
 {
 	uint32_t j = i;
 
+	s->mac_gen++;
 	if (!s->mac[i].pinned && s->learned[s->mac[i].port])
 		s->learned[s->mac[i].port]--;
 	for (;;) {
@@ -160,11 +173,44 @@ static bool sw_port_limit_hit(struct sw *s, struct port *in)
 	return true;
 }
 
+/* Remember slot i as port's source entry (the destination entry stays
+ * remembered only if the table did not change since). */
+static inline void sw_cache_src(struct sw *s, struct sw_port_cache *c, uint64_t key, uint32_t i)
+{
+	if (c->gen != s->mac_gen) {
+		c->gen = s->mac_gen;
+		c->dst_key = 0;
+	}
+	c->src_key = key;
+	c->src_slot = i;
+}
+
+/* The entry of destination key for frames from port id, NULL if unknown. */
+static inline const struct sw_mac *sw_dst_find(struct sw *s, uint16_t id, uint64_t key)
+{
+	struct sw_port_cache *c = &s->cache[id];
+	const struct sw_mac *e;
+
+	if (likely(c->gen == s->mac_gen && c->dst_key == key))
+		return &s->mac[c->dst_slot];
+	e = mac_find(s, key);
+	if (e) {
+		if (c->gen != s->mac_gen) {
+			c->gen = s->mac_gen;
+			c->src_key = 0;
+		}
+		c->dst_key = key;
+		c->dst_slot = (uint32_t)(e - s->mac);
+	}
+	return e;
+}
+
 /* Learn mac on port. Returns false if mac is pinned to another port (the
  * frame claims an address it does not own and must be dropped). */
 static bool mac_learn(struct sw *s, const uint8_t *mac, struct port *in)
 {
 	uint16_t port = in->id;
+	struct sw_port_cache *c = &s->cache[port];
 	uint64_t key;
 	uint32_t i;
 
@@ -174,6 +220,11 @@ static bool mac_learn(struct sw *s, const uint8_t *mac, struct port *in)
 	key = mac_key(mac);
 	if (unlikely(key == SW_MAC_KEY_VALID))
 		return true;
+	/* Known on this port and the table unchanged: only mark it fresh. */
+	if (likely(c->gen == s->mac_gen && c->src_key == key)) {
+		s->mac[c->src_slot].hit = 1;
+		return true;
+	}
 	i = mac_hash(s, key);
 	for (;;) {
 		struct sw_mac *e = &s->mac[i];
@@ -184,6 +235,7 @@ static bool mac_learn(struct sw *s, const uint8_t *mac, struct port *in)
 					in->stats.rx_spoofed++;
 					return false;
 				}
+				sw_cache_src(s, c, key, i);
 				return true;
 			}
 			if (unlikely(e->port != port)) {
@@ -194,8 +246,10 @@ static bool mac_learn(struct sw *s, const uint8_t *mac, struct port *in)
 					s->learned[e->port]--;
 				s->learned[port]++;
 				e->port = port;
+				s->mac_gen++;
 			}
 			e->hit = 1;
+			sw_cache_src(s, c, key, i);
 			return true;
 		}
 		if (!e->key)
@@ -214,6 +268,8 @@ static bool mac_learn(struct sw *s, const uint8_t *mac, struct port *in)
 	s->mac[i].pinned = 0;
 	s->learned[port]++;
 	s->nmac++;
+	s->mac_gen++;
+	sw_cache_src(s, c, key, i);
 	return true;
 }
 
@@ -235,6 +291,7 @@ int sw_mac_pin(struct sw *s, const uint8_t mac[6], struct port *p)
 				s->learned[e->port]--;
 			e->port = p->id;
 			e->pinned = 1;
+			s->mac_gen++;
 			e->hit = 1;
 			return 0;
 		}
@@ -250,6 +307,7 @@ int sw_mac_pin(struct sw *s, const uint8_t mac[6], struct port *p)
 	s->mac[i].hit = 1;
 	s->mac[i].pinned = 1;
 	s->nmac++;
+	s->mac_gen++;
 	return 0;
 }
 
@@ -455,6 +513,7 @@ void sw_detach(struct sw *s, struct port *p)
 	for (n = s->named; n; n = n->next)
 		fault_discard_stream(n->f, p->id);
 	mac_sweep(s, p->id, false);
+	s->mac_gen++; /* forget what the id's cache holds */
 	p->sw = NULL;
 }
 
@@ -556,7 +615,7 @@ static void sw_forward(struct sw *s, struct pkt *pkt)
 		sw_flood(s, pkt, in);
 		return;
 	}
-	e = mac_find(s, mac_key(dst));
+	e = sw_dst_find(s, in->id, mac_key(dst));
 	if (!e) {
 		sw_flood(s, pkt, in);
 		return;
@@ -634,13 +693,13 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 /* ---- flow control between ports of this switch ---- */
 
 /* The port a unicast frame would leave by, if it is known, else NULL. */
-static struct port *sw_unicast_out(const struct sw *s, const struct pkt *pkt)
+static struct port *sw_unicast_out(struct sw *s, const struct port *in, const struct pkt *pkt)
 {
 	const struct sw_mac *e;
 
 	if (pkt->len < ETH_HDR_LEN || (pkt->data[0] & 1))
 		return NULL;
-	e = mac_find(s, mac_key(pkt->data));
+	e = sw_dst_find(s, in->id, mac_key(pkt->data));
 	return e ? s->ports[e->port] : NULL;
 }
 
@@ -649,7 +708,7 @@ int sw_input_try(struct sw *s, struct port *p, struct pkt *pkt)
 	struct port *out;
 
 	if (likely(s && p && pkt && p->sw == s)) {
-		out = sw_unicast_out(s, pkt);
+		out = sw_unicast_out(s, p, pkt);
 		if (out && !out->uplink && out->ops->busy && out->ops->busy(out) &&
 		    (out != p || p->hairpin)) {
 			s->waiting[p->id] = true;

@@ -74,6 +74,11 @@ struct roce_neigh_pin {
 struct roce_neigh {
 	struct roce_tp *tp;
 	struct roce_neigh_pin pin[NEIGH_PIN_CACHE]; /* near tp: read per frame */
+	/* The last destination GID asked about and whether it is ours, valid
+	 * while the device's GID table generation is gid_gen (gid_valid). */
+	uint64_t gid_gen;
+	uint8_t gid[16];
+	bool gid_valid, gid_ours;
 	struct loop_timer timer;
 	struct roce_neigh_ent e[ROCE_TP_NEIGH_SIZE];
 };
@@ -104,6 +109,21 @@ static bool ip4_is_ours(const struct rres_dev *rd, const uint8_t *ip)
 
 	roce_gid_from_ipv4(gid, ip);
 	return gid_is_ours(rd, gid);
+}
+
+/* gid_is_ours for a destination, remembering the last answer: a stream
+ * to one remote GID would scan the whole table twice per frame. */
+static bool neigh_dst_ours(struct roce_neigh *n, const uint8_t gid[16])
+{
+	const struct rres_dev *rd = n->tp->rd;
+
+	if (likely(n->gid_valid && n->gid_gen == rd->gid_gen && !memcmp(n->gid, gid, 16)))
+		return n->gid_ours;
+	n->gid_ours = gid_is_ours(rd, gid);
+	memcpy(n->gid, gid, 16);
+	n->gid_gen = rd->gid_gen;
+	n->gid_valid = true;
+	return n->gid_ours;
 }
 
 /* psec_pinned_mac through the per-destination cache. */
@@ -426,7 +446,7 @@ bool roce_neigh_lookup(struct roce_neigh *n, const uint8_t sgid[16], const uint8
 {
 	struct roce_neigh_ent *e;
 
-	if (gid_is_ours(n->tp->rd, dgid)) {
+	if (neigh_dst_ours(n, dgid)) {
 		/* another context of this device: the switch hairpins it */
 		memcpy(mac, n->tp->rd->mac, 6);
 		return true;
@@ -452,7 +472,7 @@ void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[1
 
 	/* One of our own addresses (a QP of this device, maybe of another of
 	 * its contexts): no resolution, the switch hairpins the frame back. */
-	if (gid_is_ours(tp->rd, dgid)) {
+	if (neigh_dst_ours(n, dgid)) {
 		memcpy(p->data, tp->rd->mac, 6);
 		neigh_xmit(tp, p);
 		return;

@@ -536,6 +536,72 @@ static void pinned_mac_and_learn_limit(void)
 	CHECK_EQ(pkt_outstanding(), base);
 }
 
+/* The per-port cache of the last source and destination entries follows
+ * every change of the table: a stream keeps its entries fresh through aging,
+ * a moved destination is followed, a pin makes the cached source a spoof,
+ * a removed destination floods again. */
+static void cached_lookups_follow_table_changes(void)
+{
+	uint64_t base = pkt_outstanding();
+	struct sw *s = sw_new(NULL);
+	struct mock a, b, c;
+	uint8_t ma[6], mb[6];
+
+	REQUIRE(s);
+	mock_init(&a, "a", false);
+	mock_init(&b, "b", false);
+	mock_init(&c, "c", false);
+	CHECK_EQ(sw_attach(s, &a.port), 0);
+	CHECK_EQ(sw_attach(s, &b.port), 0);
+	CHECK_EQ(sw_attach(s, &c.port), 0);
+	mac_of(ma, 70);
+	mac_of(mb, 71);
+	sw_input(s, &b.port, frame(BCAST, mb, 60, 1));
+	pkt_queue_purge(&a.q);
+	pkt_queue_purge(&c.q);
+	for (unsigned i = 0; i < 3; i++) {
+		sw_input(s, &a.port, frame(mb, ma, 60, 2));
+		CHECK_EQ(b.q.len, i + 1);
+	}
+	CHECK_EQ(a.q.len + c.q.len, 0);
+	/* a stream from a keeps ma fresh (b sends nothing: mb ages out) */
+	sw_mac_age(s);
+	sw_input(s, &a.port, frame(mb, ma, 60, 3));
+	sw_mac_age(s);
+	CHECK_EQ(sw_mac_lookup(s, ma), a.port.id);
+	CHECK_EQ(sw_mac_lookup(s, mb), -ENOENT);
+	pkt_queue_purge(&b.q);
+	/* unknown again: flooded */
+	sw_input(s, &a.port, frame(mb, ma, 60, 4));
+	CHECK_EQ(b.q.len, 1);
+	CHECK_EQ(c.q.len, 1);
+	pkt_queue_purge(&b.q);
+	pkt_queue_purge(&c.q);
+	/* mb learned on b, then moves to c: a's frames follow it */
+	sw_input(s, &b.port, frame(ma, mb, 60, 5));
+	sw_input(s, &a.port, frame(mb, ma, 60, 6));
+	CHECK_EQ(b.q.len, 1);
+	sw_input(s, &c.port, frame(ma, mb, 60, 7));
+	CHECK_EQ(a.q.len, 2);
+	sw_input(s, &a.port, frame(mb, ma, 60, 8));
+	CHECK_EQ(b.q.len, 1);
+	CHECK_EQ(c.q.len, 1);
+	/* ma pinned to c: a's next frame with it is a spoof */
+	CHECK_EQ(sw_mac_pin(s, ma, &c.port), 0);
+	sw_input(s, &a.port, frame(mb, ma, 60, 9));
+	CHECK_EQ(a.port.stats.rx_spoofed, 1);
+	CHECK_EQ(c.q.len, 1);
+	CHECK_EQ(sw_mac_lookup(s, ma), c.port.id);
+	pkt_queue_purge(&a.q);
+	pkt_queue_purge(&b.q);
+	pkt_queue_purge(&c.q);
+	port_destroy(&a.port);
+	port_destroy(&b.port);
+	port_destroy(&c.port);
+	sw_free(s);
+	CHECK_EQ(pkt_outstanding(), base);
+}
+
 static void fault_hook(void)
 {
 	uint64_t base = pkt_outstanding();
@@ -860,6 +926,7 @@ int main(void)
 	RUN(table_bounds_and_delete);
 	RUN(port_limit);
 	RUN(pinned_mac_and_learn_limit);
+	RUN(cached_lookups_follow_table_changes);
 	RUN(fault_hook);
 	RUN(aging);
 	RUN(with_loop);
