@@ -19,9 +19,10 @@
  *
  * Limits: only queue 0 (use one queue, `ethtool -L IF combined 1`, on a
  * multi-queue NIC); no jumbo frames (a frame fits one chunk); the XDP program
- * stays on the interface if the daemon cannot remove it at exit (no
- * CAP_NET_ADMIN left after --user, or the system-call filter): `xdp-loader
- * unload IF --all` removes it. Needs CAP_NET_ADMIN, CAP_BPF (or root).
+ * stays on the interface when the daemon cannot remove it at exit (no
+ * CAP_NET_ADMIN left after --user) and the next start on that interface is
+ * refused until `ip link set dev IF xdp off` removes it. Needs CAP_NET_ADMIN
+ * and CAP_BPF (or root) to open.
  */
 #include "port/port.h"
 
@@ -301,7 +302,8 @@ static const char *axp_hint(int err)
 		return " (no AF_XDP/XDP support for this interface or kernel; use --uplink af_packet:IF)";
 	case EBUSY:
 	case EEXIST:
-		return " (another XDP program or socket holds the interface queue; use --uplink af_packet:IF)";
+		return " (an XDP program or socket holds the interface: one left by an earlier run"
+		       " goes with `ip link set dev IF xdp off`; or use --uplink af_packet:IF)";
 	default:
 		return " (use --uplink af_packet:IF instead)";
 	}

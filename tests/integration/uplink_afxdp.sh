@@ -10,11 +10,13 @@
 #    byte (windowed acks, so nothing may be lost); afterwards the uplink
 #    counters (SIGUSR1 dumps) are exactly what was sent, none dropped, and
 #    the kernel's veth counters agree.
-# 2. Daemon B is replaced by one with an AF_PACKET uplink: the two uplink
+# 2. Frames over the veth MTU (from a device with MTU 9000) are refused by
+#    the uplink and counted as tx_dropped; none reaches the wire.
+# 3. Daemon B is replaced by one with an AF_PACKET uplink: the two uplink
 #    types exchange the same frames.
-# 3. An uplink the kernel refuses (no such interface) is a clear error at
-#    start, not a crash.
-# 4. The daemons stop cleanly on SIGTERM (exit 0: no sanitizer report).
+# 4. An uplink that cannot be opened (no such interface; no privilege) is a
+#    clear error at start naming the alternative, not a crash.
+# 5. The daemons stop cleanly on SIGTERM (exit 0: no sanitizer report).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/netns_lib.bash"
 
@@ -26,6 +28,8 @@ IF_B=xb
 MAC_A=02:00:00:00:2a:01
 MAC_B=02:00:00:00:2b:01
 SA="$T_TMP/a.sock"
+SA9="$T_TMP/a9.sock"
+MAC_A9=02:00:00:00:2a:09
 SB="$T_TMP/b.sock"
 
 ns_require
@@ -45,7 +49,7 @@ fi
 
 start_a() {
 	nsd_start da "$NS_A" --device "socket=$SA,mac=$MAC_A,ip=10.78.0.1/24" \
-		--uplink "af_xdp:$IF_A"
+		--device "socket=$SA9,mac=$MAC_A9,ip=10.78.0.9/24,mtu=9000" --uplink "af_xdp:$IF_A"
 }
 start_b() {
 	nsd_start "$1" "$NS_B" --device "socket=$SB,mac=$MAC_B,ip=10.78.0.2/24" --uplink "$2"
@@ -126,7 +130,31 @@ xchg() {
 xchg xdp_a_to_b da "$SA" "$IF_A" "$NS_A" db "$SB" "$IF_B" "$NS_B" "$MAC_B" 1455 301
 xchg xdp_b_to_a db "$SB" "$IF_B" "$NS_B" da "$SA" "$IF_A" "$NS_A" "$MAC_A" 1455 302
 
-# ---- 2. AF_XDP to AF_PACKET -----------------------------------------------------
+# ---- 2. over the MTU: tx_dropped -------------------------------------------------
+# The sender gets no acknowledgement (nothing arrives) and gives up; the four
+# frames went to the uplink before it waited (window 128).
+if nsd_stats da 1 && o1=$NSD_SNAP && nsd_stats db 1 && o2=$NSD_SNAP; then
+	k0=$(ns_ifstat "$NS_A" "$IF_A" tx_packets)
+	"$NC" --socket "$SA9" --count 4 --window 128 --dst "$MAC_B" --min 2014 --max 2014 \
+		--timeout-ms 2000 send >"$T_TMP/big.send" 2>&1
+	rc=$?
+	k1=$(ns_ifstat "$NS_A" "$IF_A" tx_packets)
+	if nsd_stats da 1 && n1=$NSD_SNAP && nsd_stats db 1 && n2=$NSD_SNAP; then
+		d=$(delta "$o1" "$n1" stat_uplink "$IF_A" tx_dropped)
+		r=$(delta "$o2" "$n2" stat_uplink "$IF_B" rx)
+		if [ $rc -ne 0 ] && [ "$d" = 4 ] && [ "$r" = 0 ] && [ "$k1" = "$k0" ]; then
+			ok oversize_tx_dropped
+		else
+			not_ok oversize_tx_dropped "send rc=$rc tx_dropped +$d, B rx +$r, $IF_A tx_packets $k0 -> $k1"
+		fi
+	else
+		not_ok oversize_tx_dropped "no counters"
+	fi
+else
+	not_ok oversize_tx_dropped "no counters"
+fi
+
+# ---- 3. AF_XDP to AF_PACKET -----------------------------------------------------
 nsd_stop db TERM
 if [ "$D_LAST_RC" = 0 ]; then
 	ok daemon_b_xdp_stopped
@@ -141,7 +169,7 @@ else
 	not_ok daemon_b_afpacket_started "$(nsd_tail dp)"
 fi
 
-# ---- 3. a refused uplink: clear error, clean exit ---------------------------------
+# ---- 4. a refused uplink: clear error, clean exit ---------------------------------
 ip netns exec "$NS_B" "$NS_DAEMON" -q "${T_DAEMON_PRIV[@]}" --device "socket=$T_TMP/c.sock" \
 	--uplink "af_xdp:nosuch$$" >"$T_TMP/refused.log" 2>&1 </dev/null
 rc=$?
@@ -150,8 +178,18 @@ if [ $rc = 1 ] && grep -q "af_xdp:nosuch$$" "$T_TMP/refused.log"; then
 else
 	not_ok refused_uplink_error "exit status $rc: $(tr '\n' ' ' <"$T_TMP/refused.log")"
 fi
+# Without privilege (neither root nor capabilities) the XDP socket is refused.
+ip netns exec "$NS_B" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+	"$NS_DAEMON" -q --device "socket=$T_TMP/d.sock" --uplink "af_xdp:$IF_B" \
+	>"$T_TMP/noperm.log" 2>&1 </dev/null
+rc=$?
+if [ $rc = 1 ] && grep -q "af_packet" "$T_TMP/noperm.log"; then
+	ok unprivileged_uplink_error
+else
+	not_ok unprivileged_uplink_error "exit status $rc: $(tr '\n' ' ' <"$T_TMP/noperm.log")"
+fi
 
-# ---- 4. clean stop -------------------------------------------------------------
+# ---- 5. clean stop -------------------------------------------------------------
 for d in da dp; do
 	nsd_stop "$d" TERM
 	if [ "$D_LAST_RC" = 0 ]; then
