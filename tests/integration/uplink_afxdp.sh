@@ -17,6 +17,9 @@
 # 4. An uplink that cannot be opened (no such interface; no privilege) is a
 #    clear error at start naming the alternative, not a crash.
 # 5. The daemons stop cleanly on SIGTERM (exit 0: no sanitizer report).
+# 6. Once the XDP program a --user daemon leaves behind is removed
+#    (`ip link set dev IF xdp off`), a daemon configured by vrdma.conf
+#    (`uplink = af_xdp:IF`) takes the interface again and frames cross.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/netns_lib.bash"
 
@@ -60,10 +63,12 @@ else
 	not_ok daemons_started "$(nsd_tail da; nsd_tail db)"
 	t_done
 fi
-if grep -q "afxdp $IF_A: attached" "$T_TMP/da.log" || ! grep -q "afxdp" "$T_TMP/da.log"; then
-	ok uplink_attached
+# xdp_on NS IF: an XDP program (libxdp's, for our socket) is on IF.
+xdp_on() { ip -n "$1" link show dev "$2" | grep -q 'prog/xdp'; }
+if xdp_on "$NS_A" "$IF_A" && xdp_on "$NS_B" "$IF_B"; then
+	ok xdp_programs_attached
 else
-	not_ok uplink_attached "$(nsd_tail da)"
+	not_ok xdp_programs_attached "$(ip -n "$NS_A" link show dev "$IF_A"; ip -n "$NS_B" link show dev "$IF_B")"
 fi
 
 # acks_for COUNT WINDOW: acknowledgements vrdma-netcat's receiver sends.
@@ -190,12 +195,37 @@ else
 fi
 
 # ---- 5. clean stop -------------------------------------------------------------
-for d in da dp; do
-	nsd_stop "$d" TERM
+stop_clean() {
+	nsd_stop "$1" TERM
 	if [ "$D_LAST_RC" = 0 ]; then
-		ok "${d}_clean_exit"
+		ok "${1}_clean_exit"
 	else
-		not_ok "${d}_clean_exit" "exit status $D_LAST_RC" "$(nsd_tail "$d" 30)"
+		not_ok "${1}_clean_exit" "exit status $D_LAST_RC" "$(nsd_tail "$1" 30)"
 	fi
-done
+}
+stop_clean da
+
+# ---- 6. from the config file, after removing the program left behind -----------
+cat >"$T_TMP/vrdma.conf" <<CONF
+[global]
+socket-dir = $T_TMP
+uplink = af_xdp:$IF_A
+
+[device c]
+socket = $SA
+mac = $MAC_A
+ip = 10.78.0.1/24
+CONF
+if ip -n "$NS_A" link set dev "$IF_A" xdp off && nsd_start dc "$NS_A" --config "$T_TMP/vrdma.conf"; then
+	if xdp_on "$NS_A" "$IF_A"; then
+		ok config_daemon_started
+	else
+		not_ok config_daemon_started "no XDP program on $IF_A"
+	fi
+	xchg config_to_afpacket dc "$SA" "$IF_A" "$NS_A" dp "$SB" "$IF_B" "$NS_B" "$MAC_B" 300 305
+	stop_clean dc
+else
+	not_ok config_daemon_started "$(nsd_tail dc)"
+fi
+stop_clean dp
 t_done
