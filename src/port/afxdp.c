@@ -106,7 +106,7 @@ static unsigned axp_if_mtu(const char *ifname)
  * bounded batch per call). */
 static bool axp_kick(struct axp_port *a)
 {
-	bool did = a->tx_pending > 0;
+	unsigned nfree = a->nfree;
 
 	for (int tries = 0; a->tx_pending && tries < 64; tries++) {
 		if (sendto(a->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
@@ -120,7 +120,7 @@ static bool axp_kick(struct axp_port *a)
 			a->tx_pending = 0;
 	}
 	axp_reap(a);
-	return did;
+	return a->nfree != nfree; /* progress: chunks came back */
 }
 
 static void axp_xmit(struct port *port, struct pkt *pkt)
@@ -191,7 +191,16 @@ static void axp_rx_cb(void *arg, uint32_t events)
 	struct axp_port *a = arg;
 	uint32_t idx, fidx, n;
 
-	(void)events;
+	if (unlikely(events & (EPOLLERR | EPOLLHUP))) {
+		int err = 0;
+		socklen_t len = sizeof(err);
+
+		/* Reading SO_ERROR clears it (e.g. ENETDOWN: the interface
+		 * went away), so the loop does not spin on it. */
+		getsockopt(a->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		a->port.stats.rx_errors++;
+		LOG_PEER("afxdp %s: socket error: %s", a->port.name, strerror(err));
+	}
 	n = xsk_ring_cons__peek(&a->rx, AXP_RX_BUDGET, &idx);
 	if (!n)
 		return;
