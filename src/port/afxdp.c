@@ -53,6 +53,8 @@
 #define AXP_RING 2048          /* each of fill, completion, rx, tx */
 #define AXP_RX_BUDGET 64
 #define AXP_VLAN_HLEN 4
+#define AXP_BUSY_RETRIES 50     /* binds while a failed attempt is released */
+#define AXP_BUSY_WAIT_US 10000
 
 struct axp_port {
 	struct port port;
@@ -366,24 +368,36 @@ struct port *afxdp_port_open(struct sw *s, struct loop *loop, const char *ifname
 		LOG_ERR("afxdp %s: UMEM: %s", ifname, strerror(err));
 		goto fail;
 	}
-	err = -xsk_umem__create(&a->umem, a->area, (uint64_t)AXP_NFRAMES * AXP_CHUNK, &a->fill,
-				&a->comp, &ucfg);
-	if (err) {
-		a->umem = NULL;
-		LOG_ERR("afxdp %s: UMEM registration: %s%s", ifname, strerror(err), axp_hint(err));
-		goto fail;
-	}
-	/* Native XDP first; a driver without it gets the generic (SKB) mode. */
-	scfg.xdp_flags = XDP_FLAGS_DRV_MODE;
-	err = -xsk_socket__create(&a->xsk, ifname, 0, a->umem, &a->rx, &a->tx, &scfg);
-	if (err) {
-		LOG_DEBUG("afxdp %s: native XDP: %s, trying generic mode", ifname, strerror(err));
-		a->xsk = NULL;
-		scfg.xdp_flags = XDP_FLAGS_SKB_MODE;
+	/* No mode flag first: the kernel attaches in native mode when the
+	 * driver has it, else in generic (SKB) mode; should that be refused,
+	 * generic mode explicitly. Each attempt gets a UMEM of its own (a
+	 * failed one leaves its socket bound until the kernel releases it,
+	 * asynchronously: a bind meanwhile gets EBUSY, retried a while). */
+	for (int attempt = 0; attempt < 2 + AXP_BUSY_RETRIES; attempt++) {
+		scfg.xdp_flags = attempt ? XDP_FLAGS_SKB_MODE : 0;
+		err = -xsk_umem__create(&a->umem, a->area, (uint64_t)AXP_NFRAMES * AXP_CHUNK,
+					&a->fill, &a->comp, &ucfg);
+		if (err) {
+			a->umem = NULL;
+			LOG_ERR("afxdp %s: UMEM registration: %s%s", ifname, strerror(err),
+				axp_hint(err));
+			goto fail;
+		}
 		err = -xsk_socket__create(&a->xsk, ifname, 0, a->umem, &a->rx, &a->tx, &scfg);
+		if (!err)
+			break;
+		a->xsk = NULL;
+		xsk_umem__delete(a->umem);
+		a->umem = NULL;
+		LOG_DEBUG("afxdp %s: %s XDP: %s", ifname, attempt ? "generic" : "default",
+			  strerror(err));
+		if (err == EPERM || err == EACCES || err == ENODEV ||
+		    (attempt == 0 && err == EBUSY) || (attempt > 0 && err != EBUSY))
+			break; /* retrying would not change it */
+		if (attempt > 0)
+			usleep(AXP_BUSY_WAIT_US);
 	}
 	if (err) {
-		a->xsk = NULL;
 		LOG_ERR("afxdp %s: XDP socket: %s%s", ifname, strerror(err), axp_hint(err));
 		goto fail;
 	}

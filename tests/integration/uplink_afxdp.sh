@@ -20,6 +20,7 @@
 # 6. Once the XDP program a --user daemon leaves behind is removed
 #    (`ip link set dev IF xdp off`), a daemon configured by vrdma.conf
 #    (`uplink = af_xdp:IF`) takes the interface again and frames cross.
+# 7. An interface without native XDP (a Linux bridge) gets the generic mode.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/netns_lib.bash"
 
@@ -228,4 +229,17 @@ else
 	not_ok config_daemon_started "$(nsd_tail dc)"
 fi
 stop_clean dp
+
+# ---- 7. no native XDP: generic mode ------------------------------------------------
+if ip -n "$NS_B" link add xbr type bridge && ip -n "$NS_B" link set xbr up &&
+   nsd_start dg "$NS_B" --device "socket=$T_TMP/g.sock" --uplink af_xdp:xbr; then
+	if ip -n "$NS_B" link show dev xbr | grep -q xdpgeneric; then
+		ok generic_mode
+	else
+		not_ok generic_mode "$(ip -n "$NS_B" link show dev xbr)"
+	fi
+	stop_clean dg
+else
+	not_ok generic_mode "$(nsd_tail dg)"
+fi
 t_done
