@@ -144,6 +144,12 @@ if nsd_stats da 1 && o1=$NSD_SNAP && nsd_stats db 1 && o2=$NSD_SNAP; then
 	"$NC" --socket "$SA9" --count 4 --window 128 --dst "$MAC_B" --min 2014 --max 2014 \
 		--timeout-ms 2000 send >"$T_TMP/big.send" 2>&1
 	rc=$?
+	# The daemon may still be handling the frames: wait for the count.
+	dropped4() {
+		nsd_stats da 1 && n1=$NSD_SNAP &&
+		[ "$(delta "$o1" "$n1" stat_uplink "$IF_A" tx_dropped)" = 4 ]
+	}
+	wait_cmd 20 dropped4
 	k1=$(ns_ifstat "$NS_A" "$IF_A" tx_packets)
 	if nsd_stats da 1 && n1=$NSD_SNAP && nsd_stats db 1 && n2=$NSD_SNAP; then
 		d=$(delta "$o1" "$n1" stat_uplink "$IF_A" tx_dropped)
