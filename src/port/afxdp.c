@@ -3,22 +3,25 @@
  * AF_XDP uplink: an XDP socket (libxdp) on queue 0 of one host interface,
  * attached to the switch. Same port behaviour as the AF_PACKET uplink.
  *
- * - libxdp loads its default redirect program on the interface (native mode
- *   when the driver has it, else generic "SKB" mode, so a veth works without
- *   driver support) and the socket binds in copy mode.
+ * - libxdp loads its default redirect program on the interface (the kernel
+ *   picks native mode when the driver has it, else generic "SKB" mode, so
+ *   any interface works without driver support; generic mode explicitly if
+ *   that is refused) and the socket binds in copy mode.
  * - One UMEM of AXP_NFRAMES chunks of AXP_CHUNK bytes: half are kept in the
  *   fill ring for receive, the rest are free for transmit. A received frame
  *   is copied into a pkt and its chunk goes straight back to the fill ring.
  * - Transmit: a frame is copied into a free chunk and put on the TX ring; the
  *   ring is kicked with sendto() once per loop iteration (a loop poller) and
- *   when it fills. Completed chunks come back from the completion ring. A
+ *   every 32 frames. Completed chunks come back from the completion ring. A
  *   frame larger than the interface MTU (+ Ethernet header, + 4 bytes for a
  *   VLAN tag), or with no chunk or ring slot left, is counted in tx_dropped.
  * - Receive frames larger than a chunk are dropped by the kernel; frames
  *   shorter than an Ethernet header or over the chunk are counted rx_errors.
  *
  * Limits: only queue 0 (use one queue, `ethtool -L IF combined 1`, on a
- * multi-queue NIC); no jumbo frames (a frame fits one chunk); the XDP program
+ * multi-queue NIC); no jumbo frames (a frame fits one chunk); a VLAN tag the
+ * kernel moved into metadata (VLAN receive offload) is not put back, unlike
+ * AF_PACKET (turn the offload off: `ethtool -K IF rxvlan off`); the XDP program
  * stays on the interface when the daemon cannot remove it at exit (no
  * CAP_NET_ADMIN left after --user) and the next start on that interface is
  * refused until `ip link set dev IF xdp off` removes it. Needs CAP_NET_ADMIN
