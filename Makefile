@@ -211,7 +211,8 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=undefined -Wall -Wextra -Werror -Wno-unused-command-line-argument \
 	-Iinclude -Isrc -Itests -D_GNU_SOURCE -DVRDMA_FUZZING=1 -pthread
 FUZZ_TARGETS := $(patsubst fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRCS))
-FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(CORE_SRCS))
+# (the AF_XDP uplink needs libxdp, which only the daemon links)
+FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(filter-out src/port/afxdp.c,$(CORE_SRCS)))
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
