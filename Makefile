@@ -41,7 +41,7 @@ CPPFLAGS += -D_FORTIFY_SOURCE=2
 CFLAGS   += -fstack-protector-strong -fstack-clash-protection -fcf-protection
 LDFLAGS  += -Wl,-z,relro,-z,now
 EXE_LDFLAGS := -pie
-$(BUILD)/bin/vhost-user-rdma: LDLIBS += -lseccomp
+$(BUILD)/bin/vhost-user-rdma: LDLIBS += -lseccomp -lxdp -lbpf
 
 ifeq ($(SANITIZE),1)
 CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined \
@@ -108,7 +108,7 @@ all: depcheck $(ALL_TARGETS)
 # One probe per package of scripts/deps.sh's build set, before any compiler
 # error about a missing header.
 DEP_PROBES := zlib.h:zlib1g-dev isa-l.h:libisal-dev pcap/pcap.h:libpcap-dev \
-	infiniband/verbs.h:libibverbs-dev
+	infiniband/verbs.h:libibverbs-dev xdp/xsk.h:libxdp-dev bpf/libbpf.h:libbpf-dev
 depcheck:
 	@missing=""; \
 	command -v $(CC) >/dev/null 2>&1 || missing="$$missing gcc"; \
@@ -211,7 +211,8 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=undefined -Wall -Wextra -Werror -Wno-unused-command-line-argument \
 	-Iinclude -Isrc -Itests -D_GNU_SOURCE -DVRDMA_FUZZING=1 -pthread
 FUZZ_TARGETS := $(patsubst fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRCS))
-FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(CORE_SRCS))
+# (the AF_XDP uplink needs libxdp, which only the daemon links)
+FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(filter-out src/port/afxdp.c,$(CORE_SRCS)))
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -166,8 +166,9 @@ static int global_key(struct mconf *c, const char *key, const char *val, unsigne
 	if (!strcmp(key, "uplink")) {
 		if (c->nuplinks == MCONF_MAX_UPLINKS)
 			return conf_err(err, errlen, line, "at most %d uplinks", MCONF_MAX_UPLINKS);
-		if (strncmp(val, "tap:", 4) && strncmp(val, "af_packet:", 10))
-			return conf_err(err, errlen, line, "uplink '%s': expected tap:NAME or af_packet:IFACE", val);
+		if (strncmp(val, "tap:", 4) && strncmp(val, "af_packet:", 10) && strncmp(val, "af_xdp:", 7))
+			return conf_err(err, errlen, line,
+					"uplink '%s': expected tap:NAME, af_packet:IFACE or af_xdp:IFACE", val);
 		return copy_val(c->uplinks[c->nuplinks++], sizeof(c->uplinks[0]), val, err, errlen,
 				line, key);
 	}

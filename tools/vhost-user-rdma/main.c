@@ -85,6 +85,7 @@ static void usage(FILE *f)
 "                         unless --config or --control is given)\n"
 "  --uplink tap:NAME      attach a TAP interface to the switch (repeatable)\n"
 "  --uplink af_packet:IF  attach a host interface through AF_PACKET (repeatable)\n"
+"  --uplink af_xdp:IF     attach a host interface through AF_XDP (repeatable)\n"
 "  --poll-us N            busy-poll for N microseconds after the last work\n"
 "                         before sleeping (default 0: pure interrupt mode)\n"
 "  --pcap FILE            capture every frame entering the switch\n"
@@ -172,8 +173,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 				fprintf(stderr, "vhost-user-rdma: at most %d uplinks\n", MAX_UPLINKS);
 				return -1;
 			}
-			if (strncmp(optarg, "tap:", 4) && strncmp(optarg, "af_packet:", 10)) {
-				fprintf(stderr, "vhost-user-rdma: --uplink '%s': expected tap:NAME or af_packet:IFACE\n",
+			if (strncmp(optarg, "tap:", 4) && strncmp(optarg, "af_packet:", 10) &&
+			    strncmp(optarg, "af_xdp:", 7)) {
+				fprintf(stderr, "vhost-user-rdma: --uplink '%s': expected tap:NAME, af_packet:IFACE or af_xdp:IFACE\n",
 					optarg);
 				return -1;
 			}
@@ -310,7 +312,7 @@ int main(int argc, char **argv)
 			    .cli_socket_mode = -1, .cli_socket_gid = (gid_t)-1 };
 	struct mconf *conf = NULL;
 	sigset_t mask;
-	bool wrote_pidfile = false;
+	bool wrote_pidfile = false, afxdp = false;
 	int rc = 1;
 
 	if (parse_args(argc, argv, &o) < 0)
@@ -436,7 +438,10 @@ int main(int argc, char **argv)
 
 		if (!strncmp(u, "tap:", 4))
 			p = tap_port_open(d.sw, d.loop, u + 4);
-		else
+		else if (!strncmp(u, "af_xdp:", 7)) {
+			p = afxdp_port_open(d.sw, d.loop, u + 7);
+			afxdp = true; /* its release needs more of the filter */
+		} else
 			p = afpacket_port_open(d.sw, d.loop, u + 10);
 		if (!p) {
 			fprintf(stderr, "vhost-user-rdma: --uplink %s: %s\n", u, strerror(errno));
@@ -457,7 +462,7 @@ int main(int argc, char **argv)
 		wrote_pidfile = true;
 	}
 	/* Everything that needs privilege is open: drop it for good. */
-	if (priv_drop(&o.priv) < 0 || (!o.priv.no_seccomp && sec_filter_install() < 0))
+	if (priv_drop(&o.priv) < 0 || (!o.priv.no_seccomp && sec_filter_install(afxdp) < 0))
 		goto out;
 	LOG_INFO("serving %u device(s), %u uplink(s), poll %u us", d.ndevs + d.nrdevs, d.nuplinks,
 		 o.poll_us);

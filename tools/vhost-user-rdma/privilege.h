@@ -30,6 +30,6 @@ int priv_drop(const struct priv_opts *o);
 
 /* Install the system-call filter (seccomp.c): only what the running daemon
  * does is allowed, anything else kills it. 0 or -1 (message printed). */
-int sec_filter_install(void);
+int sec_filter_install(bool afxdp);
 
 #endif /* VRDMA_TOOLS_PRIVILEGE_H */

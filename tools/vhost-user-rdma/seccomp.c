@@ -55,7 +55,24 @@ static const char *const sec_allowed[] = {
 #endif
 };
 
-int sec_filter_install(void)
+/* An AF_XDP uplink's release at exit (libxdp): it updates and queries the
+ * BPF objects it holds (bpf), looks for bpffs (statfs), takes its lock
+ * (flock) and, when still privileged, detaches the program over netlink. */
+static int sec_allow_afxdp(scmp_filter_ctx ctx)
+{
+	int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(bpf), 0);
+
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(statfs), 0);
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(flock), 0);
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+				      SCMP_A0(SCMP_CMP_EQ, AF_NETLINK));
+	return rc;
+}
+
+int sec_filter_install(bool afxdp)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
 	int rc;
@@ -83,6 +100,11 @@ int sec_filter_install(void)
 			      SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
 	if (rc < 0) {
 		fprintf(stderr, "vhost-user-rdma: seccomp: socket: %s\n", strerror(-rc));
+		seccomp_release(ctx);
+		return -1;
+	}
+	if (afxdp && (rc = sec_allow_afxdp(ctx)) < 0) {
+		fprintf(stderr, "vhost-user-rdma: seccomp: AF_XDP release: %s\n", strerror(-rc));
 		seccomp_release(ctx);
 		return -1;
 	}
