@@ -34,6 +34,7 @@
 # 100..BENCH_BW_MAX_ITERS), BENCH_BW_ITERS (-n with "all"), BENCH_LAT_SIZES,
 # BENCH_LAT_ITERS, BENCH_TCP_SEC, BENCH_LAT_SEC, BENCH_MEMCPY_SEC,
 # BENCH_DEV_OPTS (appended to each --device, e.g. ",mtu=9000"),
+# BENCH_SCHED (the daemon's --sched, e.g. "fifo:10"; default: not given),
 # BENCH_PERFTEST_ARGS (extra perftest arguments, e.g. "-e"),
 # BENCH_PAIR_TIMEOUT (seconds per perftest pair; 90), BENCH_REG_SIZES (MiB
 # per reg_mr_cost case, "64 256 1024"; --quick: "64 256"; "" skips it),
@@ -368,6 +369,7 @@ start_daemon() {
 	local args=(--device "socket=$sock0,mac=02:56:52:00:00:01,ip=10.77.0.1/24$BENCH_DEV_OPTS"
 		--device "socket=$sock1,mac=02:56:52:00:00:02,ip=10.77.0.2/24$BENCH_DEV_OPTS"
 		--poll-us "$p" --stats --pidfile "$d/pid")
+	[ -n "${BENCH_SCHED:-}" ] && args+=(--sched "$BENCH_SCHED")
 	cmd "build/bin/vhost-user-rdma ${args[*]} &"
 	"$bin/vhost-user-rdma" "${args[@]}" >"$out/logs/daemon.poll$p.log" 2>&1 &
 	daemon_pid=$!

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,33 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
+int mconf_parse_sched(const char *s, int *policy, int *prio)
+{
+	unsigned long v = MCONF_SCHED_PRIO;
+	const char *arg = NULL;
+	int pol;
+
+	if (!strcmp(s, "other")) {
+		*policy = SCHED_OTHER;
+		*prio = 0;
+		return 0;
+	}
+	if (!strncmp(s, "fifo", 4)) {
+		pol = SCHED_FIFO;
+		arg = s + 4;
+	} else if (!strncmp(s, "rr", 2)) {
+		pol = SCHED_RR;
+		arg = s + 2;
+	} else {
+		return -EINVAL;
+	}
+	if (*arg && (*arg != ':' || parse_uint(arg + 1, 99, &v) < 0 || v < 1))
+		return -EINVAL;
+	*policy = pol;
+	*prio = (int)v;
+	return 0;
+}
+
 static char *trim(char *s)
 {
 	char *e;
@@ -159,6 +187,11 @@ static int global_key(struct mconf *c, const char *key, const char *val, unsigne
 		c->poll_us = (int)v;
 		return 0;
 	}
+	if (!strcmp(key, "sched")) {
+		if (mconf_parse_sched(val, &c->sched_policy, &c->sched_prio) < 0)
+			return conf_err(err, errlen, line, "sched '%s': expected other, fifo[:1..99] or rr[:1..99]", val);
+		return 0;
+	}
 	if (!strcmp(key, "pcap"))
 		return copy_val(c->pcap, sizeof(c->pcap), val, err, errlen, line, key);
 	if (!strcmp(key, "fault"))
@@ -173,7 +206,7 @@ static int global_key(struct mconf *c, const char *key, const char *val, unsigne
 				line, key);
 	}
 	return conf_err(err, errlen, line, "unknown key '%s' in [global] (socket-dir, socket-mode, "
-			"socket-group, control, poll-us, pcap, fault, uplink)", key);
+			"socket-group, control, poll-us, sched, pcap, fault, uplink)", key);
 }
 
 /* SPEC = HEAD + ",KEY=VAL" (allow-ip: one ",allow-ip=X" per space-separated
@@ -301,6 +334,7 @@ int mconf_parse(const char *text, size_t len, struct mconf *c, char *err, size_t
 	memset(c, 0, sizeof(*c));
 	c->socket_mode = -1;
 	c->poll_us = -1;
+	c->sched_policy = -1;
 	strcpy(c->socket_dir, MCONF_SOCKET_DIR);
 	if (len > MCONF_FILE_MAX)
 		return conf_err(err, errlen, 0, "larger than %d bytes", MCONF_FILE_MAX);

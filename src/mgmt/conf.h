@@ -36,6 +36,8 @@ struct mconf {
 	char socket_group[MCONF_NAME_MAX]; /* "" not set; a name or a number */
 	char control[MCONF_PATH_MAX];      /* "" none */
 	int poll_us;                 /* -1: not set */
+	int sched_policy;            /* -1: not set; SCHED_OTHER, SCHED_FIFO or SCHED_RR */
+	int sched_prio;              /* 1..99 with FIFO and RR */
 	char pcap[256];
 	char fault[256];
 	char uplinks[MCONF_MAX_UPLINKS][64];
@@ -51,6 +53,10 @@ int mconf_parse(const char *text, size_t len, struct mconf *c, char *err, size_t
 int mconf_load(const char *path, struct mconf *c, char *err, size_t errlen);
 /* Parse a socket mode "0660" (octal, at most 0777). Returns 0 or -EINVAL. */
 int mconf_parse_mode(const char *s, int *mode);
+/* Parse a scheduling policy "other", "fifo[:PRIO]" or "rr[:PRIO]" (PRIO
+ * 1..99, default MCONF_SCHED_PRIO). Returns 0 or -EINVAL. */
+#define MCONF_SCHED_PRIO 10
+int mconf_parse_sched(const char *s, int *policy, int *prio);
 /* Whether s is a device name: 1..31 of [A-Za-z0-9_.-], not starting with '.'. */
 bool mconf_valid_name(const char *s);
 

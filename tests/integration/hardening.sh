@@ -204,6 +204,30 @@ else
 	skip user "not root or no nobody/nogroup: --user cannot be exercised"
 fi
 
+# --sched: a real-time policy for the daemon, refused without the privilege
+if start rt --sched fifo:7; then
+	pol=$(chrt -p "$PID" 2>&1 | tr '\n' ' ')
+	case $pol in
+	*SCHED_FIFO*"priority: 7"*) ok sched_fifo ;;
+	*) not_ok sched_fifo "$pol" ;;
+	esac
+	stop
+fi
+if [ "$(id -u)" -eq 0 ] && getent passwd nobody >/dev/null; then
+	mkdir -m 1777 "$T_TMP/rt" 2>/dev/null
+	setpriv --reuid nobody --regid "$(id -g nobody)" --clear-groups --inh-caps=-all \
+		--bounding-set=-all prlimit --rtprio=0 "$DAEMON" --sched rr:3 \
+		--device "socket=$T_TMP/rt/d.sock" >/dev/null 2>"$T_TMP/rt.err"
+	rc=$?
+	if [ $rc -eq 1 ] && grep -q "cannot set the rr policy.*CAP_SYS_NICE" "$T_TMP/rt.err"; then
+		ok sched_refused_unprivileged
+	else
+		not_ok sched_refused_unprivileged "exit $rc: $(cat "$T_TMP/rt.err")"
+	fi
+else
+	skip sched_refused_unprivileged "not root or no user nobody: cannot drop the privilege"
+fi
+
 if start noseccomp --no-seccomp; then
 	[ "$(status_field "$PID" Seccomp)" = 0 ] && ok seccomp_off || not_ok seccomp_off
 	stop
@@ -224,6 +248,9 @@ unknown_group --user nobody:no-such-group-$$
 mode_not_octal --socket-mode 0999
 mode_word --socket-mode rw
 unknown_socket_group --socket-group no-such-group-$$
+sched_word --sched deadline
+sched_prio_high --sched fifo:100
+sched_prio_zero --sched rr:0
 EOF
 
 # refused device options of this model: a clear error naming the key

@@ -4,10 +4,13 @@
  * defaults, errors with their line numbers), control requests (every
  * command, rejects) and the text/JSON key-value writer.
  */
+#include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
+#include "common/util.h"
 #include "mgmt/conf.h"
 #include "mgmt/ctl.h"
 #include "mgmt/kv.h"
@@ -31,6 +34,7 @@ static void conf_full(void)
 		"socket-mode = 0660\n"
 		"socket-group = rdma\n"
 		"poll-us = 50\n"
+		"sched = rr:20\n"
 		"uplink = tap:up0\r\n"
 		"\n"
 		"[device vrdma0]\n"
@@ -48,13 +52,15 @@ static void conf_full(void)
 	CHECK_EQ(conf.socket_mode, 0660);
 	CHECK(!strcmp(conf.socket_group, "rdma"));
 	CHECK_EQ(conf.poll_us, 50);
+	CHECK_EQ(conf.sched_policy, SCHED_RR);
+	CHECK_EQ(conf.sched_prio, 20);
 	CHECK_EQ(conf.nuplinks, 1);
 	CHECK(!strcmp(conf.uplinks[0], "tap:up0"));
 	REQUIRE(conf.ndevices == 3);
 	CHECK(!strcmp(conf.dev[0].name, "vrdma0"));
 	CHECK(!strcmp(conf.dev[0].socket, "/run/x/vrdma0.sock"));
 	CHECK(!strcmp(conf.dev[0].spec, "socket=/run/x/vrdma0.sock,ip=10.0.0.1/24,mtu=9000"));
-	CHECK_EQ(conf.dev[0].line, 10);
+	CHECK_EQ(conf.dev[0].line, 11);
 	CHECK(!strcmp(conf.dev[1].socket, "/tmp/b.sock"));
 	CHECK(!strcmp(conf.dev[1].spec, "socket=/tmp/b.sock"));
 	CHECK(!strcmp(conf.dev[2].spec, "socket=/run/x/c1.sock,qps=64,contexts=8"));
@@ -81,12 +87,38 @@ static void conf_device_keys(void)
 				      "mem=2G,state-mem=256M"));
 }
 
+static void sched_policies(void)
+{
+	static const struct {
+		const char *s;
+		int rc, policy, prio;
+	} cases[] = {
+		{ "other", 0, SCHED_OTHER, 0 },   { "fifo", 0, SCHED_FIFO, MCONF_SCHED_PRIO },
+		{ "fifo:1", 0, SCHED_FIFO, 1 },   { "rr:99", 0, SCHED_RR, 99 },
+		{ "fifo:0", -EINVAL, 0, 0 },      { "fifo:100", -EINVAL, 0, 0 },
+		{ "fifo:", -EINVAL, 0, 0 },       { "fifo:-1", -EINVAL, 0, 0 },
+		{ "fifo5", -EINVAL, 0, 0 },       { "rr:1x", -EINVAL, 0, 0 },
+		{ "", -EINVAL, 0, 0 },            { "idle", -EINVAL, 0, 0 },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		int policy = -1, prio = -1;
+
+		CHECK_EQ(mconf_parse_sched(cases[i].s, &policy, &prio), cases[i].rc);
+		if (cases[i].rc == 0) {
+			CHECK_EQ(policy, cases[i].policy);
+			CHECK_EQ(prio, cases[i].prio);
+		}
+	}
+}
+
 static void conf_defaults(void)
 {
 	REQUIRE(parse("[device a]\n") == 0);
 	CHECK(!strcmp(conf.socket_dir, MCONF_SOCKET_DIR));
 	CHECK_EQ(conf.socket_mode, -1);
 	CHECK_EQ(conf.poll_us, -1);
+	CHECK_EQ(conf.sched_policy, -1);
 	CHECK(!conf.control[0]);
 	CHECK(!strcmp(conf.dev[0].socket, MCONF_SOCKET_DIR "/a.sock"));
 	REQUIRE(parse("") == 0);
@@ -114,6 +146,8 @@ static void conf_errors(void)
 		{ "[global]\nsocket-mode = -1\n", "line 2: socket-mode" },
 		{ "[global]\nsocket-dir = rel\n", "line 2: socket-dir" },
 		{ "[global]\npoll-us = 1000001\n", "line 2: poll-us" },
+		{ "[global]\nsched = fifo:0\n", "line 2: sched 'fifo:0'" },
+		{ "[global]\nsched = deadline\n", "line 2: sched 'deadline'" },
 		{ "[global]\nuplink = eth0\n", "line 2: uplink" },
 		{ "[global]\nbogus = 1\n", "line 2: unknown key 'bogus' in [global]" },
 		{ "[device a]\n[global]\n", "line 2: [global] must come before" },
@@ -262,6 +296,7 @@ int main(void)
 	TEST_PROGRAM("test_mgmt");
 	RUN(conf_full);
 	RUN(conf_defaults);
+	RUN(sched_policies);
 	RUN(conf_device_keys);
 	RUN(conf_errors);
 	RUN(conf_load_missing);

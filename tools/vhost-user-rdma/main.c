@@ -88,6 +88,9 @@ static void usage(FILE *f)
 "  --uplink af_xdp:IF     attach a host interface through AF_XDP (repeatable)\n"
 "  --poll-us N            busy-poll for N microseconds after the last work\n"
 "                         before sleeping (default 0: pure interrupt mode)\n"
+"  --sched POLICY         scheduling policy of the daemon: other (default),\n"
+"                         fifo[:PRIO] or rr[:PRIO] (real time, PRIO 1..99,\n"
+"                         default 10): wakes ahead of busy-polling programs\n"
 "  --pcap FILE            capture every frame entering the switch\n"
 "  --fault SPEC           inject faults: drop=P,dup=P,reorder=P,corrupt=P,seed=N\n"
 "                         [,hold=US][,port=NAME]\n"
@@ -139,6 +142,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "device", required_argument, NULL, 'd' },
 		{ "uplink", required_argument, NULL, 'u' },
 		{ "poll-us", required_argument, NULL, 'p' },
+		{ "sched", required_argument, NULL, 'R' },
 		{ "pcap", required_argument, NULL, 'c' },
 		{ "fault", required_argument, NULL, 'f' },
 		{ "pidfile", required_argument, NULL, 'P' },
@@ -189,6 +193,13 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return -1;
 			}
 			o->poll_us = (unsigned)v;
+			break;
+		case 'R':
+			if (mconf_parse_sched(optarg, &o->priv.sched_policy, &o->priv.sched_prio) < 0) {
+				fprintf(stderr, "vhost-user-rdma: --sched '%s': expected other, fifo[:1..99] or rr[:1..99]\n",
+					optarg);
+				return -1;
+			}
 			break;
 		case 'c':
 			o->pcap = optarg;
@@ -307,7 +318,7 @@ static void raise_fd_limit(void)
 
 int main(int argc, char **argv)
 {
-	struct options o = { 0 };
+	struct options o = { .priv.sched_policy = -1 };
 	struct daemon d = { .sigfd = -1, .socket_mode = -1, .socket_gid = (gid_t)-1,
 			    .cli_socket_mode = -1, .cli_socket_gid = (gid_t)-1 };
 	struct mconf *conf = NULL;
@@ -336,6 +347,10 @@ int main(int argc, char **argv)
 		snprintf(d.socket_dir, sizeof(d.socket_dir), "%s", conf->socket_dir);
 		if (!o.poll_us && conf->poll_us >= 0)
 			o.poll_us = (unsigned)conf->poll_us;
+		if (o.priv.sched_policy < 0 && conf->sched_policy >= 0) {
+			o.priv.sched_policy = conf->sched_policy;
+			o.priv.sched_prio = conf->sched_prio;
+		}
 		if (!o.pcap && conf->pcap[0])
 			o.pcap = conf->pcap;
 		if (!o.fault && conf->fault[0])
@@ -462,7 +477,7 @@ int main(int argc, char **argv)
 		wrote_pidfile = true;
 	}
 	/* Everything that needs privilege is open: drop it for good. */
-	if (priv_drop(&o.priv) < 0 || (!o.priv.no_seccomp && sec_filter_install(afxdp) < 0))
+	if (priv_sched_apply(&o.priv) < 0 || priv_drop(&o.priv) < 0 || (!o.priv.no_seccomp && sec_filter_install(afxdp) < 0))
 		goto out;
 	LOG_INFO("serving %u device(s), %u uplink(s), poll %u us", d.ndevs + d.nrdevs, d.nuplinks,
 		 o.poll_us);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,23 @@ int priv_parse_socket_group(struct priv_opts *o, const char *spec)
 	if (lookup_group(spec, &o->socket_gid) < 0)
 		return -1;
 	o->socket_group_set = true;
+	return 0;
+}
+
+int priv_sched_apply(const struct priv_opts *o)
+{
+	struct sched_param sp = { .sched_priority = o->sched_prio };
+
+	if (o->sched_policy < 0)
+		return 0;
+	/* Reset on fork: nothing the daemon might start inherits the policy. */
+	if (sched_setscheduler(0, o->sched_policy | SCHED_RESET_ON_FORK, &sp) < 0) {
+		fprintf(stderr, "vhost-user-rdma: --sched: cannot set the %s policy (priority %d): %s%s\n",
+			o->sched_policy == SCHED_FIFO ? "fifo" : o->sched_policy == SCHED_RR ? "rr" : "other",
+			o->sched_prio, strerror(errno),
+			errno == EPERM ? " (needs CAP_SYS_NICE or an RLIMIT_RTPRIO of at least the priority)" : "");
+		return -1;
+	}
 	return 0;
 }
 
