@@ -30,7 +30,7 @@ rounds=${2:-3}
 only=${4:-}
 [ "${3:-}" = --only ] || only=
 sizes=${UPLINK_SIZES:-60 1514}
-kinds=${UPLINK_KINDS:-af_xdp af_packet}
+kinds=${UPLINK_KINDS:-af_xdp/generic af_xdp af_packet}
 raws=${UPLINK_RAW:-generic native packet}
 roce_sec=${UPLINK_ROCE_SEC:-5}
 dopts=${UPLINK_DAEMON_OPTS:-}
@@ -116,21 +116,24 @@ daemons() {
 	return 1
 }
 daemons_try() {
-	local k=$1
+	local k=${1%%/*} mode= tag=${1//\//-}
+	[ "$1" = "$k" ] || mode=${1#*/}
 	rm -f "$tmp/da.pid" "$tmp/db.pid" "$tmp/a.sock" "$tmp/b.sock"
 	xdp_off
-	ip netns exec "$na" "$bin/vhost-user-rdma" -q --stats --pidfile "$tmp/da.pid" $dopts \
+	ip netns exec "$na" env VRDMA_XDP_MODE="$mode" "$bin/vhost-user-rdma" -q --stats \
+		--pidfile "$tmp/da.pid" $dopts \
 		--device "socket=$tmp/a.sock,mac=$mac_a,ip=10.79.0.1/24" --uplink "$k:$ia" \
-		>"$tmp/da.$k.log" 2>&1 </dev/null &
+		>"$tmp/da.$tag.log" 2>&1 </dev/null &
 	da=$!
-	ip netns exec "$nb" "$bin/vhost-user-rdma" -q --stats --pidfile "$tmp/db.pid" $dopts \
+	ip netns exec "$nb" env VRDMA_XDP_MODE="$mode" "$bin/vhost-user-rdma" -q --stats \
+		--pidfile "$tmp/db.pid" $dopts \
 		--device "socket=$tmp/b.sock,mac=$mac_b,ip=10.79.0.2/24" --uplink "$k:$ib" \
-		>"$tmp/db.$k.log" 2>&1 </dev/null &
+		>"$tmp/db.$tag.log" 2>&1 </dev/null &
 	db=$!
 	pids+=($da $db)
 	wait_file "$tmp/da.pid" $da && wait_file "$tmp/db.pid" $db && return 0
 	echo "uplink: $k daemons did not start:" >&2
-	tail -n 5 "$tmp/da.$k.log" "$tmp/db.$k.log" >&2
+	tail -n 5 "$tmp/da.$tag.log" "$tmp/db.$tag.log" >&2
 	undaemons
 	return 1
 }
@@ -161,23 +164,28 @@ if [ -z "$only" ] || [ "$only" = frames ]; then
 	for ((r = 0; r < rounds; r++)); do
 		for m in $raws; do
 			for s in $sizes; do
-				xdp_off
-				set -- $(xfer "raw-$m-$s-$r" ip netns exec "$nb" "$raw" rx -i "$ib" -m "$m" -- \
-					ip netns exec "$na" "$raw" tx -i "$ia" -m "$m" -s "$s")
-				res["raw_$m $s"]+="$1 "
+				for t in 1 2 3 4 5; do
+					# (a bind just after the previous socket closed may be refused)
+					xdp_off
+					set -- $(xfer "raw-$m-$s-$r" ip netns exec "$nb" "$raw" rx -i "$ib" -m "$m" -- \
+						ip netns exec "$na" "$raw" tx -i "$ia" -m "$m" -s "$s")
+					[ "$1" != 0 ] && break
+					sleep 1
+				done
+				[ "$1" = 0 ] || res["raw_$m $s"]+="$1 "
 				echo "round $r raw $m $s B: rx $1 fps (tx $2 fps, received $3 of $n)"
 			done
 		done
 		for k in $kinds; do
 			daemons "$k" || continue
 			for s in $sizes; do
-				set -- $(xfer "vrdma-$k-$s-$r" "$frames" rx --socket "$tmp/b.sock" -- \
+				set -- $(xfer "vrdma-${k//\//-}-$s-$r" "$frames" rx --socket "$tmp/b.sock" -- \
 					"$frames" tx --socket "$tmp/a.sock" --dst "$mac_b" -s "$s")
-				res["vrdma_$k $s"]+="$1 "
+				[ "$1" = 0 ] || res["vrdma_$k $s"]+="$1 "
 				echo "round $r vrdma $k $s B: rx $1 fps (tx $2 fps, received $3 of $n)"
 			done
-			[ "$k" = af_xdp ] && [ "$r" = 0 ] &&
-				echo "daemon XDP mode: $(ip -n "$nb" -d link show dev "$ib" | grep -o 'prog/xdp[a-z]*' | head -n 1)"
+			[ "${k%%/*}" = af_xdp ] && [ "$r" = 0 ] &&
+				echo "daemon $k: $(ip -n "$nb" -d link show dev "$ib" | grep -o 'xdp[a-z]*/id' | head -n 1)"
 			undaemons
 		done
 	done
@@ -189,7 +197,11 @@ if [ -z "$only" ] || [ "$only" = frames ]; then
 			echo "| raw AF_XDP/AF_PACKET $m | $s | $(med "${res["raw_$m $s"]:-}") | |"
 		done
 		for k in $kinds; do
-			case $k in af_xdp) ref=raw_generic; rn="raw generic" ;; *) ref=raw_packet; rn="raw packet" ;; esac
+			case $k in
+			af_xdp/generic) ref=raw_generic; rn="raw generic" ;;
+			af_xdp*) ref=raw_native; rn="raw native" ;;
+			*) ref=raw_packet; rn="raw packet" ;;
+			esac
 			v=$(med "${res["vrdma_$k $s"]:-}")
 			rv=$(med "${res["$ref $s"]:-}")
 			echo "| vrdma --uplink $k | $s | $v | $(awk -v a="$v" -v b="$rv" -v n="$rn" 'BEGIN {
@@ -209,7 +221,7 @@ if [ -z "$only" ] || [ "$only" = roce ]; then
 		for t in ib_write_bw ib_send_bw; do
 			for s in 65536 64; do
 				port=$((port + 1))
-				log=$tmp/$k.$t.$s
+				log=$tmp/${k//\//-}.$t.$s
 				timeout 90 "$bin/vrdma-run" --socket "$tmp/b.sock" -- $t -x 1 -F -s $s -D "$roce_sec" -p $port \
 					>"$log.srv" 2>&1 &
 				sp=$!

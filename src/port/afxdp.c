@@ -26,6 +26,9 @@
  * CAP_NET_ADMIN left after --user) and the next start on that interface is
  * refused until `ip link set dev IF xdp off` removes it. Needs CAP_NET_ADMIN
  * and CAP_BPF (or root) to open.
+ *
+ * VRDMA_XDP_MODE=generic or native in the environment forces that mode (no
+ * fallback): bench/uplink.sh compares the modes on one interface.
  */
 #include "port/port.h"
 
@@ -339,6 +342,8 @@ struct port *afxdp_port_open(struct sw *s, struct loop *loop, const char *ifname
 		.bind_flags = XDP_COPY,
 	};
 	struct axp_port *a;
+	const char *mode;
+	bool native;
 	uint32_t idx;
 	int err;
 
@@ -376,8 +381,16 @@ struct port *afxdp_port_open(struct sw *s, struct loop *loop, const char *ifname
 	 * generic mode explicitly. Each attempt gets a UMEM of its own (a
 	 * failed one leaves its socket bound until the kernel releases it,
 	 * asynchronously: a bind meanwhile gets EBUSY, retried a while). */
-	for (int attempt = 0; attempt < 2 + AXP_BUSY_RETRIES; attempt++) {
-		scfg.xdp_flags = attempt ? XDP_FLAGS_SKB_MODE : 0;
+	mode = getenv("VRDMA_XDP_MODE");
+	if (mode && *mode && strcmp(mode, "generic") && strcmp(mode, "native")) {
+		err = EINVAL;
+		LOG_ERR("afxdp %s: VRDMA_XDP_MODE=%s: expected generic or native", ifname, mode);
+		goto fail;
+	}
+	native = mode && !strcmp(mode, "native");
+	for (int attempt = mode && !strcmp(mode, "generic"); attempt < 2 + AXP_BUSY_RETRIES;
+	     attempt++) {
+		scfg.xdp_flags = native ? XDP_FLAGS_DRV_MODE : attempt ? XDP_FLAGS_SKB_MODE : 0;
 		err = -xsk_umem__create(&a->umem, a->area, (uint64_t)AXP_NFRAMES * AXP_CHUNK,
 					&a->fill, &a->comp, &ucfg);
 		if (err) {
@@ -394,7 +407,7 @@ struct port *afxdp_port_open(struct sw *s, struct loop *loop, const char *ifname
 		a->umem = NULL;
 		LOG_DEBUG("afxdp %s: %s XDP: %s", ifname, attempt ? "generic" : "default",
 			  strerror(err));
-		if (err == EPERM || err == EACCES || err == ENODEV ||
+		if (native || err == EPERM || err == EACCES || err == ENODEV ||
 		    (attempt == 0 && err == EBUSY) || (attempt > 0 && err != EBUSY))
 			break; /* retrying would not change it */
 		if (attempt > 0)
