@@ -1,45 +1,50 @@
 #!/usr/bin/env bash
-# Uplink frame rate against the raw sockets, ratios from one run.
+# Uplink frame rate against the raw sockets on the same veth, ratios from one
+# run.
 #
-#   ns A: [tx] -- ua ==veth== ub -- [rx] :ns B
+#   ns A: [sender] -- XA ==veth== XB -- [receiver] :ns B
 #
-# Raw references (bench/afxdp_raw.c): an AF_XDP socket (copy mode) on ua
-# sends N frames of SIZE bytes as fast as it can, one on ub counts them;
+# One veth pair for the raw references and one per uplink kind, all between
+# the same two namespaces; the daemons stay up, so raw and vrdma runs of one
+# size follow each other directly.
+#
+# Raw references (bench/afxdp_raw.c): an AF_XDP socket (copy mode) on XA
+# sends N frames of SIZE bytes as fast as it can, one on XB counts them;
 # generic XDP, native XDP (veth has it), and AF_PACKET (sendmmsg/recvmmsg).
-# vrdma: two daemons, one per namespace, each with --uplink af_xdp:IF (then
-# af_packet:IF); bench/uplink_frames.c pushes the same N frames through
-# device A's virtio-net transmit queue (vrdma_net_send_burst) and counts
-# them on device B's receive queue. Frames received per second (first to
-# last frame) are compared: vrdma / raw AF_XDP generic for the AF_XDP uplink
-# (goal >= 0.8), vrdma / raw AF_PACKET for the AF_PACKET uplink. ROUNDS
-# alternating rounds, medians compared. Then RoCE over each uplink:
-# ib_write_bw and ib_send_bw -x 1 -F at 64 KiB and 64 B between the two
-# daemons' devices (the verbs programs run in our namespace: the daemons'
-# sockets are files, perftest's side channel is 127.0.0.1).
+# vrdma: two daemons per kind, one per namespace, each with --uplink
+# af_xdp:IF (VRDMA_XDP_MODE=generic, then native) or af_packet:IF;
+# bench/uplink_frames.c pushes the same N frames through device A's
+# virtio-net transmit queue (vrdma_net_send_burst) and counts them on device
+# B's receive queue. Metric: frames received per second, first to last frame.
+# Each round runs every case once, per size raw then vrdma; reported: the
+# medians over ROUNDS rounds and the median of the per-round ratios
+# vrdma / raw of the same mode (goal >= 0.8 for AF_XDP generic).
+# Then RoCE over each uplink: ib_write_bw and ib_send_bw -x 1 -F at 64 KiB
+# and 64 B between the two daemons' devices (the verbs programs run in our
+# namespace: the daemons' sockets are files, perftest's side channel is
+# 127.0.0.1), with the sending daemon's retransmits.
 #
-# usage: bench/uplink.sh [N] [ROUNDS] [--only frames|roce]
-# environment: UPLINK_SIZES ("60 1514"), UPLINK_KINDS ("af_xdp af_packet"),
-# UPLINK_RAW ("generic native packet"), UPLINK_ROCE_SEC (5),
-# UPLINK_DAEMON_OPTS (extra daemon options, e.g. "--poll-us 50").
+# usage: bench/uplink.sh [N] [ROUNDS] [--only frames|roce]   (300000, 5)
+# environment: UPLINK_SIZES ("60 1514"),
+# UPLINK_KINDS ("af_xdp/generic af_xdp/native af_packet"),
+# UPLINK_ROCE_SEC (5), UPLINK_DAEMON_OPTS (extra daemon options, e.g.
+# "--poll-us 50").
 # Needs root, libxdp-dev/libbpf-dev, perftest (scripts/deps.sh test), a build.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$top/build/bin
-n=${1:-500000}
-rounds=${2:-3}
+n=${1:-300000}
+rounds=${2:-5}
 only=${4:-}
 [ "${3:-}" = --only ] || only=
 sizes=${UPLINK_SIZES:-60 1514}
-kinds=${UPLINK_KINDS:-af_xdp/generic af_xdp af_packet}
-raws=${UPLINK_RAW:-generic native packet}
+kinds=(${UPLINK_KINDS:-af_xdp/generic af_xdp/native af_packet})
 roce_sec=${UPLINK_ROCE_SEC:-5}
 dopts=${UPLINK_DAEMON_OPTS:-}
 [ "$(id -u)" = 0 ] || { echo "uplink: needs root (namespaces, XDP)" >&2; exit 1; }
 tmp=$(mktemp -d /tmp/vrdma-uplink.XXXXXX)
 na=vrdma-$$-ua
 nb=vrdma-$$-ub
-ia=ua$$
-ib=ub$$
 mac_a=02:00:00:00:3a:01
 mac_b=02:00:00:00:3b:01
 pids=()
@@ -61,13 +66,19 @@ gcc -std=gnu11 -O2 -Wall -D_GNU_SOURCE -I"$top/include" "$top/bench/uplink_frame
 	-L"$top/build/lib" -lvrdma -Wl,-rpath,"$top/build/lib" -o "$frames" ||
 	{ echo "uplink: uplink_frames did not build (make first)" >&2; exit 1; }
 
-ip netns add "$na" && ip netns add "$nb" &&
-ip link add "$ia" mtu 1500 netns "$na" type veth peer name "$ib" mtu 1500 netns "$nb" || exit 1
-for x in "$na $ia" "$nb $ib"; do
-	set -- $x
-	ip netns exec "$1" sh -c "echo 1 > /proc/sys/net/ipv6/conf/$2/disable_ipv6"
-	ip -n "$1" link set lo up
-	ip -n "$1" link set "$2" up
+# Pair names: raw ur$$a/ur$$b, kind i u$i$$a/u$i$$b.
+ifa() { echo "u$1$$a"; }
+ifb() { echo "u$1$$b"; }
+ip netns add "$na" && ip netns add "$nb" || exit 1
+ip -n "$na" link set lo up
+ip -n "$nb" link set lo up
+for p in r $(seq 0 $((${#kinds[@]} - 1))); do
+	a=$(ifa "$p") b=$(ifb "$p")
+	ip link add "$a" mtu 1500 netns "$na" type veth peer name "$b" mtu 1500 netns "$nb" || exit 1
+	ip netns exec "$na" sh -c "echo 1 > /proc/sys/net/ipv6/conf/$a/disable_ipv6"
+	ip netns exec "$nb" sh -c "echo 1 > /proc/sys/net/ipv6/conf/$b/disable_ipv6"
+	ip -n "$na" link set "$a" up
+	ip -n "$nb" link set "$b" up
 done
 
 # wait_file FILE PID: until FILE exists (false if PID died or 30 s passed).
@@ -84,7 +95,7 @@ wait_file() {
 key() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
 
 # xfer NAME RXCMD... -- TXCMD...: receiver first (its -r READY), then the
-# sender; prints "rx_fps tx_fps rx_frames".
+# sender; prints "rx_fps tx_fps rx_frames" ("0 0 0" if the receiver failed).
 xfer() {
 	local name=$1 rxc=() txc=() rp
 	shift
@@ -96,6 +107,7 @@ xfer() {
 	rp=$!
 	if ! wait_file "$tmp/ready" $rp; then
 		echo "uplink: $name: receiver did not start: $(tr '\n' ' ' <"$tmp/$name.rx")" >&2
+		wait $rp
 		echo "0 0 0"
 		return
 	fi
@@ -104,51 +116,58 @@ xfer() {
 	echo "$(key "$tmp/$name.rx" rx_fps) $(key "$tmp/$name.tx" tx_fps) $(key "$tmp/$name.rx" rx_frames)"
 }
 
-# daemons KIND: one daemon per namespace with --uplink KIND:IF (a few
-# tries: the kernel releases the previous XDP socket of the interface
-# asynchronously, and a bind meanwhile is refused).
-daemons() {
-	local t
+# raw_xfer MODE SIZE NAME: one raw run on the raw pair (a bind just after
+# the previous socket of the interface closed may be refused: retried).
+raw_xfer() {
+	local t out
 	for t in 1 2 3 4 5; do
-		daemons_try "$1" && return 0
+		for x in xdpgeneric xdpdrv; do
+			ip -n "$na" link set dev "$(ifa r)" $x off 2>/dev/null
+			ip -n "$nb" link set dev "$(ifb r)" $x off 2>/dev/null
+		done
+		out=$(xfer "$3" ip netns exec "$nb" "$raw" rx -i "$(ifb r)" -m "$1" -- \
+			ip netns exec "$na" "$raw" tx -i "$(ifa r)" -m "$1" -s "$2")
+		[ "${out%% *}" != 0 ] && break
 		sleep 1
 	done
-	return 1
+	echo "$out"
 }
-daemons_try() {
-	local k=${1%%/*} mode= tag=${1//\//-}
-	[ "$1" = "$k" ] || mode=${1#*/}
-	rm -f "$tmp/da.pid" "$tmp/db.pid" "$tmp/a.sock" "$tmp/b.sock"
-	xdp_off
-	ip netns exec "$na" env VRDMA_XDP_MODE="$mode" "$bin/vhost-user-rdma" -q --stats \
-		--pidfile "$tmp/da.pid" $dopts \
-		--device "socket=$tmp/a.sock,mac=$mac_a,ip=10.79.0.1/24" --uplink "$k:$ia" \
-		>"$tmp/da.$tag.log" 2>&1 </dev/null &
-	da=$!
-	ip netns exec "$nb" env VRDMA_XDP_MODE="$mode" "$bin/vhost-user-rdma" -q --stats \
-		--pidfile "$tmp/db.pid" $dopts \
-		--device "socket=$tmp/b.sock,mac=$mac_b,ip=10.79.0.2/24" --uplink "$k:$ib" \
-		>"$tmp/db.$tag.log" 2>&1 </dev/null &
-	db=$!
-	pids+=($da $db)
-	wait_file "$tmp/da.pid" $da && wait_file "$tmp/db.pid" $db && return 0
-	echo "uplink: $k daemons did not start:" >&2
-	tail -n 5 "$tmp/da.$tag.log" "$tmp/db.$tag.log" >&2
-	undaemons
-	return 1
-}
-undaemons() {
-	kill -TERM $da $db 2>/dev/null
-	wait $da $db 2>/dev/null
-}
-# xdp_off: no XDP program left on either end (a process that could not
-# detach its program leaves it behind).
-xdp_off() {
-	local m
-	for m in xdpgeneric xdpdrv; do
-		ip -n "$na" link set dev "$ia" $m off 2>/dev/null
-		ip -n "$nb" link set dev "$ib" $m off 2>/dev/null
+
+# start_daemons I: the two daemons of kind I (sockets a$I.sock, b$I.sock).
+declare -A dpid=()
+start_daemons() {
+	local i=$1 k=${kinds[$1]%%/*} mode= x
+	[ "${kinds[$i]}" = "$k" ] || mode=${kinds[$i]#*/}
+	for x in a b; do
+		local ns=$na ifn mac=$mac_a ip=10.79.0.1/24
+		[ $x = b ] && { ns=$nb; mac=$mac_b; ip=10.79.0.2/24; }
+		ifn=$(if$x "$i")
+		rm -f "$tmp/d$x$i.pid"
+		ip netns exec "$ns" env VRDMA_XDP_MODE="$mode" "$bin/vhost-user-rdma" -q --stats \
+			--pidfile "$tmp/d$x$i.pid" $dopts --device "socket=$tmp/$x$i.sock,mac=$mac,ip=$ip" \
+			--uplink "$k:$ifn" >"$tmp/d$x$i.log" 2>&1 </dev/null &
+		dpid[$x$i]=$!
+		pids+=($!)
+		wait_file "$tmp/d$x$i.pid" $! || {
+			echo "uplink: daemon $x for ${kinds[$i]} did not start:" >&2
+			tail -n 5 "$tmp/d$x$i.log" >&2
+			return 1
+		}
 	done
+}
+
+# retx X I: retransmits daemon X of kind I counted so far (SIGUSR1 dump).
+retx() {
+	local l=$tmp/d$1$2.log n0 n
+	n0=$(grep -c '^faults' "$l")
+	kill -USR1 "${dpid[$1$2]}" 2>/dev/null || { echo 0; return; }
+	for _ in $(seq 50); do
+		n=$(grep -c '^faults' "$l")
+		[ "$n" -gt "$n0" ] && break
+		sleep 0.1
+	done
+	awk '/^device / { r = 0 } { for (i = 1; i < NF; i++) if ($i == "retransmits") r += $(i + 1) }
+	     END { print r + 0 }' "$l"
 }
 
 # med "V1 V2 ...": the median.
@@ -158,54 +177,52 @@ med() {
 		      else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-declare -A res=()   # "case size" -> rx_fps values of every round
+up=()
+for i in "${!kinds[@]}"; do
+	start_daemons "$i" && up+=("$i")
+	case ${kinds[$i]} in
+	af_xdp*) echo "daemons ${kinds[$i]}: $(ip -n "$nb" link show dev "$(ifb "$i")" | grep -o ' xdp[a-z]* ' | head -n 1)" ;;
+	esac
+done
+
+declare -A res=() ratio=()   # "case size" -> values of every round
 echo "uplink: $n frames per run, $rounds rounds, sizes $sizes, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -z "$only" ] || [ "$only" = frames ]; then
 	for ((r = 0; r < rounds; r++)); do
-		for m in $raws; do
-			for s in $sizes; do
-				for t in 1 2 3 4 5; do
-					# (a bind just after the previous socket closed may be refused)
-					xdp_off
-					set -- $(xfer "raw-$m-$s-$r" ip netns exec "$nb" "$raw" rx -i "$ib" -m "$m" -- \
-						ip netns exec "$na" "$raw" tx -i "$ia" -m "$m" -s "$s")
-					[ "$1" != 0 ] && break
-					sleep 1
-				done
-				[ "$1" = 0 ] || res["raw_$m $s"]+="$1 "
-				echo "round $r raw $m $s B: rx $1 fps (tx $2 fps, received $3 of $n)"
+		for s in $sizes; do
+			for i in "${up[@]}"; do
+				k=${kinds[$i]}
+				case $k in
+				af_xdp/native) m=native ;;
+				af_xdp*) m=generic ;;
+				*) m=packet ;;
+				esac
+				set -- $(raw_xfer "$m" "$s" "raw-$m-$s-$r")
+				rv=$1
+				[ "$1" = 0 ] || res["raw $m $s"]+="$1 "
+				echo "round $r $s B raw $m: rx $1 fps (tx $2 fps, received $3 of $n)"
+				set -- $(xfer "vrdma-$i-$s-$r" "$frames" rx --socket "$tmp/b$i.sock" -- \
+					"$frames" tx --socket "$tmp/a$i.sock" --dst "$mac_b" -s "$s")
+				[ "$1" = 0 ] || res["vrdma $k $s"]+="$1 "
+				[ "$1" = 0 ] || [ "$rv" = 0 ] || ratio["$k $s"]+="$(awk -v a="$1" -v b="$rv" 'BEGIN { printf "%.3f", a / b }') "
+				echo "round $r $s B vrdma $k: rx $1 fps (tx $2 fps, received $3 of $n)"
 			done
-		done
-		for k in $kinds; do
-			daemons "$k" || continue
-			for s in $sizes; do
-				set -- $(xfer "vrdma-${k//\//-}-$s-$r" "$frames" rx --socket "$tmp/b.sock" -- \
-					"$frames" tx --socket "$tmp/a.sock" --dst "$mac_b" -s "$s")
-				[ "$1" = 0 ] || res["vrdma_$k $s"]+="$1 "
-				echo "round $r vrdma $k $s B: rx $1 fps (tx $2 fps, received $3 of $n)"
-			done
-			[ "${k%%/*}" = af_xdp ] && [ "$r" = 0 ] &&
-				echo "daemon $k: $(ip -n "$nb" -d link show dev "$ib" | grep -o 'xdp[a-z]*/id' | head -n 1)"
-			undaemons
 		done
 	done
 	echo
-	echo "| frames | size | median rx frames/s | ratio |"
-	echo "|---|---|---|---|"
+	echo "| size | case | median rx frames/s | reference | median of per-round ratios |"
+	echo "|---|---|---|---|---|"
 	for s in $sizes; do
-		for m in $raws; do
-			echo "| raw AF_XDP/AF_PACKET $m | $s | $(med "${res["raw_$m $s"]:-}") | |"
-		done
-		for k in $kinds; do
+		for i in "${up[@]}"; do
+			k=${kinds[$i]}
 			case $k in
-			af_xdp/generic) ref=raw_generic; rn="raw generic" ;;
-			af_xdp*) ref=raw_native; rn="raw native" ;;
-			*) ref=raw_packet; rn="raw packet" ;;
+			af_xdp/native) m=native ;;
+			af_xdp*) m=generic ;;
+			*) m=packet ;;
 			esac
-			v=$(med "${res["vrdma_$k $s"]:-}")
-			rv=$(med "${res["$ref $s"]:-}")
-			echo "| vrdma --uplink $k | $s | $v | $(awk -v a="$v" -v b="$rv" -v n="$rn" 'BEGIN {
-				if (b > 0) printf "%.2f x %s", a / b, n; else print "-" }') |"
+			echo "| $s | raw $m | $(med "${res["raw $m $s"]:-}") | | |"
+			echo "| $s | vrdma --uplink $k | $(med "${res["vrdma $k $s"]:-}") | raw $m |" \
+				"$(med "${ratio["$k $s"]:-}") (rounds: ${ratio["$k $s"]:-none}) |"
 		done
 	done
 fi
@@ -214,28 +231,32 @@ if [ -z "$only" ] || [ "$only" = roce ]; then
 	command -v ib_write_bw >/dev/null || { echo "uplink: ib_write_bw missing (perftest)" >&2; exit 1; }
 	port=$((20000 + RANDOM % 20000))
 	echo
-	echo "| RoCE over the uplink | size | MB/s | Mmsg/s |"
-	echo "|---|---|---|---|"
-	for k in $kinds; do
-		daemons "$k" || continue
+	echo "| RoCE over the uplink | size | MB/s | Mmsg/s | retransmits (A) |"
+	echo "|---|---|---|---|---|"
+	for i in "${up[@]}"; do
+		k=${kinds[$i]}
 		for t in ib_write_bw ib_send_bw; do
 			for s in 65536 64; do
 				port=$((port + 1))
-				log=$tmp/${k//\//-}.$t.$s
-				timeout 90 "$bin/vrdma-run" --socket "$tmp/b.sock" -- $t -x 1 -F -s $s -D "$roce_sec" -p $port \
-					>"$log.srv" 2>&1 &
+				log=$tmp/roce-$i.$t.$s
+				r0=$(retx a "$i")
+				timeout 90 "$bin/vrdma-run" --socket "$tmp/b$i.sock" -- $t -x 1 -F -s $s -D "$roce_sec" \
+					-p $port >"$log.srv" 2>&1 &
 				sp=$!
-				for ((i = 0; i < 600; i++)); do
+				for ((w = 0; w < 600; w++)); do
 					ss -ltn 2>/dev/null | grep -q ":$port " && break
 					sleep 0.05
 				done
-				timeout 90 "$bin/vrdma-run" --socket "$tmp/a.sock" -- $t -x 1 -F -s $s -D "$roce_sec" -p $port \
-					127.0.0.1 >"$log" 2>&1
+				timeout 90 "$bin/vrdma-run" --socket "$tmp/a$i.sock" -- $t -x 1 -F -s $s -D "$roce_sec" \
+					-p $port 127.0.0.1 >"$log" 2>&1
 				wait $sp
-				echo "| $k $t | $s | $(awk -v s=$s '$1 == s && NF >= 5 { print $4 " | " $5 }' "$log" | tail -n 1) |"
+				r1=$(retx a "$i")
+				echo "| $k $t | $s | $(awk -v s=$s '$1 == s && NF >= 5 { print $4 " | " $5 }' "$log" |
+					tail -n 1) | $((r1 - r0)) |"
 			done
 		done
-		undaemons
 	done
-	echo "(perftest: server on device B, client on device A: $bin/vrdma-run --socket SOCK -- ib_X_bw -x 1 -F -s SIZE -D $roce_sec)"
+	echo "(perftest: server on device B, client on device A:" \
+		"vrdma-run --socket SOCK -- ib_X_bw -x 1 -F -s SIZE -D $roce_sec [-p PORT 127.0.0.1])"
 fi
+echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
