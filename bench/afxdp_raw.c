@@ -143,14 +143,21 @@ static void xsk_open(struct xsk *x, const struct opts *o)
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (x->area == MAP_FAILED)
 		die("mmap", errno);
-	err = xsk_umem__create(&x->umem, x->area, (uint64_t)NFRAMES * CHUNK, &x->fill, &x->comp,
-			       &ucfg);
-	if (err)
-		die("xsk_umem__create", -err);
-	err = xsk_socket__create(&x->sock, o->ifname, 0, x->umem, o->tx ? NULL : &x->rx,
-				 o->tx ? &x->tx : NULL, &scfg);
-	if (err)
-		die("xsk_socket__create", -err);
+	/* EBUSY: the kernel still releases the interface's previous socket. */
+	for (int busy = 0;; busy++) {
+		err = xsk_umem__create(&x->umem, x->area, (uint64_t)NFRAMES * CHUNK, &x->fill,
+				       &x->comp, &ucfg);
+		if (err)
+			die("xsk_umem__create", -err);
+		err = xsk_socket__create(&x->sock, o->ifname, 0, x->umem, o->tx ? NULL : &x->rx,
+					 o->tx ? &x->tx : NULL, &scfg);
+		if (!err)
+			break;
+		xsk_umem__delete(x->umem);
+		if (err != -EBUSY || busy == 200)
+			die("xsk_socket__create", -err);
+		usleep(10000);
+	}
 	x->fd = xsk_socket__fd(x->sock);
 }
 
