@@ -16,7 +16,10 @@
  * rx counts frames of that ethertype until N arrived, or IDLE_MS (default
  * 1000) passed without one after the first, or MAX_S (60) in all; it creates
  * READY once its socket is bound. Both print "key value" lines: tx_frames,
- * tx_seconds, tx_fps; rx_frames, rx_seconds (first to last frame), rx_fps.
+ * tx_seconds, tx_fps, tx_cpu_seconds (CPU time of the sending loop, user +
+ * system, which includes the receive side's kernel work the transmit runs
+ * in its soft interrupt); rx_frames, rx_seconds (first to last frame),
+ * rx_fps, rx_cpu_seconds (from the first frame on).
  *
  * Build (bench/uplink.sh does it):
  *   gcc -std=gnu11 -O2 -D_GNU_SOURCE bench/afxdp_raw.c -lxdp -lbpf -o build/bench/afxdp_raw
@@ -38,6 +41,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
@@ -70,6 +74,16 @@ struct xsk {
 	struct xsk_ring_cons comp, rx;
 	int fd;
 };
+
+/* CPU time this process used so far (user + system), in seconds. */
+static double cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
 
 static double now_s(void)
 {
@@ -174,7 +188,7 @@ static int xsk_tx(const struct opts *o)
 	uint64_t freeq[NFRAMES];
 	unsigned nfree = 0;
 	unsigned long queued = 0, done = 0;
-	double t0, t1;
+	double t0, t1, c0, c1;
 
 	xsk_open(&x, o);
 	for (unsigned i = 0; i < NFRAMES; i++) {
@@ -183,6 +197,7 @@ static int xsk_tx(const struct opts *o)
 	}
 	make_ready(o);
 	t0 = now_s();
+	c0 = cpu_s();
 	while (done < o->n) {
 		uint32_t idx, n;
 
@@ -213,6 +228,8 @@ static int xsk_tx(const struct opts *o)
 			die("sendto", errno);
 	}
 	t1 = now_s();
+	c1 = cpu_s();
+	printf("tx_cpu_seconds %.3f\n", c1 - c0);
 	printf("tx_frames %lu\ntx_seconds %.6f\ntx_fps %.0f\n", done, t1 - t0,
 	       (double)done / (t1 - t0));
 	xsk_close(&x);
@@ -223,7 +240,7 @@ static int xsk_rx(const struct opts *o)
 {
 	struct xsk x;
 	unsigned long got = 0, other = 0;
-	double first = 0, last = 0, start;
+	double first = 0, last = 0, c0 = 0, start;
 	uint32_t idx;
 
 	xsk_open(&x, o);
@@ -269,9 +286,12 @@ static int xsk_rx(const struct opts *o)
 		if (got == before)
 			continue;
 		last = now_s();
-		if (!first)
+		if (!first) {
 			first = last;
+			c0 = cpu_s();
+		}
 	}
+	printf("rx_cpu_seconds %.3f\n", first ? cpu_s() - c0 : 0.0);
 	printf("rx_frames %lu\nrx_other %lu\nrx_seconds %.6f\nrx_fps %.0f\n", got, other,
 	       last - first, last > first ? (double)got / (last - first) : 0.0);
 	xsk_close(&x);
@@ -306,7 +326,7 @@ static int pkt_tx(const struct opts *o)
 	struct iovec iov[BATCH];
 	unsigned long done = 0, refused = 0;
 	int fd = pkt_open(o);
-	double t0, t1;
+	double t0, t1, c0, c1;
 
 	for (unsigned i = 0; i < BATCH; i++) {
 		frame_build(f[i], o->size, i);
@@ -317,6 +337,7 @@ static int pkt_tx(const struct opts *o)
 	}
 	make_ready(o);
 	t0 = now_s();
+	c0 = cpu_s();
 	while (done < o->n) {
 		unsigned n = o->n - done < BATCH ? (unsigned)(o->n - done) : BATCH;
 		int r = sendmmsg(fd, m, n, 0);
@@ -330,6 +351,8 @@ static int pkt_tx(const struct opts *o)
 		done += (unsigned)r;
 	}
 	t1 = now_s();
+	c1 = cpu_s();
+	printf("tx_cpu_seconds %.3f\n", c1 - c0);
 	printf("tx_frames %lu\ntx_refused %lu\ntx_seconds %.6f\ntx_fps %.0f\n", done, refused,
 	       t1 - t0, (double)done / (t1 - t0));
 	close(fd);
@@ -342,7 +365,7 @@ static int pkt_rx(const struct opts *o)
 	struct mmsghdr m[BATCH];
 	struct iovec iov[BATCH];
 	unsigned long got = 0, other = 0;
-	double first = 0, last = 0, start;
+	double first = 0, last = 0, c0 = 0, start;
 	int fd = pkt_open(o);
 
 	for (unsigned i = 0; i < BATCH; i++) {
@@ -377,9 +400,12 @@ static int pkt_rx(const struct opts *o)
 		if (got == before)
 			continue;
 		last = now_s();
-		if (!first)
+		if (!first) {
 			first = last;
+			c0 = cpu_s();
+		}
 	}
+	printf("rx_cpu_seconds %.3f\n", first ? cpu_s() - c0 : 0.0);
 	printf("rx_frames %lu\nrx_other %lu\nrx_seconds %.6f\nrx_fps %.0f\n", got, other,
 	       last - first, last > first ? (double)got / (last - first) : 0.0);
 	close(fd);

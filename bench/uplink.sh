@@ -15,10 +15,14 @@
 # af_xdp:IF (VRDMA_XDP_MODE=generic, then native) or af_packet:IF;
 # bench/uplink_frames.c pushes the same N frames through device A's
 # virtio-net transmit queue (vrdma_net_send_burst) and counts them on device
-# B's receive queue. Metric: frames received per second, first to last frame.
+# B's receive queue. Metrics: frames received per second (first to last
+# frame), and the CPU time all processes of the case used per frame received
+# (senders and receivers from their own getrusage, daemons from /proc): on a
+# shared machine the rate follows the load of others, the CPU cost much
+# less.
 # Each round runs every case once, per size raw then vrdma; reported: the
-# medians over ROUNDS rounds and the median of the per-round ratios
-# vrdma / raw of the same mode (goal >= 0.8 for AF_XDP generic).
+# medians over ROUNDS rounds and the medians of the per-round ratios
+# against raw of the same mode (goal >= 0.8 for AF_XDP generic).
 # Then RoCE over each uplink: ib_write_bw and ib_send_bw -x 1 -F at 64 KiB
 # and 64 B between the two daemons' devices (the verbs programs run in our
 # namespace: the daemons' sockets are files, perftest's side channel is
@@ -26,7 +30,9 @@
 #
 # usage: bench/uplink.sh [N] [ROUNDS] [--only frames|roce]   (300000, 5)
 # environment: UPLINK_SIZES ("60 1514"),
-# UPLINK_KINDS ("af_xdp/generic af_xdp/native af_packet"),
+# UPLINK_KINDS ("af_xdp/generic af_xdp/native af_packet"; KIND@DAEMON runs
+# another daemon binary, e.g. "af_xdp/generic@/tmp/before af_xdp/generic"
+# compares two builds in alternating runs),
 # UPLINK_ROCE_SEC (5), UPLINK_DAEMON_OPTS (extra daemon options, e.g.
 # "--poll-us 50").
 # Needs root, libxdp-dev/libbpf-dev, perftest (scripts/deps.sh test), a build.
@@ -95,7 +101,8 @@ wait_file() {
 key() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
 
 # xfer NAME RXCMD... -- TXCMD...: receiver first (its -r READY), then the
-# sender; prints "rx_fps tx_fps rx_frames" ("0 0 0" if the receiver failed).
+# sender; prints "rx_fps tx_fps rx_frames rx_cpu_seconds tx_cpu_seconds"
+# ("0 0 0 0 0" if the receiver failed).
 xfer() {
 	local name=$1 rxc=() txc=() rp
 	shift
@@ -108,12 +115,13 @@ xfer() {
 	if ! wait_file "$tmp/ready" $rp; then
 		echo "uplink: $name: receiver did not start: $(tr '\n' ' ' <"$tmp/$name.rx")" >&2
 		wait $rp
-		echo "0 0 0"
+		echo "0 0 0 0 0"
 		return
 	fi
 	timeout 120 "${txc[@]}" -n "$n" >"$tmp/$name.tx" 2>&1
 	wait $rp
-	echo "$(key "$tmp/$name.rx" rx_fps) $(key "$tmp/$name.tx" tx_fps) $(key "$tmp/$name.rx" rx_frames)"
+	echo "$(key "$tmp/$name.rx" rx_fps) $(key "$tmp/$name.tx" tx_fps) $(key "$tmp/$name.rx" rx_frames)" \
+		"$(key "$tmp/$name.rx" rx_cpu_seconds) $(key "$tmp/$name.tx" tx_cpu_seconds)"
 }
 
 # raw_xfer MODE SIZE NAME: one raw run on the raw pair (a bind just after
@@ -136,14 +144,16 @@ raw_xfer() {
 # start_daemons I: the two daemons of kind I (sockets a$I.sock, b$I.sock).
 declare -A dpid=()
 start_daemons() {
-	local i=$1 k=${kinds[$1]%%/*} mode= x
-	[ "${kinds[$i]}" = "$k" ] || mode=${kinds[$i]#*/}
+	local i=$1 spec=${kinds[$1]%%@*} daemon=$bin/vhost-user-rdma k mode= x
+	[ "$spec" = "${kinds[$i]}" ] || daemon=${kinds[$i]#*@}
+	k=${spec%%/*}
+	[ "$spec" = "$k" ] || mode=${spec#*/}
 	for x in a b; do
 		local ns=$na ifn mac=$mac_a ip=10.79.0.1/24
 		[ $x = b ] && { ns=$nb; mac=$mac_b; ip=10.79.0.2/24; }
 		ifn=$(if$x "$i")
 		rm -f "$tmp/d$x$i.pid"
-		ip netns exec "$ns" env VRDMA_XDP_MODE="$mode" "$bin/vhost-user-rdma" -q --stats \
+		ip netns exec "$ns" env VRDMA_XDP_MODE="$mode" "$daemon" -q --stats \
 			--pidfile "$tmp/d$x$i.pid" $dopts --device "socket=$tmp/$x$i.sock,mac=$mac,ip=$ip" \
 			--uplink "$k:$ifn" >"$tmp/d$x$i.log" 2>&1 </dev/null &
 		dpid[$x$i]=$!
@@ -170,6 +180,20 @@ retx() {
 	     END { print r + 0 }' "$l"
 }
 
+# ticks I: CPU clock ticks (user + system) both daemons of kind I used so far.
+ticks() {
+	cat "/proc/${dpid[a$1]}/stat" "/proc/${dpid[b$1]}/stat" 2>/dev/null |
+		sed 's/.*) //' | awk '{ t += $12 + $13 } END { print t + 0 }'
+}
+hz=$(getconf CLK_TCK)
+# us_per_frame FRAMES CPU_SECONDS...: CPU microseconds per frame received.
+us_per_frame() {
+	local f=$1
+	shift
+	echo "$@" | awk -v f="$f" '{ for (i = 1; i <= NF; i++) c += $i }
+		END { if (f > 0) printf "%.3f", c * 1e6 / f; else print 0 }'
+}
+
 # med "V1 V2 ...": the median.
 med() {
 	echo "$1" | tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 }
@@ -185,44 +209,61 @@ for i in "${!kinds[@]}"; do
 	esac
 done
 
-declare -A res=() ratio=()   # "case size" -> values of every round
+declare -A res=() ratio=() cost=() cratio=()   # "case size" -> values of every round
 echo "uplink: $n frames per run, $rounds rounds, sizes $sizes, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -z "$only" ] || [ "$only" = frames ]; then
 	for ((r = 0; r < rounds; r++)); do
 		for s in $sizes; do
 			for i in "${up[@]}"; do
 				k=${kinds[$i]}
-				case $k in
+				case ${k%%@*} in
 				af_xdp/native) m=native ;;
 				af_xdp*) m=generic ;;
 				*) m=packet ;;
 				esac
 				set -- $(raw_xfer "$m" "$s" "raw-$m-$s-$r")
 				rv=$1
-				[ "$1" = 0 ] || res["raw $m $s"]+="$1 "
-				echo "round $r $s B raw $m: rx $1 fps (tx $2 fps, received $3 of $n)"
+				rc=$(us_per_frame "$3" "$4" "$5")
+				[ "$1" = 0 ] || { res["raw $m $s"]+="$1 "; cost["raw $m $s"]+="$rc "; }
+				echo "round $r $s B raw $m: rx $1 fps (tx $2 fps, received $3 of $n), $rc us CPU/frame"
+				t0=$(ticks "$i")
 				set -- $(xfer "vrdma-$i-$s-$r" "$frames" rx --socket "$tmp/b$i.sock" -- \
 					"$frames" tx --socket "$tmp/a$i.sock" --dst "$mac_b" -s "$s")
-				[ "$1" = 0 ] || res["vrdma $k $s"]+="$1 "
-				[ "$1" = 0 ] || [ "$rv" = 0 ] || ratio["$k $s"]+="$(awk -v a="$1" -v b="$rv" 'BEGIN { printf "%.3f", a / b }') "
-				echo "round $r $s B vrdma $k: rx $1 fps (tx $2 fps, received $3 of $n)"
+				t1=$(ticks "$i")
+				vc=$(us_per_frame "$3" "$4" "$5" "$(awk -v t=$((t1 - t0)) -v h="$hz" 'BEGIN { print t / h }')")
+				if [ "$1" != 0 ]; then
+					res["vrdma $k $s"]+="$1 "
+					cost["vrdma $k $s"]+="$vc "
+					if [ "$rv" != 0 ]; then
+						ratio["$k $s"]+="$(awk -v a="$1" -v b="$rv" 'BEGIN { printf "%.3f", a / b }') "
+						cratio["$k $s"]+="$(awk -v a="$vc" -v b="$rc" 'BEGIN { printf "%.3f", b / a }') "
+					fi
+				fi
+				echo "round $r $s B vrdma $k: rx $1 fps (tx $2 fps, received $3 of $n), $vc us CPU/frame" \
+					"(clients $4 + $5 s, daemons $((t1 - t0)) ticks)"
 			done
 		done
 	done
 	echo
-	echo "| size | case | median rx frames/s | reference | median of per-round ratios |"
-	echo "|---|---|---|---|---|"
+	echo "rate: frames received per second; CPU: CPU time of every process of the case"
+	echo "(senders, receivers, daemons) per frame received; ratios: per round, vrdma / raw"
+	echo "for the rate, raw / vrdma for the CPU (1 = as cheap as the raw sockets)."
+	echo
+	echo "| size | case | median rate (frames/s) | median CPU us/frame | reference | rate ratio: median (rounds) | CPU ratio: median (rounds) |"
+	echo "|---|---|---|---|---|---|---|"
 	for s in $sizes; do
 		for i in "${up[@]}"; do
 			k=${kinds[$i]}
-			case $k in
+			case ${k%%@*} in
 			af_xdp/native) m=native ;;
 			af_xdp*) m=generic ;;
 			*) m=packet ;;
 			esac
-			echo "| $s | raw $m | $(med "${res["raw $m $s"]:-}") | | |"
-			echo "| $s | vrdma --uplink $k | $(med "${res["vrdma $k $s"]:-}") | raw $m |" \
-				"$(med "${ratio["$k $s"]:-}") (rounds: ${ratio["$k $s"]:-none}) |"
+			echo "| $s | raw $m | $(med "${res["raw $m $s"]:-}") | $(med "${cost["raw $m $s"]:-}") | | | |"
+			echo "| $s | vrdma --uplink $k | $(med "${res["vrdma $k $s"]:-}") |" \
+				"$(med "${cost["vrdma $k $s"]:-}") | raw $m |" \
+				"$(med "${ratio["$k $s"]:-}") (${ratio["$k $s"]:-none}) |" \
+				"$(med "${cratio["$k $s"]:-}") (${cratio["$k $s"]:-none}) |"
 		done
 	done
 fi

@@ -13,8 +13,8 @@
  * dropped somewhere and shows as rx_frames < tx_frames. rx counts frames of
  * that ethertype until N arrived, IDLE_MS (1000) passed without one after the
  * first, or MAX_S (60) in all; READY is created once the device is up. Output
- * as bench/afxdp_raw.c: tx_frames, tx_seconds, tx_fps; rx_frames, rx_seconds
- * (first to last frame), rx_fps.
+ * as bench/afxdp_raw.c: tx_frames, tx_seconds, tx_fps, tx_cpu_seconds;
+ * rx_frames, rx_seconds (first to last frame), rx_fps, rx_cpu_seconds.
  *
  * Build (bench/uplink.sh does it):
  *   gcc -std=gnu11 -O2 -D_GNU_SOURCE -Iinclude bench/uplink_frames.c \
@@ -27,12 +27,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "vrdma/vrdma.h"
 
 #define BURST 32
 #define ETHERTYPE_BENCH 0x88b5
+
+/* CPU time this process used so far (user + system), in seconds. */
+static double cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
 
 static double now_s(void)
 {
@@ -60,7 +71,7 @@ static int do_tx(struct vrdma_dev *d, const uint8_t dst[6], unsigned long n, uns
 	size_t len[BURST];
 	uint8_t mac[6];
 	unsigned long sent = 0, full = 0;
-	double t0, t1;
+	double t0, t1, c0, c1;
 
 	vrdma_dev_mac(d, mac);
 	for (unsigned i = 0; i < BURST; i++) {
@@ -74,6 +85,7 @@ static int do_tx(struct vrdma_dev *d, const uint8_t dst[6], unsigned long n, uns
 		len[i] = size;
 	}
 	t0 = now_s();
+	c0 = cpu_s();
 	while (sent < n) {
 		unsigned want = n - sent < BURST ? (unsigned)(n - sent) : BURST;
 		int r = vrdma_net_send_burst(d, fp, len, want);
@@ -93,6 +105,8 @@ static int do_tx(struct vrdma_dev *d, const uint8_t dst[6], unsigned long n, uns
 	}
 	vrdma_net_flush(d, 10000);
 	t1 = now_s();
+	c1 = cpu_s();
+	printf("tx_cpu_seconds %.3f\n", c1 - c0);
 	printf("tx_frames %lu\ntx_ring_full %lu\ntx_seconds %.6f\ntx_fps %.0f\n", sent, full,
 	       t1 - t0, (double)sent / (t1 - t0));
 	return 0;
@@ -102,7 +116,7 @@ static int do_rx(struct vrdma_dev *d, unsigned long n, int idle_ms, int max_s)
 {
 	static uint8_t f[65600];
 	unsigned long got = 0, other = 0;
-	double first = 0, last = 0, start = now_s();
+	double first = 0, last = 0, c0 = 0, start = now_s();
 
 	while (got < n) {
 		ssize_t r = vrdma_net_recv(d, f, sizeof(f));
@@ -127,9 +141,12 @@ static int do_rx(struct vrdma_dev *d, unsigned long n, int idle_ms, int max_s)
 		}
 		got++;
 		last = now_s();
-		if (!first)
+		if (!first) {
 			first = last;
+			c0 = cpu_s();
+		}
 	}
+	printf("rx_cpu_seconds %.3f\n", first ? cpu_s() - c0 : 0.0);
 	printf("rx_frames %lu\nrx_other %lu\nrx_seconds %.6f\nrx_fps %.0f\n", got, other,
 	       last - first, last > first ? (double)got / (last - first) : 0.0);
 	return 0;
