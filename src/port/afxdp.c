@@ -26,6 +26,9 @@
  * CAP_NET_ADMIN left after --user) and the next start on that interface is
  * refused until `ip link set dev IF xdp off` removes it. Needs CAP_NET_ADMIN
  * and CAP_BPF (or root) to open.
+ *
+ * VRDMA_XDP_MODE=generic or native in the environment forces that mode (no
+ * fallback): bench/uplink.sh compares the modes on one interface.
  */
 #include "port/port.h"
 
@@ -56,7 +59,7 @@
 #define AXP_RING 2048          /* each of fill, completion, rx, tx */
 #define AXP_RX_BUDGET 64
 #define AXP_VLAN_HLEN 4
-#define AXP_BUSY_RETRIES 50     /* binds while a failed attempt is released */
+#define AXP_BUSY_RETRIES 200    /* binds while a closed socket is released */
 #define AXP_BUSY_WAIT_US 10000
 
 struct axp_port {
@@ -339,6 +342,8 @@ struct port *afxdp_port_open(struct sw *s, struct loop *loop, const char *ifname
 		.bind_flags = XDP_COPY,
 	};
 	struct axp_port *a;
+	const char *mode;
+	bool native, generic;
 	uint32_t idx;
 	int err;
 
@@ -373,11 +378,20 @@ struct port *afxdp_port_open(struct sw *s, struct loop *loop, const char *ifname
 	}
 	/* No mode flag first: the kernel attaches in native mode when the
 	 * driver has it, else in generic (SKB) mode; should that be refused,
-	 * generic mode explicitly. Each attempt gets a UMEM of its own (a
-	 * failed one leaves its socket bound until the kernel releases it,
-	 * asynchronously: a bind meanwhile gets EBUSY, retried a while). */
-	for (int attempt = 0; attempt < 2 + AXP_BUSY_RETRIES; attempt++) {
-		scfg.xdp_flags = attempt ? XDP_FLAGS_SKB_MODE : 0;
+	 * generic mode explicitly. Each attempt gets a UMEM of its own. EBUSY
+	 * is retried a while in either mode: the kernel releases a closed XDP
+	 * socket of the interface (an earlier run's, or our failed attempt's)
+	 * asynchronously, and a bind meanwhile is refused. */
+	mode = getenv("VRDMA_XDP_MODE");
+	if (mode && *mode && strcmp(mode, "generic") && strcmp(mode, "native")) {
+		err = EINVAL;
+		LOG_ERR("afxdp %s: VRDMA_XDP_MODE=%s: expected generic or native", ifname, mode);
+		goto fail;
+	}
+	native = mode && !strcmp(mode, "native");
+	generic = mode && !strcmp(mode, "generic");
+	for (int busy = 0;;) {
+		scfg.xdp_flags = native ? XDP_FLAGS_DRV_MODE : generic ? XDP_FLAGS_SKB_MODE : 0;
 		err = -xsk_umem__create(&a->umem, a->area, (uint64_t)AXP_NFRAMES * AXP_CHUNK,
 					&a->fill, &a->comp, &ucfg);
 		if (err) {
@@ -392,13 +406,16 @@ struct port *afxdp_port_open(struct sw *s, struct loop *loop, const char *ifname
 		a->xsk = NULL;
 		xsk_umem__delete(a->umem);
 		a->umem = NULL;
-		LOG_DEBUG("afxdp %s: %s XDP: %s", ifname, attempt ? "generic" : "default",
-			  strerror(err));
-		if (err == EPERM || err == EACCES || err == ENODEV ||
-		    (attempt == 0 && err == EBUSY) || (attempt > 0 && err != EBUSY))
-			break; /* retrying would not change it */
-		if (attempt > 0)
+		LOG_DEBUG("afxdp %s: %s XDP: %s", ifname,
+			  native ? "native" : generic ? "generic" : "default", strerror(err));
+		if (err == EBUSY && busy++ < AXP_BUSY_RETRIES) {
 			usleep(AXP_BUSY_WAIT_US);
+			continue;
+		}
+		if (native || generic || err == EBUSY || err == EPERM || err == EACCES ||
+		    err == ENODEV)
+			break; /* retrying would not change it */
+		generic = true;
 	}
 	if (err) {
 		LOG_ERR("afxdp %s: XDP socket: %s%s", ifname, strerror(err), axp_hint(err));
