@@ -12,7 +12,7 @@
 # sends N frames of SIZE bytes as fast as it can, one on XB counts them;
 # generic XDP, native XDP (veth has it), and AF_PACKET (sendmmsg/recvmmsg).
 # vrdma: two daemons per kind, one per namespace, each with --uplink
-# af_xdp:IF (VRDMA_XDP_MODE=generic, then native) or af_packet:IF;
+# af_xdp:IF,mode=generic (then mode=native) or af_packet:IF;
 # bench/uplink_frames.c pushes the same N frames through device A's
 # virtio-net transmit queue (vrdma_net_send_burst) and counts them on device
 # B's receive queue. Metrics: frames received per second (first to last
@@ -153,9 +153,9 @@ start_daemons() {
 		[ $x = b ] && { ns=$nb; mac=$mac_b; ip=10.79.0.2/24; }
 		ifn=$(if$x "$i")
 		rm -f "$tmp/d$x$i.pid"
-		ip netns exec "$ns" env VRDMA_XDP_MODE="$mode" "$daemon" -q --stats \
+		ip netns exec "$ns" "$daemon" -q --stats \
 			--pidfile "$tmp/d$x$i.pid" $dopts --device "socket=$tmp/$x$i.sock,mac=$mac,ip=$ip" \
-			--uplink "$k:$ifn" >"$tmp/d$x$i.log" 2>&1 </dev/null &
+			--uplink "$k:$ifn${mode:+,mode=$mode}" >"$tmp/d$x$i.log" 2>&1 </dev/null &
 		dpid[$x$i]=$!
 		pids+=($!)
 		wait_file "$tmp/d$x$i.pid" $! || {

@@ -27,7 +27,7 @@
  * refused until `ip link set dev IF xdp off` removes it. Needs CAP_NET_ADMIN
  * and CAP_BPF (or root) to open.
  *
- * VRDMA_XDP_MODE=generic or native in the environment forces that mode (no
+ * "IF,mode=generic" or "IF,mode=native" forces that attach mode (no
  * fallback): bench/uplink.sh compares the modes on one interface.
  */
 #include "port/port.h"
@@ -326,7 +326,7 @@ static const char *axp_hint(int err)
 	}
 }
 
-struct port *afxdp_port_open(struct sw *s, struct loop *loop, const char *ifname)
+struct port *afxdp_port_open(struct sw *s, struct loop *loop, const char *spec)
 {
 	struct xsk_umem_config ucfg = {
 		.fill_size = AXP_RING,
@@ -342,15 +342,28 @@ struct port *afxdp_port_open(struct sw *s, struct loop *loop, const char *ifname
 		.bind_flags = XDP_COPY,
 	};
 	struct axp_port *a;
-	const char *mode;
+	char ifname[IFNAMSIZ];
+	const char *comma, *mode = NULL;
 	bool native, generic;
 	uint32_t idx;
 	int err;
 
-	if (!s || !loop || !ifname || !*ifname || strlen(ifname) >= IFNAMSIZ) {
+	/* SPEC = IF[,mode=generic|native] */
+	comma = spec ? strchr(spec, ',') : NULL;
+	if (!s || !loop || !spec || !*spec || spec == comma ||
+	    (size_t)(comma ? comma - spec : (ptrdiff_t)strlen(spec)) >= IFNAMSIZ) {
 		LOG_ERR("afxdp: invalid interface name");
 		errno = EINVAL;
 		return NULL;
+	}
+	snprintf(ifname, sizeof(ifname), "%.*s", (int)(comma ? comma - spec : IFNAMSIZ), spec);
+	if (comma) {
+		if (strcmp(comma, ",mode=generic") && strcmp(comma, ",mode=native")) {
+			LOG_ERR("afxdp %s: '%s': expected mode=generic or mode=native", ifname, comma + 1);
+			errno = EINVAL;
+			return NULL;
+		}
+		mode = comma + 6;
 	}
 	libxdp_set_print(axp_libxdp_print);
 	libbpf_set_print(axp_libbpf_print);
@@ -382,12 +395,6 @@ struct port *afxdp_port_open(struct sw *s, struct loop *loop, const char *ifname
 	 * is retried a while in either mode: the kernel releases a closed XDP
 	 * socket of the interface (an earlier run's, or our failed attempt's)
 	 * asynchronously, and a bind meanwhile is refused. */
-	mode = getenv("VRDMA_XDP_MODE");
-	if (mode && *mode && strcmp(mode, "generic") && strcmp(mode, "native")) {
-		err = EINVAL;
-		LOG_ERR("afxdp %s: VRDMA_XDP_MODE=%s: expected generic or native", ifname, mode);
-		goto fail;
-	}
 	native = mode && !strcmp(mode, "native");
 	generic = mode && !strcmp(mode, "generic");
 	for (int busy = 0;;) {

@@ -166,8 +166,9 @@ const struct pcapw_stats *sw_get_pcap_stats(const struct sw *s);
  * to the switch. Return the port or NULL with errno set and a message logged. */
 struct port *tap_port_open(struct sw *s, struct loop *loop, const char *ifname);
 struct port *afpacket_port_open(struct sw *s, struct loop *loop, const char *ifname);
-/* AF_XDP (afxdp.c, needs libxdp: only the daemon links it). */
-struct port *afxdp_port_open(struct sw *s, struct loop *loop, const char *ifname);
+/* AF_XDP (afxdp.c, needs libxdp: only the daemon links it). spec:
+ * IF[,mode=generic|native] (default: native when the driver has it). */
+struct port *afxdp_port_open(struct sw *s, struct loop *loop, const char *spec);
 void port_destroy(struct port *p);
 
 #endif /* VRDMA_PORT_PORT_H */

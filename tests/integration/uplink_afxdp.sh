@@ -190,6 +190,15 @@ if [ $rc = 1 ] && grep -q "af_xdp:nosuch$$" "$T_TMP/refused.log"; then
 else
 	not_ok refused_uplink_error "exit status $rc: $(tr '\n' ' ' <"$T_TMP/refused.log")"
 fi
+# An unknown attach mode: refused before anything is opened.
+ip netns exec "$NS_B" "$NS_DAEMON" -q "${T_DAEMON_PRIV[@]}" --device "socket=$T_TMP/c.sock" \
+	--uplink "af_xdp:$IF_B,mode=fast" >"$T_TMP/badmode.log" 2>&1 </dev/null
+rc=$?
+if [ $rc = 1 ] && grep -q "expected mode=generic or mode=native" "$T_TMP/badmode.log"; then
+	ok refused_uplink_mode
+else
+	not_ok refused_uplink_mode "exit status $rc: $(tr '\n' ' ' <"$T_TMP/badmode.log")"
+fi
 # Without privilege (neither root nor capabilities) the XDP socket is refused.
 ip netns exec "$NS_B" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
 	"$NS_DAEMON" -q --device "socket=$T_TMP/d.sock" --uplink "af_xdp:$IF_B" \
@@ -216,7 +225,7 @@ stop_clean da
 cat >"$T_TMP/vrdma.conf" <<CONF
 [global]
 socket-dir = $T_TMP
-uplink = af_xdp:$IF_A
+uplink = af_xdp:$IF_A,mode=generic
 
 [device c]
 socket = $SA
@@ -228,6 +237,12 @@ if ip -n "$NS_A" link set dev "$IF_A" xdp off && nsd_start dc "$NS_A" --config "
 		ok config_daemon_started
 	else
 		not_ok config_daemon_started "no XDP program on $IF_A"
+	fi
+	# mode=generic: attached in generic mode although veth has native XDP
+	if ip -n "$NS_A" link show dev "$IF_A" | grep -q xdpgeneric; then
+		ok forced_generic_mode
+	else
+		not_ok forced_generic_mode "$(ip -n "$NS_A" link show dev "$IF_A")"
 	fi
 	xchg config_to_afpacket dc "$SA" "$IF_A" "$NS_A" dp "$SB" "$IF_B" "$NS_B" "$MAC_B" 300 305
 	stop_clean dc
