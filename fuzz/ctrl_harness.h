@@ -80,6 +80,26 @@ static void write_page_list(void)
 	}
 }
 
+/* What every MR (slot i) of both models holds to: its number, keys and PD,
+ * its page count (added to *pages), no pinned pages while free; its
+ * references to the region are added to *holders. */
+static void check_mr(const struct rres_dev *rd, const struct rres_mr *mr, uint32_t i,
+		     uint64_t *pages, uint64_t *holders)
+{
+	if (mr->mrn != i || (mr->lkey >> RRES_KEY_BITS) != i || !mr->pd ||
+	    rres_pd_lookup(rd, mr->pd->pdn) != mr->pd)
+		die("mr");
+	if (mr->rkey && (mr->rkey >> RRES_KEY_BITS) != i)
+		die("rkey");
+	*pages += mr->type == RRES_MR_FAST ? mr->max_pages : mr->npages;
+	if (mr->type == RRES_MR_FAST && mr->npages > mr->max_pages)
+		die("fast pages");
+	if (mr->state == RRES_MR_FREE && mr->nregions)
+		die("free mr pinned");
+	for (uint32_t r = 0; r < mr->nregions; r++)
+		*holders += mr->regions[r] == region;
+}
+
 /* PD and CQ reference counts equal the references the target counted in its
  * tables (pd_refs, cq_refs); the region's equals 1 + the MRs' holders. */
 static void check_refs(const struct rres_dev *rd, uint64_t pd_refs, uint64_t cq_refs,
@@ -97,6 +117,30 @@ static void check_refs(const struct rres_dev *rd, uint64_t pd_refs, uint64_t cq_
 		die("refcnt");
 	if (region->refcnt != 1 + holders)
 		die("region refs");
+}
+
+/* The object number of an action record: d[1..3] when it has more. */
+static uint32_t action_arg(const uint8_t *d, size_t len)
+{
+	return len > 4 ? (uint32_t)d[1] | (uint32_t)d[2] << 8 | (uint32_t)d[3] << 16 : 0;
+}
+
+/* QP a (if any) moved to state by the transport. */
+static void act_qp_state(struct rres_dev *rd, uint32_t a, uint8_t state)
+{
+	struct rres_qp *qp = rres_qp_lookup(rd, a);
+
+	if (qp)
+		(void)rres_qp_async_state(rd, qp, state);
+}
+
+/* CQ a (if any) checked for a notification (solicited: d[4] & 1). */
+static void act_cq_notify(struct rres_dev *rd, uint32_t a, const uint8_t *d, size_t len)
+{
+	struct rres_cq *cq = rres_cq_lookup(rd, a);
+
+	if (cq)
+		(void)rres_cq_notify_check(cq, len > 4 && (d[4] & 1));
 }
 
 /* An MR's page translation of up to d[12] * 97 bytes at iova d[4..12),
@@ -195,5 +239,17 @@ static int ctrl_fuzz_run(const struct ctrl_fuzz_abi *abi, const uint8_t *data, s
 		die("leaked region reference");
 	return 0;
 }
+
+/* A target's entry: its model's hooks (struct ctrl_fuzz_abi, in order). */
+#define CTRL_FUZZ_TARGET(config_, setup_, exec_, action_, check_)                    \
+	static const struct ctrl_fuzz_abi abi = {                                     \
+		.config = config_, .setup = setup_, .exec = exec_,                    \
+		.action = action_, .check = check_,                                   \
+	};                                                                            \
+	int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);                 \
+	int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)                  \
+	{                                                                             \
+		return ctrl_fuzz_run(&abi, data, size);                               \
+	}
 
 #endif

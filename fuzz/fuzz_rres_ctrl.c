@@ -28,18 +28,7 @@ static void check_invariants(const struct rres_dev *rd)
 		if (!mr)
 			continue;
 		n++;
-		if (mr->mrn != i || (mr->lkey >> RRES_KEY_BITS) != i || !mr->pd ||
-		    rres_pd_lookup(rd, mr->pd->pdn) != mr->pd)
-			die("mr");
-		if (mr->rkey && (mr->rkey >> RRES_KEY_BITS) != i)
-			die("rkey");
-		pages += mr->type == RRES_MR_FAST ? mr->max_pages : mr->npages;
-		if (mr->type == RRES_MR_FAST && mr->npages > mr->max_pages)
-			die("fast pages");
-		if (mr->state == RRES_MR_FREE && mr->nregions)
-			die("free mr pinned");
-		for (uint32_t r = 0; r < mr->nregions; r++)
-			holders += mr->regions[r] == region;
+		check_mr(rd, mr, i, &pages, &holders);
 		if (mr->type == RRES_MR_MW) {
 			const struct rres_mr *b = mr->bound_mr;
 
@@ -142,7 +131,7 @@ static void check_invariants(const struct rres_dev *rd)
 
 static void transport_action(struct rres_dev *rd, const uint8_t *d, size_t len)
 {
-	uint32_t a = len > 4 ? (uint32_t)d[1] | (uint32_t)d[2] << 8 | (uint32_t)d[3] << 16 : 0;
+	uint32_t a = action_arg(d, len);
 	struct rres_qp *qp;
 	struct rres_mr *mr;
 	struct rres_cq *cq;
@@ -154,14 +143,10 @@ static void transport_action(struct rres_dev *rd, const uint8_t *d, size_t len)
 		return;
 	switch (d[0] % 14) {
 	case 0:
-		qp = rres_qp_lookup(rd, a);
-		if (qp)
-			(void)rres_qp_async_state(rd, qp, len > 4 ? d[4] : VIRTIO_IB_QPS_ERR);
+		act_qp_state(rd, a, len > 4 ? d[4] : VIRTIO_IB_QPS_ERR);
 		break;
 	case 1:
-		cq = rres_cq_lookup(rd, a);
-		if (cq)
-			(void)rres_cq_notify_check(cq, len > 4 && (d[4] & 1));
+		act_cq_notify(rd, a, d, len);
 		break;
 	case 2:
 		mr_translate(rd, rres_mr_lookup(rd, a), d, len);
@@ -279,16 +264,5 @@ static enum rres_err device_exec(struct rres_dev *rd, uint8_t cmd, const void *i
 	return RRES_ERR_MAX; /* not a known return or not counted: dies */
 }
 
-static const struct ctrl_fuzz_abi abi = {
-	.config = device_config,
-	.setup = device_setup,
-	.exec = device_exec,
-	.action = transport_action,
-	.check = check_invariants,
-};
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-	return ctrl_fuzz_run(&abi, data, size);
-}
+CTRL_FUZZ_TARGET(device_config, device_setup, device_exec, transport_action,
+		 check_invariants)

@@ -22,17 +22,9 @@ static void check_invariants(const struct rres_dev *rd)
 		if (!mr)
 			continue;
 		n++;
-		if (mr->mrn != i || !mr->pd || rres_pd_lookup(rd, mr->pd->pdn) != mr->pd)
-			die("mr");
-		pages += mr->type == RRES_MR_FAST ? mr->max_pages : mr->npages;
-		if (mr->type == RRES_MR_FAST && mr->npages > mr->max_pages)
-			die("fast pages");
-		if (mr->state == RRES_MR_FREE && mr->nregions)
-			die("free mr pinned");
+		check_mr(rd, mr, i, &pages, &holders);
 		if (mr->type == RRES_MR_DMA && (mr->access & ~(uint32_t)VIRTIO_IB_ACCESS_LOCAL_WRITE))
 			die("remote dma mr");
-		for (uint32_t r = 0; r < mr->nregions; r++)
-			holders += mr->regions[r] == region;
 	}
 	if (n != rd->mrs.used || pages != rd->mr_pages || pages > rd->max_mr_pages)
 		die("mr count");
@@ -64,9 +56,7 @@ static void check_invariants(const struct rres_dev *rd)
 
 static void device_action(struct rres_dev *rd, const uint8_t *d, size_t len)
 {
-	uint32_t a = len > 4 ? (uint32_t)d[1] | (uint32_t)d[2] << 8 | (uint32_t)d[3] << 16 : 0;
-	struct rres_qp *qp;
-	struct rres_cq *cq;
+	uint32_t a = action_arg(d, len);
 
 	if (!len)
 		return;
@@ -76,14 +66,10 @@ static void device_action(struct rres_dev *rd, const uint8_t *d, size_t len)
 		virtio_rdma_dev_setup(rd);
 		break;
 	case 1:
-		qp = rres_qp_lookup(rd, a);
-		if (qp)
-			(void)rres_qp_async_state(rd, qp, VIRTIO_IB_QPS_ERR);
+		act_qp_state(rd, a, VIRTIO_IB_QPS_ERR);
 		break;
 	case 2:
-		cq = rres_cq_lookup(rd, a);
-		if (cq)
-			(void)rres_cq_notify_check(cq, len > 4 && (d[4] & 1));
+		act_cq_notify(rd, a, d, len);
 		break;
 	default:
 		mr_translate(rd, rres_mr_lookup(rd, a), d, len);
@@ -99,16 +85,5 @@ static void device_config(struct rres_dev_cfg *cfg)
 	cfg->max_mr = 5;
 }
 
-static const struct ctrl_fuzz_abi abi = {
-	.config = device_config,
-	.setup = virtio_rdma_dev_setup,
-	.exec = virtio_rdma_dev_ctrl_exec,
-	.action = device_action,
-	.check = check_invariants,
-};
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-	return ctrl_fuzz_run(&abi, data, size);
-}
+CTRL_FUZZ_TARGET(device_config, virtio_rdma_dev_setup, virtio_rdma_dev_ctrl_exec,
+		 device_action, check_invariants)
