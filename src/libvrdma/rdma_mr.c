@@ -52,8 +52,8 @@ static int mr_record(struct vrdma_rdma *r, uint32_t pdn, bool dma, const le32 ac
 	int rc;
 
 	d.mrn = ack[0];
-	rc = vrdma_rdma_handle_take(r, (void **)&r->mrs, &r->mrs_cap, sizeof(*r->mrs), mrn,
-				    r->attr.max_mr, "MR registration", "mrn",
+	rc = vrdma_rdma_handle_take(r, VRDMA_RDMA_TABLE(r, mrs), mrn, r->attr.max_mr,
+				    "MR registration", "mrn",
 				    VIRTIO_NET_CTRL_ROCE_DEREG_MR, &d, sizeof(d));
 	if (rc)
 		return rc;
@@ -99,16 +99,11 @@ int vrdma_mr_reg(struct vrdma_dev *dev, uint32_t pdn, void *addr, uint64_t lengt
 	if (rc)
 		return rc;
 	rc = mr_check_access(r, access);
+	if (rc == 0)
+		rc = length > r->attr.max_mr_size ? -EINVAL
+						  : vrdma_rdma_pd_admit(r, pdn, r->nmrs, r->attr.max_mr);
 	if (rc)
 		goto out;
-	if (!vrdma_rdma_pd_live(r, pdn) || length > r->attr.max_mr_size) {
-		rc = -EINVAL;
-		goto out;
-	}
-	if (r->nmrs >= r->attr.max_mr) {
-		rc = -ENOMEM;
-		goto out;
-	}
 	clen = sizeof(*c) + (size_t)npages * 8;
 	c = malloc(clen);
 	if (!c) {
@@ -163,14 +158,9 @@ int vrdma_mr_get_dma(struct vrdma_dev *dev, uint32_t pdn, uint32_t access,
 	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
 		return rc;
-	if (!vrdma_rdma_pd_live(r, pdn)) {
-		rc = -EINVAL;
+	rc = vrdma_rdma_pd_admit(r, pdn, r->nmrs, r->attr.max_mr);
+	if (rc)
 		goto out;
-	}
-	if (r->nmrs >= r->attr.max_mr) {
-		rc = -ENOMEM;
-		goto out;
-	}
 	c.pdn = htole32(pdn);
 	c.access_flags = htole32(access);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_GET_DMA_MR, &c, sizeof(c), &a, sizeof(a));
@@ -185,27 +175,17 @@ out:
 	return rc;
 }
 
-int vrdma_mr_dereg(struct vrdma_dev *dev, uint32_t mrn)
+static int mr_check_dereg(struct vrdma_rdma *r, uint32_t mrn, void *obj VRDMA_UNUSED)
 {
-	struct virtio_rdma_cmd_dereg_mr d;
-	struct vrdma_rdma_mr *m;
-	struct vrdma_rdma *r;
-	int rc;
+	return !mrn || mrn >= r->mrs_cap || !r->mrs[mrn].live || r->mrs[mrn].mw ? -EINVAL : 0;
+}
 
-	rc = vrdma_rdma_enter(dev, &r);
-	if (rc)
-		return rc;
-	if (!mrn || mrn >= r->mrs_cap || !r->mrs[mrn].live || r->mrs[mrn].mw) {
-		rc = -EINVAL;
-		goto out;
-	}
-	m = &r->mrs[mrn];
-	d.mrn = htole32(mrn);
-	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DEREG_MR, &d, sizeof(d), NULL, 0);
-	if (rc)
-		goto out;
+static void mr_drop(struct vrdma_rdma *r, uint32_t mrn, void *obj VRDMA_UNUSED)
+{
+	struct vrdma_rdma_mr *m = &r->mrs[mrn];
+
 	if (m->pages)
-		vrdma_shm_free(dev, m->pages, (size_t)m->max_num_sg * 8);
+		vrdma_shm_free(r->dev, m->pages, (size_t)m->max_num_sg * 8);
 	if (m->sh) {
 		int urc = vrdma_mem_unshare(m->sh);
 
@@ -215,9 +195,17 @@ int vrdma_mr_dereg(struct vrdma_dev *dev, uint32_t mrn)
 	r->pds[m->pdn].refs--;
 	memset(m, 0, sizeof(*m));
 	r->nmrs--;
-out:
-	vrdma_dev_unlock(dev);
-	return rc;
+}
+
+static const struct vrdma_rdma_kind mr_kind = {
+	.destroy_cmd = VIRTIO_NET_CTRL_ROCE_DEREG_MR,
+	.check = mr_check_dereg,
+	.drop = mr_drop,
+};
+
+int vrdma_mr_dereg(struct vrdma_dev *dev, uint32_t mrn)
+{
+	return vrdma_rdma_destroy(dev, &mr_kind, mrn, NULL);
 }
 
 /* ---- extension: fast-registration MRs, memory windows ------------------------ */
@@ -241,15 +229,11 @@ int vrdma_mr_alloc(struct vrdma_dev *dev, uint32_t pdn, uint32_t max_num_sg,
 		rc = -EOPNOTSUPP;
 		goto out;
 	}
-	if (!vrdma_rdma_pd_live(r, pdn) || !max_num_sg ||
-	    max_num_sg > r->attr.max_fast_reg_page_list_len) {
-		rc = -EINVAL;
+	rc = !max_num_sg || max_num_sg > r->attr.max_fast_reg_page_list_len
+		     ? -EINVAL
+		     : vrdma_rdma_pd_admit(r, pdn, r->nmrs, r->attr.max_mr);
+	if (rc)
 		goto out;
-	}
-	if (r->nmrs >= r->attr.max_mr) {
-		rc = -ENOMEM;
-		goto out;
-	}
 	/* The page list REG_MR points at: shared memory, allocated now. */
 	pages = vrdma_shm_alloc(dev, (size_t)max_num_sg * 8, 64);
 	if (!pages) {
@@ -314,8 +298,7 @@ int vrdma_mw_alloc(struct vrdma_dev *dev, uint32_t pdn, uint32_t type, struct vr
 		goto out;
 	mwn = le32toh(a.mwn);
 	d.mwn = a.mwn;
-	rc = vrdma_rdma_handle_take(r, (void **)&r->mrs, &r->mrs_cap, sizeof(*r->mrs), mwn,
-				    0xffff, "ALLOC_MW", "mwn",
+	rc = vrdma_rdma_handle_take(r, VRDMA_RDMA_TABLE(r, mrs), mwn, 0xffff, "ALLOC_MW", "mwn",
 				    VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, &d, sizeof(d));
 	if (rc)
 		goto out;
@@ -334,31 +317,27 @@ out:
 	return rc;
 }
 
-int vrdma_mw_dealloc(struct vrdma_dev *dev, uint32_t mwn)
+static int mw_check_dealloc(struct vrdma_rdma *r, uint32_t mwn, void *obj VRDMA_UNUSED)
 {
-	struct virtio_rdma_cmd_dealloc_mw d;
-	struct vrdma_rdma *r;
-	int rc;
+	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_WINDOW))
+		return -EOPNOTSUPP;
+	return !mwn || mwn >= r->mrs_cap || !r->mrs[mwn].live || !r->mrs[mwn].mw ? -EINVAL : 0;
+}
 
-	rc = vrdma_rdma_enter(dev, &r);
-	if (rc)
-		return rc;
-	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_WINDOW)) {
-		rc = -EOPNOTSUPP;
-		goto out;
-	}
-	if (!mwn || mwn >= r->mrs_cap || !r->mrs[mwn].live || !r->mrs[mwn].mw) {
-		rc = -EINVAL;
-		goto out;
-	}
-	d.mwn = htole32(mwn);
-	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, &d, sizeof(d), NULL, 0);
-	if (rc)
-		goto out;
+static void mw_drop(struct vrdma_rdma *r, uint32_t mwn, void *obj VRDMA_UNUSED)
+{
 	r->pds[r->mrs[mwn].pdn].refs--;
 	memset(&r->mrs[mwn], 0, sizeof(r->mrs[mwn]));
 	r->nmws--;
-out:
-	vrdma_dev_unlock(dev);
-	return rc;
+}
+
+static const struct vrdma_rdma_kind mw_kind = {
+	.destroy_cmd = VIRTIO_NET_CTRL_ROCE_DEALLOC_MW,
+	.check = mw_check_dealloc,
+	.drop = mw_drop,
+};
+
+int vrdma_mw_dealloc(struct vrdma_dev *dev, uint32_t mwn)
+{
+	return vrdma_rdma_destroy(dev, &mw_kind, mwn, NULL);
 }
