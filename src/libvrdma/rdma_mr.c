@@ -42,6 +42,12 @@ static int mr_check_access(const struct vrdma_rdma *r, uint32_t access)
 	return 0;
 }
 
+/* Every MR ack starts with mrn, lkey, rkey (mr_record's ack[3]). */
+_Static_assert(offsetof(struct virtio_rdma_ack_reg_user_mr, rkey) == 8 &&
+		       offsetof(struct virtio_rdma_ack_get_dma_mr, rkey) == 8 &&
+		       offsetof(struct virtio_rdma_ack_alloc_mr, rkey) == 8,
+	       "MR acks: mrn, lkey, rkey");
+
 /* Record an MR the device answered with (ack fields little-endian); an
  * unusable mrn is undone on the device. Returns 0 or -EIO / -ENOMEM. */
 static int mr_record(struct vrdma_rdma *r, uint32_t pdn, bool dma, const le32 ack[3],
@@ -128,9 +134,7 @@ int vrdma_mr_reg(struct vrdma_dev *dev, uint32_t pdn, void *addr, uint64_t lengt
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_REG_USER_MR, c, clen, &a, sizeof(a));
 	if (rc)
 		goto out;
-	ack[0] = a.mrn;
-	ack[1] = a.lkey;
-	ack[2] = a.rkey;
+	memcpy(ack, &a, sizeof(ack));
 	rc = mr_record(r, pdn, false, ack, sh, mr);
 	if (rc == 0)
 		sh = NULL; /* the MR owns it */
@@ -166,9 +170,7 @@ int vrdma_mr_get_dma(struct vrdma_dev *dev, uint32_t pdn, uint32_t access,
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_GET_DMA_MR, &c, sizeof(c), &a, sizeof(a));
 	if (rc)
 		goto out;
-	ack[0] = a.mrn;
-	ack[1] = a.lkey;
-	ack[2] = a.rkey;
+	memcpy(ack, &a, sizeof(ack));
 	rc = mr_record(r, pdn, true, ack, NULL, mr);
 out:
 	vrdma_dev_unlock(dev);
@@ -247,9 +249,7 @@ int vrdma_mr_alloc(struct vrdma_dev *dev, uint32_t pdn, uint32_t max_num_sg,
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_ALLOC_MR, &c, sizeof(c), &a, sizeof(a));
 	if (rc)
 		goto out;
-	ack[0] = a.mrn;
-	ack[1] = a.lkey;
-	ack[2] = a.rkey;
+	memcpy(ack, &a, sizeof(ack));
 	rc = mr_record(r, pdn, false, ack, NULL, mr);
 	if (rc == 0) {
 		r->mrs[mr->mrn].pages = pages;
