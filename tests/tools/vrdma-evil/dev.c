@@ -59,12 +59,59 @@ int evil_say_rc(const char *what, int rc)
 	return rc;
 }
 
+int evil_protocol_setup(struct vhost_client *vc, bool mem_slots)
+{
+	uint64_t pf;
+	int rc;
+
+	rc = vhost_client_get_protocol_features(vc, &pf);
+	if (!rc)
+		rc = vhost_client_set_protocol_features(
+			vc, pf & (BIT64(VHOST_USER_PROTOCOL_F_MQ) |
+				  BIT64(VHOST_USER_PROTOCOL_F_REPLY_ACK) |
+				  BIT64(VHOST_USER_PROTOCOL_F_CONFIG) |
+				  BIT64(VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS) |
+				  BIT64(VHOST_USER_PROTOCOL_F_STATUS) |
+				  BIT64(VHOST_USER_PROTOCOL_F_RESET_DEVICE)));
+	if (rc < 0)
+		return evil_say_rc("protocol features", rc);
+	if (!vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_REPLY_ACK) ||
+	    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_STATUS) ||
+	    (mem_slots && !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS)) ||
+	    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_RESET_DEVICE) ||
+	    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_CONFIG))
+		return evil_say_rc("protocol features missing", -ENOTSUP);
+	rc = vhost_client_set_owner(vc);
+	if (rc < 0)
+		return evil_say_rc("SET_OWNER", rc);
+	return 0;
+}
+
+int evil_features_ok(struct vhost_client *vc, uint64_t features)
+{
+	uint8_t st;
+	int rc;
+
+	rc = vhost_client_set_status(vc, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER);
+	if (!rc)
+		rc = vhost_client_set_features(vc, features | BIT64(VHOST_USER_F_PROTOCOL_FEATURES));
+	if (!rc)
+		rc = vhost_client_set_status(vc, VIRTIO_CONFIG_S_ACKNOWLEDGE |
+					     VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK);
+	if (!rc)
+		rc = vhost_client_get_status(vc, &st);
+	if (rc < 0)
+		return evil_say_rc("status / SET_FEATURES", rc);
+	if (!(st & VIRTIO_CONFIG_S_FEATURES_OK))
+		return evil_say_rc("FEATURES_OK refused", -ENOTSUP);
+	return 0;
+}
+
 /* Features, status FEATURES_OK. */
 static int dev_negotiate(struct evil_dev *d, bool first)
 {
 	struct vhost_client *vc = &d->vc;
-	uint64_t f, pf, want;
-	uint8_t st;
+	uint64_t f, want;
 	int rc;
 
 	rc = vhost_client_get_features(vc, &f);
@@ -73,26 +120,9 @@ static int dev_negotiate(struct evil_dev *d, bool first)
 	if (!(f & BIT64(VIRTIO_F_VERSION_1)) || !(f & BIT64(VHOST_USER_F_PROTOCOL_FEATURES)))
 		return evil_say_rc("features", -ENOTSUP);
 	if (first) {
-		rc = vhost_client_get_protocol_features(vc, &pf);
-		if (!rc)
-			rc = vhost_client_set_protocol_features(
-				vc, pf & (BIT64(VHOST_USER_PROTOCOL_F_MQ) |
-					  BIT64(VHOST_USER_PROTOCOL_F_REPLY_ACK) |
-					  BIT64(VHOST_USER_PROTOCOL_F_CONFIG) |
-					  BIT64(VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS) |
-					  BIT64(VHOST_USER_PROTOCOL_F_STATUS) |
-					  BIT64(VHOST_USER_PROTOCOL_F_RESET_DEVICE)));
+		rc = evil_protocol_setup(vc, true);
 		if (rc < 0)
-			return evil_say_rc("protocol features", rc);
-		if (!vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_REPLY_ACK) ||
-		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_STATUS) ||
-		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS) ||
-		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_RESET_DEVICE) ||
-		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_CONFIG))
-			return evil_say_rc("protocol features missing", -ENOTSUP);
-		rc = vhost_client_set_owner(vc);
-		if (rc < 0)
-			return evil_say_rc("SET_OWNER", rc);
+			return rc;
 		rc = vhost_client_get_config(vc, 0, d->mac, 6);
 		if (rc < 0)
 			return evil_say_rc("GET_CONFIG", rc);
@@ -106,20 +136,7 @@ static int dev_negotiate(struct evil_dev *d, bool first)
 	if (d->flags & EVIL_F_NO_MAC)
 		want &= ~BIT64(VIRTIO_NET_F_MAC);
 	d->features = f & want;
-	rc = vhost_client_set_status(vc, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER);
-	if (!rc)
-		rc = vhost_client_set_features(vc, d->features |
-					       BIT64(VHOST_USER_F_PROTOCOL_FEATURES));
-	if (!rc)
-		rc = vhost_client_set_status(vc, VIRTIO_CONFIG_S_ACKNOWLEDGE |
-					     VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK);
-	if (!rc)
-		rc = vhost_client_get_status(vc, &st);
-	if (rc < 0)
-		return evil_say_rc("status / SET_FEATURES", rc);
-	if (!(st & VIRTIO_CONFIG_S_FEATURES_OK))
-		return evil_say_rc("FEATURES_OK refused", -ENOTSUP);
-	return 0;
+	return evil_features_ok(vc, d->features);
 }
 
 int evil_vring_start(struct vhost_client *vc, unsigned idx, struct vq_drv *vq, uint8_t *mem,

@@ -88,6 +88,12 @@ int evil_verdict(bool ok, const char *fmt, ...) __attribute__((format(printf, 2,
 void evil_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Log "setup: what: error" if rc < 0; returns rc. */
 int evil_say_rc(const char *what, int rc);
+/* The first negotiation: protocol features (CONFIGURE_MEM_SLOTS required
+ * with mem_slots), SET_OWNER. 0 or the reported -errno. */
+int evil_protocol_setup(struct vhost_client *vc, bool mem_slots);
+/* Status ACKNOWLEDGE | DRIVER, SET_FEATURES, FEATURES_OK read back. 0 or
+ * the reported -errno. */
+int evil_features_ok(struct vhost_client *vc, uint64_t features);
 /* Read (reset) an eventfd if fd >= 0. */
 void evil_drain(int fd);
 /* Print a diagnostic to stderr when verbose. */

@@ -196,33 +196,16 @@ static int rdev_negotiate(struct evil_rdev *d, bool first, bool ext)
 {
 	struct vhost_client *vc = &d->vc;
 	struct virtio_net_roce_ext_config cfg;
-	uint64_t f, pf, want;
-	uint8_t st;
+	uint64_t f, want;
 	int rc;
 
 	rc = vhost_client_get_features(vc, &f);
 	if (rc < 0)
 		return evil_say_rc("GET_FEATURES", rc);
 	if (first) {
-		rc = vhost_client_get_protocol_features(vc, &pf);
-		if (!rc)
-			rc = vhost_client_set_protocol_features(
-				vc, pf & (BIT64(VHOST_USER_PROTOCOL_F_MQ) |
-					  BIT64(VHOST_USER_PROTOCOL_F_REPLY_ACK) |
-					  BIT64(VHOST_USER_PROTOCOL_F_CONFIG) |
-					  BIT64(VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS) |
-					  BIT64(VHOST_USER_PROTOCOL_F_STATUS) |
-					  BIT64(VHOST_USER_PROTOCOL_F_RESET_DEVICE)));
+		rc = evil_protocol_setup(vc, false);
 		if (rc < 0)
-			return evil_say_rc("protocol features", rc);
-		if (!vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_REPLY_ACK) ||
-		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_STATUS) ||
-		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_RESET_DEVICE) ||
-		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_CONFIG))
-			return evil_say_rc("protocol features missing", -ENOTSUP);
-		rc = vhost_client_set_owner(vc);
-		if (rc < 0)
-			return evil_say_rc("SET_OWNER", rc);
+			return rc;
 	}
 	want = BIT64(VIRTIO_F_VERSION_1) | BIT64(VIRTIO_NET_F_MAC) | BIT64(VIRTIO_NET_F_CTRL_VQ) |
 	       BIT64(VIRTIO_NET_F_ROCE);
@@ -235,18 +218,9 @@ static int rdev_negotiate(struct evil_rdev *d, bool first, bool ext)
 		return -ENOTSUP;
 	}
 	d->features = want;
-	rc = vhost_client_set_status(vc, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER);
-	if (!rc)
-		rc = vhost_client_set_features(vc, want | BIT64(VHOST_USER_F_PROTOCOL_FEATURES));
-	if (!rc)
-		rc = vhost_client_set_status(vc, VIRTIO_CONFIG_S_ACKNOWLEDGE |
-					     VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK);
-	if (!rc)
-		rc = vhost_client_get_status(vc, &st);
+	rc = evil_features_ok(vc, want);
 	if (rc < 0)
-		return evil_say_rc("status / SET_FEATURES", rc);
-	if (!(st & VIRTIO_CONFIG_S_FEATURES_OK))
-		return evil_say_rc("FEATURES_OK refused", -ENOTSUP);
+		return rc;
 	memset(&cfg, 0, sizeof(cfg));
 	rc = vhost_client_get_config(vc, 0, &cfg, ext ? sizeof(cfg) : 32);
 	if (rc < 0)
