@@ -541,6 +541,14 @@ static void roundtrip(const struct cm_msg *in, size_t member_size)
 	CHECK(memcmp(&out.req, &in->req, member_size) == 0);
 }
 
+/* Message f of m with full private data (pattern seed) through the codec. */
+#define roundtrip_pd(m, f, seed)                                                     \
+	do {                                                                          \
+		fill_pd((m).f.private_data, sizeof((m).f.private_data), seed);        \
+		(m).f.private_data_len = sizeof((m).f.private_data);                  \
+		roundtrip(&(m), sizeof((m).f));                                       \
+	} while (0)
+
 static void test_roundtrip_every_message(void)
 {
 	struct cm_msg m;
@@ -562,9 +570,7 @@ static void test_roundtrip_every_message(void)
 	m.req.rdc_exists = 1;
 	m.req.end_to_end_flow_control = 1;
 	m.req.extended_transport_type = 7;
-	fill_pd(m.req.private_data, sizeof(m.req.private_data), 1);
-	m.req.private_data_len = sizeof(m.req.private_data);
-	roundtrip(&m, sizeof(m.req));
+	roundtrip_pd(m, req, 1);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_MRA;
@@ -572,9 +578,7 @@ static void test_roundtrip_every_message(void)
 	m.mra.remote_comm_id = 0xFFFFFFFF;
 	m.mra.message_mraed = 2;
 	m.mra.service_timeout = 31;
-	fill_pd(m.mra.private_data, sizeof(m.mra.private_data), 2);
-	m.mra.private_data_len = sizeof(m.mra.private_data);
-	roundtrip(&m, sizeof(m.mra));
+	roundtrip_pd(m, mra, 2);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_REJ;
@@ -584,9 +588,7 @@ static void test_roundtrip_every_message(void)
 	m.rej.reason = CM_REJ_INVALID_ALT_FLOW_LABEL;
 	m.rej.ari_len = 72;
 	fill_pd(m.rej.ari, 72, 9);
-	fill_pd(m.rej.private_data, sizeof(m.rej.private_data), 3);
-	m.rej.private_data_len = sizeof(m.rej.private_data);
-	roundtrip(&m, sizeof(m.rej));
+	roundtrip_pd(m, rej, 3);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_REP;
@@ -604,43 +606,33 @@ static void test_roundtrip_every_message(void)
 	m.rep.rnr_retry_count = 7;
 	m.rep.srq = 1;
 	m.rep.local_ca_guid = 0xFEDCBA9876543210ull;
-	fill_pd(m.rep.private_data, sizeof(m.rep.private_data), 4);
-	m.rep.private_data_len = sizeof(m.rep.private_data);
-	roundtrip(&m, sizeof(m.rep));
+	roundtrip_pd(m, rep, 4);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_RTU;
 	m.rtu.local_comm_id = 7;
 	m.rtu.remote_comm_id = 8;
-	fill_pd(m.rtu.private_data, sizeof(m.rtu.private_data), 5);
-	m.rtu.private_data_len = sizeof(m.rtu.private_data);
-	roundtrip(&m, sizeof(m.rtu));
+	roundtrip_pd(m, rtu, 5);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_DREQ;
 	m.dreq.local_comm_id = 9;
 	m.dreq.remote_comm_id = 10;
 	m.dreq.remote_qpn = 0x00FFFE;
-	fill_pd(m.dreq.private_data, sizeof(m.dreq.private_data), 6);
-	m.dreq.private_data_len = sizeof(m.dreq.private_data);
-	roundtrip(&m, sizeof(m.dreq));
+	roundtrip_pd(m, dreq, 6);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_DREP;
 	m.drep.local_comm_id = 11;
 	m.drep.remote_comm_id = 12;
-	fill_pd(m.drep.private_data, sizeof(m.drep.private_data), 7);
-	m.drep.private_data_len = sizeof(m.drep.private_data);
-	roundtrip(&m, sizeof(m.drep));
+	roundtrip_pd(m, drep, 7);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_SIDR_REQ;
 	m.sidr_req.request_id = 13;
 	m.sidr_req.pkey = 0x7FFF;
 	m.sidr_req.service_id = cm_service_id(CM_PS_UDP, 4711);
-	fill_pd(m.sidr_req.private_data, sizeof(m.sidr_req.private_data), 8);
-	m.sidr_req.private_data_len = sizeof(m.sidr_req.private_data);
-	roundtrip(&m, sizeof(m.sidr_req));
+	roundtrip_pd(m, sidr_req, 8);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_SIDR_REP;
@@ -651,9 +643,7 @@ static void test_roundtrip_every_message(void)
 	m.sidr_rep.qpn = 0x000042;
 	m.sidr_rep.service_id = cm_service_id(CM_PS_IB, 3);
 	m.sidr_rep.qkey = 0x01234567;
-	fill_pd(m.sidr_rep.private_data, sizeof(m.sidr_rep.private_data), 9);
-	m.sidr_rep.private_data_len = sizeof(m.sidr_rep.private_data);
-	roundtrip(&m, sizeof(m.sidr_rep));
+	roundtrip_pd(m, sidr_rep, 9);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_CLASS_PORT_INFO;

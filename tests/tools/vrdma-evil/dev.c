@@ -330,23 +330,27 @@ int evil_tx(struct evil_dev *d, const void *frame, size_t len)
 	return 0;
 }
 
-int evil_wait_used(struct evil_dev *d, unsigned idx, int timeout_ms)
+int evil_vq_wait_used(struct vq_drv *vq, int call, int timeout_ms)
 {
-	struct evil_ring *r = &d->r[idx];
 	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
 
 	for (;;) {
-		struct pollfd p = { .fd = r->call, .events = POLLIN };
+		struct pollfd p = { .fd = call, .events = POLLIN };
 		uint64_t now;
 
-		evil_drain(r->call);
-		if (vq_drv_has_used(&r->vq))
+		evil_drain(call);
+		if (vq_drv_has_used(vq))
 			return 1;
 		now = now_ms();
 		if (now >= deadline)
 			return 0;
-		(void)poll(&p, 1, (int)(deadline - now));
+		(void)poll(&p, 1, (int)(deadline - now) < 50 ? (int)(deadline - now) : 50);
 	}
+}
+
+int evil_wait_used(struct evil_dev *d, unsigned idx, int timeout_ms)
+{
+	return evil_vq_wait_used(&d->r[idx].vq, d->r[idx].call, timeout_ms);
 }
 
 int evil_rx(struct evil_dev *d, void *buf, size_t cap, int timeout_ms)

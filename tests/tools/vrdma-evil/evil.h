@@ -210,8 +210,10 @@ int evil_loopback(struct evil_dev *d, uint32_t seq);
 int evil_ctrl(struct evil_dev *d, uint8_t cls, uint8_t cmd, const void *data, size_t len);
 /* GET_STATUS. Returns 0 or -errno. */
 int evil_status(struct evil_dev *d, uint8_t *st);
-/* Wait up to timeout_ms for a used entry on ring idx (its call eventfd).
- * Returns 1, or 0 on timeout. */
+/* Wait up to timeout_ms for a used entry on vq (call: its call eventfd,
+ * drained). Returns 1, or 0 on timeout. */
+int evil_vq_wait_used(struct vq_drv *vq, int call, int timeout_ms);
+/* The same for ring idx of d. */
 int evil_wait_used(struct evil_dev *d, unsigned idx, int timeout_ms);
 /* Wait up to timeout_ms for the error eventfd of ring idx. Returns 1 if it
  * fired, 0 if not. */

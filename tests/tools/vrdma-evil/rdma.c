@@ -96,20 +96,7 @@ int rdev_ring_setup(struct evil_rdev *d, struct evil_rring *r, unsigned idx)
 /* Wait up to timeout_ms for a used entry on r. Returns 1 or 0. */
 int rdev_wait_used(struct evil_rring *r, int timeout_ms)
 {
-	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
-
-	for (;;) {
-		struct pollfd p = { .fd = r->call, .events = POLLIN };
-		uint64_t now;
-
-		evil_drain(r->call);
-		if (vq_drv_has_used(&r->vq))
-			return 1;
-		now = now_ms();
-		if (now >= deadline)
-			return 0;
-		(void)poll(&p, 1, (int)(deadline - now) < 50 ? (int)(deadline - now) : 50);
-	}
+	return evil_vq_wait_used(&r->vq, r->call, timeout_ms);
 }
 
 /* Wait up to timeout_ms for the error eventfd of r. Returns 1 or 0. */
