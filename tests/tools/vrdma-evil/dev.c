@@ -87,6 +87,19 @@ int evil_protocol_setup(struct vhost_client *vc, bool mem_slots)
 	return 0;
 }
 
+int evil_add_arena(struct vhost_client *vc, uint8_t *arena, size_t size, int fd)
+{
+	struct vhost_user_mem_region reg;
+	int rc;
+
+	memset(&reg, 0, sizeof(reg));
+	reg.guest_phys_addr = evil_gpa(arena);
+	reg.userspace_addr = evil_gpa(arena);
+	reg.memory_size = size;
+	rc = vhost_client_add_mem_reg(vc, &reg, fd);
+	return rc < 0 ? evil_say_rc("ADD_MEM_REG", rc) : 0;
+}
+
 int evil_features_ok(struct vhost_client *vc, uint64_t features)
 {
 	uint8_t st;
@@ -215,7 +228,6 @@ static int dev_rings_up(struct evil_dev *d)
 
 int evil_dev_open(struct evil_dev *d, const struct evil_opts *o, unsigned flags)
 {
-	struct vhost_user_mem_region reg;
 	int rc;
 
 	memset(d, 0, sizeof(*d));
@@ -262,13 +274,9 @@ int evil_dev_open(struct evil_dev *d, const struct evil_opts *o, unsigned flags)
 	rc = dev_negotiate(d, true);
 	if (rc < 0)
 		return rc;
-	memset(&reg, 0, sizeof(reg));
-	reg.guest_phys_addr = evil_gpa(d->arena);
-	reg.userspace_addr = evil_gpa(d->arena);
-	reg.memory_size = d->arena_size;
-	rc = vhost_client_add_mem_reg(&d->vc, &reg, d->arena_fd);
+	rc = evil_add_arena(&d->vc, d->arena, d->arena_size, d->arena_fd);
 	if (rc < 0)
-		return evil_say_rc("ADD_MEM_REG", rc);
+		return rc;
 	return dev_rings_up(d);
 }
 

@@ -94,6 +94,9 @@ int evil_protocol_setup(struct vhost_client *vc, bool mem_slots);
 /* Status ACKNOWLEDGE | DRIVER, SET_FEATURES, FEATURES_OK read back. 0 or
  * the reported -errno. */
 int evil_features_ok(struct vhost_client *vc, uint64_t features);
+/* ADD_MEM_REG of an identity-mapped arena (GPA == UVA). 0 or the reported
+ * -errno. */
+int evil_add_arena(struct vhost_client *vc, uint8_t *arena, size_t size, int fd);
 /* Read (reset) an eventfd if fd >= 0. */
 void evil_drain(int fd);
 /* Print a diagnostic to stderr when verbose. */

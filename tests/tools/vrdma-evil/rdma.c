@@ -491,7 +491,6 @@ int rdev_up(struct evil_rdev *d, unsigned flags)
 
 int rdev_open(struct evil_rdev *d, const struct evil_opts *o, unsigned flags)
 {
-	struct vhost_user_mem_region reg;
 	struct evil_rring *all[] = { &d->ctrl, &d->eventq, &d->cq, &d->srq, &d->sq[0], &d->rq[0],
 				     &d->sq[1], &d->rq[1] };
 	int rc;
@@ -535,13 +534,9 @@ int rdev_open(struct evil_rdev *d, const struct evil_opts *o, unsigned flags)
 	rc = rdev_negotiate(d, true, !(flags & RDEV_F_NO_EXT));
 	if (rc)
 		return rc;
-	memset(&reg, 0, sizeof(reg));
-	reg.guest_phys_addr = evil_gpa(d->arena);
-	reg.userspace_addr = evil_gpa(d->arena);
-	reg.memory_size = d->arena_size;
-	rc = vhost_client_add_mem_reg(&d->vc, &reg, d->arena_fd);
+	rc = evil_add_arena(&d->vc, d->arena, d->arena_size, d->arena_fd);
 	if (rc < 0)
-		return evil_say_rc("ADD_MEM_REG", rc);
+		return rc;
 	/* GID 0: fe80::/64 with the EUI-64 of the MAC */
 	memset(d->gid0, 0, 16);
 	d->gid0[0] = 0xfe;
