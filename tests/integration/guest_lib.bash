@@ -205,3 +205,19 @@ perf_verdict() {
 		not_ok "$name" "$cli rc=$rc_c $srv_who rc=$rc_s: $(tail -3 <<<"$out" | tr '\n' ' ') / $(tail -4 <<<"$srv" | tr '\n' ' ')"
 	fi
 }
+
+# guest_setup DAEMON_ARGS...: the guest's parts (test "prepare") and the
+# daemon d started with DAEMON_ARGS (daemon_lib.bash); the test ends here
+# (t_done) if either fails.
+guest_setup() {
+	if guest_prepare; then
+		ok prepare
+	else
+		not_ok prepare "QEMU, modules or guest image could not be built"
+		t_done
+	fi
+	if ! d_start d "$@"; then
+		not_ok start "$(tail -5 "$T_TMP/d.log")"
+		t_done
+	fi
+}

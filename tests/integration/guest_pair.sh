@@ -37,17 +37,8 @@ on() {
 	rxe_cmd "$2"
 }
 
-if guest_prepare; then
-	ok prepare
-else
-	not_ok prepare "QEMU, modules or guest image could not be built"
-	t_done
-fi
-if ! d_start d --device "socket=$T_TMP/a.sock,model=virtio-rdma,mac=02:00:00:00:2b:01,ip=$IP_A/24,qps=4,cqs=4" \
-	--device "socket=$T_TMP/b.sock,model=virtio-rdma,mac=02:00:00:00:2b:03,ip=$IP_B/24,qps=4,cqs=4"; then
-	not_ok start "$(tail -5 "$T_TMP/d.log")"
-	t_done
-fi
+guest_setup --device "socket=$T_TMP/a.sock,model=virtio-rdma,mac=02:00:00:00:2b:01,ip=$IP_A/24,qps=4,cqs=4" \
+	--device "socket=$T_TMP/b.sock,model=virtio-rdma,mac=02:00:00:00:2b:03,ip=$IP_B/24,qps=4,cqs=4"
 # links 0..2: QEMU A listens, QEMU B connects (retrying until A is up)
 LINKS=()
 args_a=() args_b=()

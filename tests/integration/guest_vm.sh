@@ -45,26 +45,13 @@ IP=10.43.0.1
 MAC_H=02:00:00:00:2b:02
 IP_H=10.43.0.2
 RUN="$VRDMA_BUILD/bin/vrdma-run"
-PRELOAD=""
-if objdump -T "$VRDMA_BUILD/lib/libibverbs.so.1" 2>/dev/null | grep -q __asan_init; then
-	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-fi
+asan_preload "$VRDMA_BUILD/lib/libibverbs.so.1"
 
 need setup "$DAEMON" "$RUN" busybox python3 || t_done
 trap 'rxe_stop; t_cleanup' EXIT
 
-if guest_prepare; then
-	ok prepare
-else
-	not_ok prepare "QEMU, modules or guest image could not be built"
-	t_done
-fi
-
-if ! d_start d --device "socket=$T_TMP/r.sock,model=virtio-rdma,mac=$MAC,ip=$IP/24,qps=$QPS,cqs=$CQS" \
-	--device "socket=$T_TMP/h.sock,mac=$MAC_H,ip=$IP_H/24"; then
-	not_ok start "$(tail -5 "$T_TMP/d.log")"
-	t_done
-fi
+guest_setup --device "socket=$T_TMP/r.sock,model=virtio-rdma,mac=$MAC,ip=$IP/24,qps=$QPS,cqs=$CQS" \
+	--device "socket=$T_TMP/h.sock,mac=$MAC_H,ip=$IP_H/24"
 # the host ends of the guest's TCP bridges (virtio-serial ports br0..br2,
 # one per host pair: QEMU notices a closed connection only while the guest
 # holds the port open, so a port is not reused): QEMU connects port i to a
