@@ -201,9 +201,7 @@ int vrdma_cq_create(struct vrdma_dev *dev, uint32_t cqe, struct vrdma_cq **out)
 	uint32_t cap, num, cqn;
 	int rc;
 
-	if (!dev || !out)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !out, &r);
 	if (rc)
 		return rc;
 	if (!cqe || cqe > r->attr.max_cqe) {

@@ -426,6 +426,11 @@ int vrdma_rdma_pd_admit(const struct vrdma_rdma *r, uint32_t pdn, uint32_t count
 	return count >= max ? -ENOMEM : 0;
 }
 
+int vrdma_rdma_enter_checked(struct vrdma_dev *dev, bool bad, struct vrdma_rdma **r)
+{
+	return bad ? -EINVAL : vrdma_rdma_enter(dev, r);
+}
+
 /* ---- device and port -------------------------------------------------------- */
 
 int vrdma_query_device(struct vrdma_dev *dev, struct vrdma_device_attr *attr)
@@ -433,9 +438,7 @@ int vrdma_query_device(struct vrdma_dev *dev, struct vrdma_device_attr *attr)
 	struct vrdma_rdma *r;
 	int rc;
 
-	if (!attr)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !attr, &r);
 	if (rc)
 		return rc;
 	*attr = r->attr;
@@ -450,9 +453,7 @@ int vrdma_query_port(struct vrdma_dev *dev, struct vrdma_port_attr *attr)
 	uint8_t m;
 	int rc;
 
-	if (!attr)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !attr, &r);
 	if (rc)
 		return rc;
 	{
@@ -530,9 +531,7 @@ int vrdma_gid_query(struct vrdma_dev *dev, uint32_t index, uint8_t gid[16])
 	struct vrdma_rdma *r;
 	int rc;
 
-	if (!gid)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !gid, &r);
 	if (rc)
 		return rc;
 	rc = 0;
@@ -572,9 +571,7 @@ int vrdma_gid_add(struct vrdma_dev *dev, uint32_t index, const uint8_t gid[16])
 	struct vrdma_rdma *r;
 	int rc;
 
-	if (!gid)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !gid, &r);
 	if (rc)
 		return rc;
 	rc = gid_zero(gid) ? -EINVAL : gid_driver_index(r, index);
@@ -632,9 +629,7 @@ int vrdma_pd_alloc(struct vrdma_dev *dev, uint32_t *pdn)
 	uint32_t n;
 	int rc;
 
-	if (!pdn)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !pdn, &r);
 	if (rc)
 		return rc;
 	if (r->npds >= r->attr.max_pd) {
@@ -731,9 +726,7 @@ int vrdma_ah_create(struct vrdma_dev *dev, uint32_t pdn, const struct vrdma_ah_a
 	uint32_t h;
 	int rc;
 
-	if (!attr || !ah)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !attr || !ah, &r);
 	if (rc)
 		return rc;
 	rc = vrdma_rdma_check_av(r, attr);

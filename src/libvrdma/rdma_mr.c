@@ -155,11 +155,8 @@ int vrdma_mr_get_dma(struct vrdma_dev *dev, uint32_t pdn, uint32_t access,
 	le32 ack[3];
 	int rc;
 
-	if (!dev || !mr)
-		return -EINVAL;
-	if (access & ~(uint32_t)VIRTIO_IB_ACCESS_LOCAL_WRITE)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !mr || (access & ~(uint32_t)VIRTIO_IB_ACCESS_LOCAL_WRITE),
+				      &r);
 	if (rc)
 		return rc;
 	rc = vrdma_rdma_pd_admit(r, pdn, r->nmrs, r->attr.max_mr);
@@ -222,9 +219,7 @@ int vrdma_mr_alloc(struct vrdma_dev *dev, uint32_t pdn, uint32_t max_num_sg,
 	le32 ack[3];
 	int rc;
 
-	if (!dev || !mr)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !mr, &r);
 	if (rc)
 		return rc;
 	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS)) {
@@ -272,9 +267,7 @@ int vrdma_mw_alloc(struct vrdma_dev *dev, uint32_t pdn, uint32_t type, struct vr
 	uint32_t mwn;
 	int rc;
 
-	if (!dev || !mw)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !mw, &r);
 	if (rc)
 		return rc;
 	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_WINDOW) ||

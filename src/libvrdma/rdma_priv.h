@@ -278,6 +278,9 @@ int vrdma_rdma_get(struct vrdma_dev *dev, struct vrdma_rdma **out);
  * vrdma_rdma_get). 0 with the device lock held, or the error with it
  * released (-EINVAL for a NULL dev). */
 int vrdma_rdma_enter(struct vrdma_dev *dev, struct vrdma_rdma **r);
+/* The same after the caller's argument checks: bad (any check failed) is
+ * -EINVAL with nothing locked. */
+int vrdma_rdma_enter_checked(struct vrdma_dev *dev, bool bad, struct vrdma_rdma **r);
 
 /*
  * Send RoCE command cmd (device lock held). Returns 0 (VIRTIO_NET_OK, out

@@ -271,9 +271,7 @@ int vrdma_event_get(struct vrdma_dev *dev, struct vrdma_async_event *ev)
 	struct vrdma_rdma *r;
 	int rc;
 
-	if (!dev || !ev)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !ev, &r);
 	if (rc)
 		return rc;
 	if (!r->ext || !r->evq) {
@@ -311,9 +309,7 @@ int vrdma_query_pkey(struct vrdma_dev *dev, uint32_t index, uint16_t *pkey)
 	struct vrdma_rdma *r;
 	int rc;
 
-	if (!dev || !pkey)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !pkey, &r);
 	if (rc)
 		return rc;
 	if (!r->ext) {
@@ -360,9 +356,7 @@ int vrdma_srq_create(struct vrdma_dev *dev, uint32_t pdn, struct vrdma_srq_attr 
 	uint32_t num, srqn;
 	int rc;
 
-	if (!dev || !attr || !out)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !attr || !out, &r);
 	if (rc)
 		return rc;
 	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_SRQ)) {
