@@ -87,6 +87,18 @@ int evil_protocol_setup(struct vhost_client *vc, bool mem_slots)
 	return 0;
 }
 
+void evil_ring_fds_close(struct vq_drv *vq, int *kick, int *call, int *err)
+{
+	vq_drv_fini(vq);
+	if (*kick >= 0)
+		close(*kick);
+	if (*call >= 0)
+		close(*call);
+	if (*err >= 0)
+		close(*err);
+	*kick = *call = *err = -1;
+}
+
 int evil_add_arena(struct vhost_client *vc, uint8_t *arena, size_t size, int fd)
 {
 	struct vhost_user_mem_region reg;
@@ -296,14 +308,7 @@ void evil_dev_close(struct evil_dev *d)
 	for (unsigned i = 0; i < EVIL_NRINGS; i++) {
 		struct evil_ring *r = &d->r[i];
 
-		vq_drv_fini(&r->vq);
-		if (r->kick >= 0)
-			close(r->kick);
-		if (r->call >= 0)
-			close(r->call);
-		if (r->err >= 0)
-			close(r->err);
-		r->kick = r->call = r->err = -1;
+		evil_ring_fds_close(&r->vq, &r->kick, &r->call, &r->err);
 	}
 	if (d->arena)
 		munmap(d->arena, d->arena_size);

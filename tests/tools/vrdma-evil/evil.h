@@ -97,6 +97,8 @@ int evil_features_ok(struct vhost_client *vc, uint64_t features);
 /* ADD_MEM_REG of an identity-mapped arena (GPA == UVA). 0 or the reported
  * -errno. */
 int evil_add_arena(struct vhost_client *vc, uint8_t *arena, size_t size, int fd);
+/* A ring's driver state and eventfds released (fds left -1). */
+void evil_ring_fds_close(struct vq_drv *vq, int *kick, int *call, int *err);
 /* Read (reset) an eventfd if fd >= 0. */
 void evil_drain(int fd);
 /* Print a diagnostic to stderr when verbose. */

@@ -70,14 +70,7 @@ static int rring_alloc(struct evil_rdev *d, struct evil_rring *r)
 
 static void rring_free(struct evil_rring *r)
 {
-	vq_drv_fini(&r->vq);
-	if (r->kick >= 0)
-		close(r->kick);
-	if (r->call >= 0)
-		close(r->call);
-	if (r->err >= 0)
-		close(r->err);
-	r->kick = r->call = r->err = -1;
+	evil_ring_fds_close(&r->vq, &r->kick, &r->call, &r->err);
 	r->up = false;
 }
 
