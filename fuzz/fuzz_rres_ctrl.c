@@ -1,71 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Fuzz the RoCE control path: the input is a sequence of records
- *   u8 op | u8 len | len bytes
- * executed in order on one fresh rres_dev whose driver memory is a real
- * vhost_mem with one memfd region (GPA 0x10000, 16 pages; page 15 holds a
- * page list of the 16 pages). The device offers the extension (ROCE_EXT,
- * 3 SRQs, 3 windows) and starts with it negotiated. op & 0x1f is the command
- * number (28..31 unknown); op & 0x40 shrinks the ack buffer to len / 4
- * bytes; op & 0x80 turns the record into a transport-side action (async QP
+ * Fuzz the RoCE control path (src/backend/rres_ctrl.c) through the shared
+ * harness (ctrl_harness.h: records, memory, common checks). The device
+ * offers the extension (ROCE_EXT, 3 SRQs, 3 windows) and starts with it
+ * negotiated; commands 28..31 are unknown. A transport-side action (async QP
  * state change, CQ notification check, MR translation, device reset, REG_MR,
- * invalidation, BIND_MW, events, ROCE_EXT on/off, link and MAC changes)
- * chosen by the first byte.
+ * invalidation, BIND_MW, events, ROCE_EXT on/off, link and MAC changes) is
+ * chosen by the record's first byte.
  *
- * After every step the fuzzer checks the model's invariants and aborts on a
- * violation: a failed command changed nothing, reference counts equal the
+ * After every step the model's invariants hold: reference counts equal the
  * objects that hold them, registered pages add up, windows never exceed
- * their MR, the event FIFO is consistent, region references are balanced at
- * the end.
+ * their MR, the event FIFO is consistent.
  */
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
-#include "backend/rres_dev.h"
-#include "vhost/vhost_mem.h"
-
-#define REGION_GPA   0x10000ull
-#define REGION_PAGES 16
-
-static struct vhost_mem mem;
-static struct vhost_mem_region *region;
-
-static void die(const char *why)
-{
-	(void)why;
-	__builtin_trap();
-}
-
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	int fd = memfd_create("fuzz_roce", 0);
-
-	(void)argc;
-	(void)argv;
-	vhost_mem_init(&mem);
-	if (fd < 0 || ftruncate(fd, REGION_PAGES * 4096) < 0 ||
-	    vhost_mem_add(&mem, REGION_GPA, REGION_PAGES * 4096, REGION_GPA, 0, fd) < 0)
-		abort();
-	region = vhost_mem_find(&mem, REGION_GPA);
-	if (!region)
-		abort();
-	return 0;
-}
-
-/* Page 15 of the region: a page list naming pages 0..15 (restored before
- * each input; translations may overwrite it). */
-static void write_page_list(void)
-{
-	for (uint64_t k = 0; k < REGION_PAGES; k++) {
-		uint64_t g = htole64(REGION_GPA + k * 4096);
-
-		memcpy(region->host + 15 * 4096 + 8 * k, &g, 8);
-	}
-}
+#include "ctrl_harness.h"
 
 /* Walk every table and check reference counts and page accounting. */
 static void check_invariants(const struct rres_dev *rd)
@@ -81,18 +28,7 @@ static void check_invariants(const struct rres_dev *rd)
 		if (!mr)
 			continue;
 		n++;
-		if (mr->mrn != i || (mr->lkey >> RRES_KEY_BITS) != i || !mr->pd ||
-		    rres_pd_lookup(rd, mr->pd->pdn) != mr->pd)
-			die("mr");
-		if (mr->rkey && (mr->rkey >> RRES_KEY_BITS) != i)
-			die("rkey");
-		pages += mr->type == RRES_MR_FAST ? mr->max_pages : mr->npages;
-		if (mr->type == RRES_MR_FAST && mr->npages > mr->max_pages)
-			die("fast pages");
-		if (mr->state == RRES_MR_FREE && mr->nregions)
-			die("free mr pinned");
-		for (uint32_t r = 0; r < mr->nregions; r++)
-			holders += mr->regions[r] == region;
+		check_mr(rd, mr, i, &pages, &holders);
 		if (mr->type == RRES_MR_MW) {
 			const struct rres_mr *b = mr->bound_mr;
 
@@ -181,14 +117,6 @@ static void check_invariants(const struct rres_dev *rd)
 		die("qp count");
 	pd_refs += n;
 	cq_refs = 2ull * n;
-	for (i = 0; i < rd->pds.size; i++)
-		if (rd->pds.slot[i])
-			pd_refs -= ((const struct rres_pd *)rd->pds.slot[i])->refcnt;
-	for (i = 0; i < rd->cqs.size; i++)
-		if (rd->cqs.slot[i])
-			cq_refs -= ((const struct rres_cq *)rd->cqs.slot[i])->refcnt;
-	if (pd_refs || cq_refs)
-		die("refcnt");
 	/* the event FIFO: linked both ways, only objects with pending bits */
 	for (const struct rres_ev_obj *o = rd->ev_head, *prev = NULL; o; prev = o, o = o->next) {
 		if (!o->queued || !o->pending || o->prev != prev || ++nev > 100000)
@@ -198,14 +126,12 @@ static void check_invariants(const struct rres_dev *rd)
 	}
 	if (!rd->ev_head && rd->ev_tail)
 		die("event tail");
-	if (region->refcnt != 1 + holders)
-		die("region refs");
+	check_refs(rd, pd_refs, cq_refs, holders);
 }
 
 static void transport_action(struct rres_dev *rd, const uint8_t *d, size_t len)
 {
-	uint32_t a = len > 4 ? (uint32_t)d[1] | (uint32_t)d[2] << 8 | (uint32_t)d[3] << 16 : 0;
-	struct iovec iov[8];
+	uint32_t a = action_arg(d, len);
 	struct rres_qp *qp;
 	struct rres_mr *mr;
 	struct rres_cq *cq;
@@ -217,36 +143,13 @@ static void transport_action(struct rres_dev *rd, const uint8_t *d, size_t len)
 		return;
 	switch (d[0] % 14) {
 	case 0:
-		qp = rres_qp_lookup(rd, a);
-		if (qp)
-			(void)rres_qp_async_state(rd, qp, len > 4 ? d[4] : VIRTIO_IB_QPS_ERR);
+		act_qp_state(rd, a, len > 4 ? d[4] : VIRTIO_IB_QPS_ERR);
 		break;
 	case 1:
-		cq = rres_cq_lookup(rd, a);
-		if (cq)
-			(void)rres_cq_notify_check(cq, len > 4 && (d[4] & 1));
+		act_cq_notify(rd, a, d, len);
 		break;
 	case 2:
-		mr = rres_mr_lookup(rd, a);
-		if (mr && len >= 12) {
-			uint64_t iova, l;
-
-			memcpy(&iova, d + 4, 8);
-			l = len > 12 ? d[12] * 97u : 1;
-			int n = rres_mr_to_iov(rd, mr, iova, l, iov, 8);
-
-			if (n > 8)
-				die("iov");
-			for (int k = 0; k < n; k++) {
-				uint8_t *p = iov[k].iov_base;
-
-				/* Inside the region (ASan would also catch it). */
-				if (p < region->host ||
-				    p + iov[k].iov_len > region->host + region->size)
-					die("iov range");
-				memset(p, 0x5a, iov[k].iov_len);
-			}
-		}
+		mr_translate(rd, rres_mr_lookup(rd, a), d, len);
 		break;
 	case 3:
 		qp = rres_qp_lookup(rd, a);
@@ -323,74 +226,43 @@ static void transport_action(struct rres_dev *rd, const uint8_t *d, size_t len)
 	}
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void device_config(struct rres_dev_cfg *cfg)
 {
-	struct rres_dev_cfg cfg;
-	struct rres_dev rd;
-	uint8_t out[256];
-	size_t pos = 0;
-
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.mac[0] = 0x52;
-	cfg.has_ip4 = true;
-	cfg.ip4 = 0x0100000a;
-	cfg.max_rdma_qps = 12;
-	cfg.max_rdma_cqs = 4;
-	cfg.max_pd = 4;
-	cfg.max_mr = 6;
-	cfg.max_ah = 4;
-	cfg.max_cqe = 64;
-	cfg.max_qp_wr = 64;
-	cfg.max_mr_pages = 24;
-	cfg.ext_offered = true;
-	cfg.max_rdma_srqs = 3;
-	cfg.max_srq_wr = 64;
-	cfg.max_mw = 3;
-	cfg.max_fast_reg_page_list_len = 8;
-	cfg.mem = &mem;
-	cfg.deterministic = true;
-	cfg.seed = 1;
-	if (rres_dev_init(&rd, &cfg))
-		abort();
-	rres_dev_set_ext(&rd, true);
-	write_page_list();
-
-	while (pos + 2 <= size) {
-		uint8_t op = data[pos], len = data[pos + 1];
-		const uint8_t *in = data + pos + 2;
-		struct rres_counts before, after;
-		size_t out_len = 99, cap;
-		int ret;
-
-		if (pos + 2 + len > size)
-			len = (uint8_t)(size - pos - 2);
-		pos += 2 + (size_t)len;
-		if (op & 0x80) {
-			transport_action(&rd, in, len);
-			check_invariants(&rd);
-			continue;
-		}
-		cap = op & 0x40 ? len / 4u : sizeof(out);
-		rres_dev_counts(&rd, &before);
-		/* Copy so the command bytes have no redzone slack past len. */
-		uint8_t *buf = len ? malloc(len) : NULL;
-
-		if (len)
-			memcpy(buf, in, len);
-		ret = rres_ctrl_exec(&rd, op & 0x1f, buf, len, out, cap, &out_len);
-		free(buf);
-		rres_dev_counts(&rd, &after);
-		if (ret != VIRTIO_NET_OK && ret != VIRTIO_NET_ERR)
-			die("ret");
-		if (ret == VIRTIO_NET_ERR && (out_len || memcmp(&before, &after, sizeof(before))))
-			die("partial state");
-		if (out_len > cap)
-			die("out_len");
-		check_invariants(&rd);
-	}
-	rres_dev_fini(&rd);
-	if (region->refcnt != 1)
-		die("leaked region reference");
-	return 0;
+	cfg->max_rdma_qps = 12;
+	cfg->max_rdma_cqs = 4;
+	cfg->max_pd = 4;
+	cfg->max_mr = 6;
+	cfg->max_ah = 4;
+	cfg->ext_offered = true;
+	cfg->max_rdma_srqs = 3;
+	cfg->max_srq_wr = 64;
+	cfg->max_mw = 3;
 }
+
+/* The extension offered and negotiated from the start. */
+static void device_setup(struct rres_dev *rd)
+{
+	rres_dev_set_ext(rd, true);
+}
+
+/* Through the int entry (VIRTIO_NET_OK/ERR) as the control queue calls it;
+ * the reason is the one counted. */
+static enum rres_err device_exec(struct rres_dev *rd, uint8_t cmd, const void *in,
+				 size_t in_len, void *out, size_t out_cap, size_t *out_len)
+{
+	uint64_t errs[RRES_ERR_MAX];
+	enum rres_err e;
+	int ret;
+
+	memcpy(errs, rd->stats.errs, sizeof(errs));
+	ret = rres_ctrl_exec(rd, cmd, in, in_len, out, out_cap, out_len);
+	if (ret == VIRTIO_NET_OK)
+		return memcmp(errs, rd->stats.errs, sizeof(errs)) ? RRES_ERR_MAX : RRES_OK;
+	for (e = RRES_ERR_UNKNOWN_CMD; e < RRES_ERR_MAX; e++)
+		if (rd->stats.errs[e] != errs[e])
+			return ret == VIRTIO_NET_ERR ? e : RRES_ERR_MAX;
+	return RRES_ERR_MAX; /* not a known return or not counted: dies */
+}
+
+CTRL_FUZZ_TARGET(device_config, device_setup, device_exec, transport_action,
+		 check_invariants)

@@ -1,85 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Control commands of class VIRTIO_NET_CTRL_ROCE (RFC: "RoCE
- * Configuration"): decode the untrusted little-endian command data, check its
- * length, run the operation (rres_res.c, rres_qp_state.c), encode the ack
- * data, count the outcome. Nothing here trusts in_len, alignment or any value.
+ * Configuration"): one row per command in the table at the end (run by
+ * rres_cmd.c, which checks lengths and counts the outcome); each handler
+ * decodes the untrusted little-endian command data, runs the operation
+ * (rres_res.c, rres_qp_state.c) and encodes the ack data. Nothing here
+ * trusts in_len, alignment or any value.
  */
 #include "backend/rres_dev.h"
 
 #include <string.h>
 
-#include "common/log.h"
+#include "backend/rres_cmd.h"
 #include "common/util.h"
 
-#define VRDMA_VARLEN ((size_t)-1)
 #define CMD(name) sizeof(struct virtio_rdma_cmd_##name)
 #define ACK(name) sizeof(struct virtio_rdma_ack_##name)
-
-static const struct {
-	const char *name;
-	size_t in;  /* command data length, VRDMA_VARLEN: checked by the handler */
-	size_t out; /* ack data length */
-	uint64_t cap; /* extension: capability bit required (0: ROCE_EXT only) */
-} cmd_info[VIRTIO_NET_CTRL_ROCE_EXT_NUM_CMDS] = {
-	[VIRTIO_NET_CTRL_ROCE_QUERY_DEVICE] = { "QUERY_DEVICE", 0,
-		ACK(query_device), 0 },
-	[VIRTIO_NET_CTRL_ROCE_QUERY_PORT] = { "QUERY_PORT", 0,
-		ACK(query_port), 0 },
-	[VIRTIO_NET_CTRL_ROCE_CREATE_CQ] = { "CREATE_CQ",
-		CMD(create_cq), ACK(create_cq), 0 },
-	[VIRTIO_NET_CTRL_ROCE_DESTROY_CQ] = { "DESTROY_CQ",
-		CMD(destroy_cq), 0, 0 },
-	[VIRTIO_NET_CTRL_ROCE_CREATE_PD] = { "CREATE_PD", 0,
-		ACK(create_pd), 0 },
-	[VIRTIO_NET_CTRL_ROCE_DESTROY_PD] = { "DESTROY_PD",
-		CMD(destroy_pd), 0, 0 },
-	[VIRTIO_NET_CTRL_ROCE_GET_DMA_MR] = { "GET_DMA_MR",
-		CMD(get_dma_mr), ACK(get_dma_mr), 0 },
-	[VIRTIO_NET_CTRL_ROCE_REG_USER_MR] = { "REG_USER_MR", VRDMA_VARLEN,
-		ACK(reg_user_mr), 0 },
-	[VIRTIO_NET_CTRL_ROCE_DEREG_MR] = { "DEREG_MR",
-		CMD(dereg_mr), 0, 0 },
-	[VIRTIO_NET_CTRL_ROCE_CREATE_QP] = { "CREATE_QP",
-		CMD(create_qp), ACK(create_qp), 0 },
-	[VIRTIO_NET_CTRL_ROCE_MODIFY_QP] = { "MODIFY_QP",
-		CMD(modify_qp), 0, 0 },
-	[VIRTIO_NET_CTRL_ROCE_QUERY_QP] = { "QUERY_QP",
-		CMD(query_qp), ACK(query_qp), 0 },
-	[VIRTIO_NET_CTRL_ROCE_DESTROY_QP] = { "DESTROY_QP",
-		CMD(destroy_qp), 0, 0 },
-	[VIRTIO_NET_CTRL_ROCE_CREATE_AH] = { "CREATE_AH",
-		CMD(create_ah), ACK(create_ah), 0 },
-	[VIRTIO_NET_CTRL_ROCE_DESTROY_AH] = { "DESTROY_AH",
-		CMD(destroy_ah), 0, 0 },
-	[VIRTIO_NET_CTRL_ROCE_ADD_GID] = { "ADD_GID",
-		CMD(add_gid), 0, 0 },
-	[VIRTIO_NET_CTRL_ROCE_DEL_GID] = { "DEL_GID",
-		CMD(del_gid), 0, 0 },
-	[VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ] = { "REQ_NOTIFY_CQ",
-		CMD(req_notify), 0, 0 },
-	/* extension (ROCE_EXT) */
-	[VIRTIO_NET_CTRL_ROCE_CREATE_SRQ] = { "CREATE_SRQ",
-		CMD(create_srq), ACK(create_srq), VIRTIO_IB_DEVICE_SRQ },
-	[VIRTIO_NET_CTRL_ROCE_MODIFY_SRQ] = { "MODIFY_SRQ",
-		CMD(modify_srq), 0, VIRTIO_IB_DEVICE_SRQ },
-	[VIRTIO_NET_CTRL_ROCE_QUERY_SRQ] = { "QUERY_SRQ",
-		CMD(query_srq), ACK(query_srq), VIRTIO_IB_DEVICE_SRQ },
-	[VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ] = { "DESTROY_SRQ",
-		CMD(destroy_srq), 0, VIRTIO_IB_DEVICE_SRQ },
-	[VIRTIO_NET_CTRL_ROCE_ALLOC_MR] = { "ALLOC_MR",
-		CMD(alloc_mr), ACK(alloc_mr), VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS },
-	[VIRTIO_NET_CTRL_ROCE_ALLOC_MW] = { "ALLOC_MW",
-		CMD(alloc_mw), ACK(alloc_mw), VIRTIO_IB_DEVICE_MEM_WINDOW },
-	[VIRTIO_NET_CTRL_ROCE_DEALLOC_MW] = { "DEALLOC_MW",
-		CMD(dealloc_mw), 0, VIRTIO_IB_DEVICE_MEM_WINDOW },
-	[VIRTIO_NET_CTRL_ROCE_RESIZE_CQ] = { "RESIZE_CQ",
-		CMD(resize_cq), ACK(resize_cq), VIRTIO_IB_DEVICE_RESIZE_CQ },
-	[VIRTIO_NET_CTRL_ROCE_RESIZE_QP] = { "RESIZE_QP",
-		CMD(resize_qp), ACK(resize_qp), VIRTIO_IB_DEVICE_RESIZE_MAX_WR },
-	[VIRTIO_NET_CTRL_ROCE_QUERY_PKEY] = { "QUERY_PKEY",
-		CMD(query_pkey), ACK(query_pkey), 0 },
-};
 
 static const char *const err_names[RRES_ERR_MAX] = {
 	[RRES_OK] = "ok",
@@ -107,18 +43,18 @@ const char *rres_err_name(enum rres_err e)
 	return (unsigned)e < RRES_ERR_MAX ? err_names[e] : "?";
 }
 
-const char *rres_cmd_name(uint8_t cmd)
-{
-	return cmd < VIRTIO_NET_CTRL_ROCE_EXT_NUM_CMDS ? cmd_info[cmd].name : "?";
-}
-
 #define IN32(s, f)  get_le32((const uint8_t *)in + offsetof(struct s, f))
 #define IN16(s, f)  get_le16((const uint8_t *)in + offsetof(struct s, f))
 #define IN64(s, f)  get_le64((const uint8_t *)in + offsetof(struct s, f))
 #define IN8(s, f)   (((const uint8_t *)in)[offsetof(struct s, f)])
 #define OUT32(s, f, v) put_le32((uint8_t *)out + offsetof(struct s, f), (v))
 
-static enum rres_err cmd_query_device(struct rres_dev *rd, void *out)
+#define IN32(s, f)  get_le32((const uint8_t *)in + offsetof(struct s, f))
+#define IN16(s, f)  get_le16((const uint8_t *)in + offsetof(struct s, f))
+#define IN64(s, f)  get_le64((const uint8_t *)in + offsetof(struct s, f))
+#define OUT32(s, f, v) put_le32((uint8_t *)out + offsetof(struct s, f), (v))
+
+static RRES_CMD_FN(cmd_query_device)
 {
 	struct virtio_rdma_ack_query_device_ext a;
 	const struct rres_dev_attr *d = &rd->attr;
@@ -152,7 +88,7 @@ static enum rres_err cmd_query_device(struct rres_dev *rd, void *out)
 	return RRES_OK;
 }
 
-static enum rres_err cmd_query_port(struct rres_dev *rd, void *out)
+static RRES_CMD_FN(cmd_query_port)
 {
 	struct virtio_rdma_ack_query_port_ext a;
 
@@ -169,9 +105,52 @@ static enum rres_err cmd_query_port(struct rres_dev *rd, void *out)
 	return RRES_OK;
 }
 
+static RRES_CMD_FN(cmd_create_cq)
+{
+	enum rres_err err;
+	uint32_t cqn;
+
+	err = rres_cq_create(rd, IN32(virtio_rdma_cmd_create_cq, cqe), &cqn);
+	if (!err)
+		OUT32(virtio_rdma_ack_create_cq, cqn, cqn);
+	return err;
+}
+
+static RRES_CMD_FN(cmd_destroy_cq)
+{
+	return rres_cq_destroy(rd, IN32(virtio_rdma_cmd_destroy_cq, cqn));
+}
+
+static RRES_CMD_FN(cmd_create_pd)
+{
+	enum rres_err err;
+	uint32_t pdn;
+
+	err = rres_pd_create(rd, &pdn);
+	if (!err)
+		OUT32(virtio_rdma_ack_create_pd, pdn, pdn);
+	return err;
+}
+
+static RRES_CMD_FN(cmd_destroy_pd)
+{
+	return rres_pd_destroy(rd, IN32(virtio_rdma_cmd_destroy_pd, pdn));
+}
+
+static RRES_CMD_FN(cmd_get_dma_mr)
+{
+	struct rres_mr *mr;
+	enum rres_err err;
+
+	err = rres_mr_get_dma(rd, IN32(virtio_rdma_cmd_get_dma_mr, pdn),
+			      IN32(virtio_rdma_cmd_get_dma_mr, access_flags), &mr);
+	if (!err)
+		rres_cmd_put_mr_keys(out, mr);
+	return err;
+}
+
 /* Check the REG_USER_MR length against its own npages, then register. */
-static enum rres_err cmd_reg_user_mr(struct rres_dev *rd, const void *in, size_t in_len,
-				     void *out)
+static RRES_CMD_FN(cmd_reg_user_mr)
 {
 	const size_t hdr = CMD(reg_user_mr);
 	struct rres_mr *mr;
@@ -188,15 +167,26 @@ static enum rres_err cmd_reg_user_mr(struct rres_dev *rd, const void *in, size_t
 			       IN64(virtio_rdma_cmd_reg_user_mr, virt_addr),
 			       IN64(virtio_rdma_cmd_reg_user_mr, length), npages,
 			       (const uint8_t *)in + hdr, &mr);
-	if (err)
-		return err;
-	OUT32(virtio_rdma_ack_reg_user_mr, mrn, mr->mrn);
-	OUT32(virtio_rdma_ack_reg_user_mr, lkey, mr->lkey);
-	OUT32(virtio_rdma_ack_reg_user_mr, rkey, mr->rkey);
-	return RRES_OK;
+	if (!err)
+		rres_cmd_put_mr_keys(out, mr);
+	return err;
 }
 
-static enum rres_err cmd_create_qp(struct rres_dev *rd, const void *in, void *out)
+static RRES_CMD_FN(cmd_dereg_mr)
+{
+	return rres_mr_dereg(rd, IN32(virtio_rdma_cmd_dereg_mr, mrn));
+}
+
+static void qp_cap_from_wire(const struct virtio_rdma_qp_cap *w, struct rres_qp_cap *cap)
+{
+	cap->max_send_wr = le32toh(w->max_send_wr);
+	cap->max_recv_wr = le32toh(w->max_recv_wr);
+	cap->max_send_sge = le32toh(w->max_send_sge);
+	cap->max_recv_sge = le32toh(w->max_recv_sge);
+	cap->max_inline_data = le32toh(w->max_inline_data);
+}
+
+static RRES_CMD_FN(cmd_create_qp)
 {
 	struct virtio_rdma_cmd_create_qp_ext c;
 	struct rres_qp_init init;
@@ -214,19 +204,14 @@ static enum rres_err cmd_create_qp(struct rres_dev *rd, const void *in, void *ou
 	init.sq_sig_all = c.sq_sig_all;
 	init.send_cqn = le32toh(c.send_cqn);
 	init.recv_cqn = le32toh(c.recv_cqn);
-	init.cap.max_send_wr = le32toh(c.cap.max_send_wr);
-	init.cap.max_recv_wr = le32toh(c.cap.max_recv_wr);
-	init.cap.max_send_sge = le32toh(c.cap.max_send_sge);
-	init.cap.max_recv_sge = le32toh(c.cap.max_recv_sge);
-	init.cap.max_inline_data = le32toh(c.cap.max_inline_data);
+	qp_cap_from_wire(&c.cap, &init.cap);
 	err = rres_qp_create(rd, &init, &qp);
-	if (err)
-		return err;
-	OUT32(virtio_rdma_ack_create_qp, qpn, qp->qpn);
-	return RRES_OK;
+	if (!err)
+		OUT32(virtio_rdma_ack_create_qp, qpn, qp->qpn);
+	return err;
 }
 
-static enum rres_err cmd_modify_qp(struct rres_dev *rd, const void *in)
+static RRES_CMD_FN(cmd_modify_qp)
 {
 	struct virtio_rdma_cmd_modify_qp c;
 	struct rres_qp_modify m;
@@ -234,77 +219,32 @@ static enum rres_err cmd_modify_qp(struct rres_dev *rd, const void *in)
 	memcpy(&c, in, sizeof(c));
 	memset(&m, 0, sizeof(m));
 	m.attr_mask = le32toh(c.attr_mask);
-	m.qp_state = c.qp_state;
-	m.cur_qp_state = c.cur_qp_state;
-	m.path_mtu = c.path_mtu;
-	m.max_rd_atomic = c.max_rd_atomic;
-	m.max_dest_rd_atomic = c.max_dest_rd_atomic;
-	m.min_rnr_timer = c.min_rnr_timer;
-	m.timeout = c.timeout;
-	m.retry_cnt = c.retry_cnt;
-	m.rnr_retry = c.rnr_retry;
-	m.qkey = le32toh(c.qkey);
-	m.rq_psn = le32toh(c.rq_psn);
-	m.sq_psn = le32toh(c.sq_psn);
-	m.dest_qp_num = le32toh(c.dest_qp_num);
+	RRES_CMD_GET_QP_MODIFY(&m, &c);
 	m.qp_access_flags = le32toh(c.qp_access_flags);
-	m.rate_limit = le32toh(c.rate_limit);
 	m.ah_attr = c.ah_attr;
 	return rres_qp_modify(rd, le32toh(c.qpn), &m);
 }
 
-static void av_to_wire(const struct rres_dev *rd, const struct rres_av *av,
-		       struct virtio_rdma_ah_attr *w)
-{
-	memset(w, 0, sizeof(*w));
-	memcpy(w->grh.dgid, av->dgid, 16);
-	put_le32(&w->grh.flow_label, av->flow_label);
-	w->grh.sgid_index = av->sgid_index;
-	w->grh.hop_limit = av->hop_limit;
-	w->grh.traffic_class = av->traffic_class;
-	memcpy(w->dmac, av->dmac, 6);
-	w->sl = av->sl;
-	if (rd->vlan_id) {
-		w->flags = VIRTIO_RDMA_AH_F_VLAN;
-		put_le16(&w->vlan_id, rd->vlan_id);
-	}
-}
-
-static enum rres_err cmd_query_qp(struct rres_dev *rd, const void *in, void *out)
+static RRES_CMD_FN(cmd_query_qp)
 {
 	uint32_t mask = IN32(virtio_rdma_cmd_query_qp, attr_mask);
 	struct rres_qp *qp = rres_qp_lookup(rd, IN32(virtio_rdma_cmd_query_qp, qpn));
 	struct virtio_rdma_ack_query_qp_ext a;
-	const struct rres_qp_attr *at;
 
 	if (!qp)
 		return RRES_ERR_BAD_HANDLE;
 	if (mask & ~(uint32_t)VIRTIO_IB_QP_ATTR_MASK_ALL)
 		return RRES_ERR_ATTR_MASK;
-	at = &qp->attr;
 	memset(&a, 0, sizeof(a));
-	a.qp_state = at->qp_state;
-	a.path_mtu = at->path_mtu;
-	a.sq_draining = qp->sq_draining;
-	a.max_rd_atomic = at->max_rd_atomic;
-	a.max_dest_rd_atomic = at->max_dest_rd_atomic;
-	a.min_rnr_timer = at->min_rnr_timer;
-	a.timeout = at->timeout;
-	a.retry_cnt = at->retry_cnt;
-	a.rnr_retry = at->rnr_retry;
-	put_le32(&a.qkey, at->qkey);
-	put_le32(&a.rq_psn, at->rq_psn);
-	put_le32(&a.sq_psn, at->sq_psn);
-	put_le32(&a.dest_qp_num, at->dest_qp_num);
-	put_le32(&a.qp_access_flags, at->qp_access_flags);
-	put_le32(&a.rate_limit, at->rate_limit);
-	put_le32(&a.cap.max_send_wr, qp->cap.max_send_wr);
-	put_le32(&a.cap.max_recv_wr, qp->cap.max_recv_wr);
-	put_le32(&a.cap.max_send_sge, qp->cap.max_send_sge);
-	put_le32(&a.cap.max_recv_sge, qp->cap.max_recv_sge);
-	put_le32(&a.cap.max_inline_data, qp->cap.max_inline_data);
-	if (at->av_valid)
-		av_to_wire(rd, &at->av, &a.ah_attr);
+	RRES_CMD_PUT_QP_ATTR(&a, qp);
+	if (qp->attr.av_valid) {
+		RRES_CMD_PUT_AV(&a.ah_attr, &qp->attr.av);
+		a.ah_attr.sl = qp->attr.av.sl;
+		if (rd->vlan_id) {
+			a.ah_attr.flags = VIRTIO_RDMA_AH_F_VLAN;
+			put_le16(&a.ah_attr.vlan_id, rd->vlan_id);
+		}
+	}
 	if (rd->ext) {
 		put_le32(&a.ext_flags, qp->ext_flags);
 		put_le32(&a.srqn, qp->srq ? qp->srq->srqn : 0);
@@ -313,9 +253,52 @@ static enum rres_err cmd_query_qp(struct rres_dev *rd, const void *in, void *out
 	return RRES_OK;
 }
 
+static RRES_CMD_FN(cmd_destroy_qp)
+{
+	return rres_qp_destroy(rd, IN32(virtio_rdma_cmd_destroy_qp, qpn));
+}
+
+static RRES_CMD_FN(cmd_create_ah)
+{
+	struct virtio_rdma_cmd_create_ah c;
+	enum rres_err err;
+	uint32_t ah;
+
+	memcpy(&c, in, sizeof(c));
+	err = rres_ah_create(rd, le32toh(c.pdn), &c.ah_attr, &ah);
+	if (!err)
+		OUT32(virtio_rdma_ack_create_ah, ah, ah);
+	return err;
+}
+
+static RRES_CMD_FN(cmd_destroy_ah)
+{
+	return rres_ah_destroy(rd, IN32(virtio_rdma_cmd_destroy_ah, pdn),
+			       IN32(virtio_rdma_cmd_destroy_ah, ah));
+}
+
+static RRES_CMD_FN(cmd_add_gid)
+{
+	struct virtio_rdma_cmd_add_gid c;
+
+	memcpy(&c, in, sizeof(c));
+	return rres_gid_add(rd, le16toh(c.index), c.gid);
+}
+
+static RRES_CMD_FN(cmd_del_gid)
+{
+	return rres_gid_del(rd, IN16(virtio_rdma_cmd_del_gid, index));
+}
+
+static RRES_CMD_FN(cmd_req_notify_cq)
+{
+	return rres_cq_req_notify(rd, IN32(virtio_rdma_cmd_req_notify, cqn),
+				  IN32(virtio_rdma_cmd_req_notify, flags));
+}
+
 /* ---- commands of the extension ---- */
 
-static enum rres_err cmd_create_srq(struct rres_dev *rd, const void *in, void *out)
+static RRES_CMD_FN(cmd_create_srq)
 {
 	struct rres_srq *srq;
 	enum rres_err err;
@@ -325,27 +308,37 @@ static enum rres_err cmd_create_srq(struct rres_dev *rd, const void *in, void *o
 			      IN32(virtio_rdma_cmd_create_srq, max_sge), &srq);
 	if (err)
 		return err;
-	memset(out, 0, ACK(create_srq));
 	OUT32(virtio_rdma_ack_create_srq, srqn, srq->srqn);
 	OUT32(virtio_rdma_ack_create_srq, max_wr, srq->max_wr);
 	OUT32(virtio_rdma_ack_create_srq, max_sge, srq->max_sge);
 	return RRES_OK;
 }
 
-static enum rres_err cmd_query_srq(struct rres_dev *rd, const void *in, void *out)
+static RRES_CMD_FN(cmd_modify_srq)
+{
+	return rres_srq_modify(rd, IN32(virtio_rdma_cmd_modify_srq, srqn),
+			       IN32(virtio_rdma_cmd_modify_srq, attr_mask),
+			       IN32(virtio_rdma_cmd_modify_srq, srq_limit));
+}
+
+static RRES_CMD_FN(cmd_query_srq)
 {
 	struct rres_srq *srq = rres_srq_lookup(rd, IN32(virtio_rdma_cmd_query_srq, srqn));
 
 	if (!srq)
 		return RRES_ERR_BAD_HANDLE;
-	memset(out, 0, ACK(query_srq));
 	OUT32(virtio_rdma_ack_query_srq, max_wr, srq->max_wr);
 	OUT32(virtio_rdma_ack_query_srq, max_sge, srq->max_sge);
 	OUT32(virtio_rdma_ack_query_srq, srq_limit, srq->srq_limit);
 	return RRES_OK;
 }
 
-static enum rres_err cmd_alloc_mr(struct rres_dev *rd, const void *in, void *out)
+static RRES_CMD_FN(cmd_destroy_srq)
+{
+	return rres_srq_destroy(rd, IN32(virtio_rdma_cmd_destroy_srq, srqn));
+}
+
+static RRES_CMD_FN(cmd_alloc_mr)
 {
 	uint32_t pdn = IN32(virtio_rdma_cmd_alloc_mr, pdn);
 	struct rres_mr *mr;
@@ -356,15 +349,12 @@ static enum rres_err cmd_alloc_mr(struct rres_dev *rd, const void *in, void *out
 	if (IN32(virtio_rdma_cmd_alloc_mr, mr_type) != VIRTIO_IB_MR_TYPE_MEM_REG)
 		return RRES_ERR_RANGE;
 	err = rres_mr_alloc(rd, pdn, IN32(virtio_rdma_cmd_alloc_mr, max_num_sg), &mr);
-	if (err)
-		return err;
-	OUT32(virtio_rdma_ack_alloc_mr, mrn, mr->mrn);
-	OUT32(virtio_rdma_ack_alloc_mr, lkey, mr->lkey);
-	OUT32(virtio_rdma_ack_alloc_mr, rkey, mr->rkey);
-	return RRES_OK;
+	if (!err)
+		rres_cmd_put_mr_keys(out, mr);
+	return err;
 }
 
-static enum rres_err cmd_alloc_mw(struct rres_dev *rd, const void *in, void *out)
+static RRES_CMD_FN(cmd_alloc_mw)
 {
 	struct rres_mr *mw;
 	enum rres_err err;
@@ -378,189 +368,118 @@ static enum rres_err cmd_alloc_mw(struct rres_dev *rd, const void *in, void *out
 	return RRES_OK;
 }
 
-static enum rres_err cmd_resize_qp(struct rres_dev *rd, const void *in, void *out)
+static RRES_CMD_FN(cmd_dealloc_mw)
+{
+	return rres_mw_dealloc(rd, IN32(virtio_rdma_cmd_dealloc_mw, mwn));
+}
+
+static RRES_CMD_FN(cmd_resize_cq)
+{
+	uint32_t cqe = IN32(virtio_rdma_cmd_resize_cq, cqe);
+	enum rres_err err;
+
+	err = rres_cq_resize(rd, IN32(virtio_rdma_cmd_resize_cq, cqn), cqe);
+	if (!err)
+		OUT32(virtio_rdma_ack_resize_cq, cqe, cqe);
+	return err;
+}
+
+static RRES_CMD_FN(cmd_resize_qp)
 {
 	struct virtio_rdma_cmd_resize_qp c;
 	struct virtio_rdma_ack_resize_qp a;
 	struct rres_qp_cap cap;
-	struct rres_qp *qp;
 	enum rres_err err;
 
 	memcpy(&c, in, sizeof(c));
-	cap.max_send_wr = le32toh(c.cap.max_send_wr);
-	cap.max_recv_wr = le32toh(c.cap.max_recv_wr);
-	cap.max_send_sge = le32toh(c.cap.max_send_sge);
-	cap.max_recv_sge = le32toh(c.cap.max_recv_sge);
-	cap.max_inline_data = le32toh(c.cap.max_inline_data);
+	qp_cap_from_wire(&c.cap, &cap);
 	err = rres_qp_resize(rd, le32toh(c.qpn), &cap);
 	if (err)
 		return err;
-	qp = rres_qp_lookup(rd, le32toh(c.qpn));
 	memset(&a, 0, sizeof(a));
-	put_le32(&a.cap.max_send_wr, qp->cap.max_send_wr);
-	put_le32(&a.cap.max_recv_wr, qp->cap.max_recv_wr);
-	put_le32(&a.cap.max_send_sge, qp->cap.max_send_sge);
-	put_le32(&a.cap.max_recv_sge, qp->cap.max_recv_sge);
-	put_le32(&a.cap.max_inline_data, qp->cap.max_inline_data);
+	RRES_CMD_PUT_QP_CAP(&a.cap, rres_qp_lookup(rd, le32toh(c.qpn)));
 	memcpy(out, &a, sizeof(a));
 	return RRES_OK;
 }
 
-static enum rres_err cmd_query_pkey(struct rres_dev *rd, const void *in, void *out)
+static RRES_CMD_FN(cmd_query_pkey)
 {
 	if (IN16(virtio_rdma_cmd_query_pkey, index) >= rd->attr.max_pkeys)
 		return RRES_ERR_RANGE;
-	memset(out, 0, ACK(query_pkey));
 	put_le16(out, 0xffff); /* the default P_Key, full membership */
 	return RRES_OK;
 }
 
-static enum rres_err cmd_dispatch(struct rres_dev *rd, uint8_t cmd, const void *in,
-				  size_t in_len, void *out)
-{
-	struct virtio_rdma_cmd_create_ah ca;
-	struct virtio_rdma_cmd_add_gid ag;
-	struct rres_mr *mr;
-	enum rres_err err;
-	uint32_t v;
+/* One row per command: id, handler, command and ack data lengths, the
+ * capability an extension command needs (0: ROCE_EXT only). */
+#define RRES_CTRL_CMDS(X)                                                              \
+	X(QUERY_DEVICE, query_device, 0, ACK(query_device), 0)                          \
+	X(QUERY_PORT, query_port, 0, ACK(query_port), 0)                                \
+	X(CREATE_CQ, create_cq, CMD(create_cq), ACK(create_cq), 0)                      \
+	X(DESTROY_CQ, destroy_cq, CMD(destroy_cq), 0, 0)                                \
+	X(CREATE_PD, create_pd, 0, ACK(create_pd), 0)                                   \
+	X(DESTROY_PD, destroy_pd, CMD(destroy_pd), 0, 0)                                \
+	X(GET_DMA_MR, get_dma_mr, CMD(get_dma_mr), ACK(get_dma_mr), 0)                  \
+	X(REG_USER_MR, reg_user_mr, RRES_CMD_VARLEN, ACK(reg_user_mr), 0)               \
+	X(DEREG_MR, dereg_mr, CMD(dereg_mr), 0, 0)                                      \
+	X(CREATE_QP, create_qp, CMD(create_qp), ACK(create_qp), 0)                      \
+	X(MODIFY_QP, modify_qp, CMD(modify_qp), 0, 0)                                   \
+	X(QUERY_QP, query_qp, CMD(query_qp), ACK(query_qp), 0)                          \
+	X(DESTROY_QP, destroy_qp, CMD(destroy_qp), 0, 0)                                \
+	X(CREATE_AH, create_ah, CMD(create_ah), ACK(create_ah), 0)                      \
+	X(DESTROY_AH, destroy_ah, CMD(destroy_ah), 0, 0)                                \
+	X(ADD_GID, add_gid, CMD(add_gid), 0, 0)                                         \
+	X(DEL_GID, del_gid, CMD(del_gid), 0, 0)                                         \
+	X(REQ_NOTIFY_CQ, req_notify_cq, CMD(req_notify), 0, 0)                          \
+	X(CREATE_SRQ, create_srq, CMD(create_srq), ACK(create_srq), VIRTIO_IB_DEVICE_SRQ) \
+	X(MODIFY_SRQ, modify_srq, CMD(modify_srq), 0, VIRTIO_IB_DEVICE_SRQ)             \
+	X(QUERY_SRQ, query_srq, CMD(query_srq), ACK(query_srq), VIRTIO_IB_DEVICE_SRQ)   \
+	X(DESTROY_SRQ, destroy_srq, CMD(destroy_srq), 0, VIRTIO_IB_DEVICE_SRQ)          \
+	X(ALLOC_MR, alloc_mr, CMD(alloc_mr), ACK(alloc_mr),                             \
+	  VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS)                                          \
+	X(ALLOC_MW, alloc_mw, CMD(alloc_mw), ACK(alloc_mw), VIRTIO_IB_DEVICE_MEM_WINDOW) \
+	X(DEALLOC_MW, dealloc_mw, CMD(dealloc_mw), 0, VIRTIO_IB_DEVICE_MEM_WINDOW)      \
+	X(RESIZE_CQ, resize_cq, CMD(resize_cq), ACK(resize_cq), VIRTIO_IB_DEVICE_RESIZE_CQ) \
+	X(RESIZE_QP, resize_qp, CMD(resize_qp), ACK(resize_qp),                         \
+	  VIRTIO_IB_DEVICE_RESIZE_MAX_WR)                                               \
+	X(QUERY_PKEY, query_pkey, CMD(query_pkey), ACK(query_pkey), 0)
 
-	switch (cmd) {
-	case VIRTIO_NET_CTRL_ROCE_QUERY_DEVICE:
-		return cmd_query_device(rd, out);
-	case VIRTIO_NET_CTRL_ROCE_QUERY_PORT:
-		return cmd_query_port(rd, out);
-	case VIRTIO_NET_CTRL_ROCE_CREATE_CQ:
-		err = rres_cq_create(rd, IN32(virtio_rdma_cmd_create_cq, cqe), &v);
-		if (!err)
-			OUT32(virtio_rdma_ack_create_cq, cqn, v);
-		return err;
-	case VIRTIO_NET_CTRL_ROCE_DESTROY_CQ:
-		return rres_cq_destroy(rd, IN32(virtio_rdma_cmd_destroy_cq, cqn));
-	case VIRTIO_NET_CTRL_ROCE_CREATE_PD:
-		err = rres_pd_create(rd, &v);
-		if (!err)
-			OUT32(virtio_rdma_ack_create_pd, pdn, v);
-		return err;
-	case VIRTIO_NET_CTRL_ROCE_DESTROY_PD:
-		return rres_pd_destroy(rd, IN32(virtio_rdma_cmd_destroy_pd, pdn));
-	case VIRTIO_NET_CTRL_ROCE_GET_DMA_MR:
-		err = rres_mr_get_dma(rd, IN32(virtio_rdma_cmd_get_dma_mr, pdn),
-				      IN32(virtio_rdma_cmd_get_dma_mr, access_flags), &mr);
-		if (err)
-			return err;
-		OUT32(virtio_rdma_ack_get_dma_mr, mrn, mr->mrn);
-		OUT32(virtio_rdma_ack_get_dma_mr, lkey, mr->lkey);
-		OUT32(virtio_rdma_ack_get_dma_mr, rkey, mr->rkey);
-		return RRES_OK;
-	case VIRTIO_NET_CTRL_ROCE_REG_USER_MR:
-		return cmd_reg_user_mr(rd, in, in_len, out);
-	case VIRTIO_NET_CTRL_ROCE_DEREG_MR:
-		return rres_mr_dereg(rd, IN32(virtio_rdma_cmd_dereg_mr, mrn));
-	case VIRTIO_NET_CTRL_ROCE_CREATE_QP:
-		return cmd_create_qp(rd, in, out);
-	case VIRTIO_NET_CTRL_ROCE_MODIFY_QP:
-		return cmd_modify_qp(rd, in);
-	case VIRTIO_NET_CTRL_ROCE_QUERY_QP:
-		return cmd_query_qp(rd, in, out);
-	case VIRTIO_NET_CTRL_ROCE_DESTROY_QP:
-		return rres_qp_destroy(rd, IN32(virtio_rdma_cmd_destroy_qp, qpn));
-	case VIRTIO_NET_CTRL_ROCE_CREATE_AH:
-		memcpy(&ca, in, sizeof(ca));
-		err = rres_ah_create(rd, le32toh(ca.pdn), &ca.ah_attr, &v);
-		if (!err)
-			OUT32(virtio_rdma_ack_create_ah, ah, v);
-		return err;
-	case VIRTIO_NET_CTRL_ROCE_DESTROY_AH:
-		return rres_ah_destroy(rd, IN32(virtio_rdma_cmd_destroy_ah, pdn),
-				       IN32(virtio_rdma_cmd_destroy_ah, ah));
-	case VIRTIO_NET_CTRL_ROCE_ADD_GID:
-		memcpy(&ag, in, sizeof(ag));
-		return rres_gid_add(rd, le16toh(ag.index), ag.gid);
-	case VIRTIO_NET_CTRL_ROCE_DEL_GID:
-		return rres_gid_del(rd, IN16(virtio_rdma_cmd_del_gid, index));
-	case VIRTIO_NET_CTRL_ROCE_REQ_NOTIFY_CQ:
-		return rres_cq_req_notify(rd, IN32(virtio_rdma_cmd_req_notify, cqn),
-					  IN32(virtio_rdma_cmd_req_notify, flags));
-	case VIRTIO_NET_CTRL_ROCE_CREATE_SRQ:
-		return cmd_create_srq(rd, in, out);
-	case VIRTIO_NET_CTRL_ROCE_MODIFY_SRQ:
-		return rres_srq_modify(rd, IN32(virtio_rdma_cmd_modify_srq, srqn),
-				       IN32(virtio_rdma_cmd_modify_srq, attr_mask),
-				       IN32(virtio_rdma_cmd_modify_srq, srq_limit));
-	case VIRTIO_NET_CTRL_ROCE_QUERY_SRQ:
-		return cmd_query_srq(rd, in, out);
-	case VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ:
-		return rres_srq_destroy(rd, IN32(virtio_rdma_cmd_destroy_srq, srqn));
-	case VIRTIO_NET_CTRL_ROCE_ALLOC_MR:
-		return cmd_alloc_mr(rd, in, out);
-	case VIRTIO_NET_CTRL_ROCE_ALLOC_MW:
-		return cmd_alloc_mw(rd, in, out);
-	case VIRTIO_NET_CTRL_ROCE_DEALLOC_MW:
-		return rres_mw_dealloc(rd, IN32(virtio_rdma_cmd_dealloc_mw, mwn));
-	case VIRTIO_NET_CTRL_ROCE_RESIZE_CQ:
-		v = IN32(virtio_rdma_cmd_resize_cq, cqe);
-		err = rres_cq_resize(rd, IN32(virtio_rdma_cmd_resize_cq, cqn), v);
-		if (!err)
-			OUT32(virtio_rdma_ack_resize_cq, cqe, v);
-		return err;
-	case VIRTIO_NET_CTRL_ROCE_RESIZE_QP:
-		return cmd_resize_qp(rd, in, out);
-	case VIRTIO_NET_CTRL_ROCE_QUERY_PKEY:
-		return cmd_query_pkey(rd, in, out);
-	default:
-		return RRES_ERR_UNKNOWN_CMD;
-	}
+#define ROW(id, fn, in, out, cap)                                                      \
+	[VIRTIO_NET_CTRL_ROCE_##id] = { #id, in, out,                                   \
+					VIRTIO_NET_CTRL_ROCE_##id >= VIRTIO_NET_CTRL_ROCE_NUM_CMDS, \
+					cap, cmd_##fn },
+static const struct rres_cmd_row rows[VIRTIO_NET_CTRL_ROCE_EXT_NUM_CMDS] = {
+	RRES_CTRL_CMDS(ROW)
+};
+#undef ROW
+#define FITS(id, fn, in, out, cap) \
+	_Static_assert((out) <= RRES_CMD_OUT_MAX, #id ": the ack fits the buffer");
+RRES_CTRL_CMDS(FITS)
+#undef FITS
+_Static_assert(ACK(query_device_ext) == ACK(query_device), "same ack size");
+_Static_assert(ACK(query_port_ext) == ACK(query_port), "same ack size");
+_Static_assert(ACK(query_qp_ext) == ACK(query_qp), "same ack size");
+_Static_assert(CMD(create_qp_ext) == CMD(create_qp), "same command size");
+_Static_assert(offsetof(struct virtio_rdma_ack_get_dma_mr, rkey) == 8 &&
+	       offsetof(struct virtio_rdma_ack_reg_user_mr, rkey) == 8 &&
+	       offsetof(struct virtio_rdma_ack_alloc_mr, rkey) == 8,
+	       "MR acks: mrn, lkey, rkey (rres_cmd_put_mr_keys)");
+
+static const struct rres_cmd_abi abi = {
+	.log_name = "roce",
+	.rows = rows,
+	.n_rows = VIRTIO_NET_CTRL_ROCE_EXT_NUM_CMDS,
+};
+
+const char *rres_cmd_name(uint8_t cmd)
+{
+	return rres_cmd_row_name(&abi, cmd);
 }
 
 enum rres_err rres_ctrl_exec_err(struct rres_dev *rd, uint8_t cmd, const void *in,
 				 size_t in_len, void *out, size_t out_cap, size_t *out_len)
 {
-	enum rres_err err;
-	uint8_t ack[ACK(query_device)];
-
-	_Static_assert(ACK(query_device) >= ACK(query_qp), "ack buffer holds every ack");
-	_Static_assert(ACK(query_device_ext) == ACK(query_device), "same ack size");
-	_Static_assert(ACK(query_port_ext) == ACK(query_port), "same ack size");
-	_Static_assert(ACK(query_qp_ext) == ACK(query_qp), "same ack size");
-	_Static_assert(CMD(create_qp_ext) == CMD(create_qp), "same command size");
-	*out_len = 0;
-	if (cmd >= VIRTIO_NET_CTRL_ROCE_EXT_NUM_CMDS) {
-		err = RRES_ERR_UNKNOWN_CMD;
-		goto done;
-	}
-	rd->stats.cmds[cmd]++;
-	/* commands of the extension: ROCE_EXT negotiated and the capability
-	 * reported, else unknown like any other number */
-	if (cmd >= VIRTIO_NET_CTRL_ROCE_NUM_CMDS &&
-	    (!rd->ext || (cmd_info[cmd].cap && !(rd->attr.ext_cap_flags & cmd_info[cmd].cap)))) {
-		err = RRES_ERR_UNKNOWN_CMD;
-		goto done;
-	}
-	if ((!in && in_len) ||
-	    (cmd_info[cmd].in != VRDMA_VARLEN && in_len != cmd_info[cmd].in)) {
-		err = RRES_ERR_BAD_LEN;
-		goto done;
-	}
-	if (out_cap < cmd_info[cmd].out || (cmd_info[cmd].out && !out)) {
-		err = RRES_ERR_OUT_SPACE;
-		goto done;
-	}
-	/* Handlers write into a local buffer: out is only touched on success. */
-	err = cmd_dispatch(rd, cmd, in, in_len, ack);
-	if (!err) {
-		if (cmd_info[cmd].out)
-			memcpy(out, ack, cmd_info[cmd].out);
-		*out_len = cmd_info[cmd].out;
-	}
-done:
-	if (err) {
-		rd->stats.err++;
-		rd->stats.errs[err]++;
-		LOG_DEBUG("roce: %s failed: %s", rres_cmd_name(cmd), rres_err_name(err));
-	} else {
-		rd->stats.ok++;
-	}
-	return err;
+	return rres_cmd_exec(&abi, rd->stats.cmds, rd, cmd, in, in_len, out, out_cap, out_len);
 }
 
 int rres_ctrl_exec(struct rres_dev *rd, uint8_t cmd, const void *in, size_t in_len,

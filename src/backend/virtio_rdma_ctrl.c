@@ -4,7 +4,8 @@
  * from its packed little-endian request, checked for what this model adds
  * (port numbers, GID types, IB attribute masks, cqn = virtqueue index),
  * translated to the RoCE core's operation (rres_res.c, rres_srq_mw.c,
- * rres_qp_state.c) and its response encoded. Nothing here trusts in_len,
+ * rres_qp_state.c) and its response encoded; the table at the end has a
+ * row per command, run by rres_cmd.c. Nothing here trusts in_len,
  * alignment or any value; a failure changes nothing.
  */
 #include "backend/virtio_rdma_dev.h"
@@ -12,39 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
 #include "common/util.h"
+#include "backend/rres_cmd.h"
 #include "backend/rres_priv.h"
 #include "vhost/vhost_mem.h"
 
 #define CMD(name) sizeof(struct virtio_rdma_dev_cmd_##name)
 #define RSP(name) sizeof(struct virtio_rdma_dev_rsp_##name)
-
-static const struct {
-	const char *name;
-	size_t in;
-	size_t out;
-} cmd_info[VIRTIO_RDMA_DEV_NUM_CMDS] = {
-	[VIRTIO_RDMA_DEV_CMD_QUERY_PORT] = { "QUERY_PORT", CMD(query_port), RSP(query_port) },
-	[VIRTIO_RDMA_DEV_CMD_CREATE_CQ] = { "CREATE_CQ", CMD(create_cq), RSP(create_cq) },
-	[VIRTIO_RDMA_DEV_CMD_DESTROY_CQ] = { "DESTROY_CQ", CMD(destroy_cq), 0 },
-	[VIRTIO_RDMA_DEV_CMD_CREATE_PD] = { "CREATE_PD", 0, RSP(create_pd) },
-	[VIRTIO_RDMA_DEV_CMD_DESTROY_PD] = { "DESTROY_PD", CMD(destroy_pd), 0 },
-	[VIRTIO_RDMA_DEV_CMD_GET_DMA_MR] = { "GET_DMA_MR", CMD(get_dma_mr), RSP(get_dma_mr) },
-	[VIRTIO_RDMA_DEV_CMD_CREATE_MR] = { "CREATE_MR", CMD(create_mr), RSP(create_mr) },
-	[VIRTIO_RDMA_DEV_CMD_MAP_MR_SG] = { "MAP_MR_SG", CMD(map_mr_sg), RSP(map_mr_sg) },
-	[VIRTIO_RDMA_DEV_CMD_REG_USER_MR] = { "REG_USER_MR", CMD(reg_user_mr),
-					      RSP(reg_user_mr) },
-	[VIRTIO_RDMA_DEV_CMD_DEREG_MR] = { "DEREG_MR", CMD(dereg_mr), 0 },
-	[VIRTIO_RDMA_DEV_CMD_CREATE_QP] = { "CREATE_QP", CMD(create_qp), RSP(create_qp) },
-	[VIRTIO_RDMA_DEV_CMD_MODIFY_QP] = { "MODIFY_QP", CMD(modify_qp), 0 },
-	[VIRTIO_RDMA_DEV_CMD_QUERY_QP] = { "QUERY_QP", CMD(query_qp), RSP(query_qp) },
-	[VIRTIO_RDMA_DEV_CMD_DESTROY_QP] = { "DESTROY_QP", CMD(destroy_qp), 0 },
-	[VIRTIO_RDMA_DEV_CMD_QUERY_PKEY] = { "QUERY_PKEY", CMD(query_pkey), RSP(query_pkey) },
-	[VIRTIO_RDMA_DEV_CMD_ADD_GID] = { "ADD_GID", CMD(add_gid), 0 },
-	[VIRTIO_RDMA_DEV_CMD_DEL_GID] = { "DEL_GID", CMD(del_gid), 0 },
-	[VIRTIO_RDMA_DEV_CMD_REQ_NOTIFY_CQ] = { "REQ_NOTIFY_CQ", CMD(req_notify), 0 },
-};
 
 /* The one port of the device. */
 #define PORT 1u
@@ -75,11 +50,6 @@ static const uint32_t attr_map[32] = {
 /* Accepted without a core equivalent (checked here, then dropped). */
 #define ATTR_LOCAL (VIRTIO_RDMA_DEV_QP_EN_SQD_ASYNC_NOTIFY | VIRTIO_RDMA_DEV_QP_PKEY_INDEX | \
 		    VIRTIO_RDMA_DEV_QP_PORT)
-
-const char *virtio_rdma_dev_cmd_name(uint8_t cmd)
-{
-	return cmd < VIRTIO_RDMA_DEV_NUM_CMDS && cmd_info[cmd].name ? cmd_info[cmd].name : "?";
-}
 
 #define IN8(s, f)  (((const uint8_t *)in)[offsetof(struct virtio_rdma_dev_##s, f)])
 #define IN16(s, f) get_le16((const uint8_t *)in + offsetof(struct virtio_rdma_dev_##s, f))
@@ -157,7 +127,7 @@ void virtio_rdma_dev_config(const struct rres_dev *rd, struct virtio_rdma_dev_co
 	c->local_ca_ack_delay = a->local_ca_ack_delay;
 }
 
-static enum rres_err cmd_query_port(struct rres_dev *rd, const void *in, void *out)
+static RRES_CMD_FN(cmd_query_port)
 {
 	struct virtio_rdma_dev_rsp_query_port r;
 
@@ -183,7 +153,7 @@ static enum rres_err cmd_query_port(struct rres_dev *rd, const void *in, void *o
 	return RRES_OK;
 }
 
-static enum rres_err cmd_get_dma_mr(struct rres_dev *rd, const void *in, void *out)
+static RRES_CMD_FN(cmd_get_dma_mr)
 {
 	struct rres_mr *mr;
 	enum rres_err err;
@@ -194,13 +164,11 @@ static enum rres_err cmd_get_dma_mr(struct rres_dev *rd, const void *in, void *o
 	err = rres_mr_get_dma(rd, IN32(cmd_get_dma_mr, pdn), access, &mr);
 	if (err)
 		return err;
-	OUT32(rsp_get_dma_mr, mrn, mr->mrn);
-	OUT32(rsp_get_dma_mr, lkey, mr->lkey);
-	OUT32(rsp_get_dma_mr, rkey, mr->rkey);
+	rres_cmd_put_mr_keys(out, mr);
 	return RRES_OK;
 }
 
-static enum rres_err cmd_create_mr(struct rres_dev *rd, const void *in, void *out)
+static RRES_CMD_FN(cmd_create_mr)
 {
 	struct rres_mr *mr;
 	enum rres_err err;
@@ -215,9 +183,7 @@ static enum rres_err cmd_create_mr(struct rres_dev *rd, const void *in, void *ou
 	if (err)
 		return err;
 	mr->access = access; /* used by MAP_MR_SG; keys unusable until then */
-	OUT32(rsp_create_mr, mrn, mr->mrn);
-	OUT32(rsp_create_mr, lkey, mr->lkey);
-	OUT32(rsp_create_mr, rkey, mr->rkey);
+	rres_cmd_put_mr_keys(out, mr);
 	return RRES_OK;
 }
 
@@ -227,7 +193,7 @@ static uint64_t span_pages(uint64_t va, uint64_t len)
 	return len ? rres_span_pages(va, len) : 0;
 }
 
-static enum rres_err cmd_map_mr_sg(struct rres_dev *rd, const void *in, void *out)
+static RRES_CMD_FN(cmd_map_mr_sg)
 {
 	struct rres_mr *mr = rres_mr_lookup(rd, IN32(cmd_map_mr_sg, mrn));
 	uint32_t npages = IN32(cmd_map_mr_sg, npages);
@@ -252,7 +218,7 @@ static enum rres_err cmd_map_mr_sg(struct rres_dev *rd, const void *in, void *ou
 	return RRES_OK;
 }
 
-static enum rres_err cmd_reg_user_mr(struct rres_dev *rd, const void *in, void *out)
+static RRES_CMD_FN(cmd_reg_user_mr)
 {
 	uint32_t npages = IN32(cmd_reg_user_mr, npages), access;
 	uint64_t gpa = IN64(cmd_reg_user_mr, pages);
@@ -284,13 +250,11 @@ static enum rres_err cmd_reg_user_mr(struct rres_dev *rd, const void *in, void *
 	free(copy);
 	if (err)
 		return err;
-	OUT32(rsp_reg_user_mr, mrn, mr->mrn);
-	OUT32(rsp_reg_user_mr, lkey, mr->lkey);
-	OUT32(rsp_reg_user_mr, rkey, mr->rkey);
+	rres_cmd_put_mr_keys(out, mr);
 	return RRES_OK;
 }
 
-static enum rres_err cmd_create_qp(struct rres_dev *rd, const void *in, void *out)
+static RRES_CMD_FN(cmd_create_qp)
 {
 	struct rres_qp_init init;
 	struct rres_qp *qp;
@@ -329,7 +293,7 @@ static enum rres_err ah_from_wire(const struct virtio_rdma_dev_ah_attr *w,
 	return RRES_OK;
 }
 
-static enum rres_err cmd_modify_qp(struct rres_dev *rd, const void *in)
+static RRES_CMD_FN(cmd_modify_qp)
 {
 	struct virtio_rdma_dev_cmd_modify_qp c;
 	const struct virtio_rdma_dev_qp_attr *w = &c.attrs;
@@ -360,24 +324,11 @@ static enum rres_err cmd_modify_qp(struct rres_dev *rd, const void *in)
 		if (err)
 			return err;
 	}
-	m.qp_state = w->qp_state;
-	m.cur_qp_state = w->cur_qp_state;
-	m.path_mtu = w->path_mtu;
-	m.max_rd_atomic = w->max_rd_atomic;
-	m.max_dest_rd_atomic = w->max_dest_rd_atomic;
-	m.min_rnr_timer = w->min_rnr_timer;
-	m.timeout = w->timeout;
-	m.retry_cnt = w->retry_cnt;
-	m.rnr_retry = w->rnr_retry;
-	m.qkey = le32toh(w->qkey);
-	m.rq_psn = le32toh(w->rq_psn);
-	m.sq_psn = le32toh(w->sq_psn);
-	m.dest_qp_num = le32toh(w->dest_qp_num);
-	m.rate_limit = le32toh(w->rate_limit);
+	RRES_CMD_GET_QP_MODIFY(&m, w);
 	return rres_qp_modify(rd, le32toh(c.qpn), &m);
 }
 
-static enum rres_err cmd_query_qp(struct rres_dev *rd, const void *in, void *out)
+static RRES_CMD_FN(cmd_query_qp)
 {
 	struct rres_qp *qp = rres_qp_lookup(rd, IN32(cmd_query_qp, qpn));
 	uint32_t mask = IN32(cmd_query_qp, attr_mask), b;
@@ -391,43 +342,19 @@ static enum rres_err cmd_query_qp(struct rres_dev *rd, const void *in, void *out
 			return RRES_ERR_ATTR_MASK;
 	at = &qp->attr;
 	memset(&a, 0, sizeof(a));
-	a.qp_state = at->qp_state;
+	RRES_CMD_PUT_QP_ATTR(&a, qp);
 	a.cur_qp_state = at->qp_state;
-	a.path_mtu = at->path_mtu;
-	a.sq_draining = qp->sq_draining;
-	a.max_rd_atomic = at->max_rd_atomic;
-	a.max_dest_rd_atomic = at->max_dest_rd_atomic;
-	a.min_rnr_timer = at->min_rnr_timer;
 	a.port_num = PORT;
-	a.timeout = at->timeout;
-	a.retry_cnt = at->retry_cnt;
-	a.rnr_retry = at->rnr_retry;
-	put_le32(&a.qkey, at->qkey);
-	put_le32(&a.rq_psn, at->rq_psn);
-	put_le32(&a.sq_psn, at->sq_psn);
-	put_le32(&a.dest_qp_num, at->dest_qp_num);
-	put_le32(&a.qp_access_flags, at->qp_access_flags);
-	put_le32(&a.rate_limit, at->rate_limit);
-	put_le32(&a.cap.max_send_wr, qp->cap.max_send_wr);
-	put_le32(&a.cap.max_recv_wr, qp->cap.max_recv_wr);
-	put_le32(&a.cap.max_send_sge, qp->cap.max_send_sge);
-	put_le32(&a.cap.max_recv_sge, qp->cap.max_recv_sge);
-	put_le32(&a.cap.max_inline_data, qp->cap.max_inline_data);
 	if (at->av_valid) {
-		memcpy(a.ah_attr.grh.dgid, at->av.dgid, 16);
-		put_le32(&a.ah_attr.grh.flow_label, at->av.flow_label);
-		a.ah_attr.grh.sgid_index = at->av.sgid_index;
-		a.ah_attr.grh.hop_limit = at->av.hop_limit;
-		a.ah_attr.grh.traffic_class = at->av.traffic_class;
+		RRES_CMD_PUT_AV(&a.ah_attr, &at->av);
 		a.ah_attr.port_num = PORT;
 		a.ah_attr.ah_flags = VIRTIO_RDMA_DEV_AH_GRH;
-		memcpy(a.ah_attr.dmac, at->av.dmac, 6);
 	}
 	memcpy(out, &a, sizeof(a));
 	return RRES_OK;
 }
 
-static enum rres_err cmd_query_pkey(struct rres_dev *rd, const void *in, void *out)
+static RRES_CMD_FN(cmd_query_pkey)
 {
 	if (IN32(cmd_query_pkey, port) != PORT || IN16(cmd_query_pkey, index) >= rd->attr.max_pkeys)
 		return RRES_ERR_RANGE;
@@ -435,7 +362,7 @@ static enum rres_err cmd_query_pkey(struct rres_dev *rd, const void *in, void *o
 	return RRES_OK;
 }
 
-static enum rres_err cmd_add_gid(struct rres_dev *rd, const void *in)
+static RRES_CMD_FN(cmd_add_gid)
 {
 	struct virtio_rdma_dev_cmd_add_gid c;
 
@@ -448,100 +375,115 @@ static enum rres_err cmd_add_gid(struct rres_dev *rd, const void *in)
 	return rres_gid_add(rd, le16toh(c.index), c.gid);
 }
 
-static enum rres_err cmd_dispatch(struct rres_dev *rd, uint8_t cmd, const void *in, void *out)
+static RRES_CMD_FN(cmd_create_cq)
 {
 	enum rres_err err;
-	uint32_t v;
+	uint32_t cqn;
 
-	switch (cmd) {
-	case VIRTIO_RDMA_DEV_CMD_QUERY_PORT:
-		return cmd_query_port(rd, in, out);
-	case VIRTIO_RDMA_DEV_CMD_CREATE_CQ:
-		err = rres_cq_create(rd, IN32(cmd_create_cq, cqe), &v);
-		if (!err)
-			OUT32(rsp_create_cq, cqn, v + 1);
-		return err;
-	case VIRTIO_RDMA_DEV_CMD_DESTROY_CQ:
-		return rres_cq_destroy(rd, cqn_from_wire(IN32(cmd_destroy_cq, cqn)));
-	case VIRTIO_RDMA_DEV_CMD_CREATE_PD:
-		err = rres_pd_create(rd, &v);
-		if (!err)
-			OUT32(rsp_create_pd, pdn, v);
-		return err;
-	case VIRTIO_RDMA_DEV_CMD_DESTROY_PD:
-		return rres_pd_destroy(rd, IN32(cmd_destroy_pd, pdn));
-	case VIRTIO_RDMA_DEV_CMD_GET_DMA_MR:
-		return cmd_get_dma_mr(rd, in, out);
-	case VIRTIO_RDMA_DEV_CMD_CREATE_MR:
-		return cmd_create_mr(rd, in, out);
-	case VIRTIO_RDMA_DEV_CMD_MAP_MR_SG:
-		return cmd_map_mr_sg(rd, in, out);
-	case VIRTIO_RDMA_DEV_CMD_REG_USER_MR:
-		return cmd_reg_user_mr(rd, in, out);
-	case VIRTIO_RDMA_DEV_CMD_DEREG_MR:
-		return rres_mr_dereg(rd, IN32(cmd_dereg_mr, mrn));
-	case VIRTIO_RDMA_DEV_CMD_CREATE_QP:
-		return cmd_create_qp(rd, in, out);
-	case VIRTIO_RDMA_DEV_CMD_MODIFY_QP:
-		return cmd_modify_qp(rd, in);
-	case VIRTIO_RDMA_DEV_CMD_QUERY_QP:
-		return cmd_query_qp(rd, in, out);
-	case VIRTIO_RDMA_DEV_CMD_DESTROY_QP:
-		return rres_qp_destroy(rd, IN32(cmd_destroy_qp, qpn));
-	case VIRTIO_RDMA_DEV_CMD_QUERY_PKEY:
-		return cmd_query_pkey(rd, in, out);
-	case VIRTIO_RDMA_DEV_CMD_ADD_GID:
-		return cmd_add_gid(rd, in);
-	case VIRTIO_RDMA_DEV_CMD_DEL_GID:
-		if (IN32(cmd_del_gid, port) != PORT)
-			return RRES_ERR_RANGE;
-		return rres_gid_del(rd, IN16(cmd_del_gid, index));
-	case VIRTIO_RDMA_DEV_CMD_REQ_NOTIFY_CQ:
-		return rres_cq_req_notify(rd, cqn_from_wire(IN32(cmd_req_notify, cqn)),
-					  IN32(cmd_req_notify, flags));
-	default:
-		return RRES_ERR_UNKNOWN_CMD;
-	}
+	err = rres_cq_create(rd, IN32(cmd_create_cq, cqe), &cqn);
+	if (!err)
+		OUT32(rsp_create_cq, cqn, cqn + 1);
+	return err;
+}
+
+static RRES_CMD_FN(cmd_destroy_cq)
+{
+	return rres_cq_destroy(rd, cqn_from_wire(IN32(cmd_destroy_cq, cqn)));
+}
+
+static RRES_CMD_FN(cmd_create_pd)
+{
+	enum rres_err err;
+	uint32_t pdn;
+
+	err = rres_pd_create(rd, &pdn);
+	if (!err)
+		OUT32(rsp_create_pd, pdn, pdn);
+	return err;
+}
+
+static RRES_CMD_FN(cmd_destroy_pd)
+{
+	return rres_pd_destroy(rd, IN32(cmd_destroy_pd, pdn));
+}
+
+static RRES_CMD_FN(cmd_dereg_mr)
+{
+	return rres_mr_dereg(rd, IN32(cmd_dereg_mr, mrn));
+}
+
+static RRES_CMD_FN(cmd_destroy_qp)
+{
+	return rres_qp_destroy(rd, IN32(cmd_destroy_qp, qpn));
+}
+
+static RRES_CMD_FN(cmd_del_gid)
+{
+	if (IN32(cmd_del_gid, port) != PORT)
+		return RRES_ERR_RANGE;
+	return rres_gid_del(rd, IN16(cmd_del_gid, index));
+}
+
+static RRES_CMD_FN(cmd_req_notify_cq)
+{
+	return rres_cq_req_notify(rd, cqn_from_wire(IN32(cmd_req_notify, cqn)),
+				  IN32(cmd_req_notify, flags));
+}
+
+/* One row per command: id, handler, request and response lengths. */
+#define VIRTIO_RDMA_DEV_CMDS(X)                                               \
+	X(QUERY_PORT, query_port, CMD(query_port), RSP(query_port))            \
+	X(CREATE_CQ, create_cq, CMD(create_cq), RSP(create_cq))                \
+	X(DESTROY_CQ, destroy_cq, CMD(destroy_cq), 0)                          \
+	X(CREATE_PD, create_pd, 0, RSP(create_pd))                             \
+	X(DESTROY_PD, destroy_pd, CMD(destroy_pd), 0)                          \
+	X(GET_DMA_MR, get_dma_mr, CMD(get_dma_mr), RSP(get_dma_mr))            \
+	X(CREATE_MR, create_mr, CMD(create_mr), RSP(create_mr))                \
+	X(MAP_MR_SG, map_mr_sg, CMD(map_mr_sg), RSP(map_mr_sg))                \
+	X(REG_USER_MR, reg_user_mr, CMD(reg_user_mr), RSP(reg_user_mr))        \
+	X(DEREG_MR, dereg_mr, CMD(dereg_mr), 0)                                \
+	X(CREATE_QP, create_qp, CMD(create_qp), RSP(create_qp))                \
+	X(MODIFY_QP, modify_qp, CMD(modify_qp), 0)                             \
+	X(QUERY_QP, query_qp, CMD(query_qp), RSP(query_qp))                    \
+	X(DESTROY_QP, destroy_qp, CMD(destroy_qp), 0)                          \
+	X(QUERY_PKEY, query_pkey, CMD(query_pkey), RSP(query_pkey))            \
+	X(ADD_GID, add_gid, CMD(add_gid), 0)                                   \
+	X(DEL_GID, del_gid, CMD(del_gid), 0)                                   \
+	X(REQ_NOTIFY_CQ, req_notify_cq, CMD(req_notify), 0)
+
+#define ROW(id, fn, in, out) \
+	[VIRTIO_RDMA_DEV_CMD_##id] = { #id, in, out, false, 0, cmd_##fn },
+static const struct rres_cmd_row rows[VIRTIO_RDMA_DEV_NUM_CMDS] = {
+	VIRTIO_RDMA_DEV_CMDS(ROW)
+};
+#undef ROW
+#define FITS(id, fn, in, out) \
+	_Static_assert((out) <= RRES_CMD_OUT_MAX, #id ": the response fits the buffer");
+VIRTIO_RDMA_DEV_CMDS(FITS)
+#undef FITS
+_Static_assert(offsetof(struct virtio_rdma_dev_rsp_get_dma_mr, rkey) == 8 &&
+	       offsetof(struct virtio_rdma_dev_rsp_create_mr, rkey) == 8 &&
+	       offsetof(struct virtio_rdma_dev_rsp_reg_user_mr, rkey) == 8,
+	       "MR responses: mrn, lkey, rkey (rres_cmd_put_mr_keys)");
+_Static_assert(VIRTIO_RDMA_DEV_NUM_CMDS <= sizeof(((struct rres_stats *)0)->rdma_dev_cmds) /
+						   sizeof(uint64_t),
+	       "a counter per command");
+
+static const struct rres_cmd_abi abi = {
+	.log_name = "virtio-rdma",
+	.rows = rows,
+	.n_rows = VIRTIO_RDMA_DEV_NUM_CMDS,
+};
+
+const char *virtio_rdma_dev_cmd_name(uint8_t cmd)
+{
+	return rres_cmd_row_name(&abi, cmd);
 }
 
 enum rres_err virtio_rdma_dev_ctrl_exec(struct rres_dev *rd, uint8_t cmd, const void *in,
 					size_t in_len, void *out, size_t out_cap,
 					size_t *out_len)
 {
-	uint8_t rsp[RSP(query_port)];
-	enum rres_err err;
-
-	_Static_assert(RSP(query_port) >= RSP(query_qp), "response buffer holds every response");
-	*out_len = 0;
-	if (cmd == 0 || cmd >= VIRTIO_RDMA_DEV_NUM_CMDS) {
-		err = RRES_ERR_UNKNOWN_CMD;
-		goto done;
-	}
-	rd->stats.rdma_dev_cmds[cmd]++;
-	if ((!in && in_len) || in_len != cmd_info[cmd].in) {
-		err = RRES_ERR_BAD_LEN;
-		goto done;
-	}
-	if (out_cap < cmd_info[cmd].out || (cmd_info[cmd].out && !out)) {
-		err = RRES_ERR_OUT_SPACE;
-		goto done;
-	}
-	/* handlers write into a local buffer: out is only touched on success */
-	memset(rsp, 0, sizeof(rsp));
-	err = cmd_dispatch(rd, cmd, in, rsp);
-	if (!err) {
-		if (cmd_info[cmd].out)
-			memcpy(out, rsp, cmd_info[cmd].out);
-		*out_len = cmd_info[cmd].out;
-	}
-done:
-	if (err) {
-		rd->stats.err++;
-		rd->stats.errs[err]++;
-		LOG_DEBUG("virtio-rdma: %s failed: %s", virtio_rdma_dev_cmd_name(cmd),
-			  rres_err_name(err));
-	} else {
-		rd->stats.ok++;
-	}
-	return err;
+	return rres_cmd_exec(&abi, rd->stats.rdma_dev_cmds, rd, cmd, in, in_len, out, out_cap,
+			     out_len);
 }

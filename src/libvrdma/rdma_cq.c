@@ -201,9 +201,7 @@ int vrdma_cq_create(struct vrdma_dev *dev, uint32_t cqe, struct vrdma_cq **out)
 	uint32_t cap, num, cqn;
 	int rc;
 
-	if (!dev || !out)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !out, &r);
 	if (rc)
 		return rc;
 	if (!cqe || cqe > r->attr.max_cqe) {
@@ -269,35 +267,30 @@ out:
 	return rc;
 }
 
+static int cq_check_destroy(struct vrdma_rdma *r VRDMA_UNUSED, uint32_t cqn VRDMA_UNUSED,
+			    void *obj)
+{
+	return ((struct vrdma_cq *)obj)->refs ? -EBUSY : 0;
+}
+
+/* Events the device wrote for the CQ precede the ack: read them and drop
+ * the CQ's (its cqn may be reused at once). The device stopped processing
+ * the ring: reset it (teardown). */
+static void cq_drop(struct vrdma_rdma *r, uint32_t cqn VRDMA_UNUSED, void *obj)
+{
+	vrdma_rdma_events_forget(r, obj);
+	vrdma_rdma_cq_free(r, obj);
+}
+
+static const struct vrdma_rdma_kind cq_kind = {
+	.destroy_cmd = VIRTIO_NET_CTRL_ROCE_DESTROY_CQ,
+	.check = cq_check_destroy,
+	.drop = cq_drop,
+};
+
 int vrdma_cq_destroy(struct vrdma_cq *cq)
 {
-	struct virtio_rdma_cmd_destroy_cq d;
-	struct vrdma_dev *dev;
-	struct vrdma_rdma *r;
-	int rc;
-
-	if (!cq)
-		return -EINVAL;
-	dev = cq->dev;
-	rc = vrdma_rdma_enter(dev, &r);
-	if (rc)
-		return rc;
-	if (cq->refs) {
-		rc = -EBUSY;
-		goto out;
-	}
-	d.cqn = htole32(cq->cqn);
-	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_CQ, &d, sizeof(d), NULL, 0);
-	if (rc)
-		goto out;
-	/* Events the device wrote for the CQ precede the ack: read them and
-	 * drop the CQ's (its cqn may be reused at once). */
-	vrdma_rdma_events_forget(r, cq);
-	/* The device stopped processing the ring: reset it (teardown). */
-	vrdma_rdma_cq_free(r, cq);
-out:
-	vrdma_dev_unlock(dev);
-	return rc;
+	return cq ? vrdma_rdma_destroy(cq->dev, &cq_kind, cq->cqn, cq) : -EINVAL;
 }
 
 uint32_t vrdma_cq_num(const struct vrdma_cq *cq)

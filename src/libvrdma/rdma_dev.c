@@ -392,6 +392,45 @@ int vrdma_rdma_enter(struct vrdma_dev *dev, struct vrdma_rdma **r)
 	return rc;
 }
 
+int vrdma_rdma_destroy(struct vrdma_dev *dev, const struct vrdma_rdma_kind *k,
+		       uint32_t handle, void *obj)
+{
+	le32 h = htole32(handle);
+	struct vrdma_rdma *r;
+	int rc;
+
+	_Static_assert(sizeof(struct virtio_rdma_cmd_destroy_pd) == sizeof(le32) &&
+			       sizeof(struct virtio_rdma_cmd_destroy_cq) == sizeof(le32) &&
+			       sizeof(struct virtio_rdma_cmd_destroy_qp) == sizeof(le32) &&
+			       sizeof(struct virtio_rdma_cmd_destroy_srq) == sizeof(le32) &&
+			       sizeof(struct virtio_rdma_cmd_dereg_mr) == sizeof(le32) &&
+			       sizeof(struct virtio_rdma_cmd_dealloc_mw) == sizeof(le32),
+		       "destroy commands carry one le32 handle");
+	rc = vrdma_rdma_enter(dev, &r);
+	if (rc)
+		return rc;
+	rc = k->check ? k->check(r, handle, obj) : 0;
+	if (rc == 0)
+		rc = vrdma_rdma_cmd(r, k->destroy_cmd, &h, sizeof(h), NULL, 0);
+	if (rc == 0)
+		k->drop(r, handle, obj);
+	vrdma_dev_unlock(dev);
+	return rc;
+}
+
+int vrdma_rdma_pd_admit(const struct vrdma_rdma *r, uint32_t pdn, uint32_t count,
+			uint32_t max)
+{
+	if (!vrdma_rdma_pd_live(r, pdn))
+		return -EINVAL;
+	return count >= max ? -ENOMEM : 0;
+}
+
+int vrdma_rdma_enter_checked(struct vrdma_dev *dev, bool bad, struct vrdma_rdma **r)
+{
+	return bad ? -EINVAL : vrdma_rdma_enter(dev, r);
+}
+
 /* ---- device and port -------------------------------------------------------- */
 
 int vrdma_query_device(struct vrdma_dev *dev, struct vrdma_device_attr *attr)
@@ -399,9 +438,7 @@ int vrdma_query_device(struct vrdma_dev *dev, struct vrdma_device_attr *attr)
 	struct vrdma_rdma *r;
 	int rc;
 
-	if (!attr)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !attr, &r);
 	if (rc)
 		return rc;
 	*attr = r->attr;
@@ -416,9 +453,7 @@ int vrdma_query_port(struct vrdma_dev *dev, struct vrdma_port_attr *attr)
 	uint8_t m;
 	int rc;
 
-	if (!attr)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !attr, &r);
 	if (rc)
 		return rc;
 	{
@@ -496,9 +531,7 @@ int vrdma_gid_query(struct vrdma_dev *dev, uint32_t index, uint8_t gid[16])
 	struct vrdma_rdma *r;
 	int rc;
 
-	if (!gid)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !gid, &r);
 	if (rc)
 		return rc;
 	rc = 0;
@@ -523,25 +556,27 @@ int vrdma_gid_query(struct vrdma_dev *dev, uint32_t index, uint8_t gid[16])
 	return rc;
 }
 
+/* Whether index is an entry the driver may set: -EINVAL outside the
+ * table, -EPERM for the device's own (0 and 1), else 0. */
+static int gid_driver_index(const struct vrdma_rdma *r, uint32_t index)
+{
+	if (index >= r->gid_tbl_len)
+		return -EINVAL;
+	return index < 2 ? -EPERM : 0;
+}
+
 int vrdma_gid_add(struct vrdma_dev *dev, uint32_t index, const uint8_t gid[16])
 {
 	struct virtio_rdma_cmd_add_gid c;
 	struct vrdma_rdma *r;
 	int rc;
 
-	if (!gid)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !gid, &r);
 	if (rc)
 		return rc;
-	if (index >= r->gid_tbl_len || gid_zero(gid)) {
-		rc = -EINVAL;
+	rc = gid_zero(gid) ? -EINVAL : gid_driver_index(r, index);
+	if (rc)
 		goto out;
-	}
-	if (index < 2) {
-		rc = -EPERM;
-		goto out;
-	}
 	if (r->gids[index].valid) {
 		rc = memcmp(r->gids[index].raw, gid, 16) ? -EBUSY : 0;
 		goto out;
@@ -568,14 +603,9 @@ int vrdma_gid_del(struct vrdma_dev *dev, uint32_t index)
 	rc = vrdma_rdma_enter(dev, &r);
 	if (rc)
 		return rc;
-	if (index >= r->gid_tbl_len) {
-		rc = -EINVAL;
+	rc = gid_driver_index(r, index);
+	if (rc)
 		goto out;
-	}
-	if (index < 2) {
-		rc = -EPERM;
-		goto out;
-	}
 	if (!r->gids[index].valid) {
 		rc = -ENODATA;
 		goto out;
@@ -599,9 +629,7 @@ int vrdma_pd_alloc(struct vrdma_dev *dev, uint32_t *pdn)
 	uint32_t n;
 	int rc;
 
-	if (!pdn)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !pdn, &r);
 	if (rc)
 		return rc;
 	if (r->npds >= r->attr.max_pd) {
@@ -613,8 +641,7 @@ int vrdma_pd_alloc(struct vrdma_dev *dev, uint32_t *pdn)
 		goto out;
 	n = le32toh(a.pdn);
 	d.pdn = a.pdn;
-	rc = vrdma_rdma_handle_take(r, (void **)&r->pds, &r->pds_cap, sizeof(*r->pds), n,
-				    r->attr.max_pd, "CREATE_PD", "pdn",
+	rc = vrdma_rdma_handle_take(r, VRDMA_RDMA_TABLE(r, pds), n, r->attr.max_pd, "CREATE_PD", "pdn",
 				    VIRTIO_NET_CTRL_ROCE_DESTROY_PD, &d, sizeof(d));
 	if (rc)
 		goto out;
@@ -627,32 +654,28 @@ out:
 	return rc;
 }
 
+static int pd_check_free(struct vrdma_rdma *r, uint32_t pdn, void *obj VRDMA_UNUSED)
+{
+	if (!vrdma_rdma_pd_live(r, pdn))
+		return -EINVAL;
+	return r->pds[pdn].refs ? -EBUSY : 0;
+}
+
+static void pd_drop(struct vrdma_rdma *r, uint32_t pdn, void *obj VRDMA_UNUSED)
+{
+	r->pds[pdn].live = false;
+	r->npds--;
+}
+
+static const struct vrdma_rdma_kind pd_kind = {
+	.destroy_cmd = VIRTIO_NET_CTRL_ROCE_DESTROY_PD,
+	.check = pd_check_free,
+	.drop = pd_drop,
+};
+
 int vrdma_pd_free(struct vrdma_dev *dev, uint32_t pdn)
 {
-	struct virtio_rdma_cmd_destroy_pd d;
-	struct vrdma_rdma *r;
-	int rc;
-
-	rc = vrdma_rdma_enter(dev, &r);
-	if (rc)
-		return rc;
-	if (!vrdma_rdma_pd_live(r, pdn)) {
-		rc = -EINVAL;
-		goto out;
-	}
-	if (r->pds[pdn].refs) {
-		rc = -EBUSY;
-		goto out;
-	}
-	d.pdn = htole32(pdn);
-	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_PD, &d, sizeof(d), NULL, 0);
-	if (rc == 0) {
-		r->pds[pdn].live = false;
-		r->npds--;
-	}
-out:
-	vrdma_dev_unlock(dev);
-	return rc;
+	return vrdma_rdma_destroy(dev, &pd_kind, pdn, NULL);
 }
 
 /* ---- address vectors and handles ---------------------------------------- */
@@ -703,22 +726,14 @@ int vrdma_ah_create(struct vrdma_dev *dev, uint32_t pdn, const struct vrdma_ah_a
 	uint32_t h;
 	int rc;
 
-	if (!attr || !ah)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !attr || !ah, &r);
 	if (rc)
 		return rc;
-	if (!vrdma_rdma_pd_live(r, pdn)) {
-		rc = -EINVAL;
-		goto out;
-	}
 	rc = vrdma_rdma_check_av(r, attr);
+	if (rc == 0)
+		rc = vrdma_rdma_pd_admit(r, pdn, r->nahs, r->attr.max_ah);
 	if (rc)
 		goto out;
-	if (r->nahs >= r->attr.max_ah) {
-		rc = -ENOMEM;
-		goto out;
-	}
 	memset(&c, 0, sizeof(c));
 	c.pdn = htole32(pdn);
 	vrdma_rdma_av_to_wire(attr, &c.ah_attr);
@@ -728,8 +743,7 @@ int vrdma_ah_create(struct vrdma_dev *dev, uint32_t pdn, const struct vrdma_ah_a
 	h = le32toh(a.ah);
 	d.pdn = htole32(pdn);
 	d.ah = a.ah;
-	rc = vrdma_rdma_handle_take(r, (void **)&r->ahs, &r->ahs_cap, sizeof(*r->ahs), h,
-				    r->attr.max_ah, "CREATE_AH", "handle",
+	rc = vrdma_rdma_handle_take(r, VRDMA_RDMA_TABLE(r, ahs), h, r->attr.max_ah, "CREATE_AH", "handle",
 				    VIRTIO_NET_CTRL_ROCE_DESTROY_AH, &d, sizeof(d));
 	if (rc)
 		goto out;

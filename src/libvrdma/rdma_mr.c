@@ -42,6 +42,12 @@ static int mr_check_access(const struct vrdma_rdma *r, uint32_t access)
 	return 0;
 }
 
+/* Every MR ack starts with mrn, lkey, rkey (mr_record's ack[3]). */
+_Static_assert(offsetof(struct virtio_rdma_ack_reg_user_mr, rkey) == 8 &&
+		       offsetof(struct virtio_rdma_ack_get_dma_mr, rkey) == 8 &&
+		       offsetof(struct virtio_rdma_ack_alloc_mr, rkey) == 8,
+	       "MR acks: mrn, lkey, rkey");
+
 /* Record an MR the device answered with (ack fields little-endian); an
  * unusable mrn is undone on the device. Returns 0 or -EIO / -ENOMEM. */
 static int mr_record(struct vrdma_rdma *r, uint32_t pdn, bool dma, const le32 ack[3],
@@ -52,8 +58,8 @@ static int mr_record(struct vrdma_rdma *r, uint32_t pdn, bool dma, const le32 ac
 	int rc;
 
 	d.mrn = ack[0];
-	rc = vrdma_rdma_handle_take(r, (void **)&r->mrs, &r->mrs_cap, sizeof(*r->mrs), mrn,
-				    r->attr.max_mr, "MR registration", "mrn",
+	rc = vrdma_rdma_handle_take(r, VRDMA_RDMA_TABLE(r, mrs), mrn, r->attr.max_mr,
+				    "MR registration", "mrn",
 				    VIRTIO_NET_CTRL_ROCE_DEREG_MR, &d, sizeof(d));
 	if (rc)
 		return rc;
@@ -99,16 +105,11 @@ int vrdma_mr_reg(struct vrdma_dev *dev, uint32_t pdn, void *addr, uint64_t lengt
 	if (rc)
 		return rc;
 	rc = mr_check_access(r, access);
+	if (rc == 0)
+		rc = length > r->attr.max_mr_size ? -EINVAL
+						  : vrdma_rdma_pd_admit(r, pdn, r->nmrs, r->attr.max_mr);
 	if (rc)
 		goto out;
-	if (!vrdma_rdma_pd_live(r, pdn) || length > r->attr.max_mr_size) {
-		rc = -EINVAL;
-		goto out;
-	}
-	if (r->nmrs >= r->attr.max_mr) {
-		rc = -ENOMEM;
-		goto out;
-	}
 	clen = sizeof(*c) + (size_t)npages * 8;
 	c = malloc(clen);
 	if (!c) {
@@ -133,9 +134,7 @@ int vrdma_mr_reg(struct vrdma_dev *dev, uint32_t pdn, void *addr, uint64_t lengt
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_REG_USER_MR, c, clen, &a, sizeof(a));
 	if (rc)
 		goto out;
-	ack[0] = a.mrn;
-	ack[1] = a.lkey;
-	ack[2] = a.rkey;
+	memcpy(ack, &a, sizeof(ack));
 	rc = mr_record(r, pdn, false, ack, sh, mr);
 	if (rc == 0)
 		sh = NULL; /* the MR owns it */
@@ -156,56 +155,36 @@ int vrdma_mr_get_dma(struct vrdma_dev *dev, uint32_t pdn, uint32_t access,
 	le32 ack[3];
 	int rc;
 
-	if (!dev || !mr)
-		return -EINVAL;
-	if (access & ~(uint32_t)VIRTIO_IB_ACCESS_LOCAL_WRITE)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !mr || (access & ~(uint32_t)VIRTIO_IB_ACCESS_LOCAL_WRITE),
+				      &r);
 	if (rc)
 		return rc;
-	if (!vrdma_rdma_pd_live(r, pdn)) {
-		rc = -EINVAL;
+	rc = vrdma_rdma_pd_admit(r, pdn, r->nmrs, r->attr.max_mr);
+	if (rc)
 		goto out;
-	}
-	if (r->nmrs >= r->attr.max_mr) {
-		rc = -ENOMEM;
-		goto out;
-	}
 	c.pdn = htole32(pdn);
 	c.access_flags = htole32(access);
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_GET_DMA_MR, &c, sizeof(c), &a, sizeof(a));
 	if (rc)
 		goto out;
-	ack[0] = a.mrn;
-	ack[1] = a.lkey;
-	ack[2] = a.rkey;
+	memcpy(ack, &a, sizeof(ack));
 	rc = mr_record(r, pdn, true, ack, NULL, mr);
 out:
 	vrdma_dev_unlock(dev);
 	return rc;
 }
 
-int vrdma_mr_dereg(struct vrdma_dev *dev, uint32_t mrn)
+static int mr_check_dereg(struct vrdma_rdma *r, uint32_t mrn, void *obj VRDMA_UNUSED)
 {
-	struct virtio_rdma_cmd_dereg_mr d;
-	struct vrdma_rdma_mr *m;
-	struct vrdma_rdma *r;
-	int rc;
+	return !mrn || mrn >= r->mrs_cap || !r->mrs[mrn].live || r->mrs[mrn].mw ? -EINVAL : 0;
+}
 
-	rc = vrdma_rdma_enter(dev, &r);
-	if (rc)
-		return rc;
-	if (!mrn || mrn >= r->mrs_cap || !r->mrs[mrn].live || r->mrs[mrn].mw) {
-		rc = -EINVAL;
-		goto out;
-	}
-	m = &r->mrs[mrn];
-	d.mrn = htole32(mrn);
-	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DEREG_MR, &d, sizeof(d), NULL, 0);
-	if (rc)
-		goto out;
+static void mr_drop(struct vrdma_rdma *r, uint32_t mrn, void *obj VRDMA_UNUSED)
+{
+	struct vrdma_rdma_mr *m = &r->mrs[mrn];
+
 	if (m->pages)
-		vrdma_shm_free(dev, m->pages, (size_t)m->max_num_sg * 8);
+		vrdma_shm_free(r->dev, m->pages, (size_t)m->max_num_sg * 8);
 	if (m->sh) {
 		int urc = vrdma_mem_unshare(m->sh);
 
@@ -215,9 +194,17 @@ int vrdma_mr_dereg(struct vrdma_dev *dev, uint32_t mrn)
 	r->pds[m->pdn].refs--;
 	memset(m, 0, sizeof(*m));
 	r->nmrs--;
-out:
-	vrdma_dev_unlock(dev);
-	return rc;
+}
+
+static const struct vrdma_rdma_kind mr_kind = {
+	.destroy_cmd = VIRTIO_NET_CTRL_ROCE_DEREG_MR,
+	.check = mr_check_dereg,
+	.drop = mr_drop,
+};
+
+int vrdma_mr_dereg(struct vrdma_dev *dev, uint32_t mrn)
+{
+	return vrdma_rdma_destroy(dev, &mr_kind, mrn, NULL);
 }
 
 /* ---- extension: fast-registration MRs, memory windows ------------------------ */
@@ -232,24 +219,18 @@ int vrdma_mr_alloc(struct vrdma_dev *dev, uint32_t pdn, uint32_t max_num_sg,
 	le32 ack[3];
 	int rc;
 
-	if (!dev || !mr)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !mr, &r);
 	if (rc)
 		return rc;
 	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_MGT_EXTENSIONS)) {
 		rc = -EOPNOTSUPP;
 		goto out;
 	}
-	if (!vrdma_rdma_pd_live(r, pdn) || !max_num_sg ||
-	    max_num_sg > r->attr.max_fast_reg_page_list_len) {
-		rc = -EINVAL;
+	rc = !max_num_sg || max_num_sg > r->attr.max_fast_reg_page_list_len
+		     ? -EINVAL
+		     : vrdma_rdma_pd_admit(r, pdn, r->nmrs, r->attr.max_mr);
+	if (rc)
 		goto out;
-	}
-	if (r->nmrs >= r->attr.max_mr) {
-		rc = -ENOMEM;
-		goto out;
-	}
 	/* The page list REG_MR points at: shared memory, allocated now. */
 	pages = vrdma_shm_alloc(dev, (size_t)max_num_sg * 8, 64);
 	if (!pages) {
@@ -263,9 +244,7 @@ int vrdma_mr_alloc(struct vrdma_dev *dev, uint32_t pdn, uint32_t max_num_sg,
 	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_ALLOC_MR, &c, sizeof(c), &a, sizeof(a));
 	if (rc)
 		goto out;
-	ack[0] = a.mrn;
-	ack[1] = a.lkey;
-	ack[2] = a.rkey;
+	memcpy(ack, &a, sizeof(ack));
 	rc = mr_record(r, pdn, false, ack, NULL, mr);
 	if (rc == 0) {
 		r->mrs[mr->mrn].pages = pages;
@@ -288,9 +267,7 @@ int vrdma_mw_alloc(struct vrdma_dev *dev, uint32_t pdn, uint32_t type, struct vr
 	uint32_t mwn;
 	int rc;
 
-	if (!dev || !mw)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !mw, &r);
 	if (rc)
 		return rc;
 	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_WINDOW) ||
@@ -314,8 +291,7 @@ int vrdma_mw_alloc(struct vrdma_dev *dev, uint32_t pdn, uint32_t type, struct vr
 		goto out;
 	mwn = le32toh(a.mwn);
 	d.mwn = a.mwn;
-	rc = vrdma_rdma_handle_take(r, (void **)&r->mrs, &r->mrs_cap, sizeof(*r->mrs), mwn,
-				    0xffff, "ALLOC_MW", "mwn",
+	rc = vrdma_rdma_handle_take(r, VRDMA_RDMA_TABLE(r, mrs), mwn, 0xffff, "ALLOC_MW", "mwn",
 				    VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, &d, sizeof(d));
 	if (rc)
 		goto out;
@@ -334,31 +310,27 @@ out:
 	return rc;
 }
 
-int vrdma_mw_dealloc(struct vrdma_dev *dev, uint32_t mwn)
+static int mw_check_dealloc(struct vrdma_rdma *r, uint32_t mwn, void *obj VRDMA_UNUSED)
 {
-	struct virtio_rdma_cmd_dealloc_mw d;
-	struct vrdma_rdma *r;
-	int rc;
+	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_WINDOW))
+		return -EOPNOTSUPP;
+	return !mwn || mwn >= r->mrs_cap || !r->mrs[mwn].live || !r->mrs[mwn].mw ? -EINVAL : 0;
+}
 
-	rc = vrdma_rdma_enter(dev, &r);
-	if (rc)
-		return rc;
-	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_MEM_WINDOW)) {
-		rc = -EOPNOTSUPP;
-		goto out;
-	}
-	if (!mwn || mwn >= r->mrs_cap || !r->mrs[mwn].live || !r->mrs[mwn].mw) {
-		rc = -EINVAL;
-		goto out;
-	}
-	d.mwn = htole32(mwn);
-	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DEALLOC_MW, &d, sizeof(d), NULL, 0);
-	if (rc)
-		goto out;
+static void mw_drop(struct vrdma_rdma *r, uint32_t mwn, void *obj VRDMA_UNUSED)
+{
 	r->pds[r->mrs[mwn].pdn].refs--;
 	memset(&r->mrs[mwn], 0, sizeof(r->mrs[mwn]));
 	r->nmws--;
-out:
-	vrdma_dev_unlock(dev);
-	return rc;
+}
+
+static const struct vrdma_rdma_kind mw_kind = {
+	.destroy_cmd = VIRTIO_NET_CTRL_ROCE_DEALLOC_MW,
+	.check = mw_check_dealloc,
+	.drop = mw_drop,
+};
+
+int vrdma_mw_dealloc(struct vrdma_dev *dev, uint32_t mwn)
+{
+	return vrdma_rdma_destroy(dev, &mw_kind, mwn, NULL);
 }

@@ -278,6 +278,9 @@ int vrdma_rdma_get(struct vrdma_dev *dev, struct vrdma_rdma **out);
  * vrdma_rdma_get). 0 with the device lock held, or the error with it
  * released (-EINVAL for a NULL dev). */
 int vrdma_rdma_enter(struct vrdma_dev *dev, struct vrdma_rdma **r);
+/* The same after the caller's argument checks: bad (any check failed) is
+ * -EINVAL with nothing locked. */
+int vrdma_rdma_enter_checked(struct vrdma_dev *dev, bool bad, struct vrdma_rdma **r);
 
 /*
  * Send RoCE command cmd (device lock held). Returns 0 (VIRTIO_NET_OK, out
@@ -307,6 +310,31 @@ int vrdma_rdma_table_reserve(void **tab, uint32_t *cap, size_t elem, uint32_t id
 int vrdma_rdma_handle_take(struct vrdma_rdma *r, void **tab, uint32_t *cap, size_t elem,
 			   uint32_t n, uint32_t max, const char *cmd, const char *field,
 			   uint8_t undo, const void *undo_cmd, size_t undo_len);
+
+/* The shadow table t of r as vrdma_rdma_handle_take() takes it. */
+#define VRDMA_RDMA_TABLE(r, t) (void **)&(r)->t, &(r)->t##_cap, sizeof(*(r)->t)
+
+/* One kind of object a destroy call removes by its handle. */
+struct vrdma_rdma_kind {
+	uint8_t destroy_cmd;      /* its command: one le32, the handle */
+	/* 0 if it may go now, else the errno the call returns (or NULL) */
+	int (*check)(struct vrdma_rdma *r, uint32_t handle, void *obj);
+	/* forget it, once the device did */
+	void (*drop)(struct vrdma_rdma *r, uint32_t handle, void *obj);
+};
+
+/*
+ * The body of every destroy call: lock dev, check, send the kind's command
+ * with handle, drop on success (obj: the caller's object, or NULL). 0, the
+ * check's errno, or the command's (nothing changed then).
+ */
+int vrdma_rdma_destroy(struct vrdma_dev *dev, const struct vrdma_rdma_kind *k,
+		       uint32_t handle, void *obj);
+
+/* The admission of an object in PD pdn: -EINVAL if the PD is not live,
+ * -ENOMEM if count objects reach max, else 0. */
+int vrdma_rdma_pd_admit(const struct vrdma_rdma *r, uint32_t pdn, uint32_t count,
+			uint32_t max);
 
 /* Whether pdn is a live PD of r. */
 static inline bool vrdma_rdma_pd_live(const struct vrdma_rdma *r, uint32_t pdn)

@@ -392,31 +392,23 @@ out:
 	return rc;
 }
 
+/* Events the device wrote for the QP precede the ack: read them and drop
+ * the QP's (its QPN never comes back). The device flushed the WRs: reset
+ * (tear down) both rings. */
+static void qp_drop(struct vrdma_rdma *r, uint32_t qpn VRDMA_UNUSED, void *obj)
+{
+	vrdma_rdma_events_forget(r, obj);
+	vrdma_rdma_qp_free(r, obj);
+}
+
+static const struct vrdma_rdma_kind qp_kind = {
+	.destroy_cmd = VIRTIO_NET_CTRL_ROCE_DESTROY_QP,
+	.drop = qp_drop,
+};
+
 int vrdma_qp_destroy(struct vrdma_qp *qp)
 {
-	struct virtio_rdma_cmd_destroy_qp d;
-	struct vrdma_dev *dev;
-	struct vrdma_rdma *r;
-	int rc;
-
-	if (!qp)
-		return -EINVAL;
-	dev = qp->dev;
-	rc = vrdma_rdma_enter(dev, &r);
-	if (rc)
-		return rc;
-	d.qpn = htole32(qp->qpn);
-	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_QP, &d, sizeof(d), NULL, 0);
-	if (rc)
-		goto out;
-	/* Events the device wrote for the QP precede the ack: read them and
-	 * drop the QP's (its QPN never comes back). */
-	vrdma_rdma_events_forget(r, qp);
-	/* The device flushed the WRs: reset (tear down) both rings. */
-	vrdma_rdma_qp_free(r, qp);
-out:
-	vrdma_dev_unlock(dev);
-	return rc;
+	return qp ? vrdma_rdma_destroy(qp->dev, &qp_kind, qp->qpn, qp) : -EINVAL;
 }
 
 uint32_t vrdma_qp_num(const struct vrdma_qp *qp)

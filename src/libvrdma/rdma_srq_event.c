@@ -271,9 +271,7 @@ int vrdma_event_get(struct vrdma_dev *dev, struct vrdma_async_event *ev)
 	struct vrdma_rdma *r;
 	int rc;
 
-	if (!dev || !ev)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !ev, &r);
 	if (rc)
 		return rc;
 	if (!r->ext || !r->evq) {
@@ -311,9 +309,7 @@ int vrdma_query_pkey(struct vrdma_dev *dev, uint32_t index, uint16_t *pkey)
 	struct vrdma_rdma *r;
 	int rc;
 
-	if (!dev || !pkey)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !pkey, &r);
 	if (rc)
 		return rc;
 	if (!r->ext) {
@@ -360,24 +356,19 @@ int vrdma_srq_create(struct vrdma_dev *dev, uint32_t pdn, struct vrdma_srq_attr 
 	uint32_t num, srqn;
 	int rc;
 
-	if (!dev || !attr || !out)
-		return -EINVAL;
-	rc = vrdma_rdma_enter(dev, &r);
+	rc = vrdma_rdma_enter_checked(dev, !attr || !out, &r);
 	if (rc)
 		return rc;
 	if (!vrdma_rdma_cap(r, VIRTIO_IB_DEVICE_SRQ)) {
 		rc = -EOPNOTSUPP;
 		goto out;
 	}
-	if (!vrdma_rdma_pd_live(r, pdn) || !attr->max_wr || attr->max_wr > r->attr.max_srq_wr ||
-	    attr->max_sge > r->attr.max_srq_sge) {
-		rc = -EINVAL;
+	rc = !attr->max_wr || attr->max_wr > r->attr.max_srq_wr ||
+		     attr->max_sge > r->attr.max_srq_sge
+		     ? -EINVAL
+		     : vrdma_rdma_pd_admit(r, pdn, r->nsrqs, r->nsrq_rings);
+	if (rc)
 		goto out;
-	}
-	if (r->nsrqs >= r->nsrq_rings) {
-		rc = -ENOMEM;
-		goto out;
-	}
 	num = MIN(vrdma_rdma_pow2(attr->max_wr < 2 ? 2 : attr->max_wr), r->attr.max_srq_wr);
 	memset(&c, 0, sizeof(c));
 	c.pdn = htole32(pdn);
@@ -478,32 +469,27 @@ out:
 	return rc;
 }
 
+static int srq_check_destroy(struct vrdma_rdma *r VRDMA_UNUSED, uint32_t srqn VRDMA_UNUSED,
+			     void *obj)
+{
+	return ((struct vrdma_srq *)obj)->refs ? -EBUSY : 0;
+}
+
+static void srq_drop(struct vrdma_rdma *r, uint32_t srqn VRDMA_UNUSED, void *obj)
+{
+	vrdma_rdma_events_forget(r, obj);
+	vrdma_rdma_srq_free(r, obj);
+}
+
+static const struct vrdma_rdma_kind srq_kind = {
+	.destroy_cmd = VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ,
+	.check = srq_check_destroy,
+	.drop = srq_drop,
+};
+
 int vrdma_srq_destroy(struct vrdma_srq *srq)
 {
-	struct virtio_rdma_cmd_destroy_srq d;
-	struct vrdma_dev *dev;
-	struct vrdma_rdma *r;
-	int rc;
-
-	if (!srq)
-		return -EINVAL;
-	dev = srq->dev;
-	rc = vrdma_rdma_enter(dev, &r);
-	if (rc)
-		return rc;
-	if (srq->refs) {
-		rc = -EBUSY;
-		goto out;
-	}
-	d.srqn = htole32(srq->srqn);
-	rc = vrdma_rdma_cmd(r, VIRTIO_NET_CTRL_ROCE_DESTROY_SRQ, &d, sizeof(d), NULL, 0);
-	if (rc)
-		goto out;
-	vrdma_rdma_events_forget(r, srq);
-	vrdma_rdma_srq_free(r, srq);
-out:
-	vrdma_dev_unlock(dev);
-	return rc;
+	return srq ? vrdma_rdma_destroy(srq->dev, &srq_kind, srq->srqn, srq) : -EINVAL;
 }
 
 uint32_t vrdma_srq_num(const struct vrdma_srq *srq)

@@ -172,3 +172,52 @@ guest_boot() {
 		return 1
 	}
 }
+
+# perf_expect PROG: what a perftest / ibv_*_pingpong run prints when it
+# worked: PERF_GFLAG (its option for GID 1), PERF_RE (the client's result
+# line), PERF_SRE (the server's; empty for ib_read_lat, whose client alone
+# reports).
+perf_expect() {
+	case "$1" in
+	ibv_*) PERF_GFLAG="-g 1" PERF_RE='bytes in .* seconds' PERF_SRE=$PERF_RE ;;
+	ib_read_lat) PERF_GFLAG="-x 1" PERF_RE='^ *[0-9]+ +[0-9]+ ' PERF_SRE='' ;;
+	*) PERF_GFLAG="-x 1" PERF_RE='^ *[0-9]+ +[0-9]+ ' PERF_SRE=$PERF_RE ;;
+	esac
+}
+
+# perf_verdict NAME PROG ARGS PEER CLIENT SERVER RC_C RC_S OUT SRV: the
+# outcome of a pair run with perf_expect PROG: both sides exit 0, print
+# their result lines, the server saw no invalid data and the client shows
+# the server's GID (PEER: an extended regex of its forms; empty: not
+# checked, a loopback pair). ok with the
+# rates (CLIENT, SERVER: who ran each side), else not_ok with both tails.
+perf_verdict() {
+	local name=$1 prog=$2 args=$3 peer=$4 cli=$5 srv_who=$6 rc_c=$7 rc_s=$8 out=$9 srv=${10}
+	if [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ] && grep -Eq "$PERF_RE" <<<"$out" &&
+	   grep -Eq "$PERF_SRE" <<<"$srv" && ! grep -q 'invalid data' <<<"$srv" &&
+	   { [ -z "$peer" ] || grep -Eq "GID.*($peer)" <<<"$out"; }; then
+		ok "$name"
+		case "$prog" in
+		ibv_*) echo "# $name ($prog $args): $cli $(grep -o '[0-9.]* Mbit/sec' <<<"$out"), $srv_who $(grep -o '[0-9.]* Mbit/sec' <<<"$srv")" ;;
+		*) echo "# $name ($prog $args), $cli: $(grep -E "$PERF_RE" <<<"$out" | tr -s ' \t' ' ')" ;;
+		esac
+	else
+		not_ok "$name" "$cli rc=$rc_c $srv_who rc=$rc_s: $(tail -3 <<<"$out" | tr '\n' ' ') / $(tail -4 <<<"$srv" | tr '\n' ' ')"
+	fi
+}
+
+# guest_setup DAEMON_ARGS...: the guest's parts (test "prepare") and the
+# daemon d started with DAEMON_ARGS (daemon_lib.bash); the test ends here
+# (t_done) if either fails.
+guest_setup() {
+	if guest_prepare; then
+		ok prepare
+	else
+		not_ok prepare "QEMU, modules or guest image could not be built"
+		t_done
+	fi
+	if ! d_start d "$@"; then
+		not_ok start "$(tail -5 "$T_TMP/d.log")"
+		t_done
+	fi
+}

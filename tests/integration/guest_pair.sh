@@ -37,17 +37,8 @@ on() {
 	rxe_cmd "$2"
 }
 
-if guest_prepare; then
-	ok prepare
-else
-	not_ok prepare "QEMU, modules or guest image could not be built"
-	t_done
-fi
-if ! d_start d --device "socket=$T_TMP/a.sock,model=virtio-rdma,mac=02:00:00:00:2b:01,ip=$IP_A/24,qps=4,cqs=4" \
-	--device "socket=$T_TMP/b.sock,model=virtio-rdma,mac=02:00:00:00:2b:03,ip=$IP_B/24,qps=4,cqs=4"; then
-	not_ok start "$(tail -5 "$T_TMP/d.log")"
-	t_done
-fi
+guest_setup --device "socket=$T_TMP/a.sock,model=virtio-rdma,mac=02:00:00:00:2b:01,ip=$IP_A/24,qps=4,cqs=4" \
+	--device "socket=$T_TMP/b.sock,model=virtio-rdma,mac=02:00:00:00:2b:03,ip=$IP_B/24,qps=4,cqs=4"
 # links 0..2: QEMU A listens, QEMU B connects (retrying until A is up)
 LINKS=()
 args_a=() args_b=()
@@ -89,12 +80,9 @@ port=$((20000 + $$ % 20000))
 # pair NAME LINK PROG ARGS: PROG ARGS as a server in guest A and a client in
 # guest B, the TCP exchange through link LINK
 pair() {
-	local name=$1 link=$2 prog=$3 args=$4 lp=${LINKS[$2]} out srv rc_c rc_s re sre gflag why=""
-	case "$prog" in
-	ibv_*) gflag="-g 1" re='bytes in .* seconds' sre=$re ;;
-	ib_read_lat) gflag="-x 1" re='^ *[0-9]+ +[0-9]+ ' sre='' ;; # the client reports
-	*) gflag="-x 1" re='^ *[0-9]+ +[0-9]+ ' sre=$re ;;
-	esac
+	local name=$1 link=$2 prog=$3 args=$4 lp=${LINKS[$2]} out srv rc_c rc_s gflag why=""
+	perf_expect "$prog"
+	gflag=$PERF_GFLAG
 	local vp="vp=; for d in /sys/class/virtio-ports/*; do [ \"\$(cat \$d/name)\" = ln$link ] && vp=/dev/\$(basename \$d); done; [ -e \"\$vp\" ] || { echo no port; exit 1; }"
 	port=$((port + 1))
 	linked() { ss -Htn state established "( sport = :$lp )" 2>/dev/null | grep -q .; }
@@ -119,17 +107,8 @@ pair() {
 	rc_c=$?
 	srv=$(on A "for i in \$(seq 1 1200); do [ -s /tmp/s.rc ] && break; sleep 0.1; done; cat /tmp/s.log; echo RC=\$(cat /tmp/s.rc)")
 	rc_s=$(sed -n 's/^RC=//p' <<<"$srv")
-	if [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ] && grep -Eq "$re" <<<"$out" &&
-	   grep -Eq "$sre" <<<"$srv" && ! grep -q 'invalid data' <<<"$srv" &&
-	   grep -Eq "GID.*(::ffff:$IP_A|255:255:10:43:00:01)" <<<"$out"; then
-		ok "$name"
-		case "$prog" in
-		ibv_*) echo "# $name ($prog $args): client (guest B) $(grep -o '[0-9.]* Mbit/sec' <<<"$out"), server (guest A) $(grep -o '[0-9.]* Mbit/sec' <<<"$srv")" ;;
-		*) echo "# $name ($prog $args), client (guest B): $(grep -E "$re" <<<"$out" | tr -s ' \t' ' ')" ;;
-		esac
-	else
-		not_ok "$name" "client rc=$rc_c server rc=$rc_s: $(tail -3 <<<"$out" | tr '\n' ' ') / $(tail -4 <<<"$srv" | tr '\n' ' ')"
-	fi
+	perf_verdict "$name" "$prog" "$args" "::ffff:$IP_A|255:255:10:43:00:01" \
+		"client (guest B)" "server (guest A)" "$rc_c" "$rc_s" "$out" "$srv"
 }
 pair rc_pingpong 0 ibv_rc_pingpong "-c -n 100 -s 8192 -m 1024"
 pair write_bw 1 ib_write_bw "-n 200"

@@ -45,26 +45,13 @@ IP=10.43.0.1
 MAC_H=02:00:00:00:2b:02
 IP_H=10.43.0.2
 RUN="$VRDMA_BUILD/bin/vrdma-run"
-PRELOAD=""
-if objdump -T "$VRDMA_BUILD/lib/libibverbs.so.1" 2>/dev/null | grep -q __asan_init; then
-	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-fi
+asan_preload "$VRDMA_BUILD/lib/libibverbs.so.1"
 
 need setup "$DAEMON" "$RUN" busybox python3 || t_done
 trap 'rxe_stop; t_cleanup' EXIT
 
-if guest_prepare; then
-	ok prepare
-else
-	not_ok prepare "QEMU, modules or guest image could not be built"
-	t_done
-fi
-
-if ! d_start d --device "socket=$T_TMP/r.sock,model=virtio-rdma,mac=$MAC,ip=$IP/24,qps=$QPS,cqs=$CQS" \
-	--device "socket=$T_TMP/h.sock,mac=$MAC_H,ip=$IP_H/24"; then
-	not_ok start "$(tail -5 "$T_TMP/d.log")"
-	t_done
-fi
+guest_setup --device "socket=$T_TMP/r.sock,model=virtio-rdma,mac=$MAC,ip=$IP/24,qps=$QPS,cqs=$CQS" \
+	--device "socket=$T_TMP/h.sock,mac=$MAC_H,ip=$IP_H/24"
 # the host ends of the guest's TCP bridges (virtio-serial ports br0..br2,
 # one per host pair: QEMU notices a closed connection only while the guest
 # holds the port open, so a port is not reused): QEMU connects port i to a
@@ -157,12 +144,9 @@ port=$((20000 + $$ % 20000))
 # row; only the client for ib_read_lat), the ibv_* server checks what it
 # received (-c).
 pingpong() {
-	local name=$1 prog=$2 args=$3 out rc_c rc_s srv re sre gflag
-	case "$prog" in
-	ibv_*) gflag="-g 1" re='bytes in .* seconds' sre=$re ;;
-	ib_read_lat) gflag="-x 1" re='^ *[0-9]+ +[0-9]+ ' sre='' ;; # the client reports
-	*) gflag="-x 1" re='^ *[0-9]+ +[0-9]+ ' sre=$re ;;
-	esac
+	local name=$1 prog=$2 args=$3 out rc_c rc_s srv gflag
+	perf_expect "$prog"
+	gflag=$PERF_GFLAG
 	port=$((port + 1))
 	rxe_cmd "rm -f /tmp/s.rc; ( timeout 110 $prog -d vrdma0 $gflag $args -p $port >/tmp/s.log 2>&1; echo \$? >/tmp/s.rc ) &" >/dev/null
 	if ! rxe_cmd "for i in \$(seq 1 600); do netstat -ltn | grep -q ':$port ' && exit 0; sleep 0.1; done; exit 1" >/dev/null; then
@@ -173,16 +157,7 @@ pingpong() {
 	rc_c=$?
 	srv=$(rxe_cmd "for i in \$(seq 1 1200); do [ -s /tmp/s.rc ] && break; sleep 0.1; done; cat /tmp/s.log; echo RC=\$(cat /tmp/s.rc)")
 	rc_s=$(sed -n 's/^RC=//p' <<<"$srv")
-	if [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ] && grep -Eq "$re" <<<"$out" &&
-	   grep -Eq "$sre" <<<"$srv" && ! grep -q 'invalid data' <<<"$srv"; then
-		ok "$name"
-		case "$prog" in
-		ibv_*) echo "# $name ($prog $args): client $(grep -o '[0-9.]* Mbit/sec' <<<"$out"), server $(grep -o '[0-9.]* Mbit/sec' <<<"$srv")" ;;
-		*) echo "# $name ($prog $args), client: $(grep -E "$re" <<<"$out" | tr -s ' \t' ' ')" ;;
-		esac
-	else
-		not_ok "$name" "client rc=$rc_c server rc=$rc_s: $(tail -3 <<<"$out" | tr '\n' ' ') / $(tail -4 <<<"$srv" | tr '\n' ' ')"
-	fi
+	perf_verdict "$name" "$prog" "$args" "" client server "$rc_c" "$rc_s" "$out" "$srv"
 }
 pingpong rc_pingpong ibv_rc_pingpong "-c -n 100 -s 8192 -m 1024"
 pingpong rc_pingpong_events ibv_rc_pingpong "-c -e -n 50 -s 4096 -m 1024"
@@ -199,13 +174,11 @@ pingpong read_lat ib_read_lat "-n 100"
 # host_pair NAME BRIDGE PROG ARGS: PROG ARGS as a host server and a guest
 # client, the TCP exchange through bridge BRIDGE (0..2)
 host_pair() {
-	local name=$1 br=$2 prog=$3 args=$4 out srv rc_c rc_s spid re sre hflag gflag
+	local name=$1 br=$2 prog=$3 args=$4 out srv rc_c rc_s spid hflag gflag
 	local BRIDGE_PORT=${BRIDGE_PORTS[$2]}
-	case "$prog" in
-	ibv_*) gflag="-g 1" hflag="-g 1" re='bytes in .* seconds' sre=$re ;;
-	ib_read_lat) gflag="-x 1" hflag="-x 1 -F" re='^ *[0-9]+ +[0-9]+ ' sre='' ;;
-	*) gflag="-x 1" hflag="-x 1 -F" re='^ *[0-9]+ +[0-9]+ ' sre=$re ;;
-	esac
+	perf_expect "$prog"
+	gflag=$PERF_GFLAG hflag=$PERF_GFLAG
+	[[ $prog == ibv_* ]] || hflag+=" -F"
 	# shellcheck disable=SC2086
 	timeout 120 env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} \
 		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
@@ -235,17 +208,8 @@ host_pair() {
 	wait "$spid"
 	rc_s=$?
 	srv=$(cat "$T_TMP/$name.srv")
-	if [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ] && grep -Eq "$re" <<<"$out" &&
-	   grep -Eq "$sre" <<<"$srv" && ! grep -q 'invalid data' <<<"$srv" &&
-	   grep -Eq "GID.*(::ffff:$IP_H|255:255:10:43:00:02)" <<<"$out"; then
-		ok "$name"
-		case "$prog" in
-		ibv_*) echo "# $name ($prog $args): guest client $(grep -o '[0-9.]* Mbit/sec' <<<"$out"), host server $(grep -o '[0-9.]* Mbit/sec' <<<"$srv")" ;;
-		*) echo "# $name ($prog $args), guest client: $(grep -E "$re" <<<"$out" | tr -s ' \t' ' ')" ;;
-		esac
-	else
-		not_ok "$name" "guest client rc=$rc_c host server rc=$rc_s: $(tail -3 <<<"$out" | tr '\n' ' ') / $(tail -4 <<<"$srv" | tr '\n' ' ')"
-	fi
+	perf_verdict "$name" "$prog" "$args" "::ffff:$IP_H|255:255:10:43:00:02" \
+		"guest client" "host server" "$rc_c" "$rc_s" "$out" "$srv"
 }
 host_pair rc_pingpong_host 0 ibv_rc_pingpong "-c -n 100 -s 8192 -m 1024"
 host_pair write_bw_host 1 ib_write_bw "-n 200"

@@ -43,10 +43,7 @@ if ! need setup "$NS_DAEMON" "$RUN" fi_info fi_pingpong ucx_perftest fio ss; the
 	for t in $ALL_TESTS; do not_ok "$t" "see setup"; done
 	t_done
 fi
-PRELOAD=""
-if objdump -T "$VRDMA_BUILD/lib/libibverbs.so.1" 2>/dev/null | grep -q __asan_init; then
-	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-fi
+asan_preload "$VRDMA_BUILD/lib/libibverbs.so.1"
 
 A="$T_TMP/a.sock"
 B="$T_TMP/b.sock"
@@ -62,14 +59,8 @@ else
 	t_done
 fi
 
-# vrun NAME SOCK CMD...: CMD through vrdma-run on SOCK in the namespace,
-# output in $T_TMP/NAME.log.
-vrun() {
-	local name=$1 sock=$2; shift 2
-	ip netns exec "$NS" env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} \
-		ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \
-		timeout -k 5 "$STEP_TMO" "$RUN" --socket "$sock" -- "$@" >"$T_TMP/$name.log" 2>&1 </dev/null
-}
+# The programs run in the namespace (lib.sh's vrun).
+VRUN_NETNS="$NS"
 
 # free_port: a TCP port nobody listens on in the namespace.
 free_port() {
@@ -87,7 +78,7 @@ free_port() {
 pair() {
 	local name=$1 ready=$2 srv=$3 cli=$4 spid
 	# shellcheck disable=SC2086
-	vrun "$name.srv" "$B" $srv &
+	vrun "$name.srv" "$B" -- $srv &
 	spid=$!
 	if ! wait_cmd 120 $ready "$spid"; then
 		kill "$spid" 2>/dev/null
@@ -96,7 +87,7 @@ pair() {
 		return
 	fi
 	# shellcheck disable=SC2086
-	vrun "$name.cli" "${CLI_SOCK:-$A}" $cli
+	vrun "$name.cli" "${CLI_SOCK:-$A}" -- $cli
 	RC_C=$?
 	wait "$spid"
 	RC_S=$?
@@ -114,7 +105,7 @@ report() {
 }
 
 # 1
-vrun fi_info "$A" fi_info -p verbs
+vrun fi_info "$A" -- fi_info -p verbs
 rc=$?
 if [ $rc = 0 ] && grep -q 'domain: vrdma0$' "$T_TMP/fi_info.log" &&
    grep -q 'type: FI_EP_MSG' "$T_TMP/fi_info.log" &&
@@ -195,12 +186,12 @@ for attempt in 1 2 3; do
 	port=$(free_port)
 	job="--ioengine=rdma --port=$port --bs=64k --size=4m"
 	# shellcheck disable=SC2086
-	vrun "fio_send$attempt.srv" "$B" fio --name=srv $job --rw=read --iodepth=64 &
+	vrun "fio_send$attempt.srv" "$B" -- fio --name=srv $job --rw=read --iodepth=64 &
 	spid=$!
 	RC_S=noready RC_C=none
 	if wait_cmd 120 fio_listening "fio_send$attempt"; then
 		# shellcheck disable=SC2086
-		vrun "fio_send$attempt.cli" "$A" fio --name=cli $job --rw=write --iodepth=4 --verb=send \
+		vrun "fio_send$attempt.cli" "$A" -- fio --name=cli $job --rw=write --iodepth=4 --verb=send \
 			--hostname=$IP_B &
 		cpid=$!
 		wait_cmd "$STEP_TMO" fio_cli_done "$cpid"

@@ -334,6 +334,34 @@ static struct cm_listener *listen_b(void)
 	return l;
 }
 
+/* What the nodes answer by themselves (setup_listening). */
+enum { AUTO_REP = 1, AUTO_RTU = 2, AUTO_DREP = 4 };
+
+/* A fresh pair with B listening: B answers REQs with a REP (AUTO_REP), A
+ * REPs with an RTU (AUTO_RTU), both DREQs with a DREP (AUTO_DREP). */
+static bool setup_listening(unsigned autos)
+{
+	setup();
+	if (!listen_b())
+		return false;
+	nodes[1].auto_rep = autos & AUTO_REP;
+	nodes[0].auto_rtu = autos & AUTO_RTU;
+	nodes[0].auto_drep = nodes[1].auto_drep = autos & AUTO_DREP;
+	return true;
+}
+
+/* A connects from qpn and every message is delivered; *b: B's side. */
+static struct cm_conn *connect_pumped(uint32_t qpn, struct cm_conn **b)
+{
+	struct cm_conn *a = connect_a(NULL, qpn);
+
+	if (a) {
+		pump();
+		*b = nodes[1].last_conn;
+	}
+	return a;
+}
+
 /* ------------------------------------------------------------------ */
 /* Wire images and codec.                                               */
 
@@ -513,6 +541,14 @@ static void roundtrip(const struct cm_msg *in, size_t member_size)
 	CHECK(memcmp(&out.req, &in->req, member_size) == 0);
 }
 
+/* Message f of m with full private data (pattern seed) through the codec. */
+#define roundtrip_pd(m, f, seed)                                                     \
+	do {                                                                          \
+		fill_pd((m).f.private_data, sizeof((m).f.private_data), seed);        \
+		(m).f.private_data_len = sizeof((m).f.private_data);                  \
+		roundtrip(&(m), sizeof((m).f));                                       \
+	} while (0)
+
 static void test_roundtrip_every_message(void)
 {
 	struct cm_msg m;
@@ -534,9 +570,7 @@ static void test_roundtrip_every_message(void)
 	m.req.rdc_exists = 1;
 	m.req.end_to_end_flow_control = 1;
 	m.req.extended_transport_type = 7;
-	fill_pd(m.req.private_data, sizeof(m.req.private_data), 1);
-	m.req.private_data_len = sizeof(m.req.private_data);
-	roundtrip(&m, sizeof(m.req));
+	roundtrip_pd(m, req, 1);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_MRA;
@@ -544,9 +578,7 @@ static void test_roundtrip_every_message(void)
 	m.mra.remote_comm_id = 0xFFFFFFFF;
 	m.mra.message_mraed = 2;
 	m.mra.service_timeout = 31;
-	fill_pd(m.mra.private_data, sizeof(m.mra.private_data), 2);
-	m.mra.private_data_len = sizeof(m.mra.private_data);
-	roundtrip(&m, sizeof(m.mra));
+	roundtrip_pd(m, mra, 2);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_REJ;
@@ -556,9 +588,7 @@ static void test_roundtrip_every_message(void)
 	m.rej.reason = CM_REJ_INVALID_ALT_FLOW_LABEL;
 	m.rej.ari_len = 72;
 	fill_pd(m.rej.ari, 72, 9);
-	fill_pd(m.rej.private_data, sizeof(m.rej.private_data), 3);
-	m.rej.private_data_len = sizeof(m.rej.private_data);
-	roundtrip(&m, sizeof(m.rej));
+	roundtrip_pd(m, rej, 3);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_REP;
@@ -576,43 +606,33 @@ static void test_roundtrip_every_message(void)
 	m.rep.rnr_retry_count = 7;
 	m.rep.srq = 1;
 	m.rep.local_ca_guid = 0xFEDCBA9876543210ull;
-	fill_pd(m.rep.private_data, sizeof(m.rep.private_data), 4);
-	m.rep.private_data_len = sizeof(m.rep.private_data);
-	roundtrip(&m, sizeof(m.rep));
+	roundtrip_pd(m, rep, 4);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_RTU;
 	m.rtu.local_comm_id = 7;
 	m.rtu.remote_comm_id = 8;
-	fill_pd(m.rtu.private_data, sizeof(m.rtu.private_data), 5);
-	m.rtu.private_data_len = sizeof(m.rtu.private_data);
-	roundtrip(&m, sizeof(m.rtu));
+	roundtrip_pd(m, rtu, 5);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_DREQ;
 	m.dreq.local_comm_id = 9;
 	m.dreq.remote_comm_id = 10;
 	m.dreq.remote_qpn = 0x00FFFE;
-	fill_pd(m.dreq.private_data, sizeof(m.dreq.private_data), 6);
-	m.dreq.private_data_len = sizeof(m.dreq.private_data);
-	roundtrip(&m, sizeof(m.dreq));
+	roundtrip_pd(m, dreq, 6);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_DREP;
 	m.drep.local_comm_id = 11;
 	m.drep.remote_comm_id = 12;
-	fill_pd(m.drep.private_data, sizeof(m.drep.private_data), 7);
-	m.drep.private_data_len = sizeof(m.drep.private_data);
-	roundtrip(&m, sizeof(m.drep));
+	roundtrip_pd(m, drep, 7);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_SIDR_REQ;
 	m.sidr_req.request_id = 13;
 	m.sidr_req.pkey = 0x7FFF;
 	m.sidr_req.service_id = cm_service_id(CM_PS_UDP, 4711);
-	fill_pd(m.sidr_req.private_data, sizeof(m.sidr_req.private_data), 8);
-	m.sidr_req.private_data_len = sizeof(m.sidr_req.private_data);
-	roundtrip(&m, sizeof(m.sidr_req));
+	roundtrip_pd(m, sidr_req, 8);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_SIDR_REP;
@@ -623,9 +643,7 @@ static void test_roundtrip_every_message(void)
 	m.sidr_rep.qpn = 0x000042;
 	m.sidr_rep.service_id = cm_service_id(CM_PS_IB, 3);
 	m.sidr_rep.qkey = 0x01234567;
-	fill_pd(m.sidr_rep.private_data, sizeof(m.sidr_rep.private_data), 9);
-	m.sidr_rep.private_data_len = sizeof(m.sidr_rep.private_data);
-	roundtrip(&m, sizeof(m.sidr_rep));
+	roundtrip_pd(m, sidr_rep, 9);
 
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_CLASS_PORT_INFO;
@@ -823,8 +841,7 @@ static void test_connect_accept_disconnect(void)
 	const struct rec *r;
 	struct cm_ip_info ip;
 
-	setup();
-	REQUIRE(listen_b());
+	REQUIRE(setup_listening(0));
 	a = connect_a("hello", 0x000A0A);
 	REQUIRE(a);
 	CHECK_EQ(cm_conn_state(a), CM_REQ_SENT);
@@ -896,8 +913,7 @@ static void test_reject(void)
 	struct cm_conn *a;
 	const struct rec *r;
 
-	setup();
-	REQUIRE(listen_b());
+	REQUIRE(setup_listening(0));
 	nodes[1].auto_rej = CM_REJ_CONSUMER_DEFINED;
 	a = connect_a(NULL, 0x10);
 	REQUIRE(a);
@@ -934,8 +950,7 @@ static void test_mra_extends_wait(void)
 	struct cm_conn *a, *b;
 	uint64_t t_req, t_mra;
 
-	setup();
-	REQUIRE(listen_b());
+	REQUIRE(setup_listening(0));
 	nodes[1].auto_mra = true;
 	a = connect_a(NULL, 0x20);
 	REQUIRE(a);
@@ -973,10 +988,7 @@ static void test_lost_rep_and_rtu_are_retried(void)
 {
 	struct cm_conn *a, *b;
 
-	setup();
-	REQUIRE(listen_b());
-	nodes[1].auto_rep = true;
-	nodes[0].auto_rtu = true;
+	REQUIRE(setup_listening(AUTO_REP | AUTO_RTU));
 	drop_attr = CM_ATTR_REP;
 	drop_count = 1;
 	a = connect_a(NULL, 0x30);
@@ -995,16 +1007,11 @@ static void test_lost_rep_and_rtu_are_retried(void)
 
 	/* Lost RTU: the passive side resends its REP, the active side
 	 * (established) answers with its saved RTU. */
-	setup();
-	REQUIRE(listen_b());
-	nodes[1].auto_rep = true;
-	nodes[0].auto_rtu = true;
+	REQUIRE(setup_listening(AUTO_REP | AUTO_RTU));
 	drop_attr = CM_ATTR_RTU;
 	drop_count = 1;
-	a = connect_a(NULL, 0x31);
+	a = connect_pumped(0x31, &b);
 	REQUIRE(a);
-	pump();
-	b = nodes[1].last_conn;
 	CHECK_EQ(cm_conn_state(a), CM_ESTABLISHED);
 	CHECK_EQ(cm_conn_state(b), CM_REP_SENT);
 	REQUIRE(run_next_timer());
@@ -1017,16 +1024,11 @@ static void test_lost_rep_and_rtu_are_retried(void)
 	teardown();
 
 	/* Lost RTU, but data arrives on the QP: the passive side is told. */
-	setup();
-	REQUIRE(listen_b());
-	nodes[1].auto_rep = true;
-	nodes[0].auto_rtu = true;
+	REQUIRE(setup_listening(AUTO_REP | AUTO_RTU));
 	drop_attr = CM_ATTR_RTU;
 	drop_count = 1;
-	a = connect_a(NULL, 0x32);
+	a = connect_pumped(0x32, &b);
 	REQUIRE(a);
-	pump();
-	b = nodes[1].last_conn;
 	CHECK_EQ(cm_conn_state(b), CM_REP_SENT);
 	CHECK_EQ(cm_notify_established(b), 0);
 	CHECK_EQ(cm_conn_state(b), CM_ESTABLISHED);
@@ -1043,13 +1045,10 @@ static void test_duplicate_req(void)
 {
 	struct cm_conn *a, *b;
 
-	setup();
-	REQUIRE(listen_b());
+	REQUIRE(setup_listening(0));
 	save_attr = CM_ATTR_REQ;
-	a = connect_a(NULL, 0x40);
+	a = connect_pumped(0x40, &b);
 	REQUIRE(a);
-	pump();
-	b = nodes[1].last_conn;
 	REQUIRE(b);
 	/* REQ_RCVD: the user is deciding, a duplicate is dropped. */
 	cm_port_recv(nodes[1].port, &saved.mad, sizeof(saved.mad), &saved.src);
@@ -1107,9 +1106,7 @@ static void test_timeouts_to_failure(void)
 	teardown();
 
 	/* Passive side: REP never answered. The active side gets the REJ(timeout). */
-	setup();
-	REQUIRE(listen_b());
-	nodes[1].auto_rep = true;
+	REQUIRE(setup_listening(AUTO_REP));
 	drop_attr = CM_ATTR_REP;
 	drop_count = 100;
 	make_req(&req, 0x51, NULL);
@@ -1127,10 +1124,7 @@ static void test_timeouts_to_failure(void)
 	teardown();
 
 	/* DREQ unanswered: timewait anyway, DREP_RECEIVED(-ETIMEDOUT). */
-	setup();
-	REQUIRE(listen_b());
-	nodes[1].auto_rep = true;
-	nodes[0].auto_rtu = true;
+	REQUIRE(setup_listening(AUTO_REP | AUTO_RTU));
 	a = connect_a(NULL, 0x52);
 	REQUIRE(a);
 	pump();
@@ -1153,10 +1147,7 @@ static void test_stale_connection(void)
 	struct cm_conn *a, *a2;
 	const struct rec *r;
 
-	setup();
-	REQUIRE(listen_b());
-	nodes[1].auto_rep = true;
-	nodes[0].auto_rtu = true;
+	REQUIRE(setup_listening(AUTO_REP | AUTO_RTU));
 	nodes[1].auto_drep = true;
 	save_attr = CM_ATTR_REQ;
 	a = connect_a(NULL, 0x60);
@@ -1252,15 +1243,10 @@ static void test_destroy_tears_down(void)
 {
 	struct cm_conn *a, *b;
 
-	setup();
-	REQUIRE(listen_b());
-	nodes[1].auto_rep = true;
-	nodes[0].auto_rtu = true;
+	REQUIRE(setup_listening(AUTO_REP | AUTO_RTU));
 	nodes[1].auto_drep = true;
-	a = connect_a(NULL, 0x70);
+	a = connect_pumped(0x70, &b);
 	REQUIRE(a);
-	pump();
-	b = nodes[1].last_conn;
 	REQUIRE(cm_conn_state(a) == CM_ESTABLISHED);
 	/* The process owning the active side dies. */
 	int events_before = nodes[0].nev;
@@ -1346,10 +1332,7 @@ static void test_reconnect_from_same_qp(void)
 {
 	struct cm_conn *a;
 
-	setup();
-	REQUIRE(listen_b());
-	nodes[1].auto_rep = true;
-	nodes[0].auto_rtu = true;
+	REQUIRE(setup_listening(AUTO_REP | AUTO_RTU));
 	nodes[1].auto_drep = true;
 	a = connect_a(NULL, 0x77);
 	REQUIRE(a);
@@ -1378,13 +1361,9 @@ static void test_other_transitions(void)
 	uint64_t before;
 
 	/* The active side MRAs the REP (as Linux's rdma_cm does). */
-	setup();
-	REQUIRE(listen_b());
-	nodes[1].auto_rep = true;
-	a = connect_a(NULL, 0x80);
+	REQUIRE(setup_listening(AUTO_REP));
+	a = connect_pumped(0x80, &b);
 	REQUIRE(a);
-	pump();
-	b = nodes[1].last_conn;
 	REQUIRE(cm_conn_state(a) == CM_REP_RCVD);
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_MRA;
@@ -1408,8 +1387,7 @@ static void test_other_transitions(void)
 
 	/* Nobody answers the REQ on the passive side: the active side gives up
 	 * with REJ(timeout), which reaches the passive side. */
-	setup();
-	REQUIRE(listen_b());
+	REQUIRE(setup_listening(0));
 	struct cm_req_info req;
 	make_req(&req, 0x81, NULL);
 	req.max_cm_retries = 1;
@@ -1427,17 +1405,10 @@ static void test_other_transitions(void)
 	teardown();
 
 	/* Crossing DREQs, then a repeated DREQ in timewait gets a DREP. */
-	setup();
-	REQUIRE(listen_b());
-	nodes[1].auto_rep = true;
-	nodes[0].auto_rtu = true;
-	nodes[0].auto_drep = true;
-	nodes[1].auto_drep = true;
+	REQUIRE(setup_listening(AUTO_REP | AUTO_RTU | AUTO_DREP));
 	save_attr = CM_ATTR_DREQ;
-	a = connect_a(NULL, 0x82);
+	a = connect_pumped(0x82, &b);
 	REQUIRE(a);
-	pump();
-	b = nodes[1].last_conn;
 	CHECK_EQ(cm_send_dreq(a, NULL, 0), 0);
 	CHECK_EQ(cm_send_dreq(b, NULL, 0), 0);
 	pump();
@@ -1452,15 +1423,10 @@ static void test_other_transitions(void)
 	teardown();
 
 	/* DREQ received while the user has not answered the previous one. */
-	setup();
-	REQUIRE(listen_b());
-	nodes[1].auto_rep = true;
-	nodes[0].auto_rtu = true;
+	REQUIRE(setup_listening(AUTO_REP | AUTO_RTU));
 	save_attr = CM_ATTR_DREQ;
-	a = connect_a(NULL, 0x83);
+	a = connect_pumped(0x83, &b);
 	REQUIRE(a);
-	pump();
-	b = nodes[1].last_conn;
 	CHECK_EQ(cm_send_dreq(a, NULL, 0), 0);
 	pump();
 	CHECK_EQ(cm_conn_state(b), CM_DREQ_RCVD);
@@ -1473,13 +1439,9 @@ static void test_other_transitions(void)
 	teardown();
 
 	/* Destroy while the REP is unanswered: REJ(REP), timewait, then freed. */
-	setup();
-	REQUIRE(listen_b());
-	nodes[1].auto_rep = true;
-	a = connect_a(NULL, 0x84);
+	REQUIRE(setup_listening(AUTO_REP));
+	a = connect_pumped(0x84, &b);
 	REQUIRE(a);
-	pump();
-	b = nodes[1].last_conn;
 	REQUIRE(cm_conn_state(b) == CM_REP_SENT);
 	cm_conn_destroy(b);
 	pump();
@@ -1490,10 +1452,8 @@ static void test_other_transitions(void)
 	CHECK_EQ(cm_port_stats(nodes[1].port)->conns, 0);
 	/* Destroy while our REQ is unanswered: REJ(timeout) to the peer. */
 	nodes[1].auto_rep = false;
-	a = connect_a(NULL, 0x85);
+	a = connect_pumped(0x85, &b);
 	REQUIRE(a);
-	pump();
-	b = nodes[1].last_conn;
 	cm_conn_destroy(a);
 	pump();
 	CHECK_EQ(cm_conn_state(b), CM_TIMEWAIT);
@@ -1501,8 +1461,7 @@ static void test_other_transitions(void)
 	teardown();
 
 	/* RD and unknown extended transports are refused. */
-	setup();
-	REQUIRE(listen_b());
+	REQUIRE(setup_listening(0));
 	memset(&m, 0, sizeof(m));
 	m.attr_id = CM_ATTR_REQ;
 	make_req(&m.req, 0x86, NULL);

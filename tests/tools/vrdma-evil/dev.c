@@ -59,12 +59,84 @@ int evil_say_rc(const char *what, int rc)
 	return rc;
 }
 
+int evil_protocol_setup(struct vhost_client *vc, bool mem_slots)
+{
+	uint64_t pf;
+	int rc;
+
+	rc = vhost_client_get_protocol_features(vc, &pf);
+	if (!rc)
+		rc = vhost_client_set_protocol_features(
+			vc, pf & (BIT64(VHOST_USER_PROTOCOL_F_MQ) |
+				  BIT64(VHOST_USER_PROTOCOL_F_REPLY_ACK) |
+				  BIT64(VHOST_USER_PROTOCOL_F_CONFIG) |
+				  BIT64(VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS) |
+				  BIT64(VHOST_USER_PROTOCOL_F_STATUS) |
+				  BIT64(VHOST_USER_PROTOCOL_F_RESET_DEVICE)));
+	if (rc < 0)
+		return evil_say_rc("protocol features", rc);
+	if (!vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_REPLY_ACK) ||
+	    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_STATUS) ||
+	    (mem_slots && !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS)) ||
+	    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_RESET_DEVICE) ||
+	    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_CONFIG))
+		return evil_say_rc("protocol features missing", -ENOTSUP);
+	rc = vhost_client_set_owner(vc);
+	if (rc < 0)
+		return evil_say_rc("SET_OWNER", rc);
+	return 0;
+}
+
+void evil_ring_fds_close(struct vq_drv *vq, int *kick, int *call, int *err)
+{
+	vq_drv_fini(vq);
+	if (*kick >= 0)
+		close(*kick);
+	if (*call >= 0)
+		close(*call);
+	if (*err >= 0)
+		close(*err);
+	*kick = *call = *err = -1;
+}
+
+int evil_add_arena(struct vhost_client *vc, uint8_t *arena, size_t size, int fd)
+{
+	struct vhost_user_mem_region reg;
+	int rc;
+
+	memset(&reg, 0, sizeof(reg));
+	reg.guest_phys_addr = evil_gpa(arena);
+	reg.userspace_addr = evil_gpa(arena);
+	reg.memory_size = size;
+	rc = vhost_client_add_mem_reg(vc, &reg, fd);
+	return rc < 0 ? evil_say_rc("ADD_MEM_REG", rc) : 0;
+}
+
+int evil_features_ok(struct vhost_client *vc, uint64_t features)
+{
+	uint8_t st;
+	int rc;
+
+	rc = vhost_client_set_status(vc, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER);
+	if (!rc)
+		rc = vhost_client_set_features(vc, features | BIT64(VHOST_USER_F_PROTOCOL_FEATURES));
+	if (!rc)
+		rc = vhost_client_set_status(vc, VIRTIO_CONFIG_S_ACKNOWLEDGE |
+					     VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK);
+	if (!rc)
+		rc = vhost_client_get_status(vc, &st);
+	if (rc < 0)
+		return evil_say_rc("status / SET_FEATURES", rc);
+	if (!(st & VIRTIO_CONFIG_S_FEATURES_OK))
+		return evil_say_rc("FEATURES_OK refused", -ENOTSUP);
+	return 0;
+}
+
 /* Features, status FEATURES_OK. */
 static int dev_negotiate(struct evil_dev *d, bool first)
 {
 	struct vhost_client *vc = &d->vc;
-	uint64_t f, pf, want;
-	uint8_t st;
+	uint64_t f, want;
 	int rc;
 
 	rc = vhost_client_get_features(vc, &f);
@@ -73,26 +145,9 @@ static int dev_negotiate(struct evil_dev *d, bool first)
 	if (!(f & BIT64(VIRTIO_F_VERSION_1)) || !(f & BIT64(VHOST_USER_F_PROTOCOL_FEATURES)))
 		return evil_say_rc("features", -ENOTSUP);
 	if (first) {
-		rc = vhost_client_get_protocol_features(vc, &pf);
-		if (!rc)
-			rc = vhost_client_set_protocol_features(
-				vc, pf & (BIT64(VHOST_USER_PROTOCOL_F_MQ) |
-					  BIT64(VHOST_USER_PROTOCOL_F_REPLY_ACK) |
-					  BIT64(VHOST_USER_PROTOCOL_F_CONFIG) |
-					  BIT64(VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS) |
-					  BIT64(VHOST_USER_PROTOCOL_F_STATUS) |
-					  BIT64(VHOST_USER_PROTOCOL_F_RESET_DEVICE)));
+		rc = evil_protocol_setup(vc, true);
 		if (rc < 0)
-			return evil_say_rc("protocol features", rc);
-		if (!vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_REPLY_ACK) ||
-		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_STATUS) ||
-		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS) ||
-		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_RESET_DEVICE) ||
-		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_CONFIG))
-			return evil_say_rc("protocol features missing", -ENOTSUP);
-		rc = vhost_client_set_owner(vc);
-		if (rc < 0)
-			return evil_say_rc("SET_OWNER", rc);
+			return rc;
 		rc = vhost_client_get_config(vc, 0, d->mac, 6);
 		if (rc < 0)
 			return evil_say_rc("GET_CONFIG", rc);
@@ -106,20 +161,7 @@ static int dev_negotiate(struct evil_dev *d, bool first)
 	if (d->flags & EVIL_F_NO_MAC)
 		want &= ~BIT64(VIRTIO_NET_F_MAC);
 	d->features = f & want;
-	rc = vhost_client_set_status(vc, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER);
-	if (!rc)
-		rc = vhost_client_set_features(vc, d->features |
-					       BIT64(VHOST_USER_F_PROTOCOL_FEATURES));
-	if (!rc)
-		rc = vhost_client_set_status(vc, VIRTIO_CONFIG_S_ACKNOWLEDGE |
-					     VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK);
-	if (!rc)
-		rc = vhost_client_get_status(vc, &st);
-	if (rc < 0)
-		return evil_say_rc("status / SET_FEATURES", rc);
-	if (!(st & VIRTIO_CONFIG_S_FEATURES_OK))
-		return evil_say_rc("FEATURES_OK refused", -ENOTSUP);
-	return 0;
+	return evil_features_ok(vc, d->features);
 }
 
 int evil_vring_start(struct vhost_client *vc, unsigned idx, struct vq_drv *vq, uint8_t *mem,
@@ -198,7 +240,6 @@ static int dev_rings_up(struct evil_dev *d)
 
 int evil_dev_open(struct evil_dev *d, const struct evil_opts *o, unsigned flags)
 {
-	struct vhost_user_mem_region reg;
 	int rc;
 
 	memset(d, 0, sizeof(*d));
@@ -245,13 +286,9 @@ int evil_dev_open(struct evil_dev *d, const struct evil_opts *o, unsigned flags)
 	rc = dev_negotiate(d, true);
 	if (rc < 0)
 		return rc;
-	memset(&reg, 0, sizeof(reg));
-	reg.guest_phys_addr = evil_gpa(d->arena);
-	reg.userspace_addr = evil_gpa(d->arena);
-	reg.memory_size = d->arena_size;
-	rc = vhost_client_add_mem_reg(&d->vc, &reg, d->arena_fd);
+	rc = evil_add_arena(&d->vc, d->arena, d->arena_size, d->arena_fd);
 	if (rc < 0)
-		return evil_say_rc("ADD_MEM_REG", rc);
+		return rc;
 	return dev_rings_up(d);
 }
 
@@ -271,14 +308,7 @@ void evil_dev_close(struct evil_dev *d)
 	for (unsigned i = 0; i < EVIL_NRINGS; i++) {
 		struct evil_ring *r = &d->r[i];
 
-		vq_drv_fini(&r->vq);
-		if (r->kick >= 0)
-			close(r->kick);
-		if (r->call >= 0)
-			close(r->call);
-		if (r->err >= 0)
-			close(r->err);
-		r->kick = r->call = r->err = -1;
+		evil_ring_fds_close(&r->vq, &r->kick, &r->call, &r->err);
 	}
 	if (d->arena)
 		munmap(d->arena, d->arena_size);
@@ -313,23 +343,27 @@ int evil_tx(struct evil_dev *d, const void *frame, size_t len)
 	return 0;
 }
 
-int evil_wait_used(struct evil_dev *d, unsigned idx, int timeout_ms)
+int evil_vq_wait_used(struct vq_drv *vq, int call, int timeout_ms)
 {
-	struct evil_ring *r = &d->r[idx];
 	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
 
 	for (;;) {
-		struct pollfd p = { .fd = r->call, .events = POLLIN };
+		struct pollfd p = { .fd = call, .events = POLLIN };
 		uint64_t now;
 
-		evil_drain(r->call);
-		if (vq_drv_has_used(&r->vq))
+		evil_drain(call);
+		if (vq_drv_has_used(vq))
 			return 1;
 		now = now_ms();
 		if (now >= deadline)
 			return 0;
-		(void)poll(&p, 1, (int)(deadline - now));
+		(void)poll(&p, 1, (int)(deadline - now) < 50 ? (int)(deadline - now) : 50);
 	}
+}
+
+int evil_wait_used(struct evil_dev *d, unsigned idx, int timeout_ms)
+{
+	return evil_vq_wait_used(&d->r[idx].vq, d->r[idx].call, timeout_ms);
 }
 
 int evil_rx(struct evil_dev *d, void *buf, size_t cap, int timeout_ms)

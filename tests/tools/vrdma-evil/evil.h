@@ -88,6 +88,17 @@ int evil_verdict(bool ok, const char *fmt, ...) __attribute__((format(printf, 2,
 void evil_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Log "setup: what: error" if rc < 0; returns rc. */
 int evil_say_rc(const char *what, int rc);
+/* The first negotiation: protocol features (CONFIGURE_MEM_SLOTS required
+ * with mem_slots), SET_OWNER. 0 or the reported -errno. */
+int evil_protocol_setup(struct vhost_client *vc, bool mem_slots);
+/* Status ACKNOWLEDGE | DRIVER, SET_FEATURES, FEATURES_OK read back. 0 or
+ * the reported -errno. */
+int evil_features_ok(struct vhost_client *vc, uint64_t features);
+/* ADD_MEM_REG of an identity-mapped arena (GPA == UVA). 0 or the reported
+ * -errno. */
+int evil_add_arena(struct vhost_client *vc, uint8_t *arena, size_t size, int fd);
+/* A ring's driver state and eventfds released (fds left -1). */
+void evil_ring_fds_close(struct vq_drv *vq, int *kick, int *call, int *err);
 /* Read (reset) an eventfd if fd >= 0. */
 void evil_drain(int fd);
 /* Print a diagnostic to stderr when verbose. */
@@ -204,8 +215,10 @@ int evil_loopback(struct evil_dev *d, uint32_t seq);
 int evil_ctrl(struct evil_dev *d, uint8_t cls, uint8_t cmd, const void *data, size_t len);
 /* GET_STATUS. Returns 0 or -errno. */
 int evil_status(struct evil_dev *d, uint8_t *st);
-/* Wait up to timeout_ms for a used entry on ring idx (its call eventfd).
- * Returns 1, or 0 on timeout. */
+/* Wait up to timeout_ms for a used entry on vq (call: its call eventfd,
+ * drained). Returns 1, or 0 on timeout. */
+int evil_vq_wait_used(struct vq_drv *vq, int call, int timeout_ms);
+/* The same for ring idx of d. */
 int evil_wait_used(struct evil_dev *d, unsigned idx, int timeout_ms);
 /* Wait up to timeout_ms for the error eventfd of ring idx. Returns 1 if it
  * fired, 0 if not. */

@@ -70,14 +70,7 @@ static int rring_alloc(struct evil_rdev *d, struct evil_rring *r)
 
 static void rring_free(struct evil_rring *r)
 {
-	vq_drv_fini(&r->vq);
-	if (r->kick >= 0)
-		close(r->kick);
-	if (r->call >= 0)
-		close(r->call);
-	if (r->err >= 0)
-		close(r->err);
-	r->kick = r->call = r->err = -1;
+	evil_ring_fds_close(&r->vq, &r->kick, &r->call, &r->err);
 	r->up = false;
 }
 
@@ -96,20 +89,7 @@ int rdev_ring_setup(struct evil_rdev *d, struct evil_rring *r, unsigned idx)
 /* Wait up to timeout_ms for a used entry on r. Returns 1 or 0. */
 int rdev_wait_used(struct evil_rring *r, int timeout_ms)
 {
-	uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
-
-	for (;;) {
-		struct pollfd p = { .fd = r->call, .events = POLLIN };
-		uint64_t now;
-
-		evil_drain(r->call);
-		if (vq_drv_has_used(&r->vq))
-			return 1;
-		now = now_ms();
-		if (now >= deadline)
-			return 0;
-		(void)poll(&p, 1, (int)(deadline - now) < 50 ? (int)(deadline - now) : 50);
-	}
+	return evil_vq_wait_used(&r->vq, r->call, timeout_ms);
 }
 
 /* Wait up to timeout_ms for the error eventfd of r. Returns 1 or 0. */
@@ -196,33 +176,16 @@ static int rdev_negotiate(struct evil_rdev *d, bool first, bool ext)
 {
 	struct vhost_client *vc = &d->vc;
 	struct virtio_net_roce_ext_config cfg;
-	uint64_t f, pf, want;
-	uint8_t st;
+	uint64_t f, want;
 	int rc;
 
 	rc = vhost_client_get_features(vc, &f);
 	if (rc < 0)
 		return evil_say_rc("GET_FEATURES", rc);
 	if (first) {
-		rc = vhost_client_get_protocol_features(vc, &pf);
-		if (!rc)
-			rc = vhost_client_set_protocol_features(
-				vc, pf & (BIT64(VHOST_USER_PROTOCOL_F_MQ) |
-					  BIT64(VHOST_USER_PROTOCOL_F_REPLY_ACK) |
-					  BIT64(VHOST_USER_PROTOCOL_F_CONFIG) |
-					  BIT64(VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS) |
-					  BIT64(VHOST_USER_PROTOCOL_F_STATUS) |
-					  BIT64(VHOST_USER_PROTOCOL_F_RESET_DEVICE)));
+		rc = evil_protocol_setup(vc, false);
 		if (rc < 0)
-			return evil_say_rc("protocol features", rc);
-		if (!vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_REPLY_ACK) ||
-		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_STATUS) ||
-		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_RESET_DEVICE) ||
-		    !vhost_client_has_pf(vc, VHOST_USER_PROTOCOL_F_CONFIG))
-			return evil_say_rc("protocol features missing", -ENOTSUP);
-		rc = vhost_client_set_owner(vc);
-		if (rc < 0)
-			return evil_say_rc("SET_OWNER", rc);
+			return rc;
 	}
 	want = BIT64(VIRTIO_F_VERSION_1) | BIT64(VIRTIO_NET_F_MAC) | BIT64(VIRTIO_NET_F_CTRL_VQ) |
 	       BIT64(VIRTIO_NET_F_ROCE);
@@ -235,18 +198,9 @@ static int rdev_negotiate(struct evil_rdev *d, bool first, bool ext)
 		return -ENOTSUP;
 	}
 	d->features = want;
-	rc = vhost_client_set_status(vc, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER);
-	if (!rc)
-		rc = vhost_client_set_features(vc, want | BIT64(VHOST_USER_F_PROTOCOL_FEATURES));
-	if (!rc)
-		rc = vhost_client_set_status(vc, VIRTIO_CONFIG_S_ACKNOWLEDGE |
-					     VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK);
-	if (!rc)
-		rc = vhost_client_get_status(vc, &st);
+	rc = evil_features_ok(vc, want);
 	if (rc < 0)
-		return evil_say_rc("status / SET_FEATURES", rc);
-	if (!(st & VIRTIO_CONFIG_S_FEATURES_OK))
-		return evil_say_rc("FEATURES_OK refused", -ENOTSUP);
+		return rc;
 	memset(&cfg, 0, sizeof(cfg));
 	rc = vhost_client_get_config(vc, 0, &cfg, ext ? sizeof(cfg) : 32);
 	if (rc < 0)
@@ -530,7 +484,6 @@ int rdev_up(struct evil_rdev *d, unsigned flags)
 
 int rdev_open(struct evil_rdev *d, const struct evil_opts *o, unsigned flags)
 {
-	struct vhost_user_mem_region reg;
 	struct evil_rring *all[] = { &d->ctrl, &d->eventq, &d->cq, &d->srq, &d->sq[0], &d->rq[0],
 				     &d->sq[1], &d->rq[1] };
 	int rc;
@@ -574,13 +527,9 @@ int rdev_open(struct evil_rdev *d, const struct evil_opts *o, unsigned flags)
 	rc = rdev_negotiate(d, true, !(flags & RDEV_F_NO_EXT));
 	if (rc)
 		return rc;
-	memset(&reg, 0, sizeof(reg));
-	reg.guest_phys_addr = evil_gpa(d->arena);
-	reg.userspace_addr = evil_gpa(d->arena);
-	reg.memory_size = d->arena_size;
-	rc = vhost_client_add_mem_reg(&d->vc, &reg, d->arena_fd);
+	rc = evil_add_arena(&d->vc, d->arena, d->arena_size, d->arena_fd);
 	if (rc < 0)
-		return evil_say_rc("ADD_MEM_REG", rc);
+		return rc;
 	/* GID 0: fe80::/64 with the EUI-64 of the MAC */
 	memset(d->gid0, 0, 16);
 	d->gid0[0] = 0xfe;
