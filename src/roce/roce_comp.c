@@ -79,6 +79,22 @@ static void comp_progress(struct roce_tq *tq)
 	roce_tp_schedule(tq);
 }
 
+/* A READ response that is no progress (a duplicate of one placed already,
+ * or one beyond a gap): the responder is still sending what was asked
+ * before. Probes and the transport timer wait for its silence, not for
+ * progress: a responder that answers a request again only after finishing
+ * the ones before it (Linux rxe) would otherwise be asked again and again,
+ * each time replaying the whole rest of the READ. Retries are not reset. */
+static void comp_rsp_alive(struct roce_tq *tq)
+{
+	struct loop *l = tq->tp->loop;
+
+	if (!l || loop_pass(l) == tq->progress_pass)
+		return;
+	tq->progress_ns = loop_now_ns();
+	tq->progress_pass = loop_pass(l);
+}
+
 static void wqe_done(struct roce_tq *tq, struct roce_swqe *w, uint8_t status)
 {
 	if (roce_wr_is_rd_atomic(w->opcode) && w->state == ROCE_WQE_SENT && tq->rd_out)
@@ -308,12 +324,15 @@ static void comp_read_gap(struct roce_tq *tq, struct roce_swqe *w, uint32_t psn)
 	if (roce_psn_diff(exp, tq->una) > 0)
 		tq->una = exp;
 	if (tq->rewind_marked && tq->rewind_mark == tq->una) {
+		/* Asked for this una already: one retry per una until
+		 * progress or a timeout (what a slow responder sends while
+		 * it works through the requests before ours proves nothing). */
+		count = false;
 		if (roce_psn_diff(psn, tq->rd_gap_hi) > 0) {
 			tq->rd_gap_hi = psn;
 			if (++tq->rd_gap_ooo < (uint32_t)ROCE_TP_RENAK_EVERY << MIN(tq->rd_gap_asks, 4u))
 				return;
 			tq->rd_gap_asks++;
-			count = false;
 		}
 		tq->rewind_marked = false; /* news: comp_rewind goes back */
 	}
@@ -341,14 +360,17 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		/* A response beyond this READ (responses come in PSN order):
 		 * its last responses were lost. */
 		tp->stats.rx_stale_resp++;
+		comp_rsp_alive(tq);
 		comp_read_gap(tq, w, psn);
 		return;
 	}
 	if (k < 0 || (uint32_t)k >= w->npkts || (uint32_t)k < w->rd_rcvd) {
 		tp->stats.rx_stale_resp++;
+		comp_rsp_alive(tq);
 		return;
 	}
 	if ((uint32_t)k > w->rd_rcvd) {
+		comp_rsp_alive(tq);
 		comp_read_gap(tq, w, psn);
 		return;
 	}
