@@ -19,9 +19,10 @@
  *    with its own response: an ACK covering it means the response was lost,
  *    so the atomic is sent again (the responder answers from its saved
  *    result, never executing it twice).
- *  - Retransmit timer: 4.096 us * 2^timeout without forward progress goes
- *    back to una; after retry_cnt retries the WQE completes with
- *    RETRY_EXC_ERR and the QP goes to ERR. Progress resets both counters.
+ *  - Retransmit timer: 4.096 us * 2^timeout without forward progress (or,
+ *    for a READ, any response) goes back to una; after retry_cnt retries
+ *    the WQE completes with RETRY_EXC_ERR and the QP goes to ERR. Progress
+ *    resets both counters.
  */
 #include "roce/roce_tp.h"
 
@@ -79,12 +80,9 @@ static void comp_progress(struct roce_tq *tq)
 	roce_tp_schedule(tq);
 }
 
-/* A READ response that is no progress (a duplicate of one placed already,
- * or one beyond a gap): the responder is still sending what was asked
- * before. Probes and the transport timer wait for its silence, not for
- * progress: a responder that answers a request again only after finishing
- * the ones before it (Linux rxe) would otherwise be asked again and again,
- * each time replaying the whole rest of the READ. Retries are not reset. */
+/* A READ response that is no progress (a duplicate, or beyond a gap): the
+ * responder is busy, not gone. Probes and the timer wait for its silence;
+ * retries are not reset (docs/design.md "Loss recovery", queueing responders). */
 static void comp_rsp_alive(struct roce_tq *tq)
 {
 	struct loop *l = tq->tp->loop;
@@ -324,9 +322,8 @@ static void comp_read_gap(struct roce_tq *tq, struct roce_swqe *w, uint32_t psn)
 	if (roce_psn_diff(exp, tq->una) > 0)
 		tq->una = exp;
 	if (tq->rewind_marked && tq->rewind_mark == tq->una) {
-		/* Asked for this una already: one retry per una until
-		 * progress or a timeout (what a slow responder sends while
-		 * it works through the requests before ours proves nothing). */
+		/* Asked for this una already: its gaps are one retry until
+		 * progress or a timeout. */
 		count = false;
 		if (roce_psn_diff(psn, tq->rd_gap_hi) > 0) {
 			tq->rd_gap_hi = psn;

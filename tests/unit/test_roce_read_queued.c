@@ -13,8 +13,8 @@
  * frames from its wire queue (no switch) and feeds the responses it builds
  * to roce_tp_input(). Asserts: every READ completes successfully with its
  * data intact (a requester that counts each of those gaps as a retry ends in
- * RETRY_EXC_ERR); and a data check of the responder's bookkeeping (replays
- * really happened). Nothing depends on timing: the losses are fixed.
+ * RETRY_EXC_ERR), the requester sent nothing but READ requests, and the
+ * lossy replays all happened. The losses are fixed, not timed.
  */
 #include "../harness.h"
 #include "common/log.h"
