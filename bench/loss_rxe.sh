@@ -10,10 +10,14 @@
 #   rxe->vrdma   rxe0 client (requester), vrdma-run server (responder)
 # for ib_write_bw -s 65536 and ib_read_bw -s 2097152 (-D $LOSS_SEC). The
 # rxe->vrdma rows are rxe's own recovery under the same injector: the
-# reference the vrdma->rxe rows compare with.
+# reference the vrdma->rxe rows compare with. vrdma reading from rxe uses a
+# 4.3 s transport timeout (-u 20, LOSS_RXE_READ_U): the TCG guest falls
+# silent for hundreds of ms while it sends a 2 MiB READ's responses
+# (docs/performance.md "Against Linux rxe").
 #
 #   bench/loss_rxe.sh [CASE...]   cases: write read (default both);
-#                                 LOSS_SEC (10), LOSS_FAULT_SEED (1)
+#                                 LOSS_SEC (10), LOSS_FAULT_SEED (1),
+#                                 LOSS_RXE_READ_U (20)
 #
 # Raw logs go to bench/results/loss_rxe-<date>/.
 . "$(dirname "$0")/../tests/lib.sh"
@@ -23,6 +27,7 @@
 sec=${LOSS_SEC:-10}
 cases=${*:-write read}
 seed=${LOSS_FAULT_SEED:-1}
+read_u=${LOSS_RXE_READ_U:-20}
 out=$VRDMA_TOP/bench/results/loss_rxe-$(date -u +%Y%m%d-%H%M%S)
 RUN="$VRDMA_BUILD/bin/vrdma-run"
 NS="vrdma-$$-lrxe"
@@ -73,14 +78,16 @@ phase() {
 
 # run_case PHASE KIND PROG SIZE GID: both directions, results to files.
 run_case() {
-	local ph=$1 k=$2 prog=$3 size=$4 gi=$5 args spid
+	local ph=$1 k=$2 prog=$3 size=$4 gi=$5 args vargs spid
 	args="-s $size -D $sec"
+	vargs=$args
+	[ "$k" = read ] && vargs="$args -u $read_u"
 	# vrdma requester, rxe responder
 	port=$((port + 1))
-	rxe_cmd "( $prog -d rxe0 -x $gi -F $args -p $port >/tmp/s.log 2>&1 ) &" >/dev/null
+	rxe_cmd "( $prog -d rxe0 -x $gi -F $vargs -p $port >/tmp/s.log 2>&1 ) &" >/dev/null
 	rxe_cmd "for i in \$(seq 1 200); do netstat -ltn | grep -q ':$port ' && exit 0; sleep 0.05; done; exit 1" >/dev/null
 	ip netns exec "$NS" timeout $((sec + 60)) "$RUN" --socket "$SH" -- \
-		"$prog" -d vrdma0 -x 1 -F $args -p "$port" "$IP_G" >"$out/$ph.$k.vrdma_rxe.log" 2>&1 </dev/null
+		"$prog" -d vrdma0 -x 1 -F $vargs -p "$port" "$IP_G" >"$out/$ph.$k.vrdma_rxe.log" 2>&1 </dev/null
 	rxe_cmd "sleep 1; cat /tmp/s.log" >"$out/$ph.$k.vrdma_rxe.srv.log"
 	# rxe requester, vrdma responder
 	port=$((port + 1))

@@ -19,9 +19,10 @@
  *    with its own response: an ACK covering it means the response was lost,
  *    so the atomic is sent again (the responder answers from its saved
  *    result, never executing it twice).
- *  - Retransmit timer: 4.096 us * 2^timeout without forward progress goes
- *    back to una; after retry_cnt retries the WQE completes with
- *    RETRY_EXC_ERR and the QP goes to ERR. Progress resets both counters.
+ *  - Retransmit timer: 4.096 us * 2^timeout without forward progress (or,
+ *    for a READ, any response) goes back to una; after retry_cnt retries
+ *    the WQE completes with RETRY_EXC_ERR and the QP goes to ERR. Progress
+ *    resets both counters.
  */
 #include "roce/roce_tp.h"
 
@@ -77,6 +78,19 @@ static void comp_progress(struct roce_tq *tq)
 	tq->rd_gap_asks = 0;
 	/* The window moved: the requester may send more. */
 	roce_tp_schedule(tq);
+}
+
+/* A READ response that is no progress (a duplicate, or beyond a gap): the
+ * responder is busy, not gone. Probes and the timer wait for its silence;
+ * retries are not reset (docs/design.md "Loss recovery", queueing responders). */
+static void comp_rsp_alive(struct roce_tq *tq)
+{
+	struct loop *l = tq->tp->loop;
+
+	if (!l || loop_pass(l) == tq->progress_pass)
+		return;
+	tq->progress_ns = loop_now_ns();
+	tq->progress_pass = loop_pass(l);
 }
 
 static void wqe_done(struct roce_tq *tq, struct roce_swqe *w, uint8_t status)
@@ -308,12 +322,14 @@ static void comp_read_gap(struct roce_tq *tq, struct roce_swqe *w, uint32_t psn)
 	if (roce_psn_diff(exp, tq->una) > 0)
 		tq->una = exp;
 	if (tq->rewind_marked && tq->rewind_mark == tq->una) {
+		/* Asked for this una already: its gaps are one retry until
+		 * progress or a timeout. */
+		count = false;
 		if (roce_psn_diff(psn, tq->rd_gap_hi) > 0) {
 			tq->rd_gap_hi = psn;
 			if (++tq->rd_gap_ooo < (uint32_t)ROCE_TP_RENAK_EVERY << MIN(tq->rd_gap_asks, 4u))
 				return;
 			tq->rd_gap_asks++;
-			count = false;
 		}
 		tq->rewind_marked = false; /* news: comp_rewind goes back */
 	}
@@ -341,14 +357,17 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		/* A response beyond this READ (responses come in PSN order):
 		 * its last responses were lost. */
 		tp->stats.rx_stale_resp++;
+		comp_rsp_alive(tq);
 		comp_read_gap(tq, w, psn);
 		return;
 	}
 	if (k < 0 || (uint32_t)k >= w->npkts || (uint32_t)k < w->rd_rcvd) {
 		tp->stats.rx_stale_resp++;
+		comp_rsp_alive(tq);
 		return;
 	}
 	if ((uint32_t)k > w->rd_rcvd) {
+		comp_rsp_alive(tq);
 		comp_read_gap(tq, w, psn);
 		return;
 	}

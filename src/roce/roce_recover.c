@@ -118,7 +118,7 @@ uint64_t roce_recover_deadline(const struct roce_tq *tq, uint64_t to)
 	if (!probes_on(to))
 		return tq->progress_ns + to;
 	if (tq->probes < ROCE_TP_PROBES)
-		return (tq->probes ? tq->probe_ns : tq->progress_ns) +
+		return (tq->probes ? MAX(tq->probe_ns, tq->progress_ns) : tq->progress_ns) +
 		       (probe_base(tq) << tq->probes);
 	/* The timeout, but never right after the last probe (the timer may
 	 * have fired late: a busy machine). */

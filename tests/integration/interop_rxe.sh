@@ -6,6 +6,7 @@
 # (vrdma-run) as client, then the other way round:
 #   ibv_rc_pingpong, ibv_uc_pingpong (8 KiB messages over a 1024-byte MTU),
 #   ibv_ud_pingpong, ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw;
+#   and ib_read_bw -s 2097152 with vrdma reading from rxe;
 # and the rdma_cm programs between the guest's kernel rdma_cm and vrdma's
 # librdmacm.so.1: rping -C 100 -V (data verified), ucmatose -c 4, udaddy
 # (SIDR, UD), ib_send_bw -R, and rstream -T v (rsockets: Debian's
@@ -181,6 +182,14 @@ both uc_pingpong ibv_uc_pingpong "-n 20 -s 8192 -m 1024"
 both ud_pingpong ibv_ud_pingpong "-n 20 -s 512"
 both write_bw ib_write_bw "-n 50 -s 16384 -m 1024"
 both read_bw ib_read_bw "-n 50 -s 16384 -m 1024"
+# 2 MiB READs from rxe: rxe queues a whole READ's responses at once, the
+# guest's fq_codel drops some (its NIC drains slowly under TCG), and rxe
+# answers a re-request only after the READ it is sending (docs/design.md
+# "Loss recovery", queueing responders). -u 20 (4.3 s): a TCG guest on a
+# busy host falls silent for hundreds of ms; the default 67 ms timeout
+# would count those as lost responses (docs/performance.md "Against Linux rxe").
+guest_server rxe_srv.read_bw_2m ib_read_bw "-d vrdma0 -x 1 -F -n 5 -u 20 -s 2097152 -m 1024" \
+	"-d rxe0 -x $GI -F -n 5 -u 20 -s 2097152 -m 1024"
 both send_bw ib_send_bw "-n 50 -s 16384 -m 1024"
 both atomic_bw ib_atomic_bw "-n 50 -m 1024"
 echo "# verbs programs: $((SECONDS - t0)) s"

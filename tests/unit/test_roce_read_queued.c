@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The RC requester's READ recovery against a responder that queues requests
+ * like Linux rxe: requests are served strictly in arrival order, a READ is
+ * answered to its end before the next request is looked at, and a duplicate
+ * READ (a re-request from a missing response on) replays the rest of that
+ * READ only once everything before it was answered. The responses of each
+ * replay lose their first few packets (the head drops of a queue that
+ * cannot drain the burst: fq_codel in a slow guest), so a replay shows a
+ * gap again before the one that gets through.
+ *
+ * The emulated responder is the test itself: it takes the requester's
+ * frames from its wire queue (no switch) and feeds the responses it builds
+ * to roce_tp_input(). Asserts: every READ completes successfully with its
+ * data intact (a requester that counts each of those gaps as a retry ends in
+ * RETRY_EXC_ERR), the requester sent nothing but READ requests, and the
+ * lossy replays all happened. The losses are fixed, not timed.
+ */
+#include "../harness.h"
+#include "common/log.h"
+#include "roce/roce_opcode.h"
+#include "roce/roce_pkt.h"
+#include "unit/roce_tp_fake.h"
+
+#define WAIT_MS 180000
+#define RQ_MAX 4096
+#define RBASE 0x7f0000000000ull
+#define RKEY 0x1234
+
+struct rq_req {
+	uint32_t psn, len;
+	uint64_t va;
+};
+
+struct qresp {
+	struct fk_dev *a, *b;
+	uint32_t qpn;              /* requester's QP */
+	uint32_t mtu;
+	uint8_t *mem;              /* the responder's memory at RBASE */
+	uint64_t mem_len;
+	struct roce_path path;     /* responder -> requester */
+	struct rq_req q[RQ_MAX];   /* requests not served yet (FIFO) */
+	unsigned q_head, q_tail;
+	uint32_t epsn, msn;
+	/* the READ being answered */
+	bool busy, replay;
+	uint32_t cur_psn, first_psn, npkts, sent;
+	uint64_t va;
+	uint32_t resid;
+	/* losses */
+	uint32_t drop_psn;         /* one response of the original stream */
+	unsigned head_drop;        /* first responses lost per replay ... */
+	unsigned lossy_replays;    /* ... for this many replays */
+	unsigned replays, dropped, bad_frames;
+};
+
+static void qr_send(struct qresp *r, uint8_t opcode, uint32_t psn, const void *data,
+		    uint32_t len)
+{
+	struct roce_hdr_fields f;
+	struct pkt *p = pkt_alloc();
+
+	REQUIRE(p);
+	memset(&f, 0, sizeof(f));
+	f.opcode = opcode;
+	f.pkey = 0xffff;
+	f.dqpn = r->qpn;
+	f.psn = psn;
+	f.aeth.syndrome = ROCE_AETH_ACK | 0x1f;
+	f.aeth.msn = r->msn;
+	REQUIRE(roce_pkt_build_frame(p, &r->path, &f, data, len) == 0);
+	if (!roce_tp_input(r->a->tp, p))
+		pkt_free(p);
+}
+
+/* The requester's frames: READ requests join the queue. */
+static void qr_take(struct qresp *r)
+{
+	struct pkt *p;
+
+	while ((p = pkt_queue_pop(&r->a->wire))) {
+		struct roce_pkt_info pi;
+
+		if (roce_pkt_parse_pkt(p, 0, &pi) == 0 &&
+		    pi.opcode == ROCE_OP_RC_RDMA_READ_REQUEST && r->q_tail - r->q_head < RQ_MAX) {
+			struct rq_req *q = &r->q[r->q_tail++ % RQ_MAX];
+
+			q->psn = pi.psn;
+			q->va = roce_reth_va(pi.reth);
+			q->len = roce_reth_len(pi.reth);
+		} else {
+			r->bad_frames++;
+		}
+		pkt_free(p);
+	}
+}
+
+/* The next request, once the current READ is answered to its end. */
+static void qr_next(struct qresp *r)
+{
+	while (!r->busy && r->q_head != r->q_tail) {
+		struct rq_req *q = &r->q[r->q_head++ % RQ_MAX];
+		int32_t d = roce_psn_diff(q->psn, r->epsn);
+		uint32_t npkts = (q->len + r->mtu - 1) / r->mtu;
+
+		if (d > 0 || q->va < RBASE || q->va - RBASE + q->len > r->mem_len) {
+			r->bad_frames++;
+			continue;
+		}
+		r->replay = d < 0;
+		if (!r->replay) {
+			r->epsn = roce_psn_add(r->epsn, npkts);
+			r->msn = (r->msn + 1) & 0xFFFFFF;
+		} else {
+			r->replays++;
+		}
+		r->busy = true;
+		r->cur_psn = r->first_psn = q->psn;
+		r->npkts = npkts;
+		r->sent = 0;
+		r->va = q->va;
+		r->resid = q->len;
+	}
+}
+
+/* Answer up to n responses of the current READ. */
+static unsigned qr_answer(struct qresp *r, unsigned n)
+{
+	unsigned k = 0;
+
+	while (k < n && r->busy) {
+		uint32_t len = MIN(r->resid, r->mtu);
+		bool first = r->sent == 0, last = r->resid <= r->mtu, lost;
+		uint8_t op = first && last ? ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY :
+			     first ? ROCE_OP_RC_RDMA_READ_RESPONSE_FIRST :
+			     last ? ROCE_OP_RC_RDMA_READ_RESPONSE_LAST :
+				    ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+
+		lost = r->replay ? r->replays <= r->lossy_replays && r->sent < r->head_drop :
+				   r->cur_psn == r->drop_psn;
+		if (lost)
+			r->dropped++;
+		else
+			qr_send(r, op, r->cur_psn, r->mem + (r->va - RBASE), len);
+		r->sent++;
+		r->va += len;
+		r->resid -= len;
+		r->cur_psn = roce_psn_add(r->cur_psn, 1);
+		if (!r->resid)
+			r->busy = false;
+		k++;
+	}
+	return k;
+}
+
+/* n READs of len bytes, depth outstanding; the responder queues as above. */
+static void read_queued(uint32_t len, unsigned n, unsigned depth, unsigned head_drop,
+			unsigned lossy_replays)
+{
+	static struct qresp r;
+	struct fk_env env;
+	struct fk_dev_cfg dc = { .arena = 64u << 20 };
+	struct fk_qp qa;
+	struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_RC, .sq_num = 64, .rq_num = 16,
+				.max_send_wr = 64, .max_recv_wr = 16 };
+	struct fk_path path;
+	struct fk_mr dst;
+	struct fk_sge s;
+	struct fk_wr wr;
+	uint32_t cq;
+	unsigned posted = 0, done = 0, errors = 0;
+	uint64_t end;
+
+	memset(&r, 0, sizeof(r));
+	REQUIRE(fk_env_init(&env, false) == 0);
+	r.a = fk_dev_new(&env, &dc);
+	r.b = fk_dev_new(&env, &dc);
+	qc.pdn = fk_pd(r.a);
+	qc.scq = qc.rcq = cq = fk_cq(r.a, 256, 64, true);
+	qa = fk_qp_new(r.a, &qc);
+	dst = fk_mr_reg(r.a, qc.pdn, (uint64_t)len * n, FK_ACC_ALL);
+	fk_path_default(&path);    /* MTU 1024, timeout 67 ms, retry_cnt 7 */
+	REQUIRE(fk_connect(r.a, qa.qpn, r.b, 0x77, &path) == 0);
+
+	r.qpn = qa.qpn;
+	r.mtu = 1024;
+	r.epsn = path.sq_psn;
+	r.mem_len = len;
+	r.mem = malloc(len);
+	REQUIRE(r.mem);
+	fk_fill(r.mem, len, 7);
+	memset(dst.buf, 0, (size_t)len * n);
+	r.drop_psn = roce_psn_add(path.sq_psn, 40);
+	r.head_drop = head_drop;
+	r.lossy_replays = lossy_replays;
+	memcpy(r.path.smac, r.b->mac, 6);
+	memcpy(r.path.dmac, r.a->mac, 6);
+	memcpy(r.path.sgid, rres_gid_get(&r.b->rd, 1), 16);
+	memcpy(r.path.dgid, rres_gid_get(&r.a->rd, 1), 16);
+	r.path.udp_sport = roce_udp_sport_from_qpn(0x77);
+
+	end = loop_now_ns() + (uint64_t)WAIT_MS * 1000000ull;
+	while (done < n && !errors && loop_now_ns() < end) {
+		struct virtio_rdma_cq_req wc[16];
+		unsigned got, sent;
+
+		while (posted < n && posted - done < depth) {
+			s = (struct fk_sge){ dst.buf + (size_t)posted * len, len, dst.lkey };
+			wr = (struct fk_wr){ .opcode = VIRTIO_IB_WR_RDMA_READ, .wr_id = posted,
+					     .flags = VIRTIO_IB_SEND_SIGNALED, .remote_addr = RBASE,
+					     .rkey = RKEY, .sge = &s, .nsge = 1, .trunc = -1 };
+			if (fk_post_send(r.a, &qa, &wr))
+				break;
+			posted++;
+		}
+		qr_take(&r);
+		qr_next(&r);
+		sent = qr_answer(&r, 8);
+		loop_run_once(env.loop, sent ? 0 : 1000000);
+		got = fk_poll_cq(r.a, cq, wc, 16);
+		for (unsigned k = 0; k < got; k++) {
+			if (wc[k].status != VIRTIO_IB_WC_SUCCESS || wc[k].wr_id != done) {
+				printf("#   READ %u: status %u wr_id %" PRIu64 "\n", done,
+				       wc[k].status, (uint64_t)wc[k].wr_id);
+				errors++;
+			}
+			done++;
+		}
+		fk_ring_reap(qa.sq);
+	}
+	printf("#   %u READs of %u KiB: %u replays, %u responses lost, probes %" PRIu64
+	       " timeouts %" PRIu64 " rewinds %" PRIu64 "\n", done, len >> 10, r.replays,
+	       r.dropped, r.a->tp->stats.probes, r.a->tp->stats.timeouts,
+	       r.a->tp->stats.rewinds);
+	CHECK_EQ(errors, 0);
+	CHECK_EQ(done, n);
+	CHECK_EQ(r.bad_frames, 0);
+	CHECK(r.replays > lossy_replays);
+	for (unsigned i = 0; i < n; i++)
+		CHECK(memcmp(dst.buf + (size_t)i * len, r.mem, len) == 0);
+	free(r.mem);
+	fk_env_fini(&env);
+}
+
+/* Each replay loses its first responses ten times in a row: more gaps
+ * without progress than retry_cnt (7), all while the responder keeps
+ * answering. */
+static void test_read_replays_lose_head(void)
+{
+	read_queued(256u << 10, 1, 1, 3, 10);
+}
+
+/* The same with four READs outstanding, as ib_read_bw posts them: the
+ * later READs' responses come while the first one has a gap, and their
+ * requests are sent again (go-back-N) behind its re-requests. */
+static void test_read_queue_behind_gap(void)
+{
+	read_queued(256u << 10, 4, 4, 3, 10);
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	TEST_PROGRAM("test_roce_read_queued");
+	vlog_level = VLOG_ERR;
+	RUN(test_read_replays_lose_head);
+	RUN(test_read_queue_behind_gap);
+	return TEST_DONE();
+}
