@@ -557,9 +557,42 @@ static inline void sw_xmit(struct port *out, struct pkt *pkt)
 	}
 	if (unlikely(out->sw->port_pcap[out->id]))
 		pcapw_write(out->sw->port_pcap[out->id], pkt->data, pkt->len);
-	out->stats.tx_frames++;
-	out->stats.tx_bytes += pkt->len;
+	out->stats.tx_frames += pkt_npkts(pkt);
+	out->stats.tx_bytes += pkt_wire_len(pkt);
 	out->ops->xmit(out, pkt);
+}
+
+/* A run (PKT_F_RUN: several packets in one frame, docs/design.md "Runs
+ * between local devices") where real frames must exist: its frames, in
+ * order, go where it would have gone (a failed split is a loss, counted). */
+enum sw_split_to {
+	SPLIT_INPUT,   /* into sw_input from port (capture, fault injection) */
+	SPLIT_FORWARD, /* into sw_forward (flooding) */
+	SPLIT_XMIT,    /* out of port (not a local device's, or captured) */
+};
+
+static void sw_forward(struct sw *s, struct pkt *pkt);
+
+static void sw_split(struct sw *s, enum sw_split_to to, struct port *port, struct pkt *pkt)
+{
+	struct pkt_queue q;
+	struct pkt *f;
+
+	pkt_queue_init(&q);
+	if (unlikely(roce_run_split(pkt, &q))) {
+		port->stats.tx_dropped++;
+		pkt_free(pkt);
+		return;
+	}
+	pkt_free(pkt);
+	while ((f = pkt_queue_pop(&q))) {
+		if (to == SPLIT_XMIT)
+			sw_xmit(port, f);
+		else if (to == SPLIT_FORWARD)
+			sw_forward(s, f);
+		else
+			sw_input(s, port, f);
+	}
 }
 
 /* Every port but the input port gets the frame; the last one gets the
@@ -617,6 +650,10 @@ static void sw_forward(struct sw *s, struct pkt *pkt)
 	}
 	e = sw_dst_find(s, in->id, mac_key(dst));
 	if (!e) {
+		if (unlikely(pkt->flags & PKT_F_RUN)) {
+			sw_split(s, SPLIT_FORWARD, in, pkt); /* each frame floods */
+			return;
+		}
 		sw_flood(s, pkt, in);
 		return;
 	}
@@ -629,6 +666,12 @@ static void sw_forward(struct sw *s, struct pkt *pkt)
 	if (out == in && !in->hairpin) {
 		s->stats->dropped_hairpin++;
 		pkt_free(pkt);
+		return;
+	}
+	if (unlikely(pkt->flags & PKT_F_RUN) &&
+	    (!out->icrc_skip_ok || out->sw->port_pcap[out->id])) {
+		s->stats->forwarded++;
+		sw_split(s, SPLIT_XMIT, out, pkt); /* real frames beyond a local device */
 		return;
 	}
 	s->stats->forwarded++;
@@ -660,6 +703,12 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 		pkt_free(pkt);
 		return;
 	}
+	if (unlikely(pkt->flags & PKT_F_RUN) &&
+	    (s->pcap || s->port_pcap[p->id] || s->port_fault[p->id])) {
+		/* capture and fault injection see real frames */
+		sw_split(s, SPLIT_INPUT, p, pkt);
+		return;
+	}
 	/* (The fault injector seals only the frames it corrupts.) */
 	if (unlikely(s->pcap || s->port_pcap[p->id]) && unlikely(sw_seal(pkt))) {
 		p->stats.rx_errors++;
@@ -677,8 +726,8 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 		pkt_free(pkt);
 		return;
 	}
-	p->stats.rx_frames++;
-	p->stats.rx_bytes += pkt->len;
+	p->stats.rx_frames += pkt_npkts(pkt);
+	p->stats.rx_bytes += pkt_wire_len(pkt);
 	pkt->in_port = p->id;
 	f = s->port_fault[p->id];
 	if (f) {

@@ -237,6 +237,12 @@ int roce_pkt_finalize(struct pkt *p, unsigned flags);
  * Does nothing to other frames. Returns 0 or -EINVAL. */
 int roce_pkt_fill_icrc(struct pkt *p);
 
+/* A run of the transport (PKT_F_RUN, src/roce/roce_run.c) as its n real
+ * frames, byte for byte what the framed path builds (payload copied in, ICRC
+ * left out and marked), appended to out; p is left to the caller. Returns
+ * 0 or -ENOMEM / -EINVAL (out emptied, counted). */
+int roce_run_split(struct pkt *p, struct pkt_queue *out);
+
 /* roce_pkt_build() + copy of payload + roce_pkt_finalize(p, 0). Same
  * returns. */
 int roce_pkt_build_frame(struct pkt *p, const struct roce_path *path,

@@ -498,6 +498,7 @@ struct roce_tp {
 	struct loop_timer poll_timer;
 	uint16_t ip_id;
 	uint8_t ttl;              /* IPv4 TTL / IPv6 hop limit of every frame */
+	uint32_t run_max;         /* packets per run (roce_run.c; 1: none) */
 	struct roce_cc_params cc;
 	bool in_event;            /* an entry point is running */
 	struct roce_neigh *neigh;
@@ -832,5 +833,41 @@ void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[1
 void roce_neigh_rx(struct roce_neigh *n, struct pkt *p);
 /* Whether frame p (len >= 14) is ARP / NS / NA the neighbour code wants. */
 bool roce_neigh_wants(const struct roce_tp *tp, const struct pkt *p);
+
+/* ---- roce_run.c: runs between local devices ---- */
+/* (docs/design.md "Runs between local devices") */
+#define ROCE_RUN_MAX 32  /* packets one run stands for (a QP's turn at most) */
+#define ROCE_RUN_IOV 64  /* pieces of its payload */
+
+/* What a run frame says about its packets besides packet 0's frame: in the
+ * last PKT_RUN_META bytes of its buffer (roce_run_of). */
+struct roce_run {
+	struct roce_path path;      /* as packet 0 was built (dmac: its frame's) */
+	struct roce_hdr_fields f;   /* packet 0's fields */
+	uint32_t mtu;               /* payload of every packet but the last */
+	uint32_t plen_last;         /* ... and of the last */
+	uint64_t ackreq;            /* bit k: packet k asks for an ACK */
+	bool se_last;               /* the last packet has SE */
+	uint8_t op[ROCE_RUN_MAX];   /* opcode of each packet */
+	struct iovec iov[ROCE_RUN_IOV]; /* the payload of all packets */
+};
+
+struct roce_run_stats {
+	uint64_t runs_split;        /* runs made into real frames */
+	uint64_t frames_split;      /* ... the frames */
+	uint64_t split_failed;      /* out of frames: the run was dropped */
+};
+
+struct roce_run *roce_run_of(struct pkt *p);
+/* The description of a run whose packet 0 is p (built), or NULL if its
+ * frame leaves no room for it. */
+struct roce_run *roce_run_begin(struct pkt *p);
+/* p stands for n packets now (description filled: op[0..n), f, path, mtu,
+ * plen_last, ackreq, se_last, iov[0..niov) holding payload bytes). */
+void roce_run_seal(struct pkt *p, uint32_t n, uint32_t niov, uint32_t payload);
+/* A received run for tq: the responder or completer once per packet. */
+void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt *p);
+/* This thread's split counters. */
+void roce_run_get_stats(struct roce_run_stats *st);
 
 #endif /* VRDMA_ROCE_ROCE_TP_H */
