@@ -571,6 +571,56 @@ static void resp_exec(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		resp_set_ack(tq, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, pi->psn);
 }
 
+/* n in-order packets of a run (roce_run.c) placed with one copy per
+ * contiguous piece: what resp_rc / resp_exec do for each, checked for them
+ * together where that is the same (lengths add up, one R_Key range holds
+ * every packet's). Any other case, or a failing check, returns 0 having
+ * changed nothing but bytes the per-packet path places again. */
+uint32_t roce_resp_rx_bulk(struct roce_tq *tq, const struct roce_pkt_info *pi, uint32_t n,
+			   bool last, int32_t ack_k)
+{
+	struct rres_qp *qp = tq->qp;
+	uint8_t st = qp->attr.qp_state;
+	uint32_t m = pi->mask, total = pi->payload_len, plast;
+	struct rres_mr *mr;
+
+	if (qp->type != VIRTIO_IB_QPT_RC || st < VIRTIO_IB_QPS_RTR || st == VIRTIO_IB_QPS_ERR ||
+	    !tq->comm_est || pi->psn != tq->epsn || !resp_seq_ok(tq->rsp_msg, m) || !n ||
+	    (uint64_t)total <= (uint64_t)(n - 1) * tq->mtu)
+		return 0;
+	plast = total - (n - 1) * tq->mtu;
+	if (plast > tq->mtu || (!last && plast != tq->mtu))
+		return 0;
+	if (m & ROCE_OPF_SEND) {
+		if (last || (uint64_t)tq->rsp_off + total > tq->rwqe->length ||
+		    roce_mem_payload_to_rwqe(tq, tq->rwqe, tq->rsp_off, pi))
+			return 0;
+	} else {
+		if ((last && (m & ROCE_OPF_IMMDT)) || (uint64_t)tq->rsp_off + total > tq->wr_len ||
+		    (last && tq->rsp_off + total != tq->wr_len))
+			return 0;
+		mr = roce_mem_rkey(tq, tq->wr_rkey, tq->wr_va + tq->rsp_off, total,
+				   VIRTIO_IB_ACCESS_REMOTE_WRITE);
+		if (!mr || roce_mem_payload_to_mr(tq->tp, mr, tq->wr_va + tq->rsp_off, pi))
+			return 0;
+	}
+	if (pi->payload_ref)
+		tq->tp->stats.rx_by_ref += n - 1; /* one counted per packet */
+	tq->nak_sent = false;
+	tq->rsp_off += total;
+	tq->epsn = roce_psn_add(pi->psn, n);
+	if (last) {
+		tq->msn = (tq->msn + 1) & 0xFFFFFF;
+		tq->rsp_msg = ROCE_RSP_NONE;
+	} else {
+		tq->rsp_msg = (m & ROCE_OPF_SEND) ? ROCE_RSP_SEND : ROCE_RSP_WRITE;
+	}
+	if (ack_k >= 0)
+		resp_set_ack(tq, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID,
+			     roce_psn_add(pi->psn, (uint32_t)ack_k));
+	return n;
+}
+
 /* ---- RC --------------------------------------------------------------------- */
 
 /*

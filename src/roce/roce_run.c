@@ -165,6 +165,24 @@ static uint32_t iov_slice(const struct iovec *iov, uint32_t n, uint64_t off, uin
 	return len ? 0 : k;
 }
 
+/* Packets k..end-1 of run r that may be placed together: MIDDLE packets of
+ * a request (and a WRITE LAST without immediate after them). Returns end
+ * (k + 1 or less than 2 of them: none). */
+static uint32_t run_group_end(const struct roce_run *r, uint32_t k, uint32_t n, bool *last)
+{
+	uint32_t j = k;
+
+	*last = false;
+	while (j < n && (roce_opcode_mask(r->op[j]) & (ROCE_OPF_REQ | ROCE_OPF_MIDDLE)) ==
+			(ROCE_OPF_REQ | ROCE_OPF_MIDDLE))
+		j++;
+	if (j < n && r->op[j] == ROCE_OP_RC_RDMA_WRITE_LAST && j > k) {
+		*last = true;
+		j++;
+	}
+	return j - k >= 2 ? j : k + 1;
+}
+
 void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt *p)
 {
 	struct roce_tp *tp = tq->tp;
@@ -189,8 +207,9 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 		tp->stats.rx_resp_runs++;
 	tp->stats.rx_run_pkts += n;
 	for (uint32_t k = 0; k < n; k++) {
-		uint32_t plen = run_plen(r, k, n);
+		uint32_t plen = run_plen(r, k, n), end;
 		struct roce_pkt_info pi = *pi0;
+		bool last;
 
 		if (k) {
 			pi.opcode = r->op[k];
@@ -215,6 +234,32 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 			continue;
 		}
 		pi.payload_ref = &ref;
+		end = (pi.mask & ROCE_OPF_REQ) ? run_group_end(r, k, n, &last) : k + 1;
+		if (end > k + 1) {
+			/* whole MTUs up to the group's last packet */
+			uint32_t total = (end - k - 1) * r->mtu + run_plen(r, end - 1, n);
+			int32_t ack_k = -1;
+			struct iovec gslice[ROCE_RUN_IOV];
+			struct pkt_ref gref = ref;
+
+			for (uint32_t j = k; j < end; j++)
+				if ((r->ackreq >> j) & 1)
+					ack_k = (int32_t)(j - k);
+			gref.iov = gslice;
+			gref.len = total;
+			gref.niov = iov_slice(p->ref.iov, p->ref.niov, off - plen, total, gslice,
+					      ROCE_RUN_IOV);
+			pi.payload_len = total;
+			pi.payload_ref = &gref;
+			if (gref.niov && roce_resp_rx_bulk(tq, &pi, end - k, last, ack_k)) {
+				tp->stats.rx_run_bulk++;
+				off += total - plen;
+				k = end - 1;
+				continue;
+			}
+			pi.payload_len = plen;
+			pi.payload_ref = &ref;
+		}
 		if (pi.mask & ROCE_OPF_REQ)
 			roce_resp_rx(tq, &pi, p);
 		else

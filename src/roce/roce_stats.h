@@ -42,6 +42,7 @@
 	X(rx_runs)          /* request runs received (roce_run.c) */           \
 	X(rx_resp_runs)     /* READ response runs received */                 \
 	X(rx_run_pkts)      /* ... packets they stood for */                   \
+	X(rx_run_bulk)      /* ... pieces of them placed with one copy */      \
 	X(rx_run_lost)      /* packets of a run whose payload was gone */
 
 /* "roce tx" line: transmit and the reliable connection. */

@@ -708,6 +708,12 @@ void roce_comp_reset(struct roce_tq *tq);
 void roce_resp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi, const struct pkt *p);
 /* Responder turn: READ responses and the pending ACK. Returns packets. */
 uint32_t roce_resp_run(struct roce_tq *tq, uint32_t budget, bool *more);
+/* n in-order MIDDLE packets of one SEND / WRITE (last: the final one is a
+ * WRITE LAST without immediate), pi their first with the payload of all:
+ * placed with one copy (roce_run.c). ack_k: the last of them with AckReq, or
+ * -1. Returns n, or 0 when they must go one by one. */
+uint32_t roce_resp_rx_bulk(struct roce_tq *tq, const struct roce_pkt_info *pi, uint32_t n,
+			   bool last, int32_t ack_k);
 /* Send the coalesced ACK if due (no READ responses before it). */
 void roce_resp_flush_ack(struct roce_tq *tq);
 int roce_resp_init(struct roce_tq *tq);
