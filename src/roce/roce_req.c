@@ -140,8 +140,8 @@ static bool req_ackreq(const struct roce_tq *tq, const struct roce_swqe *w, uint
 }
 
 /* The payload of packets k..k+n-1 (n > 1) of w as one reference: a run
- * (roce_run.c). Returns 1 if p is a run now, 0 if the pieces do not fit one
- * (send packet k alone), or a WC status. */
+ * (roce_run.c). Returns 1 if p is a run now, 0 if not (the pieces do not fit
+ * one, or a key fails): then packet k goes alone. */
 static int req_run(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uint32_t n,
 		   uint32_t turn_left, struct pkt *p, const struct roce_hdr_fields *f,
 		   const struct roce_path *path)
@@ -152,9 +152,11 @@ static int req_run(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uint32_t
 
 	if (!r)
 		return 0;
+	/* A key fault goes back to one packet at a time, to fail where the
+	 * framed path fails. */
 	st = roce_mem_ref_swqe(tq, w, off, len, r->iov, ROCE_RUN_IOV, &niov);
 	if (st || !niov)
-		return st;
+		return 0;
 	r->path = *path;
 	r->f = *f;
 	r->mtu = tq->mtu;
