@@ -683,6 +683,36 @@ static void sw_fault_emit(void *arg, struct pkt *pkt)
 	sw_forward(arg, pkt);
 }
 
+/* A run meets the fault injector: the packets it leaves alone before the
+ * first it acts on go on as a (shorter) run, the rest as real frames
+ * through the injector, with the same decisions as n frames would get
+ * (fault_pass_run). */
+static void sw_fault_run(struct sw *s, struct fault *f, struct port *p, struct pkt *pkt)
+{
+	uint32_t n = pkt->npkts, keep = fault_pass_run(f, p->id, n);
+	struct pkt_queue q;
+	struct pkt *fr;
+	int rc;
+
+	if (keep >= n) {
+		sw_forward(s, pkt);
+		return;
+	}
+	pkt_queue_init(&q);
+	rc = keep ? roce_run_cut(pkt, keep, &q) : roce_run_split(pkt, &q);
+	if (unlikely(rc)) {
+		p->stats.rx_errors++;
+		pkt_free(pkt);
+		return;
+	}
+	if (keep)
+		sw_forward(s, pkt);
+	else
+		pkt_free(pkt);
+	while ((fr = pkt_queue_pop(&q)))
+		fault_input(f, p->id, fr);
+}
+
 void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 {
 	struct fault *f;
@@ -703,9 +733,8 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 		pkt_free(pkt);
 		return;
 	}
-	if (unlikely(pkt->flags & PKT_F_RUN) &&
-	    (s->pcap || s->port_pcap[p->id] || s->port_fault[p->id])) {
-		/* capture and fault injection see real frames */
+	if (unlikely(pkt->flags & PKT_F_RUN) && (s->pcap || s->port_pcap[p->id])) {
+		/* a capture sees real frames */
 		sw_split(s, SPLIT_INPUT, p, pkt);
 		return;
 	}
@@ -730,7 +759,9 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 	p->stats.rx_bytes += pkt_wire_len(pkt);
 	pkt->in_port = p->id;
 	f = s->port_fault[p->id];
-	if (f) {
+	if (f && unlikely(pkt->flags & PKT_F_RUN)) {
+		sw_fault_run(s, f, p, pkt);
+	} else if (f) {
 		/* The injector sees (and may hold, copy, corrupt) whole frames. */
 		pkt_ref_fill(pkt);
 		fault_input(f, p->id, pkt);

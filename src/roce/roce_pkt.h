@@ -242,6 +242,10 @@ int roce_pkt_fill_icrc(struct pkt *p);
  * left out and marked), appended to out; p is left to the caller. Returns
  * 0 or -ENOMEM / -EINVAL (out emptied, counted). */
 int roce_run_split(struct pkt *p, struct pkt_queue *out);
+/* Keep the first keep packets in run p (0 < keep < its npkts) and append
+ * the others to out as real frames (roce_run_split). Returns 0 or -ENOMEM /
+ * -EINVAL (p unchanged, out emptied). */
+int roce_run_cut(struct pkt *p, uint32_t keep, struct pkt_queue *out);
 
 /* roce_pkt_build() + copy of payload + roce_pkt_finalize(p, 0). Same
  * returns. */

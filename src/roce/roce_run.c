@@ -98,18 +98,19 @@ static bool iov_copy_at(const struct iovec *iov, uint32_t n, uint64_t off, uint8
 	return len == 0;
 }
 
-int roce_run_split(struct pkt *p, struct pkt_queue *out)
+/* Packets from..n-1 of run p as real frames appended to out. */
+static int run_split_from(struct pkt *p, uint32_t from, struct pkt_queue *out)
 {
 	const struct roce_run *r = roce_run_of(p);
 	uint32_t n = p->npkts;
 	struct roce_path path;
-	uint64_t off = 0;
+	uint64_t off = (uint64_t)from * r->mtu;
 
-	if (!(p->flags & PKT_F_RUN) || n > ROCE_RUN_MAX)
+	if (!(p->flags & PKT_F_RUN) || n > ROCE_RUN_MAX || from >= n)
 		return -EINVAL;
 	path = r->path;
 	memcpy(path.dmac, p->data, 6); /* as resolved when it was sent */
-	for (uint32_t k = 0; k < n; k++) {
+	for (uint32_t k = from; k < n; k++) {
 		uint32_t plen = run_plen(r, k, n);
 		struct roce_hdr_fields f;
 		uint8_t *payload;
@@ -131,12 +132,40 @@ int roce_run_split(struct pkt *p, struct pkt_queue *out)
 		pkt_queue_push(out, q);
 	}
 	run_stats.runs_split++;
-	run_stats.frames_split += n;
+	run_stats.frames_split += n - from;
 	return 0;
 fail:
 	run_stats.split_failed++;
 	pkt_queue_purge(out);
 	return -ENOMEM;
+}
+
+int roce_run_split(struct pkt *p, struct pkt_queue *out)
+{
+	return run_split_from(p, 0, out);
+}
+
+int roce_run_cut(struct pkt *p, uint32_t keep, struct pkt_queue *out)
+{
+	struct roce_run *r = roce_run_of(p);
+	uint32_t bytes = p->len;
+	int rc;
+
+	if (!keep || !(p->flags & PKT_F_RUN) || keep >= p->npkts)
+		return -EINVAL;
+	rc = run_split_from(p, keep, out);
+	if (rc)
+		return rc;
+	/* packets 0..keep-1 are whole MTUs: none is the message's last */
+	r->plen_last = r->mtu;
+	r->se_last = false;
+	for (uint32_t k = 1; k < keep; k++)
+		bytes += roce_pkt_frame_len(&r->path, r->op[k], r->mtu);
+	p->npkts = (uint16_t)keep;
+	p->run_len = bytes;
+	p->ref.len = keep * r->mtu;
+	run_stats.runs_cut++;
+	return 0;
 }
 
 /* The pieces of [off, off + len) of iov[0..n) into out (at most max).
