@@ -684,33 +684,38 @@ static void sw_fault_emit(void *arg, struct pkt *pkt)
 }
 
 /* A run meets the fault injector: the packets it leaves alone before the
- * first it acts on go on as a (shorter) run, the rest as real frames
- * through the injector, with the same decisions as n frames would get
- * (fault_pass_run). */
+ * first it acts on go on as a (shorter) run, that one as a real frame
+ * through the injector, and the packets after it again as a run, with the
+ * same decisions as n frames would get (fault_pass_run). */
 static void sw_fault_run(struct sw *s, struct fault *f, struct port *p, struct pkt *pkt)
 {
-	uint32_t n = pkt->npkts, keep = fault_pass_run(f, p->id, n);
-	struct pkt_queue q;
-	struct pkt *fr;
-	int rc;
+	while (pkt) {
+		uint32_t n = pkt->npkts, keep = fault_pass_run(f, p->id, n);
+		struct pkt *fr, *rest = NULL;
+		struct pkt_queue q;
 
-	if (keep >= n) {
-		sw_forward(s, pkt);
-		return;
+		if (keep >= n) {
+			sw_forward(s, pkt);
+			return;
+		}
+		pkt_queue_init(&q);
+		if (unlikely(roce_run_cut(pkt, keep, &q))) {
+			p->stats.rx_errors++;
+			pkt_free(pkt);
+			return;
+		}
+		if (keep)
+			sw_forward(s, pkt);
+		else
+			pkt_free(pkt);
+		while ((fr = pkt_queue_pop(&q))) {
+			if (fr->flags & PKT_F_RUN)
+				rest = fr; /* the last one */
+			else
+				fault_input(f, p->id, fr);
+		}
+		pkt = rest;
 	}
-	pkt_queue_init(&q);
-	rc = keep ? roce_run_cut(pkt, keep, &q) : roce_run_split(pkt, &q);
-	if (unlikely(rc)) {
-		p->stats.rx_errors++;
-		pkt_free(pkt);
-		return;
-	}
-	if (keep)
-		sw_forward(s, pkt);
-	else
-		pkt_free(pkt);
-	while ((fr = pkt_queue_pop(&q)))
-		fault_input(f, p->id, fr);
 }
 
 void sw_input(struct sw *s, struct port *p, struct pkt *pkt)

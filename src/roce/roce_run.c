@@ -98,19 +98,22 @@ static bool iov_copy_at(const struct iovec *iov, uint32_t n, uint64_t off, uint8
 	return len == 0;
 }
 
-/* Packets from..n-1 of run p as real frames appended to out. */
-static int run_split_from(struct pkt *p, uint32_t from, struct pkt_queue *out)
+static uint32_t iov_slice(const struct iovec *iov, uint32_t n, uint64_t off, uint32_t len,
+			  struct iovec *out, uint32_t max);
+
+/* Packets from..to-1 of run p as real frames appended to out. */
+static int run_split_range(struct pkt *p, uint32_t from, uint32_t to, struct pkt_queue *out)
 {
 	const struct roce_run *r = roce_run_of(p);
 	uint32_t n = p->npkts;
 	struct roce_path path;
 	uint64_t off = (uint64_t)from * r->mtu;
 
-	if (!(p->flags & PKT_F_RUN) || n > ROCE_RUN_MAX || from >= n)
+	if (!(p->flags & PKT_F_RUN) || n > ROCE_RUN_MAX || from >= to || to > n)
 		return -EINVAL;
 	path = r->path;
 	memcpy(path.dmac, p->data, 6); /* as resolved when it was sent */
-	for (uint32_t k = from; k < n; k++) {
+	for (uint32_t k = from; k < to; k++) {
 		uint32_t plen = run_plen(r, k, n);
 		struct roce_hdr_fields f;
 		uint8_t *payload;
@@ -132,7 +135,7 @@ static int run_split_from(struct pkt *p, uint32_t from, struct pkt_queue *out)
 		pkt_queue_push(out, q);
 	}
 	run_stats.runs_split++;
-	run_stats.frames_split += n - from;
+	run_stats.frames_split += to - from;
 	return 0;
 fail:
 	run_stats.split_failed++;
@@ -142,28 +145,82 @@ fail:
 
 int roce_run_split(struct pkt *p, struct pkt_queue *out)
 {
-	return run_split_from(p, 0, out);
+	return run_split_range(p, 0, p->npkts, out);
 }
 
-int roce_run_cut(struct pkt *p, uint32_t keep, struct pkt_queue *out)
+/* Packets from..n-1 (at least 2) of run p as a run of their own, or NULL
+ * (no frame, the pieces do not fit, or p's payload is a copy of its own,
+ * which goes with p). */
+static struct pkt *run_tail(struct pkt *p, uint32_t from)
+{
+	const struct roce_run *r = roce_run_of(p);
+	uint32_t n = p->npkts, m = n - from, total, niov;
+	struct roce_hdr_fields f;
+	struct roce_path path;
+	struct roce_run *t;
+	struct pkt *q;
+
+	if (p->ref.owned || !(p->flags & PKT_F_PAYLOAD_REF) || m < 2)
+		return NULL;
+	q = pkt_alloc();
+	if (!q)
+		return NULL;
+	path = r->path;
+	memcpy(path.dmac, p->data, 6);
+	run_fields(r, from, n, &f);
+	if (roce_pkt_build(q, &path, &f, r->mtu, NULL) || !(t = roce_run_begin(q)))
+		goto fail;
+	total = (m - 1) * r->mtu + r->plen_last;
+	niov = iov_slice(p->ref.iov, p->ref.niov, (uint64_t)from * r->mtu, total, t->iov,
+			 ROCE_RUN_IOV);
+	if (!niov)
+		goto fail;
+	t->path = path;
+	t->f = f;
+	t->mtu = r->mtu;
+	t->plen_last = r->plen_last;
+	t->se_last = r->se_last;
+	t->ackreq = r->ackreq >> from;
+	memcpy(t->op, r->op + from, m);
+	roce_run_seal(q, m, niov, total);
+	roce_pkt_finalize(q, ROCE_TX_F_SKIP_ICRC);
+	q->in_port = p->in_port;
+	return q;
+fail:
+	pkt_free(q);
+	return NULL;
+}
+
+int roce_run_cut(struct pkt *p, uint32_t at, struct pkt_queue *out)
 {
 	struct roce_run *r = roce_run_of(p);
-	uint32_t bytes = p->len;
+	uint32_t n = p->npkts, bytes = p->len;
+	struct pkt *tail = NULL;
 	int rc;
 
-	if (!keep || !(p->flags & PKT_F_RUN) || keep >= p->npkts)
+	if (!(p->flags & PKT_F_RUN) || at >= n)
 		return -EINVAL;
-	rc = run_split_from(p, keep, out);
-	if (rc)
+	if (n - at > 2)
+		tail = run_tail(p, at + 1);
+	rc = run_split_range(p, at, tail ? at + 1 : n, out);
+	if (rc) {
+		pkt_free(tail);
 		return rc;
-	/* packets 0..keep-1 are whole MTUs: none is the message's last */
+	}
+	if (tail) {
+		pkt_queue_push(out, tail);
+		run_stats.tails++;
+	}
+	if (!at)
+		return 0;
+	/* packets 0..at-1 stay: whole MTUs, none is the message's last */
 	r->plen_last = r->mtu;
 	r->se_last = false;
-	for (uint32_t k = 1; k < keep; k++)
+	for (uint32_t k = 1; k < at; k++)
 		bytes += roce_pkt_frame_len(&r->path, r->op[k], r->mtu);
-	p->npkts = (uint16_t)keep;
+	p->npkts = (uint16_t)at;
 	p->run_len = bytes;
-	p->ref.len = keep * r->mtu;
+	p->ref.len = at * r->mtu;
 	run_stats.runs_cut++;
 	return 0;
 }

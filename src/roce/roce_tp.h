@@ -863,6 +863,7 @@ struct roce_run_stats {
 	uint64_t frames_split;      /* ... the frames */
 	uint64_t split_failed;      /* out of frames: the run was dropped */
 	uint64_t runs_cut;          /* runs shortened (roce_run_cut) */
+	uint64_t tails;             /* ... and runs made of what followed the cut */
 };
 
 struct roce_run *roce_run_of(struct pkt *p);

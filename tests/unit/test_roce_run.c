@@ -396,8 +396,8 @@ static void test_split_equals_framed(void)
 }
 
 /* The fault injector on runs: the packets before the first it acts on go
- * on as a shorter run, the rest as real frames through it; RC recovers
- * every fault: data intact. */
+ * on as a shorter run, that one as a real frame through it, the rest as a
+ * run again; RC recovers every fault: data intact. */
 static void test_fault_on_runs(void)
 {
 	struct roce_run_stats s0, s1;
@@ -415,6 +415,7 @@ static void test_fault_on_runs(void)
 	CHECK(p.a->tp->stats.tx_runs > 0);
 	CHECK(s1.frames_split - s0.frames_split > 0);
 	CHECK(s1.runs_cut - s0.runs_cut > 0);
+	CHECK(s1.tails - s0.tails > 0); /* after a faulted packet, a run again */
 	CHECK(p.b->tp->stats.rx_runs > 0);
 	CHECK(p.a->tp->stats.retransmits > 0);
 	fk_env_fini(&p.env);
