@@ -127,10 +127,8 @@ static int req_payload(struct roce_tq *tq, struct roce_swqe *w, uint32_t off, st
  * an ACK: the last of a message or turn, every ROCE_TP_ACKREQ_EVERY, and
  * near the end of the window (roce_recover_ackreq, as when sq_psn is psn). */
 static bool req_ackreq(const struct roce_tq *tq, const struct roce_swqe *w, uint32_t k,
-		       uint32_t psn, bool turn_end)
+		       uint32_t psn, bool turn_end, uint32_t win)
 {
-	uint32_t win = roce_recover_window(tq);
-
 	if (roce_wr_is_atomic(w->opcode))
 		return true;
 	if (tq->qp->type != VIRTIO_IB_QPT_RC || w->opcode == VIRTIO_IB_WR_RDMA_READ)
@@ -148,6 +146,7 @@ static int req_run(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uint32_t
 {
 	struct roce_run *r = roce_run_begin(p);
 	uint32_t off = k * tq->mtu, len = MIN(n * tq->mtu, w->length - off), niov = 0;
+	uint32_t win = roce_recover_window(tq);
 	int st;
 
 	if (!r)
@@ -164,7 +163,7 @@ static int req_run(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uint32_t
 	r->ackreq = 0;
 	for (uint32_t j = 0; j < n; j++) {
 		r->op[j] = req_opcode(tq->qp->type, w, k + j);
-		if (req_ackreq(tq, w, k + j, roce_psn_add(f->psn, j), j + 1 >= turn_left))
+		if (req_ackreq(tq, w, k + j, roce_psn_add(f->psn, j), j + 1 >= turn_left, win))
 			r->ackreq |= 1ull << j;
 	}
 	r->se_last = k + n >= w->npkts && (w->flags & VIRTIO_IB_SEND_SOLICITED) &&
@@ -237,7 +236,7 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uin
 	if (last && (w->flags & VIRTIO_IB_SEND_SOLICITED) && w->opcode != VIRTIO_IB_WR_RDMA_WRITE &&
 	    !roce_wr_is_rd_atomic(w->opcode))
 		f.se = true;
-	f.ackreq = req_ackreq(tq, w, k, f.psn, turn_left <= 1);
+	f.ackreq = req_ackreq(tq, w, k, f.psn, turn_left <= 1, roce_recover_window(tq));
 	f.ip_id = tp->ip_id;
 
 	p = pkt_alloc();

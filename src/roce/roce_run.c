@@ -67,10 +67,14 @@ static void run_fields(const struct roce_run *r, uint32_t k, uint32_t n,
 void roce_run_seal(struct pkt *p, uint32_t n, uint32_t niov, uint32_t payload)
 {
 	struct roce_run *r = roce_run_of(p);
-	uint32_t bytes = p->len;
+	uint32_t bytes = p->len, len = 0;
 
-	for (uint32_t k = 1; k < n; k++)
-		bytes += roce_pkt_frame_len(&r->path, r->op[k], run_plen(r, k, n));
+	for (uint32_t k = 1; k < n; k++) {
+		/* (the MIDDLE packets are all alike) */
+		if (k == 1 || k + 1 == n || r->op[k] != r->op[k - 1])
+			len = roce_pkt_frame_len(&r->path, r->op[k], run_plen(r, k, n));
+		bytes += len;
+	}
 	p->npkts = (uint16_t)n;
 	p->run_len = bytes;
 	p->flags |= PKT_F_RUN;

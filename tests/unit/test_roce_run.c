@@ -319,7 +319,8 @@ static void capture_free(struct capture *c)
 }
 
 /* The same messages on a fresh pair with a capture; runs on or off. */
-static int capture_ops(struct capture *c, bool runs, uint64_t *va_base, uint64_t *split)
+static int capture_ops(struct capture *c, bool runs, uint64_t *va_base, uint64_t *split,
+		       uint64_t *tx_bytes)
 {
 	char path[] = "/tmp/vrdma_run_XXXXXX";
 	struct roce_run_stats s0, s1;
@@ -343,6 +344,8 @@ static int capture_ops(struct capture *c, bool runs, uint64_t *va_base, uint64_t
 	sw_set_pcap(p.env.sw, NULL);
 	roce_run_get_stats(&s1);
 	*split = s1.frames_split - s0.frames_split;
+	*tx_bytes = p.a->tp->stats.tx_bytes;
+	CHECK_EQ(p.b->tp->stats.rx_bytes, *tx_bytes);
 	CHECK_EQ(p.a->tp->stats.retransmits, 0);
 	CHECK_EQ(p.b->tp->stats.rx_runs, 0); /* all split before the capture */
 	CHECK_EQ(*split, p.a->tp->stats.tx_run_pkts);
@@ -358,10 +361,11 @@ static int capture_ops(struct capture *c, bool runs, uint64_t *va_base, uint64_t
 static void test_split_equals_framed(void)
 {
 	static struct capture framed, split;
-	uint64_t base_f, base_s, nsplit_f, nsplit_s;
+	uint64_t base_f, base_s, nsplit_f, nsplit_s, bytes_f, bytes_s;
 
-	REQUIRE(capture_ops(&framed, false, &base_f, &nsplit_f) == 0);
-	REQUIRE(capture_ops(&split, true, &base_s, &nsplit_s) == 0);
+	REQUIRE(capture_ops(&framed, false, &base_f, &nsplit_f, &bytes_f) == 0);
+	REQUIRE(capture_ops(&split, true, &base_s, &nsplit_s, &bytes_s) == 0);
+	CHECK_EQ(bytes_f, bytes_s); /* a run counts the bytes of its frames */
 	CHECK_EQ(nsplit_f, 0);
 	CHECK(nsplit_s > 0);
 	CHECK_EQ(framed.n, split.n);
