@@ -482,6 +482,19 @@ void netdev_ctx_input(struct netdev *nd, struct pkt *p)
 
 	if (netdev_roce_input(nd, p))
 		return;
+	if (unlikely(p->flags & PKT_F_RUN)) {
+		/* to the driver's network stack: its real frames */
+		struct pkt_queue q;
+		struct pkt *f;
+
+		pkt_queue_init(&q);
+		if (roce_run_split(p, &q))
+			port->stats.tx_dropped++;
+		pkt_free(p);
+		while ((f = pkt_queue_pop(&q)))
+			netdev_ctx_input(nd, f);
+		return;
+	}
 	if (!netdev_accepts(nd, p->data)) {
 		nd->stats.rx_filtered++;
 		pkt_free(p);

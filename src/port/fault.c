@@ -278,6 +278,9 @@ struct fault {
 	uint32_t norder;
 	struct loop_timer timer;
 	struct fault_stats stats;
+	bool pending;           /* fault_pass_run: the next frame's draws */
+	uint16_t pending_stream;
+	uint64_t pend[5];
 };
 
 static uint64_t splitmix64(uint64_t *x)
@@ -459,17 +462,50 @@ static bool fault_hold_pkt(struct fault *f, uint16_t stream, struct pkt *pkt)
 	return true;
 }
 
+/* Always five draws per frame, whatever happens (see fault.h). */
+static void fault_draw(struct fault *f, uint64_t d[5])
+{
+	for (int i = 0; i < 5; i++)
+		d[i] = xoshiro_next(f->rng);
+}
+
+uint32_t fault_pass_run(struct fault *f, uint16_t stream, uint32_t n)
+{
+	uint64_t d[5];
+
+	if (f->cfg.ecn || f->pending || (stream < f->nhold && f->hold[stream].pkt))
+		return 0;
+	for (uint32_t j = 0; j < n; j++) {
+		fault_draw(f, d);
+		if (decide(d[0], f->cfg.drop) || decide(d[1], f->cfg.corrupt) ||
+		    decide(d[3], f->cfg.dup) || decide(d[4], f->cfg.reorder)) {
+			memcpy(f->pend, d, sizeof(d));
+			f->pending = true;
+			f->pending_stream = stream;
+			return j;
+		}
+		f->stats.frames++;
+		f->stats.run_passed++;
+	}
+	return n;
+}
+
 void fault_input(struct fault *f, uint16_t stream, struct pkt *pkt)
 {
-	uint64_t r_drop, r_corrupt, r_where, r_dup, r_reorder;
+	uint64_t r_drop, r_corrupt, r_where, r_dup, r_reorder, d[5];
 	struct pkt *dup = NULL, *held;
 
-	/* Always five draws per frame, whatever happens (see fault.h). */
-	r_drop = xoshiro_next(f->rng);
-	r_corrupt = xoshiro_next(f->rng);
-	r_where = xoshiro_next(f->rng);
-	r_dup = xoshiro_next(f->rng);
-	r_reorder = xoshiro_next(f->rng);
+	if (f->pending && f->pending_stream == stream) {
+		memcpy(d, f->pend, sizeof(d));
+		f->pending = false;
+	} else {
+		fault_draw(f, d);
+	}
+	r_drop = d[0];
+	r_corrupt = d[1];
+	r_where = d[2];
+	r_dup = d[3];
+	r_reorder = d[4];
 	f->stats.frames++;
 	if (f->cfg.ecn && decide(xoshiro_next(f->rng), f->cfg.ecn) && pkt_set_ce(pkt))
 		f->stats.ce_marked++;

@@ -92,6 +92,8 @@ struct fault_stats {
 	uint64_t frames;     /* frames given to fault_input */
 	uint64_t dropped, duplicated, reordered, corrupted;
 	uint64_t ce_marked;  /* ECN-capable frames marked CE */
+	uint64_t run_passed; /* of frames, packets of runs left alone unbuilt
+			      * (fault_pass_run) */
 };
 
 struct fault;
@@ -116,6 +118,17 @@ void fault_free(struct fault *f);
  * of pkt; emits 0 to 3 frames synchronously (this frame and/or its duplicate,
  * then a previously held frame of the stream). pkt->len must be >= 14. */
 void fault_input(struct fault *f, uint16_t stream, struct pkt *pkt);
+
+/* n frames of one stream that are not built yet (a run of the transport,
+ * docs/design.md "Runs between local devices"): the injector draws for them
+ * in order as fault_input would, and returns how many of the first ones it
+ * leaves alone (not dropped, corrupted, duplicated or held, and no held
+ * frame of the stream to release behind them): those count as frames that
+ * passed. If that is fewer than n, the draws of the next one are kept, and
+ * the next fault_input() of the stream (that frame, built now) uses them, so
+ * every decision is the one the n frames would have got. Returns 0 without
+ * drawing when it cannot tell (ECN marking on, a held frame). */
+uint32_t fault_pass_run(struct fault *f, uint16_t stream, uint32_t n);
 
 /* Emit every held frame now, in the order they were held. */
 void fault_flush(struct fault *f);

@@ -131,6 +131,8 @@ static inline void pkt_reset(struct pkt *p)
 	p->len = 0;
 	p->in_port = 0;
 	p->flags = 0;
+	p->npkts = 1;
+	p->run_len = 0;
 }
 
 struct pkt *pkt_alloc(void)
@@ -163,7 +165,7 @@ void pkt_free(struct pkt *p)
 
 	if (!p)
 		return;
-	if (unlikely(p->flags & PKT_F_PAYLOAD_REF))
+	if (unlikely(p->flags & (PKT_F_PAYLOAD_REF | PKT_F_RUN)))
 		pkt_ref_drop(p);
 	c = pkt_cache_get();
 	if (unlikely(!c)) {
@@ -186,6 +188,8 @@ struct pkt *pkt_clone(const struct pkt *p)
 	struct pkt *q;
 	size_t off;
 
+	if (unlikely(p->flags & PKT_F_RUN))
+		return NULL; /* split first (docs/design.md "Runs between local devices") */
 	q = pkt_alloc();
 	if (unlikely(!q))
 		return NULL;

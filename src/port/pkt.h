@@ -21,12 +21,16 @@
 
 /* A payload left in the sender's registered memory (PKT_F_PAYLOAD_REF; see
  * docs/design.md, "One copy between local devices"): the frame's bytes from
- * data + off for len bytes are the concatenation of iov[0..niov). */
+ * data + off for len bytes are the concatenation of iov[0..niov). A run
+ * (PKT_F_RUN) keeps its longer list in its description (iov points there)
+ * and, once filled (pkt_ref_fill), its payload in a buffer of its own. */
 struct pkt_ref {
 	struct pkt *prev, *next; /* the thread's frames with a reference */
 	uint32_t off, len;
 	uint32_t niov;
-	struct iovec iov[PKT_REF_IOV];
+	struct iovec *iov;       /* iov_in, or a run's list */
+	struct iovec iov_in[PKT_REF_IOV];
+	void *owned;             /* a filled run's payload (freed with the frame) */
 };
 
 struct pkt {
@@ -35,6 +39,8 @@ struct pkt {
 	uint32_t len;       /* frame length (no FCS) */
 	uint16_t in_port;   /* switch port the frame came from */
 	uint16_t flags;
+	uint16_t npkts;     /* PKT_F_RUN: packets the frame stands for */
+	uint32_t run_len;   /* PKT_F_RUN: their frame bytes, all together */
 	struct pkt_ref ref; /* valid with PKT_F_PAYLOAD_REF */
 	uint8_t buf[PKT_BUF_SIZE];
 };
@@ -42,6 +48,26 @@ struct pkt {
 /* pkt->flags */
 #define PKT_F_LOCAL_ICRC_SKIPPED 0x1 /* see docs/design.md: ICRC between local devices */
 #define PKT_F_PAYLOAD_REF        0x2 /* payload not in buf yet: pkt->ref */
+#define PKT_F_RUN                0x4 /* a run of npkts packets of one message
+				      * (docs/design.md "Runs between local
+				      * devices"): data holds the first one's
+				      * frame, the transport's description of
+				      * the rest is in the last PKT_RUN_META
+				      * bytes of buf */
+
+/* Bytes at the end of buf a run's description may use (roce_run.c). */
+#define PKT_RUN_META 1536
+
+/* Packets / frame bytes a frame stands for (a run: all of them). */
+static inline uint32_t pkt_npkts(const struct pkt *p)
+{
+	return (p->flags & PKT_F_RUN) ? p->npkts : 1;
+}
+
+static inline uint32_t pkt_wire_len(const struct pkt *p)
+{
+	return (p->flags & PKT_F_RUN) ? p->run_len : p->len;
+}
 
 /* Payload references (src/port/pkt_ref.c). A frame with one never leaves the
  * process: whatever shows a frame outside (capture, fault injector, uplink,
@@ -53,8 +79,13 @@ struct pkt {
  * PKT_REF_IOV, their lengths summing to len). */
 void pkt_ref_attach(struct pkt *p, uint32_t off, const struct iovec *iov, uint32_t n,
 		    uint32_t len);
+/* A run's payload (PKT_F_RUN): the n pieces iov (kept by the caller in the
+ * frame's run description), len bytes in all. */
+void pkt_ref_attach_run(struct pkt *p, struct iovec *iov, uint32_t n, uint32_t len);
 /* Copy a referenced payload into the frame and drop the reference (no-op
- * without one). */
+ * without one). A run's payload, which no frame can hold, is copied into a
+ * buffer of its own instead (NULL on allocation failure: the run is then
+ * dropped by whoever looks at it, counted as a loss). */
 void pkt_ref_fill(struct pkt *p);
 /* Drop the reference of a frame being freed (pkt_free does this). */
 void pkt_ref_drop(struct pkt *p);
@@ -75,7 +106,8 @@ void pkt_ref_get_stats(struct pkt_ref_stats *st);
  * memory, counted). */
 struct pkt *pkt_alloc(void);
 void pkt_free(struct pkt *p);
-/* A copy of p (data and len), or NULL. */
+/* A copy of p (data and len), or NULL; never of a run (it is split into its
+ * frames before anything copies it). */
 struct pkt *pkt_clone(const struct pkt *p);
 /* Frames currently allocated (for leak tests). */
 uint64_t pkt_outstanding(void);
@@ -103,9 +135,15 @@ void pkt_cache_trim(void);
 struct pkt_queue {
 	struct pkt *head, *tail;
 	uint32_t len;
+	uint32_t pkts;      /* packets (a run counts its npkts) */
 };
 
-static inline void pkt_queue_init(struct pkt_queue *q) { q->head = q->tail = 0; q->len = 0; }
+static inline void pkt_queue_init(struct pkt_queue *q)
+{
+	q->head = q->tail = 0;
+	q->len = 0;
+	q->pkts = 0;
+}
 
 static inline void pkt_queue_push(struct pkt_queue *q, struct pkt *p)
 {
@@ -116,6 +154,7 @@ static inline void pkt_queue_push(struct pkt_queue *q, struct pkt *p)
 		q->head = p;
 	q->tail = p;
 	q->len++;
+	q->pkts += pkt_npkts(p);
 }
 
 static inline struct pkt *pkt_queue_pop(struct pkt_queue *q)
@@ -127,6 +166,7 @@ static inline struct pkt *pkt_queue_pop(struct pkt_queue *q)
 		if (!q->head)
 			q->tail = 0;
 		q->len--;
+		q->pkts -= pkt_npkts(p);
 		p->next = 0;
 	}
 	return p;

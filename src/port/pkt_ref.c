@@ -11,6 +11,7 @@
  */
 #include "port/pkt.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -34,17 +35,10 @@ static void ref_unlink(struct pkt *p)
 	ref_stats.live--;
 }
 
-void pkt_ref_attach(struct pkt *p, uint32_t off, const struct iovec *iov, uint32_t n,
-		    uint32_t len)
+static void ref_link(struct pkt *p)
 {
 	struct pkt_ref *r = &p->ref;
 
-	if (p->flags & PKT_F_PAYLOAD_REF)
-		ref_unlink(p);
-	r->off = off;
-	r->len = len;
-	r->niov = MIN(n, (uint32_t)PKT_REF_IOV);
-	memcpy(r->iov, iov, r->niov * sizeof(*iov));
 	r->prev = NULL;
 	r->next = ref_head;
 	if (ref_head)
@@ -55,6 +49,62 @@ void pkt_ref_attach(struct pkt *p, uint32_t off, const struct iovec *iov, uint32
 	ref_stats.live++;
 }
 
+void pkt_ref_attach(struct pkt *p, uint32_t off, const struct iovec *iov, uint32_t n,
+		    uint32_t len)
+{
+	struct pkt_ref *r = &p->ref;
+
+	if (p->flags & PKT_F_PAYLOAD_REF)
+		ref_unlink(p);
+	r->off = off;
+	r->len = len;
+	r->niov = MIN(n, (uint32_t)PKT_REF_IOV);
+	memcpy(r->iov_in, iov, r->niov * sizeof(*iov));
+	r->iov = r->iov_in;
+	r->owned = NULL;
+	ref_link(p);
+}
+
+void pkt_ref_attach_run(struct pkt *p, struct iovec *iov, uint32_t n, uint32_t len)
+{
+	struct pkt_ref *r = &p->ref;
+
+	if (p->flags & PKT_F_PAYLOAD_REF)
+		ref_unlink(p);
+	r->off = 0;
+	r->len = len;
+	r->niov = n;
+	r->iov = iov;
+	r->owned = NULL;
+	ref_link(p);
+}
+
+/* A run's payload into a buffer of its own: the run stays a run (its
+ * receiver places from there), nothing points into the sender's memory. */
+static void ref_fill_run(struct pkt *p)
+{
+	struct pkt_ref *r = &p->ref;
+	uint8_t *b = r->len ? malloc(r->len) : NULL, *dst = b;
+	uint32_t left = r->len;
+
+	for (uint32_t i = 0; b && i < r->niov && left; i++) {
+		size_t n = MIN((size_t)left, r->iov[i].iov_len);
+
+		memcpy(dst, r->iov[i].iov_base, n);
+		dst += n;
+		left -= (uint32_t)n;
+	}
+	ref_unlink(p);
+	r->owned = b;
+	r->iov_in[0].iov_base = b;
+	r->iov_in[0].iov_len = b ? r->len : 0;
+	r->iov = r->iov_in;
+	r->niov = b ? 1 : 0;
+	if (!b)
+		LOG_ERR("pkt_ref: out of memory for a run's payload, run dropped");
+	ref_stats.filled++;
+}
+
 void pkt_ref_fill(struct pkt *p)
 {
 	struct pkt_ref *r = &p->ref;
@@ -63,6 +113,10 @@ void pkt_ref_fill(struct pkt *p)
 
 	if (!(p->flags & PKT_F_PAYLOAD_REF))
 		return;
+	if (p->flags & PKT_F_RUN) {
+		ref_fill_run(p);
+		return;
+	}
 	dst = p->data + r->off;
 	left = r->len;
 	/* The frame was built with room for len bytes at off; never write
@@ -86,6 +140,11 @@ void pkt_ref_drop(struct pkt *p)
 {
 	if (p->flags & PKT_F_PAYLOAD_REF)
 		ref_unlink(p);
+	if (p->flags & PKT_F_RUN) {
+		free(p->ref.owned);
+		p->ref.owned = NULL;
+		p->ref.niov = 0;
+	}
 }
 
 void pkt_ref_fill_all(void)

@@ -557,9 +557,42 @@ static inline void sw_xmit(struct port *out, struct pkt *pkt)
 	}
 	if (unlikely(out->sw->port_pcap[out->id]))
 		pcapw_write(out->sw->port_pcap[out->id], pkt->data, pkt->len);
-	out->stats.tx_frames++;
-	out->stats.tx_bytes += pkt->len;
+	out->stats.tx_frames += pkt_npkts(pkt);
+	out->stats.tx_bytes += pkt_wire_len(pkt);
 	out->ops->xmit(out, pkt);
+}
+
+/* A run (PKT_F_RUN: several packets in one frame, docs/design.md "Runs
+ * between local devices") where real frames must exist: its frames, in
+ * order, go where it would have gone (a failed split is a loss, counted). */
+enum sw_split_to {
+	SPLIT_INPUT,   /* into sw_input from port (capture, fault injection) */
+	SPLIT_FORWARD, /* into sw_forward (flooding) */
+	SPLIT_XMIT,    /* out of port (not a local device's, or captured) */
+};
+
+static void sw_forward(struct sw *s, struct pkt *pkt);
+
+static void sw_split(struct sw *s, enum sw_split_to to, struct port *port, struct pkt *pkt)
+{
+	struct pkt_queue q;
+	struct pkt *f;
+
+	pkt_queue_init(&q);
+	if (unlikely(roce_run_split(pkt, &q))) {
+		port->stats.tx_dropped++;
+		pkt_free(pkt);
+		return;
+	}
+	pkt_free(pkt);
+	while ((f = pkt_queue_pop(&q))) {
+		if (to == SPLIT_XMIT)
+			sw_xmit(port, f);
+		else if (to == SPLIT_FORWARD)
+			sw_forward(s, f);
+		else
+			sw_input(s, port, f);
+	}
 }
 
 /* Every port but the input port gets the frame; the last one gets the
@@ -617,6 +650,10 @@ static void sw_forward(struct sw *s, struct pkt *pkt)
 	}
 	e = sw_dst_find(s, in->id, mac_key(dst));
 	if (!e) {
+		if (unlikely(pkt->flags & PKT_F_RUN)) {
+			sw_split(s, SPLIT_FORWARD, in, pkt); /* each frame floods */
+			return;
+		}
 		sw_flood(s, pkt, in);
 		return;
 	}
@@ -631,6 +668,12 @@ static void sw_forward(struct sw *s, struct pkt *pkt)
 		pkt_free(pkt);
 		return;
 	}
+	if (unlikely(pkt->flags & PKT_F_RUN) &&
+	    (!out->icrc_skip_ok || out->sw->port_pcap[out->id])) {
+		s->stats->forwarded++;
+		sw_split(s, SPLIT_XMIT, out, pkt); /* real frames beyond a local device */
+		return;
+	}
 	s->stats->forwarded++;
 	sw_xmit(out, pkt);
 }
@@ -638,6 +681,41 @@ static void sw_forward(struct sw *s, struct pkt *pkt)
 static void sw_fault_emit(void *arg, struct pkt *pkt)
 {
 	sw_forward(arg, pkt);
+}
+
+/* A run meets the fault injector: the packets it leaves alone before the
+ * first it acts on go on as a (shorter) run, that one as a real frame
+ * through the injector, and the packets after it again as a run, with the
+ * same decisions as n frames would get (fault_pass_run). */
+static void sw_fault_run(struct sw *s, struct fault *f, struct port *p, struct pkt *pkt)
+{
+	while (pkt) {
+		uint32_t n = pkt->npkts, keep = fault_pass_run(f, p->id, n);
+		struct pkt *fr, *rest = NULL;
+		struct pkt_queue q;
+
+		if (keep >= n) {
+			sw_forward(s, pkt);
+			return;
+		}
+		pkt_queue_init(&q);
+		if (unlikely(roce_run_cut(pkt, keep, &q))) {
+			p->stats.rx_errors++;
+			pkt_free(pkt);
+			return;
+		}
+		if (keep)
+			sw_forward(s, pkt);
+		else
+			pkt_free(pkt);
+		while ((fr = pkt_queue_pop(&q))) {
+			if (fr->flags & PKT_F_RUN)
+				rest = fr; /* the last one */
+			else
+				fault_input(f, p->id, fr);
+		}
+		pkt = rest;
+	}
 }
 
 void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
@@ -660,6 +738,11 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 		pkt_free(pkt);
 		return;
 	}
+	if (unlikely(pkt->flags & PKT_F_RUN) && (s->pcap || s->port_pcap[p->id])) {
+		/* a capture sees real frames */
+		sw_split(s, SPLIT_INPUT, p, pkt);
+		return;
+	}
 	/* (The fault injector seals only the frames it corrupts.) */
 	if (unlikely(s->pcap || s->port_pcap[p->id]) && unlikely(sw_seal(pkt))) {
 		p->stats.rx_errors++;
@@ -677,11 +760,13 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 		pkt_free(pkt);
 		return;
 	}
-	p->stats.rx_frames++;
-	p->stats.rx_bytes += pkt->len;
+	p->stats.rx_frames += pkt_npkts(pkt);
+	p->stats.rx_bytes += pkt_wire_len(pkt);
 	pkt->in_port = p->id;
 	f = s->port_fault[p->id];
-	if (f) {
+	if (f && unlikely(pkt->flags & PKT_F_RUN)) {
+		sw_fault_run(s, f, p, pkt);
+	} else if (f) {
 		/* The injector sees (and may hold, copy, corrupt) whole frames. */
 		pkt_ref_fill(pkt);
 		fault_input(f, p->id, pkt);

@@ -65,7 +65,7 @@ static void hold_release(struct roce_tp *tp, struct roce_hold *h)
 
 static void hold_push(struct roce_tp *tp, struct pkt_queue *q, struct pkt *p)
 {
-	if (unlikely(q->len >= ROCE_TP_TXQ_MAX)) {
+	if (unlikely(q->pkts >= ROCE_TP_TXQ_MAX)) {
 		tp->stats.tx_queue_full++;
 		pkt_free(p);
 		return;
@@ -81,6 +81,7 @@ static void hold_unpop(struct pkt_queue *q, struct pkt *p)
 	if (!q->tail)
 		q->tail = p;
 	q->len++;
+	q->pkts += pkt_npkts(p);
 }
 
 /* Try to send p; refused: hold it for its receiver. */

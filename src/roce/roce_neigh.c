@@ -90,8 +90,8 @@ static uint64_t neigh_now(const struct roce_neigh *n)
 
 static void neigh_xmit(struct roce_tp *tp, struct pkt *p)
 {
-	tp->stats.tx_frames++;
-	tp->stats.tx_bytes += p->len;
+	tp->stats.tx_frames += pkt_npkts(p);
+	tp->stats.tx_bytes += pkt_wire_len(p);
 	roce_tp_output(tp, p);
 }
 

@@ -606,6 +606,9 @@ int roce_pkt_fill_icrc(struct pkt *p)
 	uint8_t *buf = p->data;
 	uint32_t l3, l4, at, icrc;
 
+	/* A run is split before it is seen (roce_run_split): never here. */
+	if (p->flags & PKT_F_RUN)
+		return -EINVAL;
 	/* A frame seen outside the process gets its payload first. */
 	pkt_ref_fill(p);
 	if (!(p->flags & PKT_F_LOCAL_ICRC_SKIPPED))

@@ -114,14 +114,14 @@ bool roce_tp_input(struct roce_tp *tp, struct pkt *p)
 	} else {
 		return false;
 	}
-	if (tp->rxq.len >= ROCE_TP_RXQ_MAX) {
-		tp->stats.rx_queue_full++;
+	if (tp->rxq.pkts >= ROCE_TP_RXQ_MAX) {
+		tp->stats.rx_queue_full += pkt_npkts(p);
 		pkt_free(p);
 		return true;
 	}
 	/* The device's receive queue is the switch's egress queue towards
 	 * it: above the threshold, ECN-capable frames get CE. */
-	if (tp->cc.mark_qlen && tp->rxq.len >= tp->cc.mark_qlen && pkt_set_ce(p))
+	if (tp->cc.mark_qlen && tp->rxq.pkts >= tp->cc.mark_qlen && pkt_set_ce(p))
 		tp->stats.rx_ce_marked++;
 	pkt_queue_push(&tp->rxq, p);
 	return true;
@@ -147,8 +147,8 @@ void roce_recv_one(struct roce_tp *tp, struct pkt *p)
 		tp->stats.rx_parse[-rc < ROCE_RX_E_NUM ? -rc : 0]++;
 		goto out;
 	}
-	tp->stats.rx_frames++;
-	tp->stats.rx_bytes += p->len;
+	tp->stats.rx_frames += pkt_npkts(p);
+	tp->stats.rx_bytes += pkt_wire_len(p);
 	if (!gid_is_ours(rd, pi.dgid)) {
 		tp->stats.rx_not_ours++;
 		goto out;
@@ -196,7 +196,9 @@ void roce_recv_one(struct roce_tp *tp, struct pkt *p)
 	}
 	if ((pi.tclass & ROCE_ECN_MASK) == ROCE_ECN_CE)
 		roce_cc_ce(tq, &pi, p);
-	if (pi.mask & ROCE_OPF_REQ)
+	if (p->flags & PKT_F_RUN)
+		roce_run_rx(tq, &pi, p);
+	else if (pi.mask & ROCE_OPF_REQ)
 		roce_resp_rx(tq, &pi, p);
 	else
 		roce_comp_rx(tq, &pi);
@@ -210,8 +212,8 @@ uint32_t roce_recv_run(struct roce_tp *tp, uint32_t max)
 	struct pkt *p;
 
 	while (n < max && (p = pkt_queue_pop(&tp->rxq))) {
+		n += pkt_npkts(p);
 		roce_recv_one(tp, p);
-		n++;
 	}
 	return n;
 }

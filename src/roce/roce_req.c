@@ -123,9 +123,61 @@ static int req_payload(struct roce_tq *tq, struct roce_swqe *w, uint32_t off, st
 	return roce_mem_from_swqe(tq, w, off, payload, plen);
 }
 
-/* Build and send packet k of w. Returns 0, -ENOBUFS (try later) or a WC
- * status (the WR fails). */
-static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, bool turn_end)
+/* Whether packet k of w (PSN psn, the last of the turn: turn_end) asks for
+ * an ACK: the last of a message or turn, every ROCE_TP_ACKREQ_EVERY, and
+ * near the end of the window (roce_recover_ackreq, as when sq_psn is psn). */
+static bool req_ackreq(const struct roce_tq *tq, const struct roce_swqe *w, uint32_t k,
+		       uint32_t psn, bool turn_end, uint32_t win)
+{
+	if (roce_wr_is_atomic(w->opcode))
+		return true;
+	if (tq->qp->type != VIRTIO_IB_QPT_RC || w->opcode == VIRTIO_IB_WR_RDMA_READ)
+		return false;
+	return k + 1 >= w->npkts || turn_end || k % ROCE_TP_ACKREQ_EVERY == ROCE_TP_ACKREQ_EVERY - 1 ||
+	       roce_psn_diff(roce_psn_add(psn, 1), tq->una) >= (int32_t)(win - win / 4);
+}
+
+/* The payload of packets k..k+n-1 (n > 1) of w as one reference: a run
+ * (roce_run.c). Returns 1 if p is a run now, 0 if not (the pieces do not fit
+ * one, or a key fails): then packet k goes alone. */
+static int req_run(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uint32_t n,
+		   uint32_t turn_left, struct pkt *p, const struct roce_hdr_fields *f,
+		   const struct roce_path *path)
+{
+	struct roce_run *r = roce_run_begin(p);
+	uint32_t off = k * tq->mtu, len = MIN(n * tq->mtu, w->length - off), niov = 0;
+	uint32_t win = roce_recover_window(tq);
+	int st;
+
+	if (!r)
+		return 0;
+	/* A key fault goes back to one packet at a time, to fail where the
+	 * framed path fails. */
+	st = roce_mem_ref_swqe(tq, w, off, len, r->iov, ROCE_RUN_IOV, &niov);
+	if (st || !niov)
+		return 0;
+	r->path = *path;
+	r->f = *f;
+	r->mtu = tq->mtu;
+	r->plen_last = len - (n - 1) * tq->mtu;
+	r->ackreq = 0;
+	for (uint32_t j = 0; j < n; j++) {
+		r->op[j] = req_opcode(tq->qp->type, w, k + j);
+		if (req_ackreq(tq, w, k + j, roce_psn_add(f->psn, j), j + 1 >= turn_left, win))
+			r->ackreq |= 1ull << j;
+	}
+	r->se_last = k + n >= w->npkts && (w->flags & VIRTIO_IB_SEND_SOLICITED) &&
+		     w->opcode != VIRTIO_IB_WR_RDMA_WRITE;
+	roce_run_seal(p, n, niov, len);
+	return 1;
+}
+
+/* Build and send packet k of w, or (n > 1) a run of packets k..k+n-1 when
+ * their payload can be one reference. turn_left: packets left in the turn
+ * (the last one asks for an ACK). Returns the packets sent (0 for -ENOBUFS:
+ * try later), or minus a WC status (the WR fails). */
+static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uint32_t n,
+			uint32_t turn_left)
 {
 	struct roce_tp *tp = tq->tp;
 	struct rres_qp *qp = tq->qp;
@@ -184,46 +236,76 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, boo
 	if (last && (w->flags & VIRTIO_IB_SEND_SOLICITED) && w->opcode != VIRTIO_IB_WR_RDMA_WRITE &&
 	    !roce_wr_is_rd_atomic(w->opcode))
 		f.se = true;
-	if (roce_wr_is_atomic(w->opcode))
-		f.ackreq = true;
-	else if (qp->type == VIRTIO_IB_QPT_RC && w->opcode != VIRTIO_IB_WR_RDMA_READ)
-		f.ackreq = last || turn_end || k % ROCE_TP_ACKREQ_EVERY == ROCE_TP_ACKREQ_EVERY - 1 ||
-			   roce_recover_ackreq(tq);
-	f.ip_id = tp->ip_id++;
+	f.ackreq = req_ackreq(tq, w, k, f.psn, turn_left <= 1, roce_recover_window(tq));
+	f.ip_id = tp->ip_id;
 
 	p = pkt_alloc();
 	if (!p) {
 		tp->stats.tx_nobuf++;
-		return -ENOBUFS;
+		return 0;
 	}
 	if (roce_pkt_build(p, path, &f, plen, &payload)) {
 		tp->stats.tx_build_err++;
 		pkt_free(p);
-		return VIRTIO_IB_WC_LOC_QP_OP_ERR;
+		return -VIRTIO_IB_WC_LOC_QP_OP_ERR;
 	}
-	st = roce_wr_is_atomic(w->opcode) ? 0 : req_payload(tq, w, off, p, payload, plen, path);
+	st = 0;
+	if (n > 1)
+		st = req_run(tq, w, k, n, turn_left, p, &f, path);
+	if (st == 1) {
+		tp->stats.tx_runs++;
+		tp->stats.tx_run_pkts += n;
+		tp->stats.tx_by_ref += n;
+		st = 0;
+	} else {
+		n = 1;
+		if (!st && !roce_wr_is_atomic(w->opcode))
+			st = req_payload(tq, w, off, p, payload, plen, path);
+	}
 	if (st) {
 		pkt_free(p);
-		return st;
+		return -st;
 	}
+	tp->ip_id = (uint16_t)(tp->ip_id + n);
 	/* ICRC only if the frame leaves the process (docs/design.md) */
 	roce_pkt_finalize(p, ROCE_TX_F_SKIP_ICRC);
 	if (qp->type == VIRTIO_IB_QPT_RC) {
 		uint32_t end = w->opcode == VIRTIO_IB_WR_RDMA_READ ?
-			       roce_psn_add(w->first_psn, w->npkts) : roce_psn_add(f.psn, 1);
+			       roce_psn_add(w->first_psn, w->npkts) : roce_psn_add(f.psn, n);
+		int32_t below = roce_psn_diff(tq->psn_hwm, f.psn);
 
-		if (roce_psn_diff(f.psn, tq->psn_hwm) < 0)
-			tp->stats.retransmits++;
+		if (below > 0)
+			tp->stats.retransmits += MIN((uint32_t)below, n);
 		else if (roce_wr_is_atomic(w->opcode))
 			tp->stats.atomics_sent++;
-		tq->sent_since_rewind++;
+		tq->sent_since_rewind += n;
 		if (roce_psn_diff(end, tq->psn_hwm) > 0)
 			tq->psn_hwm = end;
 	}
 	if (tq->cc)
 		roce_cc_sent(tq, p->len);
 	roce_tp_xmit(tp, p, path);
-	return 0;
+	return (int)n;
+}
+
+/* Packets from w->next that may go as one run now (1: send it alone): an RC
+ * SEND or WRITE whose payload may be referenced, within the turn, the
+ * window and the message, without a pacer. */
+static uint32_t req_run_len(const struct roce_tq *tq, const struct roce_swqe *w,
+			    uint32_t turn_left)
+{
+	uint32_t n, win;
+	int32_t used;
+
+	if (w->inl || tq->cc || (tq->path.flags & ROCE_PATH_F_UDP_CSUM) ||
+	    roce_wr_is_rd_atomic(w->opcode) || w->next + 1 >= w->npkts)
+		return 1;
+	n = MIN(w->npkts - w->next, MIN(turn_left, MIN(tq->tp->run_max, (uint32_t)ROCE_RUN_MAX)));
+	win = roce_recover_window(tq);
+	used = roce_psn_diff(tq->sq_psn, tq->una);
+	if (used < 0 || (uint32_t)used >= win)
+		return 1;
+	return MAX(1u, MIN(n, win - (uint32_t)used));
 }
 
 /* Whether the destination MAC of w's packets is known (see
@@ -305,6 +387,7 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 	while (sent + ops < budget) {
 		uint8_t st = qp->attr.qp_state;
 		struct roce_swqe *w;
+		uint32_t left;
 		int r;
 
 		if (tq->sq_cur == tq->sq_tail &&
@@ -386,19 +469,20 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 		/* The last packet of a turn asks for an ACK: the QP may not
 		 * send again for a while, and its packets must not wait for the
 		 * retransmit timer to be acknowledged. */
-		r = req_send_pkt(tq, w, w->next, sent + ops + 1 >= budget);
-		if (r == -ENOBUFS) {
+		left = budget - sent - ops;
+		r = req_send_pkt(tq, w, w->next, rc ? req_run_len(tq, w, left) : 1, left);
+		if (r == 0) {
 			*more = true;
 			break;
 		}
-		if (r) {
-			w->status = (uint8_t)r;
+		if (r < 0) {
+			w->status = (uint8_t)-r;
 			w->state = ROCE_WQE_DONE;
 			w->bad = true;
 			tq->stalled = true;
 			break;
 		}
-		sent++;
+		sent += (uint32_t)r;
 		if (roce_wr_is_rd_atomic(w->opcode)) {
 			tq->sq_psn = roce_psn_add(w->first_psn, w->npkts);
 			w->next = w->npkts;
@@ -406,8 +490,9 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			tq->rd_out++;
 			tq->sq_cur++;
 		} else {
-			tq->sq_psn = roce_psn_add(tq->sq_psn, 1);
-			if (++w->next == w->npkts) {
+			tq->sq_psn = roce_psn_add(tq->sq_psn, (uint32_t)r);
+			w->next += (uint32_t)r;
+			if (w->next == w->npkts) {
 				w->state = rc ? ROCE_WQE_SENT : ROCE_WQE_DONE;
 				tq->sq_cur++;
 			}
@@ -444,7 +529,7 @@ bool roce_req_resend_psn(struct roce_tq *tq, uint32_t psn, bool rd_atomic_ok)
 		}
 		if (w->state == ROCE_WQE_DONE && w->bad)
 			return false;
-		return req_send_pkt(tq, w, (uint32_t)k, true) == 0;
+		return req_send_pkt(tq, w, (uint32_t)k, 1, 1) > 0;
 	}
 	return false;
 }

@@ -571,6 +571,56 @@ static void resp_exec(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		resp_set_ack(tq, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, pi->psn);
 }
 
+/* n in-order packets of a run (roce_run.c) placed with one copy per
+ * contiguous piece: what resp_rc / resp_exec do for each, checked for them
+ * together where that is the same (lengths add up, one R_Key range holds
+ * every packet's). Any other case, or a failing check, returns 0 having
+ * changed nothing but bytes the per-packet path places again. */
+uint32_t roce_resp_rx_bulk(struct roce_tq *tq, const struct roce_pkt_info *pi, uint32_t n,
+			   bool last, int32_t ack_k)
+{
+	struct rres_qp *qp = tq->qp;
+	uint8_t st = qp->attr.qp_state;
+	uint32_t m = pi->mask, total = pi->payload_len, plast;
+	struct rres_mr *mr;
+
+	if (qp->type != VIRTIO_IB_QPT_RC || st < VIRTIO_IB_QPS_RTR || st == VIRTIO_IB_QPS_ERR ||
+	    !tq->comm_est || pi->psn != tq->epsn || !resp_seq_ok(tq->rsp_msg, m) || !n ||
+	    (uint64_t)total <= (uint64_t)(n - 1) * tq->mtu)
+		return 0;
+	plast = total - (n - 1) * tq->mtu;
+	if (plast > tq->mtu || (!last && plast != tq->mtu))
+		return 0;
+	if (m & ROCE_OPF_SEND) {
+		if (last || (uint64_t)tq->rsp_off + total > tq->rwqe->length ||
+		    roce_mem_payload_to_rwqe(tq, tq->rwqe, tq->rsp_off, pi))
+			return 0;
+	} else {
+		if ((last && (m & ROCE_OPF_IMMDT)) || (uint64_t)tq->rsp_off + total > tq->wr_len ||
+		    (last && tq->rsp_off + total != tq->wr_len))
+			return 0;
+		mr = roce_mem_rkey(tq, tq->wr_rkey, tq->wr_va + tq->rsp_off, total,
+				   VIRTIO_IB_ACCESS_REMOTE_WRITE);
+		if (!mr || roce_mem_payload_to_mr(tq->tp, mr, tq->wr_va + tq->rsp_off, pi))
+			return 0;
+	}
+	if (pi->payload_ref)
+		tq->tp->stats.rx_by_ref += n - 1; /* one counted per packet */
+	tq->nak_sent = false;
+	tq->rsp_off += total;
+	tq->epsn = roce_psn_add(pi->psn, n);
+	if (last) {
+		tq->msn = (tq->msn + 1) & 0xFFFFFF;
+		tq->rsp_msg = ROCE_RSP_NONE;
+	} else {
+		tq->rsp_msg = (m & ROCE_OPF_SEND) ? ROCE_RSP_SEND : ROCE_RSP_WRITE;
+	}
+	if (ack_k >= 0)
+		resp_set_ack(tq, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID,
+			     roce_psn_add(pi->psn, (uint32_t)ack_k));
+	return n;
+}
+
 /* ---- RC --------------------------------------------------------------------- */
 
 /*
@@ -917,32 +967,63 @@ static int resp_read_payload(struct roce_tq *tq, struct rres_mr *mr, uint64_t va
 	return roce_mem_from_mr(tq->tp, mr, va, payload, plen);
 }
 
-/* One READ response packet of resource r. Returns 0, -ENOBUFS or -EIO
- * (the QP failed). */
-static int resp_send_read(struct roce_tq *tq, struct roce_rsp_res *r)
+/* The opcode of READ response k of n. */
+static uint8_t resp_read_opcode(uint32_t k, uint32_t n)
+{
+	if (n == 1)
+		return ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY;
+	if (k == 0)
+		return ROCE_OP_RC_RDMA_READ_RESPONSE_FIRST;
+	if (k + 1 == n)
+		return ROCE_OP_RC_RDMA_READ_RESPONSE_LAST;
+	return ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+}
+
+/* Responses k..k+nrun-1 (nrun > 1) of resource r as one run (roce_run.c)
+ * whose packet 0 is p: 1 if it is one now, 0 if the pieces do not fit one
+ * (send response k alone). */
+static int resp_read_run(struct roce_tq *tq, struct roce_rsp_res *r, struct rres_mr *mr,
+			 uint32_t k, uint32_t nrun, struct pkt *p, const struct roce_hdr_fields *f)
+{
+	struct roce_run *run = roce_run_begin(p);
+	uint32_t off = k * tq->mtu, len = MIN(nrun * tq->mtu, r->seg_len - off), niov = 0;
+
+	if (!run || roce_mem_ref_mr(tq->tp, mr, r->seg_va + off, len, run->iov, ROCE_RUN_IOV,
+				    &niov) || !niov)
+		return 0;
+	run->path = tq->path;
+	run->f = *f;
+	run->mtu = tq->mtu;
+	run->plen_last = len - (nrun - 1) * tq->mtu;
+	run->ackreq = 0;
+	run->se_last = false;
+	for (uint32_t j = 0; j < nrun; j++)
+		run->op[j] = resp_read_opcode(k + j, r->seg_npkts);
+	roce_run_seal(p, nrun, niov, len);
+	return 1;
+}
+
+/* READ responses of resource r from seg_next: one packet, or a run of up
+ * to nrun. Returns the packets sent, -ENOBUFS or -EIO (the QP failed). */
+static int resp_send_read(struct roce_tq *tq, struct roce_rsp_res *r, uint32_t nrun)
 {
 	struct roce_tp *tp = tq->tp;
 	uint32_t k = r->seg_next, n = r->seg_npkts, off = k * tq->mtu, plen;
 	struct roce_hdr_fields f;
+	struct rres_mr *mr = NULL;
 	uint8_t *payload;
 	struct pkt *p;
 
 	plen = MIN(tq->mtu, r->seg_len - MIN(off, r->seg_len));
+	nrun = MIN(nrun, n - k);
 	memset(&f, 0, sizeof(f));
-	if (n == 1)
-		f.opcode = ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY;
-	else if (k == 0)
-		f.opcode = ROCE_OP_RC_RDMA_READ_RESPONSE_FIRST;
-	else if (k + 1 == n)
-		f.opcode = ROCE_OP_RC_RDMA_READ_RESPONSE_LAST;
-	else
-		f.opcode = ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
+	f.opcode = resp_read_opcode(k, n);
 	f.pkey = ROCE_PKEY_DEFAULT;
 	f.dqpn = tq->qp->attr.dest_qp_num;
 	f.psn = roce_psn_add(r->seg_psn, k);
 	f.aeth.syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
 	f.aeth.msn = tq->msn;
-	f.ip_id = tp->ip_id++;
+	f.ip_id = tp->ip_id;
 	p = pkt_alloc();
 	if (!p) {
 		tp->stats.tx_nobuf++;
@@ -957,10 +1038,21 @@ static int resp_send_read(struct roce_tq *tq, struct roce_rsp_res *r)
 		resp_error(tq, ROCE_AETH_NAK_REM_OP_ERR, f.psn, 0);
 		return -EIO;
 	}
-	if (plen) {
-		struct rres_mr *mr = roce_mem_rkey(tq, r->rkey, r->seg_va + off, plen,
-						   VIRTIO_IB_ACCESS_REMOTE_READ);
+	if (nrun > 1) {
+		/* the whole run's range, checked as each packet's would be */
+		uint32_t len = MIN(nrun * tq->mtu, r->seg_len - off);
 
+		mr = roce_mem_rkey(tq, r->rkey, r->seg_va + off, len, VIRTIO_IB_ACCESS_REMOTE_READ);
+		if (!mr || (tq->path.flags & ROCE_PATH_F_UDP_CSUM) ||
+		    !resp_read_run(tq, r, mr, k, nrun, p, &f))
+			nrun = 1;
+	}
+	if (nrun > 1) {
+		tp->stats.tx_runs++;
+		tp->stats.tx_run_pkts += nrun;
+		tp->stats.tx_by_ref += nrun;
+	} else if (plen) {
+		mr = roce_mem_rkey(tq, r->rkey, r->seg_va + off, plen, VIRTIO_IB_ACCESS_REMOTE_READ);
 		if (!mr || resp_read_payload(tq, mr, r->seg_va + off, p, payload, plen)) {
 			/* The MR went away while answering. */
 			pkt_free(p);
@@ -971,16 +1063,18 @@ static int resp_send_read(struct roce_tq *tq, struct roce_rsp_res *r)
 			return -EIO;
 		}
 	}
+	tp->ip_id = (uint16_t)(tp->ip_id + nrun);
 	roce_pkt_finalize(p, ROCE_TX_F_SKIP_ICRC);
-	tp->stats.read_resp_sent++;
-	if (roce_psn_diff(f.psn, tq->rsp_psn_hwm) >= 0)
-		tq->rsp_psn_hwm = roce_psn_add(f.psn, 1);
+	tp->stats.read_resp_sent += nrun;
+	if (roce_psn_diff(roce_psn_add(f.psn, nrun - 1), tq->rsp_psn_hwm) >= 0)
+		tq->rsp_psn_hwm = roce_psn_add(f.psn, nrun);
 	roce_tp_xmit(tp, p, &tq->path);
-	if (++r->seg_next == n) {
+	r->seg_next += nrun;
+	if (r->seg_next == n) {
 		r->active = false;
 		tq->res_active--;
 	}
-	return 0;
+	return (int)nrun;
 }
 
 uint32_t roce_resp_run(struct roce_tq *tq, uint32_t budget, bool *more)
@@ -1003,14 +1097,14 @@ uint32_t roce_resp_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			break;
 		}
 		rc = best->type == ROCE_RES_ATOMIC ? resp_send_atomic(tq, best) :
-						     resp_send_read(tq, best);
+			resp_send_read(tq, best, MIN(budget - sent, tq->tp->run_max));
 		if (rc == -ENOBUFS) {
 			*more = true;
 			break;
 		}
-		if (rc)
+		if (rc < 0)
 			return sent;
-		sent++;
+		sent += rc ? (uint32_t)rc : 1;
 	}
 	if (tq->res_active && sent >= budget)
 		*more = true;

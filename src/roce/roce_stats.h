@@ -38,7 +38,12 @@
 	X(rx_bad_resp)      /* malformed responses */                          \
 	X(rx_arp)           /* ARP frames handled */                           \
 	X(rx_nd)            /* ND frames handled */                            \
-	X(rx_by_ref)        /* payloads placed from the sender's memory */
+	X(rx_by_ref)        /* payloads placed from the sender's memory */     \
+	X(rx_runs)          /* request runs received (roce_run.c) */           \
+	X(rx_resp_runs)     /* READ response runs received */                 \
+	X(rx_run_pkts)      /* ... packets they stood for */                   \
+	X(rx_run_bulk)      /* ... pieces of them placed with one copy */      \
+	X(rx_run_lost)      /* packets of a run whose payload was gone */
 
 /* "roce tx" line: transmit and the reliable connection. */
 #define ROCE_TP_STATS_TX(X)                                                    \
@@ -50,6 +55,8 @@
 	X(tx_queue_full)    /* dropped: held queue full */                     \
 	X(tx_parked)        /* QP turns put off: receiver busy */              \
 	X(tx_by_ref)        /* payloads left in our memory (one copy) */       \
+	X(tx_runs)          /* frames standing for several packets */          \
+	X(tx_run_pkts)      /* ... packets they stood for */                   \
 	X(acks_sent)                                                           \
 	X(naks_sent)                                                           \
 	X(rnr_naks_sent)                                                       \

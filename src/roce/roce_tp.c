@@ -654,7 +654,7 @@ void roce_tp_path_from_av(const struct roce_tp *tp, const struct rres_qp *qp,
 
 bool roce_tp_rx_busy(struct roce_tp *tp)
 {
-	if (tp->rxq.len < ROCE_TP_RXQ_HIGH)
+	if (tp->rxq.pkts < ROCE_TP_RXQ_HIGH)
 		return false;
 	tp->rx_busy = true;
 	return true;
@@ -663,7 +663,7 @@ bool roce_tp_rx_busy(struct roce_tp *tp)
 /* After receiving: below the low mark again, wake who we refused. */
 static void rx_room_check(struct roce_tp *tp)
 {
-	if (tp->rx_busy && tp->rxq.len <= ROCE_TP_RXQ_LOW) {
+	if (tp->rx_busy && tp->rxq.pkts <= ROCE_TP_RXQ_LOW) {
 		tp->rx_busy = false;
 		if (tp->ops.rx_room)
 			tp->ops.rx_room(tp->ctx);
@@ -678,8 +678,8 @@ void roce_tp_xmit(struct roce_tp *tp, struct pkt *p, const struct roce_path *pat
 		roce_neigh_output(tp->neigh, p, path->sgid, path->dgid);
 		return;
 	}
-	tp->stats.tx_frames++;
-	tp->stats.tx_bytes += p->len;
+	tp->stats.tx_frames += pkt_npkts(p);
+	tp->stats.tx_bytes += pkt_wire_len(p);
 	roce_tp_output(tp, p);
 }
 
@@ -1236,6 +1236,7 @@ struct roce_tp *roce_tp_new(struct rres_dev *rd, struct loop *loop,
 	rd->hooks.ah_create = hook_ah_create;
 	rd->hooks.arg = tp;
 	tp->ttl = ROCE_TP_TTL_DEFAULT;
+	tp->run_max = ROCE_RUN_MAX;
 	roce_cc_params_default(&tp->cc);
 	/* Payloads sent by reference are copied out before a mapping goes. */
 	vhost_mem_set_unmap_hook(pkt_ref_fill_all);

@@ -26,6 +26,8 @@
  *                 DCQCN reaction point and its pacer
  *   roce_neigh.c  destination MAC resolution (ARP, IPv6 ND) and answering
  *                 ARP / NS for the device's own addresses
+ *   roce_run.c    runs: one frame for several packets of a message between
+ *                 local devices, split into real frames where one must exist
  *
  * Everything runs on the device's loop thread: no locks. Nothing is
  * allocated per packet (frames come from pkt_alloc's free list; WQE slots
@@ -498,6 +500,7 @@ struct roce_tp {
 	struct loop_timer poll_timer;
 	uint16_t ip_id;
 	uint8_t ttl;              /* IPv4 TTL / IPv6 hop limit of every frame */
+	uint32_t run_max;         /* packets per run (roce_run.c; 1: none) */
 	struct roce_cc_params cc;
 	bool in_event;            /* an entry point is running */
 	struct roce_neigh *neigh;
@@ -707,6 +710,12 @@ void roce_comp_reset(struct roce_tq *tq);
 void roce_resp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi, const struct pkt *p);
 /* Responder turn: READ responses and the pending ACK. Returns packets. */
 uint32_t roce_resp_run(struct roce_tq *tq, uint32_t budget, bool *more);
+/* n in-order MIDDLE packets of one SEND / WRITE (last: the final one is a
+ * WRITE LAST without immediate), pi their first with the payload of all:
+ * placed with one copy (roce_run.c). ack_k: the last of them with AckReq, or
+ * -1. Returns n, or 0 when they must go one by one. */
+uint32_t roce_resp_rx_bulk(struct roce_tq *tq, const struct roce_pkt_info *pi, uint32_t n,
+			   bool last, int32_t ack_k);
 /* Send the coalesced ACK if due (no READ responses before it). */
 void roce_resp_flush_ack(struct roce_tq *tq);
 int roce_resp_init(struct roce_tq *tq);
@@ -832,5 +841,43 @@ void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[1
 void roce_neigh_rx(struct roce_neigh *n, struct pkt *p);
 /* Whether frame p (len >= 14) is ARP / NS / NA the neighbour code wants. */
 bool roce_neigh_wants(const struct roce_tp *tp, const struct pkt *p);
+
+/* ---- roce_run.c: runs between local devices ---- */
+/* (docs/design.md "Runs between local devices") */
+#define ROCE_RUN_MAX 32  /* packets one run stands for (a QP's turn at most) */
+#define ROCE_RUN_IOV 64  /* pieces of its payload */
+
+/* What a run frame says about its packets besides packet 0's frame: in the
+ * last PKT_RUN_META bytes of its buffer (roce_run_of). */
+struct roce_run {
+	struct roce_path path;      /* as packet 0 was built (dmac: its frame's) */
+	struct roce_hdr_fields f;   /* packet 0's fields */
+	uint32_t mtu;               /* payload of every packet but the last */
+	uint32_t plen_last;         /* ... and of the last */
+	uint64_t ackreq;            /* bit k: packet k asks for an ACK */
+	bool se_last;               /* the last packet has SE */
+	uint8_t op[ROCE_RUN_MAX];   /* opcode of each packet */
+	struct iovec iov[ROCE_RUN_IOV]; /* the payload of all packets */
+};
+
+struct roce_run_stats {
+	uint64_t runs_split;        /* runs made into real frames */
+	uint64_t frames_split;      /* ... the frames */
+	uint64_t split_failed;      /* out of frames: the run was dropped */
+	uint64_t runs_cut;          /* runs shortened (roce_run_cut) */
+	uint64_t tails;             /* ... and runs made of what followed the cut */
+};
+
+struct roce_run *roce_run_of(struct pkt *p);
+/* The description of a run whose packet 0 is p (built), or NULL if its
+ * frame leaves no room for it. */
+struct roce_run *roce_run_begin(struct pkt *p);
+/* p stands for n packets now (description filled: op[0..n), f, path, mtu,
+ * plen_last, ackreq, se_last, iov[0..niov) holding payload bytes). */
+void roce_run_seal(struct pkt *p, uint32_t n, uint32_t niov, uint32_t payload);
+/* A received run for tq: the responder or completer once per packet. */
+void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt *p);
+/* This thread's split counters. */
+void roce_run_get_stats(struct roce_run_stats *st);
 
 #endif /* VRDMA_ROCE_ROCE_TP_H */

@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Runs between local devices (docs/design.md "Runs between local devices"):
+ * one frame standing for n consecutive packets of one RC message (a SEND or
+ * WRITE, or READ responses). The frame holds packet 0 as the framed path
+ * builds it (headers, by-reference payload); the last PKT_RUN_META bytes of
+ * its buffer describe the others (struct roce_run); the payload of all n is
+ * one reference (pkt_ref_attach_run).
+ *
+ * Wherever a real frame must exist, roce_run_split() builds the n frames
+ * byte for byte as the framed path would have. A device that receives a run
+ * runs its responder / completer once per packet (roce_run_rx), so every
+ * check, NAK, ACK and counter is what the n frames would have given.
+ */
+#include "roce/roce_tp.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "common/util.h"
+
+_Static_assert(sizeof(struct roce_run) <= PKT_RUN_META, "run description fits its area");
+_Static_assert((PKT_BUF_SIZE - PKT_RUN_META) % 8 == 0, "run description aligned");
+_Static_assert(offsetof(struct pkt, buf) % 8 == 0, "frame buffer aligned");
+_Static_assert(ROCE_RUN_MAX <= 64, "AckReq bits fit a uint64_t");
+
+static __thread struct roce_run_stats run_stats __attribute__((tls_model("initial-exec")));
+
+void roce_run_get_stats(struct roce_run_stats *st)
+{
+	*st = run_stats;
+}
+
+struct roce_run *roce_run_of(struct pkt *p)
+{
+	return (struct roce_run *)(void *)(p->buf + PKT_BUF_SIZE - PKT_RUN_META);
+}
+
+struct roce_run *roce_run_begin(struct pkt *p)
+{
+	/* packet 0's frame must end before the description */
+	if ((size_t)(p->data - p->buf) + p->len > PKT_BUF_SIZE - PKT_RUN_META)
+		return NULL;
+	return roce_run_of(p);
+}
+
+/* Payload bytes of packet k of run r (n packets). */
+static uint32_t run_plen(const struct roce_run *r, uint32_t k, uint32_t n)
+{
+	return k + 1 == n ? r->plen_last : r->mtu;
+}
+
+/* The header fields of packet k (packet 0's, with what changes along a
+ * message: opcode, PSN, AckReq, SE on the last, IP identification). */
+static void run_fields(const struct roce_run *r, uint32_t k, uint32_t n,
+		       struct roce_hdr_fields *f)
+{
+	*f = r->f;
+	f->opcode = r->op[k];
+	f->psn = roce_psn_add(r->f.psn, k);
+	f->ackreq = (r->ackreq >> k) & 1;
+	f->se = k + 1 == n && r->se_last;
+	f->ip_id = (uint16_t)(r->f.ip_id + k);
+}
+
+void roce_run_seal(struct pkt *p, uint32_t n, uint32_t niov, uint32_t payload)
+{
+	struct roce_run *r = roce_run_of(p);
+	uint32_t bytes = p->len, len = 0;
+
+	for (uint32_t k = 1; k < n; k++) {
+		/* (the MIDDLE packets are all alike) */
+		if (k == 1 || k + 1 == n || r->op[k] != r->op[k - 1])
+			len = roce_pkt_frame_len(&r->path, r->op[k], run_plen(r, k, n));
+		bytes += len;
+	}
+	p->npkts = (uint16_t)n;
+	p->run_len = bytes;
+	p->flags |= PKT_F_RUN;
+	pkt_ref_attach_run(p, r->iov, niov, payload);
+}
+
+/* Copy len bytes at offset off of the pieces iov[0..n) to dst. Returns
+ * false if they do not hold them. */
+static bool iov_copy_at(const struct iovec *iov, uint32_t n, uint64_t off, uint8_t *dst,
+			uint32_t len)
+{
+	for (uint32_t i = 0; i < n && len; i++) {
+		size_t k;
+
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		k = MIN((size_t)len, iov[i].iov_len - off);
+		memcpy(dst, (const uint8_t *)iov[i].iov_base + off, k);
+		dst += k;
+		len -= (uint32_t)k;
+		off = 0;
+	}
+	return len == 0;
+}
+
+static uint32_t iov_slice(const struct iovec *iov, uint32_t n, uint64_t off, uint32_t len,
+			  struct iovec *out, uint32_t max);
+
+/* Packets from..to-1 of run p as real frames appended to out. */
+static int run_split_range(struct pkt *p, uint32_t from, uint32_t to, struct pkt_queue *out)
+{
+	const struct roce_run *r = roce_run_of(p);
+	uint32_t n = p->npkts;
+	struct roce_path path;
+	uint64_t off = (uint64_t)from * r->mtu;
+
+	if (!(p->flags & PKT_F_RUN) || n > ROCE_RUN_MAX || from >= to || to > n)
+		return -EINVAL;
+	path = r->path;
+	memcpy(path.dmac, p->data, 6); /* as resolved when it was sent */
+	for (uint32_t k = from; k < to; k++) {
+		uint32_t plen = run_plen(r, k, n);
+		struct roce_hdr_fields f;
+		uint8_t *payload;
+		struct pkt *q = pkt_alloc();
+
+		if (!q)
+			goto fail;
+		run_fields(r, k, n, &f);
+		if (roce_pkt_build(q, &path, &f, plen, &payload) ||
+		    !iov_copy_at(p->ref.iov, p->ref.niov, off, payload, plen)) {
+			pkt_free(q);
+			goto fail;
+		}
+		if (k == 0) /* a receiver may have set CE: the header as it is now */
+			memcpy(q->data, p->data, (size_t)(payload - q->data));
+		roce_pkt_finalize(q, ROCE_TX_F_SKIP_ICRC);
+		q->in_port = p->in_port;
+		off += plen;
+		pkt_queue_push(out, q);
+	}
+	run_stats.runs_split++;
+	run_stats.frames_split += to - from;
+	return 0;
+fail:
+	run_stats.split_failed++;
+	pkt_queue_purge(out);
+	return -ENOMEM;
+}
+
+int roce_run_split(struct pkt *p, struct pkt_queue *out)
+{
+	return run_split_range(p, 0, p->npkts, out);
+}
+
+/* Packets from..n-1 (at least 2) of run p as a run of their own, or NULL
+ * (no frame, the pieces do not fit, or p's payload is a copy of its own,
+ * which goes with p). */
+static struct pkt *run_tail(struct pkt *p, uint32_t from)
+{
+	const struct roce_run *r = roce_run_of(p);
+	uint32_t n = p->npkts, m = n - from, total, niov;
+	struct roce_hdr_fields f;
+	struct roce_path path;
+	struct roce_run *t;
+	struct pkt *q;
+
+	if (p->ref.owned || !(p->flags & PKT_F_PAYLOAD_REF) || m < 2)
+		return NULL;
+	q = pkt_alloc();
+	if (!q)
+		return NULL;
+	path = r->path;
+	memcpy(path.dmac, p->data, 6);
+	run_fields(r, from, n, &f);
+	if (roce_pkt_build(q, &path, &f, r->mtu, NULL) || !(t = roce_run_begin(q)))
+		goto fail;
+	total = (m - 1) * r->mtu + r->plen_last;
+	niov = iov_slice(p->ref.iov, p->ref.niov, (uint64_t)from * r->mtu, total, t->iov,
+			 ROCE_RUN_IOV);
+	if (!niov)
+		goto fail;
+	t->path = path;
+	t->f = f;
+	t->mtu = r->mtu;
+	t->plen_last = r->plen_last;
+	t->se_last = r->se_last;
+	t->ackreq = r->ackreq >> from;
+	memcpy(t->op, r->op + from, m);
+	roce_run_seal(q, m, niov, total);
+	roce_pkt_finalize(q, ROCE_TX_F_SKIP_ICRC);
+	q->in_port = p->in_port;
+	return q;
+fail:
+	pkt_free(q);
+	return NULL;
+}
+
+int roce_run_cut(struct pkt *p, uint32_t at, struct pkt_queue *out)
+{
+	struct roce_run *r = roce_run_of(p);
+	uint32_t n = p->npkts, bytes = p->len;
+	struct pkt *tail = NULL;
+	int rc;
+
+	if (!(p->flags & PKT_F_RUN) || at >= n)
+		return -EINVAL;
+	if (n - at > 2)
+		tail = run_tail(p, at + 1);
+	rc = run_split_range(p, at, tail ? at + 1 : n, out);
+	if (rc) {
+		pkt_free(tail);
+		return rc;
+	}
+	if (tail) {
+		pkt_queue_push(out, tail);
+		run_stats.tails++;
+	}
+	if (!at)
+		return 0;
+	/* packets 0..at-1 stay: whole MTUs, none is the message's last */
+	r->plen_last = r->mtu;
+	r->se_last = false;
+	for (uint32_t k = 1; k < at; k++)
+		bytes += roce_pkt_frame_len(&r->path, r->op[k], r->mtu);
+	p->npkts = (uint16_t)at;
+	p->run_len = bytes;
+	p->ref.len = at * r->mtu;
+	run_stats.runs_cut++;
+	return 0;
+}
+
+/* The pieces of [off, off + len) of iov[0..n) into out (at most max).
+ * Returns their number, or 0 if they do not fit or are not all there. */
+static uint32_t iov_slice(const struct iovec *iov, uint32_t n, uint64_t off, uint32_t len,
+			  struct iovec *out, uint32_t max)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < n && len; i++) {
+		size_t c;
+
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		if (k == max)
+			return 0;
+		c = MIN((size_t)len, iov[i].iov_len - off);
+		out[k].iov_base = (uint8_t *)iov[i].iov_base + off;
+		out[k].iov_len = c;
+		k++;
+		len -= (uint32_t)c;
+		off = 0;
+	}
+	return len ? 0 : k;
+}
+
+/* Packets k..end-1 of run r that may be placed together: MIDDLE packets of
+ * a request (and a WRITE LAST without immediate after them). Returns end
+ * (k + 1 or less than 2 of them: none). */
+static uint32_t run_group_end(const struct roce_run *r, uint32_t k, uint32_t n, bool *last)
+{
+	uint32_t j = k;
+
+	*last = false;
+	while (j < n && (roce_opcode_mask(r->op[j]) & (ROCE_OPF_REQ | ROCE_OPF_MIDDLE)) ==
+			(ROCE_OPF_REQ | ROCE_OPF_MIDDLE))
+		j++;
+	if (j < n && r->op[j] == ROCE_OP_RC_RDMA_WRITE_LAST && j > k) {
+		*last = true;
+		j++;
+	}
+	return j - k >= 2 ? j : k + 1;
+}
+
+void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt *p)
+{
+	struct roce_tp *tp = tq->tp;
+	const struct roce_run *r = roce_run_of(p);
+	uint32_t n = p->npkts;
+	struct iovec slice[ROCE_RUN_IOV];
+	struct roce_immdt immdt;
+	struct roce_ieth ieth;
+	struct roce_aeth aeth;
+	struct pkt_ref ref;
+	uint64_t off = 0;
+
+	roce_immdt_set_raw(&immdt, r->f.imm);
+	put_be32(ieth.rkey, r->f.ieth_rkey);
+	roce_aeth_set_syndrome(&aeth, r->f.aeth.syndrome);
+	roce_aeth_set_msn(&aeth, r->f.aeth.msn);
+	memset(&ref, 0, sizeof(ref));
+	ref.iov = slice;
+	if (pi0->mask & ROCE_OPF_REQ)
+		tp->stats.rx_runs++;
+	else
+		tp->stats.rx_resp_runs++;
+	tp->stats.rx_run_pkts += n;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t plen = run_plen(r, k, n), end;
+		struct roce_pkt_info pi = *pi0;
+		bool last;
+
+		if (k) {
+			pi.opcode = r->op[k];
+			pi.mask = roce_opcode_mask(pi.opcode);
+			pi.psn = roce_psn_add(r->f.psn, k);
+			pi.ackreq = (r->ackreq >> k) & 1;
+			pi.reth = NULL;
+			pi.aeth = (pi.mask & ROCE_OPF_AETH) ? &aeth : NULL;
+		}
+		pi.se = k + 1 == n && r->se_last;
+		pi.immdt = (pi.mask & ROCE_OPF_IMMDT) ? &immdt : NULL;
+		pi.ieth = (pi.mask & ROCE_OPF_IETH) ? &ieth : NULL;
+		pi.payload = NULL;
+		pi.payload_len = plen;
+		ref.len = plen;
+		ref.niov = plen ? iov_slice(p->ref.iov, p->ref.niov, off, plen, slice,
+					    ROCE_RUN_IOV) : 0;
+		off += plen;
+		if (plen && !ref.niov) {
+			/* its payload is gone (a failed fill): lost */
+			tp->stats.rx_run_lost++;
+			continue;
+		}
+		pi.payload_ref = &ref;
+		end = (pi.mask & ROCE_OPF_REQ) ? run_group_end(r, k, n, &last) : k + 1;
+		if (end > k + 1) {
+			/* whole MTUs up to the group's last packet */
+			uint32_t total = (end - k - 1) * r->mtu + run_plen(r, end - 1, n);
+			int32_t ack_k = -1;
+			struct iovec gslice[ROCE_RUN_IOV];
+			struct pkt_ref gref = ref;
+
+			for (uint32_t j = k; j < end; j++)
+				if ((r->ackreq >> j) & 1)
+					ack_k = (int32_t)(j - k);
+			gref.iov = gslice;
+			gref.len = total;
+			gref.niov = iov_slice(p->ref.iov, p->ref.niov, off - plen, total, gslice,
+					      ROCE_RUN_IOV);
+			pi.payload_len = total;
+			pi.payload_ref = &gref;
+			if (gref.niov && roce_resp_rx_bulk(tq, &pi, end - k, last, ack_k)) {
+				tp->stats.rx_run_bulk++;
+				off += total - plen;
+				k = end - 1;
+				continue;
+			}
+			pi.payload_len = plen;
+			pi.payload_ref = &ref;
+		}
+		if (pi.mask & ROCE_OPF_REQ)
+			roce_resp_rx(tq, &pi, p);
+		else
+			roce_comp_rx(tq, &pi);
+	}
+}

@@ -1,0 +1,837 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Runs between local devices (docs/design.md "Runs between local devices"):
+ * an RC SEND/WRITE message between two devices of one switch goes as frames
+ * that each stand for up to a turn of its packets; READ responses too.
+ * Checked: data byte for byte and exact counters for every size from 1 byte
+ * to 1 MiB + 3; a run split for a capture is byte for byte the framed path's
+ * frames; the fault injector on runs; a rewind into the middle of a run; an
+ * RNR, a length error inside a run and an access error at its start answer
+ * at the right PSN with nothing placed beyond it; UC and inline are framed.
+ *
+ * The pairs here have no retransmit timer (timeout 0) where exact counts
+ * are checked: nothing is sent again unless a test loses a frame itself.
+ */
+#include "../harness.h"
+#include "roce/roce_icrc.h"
+#include "unit/roce_tp_fake.h"
+
+#define WAIT_MS 60000
+#define BUF_SIZE ((2u << 20) + 8192)
+#define MTU 1024u
+
+struct pair {
+	struct fk_env env;
+	struct fk_dev *a, *b;
+	uint32_t pda, pdb, cqa, cqb;
+	struct fk_qp qa, qb;
+	struct fk_mr ma, mb;
+};
+
+static void pair_init_t(struct pair *p, uint8_t type, uint8_t timeout)
+{
+	struct fk_dev_cfg dc = { .eth_mtu = 1500, .arena = 16u << 20, .max_send_sge = 8,
+				 .max_recv_sge = 8 };
+	struct fk_qp_cfg qc = { .type = type, .max_send_sge = 4, .max_recv_sge = 4,
+				.max_inline = 256, .sq_num = 64, .rq_num = 64,
+				.max_send_wr = 64, .max_recv_wr = 64 };
+	struct fk_path path;
+
+	memset(p, 0, sizeof(*p));
+	fk_path_default(&path);
+	path.timeout = timeout;
+	if (fk_env_init(&p->env, true))
+		abort();
+	p->a = fk_dev_new(&p->env, &dc);
+	p->b = fk_dev_new(&p->env, &dc);
+	if (!p->a || !p->b)
+		abort();
+	p->pda = fk_pd(p->a);
+	p->pdb = fk_pd(p->b);
+	p->cqa = fk_cq(p->a, 256, 128, true);
+	p->cqb = fk_cq(p->b, 256, 128, true);
+	qc.pdn = p->pda;
+	qc.scq = qc.rcq = p->cqa;
+	p->qa = fk_qp_new(p->a, &qc);
+	qc.pdn = p->pdb;
+	qc.scq = qc.rcq = p->cqb;
+	p->qb = fk_qp_new(p->b, &qc);
+	if (fk_connect(p->a, p->qa.qpn, p->b, p->qb.qpn, &path) ||
+	    fk_connect(p->b, p->qb.qpn, p->a, p->qa.qpn, &path))
+		abort();
+	p->ma = fk_mr_reg(p->a, p->pda, BUF_SIZE, FK_ACC_ALL);
+	p->mb = fk_mr_reg(p->b, p->pdb, BUF_SIZE, FK_ACC_ALL);
+}
+
+/* No retransmit timer: exact counts. */
+static void pair_init(struct pair *p, uint8_t type)
+{
+	pair_init_t(p, type, 0);
+}
+
+/* The first PSN of the first WR a sent. */
+static uint32_t first_psn(struct pair *p)
+{
+	struct roce_tq *tq = rres_qp_lookup(&p->a->rd, p->qa.qpn)->transport;
+
+	return roce_sq_wqe(tq, tq->sq_head)->first_psn;
+}
+
+static uint32_t npkts(uint32_t len)
+{
+	return len ? (len + MTU - 1) / MTU : 1;
+}
+
+/* Post one op from a to b: len bytes of src (seed) in nsge SGEs to dst,
+ * and for a SEND / WRITE_WITH_IMM a receive of rlen bytes at dst (no
+ * receive: rlen < 0). */
+static bool post_op(struct pair *p, uint8_t op, uint32_t len, unsigned nsge, bool inl,
+		    uint32_t seed, int64_t rlen)
+{
+	bool send = op == VIRTIO_IB_WR_SEND || op == VIRTIO_IB_WR_SEND_WITH_IMM;
+	uint8_t *src = p->ma.buf + 1 + seed % 61, *dst = p->mb.buf + 3;
+	static struct fk_sge ls[4], rs[1];
+	struct fk_wr wr = { .wr_id = 500 + seed, .opcode = op, .trunc = -1,
+			    .flags = VIRTIO_IB_SEND_SIGNALED, .imm = htobe32(seed) };
+	uint32_t off = 0;
+
+	fk_fill(src, len, seed);
+	memset(dst, 0x5a, (size_t)len + 64);
+	if (inl) {
+		wr.flags |= VIRTIO_IB_SEND_INLINE;
+		wr.inl = src;
+		wr.inline_len = (uint16_t)len;
+	} else {
+		for (unsigned i = 0; i < nsge; i++) {
+			uint32_t chunk = i + 1 == nsge ? len - off : (len - off) / (nsge - i) + 5;
+
+			chunk = MIN(chunk, len - off);
+			ls[i] = (struct fk_sge){ src + off, chunk, p->ma.lkey };
+			off += chunk;
+		}
+		wr.sge = ls;
+		wr.nsge = nsge;
+	}
+	if (!send) {
+		wr.remote_addr = (uintptr_t)dst;
+		wr.rkey = p->mb.rkey;
+	}
+	if (rlen >= 0) {
+		rs[0] = (struct fk_sge){ dst, (uint32_t)rlen, p->mb.lkey };
+		if (fk_post_recv(p->b, &p->qb, 900 + seed, rs, rlen ? 1 : 0))
+			return false;
+	}
+	return fk_post_send(p->a, &p->qa, &wr) == 0;
+}
+
+/* One op, both completions and the data checked. */
+static bool do_op(struct pair *p, uint8_t op, uint32_t len, unsigned nsge, bool inl,
+		  uint32_t seed)
+{
+	bool send = op == VIRTIO_IB_WR_SEND || op == VIRTIO_IB_WR_SEND_WITH_IMM;
+	bool imm = op == VIRTIO_IB_WR_SEND_WITH_IMM || op == VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM;
+	uint8_t *src = p->ma.buf + 1 + seed % 61, *dst = p->mb.buf + 3;
+	struct virtio_rdma_cq_req wc[2];
+	int fails = th_failed_checks;
+
+	if (!post_op(p, op, len, nsge, inl, seed, send ? (int64_t)len : imm ? 0 : -1))
+		return false;
+	CHECK_EQ(fk_wait_cq(&p->env, p->a, p->cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].wr_id, 500 + seed);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	if (send || imm) {
+		CHECK_EQ(fk_wait_cq(&p->env, p->b, p->cqb, wc, 1, WAIT_MS), 1);
+		CHECK_EQ(wc[0].wr_id, 900 + seed);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+		CHECK_EQ(wc[0].byte_len, len);
+		if (imm)
+			CHECK_EQ(wc[0].imm_data, htobe32(seed));
+	}
+	CHECK(memcmp(src, dst, len) == 0);
+	CHECK_EQ(dst[len], 0x5a);
+	fk_ring_reap(p->qa.sq);
+	fk_ring_reap(p->qb.rq);
+	return th_failed_checks == fails;
+}
+
+static const uint8_t ops[] = {
+	VIRTIO_IB_WR_SEND, VIRTIO_IB_WR_SEND_WITH_IMM, VIRTIO_IB_WR_RDMA_WRITE,
+	VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM,
+};
+static const uint32_t sizes[] = { 1, 63, 1023, 1024, 1025, 2048, 4097, 32768, 32769, 33793,
+				  65536 + 5, (1u << 20) + 3 };
+
+/* Every message of more than one packet goes as runs of at most a turn
+ * (ROCE_TP_QP_BUDGET packets) each, a single packet left at the end of a
+ * message alone; the responder gets them as runs; data byte for byte. */
+static void test_run_sizes(void)
+{
+	struct pkt_ref_stats r0, r1;
+	uint64_t base = pkt_outstanding();
+	struct pair p;
+	uint32_t seed = 0;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	pkt_ref_get_stats(&r0);
+	for (unsigned o = 0; o < ARRAY_SIZE(ops); o++)
+		for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++) {
+			struct roce_tp_stats a0 = p.a->tp->stats, b0 = p.b->tp->stats;
+			const struct roce_tp_stats *a = &p.a->tp->stats, *b = &p.b->tp->stats;
+			uint32_t n = npkts(sizes[i]), full = n / ROCE_TP_QP_BUDGET,
+				 rest = n % ROCE_TP_QP_BUDGET;
+			uint64_t runs = full + (rest > 1), run_pkts = n - (rest == 1);
+
+			if (n == 1)
+				runs = run_pkts = 0;
+			int f0 = th_failed_checks;
+
+			CHECK(do_op(&p, ops[o], sizes[i], 1 + i % 4, false, seed++));
+			CHECK_EQ(a->tx_frames - a0.tx_frames, n);
+			CHECK_EQ(a->tx_runs - a0.tx_runs, runs);
+			CHECK_EQ(a->tx_run_pkts - a0.tx_run_pkts, run_pkts);
+			CHECK_EQ(a->tx_by_ref - a0.tx_by_ref, n);
+			CHECK_EQ(b->rx_runs - b0.rx_runs, runs);
+			CHECK_EQ(b->rx_run_pkts - b0.rx_run_pkts, run_pkts);
+			CHECK_EQ(b->rx_frames - b0.rx_frames, n);
+			CHECK_EQ(b->rx_by_ref - b0.rx_by_ref, n);
+			CHECK_EQ(b->rx_seq_err - b0.rx_seq_err, 0);
+			CHECK_EQ(a->retransmits, 0);
+			/* the MIDDLE packets of a run placed with one copy */
+			if (n >= 4)
+				CHECK(b->rx_run_bulk > b0.rx_run_bulk);
+			else
+				CHECK_EQ(b->rx_run_bulk, b0.rx_run_bulk);
+			if (th_failed_checks != f0)
+				printf("#   (op %u, %u bytes)\n", ops[o], sizes[i]);
+		}
+	pkt_ref_get_stats(&r1);
+	CHECK_EQ(r1.filled - r0.filled, 0);
+	CHECK_EQ(r1.live, 0);
+	CHECK_EQ(p.a->tp->stats.rx_run_lost + p.b->tp->stats.rx_run_lost, 0);
+	fk_env_fini(&p.env);
+	CHECK_EQ(pkt_outstanding(), base);
+}
+
+/* READ responses to a local requester go as runs too; the completer places
+ * them. */
+static void test_read_runs(void)
+{
+	struct virtio_rdma_cq_req wc[1];
+	struct pair p;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++) {
+		struct roce_tp_stats a0 = p.a->tp->stats, b0 = p.b->tp->stats;
+		uint32_t len = sizes[i], off = 0, nsge = 1 + i % 4, n = npkts(len);
+		int f0 = th_failed_checks;
+		uint8_t *src = p.mb.buf + 5 + i, *dst = p.ma.buf + 1;
+		struct fk_sge ls[4];
+		struct fk_wr wr = { .wr_id = 70 + i, .opcode = VIRTIO_IB_WR_RDMA_READ,
+				    .trunc = -1, .flags = VIRTIO_IB_SEND_SIGNALED,
+				    .remote_addr = (uintptr_t)src, .rkey = p.mb.rkey };
+
+		fk_fill(src, len, 40 + i);
+		memset(dst, 0x5a, (size_t)len + 64);
+		for (unsigned k = 0; k < nsge; k++) {
+			uint32_t chunk = k + 1 == nsge ? len - off : (len - off) / (nsge - k) + 5;
+
+			chunk = MIN(chunk, len - off);
+			ls[k] = (struct fk_sge){ dst + off, chunk, p.ma.lkey };
+			off += chunk;
+		}
+		wr.sge = ls;
+		wr.nsge = nsge;
+		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+		CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+		CHECK(memcmp(src, dst, len) == 0);
+		CHECK_EQ(dst[len], 0x5a);
+		fk_ring_reap(p.qa.sq);
+		CHECK_EQ(p.b->tp->stats.read_resp_sent - b0.read_resp_sent, n);
+		CHECK_EQ(p.b->tp->stats.tx_by_ref - b0.tx_by_ref, n);
+		CHECK_EQ(p.a->tp->stats.rx_by_ref - a0.rx_by_ref, n);
+		CHECK_EQ(p.a->tp->stats.rx_run_pkts - a0.rx_run_pkts,
+			 p.b->tp->stats.tx_run_pkts - b0.tx_run_pkts);
+		CHECK_EQ(p.a->tp->stats.rx_resp_runs - a0.rx_resp_runs,
+			 p.b->tp->stats.tx_runs - b0.tx_runs);
+		if (n > 1)
+			CHECK(p.b->tp->stats.tx_runs > b0.tx_runs);
+		else
+			CHECK_EQ(p.b->tp->stats.tx_runs, b0.tx_runs);
+		if (th_failed_checks != f0)
+			printf("#   (READ of %u bytes)\n", len);
+	}
+	fk_env_fini(&p.env);
+}
+
+/* ---- captures ---------------------------------------------------------------- */
+
+#define CAP_MAX 2048
+
+struct capture {
+	uint32_t n;
+	uint32_t len[CAP_MAX];
+	uint8_t *frame[CAP_MAX];
+};
+
+/* The RC request frames (SEND / WRITE) of a capture, in order; -1 for a
+ * frame with a bad ICRC. */
+static int capture_read(const char *path, struct capture *c)
+{
+	static uint8_t frame[16384];
+	uint8_t gh[24], rh[16];
+	FILE *f = fopen(path, "rb");
+
+	c->n = 0;
+	if (!f || fread(gh, 1, 24, f) != 24) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	while (fread(rh, 1, 16, f) == 16) {
+		uint32_t incl;
+
+		memcpy(&incl, rh + 8, 4);
+		if (incl > sizeof(frame) || fread(frame, 1, incl, f) != incl)
+			break;
+		if (incl < 42 + 12 + 4 || frame[12] != 0x08 || frame[13] != 0 || frame[23] != 17 ||
+		    frame[36] != 0x12 || frame[37] != 0xb7 || frame[42] > ROCE_OP_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE)
+			continue;
+		if (roce_icrc_frame_verify(frame, incl) || c->n == CAP_MAX) {
+			fclose(f);
+			return -1;
+		}
+		c->frame[c->n] = malloc(incl);
+		if (!c->frame[c->n])
+			abort();
+		memcpy(c->frame[c->n], frame, incl);
+		c->len[c->n++] = incl;
+	}
+	fclose(f);
+	return 0;
+}
+
+static void capture_free(struct capture *c)
+{
+	for (uint32_t i = 0; i < c->n; i++)
+		free(c->frame[i]);
+	c->n = 0;
+}
+
+/* The same messages on a fresh pair with a capture; runs on or off. */
+static int capture_ops(struct capture *c, bool runs, uint64_t *va_base, uint64_t *split,
+		       uint64_t *tx_bytes)
+{
+	char path[] = "/tmp/vrdma_run_XXXXXX";
+	struct roce_run_stats s0, s1;
+	int fd = mkstemp(path), rc;
+	struct pair p;
+	uint32_t seed = 0;
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	if (!runs)
+		p.a->tp->run_max = 1;
+	*va_base = (uintptr_t)p.mb.buf;
+	roce_run_get_stats(&s0);
+	if (sw_set_pcap(p.env.sw, path))
+		abort();
+	for (unsigned o = 0; o < ARRAY_SIZE(ops); o++)
+		for (unsigned i = 0; i < 10; i++)
+			CHECK(do_op(&p, ops[o], sizes[i], 1 + i % 4, false, seed++));
+	sw_set_pcap(p.env.sw, NULL);
+	roce_run_get_stats(&s1);
+	*split = s1.frames_split - s0.frames_split;
+	*tx_bytes = p.a->tp->stats.tx_bytes;
+	CHECK_EQ(p.b->tp->stats.rx_bytes, *tx_bytes);
+	CHECK_EQ(p.a->tp->stats.retransmits, 0);
+	CHECK_EQ(p.b->tp->stats.rx_runs, 0); /* all split before the capture */
+	CHECK_EQ(*split, p.a->tp->stats.tx_run_pkts);
+	fk_env_fini(&p.env);
+	rc = capture_read(path, c);
+	unlink(path);
+	return rc;
+}
+
+/* A capture of runs holds the frames the framed path sends, byte for byte
+ * (the RETH's VA taken relative to the target buffer, which is elsewhere in
+ * each pair; every ICRC verified). */
+static void test_split_equals_framed(void)
+{
+	static struct capture framed, split;
+	uint64_t base_f, base_s, nsplit_f, nsplit_s, bytes_f, bytes_s;
+
+	REQUIRE(capture_ops(&framed, false, &base_f, &nsplit_f, &bytes_f) == 0);
+	REQUIRE(capture_ops(&split, true, &base_s, &nsplit_s, &bytes_s) == 0);
+	CHECK_EQ(bytes_f, bytes_s); /* a run counts the bytes of its frames */
+	CHECK_EQ(nsplit_f, 0);
+	CHECK(nsplit_s > 0);
+	CHECK_EQ(framed.n, split.n);
+	for (uint32_t i = 0; i < MIN(framed.n, split.n); i++) {
+		uint8_t *f = framed.frame[i], *s = split.frame[i];
+		uint32_t len = framed.len[i];
+		uint8_t op = f[42];
+
+		if (len != split.len[i]) {
+			printf("#   frame %u (opcode %u): %u bytes, split %u\n", i, op, len,
+			       split.len[i]);
+			break;
+		}
+		if (op == ROCE_OP_RC_RDMA_WRITE_FIRST || op == ROCE_OP_RC_RDMA_WRITE_ONLY ||
+		    op == ROCE_OP_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE) {
+			uint64_t vf = get_be64(f + 54), vs = get_be64(s + 54);
+
+			CHECK_EQ(vf - base_f, vs - base_s);
+			memset(f + 54, 0, 8);
+			memset(s + 54, 0, 8);
+			memset(f + len - 4, 0, 4); /* ICRC (over the VA), verified */
+			memset(s + len - 4, 0, 4);
+		}
+		if (memcmp(f, s, len)) {
+			CHECK(memcmp(f, s, len) == 0);
+			printf("#   frame %u (opcode %u) differs\n", i, op);
+			break;
+		}
+	}
+	capture_free(&framed);
+	capture_free(&split);
+}
+
+/* The fault injector on runs: the packets before the first it acts on go
+ * on as a shorter run, that one as a real frame through it, the rest as a
+ * run again; RC recovers every fault: data intact. */
+static void test_fault_on_runs(void)
+{
+	struct roce_run_stats s0, s1;
+	struct fault_cfg cfg;
+	struct pair p;
+
+	pair_init_t(&p, VIRTIO_IB_QPT_RC, 14);
+	REQUIRE(fault_cfg_parse(&cfg, "drop=2,dup=2,reorder=2,corrupt=1,seed=9") == 0);
+	REQUIRE(sw_set_fault(p.env.sw, &cfg, NULL) == 0);
+	roce_run_get_stats(&s0);
+	for (unsigned i = 0; i < 8; i++)
+		CHECK(do_op(&p, ops[i % 4], i == 7 ? (1u << 20) + 3 : 40000 + i * 977, 1 + i % 4,
+			    false, 20 + i));
+	roce_run_get_stats(&s1);
+	CHECK(p.a->tp->stats.tx_runs > 0);
+	CHECK(s1.frames_split - s0.frames_split > 0);
+	CHECK(s1.runs_cut - s0.runs_cut > 0);
+	CHECK(s1.tails - s0.tails > 0); /* after a faulted packet, a run again */
+	CHECK(p.b->tp->stats.rx_runs > 0);
+	CHECK(p.a->tp->stats.retransmits > 0);
+	fk_env_fini(&p.env);
+}
+
+/* Records what an injector emits: a frame's first data byte (its number)
+ * and a checksum of its bytes. */
+struct emitted {
+	uint32_t n;
+	uint32_t id[4096], sum[4096];
+};
+
+static void emitted_add(void *arg, struct pkt *p)
+{
+	struct emitted *e = arg;
+	uint32_t s = 0;
+
+	for (uint32_t i = 0; i < p->len; i++)
+		s = s * 31 + p->data[i];
+	if (e->n < 4096) {
+		e->id[e->n] = p->data[14] | (uint32_t)p->data[15] << 8;
+		e->sum[e->n++] = s;
+	}
+	pkt_free(p);
+}
+
+static struct pkt *numbered(uint32_t id)
+{
+	struct pkt *p = pkt_alloc();
+
+	if (!p)
+		abort();
+	p->len = 120;
+	memset(p->data, 0x11, p->len);
+	p->data[14] = (uint8_t)id;
+	p->data[15] = (uint8_t)(id >> 8);
+	return p;
+}
+
+/* fault_pass_run then fault_input for the rest decides exactly as
+ * fault_input for every frame: same drops, copies, holds, corruptions, same
+ * frames out in the same order, over many seeds. */
+static void test_fault_pass_run_same(void)
+{
+	static struct emitted ea, eb;
+	char spec[96];
+
+	for (unsigned seed = 1; seed <= 200; seed++) {
+		struct fault_cfg cfg;
+		struct fault *fa, *fb;
+		uint32_t id = 0;
+
+		snprintf(spec, sizeof(spec), "drop=3,dup=3,reorder=3,corrupt=3,seed=%u", seed);
+		REQUIRE(fault_cfg_parse(&cfg, spec) == 0);
+		memset(&ea, 0, sizeof(ea));
+		memset(&eb, 0, sizeof(eb));
+		fa = fault_new(NULL, &cfg, emitted_add, &ea);
+		fb = fault_new(NULL, &cfg, emitted_add, &eb);
+		REQUIRE(fa && fb);
+		for (unsigned r = 0; r < 40; r++) {
+			uint32_t n = 1 + (r * 7 + seed) % 32, keep;
+
+			for (uint32_t k = 0; k < n; k++)
+				fault_input(fa, 3, numbered(id + k));
+			keep = fault_pass_run(fb, 3, n);
+			for (uint32_t k = 0; k < keep; k++)
+				emitted_add(&eb, numbered(id + k)); /* the run went on */
+			for (uint32_t k = keep; k < n; k++)
+				fault_input(fb, 3, numbered(id + k));
+			id += n;
+		}
+		fault_flush(fa);
+		fault_flush(fb);
+		CHECK_EQ(ea.n, eb.n);
+		CHECK(memcmp(ea.id, eb.id, sizeof(ea.id)) == 0);
+		CHECK(memcmp(ea.sum, eb.sum, sizeof(ea.sum)) == 0);
+		CHECK_EQ(fault_get_stats(fa)->frames, fault_get_stats(fb)->frames);
+		CHECK_EQ(fault_get_stats(fa)->dropped, fault_get_stats(fb)->dropped);
+		CHECK_EQ(fault_get_stats(fa)->duplicated, fault_get_stats(fb)->duplicated);
+		CHECK_EQ(fault_get_stats(fa)->reordered, fault_get_stats(fb)->reordered);
+		CHECK_EQ(fault_get_stats(fa)->corrupted, fault_get_stats(fb)->corrupted);
+		if (seed == 1)
+			CHECK(fault_get_stats(fb)->run_passed > 0);
+		fault_free(fa);
+		fault_free(fb);
+	}
+}
+
+/* ---- frames held back by the test ------------------------------------------- */
+
+/* Both devices' MACs known to the switch (else a frame to an unknown one
+ * floods, which splits runs): a 1-byte WRITE each way. */
+static void prime(struct pair *p)
+{
+	struct virtio_rdma_cq_req wc[1];
+	struct fk_sge s1 = { p->ma.buf + (1u << 21), 1, p->ma.lkey };
+	struct fk_sge s2 = { p->mb.buf + (1u << 21), 1, p->mb.lkey };
+	struct fk_wr w1 = { .wr_id = 1, .opcode = VIRTIO_IB_WR_RDMA_WRITE, .trunc = -1,
+			    .flags = VIRTIO_IB_SEND_SIGNALED, .sge = &s1, .nsge = 1,
+			    .remote_addr = (uintptr_t)p->mb.buf + (1u << 21) + 8,
+			    .rkey = p->mb.rkey };
+	struct fk_wr w2 = w1;
+	struct fk_qp qb = p->qb;
+
+	w2.sge = &s2;
+	w2.remote_addr = (uintptr_t)p->ma.buf + (1u << 21) + 8;
+	w2.rkey = p->ma.rkey;
+	if (fk_post_send(p->a, &p->qa, &w1) || fk_post_send(p->b, &qb, &w2) ||
+	    fk_wait_cq(&p->env, p->a, p->cqa, wc, 1, WAIT_MS) != 1 ||
+	    fk_wait_cq(&p->env, p->b, p->cqb, wc, 1, WAIT_MS) != 1)
+		abort();
+	fk_ring_reap(p->qa.sq);
+	fk_ring_reap(p->qb.sq);
+	p->qb = qb;
+}
+
+/* Frames dev sends stay on its wire queue (not on the switch) ... */
+static void hold(struct fk_dev *d)
+{
+	d->attached = false;
+}
+
+/* ... until given to the switch again, the one at index drop (if any)
+ * left out. */
+static void release(struct pair *p, struct fk_dev *d, struct pkt_queue *q)
+{
+	struct pkt *f;
+
+	d->attached = true;
+	(void)p;
+	while ((f = pkt_queue_pop(q)))
+		sw_input(p->env.sw, &d->port, f);
+}
+
+static bool wire_has(void *arg)
+{
+	return ((struct fk_dev *)arg)->wire.len > 0;
+}
+
+/* A frame lost inside a run: the responder NAKs its PSN and the requester
+ * goes back into the middle of the run it sent, starting a run there. */
+static void test_rewind_mid_run(void)
+{
+	uint64_t ref0;
+	struct virtio_rdma_cq_req wc[1];
+	struct pkt_queue q, out;
+	struct pair p;
+	struct pkt *r, *f;
+	uint32_t i = 0;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	prime(&p);
+	ref0 = p.b->tp->stats.rx_by_ref;
+	hold(p.a);
+	REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 16 * MTU, 2, false, 3, -1));
+	REQUIRE(fk_run_until(&p.env, wire_has, p.a, WAIT_MS));
+	r = pkt_queue_pop(&p.a->wire);
+	REQUIRE(r);
+	CHECK(r->flags & PKT_F_RUN);
+	CHECK_EQ(r->npkts, 16);
+	pkt_queue_init(&q);
+	pkt_queue_init(&out);
+	REQUIRE(roce_run_split(r, &q) == 0);
+	pkt_free(r);
+	CHECK_EQ(q.len, 16);
+	while ((f = pkt_queue_pop(&q))) {
+		if (i++ == 5)
+			pkt_free(f); /* PSN first + 5 lost */
+		else
+			pkt_queue_push(&out, f);
+	}
+	release(&p, p.a, &out);
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK(memcmp(p.ma.buf + 1 + 3, p.mb.buf + 3, 16 * MTU) == 0);
+	CHECK_EQ(p.mb.buf[3 + 16 * MTU], 0x5a);
+	CHECK_EQ(p.a->tp->stats.rewinds, 1);
+	CHECK_EQ(p.a->tp->stats.naks_rcvd, 1);
+	/* sent again: packets 5..15 as one run (MIDDLE ... LAST) */
+	CHECK_EQ(p.a->tp->stats.tx_runs, 2);
+	CHECK_EQ(p.a->tp->stats.tx_run_pkts, 16 + 11);
+	CHECK_EQ(p.a->tp->stats.retransmits, 11);
+	CHECK_EQ(p.b->tp->stats.rx_runs, 1);
+	CHECK_EQ(p.b->tp->stats.rx_run_pkts, 11);
+	CHECK_EQ(p.b->tp->stats.rx_by_ref - ref0, 11); /* the split ones copied */
+	fk_env_fini(&p.env);
+}
+
+/* The next frame b sends, parsed (b's frames held, the others given on). */
+static bool next_from(struct pair *p, struct fk_dev *b, struct roce_pkt_info *pi,
+		      struct pkt **held)
+{
+	struct pkt *f;
+
+	if (!fk_run_until(&p->env, wire_has, b, WAIT_MS))
+		return false;
+	f = pkt_queue_pop(&b->wire);
+	if (roce_pkt_parse_pkt(f, 0, pi)) {
+		pkt_free(f);
+		return false;
+	}
+	*held = f;
+	return true;
+}
+
+/* A SEND run without a receive WQE: RNR NAK at its first PSN, nothing
+ * placed; once a receive is posted it goes through. */
+static void test_rnr_in_run(void)
+{
+	uint64_t ref0;
+	struct virtio_rdma_cq_req wc[1];
+	struct roce_pkt_info pi;
+	struct pkt_queue q;
+	struct pkt *nak;
+	struct pair p;
+	struct fk_sge rs[1];
+	uint8_t *dst;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	prime(&p);
+	ref0 = p.b->tp->stats.rx_by_ref;
+	dst = p.mb.buf + 3;
+	hold(p.b);
+	REQUIRE(post_op(&p, VIRTIO_IB_WR_SEND, 8 * MTU, 1, false, 4, -1));
+	REQUIRE(next_from(&p, p.b, &pi, &nak));
+	CHECK_EQ(pi.opcode, ROCE_OP_RC_ACKNOWLEDGE);
+	CHECK_EQ(roce_aeth_syndrome(pi.aeth) & ROCE_AETH_TYPE_MASK, ROCE_AETH_RNR_NAK);
+	CHECK_EQ(pi.psn, first_psn(&p));
+	CHECK_EQ(p.b->tp->stats.rx_run_pkts, 8);
+	CHECK_EQ(p.b->tp->stats.rx_by_ref - ref0, 0);
+	CHECK_EQ(dst[0], 0x5a);
+	CHECK_EQ(dst[8 * MTU - 1], 0x5a);
+	pkt_queue_init(&q);
+	pkt_queue_push(&q, nak);
+	rs[0] = (struct fk_sge){ dst, 8 * MTU, p.mb.lkey };
+	REQUIRE(fk_post_recv(p.b, &p.qb, 77, rs, 1) == 0);
+	release(&p, p.b, &q);
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK_EQ(fk_wait_cq(&p.env, p.b, p.cqb, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK_EQ(wc[0].byte_len, 8 * MTU);
+	CHECK(memcmp(p.ma.buf + 1 + 4, dst, 8 * MTU) == 0);
+	CHECK(p.b->tp->stats.rnr_naks_sent >= 1);
+	fk_env_fini(&p.env);
+}
+
+/* A SEND run into a receive WQE of 5000 bytes: packet 4 (bytes 4096..5119)
+ * does not fit: NAK Invalid Request at first + 4; packets 0..3 placed,
+ * nothing of packet 4 or later. */
+static void test_len_error_in_run(void)
+{
+	uint64_t ref0;
+	struct virtio_rdma_cq_req wc[1];
+	struct roce_pkt_info pi;
+	struct pkt_queue q;
+	struct pkt *nak;
+	struct pair p;
+	uint8_t *dst;
+	uint32_t first;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	prime(&p);
+	ref0 = p.b->tp->stats.rx_by_ref;
+	dst = p.mb.buf + 3;
+	hold(p.b);
+	REQUIRE(post_op(&p, VIRTIO_IB_WR_SEND, 8 * MTU, 1, false, 5, 5000));
+	REQUIRE(next_from(&p, p.b, &pi, &nak));
+	first = first_psn(&p);
+	CHECK_EQ(pi.opcode, ROCE_OP_RC_ACKNOWLEDGE);
+	CHECK_EQ(roce_aeth_syndrome(pi.aeth), ROCE_AETH_NAK_INVALID_REQ);
+	CHECK_EQ(pi.psn, roce_psn_add(first, 4));
+	CHECK_EQ(p.b->tp->stats.rx_len_err, 1);
+	CHECK_EQ(p.b->tp->stats.rx_by_ref - ref0, 4);
+	CHECK(memcmp(p.ma.buf + 1 + 5, dst, 4 * MTU) == 0);
+	for (uint32_t k = 4 * MTU; k < 8 * MTU + 64; k++)
+		if (dst[k] != 0x5a) {
+			CHECK_EQ(dst[k], 0x5a);
+			break;
+		}
+	CHECK_EQ(fk_wait_cq(&p.env, p.b, p.cqb, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_LOC_LEN_ERR);
+	pkt_queue_init(&q);
+	pkt_queue_push(&q, nak);
+	release(&p, p.b, &q);
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_REM_INV_REQ_ERR);
+	fk_env_fini(&p.env);
+}
+
+/* A WRITE run with a bad R_Key: NAK Remote Access Error at its first PSN,
+ * nothing placed. */
+static void test_access_error_run(void)
+{
+	uint64_t ref0;
+	struct virtio_rdma_cq_req wc[1];
+	struct roce_pkt_info pi;
+	struct pkt_queue q;
+	struct pkt *nak;
+	struct pair p;
+	struct fk_sge ls[1];
+	struct fk_wr wr = { .wr_id = 9, .opcode = VIRTIO_IB_WR_RDMA_WRITE, .trunc = -1,
+			    .flags = VIRTIO_IB_SEND_SIGNALED };
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	prime(&p);
+	ref0 = p.b->tp->stats.rx_by_ref;
+	memset(p.mb.buf, 0x5a, 16 * MTU);
+	fk_fill(p.ma.buf, 8 * MTU, 6);
+	ls[0] = (struct fk_sge){ p.ma.buf, 8 * MTU, p.ma.lkey };
+	wr.sge = ls;
+	wr.nsge = 1;
+	wr.remote_addr = (uintptr_t)p.mb.buf;
+	wr.rkey = p.mb.rkey ^ 0x100;
+	hold(p.b);
+	REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+	REQUIRE(next_from(&p, p.b, &pi, &nak));
+	CHECK_EQ(pi.opcode, ROCE_OP_RC_ACKNOWLEDGE);
+	CHECK_EQ(roce_aeth_syndrome(pi.aeth), ROCE_AETH_NAK_REM_ACCESS_ERR);
+	CHECK_EQ(pi.psn, first_psn(&p));
+	CHECK_EQ(p.a->tp->stats.tx_runs, 1);
+	CHECK_EQ(p.b->tp->stats.rx_by_ref - ref0, 0);
+	for (uint32_t k = 0; k < 16 * MTU; k++)
+		if (p.mb.buf[k] != 0x5a) {
+			CHECK_EQ(p.mb.buf[k], 0x5a);
+			break;
+		}
+	pkt_queue_init(&q);
+	pkt_queue_push(&q, nak);
+	release(&p, p.b, &q);
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_REM_ACCESS_ERR);
+	fk_env_fini(&p.env);
+}
+
+/* UC completes a WR when it is sent and inline data lives in the WQE: no
+ * runs, frames as before. */
+static void test_uc_and_inline_framed(void)
+{
+	struct pair p;
+
+	pair_init(&p, VIRTIO_IB_QPT_UC);
+	CHECK(do_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 5000, 2, false, 1));
+	CHECK(do_op(&p, VIRTIO_IB_WR_SEND, 3000, 1, false, 2));
+	CHECK_EQ(p.a->tp->stats.tx_runs, 0);
+	CHECK_EQ(p.b->tp->stats.rx_runs, 0);
+	CHECK_EQ(p.a->tp->stats.tx_frames, 5 + 3);
+	fk_env_fini(&p.env);
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	CHECK(do_op(&p, VIRTIO_IB_WR_SEND, 200, 1, true, 3));
+	CHECK(do_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 256, 1, true, 4));
+	CHECK_EQ(p.a->tp->stats.tx_runs, 0);
+	CHECK_EQ(p.a->tp->stats.tx_by_ref, 0);
+	fk_env_fini(&p.env);
+}
+
+/* A run whose memory goes away while it waits gets its payload in a buffer
+ * of its own and is still placed; a run is never cloned. */
+static void test_run_fill_and_clone(void)
+{
+	uint64_t ref0;
+	struct virtio_rdma_cq_req wc[1];
+	struct pkt_ref_stats r0, r1;
+	struct pkt *r;
+	struct pair p;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	prime(&p);
+	ref0 = p.b->tp->stats.rx_by_ref;
+	hold(p.a);
+	REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 10 * MTU + 7, 3, false, 8, -1));
+	REQUIRE(fk_run_until(&p.env, wire_has, p.a, WAIT_MS));
+	r = p.a->wire.head;
+	REQUIRE(r && (r->flags & PKT_F_RUN));
+	CHECK(pkt_clone(r) == NULL);
+	pkt_ref_get_stats(&r0);
+	pkt_ref_fill_all();
+	pkt_ref_get_stats(&r1);
+	CHECK_EQ(r1.filled - r0.filled, 1);
+	CHECK_EQ(r1.live, 0);
+	CHECK(r->ref.owned != NULL);
+	/* the source changes after the fill: the old bytes arrive */
+	memset(p.ma.buf + 1 + 8, 0xee, 10 * MTU + 7);
+	fk_fill(p.ma.buf + 200000, 10 * MTU + 7, 8);
+	{
+		struct pkt_queue q = p.a->wire;
+
+		pkt_queue_init(&p.a->wire);
+		release(&p, p.a, &q);
+	}
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK(memcmp(p.ma.buf + 200000, p.mb.buf + 3, 10 * MTU + 7) == 0);
+	CHECK_EQ(p.b->tp->stats.rx_runs, 1);
+	CHECK_EQ(p.b->tp->stats.rx_by_ref - ref0, 11);
+	fk_env_fini(&p.env);
+}
+
+int main(void)
+{
+	TEST_PROGRAM("test_roce_run");
+	RUN(test_run_sizes);
+	RUN(test_read_runs);
+	RUN(test_split_equals_framed);
+	RUN(test_fault_on_runs);
+	RUN(test_fault_pass_run_same);
+	RUN(test_rewind_mid_run);
+	RUN(test_rnr_in_run);
+	RUN(test_len_error_in_run);
+	RUN(test_access_error_run);
+	RUN(test_uc_and_inline_framed);
+	RUN(test_run_fill_and_clone);
+	return TEST_DONE();
+}
