@@ -490,6 +490,11 @@ uint32_t fault_pass_run(struct fault *f, uint16_t stream, uint32_t n)
 	return n;
 }
 
+void fault_pass_cancel(struct fault *f)
+{
+	f->pending = false;
+}
+
 void fault_input(struct fault *f, uint16_t stream, struct pkt *pkt)
 {
 	uint64_t r_drop, r_corrupt, r_where, r_dup, r_reorder, d[5];

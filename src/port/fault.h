@@ -129,6 +129,9 @@ void fault_input(struct fault *f, uint16_t stream, struct pkt *pkt);
  * every decision is the one the n frames would have got. Returns 0 without
  * drawing when it cannot tell (ECN marking on, a held frame). */
 uint32_t fault_pass_run(struct fault *f, uint16_t stream, uint32_t n);
+/* The run could not be cut after fault_pass_run (no memory): forget the
+ * draws kept for its next packet, which is lost with the rest. */
+void fault_pass_cancel(struct fault *f);
 
 /* Emit every held frame now, in the order they were held. */
 void fault_flush(struct fault *f);

@@ -120,6 +120,7 @@ struct sw_stats {
 	uint64_t forwarded, flooded, dropped_no_port, dropped_runt;
 	uint64_t fault_dropped, fault_duplicated, fault_reordered, fault_corrupted;
 	uint64_t fault_ce_marked;
+	uint64_t fault_run_passed; /* packets of runs the injector left alone unbuilt */
 	/* Additions: unicast to the input port of a port without hairpin;
 	 * source MACs not learned because the table was full. */
 	uint64_t dropped_hairpin, learn_full;

@@ -417,19 +417,27 @@ struct sw *sw_new(struct loop *loop)
 	return s;
 }
 
-static void sw_retire_fault(struct sw *s, struct fault *f)
+static void fault_stats_add(struct fault_stats *t, const struct fault *f)
 {
 	const struct fault_stats *fs;
 
 	if (!f)
 		return;
 	fs = fault_get_stats(f);
-	s->fault_retired.frames += fs->frames;
-	s->fault_retired.dropped += fs->dropped;
-	s->fault_retired.duplicated += fs->duplicated;
-	s->fault_retired.reordered += fs->reordered;
-	s->fault_retired.corrupted += fs->corrupted;
-	s->fault_retired.ce_marked += fs->ce_marked;
+	t->frames += fs->frames;
+	t->dropped += fs->dropped;
+	t->duplicated += fs->duplicated;
+	t->reordered += fs->reordered;
+	t->corrupted += fs->corrupted;
+	t->ce_marked += fs->ce_marked;
+	t->run_passed += fs->run_passed;
+}
+
+static void sw_retire_fault(struct sw *s, struct fault *f)
+{
+	if (!f)
+		return;
+	fault_stats_add(&s->fault_retired, f);
 	fault_free(f);
 }
 
@@ -580,7 +588,12 @@ static void sw_split(struct sw *s, enum sw_split_to to, struct port *port, struc
 
 	pkt_queue_init(&q);
 	if (unlikely(roce_run_split(pkt, &q))) {
-		port->stats.tx_dropped++;
+		/* No memory for the frames: every packet of the run is lost
+		 * (the sender recovers as from a loss); counted where it was. */
+		if (to == SPLIT_XMIT)
+			port->stats.tx_dropped += pkt_npkts(pkt);
+		else
+			port->stats.rx_errors += pkt_npkts(pkt);
 		pkt_free(pkt);
 		return;
 	}
@@ -625,7 +638,8 @@ static void sw_flood(struct sw *s, struct pkt *pkt, const struct port *in)
 	sw_xmit(last, pkt);
 }
 
-/* Forward one frame that passed capture and fault injection. */
+/* Forward one frame that passed capture and fault injection. Counters
+ * count packets: a run counts the frames it stands for. */
 static void sw_forward(struct sw *s, struct pkt *pkt)
 {
 	struct port *in = pkt->in_port < SW_MAX_PORTS ? s->ports[pkt->in_port] : NULL;
@@ -635,20 +649,18 @@ static void sw_forward(struct sw *s, struct pkt *pkt)
 
 	if (unlikely(!in)) {
 		/* Its port went away while the frame was inside. */
-		s->stats->dropped_no_port++;
+		s->stats->dropped_no_port += pkt_npkts(pkt);
 		pkt_free(pkt);
 		return;
 	}
 	if (unlikely(!mac_learn(s, pkt->data + ETH_ALEN, in))) {
-		s->stats->dropped_spoofed++;
+		s->stats->dropped_spoofed += pkt_npkts(pkt);
 		pkt_free(pkt);
 		return;
 	}
-	if (dst[0] & 1) {
-		sw_flood(s, pkt, in);
-		return;
-	}
-	e = sw_dst_find(s, in->id, mac_key(dst));
+	/* Broadcast, multicast and unknown unicast flood; a run is split
+	 * first (frames are cloned for every port, a run cannot be). */
+	e = (dst[0] & 1) ? NULL : sw_dst_find(s, in->id, mac_key(dst));
 	if (!e) {
 		if (unlikely(pkt->flags & PKT_F_RUN)) {
 			sw_split(s, SPLIT_FORWARD, in, pkt); /* each frame floods */
@@ -659,22 +671,21 @@ static void sw_forward(struct sw *s, struct pkt *pkt)
 	}
 	out = s->ports[e->port];
 	if (unlikely(!out)) {
-		s->stats->dropped_no_port++;
+		s->stats->dropped_no_port += pkt_npkts(pkt);
 		pkt_free(pkt);
 		return;
 	}
 	if (out == in && !in->hairpin) {
-		s->stats->dropped_hairpin++;
+		s->stats->dropped_hairpin += pkt_npkts(pkt);
 		pkt_free(pkt);
 		return;
 	}
+	s->stats->forwarded += pkt_npkts(pkt);
 	if (unlikely(pkt->flags & PKT_F_RUN) &&
 	    (!out->icrc_skip_ok || out->sw->port_pcap[out->id])) {
-		s->stats->forwarded++;
 		sw_split(s, SPLIT_XMIT, out, pkt); /* real frames beyond a local device */
 		return;
 	}
-	s->stats->forwarded++;
 	sw_xmit(out, pkt);
 }
 
@@ -700,7 +711,8 @@ static void sw_fault_run(struct sw *s, struct fault *f, struct port *p, struct p
 		}
 		pkt_queue_init(&q);
 		if (unlikely(roce_run_cut(pkt, keep, &q))) {
-			p->stats.rx_errors++;
+			fault_pass_cancel(f);
+			p->stats.rx_errors += n;
 			pkt_free(pkt);
 			return;
 		}
@@ -798,7 +810,7 @@ int sw_input_try(struct sw *s, struct port *p, struct pkt *pkt)
 		    (out != p || p->hairpin)) {
 			s->waiting[p->id] = true;
 			s->waited[out->id] = true;
-			s->stats->held_busy++;
+			s->stats->held_busy += pkt_npkts(pkt);
 			return -EAGAIN;
 		}
 	}
@@ -935,19 +947,6 @@ int sw_set_fault(struct sw *s, const struct fault_cfg *cfg, const char *port_nam
 	return 0;
 }
 
-static void fault_stats_add(struct fault_stats *t, const struct fault *f)
-{
-	const struct fault_stats *fs;
-
-	if (!f)
-		return;
-	fs = fault_get_stats(f);
-	t->dropped += fs->dropped;
-	t->duplicated += fs->duplicated;
-	t->reordered += fs->reordered;
-	t->corrupted += fs->corrupted;
-	t->ce_marked += fs->ce_marked;
-}
 
 const struct sw_stats *sw_get_stats(const struct sw *s)
 {
@@ -961,5 +960,6 @@ const struct sw_stats *sw_get_stats(const struct sw *s)
 	s->stats->fault_reordered = t.reordered;
 	s->stats->fault_corrupted = t.corrupted;
 	s->stats->fault_ce_marked = t.ce_marked;
+	s->stats->fault_run_passed = t.run_passed;
 	return s->stats;
 }

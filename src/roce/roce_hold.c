@@ -66,7 +66,7 @@ static void hold_release(struct roce_tp *tp, struct roce_hold *h)
 static void hold_push(struct roce_tp *tp, struct pkt_queue *q, struct pkt *p)
 {
 	if (unlikely(q->pkts >= ROCE_TP_TXQ_MAX)) {
-		tp->stats.tx_queue_full++;
+		tp->stats.tx_queue_full += pkt_npkts(p);
 		pkt_free(p);
 		return;
 	}
@@ -91,7 +91,7 @@ static void hold_try(struct roce_tp *tp, struct pkt *p)
 
 	if (tp->ops.xmit_try(tp->ctx, p) >= 0)
 		return;
-	tp->stats.tx_held++;
+	tp->stats.tx_held += pkt_npkts(p);
 	h = hold_new(tp, p->data);
 	hold_push(tp, h ? &h->q : &tp->txq, p);
 }
@@ -124,7 +124,7 @@ static bool hold_send(struct roce_tp *tp, struct pkt_queue *q)
 
 	while ((p = pkt_queue_pop(q))) {
 		if (tp->ops.xmit_try(tp->ctx, p) < 0) {
-			tp->stats.tx_held++;
+			tp->stats.tx_held += pkt_npkts(p);
 			hold_unpop(q, p);
 			return false;
 		}

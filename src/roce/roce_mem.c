@@ -255,10 +255,12 @@ int roce_mem_payload_to_rwqe(struct roce_tq *tq, const struct roce_rwqe *rw, uin
 		return 0;
 	if (!cur_payload(&c, pi))
 		return VIRTIO_IB_WC_LOC_LEN_ERR;
-	if (pi->payload_ref)
-		tq->tp->stats.rx_by_ref++;
-	return sges_copy(tq, rw->srq ? rw->srq->pd : tq->qp->pd, rw->sge, rw->num_sge, off, &c,
-			 pi->payload_len, VIRTIO_IB_ACCESS_LOCAL_WRITE, true);
+	int rc = sges_copy(tq, rw->srq ? rw->srq->pd : tq->qp->pd, rw->sge, rw->num_sge, off, &c,
+			   pi->payload_len, VIRTIO_IB_ACCESS_LOCAL_WRITE, true);
+
+	if (!rc && pi->payload_ref)
+		tq->tp->stats.rx_by_ref++; /* counted once placed (a failed bulk retries) */
+	return rc;
 }
 
 int roce_mem_payload_to_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va,
@@ -268,9 +270,11 @@ int roce_mem_payload_to_mr(struct roce_tp *tp, struct rres_mr *mr, uint64_t va,
 
 	if (!cur_payload(&c, pi))
 		return VIRTIO_IB_WC_LOC_LEN_ERR;
+	if (!mr_copy(tp->rd, mr, va, &c, pi->payload_len, true))
+		return VIRTIO_IB_WC_REM_ACCESS_ERR;
 	if (pi->payload_ref)
-		tp->stats.rx_by_ref++;
-	return mr_copy(tp->rd, mr, va, &c, pi->payload_len, true) ? 0 : VIRTIO_IB_WC_REM_ACCESS_ERR;
+		tp->stats.rx_by_ref++; /* counted once placed (a failed bulk retries) */
+	return 0;
 }
 
 int roce_mem_payload_to_sges(struct roce_tq *tq, const struct roce_sge *sge, uint32_t n,

@@ -17,6 +17,31 @@
 #define ETH_P_ARP 0x0806
 #define IPPROTO_ICMPV6_ 58
 
+static void queue_marked(struct roce_tp *tp, struct pkt *p)
+{
+	if (tp->cc.mark_qlen && tp->rxq.pkts >= tp->cc.mark_qlen && pkt_set_ce(p))
+		tp->stats.rx_ce_marked++;
+	pkt_queue_push(&tp->rxq, p);
+}
+
+/* The frames of run p, each queued and marked as it would have come. */
+static bool queue_split(struct roce_tp *tp, struct pkt *p)
+{
+	struct pkt_queue q;
+	struct pkt *f;
+
+	pkt_queue_init(&q);
+	if (unlikely(roce_run_split(p, &q))) {
+		tp->stats.rx_run_lost += pkt_npkts(p);
+		pkt_free(p);
+		return true;
+	}
+	pkt_free(p);
+	while ((f = pkt_queue_pop(&q)))
+		queue_marked(tp, f);
+	return true;
+}
+
 static bool gid_is_ours(const struct rres_dev *rd, const uint8_t *gid)
 {
 	for (unsigned i = 0; i < RRES_GID_TBL_LEN; i++)
@@ -69,7 +94,7 @@ static void queue_copy(struct roce_tp *tp, const struct pkt *p)
 {
 	struct pkt *c;
 
-	if (tp->rxq.len >= ROCE_TP_RXQ_MAX) {
+	if (tp->rxq.pkts >= ROCE_TP_RXQ_MAX) {
 		tp->stats.rx_queue_full++;
 		return;
 	}
@@ -120,10 +145,12 @@ bool roce_tp_input(struct roce_tp *tp, struct pkt *p)
 		return true;
 	}
 	/* The device's receive queue is the switch's egress queue towards
-	 * it: above the threshold, ECN-capable frames get CE. */
-	if (tp->cc.mark_qlen && tp->rxq.pkts >= tp->cc.mark_qlen && pkt_set_ce(p))
-		tp->stats.rx_ce_marked++;
-	pkt_queue_push(&tp->rxq, p);
+	 * it: above the threshold, ECN-capable frames get CE. Marks are per
+	 * packet, so a run reaching the threshold comes apart into frames. */
+	if (tp->cc.mark_qlen && (p->flags & PKT_F_RUN) &&
+	    tp->rxq.pkts + p->npkts > tp->cc.mark_qlen)
+		return queue_split(tp, p);
+	queue_marked(tp, p);
 	return true;
 }
 

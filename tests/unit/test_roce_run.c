@@ -755,6 +755,83 @@ static void test_access_error_run(void)
 	fk_env_fini(&p.env);
 }
 
+/* The switch counts packets (a run counts the frames it stands for), and a
+ * receive queue past its ECN threshold marks a run's packets as it would
+ * mark its frames: with a threshold of 1, all but the first of a 16-packet
+ * WRITE get CE. */
+static void test_run_counts_and_marks(void)
+{
+	const struct roce_tp_stats *a, *b;
+	uint64_t fw0, ta0, tb0, runs0, m0, ce0;
+	const struct sw_stats *ss;
+	struct pair p;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	prime(&p);
+	a = &p.a->tp->stats;
+	b = &p.b->tp->stats;
+	fw0 = sw_get_stats(p.env.sw)->forwarded;
+	ta0 = a->tx_frames;
+	tb0 = b->tx_frames;
+	runs0 = a->tx_runs;
+	CHECK(do_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 16 * MTU, 1, false, 7));
+	CHECK_EQ(a->tx_runs - runs0, 1);
+	ss = sw_get_stats(p.env.sw);
+	CHECK_EQ(ss->forwarded - fw0, (a->tx_frames - ta0) + (b->tx_frames - tb0));
+
+	p.b->tp->cc.mark_qlen = 1;
+	m0 = b->rx_ce_marked;
+	ce0 = b->rx_ce;
+	CHECK(do_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 16 * MTU, 1, false, 8));
+	CHECK_EQ(b->rx_ce_marked - m0, 15);
+	CHECK_EQ(b->rx_ce - ce0, 15);
+	fk_env_fini(&p.env);
+}
+
+/* A run to a broadcast MAC is split before it floods: every other port gets
+ * each of its frames (a run cannot be cloned for several ports), none is
+ * dropped. (The receivers' RoCE engines do not take RC frames to a
+ * broadcast MAC, so the WRITE itself stays outstanding.) */
+struct flood_wait {
+	struct fk_dev *c;
+	uint64_t until;
+};
+
+static bool flood_seen(void *arg)
+{
+	const struct flood_wait *w = arg;
+
+	return w->c->port.stats.tx_frames >= w->until;
+}
+
+static void test_run_flooded(void)
+{
+	struct fk_dev_cfg dc = { .eth_mtu = 1500, .arena = 1u << 20 };
+	uint64_t flooded0, b0, runs0;
+	struct flood_wait w;
+	struct roce_tq *tq;
+	struct pair p;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	w.c = fk_dev_new(&p.env, &dc);
+	REQUIRE(w.c != NULL);
+	prime(&p);
+	tq = rres_qp_lookup(&p.a->rd, p.qa.qpn)->transport;
+	memset(tq->path.dmac, 0xff, 6);
+	flooded0 = sw_get_stats(p.env.sw)->flooded;
+	b0 = p.b->port.stats.tx_frames;
+	w.until = w.c->port.stats.tx_frames + 16;
+	runs0 = p.a->tp->stats.tx_runs;
+	REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 16 * MTU, 1, false, 9, -1));
+	CHECK(fk_run_until(&p.env, flood_seen, &w, WAIT_MS));
+	CHECK_EQ(p.a->tp->stats.tx_runs - runs0, 1);
+	CHECK_EQ(sw_get_stats(p.env.sw)->flooded - flooded0, 16);
+	CHECK_EQ(p.b->port.stats.tx_frames - b0, 16);
+	CHECK_EQ(w.c->port.stats.tx_frames, w.until);
+	CHECK_EQ(p.b->port.stats.tx_dropped + w.c->port.stats.tx_dropped, 0);
+	fk_env_fini(&p.env);
+}
+
 /* UC completes a WR when it is sent and inline data lives in the WQE: no
  * runs, frames as before. */
 static void test_uc_and_inline_framed(void)
@@ -831,6 +908,8 @@ int main(void)
 	RUN(test_rnr_in_run);
 	RUN(test_len_error_in_run);
 	RUN(test_access_error_run);
+	RUN(test_run_counts_and_marks);
+	RUN(test_run_flooded);
 	RUN(test_uc_and_inline_framed);
 	RUN(test_run_fill_and_clone);
 	return TEST_DONE();

@@ -23,6 +23,7 @@
 #include "backend/netdev.h"
 #include "backend/virtio_rdma_dev.h"
 #include "port/fault.h"
+#include "roce/roce_tp.h"
 #include "port/port.h"
 #include "daemon.h"
 #include "privilege.h"
@@ -258,6 +259,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 static void dump_stats(struct daemon *d)
 {
 	const struct sw_stats *s = sw_get_stats(d->sw);
+	struct roce_run_stats rs;
+	struct pkt_ref_stats ps;
 
 	for (unsigned i = 0; i < d->ndevs; i++)
 		netdev_port_dump_stats(d->devs[i], stderr);
@@ -266,10 +269,20 @@ static void dump_stats(struct daemon *d)
 	fprintf(stderr, "switch forwarded %llu flooded %llu dropped_no_port %llu dropped_runt %llu\n",
 		(unsigned long long)s->forwarded, (unsigned long long)s->flooded,
 		(unsigned long long)s->dropped_no_port, (unsigned long long)s->dropped_runt);
-	fprintf(stderr, "faults dropped %llu duplicated %llu reordered %llu corrupted %llu ce_marked %llu\n",
+	fprintf(stderr, "faults dropped %llu duplicated %llu reordered %llu corrupted %llu ce_marked %llu"
+		" run_passed %llu\n",
 		(unsigned long long)s->fault_dropped, (unsigned long long)s->fault_duplicated,
 		(unsigned long long)s->fault_reordered, (unsigned long long)s->fault_corrupted,
-		(unsigned long long)s->fault_ce_marked);
+		(unsigned long long)s->fault_ce_marked, (unsigned long long)s->fault_run_passed);
+	roce_run_get_stats(&rs);
+	pkt_ref_get_stats(&ps);
+	fprintf(stderr, "runs split %llu frames_split %llu split_failed %llu cut %llu tails %llu\n",
+		(unsigned long long)rs.runs_split, (unsigned long long)rs.frames_split,
+		(unsigned long long)rs.split_failed, (unsigned long long)rs.runs_cut,
+		(unsigned long long)rs.tails);
+	fprintf(stderr, "payload_refs attached %llu filled %llu flushes %llu live %llu\n",
+		(unsigned long long)ps.attached, (unsigned long long)ps.filled,
+		(unsigned long long)ps.flushes, (unsigned long long)ps.live);
 	for (unsigned i = 0; i < d->nuplinks; i++) {
 		const struct port *p = d->uplinks[i];
 
