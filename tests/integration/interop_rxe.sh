@@ -51,10 +51,7 @@ for t in "$RXE_QEMU" ibv_rc_pingpong ib_write_bw rdma busybox apt-get dpkg-deb; 
 done
 "$PY" -c 'from scapy.contrib.roce import BTH' 2>/dev/null ||
 	{ not_ok setup "$PY cannot import scapy.contrib.roce (python3-scapy)"; t_done; }
-PRELOAD=""
-if objdump -T "$VRDMA_BUILD/lib/libibverbs.so.1" 2>/dev/null | grep -q __asan_init; then
-	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-fi
+asan_preload "$VRDMA_BUILD/lib/libibverbs.so.1"
 
 if rxe_prepare; then
 	ok guest_image

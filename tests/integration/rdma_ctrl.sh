@@ -88,10 +88,7 @@ if start_daemon main ""; then
 
 	# --- Debian's tools through vrdma-run ----------------------------------
 	if need ibv_tools "$RUN" "$LIB" ibv_devices ibv_devinfo; then
-		PRELOAD=
-		if objdump -T "$LIB" | grep -q __asan_init; then
-			PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-		fi
+		asan_preload "$LIB"
 		vrun() {
 			env LD_PRELOAD="$PRELOAD" \
 				ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1" \

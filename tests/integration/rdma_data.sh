@@ -48,10 +48,7 @@ rdmatest events --socket "$T_TMP/a.sock" --socket "$T_TMP/b.sock" --events data
 
 if need pingpong "$RUN" "$LIB" ibv_rc_pingpong ibv_uc_pingpong \
 	ibv_ud_pingpong ss; then
-	PRELOAD=
-	if objdump -T "$LIB" | grep -q __asan_init; then
-		PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-	fi
+	asan_preload "$LIB"
 	port=18600
 	# pingpong NAME PROG ARGS...: server on device a, client on device b.
 	pingpong() {

@@ -70,10 +70,7 @@ pingpong() {
 
 RUN="$VRDMA_BUILD/bin/vrdma-run"
 LIB="$VRDMA_BUILD/lib/libibverbs.so.1"
-PRELOAD=
-if [ -f "$LIB" ] && objdump -T "$LIB" | grep -q __asan_init; then
-	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-fi
+asan_preload "$LIB"
 
 if daemon ext ""; then
 	rdmatest ext --socket "$T_TMP/ext-a.sock" --socket "$T_TMP/ext-b.sock" ext

@@ -46,11 +46,12 @@ for b in "$DAEMON" "$RUN" "$LIB" "$FAKELIB/libibverbs.so.1" "$SHARE" "$ALLOC"; d
 	fi
 done
 
+asan_preload "$LIB"
 asan=0
 VR=("$RUN")
-if objdump -T "$LIB" 2>/dev/null | grep -q __asan_init; then
+if [ -n "$PRELOAD" ]; then
 	asan=1
-	VR=(env "LD_PRELOAD=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" "$RUN")
+	VR=(env "LD_PRELOAD=$PRELOAD" "$RUN")
 fi
 zc=1
 [ $asan = 1 ] && zc=0

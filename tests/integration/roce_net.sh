@@ -49,10 +49,7 @@ if ! "$PY" -c 'from scapy.contrib.roce import BTH' 2>/dev/null; then
 	not_ok setup "$PY cannot import scapy.contrib.roce (python3-scapy)"
 	t_done
 fi
-PRELOAD=""
-if objdump -T "$VRDMA_BUILD/lib/libibverbs.so.1" 2>/dev/null | grep -q __asan_init; then
-	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-fi
+asan_preload "$VRDMA_BUILD/lib/libibverbs.so.1"
 
 if ns_add "$NS_A" && ns_add "$NS_B" && ns_add "$NS_C" &&
    ns_veth "$NS_A" "$IF_A" "$NS_B" "$IF_B" 1500; then

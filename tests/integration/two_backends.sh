@@ -71,10 +71,7 @@ done
 
 # Sanitizer builds of libvrdma / libibverbs need their runtime loaded first
 # in programs that are not (python, the verbs programs).
-PRELOAD=""
-if [ -f "$LIBVRDMA" ] && objdump -T "$LIBVRDMA" 2>/dev/null | grep -q __asan_init; then
-	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-fi
+asan_preload "$LIBVRDMA"
 
 # ---- the broadcast receiver: a libvrdma client (python ctypes) that speaks
 # vrdma-netcat's protocol but expects frames addressed to ff:ff:ff:ff:ff:ff.

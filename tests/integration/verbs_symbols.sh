@@ -23,11 +23,9 @@ need setup "$LIB" "$FAKELIB/libibverbs.so.1" "$LIBDIR/libvrdma-devfiles.so" \
 	"$FAKELIB/libvrdma-devfiles.so" objdump || t_done
 
 # An ASan-built library needs the sanitizer runtimes first in a plain binary.
-PRELOAD=
-if objdump -T "$LIB" | grep -q __asan_init; then
-	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+asan_preload "$LIB"
+[ -z "$PRELOAD" ] ||
 	export ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1"
-fi
 
 # fake_run CMD...: CMD against the test build of our library (the fake device).
 fake_run() {

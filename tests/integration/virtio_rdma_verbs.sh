@@ -43,10 +43,7 @@ for p in ibv_rc_pingpong ibv_srq_pingpong ib_write_bw ib_atomic_bw ss; do
 	fi
 done
 
-PRELOAD=""
-if objdump -T "$LIB" 2>/dev/null | grep -q __asan_init; then
-	PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-fi
+asan_preload "$LIB"
 ASAN_ENV="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1"
 
 port=$((20000 + $$ % 10000))

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "common/test_guest_mem.h"
 #include "common/util.h"
 #include "backend/netdev.h"
 #include "backend/rres_dev.h"
@@ -34,21 +35,6 @@ static uint8_t obuf[512];
 static size_t olen;
 
 static const uint8_t MAC[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
-
-static uint8_t *add_region(uint64_t gpa, uint64_t pages)
-{
-	int fd = memfd_create("test_roce", 0), fd2;
-	uint8_t *p;
-
-	if (fd < 0 || ftruncate(fd, (off_t)(pages * PG)) < 0)
-		return NULL;
-	fd2 = dup(fd);
-	if (vhost_mem_add(&mem, gpa, pages * PG, gpa, 0, fd) < 0)
-		return NULL;
-	p = mmap(NULL, pages * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd2, 0);
-	close(fd2);
-	return p == MAP_FAILED ? NULL : p;
-}
 
 static struct rres_dev_cfg base_cfg(void)
 {
@@ -73,8 +59,8 @@ static struct rres_dev_cfg base_cfg(void)
 static bool setup_cfg(const struct rres_dev_cfg *c)
 {
 	vhost_mem_init(&mem);
-	map_a = add_region(GPA_A, PAGES_A);
-	map_b = add_region(GPA_B, PAGES_B);
+	map_a = tc_guest_region(&mem, GPA_A, PAGES_A * PG);
+	map_b = tc_guest_region(&mem, GPA_B, PAGES_B * PG);
 	if (!map_a || !map_b)
 		return false;
 	return rres_dev_init(&rd, c) == 0;

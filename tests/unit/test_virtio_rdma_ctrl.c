@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "common/test_guest_mem.h"
 #include "common/util.h"
 #include "backend/virtio_rdma_dev.h"
 #include "vhost/vhost_mem.h"
@@ -32,17 +33,10 @@ static const uint8_t MAC[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
 static bool setup(void)
 {
 	struct rres_dev_cfg c;
-	int fd = memfd_create("test_virtio_rdma", 0), fd2;
 
 	vhost_mem_init(&mem);
-	if (fd < 0 || ftruncate(fd, (off_t)(PAGES_A * PG)) < 0)
-		return false;
-	fd2 = dup(fd);
-	if (vhost_mem_add(&mem, GPA_A, PAGES_A * PG, GPA_A, 0, fd) < 0)
-		return false;
-	map_a = mmap(NULL, PAGES_A * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd2, 0);
-	close(fd2);
-	if (map_a == MAP_FAILED)
+	map_a = tc_guest_region(&mem, GPA_A, PAGES_A * PG);
+	if (!map_a)
 		return false;
 	memset(&c, 0, sizeof(c));
 	memcpy(c.mac, MAC, 6);
@@ -69,7 +63,9 @@ static void teardown(void)
 {
 	rres_dev_fini(&rd);
 	vhost_mem_clear(&mem);
-	munmap(map_a, PAGES_A * PG);
+	if (map_a)
+		munmap(map_a, PAGES_A * PG);
+	map_a = NULL;
 }
 
 static int failures_with_state_change;
