@@ -49,11 +49,6 @@ const char *rres_err_name(enum rres_err e)
 #define IN8(s, f)   (((const uint8_t *)in)[offsetof(struct s, f)])
 #define OUT32(s, f, v) put_le32((uint8_t *)out + offsetof(struct s, f), (v))
 
-#define IN32(s, f)  get_le32((const uint8_t *)in + offsetof(struct s, f))
-#define IN16(s, f)  get_le16((const uint8_t *)in + offsetof(struct s, f))
-#define IN64(s, f)  get_le64((const uint8_t *)in + offsetof(struct s, f))
-#define OUT32(s, f, v) put_le32((uint8_t *)out + offsetof(struct s, f), (v))
-
 static RRES_CMD_FN(cmd_query_device)
 {
 	struct virtio_rdma_ack_query_device_ext a;

@@ -68,7 +68,7 @@ static void comp_progress(struct roce_tq *tq)
 
 		if (!tq->probes && tq->progress_ns && now > tq->progress_ns)
 			roce_recover_sample(tq, now - tq->progress_ns);
-		tq->progress_ns = now;
+		tq->progress_ns = tq->advance_ns = now;
 		tq->progress_pass = l ? loop_pass(l) : 0;
 	}
 	tq->probes = 0;
@@ -80,17 +80,31 @@ static void comp_progress(struct roce_tq *tq)
 	roce_tp_schedule(tq);
 }
 
+bool roce_comp_timer_restart(struct roce_tq *tq, uint64_t now)
+{
+	uint64_t bound = roce_ack_timeout_ns(tq->qp->attr.timeout) * ROCE_TP_ALIVE_TIMEOUTS *
+			 ((uint64_t)tq->qp->attr.retry_cnt + 1);
+
+	if (tq->advance_ns && now - tq->advance_ns > bound) {
+		tq->tp->stats.alive_expired++;
+		return false;
+	}
+	tq->progress_ns = now;
+	return true;
+}
+
 /* A READ response that is no progress (a duplicate, or beyond a gap): the
  * responder is busy, not gone. Probes and the timer wait for its silence;
- * retries are not reset (docs/design.md "Loss recovery", queueing responders). */
+ * retries are not reset (docs/design.md "Loss recovery", queueing responders),
+ * and only within roce_comp_timer_restart's bound. */
 static void comp_rsp_alive(struct roce_tq *tq)
 {
 	struct loop *l = tq->tp->loop;
 
 	if (!l || loop_pass(l) == tq->progress_pass)
 		return;
-	tq->progress_ns = loop_now_ns();
-	tq->progress_pass = loop_pass(l);
+	if (roce_comp_timer_restart(tq, loop_now_ns()))
+		tq->progress_pass = loop_pass(l);
 }
 
 static void wqe_done(struct roce_tq *tq, struct roce_swqe *w, uint8_t status)
@@ -492,7 +506,7 @@ void roce_comp_arm_timer(struct roce_tq *tq)
 		return;
 	tq->timer_waits = false;
 	if (!tq->progress_ns)
-		tq->progress_ns = loop_now_ns();
+		tq->progress_ns = tq->advance_ns = loop_now_ns();
 	loop_timer_arm(tp->loop, &tq->rexmit_timer, roce_recover_deadline(tq, to));
 }
 
@@ -592,7 +606,7 @@ void roce_comp_reset(struct roce_tq *tq)
 	tq->stalled = false;
 	tq->rewind_pending = false;
 	tq->rewind_marked = false;
-	tq->progress_ns = 0;
+	tq->progress_ns = tq->advance_ns = 0;
 	tq->timer_waits = false;
 	roce_recover_reset(tq);
 }

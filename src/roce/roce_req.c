@@ -461,8 +461,18 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 		/* Nothing was unacknowledged: the retransmit timeout counts
 		 * from now, not from the last ACK (a QP may wait long for its
 		 * turn in the middle of a message). */
-		if (rc && tq->una == tq->sq_psn)
-			tq->progress_ns = tq->tp->loop ? loop_now_ns() : 0;
+		if (rc && tq->una == tq->sq_psn) {
+			uint64_t now = tq->tp->loop ? loop_now_ns() : 0;
+
+			/* Nothing ever sent beyond (not a resend after a
+			 * rewind): a fresh start. */
+			if (tq->psn_hwm == tq->sq_psn)
+				tq->advance_ns = now;
+			if (!now)
+				tq->progress_ns = 0;
+			else
+				roce_comp_timer_restart(tq, now);
+		}
 		if (roce_wr_is_rd_atomic(w->opcode) &&
 		    tq->rd_out >= MAX(1u, (uint32_t)qp->attr.max_rd_atomic))
 			break;

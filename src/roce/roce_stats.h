@@ -35,6 +35,8 @@
 	X(rx_no_rwqe)       /* UD/UC: no receive WQE, dropped */               \
 	X(rx_uc_dropped)    /* UC: packets of a broken message */              \
 	X(rx_stale_resp)    /* responses for nothing outstanding */            \
+	X(alive_expired)    /* READ responses without progress no longer     \
+			     * holding the timer back (ROCE_TP_ALIVE_TIMEOUTS) */ \
 	X(rx_bad_resp)      /* malformed responses */                          \
 	X(rx_arp)           /* ARP frames handled */                           \
 	X(rx_nd)            /* ND frames handled */                            \

@@ -99,6 +99,9 @@ struct roce_tp_ops {
 #define ROCE_TP_PROBE_NS       2000000ull /* RC: first loss probe, at most */
 #define ROCE_TP_PROBE_MIN_NS   250000ull  /* ... and at least (4 x smoothed RTT) */
 #define ROCE_TP_PROBES         3      /* RC: probes (2, 4, 8 ms) before the timer */
+#define ROCE_TP_ALIVE_TIMEOUTS 8      /* RC: READ responses without progress hold
+					* the timer back for at most this many x
+					* (retry_cnt + 1) timeouts */
 #define ROCE_TP_RENAK_EVERY    64     /* RC: repeat a sequence NAK every N
 				       * out-of-sequence packets */
 #define ROCE_TP_MAX_MSG_PKTS   (1u << 22) /* packets per message (PSN space) */
@@ -416,6 +419,8 @@ struct roce_tq {
 	uint32_t rd_gap_ooo;      /* ... and responses beyond the gap since */
 	uint32_t rd_gap_asks;     /* ... asked again without progress */
 	uint64_t progress_ns;     /* last forward progress (timer) */
+	uint64_t advance_ns;      /* last real progress: bounds how long READ
+				   * responses without it hold the timer back */
 	uint64_t progress_pass;   /* loop pass of progress_ns */
 	uint64_t timer_pass;      /* loop pass a due probe/timeout waits out */
 	bool timer_waits;         /* ... for frames received, not looked at */
@@ -694,6 +699,12 @@ void roce_comp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi);
 /* Complete every WQE at the head that is DONE (in order). */
 void roce_comp_drain(struct roce_tq *tq);
 /* Start/refresh the retransmit timer after sending. */
+/* The transport timer counts from now (the peer answers, or the QP starts
+ * sending again), unless ROCE_TP_ALIVE_TIMEOUTS x (retry_cnt + 1) timeouts
+ * have passed since the last real progress (advance_ns): then it keeps
+ * running, so a peer that only repeats, skips or re-NAKs ends the head in
+ * RETRY_EXC_ERR like a silent one. Returns whether it restarted. */
+bool roce_comp_timer_restart(struct roce_tq *tq, uint64_t now);
 void roce_comp_arm_timer(struct roce_tq *tq);
 /* Timer callbacks. */
 void roce_comp_rexmit_timer(struct loop_timer *t, void *arg);
