@@ -228,10 +228,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		roce_tp_poll(d->tp);
 	if (q.sq->r.vq.broken)
 		abort();
-	/* every frame it sent is a valid RoCE frame */
+	/* every frame it sent is a valid RoCE frame (a run: each of its frames,
+	 * as the switch splits it before a frame leaves the process) */
 	while ((p = pkt_queue_pop(&d->wire))) {
 		struct roce_pkt_info pi;
+		struct pkt_queue split;
 
+		if (p->flags & PKT_F_RUN) {
+			pkt_queue_init(&split);
+			if (roce_run_split(p, &split) != 0)
+				abort();
+			pkt_free(p);
+			while ((p = pkt_queue_pop(&split)))
+				pkt_queue_push(&d->wire, p);
+			continue;
+		}
 		/* the ICRC the switch writes when the frame leaves the process */
 		if (roce_pkt_fill_icrc(p) != 0 ||
 		    roce_pkt_parse(p->data, p->len, ROCE_RX_F_ICRC, &pi) != 0)
