@@ -804,6 +804,21 @@ struct fk_sge {
 	uint32_t len, lkey;
 };
 
+/* Cut [buf, + len) into n SGEs of uneven sizes (the last takes the rest). */
+static inline void fk_sges_split(struct fk_sge *sge, unsigned n, const uint8_t *buf,
+				 uint32_t len, uint32_t lkey)
+{
+	uint32_t off = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t chunk = i + 1 == n ? len - off : (len - off) / (n - i) + 5;
+
+		chunk = chunk < len - off ? chunk : len - off;
+		sge[i] = (struct fk_sge){ buf + off, chunk, lkey };
+		off += chunk;
+	}
+}
+
 struct fk_wr {
 	uint64_t wr_id;
 	uint8_t opcode, flags;

@@ -83,7 +83,6 @@ static bool do_op(struct pair *p, uint8_t op, uint32_t len, unsigned nsge, bool 
 	struct fk_sge ls[4], rs[1];
 	struct fk_wr wr = { .wr_id = 500 + seed, .opcode = op, .trunc = -1,
 			    .flags = VIRTIO_IB_SEND_SIGNALED, .imm = htobe32(seed) };
-	uint32_t off = 0;
 	int fails = th_failed_checks;
 
 	fk_fill(src, len, seed);
@@ -93,13 +92,7 @@ static bool do_op(struct pair *p, uint8_t op, uint32_t len, unsigned nsge, bool 
 		wr.inl = src;
 		wr.inline_len = (uint16_t)len;
 	} else {
-		for (unsigned i = 0; i < nsge; i++) {
-			uint32_t chunk = i + 1 == nsge ? len - off : (len - off) / (nsge - i) + 5;
-
-			chunk = MIN(chunk, len - off);
-			ls[i] = (struct fk_sge){ src + off, chunk, p->ma.lkey };
-			off += chunk;
-		}
+		fk_sges_split(ls, nsge, src, len, p->ma.lkey);
 		wr.sge = ls;
 		wr.nsge = nsge;
 	}
@@ -177,7 +170,7 @@ static void test_read_by_reference(void)
 
 	pair_init(&p, VIRTIO_IB_QPT_RC);
 	for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++) {
-		uint32_t len = sizes[i], off = 0, nsge = 1 + i % 4;
+		uint32_t len = sizes[i], nsge = 1 + i % 4;
 		uint8_t *src = p.mb.buf + 5 + i, *dst = p.ma.buf + 1;
 		struct fk_sge ls[4];
 		struct fk_wr wr = { .wr_id = 70 + i, .opcode = VIRTIO_IB_WR_RDMA_READ,
@@ -186,13 +179,7 @@ static void test_read_by_reference(void)
 
 		fk_fill(src, len, 40 + i);
 		memset(dst, 0x5a, (size_t)len + 64);
-		for (unsigned k = 0; k < nsge; k++) {
-			uint32_t chunk = k + 1 == nsge ? len - off : (len - off) / (nsge - k) + 5;
-
-			chunk = MIN(chunk, len - off);
-			ls[k] = (struct fk_sge){ dst + off, chunk, p.ma.lkey };
-			off += chunk;
-		}
+		fk_sges_split(ls, nsge, dst, len, p.ma.lkey);
 		wr.sge = ls;
 		wr.nsge = nsge;
 		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);

@@ -93,7 +93,6 @@ static bool post_op(struct pair *p, uint8_t op, uint32_t len, unsigned nsge, boo
 	static struct fk_sge ls[4], rs[1];
 	struct fk_wr wr = { .wr_id = 500 + seed, .opcode = op, .trunc = -1,
 			    .flags = VIRTIO_IB_SEND_SIGNALED, .imm = htobe32(seed) };
-	uint32_t off = 0;
 
 	fk_fill(src, len, seed);
 	memset(dst, 0x5a, (size_t)len + 64);
@@ -102,13 +101,7 @@ static bool post_op(struct pair *p, uint8_t op, uint32_t len, unsigned nsge, boo
 		wr.inl = src;
 		wr.inline_len = (uint16_t)len;
 	} else {
-		for (unsigned i = 0; i < nsge; i++) {
-			uint32_t chunk = i + 1 == nsge ? len - off : (len - off) / (nsge - i) + 5;
-
-			chunk = MIN(chunk, len - off);
-			ls[i] = (struct fk_sge){ src + off, chunk, p->ma.lkey };
-			off += chunk;
-		}
+		fk_sges_split(ls, nsge, src, len, p->ma.lkey);
 		wr.sge = ls;
 		wr.nsge = nsge;
 	}
@@ -222,7 +215,7 @@ static void test_read_runs(void)
 	pair_init(&p, VIRTIO_IB_QPT_RC);
 	for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++) {
 		struct roce_tp_stats a0 = p.a->tp->stats, b0 = p.b->tp->stats;
-		uint32_t len = sizes[i], off = 0, nsge = 1 + i % 4, n = npkts(len);
+		uint32_t len = sizes[i], nsge = 1 + i % 4, n = npkts(len);
 		int f0 = th_failed_checks;
 		uint8_t *src = p.mb.buf + 5 + i, *dst = p.ma.buf + 1;
 		struct fk_sge ls[4];
@@ -232,13 +225,7 @@ static void test_read_runs(void)
 
 		fk_fill(src, len, 40 + i);
 		memset(dst, 0x5a, (size_t)len + 64);
-		for (unsigned k = 0; k < nsge; k++) {
-			uint32_t chunk = k + 1 == nsge ? len - off : (len - off) / (nsge - k) + 5;
-
-			chunk = MIN(chunk, len - off);
-			ls[k] = (struct fk_sge){ dst + off, chunk, p.ma.lkey };
-			off += chunk;
-		}
+		fk_sges_split(ls, nsge, dst, len, p.ma.lkey);
 		wr.sge = ls;
 		wr.nsge = nsge;
 		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
