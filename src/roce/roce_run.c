@@ -195,18 +195,20 @@ fail:
 	return NULL;
 }
 
-int roce_run_cut(struct pkt *p, uint32_t at, struct pkt_queue *out)
+int roce_run_cut(struct pkt *p, uint32_t at, bool skip_at, struct pkt_queue *out)
 {
 	struct roce_run *r = roce_run_of(p);
-	uint32_t n = p->npkts, bytes = p->len;
+	uint32_t n = p->npkts, bytes = p->len, from = at + (skip_at ? 1 : 0), to;
 	struct pkt *tail = NULL;
-	int rc;
+	int rc = 0;
 
 	if (!(p->flags & PKT_F_RUN) || at >= n)
 		return -EINVAL;
 	if (n - at > 2)
 		tail = run_tail(p, at + 1);
-	rc = run_split_range(p, at, tail ? at + 1 : n, out);
+	to = tail ? at + 1 : n;
+	if (from < to)
+		rc = run_split_range(p, from, to, out);
 	if (rc) {
 		pkt_free(tail);
 		return rc;
