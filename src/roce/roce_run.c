@@ -299,10 +299,19 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 		tp->stats.rx_resp_runs++;
 	tp->stats.rx_run_pkts += n;
 	for (uint32_t k = 0; k < n; k++) {
-		uint32_t plen = run_plen(r, k, n), end;
+		uint32_t plen = run_plen(r, k, n), end, d;
 		struct roce_pkt_info pi = *pi0;
 		bool last;
 
+		if ((pi0->mask & ROCE_OPF_REQ) &&
+		    (d = roce_resp_rx_ahead(tq, roce_psn_add(r->f.psn, k), n - k, r->ackreq >> k))) {
+			/* beyond a gap already NAKed: dropped together (whole
+			 * MTUs but perhaps the run's last, after which off is
+			 * not used) */
+			off += (uint64_t)d * r->mtu;
+			k += d - 1;
+			continue;
+		}
 		if (k) {
 			pi.opcode = r->op[k];
 			pi.mask = roce_opcode_mask(pi.opcode);
