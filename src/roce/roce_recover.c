@@ -59,7 +59,8 @@ void roce_recover_rsp_loss(struct roce_tq *tq)
 void roce_recover_rsp_sent(struct roce_tq *tq, uint32_t n)
 {
 	if (n)
-		tq->rsp_burst = MIN(roce_recover_rsp_burst(tq) + 1, (uint32_t)ROCE_TP_QP_BUDGET);
+		tq->rsp_burst = MIN(roce_recover_rsp_burst(tq) + n / 2 + 1,
+				    (uint32_t)ROCE_TP_QP_BUDGET);
 }
 
 bool roce_recover_ackreq(const struct roce_tq *tq)
