@@ -35,7 +35,7 @@ endif
 CPPFLAGS += -Iinclude -Isrc -Itests -D_GNU_SOURCE
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -fPIC -pthread -MMD -MP
-LDLIBS   += -lz -lisal -lpcap -pthread
+LDLIBS   += -lz -lisal -lpcap -lm -pthread
 # Hardening (checked by tests/integration/hardening.sh with hardening-check).
 CPPFLAGS += -D_FORTIFY_SOURCE=2
 CFLAGS   += -fstack-protector-strong -fstack-clash-protection -fcf-protection

@@ -6,6 +6,8 @@
 #include "port/fault.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,22 +267,26 @@ struct fault_hold {
 	uint64_t deadline_ns;
 };
 
+/* The decisions, each with its own generator; ECN is drawn per frame. */
+enum { FAULT_DROP, FAULT_CORRUPT, FAULT_DUP, FAULT_REORDER, FAULT_NKIND_EVENT, FAULT_NKIND };
+#define FAULT_NEVER UINT64_MAX
+
 struct fault {
 	struct fault_cfg cfg;
 	struct loop *loop;
 	fault_emit_fn emit;
 	fault_seal_fn seal;
 	void *arg;
-	uint64_t rng[4];        /* xoshiro256** state */
+	uint64_t rng[FAULT_NKIND][4]; /* xoshiro256** state per decision */
+	uint64_t next[FAULT_NKIND_EVENT]; /* frame index of each kind's next event */
+	uint64_t next_min;      /* the smallest of next[] */
+	uint64_t idx;           /* frames decided so far */
 	struct fault_hold *hold; /* indexed by stream, nhold entries */
 	uint32_t nhold;
 	uint16_t *order;        /* streams with a held frame, oldest first */
 	uint32_t norder;
 	struct loop_timer timer;
 	struct fault_stats stats;
-	bool pending;           /* fault_pass_run: the next frame's draws */
-	uint16_t pending_stream;
-	uint64_t pend[5];
 };
 
 static uint64_t splitmix64(uint64_t *x)
@@ -317,6 +323,64 @@ static inline bool decide(uint64_t r, uint32_t prob)
 	return (uint64_t)(((unsigned __int128)r * FAULT_PROB_ONE) >> 64) < prob;
 }
 
+/* Frames that pass before the next event of probability prob / FAULT_PROB_ONE
+ * per frame: geometric, from one draw (floor(ln U / ln(1 - p)), U in (0, 1]). */
+static uint64_t fault_gap(uint64_t s[4], uint32_t prob)
+{
+	double u, g;
+
+	if (!prob)
+		return FAULT_NEVER;
+	if (prob >= FAULT_PROB_ONE)
+		return 0;
+	u = (double)((xoshiro_next(s) >> 11) + 1) * 0x1p-53;
+	g = floor(log(u) / log1p(-(double)prob / FAULT_PROB_ONE));
+	return g < 0x1p53 ? (uint64_t)g : FAULT_NEVER;
+}
+
+static const uint32_t *fault_prob(const struct fault *f, int k)
+{
+	static const size_t off[] = {
+		[FAULT_DROP] = offsetof(struct fault_cfg, drop),
+		[FAULT_CORRUPT] = offsetof(struct fault_cfg, corrupt),
+		[FAULT_DUP] = offsetof(struct fault_cfg, dup),
+		[FAULT_REORDER] = offsetof(struct fault_cfg, reorder),
+	};
+
+	return (const uint32_t *)((const char *)&f->cfg + off[k]);
+}
+
+static void fault_next_min(struct fault *f)
+{
+	f->next_min = FAULT_NEVER;
+	for (int k = 0; k < FAULT_NKIND_EVENT; k++)
+		f->next_min = MIN(f->next_min, f->next[k]);
+}
+
+/* The decisions for frame f->idx (a bit per kind that happens), and the
+ * next event of each of those kinds. */
+static unsigned fault_decide(struct fault *f, uint64_t *where)
+{
+	uint64_t i = f->idx++;
+	unsigned ev = 0;
+
+	if (likely(i < f->next_min))
+		return 0;
+	for (int k = 0; k < FAULT_NKIND_EVENT; k++) {
+		uint64_t gap;
+
+		if (f->next[k] != i)
+			continue;
+		ev |= 1u << k;
+		if (k == FAULT_CORRUPT)
+			*where = xoshiro_next(f->rng[k]);
+		gap = fault_gap(f->rng[k], *fault_prob(f, k));
+		f->next[k] = gap < FAULT_NEVER - i - 1 ? i + 1 + gap : FAULT_NEVER;
+	}
+	fault_next_min(f);
+	return ev;
+}
+
 static void fault_timer_cb(struct loop_timer *t, void *arg);
 
 struct fault *fault_new(struct loop *loop, const struct fault_cfg *cfg,
@@ -339,8 +403,12 @@ struct fault *fault_new(struct loop *loop, const struct fault_cfg *cfg,
 	f->emit = emit;
 	f->arg = arg;
 	x = cfg->seed;
-	for (int i = 0; i < 4; i++)
-		f->rng[i] = splitmix64(&x);
+	for (int k = 0; k < FAULT_NKIND; k++)
+		for (int i = 0; i < 4; i++)
+			f->rng[k][i] = splitmix64(&x);
+	for (int k = 0; k < FAULT_NKIND_EVENT; k++)
+		f->next[k] = fault_gap(f->rng[k], *fault_prob(f, k));
+	fault_next_min(f);
 	loop_timer_init(&f->timer, fault_timer_cb, f);
 	return f;
 }
@@ -462,65 +530,48 @@ static bool fault_hold_pkt(struct fault *f, uint16_t stream, struct pkt *pkt)
 	return true;
 }
 
-/* Always five draws per frame, whatever happens (see fault.h). */
-static void fault_draw(struct fault *f, uint64_t d[5])
-{
-	for (int i = 0; i < 5; i++)
-		d[i] = xoshiro_next(f->rng);
-}
-
 uint32_t fault_pass_run(struct fault *f, uint16_t stream, uint32_t n)
 {
-	uint64_t d[5];
+	uint64_t m;
 
-	if (f->cfg.ecn || f->pending || (stream < f->nhold && f->hold[stream].pkt))
+	if (f->cfg.ecn || (stream < f->nhold && f->hold[stream].pkt))
 		return 0;
-	for (uint32_t j = 0; j < n; j++) {
-		fault_draw(f, d);
-		if (decide(d[0], f->cfg.drop) || decide(d[1], f->cfg.corrupt) ||
-		    decide(d[3], f->cfg.dup) || decide(d[4], f->cfg.reorder)) {
-			memcpy(f->pend, d, sizeof(d));
-			f->pending = true;
-			f->pending_stream = stream;
-			return j;
-		}
-		f->stats.frames++;
-		f->stats.run_passed++;
-	}
-	return n;
+	m = MIN((uint64_t)n, f->next_min - f->idx);
+	f->idx += m;
+	f->stats.frames += m;
+	f->stats.run_passed += m;
+	return (uint32_t)m;
 }
 
-void fault_pass_cancel(struct fault *f)
+bool fault_drop_next(struct fault *f)
 {
-	f->pending = false;
+	uint64_t where = 0;
+
+	if (f->next[FAULT_DROP] != f->idx || f->cfg.ecn)
+		return false;
+	fault_decide(f, &where);
+	f->stats.frames++;
+	f->stats.dropped++;
+	return true;
 }
 
 void fault_input(struct fault *f, uint16_t stream, struct pkt *pkt)
 {
-	uint64_t r_drop, r_corrupt, r_where, r_dup, r_reorder, d[5];
 	struct pkt *dup = NULL, *held;
+	uint64_t r_where = 0;
+	unsigned ev = fault_decide(f, &r_where);
 
-	if (f->pending && f->pending_stream == stream) {
-		memcpy(d, f->pend, sizeof(d));
-		f->pending = false;
-	} else {
-		fault_draw(f, d);
-	}
-	r_drop = d[0];
-	r_corrupt = d[1];
-	r_where = d[2];
-	r_dup = d[3];
-	r_reorder = d[4];
 	f->stats.frames++;
-	if (f->cfg.ecn && decide(xoshiro_next(f->rng), f->cfg.ecn) && pkt_set_ce(pkt))
+	if (f->cfg.ecn && decide(xoshiro_next(f->rng[FAULT_NKIND_EVENT]), f->cfg.ecn) &&
+	    pkt_set_ce(pkt))
 		f->stats.ce_marked++;
 
-	if (decide(r_drop, f->cfg.drop)) {
+	if (ev & (1u << FAULT_DROP)) {
 		f->stats.dropped++;
 		pkt_free(pkt);
 		return;
 	}
-	if (decide(r_corrupt, f->cfg.corrupt) && pkt->len > ETH_HLEN_MIN) {
+	if ((ev & (1u << FAULT_CORRUPT)) && pkt->len > ETH_HLEN_MIN) {
 		uint32_t span = pkt->len - ETH_HLEN_MIN;
 		uint32_t pos = ETH_HLEN_MIN +
 			(uint32_t)(((r_where & 0xffffffffull) * span) >> 32);
@@ -534,14 +585,13 @@ void fault_input(struct fault *f, uint16_t stream, struct pkt *pkt)
 		pkt->data[pos] ^= x;
 		f->stats.corrupted++;
 	}
-	if (decide(r_dup, f->cfg.dup)) {
+	if (ev & (1u << FAULT_DUP)) {
 		dup = pkt_clone(pkt);
 		if (dup)
 			f->stats.duplicated++;
 	}
 	held = fault_unhold(f, stream);
-	if (!held && decide(r_reorder, f->cfg.reorder) &&
-	    fault_hold_pkt(f, stream, pkt)) {
+	if (!held && (ev & (1u << FAULT_REORDER)) && fault_hold_pkt(f, stream, pkt)) {
 		f->stats.reordered++;
 		pkt = NULL;
 	}

@@ -17,14 +17,20 @@
  * frames entering from the switch port of that name (1 to 31 characters, no
  * ',', '=' or whitespace).
  *
- * Decisions. A fault instance owns a xoshiro256** generator seeded from N with
- * splitmix64. For every frame handed to fault_input() exactly five 64-bit
- * numbers are drawn, whatever the outcome, and decided in this fixed order:
+ * Decisions. Frames handed to fault_input() are numbered in order. Each of
+ * the four faults below has its own xoshiro256** generator (seeded one after
+ * the other from N with splitmix64) and happens on the frames it picks: the
+ * number of frames between two of its events is geometric with its
+ * probability P, one draw per event (floor(ln U / ln(1 - P)), U uniform in
+ * (0, 1]), so every frame gets each fault with probability P, independently,
+ * and a run of frames without any event costs nothing to decide. In this
+ * fixed order for one frame:
  *   1. drop     - the frame is freed;
  *   2. corrupt  - one byte at a position drawn uniformly from [14, len) (any
- *                 header or payload byte after the Ethernet header) is XORed
- *                 with a value in 1..255, so it always changes; frames of
- *                 exactly 14 bytes are not corrupted;
+ *                 header or payload byte after the Ethernet header; one more
+ *                 draw of corrupt's generator) is XORed with a value in
+ *                 1..255, so it always changes; frames of exactly 14 bytes
+ *                 are not corrupted;
  *   3. dup      - a copy of the (possibly corrupted) frame is emitted right
  *                 after it;
  *   4. reorder  - if no frame of the same stream is held, the frame is held
@@ -34,13 +40,14 @@
  *                 fault_flush(). If a frame of that stream is already held
  *                 the reorder decision is ignored (not counted), so at most
  *                 one frame per stream is ever held.
- * With ecn=P (P > 0) a sixth number is drawn last: an IPv4 / IPv6 frame
+ * A dropped frame's other events are spent with it. With ecn=P (P > 0) a
+ * fifth generator draws once per frame: an IPv4 / IPv6 frame
  * whose ECN field is ECT(0) or ECT(1) gets CE (congestion experienced),
  * the IPv4 header checksum updated (the RoCE ICRC does not cover it). Other
- * frames are left alone (not counted). Without ecn the draws stay five.
+ * frames are left alone (not counted).
  * The same seed, configuration and input sequence therefore produce the same
- * decisions and counts, and each decision does not shift the random draws of
- * the others.
+ * decisions and counts, and each fault's probability does not shift the
+ * events of the others.
  *
  * A stream is whatever the caller says (the switch uses the input port id):
  * reordering swaps frames within one stream only.
@@ -120,18 +127,16 @@ void fault_free(struct fault *f);
 void fault_input(struct fault *f, uint16_t stream, struct pkt *pkt);
 
 /* n frames of one stream that are not built yet (a run of the transport,
- * docs/design.md "Runs between local devices"): the injector draws for them
- * in order as fault_input would, and returns how many of the first ones it
- * leaves alone (not dropped, corrupted, duplicated or held, and no held
- * frame of the stream to release behind them): those count as frames that
- * passed. If that is fewer than n, the draws of the next one are kept, and
- * the next fault_input() of the stream (that frame, built now) uses them, so
- * every decision is the one the n frames would have got. Returns 0 without
- * drawing when it cannot tell (ECN marking on, a held frame). */
+ * docs/design.md "Runs between local devices"): returns how many of the
+ * first ones get no fault (and have no held frame of the stream to release
+ * behind them); those count as frames that passed. The next frame, if fewer
+ * than n, gets its faults from the next fault_input() or fault_drop_next(),
+ * so every decision is the one the n frames would have got. Returns 0 when
+ * it cannot tell (ECN marking on, a held frame). */
 uint32_t fault_pass_run(struct fault *f, uint16_t stream, uint32_t n);
-/* The run could not be cut after fault_pass_run (no memory): forget the
- * draws kept for its next packet, which is lost with the rest. */
-void fault_pass_cancel(struct fault *f);
+/* True if the next frame is to be dropped: it is counted as fault_input()
+ * would count it, and need not be built. */
+bool fault_drop_next(struct fault *f);
 
 /* Emit every held frame now, in the order they were held. */
 void fault_flush(struct fault *f);

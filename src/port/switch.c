@@ -696,23 +696,25 @@ static void sw_fault_emit(void *arg, struct pkt *pkt)
 
 /* A run meets the fault injector: the packets it leaves alone before the
  * first it acts on go on as a (shorter) run, that one as a real frame
- * through the injector, and the packets after it again as a run, with the
- * same decisions as n frames would get (fault_pass_run). */
+ * through the injector (never built if it is dropped), and the packets
+ * after it again as a run, with the same decisions as n frames would get
+ * (fault_pass_run). */
 static void sw_fault_run(struct sw *s, struct fault *f, struct port *p, struct pkt *pkt)
 {
 	while (pkt) {
 		uint32_t n = pkt->npkts, keep = fault_pass_run(f, p->id, n);
 		struct pkt *fr, *rest = NULL;
 		struct pkt_queue q;
+		bool drop;
 
 		if (keep >= n) {
 			sw_forward(s, pkt);
 			return;
 		}
 		pkt_queue_init(&q);
-		if (unlikely(roce_run_cut(pkt, keep, &q))) {
-			fault_pass_cancel(f);
-			p->stats.rx_errors += n;
+		drop = fault_drop_next(f);
+		if (unlikely(roce_run_cut(pkt, keep, drop, &q))) {
+			p->stats.rx_errors += n - drop;
 			pkt_free(pkt);
 			return;
 		}

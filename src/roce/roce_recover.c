@@ -59,7 +59,8 @@ void roce_recover_rsp_loss(struct roce_tq *tq)
 void roce_recover_rsp_sent(struct roce_tq *tq, uint32_t n)
 {
 	if (n)
-		tq->rsp_burst = MIN(roce_recover_rsp_burst(tq) + 1, (uint32_t)ROCE_TP_QP_BUDGET);
+		tq->rsp_burst = MIN(roce_recover_rsp_burst(tq) + n / 2 + 1,
+				    (uint32_t)ROCE_TP_QP_BUDGET);
 }
 
 bool roce_recover_ackreq(const struct roce_tq *tq)
@@ -84,7 +85,7 @@ void roce_recover_loss(struct roce_tq *tq)
 void roce_recover_acked(struct roce_tq *tq, uint32_t n)
 {
 	tq->cwnd = MIN(roce_recover_window(tq) + n / 2 + 1, (uint32_t)ROCE_TP_WINDOW);
-	tq->burst = MIN(roce_recover_burst(tq) + 1, (uint32_t)ROCE_TP_QP_BUDGET);
+	tq->burst = MIN(roce_recover_burst(tq) + n / 2 + 1, (uint32_t)ROCE_TP_QP_BUDGET);
 }
 
 void roce_recover_sample(struct roce_tq *tq, uint64_t gap_ns)

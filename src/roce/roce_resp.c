@@ -621,6 +621,34 @@ uint32_t roce_resp_rx_bulk(struct roce_tq *tq, const struct roce_pkt_info *pi, u
 	return n;
 }
 
+/* Packets psn.. of a run beyond epsn while a sequence NAK is out (the tail
+ * of a run after a lost packet): what resp_rc does for each, for as many
+ * as it can at once: counted, no NAK again. Stops before a packet that
+ * would send the NAK again (resp_renak_due). ackreq: bit j, packet j asks
+ * for an ACK. Returns the packets done (0: go one by one). */
+uint32_t roce_resp_rx_ahead(struct roce_tq *tq, uint32_t psn, uint32_t n, uint64_t ackreq)
+{
+	struct rres_qp *qp = tq->qp;
+	uint8_t st = qp->attr.qp_state;
+	uint32_t k;
+
+	if (qp->type != VIRTIO_IB_QPT_RC || st < VIRTIO_IB_QPS_RTR || st == VIRTIO_IB_QPS_ERR ||
+	    !tq->comm_est || !tq->nak_sent || tq->nak_rnr || !n ||
+	    roce_psn_diff(psn, tq->epsn) <= 0 || roce_psn_diff(psn, tq->ooo_hi) <= 0 ||
+	    tq->ooo_since_nak + 1 >= ROCE_TP_RENAK_EVERY)
+		return 0;
+	k = MIN(n, (uint32_t)(ROCE_TP_RENAK_EVERY - 1 - tq->ooo_since_nak));
+	if (k < 64 && (ackreq & ((1ull << k) - 1)) && tq->tp->loop &&
+	    loop_now_ns() - tq->nak_ns >= ROCE_TP_PROBE_MIN_NS / 2)
+		k = (uint32_t)__builtin_ctzll(ackreq); /* that one may NAK again */
+	if (!k)
+		return 0;
+	tq->tp->stats.rx_seq_err += k;
+	tq->ooo_since_nak += k;
+	tq->ooo_hi = roce_psn_add(psn, k - 1);
+	return k;
+}
+
 /* ---- RC --------------------------------------------------------------------- */
 
 /*

@@ -195,18 +195,20 @@ fail:
 	return NULL;
 }
 
-int roce_run_cut(struct pkt *p, uint32_t at, struct pkt_queue *out)
+int roce_run_cut(struct pkt *p, uint32_t at, bool skip_at, struct pkt_queue *out)
 {
 	struct roce_run *r = roce_run_of(p);
-	uint32_t n = p->npkts, bytes = p->len;
+	uint32_t n = p->npkts, bytes = p->len, from = at + (skip_at ? 1 : 0), to;
 	struct pkt *tail = NULL;
-	int rc;
+	int rc = 0;
 
 	if (!(p->flags & PKT_F_RUN) || at >= n)
 		return -EINVAL;
 	if (n - at > 2)
 		tail = run_tail(p, at + 1);
-	rc = run_split_range(p, at, tail ? at + 1 : n, out);
+	to = tail ? at + 1 : n;
+	if (from < to)
+		rc = run_split_range(p, from, to, out);
 	if (rc) {
 		pkt_free(tail);
 		return rc;
@@ -297,10 +299,19 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 		tp->stats.rx_resp_runs++;
 	tp->stats.rx_run_pkts += n;
 	for (uint32_t k = 0; k < n; k++) {
-		uint32_t plen = run_plen(r, k, n), end;
+		uint32_t plen = run_plen(r, k, n), end, d;
 		struct roce_pkt_info pi = *pi0;
 		bool last;
 
+		if ((pi0->mask & ROCE_OPF_REQ) &&
+		    (d = roce_resp_rx_ahead(tq, roce_psn_add(r->f.psn, k), n - k, r->ackreq >> k))) {
+			/* beyond a gap already NAKed: dropped together (whole
+			 * MTUs but perhaps the run's last, after which off is
+			 * not used) */
+			off += (uint64_t)d * r->mtu;
+			k += d - 1;
+			continue;
+		}
 		if (k) {
 			pi.opcode = r->op[k];
 			pi.mask = roce_opcode_mask(pi.opcode);

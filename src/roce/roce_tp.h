@@ -727,6 +727,10 @@ uint32_t roce_resp_run(struct roce_tq *tq, uint32_t budget, bool *more);
  * -1. Returns n, or 0 when they must go one by one. */
 uint32_t roce_resp_rx_bulk(struct roce_tq *tq, const struct roce_pkt_info *pi, uint32_t n,
 			   bool last, int32_t ack_k);
+/* n packets from psn of a run, beyond epsn after a sequence NAK: counted
+ * and dropped together up to one that would NAK again (ackreq: bit j,
+ * packet j asks for an ACK). Returns those done (0: one by one). */
+uint32_t roce_resp_rx_ahead(struct roce_tq *tq, uint32_t psn, uint32_t n, uint64_t ackreq);
 /* Send the coalesced ACK if due (no READ responses before it). */
 void roce_resp_flush_ack(struct roce_tq *tq);
 int roce_resp_init(struct roce_tq *tq);

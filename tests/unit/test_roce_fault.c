@@ -786,9 +786,11 @@ static void test_read_loss_cost(void)
 
 	printf("#   READ 2 MiB at drop=1: %" PRIu64 ".%" PRIu64 " responses sent again per "
 	       "frame lost\n", c / 10, c % 10);
-	/* 25 to 30 while the requester asked again only on a probe when its
-	 * request, or the first response after it, was lost too */
-	CHECK(c <= 150);
+	/* about the rest of the responder's turn after the lost one (half of
+	 * ROCE_TP_QP_BUDGET) and the lost one; 25 to 30 while the requester
+	 * asked again only on a probe when its request, or the first response
+	 * after it, was lost too */
+	CHECK(c <= 200);
 }
 
 static void test_write_loss_cost(void)
@@ -799,7 +801,8 @@ static void test_write_loss_cost(void)
 
 	printf("#   WRITE 64 KiB at drop=1: %" PRIu64 ".%" PRIu64 " packets sent again per "
 	       "frame lost\n", c / 10, c % 10);
-	CHECK(c <= 150);
+	/* the same bound: the rest of the turn after the lost packet */
+	CHECK(c <= 200);
 }
 
 int main(int argc, char **argv)

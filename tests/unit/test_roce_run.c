@@ -471,11 +471,20 @@ static void test_fault_pass_run_same(void)
 
 			for (uint32_t k = 0; k < n; k++)
 				fault_input(fa, 3, numbered(id + k));
-			keep = fault_pass_run(fb, 3, n);
-			for (uint32_t k = 0; k < keep; k++)
-				emitted_add(&eb, numbered(id + k)); /* the run went on */
-			for (uint32_t k = keep; k < n; k++)
-				fault_input(fb, 3, numbered(id + k));
+			/* as the switch does: the passed part goes on, a packet
+			 * to drop is never built, the next one meets the injector
+			 * as a frame, the rest is a run again */
+			for (uint32_t k = 0; k < n;) {
+				keep = fault_pass_run(fb, 3, n - k);
+				for (uint32_t j = 0; j < keep; j++)
+					emitted_add(&eb, numbered(id + k + j));
+				k += keep;
+				if (k == n)
+					break;
+				if (!fault_drop_next(fb))
+					fault_input(fb, 3, numbered(id + k));
+				k++;
+			}
 			id += n;
 		}
 		fault_flush(fa);
@@ -593,6 +602,81 @@ static void test_rewind_mid_run(void)
 	CHECK_EQ(p.b->tp->stats.rx_run_pkts, 11);
 	CHECK_EQ(p.b->tp->stats.rx_by_ref - ref0, 11); /* the split ones copied */
 	fk_env_fini(&p.env);
+}
+
+static bool wire_has4(void *arg)
+{
+	return ((struct fk_dev *)arg)->wire.len >= 4;
+}
+
+/* Packet 5 of a 100-packet WRITE lost in its first run: the rest of that
+ * run and the next runs are beyond the gap. Whether they come as runs
+ * (dropped together, roce_resp_rx_ahead) or as frames (one by one), the
+ * responder counts and NAKs them the same: 94 out of sequence, the NAK at
+ * the gap and once more at the 64th after it; the WRITE then completes. */
+static void run_tail_after_gap(bool frames, uint64_t *seq_err, uint64_t *naks)
+{
+	struct virtio_rdma_cq_req wc[1];
+	struct pkt_queue q, out;
+	struct pkt *r, *f;
+	struct pair p;
+	uint32_t i = 0;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	prime(&p);
+	hold(p.a);
+	REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 100 * MTU, 3, false, 4, -1));
+	REQUIRE(fk_run_until(&p.env, wire_has4, p.a, WAIT_MS));
+	CHECK_EQ(p.a->wire.len, 4);
+	pkt_queue_init(&q);
+	pkt_queue_init(&out);
+	while ((r = pkt_queue_pop(&p.a->wire))) {
+		REQUIRE(r->flags & PKT_F_RUN);
+		if (i++ == 0) {
+			CHECK_EQ(r->npkts, 32);
+			REQUIRE(roce_run_cut(r, 5, true, &q) == 0);
+			CHECK_EQ(q.len, 1); /* packets 6..31 as a run */
+			CHECK_EQ(r->npkts, 5);
+			pkt_queue_push(&q, r);
+			pkt_queue_push(&q, pkt_queue_pop(&q)); /* r first */
+		} else {
+			pkt_queue_push(&q, r);
+		}
+	}
+	while ((r = pkt_queue_pop(&q))) {
+		if (frames) {
+			struct pkt_queue fq;
+
+			pkt_queue_init(&fq);
+			REQUIRE(roce_run_split(r, &fq) == 0);
+			pkt_free(r);
+			while ((f = pkt_queue_pop(&fq)))
+				pkt_queue_push(&out, f);
+		} else {
+			pkt_queue_push(&out, r);
+		}
+	}
+	release(&p, p.a, &out);
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK(memcmp(p.ma.buf + 1 + 4, p.mb.buf + 3, 100 * MTU) == 0);
+	CHECK_EQ(p.mb.buf[3 + 100 * MTU], 0x5a);
+	CHECK_EQ(p.a->tp->stats.rewinds, p.a->tp->stats.naks_rcvd);
+	*seq_err = p.b->tp->stats.rx_seq_err;
+	*naks = p.b->tp->stats.naks_sent;
+	fk_env_fini(&p.env);
+}
+
+static void test_run_tail_after_gap(void)
+{
+	uint64_t se_run, se_frames, nak_run, nak_frames;
+
+	run_tail_after_gap(false, &se_run, &nak_run);
+	run_tail_after_gap(true, &se_frames, &nak_frames);
+	CHECK_EQ(se_run, 94);
+	CHECK_EQ(se_frames, 94);
+	CHECK_EQ(nak_run, nak_frames);
+	CHECK(nak_run >= 1);
 }
 
 /* The next frame b sends, parsed (b's frames held, the others given on). */
@@ -892,6 +976,7 @@ int main(void)
 	RUN(test_fault_on_runs);
 	RUN(test_fault_pass_run_same);
 	RUN(test_rewind_mid_run);
+	RUN(test_run_tail_after_gap);
 	RUN(test_rnr_in_run);
 	RUN(test_len_error_in_run);
 	RUN(test_access_error_run);
