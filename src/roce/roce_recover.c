@@ -7,11 +7,12 @@
  *    answered short),
  *    down to ROCE_TP_CWND_MIN, and grows back by half of what each ACK
  *    acknowledges, so a rewind never resends a whole window at once again;
- *  - a turn (packets sent per poll) that halves on every loss, down to
- *    ROCE_TP_BURST_MIN, and grows by one per ACK back to ROCE_TP_QP_BUDGET:
- *    go-back-N resends what was sent after the lost packet, and in one
- *    process that is the rest of the sender's turn (the responder's READ
- *    responses likewise: halved on a duplicate READ, grown per turn);
+ *  - the READ responder's turn (responses sent per poll) halves on a
+ *    duplicate READ, down to ROCE_TP_BURST_MIN, and grows back by half of
+ *    each turn: go-back-N resends what was sent after the lost response,
+ *    and in one process that is the rest of the responder's turn (the
+ *    requester's turn is not cut: between local devices it is one frame,
+ *    docs/design.md "Loss recovery");
  *  - probes before the transport timer: without progress for four
  *    smoothed round trips (within ROCE_TP_PROBE_MIN_NS..ROCE_TP_PROBE_NS;
  *    then twice, four times that...), a READ or atomic at
@@ -28,7 +29,6 @@
 void roce_recover_reset(struct roce_tq *tq)
 {
 	tq->cwnd = ROCE_TP_WINDOW;
-	tq->burst = ROCE_TP_QP_BUDGET;
 	tq->probes = 0;
 	tq->srtt_ns = 0;
 }
@@ -36,11 +36,6 @@ void roce_recover_reset(struct roce_tq *tq)
 uint32_t roce_recover_window(const struct roce_tq *tq)
 {
 	return tq->cwnd ? tq->cwnd : ROCE_TP_WINDOW;
-}
-
-uint32_t roce_recover_burst(const struct roce_tq *tq)
-{
-	return tq->burst ? tq->burst : ROCE_TP_QP_BUDGET;
 }
 
 /* The responder's side of the same pacing: a duplicate READ means the
@@ -76,16 +71,12 @@ bool roce_recover_ackreq(const struct roce_tq *tq)
 void roce_recover_loss(struct roce_tq *tq)
 {
 	tq->cwnd = MAX(roce_recover_window(tq) / 2, (uint32_t)ROCE_TP_CWND_MIN);
-	/* Everything sent after a lost packet until its NAK is processed is
-	 * sent again: shorter turns after a loss waste less. */
-	tq->burst = MAX(roce_recover_burst(tq) / 2, (uint32_t)ROCE_TP_BURST_MIN);
 	tq->tp->stats.window_cuts++;
 }
 
 void roce_recover_acked(struct roce_tq *tq, uint32_t n)
 {
 	tq->cwnd = MIN(roce_recover_window(tq) + n / 2 + 1, (uint32_t)ROCE_TP_WINDOW);
-	tq->burst = MIN(roce_recover_burst(tq) + n / 2 + 1, (uint32_t)ROCE_TP_QP_BUDGET);
 }
 
 void roce_recover_sample(struct roce_tq *tq, uint64_t gap_ns)

@@ -382,8 +382,6 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 		return 0;
 	if (tq->rewind_pending)
 		roce_req_rewind(tq);
-	if (rc)
-		budget = MIN(budget, roce_recover_burst(tq));
 	while (sent + ops < budget) {
 		uint8_t st = qp->attr.qp_state;
 		struct roce_swqe *w;

@@ -95,7 +95,7 @@ struct roce_tp_ops {
 #define ROCE_TP_WINDOW         256    /* RC: unacknowledged PSNs in flight */
 #define ROCE_TP_ACKREQ_EVERY   32     /* RC: AckReq at least every N packets */
 #define ROCE_TP_CWND_MIN       128    /* RC: smallest send window after losses */
-#define ROCE_TP_BURST_MIN      8      /* RC: smallest turn after losses */
+#define ROCE_TP_BURST_MIN      8      /* RC: smallest READ responder turn after losses */
 #define ROCE_TP_PROBE_NS       2000000ull /* RC: first loss probe, at most */
 #define ROCE_TP_PROBE_MIN_NS   250000ull  /* ... and at least (4 x smoothed RTT) */
 #define ROCE_TP_PROBES         3      /* RC: probes (2, 4, 8 ms) before the timer */
@@ -425,7 +425,6 @@ struct roce_tq {
 	uint64_t timer_pass;      /* loop pass a due probe/timeout waits out */
 	bool timer_waits;         /* ... for frames received, not looked at */
 	uint32_t cwnd;            /* send window, PSNs (roce_recover.c) */
-	uint32_t burst;           /* packets per turn, paced after a loss */
 	uint32_t rsp_burst;       /* READ responses per turn, paced likewise */
 	uint8_t probes;           /* loss probes since the last progress */
 	uint64_t probe_ns;        /* when the last one went (loop clock) */
@@ -677,7 +676,6 @@ void roce_hold_purge(struct roce_tp *tp, bool unpark);
 
 void roce_recover_reset(struct roce_tq *tq);
 uint32_t roce_recover_window(const struct roce_tq *tq);
-uint32_t roce_recover_burst(const struct roce_tq *tq);
 uint32_t roce_recover_rsp_burst(const struct roce_tq *tq);
 void roce_recover_rsp_loss(struct roce_tq *tq);
 void roce_recover_rsp_sent(struct roce_tq *tq, uint32_t n);
