@@ -386,9 +386,10 @@ static void test_split_equals_framed(void)
 	capture_free(&split);
 }
 
-/* The fault injector on runs: the packets before the first it acts on go
- * on as a shorter run, that one as a real frame through it, the rest as a
- * run again; RC recovers every fault: data intact. */
+/* The fault injector on runs: a packet it drops is a hole in the run, at
+ * one it does anything else to the run is cut (the packets before go on as
+ * a shorter run, that one as a real frame through it, the rest as a run
+ * again); RC recovers every fault: data intact. */
 static void test_fault_on_runs(void)
 {
 	struct roce_run_stats s0, s1;
@@ -407,6 +408,7 @@ static void test_fault_on_runs(void)
 	CHECK(s1.frames_split - s0.frames_split > 0);
 	CHECK(s1.runs_cut - s0.runs_cut > 0);
 	CHECK(s1.tails - s0.tails > 0); /* after a faulted packet, a run again */
+	CHECK(s1.holes - s0.holes > 0);  /* dropped packets: holes in runs */
 	CHECK(p.b->tp->stats.rx_runs > 0);
 	CHECK(p.a->tp->stats.retransmits > 0);
 	fk_env_fini(&p.env);
@@ -609,11 +611,12 @@ static bool wire_has4(void *arg)
 	return ((struct fk_dev *)arg)->wire.len >= 4;
 }
 
-/* Packet 5 of a 100-packet WRITE lost in its first run: the rest of that
- * run and the next runs are beyond the gap. Whether they come as runs
- * (dropped together, roce_resp_rx_ahead) or as frames (one by one), the
- * responder counts and NAKs them the same: 94 out of sequence, the NAK at
- * the gap and once more at the 64th after it; the WRITE then completes. */
+/* Packet 5 of a 100-packet WRITE lost in its first run (a hole,
+ * roce_run_lose): the rest of that run and the next runs are beyond the
+ * gap. Whether they come as runs (dropped together, roce_resp_rx_ahead) or
+ * as frames (one by one, the lost one not built), the responder counts and
+ * NAKs them the same: 94 out of sequence, the NAK at the gap and once more
+ * at the 64th after it; the WRITE then completes. */
 static void run_tail_after_gap(bool frames, uint64_t *seq_err, uint64_t *naks)
 {
 	struct virtio_rdma_cq_req wc[1];
@@ -633,15 +636,18 @@ static void run_tail_after_gap(bool frames, uint64_t *seq_err, uint64_t *naks)
 	while ((r = pkt_queue_pop(&p.a->wire))) {
 		REQUIRE(r->flags & PKT_F_RUN);
 		if (i++ == 0) {
+			uint32_t wire = pkt_wire_len(r);
+
 			CHECK_EQ(r->npkts, 32);
-			REQUIRE(roce_run_cut(r, 5, true, &q) == 0);
-			CHECK_EQ(q.len, 1); /* packets 6..31 as a run */
-			CHECK_EQ(r->npkts, 5);
-			pkt_queue_push(&q, r);
-			pkt_queue_push(&q, pkt_queue_pop(&q)); /* r first */
-		} else {
-			pkt_queue_push(&q, r);
+			CHECK_EQ(pkt_npkts(r), 32);
+			roce_run_lose(r, 5);
+			roce_run_lose(r, 5); /* once */
+			CHECK_EQ(r->npkts, 32);
+			CHECK_EQ(pkt_npkts(r), 31);
+			/* packets 1..31 are MIDDLEs of one size */
+			CHECK_EQ(pkt_wire_len(r), wire - (wire - r->len) / 31);
 		}
+		pkt_queue_push(&q, r);
 	}
 	while ((r = pkt_queue_pop(&q))) {
 		if (frames) {
@@ -664,6 +670,67 @@ static void run_tail_after_gap(bool frames, uint64_t *seq_err, uint64_t *naks)
 	CHECK_EQ(p.a->tp->stats.rewinds, p.a->tp->stats.naks_rcvd);
 	*seq_err = p.b->tp->stats.rx_seq_err;
 	*naks = p.b->tp->stats.naks_sent;
+	fk_env_fini(&p.env);
+}
+
+/* Holes (roce_run_lose): a run whose packets 0, 7 and 31 were lost splits
+ * into the other 29 frames, byte for byte what it split into before, and
+ * counts their packets and bytes only; delivered, RC recovers the three
+ * and the data arrives intact. */
+static void test_run_holes(void)
+{
+	static const uint32_t lost[] = { 0, 7, 31 };
+	struct virtio_rdma_cq_req wc[1];
+	struct pkt_queue all, live, out;
+	struct pkt *r, *r2, *f, *g;
+	struct pair p;
+	uint32_t k = 0, bytes = 0;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	prime(&p);
+	hold(p.a);
+	REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 40 * MTU, 2, false, 6, -1));
+	REQUIRE(fk_run_until(&p.env, wire_has, p.a, WAIT_MS));
+	r = pkt_queue_pop(&p.a->wire);
+	REQUIRE(r && (r->flags & PKT_F_RUN) && r->npkts == 32);
+	pkt_queue_init(&all);
+	pkt_queue_init(&live);
+	pkt_queue_init(&out);
+	REQUIRE(roce_run_split(r, &all) == 0);
+	for (unsigned i = 0; i < 3; i++)
+		roce_run_lose(r, lost[i]);
+	roce_run_lose(r, 32); /* not a packet of it: nothing */
+	CHECK_EQ(r->npkts, 32);
+	CHECK_EQ(pkt_npkts(r), 29);
+	REQUIRE(roce_run_split(r, &live) == 0);
+	CHECK_EQ(live.len, 29);
+	while ((f = pkt_queue_pop(&all))) {
+		if (k == 0 || k == 7 || k == 31) {
+			pkt_free(f);
+			k++;
+			continue;
+		}
+		g = pkt_queue_pop(&live);
+		REQUIRE(g);
+		CHECK_EQ(g->len, f->len);
+		CHECK(g->len == f->len && memcmp(g->data, f->data, f->len) == 0);
+		bytes += g->len;
+		pkt_free(f);
+		pkt_free(g);
+		k++;
+	}
+	CHECK_EQ(pkt_wire_len(r), bytes);
+	pkt_queue_push(&out, r);
+	REQUIRE(fk_run_until(&p.env, wire_has, p.a, WAIT_MS));
+	r2 = pkt_queue_pop(&p.a->wire); /* packets 32..39 */
+	REQUIRE(r2);
+	pkt_queue_push(&out, r2);
+	release(&p, p.a, &out);
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK(memcmp(p.ma.buf + 1 + 6, p.mb.buf + 3, 40 * MTU) == 0);
+	CHECK_EQ(p.mb.buf[3 + 40 * MTU], 0x5a);
+	CHECK(p.a->tp->stats.rewinds >= 1);
 	fk_env_fini(&p.env);
 }
 
@@ -977,6 +1044,7 @@ int main(void)
 	RUN(test_fault_pass_run_same);
 	RUN(test_rewind_mid_run);
 	RUN(test_run_tail_after_gap);
+	RUN(test_run_holes);
 	RUN(test_rnr_in_run);
 	RUN(test_len_error_in_run);
 	RUN(test_access_error_run);
