@@ -342,7 +342,8 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 			continue;
 		}
 		d = lost ? (uint32_t)__builtin_ctzll(lost) : n - k; /* up to the next hole */
-		if ((pi0->mask & ROCE_OPF_REQ) &&
+		/* (not when the payload is gone: those count as lost below) */
+		if ((pi0->mask & ROCE_OPF_REQ) && p->ref.niov &&
 		    (d = roce_resp_rx_ahead(tq, roce_psn_add(r->f.psn, k), d, r->ackreq >> k))) {
 			/* beyond a gap already NAKed: dropped together (whole
 			 * MTUs but perhaps the run's last, after which off is
