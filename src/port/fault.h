@@ -40,8 +40,13 @@
  *                 fault_flush(). If a frame of that stream is already held
  *                 the reorder decision is ignored (not counted), so at most
  *                 one frame per stream is ever held.
- * A dropped frame's other events are spent with it. With ecn=P (P > 0) a
- * fifth generator draws once per frame: an IPv4 / IPv6 frame
+ * Frames are numbered from 0 in the order they are decided; each fault's
+ * first gap is drawn when the injector is made, in the order above, and the
+ * next one right after each event (after corrupt's position draw); U is
+ * ((x >> 11) + 1) / 2^53 for a 64-bit draw x. A dropped frame's other
+ * events are spent with it. With ecn=P (P > 0) a fifth generator draws once
+ * per frame, marked if the draw x has (x * 10^8) >> 64 < P in units of
+ * 10^-6 percent: an IPv4 / IPv6 frame
  * whose ECN field is ECT(0) or ECT(1) gets CE (congestion experienced),
  * the IPv4 header checksum updated (the RoCE ICRC does not cover it). Other
  * frames are left alone (not counted).
@@ -96,7 +101,8 @@ bool fault_cfg_active(const struct fault_cfg *cfg);
 typedef void (*fault_emit_fn)(void *arg, struct pkt *pkt);
 
 struct fault_stats {
-	uint64_t frames;     /* frames given to fault_input */
+	uint64_t frames;     /* frames decided: given to fault_input, passed
+			      * in runs, dropped by fault_drop_next */
 	uint64_t dropped, duplicated, reordered, corrupted;
 	uint64_t ce_marked;  /* ECN-capable frames marked CE */
 	uint64_t run_passed; /* of frames, packets of runs left alone unbuilt
@@ -129,10 +135,11 @@ void fault_input(struct fault *f, uint16_t stream, struct pkt *pkt);
 /* n frames of one stream that are not built yet (a run of the transport,
  * docs/design.md "Runs between local devices"): returns how many of the
  * first ones get no fault (and have no held frame of the stream to release
- * behind them); those count as frames that passed. The next frame, if fewer
- * than n, gets its faults from the next fault_input() or fault_drop_next(),
- * so every decision is the one the n frames would have got. Returns 0 when
- * it cannot tell (ECN marking on, a held frame). */
+ * behind them); those count as frames that passed. Decisions belong to the
+ * injector's sequence of frames, not to a stream: the next fault_input() or
+ * fault_drop_next() on this injector must be the next of these frames, so
+ * that every decision is the one the n frames would have got. Returns 0
+ * when it cannot tell (ECN marking on, a held frame). */
 uint32_t fault_pass_run(struct fault *f, uint16_t stream, uint32_t n);
 /* True if the next frame is to be dropped: it is counted as fault_input()
  * would count it, and need not be built. */

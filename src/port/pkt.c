@@ -132,6 +132,7 @@ static inline void pkt_reset(struct pkt *p)
 	p->in_port = 0;
 	p->flags = 0;
 	p->npkts = 1;
+	p->nlost = 0;
 	p->run_len = 0;
 }
 

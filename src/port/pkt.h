@@ -40,7 +40,9 @@ struct pkt {
 	uint16_t in_port;   /* switch port the frame came from */
 	uint16_t flags;
 	uint16_t npkts;     /* PKT_F_RUN: packets the frame stands for */
-	uint32_t run_len;   /* PKT_F_RUN: their frame bytes, all together */
+	uint16_t nlost;     /* PKT_F_RUN: ... of them lost on the way (never
+			     * delivered: a fault injector's drops) */
+	uint32_t run_len;   /* PKT_F_RUN: frame bytes of those delivered */
 	struct pkt_ref ref; /* valid with PKT_F_PAYLOAD_REF */
 	uint8_t buf[PKT_BUF_SIZE];
 };
@@ -58,10 +60,11 @@ struct pkt {
 /* Bytes at the end of buf a run's description may use (roce_run.c). */
 #define PKT_RUN_META 1536
 
-/* Packets / frame bytes a frame stands for (a run: all of them). */
+/* Packets / frame bytes a frame stands for (a run: all of them that are
+ * still on their way). */
 static inline uint32_t pkt_npkts(const struct pkt *p)
 {
-	return (p->flags & PKT_F_RUN) ? p->npkts : 1;
+	return (p->flags & PKT_F_RUN) ? (uint32_t)p->npkts - p->nlost : 1;
 }
 
 static inline uint32_t pkt_wire_len(const struct pkt *p)

@@ -694,31 +694,40 @@ static void sw_fault_emit(void *arg, struct pkt *pkt)
 	sw_forward(arg, pkt);
 }
 
-/* A run meets the fault injector: the packets it leaves alone before the
- * first it acts on go on as a (shorter) run, that one as a real frame
- * through the injector (never built if it is dropped), and the packets
- * after it again as a run, with the same decisions as n frames would get
- * (fault_pass_run). */
+/* A run meets the fault injector: packets it leaves alone stay in the run,
+ * packets it drops become holes in it (never built, roce_run_lose), and at
+ * a packet it does something else to the run is cut: the packets before go
+ * on as a (shorter) run, that one as a real frame through the injector, and
+ * the packets after it again as a run, with the same decisions as n frames
+ * would get (fault_pass_run). */
 static void sw_fault_run(struct sw *s, struct fault *f, struct port *p, struct pkt *pkt)
 {
+	uint32_t done = 0;
+
 	while (pkt) {
-		uint32_t n = pkt->npkts, keep = fault_pass_run(f, p->id, n);
+		uint32_t n = pkt->npkts;
 		struct pkt *fr, *rest = NULL;
 		struct pkt_queue q;
-		bool drop;
 
-		if (keep >= n) {
-			sw_forward(s, pkt);
+		done += fault_pass_run(f, p->id, n - done);
+		if (done < n && fault_drop_next(f)) {
+			roce_run_lose(pkt, done++);
+			continue;
+		}
+		if (done >= n) {
+			if (pkt_npkts(pkt))
+				sw_forward(s, pkt);
+			else
+				pkt_free(pkt); /* every packet lost */
 			return;
 		}
 		pkt_queue_init(&q);
-		drop = fault_drop_next(f);
-		if (unlikely(roce_run_cut(pkt, keep, drop, &q))) {
-			p->stats.rx_errors += n - drop;
+		if (unlikely(roce_run_cut(pkt, done, &q))) {
+			p->stats.rx_errors += pkt_npkts(pkt);
 			pkt_free(pkt);
 			return;
 		}
-		if (keep)
+		if (done && pkt_npkts(pkt))
 			sw_forward(s, pkt);
 		else
 			pkt_free(pkt);
@@ -729,6 +738,7 @@ static void sw_fault_run(struct sw *s, struct fault *f, struct port *p, struct p
 				fault_input(f, p->id, fr);
 		}
 		pkt = rest;
+		done = 0;
 	}
 }
 

@@ -242,12 +242,16 @@ int roce_pkt_fill_icrc(struct pkt *p);
  * left out and marked), appended to out; p is left to the caller. Returns
  * 0 or -ENOMEM / -EINVAL (out emptied, counted). */
 int roce_run_split(struct pkt *p, struct pkt_queue *out);
-/* Cut run p at packet at (< its npkts): out gets packet at as a real frame
- * (not if skip_at: a packet the network drops is never built), then the
- * packets after it, as a run of their own when they can be one (else as
- * real frames); p keeps packets 0..at-1 (at > 0; at 0 the caller frees it).
- * Returns 0 or -ENOMEM / -EINVAL (p unchanged, out emptied). */
-int roce_run_cut(struct pkt *p, uint32_t at, bool skip_at, struct pkt_queue *out);
+/* Cut run p at packet at (< its npkts): out gets packet at as a real frame,
+ * then the packets after it, as a run of their own when they can be one
+ * (else as real frames); p keeps packets 0..at-1 (at > 0; at 0 the caller
+ * frees it). Packets lost on the way (roce_run_lose) stay lost, and are
+ * never built. Returns 0 or -ENOMEM / -EINVAL (p unchanged, out emptied). */
+int roce_run_cut(struct pkt *p, uint32_t at, struct pkt_queue *out);
+/* Packet k of run p is lost on the way (a fault injector's drop): it stays
+ * in the description but is never built, placed or counted as delivered
+ * (pkt_npkts, pkt_wire_len leave it out). */
+void roce_run_lose(struct pkt *p, uint32_t k);
 
 /* roce_pkt_build() + copy of payload + roce_pkt_finalize(p, 0). Same
  * returns. */

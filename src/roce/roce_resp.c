@@ -624,8 +624,9 @@ uint32_t roce_resp_rx_bulk(struct roce_tq *tq, const struct roce_pkt_info *pi, u
 /* Packets psn.. of a run beyond epsn while a sequence NAK is out (the tail
  * of a run after a lost packet): what resp_rc does for each, for as many
  * as it can at once: counted, no NAK again. Stops before a packet that
- * would send the NAK again (resp_renak_due). ackreq: bit j, packet j asks
- * for an ACK. Returns the packets done (0: go one by one). */
+ * would send the NAK again (resp_renak_due; its time rule is decided with
+ * the clock at the first packet). ackreq: bit j, packet j asks for an ACK.
+ * Returns the packets done (0: go one by one). */
 uint32_t roce_resp_rx_ahead(struct roce_tq *tq, uint32_t psn, uint32_t n, uint64_t ackreq)
 {
 	struct rres_qp *qp = tq->qp;
@@ -641,7 +642,8 @@ uint32_t roce_resp_rx_ahead(struct roce_tq *tq, uint32_t psn, uint32_t n, uint64
 	if (k < 64 && (ackreq & ((1ull << k) - 1)) && tq->tp->loop &&
 	    loop_now_ns() - tq->nak_ns >= ROCE_TP_PROBE_MIN_NS / 2)
 		k = (uint32_t)__builtin_ctzll(ackreq); /* that one may NAK again */
-	if (!k)
+	/* all of them beyond epsn (not duplicates across a PSN wrap) */
+	if (!k || roce_psn_diff(roce_psn_add(psn, k - 1), tq->epsn) <= 0)
 		return 0;
 	tq->tp->stats.rx_seq_err += k;
 	tq->ooo_since_nak += k;

@@ -64,21 +64,47 @@ static void run_fields(const struct roce_run *r, uint32_t k, uint32_t n,
 	f->ip_id = (uint16_t)(r->f.ip_id + k);
 }
 
+/* p->nlost and p->run_len from the description: the packets still on
+ * their way and their frame bytes. */
+static void run_recount(struct pkt *p)
+{
+	const struct roce_run *r = roce_run_of(p);
+	uint32_t n = p->npkts, bytes = 0, len = 0, lost = 0;
+
+	for (uint32_t k = 0; k < n; k++) {
+		/* (the MIDDLE packets are all alike) */
+		if (k <= 1 || k + 1 == n || r->op[k] != r->op[k - 1])
+			len = k ? roce_pkt_frame_len(&r->path, r->op[k], run_plen(r, k, n)) :
+				  p->len;
+		if ((r->lost >> k) & 1)
+			lost++;
+		else
+			bytes += len;
+	}
+	p->nlost = (uint16_t)lost;
+	p->run_len = bytes;
+}
+
 void roce_run_seal(struct pkt *p, uint32_t n, uint32_t niov, uint32_t payload)
 {
 	struct roce_run *r = roce_run_of(p);
-	uint32_t bytes = p->len, len = 0;
 
-	for (uint32_t k = 1; k < n; k++) {
-		/* (the MIDDLE packets are all alike) */
-		if (k == 1 || k + 1 == n || r->op[k] != r->op[k - 1])
-			len = roce_pkt_frame_len(&r->path, r->op[k], run_plen(r, k, n));
-		bytes += len;
-	}
+	r->lost = 0;
 	p->npkts = (uint16_t)n;
-	p->run_len = bytes;
 	p->flags |= PKT_F_RUN;
+	run_recount(p);
 	pkt_ref_attach_run(p, r->iov, niov, payload);
+}
+
+void roce_run_lose(struct pkt *p, uint32_t k)
+{
+	struct roce_run *r = roce_run_of(p);
+
+	if (!(p->flags & PKT_F_RUN) || k >= p->npkts || ((r->lost >> k) & 1))
+		return;
+	r->lost |= 1ull << k;
+	run_recount(p);
+	run_stats.holes++;
 }
 
 /* Copy len bytes at offset off of the pieces iov[0..n) to dst. Returns
@@ -112,6 +138,7 @@ static int run_split_range(struct pkt *p, uint32_t from, uint32_t to, struct pkt
 	uint32_t n = p->npkts;
 	struct roce_path path;
 	uint64_t off = (uint64_t)from * r->mtu;
+	uint32_t built = 0;
 
 	if (!(p->flags & PKT_F_RUN) || n > ROCE_RUN_MAX || from >= to || to > n)
 		return -EINVAL;
@@ -121,8 +148,13 @@ static int run_split_range(struct pkt *p, uint32_t from, uint32_t to, struct pkt
 		uint32_t plen = run_plen(r, k, n);
 		struct roce_hdr_fields f;
 		uint8_t *payload;
-		struct pkt *q = pkt_alloc();
+		struct pkt *q;
 
+		if ((r->lost >> k) & 1) {
+			off += plen; /* lost on the way: no frame */
+			continue;
+		}
+		q = pkt_alloc();
 		if (!q)
 			goto fail;
 		run_fields(r, k, n, &f);
@@ -137,9 +169,10 @@ static int run_split_range(struct pkt *p, uint32_t from, uint32_t to, struct pkt
 		q->in_port = p->in_port;
 		off += plen;
 		pkt_queue_push(out, q);
+		built++;
 	}
 	run_stats.runs_split++;
-	run_stats.frames_split += to - from;
+	run_stats.frames_split += built;
 	return 0;
 fail:
 	run_stats.split_failed++;
@@ -187,6 +220,8 @@ static struct pkt *run_tail(struct pkt *p, uint32_t from)
 	t->ackreq = r->ackreq >> from;
 	memcpy(t->op, r->op + from, m);
 	roce_run_seal(q, m, niov, total);
+	t->lost = r->lost >> from;
+	run_recount(q);
 	roce_pkt_finalize(q, ROCE_TX_F_SKIP_ICRC);
 	q->in_port = p->in_port;
 	return q;
@@ -195,20 +230,18 @@ fail:
 	return NULL;
 }
 
-int roce_run_cut(struct pkt *p, uint32_t at, bool skip_at, struct pkt_queue *out)
+int roce_run_cut(struct pkt *p, uint32_t at, struct pkt_queue *out)
 {
 	struct roce_run *r = roce_run_of(p);
-	uint32_t n = p->npkts, bytes = p->len, from = at + (skip_at ? 1 : 0), to;
+	uint32_t n = p->npkts;
 	struct pkt *tail = NULL;
-	int rc = 0;
+	int rc;
 
 	if (!(p->flags & PKT_F_RUN) || at >= n)
 		return -EINVAL;
 	if (n - at > 2)
 		tail = run_tail(p, at + 1);
-	to = tail ? at + 1 : n;
-	if (from < to)
-		rc = run_split_range(p, from, to, out);
+	rc = run_split_range(p, at, tail ? at + 1 : n, out);
 	if (rc) {
 		pkt_free(tail);
 		return rc;
@@ -222,11 +255,10 @@ int roce_run_cut(struct pkt *p, uint32_t at, bool skip_at, struct pkt_queue *out
 	/* packets 0..at-1 stay: whole MTUs, none is the message's last */
 	r->plen_last = r->mtu;
 	r->se_last = false;
-	for (uint32_t k = 1; k < at; k++)
-		bytes += roce_pkt_frame_len(&r->path, r->op[k], r->mtu);
+	r->lost &= (1ull << at) - 1;
 	p->npkts = (uint16_t)at;
-	p->run_len = bytes;
 	p->ref.len = at * r->mtu;
+	run_recount(p);
 	run_stats.runs_cut++;
 	return 0;
 }
@@ -265,10 +297,11 @@ static uint32_t run_group_end(const struct roce_run *r, uint32_t k, uint32_t n, 
 	uint32_t j = k;
 
 	*last = false;
-	while (j < n && (roce_opcode_mask(r->op[j]) & (ROCE_OPF_REQ | ROCE_OPF_MIDDLE)) ==
-			(ROCE_OPF_REQ | ROCE_OPF_MIDDLE))
+	while (j < n && !((r->lost >> j) & 1) &&
+	       (roce_opcode_mask(r->op[j]) & (ROCE_OPF_REQ | ROCE_OPF_MIDDLE)) ==
+		       (ROCE_OPF_REQ | ROCE_OPF_MIDDLE))
 		j++;
-	if (j < n && r->op[j] == ROCE_OP_RC_RDMA_WRITE_LAST && j > k) {
+	if (j < n && !((r->lost >> j) & 1) && r->op[j] == ROCE_OP_RC_RDMA_WRITE_LAST && j > k) {
 		*last = true;
 		j++;
 	}
@@ -297,14 +330,21 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 		tp->stats.rx_runs++;
 	else
 		tp->stats.rx_resp_runs++;
-	tp->stats.rx_run_pkts += n;
+	tp->stats.rx_run_pkts += pkt_npkts(p);
 	for (uint32_t k = 0; k < n; k++) {
 		uint32_t plen = run_plen(r, k, n), end, d;
+		uint64_t lost = r->lost >> k;
 		struct roce_pkt_info pi = *pi0;
 		bool last;
 
-		if ((pi0->mask & ROCE_OPF_REQ) &&
-		    (d = roce_resp_rx_ahead(tq, roce_psn_add(r->f.psn, k), n - k, r->ackreq >> k))) {
+		if (lost & 1) {
+			off += plen; /* lost on the way */
+			continue;
+		}
+		d = lost ? (uint32_t)__builtin_ctzll(lost) : n - k; /* up to the next hole */
+		/* (not when the payload is gone: those count as lost below) */
+		if ((pi0->mask & ROCE_OPF_REQ) && p->ref.niov &&
+		    (d = roce_resp_rx_ahead(tq, roce_psn_add(r->f.psn, k), d, r->ackreq >> k))) {
 			/* beyond a gap already NAKed: dropped together (whole
 			 * MTUs but perhaps the run's last, after which off is
 			 * not used) */

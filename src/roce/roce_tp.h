@@ -868,6 +868,7 @@ struct roce_run {
 	uint32_t mtu;               /* payload of every packet but the last */
 	uint32_t plen_last;         /* ... and of the last */
 	uint64_t ackreq;            /* bit k: packet k asks for an ACK */
+	uint64_t lost;              /* bit k: packet k was lost on the way */
 	bool se_last;               /* the last packet has SE */
 	uint8_t op[ROCE_RUN_MAX];   /* opcode of each packet */
 	struct iovec iov[ROCE_RUN_IOV]; /* the payload of all packets */
@@ -879,6 +880,7 @@ struct roce_run_stats {
 	uint64_t split_failed;      /* out of frames: the run was dropped */
 	uint64_t runs_cut;          /* runs shortened (roce_run_cut) */
 	uint64_t tails;             /* ... and runs made of what followed the cut */
+	uint64_t holes;             /* packets of runs lost on the way (roce_run_lose) */
 };
 
 struct roce_run *roce_run_of(struct pkt *p);

@@ -345,7 +345,7 @@ static void ecn_marks(void)
 	CHECK(strstr(buf, ",ecn=0.5") != NULL);
 	CHECK(fault_cfg_parse(&c, "ecn=101") != 0);
 	CHECK(fault_cfg_parse(&c, "ecn=1,ecn=2") != 0);
-	/* ecn=0 keeps the five draws: same trace as without the key */
+	/* ecn=0 draws nothing more: same trace as without the key */
 	run_trace("drop=10,dup=10,seed=5", 500, &d1, &s1);
 	run_trace("drop=10,dup=10,seed=5,ecn=0", 500, &d2, &s2);
 	CHECK_EQ(d1, d2);

@@ -386,9 +386,10 @@ static void test_split_equals_framed(void)
 	capture_free(&split);
 }
 
-/* The fault injector on runs: the packets before the first it acts on go
- * on as a shorter run, that one as a real frame through it, the rest as a
- * run again; RC recovers every fault: data intact. */
+/* The fault injector on runs: a packet it drops is a hole in the run, at
+ * one it does anything else to the run is cut (the packets before go on as
+ * a shorter run, that one as a real frame through it, the rest as a run
+ * again); RC recovers every fault: data intact. */
 static void test_fault_on_runs(void)
 {
 	struct roce_run_stats s0, s1;
@@ -407,6 +408,7 @@ static void test_fault_on_runs(void)
 	CHECK(s1.frames_split - s0.frames_split > 0);
 	CHECK(s1.runs_cut - s0.runs_cut > 0);
 	CHECK(s1.tails - s0.tails > 0); /* after a faulted packet, a run again */
+	CHECK(s1.holes - s0.holes > 0);  /* dropped packets: holes in runs */
 	CHECK(p.b->tp->stats.rx_runs > 0);
 	CHECK(p.a->tp->stats.retransmits > 0);
 	fk_env_fini(&p.env);
@@ -609,12 +611,15 @@ static bool wire_has4(void *arg)
 	return ((struct fk_dev *)arg)->wire.len >= 4;
 }
 
-/* Packet 5 of a 100-packet WRITE lost in its first run: the rest of that
- * run and the next runs are beyond the gap. Whether they come as runs
- * (dropped together, roce_resp_rx_ahead) or as frames (one by one), the
- * responder counts and NAKs them the same: 94 out of sequence, the NAK at
- * the gap and once more at the 64th after it; the WRITE then completes. */
-static void run_tail_after_gap(bool frames, uint64_t *seq_err, uint64_t *naks)
+/* Packet 5 of a 100-packet WRITE lost in its first run (a hole,
+ * roce_run_lose): the rest of that run and the next runs are beyond the
+ * gap. Whether they come as runs (dropped together, roce_resp_rx_ahead) or
+ * as frames (one by one, the lost one not built), the responder counts and
+ * NAKs them the same: 94 out of sequence, the NAKs (at the gap and at the
+ * 64th after it, coalesced into one frame in one receive batch); the WRITE
+ * then completes. test_rx_ahead_same checks the NAK schedule itself. */
+static void run_tail_after_gap(bool frames, bool gone, uint64_t *seq_err, uint64_t *naks,
+			       uint64_t *lost)
 {
 	struct virtio_rdma_cq_req wc[1];
 	struct pkt_queue q, out;
@@ -633,15 +638,20 @@ static void run_tail_after_gap(bool frames, uint64_t *seq_err, uint64_t *naks)
 	while ((r = pkt_queue_pop(&p.a->wire))) {
 		REQUIRE(r->flags & PKT_F_RUN);
 		if (i++ == 0) {
+			uint32_t wire = pkt_wire_len(r);
+
 			CHECK_EQ(r->npkts, 32);
-			REQUIRE(roce_run_cut(r, 5, true, &q) == 0);
-			CHECK_EQ(q.len, 1); /* packets 6..31 as a run */
-			CHECK_EQ(r->npkts, 5);
-			pkt_queue_push(&q, r);
-			pkt_queue_push(&q, pkt_queue_pop(&q)); /* r first */
-		} else {
-			pkt_queue_push(&q, r);
+			CHECK_EQ(pkt_npkts(r), 32);
+			roce_run_lose(r, 5);
+			roce_run_lose(r, 5); /* once */
+			CHECK_EQ(r->npkts, 32);
+			CHECK_EQ(pkt_npkts(r), 31);
+			/* packets 1..31 are MIDDLEs of one size */
+			CHECK_EQ(pkt_wire_len(r), wire - (wire - r->len) / 31);
+		} else if (gone && i == 2) {
+			r->ref.niov = 0; /* a failed fill: its payload is gone */
 		}
+		pkt_queue_push(&q, r);
 	}
 	while ((r = pkt_queue_pop(&q))) {
 		if (frames) {
@@ -664,19 +674,211 @@ static void run_tail_after_gap(bool frames, uint64_t *seq_err, uint64_t *naks)
 	CHECK_EQ(p.a->tp->stats.rewinds, p.a->tp->stats.naks_rcvd);
 	*seq_err = p.b->tp->stats.rx_seq_err;
 	*naks = p.b->tp->stats.naks_sent;
+	*lost = p.b->tp->stats.rx_run_lost;
+	fk_env_fini(&p.env);
+}
+
+/* Holes (roce_run_lose): a run whose packets 0, 7 and 31 were lost splits
+ * into the other 29 frames, byte for byte what it split into before, and
+ * counts their packets and bytes only; delivered, RC recovers the three
+ * and the data arrives intact. */
+static void test_run_holes(void)
+{
+	static const uint32_t lost[] = { 0, 7, 31 };
+	struct virtio_rdma_cq_req wc[1];
+	struct pkt_queue all, live, out;
+	struct pkt *r, *r2, *f, *g;
+	struct pair p;
+	uint32_t k = 0, bytes = 0;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	prime(&p);
+	hold(p.a);
+	REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 40 * MTU, 2, false, 6, -1));
+	REQUIRE(fk_run_until(&p.env, wire_has, p.a, WAIT_MS));
+	r = pkt_queue_pop(&p.a->wire);
+	REQUIRE(r && (r->flags & PKT_F_RUN) && r->npkts == 32);
+	pkt_queue_init(&all);
+	pkt_queue_init(&live);
+	pkt_queue_init(&out);
+	REQUIRE(roce_run_split(r, &all) == 0);
+	for (unsigned i = 0; i < 3; i++)
+		roce_run_lose(r, lost[i]);
+	roce_run_lose(r, 32); /* not a packet of it: nothing */
+	CHECK_EQ(r->npkts, 32);
+	CHECK_EQ(pkt_npkts(r), 29);
+	REQUIRE(roce_run_split(r, &live) == 0);
+	CHECK_EQ(live.len, 29);
+	while ((f = pkt_queue_pop(&all))) {
+		if (k == 0 || k == 7 || k == 31) {
+			pkt_free(f);
+			k++;
+			continue;
+		}
+		g = pkt_queue_pop(&live);
+		REQUIRE(g);
+		CHECK_EQ(g->len, f->len);
+		CHECK(g->len == f->len && memcmp(g->data, f->data, f->len) == 0);
+		bytes += g->len;
+		pkt_free(f);
+		pkt_free(g);
+		k++;
+	}
+	CHECK_EQ(pkt_wire_len(r), bytes);
+	pkt_queue_push(&out, r);
+	REQUIRE(fk_run_until(&p.env, wire_has, p.a, WAIT_MS));
+	r2 = pkt_queue_pop(&p.a->wire); /* packets 32..39 */
+	REQUIRE(r2);
+	pkt_queue_push(&out, r2);
+	release(&p, p.a, &out);
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK(memcmp(p.ma.buf + 1 + 6, p.mb.buf + 3, 40 * MTU) == 0);
+	CHECK_EQ(p.mb.buf[3 + 40 * MTU], 0x5a);
+	CHECK(p.a->tp->stats.rewinds >= 1);
+	fk_env_fini(&p.env);
+}
+
+/* The responder state roce_resp_rx_ahead must leave as the packets one by
+ * one would. */
+struct ahead_state {
+	uint32_t epsn, ooo_hi, ooo_since_nak, ack_psn;
+	bool nak_sent, ack_pending;
+	uint8_t ack_syndrome;
+	uint64_t seq_err, dup;
+};
+
+static void ahead_get(const struct roce_tq *tq, struct ahead_state *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->epsn = tq->epsn;
+	s->ooo_hi = tq->ooo_hi;
+	s->ooo_since_nak = tq->ooo_since_nak;
+	s->ack_psn = tq->ack_psn;
+	s->nak_sent = tq->nak_sent;
+	s->ack_pending = tq->ack_pending;
+	s->ack_syndrome = tq->ack_syndrome;
+	s->seq_err = tq->tp->stats.rx_seq_err;
+	s->dup = tq->tp->stats.rx_dup;
+}
+
+/* n WRITE MIDDLE packets from psn, as roce_run_rx gives them (shortcut) or
+ * one by one. */
+static void ahead_deliver(struct roce_tq *tq, uint32_t psn, uint32_t n, uint64_t ackreq,
+			  bool shortcut)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		struct roce_pkt_info pi;
+		uint32_t d;
+
+		if (shortcut &&
+		    (d = roce_resp_rx_ahead(tq, roce_psn_add(psn, k), n - k, ackreq >> k))) {
+			k += d - 1;
+			continue;
+		}
+		memset(&pi, 0, sizeof(pi));
+		pi.opcode = ROCE_OP_RC_RDMA_WRITE_MIDDLE;
+		pi.mask = roce_opcode_mask(pi.opcode);
+		pi.transport = ROCE_TRANSPORT_RC;
+		pi.psn = roce_psn_add(psn, k);
+		pi.ackreq = (ackreq >> k) & 1;
+		pi.payload_len = MTU;
+		roce_resp_rx(tq, &pi, NULL);
+	}
+}
+
+static uint64_t ahead_rand(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* roce_resp_rx_ahead then one by one against one by one only, from random
+ * responder states after a sequence NAK (ePSN near the 2^24 wrap or
+ * anywhere, a gap of 1 to 300, 0 to 63 packets since the NAK, the highest
+ * out-of-sequence PSN at or past the run's or before it, an RNR NAK out,
+ * AckReq bits, the NAK long ago (the time rule due) or no clock (never
+ * due)): the same counters, NAK schedule and pending ACK. */
+static void test_rx_ahead_same(void)
+{
+	struct ahead_state a, b;
+	struct roce_tq *tq;
+	struct loop *loop;
+	struct pair p;
+	uint64_t x = 88172645463325252ull;
+	unsigned bad = 0;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	prime(&p);
+	tq = rres_qp_lookup(&p.b->rd, p.qb.qpn)->transport;
+	REQUIRE(tq && tq->comm_est);
+	loop = tq->tp->loop;
+	for (unsigned t = 0; t < 20000; t++) {
+		uint32_t e = t % 3 ? (uint32_t)(ahead_rand(&x) & ROCE_PSN_MASK) :
+				     ROCE_PSN_MASK - (uint32_t)(ahead_rand(&x) % 40);
+		uint32_t psn = roce_psn_add(e, 1 + (uint32_t)(ahead_rand(&x) % 300));
+		uint32_t n = 1 + (uint32_t)(ahead_rand(&x) % 32);
+		uint32_t s0 = (uint32_t)(ahead_rand(&x) % 64);
+		uint32_t hi = ahead_rand(&x) % 5 ? roce_psn_add(psn, ROCE_PSN_MASK -
+								 (uint32_t)(ahead_rand(&x) % 3)) :
+						   roce_psn_add(psn, (uint32_t)(ahead_rand(&x) % 4));
+		bool rnr = ahead_rand(&x) % 16 == 0, timed = t & 1;
+		uint64_t ackreq = 0;
+
+		for (uint32_t j = 0; j < n; j++)
+			if (ahead_rand(&x) % 6 == 0)
+				ackreq |= 1ull << j;
+		if (ahead_rand(&x) % 3 == 0)
+			ackreq |= ~0ull << n; /* bits beyond the run (after a cut) */
+		for (int m = 0; m < 2; m++) {
+			struct ahead_state *st = m ? &b : &a, s0st;
+
+			tq->epsn = e;
+			tq->nak_sent = true;
+			tq->nak_rnr = rnr;
+			tq->ooo_since_nak = s0;
+			tq->ooo_hi = hi;
+			tq->nak_ns = 0;
+			tq->ack_pending = false;
+			tq->tp->loop = timed ? loop : NULL;
+			ahead_get(tq, &s0st);
+			ahead_deliver(tq, psn, n, ackreq, m == 0);
+			tq->tp->loop = loop;
+			ahead_get(tq, st);
+			st->seq_err -= s0st.seq_err;
+			st->dup -= s0st.dup;
+		}
+		if (memcmp(&a, &b, sizeof(a)) && bad++ < 5)
+			printf("#   trial %u: epsn %#x psn %#x n %u since %u hi %#x ackreq %#llx "
+			       "differs: seq_err %llu / %llu, since %u / %u, ack %d %#x / %d %#x\n",
+			       t, e, psn, n, s0, hi, (unsigned long long)ackreq,
+			       (unsigned long long)a.seq_err, (unsigned long long)b.seq_err,
+			       a.ooo_since_nak, b.ooo_since_nak, a.ack_pending, a.ack_psn,
+			       b.ack_pending, b.ack_psn);
+	}
+	tq->ack_pending = false;
+	tq->nak_sent = false;
+	CHECK_EQ(bad, 0);
 	fk_env_fini(&p.env);
 }
 
 static void test_run_tail_after_gap(void)
 {
-	uint64_t se_run, se_frames, nak_run, nak_frames;
+	uint64_t se_run, se_frames, nak_run, nak_frames, lost;
 
-	run_tail_after_gap(false, &se_run, &nak_run);
-	run_tail_after_gap(true, &se_frames, &nak_frames);
+	run_tail_after_gap(false, false, &se_run, &nak_run, &lost);
+	run_tail_after_gap(true, false, &se_frames, &nak_frames, &lost);
 	CHECK_EQ(se_run, 94);
 	CHECK_EQ(se_frames, 94);
 	CHECK_EQ(nak_run, nak_frames);
 	CHECK(nak_run >= 1);
+	/* a run beyond the gap whose payload is gone counts as lost, as one by
+	 * one, not as out of sequence */
+	run_tail_after_gap(false, true, &se_run, &nak_run, &lost);
+	CHECK_EQ(se_run, 62);
+	CHECK_EQ(lost, 32);
 }
 
 /* The next frame b sends, parsed (b's frames held, the others given on). */
@@ -977,6 +1179,8 @@ int main(void)
 	RUN(test_fault_pass_run_same);
 	RUN(test_rewind_mid_run);
 	RUN(test_run_tail_after_gap);
+	RUN(test_run_holes);
+	RUN(test_rx_ahead_same);
 	RUN(test_rnr_in_run);
 	RUN(test_len_error_in_run);
 	RUN(test_access_error_run);

@@ -276,10 +276,11 @@ static void dump_stats(struct daemon *d)
 		(unsigned long long)s->fault_ce_marked, (unsigned long long)s->fault_run_passed);
 	roce_run_get_stats(&rs);
 	pkt_ref_get_stats(&ps);
-	fprintf(stderr, "runs split %llu frames_split %llu split_failed %llu cut %llu tails %llu\n",
+	fprintf(stderr, "runs split %llu frames_split %llu split_failed %llu cut %llu tails %llu "
+		"holes %llu\n",
 		(unsigned long long)rs.runs_split, (unsigned long long)rs.frames_split,
 		(unsigned long long)rs.split_failed, (unsigned long long)rs.runs_cut,
-		(unsigned long long)rs.tails);
+		(unsigned long long)rs.tails, (unsigned long long)rs.holes);
 	fprintf(stderr, "payload_refs attached %llu filled %llu flushes %llu live %llu\n",
 		(unsigned long long)ps.attached, (unsigned long long)ps.filled,
 		(unsigned long long)ps.flushes, (unsigned long long)ps.live);
