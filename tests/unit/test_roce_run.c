@@ -800,7 +800,10 @@ static uint64_t ahead_rand(uint64_t *x)
  * anywhere, a gap of 1 to 300, 0 to 63 packets since the NAK, the highest
  * out-of-sequence PSN at or past the run's or before it, an RNR NAK out,
  * AckReq bits, the NAK long ago (the time rule due) or no clock (never
- * due)): the same counters, NAK schedule and pending ACK. */
+ * due)): the same counters, NAK schedule and pending ACK. With the clock,
+ * one AckReq packet and no NAK again before it (the packet count): a NAK
+ * sent again restarts the time rule's half probe interval, which a second
+ * AckReq packet would measure in real time. */
 static void test_rx_ahead_same(void)
 {
 	struct ahead_state a, b;
@@ -830,6 +833,10 @@ static void test_rx_ahead_same(void)
 		for (uint32_t j = 0; j < n; j++)
 			if (ahead_rand(&x) % 6 == 0)
 				ackreq |= 1ull << j;
+		if (timed) {
+			ackreq &= ackreq ? -ackreq : 0; /* the lowest only */
+			s0 %= 64 - n;                   /* s0 + n < 64 */
+		}
 		if (ahead_rand(&x) % 3 == 0)
 			ackreq |= ~0ull << n; /* bits beyond the run (after a cut) */
 		for (int m = 0; m < 2; m++) {
