@@ -11,8 +11,10 @@
  * The input fills the descriptor table, the avail ring and the indirect
  * area; descriptor addresses are folded into windows around those regions
  * (unless the input asks for raw values) so that edges are hit often. Then
- * vq_dev_pop() runs until the ring is empty or the queue is broken, and every
- * element is checked to lie inside the regions.
+ * vq_dev_pop() runs until the ring is empty or the queue is broken (with
+ * vq_dev_peek/vq_dev_prefetch_desc hints before each pop, whose buffers
+ * must be readable), and every element is checked to lie inside the
+ * regions.
  *
  * Input layout:
  *   [0]     ring size: 1 << (b % 9)
@@ -181,6 +183,15 @@ static void device_phase(uint16_t num, uint8_t flags, uint16_t base,
 		vq_dev_set_notify(&vq, false);
 
 	for (i = 0; i < 2u * num + 4; i++) {
+		/* prefetch hints: whatever they return lies in shared memory */
+		for (uint16_t a = 0; a < 3; a++) {
+			uint32_t plen = 0;
+			const volatile uint8_t *h = vq_dev_peek(&vq, (uint16_t)(a * (i + 1)), &plen);
+
+			vq_dev_prefetch_desc(&vq, (uint16_t)(a + i));
+			if (h)
+				(void)(h[0] + h[plen ? plen - 1 : 0]);
+		}
 		rc = vq_dev_pop(&vq, &elem);
 		if (rc <= 0)
 			break;

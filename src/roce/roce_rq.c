@@ -163,6 +163,22 @@ static enum roce_rq_got rq_get_srq(struct roce_tq *tq)
 	return ROCE_RQ_READY;
 }
 
+/* Start loading the next receive element (its first and last line) and the
+ * descriptor of the one after: a stream of SENDs takes one per message, and
+ * the driver's core just wrote them. */
+static void rq_prefetch_next(const struct vq_dev *vq)
+{
+	uint32_t len = 0;
+	const uint8_t *p = vq_dev_peek(vq, 0, &len);
+
+	vq_dev_prefetch_desc(vq, 1);
+	if (!p || !len)
+		return;
+	__builtin_prefetch(p, 0, 3);
+	if (len > 64)
+		__builtin_prefetch(p + MIN(len, 128u) - 1, 0, 3);
+}
+
 enum roce_rq_got roce_rq_get(struct roce_tq *tq)
 {
 	struct roce_tp *tp = tq->tp;
@@ -183,6 +199,7 @@ enum roce_rq_got roce_rq_get(struct roce_tq *tq)
 		roce_tp_qp_error(tq, false);
 		return ROCE_RQ_BROKEN;
 	}
+	rq_prefetch_next(&r->vq);
 	roce_rq_parse(tq, &tp->elem, tq->rwqe);
 	tq->rwqe->valid = true;
 	tp->stats.recv_wrs++;

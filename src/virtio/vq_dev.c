@@ -371,6 +371,41 @@ int vq_dev_pop(struct vq_dev *vq, struct vq_elem *elem)
 	return 1;
 }
 
+/* The head of avail entry last_avail_idx + ahead, or -1 (not published by
+ * the last avail->idx read, out of range, or broken). */
+static int vq_dev_peek_head(const struct vq_dev *vq, uint16_t ahead)
+{
+	uint16_t head;
+
+	if (vq->broken || (uint16_t)(vq->shadow_avail_idx - vq->last_avail_idx) <= ahead)
+		return -1;
+	head = ld16(&vq->avail->ring[(uint16_t)(vq->last_avail_idx + ahead) & (vq->num - 1)]);
+	return head < vq->num ? head : -1;
+}
+
+void vq_dev_prefetch_desc(const struct vq_dev *vq, uint16_t ahead)
+{
+	int head = vq_dev_peek_head(vq, ahead);
+
+	if (head >= 0)
+		__builtin_prefetch(&vq->desc[head], 0, 3);
+}
+
+const void *vq_dev_peek(const struct vq_dev *vq, uint16_t ahead, uint32_t *len)
+{
+	int head = vq_dev_peek_head(vq, ahead);
+	struct vring_desc raw;
+
+	if (head < 0)
+		return NULL;
+	memcpy(&raw, &vq->desc[head], sizeof(raw));
+	__asm__ __volatile__("" ::: "memory");
+	if (le16toh(raw.flags) & (VRING_DESC_F_INDIRECT | VRING_DESC_F_WRITE))
+		return NULL;
+	*len = le32toh(raw.len);
+	return vhost_mem_gpa_to_host(vq->mem, le64toh(raw.addr), *len);
+}
+
 void vq_dev_unpop(struct vq_dev *vq)
 {
 	if (vq->broken)

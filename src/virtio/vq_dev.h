@@ -113,6 +113,18 @@ uint16_t vq_dev_avail(struct vq_dev *vq);
  */
 int vq_dev_pop(struct vq_dev *vq, struct vq_elem *elem);
 
+/*
+ * Prefetch hints for a batch of pops; neither validates nor consumes
+ * anything, and what they read may change before the entry is popped.
+ * vq_dev_prefetch_desc starts loading the head descriptor of the avail entry
+ * `ahead` places after the next one; vq_dev_peek returns the host address of
+ * that descriptor's buffer (*len bytes, all in one memory region) when it is
+ * a direct one, else NULL. Both look only at entries the last avail index
+ * read published (never re-reading it) and return nothing beyond them.
+ */
+void vq_dev_prefetch_desc(const struct vq_dev *vq, uint16_t ahead);
+const void *vq_dev_peek(const struct vq_dev *vq, uint16_t ahead, uint32_t *len);
+
 /* Put back the last popped element (e.g. no resources to handle it now). */
 void vq_dev_unpop(struct vq_dev *vq);
 

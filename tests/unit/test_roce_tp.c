@@ -2138,6 +2138,151 @@ static void test_device_send_shares(void)
 	loop_free(l);
 }
 
+/* ---- batches of small WRs ------------------------------------------------------ */
+
+/* One fetch takes many WRs (posted before the engine runs): small WRITEs
+ * with an SGE, inline WRITEs and SENDs of every inline length class, WRs
+ * whose header and SGEs are separate descriptors, SENDs. All complete in
+ * order with their data in place byte for byte. */
+static void test_sq_batch_mixed(void)
+{
+	enum { N = 60, SLOT = 1024 };
+	struct virtio_rdma_cq_req wc[N];
+	uint32_t rlen[N];
+	uint8_t kind[N];
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+	unsigned nrecv = 0;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	c.max_inline = 512;
+	c.sq_num = 128; /* a split WR takes two descriptors */
+	pair_init(&p, &c);
+	bufs_init(&p, &b, N * SLOT);
+	memset(b.lb.buf, 0x5a, N * SLOT);
+	for (unsigned i = 0; i < N; i++) {
+		uint8_t *src = (uint8_t *)b.la.buf + i * SLOT, *dst = (uint8_t *)b.lb.buf + i * SLOT;
+		const uint32_t inl_lens[] = { 1, 7, 64, 300, 512 };
+		struct fk_sge s = { src, 64, b.la.lkey };
+		struct fk_wr wr = { .wr_id = 100 + i, .flags = VIRTIO_IB_SEND_SIGNALED,
+				    .remote_addr = (uintptr_t)dst, .rkey = b.lb.rkey,
+				    .sge = &s, .nsge = 1, .trunc = -1 };
+
+		kind[i] = (uint8_t)(i % 4);
+		rlen[i] = 64;
+		wr.opcode = kind[i] == 3 ? VIRTIO_IB_WR_SEND : VIRTIO_IB_WR_RDMA_WRITE;
+		if (kind[i] == 1 || (kind[i] == 3 && i % 8 == 7)) {
+			rlen[i] = inl_lens[i % ARRAY_SIZE(inl_lens)];
+			wr.flags |= VIRTIO_IB_SEND_INLINE;
+			wr.inl = src;
+			wr.inline_len = (uint16_t)rlen[i];
+			wr.nsge = 0;
+		}
+		wr.split = kind[i] == 2;
+		fk_fill(src, rlen[i], 7 * i + 1);
+		if (kind[i] == 3) {
+			struct fk_sge r = { dst, SLOT, b.lb.lkey };
+
+			REQUIRE(fk_post_recv(p.b, &p.qb, 500 + i, &r, 1) == 0);
+			nrecv++;
+		}
+		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+	}
+	REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, N) == N);
+	for (unsigned i = 0; i < N; i++) {
+		CHECK_EQ(wc[i].wr_id, 100 + i);
+		CHECK_EQ(wc[i].status, VIRTIO_IB_WC_SUCCESS);
+		CHECK_EQ(wc[i].byte_len, rlen[i]);
+	}
+	REQUIRE(wait_cq(&p.env, p.b, p.cqb, wc, nrecv) == nrecv);
+	for (unsigned i = 0, k = 0; i < N; i++) {
+		const uint8_t *src = (uint8_t *)b.la.buf + i * SLOT;
+		const uint8_t *dst = (uint8_t *)b.lb.buf + i * SLOT;
+
+		CHECK(memcmp(src, dst, rlen[i]) == 0);
+		CHECK_EQ(dst[rlen[i]], 0x5a);
+		if (kind[i] == 3) {
+			CHECK_EQ(wc[k].wr_id, 500 + i);
+			CHECK_EQ(wc[k].status, VIRTIO_IB_WC_SUCCESS);
+			CHECK_EQ(wc[k].byte_len, rlen[i]);
+			k++;
+		}
+		if (th_failed_checks) {
+			printf("#   WR %u (kind %u, %u bytes)\n", i, kind[i], rlen[i]);
+			break;
+		}
+	}
+	CHECK_EQ(fk_ring_reap(p.qa.sq), N);
+	CHECK_EQ(qp_state(p.a, p.qa.qpn), VIRTIO_IB_QPS_RTS);
+	pair_fini(&p);
+}
+
+/* A bad WR in the middle of one fetch: the WRs before it complete (in
+ * order, data in place), it completes with its own error and wr_id, the
+ * ones after it are flushed; the ring is not broken. Bad: a wrong lkey,
+ * inline data over the QP's limit, a chain shorter than its SGEs. */
+static void test_sq_batch_bad_middle(void)
+{
+	enum { GOOD = 12, AFTER = 6, N = GOOD + 1 + AFTER };
+	const struct {
+		uint32_t lkey_xor;
+		uint16_t inl;
+		int32_t trunc;
+		uint8_t status;
+	} cases[] = {
+		{ 0x77, 0, -1, VIRTIO_IB_WC_LOC_PROT_ERR },
+		{ 0, 65, -1, VIRTIO_IB_WC_LOC_LEN_ERR },
+		{ 0, 0, 576 + 8, VIRTIO_IB_WC_LOC_QP_OP_ERR },
+	};
+
+	for (unsigned k = 0; k < ARRAY_SIZE(cases); k++) {
+		struct virtio_rdma_cq_req wc[N];
+		struct pair_cfg c;
+		struct bufs b;
+		struct pair p;
+
+		pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+		c.max_inline = 64;
+		pair_init(&p, &c);
+		bufs_init(&p, &b, N * 64);
+		fk_fill(b.la.buf, N * 64, k + 3);
+		memset(b.lb.buf, 0x5a, N * 64);
+		for (unsigned i = 0; i < N; i++) {
+			struct fk_sge s = { (uint8_t *)b.la.buf + i * 64, 64, b.la.lkey };
+			struct fk_wr wr = { .wr_id = i, .opcode = VIRTIO_IB_WR_RDMA_WRITE,
+					    .flags = VIRTIO_IB_SEND_SIGNALED,
+					    .remote_addr = (uintptr_t)b.lb.buf + i * 64,
+					    .rkey = b.lb.rkey, .sge = &s, .nsge = 1, .trunc = -1 };
+
+			if (i == GOOD) {
+				s.lkey ^= cases[k].lkey_xor;
+				wr.trunc = cases[k].trunc;
+				if (cases[k].inl) {
+					wr.flags |= VIRTIO_IB_SEND_INLINE;
+					wr.inl = s.addr;
+					wr.inline_len = cases[k].inl;
+				}
+			}
+			REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+		}
+		REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, N) == N);
+		for (unsigned i = 0; i < N; i++) {
+			CHECK_EQ(wc[i].wr_id, i);
+			CHECK_EQ(wc[i].status, i < GOOD ? VIRTIO_IB_WC_SUCCESS :
+					       i == GOOD ? cases[k].status : VIRTIO_IB_WC_WR_FLUSH_ERR);
+		}
+		CHECK(memcmp(b.la.buf, b.lb.buf, GOOD * 64) == 0);
+		CHECK_EQ(((uint8_t *)b.lb.buf)[GOOD * 64], 0x5a);
+		CHECK_EQ(qp_state(p.a, p.qa.qpn), VIRTIO_IB_QPS_ERR);
+		CHECK(!p.qa.sq->r.vq.broken);
+		CHECK_EQ(fk_ring_reap(p.qa.sq), N);
+		if (th_failed_checks)
+			printf("#   case %u\n", k);
+		pair_fini(&p);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -2184,5 +2329,7 @@ int main(int argc, char **argv)
 	RUN(test_pcap_icrc);
 	RUN(test_device_send_budget);
 	RUN(test_device_send_shares);
+	RUN(test_sq_batch_mixed);
+	RUN(test_sq_batch_bad_middle);
 	return TEST_DONE();
 }
