@@ -189,8 +189,11 @@ static void device_phase(uint16_t num, uint8_t flags, uint16_t base,
 			const volatile uint8_t *h = vq_dev_peek(&vq, (uint16_t)(a * (i + 1)), &plen);
 
 			vq_dev_prefetch_desc(&vq, (uint16_t)(a + i));
-			if (h)
+			if (h) {
+				if (!inside_regions((const void *)h, plen ? plen : 1))
+					abort();
 				(void)(h[0] + h[plen ? plen - 1 : 0]);
+			}
 		}
 		rc = vq_dev_pop(&vq, &elem);
 		if (rc <= 0)

@@ -163,7 +163,7 @@ static enum roce_rq_got rq_get_srq(struct roce_tq *tq)
 	return ROCE_RQ_READY;
 }
 
-/* Start loading the next receive element (its first and last line) and the
+/* Start loading the next receive element (its first two lines) and the
  * descriptor of the one after: a stream of SENDs takes one per message, and
  * the driver's core just wrote them. */
 static void rq_prefetch_next(const struct vq_dev *vq)

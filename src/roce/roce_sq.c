@@ -206,6 +206,8 @@ static void sq_read_req(const struct vq_elem *e, struct virtio_rdma_sq_req_ext *
 		memcpy(req, v->iov_base, offsetof(struct virtio_rdma_sq_req_ext, inline_data));
 		memcpy((uint8_t *)req + tail, (const uint8_t *)v->iov_base + tail,
 		       sizeof(*req) - tail);
+		/* driver memory: only the copy is read from here on */
+		__asm__ __volatile__("" ::: "memory");
 		return;
 	}
 	vq_elem_read(e, 0, req, offsetof(struct virtio_rdma_sq_req_ext, inline_data));

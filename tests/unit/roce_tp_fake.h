@@ -832,6 +832,8 @@ struct fk_wr {
 	uint16_t inline_len;
 	int32_t trunc;             /* >= 0: readable length of the chain */
 	bool split;                /* header and SGEs in separate descriptors */
+	uint32_t cut[2];           /* else 0 < cut[0] < cut[1] < length: the
+				    * request in three descriptors cut there */
 	/* extension opcodes (struct virtio_rdma_sq_req_ext views) */
 	uint64_t compare_add, swap;  /* atomics (remote_addr, rkey as above) */
 	uint32_t inv_rkey;           /* LOCAL_INV, SEND_WITH_INV */
@@ -852,7 +854,7 @@ static inline int fk_post_send(struct fk_dev *d, struct fk_qp *q, const struct f
 	struct virtio_rdma_sq_req_ext req;
 	uint8_t *b;
 	uint32_t len;
-	struct vq_buf out[2];
+	struct vq_buf out[3];
 	unsigned nout = 1;
 	int rc;
 
@@ -914,7 +916,12 @@ static inline int fk_post_send(struct fk_dev *d, struct fk_qp *q, const struct f
 	len = sizeof(req) + ((wr->flags & VIRTIO_IB_SEND_INLINE) ? 0 : wr->nsge * 16);
 	if (wr->trunc >= 0 && (uint32_t)wr->trunc < len)
 		len = (uint32_t)wr->trunc;
-	if (wr->split && len > sizeof(req)) {
+	if (wr->cut[0] && wr->cut[1] > wr->cut[0] && wr->cut[1] < len) {
+		out[0] = (struct vq_buf){ (uintptr_t)b, wr->cut[0] };
+		out[1] = (struct vq_buf){ (uintptr_t)b + wr->cut[0], wr->cut[1] - wr->cut[0] };
+		out[2] = (struct vq_buf){ (uintptr_t)b + wr->cut[1], len - wr->cut[1] };
+		nout = 3;
+	} else if (wr->split && len > sizeof(req)) {
 		out[0] = (struct vq_buf){ (uintptr_t)b, sizeof(req) };
 		out[1] = (struct vq_buf){ (uintptr_t)b + sizeof(req), len - (uint32_t)sizeof(req) };
 		nout = 2;

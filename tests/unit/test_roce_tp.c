@@ -2283,6 +2283,70 @@ static void test_sq_batch_bad_middle(void)
 	}
 }
 
+/* WRs whose 576-byte request is cut into three descriptors inside the
+ * header, the inline area or the num_sge word (the fetch's path for a
+ * request not in one piece): SGE and inline WRITEs of several lengths
+ * complete in order, data byte for byte, nothing written beyond. */
+static void test_sq_cut_requests(void)
+{
+	enum { N = 24, SLOT = 1024 };
+	static const uint32_t cuts[][2] = {
+		{ 1, 47 }, { 20, 50 }, { 48, 560 }, { 100, 561 }, { 559, 562 }, { 563, 575 },
+		{ 8, 16 }, { 300, 400 },
+	};
+	struct virtio_rdma_cq_req wc[N];
+	uint32_t rlen[N];
+	struct pair_cfg c;
+	struct bufs b;
+	struct pair p;
+
+	pair_cfg_default(&c, VIRTIO_IB_QPT_RC);
+	c.max_inline = 512;
+	c.sq_num = 128;
+	pair_init(&p, &c);
+	bufs_init(&p, &b, N * SLOT);
+	memset(b.lb.buf, 0x5a, N * SLOT);
+	for (unsigned i = 0; i < N; i++) {
+		uint8_t *src = (uint8_t *)b.la.buf + i * SLOT, *dst = (uint8_t *)b.lb.buf + i * SLOT;
+		struct fk_sge s = { src, 64 + i, b.la.lkey };
+		struct fk_wr wr = { .wr_id = 100 + i, .flags = VIRTIO_IB_SEND_SIGNALED,
+				    .opcode = VIRTIO_IB_WR_RDMA_WRITE,
+				    .remote_addr = (uintptr_t)dst, .rkey = b.lb.rkey,
+				    .sge = &s, .nsge = 1, .trunc = -1 };
+
+		rlen[i] = 64 + i;
+		if (i & 1) {
+			rlen[i] = 3 + 21 * i;
+			wr.flags |= VIRTIO_IB_SEND_INLINE;
+			wr.inl = src;
+			wr.inline_len = (uint16_t)rlen[i];
+			wr.nsge = 0;
+		}
+		wr.cut[0] = cuts[i % 8][0];
+		wr.cut[1] = cuts[i % 8][1];
+		fk_fill(src, rlen[i], 7 * i + 1);
+		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+	}
+	REQUIRE(wait_cq(&p.env, p.a, p.cqa, wc, N) == N);
+	for (unsigned i = 0; i < N; i++) {
+		const uint8_t *src = (uint8_t *)b.la.buf + i * SLOT;
+		const uint8_t *dst = (uint8_t *)b.lb.buf + i * SLOT;
+		int fails = th_failed_checks;
+
+		CHECK_EQ(wc[i].wr_id, 100 + i);
+		CHECK_EQ(wc[i].status, VIRTIO_IB_WC_SUCCESS);
+		CHECK_EQ(wc[i].byte_len, rlen[i]);
+		CHECK(memcmp(src, dst, rlen[i]) == 0);
+		CHECK_EQ(dst[rlen[i]], 0x5a);
+		if (th_failed_checks != fails) {
+			printf("#   WR %u\n", i);
+			break;
+		}
+	}
+	CHECK_EQ(qp_state(p.a, p.qa.qpn), VIRTIO_IB_QPS_RTS);
+	pair_fini(&p);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -2331,5 +2395,6 @@ int main(int argc, char **argv)
 	RUN(test_device_send_shares);
 	RUN(test_sq_batch_mixed);
 	RUN(test_sq_batch_bad_middle);
+	RUN(test_sq_cut_requests);
 	return TEST_DONE();
 }
