@@ -573,6 +573,7 @@ void roce_req_rewind(struct roce_tq *tq)
 	w = roce_sq_wqe(tq, i);
 	if (w->opcode == VIRTIO_IB_WR_RDMA_READ) {
 		k = (int32_t)w->rd_rcvd;
+		roce_comp_read_rerequested(tq, w);
 	} else {
 		k = roce_psn_diff(tq->una, w->first_psn);
 		if (k < 0 || (uint32_t)k >= w->npkts)
