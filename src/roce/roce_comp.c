@@ -326,9 +326,10 @@ static void comp_ack_pkt(struct roce_tq *tq, const struct roce_pkt_info *pi)
  * restarted and lost again: its stream went back), or ROCE_TP_RENAK_EVERY
  * of them without a restart (the request itself was lost, or a slow peer
  * had that many queued: no retry is counted, and each further ask without
- * progress waits twice as long). Responses that were placed (placed: the
- * responder is still sending what it had queued) do not count for the
- * latter: the stream runs to its end and a probe asks if nothing follows.
+ * progress waits twice as long). From a responder that answers in arrival
+ * order (rd_peer_queues) responses that were placed (placed) do not count
+ * for the latter: it is sending what it had queued before the request, and
+ * each further request costs a replay.
  */
 static void comp_read_gap(struct roce_tq *tq, struct roce_swqe *w, uint32_t psn, bool placed)
 {
@@ -343,7 +344,7 @@ static void comp_read_gap(struct roce_tq *tq, struct roce_swqe *w, uint32_t psn,
 		count = false;
 		if (roce_psn_diff(psn, tq->rd_gap_hi) > 0) {
 			tq->rd_gap_hi = psn;
-			if (placed)
+			if (placed && tq->rd_peer_queues)
 				return;
 			if (++tq->rd_gap_ooo < (uint32_t)ROCE_TP_RENAK_EVERY << MIN(tq->rd_gap_asks, 4u))
 				return;
@@ -441,9 +442,13 @@ static bool comp_rereq_of(const struct roce_tq *tq, const struct roce_swqe *w)
 
 void roce_comp_read_rerequested(struct roce_tq *tq, const struct roce_swqe *w)
 {
+	uint32_t psn = roce_psn_add(w->first_psn, w->rd_rcvd);
+
+	if (!comp_rereq_of(tq, w) || tq->rd_rereq_psn != psn)
+		tq->rd_rereq_beyond = 0; /* (asked again for the same: keep counting) */
 	tq->rd_rereq = true;
-	tq->rd_rereq_psn = roce_psn_add(w->first_psn, w->rd_rcvd);
-	tq->rd_rereq_hi = roce_psn_add(tq->rd_rereq_psn, ROCE_PSN_MASK);
+	tq->rd_rereq_psn = psn;
+	tq->rd_rereq_hi = roce_psn_add(psn, ROCE_PSN_MASK);
 }
 
 /* A response of (or beyond) READ w: follow the stream that answers its
@@ -456,9 +461,17 @@ static void comp_read_follow(struct roce_tq *tq, const struct roce_swqe *w, uint
 		tq->rd_rereq = false;
 		return;
 	}
-	if (roce_psn_diff(psn, tq->rd_rereq_hi) > 0 ||
-	    roce_psn_diff(psn, tq->rd_rereq_psn) >= 0)
+	if (roce_psn_diff(psn, tq->rd_rereq_hi) > 0) {
+		tq->rd_rereq_beyond++;
 		tq->rd_rereq_hi = psn;
+	} else if (roce_psn_diff(psn, tq->rd_rereq_psn) >= 0) {
+		/* The replay began, after that many others: a responder that
+		 * answers requests in arrival order (vrdma's restarts at once). */
+		if (tq->rd_rereq_beyond >= ROCE_TP_RD_QUEUED)
+			tq->rd_peer_queues = true;
+		tq->rd_rereq_beyond = 0;
+		tq->rd_rereq_hi = psn;
+	}
 }
 
 bool roce_comp_read_answering(const struct roce_tq *tq, const struct roce_swqe *w)
@@ -753,6 +766,7 @@ void roce_comp_reset(struct roce_tq *tq)
 	tq->timer_waits = false;
 	tq->rd_ahead_on = false;
 	tq->rd_rereq = false;
+	tq->rd_peer_queues = false;
 	tq->rd_rsp_ns = 0;
 	tq->rd_quiet_ns = 0;
 	roce_recover_reset(tq);

@@ -106,6 +106,9 @@ struct roce_tp_ops {
 				       * out-of-sequence packets */
 #define ROCE_TP_RD_AHEAD       2048   /* RC: READ responses beyond a gap kept
 				       * (placed) for the oldest READ */
+#define ROCE_TP_RD_QUEUED      256    /* RC: responses before the answer to a
+				       * READ re-request that show a queueing
+				       * responder (rxe) */
 #define ROCE_TP_MAX_MSG_PKTS   (1u << 22) /* packets per message (PSN space) */
 #define ROCE_TP_POLL_NS        200000ull  /* wake-up to poll kick-less rings, */
 #define ROCE_TP_POLL_MAX_NS    4000000ull /* ... doubled while they are idle */
@@ -428,6 +431,9 @@ struct roce_tq {
 	bool rd_rereq;            /* that READ was asked for again ... */
 	uint32_t rd_rereq_psn;    /* ... from this PSN */
 	uint32_t rd_rereq_hi;     /* highest response since (or since its replay began) */
+	uint32_t rd_rereq_beyond; /* responses beyond before its replay began */
+	bool rd_peer_queues;      /* a replay began only after ROCE_TP_RD_QUEUED
+				   * more: the responder answers in arrival order */
 	uint32_t rd_rsp_psn;      /* first_psn of the READ last answered */
 	uint64_t rd_rsp_ns;       /* ... when (loop clock) */
 	uint64_t rd_rsp_pass;     /* ... in which loop pass */
