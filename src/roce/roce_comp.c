@@ -444,11 +444,14 @@ void roce_comp_read_rerequested(struct roce_tq *tq, const struct roce_swqe *w)
 {
 	uint32_t psn = roce_psn_add(w->first_psn, w->rd_rcvd);
 
-	if (!comp_rereq_of(tq, w) || tq->rd_rereq_psn != psn)
-		tq->rd_rereq_beyond = 0; /* (asked again for the same: keep counting) */
+	/* Asked again from the same PSN: the stream followed stays the same
+	 * (the first replay may begin right after). */
+	if (comp_rereq_of(tq, w) && tq->rd_rereq_psn == psn)
+		return;
 	tq->rd_rereq = true;
 	tq->rd_rereq_psn = psn;
 	tq->rd_rereq_hi = roce_psn_add(psn, ROCE_PSN_MASK);
+	tq->rd_rereq_beyond = 0;
 }
 
 /* A response of (or beyond) READ w: follow the stream that answers its

@@ -55,6 +55,7 @@ struct qresp {
 	unsigned lossy_replays;    /* ... for this many replays */
 	unsigned drop_every;       /* original streams: every Nth response lost */
 	unsigned replays, dropped, bad_frames, answered;
+	bool peer_queues;          /* the requester saw it answer in arrival order */
 };
 
 static void qr_send(struct qresp *r, uint8_t opcode, uint32_t psn, const void *data,
@@ -253,6 +254,8 @@ static void read_queued_ends(uint32_t len, unsigned n, unsigned depth, unsigned 
 		for (unsigned i = 0; i < n; i++)
 			CHECK(memcmp(dst.buf + (size_t)i * len, r.mem, len) == 0);
 	}
+	r.peer_queues = ((struct roce_tq *)rres_qp_lookup(&r.a->rd, qa.qpn)->transport)
+				->rd_peer_queues;
 	free(r.mem);
 	fk_env_fini(&env);
 }
@@ -298,6 +301,8 @@ static void test_read_gaps_one_replay(void)
 
 	r.drop_every = 100;
 	read_queued_ends(len, 1, 1, 0, 0, 0, VIRTIO_IB_WC_SUCCESS);
+	/* the replay began about 1,950 responses after the request */
+	CHECK(r.peer_queues);
 	CHECK_EQ(r.replays, 1u);
 	CHECK(r.answered <= 2 * npkts);
 	r.drop_every = 0;
