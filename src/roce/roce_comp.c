@@ -528,7 +528,9 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		 * its last responses were lost. */
 		tp->stats.rx_stale_resp++;
 		comp_rsp_alive(tq);
-		comp_read_gap(tq, w, psn, false);
+		/* (From a queueing responder: the later READs it had queued,
+		 * answered before the re-request.) */
+		comp_read_gap(tq, w, psn, tq->rd_peer_queues);
 		return;
 	}
 	if (k < 0 || (uint32_t)k >= w->npkts || (uint32_t)k < w->rd_rcvd) {
