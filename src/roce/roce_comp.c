@@ -444,6 +444,12 @@ void roce_comp_read_rerequested(struct roce_tq *tq, const struct roce_swqe *w)
 {
 	uint32_t psn = roce_psn_add(w->first_psn, w->rd_rcvd);
 
+	/* Asked again with nothing of it received: a responder that answers
+	 * in arrival order would have (vrdma's drops later READs on a
+	 * duplicate): forget that, until seen again. */
+	if (!w->rd_rcvd && !comp_ahead_owned(tq, w))
+		tq->rd_peer_queues = false;
+
 	/* Asked again from the same PSN: the stream followed stays the same
 	 * (the first replay may begin right after). */
 	if (comp_rereq_of(tq, w) && tq->rd_rereq_psn == psn)
