@@ -326,9 +326,12 @@ static void comp_ack_pkt(struct roce_tq *tq, const struct roce_pkt_info *pi)
  * restarted and lost again: its stream went back), or ROCE_TP_RENAK_EVERY
  * of them without a restart (the request itself was lost, or a slow peer
  * had that many queued: no retry is counted, and each further ask without
- * progress waits twice as long).
+ * progress waits twice as long). From a responder that answers in arrival
+ * order (rd_peer_queues) responses that were placed (placed) do not count
+ * for the latter: it is sending what it had queued before the request, and
+ * each further request costs a replay.
  */
-static void comp_read_gap(struct roce_tq *tq, struct roce_swqe *w, uint32_t psn)
+static void comp_read_gap(struct roce_tq *tq, struct roce_swqe *w, uint32_t psn, bool placed)
 {
 	uint32_t exp = roce_psn_add(w->first_psn, w->rd_rcvd);
 	bool count = true;
@@ -341,6 +344,8 @@ static void comp_read_gap(struct roce_tq *tq, struct roce_swqe *w, uint32_t psn)
 		count = false;
 		if (roce_psn_diff(psn, tq->rd_gap_hi) > 0) {
 			tq->rd_gap_hi = psn;
+			if (placed && tq->rd_peer_queues)
+				return;
 			if (++tq->rd_gap_ooo < (uint32_t)ROCE_TP_RENAK_EVERY << MIN(tq->rd_gap_asks, 4u))
 				return;
 			tq->rd_gap_asks++;
@@ -351,12 +356,165 @@ static void comp_read_gap(struct roce_tq *tq, struct roce_swqe *w, uint32_t psn)
 	tq->rd_gap_hi = psn;
 }
 
+/* Response k of READ w has the opcode and length of that packet. */
+static bool comp_read_rsp_fits(const struct roce_tq *tq, const struct roce_swqe *w, uint32_t k,
+			       const struct roce_pkt_info *pi)
+{
+	uint32_t off = k * tq->mtu, remain = w->length - MIN(off, w->length);
+	bool last = k + 1 == w->npkts;
+	bool last_op = pi->opcode == ROCE_OP_RC_RDMA_READ_RESPONSE_LAST ||
+		       pi->opcode == ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY;
+
+	return last == last_op && (last ? pi->payload_len == remain : pi->payload_len == tq->mtu);
+}
+
+static bool comp_ahead_owned(const struct roce_tq *tq, const struct roce_swqe *w)
+{
+	return tq->rd_ahead_on && tq->rd_ahead_psn == w->first_psn;
+}
+
+/*
+ * Response k of the oldest READ w came beyond its first missing one: place
+ * it and remember that (ROCE_TP_RD_AHEAD packets at most), so that the
+ * answer to the re-request only has to fill the gaps. A responder that
+ * answers requests in arrival order (rxe) sends everything it had queued
+ * before the re-request; go-back-N alone threw all of that away. Returns
+ * 1 if placed, 0 if not (a duplicate, too far, malformed), -1 if w failed.
+ */
+static int comp_read_ahead(struct roce_tq *tq, struct roce_swqe *w, uint32_t k,
+			   const struct roce_pkt_info *pi)
+{
+	uint64_t bit = 1ull << (k % 64), *word;
+	int st;
+
+	if (k - w->rd_rcvd >= ROCE_TP_RD_AHEAD)
+		return 0;
+	if (!comp_ahead_owned(tq, w)) {
+		memset(tq->rd_ahead, 0, sizeof(tq->rd_ahead));
+		tq->rd_ahead_on = true;
+		tq->rd_ahead_psn = w->first_psn;
+	}
+	word = &tq->rd_ahead[(k % ROCE_TP_RD_AHEAD) / 64];
+	if (*word & bit)
+		return 0;
+	if (!comp_read_rsp_fits(tq, w, k, pi)) {
+		tq->tp->stats.rx_bad_resp++;
+		return 0;
+	}
+	st = roce_mem_payload_to_sges(tq, roce_swqe_sge(w), w->num_sge, k * tq->mtu, pi);
+	if (st) {
+		wqe_done(tq, w, (uint8_t)st);
+		return -1;
+	}
+	*word |= bit;
+	tq->tp->stats.rd_ahead++;
+	return 1;
+}
+
+/* After response rd_rcvd - 1: skip over the ones placed ahead. Returns how
+ * many. */
+static uint32_t comp_read_take_ahead(struct roce_tq *tq, struct roce_swqe *w)
+{
+	uint32_t n = 0;
+
+	if (!comp_ahead_owned(tq, w))
+		return 0;
+	while (w->rd_rcvd < w->npkts) {
+		uint32_t j = w->rd_rcvd % ROCE_TP_RD_AHEAD;
+		uint64_t bit = 1ull << (j % 64);
+
+		if (!(tq->rd_ahead[j / 64] & bit))
+			break;
+		tq->rd_ahead[j / 64] &= ~bit;
+		w->rd_rcvd++;
+		n++;
+	}
+	return n;
+}
+
+/* Is the re-request of READ w (roce_comp_read_rerequested) still tracked? */
+static bool comp_rereq_of(const struct roce_tq *tq, const struct roce_swqe *w)
+{
+	int32_t d = roce_psn_diff(tq->rd_rereq_psn, w->first_psn);
+
+	return tq->rd_rereq && d >= 0 && (uint32_t)d < w->npkts;
+}
+
+void roce_comp_read_rerequested(struct roce_tq *tq, const struct roce_swqe *w)
+{
+	uint32_t psn = roce_psn_add(w->first_psn, w->rd_rcvd);
+
+	/* Asked again with nothing of it received: a responder that answers
+	 * in arrival order would have (vrdma's drops later READs on a
+	 * duplicate): forget that, until seen again. */
+	if (!w->rd_rcvd && !comp_ahead_owned(tq, w))
+		tq->rd_peer_queues = false;
+
+	/* Asked again from the same PSN: the stream followed stays the same
+	 * (the first replay may begin right after). */
+	if (comp_rereq_of(tq, w) && tq->rd_rereq_psn == psn)
+		return;
+	tq->rd_rereq = true;
+	tq->rd_rereq_psn = psn;
+	tq->rd_rereq_hi = roce_psn_add(psn, ROCE_PSN_MASK);
+	tq->rd_rereq_beyond = 0;
+}
+
+/* A response of (or beyond) READ w: follow the stream that answers its
+ * re-request. A response at or after the re-requested PSN but not above the
+ * highest since is the replay beginning: from then on that is the stream
+ * followed. */
+static void comp_read_follow(struct roce_tq *tq, const struct roce_swqe *w, uint32_t psn)
+{
+	if (!comp_rereq_of(tq, w)) {
+		tq->rd_rereq = false;
+		return;
+	}
+	if (roce_psn_diff(psn, tq->rd_rereq_hi) > 0) {
+		tq->rd_rereq_beyond++;
+		tq->rd_rereq_hi = psn;
+	} else if (roce_psn_diff(psn, tq->rd_rereq_psn) >= 0) {
+		/* The replay began, after that many others: a responder that
+		 * answers requests in arrival order (vrdma's restarts at once). */
+		if (tq->rd_rereq_beyond >= ROCE_TP_RD_QUEUED)
+			tq->rd_peer_queues = true;
+		tq->rd_rereq_beyond = 0;
+		tq->rd_rereq_hi = psn;
+	}
+}
+
+bool roce_comp_read_answering(const struct roce_tq *tq, const struct roce_swqe *w)
+{
+	return w->opcode == VIRTIO_IB_WR_RDMA_READ && comp_rereq_of(tq, w) &&
+	       roce_psn_diff(tq->rd_rereq_hi, roce_swqe_last_psn(w)) < 0;
+}
+
+/* The longest recent silence between responses of one READ (a TCG guest
+ * pauses for tens of ms while it sends): probes for a READ wait for twice
+ * that (roce_recover.c probe_base). Silences with a probe in them are
+ * left out (they measure the probe). */
+static void comp_read_quiet(struct roce_tq *tq, const struct roce_swqe *w)
+{
+	struct loop *l = tq->tp->loop;
+	uint64_t now, q;
+
+	if (!l || loop_pass(l) == tq->rd_rsp_pass)
+		return;
+	now = loop_now_ns();
+	if (tq->rd_rsp_ns && tq->rd_rsp_psn == w->first_psn && !tq->probes && now > tq->rd_rsp_ns) {
+		q = MIN(now - tq->rd_rsp_ns, roce_ack_timeout_ns(tq->qp->attr.timeout) / 16);
+		tq->rd_quiet_ns = MAX(q, tq->rd_quiet_ns - tq->rd_quiet_ns / 64);
+	}
+	tq->rd_rsp_ns = now;
+	tq->rd_rsp_pass = loop_pass(l);
+	tq->rd_rsp_psn = w->first_psn;
+}
+
 static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 {
 	struct roce_tp *tp = tq->tp;
-	uint32_t psn = pi->psn, off, remain, plen = pi->payload_len;
+	uint32_t psn = pi->psn, off, n;
 	struct roce_swqe *w;
-	bool last, last_op;
 	int32_t k;
 	int st;
 
@@ -367,12 +525,18 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		return;
 	}
 	k = roce_psn_diff(psn, w->first_psn);
+	if (k >= 0) {
+		comp_read_quiet(tq, w);
+		comp_read_follow(tq, w, psn);
+	}
 	if (k >= 0 && (uint32_t)k >= w->npkts && w->rd_rcvd < w->npkts) {
 		/* A response beyond this READ (responses come in PSN order):
 		 * its last responses were lost. */
 		tp->stats.rx_stale_resp++;
 		comp_rsp_alive(tq);
-		comp_read_gap(tq, w, psn);
+		/* (From a queueing responder: the later READs it had queued,
+		 * answered before the re-request.) */
+		comp_read_gap(tq, w, psn, tq->rd_peer_queues);
 		return;
 	}
 	if (k < 0 || (uint32_t)k >= w->npkts || (uint32_t)k < w->rd_rcvd) {
@@ -381,29 +545,32 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		return;
 	}
 	if ((uint32_t)k > w->rd_rcvd) {
+		int placed = comp_read_ahead(tq, w, (uint32_t)k, pi);
+
+		if (placed < 0)
+			return;
 		comp_rsp_alive(tq);
-		comp_read_gap(tq, w, psn);
+		comp_read_gap(tq, w, psn, placed > 0);
 		return;
 	}
-	off = (uint32_t)k * tq->mtu;
-	remain = w->length - MIN(off, w->length);
-	last = (uint32_t)k + 1 == w->npkts;
-	last_op = pi->opcode == ROCE_OP_RC_RDMA_READ_RESPONSE_LAST ||
-		  pi->opcode == ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY;
-	if (last != last_op || (last ? plen != remain : plen != tq->mtu)) {
+	if (!comp_read_rsp_fits(tq, w, (uint32_t)k, pi)) {
 		tp->stats.rx_bad_resp++;
 		return;
 	}
+	off = (uint32_t)k * tq->mtu;
 	st = roce_mem_payload_to_sges(tq, roce_swqe_sge(w), w->num_sge, off, pi);
 	if (st) {
 		wqe_done(tq, w, (uint8_t)st);
 		return;
 	}
 	w->rd_rcvd++;
+	n = 1 + comp_read_take_ahead(tq, w);
 	tq->una = roce_psn_add(w->first_psn, w->rd_rcvd);
-	roce_recover_acked(tq, 1);
+	roce_recover_acked(tq, n);
 	comp_progress(tq);
-	if (last) {
+	if (w->rd_rcvd == w->npkts) {
+		tq->rd_ahead_on = false;
+		tq->rd_rereq = false;
 		wqe_done(tq, w, VIRTIO_IB_WC_SUCCESS);
 		roce_tp_schedule(tq);
 	}
@@ -608,5 +775,10 @@ void roce_comp_reset(struct roce_tq *tq)
 	tq->rewind_marked = false;
 	tq->progress_ns = tq->advance_ns = 0;
 	tq->timer_waits = false;
+	tq->rd_ahead_on = false;
+	tq->rd_rereq = false;
+	tq->rd_peer_queues = false;
+	tq->rd_rsp_ns = 0;
+	tq->rd_quiet_ns = 0;
 	roce_recover_reset(tq);
 }

@@ -38,6 +38,7 @@
 	X(alive_expired)    /* READ responses without progress no longer     \
 			     * holding the timer back (ROCE_TP_ALIVE_TIMEOUTS) */ \
 	X(rx_bad_resp)      /* malformed responses */                          \
+	X(rd_ahead)         /* READ responses placed beyond a gap */           \
 	X(rx_arp)           /* ARP frames handled */                           \
 	X(rx_nd)            /* ND frames handled */                            \
 	X(rx_by_ref)        /* payloads placed from the sender's memory */     \

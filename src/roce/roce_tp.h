@@ -104,6 +104,11 @@ struct roce_tp_ops {
 					* (retry_cnt + 1) timeouts */
 #define ROCE_TP_RENAK_EVERY    64     /* RC: repeat a sequence NAK every N
 				       * out-of-sequence packets */
+#define ROCE_TP_RD_AHEAD       2048   /* RC: READ responses beyond a gap kept
+				       * (placed) for the oldest READ */
+#define ROCE_TP_RD_QUEUED      256    /* RC: responses before the answer to a
+				       * READ re-request that show a queueing
+				       * responder (rxe) */
 #define ROCE_TP_MAX_MSG_PKTS   (1u << 22) /* packets per message (PSN space) */
 #define ROCE_TP_POLL_NS        200000ull  /* wake-up to poll kick-less rings, */
 #define ROCE_TP_POLL_MAX_NS    4000000ull /* ... doubled while they are idle */
@@ -418,6 +423,21 @@ struct roce_tq {
 	uint32_t rd_gap_hi;       /* READ re-requested: highest response PSN */
 	uint32_t rd_gap_ooo;      /* ... and responses beyond the gap since */
 	uint32_t rd_gap_asks;     /* ... asked again without progress */
+	/* oldest READ (roce_comp.c): responses placed beyond its gap, and
+	 * whether its re-request is still being answered */
+	uint64_t rd_ahead[ROCE_TP_RD_AHEAD / 64]; /* bit k % RD_AHEAD: placed */
+	uint32_t rd_ahead_psn;    /* first_psn of the READ they belong to */
+	bool rd_ahead_on;
+	bool rd_rereq;            /* that READ was asked for again ... */
+	uint32_t rd_rereq_psn;    /* ... from this PSN */
+	uint32_t rd_rereq_hi;     /* highest response since (or since its replay began) */
+	uint32_t rd_rereq_beyond; /* responses beyond before its replay began */
+	bool rd_peer_queues;      /* a replay began only after ROCE_TP_RD_QUEUED
+				   * more: the responder answers in arrival order */
+	uint32_t rd_rsp_psn;      /* first_psn of the READ last answered */
+	uint64_t rd_rsp_ns;       /* ... when (loop clock) */
+	uint64_t rd_rsp_pass;     /* ... in which loop pass */
+	uint64_t rd_quiet_ns;     /* longest recent silence inside a READ's answer */
 	uint64_t progress_ns;     /* last forward progress (timer) */
 	uint64_t advance_ns;      /* last real progress: bounds how long READ
 				   * responses without it hold the timer back */
@@ -703,6 +723,11 @@ void roce_comp_drain(struct roce_tq *tq);
  * running, so a peer that only repeats, skips or re-NAKs ends the head in
  * RETRY_EXC_ERR like a silent one. Returns whether it restarted. */
 bool roce_comp_timer_restart(struct roce_tq *tq, uint64_t now);
+/* The oldest READ w was asked for again and the responder is still
+ * answering (docs/design.md "Loss recovery"): a probe does not ask again. */
+bool roce_comp_read_answering(const struct roce_tq *tq, const struct roce_swqe *w);
+/* A READ was asked for again from una (roce_req_rewind). */
+void roce_comp_read_rerequested(struct roce_tq *tq, const struct roce_swqe *w);
 void roce_comp_arm_timer(struct roce_tq *tq);
 /* Timer callbacks. */
 void roce_comp_rexmit_timer(struct loop_timer *t, void *arg);

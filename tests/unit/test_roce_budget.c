@@ -86,7 +86,8 @@ static void test_state_budget_shared(void)
 	/* the CQs before the shared budget: only the QPs below charge it */
 	cx = fk_cq(x, 16, 16, false);
 	cy = fk_cq(y, 16, 16, false);
-	b.max = 8 * roce_budget_qp(&(struct rres_qp_cap){ 4096, 16, 4, 4, 0 }, 0) + 1000;
+	b.max = 8 * roce_budget_qp(&(struct rres_qp_cap){ 4096, 16, 4, 4, 0 }, 0) +
+		roce_budget_qp(&(struct rres_qp_cap){ 1, 16, 4, 4, 0 }, 0) + 1000;
 	roce_tp_share_state_budget(x->tp, &b);
 	roce_tp_share_state_budget(y->tp, &b);
 	x0 = x->tp->state_mem;

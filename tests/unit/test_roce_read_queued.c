@@ -53,7 +53,9 @@ struct qresp {
 	uint32_t drop_psn;         /* one response of the original stream */
 	unsigned head_drop;        /* first responses lost per replay ... */
 	unsigned lossy_replays;    /* ... for this many replays */
-	unsigned replays, dropped, bad_frames;
+	unsigned drop_every;       /* original streams: every Nth response lost */
+	unsigned replays, dropped, bad_frames, answered;
+	bool peer_queues;          /* the requester saw it answer in arrival order */
 };
 
 static void qr_send(struct qresp *r, uint8_t opcode, uint32_t psn, const void *data,
@@ -139,7 +141,9 @@ static unsigned qr_answer(struct qresp *r, unsigned n)
 				    ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
 
 		lost = r->replay ? r->replays <= r->lossy_replays && r->sent < r->head_drop :
-				   r->cur_psn == r->drop_psn;
+				   r->cur_psn == r->drop_psn ||
+				   (r->drop_every && r->sent % r->drop_every == r->drop_every - 1);
+		r->answered++;
 		if (lost)
 			r->dropped++;
 		else
@@ -158,10 +162,11 @@ static unsigned qr_answer(struct qresp *r, unsigned n)
 /* n READs of len bytes, depth outstanding; the responder queues as above.
  * timeout: the path's (0: the default, 67 ms); want: the status every READ
  * must end with (SUCCESS: its data is checked too). */
+static struct qresp r;
+
 static void read_queued_ends(uint32_t len, unsigned n, unsigned depth, unsigned head_drop,
 			     unsigned lossy_replays, uint8_t timeout, uint8_t want)
 {
-	static struct qresp r;
 	struct fk_env env;
 	struct fk_dev_cfg dc = { .arena = 64u << 20 };
 	struct fk_qp qa;
@@ -175,7 +180,10 @@ static void read_queued_ends(uint32_t len, unsigned n, unsigned depth, unsigned 
 	unsigned posted = 0, done = 0, errors = 0;
 	uint64_t end;
 
+	unsigned drop_every = r.drop_every;
+
 	memset(&r, 0, sizeof(r));
+	r.drop_every = drop_every;
 	REQUIRE(fk_env_init(&env, false) == 0);
 	r.a = fk_dev_new(&env, &dc);
 	r.b = fk_dev_new(&env, &dc);
@@ -234,10 +242,10 @@ static void read_queued_ends(uint32_t len, unsigned n, unsigned depth, unsigned 
 		}
 		fk_ring_reap(qa.sq);
 	}
-	printf("#   %u READs of %u KiB: %u replays, %u responses lost, probes %" PRIu64
-	       " timeouts %" PRIu64 " rewinds %" PRIu64 "\n", done, len >> 10, r.replays,
-	       r.dropped, r.a->tp->stats.probes, r.a->tp->stats.timeouts,
-	       r.a->tp->stats.rewinds);
+	printf("#   %u READs of %u KiB: %u replays, %u responses sent, %u lost, probes %" PRIu64
+	       " timeouts %" PRIu64 " rewinds %" PRIu64 " placed ahead %" PRIu64 "\n", done,
+	       len >> 10, r.replays, r.answered, r.dropped, r.a->tp->stats.probes,
+	       r.a->tp->stats.timeouts, r.a->tp->stats.rewinds, r.a->tp->stats.rd_ahead);
 	CHECK_EQ(errors, 0);
 	CHECK_EQ(done, n);
 	CHECK_EQ(r.bad_frames, 0);
@@ -246,6 +254,8 @@ static void read_queued_ends(uint32_t len, unsigned n, unsigned depth, unsigned 
 		for (unsigned i = 0; i < n; i++)
 			CHECK(memcmp(dst.buf + (size_t)i * len, r.mem, len) == 0);
 	}
+	r.peer_queues = ((struct roce_tq *)rres_qp_lookup(&r.a->rd, qa.qpn)->transport)
+				->rd_peer_queues;
 	free(r.mem);
 	fk_env_fini(&env);
 }
@@ -281,6 +291,37 @@ static void test_read_no_progress_ends(void)
 	read_queued_ends(64u << 10, 1, 1, 3, UINT_MAX, 8, VIRTIO_IB_WC_RETRY_EXC_ERR);
 }
 
+/* A 2 MiB READ whose first answer loses every 100th response (20 gaps, as
+ * 1 % loss does), replays losing nothing: the responses after each gap are
+ * placed, so the one replay from the first gap fills every gap (go-back-N
+ * alone replays from each gap in turn, each replay to the READ's end). */
+static void test_read_gaps_one_replay(void)
+{
+	uint32_t len = 2u << 20, npkts = len / 1024;
+
+	r.drop_every = 100;
+	read_queued_ends(len, 1, 1, 0, 0, 0, VIRTIO_IB_WC_SUCCESS);
+	/* the replay began about 1,950 responses after the request */
+	CHECK(r.peer_queues);
+	CHECK_EQ(r.replays, 1u);
+	CHECK(r.answered <= 2 * npkts);
+	r.drop_every = 0;
+}
+
+/* The same, and the replay loses its first three responses (the first gap
+ * again) twice, four READs outstanding (their requests are sent again
+ * behind each re-request: whole replays): all complete, and the responses
+ * sent stay within five times what the READs need. */
+static void test_read_gaps_replays_lose_head(void)
+{
+	uint32_t len = 2u << 20, npkts = len / 1024;
+
+	r.drop_every = 100;
+	read_queued_ends(len, 4, 4, 3, 2, 0, VIRTIO_IB_WC_SUCCESS);
+	CHECK(r.answered <= 5 * 4 * npkts);
+	r.drop_every = 0;
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -290,5 +331,7 @@ int main(int argc, char **argv)
 	RUN(test_read_replays_lose_head);
 	RUN(test_read_queue_behind_gap);
 	RUN(test_read_no_progress_ends);
+	RUN(test_read_gaps_one_replay);
+	RUN(test_read_gaps_replays_lose_head);
 	return TEST_DONE();
 }
