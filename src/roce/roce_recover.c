@@ -94,9 +94,11 @@ static uint64_t probe_base(const struct roce_tq *tq)
 {
 	uint64_t b = tq->srtt_ns ? 4ull * tq->srtt_ns : ROCE_TP_PROBE_NS;
 
-	/* ... and twice the longest recent pause inside a READ's answer
-	 * (roce_comp.c comp_read_quiet): a probe there costs a replay. */
-	return MAX(MIN(MAX(b, ROCE_TP_PROBE_MIN_NS), ROCE_TP_PROBE_NS), 2 * tq->rd_quiet_ns);
+	b = MIN(MAX(b, ROCE_TP_PROBE_MIN_NS), ROCE_TP_PROBE_NS);
+	/* ... and, against a responder that answers in arrival order, twice
+	 * the longest recent pause inside a READ's answer (roce_comp.c
+	 * comp_read_quiet): a probe there costs a replay. */
+	return tq->rd_peer_queues ? MAX(b, 2 * tq->rd_quiet_ns) : b;
 }
 
 /* Probes only make sense well inside the transport timeout. */
@@ -147,11 +149,13 @@ void roce_recover_probe(struct roce_tq *tq)
 		if (roce_wr_is_rd_atomic(w->opcode)) {
 			/* Its responses stopped: ask again from the first
 			 * missing one (the responder restarts there), unless
-			 * the stream answering its last request has not
-			 * reached its end (a silent peer, not a lost answer:
-			 * each extra request costs a replay); the last probe
-			 * asks anyway. */
-			if (tq->probes < ROCE_TP_PROBES && roce_comp_read_answering(tq, w))
+			 * a responder answering in arrival order has not
+			 * reached its end with the stream answering the last
+			 * request (a silent peer, not a lost answer: each
+			 * extra request costs a replay); the last probe asks
+			 * anyway. */
+			if (tq->rd_peer_queues && tq->probes < ROCE_TP_PROBES &&
+			    roce_comp_read_answering(tq, w))
 				return;
 			tq->rewind_pending = true;
 			roce_tp_schedule(tq);

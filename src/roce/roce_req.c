@@ -411,15 +411,6 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			tq->sq_cur++;
 			continue;
 		}
-		if (w->state == ROCE_WQE_SENT && w->opcode == VIRTIO_IB_WR_RDMA_READ) {
-			/* Kept by a rewind (roce_req_rewind): not asked again. */
-			uint32_t end = roce_psn_add(w->first_psn, w->npkts);
-
-			if (roce_psn_diff(end, tq->sq_psn) > 0)
-				tq->sq_psn = end;
-			tq->sq_cur++;
-			continue;
-		}
 		if (rc && roce_psn_diff(tq->sq_psn, tq->una) >= (int32_t)roce_recover_window(tq))
 			break;
 		/* No frame without the peer's MAC: wait, no PSN consumed. */
@@ -566,13 +557,6 @@ void roce_req_rewind(struct roce_tq *tq)
 	for (i = tq->sq_head; i != end; i++) {
 		w = roce_sq_wqe(tq, i);
 		if (w->state == ROCE_WQE_DONE)
-			continue;
-		/* A responder that answers in arrival order has the later
-		 * READs queued: asked again, each would be one more whole
-		 * replay (roce_req_run skips them; a probe asks if one was
-		 * lost). */
-		if (tq->rd_peer_queues && w->opcode == VIRTIO_IB_WR_RDMA_READ &&
-		    w->state == ROCE_WQE_SENT && roce_psn_diff(tq->una, w->first_psn) < 0)
 			continue;
 		if (roce_wr_is_rd_atomic(w->opcode) && w->state == ROCE_WQE_SENT && tq->rd_out)
 			tq->rd_out--;
