@@ -6,10 +6,7 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-make -s -j2 all
+bench/build_engine.sh bench_cc
 out=build/bench
-mkdir -p "$out"
-gcc -std=gnu11 -O2 -g -Wall -Wextra -Werror -Iinclude -Isrc -Itests -D_GNU_SOURCE \
-	bench/bench_cc.c build/lib/libvrdma-core.a -o "$out/bench_cc" -lz -lisal -lpcap -pthread
 echo "# $(uname -m), $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 "$out/bench_cc" "$@"

@@ -8,11 +8,8 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-make -s -j2 all
+bench/build_engine.sh bench_loss
 out=build/bench
-mkdir -p "$out"
-gcc -std=gnu11 -O2 -g -Wall -Wextra -Werror -Iinclude -Isrc -Itests -D_GNU_SOURCE \
-	bench/bench_loss.c build/lib/libvrdma-core.a -o "$out/bench_loss" -lz -lisal -lpcap -lm -pthread
 spec=${1:-drop=1,seed=1}
 echo "# $(uname -m), $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 "$out/bench_loss" write 65536 20000 64 "$spec"

@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,6 +280,7 @@ struct fault {
 	uint64_t next[FAULT_NKIND_EVENT]; /* frame index of each kind's next event */
 	uint64_t next_min;      /* the smallest of next[] */
 	uint64_t idx;           /* frames decided so far */
+	uint32_t prob[FAULT_NKIND_EVENT]; /* each kind's probability (cfg) */
 	struct fault_hold *hold; /* indexed by stream, nhold entries */
 	uint32_t nhold;
 	uint16_t *order;        /* streams with a held frame, oldest first */
@@ -338,18 +338,6 @@ static uint64_t fault_gap(uint64_t s[4], uint32_t prob)
 	return g < 0x1p53 ? (uint64_t)g : FAULT_NEVER;
 }
 
-static const uint32_t *fault_prob(const struct fault *f, int k)
-{
-	static const size_t off[] = {
-		[FAULT_DROP] = offsetof(struct fault_cfg, drop),
-		[FAULT_CORRUPT] = offsetof(struct fault_cfg, corrupt),
-		[FAULT_DUP] = offsetof(struct fault_cfg, dup),
-		[FAULT_REORDER] = offsetof(struct fault_cfg, reorder),
-	};
-
-	return (const uint32_t *)((const char *)&f->cfg + off[k]);
-}
-
 static void fault_next_min(struct fault *f)
 {
 	f->next_min = FAULT_NEVER;
@@ -374,7 +362,7 @@ static unsigned fault_decide(struct fault *f, uint64_t *where)
 		ev |= 1u << k;
 		if (k == FAULT_CORRUPT)
 			*where = xoshiro_next(f->rng[k]);
-		gap = fault_gap(f->rng[k], *fault_prob(f, k));
+		gap = fault_gap(f->rng[k], f->prob[k]);
 		f->next[k] = gap < FAULT_NEVER - i - 1 ? i + 1 + gap : FAULT_NEVER;
 	}
 	fault_next_min(f);
@@ -406,8 +394,12 @@ struct fault *fault_new(struct loop *loop, const struct fault_cfg *cfg,
 	for (int k = 0; k < FAULT_NKIND; k++)
 		for (int i = 0; i < 4; i++)
 			f->rng[k][i] = splitmix64(&x);
+	f->prob[FAULT_DROP] = cfg->drop;
+	f->prob[FAULT_CORRUPT] = cfg->corrupt;
+	f->prob[FAULT_DUP] = cfg->dup;
+	f->prob[FAULT_REORDER] = cfg->reorder;
 	for (int k = 0; k < FAULT_NKIND_EVENT; k++)
-		f->next[k] = fault_gap(f->rng[k], *fault_prob(f, k));
+		f->next[k] = fault_gap(f->rng[k], f->prob[k]);
 	fault_next_min(f);
 	loop_timer_init(&f->timer, fault_timer_cb, f);
 	return f;
