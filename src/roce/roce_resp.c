@@ -13,9 +13,10 @@
  *  - psn > epsn: one NAK (PSN sequence error) until epsn arrives, again
  *    when the stream goes back (what was sent again lost too), and every
  *    ROCE_TP_RENAK_EVERY packets (docs/design.md "Loss recovery").
- *  - psn < epsn: duplicate. SEND/WRITE are acknowledged again; a READ is
- *    answered again from its saved resource (starting at the re-requested
- *    PSN, abandoning the responses being sent).
+ *  - psn < epsn: duplicate. SEND/WRITE are acknowledged again; a READ
+ *    (any part of the original, from a PSN of it) is answered from its
+ *    saved resource before anything still to be sent, which goes on after
+ *    it, skipping what the duplicate covered; nothing else stops.
  *  - ACKs are coalesced: a packet with AckReq (or a duplicate) sets the
  *    pending ACK; it goes out after the current receive batch, behind any
  *    READ responses still being sent (responses leave in PSN order).
@@ -653,13 +654,52 @@ uint32_t roce_resp_rx_ahead(struct roce_tq *tq, uint32_t psn, uint32_t n, uint64
 
 /* ---- RC --------------------------------------------------------------------- */
 
+/* r's active flag (and the QP's count) from its two answers. */
+static void resp_res_update(struct roce_tq *tq, struct roce_rsp_res *r)
+{
+	bool on = r->stream_on || r->dup_on;
+
+	if (on == r->active)
+		return;
+	r->active = on;
+	if (on)
+		tq->res_active++;
+	else
+		tq->res_active--;
+}
+
+static void resp_res_stop(struct roce_tq *tq, struct roce_rsp_res *r)
+{
+	r->stream_on = r->dup_on = false;
+	resp_res_update(tq, r);
+}
+
+/* A new request's resource: its answer is one segment from psn. */
+static void resp_res_start(struct roce_tq *tq, struct roce_rsp_res *r, uint8_t type, uint32_t psn,
+			   uint32_t rkey, uint64_t va, uint32_t len, uint32_t n)
+{
+	memset(r, 0, sizeof(*r));
+	r->type = type;
+	r->first_psn = psn;
+	r->last_psn = roce_psn_add(psn, n - 1);
+	r->rkey = rkey;
+	r->va = va;
+	r->len = len;
+	r->stream = (struct roce_rsp_seg){ .psn = psn, .len = len, .va = va, .npkts = n };
+	r->stream_on = true;
+	resp_res_update(tq, r);
+	tq->epsn = roce_psn_add(psn, n);
+	tq->msn = (tq->msn + 1) & 0xFFFFFF;
+	roce_tp_schedule(tq);
+}
+
 /*
  * The responder resource for a new READ or atomic (the slot of the oldest
  * request), or NULL if none is free. A slot still answering a duplicate
- * (replay) is stale: a requester that keeps max_rd_atomic <=
- * max_dest_rd_atomic only sends a new request once it holds the responses
- * of the request max_dest_rd_atomic before it, so that replay is cancelled.
- * A slot still sending its original responses means the requester exceeded
+ * only is stale: a requester that keeps max_rd_atomic <= max_dest_rd_atomic
+ * only sends a new request once it holds the responses of the request
+ * max_dest_rd_atomic before it, so that answer is cancelled. A slot still
+ * sending its original responses means the requester exceeded
  * max_dest_rd_atomic (NULL: NAK Invalid Request).
  */
 static struct roce_rsp_res *resp_res_take(struct roce_tq *tq)
@@ -669,9 +709,9 @@ static struct roce_rsp_res *resp_res_take(struct roce_tq *tq)
 	if (!tq->nres)
 		return NULL;
 	r = &tq->res[tq->res_next % tq->nres];
-	if (r->active && r->replay) {
-		r->active = false;
-		tq->res_active--;
+	if (r->active && !r->stream_on) {
+		r->dup_on = false;
+		resp_res_update(tq, r);
 		tq->tp->stats.stale_replays++;
 	}
 	return r->active ? NULL : r;
@@ -702,23 +742,7 @@ static void resp_rc_read(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	}
 	tq->res_next++;
 	n = npkts_of(len, tq->mtu);
-	memset(r, 0, sizeof(*r));
-	r->type = ROCE_RES_READ;
-	r->first_psn = psn;
-	r->last_psn = roce_psn_add(psn, n - 1);
-	r->rkey = rkey;
-	r->va = va;
-	r->len = len;
-	r->seg_psn = psn;
-	r->seg_va = va;
-	r->seg_len = len;
-	r->seg_npkts = n;
-	r->seg_next = 0;
-	r->active = true;
-	tq->res_active++;
-	tq->epsn = roce_psn_add(psn, n);
-	tq->msn = (tq->msn + 1) & 0xFFFFFF;
-	roce_tp_schedule(tq);
+	resp_res_start(tq, r, ROCE_RES_READ, psn, rkey, va, len, n);
 }
 
 static void resp_rc_atomic(struct roce_tq *tq, const struct roce_pkt_info *pi)
@@ -767,41 +791,8 @@ static void resp_rc_atomic(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	}
 	tp->stats.atomics_executed++;
 	tq->res_next++;
-	memset(r, 0, sizeof(*r));
-	r->type = ROCE_RES_ATOMIC;
-	r->first_psn = r->last_psn = psn;
-	r->rkey = rkey;
-	r->va = va;
-	r->len = 8;
-	r->seg_psn = psn;
-	r->seg_va = va;
-	r->seg_npkts = 1;
+	resp_res_start(tq, r, ROCE_RES_ATOMIC, psn, rkey, va, 8, 1);
 	r->atomic_orig = orig;
-	r->active = true;
-	tq->res_active++;
-	tq->epsn = roce_psn_add(psn, 1);
-	tq->msn = (tq->msn + 1) & 0xFFFFFF;
-	roce_tp_schedule(tq);
-}
-
-/* Answer resource r again from psn: younger responses stop (the requester
- * goes back and asks for them again after this one). */
-static void resp_res_restart(struct roce_tq *tq, struct roce_rsp_res *r)
-{
-	for (uint32_t i = 0; i < tq->nres; i++) {
-		struct roce_rsp_res *x = &tq->res[i];
-
-		if (x != r && x->active && roce_psn_diff(x->first_psn, r->first_psn) > 0) {
-			x->active = false;
-			tq->res_active--;
-		}
-	}
-	if (!r->active)
-		tq->res_active++;
-	r->active = true;
-	r->replay = true;
-	r->seg_next = 0;
-	roce_tp_schedule(tq);
 }
 
 /* A duplicate atomic: answered from its saved result, never executed. */
@@ -825,10 +816,12 @@ static void resp_rc_dup_atomic(struct roce_tq *tq, const struct roce_pkt_info *p
 		tp->stats.atomic_dups_dropped++;
 		return;
 	}
-	r->seg_psn = pi->psn;
-	r->seg_npkts = 1;
 	tp->stats.atomic_dups_answered++;
-	resp_res_restart(tq, r);
+	r->dup = r->stream;
+	r->dup.next = 0;
+	r->dup_on = true;
+	resp_res_update(tq, r);
+	roce_tp_schedule(tq);
 }
 
 static void resp_rc_dup(struct roce_tq *tq, const struct roce_pkt_info *pi)
@@ -844,7 +837,7 @@ static void resp_rc_dup(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	if (pi->mask & ROCE_OPF_READ) {
 		struct roce_rsp_res *r = NULL;
 		uint64_t va = roce_reth_va(pi->reth);
-		uint32_t len = roce_reth_len(pi->reth), k, off;
+		uint32_t len = roce_reth_len(pi->reth), k, off, n;
 
 		for (uint32_t i = 0; i < tq->nres; i++) {
 			struct roce_rsp_res *x = &tq->res[i];
@@ -859,22 +852,30 @@ static void resp_rc_dup(struct roce_tq *tq, const struct roce_pkt_info *pi)
 			return; /* too old: its resource was reused */
 		k = (uint32_t)roce_psn_diff(psn, r->first_psn);
 		off = (uint32_t)MIN((uint64_t)k * tq->mtu, (uint64_t)r->len);
+		/* Any part of the original from that PSN on (as rxe takes). */
 		if (roce_reth_rkey(pi->reth) != r->rkey || va != r->va + off ||
-		    len != r->len - off) {
+		    len > r->len - off || (!len && off != r->len)) {
 			tp->stats.rx_bad_resp++;
 			return;
 		}
-		r->seg_psn = psn;
-		r->seg_va = va;
-		r->seg_len = len;
-		r->seg_npkts = npkts_of(len, tq->mtu);
+		n = npkts_of(len, tq->mtu);
+		r->dup = (struct roce_rsp_seg){ .psn = psn, .len = len, .va = va, .npkts = n };
+		r->dup_on = true;
+		/* The original answer goes on after it, without what it covers
+		 * (a duplicate beyond what it sent yet skips nothing). A second
+		 * duplicate before the first was answered replaces it. */
+		if (r->stream_on && k <= r->stream.next && k + n > r->stream.next) {
+			r->stream.next = k + n;
+			r->stream_on = r->stream.next < r->stream.npkts;
+		}
+		resp_res_update(tq, r);
 		tp->stats.dup_reads++;
 		/* A loss only if a response from psn on went out already (the
 		 * requester also asks again for READs that were not answered
 		 * yet). */
 		if (roce_psn_diff(psn, tq->rsp_psn_hwm) < 0)
 			roce_recover_rsp_loss(tq);
-		resp_res_restart(tq, r);
+		roce_tp_schedule(tq);
 		return;
 	}
 	/* Already executed: acknowledge again (everything before epsn). */
@@ -949,7 +950,7 @@ static int resp_send_atomic(struct roce_tq *tq, struct roce_rsp_res *r)
 	f.opcode = ROCE_OP_RC_ATOMIC_ACKNOWLEDGE;
 	f.pkey = ROCE_PKEY_DEFAULT;
 	f.dqpn = tq->qp->attr.dest_qp_num;
-	f.psn = r->seg_psn;
+	f.psn = r->stream.psn;
 	f.aeth.syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
 	f.aeth.msn = tq->msn;
 	f.atmack_orig = r->atomic_orig;
@@ -960,8 +961,7 @@ static int resp_send_atomic(struct roce_tq *tq, struct roce_rsp_res *r)
 		return -ENOBUFS;
 	}
 	memcpy(tq->path.smac, tp->rd->mac, 6);
-	r->active = false;
-	tq->res_active--;
+	resp_res_stop(tq, r);
 	if (resp_build_bare(p, &tq->path, &f)) {
 		tp->stats.tx_build_err++;
 		pkt_free(p);
@@ -1009,16 +1009,16 @@ static uint8_t resp_read_opcode(uint32_t k, uint32_t n)
 	return ROCE_OP_RC_RDMA_READ_RESPONSE_MIDDLE;
 }
 
-/* Responses k..k+nrun-1 (nrun > 1) of resource r as one run (roce_run.c)
+/* Responses k..k+nrun-1 (nrun > 1) of segment sg as one run (roce_run.c)
  * whose packet 0 is p: 1 if it is one now, 0 if the pieces do not fit one
  * (send response k alone). */
-static int resp_read_run(struct roce_tq *tq, struct roce_rsp_res *r, struct rres_mr *mr,
+static int resp_read_run(struct roce_tq *tq, const struct roce_rsp_seg *sg, struct rres_mr *mr,
 			 uint32_t k, uint32_t nrun, struct pkt *p, const struct roce_hdr_fields *f)
 {
 	struct roce_run *run = roce_run_begin(p);
-	uint32_t off = k * tq->mtu, len = MIN(nrun * tq->mtu, r->seg_len - off), niov = 0;
+	uint32_t off = k * tq->mtu, len = MIN(nrun * tq->mtu, sg->len - off), niov = 0;
 
-	if (!run || roce_mem_ref_mr(tq->tp, mr, r->seg_va + off, len, run->iov, ROCE_RUN_IOV,
+	if (!run || roce_mem_ref_mr(tq->tp, mr, sg->va + off, len, run->iov, ROCE_RUN_IOV,
 				    &niov) || !niov)
 		return 0;
 	run->path = tq->path;
@@ -1028,29 +1028,31 @@ static int resp_read_run(struct roce_tq *tq, struct roce_rsp_res *r, struct rres
 	run->ackreq = 0;
 	run->se_last = false;
 	for (uint32_t j = 0; j < nrun; j++)
-		run->op[j] = resp_read_opcode(k + j, r->seg_npkts);
+		run->op[j] = resp_read_opcode(k + j, sg->npkts);
 	roce_run_seal(p, nrun, niov, len);
 	return 1;
 }
 
-/* READ responses of resource r from seg_next: one packet, or a run of up
- * to nrun. Returns the packets sent, -ENOBUFS or -EIO (the QP failed). */
-static int resp_send_read(struct roce_tq *tq, struct roce_rsp_res *r, uint32_t nrun)
+/* READ responses of segment sg (the stream or the dup) of resource r from
+ * sg->next: one packet, or a run of up to nrun. Returns the packets sent,
+ * -ENOBUFS or -EIO (the QP failed). */
+static int resp_send_read(struct roce_tq *tq, struct roce_rsp_res *r, struct roce_rsp_seg *sg,
+			  uint32_t nrun)
 {
 	struct roce_tp *tp = tq->tp;
-	uint32_t k = r->seg_next, n = r->seg_npkts, off = k * tq->mtu, plen;
+	uint32_t k = sg->next, n = sg->npkts, off = k * tq->mtu, plen;
 	struct roce_hdr_fields f;
 	struct rres_mr *mr = NULL;
 	uint8_t *payload;
 	struct pkt *p;
 
-	plen = MIN(tq->mtu, r->seg_len - MIN(off, r->seg_len));
+	plen = MIN(tq->mtu, sg->len - MIN(off, sg->len));
 	nrun = MIN(nrun, n - k);
 	memset(&f, 0, sizeof(f));
 	f.opcode = resp_read_opcode(k, n);
 	f.pkey = ROCE_PKEY_DEFAULT;
 	f.dqpn = tq->qp->attr.dest_qp_num;
-	f.psn = roce_psn_add(r->seg_psn, k);
+	f.psn = roce_psn_add(sg->psn, k);
 	f.aeth.syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
 	f.aeth.msn = tq->msn;
 	f.ip_id = tp->ip_id;
@@ -1063,18 +1065,17 @@ static int resp_send_read(struct roce_tq *tq, struct roce_rsp_res *r, uint32_t n
 	if (roce_pkt_build(p, &tq->path, &f, plen, &payload)) {
 		tp->stats.tx_build_err++;
 		pkt_free(p);
-		r->active = false;
-		tq->res_active--;
+		resp_res_stop(tq, r);
 		resp_error(tq, ROCE_AETH_NAK_REM_OP_ERR, f.psn, 0);
 		return -EIO;
 	}
 	if (nrun > 1) {
 		/* the whole run's range, checked as each packet's would be */
-		uint32_t len = MIN(nrun * tq->mtu, r->seg_len - off);
+		uint32_t len = MIN(nrun * tq->mtu, sg->len - off);
 
-		mr = roce_mem_rkey(tq, r->rkey, r->seg_va + off, len, VIRTIO_IB_ACCESS_REMOTE_READ);
+		mr = roce_mem_rkey(tq, r->rkey, sg->va + off, len, VIRTIO_IB_ACCESS_REMOTE_READ);
 		if (!mr || (tq->path.flags & ROCE_PATH_F_UDP_CSUM) ||
-		    !resp_read_run(tq, r, mr, k, nrun, p, &f))
+		    !resp_read_run(tq, sg, mr, k, nrun, p, &f))
 			nrun = 1;
 	}
 	if (nrun > 1) {
@@ -1082,12 +1083,11 @@ static int resp_send_read(struct roce_tq *tq, struct roce_rsp_res *r, uint32_t n
 		tp->stats.tx_run_pkts += nrun;
 		tp->stats.tx_by_ref += nrun;
 	} else if (plen) {
-		mr = roce_mem_rkey(tq, r->rkey, r->seg_va + off, plen, VIRTIO_IB_ACCESS_REMOTE_READ);
-		if (!mr || resp_read_payload(tq, mr, r->seg_va + off, p, payload, plen)) {
+		mr = roce_mem_rkey(tq, r->rkey, sg->va + off, plen, VIRTIO_IB_ACCESS_REMOTE_READ);
+		if (!mr || resp_read_payload(tq, mr, sg->va + off, p, payload, plen)) {
 			/* The MR went away while answering. */
 			pkt_free(p);
-			r->active = false;
-			tq->res_active--;
+			resp_res_stop(tq, r);
 			resp_error(tq, mr ? ROCE_AETH_NAK_REM_OP_ERR : ROCE_AETH_NAK_REM_ACCESS_ERR,
 				   f.psn, 0);
 			return -EIO;
@@ -1099,10 +1099,13 @@ static int resp_send_read(struct roce_tq *tq, struct roce_rsp_res *r, uint32_t n
 	if (roce_psn_diff(roce_psn_add(f.psn, nrun - 1), tq->rsp_psn_hwm) >= 0)
 		tq->rsp_psn_hwm = roce_psn_add(f.psn, nrun);
 	roce_tp_xmit(tp, p, &tq->path);
-	r->seg_next += nrun;
-	if (r->seg_next == n) {
-		r->active = false;
-		tq->res_active--;
+	sg->next += nrun;
+	if (sg->next == n) {
+		if (sg == &r->dup)
+			r->dup_on = false;
+		else
+			r->stream_on = false;
+		resp_res_update(tq, r);
 	}
 	return (int)nrun;
 }
@@ -1114,20 +1117,28 @@ uint32_t roce_resp_run(struct roce_tq *tq, uint32_t budget, bool *more)
 	*more = false;
 	while (tq->res_active && sent < budget) {
 		struct roce_rsp_res *best = NULL;
+		struct roce_rsp_seg *bseg = NULL;
 		int rc;
 
+		/* Responses leave in PSN order: the lowest next one first. */
 		for (uint32_t i = 0; i < tq->nres; i++) {
 			struct roce_rsp_res *x = &tq->res[i];
+			struct roce_rsp_seg *sg[2] = { x->dup_on ? &x->dup : NULL,
+						       x->stream_on ? &x->stream : NULL };
 
-			if (x->active && (!best || roce_psn_diff(x->seg_psn, best->seg_psn) < 0))
-				best = x;
+			for (int j = 0; j < 2; j++)
+				if (sg[j] && (!bseg || roce_psn_diff(roce_psn_add(sg[j]->psn, sg[j]->next),
+								     roce_psn_add(bseg->psn, bseg->next)) < 0)) {
+					best = x;
+					bseg = sg[j];
+				}
 		}
 		if (!best) {
 			tq->res_active = 0;
 			break;
 		}
 		rc = best->type == ROCE_RES_ATOMIC ? resp_send_atomic(tq, best) :
-			resp_send_read(tq, best, MIN(budget - sent, tq->tp->run_max));
+			resp_send_read(tq, best, bseg, MIN(budget - sent, tq->tp->run_max));
 		if (rc == -ENOBUFS) {
 			*more = true;
 			break;

@@ -350,21 +350,27 @@ enum roce_res_type {
 	ROCE_RES_ATOMIC,          /* one atomic: {first_psn, atomic_orig} */
 };
 
+/* Responses of one request to send: the first's PSN and address, how many,
+ * the next one. */
+struct roce_rsp_seg {
+	uint32_t psn;
+	uint32_t len;
+	uint64_t va;
+	uint32_t npkts;
+	uint32_t next;
+};
+
 struct roce_rsp_res {
 	uint8_t type;
-	bool active;              /* responses left to send */
+	bool active;              /* responses left to send (stream or dup) */
+	bool stream_on, dup_on;
 	uint32_t first_psn, last_psn; /* of the whole original READ */
 	uint32_t rkey;
 	uint64_t va;              /* original request */
 	uint32_t len;
-	/* the segment being answered (original or re-requested tail) */
-	uint32_t seg_psn;         /* PSN of its first response */
-	uint64_t seg_va;
-	uint32_t seg_len;
-	uint32_t seg_next;        /* next response index in the segment */
-	uint32_t seg_npkts;
+	struct roce_rsp_seg stream; /* the original answer (what is left of it) */
+	struct roce_rsp_seg dup;  /* a duplicate's answer: sent before the rest */
 	uint64_t atomic_orig;     /* ATOMIC: value returned */
-	bool replay;              /* answering a duplicate request again */
 };
 
 enum roce_rsp_msg {
