@@ -508,7 +508,10 @@ static bool comp_read_lost(const struct roce_tq *tq, const struct roce_swqe *w)
 		return true;
 	if (w->rd_rcvd < w->rd_req_end)
 		return w->rd_req_hi > w->rd_rcvd;
-	return w->rd_hi > w->rd_rcvd;
+	/* Answered: what the request before it asked for again and did not
+	 * come (vrdma's responder drops the rest of a duplicate's answer for
+	 * a newer duplicate; rxe answered that one first) is lost too. */
+	return w->rd_hi > w->rd_rcvd || w->rd_dup_end > w->rd_rcvd;
 }
 
 /* Ask for READ w's missing range if it is lost (one request per READ

@@ -146,6 +146,22 @@ void roce_recover_probe(struct roce_tq *tq)
 			continue;
 		if (!w->started)
 			return;
+		if (w->opcode == VIRTIO_IB_WR_RDMA_READ && (w->rd_rcvd || w->rd_hi)) {
+			uint32_t lo, hi;
+
+			/* Part of it came: ask again for its missing range
+			 * only (a request for it, or its answer, was lost);
+			 * to its end, not while a responder answering in
+			 * arrival order may still be sending it (below). */
+			roce_comp_read_range(tq, w, &lo, &hi);
+			if (hi == w->npkts && tq->rd_peer_queues && tq->probes < ROCE_TP_PROBES &&
+			    roce_comp_read_answering(tq, w))
+				return;
+			roce_comp_read_rerequested(tq, w);
+			if (roce_req_read_fill(tq, w))
+				tp->stats.rd_fills++;
+			return;
+		}
 		if (roce_wr_is_rd_atomic(w->opcode)) {
 			/* Its responses stopped: ask again from the first
 			 * missing one (the responder restarts there), unless

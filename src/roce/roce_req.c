@@ -281,6 +281,9 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uin
 	roce_pkt_finalize(p, ROCE_TX_F_SKIP_ICRC);
 	if (w->opcode == VIRTIO_IB_WR_RDMA_READ && qp->type == VIRTIO_IB_QPT_RC) {
 		/* (roce_comp.c follows each READ's latest request) */
+		/* (the first request's answer goes on after a later one) */
+		if (w->rd_seq != w->rd_seq_mark + 1)
+			w->rd_dup_end = MAX(w->rd_dup_end, w->rd_req_end);
 		w->rd_req_lo = k;
 		w->rd_req_hi = k;
 		w->rd_req_end = rd_end;
@@ -428,8 +431,17 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			tq->sq_cur++;
 			continue;
 		}
-		if (rc && roce_psn_diff(tq->sq_psn, tq->una) >= (int32_t)roce_recover_window(tq))
+		if (rc && w->opcode == VIRTIO_IB_WR_RDMA_READ) {
+			/* A READ is one request: it may go while its responses
+			 * fit the completer's window of kept responses. */
+			if (tq->sq_psn != tq->una &&
+			    roce_psn_diff(roce_psn_add(tq->sq_psn, roce_req_npkts(w, tq->mtu)),
+					  tq->una) > ROCE_TP_RD_WINDOW)
+				break;
+		} else if (rc && roce_psn_diff(tq->sq_psn, tq->una) >=
+				 (int32_t)roce_recover_window(tq)) {
 			break;
+		}
 		/* No frame without the peer's MAC: wait, no PSN consumed. */
 		if (!roce_wr_is_local(w->opcode) && !req_path_ready(tq, w))
 			break;
@@ -473,6 +485,7 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 				w->rd_rcvd = 0;
 				w->rd_hi = 0;
 				w->rd_req_lo = w->rd_req_hi = w->rd_req_end = 0;
+				w->rd_dup_end = 0;
 				w->rd_seq_mark = w->rd_seq = tq->rd_seq;
 			}
 			w->first_psn = tq->sq_psn;

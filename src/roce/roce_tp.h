@@ -266,6 +266,9 @@ struct roce_swqe {
 	uint32_t rd_hi;           /* 1 + the highest response received */
 	uint32_t rd_req_lo, rd_req_end; /* range its latest request asked for */
 	uint32_t rd_req_hi;       /* 1 + the highest response in it since */
+	uint32_t rd_dup_end;      /* furthest end of its earlier requests that
+				   * asked again (a responder may drop the
+				   * rest of such an answer for a newer one) */
 	uint32_t rd_seq;          /* tq->rd_seq of its latest request */
 	uint32_t rd_seq_mark;     /* any WQE: tq->rd_seq when it started */
 	/* ---- extensions (docs/spec.md "Extensions beyond the RFC") ---- */
