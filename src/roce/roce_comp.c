@@ -622,7 +622,7 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	struct roce_tp *tp = tq->tp;
 	uint32_t psn = pi->psn, k = 0, una0;
 	struct roce_swqe *w, *head;
-	bool in_req, fill;
+	bool in_req, fill, beyond;
 	int st;
 
 	w = comp_read_find(tq, psn, &k);
@@ -658,7 +658,9 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	} else {
 		comp_read_answered(tq, w->rd_seq_mark + 1);
 	}
-	if (k < w->rd_rcvd || (k > w->rd_rcvd && comp_rd_marked(tq, psn))) {
+	beyond = k > w->rd_rcvd &&
+		 (uint32_t)roce_psn_diff(psn, tq->una) >= ROCE_TP_RD_WINDOW;
+	if (k < w->rd_rcvd || (k > w->rd_rcvd && !beyond && comp_rd_marked(tq, psn))) {
 		tp->stats.rx_stale_resp++; /* a duplicate */
 		comp_rsp_alive(tq);
 		return;
@@ -672,8 +674,7 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		w->rd_req_hi = MAX(w->rd_req_hi, k + 1);
 	if (k > w->rd_rcvd) {
 		/* Beyond a gap: placed and marked, if it fits the window. */
-		if ((uint32_t)roce_psn_diff(psn, tq->una) >= ROCE_TP_RD_WINDOW ||
-		    !comp_rd_mark(tq, psn)) {
+		if (beyond || !comp_rd_mark(tq, psn)) {
 			tp->stats.rd_not_kept++;
 			comp_rsp_alive(tq);
 			comp_read_check(tq, w);

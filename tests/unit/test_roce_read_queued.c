@@ -227,7 +227,7 @@ static void read_queued_ends(uint32_t len, unsigned n, unsigned depth, unsigned 
 			     unsigned lossy_replays, uint8_t timeout, uint8_t want)
 {
 	struct fk_env env;
-	struct fk_dev_cfg dc = { .arena = 64u << 20 };
+	struct fk_dev_cfg dc = { .arena = 80u << 20 };
 	struct fk_qp qa;
 	struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_RC, .sq_num = 64, .rq_num = 16,
 				.max_send_wr = 64, .max_recv_wr = 16 };
@@ -378,15 +378,17 @@ static void test_read_gaps_one_replay(void)
 
 /* The same, and the first two answers to a request for a missing range
  * lose their first three responses (all of a one-response answer), four
- * READs outstanding: all complete, and the responses sent stay within 1.1
- * times what the READs need. (The transport timer is on: an answer lost
- * whole, with nothing asked after it, only a probe can find.) */
+ * READs outstanding, no timer: later answers show those lost, and every
+ * response lost is asked for once (responses sent: what the READs need
+ * plus one per loss). */
 static void test_read_gaps_replays_lose_head(void)
 {
 	uint32_t len = 2u << 20, npkts = len / 1024;
 
 	o = (struct qr_opts){ .drop_every = 100 };
-	read_queued_ends(len, 4, 4, 3, 2, 0, VIRTIO_IB_WC_SUCCESS);
+	read_queued_ends(len, 4, 4, 3, 2, NO_TIMER, VIRTIO_IB_WC_SUCCESS);
+	CHECK_EQ(r.answered, 4 * npkts + r.dropped);
+	CHECK_EQ(r.stats.rd_fills, r.dropped);
 	CHECK(r.answered * 10 <= 11 * 4 * npkts);
 	o = (struct qr_opts){ 0 };
 }
@@ -434,7 +436,8 @@ static void test_read_gaps_psn_wrap(void)
 /* Requests for a missing range lost on the way (the first, the third and
  * the fourth), and answers to them lost (the first two lose their first
  * three responses), 2 MiB READs four outstanding: recovered (by later
- * answers or, with nothing asked after it, a probe), never asking for a
+ * answers or, with nothing asked after them, as here once the four READs
+ * outstanding all wait, a probe: the timer is on), never asking for a
  * READ below an earlier request of it (the responder would drop that for
  * ever: dup_refused). */
 static void test_read_fills_lost(void)
@@ -470,6 +473,21 @@ static void test_read_zero_length(void)
 	o = (struct qr_opts){ 0 };
 }
 
+/* One 32 MiB READ (32768 responses, twice the window of kept responses),
+ * every 100th lost, no timer: responses beyond una + ROCE_TP_RD_WINDOW are
+ * not kept (counted) and asked for again with the rest; the READ completes
+ * byte-exact. */
+static void test_read_beyond_window(void)
+{
+	uint32_t len = 32u << 20, npkts = len / 1024;
+
+	o = (struct qr_opts){ .drop_every = 100 };
+	read_queued_ends(len, 1, 1, 0, 0, NO_TIMER, VIRTIO_IB_WC_SUCCESS);
+	CHECK(r.stats.rd_not_kept > 0);
+	CHECK(r.answered < 2 * npkts);
+	o = (struct qr_opts){ 0 };
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -487,5 +505,6 @@ int main(int argc, char **argv)
 	RUN(test_read_fills_lost);
 	RUN(test_read_tail_lost);
 	RUN(test_read_zero_length);
+	RUN(test_read_beyond_window);
 	return TEST_DONE();
 }
