@@ -1,19 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Completer (RC requester side): ACKs, NAKs and READ responses retire send
- * WQEs in order; loss is repaired by go-back-N from the oldest
- * unacknowledged PSN (una).
+ * WQEs in order; SEND/WRITE loss is repaired by go-back-N from the oldest
+ * unacknowledged PSN (una), READ loss by asking for the missing range.
  *
  *  - ACK (coalesced, cumulative): every PSN up to it is acknowledged; an ACK
- *    beyond an outstanding READ means its responses were lost: re-request.
+ *    beyond an outstanding READ means the READ requests sent before the
+ *    acknowledged packet were answered (what is missing of them was lost).
  *  - NAK PSN sequence error at una: go back to una (counts as a retry).
  *  - RNR NAK at una: go back, wait the RNR timer of the NAK, retry at most
  *    rnr_retry times (7 = for ever) -> RNR_RETRY_EXC_ERR.
  *  - NAK invalid request / remote access / remote operational: the WQE
  *    completes with REM_INV_REQ_ERR / REM_ACCESS_ERR / REM_OP_ERR, the QP
  *    goes to ERR, the rest is flushed.
- *  - READ responses: data placed at (psn - first_psn) * PMTU; a gap means
- *    loss: re-request the rest (counts as a retry).
+ *  - READ responses: data placed at (psn - first_psn) * PMTU, for every
+ *    outstanding READ; those beyond a READ's received prefix are marked in
+ *    rd_map. A READ missing a response that nothing outstanding will bring
+ *    gets one request for its missing range (from rd_rcvd to the next one
+ *    received, or its end; no rewind, no retry counted), at most one per
+ *    READ outstanding and never from a lower start (docs/design.md "Loss
+ *    recovery"). READs complete in order once all their responses are in.
  *  - ATOMIC ACKNOWLEDGE: the original value goes to the atomic's result
  *    buffer (little-endian, 8 bytes). Like a READ, an atomic completes only
  *    with its own response: an ACK covering it means the response was lost,
