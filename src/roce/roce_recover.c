@@ -3,8 +3,7 @@
  * RC loss recovery of the requester beyond plain go-back-N (docs/design.md
  * "Loss recovery"):
  *  - a send window (cwnd) of at most ROCE_TP_WINDOW PSNs that halves on
- *    every loss (NAK sequence error, READ response gap, timeout, a probe
- *    answered short),
+ *    every loss (NAK sequence error, timeout, a probe answered short),
  *    down to ROCE_TP_CWND_MIN, and grows back by half of what each ACK
  *    acknowledges, so a rewind never resends a whole window at once again;
  *  - the READ responder's turn (responses sent per poll) halves on a
@@ -15,8 +14,9 @@
  *    docs/design.md "Loss recovery");
  *  - probes before the transport timer: without progress for four
  *    smoothed round trips (within ROCE_TP_PROBE_MIN_NS..ROCE_TP_PROBE_NS;
- *    then twice, four times that...), a READ or atomic at
- *    the head is requested again from its first missing response, and a
+ *    then twice, four times that...), a READ at the head asks again
+ *    for its missing range (from its first missing response), an atomic
+ *    or a READ of which nothing came is requested again, and a
  *    SEND or WRITE has its last packet sent again with AckReq (the
  *    responder answers a duplicate with an ACK, a packet beyond a gap with
  *    a NAK), after ROCE_TP_PROBES probes the retransmit timer decides.
