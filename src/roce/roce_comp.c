@@ -493,7 +493,7 @@ static void comp_read_acked(struct roce_tq *tq, uint32_t i, uint32_t psn)
 	}
 	if (!x)
 		return;
-	if (roce_wr_is_rd_atomic(x->opcode) && roce_psn_diff(psn, roce_swqe_last_psn(x)) >= 0)
+	if (x->opcode == VIRTIO_IB_WR_RDMA_READ && roce_psn_diff(psn, roce_swqe_last_psn(x)) >= 0)
 		comp_read_answered(tq, x->rd_seq_mark + 2);
 	else
 		comp_read_answered(tq, x->rd_seq_mark + 1);

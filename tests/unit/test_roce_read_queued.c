@@ -318,8 +318,17 @@ static void read_queued_ends(uint32_t len, unsigned n, unsigned depth, unsigned 
 		for (unsigned i = 0; i < n; i++)
 			CHECK(memcmp(dst.buf + (size_t)i * len, r.mem, len) == 0);
 	}
-	r.peer_queues = ((struct roce_tq *)rres_qp_lookup(&r.a->rd, qa.qpn)->transport)
-				->rd_peer_queues;
+	{
+		struct roce_tq *tq = rres_qp_lookup(&r.a->rd, qa.qpn)->transport;
+		uint64_t mem = r.a->tp->state_mem;
+		bool kept = tq->rd_map != NULL;
+
+		r.peer_queues = tq->rd_peer_queues;
+		/* Reset frees the bitmap of kept responses and its charge. */
+		CHECK(fk_modify(r.a, qa.qpn, VIRTIO_IB_QPS_RESET, 0, NULL) == 0);
+		CHECK(!tq->rd_map);
+		CHECK(r.a->tp->state_mem + (kept ? ROCE_TP_RD_WINDOW / 8 : 0) <= mem);
+	}
 	r.stats = r.a->tp->stats;
 	free(r.mem);
 	fk_env_fini(&env);
