@@ -704,8 +704,14 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	}
 	/* The prefix grows over what was placed beyond. */
 	w->rd_rcvd++;
-	while (w->rd_rcvd < w->npkts && comp_rd_marked(tq, roce_psn_add(w->first_psn, w->rd_rcvd))) {
-		comp_rd_clear(tq, roce_psn_add(w->first_psn, w->rd_rcvd));
+	/* (marks lie in [una, una + window): beyond, a bit is another PSN's) */
+	while (w->rd_rcvd < w->npkts) {
+		uint32_t p = roce_psn_add(w->first_psn, w->rd_rcvd);
+
+		if ((uint32_t)roce_psn_diff(p, tq->una) >= ROCE_TP_RD_WINDOW ||
+		    !comp_rd_marked(tq, p))
+			break;
+		comp_rd_clear(tq, p);
 		w->rd_rcvd++;
 	}
 	una0 = tq->una;
