@@ -146,13 +146,15 @@ void roce_recover_probe(struct roce_tq *tq)
 			continue;
 		if (!w->started)
 			return;
-		if (w->opcode == VIRTIO_IB_WR_RDMA_READ && (w->rd_rcvd || w->rd_hi)) {
+		if (w->opcode == VIRTIO_IB_WR_RDMA_READ) {
 			uint32_t lo, hi;
 
-			/* Part of it came: ask again for its missing range
-			 * only (a request for it, or its answer, was lost);
-			 * to its end, not while a responder answering in
-			 * arrival order may still be sending it (below). */
+			/* Its responses stopped: ask again for its missing
+			 * range only (a request for it, or its answer, was
+			 * lost; the READs after it keep theirs: each is asked
+			 * for when it is the oldest); to its end, not while a
+			 * responder answering in arrival order may still be
+			 * sending it (the last probe asks anyway). */
 			roce_comp_read_range(tq, w, &lo, &hi);
 			if (hi == w->npkts && tq->rd_peer_queues && tq->probes < ROCE_TP_PROBES &&
 			    roce_comp_read_answering(tq, w))
@@ -163,16 +165,8 @@ void roce_recover_probe(struct roce_tq *tq)
 			return;
 		}
 		if (roce_wr_is_rd_atomic(w->opcode)) {
-			/* Its responses stopped: ask again from the first
-			 * missing one (the responder restarts there), unless
-			 * a responder answering in arrival order has not
-			 * reached its end with the stream answering the last
-			 * request (a silent peer, not a lost answer: each
-			 * extra request costs a replay); the last probe asks
-			 * anyway. */
-			if (tq->rd_peer_queues && tq->probes < ROCE_TP_PROBES &&
-			    roce_comp_read_answering(tq, w))
-				return;
+			/* An atomic's answer stopped: ask again (the
+			 * responder answers from its saved result). */
 			tq->rewind_pending = true;
 			roce_tp_schedule(tq);
 			return;
