@@ -16,7 +16,7 @@
  *    smoothed round trips (within ROCE_TP_PROBE_MIN_NS..ROCE_TP_PROBE_NS;
  *    then twice, four times that...), a READ at the head asks again
  *    for its missing range (from its first missing response), an atomic
- *    or a READ of which nothing came is requested again, and a
+ *    is requested again, and a
  *    SEND or WRITE has its last packet sent again with AckReq (the
  *    responder answers a duplicate with an ACK, a packet beyond a gap with
  *    a NAK), after ROCE_TP_PROBES probes the retransmit timer decides.

@@ -280,8 +280,9 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uin
 	/* ICRC only if the frame leaves the process (docs/design.md) */
 	roce_pkt_finalize(p, ROCE_TX_F_SKIP_ICRC);
 	if (w->opcode == VIRTIO_IB_WR_RDMA_READ && qp->type == VIRTIO_IB_QPT_RC) {
-		/* (roce_comp.c follows each READ's latest request) */
-		/* (the first request's answer goes on after a later one) */
+		/* roce_comp.c follows each READ's latest request; an earlier
+		 * one that asked again may lose the rest of its answer to it
+		 * (the first request's answer goes on) */
 		if (w->rd_seq != w->rd_seq_mark + 1)
 			w->rd_dup_end = MAX(w->rd_dup_end, w->rd_req_end);
 		w->rd_req_lo = k;

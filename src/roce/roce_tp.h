@@ -444,7 +444,7 @@ struct roce_tq {
 	uint32_t rd_seq;          /* READ requests sent (fills, resends too) */
 	uint32_t rd_done_seq;     /* requests with a lower number were answered */
 	uint32_t rd_fill_done_seq; /* ... of those asking for a missing range */
-	bool rd_check;            /* rd_done_seq moved: look at every READ */
+	bool rd_check;            /* either moved: look at every READ */
 	uint32_t acked_hi;        /* highest PSN known received by the peer */
 	/* whether the oldest READ's re-request is still being answered */
 	bool rd_rereq;            /* that READ was asked for again ... */
