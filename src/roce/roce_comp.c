@@ -940,3 +940,20 @@ void roce_comp_fini(struct roce_tq *tq)
 {
 	comp_rd_free(tq);
 }
+
+bool roce_comp_read_tail_missing(const struct roce_tq *tq)
+{
+	uint32_t lo, hi;
+
+	for (uint32_t i = tq->sq_head; tq->swqe && i != tq->sq_tail; i++) {
+		const struct roce_swqe *w = roce_sq_wqe(tq, i);
+
+		if (w->state == ROCE_WQE_DONE)
+			continue;
+		if (!w->started || w->opcode != VIRTIO_IB_WR_RDMA_READ)
+			return false;
+		roce_comp_read_range(tq, w, &lo, &hi);
+		return hi == w->npkts;
+	}
+	return false;
+}

@@ -97,8 +97,11 @@ static uint64_t probe_base(const struct roce_tq *tq)
 	b = MIN(MAX(b, ROCE_TP_PROBE_MIN_NS), ROCE_TP_PROBE_NS);
 	/* ... and, against a responder that answers in arrival order, twice
 	 * the longest recent pause inside a READ's answer (roce_comp.c
-	 * comp_read_quiet): a probe there costs a replay. */
-	return tq->rd_peer_queues ? MAX(b, 2 * tq->rd_quiet_ns) : b;
+	 * comp_read_quiet) when the probe would ask for the rest of the
+	 * oldest READ: that costs a long replay (a range up to a response
+	 * received costs a short one). */
+	return tq->rd_peer_queues && roce_comp_read_tail_missing(tq) ?
+	       MAX(b, 2 * tq->rd_quiet_ns) : b;
 }
 
 /* Probes only make sense well inside the transport timeout. */

@@ -754,6 +754,8 @@ void roce_comp_read_rerequested(struct roce_tq *tq, const struct roce_swqe *w);
  * first missing response to the next one received, or to its end. */
 void roce_comp_read_range(const struct roce_tq *tq, const struct roce_swqe *w, uint32_t *lo,
 			  uint32_t *hi);
+/* Whether the oldest WQE is a READ whose missing range runs to its end. */
+bool roce_comp_read_tail_missing(const struct roce_tq *tq);
 /* Free the completer's memory (QP destroy). */
 void roce_comp_fini(struct roce_tq *tq);
 void roce_comp_arm_timer(struct roce_tq *tq);
