@@ -740,7 +740,7 @@ static void resp_rc_read(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		resp_error(tq, ROCE_AETH_NAK_INVALID_REQ, psn, 0);
 		return;
 	}
-	tq->res_next++;
+	tq->res_next = (tq->res_next + 1) % tq->nres;
 	n = npkts_of(len, tq->mtu);
 	resp_res_start(tq, r, ROCE_RES_READ, psn, rkey, va, len, n);
 }
@@ -790,7 +790,7 @@ static void resp_rc_atomic(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		orig = __atomic_fetch_add(p, roce_atmeth_swap_add(pi->atmeth), __ATOMIC_SEQ_CST);
 	}
 	tp->stats.atomics_executed++;
-	tq->res_next++;
+	tq->res_next = (tq->res_next + 1) % tq->nres;
 	resp_res_start(tq, r, ROCE_RES_ATOMIC, psn, rkey, va, 8, 1);
 	r->atomic_orig = orig;
 }
@@ -852,9 +852,11 @@ static void resp_rc_dup(struct roce_tq *tq, const struct roce_pkt_info *pi)
 			return; /* too old: its resource was reused */
 		k = (uint32_t)roce_psn_diff(psn, r->first_psn);
 		off = (uint32_t)MIN((uint64_t)k * tq->mtu, (uint64_t)r->len);
-		/* Any part of the original from that PSN on (as rxe takes). */
+		/* Any part of the original from that PSN on (as rxe takes), in
+		 * whole responses unless it runs to the end. */
 		if (roce_reth_rkey(pi->reth) != r->rkey || va != r->va + off ||
-		    len > r->len - off || (!len && off != r->len)) {
+		    len > r->len - off || (!len && off != r->len) ||
+		    (len < r->len - off && len % tq->mtu)) {
 			tp->stats.rx_bad_resp++;
 			return;
 		}

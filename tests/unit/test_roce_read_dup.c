@@ -206,8 +206,9 @@ static void test_dup_younger_goes_on(void)
 }
 
 /* Duplicates that are no part of the READ at their PSN: longer than what is
- * left, another address, another key, empty in the middle. Dropped, counted,
- * nothing sent, the QP stays up. */
+ * left, another address, another key, empty in the middle, ending inside a
+ * response before the end. Dropped, counted, nothing sent, the QP stays
+ * up. */
 static void test_dup_malformed(void)
 {
 	struct roce_hdr_fields f;
@@ -225,6 +226,7 @@ static void test_dup_malformed(void)
 	dp_read(&d, roce_psn_add(d.psn, 3), VA(&d) + 3 * MTU, RLEN - 3 * MTU + 1);
 	dp_read(&d, roce_psn_add(d.psn, 3), VA(&d) + 2 * MTU, MTU);
 	dp_read(&d, roce_psn_add(d.psn, 3), VA(&d) + 3 * MTU, 0);
+	dp_read(&d, roce_psn_add(d.psn, 3), VA(&d) + 3 * MTU, MTU + 100); /* not whole */
 	/* another R_Key */
 	p = pkt_alloc();
 	REQUIRE(p);
@@ -240,7 +242,7 @@ static void test_dup_malformed(void)
 	roce_recv_one(d.b->tp, p);
 	dp_send(&d, 100);
 	dp_expect_none(&d);
-	CHECK_EQ(d.b->tp->stats.rx_bad_resp - bad0, 4);
+	CHECK_EQ(d.b->tp->stats.rx_bad_resp - bad0, 5);
 	CHECK_EQ(d.b->tp->stats.dup_reads, 0);
 	CHECK_EQ(d.tq->qp->attr.qp_state, VIRTIO_IB_QPS_RTS);
 	dp_fini(&d);
