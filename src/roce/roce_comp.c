@@ -509,8 +509,12 @@ static bool comp_read_lost(const struct roce_tq *tq, const struct roce_swqe *w)
 
 	if (w->state != ROCE_WQE_SENT || w->bad || w->rd_rcvd >= w->npkts)
 		return false;
+	/* (an answer to a request for a missing range vouches only for those
+	 * of READs up to its own: vrdma's responder answers them in PSN
+	 * order) */
 	if (seq_after(tq->rd_done_seq, w->rd_seq) ||
-	    (fill && seq_after(tq->rd_fill_done_seq, w->rd_seq)))
+	    (fill && seq_after(tq->rd_fill_done_seq, w->rd_seq) &&
+	     roce_psn_diff(w->first_psn, tq->rd_fill_done_psn) <= 0))
 		return true;
 	if (w->rd_rcvd < w->rd_req_end)
 		return w->rd_req_hi > w->rd_rcvd;
@@ -659,6 +663,7 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	if (in_req && fill) {
 		if (seq_after(w->rd_seq, tq->rd_fill_done_seq)) {
 			tq->rd_fill_done_seq = w->rd_seq;
+			tq->rd_fill_done_psn = w->first_psn;
 			tq->rd_check = true;
 		}
 	} else {

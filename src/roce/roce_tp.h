@@ -443,7 +443,8 @@ struct roce_tq {
 	uint64_t *rd_map;
 	uint32_t rd_seq;          /* READ requests sent (fills, resends too) */
 	uint32_t rd_done_seq;     /* requests with a lower number were answered */
-	uint32_t rd_fill_done_seq; /* ... of those asking for a missing range */
+	uint32_t rd_fill_done_seq; /* ... of those asking for a missing range, */
+	uint32_t rd_fill_done_psn; /* ... of READs up to this first PSN */
 	bool rd_check;            /* either moved: look at every READ */
 	uint32_t acked_hi;        /* highest PSN known received by the peer */
 	/* whether the oldest READ's re-request is still being answered */
