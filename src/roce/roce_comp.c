@@ -509,12 +509,12 @@ static bool comp_read_lost(const struct roce_tq *tq, const struct roce_swqe *w)
 
 	if (w->state != ROCE_WQE_SENT || w->bad || w->rd_rcvd >= w->npkts)
 		return false;
-	/* (an answer to a request for a missing range vouches only for those
-	 * of READs up to its own: vrdma's responder answers them in PSN
-	 * order) */
+	/* (an answer to a request for a missing range vouches for the
+	 * earlier ones, but from a responder that answers them in PSN order,
+	 * vrdma's, only for those of READs up to its own) */
 	if (seq_after(tq->rd_done_seq, w->rd_seq) ||
 	    (fill && seq_after(tq->rd_fill_done_seq, w->rd_seq) &&
-	     roce_psn_diff(w->first_psn, tq->rd_fill_done_psn) <= 0))
+	     (!tq->rd_fill_psn_order || roce_psn_diff(w->first_psn, tq->rd_fill_done_psn) <= 0)))
 		return true;
 	if (w->rd_rcvd < w->rd_req_end)
 		return w->rd_req_hi > w->rd_rcvd;
@@ -665,6 +665,11 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 			tq->rd_fill_done_seq = w->rd_seq;
 			tq->rd_fill_done_psn = w->first_psn;
 			tq->rd_check = true;
+		} else if (w->rd_seq != tq->rd_fill_done_seq &&
+			   roce_psn_diff(w->first_psn, tq->rd_fill_done_psn) > 0) {
+			/* answered after a request sent later, for an older
+			 * READ: the responder answers in PSN order */
+			tq->rd_fill_psn_order = true;
 		}
 	} else {
 		comp_read_answered(tq, w->rd_seq_mark + 1);
@@ -932,6 +937,7 @@ void roce_comp_reset(struct roce_tq *tq)
 	tq->timer_waits = false;
 	comp_rd_free(tq);
 	tq->rd_seq = tq->rd_done_seq = tq->rd_fill_done_seq = 0;
+	tq->rd_fill_psn_order = false;
 	tq->rd_check = false;
 	tq->acked_hi = roce_psn_add(tq->una, ROCE_PSN_MASK);
 	tq->rd_rereq = false;

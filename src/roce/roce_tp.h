@@ -445,6 +445,8 @@ struct roce_tq {
 	uint32_t rd_done_seq;     /* requests with a lower number were answered */
 	uint32_t rd_fill_done_seq; /* ... of those asking for a missing range, */
 	uint32_t rd_fill_done_psn; /* ... of READs up to this first PSN */
+	bool rd_fill_psn_order;   /* such answers came out of sending order
+				   * (in PSN order: vrdma's responder) */
 	bool rd_check;            /* either moved: look at every READ */
 	uint32_t acked_hi;        /* highest PSN known received by the peer */
 	/* whether the oldest READ's re-request is still being answered */
