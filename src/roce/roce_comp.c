@@ -1,19 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Completer (RC requester side): ACKs, NAKs and READ responses retire send
- * WQEs in order; loss is repaired by go-back-N from the oldest
- * unacknowledged PSN (una).
+ * WQEs in order; SEND/WRITE loss is repaired by go-back-N from the oldest
+ * unacknowledged PSN (una), READ loss by asking for the missing range.
  *
  *  - ACK (coalesced, cumulative): every PSN up to it is acknowledged; an ACK
- *    beyond an outstanding READ means its responses were lost: re-request.
+ *    beyond an outstanding READ means the READ requests sent before the
+ *    acknowledged packet were answered (what is missing of them was lost).
  *  - NAK PSN sequence error at una: go back to una (counts as a retry).
  *  - RNR NAK at una: go back, wait the RNR timer of the NAK, retry at most
  *    rnr_retry times (7 = for ever) -> RNR_RETRY_EXC_ERR.
  *  - NAK invalid request / remote access / remote operational: the WQE
  *    completes with REM_INV_REQ_ERR / REM_ACCESS_ERR / REM_OP_ERR, the QP
  *    goes to ERR, the rest is flushed.
- *  - READ responses: data placed at (psn - first_psn) * PMTU; a gap means
- *    loss: re-request the rest (counts as a retry).
+ *  - READ responses: data placed at (psn - first_psn) * PMTU, for every
+ *    outstanding READ; those beyond a READ's received prefix are marked in
+ *    rd_map. A READ missing a response that nothing outstanding will bring
+ *    gets one request for its missing range (from rd_rcvd to the next one
+ *    received, or its end; no rewind, no retry counted), at most one per
+ *    READ outstanding and never from a lower start (docs/design.md "Loss
+ *    recovery"). READs complete in order once all their responses are in.
  *  - ATOMIC ACKNOWLEDGE: the original value goes to the atomic's result
  *    buffer (little-endian, 8 bytes). Like a READ, an atomic completes only
  *    with its own response: an ACK covering it means the response was lost,
@@ -26,6 +32,7 @@
  */
 #include "roce/roce_tp.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -75,7 +82,6 @@ static void comp_progress(struct roce_tq *tq)
 	tq->retry_left = tq->qp->attr.retry_cnt;
 	tq->rnr_left = tq->qp->attr.rnr_retry;
 	tq->rewind_marked = false;
-	tq->rd_gap_asks = 0;
 	/* The window moved: the requester may send more. */
 	roce_tp_schedule(tq);
 }
@@ -154,8 +160,6 @@ static void comp_rewind(struct roce_tq *tq, bool count)
 	tq->rewind_mark = tq->una;
 	tq->rewind_span = (uint32_t)roce_psn_diff(tq->psn_hwm, tq->una);
 	tq->sent_since_rewind = 0;
-	tq->rd_gap_hi = tq->una; /* (comp_read_gap) */
-	tq->rd_gap_ooo = 0;
 	if (count) {
 		if (!tq->retry_left) {
 			comp_fail_head(tq, VIRTIO_IB_WC_RETRY_EXC_ERR);
@@ -183,14 +187,29 @@ static bool comp_nak_is_news(const struct roce_tq *tq)
 	       !tq->rewind_pending && tq->rewind_span <= ROCE_TP_RENAK_EVERY;
 }
 
-/* Every PSN up to psn is acknowledged. explicit_ack: an ACK packet (not
- * the implicit acknowledgement of a later response), which reveals lost
- * READ responses. */
+static bool seq_after(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) > 0;
+}
+
+static void comp_read_done(struct roce_tq *tq, struct roce_swqe *w);
+static bool comp_rereq_of(const struct roce_tq *tq, const struct roce_swqe *w);
+static void comp_read_acked(struct roce_tq *tq, uint32_t i, uint32_t psn);
+
+/* Every PSN up to psn is acknowledged (and up to acked_hi, what earlier ones
+ * showed). READs complete here, in order, once all their responses are in.
+ * explicit_ack: an ACK packet (not the implicit acknowledgement of a later
+ * response), which reveals lost READ responses. */
 static void comp_ack(struct roce_tq *tq, uint32_t psn, bool explicit_ack)
 {
 	uint32_t una0 = tq->una;
 	bool adv = false;
 
+	if (roce_psn_diff(tq->acked_hi, tq->una) < -1)
+		tq->acked_hi = roce_psn_add(tq->una, ROCE_PSN_MASK);
+	if (roce_psn_diff(psn, tq->acked_hi) > 0)
+		tq->acked_hi = psn;
+	psn = tq->acked_hi;
 	for (uint32_t i = tq->sq_head; i != tq->sq_tail; i++) {
 		struct roce_swqe *w = roce_sq_wqe(tq, i);
 		uint32_t last;
@@ -202,17 +221,27 @@ static void comp_ack(struct roce_tq *tq, uint32_t psn, bool explicit_ack)
 		}
 		if (!w->started)
 			break;
+		if (w->opcode == VIRTIO_IB_WR_RDMA_READ) {
+			uint32_t exp = roce_psn_add(w->first_psn, w->rd_rcvd);
+
+			if (roce_psn_diff(exp, tq->una) > 0) {
+				tq->una = exp;
+				adv = true;
+			}
+			if (w->rd_rcvd >= w->npkts) {
+				comp_read_done(tq, w);
+				continue;
+			}
+			if (explicit_ack && roce_psn_diff(psn, w->first_psn) >= 0)
+				comp_read_acked(tq, i, psn);
+			break;
+		}
 		if (roce_wr_is_rd_atomic(w->opcode)) {
 			if (explicit_ack && roce_psn_diff(psn, w->first_psn) >= 0) {
-				uint32_t exp = roce_psn_add(w->first_psn, w->rd_rcvd);
-
-				if (roce_psn_diff(exp, tq->una) > 0) {
-					tq->una = exp;
-					adv = true;
-				}
 				if (adv)
 					comp_progress(tq);
 				adv = false;
+				una0 = tq->una;
 				comp_rewind(tq, true);
 			}
 			break;
@@ -318,118 +347,206 @@ static void comp_ack_pkt(struct roce_tq *tq, const struct roce_pkt_info *pi)
 }
 
 /*
- * Response psn of READ w came beyond its first missing one: re-request from
- * there (the responder restarts at that PSN), once per gap. Responses that
- * keep coming beyond it are mostly what the responder sent before it saw
- * the request; ask again only when they show that the request did not
- * help: a response at or below the highest one seen since (the responder
- * restarted and lost again: its stream went back), or ROCE_TP_RENAK_EVERY
- * of them without a restart (the request itself was lost, or a slow peer
- * had that many queued: no retry is counted, and each further ask without
- * progress waits twice as long). From a responder that answers in arrival
- * order (rd_peer_queues) responses that were placed (placed) do not count
- * for the latter: it is sending what it had queued before the request, and
- * each further request costs a replay.
+ * READ responses beyond a READ's received prefix are placed and marked in
+ * rd_map, one bit per PSN in [una, una + ROCE_TP_RD_WINDOW), for every
+ * started READ; each READ's rd_rcvd then moves over its marked responses.
+ * The bitmap comes with the first such response and goes on reset.
  */
-static void comp_read_gap(struct roce_tq *tq, struct roce_swqe *w, uint32_t psn, bool placed)
-{
-	uint32_t exp = roce_psn_add(w->first_psn, w->rd_rcvd);
-	bool count = true;
+#define RD_MAP_BYTES (ROCE_TP_RD_WINDOW / 8)
 
-	if (roce_psn_diff(exp, tq->una) > 0)
-		tq->una = exp;
-	if (tq->rewind_marked && tq->rewind_mark == tq->una) {
-		/* Asked for this una already: its gaps are one retry until
-		 * progress or a timeout. */
-		count = false;
-		if (roce_psn_diff(psn, tq->rd_gap_hi) > 0) {
-			tq->rd_gap_hi = psn;
-			if (placed && tq->rd_peer_queues)
-				return;
-			if (++tq->rd_gap_ooo < (uint32_t)ROCE_TP_RENAK_EVERY << MIN(tq->rd_gap_asks, 4u))
-				return;
-			tq->rd_gap_asks++;
-		}
-		tq->rewind_marked = false; /* news: comp_rewind goes back */
-	}
-	comp_rewind(tq, count);
-	tq->rd_gap_hi = psn;
+static bool comp_rd_marked(const struct roce_tq *tq, uint32_t psn)
+{
+	uint32_t b = psn & (ROCE_TP_RD_WINDOW - 1);
+
+	return tq->rd_map && ((tq->rd_map[b / 64] >> (b % 64)) & 1);
 }
 
-/* Response k of READ w has the opcode and length of that packet. */
+static void comp_rd_clear(struct roce_tq *tq, uint32_t psn)
+{
+	uint32_t b = psn & (ROCE_TP_RD_WINDOW - 1);
+
+	tq->rd_map[b / 64] &= ~(1ull << (b % 64));
+}
+
+/* Mark psn (within the window). Returns false without memory. */
+static bool comp_rd_mark(struct roce_tq *tq, uint32_t psn)
+{
+	uint32_t b = psn & (ROCE_TP_RD_WINDOW - 1);
+
+	if (!tq->rd_map) {
+		if (roce_budget_charge(tq->tp, RD_MAP_BYTES))
+			return false;
+		tq->rd_map = calloc(1, RD_MAP_BYTES);
+		if (!tq->rd_map) {
+			roce_budget_uncharge(tq->tp, RD_MAP_BYTES);
+			return false;
+		}
+	}
+	tq->rd_map[b / 64] |= 1ull << (b % 64);
+	return true;
+}
+
+static void comp_rd_free(struct roce_tq *tq)
+{
+	if (!tq->rd_map)
+		return;
+	free(tq->rd_map);
+	tq->rd_map = NULL;
+	roce_budget_uncharge(tq->tp, RD_MAP_BYTES);
+}
+
+void roce_comp_read_range(const struct roce_tq *tq, const struct roce_swqe *w, uint32_t *lo,
+			  uint32_t *hi)
+{
+	uint32_t k = MIN(w->rd_rcvd, w->npkts ? w->npkts - 1 : 0), end = w->npkts;
+	int32_t room;
+
+	*lo = k;
+	/* Marks exist only inside the window. */
+	room = ROCE_TP_RD_WINDOW - roce_psn_diff(w->first_psn, tq->una);
+	if (tq->rd_map && room > 0 && (uint32_t)room < end)
+		end = (uint32_t)room;
+	*hi = w->npkts;
+	for (k++; tq->rd_map && k < end; k++) {
+		uint32_t b = roce_psn_add(w->first_psn, k) & (ROCE_TP_RD_WINDOW - 1);
+
+		if (!(b % 64) && !tq->rd_map[b / 64] && k + 64 <= end) {
+			k += 63;
+			continue;
+		}
+		if ((tq->rd_map[b / 64] >> (b % 64)) & 1) {
+			*hi = k;
+			break;
+		}
+	}
+}
+
+/* Response k of READ w has the opcode and length of that packet: the
+ * READ's last one is LAST or ONLY with what is left; any other is a full
+ * MTU (an answer to a request for part of the READ may end anywhere). */
 static bool comp_read_rsp_fits(const struct roce_tq *tq, const struct roce_swqe *w, uint32_t k,
 			       const struct roce_pkt_info *pi)
 {
 	uint32_t off = k * tq->mtu, remain = w->length - MIN(off, w->length);
-	bool last = k + 1 == w->npkts;
 	bool last_op = pi->opcode == ROCE_OP_RC_RDMA_READ_RESPONSE_LAST ||
 		       pi->opcode == ROCE_OP_RC_RDMA_READ_RESPONSE_ONLY;
 
-	return last == last_op && (last ? pi->payload_len == remain : pi->payload_len == tq->mtu);
+	if (k + 1 == w->npkts)
+		return last_op && pi->payload_len == remain;
+	return pi->payload_len == tq->mtu;
 }
 
-static bool comp_ahead_owned(const struct roce_tq *tq, const struct roce_swqe *w)
+/* The READ whose responses hold psn, or NULL (not a READ, done, or none). */
+static struct roce_swqe *comp_read_find(struct roce_tq *tq, uint32_t psn, uint32_t *k)
 {
-	return tq->rd_ahead_on && tq->rd_ahead_psn == w->first_psn;
-}
+	for (uint32_t i = tq->sq_head; i != tq->sq_tail; i++) {
+		struct roce_swqe *w = roce_sq_wqe(tq, i);
+		int32_t d;
 
-/*
- * Response k of the oldest READ w came beyond its first missing one: place
- * it and remember that (ROCE_TP_RD_AHEAD packets at most), so that the
- * answer to the re-request only has to fill the gaps. A responder that
- * answers requests in arrival order (rxe) sends everything it had queued
- * before the re-request; go-back-N alone threw all of that away. Returns
- * 1 if placed, 0 if not (a duplicate, too far, malformed), -1 if w failed.
- */
-static int comp_read_ahead(struct roce_tq *tq, struct roce_swqe *w, uint32_t k,
-			   const struct roce_pkt_info *pi)
-{
-	uint64_t bit = 1ull << (k % 64), *word;
-	int st;
-
-	if (k - w->rd_rcvd >= ROCE_TP_RD_AHEAD)
-		return 0;
-	if (!comp_ahead_owned(tq, w)) {
-		memset(tq->rd_ahead, 0, sizeof(tq->rd_ahead));
-		tq->rd_ahead_on = true;
-		tq->rd_ahead_psn = w->first_psn;
-	}
-	word = &tq->rd_ahead[(k % ROCE_TP_RD_AHEAD) / 64];
-	if (*word & bit)
-		return 0;
-	if (!comp_read_rsp_fits(tq, w, k, pi)) {
-		tq->tp->stats.rx_bad_resp++;
-		return 0;
-	}
-	st = roce_mem_payload_to_sges(tq, roce_swqe_sge(w), w->num_sge, k * tq->mtu, pi);
-	if (st) {
-		wqe_done(tq, w, (uint8_t)st);
-		return -1;
-	}
-	*word |= bit;
-	tq->tp->stats.rd_ahead++;
-	return 1;
-}
-
-/* After response rd_rcvd - 1: skip over the ones placed ahead. Returns how
- * many. */
-static uint32_t comp_read_take_ahead(struct roce_tq *tq, struct roce_swqe *w)
-{
-	uint32_t n = 0;
-
-	if (!comp_ahead_owned(tq, w))
-		return 0;
-	while (w->rd_rcvd < w->npkts) {
-		uint32_t j = w->rd_rcvd % ROCE_TP_RD_AHEAD;
-		uint64_t bit = 1ull << (j % 64);
-
-		if (!(tq->rd_ahead[j / 64] & bit))
+		if (!w->started)
 			break;
-		tq->rd_ahead[j / 64] &= ~bit;
-		w->rd_rcvd++;
-		n++;
+		if (!w->npkts)
+			continue; /* a local operation: no PSN */
+		d = roce_psn_diff(psn, w->first_psn);
+		if (d < 0)
+			break;
+		if ((uint32_t)d >= w->npkts)
+			continue;
+		if (w->opcode != VIRTIO_IB_WR_RDMA_READ || w->state == ROCE_WQE_DONE)
+			return NULL;
+		*k = (uint32_t)d;
+		return w;
 	}
-	return n;
+	return NULL;
+}
+
+static void comp_read_done(struct roce_tq *tq, struct roce_swqe *w)
+{
+	if (comp_rereq_of(tq, w))
+		tq->rd_rereq = false;
+	wqe_done(tq, w, VIRTIO_IB_WC_SUCCESS);
+}
+
+/* Requests numbered below seq were answered: look at every READ. */
+static void comp_read_answered(struct roce_tq *tq, uint32_t seq)
+{
+	if (seq_after(seq, tq->rd_done_seq)) {
+		tq->rd_done_seq = seq;
+		tq->rd_check = true;
+	}
+}
+
+/* An ACK of psn came while the READ at slot i is incomplete: the peer took
+ * every request up to psn, so the READ requests sent before it were
+ * answered (a READ covered entirely: its own first request too). */
+static void comp_read_acked(struct roce_tq *tq, uint32_t i, uint32_t psn)
+{
+	struct roce_swqe *x = NULL;
+
+	for (; i != tq->sq_tail; i++) {
+		struct roce_swqe *w = roce_sq_wqe(tq, i);
+
+		if (!w->started || roce_psn_diff(psn, w->first_psn) < 0)
+			break;
+		if (w->npkts)
+			x = w;
+	}
+	if (!x)
+		return;
+	if (x->opcode == VIRTIO_IB_WR_RDMA_READ && roce_psn_diff(psn, roce_swqe_last_psn(x)) >= 0)
+		comp_read_answered(tq, x->rd_seq_mark + 2);
+	else
+		comp_read_answered(tq, x->rd_seq_mark + 1);
+}
+
+/* Is READ w missing a response that no request still outstanding will
+ * bring? Its latest request's answer came beyond rd_rcvd; or that request
+ * was answered entirely (a later request was answered); or, with no
+ * request outstanding for rd_rcvd, a response beyond came. */
+static bool comp_read_lost(const struct roce_tq *tq, const struct roce_swqe *w)
+{
+	bool fill = w->rd_seq != w->rd_seq_mark + 1;
+
+	if (w->state != ROCE_WQE_SENT || w->bad || w->rd_rcvd >= w->npkts)
+		return false;
+	/* (an answer to a request for a missing range vouches for the
+	 * earlier ones, but from a responder that answers them in PSN order,
+	 * vrdma's, only for those of READs up to its own) */
+	if (seq_after(tq->rd_done_seq, w->rd_seq) ||
+	    (fill && seq_after(tq->rd_fill_done_seq, w->rd_seq) &&
+	     (!tq->rd_fill_psn_order || roce_psn_diff(w->first_psn, tq->rd_fill_done_psn) <= 0)))
+		return true;
+	if (w->rd_rcvd < w->rd_req_end)
+		return w->rd_req_hi > w->rd_rcvd;
+	/* Answered: what the request before it asked for again and did not
+	 * come (vrdma's responder drops the rest of a duplicate's answer for
+	 * a newer duplicate; rxe answered that one first) is lost too. */
+	return w->rd_hi > w->rd_rcvd || w->rd_dup_end > w->rd_rcvd;
+}
+
+/* Ask for READ w's missing range if it is lost (one request per READ
+ * outstanding: the next only once this one was answered or lost). */
+static void comp_read_check(struct roce_tq *tq, struct roce_swqe *w)
+{
+	if (!comp_read_lost(tq, w))
+		return;
+	if (w == first_pending(tq))
+		roce_comp_read_rerequested(tq, w);
+	if (roce_req_read_fill(tq, w))
+		tq->tp->stats.rd_fills++;
+}
+
+static void comp_read_check_all(struct roce_tq *tq)
+{
+	tq->rd_check = false;
+	for (uint32_t i = tq->sq_head; i != tq->sq_tail; i++) {
+		struct roce_swqe *w = roce_sq_wqe(tq, i);
+
+		if (!w->started)
+			break;
+		if (w->opcode == VIRTIO_IB_WR_RDMA_READ)
+			comp_read_check(tq, w);
+	}
 }
 
 /* Is the re-request of READ w (roce_comp_read_rerequested) still tracked? */
@@ -447,7 +564,7 @@ void roce_comp_read_rerequested(struct roce_tq *tq, const struct roce_swqe *w)
 	/* Asked again with nothing of it received: a responder that answers
 	 * in arrival order would have (vrdma's drops later READs on a
 	 * duplicate): forget that, until seen again. */
-	if (!w->rd_rcvd && !comp_ahead_owned(tq, w))
+	if (!w->rd_rcvd && !w->rd_hi)
 		tq->rd_peer_queues = false;
 
 	/* Asked again from the same PSN: the stream followed stays the same
@@ -513,67 +630,110 @@ static void comp_read_quiet(struct roce_tq *tq, const struct roce_swqe *w)
 static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 {
 	struct roce_tp *tp = tq->tp;
-	uint32_t psn = pi->psn, off, n;
-	struct roce_swqe *w;
-	int32_t k;
+	uint32_t psn = pi->psn, k = 0, una0;
+	struct roce_swqe *w, *head;
+	bool in_req, fill, beyond;
 	int st;
 
-	comp_ack(tq, roce_psn_add(psn, ROCE_PSN_MASK), false);
-	w = first_pending(tq);
-	if (!w || w->opcode != VIRTIO_IB_WR_RDMA_READ || !w->started || w->bad) {
-		tp->stats.rx_stale_resp++;
-		return;
-	}
-	k = roce_psn_diff(psn, w->first_psn);
-	if (k >= 0) {
-		comp_read_quiet(tq, w);
-		comp_read_follow(tq, w, psn);
-	}
-	if (k >= 0 && (uint32_t)k >= w->npkts && w->rd_rcvd < w->npkts) {
-		/* A response beyond this READ (responses come in PSN order):
-		 * its last responses were lost. */
-		tp->stats.rx_stale_resp++;
-		comp_rsp_alive(tq);
-		/* (From a queueing responder: the later READs it had queued,
-		 * answered before the re-request.) */
-		comp_read_gap(tq, w, psn, tq->rd_peer_queues);
-		return;
-	}
-	if (k < 0 || (uint32_t)k >= w->npkts || (uint32_t)k < w->rd_rcvd) {
+	w = comp_read_find(tq, psn, &k);
+	if (!w || w->bad) {
+		/* Of a READ completed meanwhile, or not of a READ. */
 		tp->stats.rx_stale_resp++;
 		comp_rsp_alive(tq);
 		return;
 	}
-	if ((uint32_t)k > w->rd_rcvd) {
-		int placed = comp_read_ahead(tq, w, (uint32_t)k, pi);
-
-		if (placed < 0)
-			return;
-		comp_rsp_alive(tq);
-		comp_read_gap(tq, w, psn, placed > 0);
+	/* The peer took every request before w. */
+	comp_ack(tq, roce_psn_add(w->first_psn, ROCE_PSN_MASK), false);
+	if (w->state == ROCE_WQE_DONE) {
+		tp->stats.rx_stale_resp++;
 		return;
 	}
-	if (!comp_read_rsp_fits(tq, w, (uint32_t)k, pi)) {
+	head = first_pending(tq);
+	if (head && head->opcode == VIRTIO_IB_WR_RDMA_READ && head->started &&
+	    roce_psn_diff(psn, head->first_psn) >= 0) {
+		comp_read_quiet(tq, head);
+		comp_read_follow(tq, head, psn);
+	}
+	/* Which request it answers, at the least: w's latest one if inside
+	 * its range (w's earlier ones had passed that range), else its
+	 * first. Requests before that one were answered (in arrival order;
+	 * a peer that answers a duplicate at once answers those in order). */
+	in_req = k >= w->rd_req_lo && k < w->rd_req_end;
+	fill = w->rd_seq != w->rd_seq_mark + 1;
+	if (in_req && fill) {
+		if (seq_after(w->rd_seq, tq->rd_fill_done_seq)) {
+			tq->rd_fill_done_seq = w->rd_seq;
+			tq->rd_fill_done_psn = w->first_psn;
+			tq->rd_check = true;
+		} else if (w->rd_seq != tq->rd_fill_done_seq &&
+			   roce_psn_diff(w->first_psn, tq->rd_fill_done_psn) > 0) {
+			/* answered after a request sent later, for an older
+			 * READ: the responder answers in PSN order */
+			tq->rd_fill_psn_order = true;
+		}
+	} else {
+		comp_read_answered(tq, w->rd_seq_mark + 1);
+	}
+	beyond = k > w->rd_rcvd &&
+		 (uint32_t)roce_psn_diff(psn, tq->una) >= ROCE_TP_RD_WINDOW;
+	if (k < w->rd_rcvd || (k > w->rd_rcvd && !beyond && comp_rd_marked(tq, psn))) {
+		tp->stats.rx_stale_resp++; /* a duplicate */
+		comp_rsp_alive(tq);
+		return;
+	}
+	if (!comp_read_rsp_fits(tq, w, k, pi)) {
 		tp->stats.rx_bad_resp++;
 		return;
 	}
-	off = (uint32_t)k * tq->mtu;
-	st = roce_mem_payload_to_sges(tq, roce_swqe_sge(w), w->num_sge, off, pi);
+	w->rd_hi = MAX(w->rd_hi, k + 1);
+	if (in_req)
+		w->rd_req_hi = MAX(w->rd_req_hi, k + 1);
+	if (k > w->rd_rcvd) {
+		/* Beyond a gap: placed and marked, if it fits the window. */
+		if (beyond || !comp_rd_mark(tq, psn)) {
+			tp->stats.rd_not_kept++;
+			comp_rsp_alive(tq);
+			comp_read_check(tq, w);
+			return;
+		}
+		st = roce_mem_payload_to_sges(tq, roce_swqe_sge(w), w->num_sge, k * tq->mtu, pi);
+		if (st) {
+			comp_rd_clear(tq, psn);
+			wqe_done(tq, w, (uint8_t)st);
+			return;
+		}
+		tp->stats.rd_ahead++;
+		comp_rsp_alive(tq);
+		comp_read_check(tq, w);
+		return;
+	}
+	st = roce_mem_payload_to_sges(tq, roce_swqe_sge(w), w->num_sge, k * tq->mtu, pi);
 	if (st) {
 		wqe_done(tq, w, (uint8_t)st);
 		return;
 	}
+	/* The prefix grows over what was placed beyond. */
 	w->rd_rcvd++;
-	n = 1 + comp_read_take_ahead(tq, w);
-	tq->una = roce_psn_add(w->first_psn, w->rd_rcvd);
-	roce_recover_acked(tq, n);
-	comp_progress(tq);
-	if (w->rd_rcvd == w->npkts) {
-		tq->rd_ahead_on = false;
-		tq->rd_rereq = false;
-		wqe_done(tq, w, VIRTIO_IB_WC_SUCCESS);
-		roce_tp_schedule(tq);
+	/* (marks lie in [una, una + window): beyond, a bit is another PSN's) */
+	while (w->rd_rcvd < w->npkts) {
+		uint32_t p = roce_psn_add(w->first_psn, w->rd_rcvd);
+
+		if ((uint32_t)roce_psn_diff(p, tq->una) >= ROCE_TP_RD_WINDOW ||
+		    !comp_rd_marked(tq, p))
+			break;
+		comp_rd_clear(tq, p);
+		w->rd_rcvd++;
 	}
+	una0 = tq->una;
+	/* Completes READs (in order) whose responses are all in, and moves
+	 * una if w is the oldest. */
+	comp_ack(tq, tq->acked_hi, false);
+	if (tq->una == una0)
+		comp_rsp_alive(tq);
+	if (w->state != ROCE_WQE_DONE)
+		comp_read_check(tq, w);
+	else
+		roce_tp_schedule(tq);
 }
 
 static void comp_atomic_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
@@ -632,6 +792,8 @@ void roce_comp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		comp_atomic_resp(tq, pi);
 	else
 		tp->stats.rx_stale_resp++;
+	if (tq->rd_check)
+		comp_read_check_all(tq);
 	roce_comp_drain(tq);
 }
 
@@ -736,8 +898,6 @@ void roce_comp_rexmit_timer(struct loop_timer *t, void *arg)
 	tq->rewind_mark = tq->una;
 	tq->rewind_span = (uint32_t)roce_psn_diff(tq->psn_hwm, tq->una);
 	tq->sent_since_rewind = 0;
-	tq->rd_gap_hi = tq->una;
-	tq->rd_gap_ooo = 0;
 	tq->rewind_pending = true;
 	roce_tp_schedule(tq);
 	loop_timer_arm(tp->loop, t, roce_recover_deadline(tq, to));
@@ -775,10 +935,36 @@ void roce_comp_reset(struct roce_tq *tq)
 	tq->rewind_marked = false;
 	tq->progress_ns = tq->advance_ns = 0;
 	tq->timer_waits = false;
-	tq->rd_ahead_on = false;
+	comp_rd_free(tq);
+	tq->rd_seq = tq->rd_done_seq = tq->rd_fill_done_seq = 0;
+	tq->rd_fill_psn_order = false;
+	tq->rd_check = false;
+	tq->acked_hi = roce_psn_add(tq->una, ROCE_PSN_MASK);
 	tq->rd_rereq = false;
 	tq->rd_peer_queues = false;
 	tq->rd_rsp_ns = 0;
 	tq->rd_quiet_ns = 0;
 	roce_recover_reset(tq);
+}
+
+void roce_comp_fini(struct roce_tq *tq)
+{
+	comp_rd_free(tq);
+}
+
+bool roce_comp_read_tail_missing(const struct roce_tq *tq)
+{
+	uint32_t lo, hi;
+
+	for (uint32_t i = tq->sq_head; tq->swqe && i != tq->sq_tail; i++) {
+		const struct roce_swqe *w = roce_sq_wqe(tq, i);
+
+		if (w->state == ROCE_WQE_DONE)
+			continue;
+		if (!w->started || w->opcode != VIRTIO_IB_WR_RDMA_READ)
+			return false;
+		roce_comp_read_range(tq, w, &lo, &hi);
+		return hi == w->npkts;
+	}
+	return false;
 }

@@ -3,8 +3,7 @@
  * RC loss recovery of the requester beyond plain go-back-N (docs/design.md
  * "Loss recovery"):
  *  - a send window (cwnd) of at most ROCE_TP_WINDOW PSNs that halves on
- *    every loss (NAK sequence error, READ response gap, timeout, a probe
- *    answered short),
+ *    every loss (NAK sequence error, timeout, a probe answered short),
  *    down to ROCE_TP_CWND_MIN, and grows back by half of what each ACK
  *    acknowledges, so a rewind never resends a whole window at once again;
  *  - the READ responder's turn (responses sent per poll) halves on a
@@ -15,8 +14,9 @@
  *    docs/design.md "Loss recovery");
  *  - probes before the transport timer: without progress for four
  *    smoothed round trips (within ROCE_TP_PROBE_MIN_NS..ROCE_TP_PROBE_NS;
- *    then twice, four times that...), a READ or atomic at
- *    the head is requested again from its first missing response, and a
+ *    then twice, four times that...), a READ at the head asks again
+ *    for its missing range (from its first missing response), an atomic
+ *    is requested again, and a
  *    SEND or WRITE has its last packet sent again with AckReq (the
  *    responder answers a duplicate with an ACK, a packet beyond a gap with
  *    a NAK), after ROCE_TP_PROBES probes the retransmit timer decides.
@@ -97,8 +97,11 @@ static uint64_t probe_base(const struct roce_tq *tq)
 	b = MIN(MAX(b, ROCE_TP_PROBE_MIN_NS), ROCE_TP_PROBE_NS);
 	/* ... and, against a responder that answers in arrival order, twice
 	 * the longest recent pause inside a READ's answer (roce_comp.c
-	 * comp_read_quiet): a probe there costs a replay. */
-	return tq->rd_peer_queues ? MAX(b, 2 * tq->rd_quiet_ns) : b;
+	 * comp_read_quiet) when the probe would ask for the rest of the
+	 * oldest READ: that costs a long replay (a range up to a response
+	 * received costs a short one). */
+	return tq->rd_peer_queues && roce_comp_read_tail_missing(tq) ?
+	       MAX(b, 2 * tq->rd_quiet_ns) : b;
 }
 
 /* Probes only make sense well inside the transport timeout. */
@@ -146,17 +149,27 @@ void roce_recover_probe(struct roce_tq *tq)
 			continue;
 		if (!w->started)
 			return;
-		if (roce_wr_is_rd_atomic(w->opcode)) {
-			/* Its responses stopped: ask again from the first
-			 * missing one (the responder restarts there), unless
-			 * a responder answering in arrival order has not
-			 * reached its end with the stream answering the last
-			 * request (a silent peer, not a lost answer: each
-			 * extra request costs a replay); the last probe asks
-			 * anyway. */
-			if (tq->rd_peer_queues && tq->probes < ROCE_TP_PROBES &&
+		if (w->opcode == VIRTIO_IB_WR_RDMA_READ) {
+			uint32_t lo, hi;
+
+			/* Its responses stopped: ask again for its missing
+			 * range only (a request for it, or its answer, was
+			 * lost; the READs after it keep theirs: each is asked
+			 * for when it is the oldest); to its end, not while a
+			 * responder answering in arrival order may still be
+			 * sending it (the last probe asks anyway). */
+			roce_comp_read_range(tq, w, &lo, &hi);
+			if (hi == w->npkts && tq->rd_peer_queues && tq->probes < ROCE_TP_PROBES &&
 			    roce_comp_read_answering(tq, w))
 				return;
+			roce_comp_read_rerequested(tq, w);
+			if (roce_req_read_fill(tq, w))
+				tp->stats.rd_fills++;
+			return;
+		}
+		if (roce_wr_is_rd_atomic(w->opcode)) {
+			/* An atomic's answer stopped: ask again (the
+			 * responder answers from its saved result). */
 			tq->rewind_pending = true;
 			roce_tp_schedule(tq);
 			return;

@@ -186,7 +186,7 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uin
 	struct roce_hdr_fields f;
 	struct roce_path udpath;
 	const struct roce_path *path;
-	uint32_t off = 0, plen = 0;
+	uint32_t off = 0, plen = 0, rd_end = 0;
 	uint8_t *payload;
 	struct pkt *p;
 	int st;
@@ -219,9 +219,19 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uin
 			}
 			off = 0;
 		} else if (w->opcode == VIRTIO_IB_WR_RDMA_READ) {
+			uint32_t lo, hi;
+
+			/* Whatever k: the range still missing (a sub-range
+			 * of the READ once some responses came). */
+			roce_comp_read_range(tq, w, &lo, &hi);
+			k = lo;
+			off = lo * tq->mtu;
+			f.psn = roce_psn_add(w->first_psn, lo);
 			f.reth.va = w->remote_addr + off;
 			f.reth.rkey = w->rkey;
-			f.reth.len = w->length - MIN(off, w->length);
+			f.reth.len = (uint32_t)MIN((uint64_t)hi * tq->mtu, (uint64_t)w->length) -
+				     MIN(off, w->length);
+			rd_end = hi;
 		} else {
 			plen = MIN(tq->mtu, w->length - MIN(off, w->length));
 			if (k == 0) {
@@ -269,6 +279,17 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uin
 	tp->ip_id = (uint16_t)(tp->ip_id + n);
 	/* ICRC only if the frame leaves the process (docs/design.md) */
 	roce_pkt_finalize(p, ROCE_TX_F_SKIP_ICRC);
+	if (w->opcode == VIRTIO_IB_WR_RDMA_READ && qp->type == VIRTIO_IB_QPT_RC) {
+		/* roce_comp.c follows each READ's latest request; an earlier
+		 * one that asked again may lose the rest of its answer to it
+		 * (the first request's answer goes on) */
+		if (w->rd_seq != w->rd_seq_mark + 1)
+			w->rd_dup_end = MAX(w->rd_dup_end, w->rd_req_end);
+		w->rd_req_lo = k;
+		w->rd_req_hi = k;
+		w->rd_req_end = rd_end;
+		w->rd_seq = ++tq->rd_seq;
+	}
 	if (qp->type == VIRTIO_IB_QPT_RC) {
 		uint32_t end = w->opcode == VIRTIO_IB_WR_RDMA_READ ?
 			       roce_psn_add(w->first_psn, w->npkts) : roce_psn_add(f.psn, n);
@@ -411,8 +432,17 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			tq->sq_cur++;
 			continue;
 		}
-		if (rc && roce_psn_diff(tq->sq_psn, tq->una) >= (int32_t)roce_recover_window(tq))
+		if (rc && w->opcode == VIRTIO_IB_WR_RDMA_READ) {
+			/* A READ is one request: it may go while its responses
+			 * fit the completer's window of kept responses. */
+			if (tq->sq_psn != tq->una &&
+			    roce_psn_diff(roce_psn_add(tq->sq_psn, roce_req_npkts(w, tq->mtu)),
+					  tq->una) > ROCE_TP_RD_WINDOW)
+				break;
+		} else if (rc && roce_psn_diff(tq->sq_psn, tq->una) >=
+				 (int32_t)roce_recover_window(tq)) {
 			break;
+		}
 		/* No frame without the peer's MAC: wait, no PSN consumed. */
 		if (!roce_wr_is_local(w->opcode) && !req_path_ready(tq, w))
 			break;
@@ -451,9 +481,16 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 					break;
 				}
 			}
+			if (!w->started) {
+				/* (kept when sent again: what arrived stays) */
+				w->rd_rcvd = 0;
+				w->rd_hi = 0;
+				w->rd_req_lo = w->rd_req_hi = w->rd_req_end = 0;
+				w->rd_dup_end = 0;
+				w->rd_seq_mark = w->rd_seq = tq->rd_seq;
+			}
 			w->first_psn = tq->sq_psn;
 			w->npkts = ud ? 1 : roce_req_npkts(w, tq->mtu);
-			w->rd_rcvd = 0;
 			w->started = true;
 		}
 		/* Nothing was unacknowledged: the retransmit timeout counts
@@ -474,6 +511,16 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 		if (roce_wr_is_rd_atomic(w->opcode) &&
 		    tq->rd_out >= MAX(1u, (uint32_t)qp->attr.max_rd_atomic))
 			break;
+		if (w->opcode == VIRTIO_IB_WR_RDMA_READ && w->rd_rcvd >= w->npkts) {
+			/* Sent again after a rewind, its data all in (an older
+			 * READ is not): nothing to ask; it still counts. */
+			tq->sq_psn = roce_psn_add(w->first_psn, w->npkts);
+			w->next = w->npkts;
+			w->state = ROCE_WQE_SENT;
+			tq->rd_out++;
+			tq->sq_cur++;
+			continue;
+		}
 		/* The last packet of a turn asks for an ACK: the QP may not
 		 * send again for a while, and its packets must not wait for the
 		 * retransmit timer to be acknowledged. */
@@ -528,7 +575,7 @@ bool roce_req_resend_psn(struct roce_tq *tq, uint32_t psn, bool rd_atomic_ok)
 		if (k < 0 || (uint32_t)k >= MAX(w->npkts, 1u))
 			continue;
 		if (roce_wr_is_rd_atomic(w->opcode)) {
-			if (!rd_atomic_ok)
+			if (!rd_atomic_ok || w->rd_rcvd >= w->npkts)
 				return false;
 			k = 0; /* one request packet for all its PSNs */
 		} else if ((uint32_t)k >= w->next && w->state != ROCE_WQE_SENT &&
@@ -540,6 +587,13 @@ bool roce_req_resend_psn(struct roce_tq *tq, uint32_t psn, bool rd_atomic_ok)
 		return req_send_pkt(tq, w, (uint32_t)k, 1, 1) > 0;
 	}
 	return false;
+}
+
+bool roce_req_read_fill(struct roce_tq *tq, struct roce_swqe *w)
+{
+	if (!w->started || w->rd_rcvd >= w->npkts || w->bad)
+		return false;
+	return req_send_pkt(tq, w, w->rd_rcvd, 1, 1) > 0;
 }
 
 void roce_req_rewind(struct roce_tq *tq)

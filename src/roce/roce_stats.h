@@ -39,6 +39,9 @@
 			     * holding the timer back (ROCE_TP_ALIVE_TIMEOUTS) */ \
 	X(rx_bad_resp)      /* malformed responses */                          \
 	X(rd_ahead)         /* READ responses placed beyond a gap */           \
+	X(rd_not_kept)      /* ... not placed: beyond ROCE_TP_RD_WINDOW, or    \
+			     * no memory for the bitmap */                    \
+	X(rd_fills)         /* READ requests for a missing range */            \
 	X(rx_arp)           /* ARP frames handled */                           \
 	X(rx_nd)            /* ND frames handled */                            \
 	X(rx_by_ref)        /* payloads placed from the sender's memory */     \

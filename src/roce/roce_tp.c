@@ -897,6 +897,7 @@ static void hook_qp_destroy(struct rres_dev *rd, struct rres_qp *qp)
 	if (tq->all_next)
 		tq->all_next->all_prev = tq->all_prev;
 	roce_cc_qp_free(tq);
+	roce_comp_fini(tq);
 	roce_sq_detach(tq);
 	roce_rq_fini(tq);
 	roce_resp_fini(tq);

@@ -104,8 +104,9 @@ struct roce_tp_ops {
 					* (retry_cnt + 1) timeouts */
 #define ROCE_TP_RENAK_EVERY    64     /* RC: repeat a sequence NAK every N
 				       * out-of-sequence packets */
-#define ROCE_TP_RD_AHEAD       2048   /* RC: READ responses beyond a gap kept
-				       * (placed) for the oldest READ */
+#define ROCE_TP_RD_WINDOW      16384  /* RC: READ responses beyond a gap kept
+				       * (placed), PSNs from una (a power of
+				       * two dividing 2^24) */
 #define ROCE_TP_RD_QUEUED      256    /* RC: responses before the answer to a
 				       * READ re-request that show a queueing
 				       * responder (rxe) */
@@ -258,8 +259,18 @@ struct roce_swqe {
 	uint32_t first_psn;       /* PSN of packet 0 (READ: of the request) */
 	uint32_t npkts;           /* packets (READ: response packets) */
 	uint32_t next;            /* next packet index to send */
-	uint32_t rd_rcvd;         /* READ: response packets received; atomic:
-				   * 1 once its ATOMIC ACKNOWLEDGE arrived */
+	uint32_t rd_rcvd;         /* READ: response packets received (its
+				   * contiguous prefix); atomic: 1 once its
+				   * ATOMIC ACKNOWLEDGE arrived */
+	/* READ recovery (roce_comp.c): response indexes */
+	uint32_t rd_hi;           /* 1 + the highest response received */
+	uint32_t rd_req_lo, rd_req_end; /* range its latest request asked for */
+	uint32_t rd_req_hi;       /* 1 + the highest response in it since */
+	uint32_t rd_dup_end;      /* furthest end of its earlier requests that
+				   * asked again (a responder may drop the
+				   * rest of such an answer for a newer one) */
+	uint32_t rd_seq;          /* tq->rd_seq of its latest request */
+	uint32_t rd_seq_mark;     /* any WQE: tq->rd_seq when it started */
 	/* ---- extensions (docs/spec.md "Extensions beyond the RFC") ---- */
 	bool sge_unchecked;       /* SGE keys checked when the requester starts
 				   * the WR (an earlier REG_MR may create them) */
@@ -426,14 +437,19 @@ struct roce_tq {
 	bool rewind_marked;
 	uint32_t sent_since_rewind; /* packets sent since the last rewind */
 	uint32_t rewind_span;     /* PSNs past una sent when it was decided */
-	uint32_t rd_gap_hi;       /* READ re-requested: highest response PSN */
-	uint32_t rd_gap_ooo;      /* ... and responses beyond the gap since */
-	uint32_t rd_gap_asks;     /* ... asked again without progress */
-	/* oldest READ (roce_comp.c): responses placed beyond its gap, and
-	 * whether its re-request is still being answered */
-	uint64_t rd_ahead[ROCE_TP_RD_AHEAD / 64]; /* bit k % RD_AHEAD: placed */
-	uint32_t rd_ahead_psn;    /* first_psn of the READ they belong to */
-	bool rd_ahead_on;
+	/* READ responses placed beyond their READ's received prefix: bit
+	 * psn % ROCE_TP_RD_WINDOW, for PSNs in [una, una + RD_WINDOW);
+	 * allocated on the first one (charged), freed on reset */
+	uint64_t *rd_map;
+	uint32_t rd_seq;          /* READ requests sent (fills, resends too) */
+	uint32_t rd_done_seq;     /* requests with a lower number were answered */
+	uint32_t rd_fill_done_seq; /* ... of those asking for a missing range, */
+	uint32_t rd_fill_done_psn; /* ... of READs up to this first PSN */
+	bool rd_fill_psn_order;   /* such answers came out of sending order
+				   * (in PSN order: vrdma's responder) */
+	bool rd_check;            /* either moved: look at every READ */
+	uint32_t acked_hi;        /* highest PSN known received by the peer */
+	/* whether the oldest READ's re-request is still being answered */
 	bool rd_rereq;            /* that READ was asked for again ... */
 	uint32_t rd_rereq_psn;    /* ... from this PSN */
 	uint32_t rd_rereq_hi;     /* highest response since (or since its replay began) */
@@ -685,6 +701,9 @@ void roce_req_rewind(struct roce_tq *tq);
 /* Send the packet of PSN psn again (already sent once) with AckReq; a READ
  * or atomic request only if rd_atomic_ok. Returns true if it was sent. */
 bool roce_req_resend_psn(struct roce_tq *tq, uint32_t psn, bool rd_atomic_ok);
+/* Send one READ request for started READ w: its missing range from
+ * w->rd_rcvd (roce_comp_read_range). Returns true if it was sent. */
+bool roce_req_read_fill(struct roce_tq *tq, struct roce_swqe *w);
 
 /* Loss recovery (roce_recover.c). */
 /* Transmit holding per busy receiver (roce_hold.c, docs/design.md "Flow
@@ -734,6 +753,14 @@ bool roce_comp_timer_restart(struct roce_tq *tq, uint64_t now);
 bool roce_comp_read_answering(const struct roce_tq *tq, const struct roce_swqe *w);
 /* A READ was asked for again from una (roce_req_rewind). */
 void roce_comp_read_rerequested(struct roce_tq *tq, const struct roce_swqe *w);
+/* The response range [*lo, *hi) a request for READ w asks for now: from its
+ * first missing response to the next one received, or to its end. */
+void roce_comp_read_range(const struct roce_tq *tq, const struct roce_swqe *w, uint32_t *lo,
+			  uint32_t *hi);
+/* Whether the oldest WQE is a READ whose missing range runs to its end. */
+bool roce_comp_read_tail_missing(const struct roce_tq *tq);
+/* Free the completer's memory (QP destroy). */
+void roce_comp_fini(struct roce_tq *tq);
 void roce_comp_arm_timer(struct roce_tq *tq);
 /* Timer callbacks. */
 void roce_comp_rexmit_timer(struct loop_timer *t, void *arg);

@@ -3,11 +3,14 @@
  * The RC requester's READ recovery against a responder that queues requests
  * like Linux rxe: requests are served strictly in arrival order, a READ is
  * answered to its end before the next request is looked at, and a duplicate
- * READ (a re-request from a missing response on) replays the rest of that
- * READ only once everything before it was answered. The responses of each
- * replay lose their first few packets (the head drops of a queue that
- * cannot drain the burst: fq_codel in a slow guest), so a replay shows a
- * gap again before the one that gets through.
+ * READ (a request for part of a READ: its missing range) is answered, with
+ * its own FIRST..LAST responses from its PSN, once everything before it was
+ * answered. Like rxe, a duplicate is looked up in a ring of max_dest_rd_atomic
+ * resources (none: dropped) and must lie within the READ and start at or
+ * after the previous duplicate's start for that READ (else dropped for
+ * ever: counted, and every test asserts none). The responses of each
+ * replay may lose their first few packets (the head drops of a queue that
+ * cannot drain the burst: fq_codel in a slow guest).
  *
  * The emulated responder is the test itself: it takes the requester's
  * frames from its wire queue (no switch) and feeds the responses it builds
@@ -34,6 +37,24 @@ struct rq_req {
 	uint64_t va;
 };
 
+/* A READ's responder resource (rxe: struct resp_res). */
+struct rq_res {
+	bool used;
+	uint32_t first_psn, npkts;
+	uint64_t va_org, va_end;   /* a duplicate must lie in [va_org, va_end) */
+};
+
+/* Options a test sets before read_queued_ends (kept across its reset). */
+struct qr_opts {
+	unsigned drop_every;       /* original streams: every Nth response lost */
+	uint32_t drop_off;         /* this response of the original streams lost
+				    * (PSN offset from the first; 0: 40) */
+	uint64_t drop_dups;        /* bit i: duplicate request i (0-based) lost */
+	uint32_t sq_psn;           /* first PSN (0: the default) */
+	uint8_t max_rd;            /* max_rd_atomic = the resource ring (0: 16) */
+};
+static struct qr_opts o;
+
 struct qresp {
 	struct fk_dev *a, *b;
 	uint32_t qpn;              /* requester's QP */
@@ -43,6 +64,10 @@ struct qresp {
 	struct roce_path path;     /* responder -> requester */
 	struct rq_req q[RQ_MAX];   /* requests not served yet (FIFO) */
 	unsigned q_head, q_tail;
+	struct rq_res res[64];     /* ring of max_rd resources */
+	unsigned res_next, res_n;
+	unsigned dups, dups_lost;  /* duplicate requests seen, lost on the way */
+	unsigned dup_refused;      /* dropped: no resource, or below/out of range */
 	uint32_t epsn, msn;
 	/* the READ being answered */
 	bool busy, replay;
@@ -53,9 +78,9 @@ struct qresp {
 	uint32_t drop_psn;         /* one response of the original stream */
 	unsigned head_drop;        /* first responses lost per replay ... */
 	unsigned lossy_replays;    /* ... for this many replays */
-	unsigned drop_every;       /* original streams: every Nth response lost */
 	unsigned replays, dropped, bad_frames, answered;
 	bool peer_queues;          /* the requester saw it answer in arrival order */
+	__typeof__(((struct roce_tp *)0)->stats) stats; /* the requester's, at the end */
 };
 
 static void qr_send(struct qresp *r, uint8_t opcode, uint32_t psn, const void *data,
@@ -87,8 +112,16 @@ static void qr_take(struct qresp *r)
 
 		if (roce_pkt_parse_pkt(p, 0, &pi) == 0 &&
 		    pi.opcode == ROCE_OP_RC_RDMA_READ_REQUEST && r->q_tail - r->q_head < RQ_MAX) {
-			struct rq_req *q = &r->q[r->q_tail++ % RQ_MAX];
+			struct rq_req *q = &r->q[r->q_tail % RQ_MAX];
 
+			/* A duplicate lost on the way (o.drop_dups). */
+			if (roce_psn_diff(pi.psn, r->epsn) < 0 && r->dups++ < 64 &&
+			    (o.drop_dups >> (r->dups - 1)) & 1) {
+				r->dups_lost++;
+				pkt_free(p);
+				continue;
+			}
+			r->q_tail++;
 			q->psn = pi.psn;
 			q->va = roce_reth_va(pi.reth);
 			q->len = roce_reth_len(pi.reth);
@@ -111,11 +144,35 @@ static void qr_next(struct qresp *r)
 			r->bad_frames++;
 			continue;
 		}
+		if (!npkts)
+			npkts = 1;
 		r->replay = d < 0;
 		if (!r->replay) {
+			struct rq_res *res = &r->res[r->res_next++ % r->res_n];
+
+			*res = (struct rq_res){ true, q->psn, npkts, q->va, q->va + q->len };
 			r->epsn = roce_psn_add(r->epsn, npkts);
 			r->msn = (r->msn + 1) & 0xFFFFFF;
 		} else {
+			struct rq_res *res = NULL;
+
+			for (unsigned i = 0; i < r->res_n; i++) {
+				int32_t k = roce_psn_diff(q->psn, r->res[i].first_psn);
+
+				if (r->res[i].used && k >= 0 && (uint32_t)k < r->res[i].npkts)
+					res = &r->res[i];
+			}
+			if (!res || q->va < res->va_org || q->va + q->len > res->va_end) {
+				r->dup_refused++;
+				continue;
+			}
+			/* (our requester's PSN and address agree) */
+			if ((uint64_t)roce_psn_diff(q->psn, res->first_psn) * r->mtu !=
+			    q->va - RBASE) {
+				r->bad_frames++;
+				continue;
+			}
+			res->va_org = q->va;
 			r->replays++;
 		}
 		r->busy = true;
@@ -142,7 +199,7 @@ static unsigned qr_answer(struct qresp *r, unsigned n)
 
 		lost = r->replay ? r->replays <= r->lossy_replays && r->sent < r->head_drop :
 				   r->cur_psn == r->drop_psn ||
-				   (r->drop_every && r->sent % r->drop_every == r->drop_every - 1);
+				   (o.drop_every && r->sent % o.drop_every == o.drop_every - 1);
 		r->answered++;
 		if (lost)
 			r->dropped++;
@@ -170,7 +227,7 @@ static void read_queued_ends(uint32_t len, unsigned n, unsigned depth, unsigned 
 			     unsigned lossy_replays, uint8_t timeout, uint8_t want)
 {
 	struct fk_env env;
-	struct fk_dev_cfg dc = { .arena = 64u << 20 };
+	struct fk_dev_cfg dc = { .arena = 80u << 20 };
 	struct fk_qp qa;
 	struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_RC, .sq_num = 64, .rq_num = 16,
 				.max_send_wr = 64, .max_recv_wr = 16 };
@@ -182,31 +239,33 @@ static void read_queued_ends(uint32_t len, unsigned n, unsigned depth, unsigned 
 	unsigned posted = 0, done = 0, errors = 0;
 	uint64_t end;
 
-	unsigned drop_every = r.drop_every;
-
 	memset(&r, 0, sizeof(r));
-	r.drop_every = drop_every;
 	REQUIRE(fk_env_init(&env, false) == 0);
 	r.a = fk_dev_new(&env, &dc);
 	r.b = fk_dev_new(&env, &dc);
 	qc.pdn = fk_pd(r.a);
 	qc.scq = qc.rcq = cq = fk_cq(r.a, 256, 64, true);
 	qa = fk_qp_new(r.a, &qc);
-	dst = fk_mr_reg(r.a, qc.pdn, (uint64_t)len * n, FK_ACC_ALL);
+	dst = fk_mr_reg(r.a, qc.pdn, MAX((uint64_t)len * n, 64u), FK_ACC_ALL);
 	fk_path_default(&path);    /* MTU 1024, timeout 67 ms, retry_cnt 7 */
 	if (timeout)
 		path.timeout = timeout == NO_TIMER ? 0 : timeout;
+	if (o.sq_psn)
+		path.sq_psn = path.rq_psn = o.sq_psn;
+	if (o.max_rd)
+		path.max_rd = path.max_dest_rd = o.max_rd;
+	r.res_n = path.max_dest_rd;
 	REQUIRE(fk_connect(r.a, qa.qpn, r.b, 0x77, &path) == 0);
 
 	r.qpn = qa.qpn;
 	r.mtu = 1024;
 	r.epsn = path.sq_psn;
 	r.mem_len = len;
-	r.mem = malloc(len);
+	r.mem = malloc(len ? len : 1);
 	REQUIRE(r.mem);
 	fk_fill(r.mem, len, 7);
 	memset(dst.buf, 0, (size_t)len * n);
-	r.drop_psn = roce_psn_add(path.sq_psn, 40);
+	r.drop_psn = roce_psn_add(path.sq_psn, o.drop_off ? o.drop_off : 40);
 	r.head_drop = head_drop;
 	r.lossy_replays = lossy_replays;
 	memcpy(r.path.smac, r.b->mac, 6);
@@ -245,19 +304,32 @@ static void read_queued_ends(uint32_t len, unsigned n, unsigned depth, unsigned 
 		fk_ring_reap(qa.sq);
 	}
 	printf("#   %u READs of %u KiB: %u replays, %u responses sent, %u lost, probes %" PRIu64
-	       " timeouts %" PRIu64 " rewinds %" PRIu64 " placed ahead %" PRIu64 "\n", done,
-	       len >> 10, r.replays, r.answered, r.dropped, r.a->tp->stats.probes,
-	       r.a->tp->stats.timeouts, r.a->tp->stats.rewinds, r.a->tp->stats.rd_ahead);
+	       " timeouts %" PRIu64 " rewinds %" PRIu64 " placed ahead %" PRIu64 " fills %" PRIu64
+	       " not kept %" PRIu64 ", requests lost %u\n", done, len >> 10, r.replays,
+	       r.answered, r.dropped, r.a->tp->stats.probes, r.a->tp->stats.timeouts,
+	       r.a->tp->stats.rewinds, r.a->tp->stats.rd_ahead, r.a->tp->stats.rd_fills,
+	       r.a->tp->stats.rd_not_kept, r.dups_lost);
 	CHECK_EQ(errors, 0);
 	CHECK_EQ(done, n);
 	CHECK_EQ(r.bad_frames, 0);
+	CHECK_EQ(r.dup_refused, 0);
 	if (want == VIRTIO_IB_WC_SUCCESS) {
 		CHECK(r.replays > lossy_replays);
 		for (unsigned i = 0; i < n; i++)
 			CHECK(memcmp(dst.buf + (size_t)i * len, r.mem, len) == 0);
 	}
-	r.peer_queues = ((struct roce_tq *)rres_qp_lookup(&r.a->rd, qa.qpn)->transport)
-				->rd_peer_queues;
+	{
+		struct roce_tq *tq = rres_qp_lookup(&r.a->rd, qa.qpn)->transport;
+		uint64_t mem = r.a->tp->state_mem;
+		bool kept = tq->rd_map != NULL;
+
+		r.peer_queues = tq->rd_peer_queues;
+		/* Reset frees the bitmap of kept responses and its charge. */
+		CHECK(fk_modify(r.a, qa.qpn, VIRTIO_IB_QPS_RESET, 0, NULL) == 0);
+		CHECK(!tq->rd_map);
+		CHECK(r.a->tp->state_mem + (kept ? ROCE_TP_RD_WINDOW / 8 : 0) <= mem);
+	}
+	r.stats = r.a->tp->stats;
 	free(r.mem);
 	fk_env_fini(&env);
 }
@@ -293,50 +365,136 @@ static void test_read_no_progress_ends(void)
 	read_queued_ends(64u << 10, 1, 1, 3, UINT_MAX, 8, VIRTIO_IB_WC_RETRY_EXC_ERR);
 }
 
-/* A 2 MiB READ whose first answer loses every 100th response (20 gaps, as
- * 1 % loss does), replays losing nothing: the responses after each gap are
- * placed, so the one replay from the first gap fills every gap (go-back-N
- * alone replays from each gap in turn, each replay to the READ's end). No
- * transport timer: every ask comes from the responses, none from a probe
- * that a busy machine could fire, so the counts are exact. */
+/* A 2 MiB READ whose first answer loses every 100th response (and #40: 21
+ * gaps, as 1 % loss does), answers to requests for a missing range losing
+ * nothing: the responses after each gap are placed, and each gap is asked
+ * for alone (one request outstanding per READ, so 21 small replays where
+ * go-back-N replayed the rest of the READ from each gap). No transport
+ * timer: every ask comes from the responses, none from a probe that a busy
+ * machine could fire, so the counts are exact. */
 static void test_read_gaps_one_replay(void)
 {
 	uint32_t len = 2u << 20, npkts = len / 1024;
 
-	r.drop_every = 100;
+	o = (struct qr_opts){ .drop_every = 100 };
 	read_queued_ends(len, 1, 1, 0, 0, NO_TIMER, VIRTIO_IB_WC_SUCCESS);
-	/* the replay began about 1,950 responses after the request */
-	CHECK(r.peer_queues);
-	CHECK_EQ(r.replays, 1u);
-	CHECK(r.answered <= 2 * npkts);
-	r.drop_every = 0;
+	CHECK_EQ(r.replays, 21u);
+	CHECK_EQ(r.answered, npkts + 21);
+	CHECK_EQ(r.stats.rd_fills, 21u);
+	CHECK_EQ(r.stats.rewinds, 0u);
+	o = (struct qr_opts){ 0 };
 }
 
-/* The same, and the replay loses its first three responses (the first gap
- * again) twice, four READs outstanding (their requests are sent again
- * behind each re-request: whole replays): all complete, and the responses
- * sent stay within five times what the READs need. */
+/* The same, and the first two answers to a request for a missing range
+ * lose their first three responses (all of a one-response answer), four
+ * READs outstanding, no timer: later answers show those lost, and every
+ * response lost is asked for once (responses sent: what the READs need
+ * plus one per loss). */
 static void test_read_gaps_replays_lose_head(void)
 {
 	uint32_t len = 2u << 20, npkts = len / 1024;
 
-	r.drop_every = 100;
+	o = (struct qr_opts){ .drop_every = 100 };
 	read_queued_ends(len, 4, 4, 3, 2, NO_TIMER, VIRTIO_IB_WC_SUCCESS);
-	CHECK(r.answered <= 5 * 4 * npkts);
-	r.drop_every = 0;
+	CHECK_EQ(r.answered, 4 * npkts + r.dropped);
+	CHECK_EQ(r.stats.rd_fills, r.dropped);
+	CHECK(r.answered * 10 <= 11 * 4 * npkts);
+	o = (struct qr_opts){ 0 };
 }
 
 /* Sixteen READs of 256 KiB, four outstanding, every 100th response of the
  * original answers lost, and no transport timer: every loss must be
- * recovered from what arrives (gaps, the re-requests' answers), since
- * nothing fires later. A later READ whose answer came while an older one had
- * a gap (and was dropped) must be asked again by the rewind, not left for a
- * probe that never comes (once kept sent: 3 of 16 done, stuck). */
+ * recovered from what arrives, since nothing fires later. */
 static void test_read_gaps_no_timer(void)
 {
-	r.drop_every = 100;
+	o = (struct qr_opts){ .drop_every = 100 };
 	read_queued_ends(256u << 10, 16, 4, 0, 0, NO_TIMER, VIRTIO_IB_WC_SUCCESS);
-	r.drop_every = 0;
+	o = (struct qr_opts){ 0 };
+}
+
+/* Sixteen 2 MiB READs, eight outstanding, every 100th response lost, no
+ * timer: each READ asks for its own gaps, responses of later READs that
+ * come while an older one has a gap are kept, and nothing is asked twice:
+ * all complete byte-exact with at most 1.1 times the responses they need. */
+static void test_read_many_gaps(void)
+{
+	uint32_t len = 2u << 20, npkts = len / 1024;
+
+	o = (struct qr_opts){ .drop_every = 100 };
+	read_queued_ends(len, 16, 8, 0, 0, NO_TIMER, VIRTIO_IB_WC_SUCCESS);
+	CHECK(r.answered * 10 <= 11 * 16 * npkts);
+	CHECK_EQ(r.answered - 16 * npkts, r.dropped);
+	CHECK_EQ(r.stats.rd_fills, r.dropped);
+	CHECK_EQ(r.stats.rd_not_kept, 0u);
+	o = (struct qr_opts){ 0 };
+}
+
+/* The same with max_rd_atomic 1 and the PSNs wrapping (2^24) in the middle
+ * of the third READ. */
+static void test_read_gaps_psn_wrap(void)
+{
+	uint32_t len = 2u << 20, npkts = len / 1024;
+
+	o = (struct qr_opts){ .drop_every = 100, .max_rd = 1,
+			      .sq_psn = ROCE_PSN_MASK + 1 - 2 * npkts - 500 };
+	read_queued_ends(len, 6, 4, 0, 0, NO_TIMER, VIRTIO_IB_WC_SUCCESS);
+	CHECK_EQ(r.answered - 6 * npkts, r.dropped);
+	o = (struct qr_opts){ 0 };
+}
+
+/* Requests for a missing range lost on the way (the first, the third and
+ * the fourth), and answers to them lost (the first two lose their first
+ * three responses), 2 MiB READs four outstanding: recovered (by later
+ * answers or, with nothing asked after them, as here once the four READs
+ * outstanding all wait, a probe: the timer is on), never asking for a
+ * READ below an earlier request of it (the responder would drop that for
+ * ever: dup_refused). */
+static void test_read_fills_lost(void)
+{
+	uint32_t len = 2u << 20, npkts = len / 1024;
+
+	o = (struct qr_opts){ .drop_every = 100, .drop_dups = 0xd };
+	read_queued_ends(len, 8, 4, 3, 2, 0, VIRTIO_IB_WC_SUCCESS);
+	CHECK_EQ(r.dups_lost, 3u);
+	CHECK(r.answered * 10 <= 11 * 8 * npkts);
+	o = (struct qr_opts){ 0 };
+}
+
+/* The last response of the last READ lost: nothing arrives after it, the
+ * probe (transport timer on) asks for just that one. */
+static void test_read_tail_lost(void)
+{
+	uint32_t len = 256u << 10, npkts = len / 1024;
+
+	o = (struct qr_opts){ .drop_off = 4 * npkts - 1 };
+	read_queued_ends(len, 4, 4, 0, 0, 0, VIRTIO_IB_WC_SUCCESS);
+	CHECK_EQ(r.dropped, 1u);
+	CHECK(r.answered <= 4 * npkts + 4);
+	o = (struct qr_opts){ 0 };
+}
+
+/* Zero-length READs (one response each), the third one's lost, no timer:
+ * the next READ's response shows it, and it is asked for again. */
+static void test_read_zero_length(void)
+{
+	o = (struct qr_opts){ .drop_off = 2 };
+	read_queued_ends(0, 8, 4, 0, 0, NO_TIMER, VIRTIO_IB_WC_SUCCESS);
+	o = (struct qr_opts){ 0 };
+}
+
+/* One 32 MiB READ (32768 responses, twice the window of kept responses),
+ * every 100th lost, no timer: responses beyond una + ROCE_TP_RD_WINDOW are
+ * not kept (counted) and asked for again with the rest; the READ completes
+ * byte-exact. */
+static void test_read_beyond_window(void)
+{
+	uint32_t len = 32u << 20, npkts = len / 1024;
+
+	o = (struct qr_opts){ .drop_every = 100 };
+	read_queued_ends(len, 1, 1, 0, 0, NO_TIMER, VIRTIO_IB_WC_SUCCESS);
+	CHECK(r.stats.rd_not_kept > 0);
+	CHECK(r.answered < 2 * npkts);
+	o = (struct qr_opts){ 0 };
 }
 
 int main(int argc, char **argv)
@@ -351,5 +509,11 @@ int main(int argc, char **argv)
 	RUN(test_read_gaps_one_replay);
 	RUN(test_read_gaps_replays_lose_head);
 	RUN(test_read_gaps_no_timer);
+	RUN(test_read_many_gaps);
+	RUN(test_read_gaps_psn_wrap);
+	RUN(test_read_fills_lost);
+	RUN(test_read_tail_lost);
+	RUN(test_read_zero_length);
+	RUN(test_read_beyond_window);
 	return TEST_DONE();
 }
