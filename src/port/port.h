@@ -67,6 +67,10 @@ struct port {
 	 * (PKT_F_LOCAL_ICRC_SKIPPED): a device whose RoCE engine is in this
 	 * process. Every other port gets the ICRC filled in first. */
 	bool icrc_skip_ok;
+	/* One end of a trunk to another thread's switch (port/trunk.h): a
+	 * frame from one trunk never leaves by another (split horizon), and
+	 * the fault injector and the capture saw it on its first switch. */
+	bool trunk;
 	uint16_t mac_limit;   /* learned MACs at most (0 = SW_PORT_MAC_MAX) */
 	char name[32];
 	struct port_stats stats;
@@ -129,6 +133,8 @@ struct sw_stats {
 	/* Flow control: frames refused by sw_input_try (left with the sender)
 	 * and wake-ups of waiting senders. */
 	uint64_t held_busy, woken;
+	/* From a trunk to a trunk (split horizon, port.trunk). */
+	uint64_t dropped_horizon;
 };
 const struct sw_stats *sw_get_stats(const struct sw *s);
 

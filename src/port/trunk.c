@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Trunks between the switches of two loop threads (trunk.h).
+ *
+ * Each direction is a ring written by one thread (the end whose switch
+ * sends) and read by the other. head and tail are C11 atomics: the producer
+ * publishes a slot with a release store of tail, the consumer frees it with
+ * a release store of head. Wake-ups use a flag per direction and side and
+ * sequentially consistent operations on both sides (store the flag, then
+ * look at the ring again), so a wake-up is never lost and, while both sides
+ * are busy, no eventfd is written at all.
+ */
+#include "port/trunk.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/loop.h"
+#include "common/util.h"
+#include "port/pkt.h"
+#include "port/port.h"
+#include "roce/roce_pkt.h"
+
+_Static_assert((TRUNK_RING_SLOTS & (TRUNK_RING_SLOTS - 1)) == 0, "ring size is a power of two");
+_Static_assert(TRUNK_RING_LOW < TRUNK_RING_HIGH && TRUNK_RING_HIGH < TRUNK_RING_SLOTS,
+	       "trunk marks");
+
+struct trunk_ring {
+	_Alignas(64) _Atomic uint32_t tail;  /* producer: next slot to fill */
+	_Alignas(64) _Atomic uint32_t head;  /* consumer: next slot to take */
+	/* The consumer found the ring empty and may sleep: the producer
+	 * writes the consumer's eventfd after its next push. */
+	_Alignas(64) atomic_bool rx_sleep;
+	/* The producer is (or told its switch it is) busy: the consumer
+	 * writes the producer's eventfd once the ring is at its low mark. */
+	atomic_bool tx_wait;
+	_Alignas(64) struct pkt *slot[TRUNK_RING_SLOTS];
+};
+
+struct trunk {
+	struct port port;
+	struct sw *sw;
+	struct loop *loop;
+	struct trunk *peer;
+	struct trunk_ring *tx; /* we fill it */
+	struct trunk_ring *rx; /* the peer fills it */
+	int efd;               /* wakes this end's loop */
+	struct loop_poller *poller;
+	struct pkt_queue over; /* our frames beyond the ring, in order */
+	struct pkt *held;      /* from rx, refused by a busy receiver here */
+	bool rx_blocked;       /* held waits for ready() */
+	bool busy_said;        /* busy() said yes: senders here may wait on us */
+	struct trunk_stats stats;
+};
+
+static inline uint32_t ring_used(struct trunk_ring *r)
+{
+	return atomic_load_explicit(&r->tail, memory_order_acquire) -
+	       atomic_load_explicit(&r->head, memory_order_acquire);
+}
+
+/* Producer side: put p on the ring if there is room. */
+static bool ring_push(struct trunk_ring *r, struct pkt *p)
+{
+	uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+
+	if (t - h >= TRUNK_RING_SLOTS)
+		return false;
+	r->slot[t & (TRUNK_RING_SLOTS - 1)] = p;
+	atomic_store_explicit(&r->tail, t + 1, memory_order_release);
+	return true;
+}
+
+/* Consumer side: the oldest frame, or NULL. */
+static struct pkt *ring_pop(struct trunk_ring *r)
+{
+	uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+	uint32_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
+	struct pkt *p;
+
+	if (h == t)
+		return NULL;
+	p = r->slot[h & (TRUNK_RING_SLOTS - 1)];
+	atomic_store_explicit(&r->head, h + 1, memory_order_release);
+	return p;
+}
+
+static void trunk_kick(struct trunk *t)
+{
+	uint64_t one = 1;
+
+	if (write(t->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		LOG_WARN("trunk %s: eventfd: %m", t->port.name);
+}
+
+/* After a push on t->tx: wake the peer if it sleeps on an empty ring. */
+static inline void trunk_wake_consumer(struct trunk *t)
+{
+	if (atomic_load(&t->tx->rx_sleep) && atomic_exchange(&t->tx->rx_sleep, false)) {
+		t->stats.kicks++;
+		trunk_kick(t->peer);
+	}
+}
+
+/* Move overflow frames onto the ring while there is room. */
+static bool trunk_flush_over(struct trunk *t)
+{
+	bool moved = false;
+
+	while (t->over.head) {
+		if (!ring_push(t->tx, t->over.head))
+			break;
+		pkt_queue_pop(&t->over);
+		t->stats.tx_frames++;
+		moved = true;
+	}
+	if (moved)
+		trunk_wake_consumer(t);
+	return moved;
+}
+
+static bool trunk_tx_busy(struct trunk *t)
+{
+	return t->over.head || ring_used(t->tx) >= TRUNK_RING_HIGH;
+}
+
+/* Ask the peer to wake us once our ring is at its low mark; if it already
+ * is, wake ourselves (the peer may have looked before the flag was set). */
+static void trunk_want_room(struct trunk *t)
+{
+	atomic_store(&t->tx->tx_wait, true);
+	if (ring_used(t->tx) <= TRUNK_RING_LOW && atomic_exchange(&t->tx->tx_wait, false))
+		trunk_kick(t);
+}
+
+/* One frame that owns its bytes onto the ring (or the overflow queue). */
+static void trunk_put(struct trunk *t, struct pkt *p)
+{
+	if (!t->over.head && ring_push(t->tx, p)) {
+		t->stats.tx_frames++;
+		trunk_wake_consumer(t);
+		return;
+	}
+	pkt_queue_push(&t->over, p);
+	t->stats.tx_overflow++;
+	trunk_want_room(t);
+}
+
+static void trunk_xmit(struct port *port, struct pkt *p)
+{
+	struct trunk *t = port->priv;
+
+	if (unlikely(p->flags & PKT_F_RUN)) {
+		struct pkt_queue q;
+		struct pkt *f;
+
+		/* Another thread cannot read our driver's memory safely (it may
+		 * be unmapped on this thread): real frames with their bytes. */
+		pkt_queue_init(&q);
+		if (unlikely(roce_run_split(p, &q))) {
+			port->stats.tx_dropped += pkt_npkts(p);
+			pkt_free(p);
+			return;
+		}
+		pkt_free(p);
+		t->stats.tx_split++;
+		while ((f = pkt_queue_pop(&q))) {
+			pkt_ref_fill(f);
+			trunk_put(t, f);
+		}
+		return;
+	}
+	pkt_ref_fill(p);
+	trunk_put(t, p);
+}
+
+static bool trunk_busy(const struct port *port)
+{
+	struct trunk *t = port->priv;
+
+	if (!trunk_tx_busy(t))
+		return false;
+	t->stats.tx_busy++;
+	t->busy_said = true;
+	trunk_want_room(t);
+	return true;
+}
+
+/* A receiver on this side that refused our held frame has room. */
+static void trunk_ready(struct port *port)
+{
+	struct trunk *t = port->priv;
+
+	t->rx_blocked = false; /* the poller retries */
+}
+
+/* Frames from the peer into our switch, until a receiver is busy. */
+static bool trunk_rx_run(struct trunk *t)
+{
+	uint32_t n = 0;
+	bool did = false;
+	struct pkt *p;
+
+	if (t->held) {
+		if (t->rx_blocked)
+			return false;
+		p = t->held;
+		t->held = NULL;
+		if (sw_input_try(t->sw, &t->port, p) == -EAGAIN) {
+			t->held = p;
+			t->rx_blocked = true;
+			return false;
+		}
+		t->stats.rx_frames++;
+		did = true;
+	}
+	while (n < TRUNK_RX_BATCH && (p = ring_pop(t->rx))) {
+		n++;
+		p->next = NULL;
+		if (sw_input_try(t->sw, &t->port, p) == -EAGAIN) {
+			t->held = p;
+			t->rx_blocked = true;
+			t->stats.rx_held++;
+			break;
+		}
+		t->stats.rx_frames++;
+	}
+	/* Room for the peer again: tell it, if it waits. */
+	if (n && atomic_load(&t->rx->tx_wait) && ring_used(t->rx) <= TRUNK_RING_LOW &&
+	    atomic_exchange(&t->rx->tx_wait, false)) {
+		t->stats.kicks++;
+		trunk_kick(t->peer);
+	}
+	return did || n;
+}
+
+/* Our way out has room: overflow onto the ring, senders woken. */
+static bool trunk_tx_run(struct trunk *t)
+{
+	bool did = false;
+
+	if (t->over.head) {
+		did = trunk_flush_over(t);
+		if (t->over.head)
+			trunk_want_room(t);
+	}
+	if (t->busy_said && !trunk_tx_busy(t)) {
+		t->busy_said = false;
+		sw_port_ready(t->sw, &t->port);
+		did = true;
+	} else if (t->busy_said) {
+		trunk_want_room(t);
+	}
+	return did;
+}
+
+static bool trunk_poll(void *arg)
+{
+	struct trunk *t = arg;
+	bool did = trunk_rx_run(t);
+
+	return trunk_tx_run(t) || did;
+}
+
+/* About to sleep: ask for a kick, then look once more (the producer may
+ * have pushed before seeing the flag). */
+static bool trunk_arm(void *arg)
+{
+	struct trunk *t = arg;
+
+	if (t->held && !t->rx_blocked)
+		return true;
+	if (t->busy_said && !trunk_tx_busy(t))
+		return true;
+	if (t->held)
+		return false; /* a ready() from our switch wakes us */
+	atomic_store(&t->rx->rx_sleep, true);
+	if (ring_used(t->rx) && atomic_exchange(&t->rx->rx_sleep, false))
+		return true;
+	return false;
+}
+
+static const struct loop_poller_ops trunk_poller_ops = {
+	.poll = trunk_poll,
+	.arm = trunk_arm,
+};
+
+static void trunk_efd_cb(void *arg, uint32_t events)
+{
+	struct trunk *t = arg;
+	uint64_t v;
+
+	(void)events;
+	if (read(t->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		LOG_WARN("trunk %s: eventfd: %m", t->port.name);
+	/* the poller does the work on this pass */
+}
+
+static const struct port_ops trunk_port_ops = {
+	.xmit = trunk_xmit,
+	.busy = trunk_busy,
+	.ready = trunk_ready,
+};
+
+static void trunk_end_free(struct trunk *t)
+{
+	struct pkt *p;
+
+	if (!t)
+		return;
+	if (t->port.sw)
+		sw_detach(t->port.sw, &t->port);
+	if (t->poller)
+		loop_del_poller(t->loop, t->poller);
+	if (t->efd >= 0) {
+		loop_del_fd(t->loop, t->efd);
+		close(t->efd);
+	}
+	pkt_queue_purge(&t->over);
+	pkt_free(t->held);
+	if (t->rx) {
+		while ((p = ring_pop(t->rx)))
+			pkt_free(p);
+		free(t->rx);
+	}
+	free(t);
+}
+
+static struct trunk *trunk_end_new(struct sw *s, struct loop *l, unsigned self, unsigned other)
+{
+	struct trunk *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->efd = -1;
+	t->sw = s;
+	t->loop = l;
+	pkt_queue_init(&t->over);
+	t->rx = aligned_alloc(64, sizeof(*t->rx));
+	if (!t->rx)
+		goto fail;
+	atomic_init(&t->rx->tail, 0);
+	atomic_init(&t->rx->head, 0);
+	atomic_init(&t->rx->rx_sleep, false);
+	atomic_init(&t->rx->tx_wait, false);
+	t->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (t->efd < 0)
+		goto fail;
+	if (loop_add_fd(l, t->efd, EPOLLIN, trunk_efd_cb, t) < 0) {
+		close(t->efd);
+		t->efd = -1;
+		goto fail;
+	}
+	t->poller = loop_add_poller(l, &trunk_poller_ops, t);
+	if (!t->poller)
+		goto fail;
+	t->port.ops = &trunk_port_ops;
+	t->port.priv = t;
+	t->port.trunk = true;
+	t->port.icrc_skip_ok = true;
+	snprintf(t->port.name, sizeof(t->port.name), "trunk%u-%u", self, other);
+	return t;
+fail:
+	trunk_end_free(t);
+	return NULL;
+}
+
+int trunk_new(struct sw *a, struct loop *la, unsigned ia, struct sw *b, struct loop *lb,
+	      unsigned ib, struct trunk **ea, struct trunk **eb)
+{
+	struct trunk *x = trunk_end_new(a, la, ia, ib);
+	struct trunk *y = x ? trunk_end_new(b, lb, ib, ia) : NULL;
+	int rc;
+
+	if (!y) {
+		rc = -(errno ? errno : ENOMEM);
+		trunk_end_free(x);
+		return rc;
+	}
+	x->peer = y;
+	y->peer = x;
+	x->tx = y->rx;
+	y->tx = x->rx;
+	rc = sw_attach(a, &x->port);
+	if (!rc)
+		rc = sw_attach(b, &y->port);
+	if (rc) {
+		trunk_end_free(x);
+		trunk_end_free(y);
+		return rc;
+	}
+	*ea = x;
+	*eb = y;
+	return 0;
+}
+
+void trunk_free(struct trunk *ea, struct trunk *eb)
+{
+	trunk_end_free(ea);
+	trunk_end_free(eb);
+}
+
+struct port *trunk_port(struct trunk *t)
+{
+	return &t->port;
+}
+
+const struct trunk_stats *trunk_get_stats(const struct trunk *t)
+{
+	return &t->stats;
+}
+
+uint32_t trunk_tx_pending(const struct trunk *t)
+{
+	return ring_used(t->tx) + t->over.len;
+}
