@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# A daemon with two loop threads (--threads 2, docs/design.md "Processes and
+# threads"): unmodified verbs programs through vrdma-run between two devices
+#
+#   1. on different threads (round robin: dev0 on thread 0, dev1 on thread
+#      1; every frame between them crosses a trunk): ibv_rc_pingpong -c
+#      (buffers validated), ib_write_bw / ib_read_bw / ib_send_bw 64 KiB
+#      with 16 QPs, rping -V (rdma_cm, every ping's data verified);
+#   2. both on thread 1 of the same daemon (thread=1 in --device):
+#      ibv_rc_pingpong -c and ib_write_bw.
+#
+# Each daemon's final --stats dump: no frame dropped inside the daemon
+# (rx_queue_full and tx_queue_full 0 on both devices, no QP in error, no
+# completion with an error status), in 1 thread 1's switch forwarded the
+# traffic (it crossed), in 2 thread 0's switch forwarded nothing but the
+# floods; both daemons exit 0 (threads stopped and joined). Nothing is
+# timed.
+. "$(dirname "$0")/../lib.sh"
+
+DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
+RUN="$VRDMA_BUILD/bin/vrdma-run"
+LIB="$VRDMA_BUILD/lib/libibverbs.so.1"
+
+SA="$T_TMP/a.sock"
+SB="$T_TMP/b.sock"
+IP_A=10.66.0.1
+IP_B=10.66.0.2
+
+STEP_TMO=300
+DAEMON_TMO=1200
+
+asan_preload "$LIB"
+
+ALL_TESTS="x_daemon_started x_rc_pingpong x_write_bw x_read_bw x_send_bw x_rping
+	x_crossed x_no_drops x_clean_exit
+	one_daemon_started one_rc_pingpong one_write_bw one_same_thread one_no_drops one_clean_exit"
+
+reason=""
+if [ ! -x "$DAEMON" ] || [ ! -x "$RUN" ] || [ ! -e "$LIB" ]; then
+	reason="daemon, vrdma-run or libibverbs.so.1 not built"
+else
+	for p in ib_write_bw ib_read_bw ib_send_bw ibv_rc_pingpong rping ss; do
+		command -v $p >/dev/null || reason="$p not installed (scripts/deps.sh test)"
+	done
+fi
+if [ -n "$reason" ]; then
+	for t in $ALL_TESTS; do not_ok "$t" "$reason"; done
+	t_done
+fi
+
+. "$(dirname "$0")/daemon_lib.bash"
+
+# pair T SRV_ARGS... -- CLI_ARGS...: server on B (TCP port $PORT), client on
+# A; RC_S / RC_C their exit status.
+pair() {
+	local t=$1 srv=() spid; shift
+	while [ "$1" != -- ]; do srv+=("$1"); shift; done
+	shift
+	vrun "$t.srv" "$SB" -- "${srv[@]}" &
+	spid=$!
+	if ! wait_listening "$PORT" "$spid"; then
+		kill "$spid" 2>/dev/null
+		wait "$spid"
+		RC_S=nolisten RC_C=none
+		return
+	fi
+	vrun "$t.cli" "$SA" -- "$@"
+	RC_C=$?
+	wait "$spid"
+	RC_S=$?
+}
+
+fail_logs() {
+	tail -n 15 "$T_TMP/$1.srv.log" 2>/dev/null | sed 's/^/#   srv: /'
+	tail -n 15 "$T_TMP/$1.cli.log" 2>/dev/null | sed 's/^/#   cli: /'
+}
+
+pingpong() {
+	local t=$1
+	next_port
+	pair "$t" ibv_rc_pingpong -g 1 -c -n 500 -p "$PORT" -- \
+		ibv_rc_pingpong -g 1 -c -n 500 -p "$PORT" localhost
+	if [ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] &&
+	   grep -Eq '^[0-9]+ iters in' "$T_TMP/$t.cli.log" &&
+	   grep -Eq '^[0-9]+ iters in' "$T_TMP/$t.srv.log"; then
+		ok "$t"
+	else
+		not_ok "$t" "server rc=$RC_S client rc=$RC_C"
+		fail_logs "$t"
+	fi
+}
+
+# row LOG: perftest printed its 65536-byte result row.
+row() { awk '$1 == 65536 && $2 ~ /^[0-9]+$/ && NF >= 5 { f = 1 } END { exit !f }' "$1"; }
+
+bw() {
+	local t=$1 why=""; shift
+	next_port
+	pair "$t" "$@" -p "$PORT" -- "$@" -p "$PORT" localhost
+	[ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] || why="server rc=$RC_S client rc=$RC_C; "
+	row "$T_TMP/$t.cli.log" || why="${why}client printed no 65536-byte row; "
+	row "$T_TMP/$t.srv.log" || why="${why}server printed no 65536-byte row; "
+	if [ -z "$why" ]; then
+		ok "$t"
+		awk '$1 == 65536 { print "# '"$t"': " $0 }' "$T_TMP/$t.cli.log"
+	else
+		not_ok "$t" "$why"
+		fail_logs "$t"
+	fi
+}
+
+rping_pair() {
+	local t=$1 spid rc rs
+	next_port
+	vstart "$t.srv" "$SB" rping -s -a $IP_B -p "$PORT" -C 500 -V
+	spid=$VPID
+	if ! wait_for cm_ready "$spid"; then
+		kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+		not_ok "$t" "server did not listen"
+		fail_logs "$t"
+		return
+	fi
+	vstart "$t.cli" "$SA" rping -c -a $IP_B -p "$PORT" -C 500 -V
+	wait "$VPID"; rc=$?
+	wait "$spid"; rs=$?
+	if [ "$rc" = 0 ] && [ "$rs" = 0 ]; then
+		ok "$t"
+	else
+		not_ok "$t" "server rc=$rs client rc=$rc"
+		fail_logs "$t"
+	fi
+}
+
+# last_dump NAME: the daemon's final --stats dump into $T_TMP/NAME.last.
+last_dump() {
+	awk '/^device / { if (!on) { buf = ""; on = 1 } }
+	     on         { buf = buf $0 "\n" }
+	     /^payload_refs / { last = buf; on = 0 }
+	     END        { printf "%s", last }' "$T_TMP/$1.log" >"$T_TMP/$1.last"
+}
+
+# no_drops T NAME: no frame lost inside the daemon, no QP or WC error.
+no_drops() {
+	local t=$1 bad
+	bad=$(awk '$1 == "device" { dev = $2; next }
+		/^[^ ]/ { dev = ""; next }
+		dev != "" {
+			for (i = 1; i < NF; i++) {
+				k = $i; v = $(i + 1)
+				if (v !~ /^[0-9]+$/ || v == 0) continue
+				if (k == "rx_queue_full" || k == "tx_queue_full" || k == "qp_errors" ||
+				    (k ~ /^wc_/ && k != "wc_success" && k != "wc_wr_flush_err" && k != "wc_ext"))
+					printf "%s %s %s; ", dev, k, v
+			}
+		}' "$T_TMP/$2.last")
+	if [ ! -s "$T_TMP/$2.last" ]; then
+		not_ok "$t" "no final --stats dump"
+	elif [ -z "$bad" ]; then
+		ok "$t"
+	else
+		not_ok "$t" "$bad"
+		sed 's/^/#   /' "$T_TMP/$2.last"
+	fi
+}
+
+# fwd NAME: frames thread 1's switch forwarded (final dump); fwd0: thread 0's.
+fwd1() { awk '$1 == "switch" && $2 == "thread" && $3 == 1 { print $5 }' "$T_TMP/$1.last"; }
+fwd0() { awk '$1 == "switch" && $2 == "forwarded" { print $3 }' "$T_TMP/$1.last"; }
+
+stop_check() {
+	local t=$1 name=$2
+	d_stop "$name"
+	if [ "$D_RC" = 0 ]; then
+		ok "$t"
+	else
+		not_ok "$t" "exit status $D_RC"
+		tail -n 30 "$T_TMP/$name.log" | sed 's/^/#   /'
+	fi
+	last_dump "$name"
+}
+
+COMMON=(-x 1 -F -s 65536 -q 16 -n 50)
+
+# ---- 1. the two devices on different threads ----
+if d_start x --threads 2 \
+	--device "socket=$SA,ip=$IP_A/24,qps=64" \
+	--device "socket=$SB,ip=$IP_B/24,qps=64"; then
+	ok x_daemon_started
+	pingpong x_rc_pingpong
+	bw x_write_bw ib_write_bw "${COMMON[@]}"
+	bw x_read_bw ib_read_bw "${COMMON[@]}"
+	bw x_send_bw ib_send_bw "${COMMON[@]}"
+	rping_pair x_rping
+	stop_check x_clean_exit x
+	f=$(fwd1 x)
+	if [ -n "$f" ] && [ "$f" -gt 10000 ]; then
+		ok x_crossed
+	else
+		not_ok x_crossed "thread 1's switch forwarded '${f}' frames"
+		sed 's/^/#   /' "$T_TMP/x.last"
+	fi
+	no_drops x_no_drops x
+else
+	for t in x_daemon_started x_rc_pingpong x_write_bw x_read_bw x_send_bw x_rping x_crossed \
+		x_no_drops x_clean_exit; do
+		not_ok "$t" "daemon did not start: $(tail -n 5 "$T_TMP/x.log" | tr '\n' ' ')"
+	done
+fi
+
+# ---- 2. both devices on thread 1 of a two-thread daemon ----
+if d_start one --threads 2 \
+	--device "socket=$SA,ip=$IP_A/24,qps=64,thread=1" \
+	--device "socket=$SB,ip=$IP_B/24,qps=64,thread=1"; then
+	ok one_daemon_started
+	pingpong one_rc_pingpong
+	bw one_write_bw ib_write_bw "${COMMON[@]}"
+	stop_check one_clean_exit one
+	f0=$(fwd0 one)
+	f1=$(fwd1 one)
+	# thread 0 has no device: its switch sees nothing but what the trunk
+	# floods to it (ARP)
+	if [ -n "$f1" ] && [ "$f1" -gt 10000 ] && [ -n "$f0" ] && [ "$f0" -eq 0 ]; then
+		ok one_same_thread
+	else
+		not_ok one_same_thread "thread 0 forwarded '$f0', thread 1 '$f1'"
+		sed 's/^/#   /' "$T_TMP/one.last"
+	fi
+	no_drops one_no_drops one
+else
+	for t in one_daemon_started one_rc_pingpong one_write_bw one_same_thread one_no_drops \
+		one_clean_exit; do
+		not_ok "$t" "daemon did not start: $(tail -n 5 "$T_TMP/one.log" | tr '\n' ' ')"
+	done
+fi
+t_done
