@@ -15,9 +15,13 @@
 # traffic (it crossed), in 2 thread 0's switch forwarded nothing but the
 # floods; both daemons exit 0 (threads stopped and joined). Nothing is
 # timed.
+#
+# VRDMA_DAEMON=PATH runs another build of the daemon (make tsan:
+# build/tsan/bin/vhost-user-rdma; the programs keep $VRDMA_BUILD's
+# libraries).
 . "$(dirname "$0")/../lib.sh"
 
-DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
+DAEMON="${VRDMA_DAEMON:-$VRDMA_BUILD/bin/vhost-user-rdma}"
 RUN="$VRDMA_BUILD/bin/vrdma-run"
 LIB="$VRDMA_BUILD/lib/libibverbs.so.1"
 
