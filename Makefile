@@ -52,7 +52,7 @@ endif
 
 # ThreadSanitizer (make tsan): the daemon and the unit tests in build/tsan
 ifeq ($(SANITIZE),thread)
-CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer -DVRDMA_SANITIZE=1
+CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer -DVRDMA_SANITIZE=1 -Wno-tsan
 LDFLAGS += -fsanitize=thread
 endif
 
@@ -255,7 +255,8 @@ test: deps-test
 	$(Q)$(MAKE) --no-print-directory asan
 	$(Q)$(MAKE) --no-print-directory fuzz
 	$(Q)$(MAKE) --no-print-directory qemu
-	$(Q)tests/run.sh --flavour build --flavour build/asan --fuzz $(FUZZ_BUILD)
+	$(Q)$(MAKE) --no-print-directory tsan
+	$(Q)tests/run.sh --flavour build --flavour build/asan --tsan build/tsan --fuzz $(FUZZ_BUILD)
 
 # QEMU 10 with the vhost-user device for guest_vm.sh and guest_pair.sh: built once (about 11
 # minutes on 2 cores), cached in /var/cache/vrdma keyed by version and patch.

@@ -174,7 +174,10 @@ fwd0() { awk '$1 == "switch" && $2 == "forwarded" { print $3 }' "$T_TMP/$1.last"
 stop_check() {
 	local t=$1 name=$2
 	d_stop "$name"
-	if [ "$D_RC" = 0 ]; then
+	if grep -q "Sanitizer" "$T_TMP/$name.log"; then
+		not_ok "$t" "a sanitizer reported"
+		grep -A 30 "Sanitizer" "$T_TMP/$name.log" | head -n 60 | sed 's/^/#   /'
+	elif [ "$D_RC" = 0 ]; then
 		ok "$t"
 	else
 		not_ok "$t" "exit status $D_RC"
