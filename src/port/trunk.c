@@ -26,7 +26,6 @@
 #include "common/util.h"
 #include "port/pkt.h"
 #include "port/port.h"
-#include "roce/roce_pkt.h"
 
 _Static_assert((TRUNK_RING_SLOTS & (TRUNK_RING_SLOTS - 1)) == 0, "ring size is a power of two");
 _Static_assert(TRUNK_RING_LOW < TRUNK_RING_HIGH && TRUNK_RING_HIGH < TRUNK_RING_SLOTS,
@@ -158,26 +157,12 @@ static void trunk_xmit(struct port *port, struct pkt *p)
 {
 	struct trunk *t = port->priv;
 
-	if (unlikely(p->flags & PKT_F_RUN)) {
-		struct pkt_queue q;
-		struct pkt *f;
-
-		/* Another thread cannot read our driver's memory safely (it may
-		 * be unmapped on this thread): real frames with their bytes. */
-		pkt_queue_init(&q);
-		if (unlikely(roce_run_split(p, &q))) {
-			port->stats.tx_dropped += pkt_npkts(p);
-			pkt_free(p);
-			return;
-		}
-		pkt_free(p);
-		t->stats.tx_split++;
-		while ((f = pkt_queue_pop(&q))) {
-			pkt_ref_fill(f);
-			trunk_put(t, f);
-		}
-		return;
-	}
+	/* The far thread cannot read our drivers' memory safely (a region may
+	 * be unmapped here while the frame waits there): the payload comes
+	 * along. A run keeps being one frame, its payload copied into a buffer
+	 * of its own (pkt_ref_fill), freed with the frame on the far side. */
+	if (unlikely(p->flags & PKT_F_RUN))
+		t->stats.tx_runs++;
 	pkt_ref_fill(p);
 	trunk_put(t, p);
 }

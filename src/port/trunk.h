@@ -8,9 +8,9 @@
  * loop is woken through an eventfd only when it asked to be (it found the
  * ring empty before sleeping).
  *
- * Frames crossing own their bytes: payload references are filled and runs
- * split into plain frames (the ICRC stays left out: the receiving engine is
- * in this process). Flow control is the switch's busy / ready: a trunk whose
+ * Frames crossing own their bytes: payload references are filled in (a
+ * run's payload into a buffer of its own: it stays one frame); the ICRC
+ * stays left out, the receiving engine is in this process. Flow control is the switch's busy / ready: a trunk whose
  * ring is past its high mark is busy, and its switch's senders wait until
  * the far end has drained it to its low mark (sw_port_ready, signalled across
  * through the eventfd); the far end itself enters frames with sw_input_try
@@ -42,7 +42,7 @@ struct trunk_stats {
 	uint64_t tx_frames;   /* frames put on the ring */
 	uint64_t tx_overflow; /* frames that waited in the overflow queue */
 	uint64_t tx_busy;     /* busy() answers true */
-	uint64_t tx_split;    /* runs split before crossing */
+	uint64_t tx_runs;     /* runs that crossed (payload filled) */
 	uint64_t rx_frames;   /* frames taken from the ring into the switch */
 	uint64_t rx_held;     /* frames refused by a busy receiver, retried */
 	uint64_t kicks;       /* eventfd writes to the far end */
