@@ -7,7 +7,12 @@
 #      (buffers validated), ib_write_bw / ib_read_bw / ib_send_bw 64 KiB
 #      with 16 QPs, rping -V (rdma_cm, every ping's data verified);
 #   2. both on thread 1 of the same daemon (thread=1 in --device):
-#      ibv_rc_pingpong -c and ib_write_bw.
+#      ibv_rc_pingpong -c and ib_write_bw;
+#   3. with the control socket, --pcap and --fault drop=1: a device
+#      hot-plugged onto thread 1 (vrdmactl dev add ... thread=1), a
+#      pingpong to it from thread 0 (RC recovers the drops), vrdmactl stat
+#      show and a SIGUSR1 dump while it runs, dev del; one capture file per
+#      thread, both with frames.
 #
 # Each daemon's final --stats dump: no frame dropped inside the daemon
 # (rx_queue_full and tx_queue_full 0 on both devices, no QP in error, no
@@ -37,10 +42,13 @@ asan_preload "$LIB"
 
 ALL_TESTS="x_daemon_started x_rc_pingpong x_write_bw x_read_bw x_send_bw x_rping
 	x_crossed x_no_drops x_clean_exit
-	one_daemon_started one_rc_pingpong one_write_bw one_same_thread one_no_drops one_clean_exit"
+	one_daemon_started one_rc_pingpong one_write_bw one_same_thread one_no_drops one_clean_exit
+	ctl_daemon_started ctl_dev_add ctl_rc_pingpong ctl_stat_show ctl_dev_del ctl_pcap_per_thread
+	ctl_clean_exit"
 
 reason=""
-if [ ! -x "$DAEMON" ] || [ ! -x "$RUN" ] || [ ! -e "$LIB" ]; then
+CTL="$VRDMA_BUILD/bin/vrdmactl"
+if [ ! -x "$DAEMON" ] || [ ! -x "$RUN" ] || [ ! -e "$LIB" ] || [ ! -x "$CTL" ]; then
 	reason="daemon, vrdma-run or libibverbs.so.1 not built"
 else
 	for p in ib_write_bw ib_read_bw ib_send_bw ibv_rc_pingpong rping ss; do
@@ -237,6 +245,47 @@ else
 	for t in one_daemon_started one_rc_pingpong one_write_bw one_same_thread one_no_drops \
 		one_clean_exit; do
 		not_ok "$t" "daemon did not start: $(tail -n 5 "$T_TMP/one.log" | tr '\n' ' ')"
+	done
+fi
+# ---- 3. control socket, hot-plug onto thread 1, pcap and faults ----
+SC="$T_TMP/c.sock"
+if d_start ctl --threads 2 --control "$T_TMP/control" --pcap "$T_TMP/cap.pcap" \
+	--fault drop=1,seed=7 --device "socket=$SA,ip=$IP_A/24,qps=64"; then
+	ok ctl_daemon_started
+	if "$CTL" -s "$T_TMP/control" dev add c "socket=$SC,ip=10.66.0.3/24,thread=1" \
+		>"$T_TMP/ctl.out" 2>&1 && [ -S "$SC" ]; then
+		ok ctl_dev_add
+	else
+		not_ok ctl_dev_add "$(cat "$T_TMP/ctl.out")"
+	fi
+	SB=$SC
+	pingpong ctl_rc_pingpong
+	if "$CTL" -s "$T_TMP/control" stat show >"$T_TMP/stat.out" 2>&1 &&
+	   grep -q forwarded "$T_TMP/stat.out" && grep -q "dev c\|^c\b\|c " "$T_TMP/stat.out" &&
+	   d_stats ctl >"$T_TMP/ctl.dump" && grep -q "^switch thread 1 " "$T_TMP/ctl.dump"; then
+		ok ctl_stat_show
+	else
+		not_ok ctl_stat_show "$(head -c 600 "$T_TMP/stat.out")"
+	fi
+	if "$CTL" -s "$T_TMP/control" dev del c >"$T_TMP/ctl.out" 2>&1 &&
+	   wait_until '[ ! -e "$SC" ]' 60; then
+		ok ctl_dev_del
+	else
+		not_ok ctl_dev_del "$(cat "$T_TMP/ctl.out")"
+	fi
+	stop_check ctl_clean_exit ctl
+	# a pcap file is a 24-byte header, then the frames
+	s0=$(stat -c %s "$T_TMP/cap.pcap" 2>/dev/null || echo 0)
+	s1=$(stat -c %s "$T_TMP/cap.pcap.1" 2>/dev/null || echo 0)
+	if [ "$s0" -gt 1000 ] && [ "$s1" -gt 1000 ]; then
+		ok ctl_pcap_per_thread
+	else
+		not_ok ctl_pcap_per_thread "cap.pcap $s0 bytes, cap.pcap.1 $s1 bytes"
+	fi
+else
+	for t in ctl_daemon_started ctl_dev_add ctl_rc_pingpong ctl_stat_show ctl_dev_del \
+		ctl_pcap_per_thread ctl_clean_exit; do
+		not_ok "$t" "daemon did not start: $(tail -n 5 "$T_TMP/ctl.log" | tr '\n' ' ')"
 	done
 fi
 t_done

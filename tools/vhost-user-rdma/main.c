@@ -551,9 +551,13 @@ int main(int argc, char **argv)
 				"with P in percent (0..100)\n", o.fault);
 			goto out;
 		}
-		/* every thread's switch, each injector with the same seed */
+		/* every thread's switch; thread K's injector draws from seed + K
+		 * (thread 0: exactly the seed, as with one thread) */
 		for (unsigned i = 0; i < d.nthreads; i++) {
-			if (sw_set_fault(dthread_sw(&d, i), &fc, fc.port[0] ? fc.port : NULL) < 0) {
+			struct fault_cfg ft = fc;
+
+			ft.seed = fc.seed + i;
+			if (sw_set_fault(dthread_sw(&d, i), &ft, ft.port[0] ? ft.port : NULL) < 0) {
 				fprintf(stderr, "vhost-user-rdma: --fault '%s': cannot apply\n", o.fault);
 				goto out;
 			}
