@@ -184,7 +184,12 @@ static void trunk_ready(struct port *port)
 {
 	struct trunk *t = port->priv;
 
-	t->rx_blocked = false; /* the poller retries */
+	/* The poller retries; our loop may have passed our arm() already
+	 * (ready() can come from a later poller's), so wake it. */
+	if (t->rx_blocked) {
+		t->rx_blocked = false;
+		trunk_kick(t);
+	}
 }
 
 /* Frames from the peer into our switch, until a receiver is busy. */

@@ -283,6 +283,46 @@ static void split_horizon(void)
 	CHECK_EQ(pkt_outstanding(), base);
 }
 
+/* A frame whose payload is a reference into the sender's memory crosses
+ * with its bytes: the far side gets the payload as it was when sent, even
+ * if the memory changes (or goes away) afterwards, and no reference. */
+static void ref_frame_owns_bytes(void)
+{
+	uint64_t base = pkt_outstanding();
+	struct pkt_ref_stats r0, r1;
+	uint8_t payload[1000], want[1000];
+	struct iovec iov[2];
+	struct two w;
+	struct pkt *p;
+
+	REQUIRE(two_init(&w, 0) == 0);
+	pkt_queue_purge(&w.a.q);
+	for (unsigned i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 13 + 5);
+	memcpy(want, payload, sizeof(want));
+	p = frame(w.mb, w.ma, 1);
+	REQUIRE(p);
+	p->len = 64 + sizeof(payload);
+	iov[0] = (struct iovec){ payload, 300 };
+	iov[1] = (struct iovec){ payload + 300, sizeof(payload) - 300 };
+	pkt_ref_attach(p, 64, iov, 2, sizeof(payload));
+	pkt_ref_get_stats(&r0);
+	sw_input(w.s[0], &w.a.port, p);
+	pkt_ref_get_stats(&r1);
+	CHECK_EQ(r1.live, r0.live - 1);
+	memset(payload, 0xee, sizeof(payload)); /* the sender's memory changes */
+	run_both(w.l[0], w.l[1], 4);
+	p = pkt_queue_pop(&w.b.q);
+	REQUIRE(p);
+	CHECK(!(p->flags & PKT_F_PAYLOAD_REF));
+	CHECK_EQ(p->len, 64 + sizeof(want));
+	CHECK_EQ(seq_of(p), 1u);
+	CHECK_MEM(p->data + 64, want, sizeof(want));
+	pkt_free(p);
+	two_fini(&w);
+	CHECK_EQ(pkt_outstanding(), base);
+}
+
 /* ---- RoCE across a trunk: references and runs arrive byte for byte ---- */
 
 #define XBUF (2u << 20)
@@ -493,6 +533,7 @@ int main(void)
 	RUN(order_no_loss);
 	RUN(busy_ready);
 	RUN(split_horizon);
+	RUN(ref_frame_owns_bytes);
 	RUN(roce_across);
 	RUN(threaded);
 	return TEST_DONE();
