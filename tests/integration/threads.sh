@@ -3,7 +3,9 @@
 # threads"): unmodified verbs programs through vrdma-run between two devices
 #
 #   1. on different threads (round robin: dev0 on thread 0, dev1 on thread
-#      1; every frame between them crosses a trunk): ibv_rc_pingpong -c
+#      1; every frame between them crosses a trunk): Ethernet frames through
+#      the drivers' queues (vrdma-netcat, every byte verified, every size),
+#      ibv_rc_pingpong -c
 #      (buffers validated), ib_write_bw / ib_read_bw / ib_send_bw 64 KiB
 #      with 16 QPs, rping -V (rdma_cm, every ping's data verified);
 #   2. both on thread 1 of the same daemon (thread=1 in --device):
@@ -13,6 +15,8 @@
 #      pingpong to it from thread 0 (RC recovers the drops), vrdmactl stat
 #      show and a SIGUSR1 dump while it runs, dev del; one capture file per
 #      thread, both with frames.
+# As root, the first daemon also has a TAP uplink on thread 1
+# (--uplink tap:NAME,thread=1): the host's frames on it are received.
 #
 # Each daemon's final --stats dump: no frame dropped inside the daemon
 # (rx_queue_full and tx_queue_full 0 on both devices, no QP in error, no
@@ -41,14 +45,15 @@ DAEMON_TMO=1200
 asan_preload "$LIB"
 
 ALL_TESTS="x_daemon_started x_rc_pingpong x_write_bw x_read_bw x_send_bw x_rping
-	x_crossed x_no_drops x_clean_exit
+	x_eth_frames x_eth_sweep x_crossed x_no_drops x_clean_exit
 	one_daemon_started one_rc_pingpong one_write_bw one_same_thread one_no_drops one_clean_exit
 	ctl_daemon_started ctl_dev_add ctl_rc_pingpong ctl_stat_show ctl_dev_del ctl_pcap_per_thread
-	ctl_clean_exit"
+	ctl_clean_exit x_uplink_thread1"
 
 reason=""
 CTL="$VRDMA_BUILD/bin/vrdmactl"
-if [ ! -x "$DAEMON" ] || [ ! -x "$RUN" ] || [ ! -e "$LIB" ] || [ ! -x "$CTL" ]; then
+if [ ! -x "$DAEMON" ] || [ ! -x "$RUN" ] || [ ! -e "$LIB" ] || [ ! -x "$CTL" ] ||
+   [ ! -x "$VRDMA_BUILD/bin/vrdma-netcat" ]; then
 	reason="daemon, vrdma-run or libibverbs.so.1 not built"
 else
 	for p in ib_write_bw ib_read_bw ib_send_bw ibv_rc_pingpong rping ss; do
@@ -143,6 +148,36 @@ rping_pair() {
 	fi
 }
 
+NC="$VRDMA_BUILD/bin/vrdma-netcat"
+# exchange NAME FROM_SOCK TO_SOCK TO_MAC COUNT SEED [args]: Ethernet frames
+# through the drivers' queues (vrdma-netcat), every byte verified.
+exchange() {
+	local name=$1 from=$2 to=$3 to_mac=$4 count=$5 seed=$6
+	shift 6
+	local ready="$T_TMP/$name.ready" rpid rc_r rc_s
+	rm -f "$ready"
+	"$NC" --timeout-ms 120000 --socket "$to" --count "$count" --seed "$seed" --ready "$ready" "$@" recv \
+		>"$T_TMP/$name.recv" 2>&1 &
+	rpid=$!
+	if ! wait_for_file "$ready"; then
+		kill "$rpid" 2>/dev/null
+		wait "$rpid" 2>/dev/null
+		not_ok "$name" "receiver did not come up: $(cat "$T_TMP/$name.recv")"
+		return
+	fi
+	"$NC" --timeout-ms 120000 --socket "$from" --count "$count" --seed "$seed" --dst "$to_mac" "$@" send \
+		>"$T_TMP/$name.send" 2>&1
+	rc_s=$?
+	wait "$rpid"
+	rc_r=$?
+	if [ $rc_s -eq 0 ] && [ $rc_r -eq 0 ] && grep -q "received $count frames" "$T_TMP/$name.recv"; then
+		ok "$name"
+	else
+		not_ok "$name" "send rc=$rc_s recv rc=$rc_r:" \
+			"$(cat "$T_TMP/$name.send" "$T_TMP/$name.recv" | tr '\n' ' ')"
+	fi
+}
+
 # last_dump NAME: the daemon's final --stats dump into $T_TMP/NAME.last.
 last_dump() {
 	awk '/^device / { if (!on) { buf = ""; on = 1 } }
@@ -197,10 +232,30 @@ stop_check() {
 COMMON=(-x 1 -F -s 65536 -q 16 -n 50)
 
 # ---- 1. the two devices on different threads ----
+# (as root: a TAP uplink on thread 1 too)
+TAP="vrt$$"
+UP=()
+[ "$(id -u)" -eq 0 ] && UP=(--uplink "tap:$TAP,thread=1")
+MAC_A=02:66:00:00:00:0a
+MAC_B=02:66:00:00:00:0b
 if d_start x --threads 2 \
-	--device "socket=$SA,ip=$IP_A/24,qps=64" \
-	--device "socket=$SB,ip=$IP_B/24,qps=64"; then
+	--device "socket=$SA,mac=$MAC_A,ip=$IP_A/24,qps=64" \
+	--device "socket=$SB,mac=$MAC_B,ip=$IP_B/24,qps=64" "${UP[@]}"; then
 	ok x_daemon_started
+	# the host's frames on the TAP (IPv6 neighbour discovery, MLD once it
+	# is up) come in on thread 1's loop
+	if [ ${#UP[@]} -gt 0 ]; then
+		if ip link set "$TAP" up &&
+		   wait_until '[ "$(d_stats x | awk -v n="$TAP" '"'"'$1 == "uplink" && $2 == n { v = $4 } END { print v + 0 }'"'"')" -gt 0 ]'; then
+			ok x_uplink_thread1
+		else
+			not_ok x_uplink_thread1 "no frame from $TAP"
+		fi
+	else
+		skip x_uplink_thread1 "a TAP uplink needs root"
+	fi
+	exchange x_eth_frames "$SA" "$SB" "$MAC_B" 3000 11
+	exchange x_eth_sweep "$SB" "$SA" "$MAC_A" 2910 13 --window 16 --sweep
 	pingpong x_rc_pingpong
 	bw x_write_bw ib_write_bw "${COMMON[@]}"
 	bw x_read_bw ib_read_bw "${COMMON[@]}"
@@ -216,8 +271,8 @@ if d_start x --threads 2 \
 	fi
 	no_drops x_no_drops x
 else
-	for t in x_daemon_started x_rc_pingpong x_write_bw x_read_bw x_send_bw x_rping x_crossed \
-		x_no_drops x_clean_exit; do
+	for t in x_daemon_started x_eth_frames x_eth_sweep x_rc_pingpong x_write_bw x_read_bw \
+		x_send_bw x_rping x_crossed x_no_drops x_clean_exit x_uplink_thread1; do
 		not_ok "$t" "daemon did not start: $(tail -n 5 "$T_TMP/x.log" | tr '\n' ' ')"
 	done
 fi
