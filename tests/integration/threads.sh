@@ -8,7 +8,8 @@
 #      ibv_rc_pingpong -c
 #      (buffers validated), ib_write_bw / ib_read_bw / ib_send_bw 64 KiB
 #      with 16 QPs, rping -V (rdma_cm, every ping's data verified);
-#   2. both on thread 1 of the same daemon (thread=1 in --device):
+#   2. both on thread 1 of the same daemon (a config file: threads = 2,
+#      thread = 1 in the device sections):
 #      ibv_rc_pingpong -c and ib_write_bw;
 #   3. with the control socket, --pcap and --fault drop=1: a device
 #      hot-plugged onto thread 1 (vrdmactl dev add ... thread=1), a
@@ -45,7 +46,7 @@ DAEMON_TMO=1200
 asan_preload "$LIB"
 
 ALL_TESTS="x_daemon_started x_rc_pingpong x_write_bw x_read_bw x_send_bw x_rping
-	x_eth_frames x_eth_sweep x_crossed x_no_drops x_clean_exit
+	x_seccomp_all_threads x_eth_frames x_eth_sweep x_crossed x_no_drops x_clean_exit
 	one_daemon_started one_rc_pingpong one_write_bw one_same_thread one_no_drops one_clean_exit
 	ctl_daemon_started ctl_dev_add ctl_rc_pingpong ctl_stat_show ctl_dev_del ctl_pcap_per_thread
 	ctl_clean_exit x_uplink_thread1"
@@ -242,6 +243,17 @@ if d_start x --threads 2 \
 	--device "socket=$SA,mac=$MAC_A,ip=$IP_A/24,qps=64" \
 	--device "socket=$SB,mac=$MAC_B,ip=$IP_B/24,qps=64" "${UP[@]}"; then
 	ok x_daemon_started
+	# every thread runs under the system-call filter (installed with TSYNC)
+	n=0 f=0
+	for st in /proc/"${D_PID[x]}"/task/*/status; do
+		n=$((n + 1))
+		[ "$(awk '$1 == "Seccomp:" { print $2 }' "$st")" = 2 ] && f=$((f + 1))
+	done
+	if [ "$n" -ge 2 ] && [ "$f" = "$n" ]; then
+		ok x_seccomp_all_threads
+	else
+		not_ok x_seccomp_all_threads "$f of $n threads filtered"
+	fi
 	# the host's frames on the TAP (IPv6 neighbour discovery, MLD once it
 	# is up) come in on thread 1's loop
 	if [ ${#UP[@]} -gt 0 ]; then
@@ -271,16 +283,32 @@ if d_start x --threads 2 \
 	fi
 	no_drops x_no_drops x
 else
-	for t in x_daemon_started x_eth_frames x_eth_sweep x_rc_pingpong x_write_bw x_read_bw \
+	for t in x_daemon_started x_seccomp_all_threads x_eth_frames x_eth_sweep x_rc_pingpong x_write_bw x_read_bw \
 		x_send_bw x_rping x_crossed x_no_drops x_clean_exit x_uplink_thread1; do
 		not_ok "$t" "daemon did not start: $(tail -n 5 "$T_TMP/x.log" | tr '\n' ' ')"
 	done
 fi
 
 # ---- 2. both devices on thread 1 of a two-thread daemon ----
-if d_start one --threads 2 \
-	--device "socket=$SA,ip=$IP_A/24,qps=64,thread=1" \
-	--device "socket=$SB,ip=$IP_B/24,qps=64,thread=1"; then
+# (from a config file: threads = 2, thread = 1 in each device section)
+cat >"$T_TMP/one.conf" <<EOF
+[global]
+socket-dir = $T_TMP
+control = none
+threads = 2
+[device a]
+socket = $SA
+ip = $IP_A/24
+qps = 64
+thread = 1
+[device b]
+socket = $SB
+ip = $IP_B/24
+qps = 64
+thread = 1
+EOF
+chmod 0644 "$T_TMP/one.conf"
+if d_start one --config "$T_TMP/one.conf"; then
 	ok one_daemon_started
 	pingpong one_rc_pingpong
 	bw one_write_bw ib_write_bw "${COMMON[@]}"

@@ -58,49 +58,6 @@ static void dev_free_on(struct daemon *d, unsigned thread, struct netdev_port *n
 	dthread_run(d, thread, dev_free_cb, &c);
 }
 
-/* Take "thread=K" out of a --device string (out: the rest). *thread is -1
- * without one. Returns 0 or -EINVAL. */
-static int spec_take_thread(const struct daemon *d, const char *spec, char *out, size_t outlen,
-			    int *thread)
-{
-	const char *p = spec;
-	size_t o = 0;
-
-	*thread = -1;
-	out[0] = '\0';
-	while (*p) {
-		const char *e = strchr(p, ',');
-		size_t n = e ? (size_t)(e - p) : strlen(p);
-
-		if (n > 7 && !strncmp(p, "thread=", 7)) {
-			char num[16], *end;
-			unsigned long v;
-
-			if (n - 7 >= sizeof(num))
-				return -EINVAL;
-			memcpy(num, p + 7, n - 7);
-			num[n - 7] = '\0';
-			errno = 0;
-			v = strtoul(num, &end, 10);
-			if (errno || *end || v >= d->nthreads)
-				return -EINVAL;
-			*thread = (int)v;
-		} else {
-			if (o + n + 2 > outlen)
-				return -EINVAL;
-			if (o)
-				out[o++] = ',';
-			memcpy(out + o, p, n);
-			o += n;
-			out[o] = '\0';
-		}
-		p += n;
-		if (*p == ',')
-			p++;
-	}
-	return 0;
-}
-
 int daemon_socket_perms(const struct daemon *d, const char *path)
 {
 	if (d->socket_gid != (gid_t)-1 && chown(path, (uid_t)-1, d->socket_gid) < 0)
@@ -197,20 +154,21 @@ int daemon_dev_add(struct daemon *d, const char *name, const char *spec, bool fr
 {
 	struct netdev_cfg cfg;
 	struct dev_call c = { .d = d, .cfg = &cfg };
-	char msg[256], rest[2 * MCONF_SPEC_MAX];
+	char msg[256];
 	int rc, thread;
 
 	if (d->ndevs == MAX_DEVICES) {
 		snprintf(err, errlen, "at most %d devices", MAX_DEVICES);
 		return -ENOSPC;
 	}
-	if (spec_take_thread(d, spec, rest, sizeof(rest), &thread) < 0) {
-		snprintf(err, errlen, "'%s': thread=K with K below --threads (%u)", spec,
-			 d->nthreads);
+	if (netdev_parse_cfg(spec, d->next_index, &cfg, msg, sizeof(msg)) < 0) {
+		snprintf(err, errlen, "'%s': %s", spec, msg);
 		return -EINVAL;
 	}
-	if (netdev_parse_cfg(rest, d->next_index, &cfg, msg, sizeof(msg)) < 0) {
-		snprintf(err, errlen, "'%s': %s", spec, msg);
+	thread = cfg.thread;
+	if (thread >= (int)d->nthreads) {
+		snprintf(err, errlen, "'%s': thread=%d, but there are %u threads (--threads)", spec,
+			 thread, d->nthreads);
 		return -EINVAL;
 	}
 	/* round robin in the order devices come, unless pinned */

@@ -61,6 +61,8 @@ static void usage(FILE *f)
 "  ip=ADDR[/PREFIX]   IPv4 address (RoCE v2 GID index 1)\n"
 "  ip6=ADDR[/PREFIX]  IPv6 address (RoCE v2 GID index 2)\n"
 "  ttl=N              IPv4 TTL / IPv6 hop limit of RoCE frames, 1..255 (default 64)\n"
+"  thread=K           loop thread of the device, below --threads (default:\n"
+"                     round robin)\n"
 "  vlan=ID            802.1Q VLAN of the RoCE traffic (and its ARP / ND), 1..4094\n"
 "  port-security=on|off  own MAC and addresses only (default on)\n"
 "  mac-change=on|off  the driver may change its MAC (default off)\n"
@@ -115,6 +117,14 @@ static void usage(FILE *f)
 "  -v, --verbose          more logging (repeat for debug)\n"
 "  -q, --quiet            errors only\n"
 "  -h, --help             this text\n");
+}
+
+/* --threads auto */
+static unsigned online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? (unsigned)MIN(n, (long)DAEMON_MAX_THREADS) : 1;
 }
 
 /* --user, --socket-mode, --socket-group, --no-seccomp (privilege.h). */
@@ -245,9 +255,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'T':
 			if (!strcmp(optarg, "auto")) {
-				long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-				o->threads = n > 0 ? (unsigned)MIN(n, (long)DAEMON_MAX_THREADS) : 1;
+				o->threads = online_cpus();
 				break;
 			}
 			errno = 0;
@@ -470,6 +478,10 @@ int main(int argc, char **argv)
 		snprintf(d.socket_dir, sizeof(d.socket_dir), "%s", conf->socket_dir);
 		if (!o.poll_us && conf->poll_us >= 0)
 			o.poll_us = (unsigned)conf->poll_us;
+		if (!o.threads && conf->threads > 0)
+			o.threads = (unsigned)conf->threads;
+		else if (!o.threads && conf->threads < 0)
+			o.threads = online_cpus();
 		if (o.priv.sched_policy < 0 && conf->sched_policy >= 0) {
 			o.priv.sched_policy = conf->sched_policy;
 			o.priv.sched_prio = conf->sched_prio;
