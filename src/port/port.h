@@ -101,6 +101,9 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt);
  * taken. Frames to busy ports are never dropped this way; floods, uplinks
  * and the fault injector keep the plain sw_input semantics. */
 int sw_input_try(struct sw *s, struct port *p, struct pkt *pkt);
+/* The learned port a unicast frame from p would leave by, or NULL (unknown
+ * or group destination, runt). */
+struct port *sw_unicast_port(struct sw *s, const struct port *p, const struct pkt *pkt);
 /* Port p, busy before, has room again: wake the ports it refused (in a
  * rotating order, so no sender is always first). Cheap when none waits. */
 void sw_port_ready(struct sw *s, struct port *p);

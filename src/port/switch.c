@@ -825,6 +825,13 @@ static struct port *sw_unicast_out(struct sw *s, const struct port *in, const st
 	return e ? s->ports[e->port] : NULL;
 }
 
+struct port *sw_unicast_port(struct sw *s, const struct port *p, const struct pkt *pkt)
+{
+	if (!s || !p || !pkt || p->sw != s)
+		return NULL;
+	return sw_unicast_out(s, p, pkt);
+}
+
 int sw_input_try(struct sw *s, struct port *p, struct pkt *pkt)
 {
 	struct port *out;

@@ -53,8 +53,16 @@ struct trunk {
 	int efd;               /* wakes this end's loop */
 	struct loop_poller *poller;
 	struct pkt_queue over; /* our frames beyond the ring, in order */
-	struct pkt *held;      /* from rx, refused by a busy receiver here */
-	bool rx_blocked;       /* held waits for ready() */
+	/* From rx, for busy receivers here: one queue per receiver, so the
+	 * others' frames go on (no head-of-line blocking between tenants). */
+	struct trunk_hold {
+		struct port *to;
+		struct pkt_queue q;
+	} hold[TRUNK_HOLD_DESTS];
+	uint32_t nhold, held;  /* queues in use, frames in them */
+	uint32_t retry_next;   /* the queue retried first next time */
+	struct pkt *stuck;     /* could not be held: the ring waits for ready() */
+	bool retry;            /* ready() came: retry the queues and stuck */
 	bool busy_said;        /* busy() said yes: senders here may wait on us */
 	struct trunk_stats stats;
 };
@@ -179,49 +187,121 @@ static bool trunk_busy(const struct port *port)
 	return true;
 }
 
-/* A receiver on this side that refused our held frame has room. */
+/* A receiver on this side that refused a frame of ours has room. */
 static void trunk_ready(struct port *port)
 {
 	struct trunk *t = port->priv;
 
 	/* The poller retries; our loop may have passed our arm() already
 	 * (ready() can come from a later poller's), so wake it. */
-	if (t->rx_blocked) {
-		t->rx_blocked = false;
+	if (!t->retry) {
+		t->retry = true;
 		trunk_kick(t);
 	}
 }
 
-/* Frames from the peer into our switch, until a receiver is busy. */
+static struct trunk_hold *trunk_hold_of(struct trunk *t, const struct port *to)
+{
+	for (uint32_t i = 0; i < t->nhold; i++)
+		if (t->hold[i].to == to)
+			return &t->hold[i];
+	return NULL;
+}
+
+/* One frame from the ring into our switch, or into its receiver's queue
+ * when that one is busy (or already has frames waiting: order). Returns
+ * false when it could be neither (no queue left, or TRUNK_HOLD_MAX frames
+ * held): the caller keeps it and stops. */
+static bool trunk_rx_one(struct trunk *t, struct pkt *p)
+{
+	struct port *to = sw_unicast_port(t->sw, &t->port, p);
+	struct trunk_hold *h = to ? trunk_hold_of(t, to) : NULL;
+
+	if (!h && sw_input_try(t->sw, &t->port, p) == 0) {
+		t->stats.rx_frames++;
+		return true;
+	}
+	if (!h) {
+		if (!to || t->nhold == TRUNK_HOLD_DESTS)
+			return false;
+		h = &t->hold[t->nhold++];
+		h->to = to;
+		pkt_queue_init(&h->q);
+	}
+	if (t->held >= TRUNK_HOLD_MAX)
+		return false;
+	pkt_queue_push(&h->q, p);
+	t->held++;
+	t->stats.rx_held++;
+	return true;
+}
+
+/* ready() came: each queue into the switch until refused (starting with a
+ * different one each time), emptied queues freed, then the stuck frame. */
+static bool trunk_retry(struct trunk *t)
+{
+	uint32_t n = t->nhold, start = n ? t->retry_next++ % n : 0;
+	bool did = false;
+
+	t->retry = false;
+	for (uint32_t k = 0; k < n; k++) {
+		struct trunk_hold *h = &t->hold[(start + k) % n];
+
+		while (h->q.head) {
+			/* (off the queue first: the switch reuses p->next) */
+			struct pkt *p = pkt_queue_pop(&h->q);
+
+			if (sw_input_try(t->sw, &t->port, p) == -EAGAIN) {
+				p->next = h->q.head; /* back in front */
+				h->q.head = p;
+				if (!h->q.tail)
+					h->q.tail = p;
+				h->q.len++;
+				h->q.pkts += pkt_npkts(p);
+				break;
+			}
+			t->held--;
+			t->stats.rx_frames++;
+			did = true;
+		}
+	}
+	for (uint32_t i = 0; i < t->nhold;) {
+		if (t->hold[i].q.head) {
+			i++;
+			continue;
+		}
+		t->hold[i] = t->hold[--t->nhold];
+	}
+	if (t->stuck) {
+		struct pkt *p = t->stuck;
+
+		t->stuck = NULL;
+		if (!trunk_rx_one(t, p))
+			t->stuck = p;
+		else
+			did = true;
+	}
+	return did;
+}
+
+/* Frames from the peer into our switch (or held per receiver). */
 static bool trunk_rx_run(struct trunk *t)
 {
 	uint32_t n = 0;
 	bool did = false;
 	struct pkt *p;
 
-	if (t->held) {
-		if (t->rx_blocked)
-			return false;
-		p = t->held;
-		t->held = NULL;
-		if (sw_input_try(t->sw, &t->port, p) == -EAGAIN) {
-			t->held = p;
-			t->rx_blocked = true;
-			return false;
-		}
-		t->stats.rx_frames++;
-		did = true;
-	}
+	if (t->retry)
+		did = trunk_retry(t);
+	if (t->stuck)
+		return did;
 	while (n < TRUNK_RX_BATCH && (p = ring_pop(t->rx))) {
 		n++;
 		p->next = NULL;
-		if (sw_input_try(t->sw, &t->port, p) == -EAGAIN) {
-			t->held = p;
-			t->rx_blocked = true;
-			t->stats.rx_held++;
+		if (!trunk_rx_one(t, p)) {
+			t->stuck = p;
 			break;
 		}
-		t->stats.rx_frames++;
 	}
 	/* Room for the peer again: tell it, if it waits. */
 	if (n && atomic_load(&t->rx->tx_wait) && ring_used(t->rx) <= TRUNK_RING_LOW &&
@@ -266,11 +346,11 @@ static bool trunk_arm(void *arg)
 {
 	struct trunk *t = arg;
 
-	if (t->held && !t->rx_blocked)
+	if (t->retry)
 		return true;
 	if (t->busy_said && !trunk_tx_busy(t))
 		return true;
-	if (t->held)
+	if (t->stuck)
 		return false; /* a ready() from our switch wakes us */
 	atomic_store(&t->rx->rx_sleep, true);
 	if (ring_used(t->rx) && atomic_exchange(&t->rx->rx_sleep, false))
@@ -315,7 +395,9 @@ static void trunk_end_free(struct trunk *t)
 		close(t->efd);
 	}
 	pkt_queue_purge(&t->over);
-	pkt_free(t->held);
+	for (uint32_t i = 0; i < t->nhold; i++)
+		pkt_queue_purge(&t->hold[i].q);
+	pkt_free(t->stuck);
 	if (t->rx) {
 		while ((p = ring_pop(t->rx)))
 			pkt_free(p);

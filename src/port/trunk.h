@@ -14,8 +14,9 @@
  * ring is past its high mark is busy, and its switch's senders wait until
  * the far end has drained it to its low mark (sw_port_ready, signalled across
  * through the eventfd); the far end itself enters frames with sw_input_try
- * and stops draining while a receiver on its side is busy, so nothing is
- * dropped inside the process. Split horizon: a frame that came in on a trunk
+ * and holds those a busy receiver on its side refuses (per receiver,
+ * bounded; beyond the bound it stops draining), so nothing is dropped
+ * inside the process. Split horizon: a frame that came in on a trunk
  * never leaves on another one (the switch checks port.trunk).
  */
 #ifndef VRDMA_PORT_TRUNK_H
@@ -37,6 +38,12 @@ struct trunk;
 #define TRUNK_RING_LOW 256u
 /* Frames one end takes from its ring per poll. */
 #define TRUNK_RX_BATCH 256u
+/* The far end holds frames for busy receivers on its side in a queue per
+ * receiver (at most TRUNK_HOLD_DESTS receivers, TRUNK_HOLD_MAX frames), so
+ * one busy tenant does not stop the frames to the others; beyond that it
+ * stops taking from the ring, which then fills and makes the trunk busy. */
+#define TRUNK_HOLD_DESTS 16u
+#define TRUNK_HOLD_MAX 2048u
 
 struct trunk_stats {
 	uint64_t tx_frames;   /* frames put on the ring */
@@ -44,7 +51,7 @@ struct trunk_stats {
 	uint64_t tx_busy;     /* busy() answers true */
 	uint64_t tx_runs;     /* runs that crossed (payload filled) */
 	uint64_t rx_frames;   /* frames taken from the ring into the switch */
-	uint64_t rx_held;     /* frames refused by a busy receiver, retried */
+	uint64_t rx_held;     /* frames held for a busy receiver, retried */
 	uint64_t kicks;       /* eventfd writes to the far end */
 };
 
