@@ -59,7 +59,7 @@ struct trunk {
 		struct port *to;
 		struct pkt_queue q;
 	} hold[TRUNK_HOLD_DESTS];
-	uint32_t nhold, held;  /* queues in use, frames in them */
+	uint32_t nhold, held;  /* queues in use, packets in them */
 	uint32_t retry_next;   /* the queue retried first next time */
 	struct pkt *stuck;     /* could not be held: the ring waits for ready() */
 	bool retry;            /* ready() came: retry the queues and stuck */
@@ -228,10 +228,10 @@ static bool trunk_rx_one(struct trunk *t, struct pkt *p)
 		h->to = to;
 		pkt_queue_init(&h->q);
 	}
-	if (t->held >= TRUNK_HOLD_MAX)
+	if (t->held + pkt_npkts(p) > TRUNK_HOLD_MAX && t->held)
 		return false;
 	pkt_queue_push(&h->q, p);
-	t->held++;
+	t->held += pkt_npkts(p);
 	t->stats.rx_held++;
 	return true;
 }
@@ -260,7 +260,7 @@ static bool trunk_retry(struct trunk *t)
 				h->q.pkts += pkt_npkts(p);
 				break;
 			}
-			t->held--;
+			t->held -= pkt_npkts(p);
 			t->stats.rx_frames++;
 			did = true;
 		}

@@ -39,11 +39,11 @@ struct trunk;
 /* Frames one end takes from its ring per poll. */
 #define TRUNK_RX_BATCH 256u
 /* The far end holds frames for busy receivers on its side in a queue per
- * receiver (at most TRUNK_HOLD_DESTS receivers, TRUNK_HOLD_MAX frames), so
+ * receiver (at most TRUNK_HOLD_DESTS receivers, TRUNK_HOLD_MAX packets), so
  * one busy tenant does not stop the frames to the others; beyond that it
  * stops taking from the ring, which then fills and makes the trunk busy. */
 #define TRUNK_HOLD_DESTS 16u
-#define TRUNK_HOLD_MAX 2048u
+#define TRUNK_HOLD_MAX 512u
 
 struct trunk_stats {
 	uint64_t tx_frames;   /* frames put on the ring */
