@@ -230,7 +230,10 @@ stop_check() {
 	last_dump "$name"
 }
 
-COMMON=(-x 1 -F -s 65536 -q 16 -n 50)
+# -u 20: a 4 s transport timeout, so that a daemon slowed down many times
+# (ThreadSanitizer on a busy machine) does not run out of retries; the
+# checks are about data, completions and drops, not speed
+COMMON=(-x 1 -F -s 65536 -q 16 -n 50 -u 20)
 
 # ---- 1. the two devices on different threads ----
 # (as root: a TAP uplink on thread 1 too)
