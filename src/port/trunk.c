@@ -4,11 +4,11 @@
  *
  * Each direction is a ring written by one thread (the end whose switch
  * sends) and read by the other. head and tail are C11 atomics: the producer
- * publishes a slot with a release store of tail, the consumer frees it with
- * a release store of head. Wake-ups use a flag per direction and side and
- * sequentially consistent operations on both sides (store the flag, then
- * look at the ring again), so a wake-up is never lost and, while both sides
- * are busy, no eventfd is written at all.
+ * publishes a slot with a store of tail, the consumer frees it with a store
+ * of head. Wake-ups use a flag per direction and side; each side stores
+ * (the index, or the flag) and then loads (the flag, or the index), all
+ * sequentially consistent, so one of the two always sees the other and a
+ * wake-up is never lost; while both sides are busy no eventfd is written.
  */
 #include "port/trunk.h"
 
@@ -67,10 +67,12 @@ struct trunk {
 	struct trunk_stats stats;
 };
 
+/* (Sequentially consistent, as are the index stores: with the flags that
+ * is the store-then-load pattern on both sides that makes a lost wake-up
+ * impossible; acquire / release alone allow the store after the load.) */
 static inline uint32_t ring_used(struct trunk_ring *r)
 {
-	return atomic_load_explicit(&r->tail, memory_order_acquire) -
-	       atomic_load_explicit(&r->head, memory_order_acquire);
+	return atomic_load(&r->tail) - atomic_load(&r->head);
 }
 
 /* Producer side: put p on the ring if there is room. */
@@ -82,7 +84,7 @@ static bool ring_push(struct trunk_ring *r, struct pkt *p)
 	if (t - h >= TRUNK_RING_SLOTS)
 		return false;
 	r->slot[t & (TRUNK_RING_SLOTS - 1)] = p;
-	atomic_store_explicit(&r->tail, t + 1, memory_order_release);
+	atomic_store(&r->tail, t + 1);
 	return true;
 }
 
@@ -96,7 +98,7 @@ static struct pkt *ring_pop(struct trunk_ring *r)
 	if (h == t)
 		return NULL;
 	p = r->slot[h & (TRUNK_RING_SLOTS - 1)];
-	atomic_store_explicit(&r->head, h + 1, memory_order_release);
+	atomic_store(&r->head, h + 1);
 	return p;
 }
 
