@@ -10,7 +10,8 @@
 #      with 16 QPs, rping -V (rdma_cm, every ping's data verified);
 #   2. both on thread 1 of the same daemon (a config file: threads = 2,
 #      thread = 1 in the device sections):
-#      ibv_rc_pingpong -c and ib_write_bw;
+#      ibv_rc_pingpong -c and ib_write_bw; then SIGHUP with a third device
+#      on thread 0 in the file (a pingpong to it), and SIGHUP without it;
 #   3. with the control socket, --pcap and --fault drop=1: a device
 #      hot-plugged onto thread 1 (vrdmactl dev add ... thread=1), a
 #      pingpong to it from thread 0 (RC recovers the drops), vrdmactl stat
@@ -47,7 +48,8 @@ asan_preload "$LIB"
 
 ALL_TESTS="x_daemon_started x_rc_pingpong x_write_bw x_read_bw x_send_bw x_rping
 	x_seccomp_all_threads x_eth_frames x_eth_sweep x_crossed x_no_drops x_clean_exit
-	one_daemon_started one_rc_pingpong one_write_bw one_same_thread one_no_drops one_clean_exit
+	one_daemon_started one_rc_pingpong one_write_bw one_reload_pingpong one_reload one_same_thread
+	one_no_drops one_clean_exit
 	ctl_daemon_started ctl_dev_add ctl_rc_pingpong ctl_stat_show ctl_dev_del ctl_pcap_per_thread
 	ctl_clean_exit x_uplink_thread1"
 
@@ -315,21 +317,35 @@ if d_start one --config "$T_TMP/one.conf"; then
 	ok one_daemon_started
 	pingpong one_rc_pingpong
 	bw one_write_bw ib_write_bw "${COMMON[@]}"
+	d_stats one >"$T_TMP/onemid.last" # (thread 0 has had nothing to forward so far)
+	# SIGHUP with a device added on thread 0, then removed again
+	cp "$T_TMP/one.conf" "$T_TMP/one.base"
+	printf '[device c]\nsocket = %s\nip = 10.66.0.3/24\nthread = 0\n' "$T_TMP/c2.sock" \
+		>>"$T_TMP/one.conf"
+	kill -HUP "${D_PID[one]}"
+	if wait_until '[ -S "$T_TMP/c2.sock" ]' &&
+	   SB="$T_TMP/c2.sock" pingpong one_reload_pingpong &&
+	   cp "$T_TMP/one.base" "$T_TMP/one.conf" && kill -HUP "${D_PID[one]}" &&
+	   wait_until '[ ! -e "$T_TMP/c2.sock" ]'; then
+		ok one_reload
+	else
+		not_ok one_reload "$(tail -n 5 "$T_TMP/one.log")"
+	fi
 	stop_check one_clean_exit one
-	f0=$(fwd0 one)
-	f1=$(fwd1 one)
+	f0=$(fwd0 onemid)
+	f1=$(fwd1 onemid)
 	# thread 0 has no device: its switch sees nothing but what the trunk
 	# floods to it (ARP)
 	if [ -n "$f1" ] && [ "$f1" -gt 10000 ] && [ -n "$f0" ] && [ "$f0" -eq 0 ]; then
 		ok one_same_thread
 	else
 		not_ok one_same_thread "thread 0 forwarded '$f0', thread 1 '$f1'"
-		sed 's/^/#   /' "$T_TMP/one.last"
+		sed 's/^/#   /' "$T_TMP/onemid.last"
 	fi
 	no_drops one_no_drops one
 else
-	for t in one_daemon_started one_rc_pingpong one_write_bw one_same_thread one_no_drops \
-		one_clean_exit; do
+	for t in one_daemon_started one_rc_pingpong one_write_bw one_reload_pingpong one_reload \
+		one_same_thread one_no_drops one_clean_exit; do
 		not_ok "$t" "daemon did not start: $(tail -n 5 "$T_TMP/one.log" | tr '\n' ' ')"
 	done
 fi
