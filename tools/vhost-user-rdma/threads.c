@@ -50,6 +50,7 @@ struct dthread {
 	struct dcall *head, **tail;
 	bool park_req;           /* thread 0 wants it parked */
 	bool parked;
+	bool exited;             /* its loop ended: calls run on the caller */
 };
 
 /* Run the queued calls; with the lock held (dropped around each call). */
@@ -110,6 +111,14 @@ static void *dthread_main(void *arg)
 	pthread_setname_np(pthread_self(), name);
 	if (loop_run(t->loop) < 0)
 		LOG_ERR("thread %u: loop failed", t->idx);
+	/* Nothing here runs any more: what is queued, and what comes, runs
+	 * on the caller (stopping never waits for a dead loop). */
+	pthread_mutex_lock(&t->lock);
+	dthread_drain(t);
+	t->exited = true;
+	t->parked = true;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
 	return NULL;
 }
 
@@ -123,6 +132,11 @@ void dthread_run(struct daemon *d, unsigned idx, void (*fn)(void *), void *arg)
 		return;
 	}
 	pthread_mutex_lock(&t->lock);
+	if (t->exited) {
+		pthread_mutex_unlock(&t->lock);
+		fn(arg);
+		return;
+	}
 	*t->tail = &c;
 	t->tail = &c.next;
 	pthread_cond_broadcast(&t->cond); /* a parked thread runs it at once */
@@ -167,6 +181,8 @@ void dthread_resume_all(struct daemon *d)
 			continue;
 		pthread_mutex_lock(&t->lock);
 		t->park_req = false;
+		if (t->exited)
+			t->parked = true; /* stays "parked": it never runs again */
 		pthread_cond_broadcast(&t->cond);
 		pthread_mutex_unlock(&t->lock);
 	}
