@@ -55,10 +55,10 @@ struct trunk_stats {
 	uint64_t kicks;       /* eventfd writes to the far end */
 };
 
-/* A trunk between switch a (on loop la) and switch b (on loop lb); the
- * ports are named "trunkA-B" and attached. Call from the thread that owns
- * both (before the loops run), or from each owner for its end after
- * trunk_attach (not used). Returns 0 or -errno; *ea and *eb are the ends. */
+/* A trunk between switch a (on loop la, thread number ia) and switch b (on
+ * loop lb, ib); the ports are named "trunkIA-IB" / "trunkIB-IA" and
+ * attached. Call before either loop runs. Returns 0 or -errno; *ea and *eb
+ * are the ends. */
 int trunk_new(struct sw *a, struct loop *la, unsigned ia, struct sw *b, struct loop *lb,
 	      unsigned ib, struct trunk **ea, struct trunk **eb);
 /* Detach and free both ends: the loops must no longer run (frames still in
