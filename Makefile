@@ -6,6 +6,7 @@
 #   make demo       install what is missing, build, start a backend with two
 #                   devices and run a program through them
 #   make asan       the ASan+UBSan build in build/asan
+#   make tsan       the daemon and test_trunk with ThreadSanitizer in build/tsan
 #   make fuzz       libFuzzer targets in build/fuzz
 #   make fuzz-soak  every fuzz target FUZZ_SECONDS (600) each, corpora merged back
 #   make clean
@@ -47,6 +48,12 @@ ifeq ($(SANITIZE),1)
 CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	   -fno-omit-frame-pointer -DVRDMA_SANITIZE=1
 LDFLAGS += -fsanitize=address,undefined
+endif
+
+# ThreadSanitizer (make tsan): the daemon and the unit tests in build/tsan
+ifeq ($(SANITIZE),thread)
+CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer -DVRDMA_SANITIZE=1 -Wno-tsan
+LDFLAGS += -fsanitize=thread
 endif
 
 Q := @
@@ -97,7 +104,7 @@ ifneq ($(DEVFILES_SRCS),)
 ALL_TARGETS += $(DEVFILES_SO) $(FAKE_DEVFILES_SO)
 endif
 
-.PHONY: all build asan fuzz fuzz-soak test demo clean deps deps-build deps-test deps-demo qemu \
+.PHONY: all build asan tsan fuzz fuzz-soak test demo clean deps deps-build deps-test deps-demo qemu \
 	depcheck install uninstall
 # Keep object files that pattern rules produce (else make deletes them as
 # intermediates and rebuilds every tool each time).
@@ -205,6 +212,12 @@ $(FAKE_DEVFILES_SO): $(call obj,$(DEVFILES_SRCS) $(FAKE_DEVFILES_SRCS))
 asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build/asan SANITIZE=1 all
 
+# The daemon and the unit tests with ThreadSanitizer (--threads; programs
+# under vrdma-run keep the plain libraries).
+tsan:
+	$(Q)$(MAKE) --no-print-directory BUILD=build/tsan SANITIZE=thread \
+		build/tsan/bin/vhost-user-rdma build/tsan/tests/test_trunk
+
 # libFuzzer targets: the library sources rebuilt with clang and coverage.
 FUZZ_BUILD := build/fuzz
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
@@ -242,7 +255,8 @@ test: deps-test
 	$(Q)$(MAKE) --no-print-directory asan
 	$(Q)$(MAKE) --no-print-directory fuzz
 	$(Q)$(MAKE) --no-print-directory qemu
-	$(Q)tests/run.sh --flavour build --flavour build/asan --fuzz $(FUZZ_BUILD)
+	$(Q)$(MAKE) --no-print-directory tsan
+	$(Q)tests/run.sh --flavour build --flavour build/asan --tsan build/tsan --fuzz $(FUZZ_BUILD)
 
 # QEMU 10 with the vhost-user device for guest_vm.sh and guest_pair.sh: built once (about 11
 # minutes on 2 cores), cached in /var/cache/vrdma keyed by version and patch.

@@ -28,7 +28,9 @@ devs=()
 for ((i = 0; i < 2; i++)); do
 	devs+=(--device "socket=$tmp/d$i.sock,ip=10.71.$((i / 200)).$((i % 200 + 1))/16,qps=1040,cqs=64")
 done
-"$bin/vhost-user-rdma" -q --pidfile "$tmp/pid" "${devs[@]}" >"$tmp/daemon.log" 2>&1 &
+# VRDMA_THREADS=N: --threads N (the two devices round robin: on two threads)
+"$bin/vhost-user-rdma" -q --pidfile "$tmp/pid" ${VRDMA_THREADS:+--threads "$VRDMA_THREADS"} \
+	"${devs[@]}" >"$tmp/daemon.log" 2>&1 &
 pids+=($!)
 for ((i = 0; i < 400; i++)); do [ -s "$tmp/pid" ] && break; sleep 0.05; done
 [ -s "$tmp/pid" ] || { echo "scale: daemon did not start" >&2; exit 1; }

@@ -8,6 +8,9 @@
 #                   tests/integration/*.sh are run against it
 #   --fuzz DIR      the DIR/fuzz_* target of every fuzz/fuzz_*.c runs for
 #                   --fuzz-seconds
+#   --tsan DIR      the ThreadSanitizer build (make tsan): DIR/tests/test_trunk,
+#                   and tests/integration/threads.sh with DIR's daemon
+#                   (VRDMA_DAEMON) and the first flavour's programs
 # A program whose source exists but which is missing from DIR is a failure.
 #
 # A test program prints "ok NAME", "not ok NAME" or "skip NAME: why" lines
@@ -19,12 +22,14 @@ cd "$top"
 
 flavours=()
 fuzzdir=""
+tsandir=""
 fuzz_seconds=${VRDMA_FUZZ_SECONDS:-15}
 only=${VRDMA_TEST_ONLY:-}
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--flavour) flavours+=("$2"); shift 2 ;;
 	--fuzz) fuzzdir="$2"; shift 2 ;;
+	--tsan) tsandir="$2"; shift 2 ;;
 	--fuzz-seconds) fuzz_seconds="$2"; shift 2 ;;
 	--only) only="$2"; shift 2 ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
@@ -102,6 +107,21 @@ for fl in "${flavours[@]}"; do
 		run_one "$name/$b" 900 bash "$t"
 	done
 done
+
+if [ -n "$tsandir" ]; then
+	export VRDMA_BUILD="$top/${flavours[0]}"
+	export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0:second_deadlock_stack=1}
+	for b in test_trunk; do
+		[ -n "$only" ] && ! [[ "$b" =~ $only ]] && continue
+		missing "tsan/$b" "$tsandir/tests/$b" && continue
+		run_one "tsan/$b" 600 "$tsandir/tests/$b"
+	done
+	if [ -z "$only" ] || [[ threads =~ $only ]]; then
+		missing "tsan/threads" "$tsandir/bin/vhost-user-rdma" ||
+			VRDMA_DAEMON="$top/$tsandir/bin/vhost-user-rdma" run_one "tsan/threads" 900 \
+				bash tests/integration/threads.sh
+	fi
+fi
 
 if [ -n "$fuzzdir" ]; then
 	for src in fuzz/fuzz_*.c; do

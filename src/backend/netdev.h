@@ -36,6 +36,7 @@ struct netdev_cfg {
 	uint16_t mtu;            /* Ethernet MTU (IP packet size) */
 	uint8_t ttl;             /* RoCE IPv4 TTL / IPv6 hop limit (0: 64) */
 	uint16_t vlan_id;        /* RoCE frames 802.1Q-tagged (0: untagged) */
+	int thread;              /* thread=K: the daemon's loop thread (-1: round robin) */
 	uint32_t max_qps;        /* config max_rdma_qps */
 	uint32_t max_cqs;        /* config max_rdma_cqs */
 	bool roce;               /* offer VIRTIO_NET_F_ROCE */
@@ -58,6 +59,8 @@ struct netdev_cfg {
 #define NETDEV_MODEL_VIRTIO_RDMA 1
 
 /* Defaults for cfg fields not given on the command line. */
+/* thread=K at most (the daemon checks K against its --threads) */
+#define NETDEV_THREAD_MAX 63
 #define NETDEV_DEFAULT_MTU 1500
 #define NETDEV_DEFAULT_QPS 1024
 #define NETDEV_DEFAULT_CQS 1024

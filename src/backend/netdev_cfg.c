@@ -88,6 +88,7 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->index = index;
+	cfg->thread = -1;
 	cfg->mtu = NETDEV_DEFAULT_MTU;
 	cfg->max_qps = NETDEV_DEFAULT_QPS;
 	cfg->max_cqs = NETDEV_DEFAULT_CQS;
@@ -146,6 +147,13 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 				break;
 			}
 			cfg->ttl = (uint8_t)v;
+		} else if (!strcmp(tok, "thread")) {
+			if (parse_u32(val, 0, NETDEV_THREAD_MAX, &v) < 0) {
+				rc = cfg_err(err, errlen, "thread '%s': expected 0..%d", val,
+					     NETDEV_THREAD_MAX);
+				break;
+			}
+			cfg->thread = (int)v;
 		} else if (!strcmp(tok, "vlan")) {
 			if (parse_u32(val, 1, 4094, &v) < 0) {
 				rc = cfg_err(err, errlen, "vlan '%s': expected 1..4094", val);
@@ -218,7 +226,7 @@ int netdev_parse_cfg(const char *spec, unsigned index, struct netdev_cfg *cfg,
 				break;
 			}
 		} else {
-			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, ttl, vlan, mtu, qps, cqs, roce, ext, srqs, contexts, model, %s)",
+			rc = cfg_err(err, errlen, "unknown key '%s' (socket, mac, ip, ip6, ttl, vlan, thread, mtu, qps, cqs, roce, ext, srqs, contexts, model, %s)",
 				     tok, NETDEV_SEC_KEYS);
 			break;
 		}

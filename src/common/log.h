@@ -31,11 +31,11 @@ bool vlog_ratelimit(unsigned long long *last_ns, unsigned *burst);
 #define LOG_DEBUG(...) do { if (vlog_level >= VLOG_DEBUG) vlog(VLOG_DEBUG, __VA_ARGS__); } while (0)
 
 /* Rate-limited warning for peer-caused errors: a flood of bad input cannot
- * flood the log. */
+ * flood the log (a limit per loop thread: no shared state). */
 #define LOG_PEER(...)                                                          \
 	do {                                                                   \
-		static unsigned long long vlog_rl_last_;                       \
-		static unsigned vlog_rl_burst_;                                \
+		static __thread unsigned long long vlog_rl_last_;              \
+		static __thread unsigned vlog_rl_burst_;                       \
 		if (vlog_level >= VLOG_WARN &&                                 \
 		    vlog_ratelimit(&vlog_rl_last_, &vlog_rl_burst_))           \
 			vlog(VLOG_WARN, __VA_ARGS__);                          \

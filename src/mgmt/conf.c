@@ -22,7 +22,7 @@
  * from --device or hot-plugged. */
 static const char *const device_keys[] = {
 	"socket", "mac", "ip", "ip6", "mtu", "qps", "cqs", "roce", "ext", "srqs", "contexts",
-	"vlan", "ttl", "port-security", "mac-change", "allow-ip", "mem", "state-mem",
+	"vlan", "ttl", "port-security", "mac-change", "allow-ip", "mem", "state-mem", "thread",
 };
 #define NDEVKEYS (sizeof(device_keys) / sizeof(device_keys[0]))
 
@@ -187,6 +187,16 @@ static int global_key(struct mconf *c, const char *key, const char *val, unsigne
 		c->poll_us = (int)v;
 		return 0;
 	}
+	if (!strcmp(key, "threads")) {
+		if (!strcmp(val, "auto")) {
+			c->threads = -1;
+			return 0;
+		}
+		if (parse_uint(val, 64, &v) < 0 || !v)
+			return conf_err(err, errlen, line, "threads '%s': expected 1..64 or auto", val);
+		c->threads = (int)v;
+		return 0;
+	}
 	if (!strcmp(key, "sched")) {
 		if (mconf_parse_sched(val, &c->sched_policy, &c->sched_prio) < 0)
 			return conf_err(err, errlen, line, "sched '%s': expected other, fifo[:1..99] or rr[:1..99]", val);
@@ -206,7 +216,7 @@ static int global_key(struct mconf *c, const char *key, const char *val, unsigne
 				line, key);
 	}
 	return conf_err(err, errlen, line, "unknown key '%s' in [global] (socket-dir, socket-mode, "
-			"socket-group, control, poll-us, sched, pcap, fault, uplink)", key);
+			"socket-group, control, poll-us, threads, sched, pcap, fault, uplink)", key);
 }
 
 /* SPEC = HEAD + ",KEY=VAL" (allow-ip: one ",allow-ip=X" per space-separated

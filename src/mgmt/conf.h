@@ -36,6 +36,7 @@ struct mconf {
 	char socket_group[MCONF_NAME_MAX]; /* "" not set; a name or a number */
 	char control[MCONF_PATH_MAX];      /* "" none */
 	int poll_us;                 /* -1: not set */
+	int threads;                 /* 0: not set; "auto": -1 */
 	int sched_policy;            /* -1: not set; SCHED_OTHER, SCHED_FIFO or SCHED_RR */
 	int sched_prio;              /* 1..99 with FIFO and RR */
 	char pcap[256];

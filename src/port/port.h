@@ -67,6 +67,10 @@ struct port {
 	 * (PKT_F_LOCAL_ICRC_SKIPPED): a device whose RoCE engine is in this
 	 * process. Every other port gets the ICRC filled in first. */
 	bool icrc_skip_ok;
+	/* One end of a trunk to another thread's switch (port/trunk.h): a
+	 * frame from one trunk never leaves by another (split horizon), and
+	 * the fault injector and the capture saw it on its first switch. */
+	bool trunk;
 	uint16_t mac_limit;   /* learned MACs at most (0 = SW_PORT_MAC_MAX) */
 	char name[32];
 	struct port_stats stats;
@@ -97,6 +101,9 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt);
  * taken. Frames to busy ports are never dropped this way; floods, uplinks
  * and the fault injector keep the plain sw_input semantics. */
 int sw_input_try(struct sw *s, struct port *p, struct pkt *pkt);
+/* The learned port a unicast frame from p would leave by, or NULL (unknown
+ * or group destination, runt). */
+struct port *sw_unicast_port(struct sw *s, const struct port *p, const struct pkt *pkt);
 /* Port p, busy before, has room again: wake the ports it refused (in a
  * rotating order, so no sender is always first). Cheap when none waits. */
 void sw_port_ready(struct sw *s, struct port *p);
@@ -129,6 +136,8 @@ struct sw_stats {
 	/* Flow control: frames refused by sw_input_try (left with the sender)
 	 * and wake-ups of waiting senders. */
 	uint64_t held_busy, woken;
+	/* From a trunk to a trunk (split horizon, port.trunk). */
+	uint64_t dropped_horizon;
 };
 const struct sw_stats *sw_get_stats(const struct sw *s);
 

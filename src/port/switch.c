@@ -492,7 +492,7 @@ int sw_attach(struct sw *s, struct port *p)
 	p->sw = s;
 	s->ports[id] = p;
 	s->list[s->nports++] = p;
-	s->port_fault[id] = sw_fault_for_name(s, p->name);
+	s->port_fault[id] = p->trunk ? NULL : sw_fault_for_name(s, p->name);
 	return 0;
 }
 
@@ -618,7 +618,7 @@ static void sw_flood(struct sw *s, struct pkt *pkt, const struct port *in)
 		struct port *o = s->list[i];
 		struct pkt *c;
 
-		if (o == in)
+		if (o == in || (in->trunk && o->trunk))
 			continue;
 		if (last) {
 			c = pkt_clone(pkt);
@@ -677,6 +677,11 @@ static void sw_forward(struct sw *s, struct pkt *pkt)
 	}
 	if (out == in && !in->hairpin) {
 		s->stats->dropped_hairpin += pkt_npkts(pkt);
+		pkt_free(pkt);
+		return;
+	}
+	if (unlikely(in->trunk && out->trunk)) {
+		s->stats->dropped_horizon += pkt_npkts(pkt);
 		pkt_free(pkt);
 		return;
 	}
@@ -762,6 +767,14 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 		pkt_free(pkt);
 		return;
 	}
+	if (unlikely(p->trunk)) {
+		/* captured and fault-injected on the switch it entered first */
+		p->stats.rx_frames += pkt_npkts(pkt);
+		p->stats.rx_bytes += pkt_wire_len(pkt);
+		pkt->in_port = p->id;
+		sw_forward(s, pkt);
+		return;
+	}
 	if (unlikely(pkt->flags & PKT_F_RUN) && (s->pcap || s->port_pcap[p->id])) {
 		/* a capture sees real frames */
 		sw_split(s, SPLIT_INPUT, p, pkt);
@@ -810,6 +823,13 @@ static struct port *sw_unicast_out(struct sw *s, const struct port *in, const st
 		return NULL;
 	e = sw_dst_find(s, in->id, mac_key(pkt->data));
 	return e ? s->ports[e->port] : NULL;
+}
+
+struct port *sw_unicast_port(struct sw *s, const struct port *p, const struct pkt *pkt)
+{
+	if (!s || !p || !pkt || p->sw != s)
+		return NULL;
+	return sw_unicast_out(s, p, pkt);
 }
 
 int sw_input_try(struct sw *s, struct port *p, struct pkt *pkt)
@@ -897,7 +917,7 @@ static void sw_refresh_port_faults(struct sw *s)
 	for (uint32_t i = 0; i < s->nports; i++) {
 		struct port *p = s->list[i];
 
-		s->port_fault[p->id] = sw_fault_for_name(s, p->name);
+		s->port_fault[p->id] = p->trunk ? NULL : sw_fault_for_name(s, p->name);
 	}
 }
 

@@ -24,6 +24,7 @@
 #include "vhost/vhost_mem.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <pthread.h>
@@ -322,19 +323,23 @@ void vhost_mem_init(struct vhost_mem *m)
 	m->fault_fd = -1;
 }
 
-static void (*vm_unmap_hook)(void);
+/* Set by every transport (one value); atomic: transports start on several
+ * loop threads. */
+static void (*_Atomic vm_unmap_hook)(void);
 
 void vhost_mem_set_unmap_hook(void (*fn)(void))
 {
-	vm_unmap_hook = fn;
+	atomic_store_explicit(&vm_unmap_hook, fn, memory_order_relaxed);
 }
 
 /* Unmap and free a region whose last reference went away. */
 static void vhost_mem_region_free(struct vhost_mem_region *r)
 {
 	/* Whoever still points into the mapping copies out first. */
-	if (vm_unmap_hook)
-		vm_unmap_hook();
+	void (*hook)(void) = atomic_load_explicit(&vm_unmap_hook, memory_order_relaxed);
+
+	if (hook)
+		hook();
 	/* No fix-ups for an address that may be reused after munmap. */
 	if (r->guard >= 0)
 		vm_guard_del(r->guard);

@@ -130,15 +130,19 @@ static void show_rdevs(struct daemon *d, const struct ctl_req *r, struct kvw *k)
 
 static void show_switch(struct daemon *d, struct kvw *k)
 {
-	const struct sw_stats *s = sw_get_stats(d->sw);
-
 	kvw_list_begin(k, "switch");
-	kvw_obj_begin(k);
-	kvw_u64(k, "forwarded", s->forwarded);
-	kvw_u64(k, "flooded", s->flooded);
-	kvw_u64(k, "dropped_no_port", s->dropped_no_port);
-	kvw_u64(k, "fault_dropped", s->fault_dropped);
-	kvw_obj_end(k);
+	for (unsigned i = 0; i < d->nthreads; i++) {
+		const struct sw_stats *s = sw_get_stats(dthread_sw(d, i));
+
+		kvw_obj_begin(k);
+		if (d->nthreads > 1)
+			kvw_u64(k, "thread", i);
+		kvw_u64(k, "forwarded", s->forwarded);
+		kvw_u64(k, "flooded", s->flooded);
+		kvw_u64(k, "dropped_no_port", s->dropped_no_port);
+		kvw_u64(k, "fault_dropped", s->fault_dropped);
+		kvw_obj_end(k);
+	}
 	kvw_list_end(k);
 	kvw_list_begin(k, "uplink");
 	for (unsigned i = 0; i < d->nuplinks; i++) {
@@ -246,7 +250,7 @@ static bool execute(struct ctl_server *s, const struct ctl_req *r, bool admin, F
 		return true;
 	case CTL_CAPTURE_START:
 	case CTL_CAPTURE_STOP:
-		rc = sw_set_port_pcap(d->sw, netdev_port_switch_port(nd),
+		rc = sw_set_port_pcap(netdev_port_switch_port(nd)->sw, netdev_port_switch_port(nd),
 				      r->cmd == CTL_CAPTURE_START ? r->arg : NULL);
 		if (rc < 0) {
 			fprintf(f, "error: capture on %s: %s\n", r->dev, strerror(-rc));
@@ -286,7 +290,10 @@ static void conn_answer(struct ctl_conn *c)
 		LOG_PEER("control: bad request: %s", err);
 		fprintf(f, "error: %s\n", err);
 	} else {
+		/* the other loop threads are parked meanwhile (threads.c) */
+		dthread_pause_all(s->d);
 		execute(s, &r, c->admin, f);
+		dthread_resume_all(s->d);
 	}
 	if (fclose(f) != 0) {
 		conn_close(c);

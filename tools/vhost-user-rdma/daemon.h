@@ -14,6 +14,7 @@
 
 #define MAX_DEVICES 256
 #define MAX_UPLINKS 16
+#define DAEMON_MAX_THREADS 64
 
 struct loop;
 struct sw;
@@ -21,6 +22,8 @@ struct netdev_port;
 struct virtio_rdma_dev;
 struct port;
 struct ctl_server;
+struct dthread;
+struct trunk;
 
 struct daemon {
 	struct loop *loop;
@@ -45,6 +48,15 @@ struct daemon {
 	int cli_socket_mode;             /* --socket-mode (over the config's), or -1 */
 	gid_t cli_socket_gid;            /* --socket-group, or (gid_t)-1 */
 	struct ctl_server *ctl;
+
+	/* ---- loop threads (threads.c): thread 0 is loop/sw above ---- */
+	unsigned nthreads;
+	struct dthread *threads;
+	struct trunk **trunks;            /* [i * nthreads + j]: i's end to j */
+	unsigned dev_thread[MAX_DEVICES]; /* owner of devs[i] */
+	unsigned rdev_thread[MAX_DEVICES];
+	unsigned uplink_thread[MAX_UPLINKS];
+	unsigned rr_next;                 /* round robin of devices */
 };
 
 /* Create a device from a --device string; name NULL = dev<index>.
@@ -71,6 +83,24 @@ int daemon_set_socket_perms(struct daemon *d, int mode, const char *group, char 
 			    size_t errlen);
 /* Apply d->socket_mode/gid to a socket file. Returns 0 or -errno. */
 int daemon_socket_perms(const struct daemon *d, const char *path);
+
+/* Loop threads (threads.c). dthreads_new makes the loops, switches and
+ * trunks of threads 1..n-1 (thread 0 is d->loop / d->sw), dthreads_start
+ * runs them; dthreads_stop stops and joins them, dthreads_free frees what
+ * dthreads_new made. Only thread 0 calls these and the two below. */
+int dthreads_new(struct daemon *d, unsigned n);
+int dthreads_start(struct daemon *d);
+void dthreads_stop(struct daemon *d);
+void dthreads_free(struct daemon *d);
+struct loop *dthread_loop(struct daemon *d, unsigned idx);
+struct sw *dthread_sw(struct daemon *d, unsigned idx);
+/* Run fn(arg) on thread idx and wait for it (directly when idx is not
+ * running or is the caller). */
+void dthread_run(struct daemon *d, unsigned idx, void (*fn)(void *), void *arg);
+/* Park every other thread between loop passes (they still run calls
+ * queued to them) while thread 0 reads or changes their state. */
+void dthread_pause_all(struct daemon *d);
+void dthread_resume_all(struct daemon *d);
 
 /* Control socket (control.c). */
 struct ctl_server *ctl_server_new(struct daemon *d, const char *path);

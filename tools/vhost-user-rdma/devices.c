@@ -17,6 +17,47 @@
 #include "backend/virtio_rdma_dev.h"
 #include "daemon.h"
 
+/* Device creation and removal run on the device's thread (threads.c). */
+struct dev_call {
+	struct daemon *d;
+	unsigned thread;
+	const struct netdev_cfg *cfg;
+	struct netdev_port *nd;
+	struct virtio_rdma_dev *rd;
+	int err;
+};
+
+static void dev_new_cb(void *arg)
+{
+	struct dev_call *c = arg;
+	struct loop *l = dthread_loop(c->d, c->thread);
+	struct sw *s = dthread_sw(c->d, c->thread);
+
+	if (c->cfg->model == NETDEV_MODEL_VIRTIO_RDMA)
+		c->rd = virtio_rdma_dev_new(l, s, c->cfg);
+	else
+		c->nd = netdev_port_new(l, s, c->cfg);
+	c->err = errno;
+}
+
+static void dev_free_cb(void *arg)
+{
+	struct dev_call *c = arg;
+
+	if (c->nd)
+		netdev_port_free(c->nd);
+	if (c->rd)
+		virtio_rdma_dev_free(c->rd);
+}
+
+static void dev_free_on(struct daemon *d, unsigned thread, struct netdev_port *nd,
+			struct virtio_rdma_dev *rd)
+{
+	struct dev_call c = { .d = d, .nd = nd, .rd = rd };
+
+	dthread_run(d, thread, dev_free_cb, &c);
+}
+
 int daemon_socket_perms(const struct daemon *d, const char *path)
 {
 	if (d->socket_gid != (gid_t)-1 && chown(path, (uid_t)-1, d->socket_gid) < 0)
@@ -73,8 +114,9 @@ struct virtio_rdma_dev *daemon_rdev_find(struct daemon *d, const char *name)
  * add); not from the config file (its reload compares virtio-net devices
  * only). */
 static int daemon_rdev_add(struct daemon *d, const struct netdev_cfg *cfg, bool from_conf,
-			   char *err, size_t errlen)
+			   unsigned thread, char *err, size_t errlen)
 {
+	struct dev_call c = { .d = d, .thread = thread, .cfg = cfg };
 	int rc;
 
 	if (from_conf) {
@@ -86,17 +128,19 @@ static int daemon_rdev_add(struct daemon *d, const struct netdev_cfg *cfg, bool 
 		snprintf(err, errlen, "at most %d devices", MAX_DEVICES);
 		return -ENOSPC;
 	}
-	d->rdevs[d->nrdevs] = virtio_rdma_dev_new(d->loop, d->sw, cfg);
+	dthread_run(d, thread, dev_new_cb, &c);
+	d->rdevs[d->nrdevs] = c.rd;
+	d->rdev_thread[d->nrdevs] = thread;
 	if (!d->rdevs[d->nrdevs]) {
-		rc = -errno;
-		snprintf(err, errlen, "device %s (%s): %s", cfg->name, cfg->socket, strerror(errno));
+		rc = -c.err;
+		snprintf(err, errlen, "device %s (%s): %s", cfg->name, cfg->socket, strerror(c.err));
 		return rc ? rc : -EIO;
 	}
 	rc = daemon_socket_perms(d, cfg->socket);
 	if (rc < 0) {
 		snprintf(err, errlen, "socket %s: cannot set owner or mode: %s", cfg->socket,
 			 strerror(-rc));
-		virtio_rdma_dev_free(d->rdevs[d->nrdevs]);
+		dev_free_on(d, thread, NULL, d->rdevs[d->nrdevs]);
 		return rc;
 	}
 	d->nrdevs++;
@@ -109,8 +153,9 @@ int daemon_dev_add(struct daemon *d, const char *name, const char *spec, bool fr
 		   char *err, size_t errlen)
 {
 	struct netdev_cfg cfg;
+	struct dev_call c = { .d = d, .cfg = &cfg };
 	char msg[256];
-	int rc;
+	int rc, thread;
 
 	if (d->ndevs == MAX_DEVICES) {
 		snprintf(err, errlen, "at most %d devices", MAX_DEVICES);
@@ -120,6 +165,14 @@ int daemon_dev_add(struct daemon *d, const char *name, const char *spec, bool fr
 		snprintf(err, errlen, "'%s': %s", spec, msg);
 		return -EINVAL;
 	}
+	thread = cfg.thread;
+	if (thread >= (int)d->nthreads) {
+		snprintf(err, errlen, "'%s': thread=%d, but there are %u threads (--threads)", spec,
+			 thread, d->nthreads);
+		return -EINVAL;
+	}
+	/* round robin in the order devices come, unless pinned */
+	c.thread = thread >= 0 ? (unsigned)thread : d->rr_next % d->nthreads;
 	if (name)
 		snprintf(cfg.name, sizeof(cfg.name), "%s", name);
 	else
@@ -140,17 +193,23 @@ int daemon_dev_add(struct daemon *d, const char *name, const char *spec, bool fr
 			return -EEXIST;
 		}
 	}
-	if (cfg.model == NETDEV_MODEL_VIRTIO_RDMA)
-		return daemon_rdev_add(d, &cfg, from_conf, err, errlen);
+	if (cfg.model == NETDEV_MODEL_VIRTIO_RDMA) {
+		rc = daemon_rdev_add(d, &cfg, from_conf, c.thread, err, errlen);
+		if (!rc && thread < 0)
+			d->rr_next++;
+		return rc;
+	}
 	d->dev_spec[d->ndevs] = strdup(spec);
 	if (!d->dev_spec[d->ndevs]) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	d->devs[d->ndevs] = netdev_port_new(d->loop, d->sw, &cfg);
+	dthread_run(d, c.thread, dev_new_cb, &c);
+	d->devs[d->ndevs] = c.nd;
+	d->dev_thread[d->ndevs] = c.thread;
 	if (!d->devs[d->ndevs]) {
-		rc = -errno;
-		snprintf(err, errlen, "device %s (%s): %s", cfg.name, cfg.socket, strerror(errno));
+		rc = -c.err;
+		snprintf(err, errlen, "device %s (%s): %s", cfg.name, cfg.socket, strerror(c.err));
 		free(d->dev_spec[d->ndevs]);
 		d->dev_spec[d->ndevs] = NULL;
 		return rc ? rc : -EIO;
@@ -159,7 +218,7 @@ int daemon_dev_add(struct daemon *d, const char *name, const char *spec, bool fr
 	if (rc < 0) {
 		snprintf(err, errlen, "socket %s: cannot set owner or mode: %s", cfg.socket,
 			 strerror(-rc));
-		netdev_port_free(d->devs[d->ndevs]);
+		dev_free_on(d, c.thread, d->devs[d->ndevs], NULL);
 		free(d->dev_spec[d->ndevs]);
 		d->dev_spec[d->ndevs] = NULL;
 		return rc;
@@ -167,19 +226,25 @@ int daemon_dev_add(struct daemon *d, const char *name, const char *spec, bool fr
 	d->dev_from_conf[d->ndevs] = from_conf;
 	d->ndevs++;
 	d->next_index++;
-	LOG_INFO("device %s added (%s)", cfg.name, cfg.socket);
+	if (thread < 0)
+		d->rr_next++;
+	if (d->nthreads > 1)
+		LOG_INFO("device %s added (%s, thread %u)", cfg.name, cfg.socket, c.thread);
+	else
+		LOG_INFO("device %s added (%s)", cfg.name, cfg.socket);
 	return 0;
 }
 
 static void dev_remove_at(struct daemon *d, unsigned i)
 {
 	LOG_INFO("device %s removed", netdev_port_switch_port(d->devs[i])->name);
-	netdev_port_free(d->devs[i]);
+	dev_free_on(d, d->dev_thread[i], d->devs[i], NULL);
 	free(d->dev_spec[i]);
 	d->ndevs--;
 	/* Keep the order (listings, stats dumps). */
 	for (unsigned j = i; j < d->ndevs; j++) {
 		d->devs[j] = d->devs[j + 1];
+		d->dev_thread[j] = d->dev_thread[j + 1];
 		d->dev_spec[j] = d->dev_spec[j + 1];
 		d->dev_from_conf[j] = d->dev_from_conf[j + 1];
 	}
@@ -198,10 +263,12 @@ int daemon_dev_del(struct daemon *d, const char *name)
 	for (unsigned i = 0; i < d->nrdevs; i++) {
 		if (!strcmp(virtio_rdma_dev_cfg(d->rdevs[i])->name, name)) {
 			LOG_INFO("device %s removed", name);
-			virtio_rdma_dev_free(d->rdevs[i]);
+			dev_free_on(d, d->rdev_thread[i], NULL, d->rdevs[i]);
 			d->nrdevs--;
-			for (unsigned j = i; j < d->nrdevs; j++)
+			for (unsigned j = i; j < d->nrdevs; j++) {
 				d->rdevs[j] = d->rdevs[j + 1];
+				d->rdev_thread[j] = d->rdev_thread[j + 1];
+			}
 			d->rdevs[d->nrdevs] = NULL;
 			return 0;
 		}
@@ -213,8 +280,10 @@ void daemon_dev_del_all(struct daemon *d)
 {
 	while (d->ndevs)
 		dev_remove_at(d, d->ndevs - 1);
-	while (d->nrdevs)
-		virtio_rdma_dev_free(d->rdevs[--d->nrdevs]);
+	while (d->nrdevs) {
+		d->nrdevs--;
+		dev_free_on(d, d->rdev_thread[d->nrdevs], NULL, d->rdevs[d->nrdevs]);
+	}
 }
 
 int daemon_conf_load(struct daemon *d, struct mconf *c, char *err, size_t errlen)

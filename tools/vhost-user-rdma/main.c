@@ -44,6 +44,7 @@ struct options {
 	struct priv_opts priv;
 	const char *config;       /* --config FILE */
 	const char *control;      /* --control PATH */
+	unsigned threads;         /* --threads N (0: online CPUs) */
 };
 
 static void usage(FILE *f)
@@ -60,6 +61,8 @@ static void usage(FILE *f)
 "  ip=ADDR[/PREFIX]   IPv4 address (RoCE v2 GID index 1)\n"
 "  ip6=ADDR[/PREFIX]  IPv6 address (RoCE v2 GID index 2)\n"
 "  ttl=N              IPv4 TTL / IPv6 hop limit of RoCE frames, 1..255 (default 64)\n"
+"  thread=K           loop thread of the device, below --threads (default:\n"
+"                     round robin)\n"
 "  vlan=ID            802.1Q VLAN of the RoCE traffic (and its ARP / ND), 1..4094\n"
 "  port-security=on|off  own MAC and addresses only (default on)\n"
 "  mac-change=on|off  the driver may change its MAC (default off)\n"
@@ -88,6 +91,9 @@ static void usage(FILE *f)
 "  --uplink af_packet:IF  attach a host interface through AF_PACKET (repeatable)\n"
 "  --uplink af_xdp:IF[,mode=generic|native]\n"
 "                         attach a host interface through AF_XDP (repeatable)\n"
+"  --threads N|auto       loop threads, each with its own switch, devices\n"
+"                         round robin (thread=K in --device or --uplink pins\n"
+"                         one); auto = online CPUs (default 1)\n"
 "  --poll-us N            busy-poll for N microseconds after the last work\n"
 "                         before sleeping (default 0: pure interrupt mode)\n"
 "  --sched POLICY         scheduling policy of the daemon: other (default),\n"
@@ -111,6 +117,14 @@ static void usage(FILE *f)
 "  -v, --verbose          more logging (repeat for debug)\n"
 "  -q, --quiet            errors only\n"
 "  -h, --help             this text\n");
+}
+
+/* --threads auto */
+static unsigned online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? (unsigned)MIN(n, (long)DAEMON_MAX_THREADS) : 1;
 }
 
 /* --user, --socket-mode, --socket-group, --no-seccomp (privilege.h). */
@@ -158,6 +172,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "no-seccomp", no_argument, NULL, 'S' },
 		{ "config", required_argument, NULL, 'C' },
 		{ "control", required_argument, NULL, 'K' },
+		{ "threads", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -238,6 +253,20 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'K':
 			o->control = optarg;
 			break;
+		case 'T':
+			if (!strcmp(optarg, "auto")) {
+				o->threads = online_cpus();
+				break;
+			}
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || !*optarg || v < 1 || v > DAEMON_MAX_THREADS) {
+				fprintf(stderr, "vhost-user-rdma: --threads '%s': expected 1..%d or auto\n",
+					optarg, DAEMON_MAX_THREADS);
+				return -1;
+			}
+			o->threads = (unsigned)v;
+			break;
 		default:
 			usage(stderr);
 			return -1;
@@ -256,9 +285,37 @@ static int parse_args(int argc, char **argv, struct options *o)
 	return 0;
 }
 
+/* This thread's run and reference counters, added up over the threads. */
+struct thread_stats {
+	struct roce_run_stats rs;
+	struct pkt_ref_stats ps;
+};
+
+static void thread_stats_cb(void *arg)
+{
+	struct thread_stats *t = arg;
+	struct roce_run_stats rs;
+	struct pkt_ref_stats ps;
+
+	roce_run_get_stats(&rs);
+	pkt_ref_get_stats(&ps);
+	t->rs.runs_split += rs.runs_split;
+	t->rs.frames_split += rs.frames_split;
+	t->rs.split_failed += rs.split_failed;
+	t->rs.runs_cut += rs.runs_cut;
+	t->rs.tails += rs.tails;
+	t->rs.holes += rs.holes;
+	t->ps.attached += ps.attached;
+	t->ps.filled += ps.filled;
+	t->ps.flushes += ps.flushes;
+	t->ps.live += ps.live;
+}
+
+/* (Other threads are parked: see on_signal.) */
 static void dump_stats(struct daemon *d)
 {
 	const struct sw_stats *s = sw_get_stats(d->sw);
+	struct thread_stats ts;
 	struct roce_run_stats rs;
 	struct pkt_ref_stats ps;
 
@@ -269,13 +326,25 @@ static void dump_stats(struct daemon *d)
 	fprintf(stderr, "switch forwarded %llu flooded %llu dropped_no_port %llu dropped_runt %llu\n",
 		(unsigned long long)s->forwarded, (unsigned long long)s->flooded,
 		(unsigned long long)s->dropped_no_port, (unsigned long long)s->dropped_runt);
+	for (unsigned i = 1; i < d->nthreads; i++) {
+		const struct sw_stats *t = sw_get_stats(dthread_sw(d, i));
+
+		fprintf(stderr, "switch thread %u forwarded %llu flooded %llu dropped_no_port %llu "
+			"dropped_runt %llu held_busy %llu fault_dropped %llu\n", i,
+			(unsigned long long)t->forwarded, (unsigned long long)t->flooded,
+			(unsigned long long)t->dropped_no_port, (unsigned long long)t->dropped_runt,
+			(unsigned long long)t->held_busy, (unsigned long long)t->fault_dropped);
+	}
 	fprintf(stderr, "faults dropped %llu duplicated %llu reordered %llu corrupted %llu ce_marked %llu"
 		" run_passed %llu\n",
 		(unsigned long long)s->fault_dropped, (unsigned long long)s->fault_duplicated,
 		(unsigned long long)s->fault_reordered, (unsigned long long)s->fault_corrupted,
 		(unsigned long long)s->fault_ce_marked, (unsigned long long)s->fault_run_passed);
-	roce_run_get_stats(&rs);
-	pkt_ref_get_stats(&ps);
+	memset(&ts, 0, sizeof(ts));
+	for (unsigned i = 0; i < d->nthreads; i++)
+		dthread_run(d, i, thread_stats_cb, &ts);
+	rs = ts.rs;
+	ps = ts.ps;
 	fprintf(stderr, "runs split %llu frames_split %llu split_failed %llu cut %llu tails %llu "
 		"holes %llu\n",
 		(unsigned long long)rs.runs_split, (unsigned long long)rs.frames_split,
@@ -301,18 +370,65 @@ static void on_signal(void *arg, uint32_t events)
 	(void)events;
 	while (read(d->sigfd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGUSR1) {
+			dthread_pause_all(d);
 			dump_stats(d);
+			dthread_resume_all(d);
 		} else if (si.ssi_signo == SIGHUP) {
 			char err[512];
 
 			/* systemctl reload: re-read the config file. */
+			dthread_pause_all(d);
 			if (daemon_reload(d, err, sizeof(err)) < 0)
 				LOG_ERR("reload: %s", err);
+			dthread_resume_all(d);
 		} else {
 			LOG_INFO("signal %u: shutting down", si.ssi_signo);
 			loop_stop(d->loop);
 		}
 	}
+}
+
+/* Uplinks open and close on their thread. */
+struct uplink_call {
+	struct daemon *d;
+	unsigned thread;
+	char spec[128];
+	struct port *p;
+	int err;
+};
+
+static void uplink_open_cb(void *arg)
+{
+	struct uplink_call *c = arg;
+	struct sw *s = dthread_sw(c->d, c->thread);
+	struct loop *l = dthread_loop(c->d, c->thread);
+	const char *u = c->spec;
+
+	if (!strncmp(u, "tap:", 4))
+		c->p = tap_port_open(s, l, u + 4);
+	else if (!strncmp(u, "af_xdp:", 7))
+		c->p = afxdp_port_open(s, l, u + 7);
+	else
+		c->p = afpacket_port_open(s, l, u + 10);
+	c->err = errno;
+}
+
+static void uplink_destroy_cb(void *arg)
+{
+	port_destroy(arg);
+}
+
+/* --sched applies to each loop thread (a policy is per thread). */
+struct sched_call {
+	const struct priv_opts *o;
+	int rc;
+};
+
+static void sched_apply_cb(void *arg)
+{
+	struct sched_call *c = arg;
+
+	c->rc = priv_sched_apply(c->o);
 }
 
 static void raise_fd_limit(void)
@@ -362,6 +478,10 @@ int main(int argc, char **argv)
 		snprintf(d.socket_dir, sizeof(d.socket_dir), "%s", conf->socket_dir);
 		if (!o.poll_us && conf->poll_us >= 0)
 			o.poll_us = (unsigned)conf->poll_us;
+		if (!o.threads && conf->threads > 0)
+			o.threads = (unsigned)conf->threads;
+		else if (!o.threads && conf->threads < 0)
+			o.threads = online_cpus();
 		if (o.priv.sched_policy < 0 && conf->sched_policy >= 0) {
 			o.priv.sched_policy = conf->sched_policy;
 			o.priv.sched_prio = conf->sched_prio;
@@ -416,11 +536,21 @@ int main(int argc, char **argv)
 		LOG_ERR("cannot create the switch: %s", strerror(errno));
 		goto out;
 	}
-	if (o.pcap) {
-		int err = sw_set_pcap(d.sw, o.pcap);
+	if (dthreads_new(&d, o.threads ? o.threads : 1) < 0) {
+		LOG_ERR("cannot create the loop threads: %s", strerror(errno));
+		goto out;
+	}
+	for (unsigned i = 1; i < d.nthreads; i++)
+		loop_set_poll_us(dthread_loop(&d, i), o.poll_us);
+	/* one capture file per thread: FILE, FILE.1, FILE.2 ... */
+	for (unsigned i = 0; o.pcap && i < d.nthreads; i++) {
+		char path[4096];
+		int err;
 
+		snprintf(path, sizeof(path), i ? "%s.%u" : "%s", o.pcap, i);
+		err = sw_set_pcap(dthread_sw(&d, i), path);
 		if (err < 0) {
-			fprintf(stderr, "vhost-user-rdma: --pcap %s: %s\n", o.pcap, strerror(-err));
+			fprintf(stderr, "vhost-user-rdma: --pcap %s: %s\n", path, strerror(-err));
 			goto out;
 		}
 	}
@@ -433,11 +563,20 @@ int main(int argc, char **argv)
 				"with P in percent (0..100)\n", o.fault);
 			goto out;
 		}
-		if (sw_set_fault(d.sw, &fc, fc.port[0] ? fc.port : NULL) < 0) {
-			fprintf(stderr, "vhost-user-rdma: --fault '%s': cannot apply\n", o.fault);
-			goto out;
+		/* every thread's switch; thread K's injector draws from seed + K
+		 * (thread 0: exactly the seed, as with one thread) */
+		for (unsigned i = 0; i < d.nthreads; i++) {
+			struct fault_cfg ft = fc;
+
+			ft.seed = fc.seed + i;
+			if (sw_set_fault(dthread_sw(&d, i), &ft, ft.port[0] ? ft.port : NULL) < 0) {
+				fprintf(stderr, "vhost-user-rdma: --fault '%s': cannot apply\n", o.fault);
+				goto out;
+			}
 		}
 	}
+	if (dthreads_start(&d) < 0)
+		goto out;
 	for (unsigned i = 0; i < o.ndevices; i++) {
 		char err[512];
 
@@ -463,21 +602,36 @@ int main(int argc, char **argv)
 		}
 	}
 	for (unsigned i = 0; i < o.nuplinks; i++) {
-		const char *u = o.uplinks[i];
-		struct port *p;
+		struct uplink_call c = { .d = &d };
+		char *th;
 
-		if (!strncmp(u, "tap:", 4))
-			p = tap_port_open(d.sw, d.loop, u + 4);
-		else if (!strncmp(u, "af_xdp:", 7)) {
-			p = afxdp_port_open(d.sw, d.loop, u + 7);
+		snprintf(c.spec, sizeof(c.spec), "%s", o.uplinks[i]);
+		/* ",thread=K" at the end: the uplink's thread (default 0) */
+		th = strstr(c.spec, ",thread=");
+		if (th) {
+			char *end;
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(th + 8, &end, 10);
+			if (errno || *end || !th[8] || v >= d.nthreads) {
+				fprintf(stderr, "vhost-user-rdma: --uplink %s: thread=K with K below "
+					"--threads (%u)\n", o.uplinks[i], d.nthreads);
+				goto out;
+			}
+			*th = '\0';
+			c.thread = (unsigned)v;
+		}
+		if (!strncmp(c.spec, "af_xdp:", 7))
 			afxdp = true; /* its release needs more of the filter */
-		} else
-			p = afpacket_port_open(d.sw, d.loop, u + 10);
-		if (!p) {
-			fprintf(stderr, "vhost-user-rdma: --uplink %s: %s\n", u, strerror(errno));
+		dthread_run(&d, c.thread, uplink_open_cb, &c);
+		if (!c.p) {
+			fprintf(stderr, "vhost-user-rdma: --uplink %s: %s\n", o.uplinks[i],
+				strerror(c.err));
 			goto out;
 		}
-		d.uplinks[d.nuplinks++] = p;
+		d.uplink_thread[d.nuplinks] = c.thread;
+		d.uplinks[d.nuplinks++] = c.p;
 	}
 	if (o.pidfile) {
 		FILE *f = fopen(o.pidfile, "we");
@@ -492,23 +646,41 @@ int main(int argc, char **argv)
 		wrote_pidfile = true;
 	}
 	/* Everything that needs privilege is open: drop it for good. */
-	if (priv_sched_apply(&o.priv) < 0 || priv_drop(&o.priv) < 0 || (!o.priv.no_seccomp && sec_filter_install(afxdp) < 0))
+	for (unsigned i = 0; i < d.nthreads; i++) {
+		struct sched_call c = { .o = &o.priv };
+
+		dthread_run(&d, i, sched_apply_cb, &c);
+		if (c.rc < 0)
+			goto out;
+	}
+	/* (the filter covers every thread: installed with TSYNC) */
+	if (priv_drop(&o.priv) < 0 || (!o.priv.no_seccomp && sec_filter_install(afxdp) < 0))
 		goto out;
-	LOG_INFO("serving %u device(s), %u uplink(s), poll %u us", d.ndevs + d.nrdevs, d.nuplinks,
-		 o.poll_us);
+	if (d.nthreads > 1)
+		LOG_INFO("serving %u device(s), %u uplink(s), poll %u us, %u threads",
+			 d.ndevs + d.nrdevs, d.nuplinks, o.poll_us, d.nthreads);
+	else
+		LOG_INFO("serving %u device(s), %u uplink(s), poll %u us", d.ndevs + d.nrdevs,
+			 d.nuplinks, o.poll_us);
 	rc = loop_run(d.loop) < 0 ? 1 : 0;
 	/* Teardown is O(configured objects) and waits on no peer; should it
 	 * ever hang, SIGALRM ends the process (status 142) instead of a
 	 * service manager's SIGKILL much later. */
 	alarm(SHUTDOWN_SECONDS);
-	if (o.stats_on_exit)
+	if (o.stats_on_exit) {
+		dthread_pause_all(&d);
 		dump_stats(&d);
+		dthread_resume_all(&d);
+	}
 out:
 	for (unsigned i = 0; i < d.nuplinks; i++)
-		port_destroy(d.uplinks[i]);
+		dthread_run(&d, d.uplink_thread[i], uplink_destroy_cb, d.uplinks[i]);
 	ctl_server_free(d.ctl);
-	daemon_dev_del_all(&d);
+	if (d.threads)
+		daemon_dev_del_all(&d);
 	free(conf);
+	dthreads_stop(&d);
+	dthreads_free(&d);
 	if (d.sw)
 		sw_free(d.sw);
 	if (d.sigfd >= 0) {

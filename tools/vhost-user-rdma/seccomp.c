@@ -108,6 +108,13 @@ int sec_filter_install(bool afxdp)
 		seccomp_release(ctx);
 		return -1;
 	}
+	/* every thread of the process (the loop threads run already) */
+	rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+	if (rc < 0) {
+		fprintf(stderr, "vhost-user-rdma: seccomp: thread sync: %s\n", strerror(-rc));
+		seccomp_release(ctx);
+		return -1;
+	}
 	rc = seccomp_load(ctx);
 	seccomp_release(ctx);
 	if (rc < 0) {
