@@ -237,6 +237,18 @@ static void comp_ack(struct roce_tq *tq, uint32_t psn, bool explicit_ack)
 			break;
 		}
 		if (roce_wr_is_rd_atomic(w->opcode)) {
+			if (w->rd_rcvd) {
+				/* An atomic answered while an older READ had a
+				 * gap (comp_atomic_resp): done, in order. */
+				uint32_t next = roce_psn_add(w->first_psn, 1);
+
+				wqe_done(tq, w, VIRTIO_IB_WC_SUCCESS);
+				if (roce_psn_diff(next, tq->una) > 0) {
+					tq->una = next;
+					adv = true;
+				}
+				continue;
+			}
 			if (explicit_ack && roce_psn_diff(psn, w->first_psn) >= 0) {
 				if (adv)
 					comp_progress(tq);
@@ -528,15 +540,24 @@ static bool comp_read_lost(const struct roce_tq *tq, const struct roce_swqe *w)
  * outstanding: the next only once this one was answered or lost). */
 static void comp_read_check(struct roce_tq *tq, struct roce_swqe *w)
 {
+	int st;
+
 	if (!comp_read_lost(tq, w))
 		return;
 	if (w == first_pending(tq))
 		roce_comp_read_rerequested(tq, w);
-	if (roce_req_read_fill(tq, w))
+	st = roce_req_read_fill(tq, w);
+	if (st > 0) {
 		tq->tp->stats.rd_fills++;
+	} else if (!st) {
+		/* Not sent (no buffer): again on the requester's next turn,
+		 * nothing else may come to ask again. */
+		tq->rd_check = true;
+		roce_tp_schedule(tq);
+	}
 }
 
-static void comp_read_check_all(struct roce_tq *tq)
+void roce_comp_read_check_all(struct roce_tq *tq)
 {
 	tq->rd_check = false;
 	for (uint32_t i = tq->sq_head; i != tq->sq_tail; i++) {
@@ -736,6 +757,23 @@ static void comp_read_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		roce_tp_schedule(tq);
 }
 
+/* The started atomic whose request had PSN psn and whose answer has not
+ * come yet, or NULL. */
+static struct roce_swqe *comp_atomic_find(struct roce_tq *tq, uint32_t psn)
+{
+	for (uint32_t i = tq->sq_head; i != tq->sq_tail; i++) {
+		struct roce_swqe *w = roce_sq_wqe(tq, i);
+
+		if (!w->started)
+			break;
+		if (w->state == ROCE_WQE_DONE)
+			continue;
+		if (w->first_psn == psn)
+			return roce_wr_is_atomic(w->opcode) && !w->bad && !w->rd_rcvd ? w : NULL;
+	}
+	return NULL;
+}
+
 static void comp_atomic_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 {
 	struct roce_tp *tp = tq->tp;
@@ -749,10 +787,9 @@ static void comp_atomic_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		return;
 	}
 	comp_ack(tq, roce_psn_add(pi->psn, ROCE_PSN_MASK), false);
-	w = first_pending(tq);
+	w = comp_atomic_find(tq, pi->psn);
 	/* (It may have been rewound meanwhile: the requester then skips it.) */
-	if (!w || !roce_wr_is_atomic(w->opcode) || !w->started || w->bad ||
-	    pi->psn != w->first_psn) {
+	if (!w) {
 		tp->stats.rx_stale_resp++;
 		return;
 	}
@@ -761,9 +798,22 @@ static void comp_atomic_resp(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	memcpy(res, &orig, sizeof(res));
 	st = roce_mem_to_sges(tq, &w->res_sge, 1, 0, res, sizeof(res));
 	w->rd_rcvd = 1;
+	if (w != first_pending(tq)) {
+		/* Behind a READ with a gap (its ranges are asked for alone,
+		 * no rewind sends this atomic again): kept; comp_ack
+		 * completes it in order, and it still holds its place in
+		 * max_rd_atomic (the responder's resources) until then. */
+		if (st)
+			wqe_done(tq, w, (uint8_t)st);
+		comp_rsp_alive(tq);
+		return;
+	}
 	tq->una = roce_psn_add(w->first_psn, 1);
 	comp_progress(tq);
 	wqe_done(tq, w, (uint8_t)st);
+	/* the WQEs after it whose answers came first (kept above) */
+	if (!st)
+		comp_ack(tq, tq->acked_hi, false);
 	roce_tp_schedule(tq);
 }
 
@@ -793,7 +843,7 @@ void roce_comp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	else
 		tp->stats.rx_stale_resp++;
 	if (tq->rd_check)
-		comp_read_check_all(tq);
+		roce_comp_read_check_all(tq);
 	roce_comp_drain(tq);
 }
 

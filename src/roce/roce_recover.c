@@ -163,7 +163,7 @@ void roce_recover_probe(struct roce_tq *tq)
 			    roce_comp_read_answering(tq, w))
 				return;
 			roce_comp_read_rerequested(tq, w);
-			if (roce_req_read_fill(tq, w))
+			if (roce_req_read_fill(tq, w) > 0)
 				tp->stats.rd_fills++;
 			return;
 		}

@@ -280,6 +280,11 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uin
 	/* ICRC only if the frame leaves the process (docs/design.md) */
 	roce_pkt_finalize(p, ROCE_TX_F_SKIP_ICRC);
 	if (w->opcode == VIRTIO_IB_WR_RDMA_READ && qp->type == VIRTIO_IB_QPT_RC) {
+		/* A READ's first request is numbered when it goes out, not
+		 * when the READ started (it may wait for max_rd_atomic while
+		 * requests for older READs' missing ranges go out). */
+		if (w->rd_seq == w->rd_seq_mark && !w->rd_req_end)
+			w->rd_seq_mark = w->rd_seq = tq->rd_seq;
 		/* roce_comp.c follows each READ's latest request; an earlier
 		 * one that asked again may lose the rest of its answer to it
 		 * (the first request's answer goes on) */
@@ -403,6 +408,8 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 		return 0;
 	if (tq->rewind_pending)
 		roce_req_rewind(tq);
+	if (tq->rd_check)
+		roce_comp_read_check_all(tq); /* a READ range request not sent yet */
 	while (sent + ops < budget) {
 		uint8_t st = qp->attr.qp_state;
 		struct roce_swqe *w;
@@ -511,9 +518,10 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 		if (roce_wr_is_rd_atomic(w->opcode) &&
 		    tq->rd_out >= MAX(1u, (uint32_t)qp->attr.max_rd_atomic))
 			break;
-		if (w->opcode == VIRTIO_IB_WR_RDMA_READ && w->rd_rcvd >= w->npkts) {
-			/* Sent again after a rewind, its data all in (an older
-			 * READ is not): nothing to ask; it still counts. */
+		if (roce_wr_is_rd_atomic(w->opcode) && w->rd_rcvd >= w->npkts) {
+			/* Sent again after a rewind, its answer all in (an
+			 * older READ's is not): nothing to ask; it still
+			 * counts. */
 			tq->sq_psn = roce_psn_add(w->first_psn, w->npkts);
 			w->next = w->npkts;
 			w->state = ROCE_WQE_SENT;
@@ -589,11 +597,14 @@ bool roce_req_resend_psn(struct roce_tq *tq, uint32_t psn, bool rd_atomic_ok)
 	return false;
 }
 
-bool roce_req_read_fill(struct roce_tq *tq, struct roce_swqe *w)
+int roce_req_read_fill(struct roce_tq *tq, struct roce_swqe *w)
 {
+	int r;
+
 	if (!w->started || w->rd_rcvd >= w->npkts || w->bad)
-		return false;
-	return req_send_pkt(tq, w, w->rd_rcvd, 1, 1) > 0;
+		return -1;
+	r = req_send_pkt(tq, w, w->rd_rcvd, 1, 1);
+	return r > 0 ? 1 : r == 0 ? 0 : -1;
 }
 
 void roce_req_rewind(struct roce_tq *tq)

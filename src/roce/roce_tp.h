@@ -702,8 +702,11 @@ void roce_req_rewind(struct roce_tq *tq);
  * or atomic request only if rd_atomic_ok. Returns true if it was sent. */
 bool roce_req_resend_psn(struct roce_tq *tq, uint32_t psn, bool rd_atomic_ok);
 /* Send one READ request for started READ w: its missing range from
- * w->rd_rcvd (roce_comp_read_range). Returns true if it was sent. */
-bool roce_req_read_fill(struct roce_tq *tq, struct roce_swqe *w);
+ * w->rd_rcvd (roce_comp_read_range). Returns 1 if it was sent, 0 if no
+ * buffer was free (try again later), -1 if it cannot be. */
+int roce_req_read_fill(struct roce_tq *tq, struct roce_swqe *w);
+/* Look at every READ for a missing range to ask for (tq->rd_check). */
+void roce_comp_read_check_all(struct roce_tq *tq);
 
 /* Loss recovery (roce_recover.c). */
 /* Transmit holding per busy receiver (roce_hold.c, docs/design.md "Flow
