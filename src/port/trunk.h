@@ -15,8 +15,9 @@
  * the far end has drained it to its low mark (sw_port_ready, signalled across
  * through the eventfd); the far end itself enters frames with sw_input_try
  * and holds those a busy receiver on its side refuses (per receiver,
- * bounded; beyond the bound it stops draining), so nothing is dropped
- * inside the process. Split horizon: a frame that came in on a trunk
+ * bounded: past the bound that destination is refused at the sending end,
+ * busy_to), so nothing sent with flow control is dropped inside the
+ * process. Split horizon: a frame that came in on a trunk
  * never leaves on another one (the switch checks port.trunk).
  */
 #ifndef VRDMA_PORT_TRUNK_H
