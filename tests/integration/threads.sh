@@ -386,6 +386,19 @@ if d_start ctl --threads 2 --control "$T_TMP/control" --pcap "$T_TMP/cap.pcap" \
 	else
 		not_ok ctl_dev_del "$(cat "$T_TMP/ctl.out")"
 	fi
+	# a MAC belongs to one device of the process, whatever the thread
+	if "$CTL" -s "$T_TMP/control" dev add m0 "socket=$T_TMP/m0.sock,mac=02:66:00:00:00:0a,thread=0" \
+		>"$T_TMP/ctl.out" 2>&1 &&
+	   ! "$CTL" -s "$T_TMP/control" dev add m1 \
+		"socket=$T_TMP/m1.sock,mac=02:66:00:00:00:0a,thread=1" >>"$T_TMP/ctl.out" 2>&1 &&
+	   [ ! -e "$T_TMP/m1.sock" ] && "$CTL" -s "$T_TMP/control" dev del m0 >>"$T_TMP/ctl.out" 2>&1 &&
+	   wait_until '[ ! -e "$T_TMP/m0.sock" ]' 60 &&
+	   "$CTL" -s "$T_TMP/control" dev add m1 "socket=$T_TMP/m1.sock,mac=02:66:00:00:00:0a,thread=1" \
+		>>"$T_TMP/ctl.out" 2>&1 && "$CTL" -s "$T_TMP/control" dev del m1 >>"$T_TMP/ctl.out" 2>&1; then
+		ok ctl_mac_one_owner
+	else
+		not_ok ctl_mac_one_owner "$(cat "$T_TMP/ctl.out")"
+	fi
 	stop_check ctl_clean_exit ctl
 	# a pcap file is a 24-byte header, then the frames
 	s0=$(stat -c %s "$T_TMP/cap.pcap" 2>/dev/null || echo 0)
