@@ -116,7 +116,15 @@ int netdev_sec_port_init(struct psec *ps, struct sw *sw, struct port *port,
 			c->mac[5], rc == -EADDRINUSE ? "another device has it" : strerror(-rc));
 		return rc;
 	}
-	psec_register(ps);
+	/* (the switch's pin covers this thread; the registry every thread) */
+	rc = psec_register(ps);
+	if (rc < 0) {
+		LOG_ERR("%s: cannot reserve MAC %02x:%02x:%02x:%02x:%02x:%02x: another device "
+			"has it (on another loop thread)", c->socket, c->mac[0], c->mac[1],
+			c->mac[2], c->mac[3], c->mac[4], c->mac[5]);
+		sw_mac_unpin(sw, c->mac, port);
+		return rc;
+	}
 	return 0;
 }
 
@@ -192,6 +200,7 @@ int netdev_sec_set_mac(struct netdev *nd, const uint8_t mac[6], bool reset)
 	struct netdev_port *dp = nd->dp;
 	struct psec *ps = &dp->psec;
 	bool to_cfg = !memcmp(mac, nd->cfg.mac, 6);
+	uint8_t old[6];
 	int rc;
 
 	/* A reset of one context leaves a MAC that others still use. */
@@ -224,11 +233,20 @@ int netdev_sec_set_mac(struct netdev *nd, const uint8_t mac[6], bool reset)
 			return rc;
 		}
 	}
+	/* process-wide: a device of another thread may have it */
+	memcpy(old, ps->mac, 6);
+	if (psec_claim_mac(ps, mac) < 0) {
+		if (!to_cfg)
+			sw_mac_unpin(nd->sw, mac, nd->port);
+		ps->stats.mac_refused++;
+		LOG_PEER_RL(&nd->log_rl, "%s: MAC change to a MAC in use on another thread refused",
+			    nd->cfg.socket);
+		return -EADDRINUSE;
+	}
 	/* the configured MAC stays reserved for this device; the port's MAC
 	 * is the one every context's frames must carry */
-	if (memcmp(ps->mac, nd->cfg.mac, 6))
-		sw_mac_unpin(nd->sw, ps->mac, nd->port);
-	psec_set_mac(ps, mac);
+	if (memcmp(old, nd->cfg.mac, 6))
+		sw_mac_unpin(nd->sw, old, nd->port);
 	memcpy(nd->mac, mac, 6);
 	if (!reset)
 		netdev_roce_set_mac(nd, mac);

@@ -43,6 +43,9 @@ struct port_ops {
 	 * sw_input. */
 	bool (*busy)(const struct port *p);
 	void (*ready)(struct port *p);
+	/* Optional: true while the port should not be given frames for the
+	 * destination of pkt (a trunk whose far receiver for it is busy). */
+	bool (*busy_to)(const struct port *p, const struct pkt *pkt);
 };
 
 /* The switch counts rx_* (in sw_input) and tx_frames/tx_bytes (when it hands

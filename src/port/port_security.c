@@ -102,6 +102,7 @@ void psec_init(struct psec *ps, const struct psec_cfg *cfg, const uint8_t mac[6]
 	memset(ps, 0, sizeof(*ps));
 	ps->cfg = *cfg;
 	memcpy(ps->mac, mac, 6);
+	memcpy(ps->cfg_mac, mac, 6);
 	if (ip4) {
 		ps->has_ip4 = true;
 		gid_from_ip4(ps->ip4, ip4);
@@ -112,13 +113,27 @@ void psec_init(struct psec *ps, const struct psec_cfg *cfg, const uint8_t mac[6]
 	}
 }
 
-void psec_register(struct psec *ps)
+/* Another registered device has mac (current or configured); psec_lock held. */
+static bool psec_mac_taken(const struct psec *self, const uint8_t mac[6])
+{
+	for (const struct psec *o = psec_list; o; o = o->next)
+		if (o != self && (!memcmp(o->mac, mac, 6) || !memcmp(o->cfg_mac, mac, 6)))
+			return true;
+	return false;
+}
+
+int psec_register(struct psec *ps)
 {
 	pthread_mutex_lock(&psec_lock);
+	if (psec_mac_taken(ps, ps->mac) || psec_mac_taken(ps, ps->cfg_mac)) {
+		pthread_mutex_unlock(&psec_lock);
+		return -EADDRINUSE;
+	}
 	ps->next = psec_list;
 	psec_list = ps;
 	atomic_fetch_add_explicit(&psec_gen, 1, memory_order_release);
 	pthread_mutex_unlock(&psec_lock);
+	return 0;
 }
 
 void psec_unregister(struct psec *ps)
@@ -133,6 +148,19 @@ void psec_unregister(struct psec *ps)
 	ps->next = NULL;
 	atomic_fetch_add_explicit(&psec_gen, 1, memory_order_release);
 	pthread_mutex_unlock(&psec_lock);
+}
+
+int psec_claim_mac(struct psec *ps, const uint8_t mac[6])
+{
+	pthread_mutex_lock(&psec_lock);
+	if (psec_mac_taken(ps, mac)) {
+		pthread_mutex_unlock(&psec_lock);
+		return -EADDRINUSE;
+	}
+	memcpy(ps->mac, mac, 6);
+	atomic_fetch_add_explicit(&psec_gen, 1, memory_order_release);
+	pthread_mutex_unlock(&psec_lock);
+	return 0;
 }
 
 void psec_set_mac(struct psec *ps, const uint8_t mac[6])

@@ -54,6 +54,7 @@ struct psec {
 	struct psec *next;        /* registry */
 	struct psec_cfg cfg;
 	uint8_t mac[6];           /* current MAC */
+	uint8_t cfg_mac[6];       /* configured MAC: stays reserved for it */
 	bool has_ip4, has_ip6;
 	uint8_t ip4[16], ip6[16]; /* GID form */
 	struct psec_stats stats;
@@ -67,8 +68,11 @@ int psec_cfg_allow(struct psec_cfg *cfg, const char *cidr);
  * network order, 4 bytes; ip6 16 bytes). */
 void psec_init(struct psec *ps, const struct psec_cfg *cfg, const uint8_t mac[6],
 	       const void *ip4, const void *ip6);
-/* Make ps known to the neighbour caches of the process (pinned entries). */
-void psec_register(struct psec *ps);
+/* Make ps known to the neighbour caches of the process (pinned entries).
+ * A MAC belongs to one device of the process (every thread): returns 0, or
+ * -EADDRINUSE (not registered) when another registered device has ps's MAC
+ * as its current or configured MAC. */
+int psec_register(struct psec *ps);
 void psec_unregister(struct psec *ps);
 
 /* Check one frame the driver sends (Ethernet header first). Counts and
@@ -84,6 +88,9 @@ const char *psec_verdict_name(enum psec_verdict v);
 bool psec_pinned_mac(const uint8_t gid[16], uint8_t mac[6]);
 /* Change a registered device's MAC (its link-local GID moves with it). */
 void psec_set_mac(struct psec *ps, const uint8_t mac[6]);
+/* psec_set_mac, unless another registered device has mac as its current or
+ * configured MAC: then -EADDRINUSE and nothing changes. */
+int psec_claim_mac(struct psec *ps, const uint8_t mac[6]);
 /* The registry's generation: changes whenever an answer of psec_pinned_mac
  * may change, so callers can cache answers read under an equal generation. */
 uint64_t psec_generation(void);

@@ -838,7 +838,9 @@ int sw_input_try(struct sw *s, struct port *p, struct pkt *pkt)
 
 	if (likely(s && p && pkt && p->sw == s)) {
 		out = sw_unicast_out(s, p, pkt);
-		if (out && !out->uplink && out->ops->busy && out->ops->busy(out) &&
+		if (out && !out->uplink &&
+		    ((out->ops->busy && out->ops->busy(out)) ||
+		     (out->ops->busy_to && out->ops->busy_to(out, pkt))) &&
 		    (out != p || p->hairpin)) {
 			s->waiting[p->id] = true;
 			s->waited[out->id] = true;

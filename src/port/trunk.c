@@ -40,6 +40,13 @@ struct trunk_ring {
 	/* The producer is (or told its switch it is) busy: the consumer
 	 * writes the producer's eventfd once the ring is at its low mark. */
 	atomic_bool tx_wait;
+	/* Destinations the consumer's side holds too much for (MAC keys, 0 =
+	 * free; written by the consumer only), how many (a hint that lets the
+	 * producer skip the scan), and "some were cleared": the producer wakes
+	 * its waiting senders. */
+	_Alignas(64) _Atomic uint64_t busy_mac[TRUNK_BUSY_DESTS];
+	_Atomic uint32_t nbusy;
+	atomic_bool dst_ready;
 	_Alignas(64) struct pkt *slot[TRUNK_RING_SLOTS];
 };
 
@@ -61,6 +68,7 @@ struct trunk {
 	} hold[TRUNK_HOLD_DESTS];
 	uint32_t nhold, held;  /* queues in use, packets in them */
 	uint32_t retry_next;   /* the queue retried first next time */
+	struct port *busy_owner[TRUNK_BUSY_DESTS]; /* receiver of rx->busy_mac[i] */
 	struct pkt *stuck;     /* could not be held: the ring waits for ready() */
 	bool retry;            /* ready() came: retry the queues and stuck */
 	bool busy_said;        /* busy() said yes: senders here may wait on us */
@@ -150,12 +158,20 @@ static void trunk_want_room(struct trunk *t)
 		trunk_kick(t);
 }
 
-/* One frame that owns its bytes onto the ring (or the overflow queue). */
+/* One frame that owns its bytes onto the ring (or the overflow queue; when
+ * that is full, dropped: only frames without flow control get there). */
 static void trunk_put(struct trunk *t, struct pkt *p)
 {
 	if (!t->over.head && ring_push(t->tx, p)) {
 		t->stats.tx_frames++;
 		trunk_wake_consumer(t);
+		return;
+	}
+	if (t->over.len >= TRUNK_OVER_MAX) {
+		t->stats.tx_dropped += pkt_npkts(p);
+		t->port.stats.tx_dropped += pkt_npkts(p);
+		pkt_free(p);
+		trunk_want_room(t);
 		return;
 	}
 	pkt_queue_push(&t->over, p);
@@ -189,6 +205,78 @@ static bool trunk_busy(const struct port *port)
 	return true;
 }
 
+static inline uint64_t trunk_mac_key(const uint8_t *mac)
+{
+	uint64_t k = 1ull << 48; /* never 0 (a free entry) */
+
+	for (int i = 0; i < 6; i++)
+		k |= (uint64_t)mac[i] << (8 * i);
+	return k;
+}
+
+/* The far receiver of pkt's destination is busy: refuse it here (the
+ * switch makes the sender wait for our sw_port_ready). */
+static bool trunk_busy_to(const struct port *port, const struct pkt *p)
+{
+	struct trunk *t = port->priv;
+	uint64_t k;
+
+	if (!atomic_load_explicit(&t->tx->nbusy, memory_order_relaxed) || p->len < 6)
+		return false;
+	k = trunk_mac_key(p->data);
+	for (uint32_t i = 0; i < TRUNK_BUSY_DESTS; i++)
+		if (atomic_load(&t->tx->busy_mac[i]) == k) {
+			t->stats.tx_refused += pkt_npkts(p);
+			return true;
+		}
+	return false;
+}
+
+/* Receiver side: publish p's destination as busy (held for to). Returns
+ * false when no entry is left. */
+static bool trunk_dst_set(struct trunk *t, struct port *to, const struct pkt *p)
+{
+	uint64_t k = trunk_mac_key(p->data);
+	int free_i = -1;
+
+	for (uint32_t i = 0; i < TRUNK_BUSY_DESTS; i++) {
+		uint64_t v = atomic_load_explicit(&t->rx->busy_mac[i], memory_order_relaxed);
+
+		if (v == k)
+			return true;
+		if (!v && free_i < 0)
+			free_i = (int)i;
+	}
+	if (free_i < 0)
+		return false;
+	t->busy_owner[free_i] = to;
+	atomic_store(&t->rx->busy_mac[free_i], k);
+	atomic_fetch_add(&t->rx->nbusy, 1);
+	t->stats.rx_busy_set++;
+	return true;
+}
+
+/* Receiver side: to has room again: clear its destinations and wake the
+ * sending end (its poller calls sw_port_ready for the senders we refused). */
+static void trunk_dst_clear(struct trunk *t, const struct port *to)
+{
+	bool cleared = false;
+
+	for (uint32_t i = 0; i < TRUNK_BUSY_DESTS; i++) {
+		if (t->busy_owner[i] != to)
+			continue;
+		t->busy_owner[i] = NULL;
+		atomic_store(&t->rx->busy_mac[i], 0);
+		atomic_fetch_sub(&t->rx->nbusy, 1);
+		cleared = true;
+	}
+	if (cleared) {
+		atomic_store(&t->rx->dst_ready, true);
+		t->stats.kicks++;
+		trunk_kick(t->peer);
+	}
+}
+
 /* A receiver on this side that refused a frame of ours has room. */
 static void trunk_ready(struct port *port)
 {
@@ -211,9 +299,10 @@ static struct trunk_hold *trunk_hold_of(struct trunk *t, const struct port *to)
 }
 
 /* One frame from the ring into our switch, or into its receiver's queue
- * when that one is busy (or already has frames waiting: order). Returns
- * false when it could be neither (no queue left, or TRUNK_HOLD_MAX frames
- * held): the caller keeps it and stops. */
+ * when that one is busy (or already has frames waiting: order); a queue at
+ * TRUNK_HOLD_MAX publishes the destination busy, one at TRUNK_HOLD_LIMIT
+ * drops. Returns false when it could be neither (no queue or busy entry
+ * left): the caller keeps it and stops. */
 static bool trunk_rx_one(struct trunk *t, struct pkt *p)
 {
 	struct port *to = sw_unicast_port(t->sw, &t->port, p);
@@ -230,8 +319,13 @@ static bool trunk_rx_one(struct trunk *t, struct pkt *p)
 		h->to = to;
 		pkt_queue_init(&h->q);
 	}
-	if (t->held + pkt_npkts(p) > TRUNK_HOLD_MAX && t->held)
+	if (h->q.pkts >= TRUNK_HOLD_MAX && !trunk_dst_set(t, to, p))
 		return false;
+	if (h->q.pkts >= TRUNK_HOLD_LIMIT) {
+		t->stats.rx_dropped += pkt_npkts(p);
+		pkt_free(p);
+		return true;
+	}
 	pkt_queue_push(&h->q, p);
 	t->held += pkt_npkts(p);
 	t->stats.rx_held++;
@@ -266,6 +360,8 @@ static bool trunk_retry(struct trunk *t)
 			t->stats.rx_frames++;
 			did = true;
 		}
+		if (h->q.pkts <= TRUNK_HOLD_MAX / 2)
+			trunk_dst_clear(t, h->to);
 	}
 	for (uint32_t i = 0; i < t->nhold;) {
 		if (t->hold[i].q.head) {
@@ -319,6 +415,10 @@ static bool trunk_tx_run(struct trunk *t)
 {
 	bool did = false;
 
+	if (atomic_load(&t->tx->dst_ready) && atomic_exchange(&t->tx->dst_ready, false)) {
+		sw_port_ready(t->sw, &t->port);
+		did = true;
+	}
 	if (t->over.head) {
 		did = trunk_flush_over(t);
 		if (t->over.head)
@@ -348,7 +448,7 @@ static bool trunk_arm(void *arg)
 {
 	struct trunk *t = arg;
 
-	if (t->retry)
+	if (t->retry || atomic_load(&t->tx->dst_ready))
 		return true;
 	if (t->busy_said && !trunk_tx_busy(t))
 		return true;
@@ -380,6 +480,7 @@ static const struct port_ops trunk_port_ops = {
 	.xmit = trunk_xmit,
 	.busy = trunk_busy,
 	.ready = trunk_ready,
+	.busy_to = trunk_busy_to,
 };
 
 static void trunk_end_free(struct trunk *t)
@@ -425,6 +526,10 @@ static struct trunk *trunk_end_new(struct sw *s, struct loop *l, unsigned self, 
 	atomic_init(&t->rx->head, 0);
 	atomic_init(&t->rx->rx_sleep, false);
 	atomic_init(&t->rx->tx_wait, false);
+	for (uint32_t i = 0; i < TRUNK_BUSY_DESTS; i++)
+		atomic_init(&t->rx->busy_mac[i], 0);
+	atomic_init(&t->rx->nbusy, 0);
+	atomic_init(&t->rx->dst_ready, false);
 	t->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (t->efd < 0)
 		goto fail;

@@ -369,11 +369,35 @@ if d_start ctl --threads 2 --control "$T_TMP/control" --pcap "$T_TMP/cap.pcap" \
 	else
 		not_ok ctl_stat_show "$(head -c 600 "$T_TMP/stat.out")"
 	fi
+	# the trunks' and every thread's counters, in both reports
+	if grep -q "trunk0-1" "$T_TMP/stat.out" && grep -q "trunk1-0" "$T_TMP/stat.out" &&
+	   grep -q "rx_busy_set" "$T_TMP/stat.out" && grep -q "dropped_horizon" "$T_TMP/stat.out" &&
+	   grep -q "^trunk trunk0-1 tx [0-9]* tx_overflow [0-9]* tx_dropped 0 " "$T_TMP/ctl.dump" &&
+	   grep -q "^trunk trunk1-0 .* rx_dropped 0 " "$T_TMP/ctl.dump" &&
+	   grep -q "^faults thread 1 dropped [0-9]" "$T_TMP/ctl.dump" &&
+	   grep -q "^switch thread 1 .* dropped_horizon [0-9]" "$T_TMP/ctl.dump"; then
+		ok ctl_trunk_stats
+	else
+		not_ok ctl_trunk_stats "$(grep -E "^(trunk|faults|switch)" "$T_TMP/ctl.dump" | head -c 600)"
+	fi
 	if "$CTL" -s "$T_TMP/control" dev del c >"$T_TMP/ctl.out" 2>&1 &&
 	   wait_until '[ ! -e "$SC" ]' 60; then
 		ok ctl_dev_del
 	else
 		not_ok ctl_dev_del "$(cat "$T_TMP/ctl.out")"
+	fi
+	# a MAC belongs to one device of the process, whatever the thread
+	if "$CTL" -s "$T_TMP/control" dev add m0 "socket=$T_TMP/m0.sock,mac=02:66:00:00:00:0a,thread=0" \
+		>"$T_TMP/ctl.out" 2>&1 &&
+	   ! "$CTL" -s "$T_TMP/control" dev add m1 \
+		"socket=$T_TMP/m1.sock,mac=02:66:00:00:00:0a,thread=1" >>"$T_TMP/ctl.out" 2>&1 &&
+	   [ ! -e "$T_TMP/m1.sock" ] && "$CTL" -s "$T_TMP/control" dev del m0 >>"$T_TMP/ctl.out" 2>&1 &&
+	   wait_until '[ ! -e "$T_TMP/m0.sock" ]' 60 &&
+	   "$CTL" -s "$T_TMP/control" dev add m1 "socket=$T_TMP/m1.sock,mac=02:66:00:00:00:0a,thread=1" \
+		>>"$T_TMP/ctl.out" 2>&1 && "$CTL" -s "$T_TMP/control" dev del m1 >>"$T_TMP/ctl.out" 2>&1; then
+		ok ctl_mac_one_owner
+	else
+		not_ok ctl_mac_one_owner "$(cat "$T_TMP/ctl.out")"
 	fi
 	stop_check ctl_clean_exit ctl
 	# a pcap file is a 24-byte header, then the frames

@@ -6,6 +6,8 @@
  */
 #include "harness.h"
 
+#include <errno.h>
+
 #include <arpa/inet.h>
 
 #include "port/port_security.h"
@@ -167,9 +169,10 @@ static void registry(void)
 	dev(&a, NULL);
 	dev(&b, NULL);
 	memcpy(b.mac, OTHER, 6);
+	memcpy(b.cfg_mac, OTHER, 6);
 	b.has_ip4 = b.has_ip6 = false;
-	psec_register(&a);
-	psec_register(&b);
+	CHECK_EQ(psec_register(&a), 0);
+	CHECK_EQ(psec_register(&b), 0);
 	gid4(g, "10.1.0.1");
 	CHECK(psec_pinned_mac(g, mac) && !memcmp(mac, MAC, 6));
 	gid6(g, "fe80::0000:00ff:fe00:5e02");
@@ -183,11 +186,38 @@ static void registry(void)
 	psec_unregister(&b);
 }
 
+/* A MAC belongs to one device of the process (whatever its thread or
+ * switch): a second device with it is not registered, and a MAC change to
+ * another device's current or configured MAC is refused. */
+static void mac_one_owner(void)
+{
+	struct psec a, b, c;
+	const uint8_t third[6] = { 0x02, 0, 0, 0, 0, 0x33 };
+
+	dev(&a, NULL);
+	dev(&b, NULL); /* the same configured MAC as a */
+	CHECK_EQ(psec_register(&a), 0);
+	CHECK_EQ(psec_register(&b), -EADDRINUSE);
+	dev(&c, NULL);
+	memcpy(c.mac, OTHER, 6);
+	memcpy(c.cfg_mac, OTHER, 6);
+	CHECK_EQ(psec_register(&c), 0);
+	CHECK_EQ(psec_claim_mac(&c, MAC), -EADDRINUSE); /* a's */
+	CHECK(!memcmp(c.mac, OTHER, 6));
+	CHECK_EQ(psec_claim_mac(&c, third), 0);
+	CHECK_EQ(psec_claim_mac(&a, OTHER), -EADDRINUSE); /* c's configured MAC */
+	CHECK_EQ(psec_claim_mac(&c, OTHER), 0);          /* back to its own */
+	psec_unregister(&a);
+	CHECK_EQ(psec_claim_mac(&c, MAC), 0);            /* free now */
+	psec_unregister(&c);
+}
+
 int main(void)
 {
 	TEST_PROGRAM("test_port_security");
 	RUN(allow_list);
 	RUN(tx_checks);
+	RUN(mac_one_owner);
 	RUN(registry);
 	return TEST_DONE();
 }

@@ -149,8 +149,9 @@ static void two_fini(struct two *w)
 	}
 }
 
-/* Unicast through the trunk keeps its order; nothing is lost even when the
- * sender ignores flow control (plain sw_input: the overflow queue). */
+/* Unicast through the trunk keeps its order; nothing is lost when a sender
+ * that ignores flow control (plain sw_input) sends bursts the overflow
+ * queue holds. */
 static void order_no_loss(void)
 {
 	uint64_t base = pkt_outstanding();
@@ -162,11 +163,16 @@ static void order_no_loss(void)
 	REQUIRE(two_init(&w, 0) == 0);
 	CHECK_EQ(w.a.q.len, 1u); /* b's broadcast reached a, once */
 	pkt_queue_purge(&w.a.q);
-	for (uint32_t i = 1; i <= want; i++)
+	for (uint32_t i = 1; i <= want; i++) {
 		sw_input(w.s[0], &w.a.port, frame(w.mb, w.ma, i));
+		if (i % (TRUNK_RING_SLOTS + TRUNK_OVER_MAX / 2) == 0) /* a burst */
+			for (unsigned k = 0; k < 200 && trunk_tx_pending(w.t[0]); k++)
+				run_both(w.l[0], w.l[1], 1);
+	}
 	CHECK(trunk_get_stats(w.t[0])->tx_overflow > 0);
 	for (unsigned k = 0; k < 200 && w.b.q.len < want; k++)
 		run_both(w.l[0], w.l[1], 1);
+	CHECK_EQ(trunk_get_stats(w.t[0])->tx_dropped, 0u);
 	while ((p = pkt_queue_pop(&w.b.q))) {
 		if (seq_of(p) != ++n)
 			order = false;
@@ -280,6 +286,111 @@ static void busy_receiver_does_not_block_others(void)
 	CHECK_EQ(gc, want);
 	CHECK_EQ(gb, want);
 	sw_detach(w.s[1], &c.port);
+	two_fini(&w);
+	CHECK_EQ(pkt_outstanding(), base);
+}
+
+/* More than TRUNK_HOLD_MAX frames for a busy receiver: the far end
+ * publishes its MAC busy and the near end refuses frames for it at the
+ * sender (sw_input_try), while frames to another receiver behind the same
+ * trunk are all accepted and delivered; once the busy one drains, its
+ * sender is woken and every frame arrives once, in order, none dropped. */
+static void busy_receiver_refused_at_sender(void)
+{
+	uint64_t base = pkt_outstanding();
+	struct two w;
+	struct mock c;
+	struct pkt_queue held;
+	uint8_t mc[6];
+	uint32_t want = 3 * TRUNK_HOLD_MAX, gb = 0, gc = 0, refused = 0;
+	bool order = true;
+	struct pkt *p;
+
+	REQUIRE(two_init(&w, 64) == 0);
+	mock_init(&c, "c", 0);
+	REQUIRE(sw_attach(w.s[1], &c.port) == 0);
+	mac_of(mc, 3);
+	sw_input(w.s[1], &c.port, frame(BCAST, mc, 0));
+	run_both(w.l[0], w.l[1], 4);
+	pkt_queue_purge(&w.a.q);
+	pkt_queue_purge(&w.b.q);
+	pkt_queue_init(&held);
+	for (uint32_t i = 1; i <= want; i++) {
+		/* frames to b: refused ones wait in order at the sender */
+		p = frame(w.mb, w.ma, i);
+		REQUIRE(p);
+		if (held.head || sw_input_try(w.s[0], &w.a.port, p) == -EAGAIN) {
+			pkt_queue_push(&held, p);
+			refused++;
+		}
+		CHECK_EQ(sw_input_try(w.s[0], &w.a.port, frame(mc, w.ma, i)), 0);
+		run_both(w.l[0], w.l[1], 1);
+	}
+	run_both(w.l[0], w.l[1], 8);
+	CHECK_EQ(c.q.len, want);
+	CHECK(refused > 0);
+	CHECK(trunk_get_stats(w.t[0])->tx_refused > 0);
+	CHECK(trunk_get_stats(w.t[1])->rx_busy_set > 0);
+	while ((p = pkt_queue_pop(&c.q))) {
+		if (seq_of(p) != ++gc)
+			order = false;
+		pkt_free(p);
+	}
+	/* b drains; a is woken and resends what was refused */
+	for (unsigned k = 0; k < 10000 && gb < want; k++) {
+		while ((p = pkt_queue_pop(&w.b.q))) {
+			if (seq_of(p) != ++gb)
+				order = false;
+			pkt_free(p);
+		}
+		sw_port_ready(w.s[1], &w.b.port);
+		run_both(w.l[0], w.l[1], 2);
+		while (held.head) {
+			p = pkt_queue_pop(&held);
+			if (sw_input_try(w.s[0], &w.a.port, p) == -EAGAIN) {
+				p->next = held.head; /* back in front */
+				held.head = p;
+				if (!held.tail)
+					held.tail = p;
+				held.len++;
+				held.pkts++;
+				break;
+			}
+		}
+	}
+	CHECK(order);
+	CHECK_EQ(gc, want);
+	CHECK_EQ(gb, want);
+	CHECK(w.a.woken > 0);
+	CHECK_EQ(trunk_get_stats(w.t[1])->rx_dropped, 0u);
+	CHECK_EQ(trunk_get_stats(w.t[0])->tx_dropped, 0u);
+	sw_detach(w.s[1], &c.port);
+	two_fini(&w);
+	CHECK_EQ(pkt_outstanding(), base);
+}
+
+/* Frames without flow control (plain sw_input floods) while the far end
+ * does not run: the overflow queue stops at TRUNK_OVER_MAX and the rest is
+ * dropped and counted; the far side then gets exactly what was kept. */
+static void overflow_bounded(void)
+{
+	uint64_t base = pkt_outstanding();
+	struct two w;
+	uint32_t want = 3 * TRUNK_RING_SLOTS + TRUNK_OVER_MAX, kept;
+
+	REQUIRE(two_init(&w, 0) == 0);
+	pkt_queue_purge(&w.a.q);
+	pkt_queue_purge(&w.b.q);
+	for (uint32_t i = 1; i <= want; i++)
+		sw_input(w.s[0], &w.a.port, frame(BCAST, w.ma, i));
+	kept = trunk_tx_pending(w.t[0]);
+	CHECK_EQ(kept, TRUNK_RING_SLOTS + TRUNK_OVER_MAX);
+	CHECK_EQ(trunk_get_stats(w.t[0])->tx_dropped, (uint64_t)(want - kept));
+	CHECK_EQ(trunk_port(w.t[0])->stats.tx_dropped, (uint64_t)(want - kept));
+	for (unsigned k = 0; k < 200 && w.b.q.len < kept; k++)
+		run_both(w.l[0], w.l[1], 1);
+	CHECK_EQ(w.b.q.len, kept);
+	pkt_queue_purge(&w.b.q);
 	two_fini(&w);
 	CHECK_EQ(pkt_outstanding(), base);
 }
@@ -589,6 +700,8 @@ int main(void)
 	RUN(order_no_loss);
 	RUN(busy_ready);
 	RUN(busy_receiver_does_not_block_others);
+	RUN(busy_receiver_refused_at_sender);
+	RUN(overflow_bounded);
 	RUN(split_horizon);
 	RUN(ref_frame_owns_bytes);
 	RUN(roce_across);

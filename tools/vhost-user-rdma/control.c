@@ -26,6 +26,7 @@
 #include "mgmt/ctl.h"
 #include "mgmt/kv.h"
 #include "port/port.h"
+#include "port/trunk.h"
 #include "vhost/vhost_server.h"
 #include "daemon.h"
 
@@ -141,6 +142,29 @@ static void show_switch(struct daemon *d, struct kvw *k)
 		kvw_u64(k, "flooded", s->flooded);
 		kvw_u64(k, "dropped_no_port", s->dropped_no_port);
 		kvw_u64(k, "fault_dropped", s->fault_dropped);
+		kvw_u64(k, "held_busy", s->held_busy);
+		kvw_u64(k, "dropped_horizon", s->dropped_horizon);
+		kvw_obj_end(k);
+	}
+	kvw_list_end(k);
+	kvw_list_begin(k, "trunk");
+	for (unsigned i = 0; d->trunks && i < d->nthreads * d->nthreads; i++) {
+		const struct trunk_stats *t;
+
+		if (!d->trunks[i])
+			continue;
+		t = trunk_get_stats(d->trunks[i]);
+		kvw_obj_begin(k);
+		kvw_str(k, "trunk", trunk_port(d->trunks[i])->name);
+		kvw_u64(k, "tx_frames", t->tx_frames);
+		kvw_u64(k, "tx_overflow", t->tx_overflow);
+		kvw_u64(k, "tx_dropped", t->tx_dropped);
+		kvw_u64(k, "tx_busy", t->tx_busy);
+		kvw_u64(k, "tx_refused", t->tx_refused);
+		kvw_u64(k, "rx_frames", t->rx_frames);
+		kvw_u64(k, "rx_held", t->rx_held);
+		kvw_u64(k, "rx_dropped", t->rx_dropped);
+		kvw_u64(k, "rx_busy_set", t->rx_busy_set);
 		kvw_obj_end(k);
 	}
 	kvw_list_end(k);

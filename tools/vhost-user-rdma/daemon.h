@@ -101,6 +101,8 @@ void dthread_run(struct daemon *d, unsigned idx, void (*fn)(void *), void *arg);
  * queued to them) while thread 0 reads or changes their state. */
 void dthread_pause_all(struct daemon *d);
 void dthread_resume_all(struct daemon *d);
+/* A loop thread's loop failed (thread 0's loop was stopped for it). */
+bool dthreads_failed(struct daemon *d);
 
 /* Control socket (control.c). */
 struct ctl_server *ctl_server_new(struct daemon *d, const char *path);

@@ -25,6 +25,7 @@
 #include "port/fault.h"
 #include "roce/roce_tp.h"
 #include "port/port.h"
+#include "port/trunk.h"
 #include "daemon.h"
 #include "privilege.h"
 #include "vhost/vhost_server.h"
@@ -323,23 +324,49 @@ static void dump_stats(struct daemon *d)
 		netdev_port_dump_stats(d->devs[i], stderr);
 	for (unsigned i = 0; i < d->nrdevs; i++)
 		virtio_rdma_dev_dump_stats(d->rdevs[i], stderr);
-	fprintf(stderr, "switch forwarded %llu flooded %llu dropped_no_port %llu dropped_runt %llu\n",
+	fprintf(stderr, "switch forwarded %llu flooded %llu dropped_no_port %llu dropped_runt %llu"
+		" dropped_horizon %llu\n",
 		(unsigned long long)s->forwarded, (unsigned long long)s->flooded,
-		(unsigned long long)s->dropped_no_port, (unsigned long long)s->dropped_runt);
+		(unsigned long long)s->dropped_no_port, (unsigned long long)s->dropped_runt,
+		(unsigned long long)s->dropped_horizon);
 	for (unsigned i = 1; i < d->nthreads; i++) {
 		const struct sw_stats *t = sw_get_stats(dthread_sw(d, i));
 
 		fprintf(stderr, "switch thread %u forwarded %llu flooded %llu dropped_no_port %llu "
-			"dropped_runt %llu held_busy %llu fault_dropped %llu\n", i,
+			"dropped_runt %llu held_busy %llu fault_dropped %llu dropped_horizon %llu\n", i,
 			(unsigned long long)t->forwarded, (unsigned long long)t->flooded,
 			(unsigned long long)t->dropped_no_port, (unsigned long long)t->dropped_runt,
-			(unsigned long long)t->held_busy, (unsigned long long)t->fault_dropped);
+			(unsigned long long)t->held_busy, (unsigned long long)t->fault_dropped,
+			(unsigned long long)t->dropped_horizon);
+	}
+	for (unsigned i = 0; i < d->nthreads * d->nthreads; i++) {
+		const struct trunk_stats *t;
+
+		if (!d->trunks || !d->trunks[i])
+			continue;
+		t = trunk_get_stats(d->trunks[i]);
+		fprintf(stderr, "trunk %s tx %llu tx_overflow %llu tx_dropped %llu tx_busy %llu "
+			"tx_refused %llu rx %llu rx_held %llu rx_dropped %llu rx_busy_set %llu\n",
+			trunk_port(d->trunks[i])->name, (unsigned long long)t->tx_frames,
+			(unsigned long long)t->tx_overflow, (unsigned long long)t->tx_dropped,
+			(unsigned long long)t->tx_busy, (unsigned long long)t->tx_refused,
+			(unsigned long long)t->rx_frames, (unsigned long long)t->rx_held,
+			(unsigned long long)t->rx_dropped, (unsigned long long)t->rx_busy_set);
 	}
 	fprintf(stderr, "faults dropped %llu duplicated %llu reordered %llu corrupted %llu ce_marked %llu"
 		" run_passed %llu\n",
 		(unsigned long long)s->fault_dropped, (unsigned long long)s->fault_duplicated,
 		(unsigned long long)s->fault_reordered, (unsigned long long)s->fault_corrupted,
 		(unsigned long long)s->fault_ce_marked, (unsigned long long)s->fault_run_passed);
+	for (unsigned i = 1; i < d->nthreads; i++) {
+		const struct sw_stats *t = sw_get_stats(dthread_sw(d, i));
+
+		fprintf(stderr, "faults thread %u dropped %llu duplicated %llu reordered %llu "
+			"corrupted %llu ce_marked %llu run_passed %llu\n", i,
+			(unsigned long long)t->fault_dropped, (unsigned long long)t->fault_duplicated,
+			(unsigned long long)t->fault_reordered, (unsigned long long)t->fault_corrupted,
+			(unsigned long long)t->fault_ce_marked, (unsigned long long)t->fault_run_passed);
+	}
 	memset(&ts, 0, sizeof(ts));
 	for (unsigned i = 0; i < d->nthreads; i++)
 		dthread_run(d, i, thread_stats_cb, &ts);
@@ -454,7 +481,7 @@ int main(int argc, char **argv)
 			    .cli_socket_mode = -1, .cli_socket_gid = (gid_t)-1 };
 	struct mconf *conf = NULL;
 	sigset_t mask;
-	bool wrote_pidfile = false, afxdp = false;
+	bool wrote_pidfile = false, afxdp = false, held = false;
 	int rc = 1;
 
 	if (parse_args(argc, argv, &o) < 0)
@@ -577,6 +604,11 @@ int main(int argc, char **argv)
 	}
 	if (dthreads_start(&d) < 0)
 		goto out;
+	/* Threads 1.. stay parked (calls queued to them still run) until
+	 * privileges are dropped and the filter is installed: no guest is
+	 * served before. */
+	dthread_pause_all(&d);
+	held = true;
 	for (unsigned i = 0; i < o.ndevices; i++) {
 		char err[512];
 
@@ -656,13 +688,15 @@ int main(int argc, char **argv)
 	/* (the filter covers every thread: installed with TSYNC) */
 	if (priv_drop(&o.priv) < 0 || (!o.priv.no_seccomp && sec_filter_install(afxdp) < 0))
 		goto out;
+	dthread_resume_all(&d);
+	held = false;
 	if (d.nthreads > 1)
 		LOG_INFO("serving %u device(s), %u uplink(s), poll %u us, %u threads",
 			 d.ndevs + d.nrdevs, d.nuplinks, o.poll_us, d.nthreads);
 	else
 		LOG_INFO("serving %u device(s), %u uplink(s), poll %u us", d.ndevs + d.nrdevs,
 			 d.nuplinks, o.poll_us);
-	rc = loop_run(d.loop) < 0 ? 1 : 0;
+	rc = loop_run(d.loop) < 0 || dthreads_failed(&d) ? 1 : 0;
 	/* Teardown is O(configured objects) and waits on no peer; should it
 	 * ever hang, SIGALRM ends the process (status 142) instead of a
 	 * service manager's SIGKILL much later. */
@@ -679,6 +713,8 @@ out:
 	if (d.threads)
 		daemon_dev_del_all(&d);
 	free(conf);
+	if (held)
+		dthread_resume_all(&d); /* (their devices are gone) */
 	dthreads_stop(&d);
 	dthreads_free(&d);
 	if (d.sw)

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,7 @@ struct dthread {
 	bool park_req;           /* thread 0 wants it parked */
 	bool parked;
 	bool exited;             /* its loop ended: calls run on the caller */
+	atomic_bool failed;      /* thread 0: another thread's loop failed */
 };
 
 /* Run the queued calls; with the lock held (dropped around each call). */
@@ -109,8 +111,14 @@ static void *dthread_main(void *arg)
 
 	snprintf(name, sizeof(name), "vrdma-loop%u", t->idx);
 	pthread_setname_np(pthread_self(), name);
-	if (loop_run(t->loop) < 0)
-		LOG_ERR("thread %u: loop failed", t->idx);
+	if (loop_run(t->loop) < 0) {
+		struct dthread *t0 = t - t->idx; /* (the array's first) */
+
+		/* its devices would be dead: the daemon stops, with an error */
+		LOG_ERR("thread %u: loop failed, stopping", t->idx);
+		atomic_store(&t0->failed, true);
+		dthread_kick(t0);
+	}
 	/* Nothing here runs any more: what is queued, and what comes, runs
 	 * on the caller (stopping never waits for a dead loop). */
 	pthread_mutex_lock(&t->lock);
@@ -188,6 +196,24 @@ void dthread_resume_all(struct daemon *d)
 	}
 }
 
+/* Thread 0's eventfd: another thread's loop failed, stop ours. */
+static void dthread0_efd_cb(void *arg, uint32_t events)
+{
+	struct dthread *t = arg;
+	uint64_t v;
+
+	(void)events;
+	if (read(t->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		LOG_WARN("thread 0: eventfd: %m");
+	if (atomic_load(&t->failed))
+		loop_stop(t->loop);
+}
+
+bool dthreads_failed(struct daemon *d)
+{
+	return d->threads && atomic_load(&d->threads[0].failed);
+}
+
 struct loop *dthread_loop(struct daemon *d, unsigned idx)
 {
 	return d->threads[idx].loop;
@@ -220,6 +246,13 @@ int dthreads_new(struct daemon *d, unsigned n)
 		if (i == 0) {
 			t->loop = d->loop;
 			t->sw = d->sw;
+			atomic_init(&t->failed, false);
+			if (n > 1) {
+				t->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+				if (t->efd < 0 ||
+				    loop_add_fd(t->loop, t->efd, EPOLLIN, dthread0_efd_cb, t) < 0)
+					return -errno;
+			}
 			continue;
 		}
 		t->loop = loop_new();
@@ -293,6 +326,10 @@ void dthreads_free(struct daemon *d)
 	for (unsigned i = 0; i < n; i++) {
 		struct dthread *t = &d->threads[i];
 
+		if (i == 0 && t->efd >= 0) {
+			loop_del_fd(t->loop, t->efd);
+			close(t->efd);
+		}
 		if (i > 0) {
 			if (t->efd >= 0) {
 				loop_del_fd(t->loop, t->efd);
