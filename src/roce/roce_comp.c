@@ -583,8 +583,8 @@ void roce_comp_read_rerequested(struct roce_tq *tq, const struct roce_swqe *w)
 	uint32_t psn = roce_psn_add(w->first_psn, w->rd_rcvd);
 
 	/* Asked again with nothing of it received: a responder that answers
-	 * in arrival order would have (vrdma's drops later READs on a
-	 * duplicate): forget that, until seen again. */
+	 * in arrival order would have sent some (vrdma's answers a duplicate
+	 * before anything else): forget that, until seen again. */
 	if (!w->rd_rcvd && !w->rd_hi)
 		tq->rd_peer_queues = false;
 
@@ -613,7 +613,8 @@ static void comp_read_follow(struct roce_tq *tq, const struct roce_swqe *w, uint
 		tq->rd_rereq_hi = psn;
 	} else if (roce_psn_diff(psn, tq->rd_rereq_psn) >= 0) {
 		/* The replay began, after that many others: a responder that
-		 * answers requests in arrival order (vrdma's restarts at once). */
+		 * answers requests in arrival order (vrdma's answers a duplicate
+		 * at once). */
 		if (tq->rd_rereq_beyond >= ROCE_TP_RD_QUEUED)
 			tq->rd_peer_queues = true;
 		tq->rd_rereq_beyond = 0;
