@@ -1045,4 +1045,44 @@ static inline unsigned fk_wait_cq(struct fk_env *env, struct fk_dev *d, uint32_t
 	return w.got;
 }
 
+/* Members of a connected QP pair: devices a and b (the same for loopback),
+ * their PDs, CQs, QPs and one MR each. A test's pair struct includes them
+ * next to a `struct fk_rc_pair rc` in an anonymous union. */
+#define FK_RC_PAIR_MEMBERS \
+	struct fk_dev *a, *b; \
+	uint32_t pda, pdb, cqa, cqb; \
+	struct fk_qp qa, qb; \
+	struct fk_mr ma, mb;
+
+struct fk_rc_pair {
+	FK_RC_PAIR_MEMBERS
+};
+
+/* On devices r->a and r->b (set by the caller): PD, CQ (256 entries), a QP of
+ * config qc each, connected both ways over path, and an MR of mr_len bytes
+ * each. With a == b the two QPs share the PD. */
+static inline void fk_rc_pair_init(struct fk_rc_pair *r, const struct fk_qp_cfg *qc,
+				   const struct fk_path *path, uint64_t mr_len)
+{
+	struct fk_qp_cfg c = *qc;
+
+	if (!r->a || !r->b)
+		abort();
+	r->pda = fk_pd(r->a);
+	r->pdb = r->a == r->b ? r->pda : fk_pd(r->b);
+	r->cqa = fk_cq(r->a, 256, 128, true);
+	r->cqb = fk_cq(r->b, 256, 128, true);
+	c.pdn = r->pda;
+	c.scq = c.rcq = r->cqa;
+	r->qa = fk_qp_new(r->a, &c);
+	c.pdn = r->pdb;
+	c.scq = c.rcq = r->cqb;
+	r->qb = fk_qp_new(r->b, &c);
+	if (fk_connect(r->a, r->qa.qpn, r->b, r->qb.qpn, path) ||
+	    fk_connect(r->b, r->qb.qpn, r->a, r->qa.qpn, path))
+		abort();
+	r->ma = fk_mr_reg(r->a, r->pda, mr_len, FK_ACC_ALL);
+	r->mb = fk_mr_reg(r->b, r->pdb, mr_len, FK_ACC_ALL);
+}
+
 #endif /* VRDMA_TESTS_ROCE_TP_FAKE_H */

@@ -18,10 +18,10 @@
 
 struct pair {
 	struct fk_env env;
-	struct fk_dev *a, *b;
-	uint32_t pda, pdb, cqa, cqb;
-	struct fk_qp qa, qb;
-	struct fk_mr ma, mb;
+	union {
+		struct fk_rc_pair rc;
+		struct { FK_RC_PAIR_MEMBERS };
+	};
 };
 
 #define BUF_SIZE ((2u << 20) + 8192)
@@ -41,23 +41,7 @@ static void pair_init_at(struct pair *p, uint8_t type, bool loopback)
 		abort();
 	p->a = fk_dev_new(&p->env, &dc);
 	p->b = loopback ? p->a : fk_dev_new(&p->env, &dc);
-	if (!p->a || !p->b)
-		abort();
-	p->pda = fk_pd(p->a);
-	p->pdb = loopback ? p->pda : fk_pd(p->b);
-	p->cqa = fk_cq(p->a, 256, 128, true);
-	p->cqb = fk_cq(p->b, 256, 128, true);
-	qc.pdn = p->pda;
-	qc.scq = qc.rcq = p->cqa;
-	p->qa = fk_qp_new(p->a, &qc);
-	qc.pdn = p->pdb;
-	qc.scq = qc.rcq = p->cqb;
-	p->qb = fk_qp_new(p->b, &qc);
-	if (fk_connect(p->a, p->qa.qpn, p->b, p->qb.qpn, &path) ||
-	    fk_connect(p->b, p->qb.qpn, p->a, p->qa.qpn, &path))
-		abort();
-	p->ma = fk_mr_reg(p->a, p->pda, BUF_SIZE, FK_ACC_ALL);
-	p->mb = fk_mr_reg(p->b, p->pdb, BUF_SIZE, FK_ACC_ALL);
+	fk_rc_pair_init(&p->rc, &qc, &path, BUF_SIZE);
 }
 
 static void pair_init(struct pair *p, uint8_t type)

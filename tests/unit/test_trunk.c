@@ -496,11 +496,11 @@ static void ref_frame_owns_bytes(void)
 
 struct xpair {
 	struct fk_env e[2];
-	struct fk_dev *a, *b;
 	struct trunk *t[2];
-	uint32_t pda, pdb, cqa, cqb;
-	struct fk_qp qa, qb;
-	struct fk_mr ma, mb;
+	union {
+		struct fk_rc_pair rc;
+		struct { FK_RC_PAIR_MEMBERS };
+	};
 };
 
 static void xpair_init(struct xpair *p)
@@ -525,21 +525,7 @@ static void xpair_init(struct xpair *p)
 	if (trunk_new(p->e[0].sw, p->e[0].loop, 0, p->e[1].sw, p->e[1].loop, 1, &p->t[0],
 		      &p->t[1]))
 		abort();
-	p->pda = fk_pd(p->a);
-	p->pdb = fk_pd(p->b);
-	p->cqa = fk_cq(p->a, 256, 128, true);
-	p->cqb = fk_cq(p->b, 256, 128, true);
-	qc.pdn = p->pda;
-	qc.scq = qc.rcq = p->cqa;
-	p->qa = fk_qp_new(p->a, &qc);
-	qc.pdn = p->pdb;
-	qc.scq = qc.rcq = p->cqb;
-	p->qb = fk_qp_new(p->b, &qc);
-	if (fk_connect(p->a, p->qa.qpn, p->b, p->qb.qpn, &path) ||
-	    fk_connect(p->b, p->qb.qpn, p->a, p->qa.qpn, &path))
-		abort();
-	p->ma = fk_mr_reg(p->a, p->pda, XBUF, FK_ACC_ALL);
-	p->mb = fk_mr_reg(p->b, p->pdb, XBUF, FK_ACC_ALL);
+	fk_rc_pair_init(&p->rc, &qc, &path, XBUF);
 }
 
 static void xpair_fini(struct xpair *p)
