@@ -1058,11 +1058,12 @@ struct fk_rc_pair {
 	FK_RC_PAIR_MEMBERS
 };
 
-/* On devices r->a and r->b (set by the caller): PD, CQ (256 entries), a QP of
- * config qc each, connected both ways over path, and an MR of mr_len bytes
- * each. With a == b the two QPs share the PD. */
+/* On devices r->a and r->b (set by the caller): PD, CQ (cqe entries, cq_num
+ * posted), a QP of config qc each, connected both ways over path, and an MR of
+ * mr_len bytes each (none if 0). With a == b the two QPs share the PD. */
 static inline void fk_rc_pair_init(struct fk_rc_pair *r, const struct fk_qp_cfg *qc,
-				   const struct fk_path *path, uint64_t mr_len)
+				   const struct fk_path *path, uint32_t cqe, uint16_t cq_num,
+				   uint64_t mr_len)
 {
 	struct fk_qp_cfg c = *qc;
 
@@ -1070,8 +1071,8 @@ static inline void fk_rc_pair_init(struct fk_rc_pair *r, const struct fk_qp_cfg 
 		abort();
 	r->pda = fk_pd(r->a);
 	r->pdb = r->a == r->b ? r->pda : fk_pd(r->b);
-	r->cqa = fk_cq(r->a, 256, 128, true);
-	r->cqb = fk_cq(r->b, 256, 128, true);
+	r->cqa = fk_cq(r->a, cqe, cq_num, true);
+	r->cqb = fk_cq(r->b, cqe, cq_num, true);
 	c.pdn = r->pda;
 	c.scq = c.rcq = r->cqa;
 	r->qa = fk_qp_new(r->a, &c);
@@ -1081,6 +1082,8 @@ static inline void fk_rc_pair_init(struct fk_rc_pair *r, const struct fk_qp_cfg 
 	if (fk_connect(r->a, r->qa.qpn, r->b, r->qb.qpn, path) ||
 	    fk_connect(r->b, r->qb.qpn, r->a, r->qa.qpn, path))
 		abort();
+	if (!mr_len)
+		return;
 	r->ma = fk_mr_reg(r->a, r->pda, mr_len, FK_ACC_ALL);
 	r->mb = fk_mr_reg(r->b, r->pdb, mr_len, FK_ACC_ALL);
 }

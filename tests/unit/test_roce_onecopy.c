@@ -41,7 +41,7 @@ static void pair_init_at(struct pair *p, uint8_t type, bool loopback)
 		abort();
 	p->a = fk_dev_new(&p->env, &dc);
 	p->b = loopback ? p->a : fk_dev_new(&p->env, &dc);
-	fk_rc_pair_init(&p->rc, &qc, &path, BUF_SIZE);
+	fk_rc_pair_init(&p->rc, &qc, &path, 256, 128, BUF_SIZE);
 }
 
 static void pair_init(struct pair *p, uint8_t type)

@@ -44,7 +44,7 @@ static void pair_init_t(struct pair *p, uint8_t type, uint8_t timeout)
 		abort();
 	p->a = fk_dev_new(&p->env, &dc);
 	p->b = fk_dev_new(&p->env, &dc);
-	fk_rc_pair_init(&p->rc, &qc, &path, BUF_SIZE);
+	fk_rc_pair_init(&p->rc, &qc, &path, 256, 128, BUF_SIZE);
 }
 
 /* No retransmit timer: exact counts. */

@@ -525,7 +525,7 @@ static void xpair_init(struct xpair *p)
 	if (trunk_new(p->e[0].sw, p->e[0].loop, 0, p->e[1].sw, p->e[1].loop, 1, &p->t[0],
 		      &p->t[1]))
 		abort();
-	fk_rc_pair_init(&p->rc, &qc, &path, XBUF);
+	fk_rc_pair_init(&p->rc, &qc, &path, 256, 128, XBUF);
 }
 
 static void xpair_fini(struct xpair *p)
