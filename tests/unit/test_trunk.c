@@ -149,6 +149,38 @@ static void two_fini(struct two *w)
 	}
 }
 
+/* w with a second receiver c on the far switch, its MAC mc learnt by the
+ * near one, every queue empty. */
+static int two_init_with_c(struct two *w, struct mock *c, uint8_t mc[6])
+{
+	if (two_init(w, 64))
+		return -1;
+	mock_init(c, "c", 0);
+	if (sw_attach(w->s[1], &c->port))
+		return -1;
+	mac_of(mc, 3);
+	sw_input(w->s[1], &c->port, frame(BCAST, mc, 0));
+	run_both(w->l[0], w->l[1], 4);
+	pkt_queue_purge(&w->a.q);
+	pkt_queue_purge(&w->b.q);
+	return 0;
+}
+
+/* Frees the frames of q, counting them in *got; false if one breaks the
+ * sequence 1, 2, ... */
+static bool drain_in_order(struct pkt_queue *q, uint32_t *got)
+{
+	bool order = true;
+	struct pkt *p;
+
+	while ((p = pkt_queue_pop(q))) {
+		if (seq_of(p) != ++*got)
+			order = false;
+		pkt_free(p);
+	}
+	return order;
+}
+
 /* Unicast through the trunk keeps its order; nothing is lost when a sender
  * that ignores flow control (plain sw_input) sends bursts the overflow
  * queue holds. */
@@ -216,11 +248,8 @@ static void busy_ready(void)
 		}
 		run_both(w.l[0], w.l[1], 2);
 		/* b drains what it holds and says it has room */
-		while ((p = pkt_queue_pop(&w.b.q))) {
-			if (seq_of(p) != ++got)
-				order = false;
-			pkt_free(p);
-		}
+		if (!drain_in_order(&w.b.q, &got))
+			order = false;
 		sw_port_ready(w.s[1], &w.b.port);
 		run_both(w.l[0], w.l[1], 2);
 	}
@@ -247,16 +276,8 @@ static void busy_receiver_does_not_block_others(void)
 	uint8_t mc[6];
 	uint32_t want = 500, gb = 0, gc = 0;
 	bool order = true;
-	struct pkt *p;
 
-	REQUIRE(two_init(&w, 64) == 0);
-	mock_init(&c, "c", 0);
-	REQUIRE(sw_attach(w.s[1], &c.port) == 0);
-	mac_of(mc, 3);
-	sw_input(w.s[1], &c.port, frame(BCAST, mc, 0));
-	run_both(w.l[0], w.l[1], 4);
-	pkt_queue_purge(&w.a.q);
-	pkt_queue_purge(&w.b.q);
+	REQUIRE(two_init_with_c(&w, &c, mc) == 0);
 	for (uint32_t i = 1; i <= want; i++) {
 		CHECK_EQ(sw_input_try(w.s[0], &w.a.port, frame(w.mb, w.ma, i)), 0);
 		CHECK_EQ(sw_input_try(w.s[0], &w.a.port, frame(mc, w.ma, i)), 0);
@@ -266,19 +287,13 @@ static void busy_receiver_does_not_block_others(void)
 	/* c got everything while b sat at its limit */
 	CHECK_EQ(c.q.len, want);
 	CHECK_EQ(w.b.q.len, 64u);
-	while ((p = pkt_queue_pop(&c.q))) {
-		if (seq_of(p) != ++gc)
-			order = false;
-		pkt_free(p);
-	}
+	if (!drain_in_order(&c.q, &gc))
+		order = false;
 	CHECK(trunk_get_stats(w.t[1])->rx_held > 0);
 	/* b drains: its held frames follow, in order */
 	for (unsigned k = 0; k < 1000 && gb < want; k++) {
-		while ((p = pkt_queue_pop(&w.b.q))) {
-			if (seq_of(p) != ++gb)
-				order = false;
-			pkt_free(p);
-		}
+		if (!drain_in_order(&w.b.q, &gb))
+			order = false;
 		sw_port_ready(w.s[1], &w.b.port);
 		run_both(w.l[0], w.l[1], 2);
 	}
@@ -306,14 +321,7 @@ static void busy_receiver_refused_at_sender(void)
 	bool order = true;
 	struct pkt *p;
 
-	REQUIRE(two_init(&w, 64) == 0);
-	mock_init(&c, "c", 0);
-	REQUIRE(sw_attach(w.s[1], &c.port) == 0);
-	mac_of(mc, 3);
-	sw_input(w.s[1], &c.port, frame(BCAST, mc, 0));
-	run_both(w.l[0], w.l[1], 4);
-	pkt_queue_purge(&w.a.q);
-	pkt_queue_purge(&w.b.q);
+	REQUIRE(two_init_with_c(&w, &c, mc) == 0);
 	pkt_queue_init(&held);
 	for (uint32_t i = 1; i <= want; i++) {
 		/* frames to b: refused ones wait in order at the sender */
@@ -331,18 +339,12 @@ static void busy_receiver_refused_at_sender(void)
 	CHECK(refused > 0);
 	CHECK(trunk_get_stats(w.t[0])->tx_refused > 0);
 	CHECK(trunk_get_stats(w.t[1])->rx_busy_set > 0);
-	while ((p = pkt_queue_pop(&c.q))) {
-		if (seq_of(p) != ++gc)
-			order = false;
-		pkt_free(p);
-	}
+	if (!drain_in_order(&c.q, &gc))
+		order = false;
 	/* b drains; a is woken and resends what was refused */
 	for (unsigned k = 0; k < 10000 && gb < want; k++) {
-		while ((p = pkt_queue_pop(&w.b.q))) {
-			if (seq_of(p) != ++gb)
-				order = false;
-			pkt_free(p);
-		}
+		if (!drain_in_order(&w.b.q, &gb))
+			order = false;
 		sw_port_ready(w.s[1], &w.b.port);
 		run_both(w.l[0], w.l[1], 2);
 		while (held.head) {
