@@ -13,6 +13,7 @@
 #include "port/fault.h"
 #include "port/pkt.h"
 #include "port/port.h"
+#include "unit/eth_frame.h"
 
 struct mock {
 	struct port port;
@@ -63,17 +64,12 @@ static void mac_of(uint8_t mac[6], unsigned n)
 /* A frame dst <- src with a payload that depends on tag. */
 static struct pkt *frame(const uint8_t *dst, const uint8_t *src, uint32_t len, unsigned tag)
 {
-	struct pkt *p = pkt_alloc();
+	struct pkt *p = eth_frame_new(dst, src, len);
 
 	if (!p)
 		return NULL;
-	memcpy(p->data, dst, 6);
-	memcpy(p->data + 6, src, 6);
-	p->data[12] = 0x88;
-	p->data[13] = 0xb5;
 	for (uint32_t i = 14; i < len; i++)
 		p->data[i] = (uint8_t)(i * 7 + tag);
-	p->len = len;
 	return p;
 }
 

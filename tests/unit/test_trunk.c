@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 
 #include "port/trunk.h"
+#include "unit/eth_frame.h"
 #include "unit/roce_tp_fake.h"
 
 #define WAIT_MS 60000
@@ -74,18 +75,13 @@ static void mac_of(uint8_t mac[6], unsigned n)
 /* A frame dst <- src carrying sequence number seq. */
 static struct pkt *frame(const uint8_t *dst, const uint8_t *src, uint32_t seq)
 {
-	struct pkt *p = pkt_alloc();
+	struct pkt *p = eth_frame_new(dst, src, 64);
 
 	if (!p)
 		return NULL;
-	memcpy(p->data, dst, 6);
-	memcpy(p->data + 6, src, 6);
-	p->data[12] = 0x88;
-	p->data[13] = 0xb5;
 	memcpy(p->data + 14, &seq, 4);
 	for (uint32_t i = 18; i < 64; i++)
 		p->data[i] = (uint8_t)(i + seq);
-	p->len = 64;
 	return p;
 }
 
