@@ -1088,4 +1088,20 @@ static inline void fk_rc_pair_init(struct fk_rc_pair *r, const struct fk_qp_cfg 
 	r->mb = fk_mr_reg(r->b, r->pdb, mr_len, FK_ACC_ALL);
 }
 
+/* a posts a signaled RDMA READ of len bytes at src in b's MR into dst in a's
+ * MR, split over nsge SGEs (at most 4). */
+static inline int fk_rc_pair_post_read(struct fk_rc_pair *r, uint64_t wr_id, uint8_t *dst,
+				       const uint8_t *src, uint32_t len, uint32_t nsge)
+{
+	struct fk_sge ls[4];
+	struct fk_wr wr = { .wr_id = wr_id, .opcode = VIRTIO_IB_WR_RDMA_READ, .trunc = -1,
+			    .flags = VIRTIO_IB_SEND_SIGNALED, .remote_addr = (uintptr_t)src,
+			    .rkey = r->mb.rkey, .sge = ls, .nsge = nsge };
+
+	if (nsge > 4)
+		return -EINVAL;
+	fk_sges_split(ls, nsge, dst, len, r->ma.lkey);
+	return fk_post_send(r->a, &r->qa, &wr);
+}
+
 #endif /* VRDMA_TESTS_ROCE_TP_FAKE_H */

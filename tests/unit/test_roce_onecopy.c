@@ -156,17 +156,10 @@ static void test_read_by_reference(void)
 	for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++) {
 		uint32_t len = sizes[i], nsge = 1 + i % 4;
 		uint8_t *src = p.mb.buf + 5 + i, *dst = p.ma.buf + 1;
-		struct fk_sge ls[4];
-		struct fk_wr wr = { .wr_id = 70 + i, .opcode = VIRTIO_IB_WR_RDMA_READ,
-				    .trunc = -1, .flags = VIRTIO_IB_SEND_SIGNALED,
-				    .remote_addr = (uintptr_t)src, .rkey = p.mb.rkey };
 
 		fk_fill(src, len, 40 + i);
 		memset(dst, 0x5a, (size_t)len + 64);
-		fk_sges_split(ls, nsge, dst, len, p.ma.lkey);
-		wr.sge = ls;
-		wr.nsge = nsge;
-		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+		REQUIRE(fk_rc_pair_post_read(&p.rc, 70 + i, dst, src, len, nsge) == 0);
 		CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
 		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
 		CHECK(memcmp(src, dst, len) == 0);
