@@ -1088,6 +1088,22 @@ static inline void fk_rc_pair_init(struct fk_rc_pair *r, const struct fk_qp_cfg 
 	r->mb = fk_mr_reg(r->b, r->pdb, mr_len, FK_ACC_ALL);
 }
 
+/* wr's source: len bytes at src, inline or split over nsge entries of sge
+ * (MR lkey); sge must outlive the post. */
+static inline void fk_wr_source(struct fk_wr *wr, struct fk_sge *sge, const uint8_t *src,
+				uint32_t len, uint32_t nsge, bool inl, uint32_t lkey)
+{
+	if (inl) {
+		wr->flags |= VIRTIO_IB_SEND_INLINE;
+		wr->inl = src;
+		wr->inline_len = (uint16_t)len;
+	} else {
+		fk_sges_split(sge, nsge, src, len, lkey);
+		wr->sge = sge;
+		wr->nsge = nsge;
+	}
+}
+
 /* a posts a signaled RDMA READ of len bytes at src in b's MR into dst in a's
  * MR, split over nsge SGEs (at most 4). */
 static inline int fk_rc_pair_post_read(struct fk_rc_pair *r, uint64_t wr_id, uint8_t *dst,

@@ -80,15 +80,7 @@ static bool post_op(struct pair *p, uint8_t op, uint32_t len, unsigned nsge, boo
 
 	fk_fill(src, len, seed);
 	memset(dst, 0x5a, (size_t)len + 64);
-	if (inl) {
-		wr.flags |= VIRTIO_IB_SEND_INLINE;
-		wr.inl = src;
-		wr.inline_len = (uint16_t)len;
-	} else {
-		fk_sges_split(ls, nsge, src, len, p->ma.lkey);
-		wr.sge = ls;
-		wr.nsge = nsge;
-	}
+	fk_wr_source(&wr, ls, src, len, nsge, inl, p->ma.lkey);
 	if (!send) {
 		wr.remote_addr = (uintptr_t)dst;
 		wr.rkey = p->mb.rkey;
