@@ -1045,4 +1045,79 @@ static inline unsigned fk_wait_cq(struct fk_env *env, struct fk_dev *d, uint32_t
 	return w.got;
 }
 
+/* Members of a connected QP pair: devices a and b (the same for loopback),
+ * their PDs, CQs, QPs and one MR each. A test's pair struct includes them
+ * next to a `struct fk_rc_pair rc` in an anonymous union. */
+#define FK_RC_PAIR_MEMBERS \
+	struct fk_dev *a, *b; \
+	uint32_t pda, pdb, cqa, cqb; \
+	struct fk_qp qa, qb; \
+	struct fk_mr ma, mb;
+
+struct fk_rc_pair {
+	FK_RC_PAIR_MEMBERS
+};
+
+/* On devices r->a and r->b (set by the caller): PD, CQ (cqe entries, cq_num
+ * posted), a QP of config qc each, connected both ways over path, and an MR of
+ * mr_len bytes each (none if 0). With a == b the two QPs share the PD. */
+static inline void fk_rc_pair_init(struct fk_rc_pair *r, const struct fk_qp_cfg *qc,
+				   const struct fk_path *path, uint32_t cqe, uint16_t cq_num,
+				   uint64_t mr_len)
+{
+	struct fk_qp_cfg c = *qc;
+
+	if (!r->a || !r->b)
+		abort();
+	r->pda = fk_pd(r->a);
+	r->pdb = r->a == r->b ? r->pda : fk_pd(r->b);
+	r->cqa = fk_cq(r->a, cqe, cq_num, true);
+	r->cqb = fk_cq(r->b, cqe, cq_num, true);
+	c.pdn = r->pda;
+	c.scq = c.rcq = r->cqa;
+	r->qa = fk_qp_new(r->a, &c);
+	c.pdn = r->pdb;
+	c.scq = c.rcq = r->cqb;
+	r->qb = fk_qp_new(r->b, &c);
+	if (fk_connect(r->a, r->qa.qpn, r->b, r->qb.qpn, path) ||
+	    fk_connect(r->b, r->qb.qpn, r->a, r->qa.qpn, path))
+		abort();
+	if (!mr_len)
+		return;
+	r->ma = fk_mr_reg(r->a, r->pda, mr_len, FK_ACC_ALL);
+	r->mb = fk_mr_reg(r->b, r->pdb, mr_len, FK_ACC_ALL);
+}
+
+/* wr's source: len bytes at src, inline or split over nsge entries of sge
+ * (MR lkey); sge must outlive the post. */
+static inline void fk_wr_source(struct fk_wr *wr, struct fk_sge *sge, const uint8_t *src,
+				uint32_t len, uint32_t nsge, bool inl, uint32_t lkey)
+{
+	if (inl) {
+		wr->flags |= VIRTIO_IB_SEND_INLINE;
+		wr->inl = src;
+		wr->inline_len = (uint16_t)len;
+	} else {
+		fk_sges_split(sge, nsge, src, len, lkey);
+		wr->sge = sge;
+		wr->nsge = nsge;
+	}
+}
+
+/* a posts a signaled RDMA READ of len bytes at src in b's MR into dst in a's
+ * MR, split over nsge SGEs (at most 4). */
+static inline int fk_rc_pair_post_read(struct fk_rc_pair *r, uint64_t wr_id, uint8_t *dst,
+				       const uint8_t *src, uint32_t len, uint32_t nsge)
+{
+	struct fk_sge ls[4];
+	struct fk_wr wr = { .wr_id = wr_id, .opcode = VIRTIO_IB_WR_RDMA_READ, .trunc = -1,
+			    .flags = VIRTIO_IB_SEND_SIGNALED, .remote_addr = (uintptr_t)src,
+			    .rkey = r->mb.rkey, .sge = ls, .nsge = nsge };
+
+	if (nsge > 4)
+		return -EINVAL;
+	fk_sges_split(ls, nsge, dst, len, r->ma.lkey);
+	return fk_post_send(r->a, &r->qa, &wr);
+}
+
 #endif /* VRDMA_TESTS_ROCE_TP_FAKE_H */

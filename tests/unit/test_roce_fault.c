@@ -711,46 +711,34 @@ static void loss_cost(uint8_t opcode, uint32_t len, unsigned msgs, unsigned dept
 {
 	struct fk_env env;
 	struct fk_dev_cfg dc = { .arena = 96u << 20 };
-	struct fk_dev *a, *b;
-	struct fk_qp qa, qb;
 	struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_RC, .sq_num = 128, .rq_num = 16,
 				.max_send_wr = 128, .max_recv_wr = 16 };
 	struct fk_path path;
-	struct fk_mr src, dst;
+	struct fk_rc_pair rp;
 	struct fk_sge s;
 	struct lc_run r;
 	struct fault_cfg cfg;
 	char spec[64];
-	uint32_t cqa;
 	uint64_t drops, resent, npkts = (len + 1023) / 1024;
 	bool read = opcode == VIRTIO_IB_WR_RDMA_READ;
 
 	*cost = UINT64_MAX;
 	REQUIRE(fk_env_init(&env, true) == 0);
-	a = fk_dev_new(&env, &dc);
-	b = fk_dev_new(&env, &dc);
-	qc.pdn = fk_pd(a);
-	qc.scq = qc.rcq = cqa = fk_cq(a, 1024, 256, true);
-	qa = fk_qp_new(a, &qc);
-	src = fk_mr_reg(a, qc.pdn, len, FK_ACC_ALL);
-	qc.pdn = fk_pd(b);
-	qc.scq = qc.rcq = fk_cq(b, 1024, 256, true);
-	qb = fk_qp_new(b, &qc);
-	dst = fk_mr_reg(b, qc.pdn, len, FK_ACC_ALL);
+	rp.a = fk_dev_new(&env, &dc);
+	rp.b = fk_dev_new(&env, &dc);
 	fk_path_default(&path);    /* MTU 1024, timeout 67 ms, 16 READs out */
-	REQUIRE(fk_connect(a, qa.qpn, b, qb.qpn, &path) == 0);
-	REQUIRE(fk_connect(b, qb.qpn, a, qa.qpn, &path) == 0);
-	fk_fill(read ? dst.buf : src.buf, len, seed);
-	memset(read ? src.buf : dst.buf, 0, len);
+	fk_rc_pair_init(&rp, &qc, &path, 1024, 256, len);
+	fk_fill(read ? rp.mb.buf : rp.ma.buf, len, seed);
+	memset(read ? rp.ma.buf : rp.mb.buf, 0, len);
 	memset(&r, 0, sizeof(r));
-	r.a = a;
-	r.q = &qa;
-	r.cq = cqa;
+	r.a = rp.a;
+	r.q = &rp.qa;
+	r.cq = rp.cqa;
 	r.n = msgs;
 	r.depth = depth;
-	s = (struct fk_sge){ src.buf, len, src.lkey };
+	s = (struct fk_sge){ rp.ma.buf, len, rp.ma.lkey };
 	r.wr = (struct fk_wr){ .opcode = opcode, .flags = VIRTIO_IB_SEND_SIGNALED,
-			       .remote_addr = (uintptr_t)dst.buf, .rkey = dst.rkey, .sge = &s,
+			       .remote_addr = (uintptr_t)rp.mb.buf, .rkey = rp.mb.rkey, .sge = &s,
 			       .nsge = 1, .trunc = -1 };
 	snprintf(spec, sizeof(spec), "drop=1,seed=%u", seed);
 	REQUIRE(fault_cfg_parse(&cfg, spec) == 0 && sw_set_fault(env.sw, &cfg, NULL) == 0);
@@ -758,20 +746,20 @@ static void loss_cost(uint8_t opcode, uint32_t len, unsigned msgs, unsigned dept
 	CHECK(fk_run_until(&env, lc_step, &r, WAIT_MS));
 	CHECK_EQ(r.errors, 0);
 	CHECK_EQ(r.done, msgs);
-	CHECK(memcmp(src.buf, dst.buf, len) == 0);
+	CHECK(memcmp(rp.ma.buf, rp.mb.buf, len) == 0);
 	drops = sw_get_stats(env.sw)->fault_dropped;
-	resent = read ? b->tp->stats.read_resp_sent - (uint64_t)msgs * npkts :
-			a->tp->stats.retransmits;
+	resent = read ? rp.b->tp->stats.read_resp_sent - (uint64_t)msgs * npkts :
+			rp.a->tp->stats.retransmits;
 	CHECK(drops > 0);
 	if (getenv("FK_STATS")) {
 		printf("#   %s: %" PRIu64 " frames dropped, %" PRIu64 " sent again "
 		       "(%.1f per drop), dup_reads %" PRIu64 " rewinds %" PRIu64
 		       " probes %" PRIu64 " timeouts %" PRIu64 "\n",
 		       read ? "READ" : "WRITE", drops, resent,
-		       drops ? (double)resent / (double)drops : 0.0, b->tp->stats.dup_reads,
-		       a->tp->stats.rewinds, a->tp->stats.probes, a->tp->stats.timeouts);
-		roce_tp_dump_stats(a->tp, stdout);
-		roce_tp_dump_stats(b->tp, stdout);
+		       drops ? (double)resent / (double)drops : 0.0, rp.b->tp->stats.dup_reads,
+		       rp.a->tp->stats.rewinds, rp.a->tp->stats.probes, rp.a->tp->stats.timeouts);
+		roce_tp_dump_stats(rp.a->tp, stdout);
+		roce_tp_dump_stats(rp.b->tp, stdout);
 	}
 	fk_env_fini(&env);
 	if (drops)

@@ -22,10 +22,10 @@
 
 struct pair {
 	struct fk_env env;
-	struct fk_dev *a, *b;
-	uint32_t pda, pdb, cqa, cqb;
-	struct fk_qp qa, qb;
-	struct fk_mr ma, mb;
+	union {
+		struct fk_rc_pair rc;
+		struct { FK_RC_PAIR_MEMBERS };
+	};
 };
 
 static void pair_init_t(struct pair *p, uint8_t type, uint8_t timeout)
@@ -44,23 +44,7 @@ static void pair_init_t(struct pair *p, uint8_t type, uint8_t timeout)
 		abort();
 	p->a = fk_dev_new(&p->env, &dc);
 	p->b = fk_dev_new(&p->env, &dc);
-	if (!p->a || !p->b)
-		abort();
-	p->pda = fk_pd(p->a);
-	p->pdb = fk_pd(p->b);
-	p->cqa = fk_cq(p->a, 256, 128, true);
-	p->cqb = fk_cq(p->b, 256, 128, true);
-	qc.pdn = p->pda;
-	qc.scq = qc.rcq = p->cqa;
-	p->qa = fk_qp_new(p->a, &qc);
-	qc.pdn = p->pdb;
-	qc.scq = qc.rcq = p->cqb;
-	p->qb = fk_qp_new(p->b, &qc);
-	if (fk_connect(p->a, p->qa.qpn, p->b, p->qb.qpn, &path) ||
-	    fk_connect(p->b, p->qb.qpn, p->a, p->qa.qpn, &path))
-		abort();
-	p->ma = fk_mr_reg(p->a, p->pda, BUF_SIZE, FK_ACC_ALL);
-	p->mb = fk_mr_reg(p->b, p->pdb, BUF_SIZE, FK_ACC_ALL);
+	fk_rc_pair_init(&p->rc, &qc, &path, 256, 128, BUF_SIZE);
 }
 
 /* No retransmit timer: exact counts. */
@@ -96,15 +80,7 @@ static bool post_op(struct pair *p, uint8_t op, uint32_t len, unsigned nsge, boo
 
 	fk_fill(src, len, seed);
 	memset(dst, 0x5a, (size_t)len + 64);
-	if (inl) {
-		wr.flags |= VIRTIO_IB_SEND_INLINE;
-		wr.inl = src;
-		wr.inline_len = (uint16_t)len;
-	} else {
-		fk_sges_split(ls, nsge, src, len, p->ma.lkey);
-		wr.sge = ls;
-		wr.nsge = nsge;
-	}
+	fk_wr_source(&wr, ls, src, len, nsge, inl, p->ma.lkey);
 	if (!send) {
 		wr.remote_addr = (uintptr_t)dst;
 		wr.rkey = p->mb.rkey;
@@ -218,17 +194,10 @@ static void test_read_runs(void)
 		uint32_t len = sizes[i], nsge = 1 + i % 4, n = npkts(len);
 		int f0 = th_failed_checks;
 		uint8_t *src = p.mb.buf + 5 + i, *dst = p.ma.buf + 1;
-		struct fk_sge ls[4];
-		struct fk_wr wr = { .wr_id = 70 + i, .opcode = VIRTIO_IB_WR_RDMA_READ,
-				    .trunc = -1, .flags = VIRTIO_IB_SEND_SIGNALED,
-				    .remote_addr = (uintptr_t)src, .rkey = p.mb.rkey };
 
 		fk_fill(src, len, 40 + i);
 		memset(dst, 0x5a, (size_t)len + 64);
-		fk_sges_split(ls, nsge, dst, len, p.ma.lkey);
-		wr.sge = ls;
-		wr.nsge = nsge;
-		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+		REQUIRE(fk_rc_pair_post_read(&p.rc, 70 + i, dst, src, len, nsge) == 0);
 		CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
 		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
 		CHECK(memcmp(src, dst, len) == 0);

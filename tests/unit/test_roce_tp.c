@@ -44,9 +44,10 @@ static unsigned drain_cq(struct fk_env *env, struct fk_dev *d, uint32_t cqn,
 
 struct pair {
 	struct fk_env env;
-	struct fk_dev *a, *b;
-	uint32_t pda, pdb, cqa, cqb;
-	struct fk_qp qa, qb;
+	union {
+		struct fk_rc_pair rc;
+		struct { FK_RC_PAIR_MEMBERS };
+	};
 	struct fk_path path;
 };
 
@@ -91,19 +92,7 @@ static void pair_init(struct pair *p, const struct pair_cfg *c)
 		abort();
 	p->a = fk_dev_new(&p->env, &dc);
 	p->b = c->loopback ? p->a : fk_dev_new(&p->env, &dc);
-	p->pda = fk_pd(p->a);
-	p->pdb = c->loopback ? p->pda : fk_pd(p->b);
-	p->cqa = fk_cq(p->a, c->cqe, c->cq_num, true);
-	p->cqb = fk_cq(p->b, c->cqe, c->cq_num, true);
-	qc.pdn = p->pda;
-	qc.scq = qc.rcq = p->cqa;
-	p->qa = fk_qp_new(p->a, &qc);
-	qc.pdn = p->pdb;
-	qc.scq = qc.rcq = p->cqb;
-	p->qb = fk_qp_new(p->b, &qc);
-	if (fk_connect(p->a, p->qa.qpn, p->b, p->qb.qpn, &p->path) ||
-	    fk_connect(p->b, p->qb.qpn, p->a, p->qa.qpn, &p->path))
-		abort();
+	fk_rc_pair_init(&p->rc, &qc, &p->path, c->cqe, c->cq_num, 0);
 }
 
 static void pair_fini(struct pair *p)

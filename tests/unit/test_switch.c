@@ -13,6 +13,7 @@
 #include "port/fault.h"
 #include "port/pkt.h"
 #include "port/port.h"
+#include "unit/eth_frame.h"
 
 struct mock {
 	struct port port;
@@ -47,6 +48,13 @@ static void mock_init(struct mock *m, const char *name, bool hairpin)
 	pkt_queue_init(&m->q);
 }
 
+/* m set up and attached to s. */
+static void mock_attach(struct sw *s, struct mock *m, const char *name, bool hairpin)
+{
+	mock_init(m, name, hairpin);
+	CHECK_EQ(sw_attach(s, &m->port), 0);
+}
+
 static const uint8_t BCAST[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 static const uint8_t MCAST[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 };
 
@@ -63,17 +71,12 @@ static void mac_of(uint8_t mac[6], unsigned n)
 /* A frame dst <- src with a payload that depends on tag. */
 static struct pkt *frame(const uint8_t *dst, const uint8_t *src, uint32_t len, unsigned tag)
 {
-	struct pkt *p = pkt_alloc();
+	struct pkt *p = eth_frame_new(dst, src, len);
 
 	if (!p)
 		return NULL;
-	memcpy(p->data, dst, 6);
-	memcpy(p->data + 6, src, 6);
-	p->data[12] = 0x88;
-	p->data[13] = 0xb5;
 	for (uint32_t i = 14; i < len; i++)
 		p->data[i] = (uint8_t)(i * 7 + tag);
-	p->len = len;
 	return p;
 }
 
@@ -107,12 +110,9 @@ static void learn_and_unicast(void)
 	struct pkt *f1, *f2;
 
 	REQUIRE(s);
-	mock_init(&a, "a", false);
-	mock_init(&b, "b", false);
-	mock_init(&c, "c", false);
-	CHECK_EQ(sw_attach(s, &a.port), 0);
-	CHECK_EQ(sw_attach(s, &b.port), 0);
-	CHECK_EQ(sw_attach(s, &c.port), 0);
+	mock_attach(s, &a, "a", false);
+	mock_attach(s, &b, "b", false);
+	mock_attach(s, &c, "c", false);
 	CHECK(a.port.id != b.port.id && b.port.id != c.port.id);
 	mac_of(ma, 1);
 	mac_of(mb, 2);
@@ -216,12 +216,9 @@ static void hairpin(void)
 	struct pkt *f;
 
 	REQUIRE(s);
-	mock_init(&dev, "dev0", true);
-	mock_init(&up, "uplink", false);
-	mock_init(&other, "other", false);
-	CHECK_EQ(sw_attach(s, &dev.port), 0);
-	CHECK_EQ(sw_attach(s, &up.port), 0);
-	CHECK_EQ(sw_attach(s, &other.port), 0);
+	mock_attach(s, &dev, "dev0", true);
+	mock_attach(s, &up, "uplink", false);
+	mock_attach(s, &other, "other", false);
 	mac_of(md, 20);
 	mac_of(mu, 21);
 	mac_of(mx, 22);
@@ -278,12 +275,9 @@ static void mac_move_and_detach(void)
 	struct pkt *f;
 
 	REQUIRE(s);
-	mock_init(&a, "a", false);
-	mock_init(&b, "b", false);
-	mock_init(&c, "c", false);
-	CHECK_EQ(sw_attach(s, &a.port), 0);
-	CHECK_EQ(sw_attach(s, &b.port), 0);
-	CHECK_EQ(sw_attach(s, &c.port), 0);
+	mock_attach(s, &a, "a", false);
+	mock_attach(s, &b, "b", false);
+	mock_attach(s, &c, "c", false);
 	mac_of(mx, 30);
 	mac_of(mc, 31);
 
@@ -350,10 +344,8 @@ static void runts_dropped(void)
 	struct pkt *f;
 
 	REQUIRE(s);
-	mock_init(&a, "a", false);
-	mock_init(&b, "b", false);
-	CHECK_EQ(sw_attach(s, &a.port), 0);
-	CHECK_EQ(sw_attach(s, &b.port), 0);
+	mock_attach(s, &a, "a", false);
+	mock_attach(s, &b, "b", false);
 	mac_of(ma, 40);
 	for (uint32_t len = 0; len < 14; len++) {
 		f = frame(BCAST, ma, 14, len);
@@ -390,8 +382,7 @@ static void alone_no_port(void)
 	uint8_t ma[6];
 
 	REQUIRE(s);
-	mock_init(&a, "a", true);
-	CHECK_EQ(sw_attach(s, &a.port), 0);
+	mock_attach(s, &a, "a", true);
 	mac_of(ma, 50);
 	sw_input(s, &a.port, frame(BCAST, ma, 60, 0));
 	CHECK_EQ(a.q.len, 0);
@@ -413,10 +404,8 @@ static void table_bounds_and_delete(void)
 	unsigned bad = 0;
 
 	REQUIRE(s);
-	mock_init(&a, "a", false);
-	mock_init(&b, "b", false);
-	CHECK_EQ(sw_attach(s, &a.port), 0);
-	CHECK_EQ(sw_attach(s, &b.port), 0);
+	mock_attach(s, &a, "a", false);
+	mock_attach(s, &b, "b", false);
 	a.port.mac_limit = b.port.mac_limit = SW_MAC_MAX; /* the table's bound, not the port's */
 	for (unsigned i = 0; i < n; i++) {
 		mac_of(m, 1000 + i);
@@ -482,12 +471,9 @@ static void pinned_mac_and_learn_limit(void)
 	uint8_t ma[6], mx[6], m[6];
 
 	REQUIRE(s);
-	mock_init(&a, "a", true);
-	mock_init(&b, "b", true);
-	mock_init(&up, "up", false);
-	CHECK_EQ(sw_attach(s, &a.port), 0);
-	CHECK_EQ(sw_attach(s, &b.port), 0);
-	CHECK_EQ(sw_attach(s, &up.port), 0);
+	mock_attach(s, &a, "a", true);
+	mock_attach(s, &b, "b", true);
+	mock_attach(s, &up, "up", false);
 	mac_of(ma, 50);
 	mac_of(mx, 51);
 	CHECK_EQ(sw_mac_pin(s, ma, &a.port), 0);
@@ -548,12 +534,9 @@ static void cached_lookups_follow_table_changes(void)
 	uint8_t ma[6], mb[6];
 
 	REQUIRE(s);
-	mock_init(&a, "a", false);
-	mock_init(&b, "b", false);
-	mock_init(&c, "c", false);
-	CHECK_EQ(sw_attach(s, &a.port), 0);
-	CHECK_EQ(sw_attach(s, &b.port), 0);
-	CHECK_EQ(sw_attach(s, &c.port), 0);
+	mock_attach(s, &a, "a", false);
+	mock_attach(s, &b, "b", false);
+	mock_attach(s, &c, "c", false);
 	mac_of(ma, 70);
 	mac_of(mb, 71);
 	sw_input(s, &b.port, frame(BCAST, mb, 60, 1));
@@ -611,10 +594,8 @@ static void fault_hook(void)
 	uint8_t ma[6], mb[6];
 
 	REQUIRE(s);
-	mock_init(&a, "a", false);
-	mock_init(&b, "b", false);
-	CHECK_EQ(sw_attach(s, &a.port), 0);
-	CHECK_EQ(sw_attach(s, &b.port), 0);
+	mock_attach(s, &a, "a", false);
+	mock_attach(s, &b, "b", false);
 	mac_of(ma, 60);
 	mac_of(mb, 61);
 
@@ -681,10 +662,8 @@ static void aging(void)
 	uint8_t ma[6], mb[6];
 
 	REQUIRE(s);
-	mock_init(&a, "a", false);
-	mock_init(&b, "b", false);
-	CHECK_EQ(sw_attach(s, &a.port), 0);
-	CHECK_EQ(sw_attach(s, &b.port), 0);
+	mock_attach(s, &a, "a", false);
+	mock_attach(s, &b, "b", false);
 	mac_of(ma, 70);
 	mac_of(mb, 71);
 	sw_input(s, &a.port, frame(BCAST, ma, 60, 0));

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 
 #include "port/trunk.h"
+#include "unit/eth_frame.h"
 #include "unit/roce_tp_fake.h"
 
 #define WAIT_MS 60000
@@ -74,18 +75,13 @@ static void mac_of(uint8_t mac[6], unsigned n)
 /* A frame dst <- src carrying sequence number seq. */
 static struct pkt *frame(const uint8_t *dst, const uint8_t *src, uint32_t seq)
 {
-	struct pkt *p = pkt_alloc();
+	struct pkt *p = eth_frame_new(dst, src, 64);
 
 	if (!p)
 		return NULL;
-	memcpy(p->data, dst, 6);
-	memcpy(p->data + 6, src, 6);
-	p->data[12] = 0x88;
-	p->data[13] = 0xb5;
 	memcpy(p->data + 14, &seq, 4);
 	for (uint32_t i = 18; i < 64; i++)
 		p->data[i] = (uint8_t)(i + seq);
-	p->len = 64;
 	return p;
 }
 
@@ -147,6 +143,38 @@ static void two_fini(struct two *w)
 		loop_run_once(w->l[i], 0);
 		loop_free(w->l[i]);
 	}
+}
+
+/* w with a second receiver c on the far switch, its MAC mc learnt by the
+ * near one, every queue empty. */
+static int two_init_with_c(struct two *w, struct mock *c, uint8_t mc[6])
+{
+	if (two_init(w, 64))
+		return -1;
+	mock_init(c, "c", 0);
+	if (sw_attach(w->s[1], &c->port))
+		return -1;
+	mac_of(mc, 3);
+	sw_input(w->s[1], &c->port, frame(BCAST, mc, 0));
+	run_both(w->l[0], w->l[1], 4);
+	pkt_queue_purge(&w->a.q);
+	pkt_queue_purge(&w->b.q);
+	return 0;
+}
+
+/* Frees the frames of q, counting them in *got; false if one breaks the
+ * sequence 1, 2, ... */
+static bool drain_in_order(struct pkt_queue *q, uint32_t *got)
+{
+	bool order = true;
+	struct pkt *p;
+
+	while ((p = pkt_queue_pop(q))) {
+		if (seq_of(p) != ++*got)
+			order = false;
+		pkt_free(p);
+	}
+	return order;
 }
 
 /* Unicast through the trunk keeps its order; nothing is lost when a sender
@@ -216,11 +244,8 @@ static void busy_ready(void)
 		}
 		run_both(w.l[0], w.l[1], 2);
 		/* b drains what it holds and says it has room */
-		while ((p = pkt_queue_pop(&w.b.q))) {
-			if (seq_of(p) != ++got)
-				order = false;
-			pkt_free(p);
-		}
+		if (!drain_in_order(&w.b.q, &got))
+			order = false;
 		sw_port_ready(w.s[1], &w.b.port);
 		run_both(w.l[0], w.l[1], 2);
 	}
@@ -247,16 +272,8 @@ static void busy_receiver_does_not_block_others(void)
 	uint8_t mc[6];
 	uint32_t want = 500, gb = 0, gc = 0;
 	bool order = true;
-	struct pkt *p;
 
-	REQUIRE(two_init(&w, 64) == 0);
-	mock_init(&c, "c", 0);
-	REQUIRE(sw_attach(w.s[1], &c.port) == 0);
-	mac_of(mc, 3);
-	sw_input(w.s[1], &c.port, frame(BCAST, mc, 0));
-	run_both(w.l[0], w.l[1], 4);
-	pkt_queue_purge(&w.a.q);
-	pkt_queue_purge(&w.b.q);
+	REQUIRE(two_init_with_c(&w, &c, mc) == 0);
 	for (uint32_t i = 1; i <= want; i++) {
 		CHECK_EQ(sw_input_try(w.s[0], &w.a.port, frame(w.mb, w.ma, i)), 0);
 		CHECK_EQ(sw_input_try(w.s[0], &w.a.port, frame(mc, w.ma, i)), 0);
@@ -266,19 +283,13 @@ static void busy_receiver_does_not_block_others(void)
 	/* c got everything while b sat at its limit */
 	CHECK_EQ(c.q.len, want);
 	CHECK_EQ(w.b.q.len, 64u);
-	while ((p = pkt_queue_pop(&c.q))) {
-		if (seq_of(p) != ++gc)
-			order = false;
-		pkt_free(p);
-	}
+	if (!drain_in_order(&c.q, &gc))
+		order = false;
 	CHECK(trunk_get_stats(w.t[1])->rx_held > 0);
 	/* b drains: its held frames follow, in order */
 	for (unsigned k = 0; k < 1000 && gb < want; k++) {
-		while ((p = pkt_queue_pop(&w.b.q))) {
-			if (seq_of(p) != ++gb)
-				order = false;
-			pkt_free(p);
-		}
+		if (!drain_in_order(&w.b.q, &gb))
+			order = false;
 		sw_port_ready(w.s[1], &w.b.port);
 		run_both(w.l[0], w.l[1], 2);
 	}
@@ -306,14 +317,7 @@ static void busy_receiver_refused_at_sender(void)
 	bool order = true;
 	struct pkt *p;
 
-	REQUIRE(two_init(&w, 64) == 0);
-	mock_init(&c, "c", 0);
-	REQUIRE(sw_attach(w.s[1], &c.port) == 0);
-	mac_of(mc, 3);
-	sw_input(w.s[1], &c.port, frame(BCAST, mc, 0));
-	run_both(w.l[0], w.l[1], 4);
-	pkt_queue_purge(&w.a.q);
-	pkt_queue_purge(&w.b.q);
+	REQUIRE(two_init_with_c(&w, &c, mc) == 0);
 	pkt_queue_init(&held);
 	for (uint32_t i = 1; i <= want; i++) {
 		/* frames to b: refused ones wait in order at the sender */
@@ -331,18 +335,12 @@ static void busy_receiver_refused_at_sender(void)
 	CHECK(refused > 0);
 	CHECK(trunk_get_stats(w.t[0])->tx_refused > 0);
 	CHECK(trunk_get_stats(w.t[1])->rx_busy_set > 0);
-	while ((p = pkt_queue_pop(&c.q))) {
-		if (seq_of(p) != ++gc)
-			order = false;
-		pkt_free(p);
-	}
+	if (!drain_in_order(&c.q, &gc))
+		order = false;
 	/* b drains; a is woken and resends what was refused */
 	for (unsigned k = 0; k < 10000 && gb < want; k++) {
-		while ((p = pkt_queue_pop(&w.b.q))) {
-			if (seq_of(p) != ++gb)
-				order = false;
-			pkt_free(p);
-		}
+		if (!drain_in_order(&w.b.q, &gb))
+			order = false;
 		sw_port_ready(w.s[1], &w.b.port);
 		run_both(w.l[0], w.l[1], 2);
 		while (held.head) {
@@ -496,11 +494,11 @@ static void ref_frame_owns_bytes(void)
 
 struct xpair {
 	struct fk_env e[2];
-	struct fk_dev *a, *b;
 	struct trunk *t[2];
-	uint32_t pda, pdb, cqa, cqb;
-	struct fk_qp qa, qb;
-	struct fk_mr ma, mb;
+	union {
+		struct fk_rc_pair rc;
+		struct { FK_RC_PAIR_MEMBERS };
+	};
 };
 
 static void xpair_init(struct xpair *p)
@@ -525,21 +523,7 @@ static void xpair_init(struct xpair *p)
 	if (trunk_new(p->e[0].sw, p->e[0].loop, 0, p->e[1].sw, p->e[1].loop, 1, &p->t[0],
 		      &p->t[1]))
 		abort();
-	p->pda = fk_pd(p->a);
-	p->pdb = fk_pd(p->b);
-	p->cqa = fk_cq(p->a, 256, 128, true);
-	p->cqb = fk_cq(p->b, 256, 128, true);
-	qc.pdn = p->pda;
-	qc.scq = qc.rcq = p->cqa;
-	p->qa = fk_qp_new(p->a, &qc);
-	qc.pdn = p->pdb;
-	qc.scq = qc.rcq = p->cqb;
-	p->qb = fk_qp_new(p->b, &qc);
-	if (fk_connect(p->a, p->qa.qpn, p->b, p->qb.qpn, &path) ||
-	    fk_connect(p->b, p->qb.qpn, p->a, p->qa.qpn, &path))
-		abort();
-	p->ma = fk_mr_reg(p->a, p->pda, XBUF, FK_ACC_ALL);
-	p->mb = fk_mr_reg(p->b, p->pdb, XBUF, FK_ACC_ALL);
+	fk_rc_pair_init(&p->rc, &qc, &path, 256, 128, XBUF);
 }
 
 static void xpair_fini(struct xpair *p)
