@@ -187,4 +187,60 @@ cm_ready() {
 	return 1
 }
 
+# nc_exchange NAME FROM_SOCK TO_SOCK TO_MAC COUNT SEED [args]: COUNT Ethernet
+# frames from FROM's driver to TO's (vrdma-netcat, a receiver on TO, a sender
+# on FROM); both verify every byte.
+nc_exchange() {
+	local name=$1 from=$2 to=$3 to_mac=$4 count=$5 seed=$6
+	shift 6
+	local nc="$VRDMA_BUILD/bin/vrdma-netcat" ready="$T_TMP/$name.ready" rpid rc_r rc_s
+	rm -f "$ready"
+	"$nc" --timeout-ms 120000 --socket "$to" --count "$count" --seed "$seed" --ready "$ready" "$@" recv \
+		>"$T_TMP/$name.recv" 2>&1 &
+	rpid=$!
+	if ! wait_for_file "$ready"; then
+		kill "$rpid" 2>/dev/null
+		wait "$rpid" 2>/dev/null
+		not_ok "$name" "receiver did not come up: $(cat "$T_TMP/$name.recv")"
+		return
+	fi
+	"$nc" --timeout-ms 120000 --socket "$from" --count "$count" --seed "$seed" --dst "$to_mac" "$@" send \
+		>"$T_TMP/$name.send" 2>&1
+	rc_s=$?
+	wait "$rpid"
+	rc_r=$?
+	if [ $rc_s -eq 0 ] && [ $rc_r -eq 0 ] && grep -q "received $count frames" "$T_TMP/$name.recv"; then
+		ok "$name"
+	else
+		not_ok "$name" "send rc=$rc_s recv rc=$rc_r:" \
+			"$(cat "$T_TMP/$name.send" "$T_TMP/$name.recv" | tr '\n' ' ')"
+	fi
+}
+
+# check_no_drops T DUMP: test T passes if the daemon's --stats dump in file
+# DUMP shows no frame lost inside the daemon (receive or transmit queue full)
+# and no QP or work-completion error.
+check_no_drops() {
+	local t=$1 dump=$2 bad
+	bad=$(awk '$1 == "device" { dev = $2; next }
+		/^[^ ]/ { dev = ""; next }
+		dev != "" {
+			for (i = 1; i < NF; i++) {
+				k = $i; v = $(i + 1)
+				if (v !~ /^[0-9]+$/ || v == 0) continue
+				if (k == "rx_queue_full" || k == "tx_queue_full" || k == "qp_errors" ||
+				    (k ~ /^wc_/ && k != "wc_success" && k != "wc_wr_flush_err" && k != "wc_ext"))
+					printf "%s %s %s; ", dev, k, v
+			}
+		}' "$dump")
+	if [ ! -s "$dump" ]; then
+		not_ok "$t" "no final --stats dump"
+	elif [ -z "$bad" ]; then
+		ok "$t"
+	else
+		not_ok "$t" "$bad"
+		sed 's/^/#   /' "$dump"
+	fi
+}
+
 t_done() { exit $T_FAILED; }

@@ -53,44 +53,14 @@ else
 	not_ok info_mtu_9000
 fi
 
-# exchange NAME FROM_SOCK TO_SOCK TO_MAC COUNT SEED [extra args]: a receiver
-# on TO, a sender on FROM; both must verify everything.
-exchange() {
-	local name=$1 from=$2 to=$3 to_mac=$4 count=$5 seed=$6
-	shift 6
-	local ready="$T_TMP/$name.ready" rpid rc_r rc_s
-	rm -f "$ready"
-	"$NC" --timeout-ms 120000 --socket "$to" --count "$count" --seed "$seed" --ready "$ready" "$@" recv \
-		>"$T_TMP/$name.recv" 2>&1 &
-	rpid=$!
-	if ! wait_for_file "$ready"; then
-		kill "$rpid" 2>/dev/null
-		wait "$rpid" 2>/dev/null
-		not_ok "$name" "receiver did not come up: $(cat "$T_TMP/$name.recv")"
-		return
-	fi
-	"$NC" --timeout-ms 120000 --socket "$from" --count "$count" --seed "$seed" --dst "$to_mac" "$@" send \
-		>"$T_TMP/$name.send" 2>&1
-	rc_s=$?
-	wait "$rpid"
-	rc_r=$?
-	if [ $rc_s -eq 0 ] && [ $rc_r -eq 0 ] &&
-	   grep -q "received $count frames" "$T_TMP/$name.recv"; then
-		ok "$name"
-	else
-		not_ok "$name" "send rc=$rc_s recv rc=$rc_r:" \
-			"$(cat "$T_TMP/$name.send" "$T_TMP/$name.recv" | tr '\n' ' ')"
-	fi
-}
-
-exchange a_to_b "$T_TMP/a.sock" "$T_TMP/b.sock" "$MAC_B" 3000 11
-exchange b_to_a "$T_TMP/b.sock" "$T_TMP/a.sock" "$MAC_A" 1000 12
+nc_exchange a_to_b "$T_TMP/a.sock" "$T_TMP/b.sock" "$MAC_B" 3000 11
+nc_exchange b_to_a "$T_TMP/b.sock" "$T_TMP/a.sock" "$MAC_A" 1000 12
 # Every size from 60 to 1514 at least once (1455 sizes, 2 frames per size).
-exchange all_sizes "$T_TMP/a.sock" "$T_TMP/b.sock" "$MAC_B" 2910 13 --window 16 --sweep
+nc_exchange all_sizes "$T_TMP/a.sock" "$T_TMP/b.sock" "$MAC_B" 2910 13 --window 16 --sweep
 # Small rings on both ends (ring 16): window 8.
-exchange small_rings "$T_TMP/b.sock" "$T_TMP/a.sock" "$MAC_A" 500 14 --ring 16 --window 8
+nc_exchange small_rings "$T_TMP/b.sock" "$T_TMP/a.sock" "$MAC_A" 500 14 --ring 16 --window 8
 # A standard-MTU device to the jumbo one: sizes bounded by the sender's MTU.
-exchange a_to_jumbo "$T_TMP/a.sock" "$T_TMP/c.sock" "$MAC_C" 500 15 --max 1514
+nc_exchange a_to_jumbo "$T_TMP/a.sock" "$T_TMP/c.sock" "$MAC_C" 500 15 --max 1514
 
 # Loopback: frames to our own MAC come back through the switch.
 if "$NC" --timeout-ms 120000 --socket "$T_TMP/a.sock" --count 1000 --seed 21 loopback >"$T_TMP/lb" 2>&1; then

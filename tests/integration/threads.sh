@@ -151,35 +151,6 @@ rping_pair() {
 	fi
 }
 
-NC="$VRDMA_BUILD/bin/vrdma-netcat"
-# exchange NAME FROM_SOCK TO_SOCK TO_MAC COUNT SEED [args]: Ethernet frames
-# through the drivers' queues (vrdma-netcat), every byte verified.
-exchange() {
-	local name=$1 from=$2 to=$3 to_mac=$4 count=$5 seed=$6
-	shift 6
-	local ready="$T_TMP/$name.ready" rpid rc_r rc_s
-	rm -f "$ready"
-	"$NC" --timeout-ms 120000 --socket "$to" --count "$count" --seed "$seed" --ready "$ready" "$@" recv \
-		>"$T_TMP/$name.recv" 2>&1 &
-	rpid=$!
-	if ! wait_for_file "$ready"; then
-		kill "$rpid" 2>/dev/null
-		wait "$rpid" 2>/dev/null
-		not_ok "$name" "receiver did not come up: $(cat "$T_TMP/$name.recv")"
-		return
-	fi
-	"$NC" --timeout-ms 120000 --socket "$from" --count "$count" --seed "$seed" --dst "$to_mac" "$@" send \
-		>"$T_TMP/$name.send" 2>&1
-	rc_s=$?
-	wait "$rpid"
-	rc_r=$?
-	if [ $rc_s -eq 0 ] && [ $rc_r -eq 0 ] && grep -q "received $count frames" "$T_TMP/$name.recv"; then
-		ok "$name"
-	else
-		not_ok "$name" "send rc=$rc_s recv rc=$rc_r:" \
-			"$(cat "$T_TMP/$name.send" "$T_TMP/$name.recv" | tr '\n' ' ')"
-	fi
-}
 
 # last_dump NAME: the daemon's final --stats dump into $T_TMP/NAME.last.
 last_dump() {
@@ -189,29 +160,8 @@ last_dump() {
 	     END        { printf "%s", last }' "$T_TMP/$1.log" >"$T_TMP/$1.last"
 }
 
-# no_drops T NAME: no frame lost inside the daemon, no QP or WC error.
-no_drops() {
-	local t=$1 bad
-	bad=$(awk '$1 == "device" { dev = $2; next }
-		/^[^ ]/ { dev = ""; next }
-		dev != "" {
-			for (i = 1; i < NF; i++) {
-				k = $i; v = $(i + 1)
-				if (v !~ /^[0-9]+$/ || v == 0) continue
-				if (k == "rx_queue_full" || k == "tx_queue_full" || k == "qp_errors" ||
-				    (k ~ /^wc_/ && k != "wc_success" && k != "wc_wr_flush_err" && k != "wc_ext"))
-					printf "%s %s %s; ", dev, k, v
-			}
-		}' "$T_TMP/$2.last")
-	if [ ! -s "$T_TMP/$2.last" ]; then
-		not_ok "$t" "no final --stats dump"
-	elif [ -z "$bad" ]; then
-		ok "$t"
-	else
-		not_ok "$t" "$bad"
-		sed 's/^/#   /' "$T_TMP/$2.last"
-	fi
-}
+# no_drops T NAME: check_no_drops on NAME's final --stats dump.
+no_drops() { check_no_drops "$1" "$T_TMP/$2.last"; }
 
 # fwd NAME: frames thread 1's switch forwarded (final dump); fwd0: thread 0's.
 fwd1() { awk '$1 == "switch" && $2 == "thread" && $3 == 1 { print $5 }' "$T_TMP/$1.last"; }
@@ -271,8 +221,8 @@ if d_start x --threads 2 \
 	else
 		skip x_uplink_thread1 "a TAP uplink needs root"
 	fi
-	exchange x_eth_frames "$SA" "$SB" "$MAC_B" 3000 11
-	exchange x_eth_sweep "$SB" "$SA" "$MAC_A" 2910 13 --window 16 --sweep
+	nc_exchange x_eth_frames "$SA" "$SB" "$MAC_B" 3000 11
+	nc_exchange x_eth_sweep "$SB" "$SA" "$MAC_A" 2910 13 --window 16 --sweep
 	pingpong x_rc_pingpong
 	bw x_write_bw ib_write_bw "${COMMON[@]}"
 	bw x_read_bw ib_read_bw "${COMMON[@]}"

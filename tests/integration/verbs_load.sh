@@ -112,25 +112,7 @@ awk '/^device / { if (!on) { buf = ""; on = 1 } }
      on         { buf = buf $0 "\n" }
      /^faults / { last = buf; on = 0 }
      END        { printf "%s", last }' "$T_TMP/d.log" >"$T_TMP/d.last"
-bad=$(awk '$1 == "device" { dev = $2; next }
-	/^[^ ]/ { dev = ""; next }
-	dev != "" {
-		for (i = 1; i < NF; i++) {
-			k = $i; v = $(i + 1)
-			if (v !~ /^[0-9]+$/ || v == 0) continue
-			if (k == "rx_queue_full" || k == "tx_queue_full" || k == "qp_errors" ||
-			    (k ~ /^wc_/ && k != "wc_success" && k != "wc_wr_flush_err" && k != "wc_ext"))
-				printf "%s %s %s; ", dev, k, v
-		}
-	}' "$T_TMP/d.last")
-if [ ! -s "$T_TMP/d.last" ]; then
-	not_ok no_drops_inside "no final --stats dump"
-elif [ -z "$bad" ]; then
-	ok no_drops_inside
-else
-	not_ok no_drops_inside "$bad"
-	sed 's/^/#   /' "$T_TMP/d.last"
-fi
+check_no_drops no_drops_inside "$T_TMP/d.last"
 awk '$1 == "roce" && $2 == "tx" {
 	for (i = 3; i < NF; i++)
 		if ($i ~ /^(tx_held|retransmits|timeouts|rewinds)$/) s[$i] += $(i + 1) }
