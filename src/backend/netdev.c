@@ -167,6 +167,17 @@ static void netdev_ring_broken(struct netdev *nd, struct vhost_vring *r)
 	vhost_vring_report_error(r);
 }
 
+/* Entries the driver published on r. Reading a corrupt avail index breaks
+ * the ring wherever it happens (also when arming): report it here. */
+static uint16_t netdev_ring_avail(struct netdev *nd, struct vhost_vring *r)
+{
+	uint16_t n = vq_dev_avail(&r->vq);
+
+	if (r->vq.broken)
+		netdev_ring_broken(nd, r);
+	return n;
+}
+
 /* Transmit: driver -> switch. Returns true if anything was done. */
 static bool netdev_process_tx(struct netdev *nd)
 {
@@ -306,7 +317,7 @@ static bool netdev_deliver_rx(struct netdev *nd)
 		return false;
 	/* The head frame is waiting for more buffers than the driver gave:
 	 * nothing to do until it adds some (its kick wakes us). */
-	if (nd->rx_stalled && vq_dev_avail(&r->vq) == nd->rx_stalled_avail)
+	if (nd->rx_stalled && netdev_ring_avail(nd, r) == nd->rx_stalled_avail)
 		return false;
 	nd->rx_stalled = false;
 	while (done < NETDEV_RX_BATCH && (p = nd->rxq.head)) {
@@ -314,7 +325,7 @@ static bool netdev_deliver_rx(struct netdev *nd)
 
 		if (rc == 0) {
 			nd->rx_stalled = true;
-			nd->rx_stalled_avail = vq_dev_avail(&r->vq);
+			nd->rx_stalled_avail = netdev_ring_avail(nd, r);
 			break;
 		}
 		done++;
@@ -551,13 +562,16 @@ static bool netdev_arm(void *arg)
 	bool pending = false;
 
 	netdev_set_notify(nd, true);
-	if (nd->txr && vq_dev_avail(&nd->txr->vq))
+	if (nd->txr && netdev_ring_avail(nd, nd->txr))
 		pending = true;
-	if (nd->ctrlr && vq_dev_avail(&nd->ctrlr->vq))
+	if (nd->ctrlr && netdev_ring_avail(nd, nd->ctrlr))
 		pending = true;
-	if (nd->rxr && nd->rxq.len && vq_dev_avail(&nd->rxr->vq) &&
-	    !(nd->rx_stalled && vq_dev_avail(&nd->rxr->vq) == nd->rx_stalled_avail))
-		pending = true;
+	if (nd->rxr && nd->rxq.len) {
+		uint16_t n = netdev_ring_avail(nd, nd->rxr);
+
+		if (n && !(nd->rx_stalled && n == nd->rx_stalled_avail))
+			pending = true;
+	}
 	if (netdev_roce_arm(nd))
 		pending = true;
 	return pending;

@@ -132,6 +132,12 @@ static void dev_ctrl_one(struct virtio_rdma_dev *d, struct vhost_vring *r)
 	vq_dev_push(&r->vq, e->head, (uint32_t)(1 + out_len));
 }
 
+static void dev_ctrl_broken(struct virtio_rdma_dev *d, struct vhost_vring *r)
+{
+	d->stats.ring_errors++;
+	vhost_vring_report_error(r);
+}
+
 static bool dev_process_ctrl(struct virtio_rdma_dev *d)
 {
 	struct vhost_vring *r = d->ctrlr;
@@ -146,8 +152,7 @@ static bool dev_process_ctrl(struct virtio_rdma_dev *d)
 		if (rc == 0)
 			break;
 		if (rc < 0) {
-			d->stats.ring_errors++;
-			vhost_vring_report_error(r);
+			dev_ctrl_broken(d, r);
 			break;
 		}
 		n++;
@@ -314,9 +319,12 @@ static bool dev_arm(void *arg)
 	struct virtio_rdma_dev *d = arg;
 	bool pending = roce_tp_arm(d->tp);
 
-	if (d->ctrlr && d->ctrlr->kick_fd < 0 && !d->ctrlr->vq.broken &&
-	    vq_dev_avail(&d->ctrlr->vq))
-		pending = true;
+	if (d->ctrlr && d->ctrlr->kick_fd < 0 && !d->ctrlr->vq.broken) {
+		if (vq_dev_avail(&d->ctrlr->vq))
+			pending = true;
+		else if (d->ctrlr->vq.broken) /* a corrupt avail index */
+			dev_ctrl_broken(d, d->ctrlr);
+	}
 	return pending;
 }
 
