@@ -82,6 +82,7 @@ static void comp_progress(struct roce_tq *tq)
 	tq->retry_left = tq->qp->attr.retry_cnt;
 	tq->rnr_left = tq->qp->attr.rnr_retry;
 	tq->rewind_marked = false;
+	roce_recover_nak_answered(tq);
 	/* The window moved: the requester may send more. */
 	roce_tp_schedule(tq);
 }
@@ -146,16 +147,17 @@ static void comp_fail_head(struct roce_tq *tq, uint8_t status)
 	roce_comp_drain(tq);
 }
 
-/* Ask for go-back-N from una, once per una until progress. count: this
- * is a retry (transport retry counter). */
-static void comp_rewind(struct roce_tq *tq, bool count)
+/* A loss before una, once per una until progress: counted (count: a retry
+ * of the transport retry counter), the window cut. Returns whether it is
+ * news (to act on). */
+static bool comp_loss(struct roce_tq *tq, bool count)
 {
 	/* Already going back to una: a second request for the same una is
 	 * news only once enough was sent again (the responder repeats its
 	 * NAK every ROCE_TP_RENAK_EVERY out-of-sequence packets). */
 	if (tq->rewind_marked && tq->rewind_mark == tq->una &&
 	    tq->sent_since_rewind < ROCE_TP_RENAK_EVERY)
-		return;
+		return false;
 	tq->rewind_marked = true;
 	tq->rewind_mark = tq->una;
 	tq->rewind_span = (uint32_t)roce_psn_diff(tq->psn_hwm, tq->una);
@@ -163,11 +165,33 @@ static void comp_rewind(struct roce_tq *tq, bool count)
 	if (count) {
 		if (!tq->retry_left) {
 			comp_fail_head(tq, VIRTIO_IB_WC_RETRY_EXC_ERR);
-			return;
+			return false;
 		}
 		tq->retry_left--;
 	}
 	roce_recover_loss(tq);
+	return true;
+}
+
+/* Go-back-N from una, once per una until progress. */
+static void comp_rewind(struct roce_tq *tq, bool count)
+{
+	if (!comp_loss(tq, count))
+		return;
+	tq->rewind_pending = true;
+	roce_tp_schedule(tq);
+}
+
+/* The responder misses una (a sequence NAK, or the answer to packets sent
+ * again that stops where they did): send from una again, only a few
+ * packets if the responder may have kept those after it (roce_recover.c),
+ * else everything. */
+static void comp_seq_loss(struct roce_tq *tq)
+{
+	if (!comp_loss(tq, true))
+		return;
+	if (roce_recover_nak_resend(tq))
+		return;
 	tq->rewind_pending = true;
 	roce_tp_schedule(tq);
 }
@@ -294,12 +318,21 @@ static void comp_ack_pkt(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	uint8_t syn = roce_aeth_syndrome(pi->aeth);
 	uint32_t psn = pi->psn, prev = roce_psn_add(pi->psn, ROCE_PSN_MASK);
 
+	tq->nak_missed = false; /* (set by the comp_ack below) */
 	switch (syn & ROCE_AETH_TYPE_MASK) {
 	case ROCE_AETH_ACK: {
 		bool probing = tq->probes > 0;
 
 		tp->stats.acks_rcvd++;
 		comp_ack(tq, psn, true);
+		/* The answer to packets sent again after a sequence NAK stops
+		 * short of what was sent before them: the rest is missing
+		 * there (the responder kept nothing, or the gap goes on). */
+		if (tq->nak_missed && tq->una != tq->sq_psn) {
+			tq->rewind_marked = false;
+			comp_seq_loss(tq);
+			break;
+		}
 		/* The answer to a loss probe stops short of what was sent:
 		 * the rest was lost, go back now (roce_recover.c). */
 		if (probing && tq->una != tq->sq_psn && roce_psn_add(psn, 1) == tq->una)
@@ -339,7 +372,7 @@ static void comp_ack_pkt(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		case ROCE_AETH_NAK_PSN_SEQ_ERR:
 			if (comp_nak_is_news(tq))
 				tq->rewind_marked = false;
-			comp_rewind(tq, true);
+			comp_seq_loss(tq);
 			break;
 		case ROCE_AETH_NAK_INVALID_REQ:
 			comp_fail_head(tq, VIRTIO_IB_WC_REM_INV_REQ_ERR);
@@ -928,7 +961,14 @@ void roce_comp_rexmit_timer(struct loop_timer *t, void *arg)
 		return;
 	}
 	tq->timer_waits = false;
-	/* Probes first (roce_recover.c), then the timeout. */
+	/* Probes first (roce_recover.c: of packets sent again after a NAK,
+	 * then of the QP), then the timeout. */
+	if (roce_recover_hold_probe_due(tq, to)) {
+		roce_recover_hold_probe(tq);
+		loop_timer_arm(tp->loop, t, roce_recover_deadline(tq, to));
+		roce_tp_commit(tp);
+		return;
+	}
 	if (roce_recover_probe_due(tq, to)) {
 		roce_recover_probe(tq);
 		loop_timer_arm(tp->loop, t, roce_recover_deadline(tq, to));

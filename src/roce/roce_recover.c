@@ -31,11 +31,98 @@ void roce_recover_reset(struct roce_tq *tq)
 	tq->cwnd = ROCE_TP_WINDOW;
 	tq->probes = 0;
 	tq->srtt_ns = 0;
+	tq->nak_hold = false;
+	tq->nak_hold_len = 1;
+	tq->peer_keeps = ROCE_PEER_KEEPS_UNKNOWN;
+	tq->keep_misses = 0;
+}
+
+static uint32_t cwnd_of(const struct roce_tq *tq)
+{
+	return tq->cwnd ? tq->cwnd : ROCE_TP_WINDOW;
 }
 
 uint32_t roce_recover_window(const struct roce_tq *tq)
 {
-	return tq->cwnd ? tq->cwnd : ROCE_TP_WINDOW;
+	return cwnd_of(tq);
+}
+
+/* How long packets sent again after a NAK may go unanswered before they go
+ * once more: a few round trips (the answer is the next thing expected, and
+ * one of them or the answer may be lost too), at least
+ * ROCE_TP_HOLD_PROBE_MIN_NS, at most a loss probe's interval. */
+static uint64_t hold_wait(const struct roce_tq *tq)
+{
+	uint64_t w = 4ull * tq->srtt_ns;
+
+	return MIN(MAX(w, ROCE_TP_HOLD_PROBE_MIN_NS), ROCE_TP_PROBE_MIN_NS);
+}
+
+bool roce_recover_nak_resend(struct roce_tq *tq)
+{
+	int32_t out = roce_psn_diff(tq->sq_psn, tq->una);
+	uint32_t n, sent = 0;
+
+	/* Only worth it if more went out than would go again, and unless the
+	 * peer's responder was seen to keep nothing (go-back-N: rxe). */
+	if (tq->peer_keeps == ROCE_PEER_KEEPS_NO || out <= 0 ||
+	    (uint32_t)out <= tq->nak_hold_len)
+		return false;
+	n = MAX(tq->nak_hold_len, 1u);
+	while (sent < n && roce_req_resend_psn(tq, roce_psn_add(tq->una, sent), false))
+		sent++;
+	if (!sent)
+		return false;
+	tq->nak_hold = true;
+	tq->nak_hold_probed = false;
+	tq->nak_hold_end = roce_psn_add(tq->una, sent);
+	tq->nak_hold_hwm = tq->sq_psn;
+	tq->nak_hold_ns = tq->tp->loop ? loop_now_ns() : 0;
+	tq->tp->stats.nak_holds++;
+	if (tq->tp->loop && tq->qp->attr.timeout)
+		loop_timer_arm(tq->tp->loop, &tq->rexmit_timer,
+			       roce_recover_deadline(tq, roce_ack_timeout_ns(tq->qp->attr.timeout)));
+	return true;
+}
+
+void roce_recover_nak_answered(struct roce_tq *tq)
+{
+	int32_t beyond;
+
+	if (!tq->nak_hold || roce_psn_diff(tq->una, tq->nak_hold_end) < 0)
+		return;
+	tq->nak_hold = false;
+	/* The answer comes after everything sent before those packets
+	 * reached the responder (a path keeps order): what it does not
+	 * acknowledge of that is missing there. */
+	if (roce_psn_diff(tq->una, tq->nak_hold_hwm) < 0)
+		tq->nak_missed = true;
+	beyond = roce_psn_diff(tq->una, tq->nak_hold_end);
+	if (beyond > 0) {
+		/* acknowledged beyond what went again: kept there */
+		tq->peer_keeps = ROCE_PEER_KEEPS_YES;
+		tq->nak_hold_len = 1;
+		tq->tp->stats.hold_skips += (uint32_t)beyond;
+		return;
+	}
+	/* Only what went again: the gap may go on (a burst lost), so the
+	 * next time twice as many go; or the responder keeps nothing. */
+	tq->nak_hold_len = MIN(2 * MAX(tq->nak_hold_len, 1u), (uint32_t)ROCE_TP_QP_BUDGET);
+	if (tq->peer_keeps == ROCE_PEER_KEEPS_UNKNOWN &&
+	    ++tq->keep_misses >= ROCE_TP_KEEP_MISSES)
+		tq->peer_keeps = ROCE_PEER_KEEPS_NO;
+}
+
+void roce_recover_hold_probe(struct roce_tq *tq)
+{
+	uint32_t n = (uint32_t)MAX(roce_psn_diff(tq->nak_hold_end, tq->una), 0);
+
+	/* Once per hold; the loss probes and the timer take over after. */
+	tq->nak_hold_probed = true;
+	tq->tp->stats.hold_probes++;
+	for (uint32_t i = 0; i < n; i++)
+		if (!roce_req_resend_psn(tq, roce_psn_add(tq->una, i), false))
+			break;
 }
 
 /* The responder's side of the same pacing: a duplicate READ means the
@@ -70,13 +157,13 @@ bool roce_recover_ackreq(const struct roce_tq *tq)
 
 void roce_recover_loss(struct roce_tq *tq)
 {
-	tq->cwnd = MAX(roce_recover_window(tq) / 2, (uint32_t)ROCE_TP_CWND_MIN);
+	tq->cwnd = MAX(cwnd_of(tq) / 2, (uint32_t)ROCE_TP_CWND_MIN);
 	tq->tp->stats.window_cuts++;
 }
 
 void roce_recover_acked(struct roce_tq *tq, uint32_t n)
 {
-	tq->cwnd = MIN(roce_recover_window(tq) + n / 2 + 1, (uint32_t)ROCE_TP_WINDOW);
+	tq->cwnd = MIN(cwnd_of(tq) + n / 2 + 1, (uint32_t)ROCE_TP_WINDOW);
 }
 
 void roce_recover_sample(struct roce_tq *tq, uint64_t gap_ns)
@@ -110,10 +197,17 @@ static bool probes_on(uint64_t to)
 	return to >= 4 * ROCE_TP_PROBE_NS;
 }
 
+bool roce_recover_hold_probe_due(const struct roce_tq *tq, uint64_t to)
+{
+	return tq->nak_hold && !tq->nak_hold_probed && probes_on(to);
+}
+
 uint64_t roce_recover_deadline(const struct roce_tq *tq, uint64_t to)
 {
 	uint64_t d;
 
+	if (roce_recover_hold_probe_due(tq, to))
+		return tq->nak_hold_ns + hold_wait(tq);
 	if (!probes_on(to))
 		return tq->progress_ns + to;
 	if (tq->probes < ROCE_TP_PROBES)

@@ -224,11 +224,18 @@ void roce_recv_one(struct roce_tp *tp, struct pkt *p)
 	if ((pi.tclass & ROCE_ECN_MASK) == ROCE_ECN_CE)
 		roce_cc_ce(tq, &pi, p);
 	if (p->flags & PKT_F_RUN)
-		roce_run_rx(tq, &pi, p);
+		roce_run_rx(tq, &pi, p, 0);
 	else if (pi.mask & ROCE_OPF_REQ)
 		roce_resp_rx(tq, &pi, p);
 	else
 		roce_comp_rx(tq, &pi);
+	if ((pi.mask & ROCE_OPF_REQ) && pi.transport == ROCE_TRANSPORT_RC) {
+		/* beyond a gap: kept until it fills (roce_keep.c) */
+		if (roce_keep_take(tq, p, &pi))
+			return;
+		if (tq->keep_n)
+			roce_keep_drain(tq);
+	}
 out:
 	pkt_free(p);
 }

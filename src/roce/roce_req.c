@@ -396,6 +396,19 @@ static int req_check_sges(struct roce_tq *tq, struct roce_swqe *w)
 				   VIRTIO_IB_ACCESS_LOCAL_WRITE : 0, &total);
 }
 
+/* una is past sq_psn inside w, which is being sent again: the responder
+ * kept what followed a lost packet (roce_keep.c) and acknowledged it. Go on
+ * from una instead of sending those packets again. */
+static void req_skip_acked(struct roce_tq *tq, struct roce_swqe *w)
+{
+	int32_t k = roce_psn_diff(tq->una, w->first_psn);
+
+	if (roce_wr_is_rd_atomic(w->opcode) || k <= (int32_t)w->next || (uint32_t)k >= w->npkts)
+		return;
+	w->next = (uint32_t)k;
+	tq->sq_psn = tq->una;
+}
+
 uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 {
 	struct rres_qp *qp = tq->qp;
@@ -439,6 +452,8 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			tq->sq_cur++;
 			continue;
 		}
+		if (rc && w->started && roce_psn_diff(tq->una, tq->sq_psn) > 0)
+			req_skip_acked(tq, w);
 		if (rc && w->opcode == VIRTIO_IB_WR_RDMA_READ) {
 			/* A READ is one request: it may go while its responses
 			 * fit the completer's window of kept responses. */
@@ -614,6 +629,7 @@ void roce_req_rewind(struct roce_tq *tq)
 	int32_t k;
 
 	tq->rewind_pending = false;
+	tq->nak_hold = false; /* everything goes again */
 	if (tq->qp->type != VIRTIO_IB_QPT_RC || !tq->swqe || tq->una == tq->sq_psn)
 		return;
 	end = tq->sq_cur;

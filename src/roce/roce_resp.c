@@ -75,6 +75,7 @@ int roce_resp_init(struct roce_tq *tq)
 
 void roce_resp_fini(struct roce_tq *tq)
 {
+	roce_keep_flush(tq);
 	free(tq->res);
 	tq->res = NULL;
 	tq->nres = 0;
@@ -85,6 +86,7 @@ void roce_resp_reset(struct roce_tq *tq)
 	struct rres_qp *qp = tq->qp;
 	uint32_t n = 0;
 
+	roce_keep_flush(tq);
 	tq->epsn = qp->attr.rq_psn & ROCE_PSN_MASK;
 	tq->msn = 0;
 	tq->rsp_msg = ROCE_RSP_NONE;
@@ -902,6 +904,16 @@ static bool resp_renak_due(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	       loop_now_ns() - tq->nak_ns >= ROCE_TP_PROBE_MIN_NS / 2;
 }
 
+void roce_resp_seq_gap(struct roce_tq *tq, uint32_t psn)
+{
+	tq->nak_sent = true;
+	tq->nak_rnr = false;
+	tq->ooo_since_nak = 0;
+	tq->ooo_hi = psn;
+	tq->nak_ns = tq->tp->loop ? loop_now_ns() : 0;
+	resp_set_ack(tq, ROCE_AETH_NAK_PSN_SEQ_ERR, tq->epsn);
+}
+
 static void resp_rc(struct roce_tq *tq, const struct roce_pkt_info *pi)
 {
 	struct roce_tp *tp = tq->tp;
@@ -912,14 +924,8 @@ static void resp_rc(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		/* One NAK per gap; repeated every ROCE_TP_RENAK_EVERY packets
 		 * that keep arriving out of sequence, in case it was lost. */
 		tp->stats.rx_seq_err++;
-		if (!tq->nak_sent || (!tq->nak_rnr && resp_renak_due(tq, pi))) {
-			tq->nak_sent = true;
-			tq->nak_rnr = false;
-			tq->ooo_since_nak = 0;
-			tq->ooo_hi = pi->psn;
-			tq->nak_ns = tp->loop ? loop_now_ns() : 0;
-			resp_set_ack(tq, ROCE_AETH_NAK_PSN_SEQ_ERR, tq->epsn);
-		}
+		if (!tq->nak_sent || (!tq->nak_rnr && resp_renak_due(tq, pi)))
+			roce_resp_seq_gap(tq, pi->psn);
 		return;
 	}
 	if (d < 0) {

@@ -308,7 +308,8 @@ static uint32_t run_group_end(const struct roce_run *r, uint32_t k, uint32_t n, 
 	return j - k >= 2 ? j : k + 1;
 }
 
-void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt *p)
+void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt *p,
+		 uint32_t from)
 {
 	struct roce_tp *tp = tq->tp;
 	const struct roce_run *r = roce_run_of(p);
@@ -318,7 +319,7 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 	struct roce_ieth ieth;
 	struct roce_aeth aeth;
 	struct pkt_ref ref;
-	uint64_t off = 0;
+	uint64_t off = (uint64_t)from * r->mtu; /* (every packet but the last is an MTU) */
 
 	roce_immdt_set_raw(&immdt, r->f.imm);
 	put_be32(ieth.rkey, r->f.ieth_rkey);
@@ -331,7 +332,7 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 	else
 		tp->stats.rx_resp_runs++;
 	tp->stats.rx_run_pkts += pkt_npkts(p);
-	for (uint32_t k = 0; k < n; k++) {
+	for (uint32_t k = from; k < n; k++) {
 		uint32_t plen = run_plen(r, k, n), end, d;
 		uint64_t lost = r->lost >> k;
 		struct roce_pkt_info pi = *pi0;

@@ -49,7 +49,11 @@
 	X(rx_resp_runs)     /* READ response runs received */                 \
 	X(rx_run_pkts)      /* ... packets they stood for */                   \
 	X(rx_run_bulk)      /* ... pieces of them placed with one copy */      \
-	X(rx_run_lost)      /* packets of a run whose payload was gone */
+	X(rx_run_lost)      /* packets of a run whose payload was gone */     \
+	X(rx_kept)          /* out-of-sequence request packets kept */       \
+	X(rx_kept_used)     /* ... executed once the gap before them filled */ \
+	X(rx_kept_freed)    /* ... freed unused (duplicates, reset, ERR) */    \
+	X(rx_keep_full)     /* out-of-sequence frames not kept: no room */
 
 /* "roce tx" line: transmit and the reliable connection. */
 #define ROCE_TP_STATS_TX(X)                                                    \
@@ -76,7 +80,11 @@
 	X(probes)           /* loss probes (roce_recover.c) */                 \
 	X(timer_waits)      /* a probe/timeout not needed after one more poll */ \
 	X(window_cuts)      /* send window halved on a loss */                 \
-	X(dup_reads)        /* duplicate READs answered again */
+	X(dup_reads)        /* duplicate READs answered again */              \
+	X(nak_holds)        /* sequence NAKs answered with the missing packets \
+			     * only (roce_recover.c) */                      \
+	X(hold_skips)       /* PSNs acknowledged beyond them: not sent again */ \
+	X(hold_probes)      /* ... sent once more, unanswered */
 
 /* "roce wr" line: before the completions by status (wc[]). */
 #define ROCE_TP_STATS_WR_POPPED(X)                                             \

@@ -854,6 +854,7 @@ static void hook_qp_modify(struct rres_dev *rd, struct rres_qp *qp, uint8_t old,
 		 * returns. */
 		roce_sq_flush(tq);
 		roce_rq_flush(tq);
+		roce_keep_flush(tq);
 		if (qp->srq && old != VIRTIO_IB_QPS_ERR)
 			qp_srq_left(tq);
 		break;
@@ -1238,6 +1239,7 @@ struct roce_tp *roce_tp_new(struct rres_dev *rd, struct loop *loop,
 	rd->hooks.arg = tp;
 	tp->ttl = ROCE_TP_TTL_DEFAULT;
 	tp->run_max = ROCE_RUN_MAX;
+	tp->keep_max = ROCE_TP_KEEP_FRAMES;
 	roce_cc_params_default(&tp->cc);
 	/* Payloads sent by reference are copied out before a mapping goes. */
 	vhost_mem_set_unmap_hook(pkt_ref_fill_all);

@@ -110,6 +110,16 @@ struct roce_tp_ops {
 #define ROCE_TP_RD_QUEUED      256    /* RC: responses before the answer to a
 				       * READ re-request that show a queueing
 				       * responder (rxe) */
+#define ROCE_TP_KEEP_FRAMES    64     /* RC responder: out-of-sequence SEND /
+				       * WRITE frames kept per QP (roce_keep.c) */
+#define ROCE_TP_KEEP_WINDOW    1024   /* ... ending within this many PSNs of epsn */
+#define ROCE_TP_KEEP_TP_MAX    1024   /* ... frames kept by one transport in all */
+#define ROCE_TP_HOLD_PROBE_MIN_NS 50000ull /* RC: packets sent again after a NAK
+				       * go once more if unanswered this long
+				       * (at least; 4 x smoothed RTT) */
+#define ROCE_TP_KEEP_MISSES    2      /* RC requester: answers to a held resend
+				       * that show a responder keeping nothing,
+				       * before it stops holding */
 #define ROCE_TP_MAX_MSG_PKTS   (1u << 22) /* packets per message (PSN space) */
 #define ROCE_TP_POLL_NS        200000ull  /* wake-up to poll kick-less rings, */
 #define ROCE_TP_POLL_MAX_NS    4000000ull /* ... doubled while they are idle */
@@ -471,6 +481,18 @@ struct roce_tq {
 	uint8_t probes;           /* loss probes since the last progress */
 	uint64_t probe_ns;        /* when the last one went (loop clock) */
 	uint32_t srtt_ns;         /* smoothed send-to-progress time */
+	/* After a sequence NAK: send the missing packet again alone, not
+	 * everything after it (the responder may have kept that: roce_keep.c) */
+	bool nak_hold;
+	bool nak_hold_probed;     /* ... sent once more, unanswered */
+	bool nak_missed;          /* ... answered short of nak_hold_hwm */
+	uint32_t nak_hold_end;    /* ... PSN after them */
+	uint32_t nak_hold_hwm;    /* ... sq_psn then */
+	uint64_t nak_hold_ns;     /* ... when (loop clock) */
+	uint32_t nak_hold_len;    /* packets sent again for a NAK (1, doubling
+				   * while answers show nothing kept beyond) */
+	uint8_t peer_keeps;       /* enum roce_peer_keeps */
+	uint8_t keep_misses;      /* held resends answered for that packet only */
 	struct loop_timer rexmit_timer;
 	struct loop_timer rnr_timer;
 
@@ -497,6 +519,11 @@ struct roce_tq {
 	uint32_t ack_psn;
 	struct roce_rsp_res *res;
 	uint32_t nres, res_next;  /* ring of responder resources */
+	/* out-of-sequence SEND / WRITE frames kept until the gap before them
+	 * fills (roce_keep.c): ring of ROCE_TP_KEEP_FRAMES, ascending PSNs,
+	 * allocated on first use */
+	struct roce_keep_ent *keep;
+	uint32_t keep_head, keep_n;
 	uint32_t res_active;
 	bool comm_est;            /* COMM_EST raised since entering RTR */
 	uint64_t budget;          /* bytes charged to state-mem (roce_budget.c) */
@@ -547,6 +574,8 @@ struct roce_tp {
 	uint16_t ip_id;
 	uint8_t ttl;              /* IPv4 TTL / IPv6 hop limit of every frame */
 	uint32_t run_max;         /* packets per run (roce_run.c; 1: none) */
+	uint32_t keep_max;        /* frames a QP may keep (roce_keep.c; 0: none) */
+	uint32_t keep_frames;     /* ... kept now, all QPs */
 	struct roce_cc_params cc;
 	bool in_event;            /* an entry point is running */
 	struct roce_neigh *neigh;
@@ -728,6 +757,16 @@ uint32_t roce_recover_rsp_burst(const struct roce_tq *tq);
 void roce_recover_rsp_loss(struct roce_tq *tq);
 void roce_recover_rsp_sent(struct roce_tq *tq, uint32_t n);
 bool roce_recover_ackreq(const struct roce_tq *tq);
+/* The responder misses una (sequence NAK): send nak_hold_len packets from
+ * una again, no rewind (nak_hold until answered). False: go back instead
+ * (the peer keeps nothing, or that would be everything outstanding). */
+bool roce_recover_nak_resend(struct roce_tq *tq);
+/* una moved: how far past those packets shows whether the peer's responder
+ * keeps out-of-sequence packets (nak_missed: not past them). */
+void roce_recover_nak_answered(struct roce_tq *tq);
+/* Those packets unanswered for a few round trips: sent once more. */
+bool roce_recover_hold_probe_due(const struct roce_tq *tq, uint64_t to);
+void roce_recover_hold_probe(struct roce_tq *tq);
 void roce_recover_loss(struct roce_tq *tq);
 void roce_recover_sample(struct roce_tq *tq, uint64_t gap_ns);
 void roce_recover_acked(struct roce_tq *tq, uint32_t n);
@@ -775,6 +814,33 @@ uint64_t roce_ack_timeout_ns(uint8_t code);
 /* Reset requester state (RTS entry, RESET). */
 void roce_comp_reset(struct roce_tq *tq);
 
+/* ---- roce_keep.c ---- */
+/* What the requester knows of its peer's responder. */
+enum roce_peer_keeps {
+	ROCE_PEER_KEEPS_UNKNOWN,
+	ROCE_PEER_KEEPS_YES,      /* acknowledged beyond a held resend */
+	ROCE_PEER_KEEPS_NO,       /* ROCE_TP_KEEP_MISSES held resends showed none */
+};
+
+struct roce_keep_ent {
+	struct pkt *p;
+	uint32_t psn;             /* its first packet's */
+	uint16_t n;               /* packets it stands for (holes included) */
+	uint16_t cnt;             /* ... of them kept (rx_kept) */
+};
+
+/* After the responder handled request frame p (pi: its packet 0) of RC QP
+ * tq: keep it if packets of it lie beyond a sequence gap. True: the frame
+ * is tq's now (the caller must not free it). */
+bool roce_keep_take(struct roce_tq *tq, struct pkt *p, const struct roce_pkt_info *pi);
+/* Execute the kept frames that epsn reached, in order; NAK the next gap. */
+void roce_keep_drain(struct roce_tq *tq);
+/* Free every kept frame (reset, ERR, destroy). */
+void roce_keep_flush(struct roce_tq *tq);
+/* Frames a QP may keep (0: the responder drops out-of-sequence packets, as
+ * IBTA's go-back-N). */
+void roce_tp_set_keep(struct roce_tp *tp, uint32_t frames);
+
 /* ---- roce_resp.c ---- */
 /* A request packet for tq. */
 void roce_resp_rx(struct roce_tq *tq, const struct roce_pkt_info *pi, const struct pkt *p);
@@ -790,6 +856,9 @@ uint32_t roce_resp_rx_bulk(struct roce_tq *tq, const struct roce_pkt_info *pi, u
  * and dropped together up to one that would NAK again (ackreq: bit j,
  * packet j asks for an ACK). Returns those done (0: one by one). */
 uint32_t roce_resp_rx_ahead(struct roce_tq *tq, uint32_t psn, uint32_t n, uint64_t ackreq);
+/* The sequence NAK for a gap at epsn, as an out-of-sequence packet psn
+ * would cause it (roce_keep.c: kept frames wait beyond the gap). */
+void roce_resp_seq_gap(struct roce_tq *tq, uint32_t psn);
 /* Send the coalesced ACK if due (no READ responses before it). */
 void roce_resp_flush_ack(struct roce_tq *tq);
 int roce_resp_init(struct roce_tq *tq);
@@ -951,8 +1020,10 @@ struct roce_run *roce_run_begin(struct pkt *p);
 /* p stands for n packets now (description filled: op[0..n), f, path, mtu,
  * plen_last, ackreq, se_last, iov[0..niov) holding payload bytes). */
 void roce_run_seal(struct pkt *p, uint32_t n, uint32_t niov, uint32_t payload);
-/* A received run for tq: the responder or completer once per packet. */
-void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt *p);
+/* A received run for tq: the responder or completer once per packet, from
+ * packet from on (a kept run executed again: roce_keep.c). */
+void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt *p,
+		 uint32_t from);
 /* This thread's split counters. */
 void roce_run_get_stats(struct roce_run_stats *st);
 

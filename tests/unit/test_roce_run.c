@@ -521,6 +521,15 @@ static void release(struct pair *p, struct fk_dev *d, struct pkt_queue *q)
 		sw_input(p->env.sw, &d->port, f);
 }
 
+/* b's responder drops out-of-sequence packets (IBTA go-back-N, as Linux
+ * rxe) and a's requester knows it: a rewind sends everything again. */
+static void go_back_n(struct pair *p)
+{
+	roce_tp_set_keep(p->b->tp, 0);
+	((struct roce_tq *)rres_qp_lookup(&p->a->rd, p->qa.qpn)->transport)->peer_keeps =
+		ROCE_PEER_KEEPS_NO;
+}
+
 static bool wire_has(void *arg)
 {
 	return ((struct fk_dev *)arg)->wire.len > 0;
@@ -528,7 +537,10 @@ static bool wire_has(void *arg)
 
 /* A frame lost inside a run: the responder NAKs its PSN and the requester
  * goes back into the middle of the run it sent, starting a run there. */
-static void test_rewind_mid_run(void)
+/* Packet 5 of a 16-packet WRITE run lost (its frames split, one left
+ * out). keep: b keeps packets 6..15 (roce_keep.c) and a sends packet 5
+ * alone again; else (go-back-N) a goes back and sends 5..15 as one run. */
+static void rewind_mid_run(bool keep)
 {
 	uint64_t ref0;
 	struct virtio_rdma_cq_req wc[1];
@@ -538,6 +550,8 @@ static void test_rewind_mid_run(void)
 	uint32_t i = 0;
 
 	pair_init(&p, VIRTIO_IB_QPT_RC);
+	if (!keep)
+		go_back_n(&p);
 	prime(&p);
 	ref0 = p.b->tp->stats.rx_by_ref;
 	hold(p.a);
@@ -563,16 +577,39 @@ static void test_rewind_mid_run(void)
 	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
 	CHECK(memcmp(p.ma.buf + 1 + 3, p.mb.buf + 3, 16 * MTU) == 0);
 	CHECK_EQ(p.mb.buf[3 + 16 * MTU], 0x5a);
-	CHECK_EQ(p.a->tp->stats.rewinds, 1);
 	CHECK_EQ(p.a->tp->stats.naks_rcvd, 1);
-	/* sent again: packets 5..15 as one run (MIDDLE ... LAST) */
-	CHECK_EQ(p.a->tp->stats.tx_runs, 2);
-	CHECK_EQ(p.a->tp->stats.tx_run_pkts, 16 + 11);
-	CHECK_EQ(p.a->tp->stats.retransmits, 11);
-	CHECK_EQ(p.b->tp->stats.rx_runs, 1);
-	CHECK_EQ(p.b->tp->stats.rx_run_pkts, 11);
-	CHECK_EQ(p.b->tp->stats.rx_by_ref - ref0, 11); /* the split ones copied */
+	if (keep) {
+		/* sent again: packet 5 alone, framed; 6..15 executed from
+		 * b's keep, acknowledged with it */
+		CHECK_EQ(p.a->tp->stats.rewinds, 0);
+		CHECK_EQ(p.a->tp->stats.nak_holds, 1);
+		CHECK_EQ(p.a->tp->stats.hold_skips, 10);
+		CHECK_EQ(p.a->tp->stats.tx_runs, 1);
+		CHECK_EQ(p.a->tp->stats.tx_run_pkts, 16);
+		CHECK_EQ(p.a->tp->stats.retransmits, 1);
+		CHECK_EQ(p.b->tp->stats.rx_kept, 10);
+		CHECK_EQ(p.b->tp->stats.rx_kept_used, 10);
+		CHECK_EQ(p.b->tp->stats.rx_kept_freed, 0);
+		CHECK_EQ(p.b->tp->stats.rx_by_ref - ref0, 1); /* the split ones copied */
+		CHECK_EQ(p.b->tp->keep_frames, 0);
+	} else {
+		/* sent again: packets 5..15 as one run (MIDDLE ... LAST) */
+		CHECK_EQ(p.a->tp->stats.rewinds, 1);
+		CHECK_EQ(p.a->tp->stats.tx_runs, 2);
+		CHECK_EQ(p.a->tp->stats.tx_run_pkts, 16 + 11);
+		CHECK_EQ(p.a->tp->stats.retransmits, 11);
+		CHECK_EQ(p.b->tp->stats.rx_runs, 1);
+		CHECK_EQ(p.b->tp->stats.rx_run_pkts, 11);
+		CHECK_EQ(p.b->tp->stats.rx_by_ref - ref0, 11); /* the split ones copied */
+		CHECK_EQ(p.b->tp->stats.rx_kept, 0);
+	}
 	fk_env_fini(&p.env);
+}
+
+static void test_rewind_mid_run(void)
+{
+	rewind_mid_run(false);
+	rewind_mid_run(true);
 }
 
 static bool wire_has4(void *arg)
@@ -597,6 +634,7 @@ static void run_tail_after_gap(bool frames, bool gone, uint64_t *seq_err, uint64
 	uint32_t i = 0;
 
 	pair_init(&p, VIRTIO_IB_QPT_RC);
+	go_back_n(&p); /* (the responder's drops are what this compares) */
 	prime(&p);
 	hold(p.a);
 	REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 100 * MTU, 3, false, 4, -1));
@@ -704,7 +742,10 @@ static void test_run_holes(void)
 	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
 	CHECK(memcmp(p.ma.buf + 1 + 6, p.mb.buf + 3, 40 * MTU) == 0);
 	CHECK_EQ(p.mb.buf[3 + 40 * MTU], 0x5a);
-	CHECK(p.a->tp->stats.rewinds >= 1);
+	/* each lost one sent again alone, the rest executed from b's keep */
+	CHECK_EQ(p.a->tp->stats.retransmits, 3);
+	CHECK_EQ(p.a->tp->stats.rewinds, 0);
+	CHECK_EQ(p.b->tp->stats.rx_kept_used, p.b->tp->stats.rx_kept);
 	fk_env_fini(&p.env);
 }
 
@@ -855,6 +896,188 @@ static void test_run_tail_after_gap(void)
 	run_tail_after_gap(false, true, &se_run, &nak_run, &lost);
 	CHECK_EQ(se_run, 62);
 	CHECK_EQ(lost, 32);
+}
+
+/* ---- out-of-sequence packets kept by the responder (roce_keep.c) ---- */
+
+/* a's first frame (a run of n packets) split into frames, packet lose left
+ * out, the others given to the switch as a's; a stays off the switch, so
+ * what it sends next waits on a's wire. */
+static void keep_deliver(struct pair *p, uint32_t n, uint32_t lose)
+{
+	struct pkt_queue q;
+	struct pkt *r, *f;
+	uint32_t i = 0;
+
+	REQUIRE(fk_run_until(&p->env, wire_has, p->a, WAIT_MS));
+	r = pkt_queue_pop(&p->a->wire);
+	REQUIRE(r && (r->flags & PKT_F_RUN) && r->npkts == n);
+	pkt_queue_init(&q);
+	REQUIRE(roce_run_split(r, &q) == 0);
+	pkt_free(r);
+	while ((f = pkt_queue_pop(&q))) {
+		if (i++ == lose)
+			pkt_free(f);
+		else
+			sw_input(p->env.sw, &p->a->port, f);
+	}
+}
+
+static bool a_sent(void *arg)
+{
+	return ((struct pair *)arg)->a->wire.len > 0;
+}
+
+/* Kept frames go when the QP leaves the states that execute requests
+ * (ERR, RESET) or goes away: freed and counted, none left behind (ASan
+ * checks the last). */
+static void test_keep_flushed(void)
+{
+	static const uint8_t to[] = { VIRTIO_IB_QPS_ERR, VIRTIO_IB_QPS_RESET, 0 };
+
+	for (unsigned t = 0; t < 3; t++) {
+		uint64_t out0;
+		struct pair p;
+
+		pair_init(&p, VIRTIO_IB_QPT_RC);
+		prime(&p);
+		out0 = pkt_outstanding();
+		hold(p.a);
+		REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 16 * MTU, 1, false, 7, -1));
+		keep_deliver(&p, 16, 5);
+		/* a sends packet 5 again (on its wire, not delivered) */
+		REQUIRE(fk_run_until(&p.env, a_sent, &p, WAIT_MS));
+		CHECK_EQ(p.b->tp->stats.rx_kept, 10);
+		CHECK_EQ(p.b->tp->keep_frames, 10);
+		CHECK_EQ(p.b->tp->stats.rx_seq_err, 10);
+		CHECK_EQ(p.b->tp->stats.naks_sent, 1);
+		p.a->attached = true; /* (detached, its port would outlive it) */
+		if (!to[t]) {
+			fk_env_fini(&p.env); /* destroyed with them */
+			continue;
+		}
+		CHECK_EQ(fk_modify(p.b, p.qb.qpn, to[t], 0, NULL), 0);
+		CHECK_EQ(p.b->tp->keep_frames, 0);
+		CHECK_EQ(p.b->tp->stats.rx_kept_freed, 10);
+		CHECK_EQ(p.b->tp->stats.rx_kept_used, 0);
+		/* nothing of the WRITE placed beyond packet 4 */
+		CHECK_EQ(p.mb.buf[3 + 5 * MTU], 0x5a);
+		while (p.a->wire.len)
+			pkt_free(pkt_queue_pop(&p.a->wire));
+		CHECK_EQ(pkt_outstanding(), out0);
+		fk_env_fini(&p.env);
+	}
+}
+
+/* A go-back-N requester (Linux rxe; here a told its peer keeps nothing)
+ * sends everything after the lost packet again: b executes packets 5..15 of
+ * the SEND from what came again, frees the kept ones unused, and completes
+ * the receive exactly once with the data. */
+static void test_keep_go_back_n_requester(void)
+{
+	struct virtio_rdma_cq_req wc[2];
+	struct pair p;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	((struct roce_tq *)rres_qp_lookup(&p.a->rd, p.qa.qpn)->transport)->peer_keeps =
+		ROCE_PEER_KEEPS_NO;
+	prime(&p);
+	hold(p.a);
+	REQUIRE(post_op(&p, VIRTIO_IB_WR_SEND, 16 * MTU, 2, false, 8, 16 * MTU));
+	keep_deliver(&p, 16, 5);
+	p.a->attached = true;
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK_EQ(fk_wait_cq(&p.env, p.b, p.cqb, wc, 2, 0), 1);
+	CHECK_EQ(wc[0].wr_id, 908);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK_EQ(wc[0].byte_len, 16 * MTU);
+	CHECK(memcmp(p.ma.buf + 1 + 8, p.mb.buf + 3, 16 * MTU) == 0);
+	CHECK_EQ(p.mb.buf[3 + 16 * MTU], 0x5a);
+	CHECK_EQ(p.a->tp->stats.rewinds, 1);
+	CHECK_EQ(p.a->tp->stats.retransmits, 11);
+	CHECK_EQ(p.a->tp->stats.nak_holds, 0);
+	CHECK_EQ(p.b->tp->stats.rx_kept, 10);
+	CHECK_EQ(p.b->tp->stats.rx_kept_used, 0);
+	CHECK_EQ(p.b->tp->stats.rx_kept_freed, 10);
+	CHECK_EQ(p.b->tp->keep_frames, 0);
+	fk_env_fini(&p.env);
+}
+
+/* Against a responder that keeps nothing (IBTA go-back-N, as rxe) a sends
+ * the lost packet alone, then two (the answers stop where they did), then
+ * learns that and goes back for the rest: 1 + 2 + 8 packets again, the
+ * WRITE intact; the next loss goes back at once. */
+static void test_keep_learns_go_back_n(void)
+{
+	struct virtio_rdma_cq_req wc[1];
+	struct roce_tq *ta;
+	struct pair p;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	roce_tp_set_keep(p.b->tp, 0);
+	ta = rres_qp_lookup(&p.a->rd, p.qa.qpn)->transport;
+	prime(&p);
+	for (unsigned m = 0; m < 2; m++) {
+		uint64_t rx0 = p.a->tp->stats.retransmits;
+
+		hold(p.a);
+		REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 16 * MTU, 1, false, 9 + m, -1));
+		keep_deliver(&p, 16, 5);
+		p.a->attached = true;
+		CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+		CHECK(memcmp(p.ma.buf + 1 + 9 + m, p.mb.buf + 3, 16 * MTU) == 0);
+		CHECK_EQ(p.a->tp->stats.retransmits - rx0, m ? 11 : 1 + 2 + 8);
+		CHECK_EQ(p.a->tp->stats.nak_holds, 2);
+		CHECK_EQ(p.a->tp->stats.rewinds, m + 1);
+		CHECK_EQ(ta->peer_keeps, ROCE_PEER_KEEPS_NO);
+		fk_ring_reap(p.qa.sq);
+	}
+	CHECK_EQ(p.b->tp->stats.rx_kept, 0);
+	fk_env_fini(&p.env);
+}
+
+/* More out-of-sequence frames than a QP keeps (ROCE_TP_KEEP_FRAMES): the
+ * first 64 after the gap are kept, the rest dropped (rx_keep_full); the
+ * answer to the packet sent again stops at the first one dropped, which a
+ * sends again with the rest after it (no timer here: nothing may hang). */
+static void test_keep_full(void)
+{
+	struct virtio_rdma_cq_req wc[1];
+	struct pkt_queue q;
+	struct pkt *r, *f;
+	struct pair p;
+	uint32_t i = 0;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	prime(&p);
+	hold(p.a);
+	REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 100 * MTU, 3, false, 11, -1));
+	REQUIRE(fk_run_until(&p.env, wire_has4, p.a, WAIT_MS));
+	pkt_queue_init(&q);
+	while ((r = pkt_queue_pop(&p.a->wire))) {
+		REQUIRE(roce_run_split(r, &q) == 0);
+		pkt_free(r);
+	}
+	CHECK_EQ(q.len, 100);
+	while ((f = pkt_queue_pop(&q))) {
+		if (i++ == 5)
+			pkt_free(f);
+		else
+			sw_input(p.env.sw, &p.a->port, f);
+	}
+	p.a->attached = true;
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK(memcmp(p.ma.buf + 1 + 11, p.mb.buf + 3, 100 * MTU) == 0);
+	CHECK_EQ(p.mb.buf[3 + 100 * MTU], 0x5a);
+	CHECK_EQ(p.b->tp->stats.rx_kept, ROCE_TP_KEEP_FRAMES);
+	CHECK_EQ(p.b->tp->stats.rx_keep_full, 94 - ROCE_TP_KEEP_FRAMES);
+	CHECK_EQ(p.b->tp->stats.rx_kept_used, ROCE_TP_KEEP_FRAMES);
+	CHECK_EQ(p.a->tp->stats.hold_skips, ROCE_TP_KEEP_FRAMES);
+	CHECK_EQ(p.b->tp->keep_frames, 0);
+	fk_env_fini(&p.env);
 }
 
 /* The next frame b sends, parsed (b's frames held, the others given on). */
@@ -1156,6 +1379,10 @@ int main(void)
 	RUN(test_rewind_mid_run);
 	RUN(test_run_tail_after_gap);
 	RUN(test_run_holes);
+	RUN(test_keep_flushed);
+	RUN(test_keep_go_back_n_requester);
+	RUN(test_keep_learns_go_back_n);
+	RUN(test_keep_full);
 	RUN(test_rx_ahead_same);
 	RUN(test_rnr_in_run);
 	RUN(test_len_error_in_run);

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The RC responder keeps out-of-sequence SEND and WRITE frames
+ * (docs/design.md "Loss recovery"). A packet beyond a gap is answered and
+ * counted as before (the sequence NAK, rx_seq_err), but its frame waits here
+ * instead of being dropped. When the gap fills, the frame goes through the
+ * responder again as if it arrived just then: every check runs again, in PSN
+ * order, so data is placed in order, and the next ACK covers it. A requester
+ * that answers the NAK with the missing packet alone (roce_recover.c) sends
+ * nothing else again. A go-back-N requester (rxe) sends everything again,
+ * and the responder answers those packets as duplicates.
+ */
+#include "roce/roce_tp.h"
+
+#include <stdlib.h>
+
+#include "common/util.h"
+
+static struct roce_keep_ent *keep_at(const struct roce_tq *tq, uint32_t i)
+{
+	return &tq->keep[(tq->keep_head + i) % ROCE_TP_KEEP_FRAMES];
+}
+
+/* Packets the frame stands for (a run: holes included). */
+static uint32_t frame_n(const struct pkt *p)
+{
+	return (p->flags & PKT_F_RUN) ? p->npkts : 1;
+}
+
+/* Whether packet k of the frame arrived (not a hole of a run). */
+static bool frame_has(struct pkt *p, uint32_t k)
+{
+	if (!(p->flags & PKT_F_RUN))
+		return k == 0;
+	return k < p->npkts && !((roce_run_of(p)->lost >> k) & 1);
+}
+
+/* Packets of the frame that arrived, from packet k on. */
+static uint32_t frame_count_from(struct pkt *p, uint32_t k)
+{
+	uint32_t n = frame_n(p), c = 0;
+
+	for (; k < n; k++)
+		c += frame_has(p, k);
+	return c;
+}
+
+/* The QP still executes requests. */
+static bool keep_live(const struct roce_tq *tq)
+{
+	uint8_t st = tq->qp->attr.qp_state;
+
+	return tq->qp->type == VIRTIO_IB_QPT_RC && st >= VIRTIO_IB_QPS_RTR &&
+	       st != VIRTIO_IB_QPS_ERR;
+}
+
+/*
+ * Keep p (packet 0 has PSN psn) if the packets of it that the responder has
+ * not executed lie beyond a sequence gap: at the tail (a new frame), or at
+ * the head (one executed again up to a hole). Returns the packets kept.
+ */
+static uint32_t keep_put(struct roce_tq *tq, struct pkt *p, uint32_t psn, bool head)
+{
+	struct roce_tp *tp = tq->tp;
+	int32_t at = roce_psn_diff(tq->epsn, psn); /* epsn's packet in p */
+	uint32_t n = frame_n(p), first, cnt;
+	struct roce_keep_ent *e;
+
+	if (!tp->keep_max || !keep_live(tq) || !tq->nak_sent || tq->nak_rnr)
+		return 0;
+	if ((p->flags & PKT_F_RUN) && !p->ref.niov)
+		return 0; /* its payload is gone (a failed fill): lost */
+	if (at >= (int32_t)n || (at >= 0 && frame_has(p, (uint32_t)at)))
+		return 0; /* nothing beyond epsn, or no gap before it */
+	first = at < 0 ? 0 : (uint32_t)at + 1;
+	cnt = frame_count_from(p, first);
+	if (!cnt)
+		return 0;
+	if (!head && tq->keep_n) {
+		const struct roce_keep_ent *t = keep_at(tq, tq->keep_n - 1);
+
+		/* ascending and apart (what was sent again is not kept twice) */
+		if (roce_psn_diff(psn, roce_psn_add(t->psn, t->n - 1)) <= 0)
+			return 0;
+	}
+	if (roce_psn_diff(roce_psn_add(psn, n - 1), tq->epsn) >= ROCE_TP_KEEP_WINDOW ||
+	    tq->keep_n >= MIN(tp->keep_max, (uint32_t)ROCE_TP_KEEP_FRAMES) ||
+	    tp->keep_frames >= ROCE_TP_KEEP_TP_MAX) {
+		tp->stats.rx_keep_full++;
+		return 0;
+	}
+	if (!tq->keep) {
+		tq->keep = calloc(ROCE_TP_KEEP_FRAMES, sizeof(*tq->keep));
+		if (!tq->keep) {
+			tp->stats.rx_keep_full++;
+			return 0;
+		}
+	}
+	if (head) {
+		tq->keep_head = (tq->keep_head + ROCE_TP_KEEP_FRAMES - 1) % ROCE_TP_KEEP_FRAMES;
+		e = keep_at(tq, 0);
+	} else {
+		e = keep_at(tq, tq->keep_n);
+	}
+	tq->keep_n++;
+	tp->keep_frames++;
+	e->p = p;
+	e->psn = psn;
+	e->n = (uint16_t)n;
+	e->cnt = (uint16_t)cnt;
+	return cnt;
+}
+
+bool roce_keep_take(struct roce_tq *tq, struct pkt *p, const struct roce_pkt_info *pi)
+{
+	uint32_t cnt;
+
+	if (!(pi->mask & (ROCE_OPF_SEND | ROCE_OPF_WRITE)))
+		return false;
+	cnt = keep_put(tq, p, pi->psn, false);
+	tq->tp->stats.rx_kept += cnt;
+	return cnt > 0;
+}
+
+/* Drop the head entry from the ring (the caller owns its frame now). */
+static struct roce_keep_ent keep_pop(struct roce_tq *tq)
+{
+	struct roce_keep_ent e = *keep_at(tq, 0);
+
+	tq->keep_head = (tq->keep_head + 1) % ROCE_TP_KEEP_FRAMES;
+	tq->keep_n--;
+	tq->tp->keep_frames--;
+	return e;
+}
+
+void roce_keep_drain(struct roce_tq *tq)
+{
+	struct roce_tp *tp = tq->tp;
+
+	while (tq->keep_n) {
+		struct roce_keep_ent e = *keep_at(tq, 0);
+		int32_t at = roce_psn_diff(tq->epsn, e.psn);
+		uint32_t from = at < 0 ? 0 : (uint32_t)at, cnt, again;
+		struct roce_pkt_info pi;
+
+		if (!keep_live(tq)) {
+			roce_keep_flush(tq);
+			return;
+		}
+		/* what of it is still to execute: its packets below epsn came
+		 * again and were executed then */
+		cnt = from < e.n ? frame_count_from(e.p, from) : 0;
+		if (cnt && (at < 0 || !frame_has(e.p, from))) {
+			/* A gap before it: NAK it (once) as its arrival did. */
+			if (!tq->nak_sent) {
+				while (!frame_has(e.p, from))
+					from++;
+				roce_resp_seq_gap(tq, roce_psn_add(e.psn, from));
+			}
+			return;
+		}
+		keep_pop(tq);
+		tp->stats.rx_kept_freed += e.cnt - cnt;
+		if (!cnt || roce_pkt_parse_pkt(e.p, 0, &pi) < 0) {
+			tp->stats.rx_kept_freed += cnt;
+			pkt_free(e.p);
+			continue;
+		}
+		if (e.p->flags & PKT_F_RUN)
+			roce_run_rx(tq, &pi, e.p, from);
+		else
+			roce_resp_rx(tq, &pi, e.p);
+		/* up to a hole in it: the rest waits again, first in line */
+		again = keep_put(tq, e.p, e.psn, true);
+		tp->stats.rx_kept_used += cnt - again;
+		if (!again)
+			pkt_free(e.p);
+	}
+}
+
+void roce_keep_flush(struct roce_tq *tq)
+{
+	struct roce_tp *tp = tq->tp;
+
+	while (tq->keep_n) {
+		struct roce_keep_ent e = keep_pop(tq);
+
+		tp->stats.rx_kept_freed += e.cnt;
+		pkt_free(e.p);
+	}
+	free(tq->keep);
+	tq->keep = NULL;
+	tq->keep_head = 0;
+}
+
+void roce_tp_set_keep(struct roce_tp *tp, uint32_t frames)
+{
+	tp->keep_max = MIN(frames, (uint32_t)ROCE_TP_KEEP_FRAMES);
+}
