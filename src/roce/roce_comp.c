@@ -148,9 +148,9 @@ static void comp_fail_head(struct roce_tq *tq, uint8_t status)
 }
 
 /* A loss before una, once per una until progress: counted (count: a retry
- * of the transport retry counter), the window cut. Returns whether it is
- * news (to act on). */
-static bool comp_loss(struct roce_tq *tq, bool count)
+ * of the transport retry counter), the window cut (cut). Returns whether it
+ * is news (to act on). */
+static bool comp_loss(struct roce_tq *tq, bool count, bool cut)
 {
 	/* Already going back to una: a second request for the same una is
 	 * news only once enough was sent again (the responder repeats its
@@ -169,28 +169,29 @@ static bool comp_loss(struct roce_tq *tq, bool count)
 		}
 		tq->retry_left--;
 	}
-	roce_recover_loss(tq);
+	if (cut)
+		roce_recover_loss(tq);
 	return true;
 }
 
 /* Go-back-N from una, once per una until progress. */
 static void comp_rewind(struct roce_tq *tq, bool count)
 {
-	if (!comp_loss(tq, count))
+	if (!comp_loss(tq, count, true))
 		return;
 	tq->rewind_pending = true;
 	roce_tp_schedule(tq);
 }
 
-/* The responder misses una (a sequence NAK, or the answer to packets sent
- * again that stops where they did): send from una again, only a few
+/* The responder misses una (fresh: a sequence NAK; else the answer to
+ * packets sent again stopped short): send from una again, only a few
  * packets if the responder may have kept those after it (roce_recover.c),
  * else everything. */
-static void comp_seq_loss(struct roce_tq *tq)
+static void comp_seq_loss(struct roce_tq *tq, bool fresh)
 {
-	if (!comp_loss(tq, true))
+	if (!comp_loss(tq, true, fresh))
 		return;
-	if (roce_recover_nak_resend(tq))
+	if (roce_recover_nak_resend(tq, fresh))
 		return;
 	tq->rewind_pending = true;
 	roce_tp_schedule(tq);
@@ -330,7 +331,7 @@ static void comp_ack_pkt(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		 * there (the responder kept nothing, or the gap goes on). */
 		if (tq->nak_missed && tq->una != tq->sq_psn) {
 			tq->rewind_marked = false;
-			comp_seq_loss(tq);
+			comp_seq_loss(tq, false);
 			break;
 		}
 		/* The answer to a loss probe stops short of what was sent:
@@ -372,7 +373,8 @@ static void comp_ack_pkt(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		case ROCE_AETH_NAK_PSN_SEQ_ERR:
 			if (comp_nak_is_news(tq))
 				tq->rewind_marked = false;
-			comp_seq_loss(tq);
+			/* (answering packets sent again short: the same loss) */
+			comp_seq_loss(tq, !tq->nak_missed);
 			break;
 		case ROCE_AETH_NAK_INVALID_REQ:
 			comp_fail_head(tq, VIRTIO_IB_WC_REM_INV_REQ_ERR);

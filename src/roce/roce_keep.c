@@ -140,7 +140,7 @@ void roce_keep_drain(struct roce_tq *tq)
 	while (tq->keep_n) {
 		struct roce_keep_ent e = *keep_at(tq, 0);
 		int32_t at = roce_psn_diff(tq->epsn, e.psn);
-		uint32_t from = at < 0 ? 0 : (uint32_t)at, cnt, again;
+		uint32_t from = at < 0 ? 0 : (uint32_t)at, cnt, again, passed, e0;
 		struct roce_pkt_info pi;
 
 		if (!keep_live(tq)) {
@@ -150,15 +150,13 @@ void roce_keep_drain(struct roce_tq *tq)
 		/* what of it is still to execute: its packets below epsn came
 		 * again and were executed then */
 		cnt = from < e.n ? frame_count_from(e.p, from) : 0;
-		if (cnt && (at < 0 || !frame_has(e.p, from))) {
-			/* A gap before it: NAK it (once) as its arrival did. */
-			if (!tq->nak_sent) {
-				while (!frame_has(e.p, from))
-					from++;
-				roce_resp_seq_gap(tq, roce_psn_add(e.psn, from));
-			}
+		/* A gap before it: it waits. (No NAK from here: the ACK of
+		 * what executed shows the gap to a requester that sent only
+		 * the missing packets again, and a go-back-N one sends the gap
+		 * again anyway; a NAK per packet it sends again would make it
+		 * go back each time.) */
+		if (cnt && (at < 0 || !frame_has(e.p, from)))
 			return;
-		}
 		keep_pop(tq);
 		tp->stats.rx_kept_freed += e.cnt - cnt;
 		if (!cnt || roce_pkt_parse_pkt(e.p, 0, &pi) < 0) {
@@ -166,13 +164,18 @@ void roce_keep_drain(struct roce_tq *tq)
 			pkt_free(e.p);
 			continue;
 		}
+		e0 = tq->epsn;
 		if (e.p->flags & PKT_F_RUN)
 			roce_run_rx(tq, &pi, e.p, from);
 		else
 			roce_resp_rx(tq, &pi, e.p);
-		/* up to a hole in it: the rest waits again, first in line */
-		again = keep_put(tq, e.p, e.psn, true);
-		tp->stats.rx_kept_used += cnt - again;
+		/* executed: those epsn passed; up to a hole in it, the rest
+		 * waits again, first in line; the others were refused (RNR,
+		 * an error) and go */
+		passed = MIN((uint32_t)MAX(roce_psn_diff(tq->epsn, e0), 0), cnt);
+		again = MIN(keep_put(tq, e.p, e.psn, true), cnt - passed);
+		tp->stats.rx_kept_used += passed;
+		tp->stats.rx_kept_freed += cnt - passed - again;
 		if (!again)
 			pkt_free(e.p);
 	}

@@ -47,6 +47,17 @@ uint32_t roce_recover_window(const struct roce_tq *tq)
 	return cwnd_of(tq);
 }
 
+/* Probes only make sense well inside the transport timeout. */
+static bool probes_on(uint64_t to)
+{
+	return to >= 4 * ROCE_TP_PROBE_NS;
+}
+
+static bool qp_probes_on(const struct roce_tq *tq)
+{
+	return tq->tp->loop && probes_on(roce_ack_timeout_ns(tq->qp->attr.timeout));
+}
+
 /* How long packets sent again after a NAK may go unanswered before they go
  * once more: a few round trips (the answer is the next thing expected, and
  * one of them or the answer may be lost too), at least
@@ -58,30 +69,59 @@ static uint64_t hold_wait(const struct roce_tq *tq)
 	return MIN(MAX(w, ROCE_TP_HOLD_PROBE_MIN_NS), ROCE_TP_PROBE_MIN_NS);
 }
 
-bool roce_recover_nak_resend(struct roce_tq *tq)
+/* The oldest unfinished WQE is a READ or an atomic (a responder keeps no
+ * such request: an answer stopping there says nothing of keeping). */
+static bool head_is_rd_atomic(struct roce_tq *tq)
+{
+	for (uint32_t i = tq->sq_head; i != tq->sq_tail; i++) {
+		const struct roce_swqe *w = roce_sq_wqe(tq, i);
+
+		if (w->state != ROCE_WQE_DONE)
+			return roce_wr_is_rd_atomic(w->opcode);
+	}
+	return false;
+}
+
+bool roce_recover_nak_resend(struct roce_tq *tq, bool fresh)
 {
 	int32_t out = roce_psn_diff(tq->sq_psn, tq->una);
 	uint32_t n, sent = 0;
 
-	/* Only worth it if more went out than would go again, and unless the
-	 * peer's responder was seen to keep nothing (go-back-N: rxe). */
-	if (tq->peer_keeps == ROCE_PEER_KEEPS_NO || out <= 0 ||
-	    (uint32_t)out <= tq->nak_hold_len)
-		return false;
+	if (fresh)
+		tq->nak_hold_len = 1; /* a new loss: its first packet */
+	/* Unless the peer's responder was seen to keep nothing (go-back-N:
+	 * rxe); asked again after ROCE_TP_KEEP_RECHECK losses. */
+	if (tq->peer_keeps == ROCE_PEER_KEEPS_NO) {
+		if (!fresh || ++tq->keep_misses < ROCE_TP_KEEP_RECHECK)
+			return false;
+		tq->peer_keeps = ROCE_PEER_KEEPS_UNKNOWN;
+		tq->keep_misses = 0;
+	}
+	/* Only worth it if more went out than would go again. */
 	n = MAX(tq->nak_hold_len, 1u);
+	if (out <= 0 || (uint32_t)out <= n)
+		return false;
 	while (sent < n && roce_req_resend_psn(tq, roce_psn_add(tq->una, sent), false))
 		sent++;
 	if (!sent)
 		return false;
 	tq->nak_hold = true;
+	tq->nak_hold_first = n == 1;
 	tq->nak_hold_probed = false;
 	tq->nak_hold_end = roce_psn_add(tq->una, sent);
 	tq->nak_hold_hwm = tq->sq_psn;
 	tq->nak_hold_ns = tq->tp->loop ? loop_now_ns() : 0;
 	tq->tp->stats.nak_holds++;
-	if (tq->tp->loop && tq->qp->attr.timeout)
+	if (qp_probes_on(tq)) {
 		loop_timer_arm(tq->tp->loop, &tq->rexmit_timer,
 			       roce_recover_deadline(tq, roce_ack_timeout_ns(tq->qp->attr.timeout)));
+	} else {
+		/* No timer to probe them: the last packet sent goes again
+		 * too, so that if those are lost, the responder sees the
+		 * stream go back past its gap and NAKs again at once (else
+		 * it answers a duplicate with an ACK). */
+		(void)roce_req_resend_psn(tq, roce_psn_add(tq->sq_psn, ROCE_PSN_MASK), false);
+	}
 	return true;
 }
 
@@ -101,16 +141,18 @@ void roce_recover_nak_answered(struct roce_tq *tq)
 	if (beyond > 0) {
 		/* acknowledged beyond what went again: kept there */
 		tq->peer_keeps = ROCE_PEER_KEEPS_YES;
-		tq->nak_hold_len = 1;
 		tq->tp->stats.hold_skips += (uint32_t)beyond;
 		return;
 	}
 	/* Only what went again: the gap may go on (a burst lost), so the
-	 * next time twice as many go; or the responder keeps nothing. */
+	 * next round sends twice as many; or the responder keeps nothing
+	 * (counted once per loss, and not at a READ or atomic). */
 	tq->nak_hold_len = MIN(2 * MAX(tq->nak_hold_len, 1u), (uint32_t)ROCE_TP_QP_BUDGET);
-	if (tq->peer_keeps == ROCE_PEER_KEEPS_UNKNOWN &&
-	    ++tq->keep_misses >= ROCE_TP_KEEP_MISSES)
+	if (tq->peer_keeps == ROCE_PEER_KEEPS_UNKNOWN && tq->nak_hold_first &&
+	    !head_is_rd_atomic(tq) && ++tq->keep_misses >= ROCE_TP_KEEP_MISSES) {
 		tq->peer_keeps = ROCE_PEER_KEEPS_NO;
+		tq->keep_misses = 0;
+	}
 }
 
 void roce_recover_hold_probe(struct roce_tq *tq)
@@ -189,12 +231,6 @@ static uint64_t probe_base(const struct roce_tq *tq)
 	 * received costs a short one). */
 	return tq->rd_peer_queues && roce_comp_read_tail_missing(tq) ?
 	       MAX(b, 2 * tq->rd_quiet_ns) : b;
-}
-
-/* Probes only make sense well inside the transport timeout. */
-static bool probes_on(uint64_t to)
-{
-	return to >= 4 * ROCE_TP_PROBE_NS;
 }
 
 bool roce_recover_hold_probe_due(const struct roce_tq *tq, uint64_t to)

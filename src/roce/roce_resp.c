@@ -904,7 +904,8 @@ static bool resp_renak_due(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	       loop_now_ns() - tq->nak_ns >= ROCE_TP_PROBE_MIN_NS / 2;
 }
 
-void roce_resp_seq_gap(struct roce_tq *tq, uint32_t psn)
+/* The sequence NAK for a gap at epsn (packet psn beyond it). */
+static void resp_seq_gap(struct roce_tq *tq, uint32_t psn)
 {
 	tq->nak_sent = true;
 	tq->nak_rnr = false;
@@ -925,7 +926,7 @@ static void resp_rc(struct roce_tq *tq, const struct roce_pkt_info *pi)
 		 * that keep arriving out of sequence, in case it was lost. */
 		tp->stats.rx_seq_err++;
 		if (!tq->nak_sent || (!tq->nak_rnr && resp_renak_due(tq, pi)))
-			roce_resp_seq_gap(tq, pi->psn);
+			resp_seq_gap(tq, pi->psn);
 		return;
 	}
 	if (d < 0) {

@@ -117,6 +117,9 @@ struct roce_tp_ops {
 #define ROCE_TP_HOLD_PROBE_MIN_NS 50000ull /* RC: packets sent again after a NAK
 				       * go once more if unanswered this long
 				       * (at least; 4 x smoothed RTT) */
+#define ROCE_TP_KEEP_RECHECK   64     /* RC requester: losses gone back for
+				       * before asking again whether the peer
+				       * keeps */
 #define ROCE_TP_KEEP_MISSES    2      /* RC requester: answers to a held resend
 				       * that show a responder keeping nothing,
 				       * before it stops holding */
@@ -484,6 +487,7 @@ struct roce_tq {
 	/* After a sequence NAK: send the missing packet again alone, not
 	 * everything after it (the responder may have kept that: roce_keep.c) */
 	bool nak_hold;
+	bool nak_hold_first;      /* ... the first round for that loss */
 	bool nak_hold_probed;     /* ... sent once more, unanswered */
 	bool nak_missed;          /* ... answered short of nak_hold_hwm */
 	uint32_t nak_hold_end;    /* ... PSN after them */
@@ -492,7 +496,8 @@ struct roce_tq {
 	uint32_t nak_hold_len;    /* packets sent again for a NAK (1, doubling
 				   * while answers show nothing kept beyond) */
 	uint8_t peer_keeps;       /* enum roce_peer_keeps */
-	uint8_t keep_misses;      /* held resends answered for that packet only */
+	uint8_t keep_misses;      /* losses answered short (UNKNOWN), or gone
+				   * back for (NO) */
 	struct loop_timer rexmit_timer;
 	struct loop_timer rnr_timer;
 
@@ -757,10 +762,11 @@ uint32_t roce_recover_rsp_burst(const struct roce_tq *tq);
 void roce_recover_rsp_loss(struct roce_tq *tq);
 void roce_recover_rsp_sent(struct roce_tq *tq, uint32_t n);
 bool roce_recover_ackreq(const struct roce_tq *tq);
-/* The responder misses una (sequence NAK): send nak_hold_len packets from
- * una again, no rewind (nak_hold until answered). False: go back instead
- * (the peer keeps nothing, or that would be everything outstanding). */
-bool roce_recover_nak_resend(struct roce_tq *tq);
+/* The responder misses una (fresh: a sequence NAK; else the answer to the
+ * last such resend stopped short): send nak_hold_len packets from una
+ * again, no rewind (nak_hold until answered). False: go back instead (the
+ * peer keeps nothing, or that would be everything outstanding). */
+bool roce_recover_nak_resend(struct roce_tq *tq, bool fresh);
 /* una moved: how far past those packets shows whether the peer's responder
  * keeps out-of-sequence packets (nak_missed: not past them). */
 void roce_recover_nak_answered(struct roce_tq *tq);
@@ -833,7 +839,7 @@ struct roce_keep_ent {
  * tq: keep it if packets of it lie beyond a sequence gap. True: the frame
  * is tq's now (the caller must not free it). */
 bool roce_keep_take(struct roce_tq *tq, struct pkt *p, const struct roce_pkt_info *pi);
-/* Execute the kept frames that epsn reached, in order; NAK the next gap. */
+/* Execute the kept frames that epsn reached, in order. */
 void roce_keep_drain(struct roce_tq *tq);
 /* Free every kept frame (reset, ERR, destroy). */
 void roce_keep_flush(struct roce_tq *tq);
@@ -856,9 +862,6 @@ uint32_t roce_resp_rx_bulk(struct roce_tq *tq, const struct roce_pkt_info *pi, u
  * and dropped together up to one that would NAK again (ackreq: bit j,
  * packet j asks for an ACK). Returns those done (0: one by one). */
 uint32_t roce_resp_rx_ahead(struct roce_tq *tq, uint32_t psn, uint32_t n, uint64_t ackreq);
-/* The sequence NAK for a gap at epsn, as an out-of-sequence packet psn
- * would cause it (roce_keep.c: kept frames wait beyond the gap). */
-void roce_resp_seq_gap(struct roce_tq *tq, uint32_t psn);
 /* Send the coalesced ACK if due (no READ responses before it). */
 void roce_resp_flush_ack(struct roce_tq *tq);
 int roce_resp_init(struct roce_tq *tq);

@@ -579,18 +579,20 @@ static void rewind_mid_run(bool keep)
 	CHECK_EQ(p.mb.buf[3 + 16 * MTU], 0x5a);
 	CHECK_EQ(p.a->tp->stats.naks_rcvd, 1);
 	if (keep) {
-		/* sent again: packet 5 alone, framed; 6..15 executed from
-		 * b's keep, acknowledged with it */
+		/* sent again: packet 5 alone, framed, and (no timer here) the
+		 * last packet sent, which b answers as a duplicate; 6..15
+		 * executed from b's keep, acknowledged with 5 */
 		CHECK_EQ(p.a->tp->stats.rewinds, 0);
 		CHECK_EQ(p.a->tp->stats.nak_holds, 1);
 		CHECK_EQ(p.a->tp->stats.hold_skips, 10);
 		CHECK_EQ(p.a->tp->stats.tx_runs, 1);
 		CHECK_EQ(p.a->tp->stats.tx_run_pkts, 16);
-		CHECK_EQ(p.a->tp->stats.retransmits, 1);
+		CHECK_EQ(p.a->tp->stats.retransmits, 2);
+		CHECK_EQ(p.b->tp->stats.rx_dup, 1);
 		CHECK_EQ(p.b->tp->stats.rx_kept, 10);
 		CHECK_EQ(p.b->tp->stats.rx_kept_used, 10);
 		CHECK_EQ(p.b->tp->stats.rx_kept_freed, 0);
-		CHECK_EQ(p.b->tp->stats.rx_by_ref - ref0, 1); /* the split ones copied */
+		CHECK_EQ(p.b->tp->stats.rx_by_ref - ref0, 1); /* (the dup is not placed) */
 		CHECK_EQ(p.b->tp->keep_frames, 0);
 	} else {
 		/* sent again: packets 5..15 as one run (MIDDLE ... LAST) */
@@ -742,8 +744,9 @@ static void test_run_holes(void)
 	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
 	CHECK(memcmp(p.ma.buf + 1 + 6, p.mb.buf + 3, 40 * MTU) == 0);
 	CHECK_EQ(p.mb.buf[3 + 40 * MTU], 0x5a);
-	/* each lost one sent again alone, the rest executed from b's keep */
-	CHECK_EQ(p.a->tp->stats.retransmits, 3);
+	/* each lost one sent again alone (with the last packet sent: no
+	 * timer), the rest executed from b's keep */
+	CHECK_EQ(p.a->tp->stats.retransmits, 3 * 2);
 	CHECK_EQ(p.a->tp->stats.rewinds, 0);
 	CHECK_EQ(p.b->tp->stats.rx_kept_used, p.b->tp->stats.rx_kept);
 	fk_env_fini(&p.env);
@@ -900,10 +903,10 @@ static void test_run_tail_after_gap(void)
 
 /* ---- out-of-sequence packets kept by the responder (roce_keep.c) ---- */
 
-/* a's first frame (a run of n packets) split into frames, packet lose left
- * out, the others given to the switch as a's; a stays off the switch, so
- * what it sends next waits on a's wire. */
-static void keep_deliver(struct pair *p, uint32_t n, uint32_t lose)
+/* a's first frame (a run of n packets) split into frames, packets of the
+ * mask lose left out, the others given to the switch as a's; a stays off
+ * the switch, so what it sends next waits on a's wire. */
+static void keep_deliver_mask(struct pair *p, uint32_t n, uint64_t lose)
 {
 	struct pkt_queue q;
 	struct pkt *r, *f;
@@ -916,11 +919,16 @@ static void keep_deliver(struct pair *p, uint32_t n, uint32_t lose)
 	REQUIRE(roce_run_split(r, &q) == 0);
 	pkt_free(r);
 	while ((f = pkt_queue_pop(&q))) {
-		if (i++ == lose)
+		if ((lose >> i++) & 1)
 			pkt_free(f);
 		else
 			sw_input(p->env.sw, &p->a->port, f);
 	}
+}
+
+static void keep_deliver(struct pair *p, uint32_t n, uint32_t lose)
+{
+	keep_deliver_mask(p, n, 1ull << lose);
 }
 
 static bool a_sent(void *arg)
@@ -1004,10 +1012,15 @@ static void test_keep_go_back_n_requester(void)
 	fk_env_fini(&p.env);
 }
 
-/* Against a responder that keeps nothing (IBTA go-back-N, as rxe) a sends
- * the lost packet alone, then two (the answers stop where they did), then
- * learns that and goes back for the rest: 1 + 2 + 8 packets again, the
- * WRITE intact; the next loss goes back at once. */
+/* Against a responder that keeps nothing (IBTA go-back-N, as rxe), three
+ * WRITEs each losing packet 5 of 16, the WRITEs intact:
+ *  - the first loss: a sends 5 alone (with the last packet sent: no timer
+ *    here), b answers with a NAK for 6; then 6..7, 8..11 (twice as many
+ *    each round: it could be a burst), then goes back for 12..15:
+ *    2 + 3 + 5 + 4 packets again; one short answer counted;
+ *  - the second: 5 alone again, the second short answer: a has learnt
+ *    that b keeps nothing and goes back for 6..15 (2 + 10);
+ *  - the third goes back at once (11). */
 static void test_keep_learns_go_back_n(void)
 {
 	struct virtio_rdma_cq_req wc[1];
@@ -1018,7 +1031,7 @@ static void test_keep_learns_go_back_n(void)
 	roce_tp_set_keep(p.b->tp, 0);
 	ta = rres_qp_lookup(&p.a->rd, p.qa.qpn)->transport;
 	prime(&p);
-	for (unsigned m = 0; m < 2; m++) {
+	for (unsigned m = 0; m < 3; m++) {
 		uint64_t rx0 = p.a->tp->stats.retransmits;
 
 		hold(p.a);
@@ -1028,10 +1041,12 @@ static void test_keep_learns_go_back_n(void)
 		CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
 		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
 		CHECK(memcmp(p.ma.buf + 1 + 9 + m, p.mb.buf + 3, 16 * MTU) == 0);
-		CHECK_EQ(p.a->tp->stats.retransmits - rx0, m ? 11 : 1 + 2 + 8);
-		CHECK_EQ(p.a->tp->stats.nak_holds, 2);
+		static const uint64_t again[] = { 2 + 3 + 5 + 4, 2 + 10, 11 }, holds[] = { 3, 4, 4 };
+
+		CHECK_EQ(p.a->tp->stats.retransmits - rx0, again[m]);
+		CHECK_EQ(p.a->tp->stats.nak_holds, holds[m]);
 		CHECK_EQ(p.a->tp->stats.rewinds, m + 1);
-		CHECK_EQ(ta->peer_keeps, ROCE_PEER_KEEPS_NO);
+		CHECK_EQ(ta->peer_keeps, m ? ROCE_PEER_KEEPS_NO : ROCE_PEER_KEEPS_UNKNOWN);
 		fk_ring_reap(p.qa.sq);
 	}
 	CHECK_EQ(p.b->tp->stats.rx_kept, 0);
@@ -1041,7 +1056,8 @@ static void test_keep_learns_go_back_n(void)
 /* More out-of-sequence frames than a QP keeps (ROCE_TP_KEEP_FRAMES): the
  * first 64 after the gap are kept, the rest dropped (rx_keep_full); the
  * answer to the packet sent again stops at the first one dropped, which a
- * sends again with the rest after it (no timer here: nothing may hang). */
+ * sends again with the rest after it (no timer here: nothing may hang).
+ * The last packet, sent again with the first (no timer), is kept too. */
 static void test_keep_full(void)
 {
 	struct virtio_rdma_cq_req wc[1];
@@ -1072,12 +1088,107 @@ static void test_keep_full(void)
 	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
 	CHECK(memcmp(p.ma.buf + 1 + 11, p.mb.buf + 3, 100 * MTU) == 0);
 	CHECK_EQ(p.mb.buf[3 + 100 * MTU], 0x5a);
-	CHECK_EQ(p.b->tp->stats.rx_kept, ROCE_TP_KEEP_FRAMES);
+	CHECK_EQ(p.b->tp->stats.rx_kept, ROCE_TP_KEEP_FRAMES + 1);
 	CHECK_EQ(p.b->tp->stats.rx_keep_full, 94 - ROCE_TP_KEEP_FRAMES);
-	CHECK_EQ(p.b->tp->stats.rx_kept_used, ROCE_TP_KEEP_FRAMES);
-	CHECK_EQ(p.a->tp->stats.hold_skips, ROCE_TP_KEEP_FRAMES);
+	CHECK_EQ(p.b->tp->stats.rx_kept_used + p.b->tp->stats.rx_kept_freed,
+		 ROCE_TP_KEEP_FRAMES + 1);
+	CHECK(p.a->tp->stats.hold_skips >= ROCE_TP_KEEP_FRAMES);
 	CHECK_EQ(p.b->tp->keep_frames, 0);
 	fk_env_fini(&p.env);
+}
+
+/* A burst lost (packets 5..8 of 16): a sends 5, then 6 and 7 (the answer
+ * stopped at 6), then 8, and b executes 9..15 from its keep; a goes on
+ * treating b as keeping (one short answer per loss counts, not each round
+ * of the same loss). */
+static void test_keep_burst(void)
+{
+	struct virtio_rdma_cq_req wc[1];
+	struct roce_tq *ta;
+	struct pair p;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	ta = rres_qp_lookup(&p.a->rd, p.qa.qpn)->transport;
+	prime(&p);
+	hold(p.a);
+	REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 16 * MTU, 1, false, 12, -1));
+	keep_deliver_mask(&p, 16, 0xfull << 5);
+	p.a->attached = true;
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK(memcmp(p.ma.buf + 1 + 12, p.mb.buf + 3, 16 * MTU) == 0);
+	CHECK_EQ(p.mb.buf[3 + 16 * MTU], 0x5a);
+	CHECK_EQ(p.a->tp->stats.rewinds, 0);
+	CHECK(ta->peer_keeps != ROCE_PEER_KEEPS_NO);
+	CHECK_EQ(p.b->tp->stats.rx_kept, 7);
+	CHECK_EQ(p.b->tp->stats.rx_kept_used, 7);
+	fk_env_fini(&p.env);
+}
+
+/* A go-back-N requester sending a lost burst again one packet at a time (a
+ * slow link: b answers each before the next comes) gets one sequence NAK
+ * from b, not one more for each packet it sends again. */
+static void test_keep_paced_go_back_n(void)
+{
+	struct virtio_rdma_cq_req wc[1];
+	struct pair p;
+	int got = 0;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	((struct roce_tq *)rres_qp_lookup(&p.a->rd, p.qa.qpn)->transport)->peer_keeps =
+		ROCE_PEER_KEEPS_NO;
+	prime(&p);
+	hold(p.a);
+	REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 16 * MTU, 1, false, 13, -1));
+	keep_deliver_mask(&p, 16, 0xfull << 5);
+	p.a->tp->run_max = 1; /* one frame per packet */
+	while (!got) {
+		struct pkt *f;
+
+		REQUIRE(fk_run_until(&p.env, wire_has, p.a, WAIT_MS));
+		f = pkt_queue_pop(&p.a->wire);
+		sw_input(p.env.sw, &p.a->port, f);
+		fk_spin(&p.env, 20);
+		got = fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, 0);
+	}
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK(memcmp(p.ma.buf + 1 + 13, p.mb.buf + 3, 16 * MTU) == 0);
+	CHECK_EQ(p.b->tp->stats.naks_sent, 1);
+	CHECK_EQ(p.a->tp->stats.rewinds, 1);
+	CHECK_EQ(p.a->tp->stats.retransmits, 11);
+	p.a->attached = true;
+	fk_env_fini(&p.env);
+}
+
+/* Packet 5 lost, then the first packet a sends again lost too: without a
+ * retransmit timer (timeout 0) the last packet sent, sent again with it,
+ * makes b NAK again; with one, a probe of those packets (hold_probes) does
+ * it. Nothing hangs. */
+static void test_keep_resend_lost(void)
+{
+	for (unsigned timer = 0; timer < 2; timer++) {
+		struct virtio_rdma_cq_req wc[1];
+		struct pair p;
+		struct pkt *f;
+
+		pair_init_t(&p, VIRTIO_IB_QPT_RC, timer ? 14 : 0);
+		prime(&p);
+		hold(p.a);
+		REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 16 * MTU, 1, false, 14, -1));
+		keep_deliver(&p, 16, 5);
+		REQUIRE(fk_run_until(&p.env, wire_has, p.a, WAIT_MS));
+		pkt_free(pkt_queue_pop(&p.a->wire)); /* packet 5 again: lost */
+		p.a->attached = true;
+		while ((f = pkt_queue_pop(&p.a->wire)))
+			sw_input(p.env.sw, &p.a->port, f);
+		CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+		CHECK(memcmp(p.ma.buf + 1 + 14, p.mb.buf + 3, 16 * MTU) == 0);
+		if (timer)
+			CHECK(p.a->tp->stats.hold_probes + p.a->tp->stats.probes >= 1);
+		CHECK_EQ(p.b->tp->keep_frames, 0);
+		fk_env_fini(&p.env);
+	}
 }
 
 /* The next frame b sends, parsed (b's frames held, the others given on). */
@@ -1383,6 +1494,9 @@ int main(void)
 	RUN(test_keep_go_back_n_requester);
 	RUN(test_keep_learns_go_back_n);
 	RUN(test_keep_full);
+	RUN(test_keep_burst);
+	RUN(test_keep_paced_go_back_n);
+	RUN(test_keep_resend_lost);
 	RUN(test_rx_ahead_same);
 	RUN(test_rnr_in_run);
 	RUN(test_len_error_in_run);
