@@ -223,8 +223,14 @@ void roce_recv_one(struct roce_tp *tp, struct pkt *p)
 	}
 	if ((pi.tclass & ROCE_ECN_MASK) == ROCE_ECN_CE)
 		roce_cc_ce(tq, &pi, p);
-	if (p->flags & PKT_F_RUN)
+	if (p->flags & PKT_F_RUN) {
+		if (pi.mask & ROCE_OPF_REQ)
+			tp->stats.rx_runs++;
+		else
+			tp->stats.rx_resp_runs++;
+		tp->stats.rx_run_pkts += pkt_npkts(p);
 		roce_run_rx(tq, &pi, p, 0);
+	}
 	else if (pi.mask & ROCE_OPF_REQ)
 		roce_resp_rx(tq, &pi, p);
 	else

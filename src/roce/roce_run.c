@@ -327,11 +327,6 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 	roce_aeth_set_msn(&aeth, r->f.aeth.msn);
 	memset(&ref, 0, sizeof(ref));
 	ref.iov = slice;
-	if (pi0->mask & ROCE_OPF_REQ)
-		tp->stats.rx_runs++;
-	else
-		tp->stats.rx_resp_runs++;
-	tp->stats.rx_run_pkts += pkt_npkts(p);
 	for (uint32_t k = from; k < n; k++) {
 		uint32_t plen = run_plen(r, k, n), end, d;
 		uint64_t lost = r->lost >> k;
