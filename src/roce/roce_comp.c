@@ -189,10 +189,13 @@ static void comp_rewind(struct roce_tq *tq, bool count)
  * else everything. */
 static void comp_seq_loss(struct roce_tq *tq, bool fresh)
 {
-	if (!comp_loss(tq, true, fresh))
+	if (!comp_loss(tq, true, false))
 		return;
+	/* (no window cut for that: nothing goes out in a burst) */
 	if (roce_recover_nak_resend(tq, fresh))
 		return;
+	if (fresh)
+		roce_recover_loss(tq);
 	tq->rewind_pending = true;
 	roce_tp_schedule(tq);
 }

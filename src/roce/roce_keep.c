@@ -115,7 +115,8 @@ bool roce_keep_take(struct roce_tq *tq, struct pkt *p, const struct roce_pkt_inf
 {
 	uint32_t cnt;
 
-	if (!(pi->mask & (ROCE_OPF_SEND | ROCE_OPF_WRITE)))
+	/* (most frames come in sequence: nothing to look at) */
+	if (!tq->nak_sent || !(pi->mask & (ROCE_OPF_SEND | ROCE_OPF_WRITE)))
 		return false;
 	cnt = keep_put(tq, p, pi->psn, false);
 	tq->tp->stats.rx_kept += cnt;
@@ -140,9 +141,11 @@ void roce_keep_drain(struct roce_tq *tq)
 	while (tq->keep_n) {
 		struct roce_keep_ent e = *keep_at(tq, 0);
 		int32_t at = roce_psn_diff(tq->epsn, e.psn);
-		uint32_t from = at < 0 ? 0 : (uint32_t)at, cnt, again, passed, e0;
+		uint32_t from = (uint32_t)at, cnt, again, passed, e0;
 		struct roce_pkt_info pi;
 
+		if (at < 0)
+			return; /* a gap before it: it waits */
 		if (!keep_live(tq)) {
 			roce_keep_flush(tq);
 			return;
@@ -150,12 +153,12 @@ void roce_keep_drain(struct roce_tq *tq)
 		/* what of it is still to execute: its packets below epsn came
 		 * again and were executed then */
 		cnt = from < e.n ? frame_count_from(e.p, from) : 0;
-		/* A gap before it: it waits. (No NAK from here: the ACK of
-		 * what executed shows the gap to a requester that sent only
-		 * the missing packets again, and a go-back-N one sends the gap
-		 * again anyway; a NAK per packet it sends again would make it
-		 * go back each time.) */
-		if (cnt && (at < 0 || !frame_has(e.p, from)))
+		/* A gap before it (its packet at epsn lost): it waits. (No
+		 * NAK from here: the ACK of what executed shows the gap to a
+		 * requester that sent only the missing packets again, and a
+		 * go-back-N one sends the gap again anyway; a NAK per packet
+		 * it sends again would make it go back each time.) */
+		if (cnt && !frame_has(e.p, from))
 			return;
 		keep_pop(tq);
 		tp->stats.rx_kept_freed += e.cnt - cnt;
