@@ -198,6 +198,9 @@ static void env_setup(struct env *e, bool ext)
 
 static void check_invariants(struct env *e)
 {
+	const struct roce_tp *tp = e->d->tp;
+	uint32_t kept = 0;
+
 	for (int i = 0; i < 4; i++) {
 		struct rres_qp *qp = rres_qp_lookup(&e->d->rd, e->q[i].qpn);
 		struct roce_tq *tq;
@@ -214,7 +217,25 @@ static void check_invariants(struct env *e)
 			abort(); /* the device never breaks a ring the driver kept valid */
 		if (tq->sq.r && tq->sq.r->vq.broken)
 			abort();
+		/* out-of-sequence frames kept (roce_keep.c): RC only, bounded,
+		 * ascending from beyond epsn */
+		if (tq->keep_n > ROCE_TP_KEEP_FRAMES ||
+		    (tq->keep_n && qp->type != VIRTIO_IB_QPT_RC))
+			abort();
+		for (uint32_t k = 0; k + 1 < tq->keep_n; k++) {
+			const struct roce_keep_ent *a =
+				&tq->keep[(tq->keep_head + k) % ROCE_TP_KEEP_FRAMES];
+			const struct roce_keep_ent *b =
+				&tq->keep[(tq->keep_head + k + 1) % ROCE_TP_KEEP_FRAMES];
+
+			if (roce_psn_diff(b->psn, roce_psn_add(a->psn, a->n - 1u)) <= 0)
+				abort();
+		}
+		kept += tq->keep_n;
 	}
+	if (kept != tp->keep_frames || kept > ROCE_TP_KEEP_TP_MAX ||
+	    tp->stats.rx_kept < tp->stats.rx_kept_used + tp->stats.rx_kept_freed)
+		abort();
 }
 
 /* A frame from fuzzed header fields for one of the QPs. */

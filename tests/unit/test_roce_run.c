@@ -931,6 +931,23 @@ static void keep_deliver(struct pair *p, uint32_t n, uint32_t lose)
 	keep_deliver_mask(p, n, 1ull << lose);
 }
 
+/* An n-packet WRITE from a to b, the packets of the mask lose lost on the
+ * way (nothing else): it completes, the data intact. */
+static void write_lossy(struct pair *p, uint32_t n, uint32_t seed, uint64_t lose)
+{
+	struct virtio_rdma_cq_req wc[1];
+
+	hold(p->a);
+	REQUIRE(post_op(p, VIRTIO_IB_WR_RDMA_WRITE, n * MTU, 1, false, seed, -1));
+	keep_deliver_mask(p, n, lose);
+	p->a->attached = true;
+	CHECK_EQ(fk_wait_cq(&p->env, p->a, p->cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK(memcmp(p->ma.buf + 1 + seed % 61, p->mb.buf + 3, n * MTU) == 0);
+	CHECK_EQ(p->mb.buf[3 + n * MTU], 0x5a);
+	fk_ring_reap(p->qa.sq);
+}
+
 static bool a_sent(void *arg)
 {
 	return ((struct pair *)arg)->a->wire.len > 0;
@@ -1023,7 +1040,6 @@ static void test_keep_go_back_n_requester(void)
  *  - the third goes back at once (11). */
 static void test_keep_learns_go_back_n(void)
 {
-	struct virtio_rdma_cq_req wc[1];
 	struct roce_tq *ta;
 	struct pair p;
 
@@ -1034,20 +1050,13 @@ static void test_keep_learns_go_back_n(void)
 	for (unsigned m = 0; m < 3; m++) {
 		uint64_t rx0 = p.a->tp->stats.retransmits;
 
-		hold(p.a);
-		REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 16 * MTU, 1, false, 9 + m, -1));
-		keep_deliver(&p, 16, 5);
-		p.a->attached = true;
-		CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
-		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
-		CHECK(memcmp(p.ma.buf + 1 + 9 + m, p.mb.buf + 3, 16 * MTU) == 0);
+		write_lossy(&p, 16, 9 + m, 1ull << 5);
 		static const uint64_t again[] = { 2 + 3 + 5 + 4, 2 + 10, 11 }, holds[] = { 3, 4, 4 };
 
 		CHECK_EQ(p.a->tp->stats.retransmits - rx0, again[m]);
 		CHECK_EQ(p.a->tp->stats.nak_holds, holds[m]);
 		CHECK_EQ(p.a->tp->stats.rewinds, m + 1);
 		CHECK_EQ(ta->peer_keeps, m ? ROCE_PEER_KEEPS_NO : ROCE_PEER_KEEPS_UNKNOWN);
-		fk_ring_reap(p.qa.sq);
 	}
 	CHECK_EQ(p.b->tp->stats.rx_kept, 0);
 	fk_env_fini(&p.env);
@@ -1103,21 +1112,13 @@ static void test_keep_full(void)
  * of the same loss). */
 static void test_keep_burst(void)
 {
-	struct virtio_rdma_cq_req wc[1];
 	struct roce_tq *ta;
 	struct pair p;
 
 	pair_init(&p, VIRTIO_IB_QPT_RC);
 	ta = rres_qp_lookup(&p.a->rd, p.qa.qpn)->transport;
 	prime(&p);
-	hold(p.a);
-	REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 16 * MTU, 1, false, 12, -1));
-	keep_deliver_mask(&p, 16, 0xfull << 5);
-	p.a->attached = true;
-	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
-	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
-	CHECK(memcmp(p.ma.buf + 1 + 12, p.mb.buf + 3, 16 * MTU) == 0);
-	CHECK_EQ(p.mb.buf[3 + 16 * MTU], 0x5a);
+	write_lossy(&p, 16, 12, 0xfull << 5);
 	CHECK_EQ(p.a->tp->stats.rewinds, 0);
 	CHECK(ta->peer_keeps != ROCE_PEER_KEEPS_NO);
 	CHECK_EQ(p.b->tp->stats.rx_kept, 7);
