@@ -189,13 +189,15 @@ static void comp_rewind(struct roce_tq *tq, bool count)
  * else everything. */
 static void comp_seq_loss(struct roce_tq *tq, bool fresh)
 {
-	if (!comp_loss(tq, true, false))
+	/* (the window is cut once per loss, not per round of it) */
+	if (!comp_loss(tq, true, fresh))
 		return;
-	/* (no window cut for that: nothing goes out in a burst) */
-	if (roce_recover_nak_resend(tq, fresh))
+	if (roce_recover_nak_resend(tq, fresh)) {
+		/* A NAK at una again once those went out is news: they (or
+		 * the last packet sent again with them) met the gap again. */
+		tq->rewind_span = 0;
 		return;
-	if (fresh)
-		roce_recover_loss(tq);
+	}
 	tq->rewind_pending = true;
 	roce_tp_schedule(tq);
 }

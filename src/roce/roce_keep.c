@@ -66,7 +66,9 @@ static uint32_t keep_put(struct roce_tq *tq, struct pkt *p, uint32_t psn, bool h
 	uint32_t n = frame_n(p), first, cnt;
 	struct roce_keep_ent *e;
 
-	if (!tp->keep_max || !keep_live(tq) || !tq->nak_sent || tq->nak_rnr)
+	/* (a frame executed again up to a hole: the gap is the hole, which
+	 * no NAK announced) */
+	if (!tp->keep_max || !keep_live(tq) || (!tq->nak_sent && !head) || tq->nak_rnr)
 		return 0;
 	if ((p->flags & PKT_F_RUN) && !p->ref.niov)
 		return 0; /* its payload is gone (a failed fill): lost */
@@ -168,10 +170,17 @@ void roce_keep_drain(struct roce_tq *tq)
 			continue;
 		}
 		e0 = tq->epsn;
-		if (e.p->flags & PKT_F_RUN)
-			roce_run_rx(tq, &pi, e.p, from);
-		else
+		if (e.p->flags & PKT_F_RUN) {
+			uint32_t to = from + 1;
+
+			/* up to its next hole: what follows it is beyond a
+			 * gap again and waits (no NAK, as above) */
+			while (to < e.n && frame_has(e.p, to))
+				to++;
+			roce_run_rx(tq, &pi, e.p, from, to);
+		} else {
 			roce_resp_rx(tq, &pi, e.p);
+		}
 		/* executed: those epsn passed; up to a hole in it, the rest
 		 * waits again, first in line; the others were refused (RNR,
 		 * an error) and go */

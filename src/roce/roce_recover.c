@@ -120,7 +120,7 @@ bool roce_recover_nak_resend(struct roce_tq *tq, bool fresh)
 		 * too, so that if those are lost, the responder sees the
 		 * stream go back past its gap and NAKs again at once (else
 		 * it answers a duplicate with an ACK). */
-		(void)roce_req_resend_psn(tq, roce_psn_add(tq->sq_psn, ROCE_PSN_MASK), false);
+		roce_req_resend_last(tq, tq->nak_hold_end);
 	}
 	return true;
 }

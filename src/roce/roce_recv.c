@@ -229,7 +229,7 @@ void roce_recv_one(struct roce_tp *tp, struct pkt *p)
 		else
 			tp->stats.rx_resp_runs++;
 		tp->stats.rx_run_pkts += pkt_npkts(p);
-		roce_run_rx(tq, &pi, p, 0);
+		roce_run_rx(tq, &pi, p, 0, p->npkts);
 	}
 	else if (pi.mask & ROCE_OPF_REQ)
 		roce_resp_rx(tq, &pi, p);

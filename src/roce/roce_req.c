@@ -612,6 +612,39 @@ bool roce_req_resend_psn(struct roce_tq *tq, uint32_t psn, bool rd_atomic_ok)
 	return false;
 }
 
+void roce_req_resend_last(struct roce_tq *tq, uint32_t from)
+{
+	uint32_t rd_psn = 0;
+	bool rd = false;
+
+	for (uint32_t i = tq->sq_cur + 1; i-- != tq->sq_head;) {
+		struct roce_swqe *w;
+		uint32_t sent, last;
+
+		if (i == tq->sq_tail)
+			continue;
+		w = roce_sq_wqe(tq, i);
+		sent = w->state == ROCE_WQE_SENT || w->state == ROCE_WQE_DONE ? w->npkts :
+		       MIN(w->next, w->npkts);
+		if (!w->started || !sent || w->bad)
+			continue;
+		last = roce_psn_add(w->first_psn, sent - 1);
+		if (roce_psn_diff(last, from) < 0)
+			break;
+		if (!roce_wr_is_rd_atomic(w->opcode)) {
+			(void)roce_req_resend_psn(tq, last, false);
+			return;
+		}
+		if (!rd) {
+			rd = true;
+			rd_psn = w->first_psn;
+		}
+	}
+	/* only READ or atomic requests after from: the last of them */
+	if (rd)
+		(void)roce_req_resend_psn(tq, rd_psn, true);
+}
+
 int roce_req_read_fill(struct roce_tq *tq, struct roce_swqe *w)
 {
 	int r;

@@ -309,7 +309,7 @@ static uint32_t run_group_end(const struct roce_run *r, uint32_t k, uint32_t n, 
 }
 
 void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt *p,
-		 uint32_t from)
+		 uint32_t from, uint32_t to)
 {
 	struct roce_tp *tp = tq->tp;
 	const struct roce_run *r = roce_run_of(p);
@@ -327,7 +327,7 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 	roce_aeth_set_msn(&aeth, r->f.aeth.msn);
 	memset(&ref, 0, sizeof(ref));
 	ref.iov = slice;
-	for (uint32_t k = from; k < n; k++) {
+	for (uint32_t k = from; k < MIN(to, n); k++) {
 		uint32_t plen = run_plen(r, k, n), end, d;
 		uint64_t lost = r->lost >> k;
 		struct roce_pkt_info pi = *pi0;

@@ -735,6 +735,9 @@ void roce_req_rewind(struct roce_tq *tq);
 /* Send the packet of PSN psn again (already sent once) with AckReq; a READ
  * or atomic request only if rd_atomic_ok. Returns true if it was sent. */
 bool roce_req_resend_psn(struct roce_tq *tq, uint32_t psn, bool rd_atomic_ok);
+/* Send again the last SEND/WRITE packet sent at or after PSN from (else
+ * the last READ or atomic request sent after it), with AckReq. */
+void roce_req_resend_last(struct roce_tq *tq, uint32_t from);
 /* Send one READ request for started READ w: its missing range from
  * w->rd_rcvd (roce_comp_read_range). Returns 1 if it was sent, 0 if no
  * buffer was free (try again later), -1 if it cannot be. */
@@ -1023,10 +1026,11 @@ struct roce_run *roce_run_begin(struct pkt *p);
 /* p stands for n packets now (description filled: op[0..n), f, path, mtu,
  * plen_last, ackreq, se_last, iov[0..niov) holding payload bytes). */
 void roce_run_seal(struct pkt *p, uint32_t n, uint32_t niov, uint32_t payload);
-/* A received run for tq: the responder or completer once per packet, from
- * packet from on (a kept run executed again: roce_keep.c). */
+/* A received run for tq: the responder or completer once per packet, for
+ * packets [from, to) (all: 0, npkts; a kept run executed up to its next
+ * hole: roce_keep.c). */
 void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt *p,
-		 uint32_t from);
+		 uint32_t from, uint32_t to);
 /* This thread's split counters. */
 void roce_run_get_stats(struct roce_run_stats *st);
 

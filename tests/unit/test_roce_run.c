@@ -1192,6 +1192,112 @@ static void test_keep_resend_lost(void)
 	}
 }
 
+/* a's first n packets, as frames, packet lose left out, given to the
+ * switch as a's (a stays off it). */
+static void keep_deliver_frames(struct pair *p, uint32_t n, uint32_t lose)
+{
+	struct pkt_queue q;
+	struct pkt *r, *f;
+	uint32_t i = 0;
+
+	pkt_queue_init(&q);
+	while (q.len < n) {
+		REQUIRE(fk_run_until(&p->env, wire_has, p->a, WAIT_MS));
+		r = pkt_queue_pop(&p->a->wire);
+		if (r->flags & PKT_F_RUN) {
+			REQUIRE(roce_run_split(r, &q) == 0);
+			pkt_free(r);
+		} else {
+			pkt_queue_push(&q, r);
+		}
+	}
+	while ((f = pkt_queue_pop(&q))) {
+		if (i++ == lose)
+			pkt_free(f);
+		else
+			sw_input(p->env.sw, &p->a->port, f);
+	}
+}
+
+/* Packet 5 of 100 lost and the packet sent again for it lost too, far more
+ * than ROCE_TP_RENAK_EVERY packets outstanding: the NAK that follows (the
+ * last packet sent again with it when there is no timer, the probe of it
+ * with one) is news and recovers, with any transport timeout; a WRITE and
+ * then a READ the same way (the last packet sent is the READ request). */
+static void test_keep_resend_lost_long(void)
+{
+	static const uint8_t tos[] = { 0, 10, 14 };
+
+	for (unsigned t = 0; t < 4; t++) {
+		struct virtio_rdma_cq_req wc[2];
+		bool read = t == 3;
+		struct pair p;
+		struct pkt *f;
+
+		pair_init_t(&p, VIRTIO_IB_QPT_RC, read ? 0 : tos[t]);
+		prime(&p);
+		hold(p.a);
+		REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, (read ? 16 : 100) * MTU, 1, false,
+				21, -1));
+		if (read)
+			REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_READ, 64, 1, false, 22, -1));
+		keep_deliver_frames(&p, read ? 17 : 100, 5);
+		REQUIRE(fk_run_until(&p.env, wire_has, p.a, WAIT_MS));
+		pkt_free(pkt_queue_pop(&p.a->wire)); /* packet 5 again: lost */
+		p.a->attached = true;
+		while ((f = pkt_queue_pop(&p.a->wire)))
+			sw_input(p.env.sw, &p.a->port, f);
+		CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, read ? 2 : 1, WAIT_MS), read ? 2 : 1);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+		CHECK_EQ(p.b->tp->keep_frames, 0);
+		fk_env_fini(&p.env);
+	}
+}
+
+/* A kept run with holes (5; 5 and 10) executed again goes up to its next
+ * hole and waits there without a NAK: a go-back-N requester sending the
+ * packets again one by one gets one NAK in all and goes back once. */
+static void test_keep_drain_holes(void)
+{
+	for (unsigned holes = 1; holes <= 2; holes++) {
+		struct virtio_rdma_cq_req wc[1];
+		struct pair p;
+		struct pkt *r;
+		int got = 0;
+
+		pair_init(&p, VIRTIO_IB_QPT_RC);
+		((struct roce_tq *)rres_qp_lookup(&p.a->rd, p.qa.qpn)->transport)->peer_keeps =
+			ROCE_PEER_KEEPS_NO;
+		prime(&p);
+		hold(p.a);
+		REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 16 * MTU, 1, false, 23, -1));
+		REQUIRE(fk_run_until(&p.env, wire_has, p.a, WAIT_MS));
+		r = pkt_queue_pop(&p.a->wire);
+		REQUIRE(r && (r->flags & PKT_F_RUN) && r->npkts == 16);
+		roce_run_lose(r, 5);
+		if (holes == 2)
+			roce_run_lose(r, 10);
+		sw_input(p.env.sw, &p.a->port, r);
+		p.a->tp->run_max = 1;
+		while (!got) {
+			REQUIRE(fk_run_until(&p.env, wire_has, p.a, WAIT_MS));
+			sw_input(p.env.sw, &p.a->port, pkt_queue_pop(&p.a->wire));
+			fk_spin(&p.env, 20);
+			got = fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, 0);
+		}
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+		CHECK(memcmp(p.ma.buf + 1 + 23, p.mb.buf + 3, 16 * MTU) == 0);
+		CHECK_EQ(p.b->tp->stats.naks_sent, 1);
+		CHECK_EQ(p.a->tp->stats.rewinds, 1);
+		CHECK_EQ(p.a->tp->stats.retransmits, 11);
+		CHECK_EQ(p.b->tp->stats.rx_seq_err, 15 - 5 - (holes - 1));
+		CHECK_EQ(p.b->tp->stats.rx_kept, p.b->tp->stats.rx_kept_used +
+						     p.b->tp->stats.rx_kept_freed);
+		p.a->attached = true;
+		fk_env_fini(&p.env);
+	}
+}
+
 /* The next frame b sends, parsed (b's frames held, the others given on). */
 static bool next_from(struct pair *p, struct fk_dev *b, struct roce_pkt_info *pi,
 		      struct pkt **held)
@@ -1498,6 +1604,8 @@ int main(void)
 	RUN(test_keep_burst);
 	RUN(test_keep_paced_go_back_n);
 	RUN(test_keep_resend_lost);
+	RUN(test_keep_resend_lost_long);
+	RUN(test_keep_drain_holes);
 	RUN(test_rx_ahead_same);
 	RUN(test_rnr_in_run);
 	RUN(test_len_error_in_run);
