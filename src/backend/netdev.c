@@ -35,6 +35,8 @@
 #define NETDEV_TX_BATCH 64
 #define NETDEV_RX_BATCH 64
 #define NETDEV_RXQ_MAX 1024          /* frames waiting for rx buffers */
+#define NETDEV_RXQ_HIGH 768          /* ... busy to senders of this process */
+#define NETDEV_RXQ_LOW 256           /* ... until back down to this */
 /* Largest control command: REG_USER_MR of max_mr_size (4 GiB) = 32 bytes +
  * 8 per 4 KiB page. Larger ones are refused without being read. */
 #define NETDEV_CTRL_MAX_DATA ((8u << 20) + 64)
@@ -307,6 +309,23 @@ too_big:
 	return -1;
 }
 
+bool netdev_ctx_rx_busy(struct netdev *nd)
+{
+	if (nd->rxq.len < NETDEV_RXQ_HIGH)
+		return false;
+	nd->rx_busy = true;
+	return true;
+}
+
+/* The queue went down (or away): wake the senders we refused. */
+static void netdev_rx_room(struct netdev *nd)
+{
+	if (nd->rx_busy && nd->rxq.len <= NETDEV_RXQ_LOW) {
+		nd->rx_busy = false;
+		sw_port_ready(nd->sw, nd->port);
+	}
+}
+
 static bool netdev_deliver_rx(struct netdev *nd)
 {
 	struct vhost_vring *r = nd->rxr;
@@ -341,6 +360,7 @@ static bool netdev_deliver_rx(struct netdev *nd)
 		vq_dev_flush(&r->vq);
 		vhost_vring_notify(r);
 	}
+	netdev_rx_room(nd);
 	return done > 0;
 }
 
@@ -669,6 +689,7 @@ static void netdev_set_status(void *ctx, uint8_t status)
 static void netdev_reset_state(struct netdev *nd)
 {
 	pkt_queue_purge(&nd->rxq);
+	netdev_rx_room(nd);
 	netdev_port_cm_ctx_gone(nd->dp, nd);
 	netdev_roce_reset(nd);
 	netdev_sec_set_mac(nd, nd->cfg.mac, true);
@@ -682,6 +703,7 @@ static void netdev_reset(void *ctx)
 	struct netdev *nd = ctx;
 
 	pkt_queue_purge(&nd->rxq);
+	netdev_rx_room(nd);
 	/* its QPs are gone: so are its connections (DREQ/REJ) and listens */
 	netdev_port_cm_ctx_gone(nd->dp, nd);
 	netdev_roce_reset(nd);
@@ -817,7 +839,7 @@ void netdev_ctx_free(struct netdev *nd)
 	loop_timer_cancel(nd->loop, &nd->closing_timer);
 	vhost_server_free(nd->vs);
 	loop_del_poller(nd->loop, nd->poller);
-	pkt_queue_purge(&nd->rxq);
+	pkt_queue_purge(&nd->rxq); /* (its waiters: netdev_port_ctx_closed) */
 	netdev_roce_fini(nd);
 	free(nd);
 }

@@ -94,6 +94,8 @@ struct netdev {
 	struct vhost_vring *rxr, *txr, *ctrlr;
 	struct pkt_queue rxq;     /* frames waiting for receive buffers */
 	bool rx_stalled;          /* head frame needs more buffers than posted */
+	bool rx_busy;             /* senders refused for a full rxq (woken at
+				   * NETDEV_RXQ_LOW, netdev.c) */
 	uint16_t rx_stalled_avail; /* buffers available when it stalled */
 	unsigned broken_reported; /* net rings (bit idx) reported broken */
 	unsigned rdma_rings_started; /* RDMA rings currently started */
@@ -121,6 +123,9 @@ void netdev_port_ctx_closed(struct netdev_port *dp, struct netdev *nd);
 /* A frame from the switch for this context (RoCE engine, else Ethernet). */
 void netdev_ctx_input(struct netdev *nd, struct pkt *p);
 bool netdev_ctx_has_rx(const struct netdev *nd);
+/* Switch flow control: the frames waiting for the driver's receive buffers
+ * are near the bound (the port refuses what can wait: netdev_port.c). */
+bool netdev_ctx_rx_busy(struct netdev *nd);
 /* End the session now if its front-end hung up; true if it did. */
 bool netdev_ctx_check_hangup(struct netdev *nd);
 void netdev_ctx_set_link(struct netdev *nd, bool up);
