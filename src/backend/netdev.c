@@ -156,6 +156,8 @@ static int netdev_set_features(void *ctx, uint64_t features)
 
 /* ---- rings ---- */
 
+static void netdev_rx_room(struct netdev *nd);
+
 static void netdev_ring_broken(struct netdev *nd, struct vhost_vring *r)
 {
 	unsigned bit = 1u << (r->idx < 3 ? r->idx : 3);
@@ -167,6 +169,8 @@ static void netdev_ring_broken(struct netdev *nd, struct vhost_vring *r)
 	LOG_PEER_RL(&nd->log_rl, "%s: ring %u broken by the driver (%s): device needs reset",
 		 nd->cfg.socket, r->idx, r->vq.error ? r->vq.error : "?");
 	vhost_vring_report_error(r);
+	if (r == nd->rxr)
+		netdev_rx_room(nd);
 }
 
 /* Entries the driver published on r. Reading a corrupt avail index breaks
@@ -309,18 +313,26 @@ too_big:
 	return -1;
 }
 
+/* Only while the driver's receive ring runs: frames wait for it then (a
+ * stopped or broken ring's frames are dropped at once). */
+static bool netdev_rx_draining(const struct netdev *nd)
+{
+	return nd->rxr && !nd->rxr->vq.broken;
+}
+
 bool netdev_ctx_rx_busy(struct netdev *nd)
 {
-	if (nd->rxq.len < NETDEV_RXQ_HIGH)
+	if (nd->rxq.len < NETDEV_RXQ_HIGH || !netdev_rx_draining(nd))
 		return false;
 	nd->rx_busy = true;
 	return true;
 }
 
-/* The queue went down (or away): wake the senders we refused. */
+/* The queue went down, or the ring stopped or broke: wake the senders we
+ * refused. */
 static void netdev_rx_room(struct netdev *nd)
 {
-	if (nd->rx_busy && nd->rxq.len <= NETDEV_RXQ_LOW) {
+	if (nd->rx_busy && (nd->rxq.len <= NETDEV_RXQ_LOW || !netdev_rx_draining(nd))) {
 		nd->rx_busy = false;
 		sw_port_ready(nd->sw, nd->port);
 	}
@@ -644,13 +656,14 @@ static void netdev_ring_stopped(void *ctx, struct vhost_vring *r)
 {
 	struct netdev *nd = ctx;
 
-	if (nd->rxr == r)
+	if (nd->rxr == r) {
 		nd->rxr = NULL;
-	else if (nd->txr == r)
+		netdev_rx_room(nd);
+	} else if (nd->txr == r) {
 		nd->txr = NULL;
-	else if (nd->ctrlr == r)
+	} else if (nd->ctrlr == r) {
 		nd->ctrlr = NULL;
-	else {
+	} else {
 		if (nd->rdma_rings_started)
 			nd->rdma_rings_started--;
 		netdev_roce_ring_stopped(nd, r);
@@ -689,13 +702,13 @@ static void netdev_set_status(void *ctx, uint8_t status)
 static void netdev_reset_state(struct netdev *nd)
 {
 	pkt_queue_purge(&nd->rxq);
-	netdev_rx_room(nd);
 	netdev_port_cm_ctx_gone(nd->dp, nd);
 	netdev_roce_reset(nd);
 	netdev_sec_set_mac(nd, nd->cfg.mac, true);
 	nd->promisc = nd->allmulti = false;
 	nd->rx_stalled = false;
 	nd->stats.resets++;
+	netdev_rx_room(nd);
 }
 
 static void netdev_reset(void *ctx)
@@ -703,7 +716,6 @@ static void netdev_reset(void *ctx)
 	struct netdev *nd = ctx;
 
 	pkt_queue_purge(&nd->rxq);
-	netdev_rx_room(nd);
 	/* its QPs are gone: so are its connections (DREQ/REJ) and listens */
 	netdev_port_cm_ctx_gone(nd->dp, nd);
 	netdev_roce_reset(nd);
@@ -715,6 +727,7 @@ static void netdev_reset(void *ctx)
 	nd->broken_reported = 0;
 	nd->status = 0;
 	nd->stats.resets++;
+	netdev_rx_room(nd);
 }
 
 static void netdev_connected(void *ctx)

@@ -221,18 +221,22 @@ static void netdev_port_destroy(struct port *port)
 }
 
 /* Flow control (docs/design.md): the port refuses frames while any of its
- * contexts' receive queues (RoCE, or the driver's network stack: a slow
- * guest) is near full, so steering never drops what a sender of this
- * process can hold; when the switch has room again, every context resumes
- * its held transmits. */
+ * contexts' RoCE receive queues is near full, so steering never drops; when
+ * the switch has room again, every context resumes its held transmits. A
+ * device without RoCE (a guest whose kernel runs RoCE, e.g. rxe) gets every
+ * frame in its primary driver's queue: that one counts too. (With RoCE on,
+ * RoCE frames never wait there, so a driver that leaves its receive ring
+ * alone, as libvrdma does, must not stop them.) */
 static bool netdev_port_busy(const struct port *port)
 {
 	const struct netdev_port *dp = port->priv;
 	struct netdev *nd;
 
 	for (nd = dp->ctxs; nd; nd = nd->next)
-		if (!nd->closing && (netdev_roce_rx_busy(nd) || netdev_ctx_rx_busy(nd)))
+		if (!nd->closing && netdev_roce_rx_busy(nd))
 			return true;
+	if (!dp->cfg.roce && (nd = netdev_port_primary(dp)) && netdev_ctx_rx_busy(nd))
+		return true;
 	return false;
 }
 
