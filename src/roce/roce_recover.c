@@ -37,14 +37,9 @@ void roce_recover_reset(struct roce_tq *tq)
 	tq->keep_misses = 0;
 }
 
-static uint32_t cwnd_of(const struct roce_tq *tq)
-{
-	return tq->cwnd ? tq->cwnd : ROCE_TP_WINDOW;
-}
-
 uint32_t roce_recover_window(const struct roce_tq *tq)
 {
-	return cwnd_of(tq);
+	return tq->cwnd ? tq->cwnd : ROCE_TP_WINDOW;
 }
 
 /* Probes only make sense well inside the transport timeout. */
@@ -199,13 +194,13 @@ bool roce_recover_ackreq(const struct roce_tq *tq)
 
 void roce_recover_loss(struct roce_tq *tq)
 {
-	tq->cwnd = MAX(cwnd_of(tq) / 2, (uint32_t)ROCE_TP_CWND_MIN);
+	tq->cwnd = MAX(roce_recover_window(tq) / 2, (uint32_t)ROCE_TP_CWND_MIN);
 	tq->tp->stats.window_cuts++;
 }
 
 void roce_recover_acked(struct roce_tq *tq, uint32_t n)
 {
-	tq->cwnd = MIN(cwnd_of(tq) + n / 2 + 1, (uint32_t)ROCE_TP_WINDOW);
+	tq->cwnd = MIN(roce_recover_window(tq) + n / 2 + 1, (uint32_t)ROCE_TP_WINDOW);
 }
 
 void roce_recover_sample(struct roce_tq *tq, uint64_t gap_ns)
