@@ -51,6 +51,7 @@ struct loop {
 
 	unsigned poll_us;
 	uint64_t pass;                     /* loop_pass() */
+	uint64_t pass_ns;                  /* loop_pass_ns() */
 	unsigned fd_skipped;               /* busy passes since the fds were looked at */
 	bool have_pwait2;
 	uint64_t last_work_ns;
@@ -79,6 +80,7 @@ struct loop *loop_new(void)
 	}
 	l->poll_us = 0;
 	l->have_pwait2 = true;
+	l->pass_ns = loop_now_ns();
 	return l;
 }
 
@@ -333,6 +335,11 @@ void loop_set_poll_us(struct loop *l, unsigned poll_us)
 	l->poll_us = poll_us;
 }
 
+uint64_t loop_pass_ns(const struct loop *l)
+{
+	return l->pass_ns;
+}
+
 uint64_t loop_pass(const struct loop *l)
 {
 	return l->pass;
@@ -371,7 +378,7 @@ static void disarm_pollers(struct loop *l)
 int loop_run_once(struct loop *l, int64_t max_wait_ns)
 {
 	struct epoll_event evs[LOOP_MAX_EVENTS];
-	uint64_t now = loop_now_ns();
+	uint64_t now = l->pass_ns = loop_now_ns();
 	int64_t wait_ns = max_wait_ns;
 	int timeout_ms, n;
 	bool work;
@@ -441,7 +448,7 @@ int loop_run_once(struct loop *l, int64_t max_wait_ns)
 	}
 	if (n > 0 || wait_ns != 0) {
 		/* (a pass that did not wait ran its timers above) */
-		uint64_t t = loop_now_ns();
+		uint64_t t = l->pass_ns = loop_now_ns();
 
 		if (n > 0)
 			l->last_work_ns = t;

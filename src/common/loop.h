@@ -74,6 +74,10 @@ static inline bool loop_timer_armed(const struct loop_timer *t) { return t->heap
 /* Number of the current iteration (each loop_run_once counts one): lets
  * pollers share a budget per pass. */
 uint64_t loop_pass(const struct loop *l);
+/* loop_now_ns() as read at the start of the current pass (or after its
+ * wait, for fd callbacks): for time rules coarser than a pass, without a
+ * clock read each. */
+uint64_t loop_pass_ns(const struct loop *l);
 
 /* Busy-poll budget in microseconds (0 = pure interrupt mode). */
 void loop_set_poll_us(struct loop *l, unsigned poll_us);

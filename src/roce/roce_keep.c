@@ -27,22 +27,26 @@ static uint32_t frame_n(const struct pkt *p)
 	return (p->flags & PKT_F_RUN) ? p->npkts : 1;
 }
 
-/* Whether packet k of the frame arrived (not a hole of a run). */
-static bool frame_has(struct pkt *p, uint32_t k)
+/* Bit k: packet k of the frame arrived (not a hole of a run). */
+static uint64_t frame_arrived(struct pkt *p)
 {
+	uint32_t n = frame_n(p);
+
 	if (!(p->flags & PKT_F_RUN))
-		return k == 0;
-	return k < p->npkts && !((roce_run_of(p)->lost >> k) & 1);
+		return 1;
+	return ~roce_run_of(p)->lost & (n >= 64 ? ~0ull : (1ull << n) - 1);
 }
 
-/* Packets of the frame that arrived, from packet k on. */
-static uint32_t frame_count_from(struct pkt *p, uint32_t k)
+/* Packets of a frame that arrived (arrived: frame_arrived), from packet k on. */
+static uint32_t arrived_from(uint64_t arrived, uint32_t k)
 {
-	uint32_t n = frame_n(p), c = 0;
+	return k >= 64 ? 0 : (uint32_t)__builtin_popcountll(arrived >> k);
+}
 
-	for (; k < n; k++)
-		c += frame_has(p, k);
-	return c;
+/* Whether packet k arrived. */
+static bool arrived_has(uint64_t arrived, uint32_t k)
+{
+	return k < 64 && ((arrived >> k) & 1);
 }
 
 /* The QP still executes requests. */
@@ -65,6 +69,7 @@ static uint32_t keep_put(struct roce_tq *tq, struct pkt *p, uint32_t psn, bool h
 	int32_t at = roce_psn_diff(tq->epsn, psn); /* epsn's packet in p */
 	uint32_t n = frame_n(p), first, cnt;
 	struct roce_keep_ent *e;
+	uint64_t arrived;
 
 	/* (a frame executed again up to a hole: the gap is the hole, which
 	 * no NAK announced) */
@@ -72,10 +77,11 @@ static uint32_t keep_put(struct roce_tq *tq, struct pkt *p, uint32_t psn, bool h
 		return 0;
 	if ((p->flags & PKT_F_RUN) && !p->ref.niov)
 		return 0; /* its payload is gone (a failed fill): lost */
-	if (at >= (int32_t)n || (at >= 0 && frame_has(p, (uint32_t)at)))
+	arrived = frame_arrived(p);
+	if (at >= (int32_t)n || (at >= 0 && arrived_has(arrived, (uint32_t)at)))
 		return 0; /* nothing beyond epsn, or no gap before it */
 	first = at < 0 ? 0 : (uint32_t)at + 1;
-	cnt = frame_count_from(p, first);
+	cnt = arrived_from(arrived, first);
 	if (!cnt)
 		return 0;
 	if (!head && tq->keep_n) {
@@ -145,6 +151,7 @@ void roce_keep_drain(struct roce_tq *tq)
 		int32_t at = roce_psn_diff(tq->epsn, e.psn);
 		uint32_t from = (uint32_t)at, cnt, again, passed, e0;
 		struct roce_pkt_info pi;
+		uint64_t arrived;
 
 		if (at < 0)
 			return; /* a gap before it: it waits */
@@ -154,13 +161,14 @@ void roce_keep_drain(struct roce_tq *tq)
 		}
 		/* what of it is still to execute: its packets below epsn came
 		 * again and were executed then */
-		cnt = from < e.n ? frame_count_from(e.p, from) : 0;
+		arrived = frame_arrived(e.p);
+		cnt = from < e.n ? arrived_from(arrived, from) : 0;
 		/* A gap before it (its packet at epsn lost): it waits. (No
 		 * NAK from here: the ACK of what executed shows the gap to a
 		 * requester that sent only the missing packets again, and a
 		 * go-back-N one sends the gap again anyway; a NAK per packet
 		 * it sends again would make it go back each time.) */
-		if (cnt && !frame_has(e.p, from))
+		if (cnt && !arrived_has(arrived, from))
 			return;
 		keep_pop(tq);
 		tp->stats.rx_kept_freed += e.cnt - cnt;
@@ -171,12 +179,11 @@ void roce_keep_drain(struct roce_tq *tq)
 		}
 		e0 = tq->epsn;
 		if (e.p->flags & PKT_F_RUN) {
-			uint32_t to = from + 1;
-
 			/* up to its next hole: what follows it is beyond a
 			 * gap again and waits (no NAK, as above) */
-			while (to < e.n && frame_has(e.p, to))
-				to++;
+			uint64_t holes = ~arrived >> from;
+			uint32_t to = holes ? from + (uint32_t)__builtin_ctzll(holes) : 64;
+
 			roce_run_rx(tq, &pi, e.p, from, to);
 		} else {
 			roce_resp_rx(tq, &pi, e.p);

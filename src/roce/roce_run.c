@@ -64,6 +64,12 @@ static void run_fields(const struct roce_run *r, uint32_t k, uint32_t n,
 	f->ip_id = (uint16_t)(r->f.ip_id + k);
 }
 
+/* Frame bytes of packet k of run p (description r, n packets). */
+static uint32_t run_frame_len(struct pkt *p, const struct roce_run *r, uint32_t k, uint32_t n)
+{
+	return k ? roce_pkt_frame_len(&r->path, r->op[k], run_plen(r, k, n)) : p->len;
+}
+
 /* p->nlost and p->run_len from the description: the packets still on
  * their way and their frame bytes. */
 static void run_recount(struct pkt *p)
@@ -74,8 +80,7 @@ static void run_recount(struct pkt *p)
 	for (uint32_t k = 0; k < n; k++) {
 		/* (the MIDDLE packets are all alike) */
 		if (k <= 1 || k + 1 == n || r->op[k] != r->op[k - 1])
-			len = k ? roce_pkt_frame_len(&r->path, r->op[k], run_plen(r, k, n)) :
-				  p->len;
+			len = run_frame_len(p, r, k, n);
 		if ((r->lost >> k) & 1)
 			lost++;
 		else
@@ -103,7 +108,8 @@ void roce_run_lose(struct pkt *p, uint32_t k)
 	if (!(p->flags & PKT_F_RUN) || k >= p->npkts || ((r->lost >> k) & 1))
 		return;
 	r->lost |= 1ull << k;
-	run_recount(p);
+	p->nlost++;
+	p->run_len -= run_frame_len(p, r, k, p->npkts);
 	run_stats.holes++;
 }
 
