@@ -56,7 +56,7 @@ run_one() {
 	grep -E '^(not ok |skip )' "$log" | sed "s|^|  [$label] |"
 	if [ "$f" -gt 0 ]; then
 		failures+=("$label")
-		sed -n '/^not ok /,$p' "$log" | grep '^#' | head -20 | sed 's/^/    /'
+		sed -n '/^not ok /,$p' "$log" | grep '^#' | head -40 | sed 's/^/    /'
 	fi
 	if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
 		f=1

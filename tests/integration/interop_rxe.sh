@@ -123,6 +123,25 @@ pass_re() {
 	esac
 }
 
+# pair_diag VRDMA_LOG RXE_TEXT: after a failed pair, what explains it, as
+# TAP comments: both programs' last lines, the daemon's transport counters
+# that move on trouble, the guest's rxe counters and kernel messages.
+pair_diag() {
+	echo "#   vrdma side:"
+	tail -n 6 "$1" | sed 's/^/#     /'
+	echo "#   rxe side:"
+	echo "$2" | tail -n 6 | sed 's/^/#     /'
+	if nsd_stats da 1; then
+		echo "#   daemon:"
+		awk '/^device / { d++ } d == 1 && /^  / { for (i = 1; i < NF; i++)
+			if ($i ~ /^(retransmits|timeouts|rewinds|qp_errors|rnr_naks|rx_seq_err|rx_dup|rx_queue_full|rx_dropped_no_buffer|alive_expired|probes|hold_probes)$/)
+				printf "%s %s ", $i, $(i + 1) }' "$NSD_SNAP" | fold -w 150 | sed 's/^/#     /'
+		echo
+	fi
+	echo "#   guest:"
+	rxe_cmd "rdma statistic show link rxe0/1 2>&1 | fold -w 150; dmesg | tail -n 5" | sed 's/^/#     /'
+}
+
 # guest_server NAME PROG HARGS GARGS: PROG on rxe0 as the server, on vrdma
 # as the client.
 guest_server() {
@@ -145,6 +164,7 @@ guest_server() {
 	else
 		not_ok "$name" "vrdma client rc=$rc_c rxe server rc=$rc_s:" \
 			"$(tail -3 "$T_TMP/$name.cli.log" | tr '\n' ' ') / $(echo "$out" | tail -4 | tr '\n' ' ')"
+		pair_diag "$T_TMP/$name.cli.log" "$out"
 	fi
 }
 
@@ -173,6 +193,7 @@ host_server() {
 	else
 		not_ok "$name" "rxe client rc=$rc_c vrdma server rc=$rc_s:" \
 			"$(echo "$out" | tail -4 | tr '\n' ' ') / $(tail -3 "$T_TMP/$name.srv.log" | tr '\n' ' ')"
+		pair_diag "$T_TMP/$name.srv.log" "$out"
 	fi
 }
 
@@ -248,6 +269,7 @@ cm_guest_server() {
 	else
 		not_ok "$name" "vrdma client rc=$rc_c rxe server rc=$rc_s:" \
 			"$(tail -3 "$T_TMP/$name.cli.log" | tr '\n' ' ') / $(echo "$out" | tail -4 | tr '\n' ' ')"
+		pair_diag "$T_TMP/$name.cli.log" "$out"
 	fi
 }
 
@@ -297,6 +319,7 @@ cm_host_server() {
 	else
 		not_ok "$name" "rxe client rc=$rc_c vrdma server rc=$rc_s:" \
 			"$(echo "$out" | tail -4 | tr '\n' ' ') / $(tail -3 "$T_TMP/$name.srv.log" | tr '\n' ' ')"
+		pair_diag "$T_TMP/$name.srv.log" "$out"
 	fi
 }
 
