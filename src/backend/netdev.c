@@ -865,13 +865,9 @@ void netdev_ctx_set_link(struct netdev *nd, bool up)
 	netdev_roce_link_changed(nd, up);
 }
 
-void netdev_ctx_dump_stats(const struct netdev *nd, FILE *f)
+void netdev_stats_print(const struct netdev_stats *s, const struct vhost_server_stats *vs,
+			FILE *f)
 {
-	const struct netdev_stats *s = &nd->stats;
-	const struct vhost_server_stats *vs = vhost_server_stats(nd->vs);
-
-	fprintf(f, "  context %llu%s\n", (unsigned long long)nd->id,
-		nd->closing ? " (closing)" : "");
 	fprintf(f, "  tx_frames %" PRIu64 " tx_bytes %" PRIu64 " tx_errors %" PRIu64
 		" tx_spoofed %" PRIu64 "\n", s->tx_frames, s->tx_bytes, s->tx_errors, s->tx_spoofed);
 	fprintf(f, "  rx_frames %" PRIu64 " rx_bytes %" PRIu64 " rx_dropped_no_buffer %" PRIu64
@@ -888,6 +884,16 @@ void netdev_ctx_dump_stats(const struct netdev *nd, FILE *f)
 	fprintf(f, "  vhost refused %" PRIu64 " mem_faults %" PRIu64 " fds_refused %" PRIu64
 		" accept_errors %" PRIu64 " grave_overflows %" PRIu64 "\n", vs->refused,
 		vs->mem_faults, vs->fds_refused, vs->accept_errors, vs->grave_overflows);
+}
+
+void netdev_ctx_dump_stats(const struct netdev *nd, FILE *f)
+{
+	const struct netdev_stats *s = &nd->stats;
+	const struct vhost_server_stats *vs = vhost_server_stats(nd->vs);
+
+	fprintf(f, "  context %llu%s\n", (unsigned long long)nd->id,
+		nd->closing ? " (closing)" : "");
+	netdev_stats_print(s, vs, f);
 	netdev_sec_dump_stats(nd, f);
 	netdev_roce_dump_stats(nd, f);
 }

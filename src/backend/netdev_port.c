@@ -64,22 +64,7 @@ static void netdev_port_totals_dump(const struct netdev_ctx_totals *t, FILE *f)
 	const struct netdev_stats *s = &t->nd;
 	const struct vhost_server_stats *vs = &t->vs;
 
-	fprintf(f, "  tx_frames %" PRIu64 " tx_bytes %" PRIu64 " tx_errors %" PRIu64
-		" tx_spoofed %" PRIu64 "\n", s->tx_frames, s->tx_bytes, s->tx_errors, s->tx_spoofed);
-	fprintf(f, "  rx_frames %" PRIu64 " rx_bytes %" PRIu64 " rx_dropped_no_buffer %" PRIu64
-		" rx_dropped_too_big %" PRIu64 " rx_filtered %" PRIu64 "\n",
-		s->rx_frames, s->rx_bytes, s->rx_dropped_no_buffer, s->rx_dropped_too_big,
-		s->rx_filtered);
-	fprintf(f, "  ctrl_ok %" PRIu64 " ctrl_err %" PRIu64 " ring_errors %" PRIu64
-		" resets %" PRIu64 "\n", s->ctrl_ok, s->ctrl_err, s->ring_errors, s->resets);
-	fprintf(f, "  vhost connections %" PRIu64 " messages %" PRIu64 " bad_messages %" PRIu64
-		" kicks %" PRIu64 " calls %" PRIu64 "\n", vs->connections, vs->messages,
-		vs->bad_messages, vs->kicks, vs->calls);
-	fprintf(f, "  vhost kicks_idle %" PRIu64 " kicks_throttled %" PRIu64 "\n",
-		vs->kicks_idle, vs->kicks_throttled);
-	fprintf(f, "  vhost refused %" PRIu64 " mem_faults %" PRIu64 " fds_refused %" PRIu64
-		" accept_errors %" PRIu64 " grave_overflows %" PRIu64 "\n", vs->refused,
-		vs->mem_faults, vs->fds_refused, vs->accept_errors, vs->grave_overflows);
+	netdev_stats_print(s, vs, f);
 	fprintf(f, "  roce commands ok %llu err %llu", (unsigned long long)t->roce.ok,
 		(unsigned long long)t->roce.err);
 	for (int i = 1; i < RRES_ERR_MAX; i++)

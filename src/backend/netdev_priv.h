@@ -180,5 +180,9 @@ void netdev_roce_ring_started(struct netdev *nd, struct vhost_vring *r);
 void netdev_roce_ring_stopped(struct netdev *nd, struct vhost_vring *r);
 void netdev_roce_ring_kick(struct netdev *nd, struct vhost_vring *r);
 void netdev_roce_dump_stats(const struct netdev *nd, FILE *f);
+/* The frame, control and vhost counter lines of a stats dump (a context's
+ * or a port's totals). */
+void netdev_stats_print(const struct netdev_stats *s, const struct vhost_server_stats *vs,
+			FILE *f);
 
 #endif /* VRDMA_BACKEND_NETDEV_PRIV_H */

@@ -95,23 +95,15 @@ static void neigh_xmit(struct roce_tp *tp, struct pkt *p)
 	roce_tp_output(tp, p);
 }
 
-static bool gid_is_ours(const struct rres_dev *rd, const uint8_t *gid)
-{
-	for (unsigned i = 0; i < RRES_GID_TBL_LEN; i++)
-		if (rd->gid[i].valid && !memcmp(rd->gid[i].raw, gid, 16))
-			return true;
-	return false;
-}
-
-static bool ip4_is_ours(const struct rres_dev *rd, const uint8_t *ip)
+bool roce_neigh_ip4_ours(const struct rres_dev *rd, const uint8_t ip[4])
 {
 	uint8_t gid[16];
 
 	roce_gid_from_ipv4(gid, ip);
-	return gid_is_ours(rd, gid);
+	return rres_gid_has(rd, gid);
 }
 
-/* gid_is_ours for a destination, remembering the last answer: a stream
+/* rres_gid_has for a destination, remembering the last answer: a stream
  * to one remote GID would scan the whole table twice per frame. */
 static bool neigh_dst_ours(struct roce_neigh *n, const uint8_t gid[16])
 {
@@ -119,7 +111,7 @@ static bool neigh_dst_ours(struct roce_neigh *n, const uint8_t gid[16])
 
 	if (likely(n->gid_valid && n->gid_gen == rd->gid_gen && !memcmp(n->gid, gid, 16)))
 		return n->gid_ours;
-	n->gid_ours = gid_is_ours(rd, gid);
+	n->gid_ours = rres_gid_has(rd, gid);
 	memcpy(n->gid, gid, 16);
 	n->gid_gen = rd->gid_gen;
 	n->gid_valid = true;
@@ -548,7 +540,7 @@ static void rx_arp(struct roce_neigh *n, const uint8_t *a)
 	tp->stats.rx_arp++;
 	roce_gid_from_ipv4(gid, a + 14);
 	neigh_learn(n, gid, a + 8, get_be16(a + 6) == 2);
-	if (get_be16(a + 6) == 1 && ip4_is_ours(tp->rd, a + 24))
+	if (get_be16(a + 6) == 1 && roce_neigh_ip4_ours(tp->rd, a + 24))
 		send_arp(tp, a + 8, 2, a + 24, a + 8, a + 14);
 }
 
@@ -580,7 +572,7 @@ static void rx_nd(struct roce_neigh *n, const struct pkt *p, uint32_t l3)
 
 		if (lla && memcmp(src, unspec, 16))
 			neigh_learn(n, src, lla, false);
-		if (!gid_is_ours(tp->rd, target) || roce_gid_is_ipv4(target))
+		if (!rres_gid_has(tp->rd, target) || roce_gid_is_ipv4(target))
 			return;
 		if (!memcmp(src, unspec, 16)) {
 			/* Duplicate address detection: answer all nodes. */
@@ -637,12 +629,12 @@ bool roce_neigh_wants(const struct roce_tp *tp, const struct pkt *p)
 	if (type == ETH_P_ARP)
 		/* requests for our address and replies to us both carry it
 		 * as the target protocol address */
-		return p->len >= l3 + ARP_LEN && ip4_is_ours(tp->rd, d + l3 + 24);
+		return p->len >= l3 + ARP_LEN && roce_neigh_ip4_ours(tp->rd, d + l3 + 24);
 	if (type != ROCE_ETH_P_IPV6 || p->len < l3 + ROCE_IPV6_HLEN + 24 ||
 	    d[l3 + 6] != ICMP6_PROTO)
 		return false;
 	if (d[l3 + ROCE_IPV6_HLEN] == ND_NS)
-		return gid_is_ours(tp->rd, d + l3 + ROCE_IPV6_HLEN + 8);
+		return rres_gid_has(tp->rd, d + l3 + ROCE_IPV6_HLEN + 8);
 	if (d[l3 + ROCE_IPV6_HLEN] == ND_NA)
 		return !memcmp(d, tp->rd->mac, 6);
 	return false;

@@ -42,22 +42,6 @@ static bool queue_split(struct roce_tp *tp, struct pkt *p)
 	return true;
 }
 
-static bool gid_is_ours(const struct rres_dev *rd, const uint8_t *gid)
-{
-	for (unsigned i = 0; i < RRES_GID_TBL_LEN; i++)
-		if (rd->gid[i].valid && !memcmp(rd->gid[i].raw, gid, 16))
-			return true;
-	return false;
-}
-
-static bool ip4_is_ours(const struct rres_dev *rd, const uint8_t *ip)
-{
-	uint8_t gid[16];
-
-	roce_gid_from_ipv4(gid, ip);
-	return gid_is_ours(rd, gid);
-}
-
 /* Ethernet type (after one optional 802.1Q tag) and the L3 offset. */
 static uint16_t frame_type(const struct pkt *p, uint32_t *l3)
 {
@@ -126,7 +110,7 @@ bool roce_tp_input(struct roce_tp *tp, struct pkt *p)
 		ihl = (ip[0] & 0x0Fu) * 4;
 		if ((ip[0] >> 4) != 4 || ihl < ROCE_IPV4_HLEN ||
 		    p->len < l3 + ihl + ROCE_UDP_HLEN || ip[9] != ROCE_IPPROTO_UDP ||
-		    get_be16(ip + ihl + 2) != ROCE_V2_UDP_DPORT || !ip4_is_ours(rd, ip + 16))
+		    get_be16(ip + ihl + 2) != ROCE_V2_UDP_DPORT || !roce_neigh_ip4_ours(rd, ip + 16))
 			return false;
 	} else if (type == ROCE_ETH_P_IPV6) {
 		if (p->len < l3 + ROCE_IPV6_HLEN + ROCE_UDP_HLEN)
@@ -134,7 +118,7 @@ bool roce_tp_input(struct roce_tp *tp, struct pkt *p)
 		ip = d + l3;
 		if (ip[6] != ROCE_IPPROTO_UDP ||
 		    get_be16(ip + ROCE_IPV6_HLEN + 2) != ROCE_V2_UDP_DPORT ||
-		    !gid_is_ours(rd, ip + 24))
+		    !rres_gid_has(rd, ip + 24))
 			return false;
 	} else {
 		return false;
@@ -176,7 +160,7 @@ void roce_recv_one(struct roce_tp *tp, struct pkt *p)
 	}
 	tp->stats.rx_frames += pkt_npkts(p);
 	tp->stats.rx_bytes += pkt_wire_len(p);
-	if (!gid_is_ours(rd, pi.dgid)) {
+	if (!rres_gid_has(rd, pi.dgid)) {
 		tp->stats.rx_not_ours++;
 		goto out;
 	}

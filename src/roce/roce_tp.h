@@ -990,6 +990,8 @@ void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[1
 void roce_neigh_rx(struct roce_neigh *n, struct pkt *p);
 /* Whether frame p (len >= 14) is ARP / NS / NA the neighbour code wants. */
 bool roce_neigh_wants(const struct roce_tp *tp, const struct pkt *p);
+/* IPv4 address ip is one of the device's (its mapped GID is in the table). */
+bool roce_neigh_ip4_ours(const struct rres_dev *rd, const uint8_t ip[4]);
 
 /* ---- roce_run.c: runs between local devices ---- */
 /* (docs/design.md "Runs between local devices") */
