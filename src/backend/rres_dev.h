@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include "vrdma/virtio_net_roce.h"
@@ -598,8 +599,15 @@ int rres_mr_to_iov(const struct rres_dev *rd, const struct rres_mr *mr, uint64_t
 		   uint64_t len, struct iovec *iov, unsigned max);
 /* GID table entry, or NULL if index is invalid or empty. */
 const uint8_t *rres_gid_get(const struct rres_dev *rd, uint32_t index);
-/* gid is one of the device's (a valid entry of its table). */
-bool rres_gid_has(const struct rres_dev *rd, const uint8_t gid[16]);
+/* gid is one of the device's (a valid entry of its table; inline: every
+ * received frame asks). */
+static inline bool rres_gid_has(const struct rres_dev *rd, const uint8_t gid[16])
+{
+	for (unsigned i = 0; i < RRES_GID_TBL_LEN; i++)
+		if (rd->gid[i].valid && !memcmp(rd->gid[i].raw, gid, 16))
+			return true;
+	return false;
+}
 /* A completion is being posted to cq: returns true if the driver must be
  * notified for it (armed NEXT_COMPLETION, or armed SOLICITED and the
  * completion is solicited or an error), and then disarms the CQ. */

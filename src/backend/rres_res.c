@@ -660,14 +660,6 @@ const uint8_t *rres_gid_get(const struct rres_dev *rd, uint32_t index)
 	return rd->gid[index].raw;
 }
 
-bool rres_gid_has(const struct rres_dev *rd, const uint8_t gid[16])
-{
-	for (unsigned i = 0; i < RRES_GID_TBL_LEN; i++)
-		if (rd->gid[i].valid && !memcmp(rd->gid[i].raw, gid, 16))
-			return true;
-	return false;
-}
-
 bool rres_cq_notify_check(struct rres_cq *cq, bool solicited_or_error)
 {
 	if ((cq->armed & RRES_CQ_ARM_NEXT) ||
