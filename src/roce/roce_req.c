@@ -314,24 +314,47 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uin
 	return (int)n;
 }
 
-/* Packets from w->next that may go as one run now (1: send it alone): an RC
- * SEND or WRITE whose payload may be referenced, within the turn, the
- * window and the message, without a pacer. */
-static uint32_t req_run_len(const struct roce_tq *tq, const struct roce_swqe *w,
-			    uint32_t turn_left)
+/* Packets from w->next that may go as one run (1: send it alone): an RC
+ * SEND or WRITE whose payload may be referenced, within the turn and the
+ * message, without a pacer. */
+static uint32_t req_run_len_max(const struct roce_tq *tq, const struct roce_swqe *w,
+				uint32_t turn_left)
 {
-	uint32_t n, win;
-	int32_t used;
-
 	if (w->inl || tq->cc || (tq->path.flags & ROCE_PATH_F_UDP_CSUM) ||
 	    roce_wr_is_rd_atomic(w->opcode) || w->next + 1 >= w->npkts)
 		return 1;
-	n = MIN(w->npkts - w->next, MIN(turn_left, MIN(tq->tp->run_max, (uint32_t)ROCE_RUN_MAX)));
+	return MIN(w->npkts - w->next, MIN(turn_left, MIN(tq->tp->run_max, (uint32_t)ROCE_RUN_MAX)));
+}
+
+/* ... and within the window now. */
+static uint32_t req_run_len(const struct roce_tq *tq, const struct roce_swqe *w,
+			    uint32_t turn_left)
+{
+	uint32_t n = req_run_len_max(tq, w, turn_left), win;
+	int32_t used;
+
+	if (n <= 1)
+		return 1;
 	win = roce_recover_window(tq);
 	used = roce_psn_diff(tq->sq_psn, tq->una);
 	if (used < 0 || (uint32_t)used >= win)
 		return 1;
 	return MAX(1u, MIN(n, win - (uint32_t)used));
+}
+
+/* Whether w's next packets, which could go as one run, should wait for
+ * the window to open wider: packets are in flight (their ACK opens it; if
+ * it is lost, the QP's timer or probes go on: not without a timeout) and
+ * it has room for fewer than a whole run. After a window cut, ACKs free a
+ * few PSNs at a time; sending what fits each time would make many short
+ * runs, each costing a frame and an ACK. */
+static bool req_run_wait(const struct roce_tq *tq, const struct roce_swqe *w, uint32_t turn_left)
+{
+	uint32_t full = req_run_len_max(tq, w, turn_left);
+	int32_t used = roce_psn_diff(tq->sq_psn, tq->una);
+
+	return full > 1 && used > 0 && tq->qp->attr.timeout &&
+	       (uint32_t)used + full > roce_recover_window(tq);
 }
 
 /* Whether the destination MAC of w's packets is known (see
@@ -461,8 +484,9 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			    roce_psn_diff(roce_psn_add(tq->sq_psn, roce_req_npkts(w, tq->mtu)),
 					  tq->una) > ROCE_TP_RD_WINDOW)
 				break;
-		} else if (rc && roce_psn_diff(tq->sq_psn, tq->una) >=
-				 (int32_t)roce_recover_window(tq)) {
+		} else if (rc && (roce_psn_diff(tq->sq_psn, tq->una) >=
+				  (int32_t)roce_recover_window(tq) ||
+				  req_run_wait(tq, w, budget - sent - ops))) {
 			break;
 		}
 		/* No frame without the peer's MAC: wait, no PSN consumed. */
