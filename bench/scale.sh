@@ -74,7 +74,17 @@ if [ -z "$only" ] || [ "$only" = qps ]; then
 		END { split(x, p, " "); split(y, q, " ")
 			if (length(p) != k || length(q) != k) { print "qps: a measurement failed"; exit 1 }
 			printf "qps medians: -q 1 %.0f MB/s, -q 1024 %.0f MB/s, ratio %.2f (goal >= 0.8)\n",
-				med(x), med(y), med(y) / med(x) }'
+				med(x), med(y), med(y) / med(x) }' | tee "$tmp/qps"
+	# The memory's bound, same run: -q 1024's buffers (64 KiB per QP and
+	# side) are far beyond the caches, so each of its bytes is copied from
+	# memory to memory, while -q 1 copies within the cache. One copy per
+	# byte cannot beat a cold memcpy: ratio <= memcpy 1 MiB cold / -q 1.
+	if gcc -std=gnu11 -O2 -D_GNU_SOURCE "$top/bench/memcpy_bw.c" -o "$tmp/memcpy_bw" 2>/dev/null; then
+		cold=$("$tmp/memcpy_bw" -t 2 | awk '$1 == "memcpy_1m_cold_GBps" { print $2 }')
+		awk -v c="$cold" '/^qps medians/ { q1 = $5 } END {
+			printf "qps bound: memcpy 1 MiB cold %.0f MB/s (best round), so -q 1024 / -q 1 <= %.2f\n",
+				c * 1000 / 1.048576, c * 1000 / 1.048576 / q1 }' "$tmp/qps"
+	fi
 fi
 
 if [ -z "$only" ] || [ "$only" = create ]; then
