@@ -39,11 +39,13 @@ irs() {
 	callgrind_annotate --auto=no --threshold=100 "$tmp/$1.cg" 2>/dev/null | awk -v run="$1" -v out="$tmp/$1.out" '
 		/PROGRAM TOTALS/ { gsub(",", "", $1); total = $1 }
 		/mem(cpy|move)/ { gsub(",", "", $1); copy += $1 }
-		END { while ((getline l < out) > 0) { split(l, f); if (f[1] == run) for (i = 1; i < length(f); i++) if (f[i] == "drops") d = f[i + 1] }
+		END { while ((getline l < out) > 0) { n = split(l, f); if (f[1] == run) for (i = 1; i < n; i++) if (f[i] == "drops") d = f[i + 1] }
 		      print total, copy + 0, d + 0 }'
 }
 read -r t0 c0 _ < <(irs lossless)
 read -r t1 c1 d1 < <(irs lossy)
+[ -n "${t0:-}" ] && [ -n "${t1:-}" ] && [ "${t0:-0}" -gt 0 ] ||
+	{ echo "run_loss_tp: no instruction counts from callgrind_annotate" >&2; exit 1; }
 echo "WRITE 5000 x 65536 bytes, 64 outstanding, faults $spec (instructions, callgrind)"
 echo "lossless  total $t0  outside the copy $((t0 - c0))"
 echo "lossy     total $t1  outside the copy $((t1 - c1))  drops $d1"

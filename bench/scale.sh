@@ -81,7 +81,9 @@ if [ -z "$only" ] || [ "$only" = qps ]; then
 	# byte cannot beat a cold memcpy: ratio <= memcpy 1 MiB cold / -q 1.
 	if gcc -std=gnu11 -O2 -D_GNU_SOURCE "$top/bench/memcpy_bw.c" -o "$tmp/memcpy_bw" 2>/dev/null; then
 		cold=$("$tmp/memcpy_bw" -t 2 | awk '$1 == "memcpy_1m_cold_GBps" { print $2 }')
-		awk -v c="$cold" '/^qps medians/ { q1 = $5 } END {
+		# (memcpy_bw: 10^9 bytes/s; perftest's MB: 2^20 bytes)
+		awk -v c="${cold:-0}" '/^qps medians/ { q1 = $5 } END {
+			if (c <= 0 || q1 <= 0) { print "qps bound: not measured (memcpy_bw or -q 1 failed)"; exit }
 			printf "qps bound: memcpy 1 MiB cold %.0f MB/s (best round), so -q 1024 / -q 1 <= %.2f\n",
 				c * 1000 / 1.048576, c * 1000 / 1.048576 / q1 }' "$tmp/qps"
 	fi

@@ -431,6 +431,8 @@ int loop_run_once(struct loop *l, int64_t max_wait_ns)
 	} else {
 		n = epoll_wait(l->epfd, evs, LOOP_MAX_EVENTS, timeout_ms);
 	}
+	if (wait_ns != 0)
+		l->pass_ns = loop_now_ns(); /* (for the fd callbacks below) */
 	if (l->armed)
 		disarm_pollers(l);
 	if (n < 0) {

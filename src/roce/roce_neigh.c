@@ -95,14 +95,6 @@ static void neigh_xmit(struct roce_tp *tp, struct pkt *p)
 	roce_tp_output(tp, p);
 }
 
-bool roce_neigh_ip4_ours(const struct rres_dev *rd, const uint8_t ip[4])
-{
-	uint8_t gid[16];
-
-	roce_gid_from_ipv4(gid, ip);
-	return rres_gid_has(rd, gid);
-}
-
 /* rres_gid_has for a destination, remembering the last answer: a stream
  * to one remote GID would scan the whole table twice per frame. */
 static bool neigh_dst_ours(struct roce_neigh *n, const uint8_t gid[16])

@@ -320,10 +320,13 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uin
 static uint32_t req_run_len_max(const struct roce_tq *tq, const struct roce_swqe *w,
 				uint32_t turn_left)
 {
+	/* (npkts is set when a WR starts: req_run_wait asks before) */
+	uint32_t np = w->started ? w->npkts : roce_req_npkts(w, tq->mtu);
+
 	if (w->inl || tq->cc || (tq->path.flags & ROCE_PATH_F_UDP_CSUM) ||
-	    roce_wr_is_rd_atomic(w->opcode) || w->next + 1 >= w->npkts)
+	    roce_wr_is_rd_atomic(w->opcode) || w->next + 1 >= np)
 		return 1;
-	return MIN(w->npkts - w->next, MIN(turn_left, MIN(tq->tp->run_max, (uint32_t)ROCE_RUN_MAX)));
+	return MIN(np - w->next, MIN(turn_left, MIN(tq->tp->run_max, (uint32_t)ROCE_RUN_MAX)));
 }
 
 /* ... and within the window now. */
@@ -344,16 +347,16 @@ static uint32_t req_run_len(const struct roce_tq *tq, const struct roce_swqe *w,
 
 /* Whether w's next packets, which could go as one run, should wait for
  * the window to open wider: packets are in flight (their ACK opens it; if
- * it is lost, the QP's timer or probes go on: not without a timeout) and
- * it has room for fewer than a whole run. After a window cut, ACKs free a
- * few PSNs at a time; sending what fits each time would make many short
- * runs, each costing a frame and an ACK. */
+ * it is lost, the retransmit timer and its probes go on: only while that
+ * timer is armed) and it has room for fewer than a whole run. After a
+ * window cut, ACKs free a few PSNs at a time; sending what fits each time
+ * would make many short runs, each costing a frame. */
 static bool req_run_wait(const struct roce_tq *tq, const struct roce_swqe *w, uint32_t turn_left)
 {
 	uint32_t full = req_run_len_max(tq, w, turn_left);
 	int32_t used = roce_psn_diff(tq->sq_psn, tq->una);
 
-	return full > 1 && used > 0 && tq->qp->attr.timeout &&
+	return full > 1 && used > 0 && loop_timer_armed(&tq->rexmit_timer) &&
 	       (uint32_t)used + full > roce_recover_window(tq);
 }
 

@@ -990,8 +990,15 @@ void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[1
 void roce_neigh_rx(struct roce_neigh *n, struct pkt *p);
 /* Whether frame p (len >= 14) is ARP / NS / NA the neighbour code wants. */
 bool roce_neigh_wants(const struct roce_tp *tp, const struct pkt *p);
-/* IPv4 address ip is one of the device's (its mapped GID is in the table). */
-bool roce_neigh_ip4_ours(const struct rres_dev *rd, const uint8_t ip[4]);
+/* IPv4 address ip is one of the device's (its mapped GID is in the table;
+ * inline: every received IPv4 frame asks). */
+static inline bool roce_neigh_ip4_ours(const struct rres_dev *rd, const uint8_t ip[4])
+{
+	uint8_t gid[16];
+
+	roce_gid_from_ipv4(gid, ip);
+	return rres_gid_has(rd, gid);
+}
 
 /* ---- roce_run.c: runs between local devices ---- */
 /* (docs/design.md "Runs between local devices") */

@@ -133,8 +133,8 @@ pair_diag() {
 	echo "$2" | tail -n 6 | sed 's/^/#     /'
 	if nsd_stats da 1; then
 		echo "#   daemon:"
-		awk '/^device / { d++ } d == 1 && /^  / { for (i = 1; i < NF; i++)
-			if ($i ~ /^(retransmits|timeouts|rewinds|qp_errors|rnr_naks|rx_seq_err|rx_dup|rx_queue_full|rx_dropped_no_buffer|alive_expired|probes|hold_probes)$/)
+		awk '/^device / { d++ } d == 1 && /^  (roce|rx_frames)/ { for (i = 1; i < NF; i++)
+			if ($i ~ /^(retransmits|timeouts|rewinds|qp_errors|rnr_naks_sent|rnr_naks_rcvd|rx_seq_err|rx_dup|rx_queue_full|rx_dropped_no_buffer|alive_expired|probes|hold_probes)$/)
 				printf "%s %s ", $i, $(i + 1) }' "$NSD_SNAP" | fold -w 150 | sed 's/^/#     /'
 		echo
 	fi

@@ -1203,10 +1203,11 @@ static uint32_t frame_psn(struct pkt *f)
 
 /* After a window cut, a run waits until the window has room for a whole
  * run while packets are in flight: a send window of 40 PSNs sends 32, then
- * nothing new (not the 8 that fit) until their ACK, then 32 again. */
-static void test_run_waits_for_window(void)
+ * nothing new (not the 8 that fit) until their ACK, then 32 again. Within
+ * one WRITE of 64 packets, or (two) at the start of a second WRITE. */
+static void run_waits_for_window(bool two)
 {
-	struct virtio_rdma_cq_req wc[1];
+	struct virtio_rdma_cq_req wc[2];
 	struct roce_tq *ta;
 	struct pkt *r, *f;
 	struct pair p;
@@ -1217,7 +1218,14 @@ static void test_run_waits_for_window(void)
 	ta = rres_qp_lookup(&p.a->rd, p.qa.qpn)->transport;
 	ta->cwnd = 40;
 	hold(p.a);
-	REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 64 * MTU, 1, false, 15, -1));
+	if (two) {
+		/* (the same source and destination: the second one's data
+		 * is what must arrive) */
+		REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 32 * MTU, 1, false, 15, -1));
+		REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 32 * MTU, 1, false, 15 + 61, -1));
+	} else {
+		REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 64 * MTU, 1, false, 15, -1));
+	}
 	REQUIRE(fk_run_until(&p.env, wire_has, p.a, WAIT_MS));
 	r = pkt_queue_pop(&p.a->wire);
 	REQUIRE(r && (r->flags & PKT_F_RUN));
@@ -1243,10 +1251,18 @@ static void test_run_waits_for_window(void)
 	sw_input(p.env.sw, &p.a->port, f);
 	while ((f = pkt_queue_pop(&p.a->wire)))
 		sw_input(p.env.sw, &p.a->port, f);
-	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, two ? 2 : 1, WAIT_MS), two ? 2 : 1);
 	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
-	CHECK(memcmp(p.ma.buf + 1 + 15, p.mb.buf + 3, 64 * MTU) == 0);
+	if (two)
+		CHECK_EQ(wc[1].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK(memcmp(p.ma.buf + 1 + 15, p.mb.buf + 3, (two ? 32 : 64) * MTU) == 0);
 	fk_env_fini(&p.env);
+}
+
+static void test_run_waits_for_window(void)
+{
+	run_waits_for_window(false);
+	run_waits_for_window(true);
 }
 
 /* a's first n packets, as frames, packet lose left out, given to the
