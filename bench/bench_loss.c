@@ -43,6 +43,7 @@ static void run(bool read, uint32_t len, unsigned count, unsigned depth, const c
 				.max_recv_wr = 16 };
 	struct fk_path path;
 	struct fk_dev *a, *b;
+	struct psec psa, psb;
 	struct fk_qp qa, qb;
 	struct fk_mr ma, mb;
 	struct fault_cfg cfg;
@@ -58,6 +59,9 @@ static void run(bool read, uint32_t len, unsigned count, unsigned depth, const c
 	b = fk_dev_new(&env, &dc);
 	if (!a || !b)
 		abort();
+	/* (both local devices, as in the daemon) */
+	fk_dev_pin(a, &psa);
+	fk_dev_pin(b, &psb);
 	qc.pdn = fk_pd(a);
 	qc.scq = qc.rcq = cqa = fk_cq(a, 1024, 256, true);
 	qa = fk_qp_new(a, &qc);
@@ -124,6 +128,8 @@ out:
 		r->probes = req->probes;
 		r->timeouts = req->timeouts;
 	}
+	psec_unregister(&psa);
+	psec_unregister(&psb);
 	fk_env_fini(&env);
 }
 

@@ -420,6 +420,13 @@ static bool ent_usable(const struct roce_neigh_ent *e)
 	return e->state == NE_VALID || e->state == NE_PROBE;
 }
 
+bool roce_neigh_local(struct roce_neigh *n, const uint8_t dgid[16])
+{
+	uint8_t mac[6];
+
+	return neigh_dst_ours(n, dgid) || neigh_pinned(n, dgid, mac);
+}
+
 void roce_neigh_resolve(struct roce_neigh *n, const uint8_t sgid[16], const uint8_t dgid[16])
 {
 	(void)neigh_get(n, sgid, dgid, neigh_now(n));

@@ -348,16 +348,19 @@ static uint32_t req_run_len(const struct roce_tq *tq, const struct roce_swqe *w,
 /* Whether w's next packets, which could go as one run, should wait for
  * the window to open wider: packets are in flight (their ACK opens it; if
  * it is lost, the retransmit timer and its probes go on: only while that
- * timer is armed) and it has room for fewer than a whole run. After a
- * window cut, ACKs free a few PSNs at a time; sending what fits each time
- * would make many short runs, each costing a frame. */
+ * timer is armed), it has room for fewer than a whole run, and the peer is
+ * a local device. After a window cut, ACKs free a few PSNs at a time;
+ * sending what fits each time would make many short runs, each costing a
+ * frame. (A run to the network is split into its frames anyway: there,
+ * waiting would only leave the window partly unused.) */
 static bool req_run_wait(const struct roce_tq *tq, const struct roce_swqe *w, uint32_t turn_left)
 {
 	uint32_t full = req_run_len_max(tq, w, turn_left);
 	int32_t used = roce_psn_diff(tq->sq_psn, tq->una);
 
 	return full > 1 && used > 0 && loop_timer_armed(&tq->rexmit_timer) &&
-	       (uint32_t)used + full > roce_recover_window(tq);
+	       (uint32_t)used + full > roce_recover_window(tq) &&
+	       roce_neigh_local(tq->tp->neigh, tq->path.dgid);
 }
 
 /* Whether the destination MAC of w's packets is known (see

@@ -990,6 +990,9 @@ void roce_neigh_output(struct roce_neigh *n, struct pkt *p, const uint8_t sgid[1
 void roce_neigh_rx(struct roce_neigh *n, struct pkt *p);
 /* Whether frame p (len >= 14) is ARP / NS / NA the neighbour code wants. */
 bool roce_neigh_wants(const struct roce_tp *tp, const struct pkt *p);
+/* dgid is a device of this daemon (this one, or a pinned local device):
+ * frames to it stay in the process, a run stays one frame. */
+bool roce_neigh_local(struct roce_neigh *n, const uint8_t dgid[16]);
 /* IPv4 address ip is one of the device's (its mapped GID is in the table;
  * inline: every received IPv4 frame asks). */
 static inline bool roce_neigh_ip4_ours(const struct rres_dev *rd, const uint8_t ip[4])

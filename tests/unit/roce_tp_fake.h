@@ -27,6 +27,7 @@
 #include "port/fault.h"
 #include "port/pkt.h"
 #include "port/port.h"
+#include "port/port_security.h"
 #include "roce/roce_tp.h"
 #include "vhost/vhost_mem.h"
 #include "vhost/vhost_server.h"
@@ -707,6 +708,18 @@ static inline void fk_path_default(struct fk_path *p)
 	p->rq_psn = 0x100;
 	p->access = FK_ACC_ALL;
 	p->qkey = 0x11111111;
+}
+
+/* Register d's MAC and IPv4 address in the port-security registry, as the
+ * daemon does for each of its devices: frames to d then count as local
+ * (roce_neigh_local). psec_unregister(ps) before ps goes. */
+static inline void fk_dev_pin(const struct fk_dev *d, struct psec *ps)
+{
+	static const struct psec_cfg pc;
+
+	psec_init(ps, &pc, d->rd.mac, rres_gid_get(&d->rd, 1) + 12, NULL);
+	if (psec_register(ps))
+		abort();
 }
 
 static inline void fk_ah_attr(const struct fk_dev *peer, const struct fk_path *p,

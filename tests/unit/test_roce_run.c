@@ -1210,10 +1210,12 @@ static void run_waits_for_window(bool two)
 	struct virtio_rdma_cq_req wc[2];
 	struct roce_tq *ta;
 	struct pkt *r, *f;
+	struct psec ps;
 	struct pair p;
 	uint32_t psn0;
 
 	pair_init_t(&p, VIRTIO_IB_QPT_RC, 14); /* (without a timer nothing waits) */
+	fk_dev_pin(p.b, &ps); /* (b is local: only then runs wait) */
 	prime(&p);
 	ta = rres_qp_lookup(&p.a->rd, p.qa.qpn)->transport;
 	ta->cwnd = 40;
@@ -1256,6 +1258,42 @@ static void run_waits_for_window(bool two)
 	if (two)
 		CHECK_EQ(wc[1].status, VIRTIO_IB_WC_SUCCESS);
 	CHECK(memcmp(p.ma.buf + 1 + 15, p.mb.buf + 3, (two ? 32 : 64) * MTU) == 0);
+	psec_unregister(&ps);
+	fk_env_fini(&p.env);
+}
+
+/* The same to a peer that is not a local device (its runs would be split
+ * into frames on the way): the 8 PSNs that fit go at once. */
+static void run_to_network_does_not_wait(void)
+{
+	struct virtio_rdma_cq_req wc[1];
+	struct roce_tq *ta;
+	struct pkt *r, *f;
+	struct pair p;
+	uint32_t psn0;
+
+	pair_init_t(&p, VIRTIO_IB_QPT_RC, 14);
+	prime(&p);
+	ta = rres_qp_lookup(&p.a->rd, p.qa.qpn)->transport;
+	ta->cwnd = 40;
+	hold(p.a);
+	REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 64 * MTU, 1, false, 16, -1));
+	REQUIRE(fk_run_until(&p.env, wire_has, p.a, WAIT_MS));
+	r = pkt_queue_pop(&p.a->wire);
+	REQUIRE(r && (r->flags & PKT_F_RUN) && r->npkts == 32);
+	psn0 = frame_psn(r);
+	REQUIRE(fk_run_until(&p.env, wire_has, p.a, WAIT_MS));
+	f = pkt_queue_pop(&p.a->wire);
+	CHECK_EQ(frame_psn(f), roce_psn_add(psn0, 32));
+	CHECK((f->flags & PKT_F_RUN) && f->npkts == 8);
+	p.a->attached = true;
+	sw_input(p.env.sw, &p.a->port, r);
+	sw_input(p.env.sw, &p.a->port, f);
+	while ((f = pkt_queue_pop(&p.a->wire)))
+		sw_input(p.env.sw, &p.a->port, f);
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK(memcmp(p.ma.buf + 1 + 16, p.mb.buf + 3, 64 * MTU) == 0);
 	fk_env_fini(&p.env);
 }
 
@@ -1263,6 +1301,7 @@ static void test_run_waits_for_window(void)
 {
 	run_waits_for_window(false);
 	run_waits_for_window(true);
+	run_to_network_does_not_wait();
 }
 
 /* a's first n packets, as frames, packet lose left out, given to the
