@@ -320,7 +320,7 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uin
 static uint32_t req_run_len_max(const struct roce_tq *tq, const struct roce_swqe *w,
 				uint32_t turn_left)
 {
-	/* (npkts is set when a WR starts: req_run_wait asks before) */
+	/* (npkts is set when a WR starts: req_window_wait asks before) */
 	uint32_t np = w->started ? w->npkts : roce_req_npkts(w, tq->mtu);
 
 	if (w->inl || tq->cc || (tq->path.flags & ROCE_PATH_F_UDP_CSUM) ||
@@ -345,21 +345,26 @@ static uint32_t req_run_len(const struct roce_tq *tq, const struct roce_swqe *w,
 	return MAX(1u, MIN(n, win - (uint32_t)used));
 }
 
-/* Whether w's next packets, which could go as one run, should wait for
- * the window to open wider: packets are in flight (their ACK opens it; if
- * it is lost, the retransmit timer and its probes go on: only while that
- * timer is armed), it has room for fewer than a whole run, and the peer is
- * a local device. After a window cut, ACKs free a few PSNs at a time;
+/* Whether w must wait for the send window: it is full, or w's next
+ * packets could go as one run to a local device and it has room for fewer
+ * than a whole run while packets are in flight (their ACK opens it; if it
+ * is lost, the retransmit timer and its probes go on: only while that
+ * timer is armed). After a window cut, ACKs free a few PSNs at a time;
  * sending what fits each time would make many short runs, each costing a
  * frame. (A run to the network is split into its frames anyway: there,
  * waiting would only leave the window partly unused.) */
-static bool req_run_wait(const struct roce_tq *tq, const struct roce_swqe *w, uint32_t turn_left)
+static bool req_window_wait(const struct roce_tq *tq, const struct roce_swqe *w,
+			    uint32_t turn_left)
 {
-	uint32_t full = req_run_len_max(tq, w, turn_left);
 	int32_t used = roce_psn_diff(tq->sq_psn, tq->una);
+	uint32_t win = roce_recover_window(tq), full;
 
-	return full > 1 && used > 0 && loop_timer_armed(&tq->rexmit_timer) &&
-	       (uint32_t)used + full > roce_recover_window(tq) &&
+	if (used >= (int32_t)win)
+		return true;
+	if (used <= 0 || !loop_timer_armed(&tq->rexmit_timer))
+		return false;
+	full = req_run_len_max(tq, w, turn_left);
+	return full > 1 && (uint32_t)used + full > win &&
 	       roce_neigh_local(tq->tp->neigh, tq->path.dgid);
 }
 
@@ -490,9 +495,7 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			    roce_psn_diff(roce_psn_add(tq->sq_psn, roce_req_npkts(w, tq->mtu)),
 					  tq->una) > ROCE_TP_RD_WINDOW)
 				break;
-		} else if (rc && (roce_psn_diff(tq->sq_psn, tq->una) >=
-				  (int32_t)roce_recover_window(tq) ||
-				  req_run_wait(tq, w, budget - sent - ops))) {
+		} else if (rc && req_window_wait(tq, w, budget - sent - ops)) {
 			break;
 		}
 		/* No frame without the peer's MAC: wait, no PSN consumed. */

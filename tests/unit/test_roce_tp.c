@@ -1607,7 +1607,6 @@ static void test_neigh_no_poisoning(void)
 static void test_neigh_pinned_follows_registry(void)
 {
 	static const uint8_t moved[6] = { 0x02, 0x77, 0, 0, 0, 9 };
-	struct psec_cfg pc = { 0 };
 	struct pair_cfg c;
 	struct psec ps;
 	struct pair p;
@@ -1620,8 +1619,7 @@ static void test_neigh_pinned_follows_registry(void)
 	REQUIRE(p.a->rd.gid[1].valid && p.b->rd.gid[1].valid);
 	sgid = p.a->rd.gid[1].raw;
 	dgid = p.b->rd.gid[1].raw;
-	psec_init(&ps, &pc, p.b->rd.mac, dgid + 12, NULL);
-	psec_register(&ps);
+	fk_dev_pin(p.b, &ps);
 	for (int i = 0; i < 3; i++) {
 		memset(mac, 0, 6);
 		CHECK(roce_neigh_lookup(p.a->tp->neigh, sgid, dgid, mac));
