@@ -10,7 +10,8 @@
  * Transmit buffers: ring-size buffers of the same size, one device-readable
  * descriptor each: zeroed header, then the frame. Used transmit buffers are
  * reclaimed by polling (the device is asked for transmit interrupts only
- * while vrdma_net_wait(VRDMA_WAIT_TX) sleeps).
+ * while vrdma_net_wait(VRDMA_WAIT_TX) or vrdma_net_flush sleeps, and then
+ * for a batch: 3/4 of the buffers in flight, or all of them).
  *
  * Interrupt arming on receive: while frames flow, interrupts stay off (no
  * eventfd traffic); the first empty poll drains the call eventfd, checks the
@@ -119,6 +120,23 @@ static void tx_reclaim(struct vrdma_net_tx *tx)
 
 		tx->free_stack[tx->nfree++] = (uint16_t)i;
 	}
+}
+
+/* Before sleeping on the transmit ring: drain its call eventfd and ask to
+ * be woken once n more buffers are used. False: they already are. */
+static bool tx_arm(struct vrdma_net_tx *tx, uint16_t n)
+{
+	vrdma_queue_drain_call(tx->q);
+	return vq_drv_enable_cb_after(&tx->q->vq, n);
+}
+
+/* Room worth waking for on a full ring: 3/4 of what is in flight (virtio's
+ * delayed callback), so a sender wakes per batch, not per buffer. */
+static uint16_t tx_batch(const struct vrdma_net_tx *tx)
+{
+	uint16_t n = vq_drv_in_flight(&tx->q->vq);
+
+	return (uint16_t)(n - n / 4);
 }
 
 /* Check one frame's length: 0, -EINVAL or -EMSGSIZE. */
@@ -310,83 +328,103 @@ ssize_t vrdma_net_recv(struct vrdma_dev *dev, void *buf, size_t cap)
 	}
 }
 
-int vrdma_net_wait(struct vrdma_dev *dev, unsigned events, int timeout_ms)
+/*
+ * One look at the rings, then (nothing ready, time left) one sleep. Returns
+ * what vrdma_net_wait returns, or 1 with *again set after a sleep. Transmit
+ * interrupts are on only during the sleep (*tx_armed); the caller turns
+ * them off, so reclaiming runs without them and an RX-only waiter never
+ * touches them (another thread may be sleeping on them).
+ */
+static int net_wait_pass(struct vrdma_dev *dev, unsigned events, int timeout_ms,
+			 uint64_t deadline, bool *tx_armed, bool *again)
 {
 	struct vrdma_net_rx *rx = &dev->rx;
 	struct vrdma_net_tx *tx = &dev->tx;
+	struct pollfd p[3];
+	unsigned ready = 0;
+	int n = 0, pr, rc, wait_ms = -1;
 
+	*again = false;
+	if (vrdma_dev_is_dead(dev) || !rx->q || !tx->q)
+		return -ENOTCONN;
+	if (events & VRDMA_WAIT_RX) {
+		if (vq_drv_has_used(&rx->q->vq)) {
+			ready |= VRDMA_WAIT_RX;
+		} else {
+			rc = rx_arm(dev);
+			if (rc < 0)
+				return rc;
+			if (rc == 1)
+				ready |= VRDMA_WAIT_RX;
+		}
+	}
+	if (events & VRDMA_WAIT_TX) {
+		tx_reclaim(tx);
+		if (tx->nfree && vq_drv_num_free(&tx->q->vq))
+			ready |= VRDMA_WAIT_TX;
+		else if (!ready) {
+			*tx_armed = true;
+			if (!tx_arm(tx, tx_batch(tx))) {
+				*again = true; /* raced: reclaim again */
+				return 1;
+			}
+		}
+	}
+	if (ready)
+		return (int)ready;
+	if (timeout_ms == 0)
+		return 0;
+	if (timeout_ms > 0) {
+		uint64_t now = vrdma_now_ns();
+
+		if (now >= deadline)
+			return 0;
+		wait_ms = (int)((deadline - now + 999999) / 1000000);
+	}
+
+	p[n].fd = vhost_client_fd(&dev->vc);
+	p[n].events = POLLRDHUP;
+	p[n++].revents = 0;
+	if (events & VRDMA_WAIT_RX) {
+		p[n].fd = rx->q->call_fd;
+		p[n].events = POLLIN;
+		p[n++].revents = 0;
+	}
+	if (events & VRDMA_WAIT_TX) {
+		p[n].fd = tx->q->call_fd;
+		p[n].events = POLLIN;
+		p[n++].revents = 0;
+	}
+	pr = poll(p, (nfds_t)n, wait_ms);
+	if (pr < 0 && errno != EINTR)
+		return -errno;
+	if (pr > 0 && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
+		vrdma_dev_mark_dead(dev);
+		return -ENOTCONN;
+	}
+	/* Something fired or the time is up: look again. */
+	*again = true;
+	return 1;
+}
+
+int vrdma_net_wait(struct vrdma_dev *dev, unsigned events, int timeout_ms)
+{
 	uint64_t deadline = 0;
+	bool again;
+	int rc;
 
 	if (!events || (events & ~(VRDMA_WAIT_RX | VRDMA_WAIT_TX)))
 		return -EINVAL;
 	if (timeout_ms > 0)
 		deadline = vrdma_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-	for (;;) {
-		struct pollfd p[3];
-		unsigned ready = 0;
-		int n = 0, pr, rc, wait_ms = -1;
+	do {
+		bool tx_armed = false;
 
-		if (vrdma_dev_is_dead(dev) || !rx->q || !tx->q)
-			return -ENOTCONN;
-		if (events & VRDMA_WAIT_RX) {
-			if (vq_drv_has_used(&rx->q->vq)) {
-				ready |= VRDMA_WAIT_RX;
-			} else {
-				rc = rx_arm(dev);
-				if (rc < 0)
-					return rc;
-				if (rc == 1)
-					ready |= VRDMA_WAIT_RX;
-			}
-		}
-		if (events & VRDMA_WAIT_TX) {
-			tx_reclaim(tx);
-			if (tx->nfree && vq_drv_num_free(&tx->q->vq)) {
-				ready |= VRDMA_WAIT_TX;
-			} else {
-				vrdma_queue_drain_call(tx->q);
-				if (!vq_drv_enable_cb(&tx->q->vq) || vq_drv_has_used(&tx->q->vq))
-					continue; /* raced: reclaim again */
-			}
-		}
-		if (ready) {
-			vq_drv_disable_cb(&tx->q->vq);
-			return (int)ready;
-		}
-		if (timeout_ms == 0)
-			return 0;
-		if (timeout_ms > 0) {
-			uint64_t now = vrdma_now_ns();
-
-			if (now >= deadline) {
-				vq_drv_disable_cb(&tx->q->vq);
-				return 0;
-			}
-			wait_ms = (int)((deadline - now + 999999) / 1000000);
-		}
-
-		p[n].fd = vhost_client_fd(&dev->vc);
-		p[n].events = POLLRDHUP;
-		p[n++].revents = 0;
-		if (events & VRDMA_WAIT_RX) {
-			p[n].fd = rx->q->call_fd;
-			p[n].events = POLLIN;
-			p[n++].revents = 0;
-		}
-		if (events & VRDMA_WAIT_TX) {
-			p[n].fd = tx->q->call_fd;
-			p[n].events = POLLIN;
-			p[n++].revents = 0;
-		}
-		pr = poll(p, (nfds_t)n, wait_ms);
-		if (pr < 0 && errno != EINTR)
-			return -errno;
-		if (pr > 0 && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
-			vrdma_dev_mark_dead(dev);
-			return -ENOTCONN;
-		}
-		/* Something fired or the time is up: loop to re-check. */
-	}
+		rc = net_wait_pass(dev, events, timeout_ms, deadline, &tx_armed, &again);
+		if (tx_armed)
+			vq_drv_disable_cb(&dev->tx.q->vq);
+	} while (again);
+	return rc;
 }
 
 int vrdma_net_flush(struct vrdma_dev *dev, int timeout_ms)
@@ -398,38 +436,37 @@ int vrdma_net_flush(struct vrdma_dev *dev, int timeout_ms)
 		deadline = vrdma_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	for (;;) {
 		struct pollfd p[2];
-		int wait_ms = -1, pr;
+		int wait_ms = -1, pr = 0;
+		bool raced;
 
 		if (vrdma_dev_is_dead(dev) || !tx->q)
 			return -ENOTCONN;
 		tx_reclaim(tx);
-		if (tx->nfree == dev->ring_size) {
-			vq_drv_disable_cb(&tx->q->vq);
+		if (tx->nfree == dev->ring_size)
 			return 0;
-		}
-		vrdma_queue_drain_call(tx->q);
-		if (!vq_drv_enable_cb(&tx->q->vq) || vq_drv_has_used(&tx->q->vq))
-			continue;
-		if (timeout_ms == 0) {
-			vq_drv_disable_cb(&tx->q->vq);
+		if (timeout_ms == 0)
 			return -ETIMEDOUT;
-		}
 		if (timeout_ms > 0) {
 			uint64_t now = vrdma_now_ns();
 
-			if (now >= deadline) {
-				vq_drv_disable_cb(&tx->q->vq);
+			if (now >= deadline)
 				return -ETIMEDOUT;
-			}
 			wait_ms = (int)((deadline - now + 999999) / 1000000);
 		}
-		p[0].fd = vhost_client_fd(&dev->vc);
-		p[0].events = POLLRDHUP;
-		p[0].revents = 0;
-		p[1].fd = tx->q->call_fd;
-		p[1].events = POLLIN;
-		p[1].revents = 0;
-		pr = poll(p, 2, wait_ms);
+		/* Woken once everything in flight is done. */
+		raced = !tx_arm(tx, vq_drv_in_flight(&tx->q->vq));
+		if (!raced) {
+			p[0].fd = vhost_client_fd(&dev->vc);
+			p[0].events = POLLRDHUP;
+			p[0].revents = 0;
+			p[1].fd = tx->q->call_fd;
+			p[1].events = POLLIN;
+			p[1].revents = 0;
+			pr = poll(p, 2, wait_ms);
+		}
+		vq_drv_disable_cb(&tx->q->vq);
+		if (raced)
+			continue;
 		if (pr < 0 && errno != EINTR)
 			return -errno;
 		if (pr > 0 && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {

@@ -272,14 +272,22 @@ void *vq_drv_get_used(struct vq_drv *vq, uint32_t *len)
 
 bool vq_drv_enable_cb(struct vq_drv *vq)
 {
+	return vq_drv_enable_cb_after(vq, 1);
+}
+
+bool vq_drv_enable_cb_after(struct vq_drv *vq, uint16_t n)
+{
+	if (!n || !vq->event_idx)
+		n = 1; /* the flag is only on or off: the next entry */
 	vq->cb_enabled = true;
 	if (vq->event_idx)
-		st16(vq_drv_used_event(vq), vq->last_used_idx);
+		/* the device interrupts once used->idx passes used_event */
+		st16(vq_drv_used_event(vq), (uint16_t)(vq->last_used_idx + n - 1));
 	else
 		st16(&vq->avail->flags, 0);
 	/* Our wish must be visible before we look at used->idx again. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	return !vq_drv_has_used(vq);
+	return (uint16_t)(ld16_acquire(&vq->used->idx) - vq->last_used_idx) < n;
 }
 
 void vq_drv_disable_cb(struct vq_drv *vq)

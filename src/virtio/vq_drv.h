@@ -101,7 +101,17 @@ bool vq_drv_has_used(const struct vq_drv *vq);
 /* Ask for (true) or suppress (false) interrupts. Enabling returns false if
  * used entries raced in (the caller should poll again before sleeping). */
 bool vq_drv_enable_cb(struct vq_drv *vq);
+/* The same, but with event index the interrupt comes only once n (>= 1) more
+ * entries are used (virtio's delayed callback: a transmit ring waits for a
+ * batch of room, not for each buffer); false if that many already are. */
+bool vq_drv_enable_cb_after(struct vq_drv *vq, uint16_t n);
 void vq_drv_disable_cb(struct vq_drv *vq);
+
+/* Entries published to the device and not yet given back. */
+static inline uint16_t vq_drv_in_flight(const struct vq_drv *vq)
+{
+	return (uint16_t)(vq->last_kick_idx - vq->last_used_idx);
+}
 
 /* Free slots for vq_drv_add. */
 static inline uint16_t vq_drv_num_free(const struct vq_drv *vq) { return vq->num_free; }

@@ -109,6 +109,8 @@ struct fb {
 	uint32_t bad_req;          /* misbehave on the reply to this request */
 	enum fb_bad bad;
 	bool no_loopback;          /* swallow tx frames */
+	bool tx_hold;              /* leave tx frames in the ring (the test
+				    * uses them, tx_use_one) */
 	/* device state */
 	uint8_t mac[6];
 	bool promisc;
@@ -293,6 +295,8 @@ static void fb_process_tx(struct fb *f)
 	static _Thread_local struct vq_elem e;
 	static _Thread_local uint8_t buf[65600];
 
+	if (f->tx_hold)
+		return;
 	while (r->started && r->enabled && vq_dev_pop(&r->vq, &e) == 1) {
 		size_t n = vq_elem_read(&e, 0, buf, MIN((size_t)e.out_len, sizeof(buf)));
 
@@ -311,6 +315,8 @@ static void fb_process_ctrl(struct fb *f)
 	static _Thread_local struct vq_elem e;
 	static _Thread_local uint8_t in[8192], out[8192];
 
+	if (f->tx_hold)
+		return;
 	while (r->started && r->enabled && vq_dev_pop(&r->vq, &e) == 1) {
 		size_t n = vq_elem_read(&e, 0, in, MIN((size_t)e.out_len, sizeof(in)));
 		uint8_t ack = VIRTIO_NET_ERR;
@@ -1391,6 +1397,106 @@ static void test_net_loopback(void)
 	fb_free(f);
 }
 
+/* A transmit waiter in its own thread. */
+struct tx_waiter {
+	struct vrdma_dev *d;
+	bool flush;
+	int rc;
+};
+
+static void *tx_waiter_main(void *arg)
+{
+	struct tx_waiter *w = arg;
+
+	w->rc = w->flush ? vrdma_net_flush(w->d, 20000) : vrdma_net_wait(w->d, VRDMA_WAIT_TX, 20000);
+	return NULL;
+}
+
+/* The used_event index the driver wrote on transmit ring r. */
+static uint16_t tx_used_event(struct fb_ring *r)
+{
+	return __atomic_load_n(&r->vq.avail->ring[r->vq.num], __ATOMIC_ACQUIRE);
+}
+
+/* Run a waiter (flush or wait) on a full ring of held frames: once it has
+ * asked for an interrupt (used_event moved to want - 1 past the used index),
+ * use the frames one by one and return at which one (1-based) the device
+ * interrupted, 0 if never; *count: how many times. */
+static unsigned tx_wake_at(struct fb *f, struct vrdma_dev *d, bool flush, uint16_t want,
+			   unsigned *count)
+{
+	struct fb_ring *r = &f->rings[1];
+	struct tx_waiter w = { .d = d, .flush = flush };
+	static struct vq_elem e;
+	uint16_t target;
+	unsigned at = 0, n = 0;
+	uint64_t end;
+	pthread_t t;
+
+	pthread_mutex_lock(&f->lock);
+	target = (uint16_t)(r->vq.used_idx + want - 1);
+	pthread_mutex_unlock(&f->lock);
+	if (pthread_create(&t, NULL, tx_waiter_main, &w) != 0) {
+		CHECK(!"pthread_create");
+		return 0;
+	}
+	end = vrdma_now_ns() + 20000000000ull;
+	while (tx_used_event(r) != target && vrdma_now_ns() < end)
+		sched_yield();
+	CHECK_EQ(tx_used_event(r), target);
+	pthread_mutex_lock(&f->lock);
+	while (vq_dev_pop(&r->vq, &e) == 1) {
+		vq_dev_push(&r->vq, e.head, 0);
+		f->tx_frames++;
+		n++;
+		if (vq_dev_should_notify(&r->vq)) {
+			if (!at)
+				at = n;
+			(*count)++;
+			eventfd_write(r->call, 1);
+		}
+	}
+	pthread_mutex_unlock(&f->lock);
+	pthread_join(t, NULL);
+	CHECK_EQ(w.rc, flush ? 0 : VRDMA_WAIT_TX);
+	return at;
+}
+
+/* A sender on a full transmit ring is woken once for a batch of room (3/4
+ * of the ring), a flush once everything is sent, not at every buffer. */
+static void test_net_tx_wakes_per_batch(void)
+{
+	struct fb *f = fb_new();
+	static uint8_t tx[60];
+	struct vrdma_dev *d;
+	unsigned sent = 0, count = 0;
+	uint8_t mac[6];
+
+	REQUIRE(f);
+	f->tx_hold = true;
+	d = open_dev(f, NULL);
+	REQUIRE(d);
+	REQUIRE(d->event_idx);
+	vrdma_dev_mac(d, mac);
+	frame_fill(tx, sizeof(tx), mac, mac, 1);
+	while (vrdma_net_send(d, tx, sizeof(tx)) == 0)
+		sent++;
+	CHECK_EQ(sent, d->ring_size);
+	CHECK_EQ(tx_wake_at(f, d, false, (uint16_t)(sent - sent / 4), &count), sent - sent / 4);
+	CHECK_EQ(count, 1);
+
+	/* The waiter took back 3/4 at least; 100 more, then a flush. */
+	for (sent = 0; sent < 100; sent++)
+		CHECK_EQ(vrdma_net_send(d, tx, sizeof(tx)), 0);
+	count = 0;
+	sent = vq_drv_in_flight(&d->tx.q->vq);
+	CHECK_EQ(tx_wake_at(f, d, true, (uint16_t)sent, &count), sent);
+	CHECK_EQ(count, 1);
+	CHECK_EQ(d->tx.nfree, d->ring_size);
+	vrdma_dev_close(d);
+	fb_free(f);
+}
+
 static void test_net_variants(void)
 {
 	/* No EVENT_IDX, no INDIRECT, small rings, SET_MEM_TABLE instead of
@@ -2119,6 +2225,7 @@ int main(void)
 	RUN(test_queue_wide_index);
 	RUN(test_queue_wide_index_polled_fds);
 	RUN(test_net_loopback);
+	RUN(test_net_tx_wakes_per_batch);
 	RUN(test_net_variants);
 	RUN(test_ctrl_commands);
 	RUN(test_ctrl_threads);
