@@ -16,7 +16,12 @@
 # best of each is kept (a busy machine only ever slows a run down). The
 # counters shown are those of the first lossy run.
 # Tunables: LOSS_SEC (perftest -D, 10), LOSS_PP_ITERS (100000),
-# LOSS_REPEAT (3), LOSS_FAULT_SEED (1). Raw logs go to bench/results/loss-<date>/.
+# LOSS_REPEAT (3), LOSS_FAULT_SEED (1), LOSS_PIN (0; 1 pins the daemon to
+# CPU 0 and the perftest processes to CPU 1, so the two never share a CPU).
+# Raw logs go to bench/results/loss-<date>/.
+# Besides the ratio of the bests, each lossless/lossy pair (run back to
+# back, so under the same load) gives a ratio of its own; their median and
+# range are printed too: the steadier figure when the load drifts.
 # The daemon's CPU time per run gives a second ratio that a busy machine
 # disturbs less: MB moved per CPU second of the daemon (bandwidth cases) or
 # CPU seconds per run (pingpong), lossy against lossless, best of each.
@@ -32,6 +37,8 @@ mkdir -p "$out"
 cases=${*:-read_bw write_bw pingpong}
 dpid=""
 port=$((30000 + $$ % 20000))
+pin_d=() pin_c=()
+[ "${LOSS_PIN:-0}" = 1 ] && { pin_d=(taskset -c 0); pin_c=(taskset -c 1); }
 
 cleanup() { [ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid" 2>/dev/null; }
 trap cleanup EXIT
@@ -41,7 +48,7 @@ tick=$(getconf CLK_TCK)
 daemon() {
 	local name=$1 i; shift
 	rm -f "$out/$name".{a,b}.sock "$out/$name.pid"
-	"$bin/vhost-user-rdma" -q --stats --pidfile "$out/$name.pid" "$@" \
+	"${pin_d[@]}" "$bin/vhost-user-rdma" -q --stats --pidfile "$out/$name.pid" "$@" \
 		--device "socket=$out/$name.a.sock,mac=02:11:22:33:46:0a,ip=10.64.0.1/24" \
 		--device "socket=$out/$name.b.sock,mac=02:11:22:33:46:0b,ip=10.64.0.2/24" \
 		>"$out/$name.daemon.log" 2>&1 &
@@ -62,14 +69,14 @@ stop() {
 pair() {
 	local name=$1 d=$2 spid i; shift 2
 	port=$((port + 1))
-	timeout 300 "$bin/vrdma-run" --socket "$out/$d.b.sock" -- "$@" -p $port \
+	"${pin_c[@]}" timeout 300 "$bin/vrdma-run" --socket "$out/$d.b.sock" -- "$@" -p $port \
 		>"$out/$name.srv.log" 2>&1 &
 	spid=$!
 	for ((i = 0; i < 400; i++)); do
 		ss -Hltn "sport = :$port" 2>/dev/null | grep -q . && break
 		sleep 0.05
 	done
-	timeout 300 "$bin/vrdma-run" --socket "$out/$d.a.sock" -- "$@" -p $port localhost \
+	"${pin_c[@]}" timeout 300 "$bin/vrdma-run" --socket "$out/$d.a.sock" -- "$@" -p $port localhost \
 		>"$out/$name.cli.log" 2>&1
 	wait $spid
 }
@@ -79,6 +86,15 @@ bw_of() { awk -v s="$2" '$1 == s && NF >= 5 { print $4 }' "$1" | tail -1; }
 # secs_of LOG: ibv_rc_pingpong's "bytes in X seconds".
 secs_of() { awk '/bytes in/ { print $4 }' "$1" | tail -1; }
 best_max() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || (b != "" && b + 0 > a + 0)) print b; else print a }'; }
+# pair_ratio A B: B / A, or nothing when either is missing.
+pair_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.3f", b / a }'; }
+# pairs_summary "R1 R2 ...": "median M (min-max, n pairs)".
+pairs_summary() {
+	echo "$1" | tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END {
+		if (!NR) { print "-"; exit }
+		m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		printf "median %.3fx (%.3f-%.3f, %d pairs)", m, v[1], v[NR], NR }'
+}
 best_min() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || (b != "" && b + 0 < a + 0)) print b; else print a }'; }
 # eff_of NAME SIZE: MB moved per CPU second of the daemon.
 eff_of() {
@@ -117,18 +133,22 @@ run_case() {
 	esac
 	# Alternate lossless and lossy runs; keep the best of each (a busy
 	# machine only ever makes a run slower).
-	base="" lossy="" ebase="" elossy=""
+	base="" lossy="" ebase="" elossy="" pairs=""
 	for ((r = 1; r <= repeat; r++)); do
 		daemon "$c.lossless.$r" && pair "$c.lossless.$r" "$c.lossless.$r" "${cmd[@]}"
 		stop "$c.lossless.$r"
 		daemon "$c.lossy.$r" --fault "$spec" && pair "$c.lossy.$r" "$c.lossy.$r" "${cmd[@]}"
 		stop "$c.lossy.$r"
 		if [ "$c" = pingpong ]; then
+			pairs+="$(pair_ratio "$(secs_of "$out/$c.lossless.$r.cli.log")" \
+				"$(secs_of "$out/$c.lossy.$r.cli.log")") "
 			base=$(best_min "$base" "$(secs_of "$out/$c.lossless.$r.cli.log")")
 			lossy=$(best_min "$lossy" "$(secs_of "$out/$c.lossy.$r.cli.log")")
 			ebase=$(best_min "$ebase" "$(cat "$out/$c.lossless.$r.cpu" 2>/dev/null)")
 			elossy=$(best_min "$elossy" "$(cat "$out/$c.lossy.$r.cpu" 2>/dev/null)")
 		else
+			pairs+="$(pair_ratio "$(bw_of "$out/$c.lossless.$r.cli.log" $size)" \
+				"$(bw_of "$out/$c.lossy.$r.cli.log" $size)") "
 			base=$(best_max "$base" "$(bw_of "$out/$c.lossless.$r.cli.log" $size)")
 			lossy=$(best_max "$lossy" "$(bw_of "$out/$c.lossy.$r.cli.log" $size)")
 			ebase=$(best_max "$ebase" "$(eff_of "$c.lossless.$r" $size)")
@@ -144,6 +164,7 @@ run_case() {
 			"$c" "${cmd[*]} [$spec]" "${base:--}" "${lossy:--}" \
 			"$(awk -v a="${base:-0}" -v b="${lossy:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.3fx", b / a; else print "-" }')"
 	fi
+	printf '%-9s per pair: %s\n' "" "$(pairs_summary "$pairs")"
 	if [ "$c" = pingpong ]; then
 		printf '%-9s daemon CPU lossless %s s  lossy %s s  ratio %s (CPU, lossy/lossless)\n' \
 			"" "${ebase:--}" "${elossy:--}" \
