@@ -62,15 +62,25 @@ int vrdma_dev_probe(struct vrdma_dev *dev)
 
 	if (vrdma_dev_is_dead(dev))
 		return -ENOTCONN;
-	p.fd = vhost_client_fd(&dev->vc);
-	p.events = POLLRDHUP;
-	p.revents = 0;
-	if (poll(&p, 1, 0) > 0 &&
-	    (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
+	return vrdma_dev_poll(dev, &p, 1, 0) == -ENOTCONN ? -ENOTCONN : 0;
+}
+
+int vrdma_dev_poll(struct vrdma_dev *dev, struct pollfd *p, nfds_t n, int wait_ms)
+{
+	int rc;
+
+	p[0].fd = vhost_client_fd(&dev->vc);
+	p[0].events = POLLRDHUP;
+	for (nfds_t i = 0; i < n; i++)
+		p[i].revents = 0;
+	rc = poll(p, n, wait_ms);
+	if (rc < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (rc > 0 && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
 		vrdma_dev_mark_dead(dev);
 		return -ENOTCONN;
 	}
-	return 0;
+	return rc;
 }
 
 static bool has_feature(const struct vrdma_dev *dev, unsigned bit)

@@ -12,6 +12,7 @@
 #define VRDMA_LIBVRDMA_DEV_H
 
 #include <linux/virtio_net.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -155,6 +156,9 @@ struct vrdma_dev *vrdma_dev_open_fd(int fd, const struct vrdma_dev_opts *opts);
 /* CLOCK_MONOTONIC in ns. */
 uint64_t vrdma_now_ns(void);
 
+/* Milliseconds from now to deadline (ns), rounded up: a poll() timeout. */
+int vrdma_ms_until(uint64_t deadline, uint64_t now);
+
 /* Mark the device dead (idempotent; any thread). */
 void vrdma_dev_mark_dead(struct vrdma_dev *dev);
 
@@ -166,6 +170,11 @@ int vrdma_dev_vc_result(struct vrdma_dev *dev, int rc);
  * a reply in flight on the control path is not mistaken for death). Returns
  * 0 or -ENOTCONN. */
 int vrdma_dev_probe(struct vrdma_dev *dev);
+
+/* poll() p[0..n) for wait_ms; p[0] is set here to the back-end's socket,
+ * the caller fills p[1..n). Returns poll's count (0 also for a signal),
+ * -errno, or -ENOTCONN once the back-end hung up (the device is dead). */
+int vrdma_dev_poll(struct vrdma_dev *dev, struct pollfd *p, nfds_t n, int wait_ms);
 
 /* The control queue's ring: 0 on a virtio-rdma device, 2 on virtio-net. */
 static inline unsigned vrdma_dev_ctrl_vq(const struct vrdma_dev *dev)

@@ -379,29 +379,21 @@ static int net_wait_pass(struct vrdma_dev *dev, unsigned events, int timeout_ms,
 
 		if (now >= deadline)
 			return 0;
-		wait_ms = (int)((deadline - now + 999999) / 1000000);
+		wait_ms = vrdma_ms_until(deadline, now);
 	}
 
-	p[n].fd = vhost_client_fd(&dev->vc);
-	p[n].events = POLLRDHUP;
-	p[n++].revents = 0;
+	n = 1; /* p[0]: the back-end's socket */
 	if (events & VRDMA_WAIT_RX) {
 		p[n].fd = rx->q->call_fd;
-		p[n].events = POLLIN;
-		p[n++].revents = 0;
+		p[n++].events = POLLIN;
 	}
 	if (events & VRDMA_WAIT_TX) {
 		p[n].fd = tx->q->call_fd;
-		p[n].events = POLLIN;
-		p[n++].revents = 0;
+		p[n++].events = POLLIN;
 	}
-	pr = poll(p, (nfds_t)n, wait_ms);
-	if (pr < 0 && errno != EINTR)
-		return -errno;
-	if (pr > 0 && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
-		vrdma_dev_mark_dead(dev);
-		return -ENOTCONN;
-	}
+	pr = vrdma_dev_poll(dev, p, (nfds_t)n, wait_ms);
+	if (pr < 0)
+		return pr;
 	/* Something fired or the time is up: look again. */
 	*again = true;
 	return 1;
@@ -437,7 +429,6 @@ int vrdma_net_flush(struct vrdma_dev *dev, int timeout_ms)
 	for (;;) {
 		struct pollfd p[2];
 		int wait_ms = -1, pr = 0;
-		bool raced;
 
 		if (vrdma_dev_is_dead(dev) || !tx->q)
 			return -ENOTCONN;
@@ -451,27 +442,16 @@ int vrdma_net_flush(struct vrdma_dev *dev, int timeout_ms)
 
 			if (now >= deadline)
 				return -ETIMEDOUT;
-			wait_ms = (int)((deadline - now + 999999) / 1000000);
+			wait_ms = vrdma_ms_until(deadline, now);
 		}
 		/* Woken once everything in flight is done. */
-		raced = !tx_arm(tx, vq_drv_in_flight(&tx->q->vq));
-		if (!raced) {
-			p[0].fd = vhost_client_fd(&dev->vc);
-			p[0].events = POLLRDHUP;
-			p[0].revents = 0;
+		if (tx_arm(tx, vq_drv_in_flight(&tx->q->vq))) {
 			p[1].fd = tx->q->call_fd;
 			p[1].events = POLLIN;
-			p[1].revents = 0;
-			pr = poll(p, 2, wait_ms);
+			pr = vrdma_dev_poll(dev, p, 2, wait_ms);
 		}
 		vq_drv_disable_cb(&tx->q->vq);
-		if (raced)
-			continue;
-		if (pr < 0 && errno != EINTR)
-			return -errno;
-		if (pr > 0 && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
-			vrdma_dev_mark_dead(dev);
-			return -ENOTCONN;
-		}
+		if (pr < 0)
+			return pr;
 	}
 }

@@ -40,6 +40,13 @@ uint64_t vrdma_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+int vrdma_ms_until(uint64_t deadline, uint64_t now)
+{
+	if (now >= deadline)
+		return 0;
+	return (int)MIN((deadline - now + 999999) / 1000000, (uint64_t)INT32_MAX);
+}
+
 struct vrdma_queue *vrdma_queue_get(struct vrdma_dev *dev, unsigned idx)
 {
 	struct vrdma_queue *q = NULL;
@@ -374,28 +381,18 @@ int vrdma_queue_wait(struct vrdma_queue *q, int timeout_ms)
 		now = vrdma_now_ns();
 		if (timeout_ms >= 0 && now >= deadline)
 			return 0;
-		p[n].fd = vhost_client_fd(&dev->vc);
-		p[n].events = POLLRDHUP;
-		p[n].revents = 0;
-		n++;
+		n = 1; /* p[0]: the back-end's socket */
 		if (q->call_fd >= 0) {
 			p[n].fd = q->call_fd;
-			p[n].events = POLLIN;
-			p[n].revents = 0;
-			n++;
-			wait_ms = timeout_ms < 0 ? -1 : (int)((deadline - now + 999999) / 1000000);
+			p[n++].events = POLLIN;
+			wait_ms = timeout_ms < 0 ? -1 : vrdma_ms_until(deadline, now);
 		} else {
 			wait_ms = VRDMA_POLL_MS;
 			if (timeout_ms >= 0)
-				wait_ms = (int)MIN((uint64_t)wait_ms,
-						   (deadline - now + 999999) / 1000000);
+				wait_ms = MIN(wait_ms, vrdma_ms_until(deadline, now));
 		}
-		pr = poll(p, (nfds_t)n, wait_ms);
-		if (pr < 0 && errno != EINTR)
-			return -errno;
-		if (pr > 0 && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
-			vrdma_dev_mark_dead(dev);
-			return -ENOTCONN;
-		}
+		pr = vrdma_dev_poll(dev, p, (nfds_t)n, wait_ms);
+		if (pr < 0)
+			return pr;
 	}
 }

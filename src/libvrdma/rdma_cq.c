@@ -671,29 +671,19 @@ int vrdma_cq_wait(struct vrdma_cq *cq, int timeout_ms)
 		now = vrdma_now_ns();
 		if (timeout_ms >= 0 && now >= deadline)
 			return 0;
-		p[np].fd = vhost_client_fd(&dev->vc);
-		p[np].events = POLLRDHUP;
-		p[np].revents = 0;
-		np++;
+		np = 1; /* p[0]: the back-end's socket */
 		if (cq->q->call_fd >= 0) {
 			p[np].fd = cq->q->call_fd;
-			p[np].events = POLLIN;
-			p[np].revents = 0;
-			np++;
-			wait_ms = timeout_ms < 0 ? -1 : (int)((deadline - now + 999999) / 1000000);
+			p[np++].events = POLLIN;
+			wait_ms = timeout_ms < 0 ? -1 : vrdma_ms_until(deadline, now);
 		} else {
 			wait_ms = CQ_WAIT_POLL_MS;
 			if (timeout_ms >= 0)
-				wait_ms = (int)MIN((uint64_t)wait_ms,
-						   (deadline - now + 999999) / 1000000);
+				wait_ms = MIN(wait_ms, vrdma_ms_until(deadline, now));
 		}
-		rc = poll(p, (nfds_t)np, wait_ms);
-		if (rc < 0 && errno != EINTR)
-			return -errno;
-		if (rc > 0 && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
-			vrdma_dev_mark_dead(dev);
-			return -ENOTCONN;
-		}
+		rc = vrdma_dev_poll(dev, p, (nfds_t)np, wait_ms);
+		if (rc < 0)
+			return rc;
 		if (rc > 0 && np > 1 && (p[1].revents & POLLIN)) {
 			vrdma_cq_consume_event(cq);
 			armed = false; /* one-shot: the device disarmed */

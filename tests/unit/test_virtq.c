@@ -394,24 +394,33 @@ static void test_batch_flush(void)
 
 /* ---- notification suppression -------------------------------------------- */
 
+/* n device-writable buffers of 64 bytes (tokens toks[i]) published by the
+ * driver and taken by the device into e[]. False if any step failed. */
+static bool fx_in_flight(struct fx *f, struct vq_elem *e, int *toks, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct vq_buf ib = { fx_gpa(f, DATA_OFF + i * 64), 64 };
+
+		if (vq_drv_add(&f->drv, NULL, 0, &ib, 1, &toks[i]) != 0)
+			return false;
+	}
+	vq_drv_kick_prepare(&f->drv);
+	for (unsigned i = 0; i < n; i++)
+		if (vq_dev_pop(&f->dev, &e[i]) != 1)
+			return false;
+	return true;
+}
+
 /* Device -> driver interrupts. */
 static void notify_dev_to_drv(bool event_idx)
 {
 	struct fx f;
 	struct vq_elem e[6];
 	int toks[6];
-	unsigned i;
 	uint32_t len;
 
 	REQUIRE(fx_init(&f, 8, event_idx, false, 65534) == 0);
-	for (i = 0; i < 6; i++) {
-		struct vq_buf ib = { fx_gpa(&f, DATA_OFF + i * 64), 64 };
-
-		CHECK_EQ(vq_drv_add(&f.drv, NULL, 0, &ib, 1, &toks[i]), 0);
-	}
-	vq_drv_kick_prepare(&f.drv);
-	for (i = 0; i < 6; i++)
-		REQUIRE(vq_dev_pop(&f.dev, &e[i]) == 1);
+	REQUIRE(fx_in_flight(&f, e, toks, 6));
 
 	vq_dev_push(&f.dev, e[0].head, 0);
 	CHECK(vq_dev_should_notify(&f.dev));
@@ -469,15 +478,8 @@ static void notify_after_n(bool event_idx)
 	unsigned i;
 
 	REQUIRE(fx_init(&f, 8, event_idx, false, 65534) == 0);
-	for (i = 0; i < 8; i++) {
-		struct vq_buf ib = { fx_gpa(&f, DATA_OFF + i * 64), 64 };
-
-		CHECK_EQ(vq_drv_add(&f.drv, NULL, 0, &ib, 1, &toks[i]), 0);
-	}
-	vq_drv_kick_prepare(&f.drv);
+	REQUIRE(fx_in_flight(&f, e, toks, 8));
 	CHECK_EQ(vq_drv_in_flight(&f.drv), 8);
-	for (i = 0; i < 8; i++)
-		REQUIRE(vq_dev_pop(&f.dev, &e[i]) == 1);
 	vq_drv_disable_cb(&f.drv);
 
 	CHECK(vq_drv_enable_cb_after(&f.drv, 6));
