@@ -156,7 +156,7 @@ ssize_t vrdma_net_recv(struct vrdma_dev *dev, void *buf, size_t cap);
 /*
  * Block until one of the conditions in events holds, timeout_ms passes (< 0:
  * no timeout) or the back-end dies. Returns the mask of conditions that hold
- * (> 0), 0 on timeout, -ENOTCONN, -EINVAL.
+ * (> 0), 0 on timeout, -ENOTCONN, -EINVAL, or another -errno of poll().
  */
 int vrdma_net_wait(struct vrdma_dev *dev, unsigned events, int timeout_ms);
 
@@ -164,7 +164,9 @@ int vrdma_net_wait(struct vrdma_dev *dev, unsigned events, int timeout_ms);
  * Block until the device has consumed every frame queued with
  * vrdma_net_send() (e.g. before vrdma_dev_close(), which resets the device
  * and may otherwise overtake frames still in the ring). Transmit side.
- * Returns 0, -ETIMEDOUT (timeout_ms passed; < 0 waits for ever), -ENOTCONN.
+ * Returns 0, -ETIMEDOUT (timeout_ms passed; < 0 waits for ever), -ENOTCONN,
+ * -EIO (the device gave buffers back under ids it was never given: those
+ * frames are lost), or another -errno of poll().
  */
 int vrdma_net_flush(struct vrdma_dev *dev, int timeout_ms);
 

@@ -3,7 +3,8 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <time.h>
+
+#include "common/util.h"
 
 int vlog_level = VLOG_WARN;
 
@@ -22,11 +23,7 @@ void vlog(enum vlog_level level, const char *fmt, ...)
 
 bool vlog_ratelimit(unsigned long long *last_ns, unsigned *burst)
 {
-	struct timespec ts;
-	unsigned long long now;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+	unsigned long long now = mono_ns();
 	if (now - *last_ns > 1000000000ull) {
 		*last_ns = now;
 		*burst = 0;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 
 #define LOOP_MAX_EVENTS 64
 /* While pollers find work, the fds are looked at on one pass in this many:
@@ -61,10 +62,7 @@ struct loop {
 
 uint64_t loop_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return mono_ns();
 }
 
 struct loop *loop_new(void)

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -26,6 +27,24 @@
 #define IS_POW2(x)     ((x) != 0 && (((x) & ((x) - 1)) == 0))
 
 #define VRDMA_UNUSED __attribute__((unused))
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Milliseconds from now_ns to deadline_ns, rounded up, 0 once past: a
+ * poll() timeout. */
+static inline int ms_until(uint64_t deadline_ns, uint64_t now_ns)
+{
+	if (now_ns >= deadline_ns)
+		return 0;
+	return (int)MIN((deadline_ns - now_ns + 999999) / 1000000, (uint64_t)INT32_MAX);
+}
 
 /* Unaligned big-endian (network order) loads and stores for packet headers. */
 static inline uint16_t get_be16(const void *p)

@@ -153,12 +153,6 @@ static inline bool vrdma_dev_is_dead(const struct vrdma_dev *dev)
  * device or NULL with errno set. */
 struct vrdma_dev *vrdma_dev_open_fd(int fd, const struct vrdma_dev_opts *opts);
 
-/* CLOCK_MONOTONIC in ns. */
-uint64_t vrdma_now_ns(void);
-
-/* Milliseconds from now to deadline (ns), rounded up: a poll() timeout. */
-int vrdma_ms_until(uint64_t deadline, uint64_t now);
-
 /* Mark the device dead (idempotent; any thread). */
 void vrdma_dev_mark_dead(struct vrdma_dev *dev);
 
@@ -171,8 +165,8 @@ int vrdma_dev_vc_result(struct vrdma_dev *dev, int rc);
  * 0 or -ENOTCONN. */
 int vrdma_dev_probe(struct vrdma_dev *dev);
 
-/* poll() p[0..n) for wait_ms; p[0] is set here to the back-end's socket,
- * the caller fills p[1..n). Returns poll's count (0 also for a signal),
+/* poll() p[0..n) (n >= 1) for wait_ms; p[0] is set here to the back-end's
+ * socket, the caller fills p[1..n). Returns poll's count (0 also for a signal),
  * -errno, or -ENOTCONN once the back-end hung up (the device is dead). */
 int vrdma_dev_poll(struct vrdma_dev *dev, struct pollfd *p, nfds_t n, int wait_ms);
 

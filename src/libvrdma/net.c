@@ -123,7 +123,8 @@ static void tx_reclaim(struct vrdma_net_tx *tx)
 }
 
 /* Before sleeping on the transmit ring: drain its call eventfd and ask to
- * be woken once n more buffers are used. False: they already are. */
+ * be woken once n more buffers are used (with event index; without it, at
+ * the next one). False: they already are. */
 static bool tx_arm(struct vrdma_net_tx *tx, uint16_t n)
 {
 	vrdma_queue_drain_call(tx->q);
@@ -134,7 +135,8 @@ static bool tx_arm(struct vrdma_net_tx *tx, uint16_t n)
  * delayed callback), so a sender wakes per batch, not per buffer. */
 static uint16_t tx_batch(const struct vrdma_net_tx *tx)
 {
-	uint16_t n = vq_drv_in_flight(&tx->q->vq);
+	/* (more than the ring: a device that returned what it never got) */
+	uint16_t n = MIN(vq_drv_in_flight(&tx->q->vq), tx->q->vq.num);
 
 	return (uint16_t)(n - n / 4);
 }
@@ -330,10 +332,11 @@ ssize_t vrdma_net_recv(struct vrdma_dev *dev, void *buf, size_t cap)
 
 /*
  * One look at the rings, then (nothing ready, time left) one sleep. Returns
- * what vrdma_net_wait returns, or 1 with *again set after a sleep. Transmit
- * interrupts are on only during the sleep (*tx_armed); the caller turns
- * them off, so reclaiming runs without them and an RX-only waiter never
- * touches them (another thread may be sleeping on them).
+ * what vrdma_net_wait returns, or 0 with *again set (slept, or the ring
+ * changed while arming: look again). Transmit interrupts are on only for
+ * the sleep (*tx_armed); the caller turns them off, so reclaiming runs
+ * without them and an RX-only waiter never touches them (another thread
+ * may be sleeping on them).
  */
 static int net_wait_pass(struct vrdma_dev *dev, unsigned events, int timeout_ms,
 			 uint64_t deadline, bool *tx_armed, bool *again)
@@ -342,7 +345,8 @@ static int net_wait_pass(struct vrdma_dev *dev, unsigned events, int timeout_ms,
 	struct vrdma_net_tx *tx = &dev->tx;
 	struct pollfd p[3];
 	unsigned ready = 0;
-	int n = 0, pr, rc, wait_ms = -1;
+	int n, pr, rc, wait_ms = -1;
+	bool tx_full = false;
 
 	*again = false;
 	if (vrdma_dev_is_dead(dev) || !rx->q || !tx->q)
@@ -362,24 +366,26 @@ static int net_wait_pass(struct vrdma_dev *dev, unsigned events, int timeout_ms,
 		tx_reclaim(tx);
 		if (tx->nfree && vq_drv_num_free(&tx->q->vq))
 			ready |= VRDMA_WAIT_TX;
-		else if (!ready) {
-			*tx_armed = true;
-			if (!tx_arm(tx, tx_batch(tx))) {
-				*again = true; /* raced: reclaim again */
-				return 1;
-			}
-		}
+		else
+			tx_full = true;
 	}
 	if (ready)
 		return (int)ready;
 	if (timeout_ms == 0)
 		return 0;
 	if (timeout_ms > 0) {
-		uint64_t now = vrdma_now_ns();
+		uint64_t now = mono_ns();
 
 		if (now >= deadline)
 			return 0;
-		wait_ms = vrdma_ms_until(deadline, now);
+		wait_ms = ms_until(deadline, now);
+	}
+	if (tx_full) {
+		*tx_armed = true;
+		if (!tx_arm(tx, tx_batch(tx))) {
+			*again = true; /* room came meanwhile: reclaim again */
+			return 0;
+		}
 	}
 
 	n = 1; /* p[0]: the back-end's socket */
@@ -396,7 +402,7 @@ static int net_wait_pass(struct vrdma_dev *dev, unsigned events, int timeout_ms,
 		return pr;
 	/* Something fired or the time is up: look again. */
 	*again = true;
-	return 1;
+	return 0;
 }
 
 int vrdma_net_wait(struct vrdma_dev *dev, unsigned events, int timeout_ms)
@@ -408,7 +414,7 @@ int vrdma_net_wait(struct vrdma_dev *dev, unsigned events, int timeout_ms)
 	if (!events || (events & ~(VRDMA_WAIT_RX | VRDMA_WAIT_TX)))
 		return -EINVAL;
 	if (timeout_ms > 0)
-		deadline = vrdma_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+		deadline = mono_ns() + (uint64_t)timeout_ms * 1000000ull;
 	do {
 		bool tx_armed = false;
 
@@ -425,27 +431,31 @@ int vrdma_net_flush(struct vrdma_dev *dev, int timeout_ms)
 	uint64_t deadline = 0;
 
 	if (timeout_ms > 0)
-		deadline = vrdma_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+		deadline = mono_ns() + (uint64_t)timeout_ms * 1000000ull;
 	for (;;) {
 		struct pollfd p[2];
 		int wait_ms = -1, pr = 0;
+		uint16_t n;
 
 		if (vrdma_dev_is_dead(dev) || !tx->q)
 			return -ENOTCONN;
 		tx_reclaim(tx);
 		if (tx->nfree == dev->ring_size)
 			return 0;
+		n = vq_drv_in_flight(&tx->q->vq);
+		if (!n || n > tx->q->vq.num)
+			return -EIO; /* given back under bad ids: never coming */
 		if (timeout_ms == 0)
 			return -ETIMEDOUT;
 		if (timeout_ms > 0) {
-			uint64_t now = vrdma_now_ns();
+			uint64_t now = mono_ns();
 
 			if (now >= deadline)
 				return -ETIMEDOUT;
-			wait_ms = vrdma_ms_until(deadline, now);
+			wait_ms = ms_until(deadline, now);
 		}
 		/* Woken once everything in flight is done. */
-		if (tx_arm(tx, vq_drv_in_flight(&tx->q->vq))) {
+		if (tx_arm(tx, n)) {
 			p[1].fd = tx->q->call_fd;
 			p[1].events = POLLIN;
 			pr = vrdma_dev_poll(dev, p, 2, wait_ms);

@@ -32,21 +32,6 @@ static inline void cpu_relax(void)
 #endif
 }
 
-uint64_t vrdma_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-int vrdma_ms_until(uint64_t deadline, uint64_t now)
-{
-	if (now >= deadline)
-		return 0;
-	return (int)MIN((deadline - now + 999999) / 1000000, (uint64_t)INT32_MAX);
-}
-
 struct vrdma_queue *vrdma_queue_get(struct vrdma_dev *dev, unsigned idx)
 {
 	struct vrdma_queue *q = NULL;
@@ -352,12 +337,12 @@ void vrdma_queue_drain_call(struct vrdma_queue *q)
 int vrdma_queue_wait(struct vrdma_queue *q, int timeout_ms)
 {
 	struct vrdma_dev *dev = q->dev;
-	uint64_t start = vrdma_now_ns(), deadline = 0;
+	uint64_t start = mono_ns(), deadline = 0;
 
 	if (timeout_ms >= 0)
 		deadline = start + (uint64_t)timeout_ms * 1000000ull;
 	/* Spin: the device is often a busy-polling thread. */
-	while (vrdma_now_ns() - start < VRDMA_SPIN_NS) {
+	while (mono_ns() - start < VRDMA_SPIN_NS) {
 		if (vq_drv_has_used(&q->vq))
 			return 1;
 		if (vrdma_dev_is_dead(dev))
@@ -366,7 +351,7 @@ int vrdma_queue_wait(struct vrdma_queue *q, int timeout_ms)
 	}
 	for (;;) {
 		struct pollfd p[2];
-		int n = 0, wait_ms, pr;
+		int n, wait_ms, pr;
 		uint64_t now;
 
 		if (vrdma_dev_is_dead(dev))
@@ -378,18 +363,18 @@ int vrdma_queue_wait(struct vrdma_queue *q, int timeout_ms)
 		}
 		if (vq_drv_has_used(&q->vq))
 			return 1;
-		now = vrdma_now_ns();
+		now = mono_ns();
 		if (timeout_ms >= 0 && now >= deadline)
 			return 0;
 		n = 1; /* p[0]: the back-end's socket */
 		if (q->call_fd >= 0) {
 			p[n].fd = q->call_fd;
 			p[n++].events = POLLIN;
-			wait_ms = timeout_ms < 0 ? -1 : vrdma_ms_until(deadline, now);
+			wait_ms = timeout_ms < 0 ? -1 : ms_until(deadline, now);
 		} else {
 			wait_ms = VRDMA_POLL_MS;
 			if (timeout_ms >= 0)
-				wait_ms = MIN(wait_ms, vrdma_ms_until(deadline, now));
+				wait_ms = MIN(wait_ms, ms_until(deadline, now));
 		}
 		pr = vrdma_dev_poll(dev, p, (nfds_t)n, wait_ms);
 		if (pr < 0)

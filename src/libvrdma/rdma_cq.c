@@ -644,10 +644,10 @@ int vrdma_cq_wait(struct vrdma_cq *cq, int timeout_ms)
 	if (!cq)
 		return -EINVAL;
 	dev = cq->dev;
-	start = vrdma_now_ns();
+	start = mono_ns();
 	if (timeout_ms >= 0)
 		deadline = start + (uint64_t)timeout_ms * 1000000ull;
-	while (vrdma_now_ns() - start < CQ_WAIT_SPIN_NS) {
+	while (mono_ns() - start < CQ_WAIT_SPIN_NS) {
 		if (cq_has_used(cq))
 			return 1;
 		if (vrdma_dev_is_dead(dev))
@@ -655,7 +655,7 @@ int vrdma_cq_wait(struct vrdma_cq *cq, int timeout_ms)
 	}
 	for (;;) {
 		struct pollfd p[2];
-		int np = 0, wait_ms, rc;
+		int np, wait_ms, rc;
 		uint64_t now;
 
 		if (vrdma_dev_is_dead(dev))
@@ -668,18 +668,18 @@ int vrdma_cq_wait(struct vrdma_cq *cq, int timeout_ms)
 		}
 		if (cq_has_used(cq))
 			return 1;
-		now = vrdma_now_ns();
+		now = mono_ns();
 		if (timeout_ms >= 0 && now >= deadline)
 			return 0;
 		np = 1; /* p[0]: the back-end's socket */
 		if (cq->q->call_fd >= 0) {
 			p[np].fd = cq->q->call_fd;
 			p[np++].events = POLLIN;
-			wait_ms = timeout_ms < 0 ? -1 : vrdma_ms_until(deadline, now);
+			wait_ms = timeout_ms < 0 ? -1 : ms_until(deadline, now);
 		} else {
 			wait_ms = CQ_WAIT_POLL_MS;
 			if (timeout_ms >= 0)
-				wait_ms = MIN(wait_ms, vrdma_ms_until(deadline, now));
+				wait_ms = MIN(wait_ms, ms_until(deadline, now));
 		}
 		rc = vrdma_dev_poll(dev, p, (nfds_t)np, wait_ms);
 		if (rc < 0)

@@ -246,26 +246,9 @@ fail:
 	return err;
 }
 
-/* Milliseconds left until deadline_ns (CLOCK_MONOTONIC), >= 0. */
-static int vhost_msg_ms_left(uint64_t deadline_ns)
-{
-	struct timespec ts;
-	uint64_t now;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	if (now >= deadline_ns)
-		return 0;
-	return (int)MIN((deadline_ns - now + 999999) / 1000000, (uint64_t)INT32_MAX);
-}
-
 static uint64_t vhost_msg_deadline(int timeout_ms)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
-	       (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
+	return mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
 }
 
 /* Wait for events on sock until the deadline. Returns > 0 ready, 0 timeout,
@@ -276,7 +259,7 @@ static int vhost_msg_wait(int sock, short events, int timeout_ms, uint64_t deadl
 	int r;
 
 	do {
-		int left = timeout_ms < 0 ? -1 : vhost_msg_ms_left(deadline);
+		int left = timeout_ms < 0 ? -1 : ms_until(deadline, mono_ns());
 
 		if (left == 0)
 			return 0;
