@@ -13,7 +13,7 @@
  *    requester's turn is not cut: between local devices it is one frame,
  *    docs/design.md "Loss recovery");
  *  - probes before the transport timer: without progress for four
- *    smoothed round trips (within ROCE_TP_PROBE_MIN_NS..ROCE_TP_PROBE_NS;
+ *    smoothed round trips (within roce_recover_probe_min..ROCE_TP_PROBE_NS;
  *    then twice, four times that...), a READ at the head asks again
  *    for its missing range (from its first missing response), an atomic
  *    is requested again, and a
@@ -53,15 +53,25 @@ static bool qp_probes_on(const struct roce_tq *tq)
 	return tq->tp->loop && probes_on(roce_ack_timeout_ns(tq->qp->attr.timeout));
 }
 
+uint64_t roce_recover_probe_min(const struct roce_tq *tq)
+{
+	/* A device of this daemon answers within the loop's own passes: a
+	 * silence of tens of microseconds there is a loss, not a network's
+	 * delay (and the smoothed round trip, which counts the queue of a
+	 * whole window, says nothing about one packet's answer). */
+	return roce_neigh_local(tq->tp->neigh, tq->path.dgid) ? ROCE_TP_PROBE_MIN_LOCAL_NS :
+							       ROCE_TP_PROBE_MIN_NS;
+}
+
 /* How long packets sent again after a NAK may go unanswered before they go
  * once more: a few round trips (the answer is the next thing expected, and
  * one of them or the answer may be lost too), at least
- * ROCE_TP_HOLD_PROBE_MIN_NS, at most a loss probe's interval. */
+ * ROCE_TP_HOLD_PROBE_MIN_NS, at most a loss probe's shortest interval. */
 static uint64_t hold_wait(const struct roce_tq *tq)
 {
 	uint64_t w = 4ull * tq->srtt_ns;
 
-	return MIN(MAX(w, ROCE_TP_HOLD_PROBE_MIN_NS), ROCE_TP_PROBE_MIN_NS);
+	return MIN(MAX(w, ROCE_TP_HOLD_PROBE_MIN_NS), roce_recover_probe_min(tq));
 }
 
 /* The oldest unfinished WQE is a READ or an atomic (a responder keeps no
@@ -218,7 +228,7 @@ static uint64_t probe_base(const struct roce_tq *tq)
 {
 	uint64_t b = tq->srtt_ns ? 4ull * tq->srtt_ns : ROCE_TP_PROBE_NS;
 
-	b = MIN(MAX(b, ROCE_TP_PROBE_MIN_NS), ROCE_TP_PROBE_NS);
+	b = MIN(MAX(b, roce_recover_probe_min(tq)), ROCE_TP_PROBE_NS);
 	/* ... and, against a responder that answers in arrival order, twice
 	 * the longest recent pause inside a READ's answer (roce_comp.c
 	 * comp_read_quiet) when the probe would ask for the rest of the

@@ -643,7 +643,7 @@ uint32_t roce_resp_rx_ahead(struct roce_tq *tq, uint32_t psn, uint32_t n, uint64
 		return 0;
 	k = MIN(n, (uint32_t)(ROCE_TP_RENAK_EVERY - 1 - tq->ooo_since_nak));
 	if (k < 64 && (ackreq & ((1ull << k) - 1)) && tq->tp->loop &&
-	    loop_pass_ns(tq->tp->loop) - tq->nak_ns >= ROCE_TP_PROBE_MIN_NS / 2)
+	    loop_pass_ns(tq->tp->loop) - tq->nak_ns >= roce_recover_probe_min(tq) / 2)
 		k = (uint32_t)__builtin_ctzll(ackreq); /* that one may NAK again */
 	/* all of them beyond epsn (not duplicates across a PSN wrap) */
 	if (!k || roce_psn_diff(roce_psn_add(psn, k - 1), tq->epsn) <= 0)
@@ -901,7 +901,7 @@ static bool resp_renak_due(struct roce_tq *tq, const struct roce_pkt_info *pi)
 	if (++tq->ooo_since_nak >= ROCE_TP_RENAK_EVERY)
 		return true;
 	return pi->ackreq && tq->tp->loop &&
-	       loop_pass_ns(tq->tp->loop) - tq->nak_ns >= ROCE_TP_PROBE_MIN_NS / 2;
+	       loop_pass_ns(tq->tp->loop) - tq->nak_ns >= roce_recover_probe_min(tq) / 2;
 }
 
 /* The sequence NAK for a gap at epsn (packet psn beyond it). */

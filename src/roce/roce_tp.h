@@ -98,6 +98,8 @@ struct roce_tp_ops {
 #define ROCE_TP_BURST_MIN      8      /* RC: smallest READ responder turn after losses */
 #define ROCE_TP_PROBE_NS       2000000ull /* RC: first loss probe, at most */
 #define ROCE_TP_PROBE_MIN_NS   250000ull  /* ... and at least (4 x smoothed RTT) */
+#define ROCE_TP_PROBE_MIN_LOCAL_NS 25000ull /* ... toward a device of this
+					   * daemon (roce_recover_probe_min) */
 #define ROCE_TP_PROBES         3      /* RC: probes (2, 4, 8 ms) before the timer */
 #define ROCE_TP_ALIVE_TIMEOUTS 8      /* RC: READ responses without progress hold
 					* the timer back for at most this many x
@@ -765,6 +767,9 @@ uint32_t roce_recover_rsp_burst(const struct roce_tq *tq);
 void roce_recover_rsp_loss(struct roce_tq *tq);
 void roce_recover_rsp_sent(struct roce_tq *tq, uint32_t n);
 bool roce_recover_ackreq(const struct roce_tq *tq);
+/* The shortest probe interval toward tq's peer (also the longest wait for
+ * packets sent again after a NAK, and twice the responder's re-NAK wait). */
+uint64_t roce_recover_probe_min(const struct roce_tq *tq);
 /* The responder misses una (fresh: a sequence NAK; else the answer to the
  * last such resend stopped short): send nak_hold_len packets from una
  * again, no rewind (nak_hold until answered). False: go back instead (the

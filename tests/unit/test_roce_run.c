@@ -1297,6 +1297,44 @@ static void run_to_network_does_not_wait(void)
 	fk_env_fini(&p.env);
 }
 
+/* Toward a device of this daemon, silence means a loss far sooner than
+ * over a network: the probe floor, and with it the wait before packets
+ * sent again after a NAK go once more, is ROCE_TP_PROBE_MIN_LOCAL_NS. */
+static void test_probe_min_local(void)
+{
+	uint64_t to = roce_ack_timeout_ns(14);
+	struct roce_tq *ta, *tb;
+	struct psec ps;
+	struct pair p;
+
+	pair_init_t(&p, VIRTIO_IB_QPT_RC, 14);
+	prime(&p);
+	ta = rres_qp_lookup(&p.a->rd, p.qa.qpn)->transport;
+	tb = rres_qp_lookup(&p.b->rd, p.qb.qpn)->transport;
+	CHECK_EQ(roce_recover_probe_min(ta), ROCE_TP_PROBE_MIN_NS);
+	/* Sent again after a NAK, unanswered: once more after 4 round trips
+	 * (4 ms here), at most the floor. */
+	ta->srtt_ns = 1000000;
+	ta->nak_hold = true;
+	ta->nak_hold_probed = false;
+	ta->nak_hold_ns = 5000000;
+	CHECK_EQ(roce_recover_deadline(ta, to), 5000000 + ROCE_TP_PROBE_MIN_NS);
+	fk_dev_pin(p.b, &ps); /* b is a device of a's daemon */
+	CHECK_EQ(roce_recover_probe_min(ta), ROCE_TP_PROBE_MIN_LOCAL_NS);
+	CHECK_EQ(roce_recover_deadline(ta, to), 5000000 + ROCE_TP_PROBE_MIN_LOCAL_NS);
+	/* A loss probe: 4 round trips (4 us here) after progress, at least
+	 * the floor. */
+	ta->nak_hold = false;
+	ta->probes = 0;
+	ta->srtt_ns = 1000;
+	ta->progress_ns = 7000000;
+	CHECK_EQ(roce_recover_deadline(ta, to), 7000000 + ROCE_TP_PROBE_MIN_LOCAL_NS);
+	psec_unregister(&ps);
+	CHECK_EQ(roce_recover_deadline(ta, to), 7000000 + ROCE_TP_PROBE_MIN_NS);
+	CHECK_EQ(roce_recover_probe_min(tb), ROCE_TP_PROBE_MIN_NS); /* a is not pinned */
+	fk_env_fini(&p.env);
+}
+
 static void test_run_waits_for_window(void)
 {
 	run_waits_for_window(false);
@@ -1717,6 +1755,7 @@ int main(void)
 	RUN(test_keep_paced_go_back_n);
 	RUN(test_keep_resend_lost);
 	RUN(test_run_waits_for_window);
+	RUN(test_probe_min_local);
 	RUN(test_keep_resend_lost_long);
 	RUN(test_keep_drain_holes);
 	RUN(test_rx_ahead_same);
