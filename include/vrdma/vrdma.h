@@ -156,7 +156,8 @@ ssize_t vrdma_net_recv(struct vrdma_dev *dev, void *buf, size_t cap);
 /*
  * Block until one of the conditions in events holds, timeout_ms passes (< 0:
  * no timeout) or the back-end dies. Returns the mask of conditions that hold
- * (> 0), 0 on timeout, -ENOTCONN, -EINVAL, or another -errno of poll().
+ * (> 0), 0 on timeout, -ENOTCONN, -EINVAL, -EIO (transmit ring full of
+ * buffers the device gave back under bad ids), or another -errno of poll().
  */
 int vrdma_net_wait(struct vrdma_dev *dev, unsigned events, int timeout_ms);
 
@@ -166,7 +167,7 @@ int vrdma_net_wait(struct vrdma_dev *dev, unsigned events, int timeout_ms);
  * and may otherwise overtake frames still in the ring). Transmit side.
  * Returns 0, -ETIMEDOUT (timeout_ms passed; < 0 waits for ever), -ENOTCONN,
  * -EIO (the device gave buffers back under ids it was never given: those
- * frames are lost), or another -errno of poll().
+ * frames may be lost), or another -errno of poll().
  */
 int vrdma_net_flush(struct vrdma_dev *dev, int timeout_ms);
 

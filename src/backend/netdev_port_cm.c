@@ -194,7 +194,7 @@ static void npcm_xmit(struct netdev_port_cm *pc, const struct cm_mad *mad,
 	if (gid_is_ours(dp, dst->gid)) {
 		/* another context of this device: through the hairpin */
 		memcpy(p->data, dp->cfg.mac, 6);
-	} else if (!psec_pinned_mac(dst->gid, p->data) && !mac_find(pc, dst->gid, p->data)) {
+	} else if (!psec_pinned_mac(dst->gid, p->data, NULL) && !mac_find(pc, dst->gid, p->data)) {
 		nd = npcm_resolver(dp);
 		if (!nd) {
 			pc->stats.tx_no_route++;

@@ -103,12 +103,13 @@ int netdev_sec_cfg_key(struct netdev_cfg *cfg, const char *key, const char *val,
 }
 
 int netdev_sec_port_init(struct psec *ps, struct sw *sw, struct port *port,
-			 const struct netdev_cfg *c)
+			 const struct netdev_cfg *c, const void *home)
 {
 	int rc;
 
 	psec_init(ps, &c->psec, c->mac, c->has_ip4 ? &c->ip4 : NULL,
 		  c->has_ip6 ? &c->ip6 : NULL);
+	ps->home = home;
 	rc = sw_mac_pin(sw, c->mac, port);
 	if (rc < 0) {
 		LOG_ERR("%s: cannot reserve MAC %02x:%02x:%02x:%02x:%02x:%02x on the switch: %s",
@@ -143,7 +144,8 @@ int netdev_sec_init(struct netdev_port *dp)
 	if (!dp->mem_budget)
 		return -ENOMEM;
 	dp->state_budget.max = dp->cfg.state_mem_max;
-	rc = netdev_sec_port_init(&dp->psec, dp->sw, &dp->port, &dp->cfg);
+	rc = netdev_sec_port_init(&dp->psec, dp->sw, &dp->port, &dp->cfg,
+				  dp->cfg.roce ? (const void *)dp->loop : NULL);
 	if (rc < 0) {
 		vhost_mem_budget_put(dp->mem_budget);
 		dp->mem_budget = NULL;

@@ -37,10 +37,11 @@ int netdev_sec_cfg_key(struct netdev_cfg *cfg, const char *key, const char *val,
 		       char *err, size_t errlen);
 
 /* Port security of a device port of either model (port attached to sw):
- * ps set up from cfg, the MAC pinned, the addresses registered. Returns 0
+ * ps set up from cfg, the MAC pinned, the addresses registered with home
+ * (the loop whose RoCE engine serves the device, NULL if none). Returns 0
  * or -errno (message logged). */
 int netdev_sec_port_init(struct psec *ps, struct sw *sw, struct port *port,
-			 const struct netdev_cfg *cfg);
+			 const struct netdev_cfg *cfg, const void *home);
 void netdev_sec_port_fini(struct psec *ps);
 /* ADD_GID of gid may run: inside the device's addresses, else counted
  * (gid_refused) and logged under name. */

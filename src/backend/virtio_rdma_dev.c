@@ -376,7 +376,7 @@ struct virtio_rdma_dev *virtio_rdma_dev_new(struct loop *loop, struct sw *sw,
 		if (sw_attach(sw, &d->port))
 			goto fail;
 		d->attached = true;
-		if (netdev_sec_port_init(&d->psec, sw, &d->port, cfg))
+		if (netdev_sec_port_init(&d->psec, sw, &d->port, cfg, loop))
 			goto fail;
 		d->psec_on = true;
 	} else {

@@ -135,8 +135,7 @@ static bool tx_arm(struct vrdma_net_tx *tx, uint16_t n)
  * delayed callback), so a sender wakes per batch, not per buffer. */
 static uint16_t tx_batch(const struct vrdma_net_tx *tx)
 {
-	/* (more than the ring: a device that returned what it never got) */
-	uint16_t n = MIN(vq_drv_in_flight(&tx->q->vq), tx->q->vq.num);
+	uint16_t n = vq_drv_in_flight(&tx->q->vq); /* (1..num: checked) */
 
 	return (uint16_t)(n - n / 4);
 }
@@ -381,6 +380,10 @@ static int net_wait_pass(struct vrdma_dev *dev, unsigned events, int timeout_ms,
 		wait_ms = ms_until(deadline, now);
 	}
 	if (tx_full) {
+		uint16_t f = vq_drv_in_flight(&tx->q->vq);
+
+		if (!f || f > tx->q->vq.num)
+			return -EIO; /* given back under bad ids: none will come */
 		*tx_armed = true;
 		if (!tx_arm(tx, tx_batch(tx))) {
 			*again = true; /* room came meanwhile: reclaim again */
@@ -444,7 +447,7 @@ int vrdma_net_flush(struct vrdma_dev *dev, int timeout_ms)
 			return 0;
 		n = vq_drv_in_flight(&tx->q->vq);
 		if (!n || n > tx->q->vq.num)
-			return -EIO; /* given back under bad ids: never coming */
+			return -EIO; /* given back under bad ids: none will come */
 		if (timeout_ms == 0)
 			return -ETIMEDOUT;
 		if (timeout_ms > 0) {

@@ -207,7 +207,7 @@ bool psec_addr_ok(const struct psec *ps, const uint8_t gid[16])
 	return false;
 }
 
-bool psec_pinned_mac(const uint8_t gid[16], uint8_t mac[6])
+bool psec_pinned_mac(const uint8_t gid[16], uint8_t mac[6], const void **home)
 {
 	bool found = false;
 
@@ -215,6 +215,8 @@ bool psec_pinned_mac(const uint8_t gid[16], uint8_t mac[6])
 	for (const struct psec *ps = psec_list; ps; ps = ps->next) {
 		if (addr_own(ps, gid)) {
 			memcpy(mac, ps->mac, 6);
+			if (home)
+				*home = ps->home;
 			found = true;
 			break;
 		}

@@ -57,6 +57,9 @@ struct psec {
 	uint8_t cfg_mac[6];       /* configured MAC: stays reserved for it */
 	bool has_ip4, has_ip6;
 	uint8_t ip4[16], ip6[16]; /* GID form */
+	const void *home;         /* the loop whose RoCE engine serves the
+				   * device (NULL: none, roce=off); set
+				   * before psec_register */
 	struct psec_stats stats;
 };
 
@@ -84,8 +87,9 @@ bool psec_addr_ok(const struct psec *ps, const uint8_t gid[16]);
 const char *psec_verdict_name(enum psec_verdict v);
 
 /* The MAC of a local device owning gid (its configured addresses or its
- * link-local GID): true and mac filled, else false. */
-bool psec_pinned_mac(const uint8_t gid[16], uint8_t mac[6]);
+ * link-local GID): true and mac filled (and *home, if home is not NULL),
+ * else false. */
+bool psec_pinned_mac(const uint8_t gid[16], uint8_t mac[6], const void **home);
 /* Change a registered device's MAC (its link-local GID moves with it). */
 void psec_set_mac(struct psec *ps, const uint8_t mac[6]);
 /* psec_set_mac, unless another registered device has mac as its current or

@@ -935,7 +935,7 @@ void roce_comp_rexmit_timer(struct loop_timer *t, void *arg)
 	struct roce_tq *tq = arg;
 	struct roce_tp *tp = tq->tp;
 	struct rres_qp *qp = tq->qp;
-	uint64_t to = roce_ack_timeout_ns(qp->attr.timeout), now;
+	uint64_t to = roce_ack_timeout_ns(qp->attr.timeout), now, due;
 	uint8_t st = qp->attr.qp_state;
 
 	/* Nothing unacknowledged on the wire (completions may still wait for
@@ -949,11 +949,13 @@ void roce_comp_rexmit_timer(struct loop_timer *t, void *arg)
 		loop_timer_arm(tp->loop, t, now + to);
 		return;
 	}
-	if (now < roce_recover_deadline(tq, to)) {
+	due = roce_recover_deadline(tq, to);
+	if (now < due) {
+		/* (while the QP makes progress: once per probe interval) */
 		if (tq->timer_waits)
 			tp->stats.timer_waits++; /* the progress came meanwhile */
 		tq->timer_waits = false;
-		loop_timer_arm(tp->loop, t, roce_recover_deadline(tq, to));
+		loop_timer_arm(tp->loop, t, due);
 		return;
 	}
 	/* Due: the pollers run once more first. Frames received but not

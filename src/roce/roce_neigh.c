@@ -68,6 +68,7 @@ struct roce_neigh_pin {
 	uint8_t gid[16];
 	uint8_t mac[6];
 	bool pinned;
+	const void *home;         /* the pinned device's loop (psec.home) */
 	uint64_t gen;             /* psec_generation() of the answer; 0 empty */
 };
 
@@ -111,7 +112,7 @@ static bool neigh_dst_ours(struct roce_neigh *n, const uint8_t gid[16])
 }
 
 /* psec_pinned_mac through the per-destination cache. */
-static bool neigh_pinned(struct roce_neigh *n, const uint8_t gid[16], uint8_t mac[6])
+static const struct roce_neigh_pin *neigh_pin(struct roce_neigh *n, const uint8_t gid[16])
 {
 	uint64_t gen = psec_generation();
 	struct roce_neigh_pin *c = &n->pin[(gid[15] ^ gid[14]) % NEIGH_PIN_CACHE];
@@ -119,10 +120,18 @@ static bool neigh_pinned(struct roce_neigh *n, const uint8_t gid[16], uint8_t ma
 	if (c->gen != gen || memcmp(c->gid, gid, 16)) {
 		/* the generation is read first: a change racing with this
 		 * look-up leaves the entry stale for the next one */
-		c->pinned = psec_pinned_mac(gid, c->mac);
+		c->home = NULL;
+		c->pinned = psec_pinned_mac(gid, c->mac, &c->home);
 		memcpy(c->gid, gid, 16);
 		c->gen = gen;
 	}
+	return c;
+}
+
+static bool neigh_pinned(struct roce_neigh *n, const uint8_t gid[16], uint8_t mac[6])
+{
+	const struct roce_neigh_pin *c = neigh_pin(n, gid);
+
 	if (c->pinned)
 		memcpy(mac, c->mac, 6);
 	return c->pinned;
@@ -425,6 +434,16 @@ bool roce_neigh_local(struct roce_neigh *n, const uint8_t dgid[16])
 	uint8_t mac[6];
 
 	return neigh_dst_ours(n, dgid) || neigh_pinned(n, dgid, mac);
+}
+
+bool roce_neigh_near(struct roce_neigh *n, const uint8_t dgid[16])
+{
+	const struct roce_neigh_pin *c;
+
+	if (neigh_dst_ours(n, dgid))
+		return true;
+	c = neigh_pin(n, dgid);
+	return c->pinned && c->home && c->home == (const void *)n->tp->loop;
 }
 
 void roce_neigh_resolve(struct roce_neigh *n, const uint8_t sgid[16], const uint8_t dgid[16])

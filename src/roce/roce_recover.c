@@ -59,8 +59,8 @@ uint64_t roce_recover_probe_min(const struct roce_tq *tq)
 	 * silence of tens of microseconds there is a loss, not a network's
 	 * delay (and the smoothed round trip, which counts the queue of a
 	 * whole window, says nothing about one packet's answer). */
-	return roce_neigh_local(tq->tp->neigh, tq->path.dgid) ? ROCE_TP_PROBE_MIN_LOCAL_NS :
-							       ROCE_TP_PROBE_MIN_NS;
+	return roce_neigh_near(tq->tp->neigh, tq->path.dgid) ? ROCE_TP_PROBE_MIN_LOCAL_NS :
+							      ROCE_TP_PROBE_MIN_NS;
 }
 
 /* How long packets sent again after a NAK may go unanswered before they go

@@ -998,6 +998,9 @@ bool roce_neigh_wants(const struct roce_tp *tp, const struct pkt *p);
 /* dgid is a device of this daemon (this one, or a pinned local device):
  * frames to it stay in the process, a run stays one frame. */
 bool roce_neigh_local(struct roce_neigh *n, const uint8_t dgid[16]);
+/* dgid is this device's or that of a RoCE device served by this loop: its
+ * answers come within the loop's own passes. */
+bool roce_neigh_near(struct roce_neigh *n, const uint8_t dgid[16]);
 /* IPv4 address ip is one of the device's (its mapped GID is in the table;
  * inline: every received IPv4 frame asks). */
 static inline bool roce_neigh_ip4_ours(const struct rres_dev *rd, const uint8_t ip[4])

@@ -712,12 +712,14 @@ static inline void fk_path_default(struct fk_path *p)
 
 /* Register d's MAC and IPv4 address in the port-security registry, as the
  * daemon does for each of its devices: frames to d then count as local
- * (roce_neigh_local). psec_unregister(ps) before ps goes. */
+ * (roce_neigh_local), and from its own loop's devices as near
+ * (roce_neigh_near). psec_unregister(ps) before ps goes. */
 static inline void fk_dev_pin(const struct fk_dev *d, struct psec *ps)
 {
 	static const struct psec_cfg pc;
 
 	psec_init(ps, &pc, d->rd.mac, rres_gid_get(&d->rd, 1) + 12, NULL);
+	ps->home = d->tp->loop;
 	if (psec_register(ps))
 		abort();
 }

@@ -174,14 +174,14 @@ static void registry(void)
 	CHECK_EQ(psec_register(&a), 0);
 	CHECK_EQ(psec_register(&b), 0);
 	gid4(g, "10.1.0.1");
-	CHECK(psec_pinned_mac(g, mac) && !memcmp(mac, MAC, 6));
+	CHECK(psec_pinned_mac(g, mac, NULL) && !memcmp(mac, MAC, 6));
 	gid6(g, "fe80::0000:00ff:fe00:5e02");
-	CHECK(psec_pinned_mac(g, mac) && !memcmp(mac, OTHER, 6));
+	CHECK(psec_pinned_mac(g, mac, NULL) && !memcmp(mac, OTHER, 6));
 	gid4(g, "10.1.0.9");
-	CHECK(!psec_pinned_mac(g, mac));
+	CHECK(!psec_pinned_mac(g, mac, NULL));
 	psec_unregister(&a);
 	gid4(g, "10.1.0.1");
-	CHECK(!psec_pinned_mac(g, mac));
+	CHECK(!psec_pinned_mac(g, mac, NULL));
 	psec_unregister(&b);
 	psec_unregister(&b);
 }

@@ -1297,9 +1297,11 @@ static void run_to_network_does_not_wait(void)
 	fk_env_fini(&p.env);
 }
 
-/* Toward a device of this daemon, silence means a loss far sooner than
- * over a network: the probe floor, and with it the wait before packets
- * sent again after a NAK go once more, is ROCE_TP_PROBE_MIN_LOCAL_NS. */
+/* Toward a RoCE device of the same loop, silence means a loss far sooner
+ * than over a network: the probe floor, and with it the wait before
+ * packets sent again after a NAK go once more, is
+ * ROCE_TP_PROBE_MIN_LOCAL_NS. Not toward a device of another loop, or one
+ * whose RoCE runs elsewhere (roce=off: a guest's rxe). */
 static void test_probe_min_local(void)
 {
 	uint64_t to = roce_ack_timeout_ns(14);
@@ -1329,6 +1331,15 @@ static void test_probe_min_local(void)
 	ta->srtt_ns = 1000;
 	ta->progress_ns = 7000000;
 	CHECK_EQ(roce_recover_deadline(ta, to), 7000000 + ROCE_TP_PROBE_MIN_LOCAL_NS);
+	psec_unregister(&ps);
+	ps.home = &ps; /* another loop's */
+	REQUIRE(psec_register(&ps) == 0);
+	CHECK(roce_neigh_local(ta->tp->neigh, ta->path.dgid));
+	CHECK_EQ(roce_recover_deadline(ta, to), 7000000 + ROCE_TP_PROBE_MIN_NS);
+	psec_unregister(&ps);
+	ps.home = NULL; /* no RoCE engine of ours */
+	REQUIRE(psec_register(&ps) == 0);
+	CHECK_EQ(roce_recover_probe_min(ta), ROCE_TP_PROBE_MIN_NS);
 	psec_unregister(&ps);
 	CHECK_EQ(roce_recover_deadline(ta, to), 7000000 + ROCE_TP_PROBE_MIN_NS);
 	CHECK_EQ(roce_recover_probe_min(tb), ROCE_TP_PROBE_MIN_NS); /* a is not pinned */
