@@ -370,6 +370,12 @@ static int net_wait_pass(struct vrdma_dev *dev, unsigned events, int timeout_ms,
 	}
 	if (ready)
 		return (int)ready;
+	if (tx_full) {
+		uint16_t f = vq_drv_in_flight(&tx->q->vq);
+
+		if (!f || f > tx->q->vq.num)
+			return -EIO; /* given back under bad ids: none will come */
+	}
 	if (timeout_ms == 0)
 		return 0;
 	if (timeout_ms > 0) {
@@ -380,10 +386,6 @@ static int net_wait_pass(struct vrdma_dev *dev, unsigned events, int timeout_ms,
 		wait_ms = ms_until(deadline, now);
 	}
 	if (tx_full) {
-		uint16_t f = vq_drv_in_flight(&tx->q->vq);
-
-		if (!f || f > tx->q->vq.num)
-			return -EIO; /* given back under bad ids: none will come */
 		*tx_armed = true;
 		if (!tx_arm(tx, tx_batch(tx))) {
 			*again = true; /* room came meanwhile: reclaim again */

@@ -55,10 +55,10 @@ static bool qp_probes_on(const struct roce_tq *tq)
 
 uint64_t roce_recover_probe_min(const struct roce_tq *tq)
 {
-	/* A device of this daemon answers within the loop's own passes: a
-	 * silence of tens of microseconds there is a loss, not a network's
-	 * delay (and the smoothed round trip, which counts the queue of a
-	 * whole window, says nothing about one packet's answer). */
+	/* A near device (roce_neigh_near) answers within the loop's own
+	 * passes: a silence of tens of microseconds there is a loss, not a
+	 * network's delay (and the smoothed round trip, which counts the
+	 * queue of a whole window, says nothing about one packet's answer). */
 	return roce_neigh_near(tq->tp->neigh, tq->path.dgid) ? ROCE_TP_PROBE_MIN_LOCAL_NS :
 							      ROCE_TP_PROBE_MIN_NS;
 }

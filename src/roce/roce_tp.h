@@ -98,8 +98,8 @@ struct roce_tp_ops {
 #define ROCE_TP_BURST_MIN      8      /* RC: smallest READ responder turn after losses */
 #define ROCE_TP_PROBE_NS       2000000ull /* RC: first loss probe, at most */
 #define ROCE_TP_PROBE_MIN_NS   250000ull  /* ... and at least (4 x smoothed RTT) */
-#define ROCE_TP_PROBE_MIN_LOCAL_NS 25000ull /* ... toward a device of this
-					   * daemon (roce_recover_probe_min) */
+#define ROCE_TP_PROBE_MIN_LOCAL_NS 25000ull /* ... toward a near device
+					   * (roce_recover_probe_min) */
 #define ROCE_TP_PROBES         3      /* RC: probes (2, 4, 8 ms) before the timer */
 #define ROCE_TP_ALIVE_TIMEOUTS 8      /* RC: READ responses without progress hold
 					* the timer back for at most this many x

@@ -1343,6 +1343,7 @@ static void test_probe_min_local(void)
 	psec_unregister(&ps);
 	CHECK_EQ(roce_recover_deadline(ta, to), 7000000 + ROCE_TP_PROBE_MIN_NS);
 	CHECK_EQ(roce_recover_probe_min(tb), ROCE_TP_PROBE_MIN_NS); /* a is not pinned */
+	CHECK(roce_neigh_near(ta->tp->neigh, rres_gid_get(&p.a->rd, 1))); /* its own */
 	fk_env_fini(&p.env);
 }
 
