@@ -37,6 +37,12 @@ static inline uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The CLOCK_MONOTONIC time timeout_ms from now (now for timeout_ms <= 0). */
+static inline uint64_t ms_deadline(int timeout_ms)
+{
+	return mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
+}
+
 /* Milliseconds from now_ns to deadline_ns, rounded up, 0 once past: a
  * poll() timeout. */
 static inline int ms_until(uint64_t deadline_ns, uint64_t now_ns)

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/util.h"
 #include "libvrdma/queue.h"
 #include "libvrdma/shm.h"
 #include "vhost/vhost_client.h"
@@ -164,6 +165,15 @@ int vrdma_dev_vc_result(struct vrdma_dev *dev, int rc);
  * a reply in flight on the control path is not mistaken for death). Returns
  * 0 or -ENOTCONN. */
 int vrdma_dev_probe(struct vrdma_dev *dev);
+
+/* A wait's poll() timeout toward deadline: none (-1) when timeout_ms < 0,
+ * and at most cap_ms (>= 0; -1: no cap) when it must look again by itself. */
+static inline int vrdma_wait_ms(int timeout_ms, uint64_t deadline, uint64_t now, int cap_ms)
+{
+	int ms = timeout_ms < 0 ? -1 : ms_until(deadline, now);
+
+	return cap_ms < 0 ? ms : ms < 0 ? cap_ms : MIN(ms, cap_ms);
+}
 
 /* poll() p[0..n) (n >= 1) for wait_ms; p[0] is set here to the back-end's
  * socket, the caller fills p[1..n). Returns poll's count (0 also for a signal),

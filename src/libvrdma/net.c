@@ -131,13 +131,13 @@ static bool tx_arm(struct vrdma_net_tx *tx, uint16_t n)
 	return vq_drv_enable_cb_after(&tx->q->vq, n);
 }
 
-/* Room worth waking for on a full ring: 3/4 of what is in flight (virtio's
- * delayed callback), so a sender wakes per batch, not per buffer. */
-static uint16_t tx_batch(const struct vrdma_net_tx *tx)
+/* Buffers the device holds (1..ring size), or -EIO when none of those
+ * missing will come back: the device gave them back under bad ids. */
+static int tx_in_flight(const struct vrdma_net_tx *tx)
 {
-	uint16_t n = vq_drv_in_flight(&tx->q->vq); /* (1..num: checked) */
+	uint16_t n = vq_drv_in_flight(&tx->q->vq);
 
-	return (uint16_t)(n - n / 4);
+	return n && n <= tx->q->vq.num ? n : -EIO;
 }
 
 /* Check one frame's length: 0, -EINVAL or -EMSGSIZE. */
@@ -344,8 +344,7 @@ static int net_wait_pass(struct vrdma_dev *dev, unsigned events, int timeout_ms,
 	struct vrdma_net_tx *tx = &dev->tx;
 	struct pollfd p[3];
 	unsigned ready = 0;
-	int n, pr, rc, wait_ms = -1;
-	bool tx_full = false;
+	int n, pr, rc, wait_ms = -1, tx_held = 0; /* tx_held: ring full */
 
 	*again = false;
 	if (vrdma_dev_is_dead(dev) || !rx->q || !tx->q)
@@ -365,17 +364,11 @@ static int net_wait_pass(struct vrdma_dev *dev, unsigned events, int timeout_ms,
 		tx_reclaim(tx);
 		if (tx->nfree && vq_drv_num_free(&tx->q->vq))
 			ready |= VRDMA_WAIT_TX;
-		else
-			tx_full = true;
+		else if (!ready && (tx_held = tx_in_flight(tx)) < 0)
+			return tx_held;
 	}
 	if (ready)
 		return (int)ready;
-	if (tx_full) {
-		uint16_t f = vq_drv_in_flight(&tx->q->vq);
-
-		if (!f || f > tx->q->vq.num)
-			return -EIO; /* given back under bad ids: none will come */
-	}
 	if (timeout_ms == 0)
 		return 0;
 	if (timeout_ms > 0) {
@@ -385,9 +378,11 @@ static int net_wait_pass(struct vrdma_dev *dev, unsigned events, int timeout_ms,
 			return 0;
 		wait_ms = ms_until(deadline, now);
 	}
-	if (tx_full) {
+	if (tx_held) {
+		/* room worth waking for: 3/4 of it (virtio's delayed
+		 * callback), so a sender wakes per batch, not per buffer */
 		*tx_armed = true;
-		if (!tx_arm(tx, tx_batch(tx))) {
+		if (!tx_arm(tx, (uint16_t)(tx_held - tx_held / 4))) {
 			*again = true; /* room came meanwhile: reclaim again */
 			return 0;
 		}
@@ -418,8 +413,7 @@ int vrdma_net_wait(struct vrdma_dev *dev, unsigned events, int timeout_ms)
 
 	if (!events || (events & ~(VRDMA_WAIT_RX | VRDMA_WAIT_TX)))
 		return -EINVAL;
-	if (timeout_ms > 0)
-		deadline = mono_ns() + (uint64_t)timeout_ms * 1000000ull;
+	deadline = ms_deadline(timeout_ms);
 	do {
 		bool tx_armed = false;
 
@@ -433,23 +427,20 @@ int vrdma_net_wait(struct vrdma_dev *dev, unsigned events, int timeout_ms)
 int vrdma_net_flush(struct vrdma_dev *dev, int timeout_ms)
 {
 	struct vrdma_net_tx *tx = &dev->tx;
-	uint64_t deadline = 0;
+	uint64_t deadline = ms_deadline(timeout_ms);
 
-	if (timeout_ms > 0)
-		deadline = mono_ns() + (uint64_t)timeout_ms * 1000000ull;
 	for (;;) {
 		struct pollfd p[2];
-		int wait_ms = -1, pr = 0;
-		uint16_t n;
+		int wait_ms = -1, pr = 0, n;
 
 		if (vrdma_dev_is_dead(dev) || !tx->q)
 			return -ENOTCONN;
 		tx_reclaim(tx);
 		if (tx->nfree == dev->ring_size)
 			return 0;
-		n = vq_drv_in_flight(&tx->q->vq);
-		if (!n || n > tx->q->vq.num)
-			return -EIO; /* given back under bad ids: none will come */
+		n = tx_in_flight(tx);
+		if (n < 0)
+			return n;
 		if (timeout_ms == 0)
 			return -ETIMEDOUT;
 		if (timeout_ms > 0) {
@@ -460,7 +451,7 @@ int vrdma_net_flush(struct vrdma_dev *dev, int timeout_ms)
 			wait_ms = ms_until(deadline, now);
 		}
 		/* Woken once everything in flight is done. */
-		if (tx_arm(tx, n)) {
+		if (tx_arm(tx, (uint16_t)n)) {
 			p[1].fd = tx->q->call_fd;
 			p[1].events = POLLIN;
 			pr = vrdma_dev_poll(dev, p, 2, wait_ms);

@@ -370,12 +370,9 @@ int vrdma_queue_wait(struct vrdma_queue *q, int timeout_ms)
 		if (q->call_fd >= 0) {
 			p[n].fd = q->call_fd;
 			p[n++].events = POLLIN;
-			wait_ms = timeout_ms < 0 ? -1 : ms_until(deadline, now);
-		} else {
-			wait_ms = VRDMA_POLL_MS;
-			if (timeout_ms >= 0)
-				wait_ms = MIN(wait_ms, ms_until(deadline, now));
 		}
+		wait_ms = vrdma_wait_ms(timeout_ms, deadline, now,
+					q->call_fd >= 0 ? -1 : VRDMA_POLL_MS);
 		pr = vrdma_dev_poll(dev, p, (nfds_t)n, wait_ms);
 		if (pr < 0)
 			return pr;

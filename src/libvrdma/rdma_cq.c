@@ -675,12 +675,9 @@ int vrdma_cq_wait(struct vrdma_cq *cq, int timeout_ms)
 		if (cq->q->call_fd >= 0) {
 			p[np].fd = cq->q->call_fd;
 			p[np++].events = POLLIN;
-			wait_ms = timeout_ms < 0 ? -1 : ms_until(deadline, now);
-		} else {
-			wait_ms = CQ_WAIT_POLL_MS;
-			if (timeout_ms >= 0)
-				wait_ms = MIN(wait_ms, ms_until(deadline, now));
 		}
+		wait_ms = vrdma_wait_ms(timeout_ms, deadline, now,
+					cq->q->call_fd >= 0 ? -1 : CQ_WAIT_POLL_MS);
 		rc = vrdma_dev_poll(dev, p, (nfds_t)np, wait_ms);
 		if (rc < 0)
 			return rc;

@@ -431,9 +431,7 @@ static bool ent_usable(const struct roce_neigh_ent *e)
 
 bool roce_neigh_local(struct roce_neigh *n, const uint8_t dgid[16])
 {
-	uint8_t mac[6];
-
-	return neigh_dst_ours(n, dgid) || neigh_pinned(n, dgid, mac);
+	return neigh_dst_ours(n, dgid) || neigh_pin(n, dgid)->pinned;
 }
 
 bool roce_neigh_near(struct roce_neigh *n, const uint8_t dgid[16])

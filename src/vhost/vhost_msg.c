@@ -246,11 +246,6 @@ fail:
 	return err;
 }
 
-static uint64_t vhost_msg_deadline(int timeout_ms)
-{
-	return mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
-}
-
 /* Wait for events on sock until the deadline. Returns > 0 ready, 0 timeout,
  * -errno. */
 static int vhost_msg_wait(int sock, short events, int timeout_ms, uint64_t deadline)
@@ -272,7 +267,7 @@ int vhost_msg_recv(int sock, struct vhost_user_msg *msg, int *fds, int *nfds,
 		   int timeout_ms)
 {
 	struct vhost_msg_rx rx;
-	uint64_t deadline = vhost_msg_deadline(timeout_ms);
+	uint64_t deadline = ms_deadline(timeout_ms);
 	int r;
 
 	vhost_msg_rx_init(&rx);
@@ -308,7 +303,7 @@ int vhost_msg_send(int sock, const struct vhost_user_msg *msg, const int *fds,
 		char buf[CMSG_SPACE(sizeof(int) * VHOST_USER_MAX_FDS)];
 		struct cmsghdr align;
 	} ctl;
-	uint64_t deadline = vhost_msg_deadline(timeout_ms);
+	uint64_t deadline = ms_deadline(timeout_ms);
 	size_t len, off = 0;
 
 	if (!msg || nfds < 0 || nfds > VHOST_USER_MAX_FDS || (nfds && !fds) ||
