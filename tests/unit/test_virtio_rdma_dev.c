@@ -22,7 +22,9 @@
 #include "harness.h"
 #include "common/loop.h"
 #include "common/util.h"
+#include "backend/netdev.h"
 #include "backend/virtio_rdma_dev.h"
+#include "port/port_security.h"
 #include "vhost/vhost_client.h"
 #include "vhost/vhost_proto.h"
 #include "virtio/vq_drv.h"
@@ -980,6 +982,67 @@ static void test_daemon_devices(void)
 	fe_down(&fb);
 }
 
+/* The address registry records which loop serves each device's RoCE (what
+ * "near" means for loss recovery, roce_neigh_near): a virtio-net device
+ * with roce on and a virtio-rdma device name their loop; a roce=off port
+ * (a guest's own RoCE behind it) names none. */
+static void test_registry_home(void)
+{
+	static const char *const spec[2] = {
+		"socket=%s/on,mac=52:54:00:bb:00:01,ip=10.9.0.1/24",
+		"socket=%s/off,mac=52:54:00:bb:00:02,ip=10.9.0.2/24,roce=off",
+	};
+	uint8_t gid[16] = { [10] = 0xff, [11] = 0xff, 10, 9, 0, 0 }, mac[6];
+	struct netdev_port *dp[2] = { NULL, NULL };
+	char dir[] = "/tmp/vrdma-home-XXXXXX", s[256], err[256];
+	struct netdev_cfg cfg, cr;
+	struct virtio_rdma_dev *d;
+	const void *home;
+	struct loop *l;
+	struct sw *sw;
+
+	REQUIRE(mkdtemp(dir) != NULL);
+	l = loop_new();
+	REQUIRE(l != NULL);
+	sw = sw_new(l);
+	REQUIRE(sw != NULL);
+	for (unsigned i = 0; i < 2; i++) {
+		snprintf(s, sizeof(s), spec[i], dir);
+		REQUIRE(netdev_parse_cfg(s, i, &cfg, err, sizeof(err)) == 0);
+		dp[i] = netdev_port_new(l, sw, &cfg);
+		REQUIRE(dp[i] != NULL);
+	}
+	memset(&cr, 0, sizeof(cr));
+	snprintf(cr.socket, sizeof(cr.socket), "%s/rdma", dir);
+	memcpy(cr.mac, (uint8_t[6]){ 0x52, 0x54, 0x00, 0xbb, 0x00, 0x03 }, 6);
+	cr.has_ip4 = true;
+	cr.ip4.s_addr = htonl(0x0a090003);
+	cr.mtu = 1500;
+	cr.max_qps = 4;
+	cr.max_cqs = 2;
+	cr.index = 2;
+	d = virtio_rdma_dev_new(l, sw, &cr);
+	REQUIRE(d != NULL);
+	for (uint8_t i = 1; i <= 3; i++) {
+		gid[15] = i;
+		home = (const void *)&home; /* overwritten when found */
+		CHECK(psec_pinned_mac(gid, mac, &home));
+		CHECK_EQ(mac[5], i);
+		if (i == 2)
+			CHECK(home == NULL);
+		else
+			CHECK(home == (const void *)l);
+	}
+	virtio_rdma_dev_free(d);
+	netdev_port_free(dp[1]);
+	netdev_port_free(dp[0]);
+	gid[15] = 1;
+	CHECK(!psec_pinned_mac(gid, mac, NULL)); /* unregistered with its device */
+	sw_free(sw);
+	loop_free(l);
+	rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	TEST_PROGRAM("test_virtio_rdma_dev");
@@ -998,5 +1061,6 @@ int main(int argc, char **argv)
 	RUN(test_polled_ctrl);
 	RUN(test_two_devices_rc);
 	RUN(test_hostile_data_rings);
+	RUN(test_registry_home);
 	return TEST_DONE();
 }
