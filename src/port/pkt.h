@@ -58,7 +58,7 @@ struct pkt {
 				      * bytes of buf */
 
 /* Bytes at the end of buf a run's description may use (roce_run.c). */
-#define PKT_RUN_META 1536
+#define PKT_RUN_META 2048
 
 /* Packets / frame bytes a frame stands for (a run: all of them that are
  * still on their way). */

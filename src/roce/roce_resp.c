@@ -1032,12 +1032,12 @@ static int resp_read_run(struct roce_tq *tq, const struct roce_rsp_seg *sg, stru
 		return 0;
 	run->path = tq->path;
 	run->f = *f;
-	run->mtu = tq->mtu;
-	run->plen_last = len - (nrun - 1) * tq->mtu;
 	run->ackreq = 0;
-	run->se_last = false;
-	for (uint32_t j = 0; j < nrun; j++)
+	run->se = 0;
+	for (uint32_t j = 0; j < nrun; j++) {
 		run->op[j] = resp_read_opcode(k + j, sg->npkts);
+		run->plen[j] = (uint16_t)(j + 1 < nrun ? tq->mtu : len - (nrun - 1) * tq->mtu);
+	}
 	roce_run_seal(p, nrun, niov, len);
 	return 1;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Runs between local devices (docs/design.md "Runs between local devices"):
- * one frame standing for n consecutive packets of one RC message (a SEND or
- * WRITE, or READ responses). The frame holds packet 0 as the framed path
+ * one frame standing for n consecutive packets of one RC QP: packets of one
+ * message (a SEND or WRITE, or READ responses), or single-packet SENDs and
+ * WRITEs of consecutive messages. The frame holds packet 0 as the framed path
  * builds it (headers, by-reference payload); the last PKT_RUN_META bytes of
  * its buffer describe the others (struct roce_run); the payload of all n is
  * one reference (pkt_ref_attach_run).
@@ -45,29 +46,43 @@ struct roce_run *roce_run_begin(struct pkt *p)
 	return roce_run_of(p);
 }
 
-/* Payload bytes of packet k of run r (n packets). */
-static uint32_t run_plen(const struct roce_run *r, uint32_t k, uint32_t n)
+/* Payload bytes of packet k of run r. */
+static uint32_t run_plen(const struct roce_run *r, uint32_t k)
 {
-	return k + 1 == n ? r->plen_last : r->mtu;
+	return r->plen[k];
 }
 
-/* The header fields of packet k (packet 0's, with what changes along a
- * message: opcode, PSN, AckReq, SE on the last, IP identification). */
-static void run_fields(const struct roce_run *r, uint32_t k, uint32_t n,
-		       struct roce_hdr_fields *f)
+/* Payload bytes of packets from..to-1 of run r. */
+static uint64_t run_bytes(const struct roce_run *r, uint32_t from, uint32_t to)
+{
+	uint64_t b = 0;
+
+	for (uint32_t k = from; k < to; k++)
+		b += r->plen[k];
+	return b;
+}
+
+/* The header fields of packet k (packet 0's, with what changes from packet
+ * to packet: opcode, PSN, AckReq, SE, IP identification, a RETH). */
+static void run_fields(const struct roce_run *r, uint32_t k, struct roce_hdr_fields *f)
 {
 	*f = r->f;
 	f->opcode = r->op[k];
 	f->psn = roce_psn_add(r->f.psn, k);
 	f->ackreq = (r->ackreq >> k) & 1;
-	f->se = k + 1 == n && r->se_last;
+	f->se = (r->se >> k) & 1;
 	f->ip_id = (uint16_t)(r->f.ip_id + k);
+	if (k && (roce_opcode_mask(r->op[k]) & ROCE_OPF_RETH)) {
+		f->reth.va = roce_reth_va(&r->reth[k]);
+		f->reth.rkey = roce_reth_rkey(&r->reth[k]);
+		f->reth.len = roce_reth_len(&r->reth[k]);
+	}
 }
 
-/* Frame bytes of packet k of run p (description r, n packets). */
-static uint32_t run_frame_len(struct pkt *p, const struct roce_run *r, uint32_t k, uint32_t n)
+/* Frame bytes of packet k of run p (description r). */
+static uint32_t run_frame_len(struct pkt *p, const struct roce_run *r, uint32_t k)
 {
-	return k ? roce_pkt_frame_len(&r->path, r->op[k], run_plen(r, k, n)) : p->len;
+	return k ? roce_pkt_frame_len(&r->path, r->op[k], run_plen(r, k)) : p->len;
 }
 
 /* p->nlost and p->run_len from the description: the packets still on
@@ -79,8 +94,8 @@ static void run_recount(struct pkt *p)
 
 	for (uint32_t k = 0; k < n; k++) {
 		/* (the MIDDLE packets are all alike) */
-		if (k <= 1 || k + 1 == n || r->op[k] != r->op[k - 1])
-			len = run_frame_len(p, r, k, n);
+		if (k <= 1 || r->op[k] != r->op[k - 1] || r->plen[k] != r->plen[k - 1])
+			len = run_frame_len(p, r, k);
 		if ((r->lost >> k) & 1)
 			lost++;
 		else
@@ -109,7 +124,7 @@ void roce_run_lose(struct pkt *p, uint32_t k)
 		return;
 	r->lost |= 1ull << k;
 	p->nlost++;
-	p->run_len -= run_frame_len(p, r, k, p->npkts);
+	p->run_len -= run_frame_len(p, r, k);
 	run_stats.holes++;
 }
 
@@ -143,15 +158,16 @@ static int run_split_range(struct pkt *p, uint32_t from, uint32_t to, struct pkt
 	const struct roce_run *r = roce_run_of(p);
 	uint32_t n = p->npkts;
 	struct roce_path path;
-	uint64_t off = (uint64_t)from * r->mtu;
 	uint32_t built = 0;
+	uint64_t off;
 
 	if (!(p->flags & PKT_F_RUN) || n > ROCE_RUN_MAX || from >= to || to > n)
 		return -EINVAL;
+	off = run_bytes(r, 0, from);
 	path = r->path;
 	memcpy(path.dmac, p->data, 6); /* as resolved when it was sent */
 	for (uint32_t k = from; k < to; k++) {
-		uint32_t plen = run_plen(r, k, n);
+		uint32_t plen = run_plen(r, k);
 		struct roce_hdr_fields f;
 		uint8_t *payload;
 		struct pkt *q;
@@ -163,7 +179,7 @@ static int run_split_range(struct pkt *p, uint32_t from, uint32_t to, struct pkt
 		q = pkt_alloc();
 		if (!q)
 			goto fail;
-		run_fields(r, k, n, &f);
+		run_fields(r, k, &f);
 		if (roce_pkt_build(q, &path, &f, plen, &payload) ||
 		    !iov_copy_at(p->ref.iov, p->ref.niov, off, payload, plen)) {
 			pkt_free(q);
@@ -197,7 +213,8 @@ int roce_run_split(struct pkt *p, struct pkt_queue *out)
 static struct pkt *run_tail(struct pkt *p, uint32_t from)
 {
 	const struct roce_run *r = roce_run_of(p);
-	uint32_t n = p->npkts, m = n - from, total, niov;
+	uint32_t n = p->npkts, m = n - from, niov;
+	uint64_t total;
 	struct roce_hdr_fields f;
 	struct roce_path path;
 	struct roce_run *t;
@@ -210,22 +227,22 @@ static struct pkt *run_tail(struct pkt *p, uint32_t from)
 		return NULL;
 	path = r->path;
 	memcpy(path.dmac, p->data, 6);
-	run_fields(r, from, n, &f);
-	if (roce_pkt_build(q, &path, &f, r->mtu, NULL) || !(t = roce_run_begin(q)))
+	run_fields(r, from, &f);
+	if (roce_pkt_build(q, &path, &f, run_plen(r, from), NULL) || !(t = roce_run_begin(q)))
 		goto fail;
-	total = (m - 1) * r->mtu + r->plen_last;
-	niov = iov_slice(p->ref.iov, p->ref.niov, (uint64_t)from * r->mtu, total, t->iov,
+	total = run_bytes(r, from, n);
+	niov = iov_slice(p->ref.iov, p->ref.niov, run_bytes(r, 0, from), (uint32_t)total, t->iov,
 			 ROCE_RUN_IOV);
 	if (!niov)
 		goto fail;
 	t->path = path;
 	t->f = f;
-	t->mtu = r->mtu;
-	t->plen_last = r->plen_last;
-	t->se_last = r->se_last;
+	t->se = r->se >> from;
 	t->ackreq = r->ackreq >> from;
 	memcpy(t->op, r->op + from, m);
-	roce_run_seal(q, m, niov, total);
+	memcpy(t->plen, r->plen + from, m * sizeof(t->plen[0]));
+	memcpy(t->reth, r->reth + from, m * sizeof(t->reth[0]));
+	roce_run_seal(q, m, niov, (uint32_t)total);
 	t->lost = r->lost >> from;
 	run_recount(q);
 	roce_pkt_finalize(q, ROCE_TX_F_SKIP_ICRC);
@@ -258,12 +275,11 @@ int roce_run_cut(struct pkt *p, uint32_t at, struct pkt_queue *out)
 	}
 	if (!at)
 		return 0;
-	/* packets 0..at-1 stay: whole MTUs, none is the message's last */
-	r->plen_last = r->mtu;
-	r->se_last = false;
+	/* packets 0..at-1 stay */
+	r->se &= (1ull << at) - 1;
 	r->lost &= (1ull << at) - 1;
 	p->npkts = (uint16_t)at;
-	p->ref.len = at * r->mtu;
+	p->ref.len = (uint32_t)run_bytes(r, 0, at);
 	run_recount(p);
 	run_stats.runs_cut++;
 	return 0;
@@ -325,7 +341,7 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 	struct roce_ieth ieth;
 	struct roce_aeth aeth;
 	struct pkt_ref ref;
-	uint64_t off = (uint64_t)from * r->mtu; /* (every packet but the last is an MTU) */
+	uint64_t off = run_bytes(r, 0, from);
 
 	roce_immdt_set_raw(&immdt, r->f.imm);
 	put_be32(ieth.rkey, r->f.ieth_rkey);
@@ -334,7 +350,7 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 	memset(&ref, 0, sizeof(ref));
 	ref.iov = slice;
 	for (uint32_t k = from; k < MIN(to, n); k++) {
-		uint32_t plen = run_plen(r, k, n), end, d;
+		uint32_t plen = run_plen(r, k), end, d;
 		uint64_t lost = r->lost >> k;
 		struct roce_pkt_info pi = *pi0;
 		bool last;
@@ -347,10 +363,8 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 		/* (not when the payload is gone: those count as lost below) */
 		if ((pi0->mask & ROCE_OPF_REQ) && p->ref.niov &&
 		    (d = roce_resp_rx_ahead(tq, roce_psn_add(r->f.psn, k), d, r->ackreq >> k))) {
-			/* beyond a gap already NAKed: dropped together (whole
-			 * MTUs but perhaps the run's last, after which off is
-			 * not used) */
-			off += (uint64_t)d * r->mtu;
+			/* beyond a gap already NAKed: dropped together */
+			off += run_bytes(r, k, k + d);
 			k += d - 1;
 			continue;
 		}
@@ -359,10 +373,10 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 			pi.mask = roce_opcode_mask(pi.opcode);
 			pi.psn = roce_psn_add(r->f.psn, k);
 			pi.ackreq = (r->ackreq >> k) & 1;
-			pi.reth = NULL;
+			pi.reth = (pi.mask & ROCE_OPF_RETH) ? &r->reth[k] : NULL;
 			pi.aeth = (pi.mask & ROCE_OPF_AETH) ? &aeth : NULL;
 		}
-		pi.se = k + 1 == n && r->se_last;
+		pi.se = (r->se >> k) & 1;
 		pi.immdt = (pi.mask & ROCE_OPF_IMMDT) ? &immdt : NULL;
 		pi.ieth = (pi.mask & ROCE_OPF_IETH) ? &ieth : NULL;
 		pi.payload = NULL;
@@ -380,7 +394,7 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 		end = (pi.mask & ROCE_OPF_REQ) ? run_group_end(r, k, n, &last) : k + 1;
 		if (end > k + 1) {
 			/* whole MTUs up to the group's last packet */
-			uint32_t total = (end - k - 1) * r->mtu + run_plen(r, end - 1, n);
+			uint32_t total = (uint32_t)run_bytes(r, k, end);
 			int32_t ack_k = -1;
 			struct iovec gslice[ROCE_RUN_IOV];
 			struct pkt_ref gref = ref;

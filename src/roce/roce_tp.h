@@ -1017,16 +1017,18 @@ static inline bool roce_neigh_ip4_ours(const struct rres_dev *rd, const uint8_t 
 #define ROCE_RUN_IOV 64  /* pieces of its payload */
 
 /* What a run frame says about its packets besides packet 0's frame: in the
- * last PKT_RUN_META bytes of its buffer (roce_run_of). */
+ * last PKT_RUN_META bytes of its buffer (roce_run_of). A run is packets of
+ * one message, or single-packet SENDs and WRITEs of consecutive messages of
+ * one QP (each with its own RETH). */
 struct roce_run {
 	struct roce_path path;      /* as packet 0 was built (dmac: its frame's) */
 	struct roce_hdr_fields f;   /* packet 0's fields */
-	uint32_t mtu;               /* payload of every packet but the last */
-	uint32_t plen_last;         /* ... and of the last */
 	uint64_t ackreq;            /* bit k: packet k asks for an ACK */
 	uint64_t lost;              /* bit k: packet k was lost on the way */
-	bool se_last;               /* the last packet has SE */
+	uint64_t se;                /* bit k: packet k has SE */
+	uint16_t plen[ROCE_RUN_MAX]; /* payload bytes of each packet */
 	uint8_t op[ROCE_RUN_MAX];   /* opcode of each packet */
+	struct roce_reth reth[ROCE_RUN_MAX]; /* packet k > 0 with a RETH: its RETH */
 	struct iovec iov[ROCE_RUN_IOV]; /* the payload of all packets */
 };
 
@@ -1043,8 +1045,9 @@ struct roce_run *roce_run_of(struct pkt *p);
 /* The description of a run whose packet 0 is p (built), or NULL if its
  * frame leaves no room for it. */
 struct roce_run *roce_run_begin(struct pkt *p);
-/* p stands for n packets now (description filled: op[0..n), f, path, mtu,
- * plen_last, ackreq, se_last, iov[0..niov) holding payload bytes). */
+/* p stands for n packets now (description filled: op, plen and, where a
+ * packet k > 0 has a RETH, reth[0..n); f, path, ackreq, se, iov[0..niov)
+ * holding payload bytes). */
 void roce_run_seal(struct pkt *p, uint32_t n, uint32_t niov, uint32_t payload);
 /* A received run for tq: the responder or completer once per packet, for
  * packets [from, to) (all: 0, npkts; a kept run executed up to its next
