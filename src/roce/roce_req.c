@@ -171,12 +171,149 @@ static int req_run(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uint32_t
 	return 1;
 }
 
+/* Single-packet SENDs and WRITEs of consecutive messages, gathered into one
+ * run while roce_req_run goes through the send queue (docs/design.md "Runs
+ * between local devices"): packet 0's frame is built, the others are in
+ * its description; req_batch_flush sends it before anything else of the QP
+ * goes out. */
+struct req_batch {
+	struct pkt *p;          /* packet 0's frame; NULL: none open */
+	uint32_t n;             /* packets */
+	uint32_t niov;          /* pieces of their payload (the run's iov) */
+	uint32_t bytes;         /* payload bytes */
+	uint32_t payload_off;   /* packet 0's payload in its frame */
+};
+
+/* Whether packet k of w may be in a batch: the only packet of an RC SEND or
+ * WRITE whose payload may be referenced (as req_run_len_max), and, after
+ * packet 0 (first: false), one without immediate data or an invalidation
+ * (those of packet 0 stand in the run's fields). */
+static bool req_batchable(const struct roce_tq *tq, const struct roce_swqe *w, uint32_t k,
+			  bool first)
+{
+	switch (w->opcode) {
+	case VIRTIO_IB_WR_SEND:
+	case VIRTIO_IB_WR_RDMA_WRITE:
+		break;
+	case VIRTIO_IB_WR_SEND_WITH_IMM:
+	case VIRTIO_IB_WR_SEND_WITH_INV:
+	case VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM:
+		if (first)
+			break;
+		return false;
+	default:
+		return false;
+	}
+	return k == 0 && w->npkts == 1 && w->length && !w->inl && !tq->cc &&
+	       tq->qp->type == VIRTIO_IB_QPT_RC && !(tq->path.flags & ROCE_PATH_F_UDP_CSUM) &&
+	       tq->tp->run_max >= 2;
+}
+
+/* What the requester counts for packets psn..psn+n-1 of w sent (or put in
+ * a batch). */
+static void req_sent_count(struct roce_tq *tq, const struct roce_swqe *w, uint32_t psn,
+			   uint32_t n)
+{
+	uint32_t end = w->opcode == VIRTIO_IB_WR_RDMA_READ ?
+		       roce_psn_add(w->first_psn, w->npkts) : roce_psn_add(psn, n);
+	int32_t below = roce_psn_diff(tq->psn_hwm, psn);
+
+	if (below > 0)
+		tq->tp->stats.retransmits += MIN((uint32_t)below, n);
+	else if (roce_wr_is_atomic(w->opcode))
+		tq->tp->stats.atomics_sent++;
+	tq->sent_since_rewind += n;
+	if (roce_psn_diff(end, tq->psn_hwm) > 0)
+		tq->psn_hwm = end;
+}
+
+/* Open a batch with packet 0 of w, built in p (fields f, payload at
+ * payload): false if its payload cannot be referenced from the run's
+ * description (then it goes alone). */
+static bool req_batch_open(struct roce_tq *tq, struct req_batch *b, struct roce_swqe *w,
+			   struct pkt *p, const struct roce_hdr_fields *f, uint8_t *payload)
+{
+	struct roce_run *r = roce_run_begin(p);
+	uint32_t niov = 0;
+
+	/* (at most PKT_REF_IOV pieces: a batch that stays one packet is
+	 * an ordinary frame, whose reference holds that many) */
+	if (!r || roce_mem_ref_swqe(tq, w, 0, w->length, r->iov, PKT_REF_IOV, &niov) || !niov)
+		return false;
+	r->path = tq->path;
+	r->f = *f;
+	r->op[0] = f->opcode;
+	r->plen[0] = (uint16_t)w->length;
+	r->ackreq = f->ackreq;
+	r->se = f->se;
+	b->p = p;
+	b->n = 1;
+	b->niov = niov;
+	b->bytes = w->length;
+	b->payload_off = (uint32_t)(payload - p->data);
+	return true;
+}
+
+/* Packet 0 of w (PSN psn) into the open batch: false if it does not fit
+ * (the batch is full, its payload pieces do not fit or a key fails: it
+ * goes alone, and fails there as the framed path does). */
+static bool req_batch_add(struct roce_tq *tq, struct req_batch *b, struct roce_swqe *w,
+			  uint32_t psn, uint32_t turn_left)
+{
+	struct roce_run *r = roce_run_of(b->p);
+	uint32_t k = b->n, niov = 0;
+
+	if (k >= MIN(tq->tp->run_max, (uint32_t)ROCE_RUN_MAX) ||
+	    psn != roce_psn_add(r->f.psn, k) || b->niov >= ROCE_RUN_IOV ||
+	    roce_mem_ref_swqe(tq, w, 0, w->length, r->iov + b->niov, ROCE_RUN_IOV - b->niov,
+			      &niov) || !niov)
+		return false;
+	r->op[k] = req_opcode(VIRTIO_IB_QPT_RC, w, 0);
+	r->plen[k] = (uint16_t)w->length;
+	if (w->opcode == VIRTIO_IB_WR_RDMA_WRITE) {
+		roce_reth_set_va(&r->reth[k], w->remote_addr);
+		roce_reth_set_rkey(&r->reth[k], w->rkey);
+		roce_reth_set_len(&r->reth[k], w->length);
+	}
+	if (req_ackreq(tq, w, 0, psn, turn_left <= 1, roce_recover_window(tq)))
+		r->ackreq |= 1ull << k;
+	if (w->opcode == VIRTIO_IB_WR_SEND && (w->flags & VIRTIO_IB_SEND_SOLICITED))
+		r->se |= 1ull << k;
+	b->n++;
+	b->niov += niov;
+	b->bytes += w->length;
+	return true;
+}
+
+/* Send the open batch, if any: one frame, or a run of several messages. */
+static void req_batch_flush(struct roce_tq *tq, struct req_batch *b)
+{
+	struct roce_tp *tp = tq->tp;
+	struct pkt *p = b->p;
+	struct roce_run *r;
+
+	if (!p)
+		return;
+	b->p = NULL;
+	r = roce_run_of(p);
+	if (b->n == 1) {
+		pkt_ref_attach(p, b->payload_off, r->iov, b->niov, r->plen[0]);
+	} else {
+		roce_run_seal(p, b->n, b->niov, b->bytes);
+		tp->stats.tx_runs++;
+		tp->stats.tx_run_pkts += b->n;
+		tp->stats.tx_run_msgs += b->n;
+	}
+	roce_pkt_finalize(p, ROCE_TX_F_SKIP_ICRC);
+	roce_tp_xmit(tp, p, &tq->path);
+}
+
 /* Build and send packet k of w, or (n > 1) a run of packets k..k+n-1 when
  * their payload can be one reference. turn_left: packets left in the turn
  * (the last one asks for an ACK). Returns the packets sent (0 for -ENOBUFS:
  * try later), or minus a WC status (the WR fails). */
 static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uint32_t n,
-			uint32_t turn_left)
+			uint32_t turn_left, struct req_batch *b)
 {
 	struct roce_tp *tp = tq->tp;
 	struct rres_qp *qp = tq->qp;
@@ -187,9 +324,20 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uin
 	const struct roce_path *path;
 	uint32_t off = 0, plen = 0, rd_end = 0;
 	uint8_t *payload;
+	bool batch = b && n == 1 && req_batchable(tq, w, k, !b->p);
 	struct pkt *p;
 	int st;
 
+	if (b && b->p) {
+		if (batch && req_batch_add(tq, b, w, roce_psn_add(w->first_psn, k), turn_left)) {
+			tp->ip_id++;
+			tp->stats.tx_by_ref++;
+			req_sent_count(tq, w, roce_psn_add(w->first_psn, k), 1);
+			return 1;
+		}
+		req_batch_flush(tq, b);
+		batch = n == 1 && req_batchable(tq, w, k, true);
+	}
 	memset(&f, 0, sizeof(f));
 	f.opcode = req_opcode(qp->type, w, k);
 	f.pkey = ROCE_PKEY_DEFAULT;
@@ -258,6 +406,12 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uin
 		pkt_free(p);
 		return -VIRTIO_IB_WC_LOC_QP_OP_ERR;
 	}
+	if (batch && req_batch_open(tq, b, w, p, &f, payload)) {
+		tp->ip_id++;
+		tp->stats.tx_by_ref++;
+		req_sent_count(tq, w, f.psn, 1);
+		return 1;
+	}
 	st = 0;
 	if (n > 1)
 		st = req_run(tq, w, k, n, turn_left, p, &f, path);
@@ -294,19 +448,8 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uin
 		w->rd_req_end = rd_end;
 		w->rd_seq = ++tq->rd_seq;
 	}
-	if (qp->type == VIRTIO_IB_QPT_RC) {
-		uint32_t end = w->opcode == VIRTIO_IB_WR_RDMA_READ ?
-			       roce_psn_add(w->first_psn, w->npkts) : roce_psn_add(f.psn, n);
-		int32_t below = roce_psn_diff(tq->psn_hwm, f.psn);
-
-		if (below > 0)
-			tp->stats.retransmits += MIN((uint32_t)below, n);
-		else if (roce_wr_is_atomic(w->opcode))
-			tp->stats.atomics_sent++;
-		tq->sent_since_rewind += n;
-		if (roce_psn_diff(end, tq->psn_hwm) > 0)
-			tq->psn_hwm = end;
-	}
+	if (qp->type == VIRTIO_IB_QPT_RC)
+		req_sent_count(tq, w, f.psn, n);
 	if (tq->cc)
 		roce_cc_sent(tq, p->len);
 	roce_tp_xmit(tp, p, path);
@@ -447,6 +590,7 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 	struct rres_qp *qp = tq->qp;
 	bool rc = qp->type == VIRTIO_IB_QPT_RC;
 	bool ud = qp->type == VIRTIO_IB_QPT_UD || qp->type == VIRTIO_IB_QPT_GSI;
+	struct req_batch b = { .p = NULL };
 	uint32_t sent = 0, ops = 0;
 
 	*more = false;
@@ -509,7 +653,9 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			if ((w->flags & VIRTIO_IB_SEND_FENCE) && tq->rd_out)
 				break;
 			if (roce_wr_is_local(w->opcode)) {
-				/* Runs once, now; consumes no PSN. */
+				/* Runs once, now, after what is before it went
+				 * out; consumes no PSN. */
+				req_batch_flush(tq, &b);
 				w->first_psn = tq->sq_psn;
 				w->npkts = 0;
 				w->started = true;
@@ -580,7 +726,7 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 		 * send again for a while, and its packets must not wait for the
 		 * retransmit timer to be acknowledged. */
 		left = budget - sent - ops;
-		r = req_send_pkt(tq, w, w->next, rc ? req_run_len(tq, w, left) : 1, left);
+		r = req_send_pkt(tq, w, w->next, rc ? req_run_len(tq, w, left) : 1, left, &b);
 		if (r == 0) {
 			*more = true;
 			break;
@@ -608,6 +754,7 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			}
 		}
 	}
+	req_batch_flush(tq, &b);
 	if (sent + ops >= budget)
 		*more = true;
 	if (rc && sent)
@@ -639,7 +786,7 @@ bool roce_req_resend_psn(struct roce_tq *tq, uint32_t psn, bool rd_atomic_ok)
 		}
 		if (w->state == ROCE_WQE_DONE && w->bad)
 			return false;
-		return req_send_pkt(tq, w, (uint32_t)k, 1, 1) > 0;
+		return req_send_pkt(tq, w, (uint32_t)k, 1, 1, NULL) > 0;
 	}
 	return false;
 }
@@ -683,7 +830,7 @@ int roce_req_read_fill(struct roce_tq *tq, struct roce_swqe *w)
 
 	if (!w->started || w->rd_rcvd >= w->npkts || w->bad)
 		return -1;
-	r = req_send_pkt(tq, w, w->rd_rcvd, 1, 1);
+	r = req_send_pkt(tq, w, w->rd_rcvd, 1, 1, NULL);
 	return r > 0 ? 1 : r == 0 ? 0 : -1;
 }
 

@@ -342,6 +342,11 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 	struct roce_aeth aeth;
 	struct pkt_ref ref;
 	uint64_t off = run_bytes(r, 0, from);
+	/* the first piece that may hold byte off, and where it starts (a run
+	 * of many messages has a piece or more per packet: no scan from the
+	 * first piece for each) */
+	uint32_t iv = 0;
+	uint64_t iv_off = 0;
 
 	roce_immdt_set_raw(&immdt, r->f.imm);
 	put_be32(ieth.rkey, r->f.ieth_rkey);
@@ -382,8 +387,10 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 		pi.payload = NULL;
 		pi.payload_len = plen;
 		ref.len = plen;
-		ref.niov = plen ? iov_slice(p->ref.iov, p->ref.niov, off, plen, slice,
-					    ROCE_RUN_IOV) : 0;
+		while (iv < p->ref.niov && off - iv_off >= p->ref.iov[iv].iov_len)
+			iv_off += p->ref.iov[iv++].iov_len;
+		ref.niov = plen ? iov_slice(p->ref.iov + iv, p->ref.niov - iv, off - iv_off, plen,
+					    slice, ROCE_RUN_IOV) : 0;
 		off += plen;
 		if (plen && !ref.niov) {
 			/* its payload is gone (a failed fill): lost */
@@ -404,8 +411,8 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 					ack_k = (int32_t)(j - k);
 			gref.iov = gslice;
 			gref.len = total;
-			gref.niov = iov_slice(p->ref.iov, p->ref.niov, off - plen, total, gslice,
-					      ROCE_RUN_IOV);
+			gref.niov = iov_slice(p->ref.iov + iv, p->ref.niov - iv, off - plen - iv_off,
+					      total, gslice, ROCE_RUN_IOV);
 			pi.payload_len = total;
 			pi.payload_ref = &gref;
 			if (gref.niov && roce_resp_rx_bulk(tq, &pi, end - k, last, ack_k)) {

@@ -67,6 +67,7 @@
 	X(tx_by_ref)        /* payloads left in our memory (one copy) */       \
 	X(tx_runs)          /* frames standing for several packets */          \
 	X(tx_run_pkts)      /* ... packets they stood for */                   \
+	X(tx_run_msgs)      /* runs of single-packet messages: messages */     \
 	X(acks_sent)                                                           \
 	X(naks_sent)                                                           \
 	X(rnr_naks_sent)                                                       \

@@ -311,28 +311,22 @@ static int capture_ops(struct capture *c, bool runs, uint64_t *va_base, uint64_t
 	return rc;
 }
 
-/* A capture of runs holds the frames the framed path sends, byte for byte
- * (the RETH's VA taken relative to the target buffer, which is elsewhere in
- * each pair; every ICRC verified). */
-static void test_split_equals_framed(void)
+/* Captures framed and split hold the same frames byte for byte (the RETH's
+ * VA taken relative to the target buffer, base_f and base_s, which is
+ * elsewhere in each pair; every ICRC verified). */
+static void capture_same(struct capture *framed, uint64_t base_f, struct capture *split,
+			 uint64_t base_s)
 {
-	static struct capture framed, split;
-	uint64_t base_f, base_s, nsplit_f, nsplit_s, bytes_f, bytes_s;
-
-	REQUIRE(capture_ops(&framed, false, &base_f, &nsplit_f, &bytes_f) == 0);
-	REQUIRE(capture_ops(&split, true, &base_s, &nsplit_s, &bytes_s) == 0);
-	CHECK_EQ(bytes_f, bytes_s); /* a run counts the bytes of its frames */
-	CHECK_EQ(nsplit_f, 0);
-	CHECK(nsplit_s > 0);
-	CHECK_EQ(framed.n, split.n);
-	for (uint32_t i = 0; i < MIN(framed.n, split.n); i++) {
-		uint8_t *f = framed.frame[i], *s = split.frame[i];
-		uint32_t len = framed.len[i];
+	CHECK_EQ(framed->n, split->n);
+	for (uint32_t i = 0; i < MIN(framed->n, split->n); i++) {
+		uint8_t *f = framed->frame[i], *s = split->frame[i];
+		uint32_t len = framed->len[i];
 		uint8_t op = f[42];
 
-		if (len != split.len[i]) {
+		if (len != split->len[i]) {
 			printf("#   frame %u (opcode %u): %u bytes, split %u\n", i, op, len,
-			       split.len[i]);
+			       split->len[i]);
+			CHECK_EQ(len, split->len[i]);
 			break;
 		}
 		if (op == ROCE_OP_RC_RDMA_WRITE_FIRST || op == ROCE_OP_RC_RDMA_WRITE_ONLY ||
@@ -351,8 +345,203 @@ static void test_split_equals_framed(void)
 			break;
 		}
 	}
-	capture_free(&framed);
-	capture_free(&split);
+	capture_free(framed);
+	capture_free(split);
+}
+
+/* A capture of runs holds the frames the framed path sends. */
+static void test_split_equals_framed(void)
+{
+	static struct capture framed, split;
+	uint64_t base_f, base_s, nsplit_f, nsplit_s, bytes_f, bytes_s;
+
+	REQUIRE(capture_ops(&framed, false, &base_f, &nsplit_f, &bytes_f) == 0);
+	REQUIRE(capture_ops(&split, true, &base_s, &nsplit_s, &bytes_s) == 0);
+	CHECK_EQ(bytes_f, bytes_s); /* a run counts the bytes of its frames */
+	CHECK_EQ(nsplit_f, 0);
+	CHECK(nsplit_s > 0);
+	capture_same(&framed, base_f, &split, base_s);
+}
+
+/* ---- runs of single-packet messages ---- */
+
+#define BURST 48
+#define BURST_STRIDE 4096u
+
+/* Message i of a burst: the first a WRITE with immediate data (it may lead
+ * a run, not join one), then WRITEs and SENDs in twos, 1 byte to an MTU,
+ * every fifth SEND solicited; message 20 is three packets (it ends a run)
+ * and message 33 a SEND with immediate data (it starts one). */
+static void burst_msg(uint32_t i, uint8_t *op, uint32_t *len, uint8_t *flags)
+{
+	*op = i == 0 ? VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM :
+	      i == 33 ? VIRTIO_IB_WR_SEND_WITH_IMM :
+	      (i / 2) % 2 ? VIRTIO_IB_WR_SEND : VIRTIO_IB_WR_RDMA_WRITE;
+	*len = i == 20 ? 3 * MTU : 1 + (i * 211) % MTU;
+	*flags = VIRTIO_IB_SEND_SIGNALED;
+	if (*op == VIRTIO_IB_WR_SEND && i % 5 == 0)
+		*flags |= VIRTIO_IB_SEND_SOLICITED;
+}
+
+static bool burst_recv(uint8_t op)
+{
+	return op != VIRTIO_IB_WR_RDMA_WRITE;
+}
+
+/* Post the BURST messages of round seed from a to b at once (the receives
+ * first): the requester finds them together in its send queue. */
+static bool burst_post(struct pair *p, uint32_t seed)
+{
+	static struct fk_sge ls[BURST][4], rs[BURST];
+
+	for (uint32_t i = 0; i < BURST; i++) {
+		uint8_t *src = p->ma.buf + i * BURST_STRIDE + i % 7;
+		uint8_t *dst = p->mb.buf + i * BURST_STRIDE + 3;
+		struct fk_wr wr = { .wr_id = 500 + i, .trunc = -1, .imm = htobe32(seed + i) };
+		uint32_t len;
+
+		burst_msg(i, &wr.opcode, &len, &wr.flags);
+		fk_fill(src, len, seed + i);
+		memset(dst, 0x5a, (size_t)len + 64);
+		fk_wr_source(&wr, ls[i], src, len, 1 + i % 3, false, p->ma.lkey);
+		if (wr.opcode == VIRTIO_IB_WR_RDMA_WRITE ||
+		    wr.opcode == VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM) {
+			wr.remote_addr = (uintptr_t)dst;
+			wr.rkey = p->mb.rkey;
+		}
+		if (burst_recv(wr.opcode)) {
+			bool imm_write = wr.opcode == VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM;
+
+			rs[i] = (struct fk_sge){ dst, len, p->mb.lkey };
+			if (fk_post_recv(p->b, &p->qb, 900 + i, &rs[i], imm_write ? 0 : 1))
+				return false;
+		}
+		if (fk_post_send(p->a, &p->qa, &wr))
+			return false;
+	}
+	return true;
+}
+
+/* Every completion of round seed in order, and the data byte for byte. */
+static void burst_check(struct pair *p, uint32_t seed)
+{
+	static struct virtio_rdma_cq_req wc[BURST];
+	uint32_t nrecv = 0, r = 0;
+
+	for (uint32_t i = 0; i < BURST; i++) {
+		uint8_t op, flags;
+		uint32_t len;
+
+		burst_msg(i, &op, &len, &flags);
+		nrecv += burst_recv(op);
+	}
+	CHECK_EQ(fk_wait_cq(&p->env, p->a, p->cqa, wc, BURST, WAIT_MS), BURST);
+	for (uint32_t i = 0; i < BURST; i++) {
+		CHECK_EQ(wc[i].wr_id, 500 + i);
+		CHECK_EQ(wc[i].status, VIRTIO_IB_WC_SUCCESS);
+	}
+	CHECK_EQ(fk_wait_cq(&p->env, p->b, p->cqb, wc, nrecv, WAIT_MS), nrecv);
+	for (uint32_t i = 0; i < BURST; i++) {
+		const uint8_t *src = p->ma.buf + i * BURST_STRIDE + i % 7;
+		const uint8_t *dst = p->mb.buf + i * BURST_STRIDE + 3;
+		uint8_t op, flags;
+		uint32_t len;
+
+		burst_msg(i, &op, &len, &flags);
+		if (burst_recv(op) && r < nrecv) {
+			CHECK_EQ(wc[r].wr_id, 900 + i);
+			CHECK_EQ(wc[r].status, VIRTIO_IB_WC_SUCCESS);
+			if (op != VIRTIO_IB_WR_SEND)
+				CHECK_EQ(wc[r].imm_data, htobe32(seed + i));
+			if (op != VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM)
+				CHECK_EQ(wc[r].byte_len, len);
+			r++;
+		}
+		CHECK(memcmp(src, dst, len) == 0);
+		CHECK_EQ(dst[len], 0x5a);
+	}
+	fk_ring_reap(p->qa.sq);
+	fk_ring_reap(p->qb.rq);
+}
+
+/* Single-packet SENDs and WRITEs posted together go as runs of several
+ * messages; the responder takes them as runs: completions in order, data
+ * byte for byte. */
+static void test_message_runs(void)
+{
+	struct pair p;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	for (uint32_t round = 0; round < 3; round++) {
+		REQUIRE(burst_post(&p, round * 1000));
+		burst_check(&p, round * 1000);
+	}
+	CHECK(p.a->tp->stats.tx_run_msgs > BURST);
+	CHECK(p.b->tp->stats.rx_runs > 0);
+	CHECK_EQ(p.a->tp->stats.retransmits, 0);
+	CHECK_EQ(p.b->tp->stats.rx_bytes, p.a->tp->stats.tx_bytes);
+	fk_env_fini(&p.env);
+}
+
+/* A burst on a fresh pair with a capture; runs on or off. */
+static int capture_burst(struct capture *c, bool runs, uint64_t *va_base, uint64_t *msgs)
+{
+	char path[] = "/tmp/vrdma_run_XXXXXX";
+	int fd = mkstemp(path), rc;
+	struct pair p;
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	if (!runs)
+		p.a->tp->run_max = 1;
+	*va_base = (uintptr_t)p.mb.buf;
+	if (sw_set_pcap(p.env.sw, path))
+		abort();
+	CHECK(burst_post(&p, 7));
+	burst_check(&p, 7);
+	sw_set_pcap(p.env.sw, NULL);
+	*msgs = p.a->tp->stats.tx_run_msgs;
+	CHECK_EQ(p.b->tp->stats.rx_runs, 0); /* all split before the capture */
+	fk_env_fini(&p.env);
+	rc = capture_read(path, c);
+	unlink(path);
+	return rc;
+}
+
+/* A capture of runs of several messages holds the frames the framed path
+ * sends for them (each packet's own RETH, SE and AckReq). */
+static void test_message_runs_split(void)
+{
+	static struct capture framed, split;
+	uint64_t base_f, base_s, msgs_f, msgs_s;
+
+	REQUIRE(capture_burst(&framed, false, &base_f, &msgs_f) == 0);
+	REQUIRE(capture_burst(&split, true, &base_s, &msgs_s) == 0);
+	CHECK_EQ(msgs_f, 0);
+	CHECK(msgs_s > 0);
+	capture_same(&framed, base_f, &split, base_s);
+}
+
+/* Faults on runs of several messages (a dropped packet a hole, a faulted
+ * one cuts the run): RC recovers them all, completions in order and data
+ * intact. */
+static void test_message_runs_fault(void)
+{
+	struct fault_cfg cfg;
+	struct pair p;
+
+	pair_init_t(&p, VIRTIO_IB_QPT_RC, 14);
+	REQUIRE(fault_cfg_parse(&cfg, "drop=3,dup=2,reorder=2,corrupt=1,seed=5") == 0);
+	REQUIRE(sw_set_fault(p.env.sw, &cfg, NULL) == 0);
+	for (uint32_t round = 0; round < 6; round++) {
+		REQUIRE(burst_post(&p, round * 100));
+		burst_check(&p, round * 100);
+	}
+	CHECK(p.a->tp->stats.tx_run_msgs > 0);
+	CHECK(p.a->tp->stats.retransmits > 0);
+	fk_env_fini(&p.env);
 }
 
 /* The fault injector on runs: a packet it drops is a hole in the run, at
@@ -1755,6 +1944,9 @@ int main(void)
 	RUN(test_read_runs);
 	RUN(test_split_equals_framed);
 	RUN(test_fault_on_runs);
+	RUN(test_message_runs);
+	RUN(test_message_runs_split);
+	RUN(test_message_runs_fault);
 	RUN(test_fault_pass_run_same);
 	RUN(test_rewind_mid_run);
 	RUN(test_run_tail_after_gap);
