@@ -50,7 +50,7 @@ struct pkt {
 /* pkt->flags */
 #define PKT_F_LOCAL_ICRC_SKIPPED 0x1 /* see docs/design.md: ICRC between local devices */
 #define PKT_F_PAYLOAD_REF        0x2 /* payload not in buf yet: pkt->ref */
-#define PKT_F_RUN                0x4 /* a run of npkts packets of one message
+#define PKT_F_RUN                0x4 /* a run of npkts packets of one QP
 				      * (docs/design.md "Runs between local
 				      * devices"): data holds the first one's
 				      * frame, the transport's description of

@@ -310,8 +310,10 @@ static void req_batch_flush(struct roce_tq *tq, struct req_batch *b)
 
 /* Build and send packet k of w, or (n > 1) a run of packets k..k+n-1 when
  * their payload can be one reference. turn_left: packets left in the turn
- * (the last one asks for an ACK). Returns the packets sent (0 for -ENOBUFS:
- * try later), or minus a WC status (the WR fails). */
+ * (the last one asks for an ACK). With b, a single-packet SEND or WRITE may
+ * go into the open batch instead, sent by req_batch_flush (before it, any
+ * other packet flushes the batch). Returns the packets sent or batched (0
+ * for -ENOBUFS: try later), or minus a WC status (the WR fails). */
 static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uint32_t n,
 			uint32_t turn_left, struct req_batch *b)
 {

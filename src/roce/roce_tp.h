@@ -26,8 +26,9 @@
  *                 DCQCN reaction point and its pacer
  *   roce_neigh.c  destination MAC resolution (ARP, IPv6 ND) and answering
  *                 ARP / NS for the device's own addresses
- *   roce_run.c    runs: one frame for several packets of a message between
- *                 local devices, split into real frames where one must exist
+ *   roce_run.c    runs: one frame for several packets of a message, or for
+ *                 consecutive small messages, between local devices, split
+ *                 into real frames where one must exist
  *
  * Everything runs on the device's loop thread: no locks. Nothing is
  * allocated per packet (frames come from pkt_alloc's free list; WQE slots

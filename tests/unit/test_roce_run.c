@@ -525,22 +525,119 @@ static void test_message_runs_split(void)
 }
 
 /* Faults on runs of several messages (a dropped packet a hole, a faulted
- * one cuts the run): RC recovers them all, completions in order and data
- * intact. */
+ * one cuts the run, what follows a hole kept): RC recovers them all,
+ * completions in order and data intact. */
 static void test_message_runs_fault(void)
 {
+	struct roce_run_stats s0, s1;
 	struct fault_cfg cfg;
 	struct pair p;
 
 	pair_init_t(&p, VIRTIO_IB_QPT_RC, 14);
 	REQUIRE(fault_cfg_parse(&cfg, "drop=3,dup=2,reorder=2,corrupt=1,seed=5") == 0);
 	REQUIRE(sw_set_fault(p.env.sw, &cfg, NULL) == 0);
+	roce_run_get_stats(&s0);
 	for (uint32_t round = 0; round < 6; round++) {
 		REQUIRE(burst_post(&p, round * 100));
 		burst_check(&p, round * 100);
 	}
+	roce_run_get_stats(&s1);
 	CHECK(p.a->tp->stats.tx_run_msgs > 0);
 	CHECK(p.a->tp->stats.retransmits > 0);
+	CHECK(s1.holes - s0.holes > 0);
+	CHECK(s1.runs_cut - s0.runs_cut > 0);
+	CHECK(p.b->tp->stats.rx_kept > 0);
+	fk_env_fini(&p.env);
+}
+
+static bool rnr_sent(void *arg)
+{
+	return ((struct pair *)arg)->b->tp->stats.rnr_naks_sent > 0;
+}
+
+/* Eight 100-byte SENDs posted together, receives for the first three only:
+ * the run's fourth packet is answered RNR and nothing from it on is
+ * placed; once the receives are there every SEND completes, in order. */
+static void test_message_runs_rnr(void)
+{
+	static struct fk_sge ls[8], rs[8];
+	struct virtio_rdma_cq_req wc[8];
+	struct pair p;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	memset(p.mb.buf, 0x5a, 8 * 256);
+	for (uint32_t i = 0; i < 8; i++) {
+		struct fk_wr wr = { .wr_id = 10 + i, .opcode = VIRTIO_IB_WR_SEND, .trunc = -1,
+				    .flags = VIRTIO_IB_SEND_SIGNALED };
+
+		fk_fill(p.ma.buf + i * 256, 100, 40 + i);
+		rs[i] = (struct fk_sge){ p.mb.buf + i * 256, 100, p.mb.lkey };
+		if (i < 3)
+			REQUIRE(fk_post_recv(p.b, &p.qb, 70 + i, &rs[i], 1) == 0);
+		fk_wr_source(&wr, &ls[i], p.ma.buf + i * 256, 100, 1, false, p.ma.lkey);
+		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+	}
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 3, WAIT_MS), 3);
+	CHECK(fk_run_until(&p.env, rnr_sent, &p, WAIT_MS));
+	CHECK(p.a->tp->stats.tx_run_msgs >= 8);
+	for (uint32_t k = 3 * 256; k < 8 * 256; k++)
+		if (p.mb.buf[k] != 0x5a) {
+			CHECK_EQ(p.mb.buf[k], 0x5a);
+			break;
+		}
+	for (uint32_t i = 3; i < 8; i++)
+		REQUIRE(fk_post_recv(p.b, &p.qb, 70 + i, &rs[i], 1) == 0);
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc + 3, 5, WAIT_MS), 5);
+	for (uint32_t i = 0; i < 8; i++) {
+		CHECK_EQ(wc[i].wr_id, 10 + i);
+		CHECK_EQ(wc[i].status, VIRTIO_IB_WC_SUCCESS);
+	}
+	CHECK_EQ(fk_wait_cq(&p.env, p.b, p.cqb, wc, 8, WAIT_MS), 8);
+	for (uint32_t i = 0; i < 8; i++) {
+		CHECK_EQ(wc[i].wr_id, 70 + i);
+		CHECK_EQ(wc[i].status, VIRTIO_IB_WC_SUCCESS);
+		CHECK_EQ(wc[i].byte_len, 100);
+		CHECK(memcmp(p.ma.buf + i * 256, p.mb.buf + i * 256, 100) == 0);
+	}
+	fk_env_fini(&p.env);
+}
+
+/* Eight 100-byte WRITEs posted together, the fifth with a bad R_Key: the
+ * first four are placed and complete, the fifth completes with a remote
+ * access error, the rest are flushed; nothing from the fifth on placed. */
+static void test_message_runs_access_error(void)
+{
+	static struct fk_sge ls[8];
+	struct virtio_rdma_cq_req wc[8];
+	struct pair p;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	memset(p.mb.buf, 0x5a, 8 * 256);
+	for (uint32_t i = 0; i < 8; i++) {
+		struct fk_wr wr = { .wr_id = 10 + i, .opcode = VIRTIO_IB_WR_RDMA_WRITE,
+				    .trunc = -1, .flags = VIRTIO_IB_SEND_SIGNALED };
+
+		fk_fill(p.ma.buf + i * 256, 100, 60 + i);
+		fk_wr_source(&wr, &ls[i], p.ma.buf + i * 256, 100, 1, false, p.ma.lkey);
+		wr.remote_addr = (uintptr_t)(p.mb.buf + i * 256);
+		wr.rkey = i == 4 ? p.mb.rkey ^ 0x100 : p.mb.rkey;
+		REQUIRE(fk_post_send(p.a, &p.qa, &wr) == 0);
+	}
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 8, WAIT_MS), 8);
+	for (uint32_t i = 0; i < 8; i++) {
+		CHECK_EQ(wc[i].wr_id, 10 + i);
+		CHECK_EQ(wc[i].status, i < 4 ? VIRTIO_IB_WC_SUCCESS :
+				       i == 4 ? VIRTIO_IB_WC_REM_ACCESS_ERR :
+						VIRTIO_IB_WC_WR_FLUSH_ERR);
+	}
+	CHECK(p.a->tp->stats.tx_run_msgs >= 8);
+	CHECK(memcmp(p.ma.buf, p.mb.buf, 100) == 0);
+	CHECK(memcmp(p.ma.buf + 3 * 256, p.mb.buf + 3 * 256, 100) == 0);
+	for (uint32_t k = 4 * 256; k < 8 * 256; k++)
+		if (p.mb.buf[k] != 0x5a) {
+			CHECK_EQ(p.mb.buf[k], 0x5a);
+			break;
+		}
 	fk_env_fini(&p.env);
 }
 
@@ -1947,6 +2044,8 @@ int main(void)
 	RUN(test_message_runs);
 	RUN(test_message_runs_split);
 	RUN(test_message_runs_fault);
+	RUN(test_message_runs_rnr);
+	RUN(test_message_runs_access_error);
 	RUN(test_fault_pass_run_same);
 	RUN(test_rewind_mid_run);
 	RUN(test_run_tail_after_gap);

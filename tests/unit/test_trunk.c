@@ -547,6 +547,55 @@ static unsigned x_wait_cq(struct xpair *p, struct fk_dev *d, uint32_t cqn,
 	return 0;
 }
 
+/* Small WRITEs and SENDs posted together cross as runs of messages (each
+ * packet with its own RETH and payload): completions in order, data byte
+ * for byte. */
+static void messages_across(struct xpair *p)
+{
+	static struct fk_sge ls[16], rs[16];
+	struct virtio_rdma_cq_req wc;
+	uint64_t msgs0 = roce_tp_get_stats(p->a->tp)->tx_run_msgs;
+
+	for (uint32_t i = 0; i < 16; i++) {
+		bool send = i % 2;
+		uint32_t len = 1 + i * 61;
+		struct fk_wr wr = { .wr_id = 300 + i, .trunc = -1, .flags = VIRTIO_IB_SEND_SIGNALED,
+				    .opcode = send ? VIRTIO_IB_WR_SEND : VIRTIO_IB_WR_RDMA_WRITE };
+		uint8_t *src = p->ma.buf + i * 1024, *dst = p->mb.buf + i * 1024 + 5;
+
+		fk_fill(src, len, 90 + i);
+		memset(dst, 0x5a, len + 8);
+		fk_sges_split(&ls[i], 1, src, len, p->ma.lkey);
+		wr.sge = &ls[i];
+		wr.nsge = 1;
+		if (send) {
+			rs[i] = (struct fk_sge){ dst, len, p->mb.lkey };
+			REQUIRE(fk_post_recv(p->b, &p->qb, 400 + i, &rs[i], 1) == 0);
+		} else {
+			wr.remote_addr = (uintptr_t)dst;
+			wr.rkey = p->mb.rkey;
+		}
+		REQUIRE(fk_post_send(p->a, &p->qa, &wr) == 0);
+	}
+	for (uint32_t i = 0; i < 16; i++) {
+		CHECK_EQ(x_wait_cq(p, p->a, p->cqa, &wc), 1);
+		CHECK_EQ(wc.wr_id, 300 + i);
+		CHECK_EQ(wc.status, VIRTIO_IB_WC_SUCCESS);
+	}
+	for (uint32_t i = 1; i < 16; i += 2) {
+		CHECK_EQ(x_wait_cq(p, p->b, p->cqb, &wc), 1);
+		CHECK_EQ(wc.wr_id, 400 + i);
+		CHECK_EQ(wc.byte_len, 1 + i * 61);
+	}
+	for (uint32_t i = 0; i < 16; i++) {
+		CHECK(memcmp(p->ma.buf + i * 1024, p->mb.buf + i * 1024 + 5, 1 + i * 61) == 0);
+		CHECK_EQ(p->mb.buf[i * 1024 + 5 + 1 + i * 61], 0x5a);
+	}
+	CHECK(roce_tp_get_stats(p->a->tp)->tx_run_msgs > msgs0);
+	fk_ring_reap(p->qa.sq);
+	fk_ring_reap(p->qb.rq);
+}
+
 static void roce_across(void)
 {
 	static const uint32_t sizes[] = { 1, 1023, 1025, 4097, 65536, 1u << 20 };
@@ -601,6 +650,7 @@ static void roce_across(void)
 	CHECK(roce_tp_get_stats(p.b->tp)->rx_runs > 0);
 	CHECK_EQ(roce_tp_get_stats(p.b->tp)->rx_queue_full, 0u);
 	CHECK_EQ(roce_tp_get_stats(p.a->tp)->rx_queue_full, 0u);
+	messages_across(&p);
 	xpair_fini(&p);
 	CHECK_EQ(pkt_outstanding(), base);
 }
