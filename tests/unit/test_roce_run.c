@@ -53,6 +53,17 @@ static void pair_init(struct pair *p, uint8_t type)
 	pair_init_t(p, type, 0);
 }
 
+/* An RC pair with a retransmit timer and the fault injector (spec) on its
+ * switch. */
+static void pair_init_fault(struct pair *p, const char *spec)
+{
+	struct fault_cfg cfg;
+
+	pair_init_t(p, VIRTIO_IB_QPT_RC, 14);
+	REQUIRE(fault_cfg_parse(&cfg, spec) == 0);
+	REQUIRE(sw_set_fault(p->env.sw, &cfg, NULL) == 0);
+}
+
 /* The first PSN of the first WR a sent. */
 static uint32_t first_psn(struct pair *p)
 {
@@ -274,9 +285,13 @@ static void capture_free(struct capture *c)
 	c->n = 0;
 }
 
-/* The same messages on a fresh pair with a capture; runs on or off. */
-static int capture_ops(struct capture *c, bool runs, uint64_t *va_base, uint64_t *split,
-		       uint64_t *tx_bytes)
+static bool burst_post(struct pair *p, uint32_t seed);
+static void burst_check(struct pair *p, uint32_t seed);
+
+/* The same messages on a fresh pair with a capture, one at a time or (burst)
+ * posted together; runs on or off. */
+static int capture_ops(struct capture *c, bool runs, bool burst, uint64_t *va_base,
+		       uint64_t *split, uint64_t *tx_bytes)
 {
 	char path[] = "/tmp/vrdma_run_XXXXXX";
 	struct roce_run_stats s0, s1;
@@ -294,9 +309,15 @@ static int capture_ops(struct capture *c, bool runs, uint64_t *va_base, uint64_t
 	roce_run_get_stats(&s0);
 	if (sw_set_pcap(p.env.sw, path))
 		abort();
-	for (unsigned o = 0; o < ARRAY_SIZE(ops); o++)
-		for (unsigned i = 0; i < 10; i++)
-			CHECK(do_op(&p, ops[o], sizes[i], 1 + i % 4, false, seed++));
+	if (burst) {
+		CHECK(burst_post(&p, 7));
+		burst_check(&p, 7);
+		CHECK_EQ(p.a->tp->stats.tx_run_msgs > 0, runs);
+	} else {
+		for (unsigned o = 0; o < ARRAY_SIZE(ops); o++)
+			for (unsigned i = 0; i < 10; i++)
+				CHECK(do_op(&p, ops[o], sizes[i], 1 + i % 4, false, seed++));
+	}
 	sw_set_pcap(p.env.sw, NULL);
 	roce_run_get_stats(&s1);
 	*split = s1.frames_split - s0.frames_split;
@@ -355,8 +376,8 @@ static void test_split_equals_framed(void)
 	static struct capture framed, split;
 	uint64_t base_f, base_s, nsplit_f, nsplit_s, bytes_f, bytes_s;
 
-	REQUIRE(capture_ops(&framed, false, &base_f, &nsplit_f, &bytes_f) == 0);
-	REQUIRE(capture_ops(&split, true, &base_s, &nsplit_s, &bytes_s) == 0);
+	REQUIRE(capture_ops(&framed, false, false, &base_f, &nsplit_f, &bytes_f) == 0);
+	REQUIRE(capture_ops(&split, true, false, &base_s, &nsplit_s, &bytes_s) == 0);
 	CHECK_EQ(bytes_f, bytes_s); /* a run counts the bytes of its frames */
 	CHECK_EQ(nsplit_f, 0);
 	CHECK(nsplit_s > 0);
@@ -483,44 +504,18 @@ static void test_message_runs(void)
 	fk_env_fini(&p.env);
 }
 
-/* A burst on a fresh pair with a capture; runs on or off. */
-static int capture_burst(struct capture *c, bool runs, uint64_t *va_base, uint64_t *msgs)
-{
-	char path[] = "/tmp/vrdma_run_XXXXXX";
-	int fd = mkstemp(path), rc;
-	struct pair p;
-
-	if (fd < 0)
-		return -1;
-	close(fd);
-	pair_init(&p, VIRTIO_IB_QPT_RC);
-	if (!runs)
-		p.a->tp->run_max = 1;
-	*va_base = (uintptr_t)p.mb.buf;
-	if (sw_set_pcap(p.env.sw, path))
-		abort();
-	CHECK(burst_post(&p, 7));
-	burst_check(&p, 7);
-	sw_set_pcap(p.env.sw, NULL);
-	*msgs = p.a->tp->stats.tx_run_msgs;
-	CHECK_EQ(p.b->tp->stats.rx_runs, 0); /* all split before the capture */
-	fk_env_fini(&p.env);
-	rc = capture_read(path, c);
-	unlink(path);
-	return rc;
-}
-
 /* A capture of runs of several messages holds the frames the framed path
  * sends for them (each packet's own RETH, SE and AckReq). */
 static void test_message_runs_split(void)
 {
 	static struct capture framed, split;
-	uint64_t base_f, base_s, msgs_f, msgs_s;
+	uint64_t base_f, base_s, nsplit_f, nsplit_s, bytes_f, bytes_s;
 
-	REQUIRE(capture_burst(&framed, false, &base_f, &msgs_f) == 0);
-	REQUIRE(capture_burst(&split, true, &base_s, &msgs_s) == 0);
-	CHECK_EQ(msgs_f, 0);
-	CHECK(msgs_s > 0);
+	REQUIRE(capture_ops(&framed, false, true, &base_f, &nsplit_f, &bytes_f) == 0);
+	REQUIRE(capture_ops(&split, true, true, &base_s, &nsplit_s, &bytes_s) == 0);
+	CHECK_EQ(bytes_f, bytes_s);
+	CHECK_EQ(nsplit_f, 0);
+	CHECK(nsplit_s > 0);
 	capture_same(&framed, base_f, &split, base_s);
 }
 
@@ -530,12 +525,9 @@ static void test_message_runs_split(void)
 static void test_message_runs_fault(void)
 {
 	struct roce_run_stats s0, s1;
-	struct fault_cfg cfg;
 	struct pair p;
 
-	pair_init_t(&p, VIRTIO_IB_QPT_RC, 14);
-	REQUIRE(fault_cfg_parse(&cfg, "drop=3,dup=2,reorder=2,corrupt=1,seed=5") == 0);
-	REQUIRE(sw_set_fault(p.env.sw, &cfg, NULL) == 0);
+	pair_init_fault(&p, "drop=3,dup=2,reorder=2,corrupt=1,seed=5");
 	roce_run_get_stats(&s0);
 	for (uint32_t round = 0; round < 6; round++) {
 		REQUIRE(burst_post(&p, round * 100));
@@ -648,12 +640,9 @@ static void test_message_runs_access_error(void)
 static void test_fault_on_runs(void)
 {
 	struct roce_run_stats s0, s1;
-	struct fault_cfg cfg;
 	struct pair p;
 
-	pair_init_t(&p, VIRTIO_IB_QPT_RC, 14);
-	REQUIRE(fault_cfg_parse(&cfg, "drop=2,dup=2,reorder=2,corrupt=1,seed=9") == 0);
-	REQUIRE(sw_set_fault(p.env.sw, &cfg, NULL) == 0);
+	pair_init_fault(&p, "drop=2,dup=2,reorder=2,corrupt=1,seed=9");
 	roce_run_get_stats(&s0);
 	for (unsigned i = 0; i < 8; i++)
 		CHECK(do_op(&p, ops[i % 4], i == 7 ? (1u << 20) + 3 : 40000 + i * 977, 1 + i % 4,
