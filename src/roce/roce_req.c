@@ -126,7 +126,7 @@ static int req_payload(struct roce_tq *tq, struct roce_swqe *w, uint32_t off, st
 /* Whether packet k of w (PSN psn, the last of the turn: turn_end) asks for
  * an ACK: the last of a message or turn, every ROCE_TP_ACKREQ_EVERY, and
  * near the end of the window (roce_recover_ackreq, as when sq_psn is psn). */
-static bool req_ackreq(const struct roce_tq *tq, const struct roce_swqe *w, uint32_t k,
+static inline bool req_ackreq(const struct roce_tq *tq, const struct roce_swqe *w, uint32_t k,
 		       uint32_t psn, bool turn_end, uint32_t win)
 {
 	if (roce_wr_is_atomic(w->opcode))

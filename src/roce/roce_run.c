@@ -400,8 +400,8 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 		pi.payload_ref = &ref;
 		end = (pi.mask & ROCE_OPF_REQ) ? run_group_end(r, k, n, &last) : k + 1;
 		if (end > k + 1) {
-			/* whole MTUs up to the group's last packet */
-			uint32_t total = (uint32_t)run_bytes(r, k, end);
+			/* whole MTUs (MIDDLE packets) up to the group's last */
+			uint32_t total = (end - k - 1) * plen + run_plen(r, end - 1);
 			int32_t ack_k = -1;
 			struct iovec gslice[ROCE_RUN_IOV];
 			struct pkt_ref gref = ref;
