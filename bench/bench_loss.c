@@ -4,12 +4,13 @@
  * of the real transport engine on one switch (the fake driver rings of
  * tests/unit/roce_tp_fake.h stand in for virtqueues), one RC QP, COUNT RDMA
  * WRITEs (or READs) of LEN bytes, DEPTH outstanding, run once lossless and
- * once through the fault injector (SPEC, default drop=1,seed=1). Prints the
+ * once through the fault injector (SPEC, default drop=1,seed=1). (send:
+ * SENDs, into receives reposted as they complete.) Prints the
  * CPU time of each, their ratio (lossless / lossy: the bandwidth ratio a
  * daemon bound by its CPU would see) and the counters that explain it:
  * frames (runs and single frames), ACKs, NAKs, retransmits.
  *
- *   build/bench/bench_loss [write|read [LEN [COUNT [DEPTH [SPEC]]]]]
+ *   build/bench/bench_loss [write|read|send [LEN [COUNT [DEPTH [SPEC]]]]]
  *   (BENCH_LOSS_ONLY=lossless or lossy: only that run, e.g. under perf)
  */
 #include "unit/roce_tp_fake.h"
@@ -33,22 +34,25 @@ static double cpu_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void run(bool read, uint32_t len, unsigned count, unsigned depth, const char *spec,
+enum op { OP_WRITE, OP_READ, OP_SEND };
+
+static void run(enum op op, uint32_t len, unsigned count, unsigned depth, const char *spec,
 		struct result *r)
 {
+	bool read = op == OP_READ;
 	struct fk_env env;
 	struct fk_dev_cfg dc = { .eth_mtu = 1500, .arena = 256u << 20 };
 	struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_RC, .max_send_sge = 1, .max_recv_sge = 1,
-				.sq_num = 256, .rq_num = 16, .max_send_wr = 256,
-				.max_recv_wr = 16 };
+				.sq_num = 256, .rq_num = 256, .max_send_wr = 256,
+				.max_recv_wr = 256 };
 	struct fk_path path;
 	struct fk_dev *a, *b;
 	struct psec psa, psb;
 	struct fk_qp qa, qb;
 	struct fk_mr ma, mb;
 	struct fault_cfg cfg;
-	unsigned posted = 0, done = 0;
-	uint32_t cqa;
+	unsigned posted = 0, done = 0, recvs = 0;
+	uint32_t cqa, cqb;
 	double t0;
 
 	memset(r, 0, sizeof(*r));
@@ -67,7 +71,7 @@ static void run(bool read, uint32_t len, unsigned count, unsigned depth, const c
 	qa = fk_qp_new(a, &qc);
 	ma = fk_mr_reg(a, qc.pdn, len, FK_ACC_ALL);
 	qc.pdn = fk_pd(b);
-	qc.scq = qc.rcq = fk_cq(b, 1024, 256, true);
+	qc.scq = qc.rcq = cqb = fk_cq(b, 1024, 256, true);
 	qb = fk_qp_new(b, &qc);
 	mb = fk_mr_reg(b, qc.pdn, len, FK_ACC_ALL);
 	if (fk_connect(a, qa.qpn, b, qb.qpn, &path) || fk_connect(b, qb.qpn, a, qa.qpn, &path))
@@ -91,13 +95,26 @@ static void run(bool read, uint32_t len, unsigned count, unsigned depth, const c
 		}
 		if (n)
 			fk_ring_reap(qa.sq);
+		/* (the receiver: its completions taken, its receives posted again) */
+		n = op == OP_SEND ? fk_poll_cq(b, cqb, wc, 64) : 0;
+		if (n)
+			fk_ring_reap(qb.rq);
+		recvs -= n;
+		while (op == OP_SEND && recvs < 255) {
+			struct fk_sge rs = { mb.buf, len, mb.lkey };
+
+			if (fk_post_recv(b, &qb, recvs, &rs, 1))
+				break;
+			recvs++;
+		}
 		while (posted < count && posted - done < depth) {
 			struct fk_sge sg = { ma.buf, len, ma.lkey };
 			struct fk_wr wr = {
 				.wr_id = posted, .flags = VIRTIO_IB_SEND_SIGNALED, .sge = &sg,
 				.nsge = 1, .remote_addr = (uintptr_t)mb.buf, .rkey = mb.rkey,
 				.trunc = -1,
-				.opcode = read ? VIRTIO_IB_WR_RDMA_READ : VIRTIO_IB_WR_RDMA_WRITE,
+				.opcode = op == OP_READ ? VIRTIO_IB_WR_RDMA_READ :
+					  op == OP_SEND ? VIRTIO_IB_WR_SEND : VIRTIO_IB_WR_RDMA_WRITE,
 			};
 
 			if (fk_post_send(a, &qa, &wr))
@@ -147,6 +164,7 @@ static void show(const char *name, const struct result *r, unsigned count)
 int main(int argc, char **argv)
 {
 	bool read = argc > 1 && !strcmp(argv[1], "read");
+	enum op op = read ? OP_READ : argc > 1 && !strcmp(argv[1], "send") ? OP_SEND : OP_WRITE;
 	uint32_t len = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 0) : (read ? 2u << 20 : 65536);
 	unsigned count = argc > 3 ? (unsigned)strtoul(argv[3], NULL, 0) : (read ? 300 : 20000);
 	unsigned depth = argc > 4 ? (unsigned)strtoul(argv[4], NULL, 0) : (read ? 16 : 64);
@@ -155,7 +173,7 @@ int main(int argc, char **argv)
 
 	vlog_level = VLOG_ERR;
 	if (!len || !count || !depth || depth > 256) {
-		fprintf(stderr, "usage: bench_loss [write|read [LEN [COUNT [DEPTH [SPEC]]]]]\n");
+		fprintf(stderr, "usage: bench_loss [write|read|send [LEN [COUNT [DEPTH [SPEC]]]]]\n");
 		return 2;
 	}
 	/* BENCH_LOSS_ONLY=lossless|lossy: one of them (for a profile) */
@@ -164,10 +182,11 @@ int main(int argc, char **argv)
 	memset(&l, 0, sizeof(l));
 	memset(&f, 0, sizeof(f));
 	if (!only || strcmp(only, "lossy"))
-		run(read, len, count, depth, NULL, &l);
+		run(op, len, count, depth, NULL, &l);
 	if (!only || strcmp(only, "lossless"))
-		run(read, len, count, depth, spec, &f);
-	printf("# %s %u x %u bytes, %u outstanding, faults %s\n", read ? "READ" : "WRITE", count,
+		run(op, len, count, depth, spec, &f);
+	printf("# %s %u x %u bytes, %u outstanding, faults %s\n",
+	       op == OP_READ ? "READ" : op == OP_SEND ? "SEND" : "WRITE", count,
 	       len, depth, spec);
 	show("lossless", &l, count);
 	show("lossy", &f, count);
