@@ -162,6 +162,8 @@ static int req_run(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uint32_t
 	for (uint32_t j = 0; j < n; j++) {
 		r->op[j] = req_opcode(tq->qp->type, w, k + j);
 		r->plen[j] = (uint16_t)(j + 1 < n ? tq->mtu : len - (n - 1) * tq->mtu);
+		if (roce_opcode_mask(r->op[j]) & ROCE_OPF_IMMDT)
+			roce_immdt_set_raw(&r->imm[j], w->imm);
 		if (req_ackreq(tq, w, k + j, roce_psn_add(f->psn, j), j + 1 >= turn_left, win))
 			r->ackreq |= 1ull << j;
 	}
@@ -186,18 +188,18 @@ struct req_batch {
 
 /* Whether packet k of w may be in a batch: the only packet of an RC SEND or
  * WRITE whose payload may be referenced (as req_run_len_max), and, after
- * packet 0 (first: false), one without immediate data or an invalidation
- * (those of packet 0 stand in the run's fields). */
+ * packet 0 (first: false), not a SEND with invalidate (packet 0's IETH
+ * stands in the run's fields). */
 static bool req_batchable(const struct roce_tq *tq, const struct roce_swqe *w, uint32_t k,
 			  bool first)
 {
 	switch (w->opcode) {
 	case VIRTIO_IB_WR_SEND:
-	case VIRTIO_IB_WR_RDMA_WRITE:
-		break;
 	case VIRTIO_IB_WR_SEND_WITH_IMM:
-	case VIRTIO_IB_WR_SEND_WITH_INV:
+	case VIRTIO_IB_WR_RDMA_WRITE:
 	case VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM:
+		break;
+	case VIRTIO_IB_WR_SEND_WITH_INV:
 		if (first)
 			break;
 		return false;
@@ -270,14 +272,16 @@ static bool req_batch_add(struct roce_tq *tq, struct req_batch *b, struct roce_s
 		return false;
 	r->op[k] = req_opcode(VIRTIO_IB_QPT_RC, w, 0);
 	r->plen[k] = (uint16_t)w->length;
-	if (w->opcode == VIRTIO_IB_WR_RDMA_WRITE) {
+	if (roce_opcode_mask(r->op[k]) & ROCE_OPF_RETH) {
 		roce_reth_set_va(&r->reth[k], w->remote_addr);
 		roce_reth_set_rkey(&r->reth[k], w->rkey);
 		roce_reth_set_len(&r->reth[k], w->length);
 	}
+	if (roce_opcode_mask(r->op[k]) & ROCE_OPF_IMMDT)
+		roce_immdt_set_raw(&r->imm[k], w->imm);
 	if (req_ackreq(tq, w, 0, psn, turn_left <= 1, roce_recover_window(tq)))
 		r->ackreq |= 1ull << k;
-	if (w->opcode == VIRTIO_IB_WR_SEND && (w->flags & VIRTIO_IB_SEND_SOLICITED))
+	if (w->opcode != VIRTIO_IB_WR_RDMA_WRITE && (w->flags & VIRTIO_IB_SEND_SOLICITED))
 		r->se |= 1ull << k;
 	b->n++;
 	b->niov += niov;

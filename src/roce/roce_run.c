@@ -77,6 +77,8 @@ static void run_fields(const struct roce_run *r, uint32_t k, struct roce_hdr_fie
 		f->reth.rkey = roce_reth_rkey(&r->reth[k]);
 		f->reth.len = roce_reth_len(&r->reth[k]);
 	}
+	if (k && (roce_opcode_mask(r->op[k]) & ROCE_OPF_IMMDT))
+		f->imm = roce_immdt_raw(&r->imm[k]);
 }
 
 /* Frame bytes of packet k of run p (description r). */
@@ -242,6 +244,7 @@ static struct pkt *run_tail(struct pkt *p, uint32_t from)
 	memcpy(t->op, r->op + from, m);
 	memcpy(t->plen, r->plen + from, m * sizeof(t->plen[0]));
 	memcpy(t->reth, r->reth + from, m * sizeof(t->reth[0]));
+	memcpy(t->imm, r->imm + from, m * sizeof(t->imm[0]));
 	roce_run_seal(q, m, niov, (uint32_t)total);
 	t->lost = r->lost >> from;
 	run_recount(q);
@@ -337,7 +340,6 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 	const struct roce_run *r = roce_run_of(p);
 	uint32_t n = p->npkts;
 	struct iovec slice[ROCE_RUN_IOV];
-	struct roce_immdt immdt;
 	struct roce_ieth ieth;
 	struct roce_aeth aeth;
 	struct pkt_ref ref;
@@ -348,7 +350,6 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 	uint32_t iv = 0;
 	uint64_t iv_off = 0;
 
-	roce_immdt_set_raw(&immdt, r->f.imm);
 	put_be32(ieth.rkey, r->f.ieth_rkey);
 	roce_aeth_set_syndrome(&aeth, r->f.aeth.syndrome);
 	roce_aeth_set_msn(&aeth, r->f.aeth.msn);
@@ -382,7 +383,8 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 			pi.aeth = (pi.mask & ROCE_OPF_AETH) ? &aeth : NULL;
 		}
 		pi.se = (r->se >> k) & 1;
-		pi.immdt = (pi.mask & ROCE_OPF_IMMDT) ? &immdt : NULL;
+		if (k)
+			pi.immdt = (pi.mask & ROCE_OPF_IMMDT) ? &r->imm[k] : NULL;
 		pi.ieth = (pi.mask & ROCE_OPF_IETH) ? &ieth : NULL;
 		pi.payload = NULL;
 		pi.payload_len = plen;

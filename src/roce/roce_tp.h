@@ -1020,7 +1020,7 @@ static inline bool roce_neigh_ip4_ours(const struct rres_dev *rd, const uint8_t 
 /* What a run frame says about its packets besides packet 0's frame: in the
  * last PKT_RUN_META bytes of its buffer (roce_run_of). A run is packets of
  * one message, or single-packet SENDs and WRITEs of consecutive messages of
- * one QP (each with its own RETH). */
+ * one QP (each with its own RETH and immediate data). */
 struct roce_run {
 	struct roce_path path;      /* as packet 0 was built (dmac: its frame's) */
 	struct roce_hdr_fields f;   /* packet 0's fields */
@@ -1030,6 +1030,7 @@ struct roce_run {
 	uint16_t plen[ROCE_RUN_MAX]; /* payload bytes of each packet */
 	uint8_t op[ROCE_RUN_MAX];   /* opcode of each packet */
 	struct roce_reth reth[ROCE_RUN_MAX]; /* packet k > 0 with a RETH: its RETH */
+	struct roce_immdt imm[ROCE_RUN_MAX]; /* packet k > 0 with ImmDt: its ImmDt */
 	struct iovec iov[ROCE_RUN_IOV]; /* the payload of all packets */
 };
 
@@ -1047,8 +1048,8 @@ struct roce_run *roce_run_of(struct pkt *p);
  * frame leaves no room for it. */
 struct roce_run *roce_run_begin(struct pkt *p);
 /* p stands for n packets now (description filled: op, plen and, where a
- * packet k > 0 has a RETH, reth[0..n); f, path, ackreq, se, iov[0..niov)
- * holding payload bytes). */
+ * packet k > 0 has a RETH or ImmDt, reth or imm [0..n); f, path, ackreq,
+ * se, iov[0..niov) holding payload bytes). */
 void roce_run_seal(struct pkt *p, uint32_t n, uint32_t niov, uint32_t payload);
 /* A received run for tq: the responder or completer once per packet, for
  * packets [from, to) (all: 0, npkts; a kept run executed up to its next

@@ -389,18 +389,18 @@ static void test_split_equals_framed(void)
 #define BURST 48
 #define BURST_STRIDE 4096u
 
-/* Message i of a burst: the first a WRITE with immediate data (it may lead
- * a run, not join one), then WRITEs and SENDs in twos, 1 byte to an MTU,
- * every fifth SEND solicited; message 20 is three packets (it ends a run)
- * and message 33 a SEND with immediate data (it starts one). */
+/* Message i of a burst: WRITEs and SENDs in twos, every seventh a WRITE
+ * and every eleventh a SEND with immediate data (each its own), 1 byte to
+ * an MTU, every fifth solicited; message 20 is three packets (it ends a
+ * run). */
 static void burst_msg(uint32_t i, uint8_t *op, uint32_t *len, uint8_t *flags)
 {
-	*op = i == 0 ? VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM :
-	      i == 33 ? VIRTIO_IB_WR_SEND_WITH_IMM :
+	*op = i % 7 == 0 ? VIRTIO_IB_WR_RDMA_WRITE_WITH_IMM :
+	      i % 11 == 0 ? VIRTIO_IB_WR_SEND_WITH_IMM :
 	      (i / 2) % 2 ? VIRTIO_IB_WR_SEND : VIRTIO_IB_WR_RDMA_WRITE;
 	*len = i == 20 ? 3 * MTU : 1 + (i * 211) % MTU;
 	*flags = VIRTIO_IB_SEND_SIGNALED;
-	if (*op == VIRTIO_IB_WR_SEND && i % 5 == 0)
+	if (i % 5 == 0)
 		*flags |= VIRTIO_IB_SEND_SOLICITED;
 }
 
