@@ -43,8 +43,8 @@ static void run(enum op op, uint32_t len, unsigned count, unsigned depth, const 
 	struct fk_env env;
 	struct fk_dev_cfg dc = { .eth_mtu = 1500, .arena = 256u << 20 };
 	struct fk_qp_cfg qc = { .type = VIRTIO_IB_QPT_RC, .max_send_sge = 1, .max_recv_sge = 1,
-				.sq_num = 256, .rq_num = 256, .max_send_wr = 256,
-				.max_recv_wr = 256 };
+				.sq_num = 256, .rq_num = 16, .max_send_wr = 256,
+				.max_recv_wr = 16 };
 	struct fk_path path;
 	struct fk_dev *a, *b;
 	struct psec psa, psb;
@@ -56,6 +56,8 @@ static void run(enum op op, uint32_t len, unsigned count, unsigned depth, const 
 	double t0;
 
 	memset(r, 0, sizeof(*r));
+	if (op == OP_SEND)
+		qc.rq_num = qc.max_recv_wr = 256;
 	if (fk_env_init(&env, true))
 		abort();
 	fk_path_default(&path);

@@ -162,13 +162,13 @@ static int req_run(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uint32_t
 	for (uint32_t j = 0; j < n; j++) {
 		r->op[j] = req_opcode(tq->qp->type, w, k + j);
 		r->plen[j] = (uint16_t)(j + 1 < n ? tq->mtu : len - (n - 1) * tq->mtu);
-		if (roce_opcode_mask(r->op[j]) & ROCE_OPF_IMMDT)
-			roce_immdt_set_raw(&r->imm[j], w->imm);
 		if (req_ackreq(tq, w, k + j, roce_psn_add(f->psn, j), j + 1 >= turn_left, win))
 			r->ackreq |= 1ull << j;
 	}
 	r->se = (uint64_t)(k + n >= w->npkts && (w->flags & VIRTIO_IB_SEND_SOLICITED) &&
 			   w->opcode != VIRTIO_IB_WR_RDMA_WRITE) << (n - 1);
+	if (k + n >= w->npkts && wr_has_imm(w->opcode)) /* (ImmDt: the message's last) */
+		roce_immdt_set_raw(&r->imm[n - 1], w->imm);
 	roce_run_seal(p, n, niov, len);
 	return 1;
 }

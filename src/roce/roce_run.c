@@ -400,7 +400,9 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 			continue;
 		}
 		pi.payload_ref = &ref;
-		end = (pi.mask & ROCE_OPF_REQ) ? run_group_end(r, k, n, &last) : k + 1;
+		/* (a group is placed only in sequence: roce_resp_rx_bulk) */
+		end = (pi.mask & ROCE_OPF_REQ) && pi.psn == tq->epsn ? run_group_end(r, k, n, &last) :
+								       k + 1;
 		if (end > k + 1) {
 			/* whole MTUs (MIDDLE packets) up to the group's last */
 			uint32_t total = (end - k - 1) * plen + run_plen(r, end - 1);
