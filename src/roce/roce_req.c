@@ -137,6 +137,14 @@ static inline bool req_ackreq(const struct roce_tq *tq, const struct roce_swqe *
 	       roce_psn_diff(roce_psn_add(psn, 1), tq->una) >= (int32_t)(win - win / 4);
 }
 
+/* Whether w's packet asks for a solicited event: its last (last), of a
+ * solicited SEND or WRITE with immediate data. */
+static bool req_se(const struct roce_swqe *w, bool last)
+{
+	return last && (w->flags & VIRTIO_IB_SEND_SOLICITED) &&
+	       w->opcode != VIRTIO_IB_WR_RDMA_WRITE && !roce_wr_is_rd_atomic(w->opcode);
+}
+
 /* The payload of packets k..k+n-1 (n > 1) of w as one reference: a run
  * (roce_run.c). Returns 1 if p is a run now, 0 if not (the pieces do not fit
  * one, or a key fails): then packet k goes alone. */
@@ -159,14 +167,13 @@ static int req_run(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uint32_t
 	r->path = *path;
 	r->f = *f;
 	r->ackreq = 0;
+	roce_run_set_mtu_plen(r, n, tq->mtu, len);
 	for (uint32_t j = 0; j < n; j++) {
 		r->op[j] = req_opcode(tq->qp->type, w, k + j);
-		r->plen[j] = (uint16_t)(j + 1 < n ? tq->mtu : len - (n - 1) * tq->mtu);
 		if (req_ackreq(tq, w, k + j, roce_psn_add(f->psn, j), j + 1 >= turn_left, win))
 			r->ackreq |= 1ull << j;
 	}
-	r->se = (uint64_t)(k + n >= w->npkts && (w->flags & VIRTIO_IB_SEND_SOLICITED) &&
-			   w->opcode != VIRTIO_IB_WR_RDMA_WRITE) << (n - 1);
+	r->se = (uint64_t)req_se(w, k + n >= w->npkts) << (n - 1);
 	if (k + n >= w->npkts && wr_has_imm(w->opcode)) /* (ImmDt: the message's last) */
 		roce_immdt_set_raw(&r->imm[n - 1], w->imm);
 	roce_run_seal(p, n, niov, len);
@@ -211,8 +218,7 @@ static bool req_batchable(const struct roce_tq *tq, const struct roce_swqe *w, u
 	       tq->tp->run_max >= 2;
 }
 
-/* What the requester counts for packets psn..psn+n-1 of w sent (or put in
- * a batch). */
+/* What the requester counts for packets psn..psn+n-1 of w sent. */
 static void req_sent_count(struct roce_tq *tq, const struct roce_swqe *w, uint32_t psn,
 			   uint32_t n)
 {
@@ -227,6 +233,14 @@ static void req_sent_count(struct roce_tq *tq, const struct roce_swqe *w, uint32
 	tq->sent_since_rewind += n;
 	if (roce_psn_diff(end, tq->psn_hwm) > 0)
 		tq->psn_hwm = end;
+}
+
+/* The only packet of w (PSN psn) went into the batch: counted as sent. */
+static void req_batched(struct roce_tq *tq, const struct roce_swqe *w, uint32_t psn)
+{
+	tq->tp->ip_id++;
+	tq->tp->stats.tx_by_ref++;
+	req_sent_count(tq, w, psn, 1);
 }
 
 /* Open a batch with packet 0 of w, built in p (fields f, payload at
@@ -253,6 +267,7 @@ static bool req_batch_open(struct roce_tq *tq, struct req_batch *b, struct roce_
 	b->niov = niov;
 	b->bytes = w->length;
 	b->payload_off = (uint32_t)(payload - p->data);
+	req_batched(tq, w, f->psn);
 	return true;
 }
 
@@ -281,11 +296,12 @@ static bool req_batch_add(struct roce_tq *tq, struct req_batch *b, struct roce_s
 		roce_immdt_set_raw(&r->imm[k], w->imm);
 	if (req_ackreq(tq, w, 0, psn, turn_left <= 1, roce_recover_window(tq)))
 		r->ackreq |= 1ull << k;
-	if (w->opcode != VIRTIO_IB_WR_RDMA_WRITE && (w->flags & VIRTIO_IB_SEND_SOLICITED))
+	if (req_se(w, true))
 		r->se |= 1ull << k;
 	b->n++;
 	b->niov += niov;
 	b->bytes += w->length;
+	req_batched(tq, w, psn);
 	return true;
 }
 
@@ -335,12 +351,8 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uin
 	int st;
 
 	if (b && b->p) {
-		if (batch && req_batch_add(tq, b, w, roce_psn_add(w->first_psn, k), turn_left)) {
-			tp->ip_id++;
-			tp->stats.tx_by_ref++;
-			req_sent_count(tq, w, roce_psn_add(w->first_psn, k), 1);
+		if (batch && req_batch_add(tq, b, w, roce_psn_add(w->first_psn, k), turn_left))
 			return 1;
-		}
 		req_batch_flush(tq, b);
 		batch = n == 1 && req_batchable(tq, w, k, true);
 	}
@@ -396,9 +408,7 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uin
 				f.ieth_rkey = w->inv_rkey;
 		}
 	}
-	if (last && (w->flags & VIRTIO_IB_SEND_SOLICITED) && w->opcode != VIRTIO_IB_WR_RDMA_WRITE &&
-	    !roce_wr_is_rd_atomic(w->opcode))
-		f.se = true;
+	f.se = req_se(w, last);
 	f.ackreq = req_ackreq(tq, w, k, f.psn, turn_left <= 1, roce_recover_window(tq));
 	f.ip_id = tp->ip_id;
 
@@ -412,12 +422,8 @@ static int req_send_pkt(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uin
 		pkt_free(p);
 		return -VIRTIO_IB_WC_LOC_QP_OP_ERR;
 	}
-	if (batch && req_batch_open(tq, b, w, p, &f, payload)) {
-		tp->ip_id++;
-		tp->stats.tx_by_ref++;
-		req_sent_count(tq, w, f.psn, 1);
+	if (batch && req_batch_open(tq, b, w, p, &f, payload))
 		return 1;
-	}
 	st = 0;
 	if (n > 1)
 		st = req_run(tq, w, k, n, turn_left, p, &f, path);

@@ -1034,10 +1034,9 @@ static int resp_read_run(struct roce_tq *tq, const struct roce_rsp_seg *sg, stru
 	run->f = *f;
 	run->ackreq = 0;
 	run->se = 0;
-	for (uint32_t j = 0; j < nrun; j++) {
+	for (uint32_t j = 0; j < nrun; j++)
 		run->op[j] = resp_read_opcode(k + j, sg->npkts);
-		run->plen[j] = (uint16_t)(j + 1 < nrun ? tq->mtu : len - (nrun - 1) * tq->mtu);
-	}
+	roce_run_set_mtu_plen(run, nrun, tq->mtu, len);
 	roce_run_seal(p, nrun, niov, len);
 	return 1;
 }

@@ -107,6 +107,13 @@ static void run_recount(struct pkt *p)
 	p->run_len = bytes;
 }
 
+void roce_run_set_mtu_plen(struct roce_run *r, uint32_t n, uint32_t mtu, uint32_t len)
+{
+	for (uint32_t k = 0; k + 1 < n; k++)
+		r->plen[k] = (uint16_t)mtu;
+	r->plen[n - 1] = (uint16_t)(len - (n - 1) * mtu);
+}
+
 void roce_run_seal(struct pkt *p, uint32_t n, uint32_t niov, uint32_t payload)
 {
 	struct roce_run *r = roce_run_of(p);

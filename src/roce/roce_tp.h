@@ -1051,6 +1051,9 @@ struct roce_run *roce_run_begin(struct pkt *p);
  * packet k > 0 has a RETH or ImmDt, reth or imm [0..n); f, path, ackreq,
  * se, iov[0..niov) holding payload bytes). */
 void roce_run_seal(struct pkt *p, uint32_t n, uint32_t niov, uint32_t payload);
+/* plen[0..n) of run r for len bytes of one message cut at mtu (every packet
+ * an MTU but the last). */
+void roce_run_set_mtu_plen(struct roce_run *r, uint32_t n, uint32_t mtu, uint32_t len);
 /* A received run for tq: the responder or completer once per packet, for
  * packets [from, to) (all: 0, npkts; a kept run executed up to its next
  * hole: roce_keep.c). */
