@@ -226,6 +226,9 @@ struct rres_mr {
 	 * They stay valid while the references below are held, even if the
 	 * driver removes the region from its memory table. */
 	uint8_t **pages;
+	/* USER, FAST: pages[0] when every page follows the one before it in
+	 * host memory (the MR is one host range: rres_mr_pages_set), or NULL */
+	uint8_t *contig;
 	uint32_t nregions;
 	struct vhost_mem_region **regions;
 	uint32_t lkey;
@@ -722,6 +725,15 @@ static inline bool rres_mr_pages_room(const struct rres_dev *rd, uint64_t n)
 
 	return n <= rd->max_mr_pages - t->mr_pages;
 }
+/* mr->pages[0..mr->npages) are set: note whether they are one host range. */
+static inline void rres_mr_pages_set(struct rres_mr *mr)
+{
+	mr->contig = mr->npages ? mr->pages[0] : NULL;
+	for (uint32_t i = 1; i < mr->npages && mr->contig; i++)
+		if (mr->pages[i] != mr->pages[0] + (size_t)i * VRDMA_PAGE_SIZE)
+			mr->contig = NULL;
+}
+
 static inline void rres_mr_pages_add(struct rres_dev *rd, int64_t n)
 {
 	rd->mr_pages += (uint64_t)n;

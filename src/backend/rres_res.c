@@ -633,6 +633,13 @@ int rres_mr_to_iov(const struct rres_dev *rd, const struct rres_mr *mr, uint64_t
 	if (off > mr->length || len > mr->length - off)
 		return -EFAULT;
 	pos = (mr->iova & (VRDMA_PAGE_SIZE - 1)) + off;
+	if (mr->contig) {
+		if (!max)
+			return -E2BIG;
+		iov[0].iov_base = mr->contig + pos;
+		iov[0].iov_len = len;
+		return 1;
+	}
 	while (len) {
 		uint64_t in_page = pos & (VRDMA_PAGE_SIZE - 1);
 		uint64_t chunk = MIN(VRDMA_PAGE_SIZE - in_page, len);
@@ -1017,6 +1024,7 @@ enum rres_err rres_mr_reg_user(struct rres_dev *rd, uint32_t pdn, uint32_t acces
 		}
 		mr->pages[i] = r->host + (gpa - r->gpa);
 	}
+	rres_mr_pages_set(mr);
 	for (i = 0; i < mr->nregions; i++)
 		vhost_mem_region_get(mr->regions[i]);
 	rres_mr_pages_add(rd, npages);

@@ -376,6 +376,7 @@ int rres_mr_fast_reg(struct rres_dev *rd, const struct rres_pd *pd, uint32_t key
 	mr->iova = iova;
 	mr->length = length;
 	mr->npages = npages;
+	rres_mr_pages_set(mr);
 	mr->access = access;
 	mr->lkey = mr->rkey = key;
 	mr->state = RRES_MR_VALID;
@@ -394,6 +395,7 @@ static void rres_mr_fast_unreg(struct rres_mr *mr)
 		vhost_mem_region_put(mr->regions[i]);
 	mr->nregions = 0;
 	mr->npages = 0;
+	mr->contig = NULL;
 	mr->state = RRES_MR_FREE;
 }
 

@@ -35,8 +35,10 @@
 
 uint32_t roce_req_npkts(const struct roce_swqe *w, uint32_t mtu)
 {
-	if (!mtu || !w->length)
+	if (!mtu || w->length <= mtu)
 		return 1;
+	if (!(mtu & (mtu - 1))) /* (an IB MTU: no division) */
+		return (uint32_t)(((uint64_t)w->length + mtu - 1) >> __builtin_ctz(mtu));
 	return (uint32_t)(((uint64_t)w->length + mtu - 1) / mtu);
 }
 
@@ -169,7 +171,10 @@ static int req_run(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uint32_t
 	r->ackreq = 0;
 	roce_run_set_mtu_plen(r, n, tq->mtu, len);
 	for (uint32_t j = 0; j < n; j++) {
-		r->op[j] = req_opcode(tq->qp->type, w, k + j);
+		/* (the MIDDLE packets of a message share their opcode) */
+		bool middle = k + j > 0 && k + j + 1 < w->npkts;
+
+		r->op[j] = middle && j > 1 ? r->op[j - 1] : req_opcode(tq->qp->type, w, k + j);
 		if (req_ackreq(tq, w, k + j, roce_psn_add(f->psn, j), j + 1 >= turn_left, win))
 			r->ackreq |= 1ull << j;
 	}

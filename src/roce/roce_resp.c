@@ -418,7 +418,7 @@ static enum resp_state resp_write(struct roce_tq *tq, const struct roce_pkt_info
 	uint32_t m = pi->mask, plen = pi->payload_len;
 	bool imm_last = (m & ROCE_OPF_LAST) && (m & ROCE_OPF_IMMDT);
 	enum resp_state st;
-	struct rres_mr *mr;
+	struct rres_mr *mr = NULL;
 
 	if (m & ROCE_OPF_FIRST) {
 		uint64_t va = roce_reth_va(pi->reth);
@@ -426,7 +426,7 @@ static enum resp_state resp_write(struct roce_tq *tq, const struct roce_pkt_info
 
 		if (len > tp->rd->attr.max_msg_sz)
 			return RESP_ST_LEN;
-		if (len && !roce_mem_rkey(tq, rkey, va, len, VIRTIO_IB_ACCESS_REMOTE_WRITE))
+		if (len && !(mr = roce_mem_rkey(tq, rkey, va, len, VIRTIO_IB_ACCESS_REMOTE_WRITE)))
 			return RESP_ST_RKEY;
 		tq->wr_va = va;
 		tq->wr_rkey = rkey;
@@ -442,8 +442,10 @@ static enum resp_state resp_write(struct roce_tq *tq, const struct roce_pkt_info
 			return st;
 	}
 	if (plen) {
-		mr = roce_mem_rkey(tq, tq->wr_rkey, tq->wr_va + tq->rsp_off, plen,
-				   VIRTIO_IB_ACCESS_REMOTE_WRITE);
+		/* (the first packet's range lies in the message's, checked above) */
+		if (!mr)
+			mr = roce_mem_rkey(tq, tq->wr_rkey, tq->wr_va + tq->rsp_off, plen,
+					   VIRTIO_IB_ACCESS_REMOTE_WRITE);
 		if (!mr)
 			return RESP_ST_RKEY;
 		if (roce_mem_payload_to_mr(tp, mr, tq->wr_va + tq->rsp_off, pi))

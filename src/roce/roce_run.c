@@ -326,14 +326,17 @@ static uint32_t iov_slice(const struct iovec *iov, uint32_t n, uint64_t off, uin
  * (k + 1 or less than 2 of them: none). */
 static uint32_t run_group_end(const struct roce_run *r, uint32_t k, uint32_t n, bool *last)
 {
-	uint32_t j = k;
+	uint8_t mid = r->op[k];
+	uint64_t lost = r->lost >> k;
+	uint32_t lim = lost ? MIN(n, k + (uint32_t)__builtin_ctzll(lost)) : n, j = k;
 
 	*last = false;
-	while (j < n && !((r->lost >> j) & 1) &&
-	       (roce_opcode_mask(r->op[j]) & (ROCE_OPF_REQ | ROCE_OPF_MIDDLE)) ==
-		       (ROCE_OPF_REQ | ROCE_OPF_MIDDLE))
-		j++;
-	if (j < n && !((r->lost >> j) & 1) && r->op[j] == ROCE_OP_RC_RDMA_WRITE_LAST && j > k) {
+	/* (the MIDDLE packets of one message share their opcode) */
+	if ((roce_opcode_mask(mid) & (ROCE_OPF_REQ | ROCE_OPF_MIDDLE)) ==
+	    (ROCE_OPF_REQ | ROCE_OPF_MIDDLE))
+		while (j < lim && r->op[j] == mid)
+			j++;
+	if (j < lim && j > k && r->op[j] == ROCE_OP_RC_RDMA_WRITE_LAST) {
 		*last = true;
 		j++;
 	}
@@ -350,6 +353,7 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 	struct roce_ieth ieth;
 	struct roce_aeth aeth;
 	struct pkt_ref ref;
+	struct roce_pkt_info pi;
 	uint64_t off = run_bytes(r, 0, from);
 	/* the first piece that may hold byte off, and where it starts (a run
 	 * of many messages has a piece or more per packet: no scan from the
@@ -362,10 +366,11 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 	roce_aeth_set_msn(&aeth, r->f.aeth.msn);
 	memset(&ref, 0, sizeof(ref));
 	ref.iov = slice;
+	/* packet 0's fields; what differs for packet k is set for it below */
+	pi = *pi0;
 	for (uint32_t k = from; k < MIN(to, n); k++) {
 		uint32_t plen = run_plen(r, k), end, d;
 		uint64_t lost = r->lost >> k;
-		struct roce_pkt_info pi = *pi0;
 		bool last;
 
 		if (lost & 1) {
@@ -374,7 +379,7 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 		}
 		d = lost ? (uint32_t)__builtin_ctzll(lost) : n - k; /* up to the next hole */
 		/* (not when the payload is gone: those count as lost below) */
-		if ((pi0->mask & ROCE_OPF_REQ) && p->ref.niov &&
+		if ((pi0->mask & ROCE_OPF_REQ) && p->ref.niov && tq->nak_sent &&
 		    (d = roce_resp_rx_ahead(tq, roce_psn_add(r->f.psn, k), d, r->ackreq >> k))) {
 			/* beyond a gap already NAKed: dropped together */
 			off += run_bytes(r, k, k + d);
@@ -413,13 +418,12 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 		if (end > k + 1) {
 			/* whole MTUs (MIDDLE packets) up to the group's last */
 			uint32_t total = (end - k - 1) * plen + run_plen(r, end - 1);
-			int32_t ack_k = -1;
+			/* the group's last packet that asks for an ACK (-1: none) */
+			uint64_t ack = (r->ackreq >> k) & (end - k >= 64 ? ~0ull : (1ull << (end - k)) - 1);
+			int32_t ack_k = ack ? 63 - __builtin_clzll(ack) : -1;
 			struct iovec gslice[ROCE_RUN_IOV];
 			struct pkt_ref gref = ref;
 
-			for (uint32_t j = k; j < end; j++)
-				if ((r->ackreq >> j) & 1)
-					ack_k = (int32_t)(j - k);
 			gref.iov = gslice;
 			gref.len = total;
 			gref.niov = iov_slice(p->ref.iov + iv, p->ref.niov - iv, off - plen - iv_off,

@@ -262,6 +262,38 @@ static int vq_dev_enter_indirect(struct vq_dev *vq, const struct vq_desc_copy *d
 	return -1;
 }
 
+/* The region of the last buffer holds [gpa, gpa + len) (len > 0): its
+ * host address, else NULL. */
+static inline uint8_t *vq_dev_hint(const struct vq_dev *vq, uint64_t gpa, uint64_t len)
+{
+	const struct vhost_mem_region *r = vq->hint;
+
+	if (!r || vq->hint_gen != vq->mem->generation || gpa - r->gpa >= r->size ||
+	    len > r->size - (gpa - r->gpa))
+		return NULL;
+	return r->host + (gpa - r->gpa);
+}
+
+/* vhost_mem_gpa_to_iov for a descriptor's buffer, through the hint. */
+static int vq_dev_xlate(struct vq_dev *vq, uint64_t gpa, uint32_t len, struct iovec *iov,
+			unsigned max)
+{
+	uint8_t *host = len && max ? vq_dev_hint(vq, gpa, len) : NULL;
+	int n;
+
+	if (host) {
+		iov[0].iov_base = host;
+		iov[0].iov_len = len;
+		return 1;
+	}
+	n = vhost_mem_gpa_to_iov(vq->mem, gpa, len, iov, max);
+	if (n == 1) {
+		vq->hint = vhost_mem_find(vq->mem, gpa);
+		vq->hint_gen = vq->mem->generation;
+	}
+	return n;
+}
+
 /*
  * Walk the chain starting at head (already checked < num) and translate it
  * into elem. Returns 0, or -1 with the queue broken.
@@ -316,8 +348,7 @@ static int vq_dev_map_chain(struct vq_dev *vq, uint16_t head, struct vq_elem *el
 			}
 		}
 
-		n = vhost_mem_gpa_to_iov(vq->mem, d.addr, d.len, &elem->iov[niov],
-					 VQ_MAX_IOV - niov);
+		n = vq_dev_xlate(vq, d.addr, d.len, &elem->iov[niov], VQ_MAX_IOV - niov);
 		if (unlikely(n < 0)) {
 			why = n == -E2BIG ? "descriptor chain needs too many iovecs"
 					  : "buffer outside shared memory";
@@ -403,6 +434,12 @@ const void *vq_dev_peek(const struct vq_dev *vq, uint16_t ahead, uint32_t *len)
 	if (le16toh(raw.flags) & (VRING_DESC_F_INDIRECT | VRING_DESC_F_WRITE))
 		return NULL;
 	*len = le32toh(raw.len);
+	if (*len) {
+		uint8_t *host = vq_dev_hint(vq, le64toh(raw.addr), *len);
+
+		if (host)
+			return host;
+	}
 	return vhost_mem_gpa_to_host(vq->mem, le64toh(raw.addr), *len);
 }
 

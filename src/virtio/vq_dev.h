@@ -25,6 +25,7 @@
 #include <sys/uio.h>
 
 struct vhost_mem;
+struct vhost_mem_region;
 
 /*
  * The event-index test of virtio 1.x 2.7.7.2 / 2.7.10.2: true if event lies in
@@ -65,6 +66,10 @@ struct vq_dev {
 	struct vring_avail *avail;
 	struct vring_used *used;
 	const struct vhost_mem *mem;
+	/* the region the last buffer was in, while mem->generation is
+	 * hint_gen: most buffers of a ring lie in one (vq_dev_xlate) */
+	const struct vhost_mem_region *hint;
+	uint64_t hint_gen;
 
 	uint16_t last_avail_idx;    /* next avail entry to consume */
 	uint16_t used_idx;          /* shadow of used->idx (next slot to fill) */

@@ -825,6 +825,73 @@ static void test_region_boundaries(void)
 	fx_fini(&f);
 }
 
+/* Pops translate through the region of the last buffer (vq_dev_xlate): a
+ * buffer elsewhere, one running past that region, and one in a region
+ * replaced at the same GPAs (other memory) still read the right bytes. */
+static void test_region_hint(void)
+{
+	struct fx f;
+	struct vq_elem e;
+	uint8_t got[64];
+	uint64_t b;
+	int fd3;
+	uint8_t *h3;
+
+	REQUIRE(fx_init(&f, 8, false, false, 0) == 0);
+	REQUIRE(fx_add_second(&f) == 0);
+	b = fx_gpa(&f, FX_SIZE);
+	memcpy(f.h2 + 100, "second", 6);
+	memcpy(f.h + DATA_OFF, "first!", 6);
+	memcpy(f.h + FX_SIZE - 3, "abc", 3);
+	memcpy(f.h2, "def", 3);
+
+	raw_desc(&f.drv.desc[0], b + 100, 6, 0, 0);
+	raw_post(&f, 0);
+	REQUIRE(vq_dev_pop(&f.dev, &e) == 1);
+	CHECK_EQ(vq_elem_read(&e, 0, got, 6), 6);
+	CHECK_MEM(got, "second", 6);
+	vq_dev_push(&f.dev, e.head, 0);
+
+	raw_desc(&f.drv.desc[1], fx_gpa(&f, DATA_OFF), 6, 0, 0);
+	raw_post(&f, 1);
+	REQUIRE(vq_dev_pop(&f.dev, &e) == 1);
+	CHECK_EQ(vq_elem_read(&e, 0, got, 6), 6);
+	CHECK_MEM(got, "first!", 6);
+	vq_dev_push(&f.dev, e.head, 0);
+
+	/* from the hinted (first) region into the second: two pieces */
+	raw_desc(&f.drv.desc[2], b - 3, 6, 0, 0);
+	raw_post(&f, 2);
+	REQUIRE(vq_dev_pop(&f.dev, &e) == 1);
+	CHECK_EQ(e.out_num, 2);
+	CHECK_EQ(vq_elem_read(&e, 0, got, 6), 6);
+	CHECK_MEM(got, "abcdef", 6);
+	vq_dev_push(&f.dev, e.head, 0);
+
+	/* the second region replaced by other memory at the same GPAs */
+	raw_desc(&f.drv.desc[3], b + 100, 6, 0, 0);
+	raw_post(&f, 3);
+	REQUIRE(vq_dev_pop(&f.dev, &e) == 1); /* hint: the second region */
+	vq_dev_push(&f.dev, e.head, 0);
+	fd3 = memfd_create("test_virtq3", MFD_CLOEXEC);
+	REQUIRE(fd3 >= 0 && ftruncate(fd3, FX_SIZE) == 0);
+	h3 = mmap(NULL, FX_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd3, 0);
+	REQUIRE(h3 != MAP_FAILED);
+	memcpy(h3 + 100, "third!", 6);
+	REQUIRE(vhost_mem_remove(&f.mem, b, FX_SIZE, 0x10000000) == 0);
+	REQUIRE(vhost_mem_add(&f.mem, b, FX_SIZE, 0x20000000, 0, dup(fd3)) == 0);
+	raw_desc(&f.drv.desc[4], b + 100, 6, 0, 0);
+	raw_post(&f, 4);
+	REQUIRE(vq_dev_pop(&f.dev, &e) == 1);
+	CHECK_EQ(vq_elem_read(&e, 0, got, 6), 6);
+	CHECK_MEM(got, "third!", 6);
+	vq_dev_push(&f.dev, e.head, 0);
+	CHECK(!f.dev.broken);
+	fx_fini(&f);
+	munmap(h3, FX_SIZE);
+	close(fd3);
+}
+
 /* A chain exactly as long as the ring is fine; zero-length buffers give no
  * iovec. */
 static void test_long_chain(void)
@@ -1760,6 +1827,7 @@ int main(void)
 	RUN(test_indirect);
 	RUN(test_peek);
 	RUN(test_region_boundaries);
+	RUN(test_region_hint);
 	RUN(test_long_chain);
 	RUN(test_violations);
 	RUN(test_bad_used_ids);
