@@ -229,8 +229,11 @@ struct vrdma_wq {
 	size_t slot_size;
 	uint32_t nslots;          /* = the capacity told to the device */
 	uint32_t nalloc;          /* slots allocated (>= nslots) */
-	uint8_t **free;           /* free slots (stack), ring-size entries */
-	uint32_t nfree;
+	/* free slots, ring-size entries, a FIFO of nfree from free_head: slots
+	 * come back in posting order, so each is reused in turn and the ring
+	 * words pointing at it keep their values (vq_drv) */
+	uint8_t **free;
+	uint32_t free_head, nfree;
 	uint32_t ring;            /* ring entries (power of two) */
 	_Atomic uint32_t log_head, log_tail;
 	uint8_t *log_sig;         /* send queue only; ring entries */

@@ -63,7 +63,26 @@ void vrdma_rdma_wq_release(struct vrdma_dev *dev, struct vrdma_wq *wq)
 	pthread_spin_destroy(&wq->lock);
 }
 
-/* Add n slots (a new chunk) to the free stack (wq->free has room: the
+/* Give slot back to the free FIFO (it has room: nalloc <= ring). */
+static void wq_slot_put(struct vrdma_wq *wq, uint8_t *slot)
+{
+	wq->free[(wq->free_head + wq->nfree) & (wq->ring - 1)] = slot;
+	wq->nfree++;
+}
+
+/* The oldest free slot (nfree > 0), taken by wq_slot_take once posted. */
+static uint8_t *wq_slot_peek(const struct vrdma_wq *wq)
+{
+	return wq->free[wq->free_head];
+}
+
+static void wq_slot_take(struct vrdma_wq *wq)
+{
+	wq->free_head = (wq->free_head + 1) & (wq->ring - 1);
+	wq->nfree--;
+}
+
+/* Add n slots (a new chunk) to the free FIFO (wq->free has room: the
  * caller keeps nalloc <= ring). Returns 0 or -ENOMEM. */
 static int wq_add_slots(struct vrdma_dev *dev, struct vrdma_wq *wq, uint32_t n)
 {
@@ -83,9 +102,8 @@ static int wq_add_slots(struct vrdma_dev *dev, struct vrdma_wq *wq, uint32_t n)
 	}
 	c->next = wq->chunks;
 	wq->chunks = c;
-	/* Popped from the end: the chunk's first slot first. */
 	for (i = 0; i < n; i++)
-		wq->free[wq->nfree++] = c->mem + (size_t)(n - 1 - i) * wq->slot_size;
+		wq_slot_put(wq, c->mem + (size_t)i * wq->slot_size);
 	wq->nalloc += n;
 	return 0;
 }
@@ -110,6 +128,7 @@ int vrdma_rdma_wq_setup(struct vrdma_dev *dev, struct vrdma_wq *wq, unsigned idx
 	wq->model = ((struct vrdma_rdma *)dev->rdma)->model;
 	wq->nslots = nslots;
 	wq->ring = ring;
+	wq->free_head = wq->nfree = 0;
 	wq->slot_size = ALIGN_UP(slot_size, (size_t)64);
 	wq->free = malloc((size_t)ring * sizeof(*wq->free));
 	atomic_init(&wq->log_head, 0);
@@ -147,7 +166,7 @@ static void wq_reclaim(struct vrdma_wq *wq)
 			return;
 		}
 		if (wq->nfree < wq->ring)
-			wq->free[wq->nfree++] = slot;
+			wq_slot_put(wq, slot);
 	}
 }
 
@@ -467,9 +486,11 @@ static int wq_resize(struct vrdma_dev *dev, const struct vrdma_rdma *r, struct v
 			free(ns);
 			goto out;
 		}
-		memcpy(nf, wq->free, (size_t)wq->nfree * sizeof(*nf));
+		for (uint32_t i = 0; i < wq->nfree; i++)
+			nf[i] = wq->free[(wq->free_head + i) & (wq->ring - 1)];
 		free(wq->free);
 		wq->free = nf;
+		wq->free_head = 0;
 		if (ns) {
 			free(wq->log_sig);
 			wq->log_sig = ns;
@@ -866,6 +887,22 @@ static int send_check(const struct vrdma_qp *qp, const struct vrdma_send_wr *wr,
 	return 0;
 }
 
+/* The request's last 16 bytes (num_sge or inline_len, then zeros), and its
+ * SGEs, are written only where they change (store_if_changed): a slot is
+ * reused in turn, and a WR like the one it held before leaves those lines
+ * valid in the device's cache. */
+static void sq_tail_set(struct virtio_rdma_sq_req_ext *q, uint32_t num_sge)
+{
+	struct {
+		le32 num_sge;
+		le32 reserved2[3];
+	} t = { .num_sge = htole32(num_sge) };
+
+	_Static_assert(sizeof(t) == SQ_REQ_SIZE - offsetof(struct virtio_rdma_sq_req_ext, num_sge),
+		       "the tail of a request");
+	store_if_changed(&q->num_sge, &t, sizeof(t));
+}
+
 /* Encode a validated send WR into slot; returns the element's length.
  * pages: REG_MR's page list. */
 uint32_t vrdma_rdma_sq_encode(const struct vrdma_qp *qp, uint8_t *slot,
@@ -880,7 +917,6 @@ uint32_t vrdma_rdma_sq_encode(const struct vrdma_qp *qp, uint8_t *slot,
 	q->padding = 0;
 	q->imm_data = wr->imm_data;
 	memset(q->reserved, 0, sizeof(q->reserved));
-	memset(q->reserved2, 0, sizeof(q->reserved2));
 	switch (wr->opcode) {
 	case VIRTIO_IB_WR_ATOMIC_CMP_AND_SWP:
 	case VIRTIO_IB_WR_ATOMIC_FETCH_AND_ADD:
@@ -891,7 +927,7 @@ uint32_t vrdma_rdma_sq_encode(const struct vrdma_qp *qp, uint8_t *slot,
 		break;
 	case VIRTIO_IB_WR_LOCAL_INV:
 		q->invalidate_rkey = htole32(wr->invalidate_rkey);
-		q->num_sge = 0;
+		sq_tail_set(q, 0);
 		return (uint32_t)SQ_REQ_SIZE;
 	case VIRTIO_IB_WR_BIND_MW:
 		q->bind_mw.addr = htole64(wr->bind_mw.addr);
@@ -899,7 +935,7 @@ uint32_t vrdma_rdma_sq_encode(const struct vrdma_qp *qp, uint8_t *slot,
 		q->bind_mw.mr_lkey = htole32(wr->bind_mw.mr_lkey);
 		q->bind_mw.rkey = htole32(wr->bind_mw.rkey);
 		q->bind_mw.access = htole32(wr->bind_mw.access);
-		q->num_sge = 0;
+		sq_tail_set(q, 0);
 		return (uint32_t)SQ_REQ_SIZE;
 	case VIRTIO_IB_WR_REG_MR:
 		q->reg.iova = htole64(wr->reg.iova);
@@ -907,7 +943,7 @@ uint32_t vrdma_rdma_sq_encode(const struct vrdma_qp *qp, uint8_t *slot,
 		q->reg.page_list = htole64((uint64_t)(uintptr_t)pages);
 		q->reg.key = htole32(wr->reg.key);
 		q->reg.access = htole32(wr->reg.access);
-		q->num_sge = 0;
+		sq_tail_set(q, 0);
 		return (uint32_t)SQ_REQ_SIZE;
 	case VIRTIO_IB_WR_SEND_WITH_INV:
 		q->invalidate_rkey = htole32(wr->invalidate_rkey);
@@ -935,16 +971,18 @@ uint32_t vrdma_rdma_sq_encode(const struct vrdma_qp *qp, uint8_t *slot,
 			dst += l;
 		}
 		/* le16 inline_len; the union's upper two bytes zero. */
-		q->num_sge = htole32((uint32_t)len);
+		sq_tail_set(q, (uint32_t)len);
 		return (uint32_t)SQ_REQ_SIZE;
 	}
-	q->num_sge = htole32(wr->num_sge);
+	sq_tail_set(q, wr->num_sge);
 	for (i = 0; i < wr->num_sge; i++) {
-		struct virtio_rdma_sge *s = &q->sg_list[i];
+		struct virtio_rdma_sge s = {
+			.addr = htole64(wr->sg_list[i].addr),
+			.length = htole32(wr->sg_list[i].length),
+			.lkey = htole32(wr->sg_list[i].lkey),
+		};
 
-		s->addr = htole64(wr->sg_list[i].addr);
-		s->length = htole32(wr->sg_list[i].length);
-		s->lkey = htole32(wr->sg_list[i].lkey);
+		store_if_changed(&q->sg_list[i], &s, sizeof(s));
 	}
 	return (uint32_t)(SQ_REQ_SIZE + (size_t)wr->num_sge * SGE_SIZE);
 }
@@ -996,7 +1034,7 @@ int vrdma_post_send(struct vrdma_qp *qp, const struct vrdma_send_wr *wr, unsigne
 			if (rc)
 				break;
 		}
-		slot = wq->free[wq->nfree - 1];
+		slot = wq_slot_peek(wq);
 		b.addr = (uint64_t)(uintptr_t)slot;
 		b.len = wq->model->sq_encode(qp, slot, &wr[i], len, pages);
 		rc = vq_drv_add(&wq->q->vq, &b, 1, NULL, 0, slot);
@@ -1004,7 +1042,7 @@ int vrdma_post_send(struct vrdma_qp *qp, const struct vrdma_send_wr *wr, unsigne
 			rc = -ENOMEM;
 			break;
 		}
-		wq->nfree--;
+		wq_slot_take(wq);
 		{
 			uint32_t t = atomic_load_explicit(&wq->log_tail, memory_order_relaxed);
 
@@ -1059,7 +1097,7 @@ int vrdma_rdma_wq_post_recv(struct vrdma_wq *wq, uint32_t max_sge,
 			rc = -ENOMEM;
 			break;
 		}
-		slot = wq->free[wq->nfree - 1];
+		slot = wq_slot_peek(wq);
 		b.addr = (uint64_t)(uintptr_t)slot;
 		b.len = wq->model->rq_encode(slot, &wr[i]);
 		rc = vq_drv_add(&wq->q->vq, &b, 1, NULL, 0, slot);
@@ -1067,7 +1105,7 @@ int vrdma_rdma_wq_post_recv(struct vrdma_wq *wq, uint32_t max_sge,
 			rc = -ENOMEM;
 			break;
 		}
-		wq->nfree--;
+		wq_slot_take(wq);
 		if (!wq->no_log)
 			atomic_fetch_add_explicit(&wq->log_tail, 1, memory_order_release);
 	}

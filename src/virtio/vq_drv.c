@@ -91,6 +91,7 @@ int vq_drv_init(struct vq_drv *vq, void *mem, uint16_t num, bool event_idx)
 	for (i = 0; i < num; i++)
 		vq->next[i] = (uint16_t)(i + 1);
 	vq->free_head = 0;
+	vq->free_tail = (uint16_t)(num - 1);
 	vq->num_free = num;
 	vq->cb_enabled = true; /* zeroed rings: flags 0, used_event 0 */
 	return 0;
@@ -126,22 +127,28 @@ void vq_drv_set_indirect(struct vq_drv *vq, struct vring_desc *tbl,
 	vq->indirect_max = tbl ? per_head : 0;
 }
 
-/* Put head on the avail ring (not yet published). */
+/* Put head on the avail ring (not yet published). Ring words are written
+ * only when they change (store_if_changed): with heads reused in ring order
+ * the device's core keeps the avail and descriptor lines it read. */
 static void vq_drv_expose(struct vq_drv *vq, uint16_t head, void *token, uint16_t n)
 {
+	uint16_t *e = &vq->avail->ring[vq->avail_idx & (vq->num - 1)];
+
 	vq->token[head] = token;
 	vq->chain_len[head] = n;
-	st16(&vq->avail->ring[vq->avail_idx & (vq->num - 1)], head);
+	store_if_changed(e, &(uint16_t){ htole16(head) }, sizeof(*e));
 	vq->avail_idx++;
 }
 
 static void vq_desc_set(struct vring_desc *d, uint64_t addr, uint32_t len,
 			uint16_t flags, uint16_t next)
 {
-	d->addr = htole64(addr);
-	d->len = htole32(len);
-	d->flags = htole16(flags);
-	d->next = htole16(next);
+	struct vring_desc v = {
+		.addr = htole64(addr), .len = htole32(len),
+		.flags = htole16(flags), .next = htole16(next),
+	};
+
+	store_if_changed(d, &v, sizeof(v));
 }
 
 int vq_drv_add(struct vq_drv *vq, const struct vq_buf *out, unsigned out_n,
@@ -259,8 +266,11 @@ void *vq_drv_get_used(struct vq_drv *vq, uint32_t *len)
 	last = (uint16_t)id;
 	for (i = 1; i < n; i++)
 		last = vq->next[last];
-	vq->next[last] = vq->free_head;
-	vq->free_head = (uint16_t)id;
+	if (vq->num_free)
+		vq->next[vq->free_tail] = (uint16_t)id;
+	else
+		vq->free_head = (uint16_t)id;
+	vq->free_tail = last;
 	vq->num_free += n;
 
 	token = vq->token[id];

@@ -27,7 +27,10 @@ struct vq_drv {
 	struct vring_used *used;
 	bool event_idx;
 
-	uint16_t free_head;      /* first free descriptor (chained through next) */
+	/* free descriptors, chained through next, taken from the head and
+	 * given back at the tail: returned in order, heads are reused in ring
+	 * order and the ring words they need keep their values */
+	uint16_t free_head, free_tail;
 	uint16_t num_free;
 	uint16_t avail_idx;      /* shadow of avail->idx (next slot to fill) */
 	uint16_t last_kick_idx;  /* avail_idx at the last kick decision */

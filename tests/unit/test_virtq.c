@@ -279,6 +279,95 @@ static void wrap(bool event_idx)
 	fx_fini(&f);
 }
 
+/* Buffers returned in order come back as the next heads in ring order
+ * (the free list is FIFO), and a ring word that keeps its value is not
+ * written again: after the first lap, with the same buffers posted in the
+ * same order, the descriptor table is read-only and the exchange goes on
+ * (a write would fault), in batches of 1 to 8 and out of order once. */
+static void test_stable_ring_words(void)
+{
+	enum { NUM = 256, SLOT = 64 };
+	static int toks[NUM];
+	struct fx f;
+	unsigned total = 0, bad = 0;
+
+	REQUIRE(fx_init(&f, NUM, true, false, 0) == 0);
+	REQUIRE(((uintptr_t)f.drv.desc & 4095) == 0 && NUM * 16 == 4096);
+	for (unsigned round = 0; round < 160; round++) {
+		unsigned batch = 1 + round % 8;
+		struct vq_elem e[8];
+
+		for (unsigned k = 0; k < batch; k++) {
+			unsigned t = (total + k) % NUM;
+			struct vq_buf ob = { fx_gpa(&f, DATA_OFF + t * SLOT), 16 };
+
+			toks[t] = (int)(total + k);
+			if (vq_drv_add(&f.drv, &ob, 1, NULL, 0, &toks[t]))
+				bad++;
+		}
+		vq_drv_kick_prepare(&f.drv);
+		for (unsigned k = 0; k < batch; k++) {
+			if (vq_dev_pop(&f.dev, &e[k]) != 1)
+				bad++;
+			else if (e[k].head != (total + k) % NUM)
+				bad++; /* heads in ring order */
+		}
+		for (unsigned k = 0; k < batch; k++)
+			vq_dev_fill(&f.dev, e[k].head, 0);
+		vq_dev_flush(&f.dev);
+		for (unsigned k = 0; k < batch; k++) {
+			uint32_t len = 0;
+			int *t = vq_drv_get_used(&f.drv, &len);
+
+			if (!t || *t != (int)(total + k))
+				bad++;
+		}
+		total += batch;
+		if (total >= NUM && total - batch < NUM) {
+			/* first lap done: every head has been used once */
+			while (total % NUM) {
+				unsigned t = total % NUM;
+				struct vq_buf ob = { fx_gpa(&f, DATA_OFF + t * SLOT), 16 };
+				uint32_t len;
+
+				toks[t] = (int)total;
+				bad += vq_drv_add(&f.drv, &ob, 1, NULL, 0, &toks[t]) != 0;
+				vq_drv_kick_prepare(&f.drv);
+				bad += vq_dev_pop(&f.dev, &e[0]) != 1;
+				vq_dev_push(&f.dev, e[0].head, 0);
+				bad += vq_drv_get_used(&f.drv, &len) != &toks[t];
+				total++;
+			}
+			REQUIRE(mprotect(f.drv.desc, 4096, PROT_READ) == 0);
+		}
+	}
+	CHECK_EQ(bad, 0);
+	CHECK(total > 2 * NUM);
+	REQUIRE(mprotect(f.drv.desc, 4096, PROT_READ | PROT_WRITE) == 0);
+
+	/* out of order: the heads come back in another order, and the next
+	 * adds take them in that order (writing their descriptors again) */
+	{
+		struct vq_elem a, b;
+		uint32_t len;
+		int x = 1, y = 2;
+		struct vq_buf ob = { fx_gpa(&f, DATA_OFF), 16 };
+
+		REQUIRE(vq_drv_add(&f.drv, &ob, 1, NULL, 0, &x) == 0);
+		REQUIRE(vq_drv_add(&f.drv, &ob, 1, NULL, 0, &y) == 0);
+		vq_drv_kick_prepare(&f.drv);
+		REQUIRE(vq_dev_pop(&f.dev, &a) == 1);
+		REQUIRE(vq_dev_pop(&f.dev, &b) == 1);
+		vq_dev_push(&f.dev, b.head, 0);
+		vq_dev_push(&f.dev, a.head, 0);
+		CHECK(vq_drv_get_used(&f.drv, &len) == &y);
+		CHECK(vq_drv_get_used(&f.drv, &len) == &x);
+		CHECK_EQ(vq_drv_num_free(&f.drv), NUM);
+	}
+	CHECK(!f.dev.broken);
+	fx_fini(&f);
+}
+
 static void test_wraparound(void)
 {
 	wrap(false);
@@ -1828,6 +1917,7 @@ int main(void)
 	RUN(test_peek);
 	RUN(test_region_boundaries);
 	RUN(test_region_hint);
+	RUN(test_stable_ring_words);
 	RUN(test_long_chain);
 	RUN(test_violations);
 	RUN(test_bad_used_ids);
