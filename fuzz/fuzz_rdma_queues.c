@@ -239,6 +239,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	qp.sq_sig_all = flags & 64;
 	for (uint32_t i = 0; i < qp.sq.nslots; i++)
 		qp.sq.free[i] = chunk.mem + (size_t)(qp.sq.nslots - 1 - i) * qp.sq.slot_size;
+	qp.sq.free_head = 0;
 	qp.sq.nfree = qp.sq.nslots;
 	pthread_spin_init(&qp.sq.lock, PTHREAD_PROCESS_PRIVATE);
 	if (vrdma_rdma_cq_attach(&cq, &qp))
@@ -388,13 +389,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (qp.sq.nfree > qp.sq.nslots ||
 		    sq_q.vq.num_free != sq_num - (qp.sq.nslots - qp.sq.nfree))
 			abort();
+		/* the free slots: a FIFO of nfree from free_head */
 		for (uint32_t i = 0; i < qp.sq.nfree; i++) {
-			size_t off = (size_t)(qp.sq.free[i] - chunk.mem);
+			uint8_t *si = qp.sq.free[(qp.sq.free_head + i) & (sq_num - 1)];
+			size_t off = (size_t)(si - chunk.mem);
 
-			if (qp.sq.free[i] < chunk.mem || off >= chunk.bytes || off % qp.sq.slot_size)
+			if (si < chunk.mem || off >= chunk.bytes || off % qp.sq.slot_size)
 				abort();
 			for (uint32_t j = i + 1; j < qp.sq.nfree; j++)
-				if (qp.sq.free[i] == qp.sq.free[j])
+				if (si == qp.sq.free[(qp.sq.free_head + j) & (sq_num - 1)])
 					abort();
 		}
 	}
