@@ -106,16 +106,16 @@ static inline void put_be64(void *p, uint64_t v)
 	memcpy(p, &v, 8);
 }
 
-/* Little-endian loads and stores for virtio structures (le16/le32/le64). */
-/* Memory shared with another core (a ring, a request slot): write n bytes
- * only where they change, so an unchanged cache line stays valid in the
- * other core's cache. */
+/* Memory shared with another core (a ring, a request slot): write the n
+ * bytes only if they differ from what is there, so an unchanged cache line
+ * stays valid in the other core's cache. */
 static inline void store_if_changed(void *dst, const void *src, size_t n)
 {
 	if (memcmp(dst, src, n))
 		memcpy(dst, src, n);
 }
 
+/* Little-endian loads and stores for virtio structures (le16/le32/le64). */
 static inline uint16_t get_le16(const void *p)
 {
 	uint16_t v;

@@ -229,9 +229,10 @@ struct vrdma_wq {
 	size_t slot_size;
 	uint32_t nslots;          /* = the capacity told to the device */
 	uint32_t nalloc;          /* slots allocated (>= nslots) */
-	/* free slots, ring-size entries, a FIFO of nfree from free_head: slots
-	 * come back in posting order, so each is reused in turn and the ring
-	 * words pointing at it keep their values (vq_drv) */
+	/* free slots, ring-size entries, a FIFO of nfree from free_head: a send
+	 * or receive queue's slots come back in posting order (an SRQ's need
+	 * not), so each is reused in turn and the ring words pointing at it
+	 * keep their values (vq_drv) */
 	uint8_t **free;
 	uint32_t free_head, nfree;
 	uint32_t ring;            /* ring entries (power of two) */

@@ -733,6 +733,51 @@ static void test_reg_mr_remote(void)
 	}
 }
 
+/* A fast-registration MR registered over pages in order translates a range
+ * in one piece (mr->contig); invalidated and registered again over the same
+ * pages out of order, it walks them. */
+static void test_fast_reg_layouts(void)
+{
+	const struct rres_pd *pd;
+	struct xp_cfg c;
+	struct rres_mr *fm;
+	struct iovec iov[4];
+	uint64_t *pl;
+	uint8_t *buf;
+	uint32_t key;
+	struct xp p;
+
+	xp_cfg_default(&c);
+	xp_init(&p, &c);
+	pd = rres_pd_lookup(&p.b->rd, p.pdb);
+	fm = fk_mr_alloc(p.b, p.pdb, 2);
+	key = fk_key8(fm->rkey, 0x41);
+	buf = fk_alloc(p.b, 2 * 4096, 4096);
+	REQUIRE(rres_mr_fast_reg(&p.b->rd, pd, key, 0x9000, 8192, fk_page_list(p.b, buf, 8192),
+				 FK_ACC_ALL) == 0);
+	/* (the daemon's mapping of buf is another address: compare bytes) */
+	for (unsigned i = 0; i < 8192; i++)
+		buf[i] = (uint8_t)(i * 5 + i / 4096);
+	CHECK(fm->contig != NULL);
+	CHECK_EQ(rres_mr_to_iov(&p.b->rd, fm, 0x9000 + 4000, 200, iov, 4), 1);
+	CHECK_EQ(iov[0].iov_len, 200);
+	CHECK_MEM(iov[0].iov_base, buf + 4000, 200);
+	REQUIRE(rres_key_invalidate(&p.b->rd, pd, key) == 0);
+	CHECK(fm->contig == NULL);
+	pl = (uint64_t *)(uintptr_t)fk_page_list(p.b, buf, 8192);
+	pl[0] = htole64((uintptr_t)buf + 4096); /* the two pages swapped */
+	pl[1] = htole64((uintptr_t)buf);
+	key = fk_key8(key, 0x42);
+	REQUIRE(rres_mr_fast_reg(&p.b->rd, pd, key, 0x9000, 8192, (uintptr_t)pl, FK_ACC_ALL) == 0);
+	CHECK(fm->contig == NULL);
+	CHECK_EQ(rres_mr_to_iov(&p.b->rd, fm, 0x9000 + 4000, 200, iov, 4), 2);
+	CHECK_EQ(iov[0].iov_len, 96);
+	CHECK_MEM(iov[0].iov_base, buf + 4096 + 4000, 96);
+	CHECK_EQ(iov[1].iov_len, 104);
+	CHECK_MEM(iov[1].iov_base, buf, 104);
+	xp_fini(&p);
+}
+
 /* An invalidation takes effect in the middle of a message: the remaining
  * packets of a WRITE through the key fail (NAK Remote Access Error). */
 static void test_inv_mid_message(void)
@@ -1339,6 +1384,7 @@ int main(int argc, char **argv)
 	RUN(test_reg_mr_remote);
 	RUN(test_reg_mr_local);
 	RUN(test_inv_mid_message);
+	RUN(test_fast_reg_layouts);
 	RUN(test_fence_local_inv);
 	RUN(test_send_with_inv);
 	RUN(test_mw);

@@ -925,6 +925,7 @@ static void test_region_hint(void)
 	uint64_t b;
 	int fd3;
 	uint8_t *h3;
+	struct vhost_mem_region *old;
 
 	REQUIRE(fx_init(&f, 8, false, false, 0) == 0);
 	REQUIRE(fx_add_second(&f) == 0);
@@ -957,11 +958,15 @@ static void test_region_hint(void)
 	CHECK_MEM(got, "abcdef", 6);
 	vq_dev_push(&f.dev, e.head, 0);
 
-	/* the second region replaced by other memory at the same GPAs */
+	/* the second region replaced by other memory at the same GPAs; the old
+	 * one held (still mapped, its bytes "second"), as a ring or MR would */
 	raw_desc(&f.drv.desc[3], b + 100, 6, 0, 0);
 	raw_post(&f, 3);
 	REQUIRE(vq_dev_pop(&f.dev, &e) == 1); /* hint: the second region */
 	vq_dev_push(&f.dev, e.head, 0);
+	old = vhost_mem_find(&f.mem, b);
+	REQUIRE(old);
+	vhost_mem_region_get(old);
 	fd3 = memfd_create("test_virtq3", MFD_CLOEXEC);
 	REQUIRE(fd3 >= 0 && ftruncate(fd3, FX_SIZE) == 0);
 	h3 = mmap(NULL, FX_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd3, 0);
@@ -969,13 +974,28 @@ static void test_region_hint(void)
 	memcpy(h3 + 100, "third!", 6);
 	REQUIRE(vhost_mem_remove(&f.mem, b, FX_SIZE, 0x10000000) == 0);
 	REQUIRE(vhost_mem_add(&f.mem, b, FX_SIZE, 0x20000000, 0, dup(fd3)) == 0);
+	REQUIRE(vhost_mem_find(&f.mem, b) != old);
 	raw_desc(&f.drv.desc[4], b + 100, 6, 0, 0);
+	raw_desc(&f.drv.desc[5], b + 100, 6, 0, 0);
 	raw_post(&f, 4);
+	raw_post(&f, 5);
 	REQUIRE(vq_dev_pop(&f.dev, &e) == 1);
 	CHECK_EQ(vq_elem_read(&e, 0, got, 6), 6);
 	CHECK_MEM(got, "third!", 6);
 	vq_dev_push(&f.dev, e.head, 0);
+	/* peek through the hint: the new region too */
+	{
+		uint32_t plen = 0;
+		const uint8_t *pk = vq_dev_peek(&f.dev, 0, &plen);
+
+		REQUIRE(pk);
+		CHECK_EQ(plen, 6);
+		CHECK_MEM(pk, "third!", 6);
+	}
+	REQUIRE(vq_dev_pop(&f.dev, &e) == 1);
+	vq_dev_push(&f.dev, e.head, 0);
 	CHECK(!f.dev.broken);
+	vhost_mem_region_put(old);
 	fx_fini(&f);
 	munmap(h3, FX_SIZE);
 	close(fd3);
