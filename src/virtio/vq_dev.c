@@ -69,6 +69,11 @@ static inline void st32(void *p, uint32_t v)
 	__atomic_store_n((uint32_t *)p, htole32(v), __ATOMIC_RELAXED);
 }
 
+static inline uint32_t ld32(const void *p)
+{
+	return le32toh(__atomic_load_n((const uint32_t *)p, __ATOMIC_RELAXED));
+}
+
 /* used_event lives after the avail ring, avail_event after the used ring. */
 static inline uint16_t *vq_used_event(const struct vq_dev *vq)
 {
@@ -463,8 +468,13 @@ void vq_dev_fill(struct vq_dev *vq, uint16_t head, uint32_t len)
 		return;
 	}
 	e = &vq->used->ring[vq->used_idx & (vq->num - 1)];
-	st32(&e->id, head);
-	st32(&e->len, len);
+	/* (an entry that already says this is left alone: a driver reusing
+	 * its descriptors in ring order sees the same entries lap after lap,
+	 * and an unwritten line stays valid in its core's cache) */
+	if (ld32(&e->id) != head || ld32(&e->len) != len) {
+		st32(&e->id, head);
+		st32(&e->len, len);
+	}
 	vq->used_idx++;
 	vq->stats.pushed++;
 }
