@@ -37,9 +37,7 @@ uint32_t roce_req_npkts(const struct roce_swqe *w, uint32_t mtu)
 {
 	if (!mtu || w->length <= mtu)
 		return 1;
-	if (!(mtu & (mtu - 1))) /* (an IB MTU: no division) */
-		return (uint32_t)(((uint64_t)w->length + mtu - 1) >> __builtin_ctz(mtu));
-	return (uint32_t)(((uint64_t)w->length + mtu - 1) / mtu);
+	return (uint32_t)(((uint64_t)w->length + mtu - 1) >> __builtin_ctz(mtu));
 }
 
 static bool wr_has_imm(uint8_t opcode)

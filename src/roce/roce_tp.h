@@ -790,7 +790,8 @@ uint64_t roce_recover_deadline(const struct roce_tq *tq, uint64_t to);
 /* The due timer probes (true) rather than times out. */
 bool roce_recover_probe_due(const struct roce_tq *tq, uint64_t to);
 void roce_recover_probe(struct roce_tq *tq);
-/* Number of response packets (READ) or packets of w for mtu. */
+/* Number of response packets (READ) or packets of w for mtu, an IB MTU
+ * (virtio_ib_mtu_bytes: a power of two) or 0 (one packet). */
 uint32_t roce_req_npkts(const struct roce_swqe *w, uint32_t mtu);
 
 /* ---- roce_comp.c ---- */

@@ -279,24 +279,25 @@ static inline uint8_t *vq_dev_hint(const struct vq_dev *vq, uint64_t gpa, uint64
 	return r->host + (gpa - r->gpa);
 }
 
-/* vhost_mem_gpa_to_iov for a descriptor's buffer, through the hint. */
+/* vhost_mem_gpa_to_iov for a descriptor's buffer, through the hint (the
+ * region of gpa becomes the hint). */
 static int vq_dev_xlate(struct vq_dev *vq, uint64_t gpa, uint32_t len, struct iovec *iov,
 			unsigned max)
 {
-	uint8_t *host = len && max ? vq_dev_hint(vq, gpa, len) : NULL;
-	int n;
+	uint8_t *host = NULL;
 
-	if (host) {
-		iov[0].iov_base = host;
-		iov[0].iov_len = len;
-		return 1;
+	if (len && max) {
+		host = vq_dev_hint(vq, gpa, len);
+		if (!host && (vq->hint = vhost_mem_find(vq->mem, gpa))) {
+			vq->hint_gen = vq->mem->generation;
+			host = vq_dev_hint(vq, gpa, len);
+		}
 	}
-	n = vhost_mem_gpa_to_iov(vq->mem, gpa, len, iov, max);
-	if (n == 1) {
-		vq->hint = vhost_mem_find(vq->mem, gpa);
-		vq->hint_gen = vq->mem->generation;
-	}
-	return n;
+	if (!host) /* (over a region's end, outside memory, or empty) */
+		return vhost_mem_gpa_to_iov(vq->mem, gpa, len, iov, max);
+	iov[0].iov_base = host;
+	iov[0].iov_len = len;
+	return 1;
 }
 
 /*
