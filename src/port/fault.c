@@ -281,6 +281,7 @@ struct fault {
 	uint64_t next_min;      /* the smallest of next[] */
 	uint64_t idx;           /* frames decided so far */
 	uint32_t prob[FAULT_NKIND_EVENT]; /* each kind's probability (cfg) */
+	double ln_miss[FAULT_NKIND_EVENT]; /* ... fault_ln_miss of it */
 	struct fault_hold *hold; /* indexed by stream, nhold entries */
 	uint32_t nhold;
 	uint16_t *order;        /* streams with a held frame, oldest first */
@@ -323,9 +324,16 @@ static inline bool decide(uint64_t r, uint32_t prob)
 	return (uint64_t)(((unsigned __int128)r * FAULT_PROB_ONE) >> 64) < prob;
 }
 
+/* ln(1 - p) of probability prob / FAULT_PROB_ONE (fault_gap's divisor). */
+static double fault_ln_miss(uint32_t prob)
+{
+	return log1p(-(double)prob / FAULT_PROB_ONE);
+}
+
 /* Frames that pass before the next event of probability prob / FAULT_PROB_ONE
- * per frame: geometric, from one draw (floor(ln U / ln(1 - p)), U in (0, 1]). */
-static uint64_t fault_gap(uint64_t s[4], uint32_t prob)
+ * per frame (ln_miss: fault_ln_miss(prob)): geometric, from one draw
+ * (floor(ln U / ln(1 - p)), U in (0, 1]). */
+static uint64_t fault_gap(uint64_t s[4], uint32_t prob, double ln_miss)
 {
 	double u, g;
 
@@ -334,7 +342,7 @@ static uint64_t fault_gap(uint64_t s[4], uint32_t prob)
 	if (prob >= FAULT_PROB_ONE)
 		return 0;
 	u = (double)((xoshiro_next(s) >> 11) + 1) * 0x1p-53;
-	g = floor(log(u) / log1p(-(double)prob / FAULT_PROB_ONE));
+	g = floor(log(u) / ln_miss);
 	return g < 0x1p53 ? (uint64_t)g : FAULT_NEVER;
 }
 
@@ -362,7 +370,7 @@ static unsigned fault_decide(struct fault *f, uint64_t *where)
 		ev |= 1u << k;
 		if (k == FAULT_CORRUPT)
 			*where = xoshiro_next(f->rng[k]);
-		gap = fault_gap(f->rng[k], f->prob[k]);
+		gap = fault_gap(f->rng[k], f->prob[k], f->ln_miss[k]);
 		f->next[k] = gap < FAULT_NEVER - i - 1 ? i + 1 + gap : FAULT_NEVER;
 	}
 	fault_next_min(f);
@@ -398,8 +406,10 @@ struct fault *fault_new(struct loop *loop, const struct fault_cfg *cfg,
 	f->prob[FAULT_CORRUPT] = cfg->corrupt;
 	f->prob[FAULT_DUP] = cfg->dup;
 	f->prob[FAULT_REORDER] = cfg->reorder;
-	for (int k = 0; k < FAULT_NKIND_EVENT; k++)
-		f->next[k] = fault_gap(f->rng[k], f->prob[k]);
+	for (int k = 0; k < FAULT_NKIND_EVENT; k++) {
+		f->ln_miss[k] = fault_ln_miss(f->prob[k]);
+		f->next[k] = fault_gap(f->rng[k], f->prob[k], f->ln_miss[k]);
+	}
 	fault_next_min(f);
 	loop_timer_init(&f->timer, fault_timer_cb, f);
 	return f;
@@ -547,7 +557,8 @@ bool fault_drop_next(struct fault *f)
 	return true;
 }
 
-void fault_input(struct fault *f, uint16_t stream, struct pkt *pkt)
+static __attribute__((noinline)) void fault_input_event(struct fault *f, uint16_t stream,
+							 struct pkt *pkt)
 {
 	struct pkt *dup = NULL, *held;
 	uint64_t r_where = 0;
@@ -593,6 +604,18 @@ void fault_input(struct fault *f, uint16_t stream, struct pkt *pkt)
 		f->emit(f->arg, dup);
 	if (held)
 		f->emit(f->arg, held);
+}
+
+void fault_input(struct fault *f, uint16_t stream, struct pkt *pkt)
+{
+	/* Most frames: no event due, nothing held, no ECN to draw. */
+	if (likely(f->idx < f->next_min && !f->norder && !f->cfg.ecn)) {
+		f->idx++;
+		f->stats.frames++;
+		f->emit(f->arg, pkt);
+		return;
+	}
+	fault_input_event(f, stream, pkt);
 }
 
 void fault_flush(struct fault *f)

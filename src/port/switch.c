@@ -804,8 +804,9 @@ void sw_input(struct sw *s, struct port *p, struct pkt *pkt)
 	if (f && unlikely(pkt->flags & PKT_F_RUN)) {
 		sw_fault_run(s, f, p, pkt);
 	} else if (f) {
-		/* The injector sees (and may hold, copy, corrupt) whole frames. */
-		pkt_ref_fill(pkt);
+		/* (A payload left by reference stays so: the injector seals a
+		 * frame it corrupts, and what it holds or copies keeps the
+		 * reference, filled before its memory goes: pkt_ref.c.) */
 		fault_input(f, p->id, pkt);
 	} else {
 		sw_forward(s, pkt);

@@ -189,14 +189,22 @@ static void comp_rewind(struct roce_tq *tq, bool count)
  * else everything. */
 static void comp_seq_loss(struct roce_tq *tq, bool fresh)
 {
-	/* (the window is cut once per loss, not per round of it) */
-	if (!comp_loss(tq, true, fresh))
+	if (!comp_loss(tq, true, false))
 		return;
+	if (fresh)
+		tq->loss_cut = false;
 	if (roce_recover_nak_resend(tq, fresh)) {
 		/* A NAK at una again once those went out is news: they (or
 		 * the last packet sent again with them) met the gap again. */
 		tq->rewind_span = 0;
 		return;
+	}
+	/* Going back sends again all that went out after una: the window
+	 * paces that, cut once per loss. Sending only what was lost is no
+	 * burst and leaves it (roce_recover.c). */
+	if (!tq->loss_cut) {
+		tq->loss_cut = true;
+		roce_recover_loss(tq);
 	}
 	tq->rewind_pending = true;
 	roce_tp_schedule(tq);

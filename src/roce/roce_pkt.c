@@ -172,7 +172,7 @@ static inline const void *ext_hdr(const struct roce_opcode_info *op,
 }
 
 /* Validates the IPv4 header at frame[off..len); sets *l4_len. */
-static int parse_ipv4(const uint8_t *frame, uint32_t len, uint32_t off,
+static int parse_ipv4(const uint8_t *frame, uint32_t len, uint32_t off, unsigned flags,
 		      struct roce_pkt_info *info, uint32_t *l4_len)
 {
 	const struct roce_ipv4_hdr *ip = (const void *)(frame + off);
@@ -189,7 +189,7 @@ static int parse_ipv4(const uint8_t *frame, uint32_t len, uint32_t off,
 	if (unlikely(tot < ihl || tot > len - off))
 		return -ROCE_RX_E_IP4_LEN;
 	/* ihl <= tot <= len - off: the whole header is in the frame. */
-	if (unlikely(csum_fold(csum_add(0, frame + off, ihl)) != 0xFFFF))
+	if (!(flags & ROCE_RX_F_LOCAL) && unlikely(csum_fold(csum_add(0, frame + off, ihl)) != 0xFFFF))
 		return -ROCE_RX_E_IP4_CSUM;
 	if (unlikely(roce_ipv4_frag_off(ip) & (ROCE_IPV4_MF | ROCE_IPV4_OFF_MASK)))
 		return -ROCE_RX_E_IP4_FRAG;
@@ -279,7 +279,7 @@ int roce_pkt_parse(const uint8_t *frame, uint32_t len, unsigned flags,
 
 	/* IP */
 	if (type == ROCE_ETH_P_IPV4)
-		ret = parse_ipv4(frame, len, off, info, &l4_len);
+		ret = parse_ipv4(frame, len, off, flags, info, &l4_len);
 	else if (type == ROCE_ETH_P_IPV6)
 		ret = parse_ipv6(frame, len, off, info, &l4_len);
 	else

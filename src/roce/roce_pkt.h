@@ -56,6 +56,9 @@ enum roce_rx_err {
 /* roce_pkt_parse() flags */
 #define ROCE_RX_F_ICRC     0x1 /* verify the ICRC */
 #define ROCE_RX_F_UDP_CSUM 0x2 /* verify the UDP checksum when it is not 0 */
+#define ROCE_RX_F_LOCAL    0x4 /* built by this process's transport and not
+				* altered since (PKT_F_LOCAL_ICRC_SKIPPED): no
+				* IPv4 header checksum to verify */
 
 /*
  * A validated RoCE v2 frame. Header pointers point into the caller's frame
@@ -120,7 +123,8 @@ struct roce_pkt_info {
 
 /* Validate an untrusted frame of len bytes as RoCE v2 and decode it into
  * *info: Ethernet (one optional 802.1Q tag), IPv4 (version, IHL >= 5, total
- * length within the frame, header checksum, not a fragment, UDP) or IPv6
+ * length within the frame, header checksum unless ROCE_RX_F_LOCAL, not a
+ * fragment, UDP) or IPv6
  * (next header UDP, payload length within the frame, no IPv4-mapped
  * address), UDP (port 4791, length = IP payload), BTH (TVer 0, supported
  * opcode, headers and pad fit, no payload on opcodes without one), then the
@@ -132,14 +136,15 @@ int roce_pkt_parse(const uint8_t *frame, uint32_t len, unsigned flags,
 		   struct roce_pkt_info *info);
 
 /* roce_pkt_parse() on a struct pkt. A frame marked PKT_F_LOCAL_ICRC_SKIPPED
- * (built locally without an ICRC) is not ICRC-checked. Same returns. */
+ * (built locally without an ICRC; anything that alters it seals it first)
+ * is not ICRC-checked, nor its IPv4 header checksum. Same returns. */
 static inline int roce_pkt_parse_pkt(const struct pkt *p, unsigned flags,
 				     struct roce_pkt_info *info)
 {
 	int rc;
 
 	if (p->flags & PKT_F_LOCAL_ICRC_SKIPPED)
-		flags &= ~(unsigned)ROCE_RX_F_ICRC;
+		flags = (flags & ~(unsigned)ROCE_RX_F_ICRC) | ROCE_RX_F_LOCAL;
 	rc = roce_pkt_parse(p->data, p->len, flags, info);
 	if (!rc)
 		info->payload_ref = (p->flags & PKT_F_PAYLOAD_REF) ? &p->ref : NULL;

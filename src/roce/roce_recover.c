@@ -3,9 +3,11 @@
  * RC loss recovery of the requester beyond plain go-back-N (docs/design.md
  * "Loss recovery"):
  *  - a send window (cwnd) of at most ROCE_TP_WINDOW PSNs that halves on
- *    every loss (NAK sequence error, timeout, a probe answered short),
- *    down to ROCE_TP_CWND_MIN, and grows back by half of what each ACK
- *    acknowledges, so a rewind never resends a whole window at once again;
+ *    every loss that makes the requester go back (a sequence NAK answered
+ *    with go-back-N, a timeout, a probe answered short), down to
+ *    ROCE_TP_CWND_MIN, and grows back by half of what each ACK
+ *    acknowledges, so a rewind never resends a whole window at once again
+ *    (the missing packets sent again alone are no burst: no cut);
  *  - the READ responder's turn (responses sent per poll) halves on a
  *    duplicate READ, down to ROCE_TP_BURST_MIN, and grows back by half of
  *    each turn: go-back-N resends what was sent after the lost response,
@@ -29,6 +31,7 @@
 void roce_recover_reset(struct roce_tq *tq)
 {
 	tq->cwnd = ROCE_TP_WINDOW;
+	tq->loss_cut = false;
 	tq->probes = 0;
 	tq->srtt_ns = 0;
 	tq->nak_hold = false;

@@ -80,7 +80,7 @@
 	X(timeouts)         /* retransmit timer expirations */                 \
 	X(probes)           /* loss probes (roce_recover.c) */                 \
 	X(timer_waits)      /* a probe/timeout not needed after one more poll */ \
-	X(window_cuts)      /* send window halved on a loss */                 \
+	X(window_cuts)      /* send window halved: a loss that went back */    \
 	X(dup_reads)        /* duplicate READs answered again */              \
 	X(nak_holds)        /* sequence NAKs answered with the missing packets \
 			     * only (roce_recover.c) */                      \

@@ -483,6 +483,7 @@ struct roce_tq {
 	uint64_t timer_pass;      /* loop pass a due probe/timeout waits out */
 	bool timer_waits;         /* ... for frames received, not looked at */
 	uint32_t cwnd;            /* send window, PSNs (roce_recover.c) */
+	bool loss_cut;            /* ... cut for the latest sequence NAK's loss */
 	uint32_t rsp_burst;       /* READ responses per turn, paced likewise */
 	uint8_t probes;           /* loss probes since the last progress */
 	uint64_t probe_ns;        /* when the last one went (loop clock) */

@@ -905,6 +905,24 @@ static void refresh(struct craft *c, uint32_t l3, bool v4)
 	roce_icrc_frame_set(c->f, c->len); /* may fail for broken frames */
 }
 
+/* A frame with a bad IPv4 header checksum (c) is refused, unless this
+ * process's transport built it and nothing altered it since (marked
+ * PKT_F_LOCAL_ICRC_SKIPPED: what alters a frame seals it first). */
+static void parse_local(const struct craft *c)
+{
+	struct roce_pkt_info info;
+	struct pkt *p = pkt_alloc();
+
+	REQUIRE(p);
+	memcpy(p->data, c->f, c->len);
+	p->len = c->len;
+	CHECK_EQ(roce_pkt_parse_pkt(p, ROCE_RX_F_ICRC, &info), -ROCE_RX_E_IP4_CSUM);
+	p->flags |= PKT_F_LOCAL_ICRC_SKIPPED;
+	CHECK_EQ(roce_pkt_parse_pkt(p, ROCE_RX_F_ICRC, &info), 0);
+	CHECK_EQ(roce_pkt_parse(c->f, c->len, ROCE_RX_F_LOCAL, &info), 0);
+	pkt_free(p);
+}
+
 static void test_parse_errors(void)
 {
 	struct craft c, base4, base6, basev, empty4, csum4;
@@ -968,6 +986,7 @@ static void test_parse_errors(void)
 	c = base4;
 	c.f[24] ^= 0x40;
 	EXPECT(&c, c.len, ROCE_RX_E_IP4_CSUM);
+	parse_local(&c);
 	c = base4;
 	put_be16(c.f + 20, ROCE_IPV4_DF | ROCE_IPV4_MF);
 	refresh(&c, 14, true);

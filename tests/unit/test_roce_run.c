@@ -817,6 +817,7 @@ static bool wire_has(void *arg)
  * alone again; else (go-back-N) a goes back and sends 5..15 as one run. */
 static void rewind_mid_run(bool keep)
 {
+	struct roce_tq *ta;
 	uint64_t ref0;
 	struct virtio_rdma_cq_req wc[1];
 	struct pkt_queue q, out;
@@ -828,6 +829,7 @@ static void rewind_mid_run(bool keep)
 	if (!keep)
 		go_back_n(&p);
 	prime(&p);
+	ta = rres_qp_lookup(&p.a->rd, p.qa.qpn)->transport;
 	ref0 = p.b->tp->stats.rx_by_ref;
 	hold(p.a);
 	REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 16 * MTU, 2, false, 3, -1));
@@ -863,6 +865,9 @@ static void rewind_mid_run(bool keep)
 		CHECK_EQ(p.a->tp->stats.tx_runs, 1);
 		CHECK_EQ(p.a->tp->stats.tx_run_pkts, 16);
 		CHECK_EQ(p.a->tp->stats.retransmits, 2);
+		/* (nothing went again in a burst: the window stays) */
+		CHECK_EQ(p.a->tp->stats.window_cuts, 0);
+		CHECK_EQ(roce_recover_window(ta), ROCE_TP_WINDOW);
 		CHECK_EQ(p.b->tp->stats.rx_dup, 1);
 		CHECK_EQ(p.b->tp->stats.rx_kept, 10);
 		CHECK_EQ(p.b->tp->stats.rx_kept_used, 10);
@@ -875,6 +880,8 @@ static void rewind_mid_run(bool keep)
 		CHECK_EQ(p.a->tp->stats.tx_runs, 2);
 		CHECK_EQ(p.a->tp->stats.tx_run_pkts, 16 + 11);
 		CHECK_EQ(p.a->tp->stats.retransmits, 11);
+		CHECK_EQ(p.a->tp->stats.window_cuts, 1);
+		CHECK(roce_recover_window(ta) < ROCE_TP_WINDOW);
 		CHECK_EQ(p.b->tp->stats.rx_runs, 1);
 		CHECK_EQ(p.b->tp->stats.rx_run_pkts, 11);
 		CHECK_EQ(p.b->tp->stats.rx_by_ref - ref0, 11); /* the split ones copied */
@@ -1331,6 +1338,7 @@ static void test_keep_learns_go_back_n(void)
 		CHECK_EQ(p.a->tp->stats.retransmits - rx0, again[m]);
 		CHECK_EQ(p.a->tp->stats.nak_holds, holds[m]);
 		CHECK_EQ(p.a->tp->stats.rewinds, m + 1);
+		CHECK_EQ(p.a->tp->stats.window_cuts, m + 1); /* once per loss */
 		CHECK_EQ(ta->peer_keeps, m ? ROCE_PEER_KEEPS_NO : ROCE_PEER_KEEPS_UNKNOWN);
 	}
 	CHECK_EQ(p.b->tp->stats.rx_kept, 0);
