@@ -73,10 +73,10 @@ static inline uint32_t pkt_wire_len(const struct pkt *p)
 }
 
 /* Payload references (src/port/pkt_ref.c). A frame with one never leaves the
- * process: whatever shows a frame outside (capture, fault injector, uplink,
- * a driver's network stack, a clone's other readers) first calls
- * pkt_ref_fill(). Frames with a reference are made and freed on one thread
- * (the transport's loop). */
+ * process: whatever shows a frame outside (capture, uplink, a driver's
+ * network stack, the fault injector's corruption, a clone's other readers)
+ * first calls pkt_ref_fill(). Frames with a reference are made and freed on
+ * one thread (the transport's loop). */
 
 /* Attach the payload [data + off, + len) as the pieces iov[0..n) (n <=
  * PKT_REF_IOV, their lengths summing to len). */

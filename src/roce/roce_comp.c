@@ -200,9 +200,11 @@ static void comp_seq_loss(struct roce_tq *tq, bool fresh)
 		return;
 	}
 	/* Going back sends again all that went out after una: the window
-	 * paces that, cut once per loss. Sending only what was lost is no
-	 * burst and leaves it (roce_recover.c). */
-	if (!tq->loss_cut) {
+	 * paces that, cut once per loss. Sending only what was lost (or no
+	 * more than a round of that would) is no burst and leaves it
+	 * (roce_recover.c). */
+	if (!tq->loss_cut &&
+	    roce_psn_diff(tq->sq_psn, tq->una) > (int32_t)MAX(tq->nak_hold_len, 1u)) {
 		tq->loss_cut = true;
 		roce_recover_loss(tq);
 	}

@@ -4,7 +4,8 @@
  * "Loss recovery"):
  *  - a send window (cwnd) of at most ROCE_TP_WINDOW PSNs that halves on
  *    every loss that makes the requester go back (a sequence NAK answered
- *    with go-back-N, a timeout, a probe answered short), down to
+ *    with go-back-N beyond a round of selective resends, a timeout, a
+ *    probe answered short), down to
  *    ROCE_TP_CWND_MIN, and grows back by half of what each ACK
  *    acknowledges, so a rewind never resends a whole window at once again
  *    (the missing packets sent again alone are no burst: no cut);
@@ -277,7 +278,7 @@ void roce_recover_probe(struct roce_tq *tq)
 	tq->probe_ns = tp->loop ? loop_now_ns() : 0;
 	tp->stats.probes++;
 	/* (No window cut: a probe is a question; an answer that shows a
-	 * loss, a NAK or a short ACK, cuts the window when it comes.) */
+	 * loss cuts the window when it comes, if it makes us go back.) */
 	/* An answer to the probe (NAK at una) is news, not a repeat. */
 	tq->rewind_marked = false;
 	for (uint32_t i = tq->sq_head; i != tq->sq_tail; i++) {
