@@ -189,7 +189,8 @@ static int parse_ipv4(const uint8_t *frame, uint32_t len, uint32_t off, unsigned
 	if (unlikely(tot < ihl || tot > len - off))
 		return -ROCE_RX_E_IP4_LEN;
 	/* ihl <= tot <= len - off: the whole header is in the frame. */
-	if (!(flags & ROCE_RX_F_LOCAL) && unlikely(csum_fold(csum_add(0, frame + off, ihl)) != 0xFFFF))
+	if (!(flags & ROCE_RX_F_LOCAL) &&
+	    unlikely(csum_fold(csum_add(0, frame + off, ihl)) != 0xFFFF))
 		return -ROCE_RX_E_IP4_CSUM;
 	if (unlikely(roce_ipv4_frag_off(ip) & (ROCE_IPV4_MF | ROCE_IPV4_OFF_MASK)))
 		return -ROCE_RX_E_IP4_FRAG;

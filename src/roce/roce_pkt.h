@@ -124,9 +124,8 @@ struct roce_pkt_info {
 /* Validate an untrusted frame of len bytes as RoCE v2 and decode it into
  * *info: Ethernet (one optional 802.1Q tag), IPv4 (version, IHL >= 5, total
  * length within the frame, header checksum unless ROCE_RX_F_LOCAL, not a
- * fragment, UDP) or IPv6
- * (next header UDP, payload length within the frame, no IPv4-mapped
- * address), UDP (port 4791, length = IP payload), BTH (TVer 0, supported
+ * fragment, UDP) or IPv6 (next header UDP, payload length within the frame,
+ * no IPv4-mapped address), UDP (port 4791, length = IP payload), BTH (TVer 0, supported
  * opcode, headers and pad fit, no payload on opcodes without one), then the
  * UDP checksum if ROCE_RX_F_UDP_CSUM and the ICRC if ROCE_RX_F_ICRC (these
  * two last, so they never hide another reason). Bytes after the IP datagram

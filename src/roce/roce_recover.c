@@ -5,10 +5,10 @@
  *  - a send window (cwnd) of at most ROCE_TP_WINDOW PSNs that halves on
  *    every loss that makes the requester go back (a sequence NAK answered
  *    with go-back-N beyond a round of selective resends, a timeout, a
- *    probe answered short), down to
- *    ROCE_TP_CWND_MIN, and grows back by half of what each ACK
- *    acknowledges, so a rewind never resends a whole window at once again
- *    (the missing packets sent again alone are no burst: no cut);
+ *    probe answered short), down to ROCE_TP_CWND_MIN, and grows back by
+ *    half of what each ACK acknowledges, so a rewind never resends a whole
+ *    window at once again (the missing packets sent again alone are no
+ *    burst: no cut);
  *  - the READ responder's turn (responses sent per poll) halves on a
  *    duplicate READ, down to ROCE_TP_BURST_MIN, and grows back by half of
  *    each turn: go-back-N resends what was sent after the lost response,

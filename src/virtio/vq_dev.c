@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "vhost/vhost_mem.h"
+#include "virtio/vq_ring.h"
 
 /* Largest indirect table we accept (entries); the spec bounds it by 2^15. */
 #define VQ_INDIRECT_MAX 32768u
@@ -43,36 +44,6 @@ struct vq_table {
 	unsigned npieces;
 	uint32_t num;                  /* entries */
 };
-
-static inline uint16_t ld16(const void *p)
-{
-	return le16toh(__atomic_load_n((const uint16_t *)p, __ATOMIC_RELAXED));
-}
-
-static inline uint16_t ld16_acquire(const void *p)
-{
-	return le16toh(__atomic_load_n((const uint16_t *)p, __ATOMIC_ACQUIRE));
-}
-
-static inline void st16(void *p, uint16_t v)
-{
-	__atomic_store_n((uint16_t *)p, htole16(v), __ATOMIC_RELAXED);
-}
-
-static inline void st16_release(void *p, uint16_t v)
-{
-	__atomic_store_n((uint16_t *)p, htole16(v), __ATOMIC_RELEASE);
-}
-
-static inline void st32(void *p, uint32_t v)
-{
-	__atomic_store_n((uint32_t *)p, htole32(v), __ATOMIC_RELAXED);
-}
-
-static inline uint32_t ld32(const void *p)
-{
-	return le32toh(__atomic_load_n((const uint32_t *)p, __ATOMIC_RELAXED));
-}
 
 /* used_event lives after the avail ring, avail_event after the used ring. */
 static inline uint16_t *vq_used_event(const struct vq_dev *vq)

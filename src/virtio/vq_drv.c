@@ -16,34 +16,10 @@
 
 #include "common/util.h"
 #include "virtio/vq_dev.h" /* vq_need_event */
+#include "virtio/vq_ring.h"
 
 #define VQ_DRV_USED_ALIGN 4096u
 #define VQ_DRV_INDIRECT_MAX 32768u
-
-static inline uint16_t ld16(const void *p)
-{
-	return le16toh(__atomic_load_n((const uint16_t *)p, __ATOMIC_RELAXED));
-}
-
-static inline uint16_t ld16_acquire(const void *p)
-{
-	return le16toh(__atomic_load_n((const uint16_t *)p, __ATOMIC_ACQUIRE));
-}
-
-static inline uint32_t ld32(const void *p)
-{
-	return le32toh(__atomic_load_n((const uint32_t *)p, __ATOMIC_RELAXED));
-}
-
-static inline void st16(void *p, uint16_t v)
-{
-	__atomic_store_n((uint16_t *)p, htole16(v), __ATOMIC_RELAXED);
-}
-
-static inline void st16_release(void *p, uint16_t v)
-{
-	__atomic_store_n((uint16_t *)p, htole16(v), __ATOMIC_RELEASE);
-}
 
 static inline uint16_t *vq_drv_used_event(const struct vq_drv *vq)
 {

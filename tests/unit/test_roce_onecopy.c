@@ -306,9 +306,7 @@ static void test_pcap_falls_back(void)
 	unlink(path);
 }
 
-/* A fault injector leaves payloads by reference: it fills in (seals) only
- * the frames it corrupts, duplicates and holds carry the reference, and RC
- * recovers its faults as on the frame path, data byte for byte. */
+/* No frame of this thread holds a payload reference. */
 static bool refs_gone(void *arg)
 {
 	struct pkt_ref_stats r;
@@ -318,6 +316,9 @@ static bool refs_gone(void *arg)
 	return r.live == 0;
 }
 
+/* A fault injector leaves payloads by reference: it fills in (seals) only
+ * the frames it corrupts, duplicates and holds carry the reference, and RC
+ * recovers its faults as on the frame path, data byte for byte. */
 static void test_fault_keeps_refs(void)
 {
 	struct pkt_ref_stats r0, r1;

@@ -279,11 +279,6 @@ static void wrap(bool event_idx)
 	fx_fini(&f);
 }
 
-/* Buffers returned in order come back as the next heads in ring order
- * (the free list is FIFO), and a ring word that keeps its value is not
- * written again: after the first lap, with the same buffers posted in the
- * same order, the descriptor table is read-only and the exchange goes on
- * (a write would fault), in batches of 1 to 8 and out of order once. */
 /* One exchange of n buffers (slot t for the t-th buffer ever posted, mod
  * the ring): posted, popped with heads in ring order, returned, reaped.
  * Returns the mismatches. */
@@ -321,6 +316,11 @@ static unsigned stable_exchange(struct fx *f, int *toks, unsigned num, unsigned 
 	return bad;
 }
 
+/* Buffers returned in order come back as the next heads in ring order
+ * (the free list is FIFO), and a ring word that keeps its value is not
+ * written again: after the first lap, with the same buffers posted in the
+ * same order, the descriptor table is read-only and the exchange goes on
+ * (a write would fault), in batches of 1 to 8 and out of order once. */
 static void test_stable_ring_words(void)
 {
 	enum { NUM = 256, SLOT = 64 };
