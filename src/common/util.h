@@ -106,6 +106,19 @@ static inline void put_be64(void *p, uint64_t v)
 	memcpy(p, &v, 8);
 }
 
+/* Bits set in x (no libgcc call where the CPU baseline lacks POPCNT). */
+static inline uint32_t popcount64(uint64_t x)
+{
+#ifdef __POPCNT__
+	return (uint32_t)__builtin_popcountll(x);
+#else
+	x -= (x >> 1) & 0x5555555555555555ull;
+	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (uint32_t)((x * 0x0101010101010101ull) >> 56);
+#endif
+}
+
 /* Memory shared with another core (a ring, a request slot): write the n
  * bytes only if they differ from what is there, so an unchanged cache line
  * stays valid in the other core's cache. */

@@ -40,7 +40,7 @@ static uint64_t frame_arrived(struct pkt *p)
 /* Packets of a frame that arrived (arrived: frame_arrived), from packet k on. */
 static uint32_t arrived_from(uint64_t arrived, uint32_t k)
 {
-	return k >= 64 ? 0 : (uint32_t)__builtin_popcountll(arrived >> k);
+	return k >= 64 ? 0 : popcount64(arrived >> k);
 }
 
 /* Whether packet k arrived. */
@@ -59,13 +59,15 @@ static bool keep_live(const struct roce_tq *tq)
 }
 
 /*
- * Keep p (packet 0 has PSN psn) if the packets of it that the responder has
+ * Keep p (pi: its packet 0) if the packets of it that the responder has
  * not executed lie beyond a sequence gap: at the tail (a new frame), or at
  * the head (one executed again up to a hole). Returns the packets kept.
  */
-static uint32_t keep_put(struct roce_tq *tq, struct pkt *p, uint32_t psn, bool head)
+static uint32_t keep_put(struct roce_tq *tq, struct pkt *p, const struct roce_pkt_info *pi,
+			 bool head)
 {
 	struct roce_tp *tp = tq->tp;
+	uint32_t psn = pi->psn;
 	int32_t at = roce_psn_diff(tq->epsn, psn); /* epsn's packet in p */
 	uint32_t n = frame_n(p), first, cnt;
 	struct roce_keep_ent *e;
@@ -113,6 +115,7 @@ static uint32_t keep_put(struct roce_tq *tq, struct pkt *p, uint32_t psn, bool h
 	tq->keep_n++;
 	tp->keep_frames++;
 	e->p = p;
+	e->pi = *pi;
 	e->psn = psn;
 	e->n = (uint16_t)n;
 	e->cnt = (uint16_t)cnt;
@@ -126,20 +129,17 @@ bool roce_keep_take(struct roce_tq *tq, struct pkt *p, const struct roce_pkt_inf
 	/* (most frames come in sequence: nothing to look at) */
 	if (!tq->nak_sent || !(pi->mask & (ROCE_OPF_SEND | ROCE_OPF_WRITE)))
 		return false;
-	cnt = keep_put(tq, p, pi->psn, false);
+	cnt = keep_put(tq, p, pi, false);
 	tq->tp->stats.rx_kept += cnt;
 	return cnt > 0;
 }
 
-/* Drop the head entry from the ring (the caller owns its frame now). */
-static struct roce_keep_ent keep_pop(struct roce_tq *tq)
+/* Drop the head entry from the ring (its frame is the caller's now). */
+static void keep_pop(struct roce_tq *tq)
 {
-	struct roce_keep_ent e = *keep_at(tq, 0);
-
 	tq->keep_head = (tq->keep_head + 1) % ROCE_TP_KEEP_FRAMES;
 	tq->keep_n--;
 	tq->tp->keep_frames--;
-	return e;
 }
 
 void roce_keep_drain(struct roce_tq *tq)
@@ -147,10 +147,10 @@ void roce_keep_drain(struct roce_tq *tq)
 	struct roce_tp *tp = tq->tp;
 
 	while (tq->keep_n) {
-		struct roce_keep_ent e = *keep_at(tq, 0);
-		int32_t at = roce_psn_diff(tq->epsn, e.psn);
+		const struct roce_keep_ent *h = keep_at(tq, 0);
+		int32_t at = roce_psn_diff(tq->epsn, h->psn);
 		uint32_t from = (uint32_t)at, cnt, again, passed, e0;
-		struct roce_pkt_info pi;
+		struct roce_keep_ent e;
 		uint64_t arrived;
 
 		if (at < 0)
@@ -161,8 +161,8 @@ void roce_keep_drain(struct roce_tq *tq)
 		}
 		/* what of it is still to execute: its packets below epsn came
 		 * again and were executed then */
-		arrived = frame_arrived(e.p);
-		cnt = from < e.n ? arrived_from(arrived, from) : 0;
+		arrived = frame_arrived(h->p);
+		cnt = from < h->n ? arrived_from(arrived, from) : 0;
 		/* A gap before it (its packet at epsn lost): it waits. (No
 		 * NAK from here: the ACK of what executed shows the gap to a
 		 * requester that sent only the missing packets again, and a
@@ -170,13 +170,15 @@ void roce_keep_drain(struct roce_tq *tq)
 		 * it sends again would make it go back each time.) */
 		if (cnt && !arrived_has(arrived, from))
 			return;
+		e = *h; /* (its slot may take it back) */
 		keep_pop(tq);
 		tp->stats.rx_kept_freed += e.cnt - cnt;
-		if (!cnt || roce_pkt_parse_pkt(e.p, 0, &pi) < 0) {
-			tp->stats.rx_kept_freed += cnt;
+		if (!cnt) {
 			pkt_free(e.p);
 			continue;
 		}
+		/* (a fill while it waited moved its payload into the frame) */
+		e.pi.payload_ref = (e.p->flags & PKT_F_PAYLOAD_REF) ? &e.p->ref : NULL;
 		e0 = tq->epsn;
 		if (e.p->flags & PKT_F_RUN) {
 			/* up to its next hole: what follows it is beyond a
@@ -184,15 +186,15 @@ void roce_keep_drain(struct roce_tq *tq)
 			uint64_t holes = ~arrived >> from;
 			uint32_t to = holes ? from + (uint32_t)__builtin_ctzll(holes) : 64;
 
-			roce_run_rx(tq, &pi, e.p, from, to);
+			roce_run_rx(tq, &e.pi, e.p, from, to);
 		} else {
-			roce_resp_rx(tq, &pi, e.p);
+			roce_resp_rx(tq, &e.pi, e.p);
 		}
 		/* executed: those epsn passed; up to a hole in it, the rest
 		 * waits again, first in line; the others were refused (RNR,
 		 * an error) and go */
 		passed = MIN((uint32_t)MAX(roce_psn_diff(tq->epsn, e0), 0), cnt);
-		again = MIN(keep_put(tq, e.p, e.psn, true), cnt - passed);
+		again = MIN(keep_put(tq, e.p, &e.pi, true), cnt - passed);
 		tp->stats.rx_kept_used += passed;
 		tp->stats.rx_kept_freed += cnt - passed - again;
 		if (!again)
@@ -205,10 +207,11 @@ void roce_keep_flush(struct roce_tq *tq)
 	struct roce_tp *tp = tq->tp;
 
 	while (tq->keep_n) {
-		struct roce_keep_ent e = keep_pop(tq);
+		const struct roce_keep_ent *h = keep_at(tq, 0);
 
-		tp->stats.rx_kept_freed += e.cnt;
-		pkt_free(e.p);
+		tp->stats.rx_kept_freed += h->cnt;
+		pkt_free(h->p);
+		keep_pop(tq);
 	}
 	free(tq->keep);
 	tq->keep = NULL;

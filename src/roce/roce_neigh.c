@@ -80,6 +80,12 @@ struct roce_neigh {
 	uint64_t gid_gen;
 	uint8_t gid[16];
 	bool gid_valid, gid_ours;
+	/* The last roce_neigh_near answer (near_dgid), valid while both
+	 * generations are unchanged: loss recovery asks it per packet. */
+	uint64_t near_psec_gen, near_gid_gen; /* 0: none yet */
+	const void *near_loop;
+	uint8_t near_dgid[16];
+	bool near;
 	struct loop_timer timer;
 	struct roce_neigh_ent e[ROCE_TP_NEIGH_SIZE];
 };
@@ -436,12 +442,24 @@ bool roce_neigh_local(struct roce_neigh *n, const uint8_t dgid[16])
 
 bool roce_neigh_near(struct roce_neigh *n, const uint8_t dgid[16])
 {
+	uint64_t gen = psec_generation(), gid_gen = n->tp->rd->gid_gen;
 	const struct roce_neigh_pin *c;
 
-	if (neigh_dst_ours(n, dgid))
-		return true;
-	c = neigh_pin(n, dgid);
-	return c->pinned && c->home && c->home == (const void *)n->tp->loop;
+	/* (the registry's generation starts at 1: the first call looks) */
+	if (likely(n->near_psec_gen == gen && n->near_gid_gen == gid_gen &&
+		   n->near_loop == (const void *)n->tp->loop && !memcmp(n->near_dgid, dgid, 16)))
+		return n->near;
+	if (neigh_dst_ours(n, dgid)) {
+		n->near = true;
+	} else {
+		c = neigh_pin(n, dgid);
+		n->near = c->pinned && c->home && c->home == (const void *)n->tp->loop;
+	}
+	memcpy(n->near_dgid, dgid, 16);
+	n->near_loop = n->tp->loop;
+	n->near_gid_gen = gid_gen;
+	n->near_psec_gen = gen;
+	return n->near;
 }
 
 void roce_neigh_resolve(struct roce_neigh *n, const uint8_t sgid[16], const uint8_t dgid[16])

@@ -364,7 +364,8 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 	put_be32(ieth.rkey, r->f.ieth_rkey);
 	roce_aeth_set_syndrome(&aeth, r->f.aeth.syndrome);
 	roce_aeth_set_msn(&aeth, r->f.aeth.msn);
-	memset(&ref, 0, sizeof(ref));
+	/* (placing reads a reference's iov, niov and len only: the rest of
+	 * ref and gref stays unset, no clearing per call) */
 	ref.iov = slice;
 	/* packet 0's fields; what differs for packet k is set for it below */
 	pi = *pi0;
@@ -400,18 +401,8 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 		pi.ieth = (pi.mask & ROCE_OPF_IETH) ? &ieth : NULL;
 		pi.payload = NULL;
 		pi.payload_len = plen;
-		ref.len = plen;
 		while (iv < p->ref.niov && off - iv_off >= p->ref.iov[iv].iov_len)
 			iv_off += p->ref.iov[iv++].iov_len;
-		ref.niov = plen ? iov_slice(p->ref.iov + iv, p->ref.niov - iv, off - iv_off, plen,
-					    slice, ROCE_RUN_IOV) : 0;
-		off += plen;
-		if (plen && !ref.niov) {
-			/* its payload is gone (a failed fill): lost */
-			tp->stats.rx_run_lost++;
-			continue;
-		}
-		pi.payload_ref = &ref;
 		/* (a group is placed only in sequence: roce_resp_rx_bulk) */
 		end = (pi.mask & ROCE_OPF_REQ) && pi.psn == tq->epsn ? run_group_end(r, k, n, &last) :
 								       k + 1;
@@ -422,23 +413,32 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 			uint64_t ack = (r->ackreq >> k) & (end - k >= 64 ? ~0ull : (1ull << (end - k)) - 1);
 			int32_t ack_k = ack ? 63 - __builtin_clzll(ack) : -1;
 			struct iovec gslice[ROCE_RUN_IOV];
-			struct pkt_ref gref = ref;
+			struct pkt_ref gref;
 
 			gref.iov = gslice;
 			gref.len = total;
-			gref.niov = iov_slice(p->ref.iov + iv, p->ref.niov - iv, off - plen - iv_off,
-					      total, gslice, ROCE_RUN_IOV);
+			gref.niov = iov_slice(p->ref.iov + iv, p->ref.niov - iv, off - iv_off, total,
+					      gslice, ROCE_RUN_IOV);
 			pi.payload_len = total;
 			pi.payload_ref = &gref;
 			if (gref.niov && roce_resp_rx_bulk(tq, &pi, end - k, last, ack_k)) {
 				tp->stats.rx_run_bulk++;
-				off += total - plen;
+				off += total;
 				k = end - 1;
 				continue;
 			}
-			pi.payload_len = plen;
-			pi.payload_ref = &ref;
+			pi.payload_len = plen; /* one by one */
 		}
+		ref.len = plen;
+		ref.niov = plen ? iov_slice(p->ref.iov + iv, p->ref.niov - iv, off - iv_off, plen,
+					    slice, ROCE_RUN_IOV) : 0;
+		off += plen;
+		if (plen && !ref.niov) {
+			/* its payload is gone (a failed fill): lost */
+			tp->stats.rx_run_lost++;
+			continue;
+		}
+		pi.payload_ref = &ref;
 		if (pi.mask & ROCE_OPF_REQ)
 			roce_resp_rx(tq, &pi, p);
 		else

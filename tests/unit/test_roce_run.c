@@ -1745,6 +1745,54 @@ static void test_keep_drain_holes(void)
 	}
 }
 
+static bool a_has_16(void *arg)
+{
+	return ((struct pair *)arg)->a->wire.len >= 16;
+}
+
+/* Frames kept by reference whose payload is filled in while they wait
+ * (the sender's memory about to go): executed from their own bytes once
+ * the gap fills, not from the memory they referenced (overwritten here). */
+static void test_keep_filled_while_kept(void)
+{
+	struct virtio_rdma_cq_req wc[1];
+	uint8_t want[16 * MTU];
+	uint8_t *src;
+	struct pair p;
+	struct pkt *f;
+	uint32_t i = 0;
+
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	prime(&p);
+	p.a->tp->run_max = 1; /* one frame per packet, each by reference */
+	hold(p.a);
+	REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 16 * MTU, 1, false, 29, -1));
+	src = p.ma.buf + 1 + 29 % 61;
+	memcpy(want, src, sizeof(want));
+	REQUIRE(fk_run_until(&p.env, a_has_16, &p, WAIT_MS));
+	while ((f = pkt_queue_pop(&p.a->wire))) {
+		CHECK(f->flags & PKT_F_PAYLOAD_REF);
+		if (i++ == 5)
+			pkt_free(f);
+		else
+			sw_input(p.env.sw, &p.a->port, f);
+	}
+	/* b keeps 6..15; a sends 5 again (held on its wire) */
+	REQUIRE(fk_run_until(&p.env, a_sent, &p, WAIT_MS));
+	CHECK_EQ(p.b->tp->keep_frames, 10);
+	pkt_ref_fill_all();
+	memset(src, 0xc3, sizeof(want));
+	p.a->attached = true;
+	while ((f = pkt_queue_pop(&p.a->wire)))
+		sw_input(p.env.sw, &p.a->port, f);
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK(memcmp(want, p.mb.buf + 3, sizeof(want)) == 0);
+	CHECK_EQ(p.b->tp->stats.rx_kept_used, 10);
+	CHECK_EQ(p.b->tp->keep_frames, 0);
+	fk_env_fini(&p.env);
+}
+
 /* The next frame b sends, parsed (b's frames held, the others given on). */
 static bool next_from(struct pair *p, struct fk_dev *b, struct roce_pkt_info *pi,
 		      struct pkt **held)
@@ -2060,6 +2108,7 @@ int main(void)
 	RUN(test_probe_min_local);
 	RUN(test_keep_resend_lost_long);
 	RUN(test_keep_drain_holes);
+	RUN(test_keep_filled_while_kept);
 	RUN(test_rx_ahead_same);
 	RUN(test_rnr_in_run);
 	RUN(test_len_error_in_run);
