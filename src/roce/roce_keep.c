@@ -16,6 +16,8 @@
 
 #include "common/util.h"
 
+#define KEEP_RING_BYTES (ROCE_TP_KEEP_FRAMES * sizeof(struct roce_keep_ent))
+
 static struct roce_keep_ent *keep_at(const struct roce_tq *tq, uint32_t i)
 {
 	return &tq->keep[(tq->keep_head + i) % ROCE_TP_KEEP_FRAMES];
@@ -90,7 +92,7 @@ static uint32_t keep_put(struct roce_tq *tq, struct pkt *p, const struct roce_pk
 		const struct roce_keep_ent *t = keep_at(tq, tq->keep_n - 1);
 
 		/* ascending and apart (what was sent again is not kept twice) */
-		if (roce_psn_diff(psn, roce_psn_add(t->psn, t->n - 1)) <= 0)
+		if (roce_psn_diff(psn, roce_psn_add(t->pi.psn, t->n - 1)) <= 0)
 			return 0;
 	}
 	if (roce_psn_diff(roce_psn_add(psn, n - 1), tq->epsn) >= ROCE_TP_KEEP_WINDOW ||
@@ -100,8 +102,14 @@ static uint32_t keep_put(struct roce_tq *tq, struct pkt *p, const struct roce_pk
 		return 0;
 	}
 	if (!tq->keep) {
+		/* (state memory of the device, like the READ gap map) */
+		if (roce_budget_charge(tp, KEEP_RING_BYTES)) {
+			tp->stats.rx_keep_full++;
+			return 0;
+		}
 		tq->keep = calloc(ROCE_TP_KEEP_FRAMES, sizeof(*tq->keep));
 		if (!tq->keep) {
+			roce_budget_uncharge(tp, KEEP_RING_BYTES);
 			tp->stats.rx_keep_full++;
 			return 0;
 		}
@@ -116,7 +124,6 @@ static uint32_t keep_put(struct roce_tq *tq, struct pkt *p, const struct roce_pk
 	tp->keep_frames++;
 	e->p = p;
 	e->pi = *pi;
-	e->psn = psn;
 	e->n = (uint16_t)n;
 	e->cnt = (uint16_t)cnt;
 	return cnt;
@@ -148,7 +155,7 @@ void roce_keep_drain(struct roce_tq *tq)
 
 	while (tq->keep_n) {
 		const struct roce_keep_ent *h = keep_at(tq, 0);
-		int32_t at = roce_psn_diff(tq->epsn, h->psn);
+		int32_t at = roce_psn_diff(tq->epsn, h->pi.psn);
 		uint32_t from = (uint32_t)at, cnt, again, passed, e0;
 		struct roce_keep_ent e;
 		uint64_t arrived;
@@ -177,7 +184,8 @@ void roce_keep_drain(struct roce_tq *tq)
 			pkt_free(e.p);
 			continue;
 		}
-		/* (a fill while it waited moved its payload into the frame) */
+		/* (a fill while it waited moved its payload into the frame, or
+		 * for a run into a copy the frame owns) */
 		e.pi.payload_ref = (e.p->flags & PKT_F_PAYLOAD_REF) ? &e.p->ref : NULL;
 		e0 = tq->epsn;
 		if (e.p->flags & PKT_F_RUN) {
@@ -213,8 +221,11 @@ void roce_keep_flush(struct roce_tq *tq)
 		pkt_free(h->p);
 		keep_pop(tq);
 	}
-	free(tq->keep);
-	tq->keep = NULL;
+	if (tq->keep) {
+		free(tq->keep);
+		tq->keep = NULL;
+		roce_budget_uncharge(tp, KEEP_RING_BYTES);
+	}
 	tq->keep_head = 0;
 }
 

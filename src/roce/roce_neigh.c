@@ -80,9 +80,10 @@ struct roce_neigh {
 	uint64_t gid_gen;
 	uint8_t gid[16];
 	bool gid_valid, gid_ours;
-	/* The last roce_neigh_near answer (near_dgid), valid while both
-	 * generations are unchanged: loss recovery asks it per packet. */
-	uint64_t near_psec_gen, near_gid_gen; /* 0: none yet */
+	/* The last roce_neigh_near answer, for near_dgid from near_loop,
+	 * valid while both generations are unchanged (loss recovery asks it
+	 * several times per drop). near_psec_gen 0: none yet. */
+	uint64_t near_psec_gen, near_gid_gen;
 	const void *near_loop;
 	uint8_t near_dgid[16];
 	bool near;

@@ -364,8 +364,8 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 	put_be32(ieth.rkey, r->f.ieth_rkey);
 	roce_aeth_set_syndrome(&aeth, r->f.aeth.syndrome);
 	roce_aeth_set_msn(&aeth, r->f.aeth.msn);
-	/* (placing reads a reference's iov, niov and len only: the rest of
-	 * ref and gref stays unset, no clearing per call) */
+	/* (placing reads a reference's iov, niov and len only, cur_payload
+	 * in roce_mem.c: the rest of ref and gref stays unset) */
 	ref.iov = slice;
 	/* packet 0's fields; what differs for packet k is set for it below */
 	pi = *pi0;
@@ -428,6 +428,7 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 				continue;
 			}
 			pi.payload_len = plen; /* one by one */
+			pi.payload_ref = NULL; /* (gref goes out of scope) */
 		}
 		ref.len = plen;
 		ref.niov = plen ? iov_slice(p->ref.iov + iv, p->ref.niov - iv, off - iv_off, plen,

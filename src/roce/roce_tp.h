@@ -844,7 +844,6 @@ struct roce_keep_ent {
 	struct roce_pkt_info pi;  /* its packet 0 as parsed on arrival (no
 				   * second parse: nothing alters a kept frame
 				   * but a fill, which payload_ref follows) */
-	uint32_t psn;             /* its first packet's */
 	uint16_t n;               /* packets it stands for (holes included) */
 	uint16_t cnt;             /* ... of them kept (rx_kept) */
 };

@@ -1752,45 +1752,98 @@ static bool a_has_16(void *arg)
 
 /* Frames kept by reference whose payload is filled in while they wait
  * (the sender's memory about to go): executed from their own bytes once
- * the gap fills, not from the memory they referenced (overwritten here). */
+ * the gap fills, not from the memory they referenced (overwritten here).
+ * As single frames (each its own reference) and as a run (one reference,
+ * filled into a copy the frame owns). */
 static void test_keep_filled_while_kept(void)
 {
-	struct virtio_rdma_cq_req wc[1];
-	uint8_t want[16 * MTU];
-	uint8_t *src;
-	struct pair p;
-	struct pkt *f;
-	uint32_t i = 0;
+	for (unsigned run = 0; run < 2; run++) {
+		struct virtio_rdma_cq_req wc[1];
+		struct pkt_ref_stats st0, st1;
+		uint8_t want[16 * MTU];
+		uint8_t *src;
+		struct pair p;
+		struct pkt *f;
+		uint32_t i = 0;
 
-	pair_init(&p, VIRTIO_IB_QPT_RC);
-	prime(&p);
-	p.a->tp->run_max = 1; /* one frame per packet, each by reference */
-	hold(p.a);
-	REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 16 * MTU, 1, false, 29, -1));
-	src = p.ma.buf + 1 + 29 % 61;
-	memcpy(want, src, sizeof(want));
-	REQUIRE(fk_run_until(&p.env, a_has_16, &p, WAIT_MS));
-	while ((f = pkt_queue_pop(&p.a->wire))) {
-		CHECK(f->flags & PKT_F_PAYLOAD_REF);
-		if (i++ == 5)
-			pkt_free(f);
-		else
+		pair_init(&p, VIRTIO_IB_QPT_RC);
+		prime(&p);
+		if (!run)
+			p.a->tp->run_max = 1; /* one frame per packet */
+		hold(p.a);
+		REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 16 * MTU, 1, false, 29, -1));
+		src = p.ma.buf + 1 + 29 % 61;
+		memcpy(want, src, sizeof(want));
+		if (run) {
+			REQUIRE(fk_run_until(&p.env, wire_has, p.a, WAIT_MS));
+			f = pkt_queue_pop(&p.a->wire);
+			REQUIRE(f && (f->flags & PKT_F_RUN) && f->npkts == 16);
+			roce_run_lose(f, 5);
 			sw_input(p.env.sw, &p.a->port, f);
+		} else {
+			REQUIRE(fk_run_until(&p.env, a_has_16, &p, WAIT_MS));
+			while ((f = pkt_queue_pop(&p.a->wire))) {
+				CHECK(f->flags & PKT_F_PAYLOAD_REF);
+				if (i++ == 5)
+					pkt_free(f);
+				else
+					sw_input(p.env.sw, &p.a->port, f);
+			}
+		}
+		/* b keeps 6..15; a sends 5 again (held on its wire) */
+		REQUIRE(fk_run_until(&p.env, a_sent, &p, WAIT_MS));
+		CHECK_EQ(p.b->tp->keep_frames, run ? 1 : 10);
+		pkt_ref_get_stats(&st0);
+		pkt_ref_fill_all();
+		pkt_ref_get_stats(&st1);
+		CHECK(st1.filled - st0.filled >= (run ? 1 : 10));
+		memset(src, 0xc3, sizeof(want));
+		p.a->attached = true;
+		while ((f = pkt_queue_pop(&p.a->wire)))
+			sw_input(p.env.sw, &p.a->port, f);
+		CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+		CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+		CHECK(memcmp(want, p.mb.buf + 3, sizeof(want)) == 0);
+		CHECK_EQ(p.b->tp->stats.rx_kept_used, 10);
+		CHECK_EQ(p.b->tp->keep_frames, 0);
+		fk_env_fini(&p.env);
 	}
-	/* b keeps 6..15; a sends 5 again (held on its wire) */
-	REQUIRE(fk_run_until(&p.env, a_sent, &p, WAIT_MS));
-	CHECK_EQ(p.b->tp->keep_frames, 10);
-	pkt_ref_fill_all();
-	memset(src, 0xc3, sizeof(want));
-	p.a->attached = true;
-	while ((f = pkt_queue_pop(&p.a->wire)))
-		sw_input(p.env.sw, &p.a->port, f);
-	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
-	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
-	CHECK(memcmp(want, p.mb.buf + 3, sizeof(want)) == 0);
-	CHECK_EQ(p.b->tp->stats.rx_kept_used, 10);
-	CHECK_EQ(p.b->tp->keep_frames, 0);
-	fk_env_fini(&p.env);
+}
+
+/* A QP's ring of kept frames is state memory of its device: charged when
+ * the QP first keeps a frame, given back when the QP resets. Without room
+ * nothing is kept (rx_keep_full) and the requester goes back: the WRITE
+ * still completes, its data intact. */
+static void test_keep_ring_charged(void)
+{
+	for (unsigned room = 0; room < 2; room++) {
+		struct roce_tq *tb;
+		struct pair p;
+		uint64_t m0;
+
+		pair_init(&p, VIRTIO_IB_QPT_RC);
+		prime(&p);
+		tb = rres_qp_lookup(&p.b->rd, p.qb.qpn)->transport;
+		m0 = p.b->tp->state_mem;
+		if (!room)
+			roce_tp_set_state_budget(p.b->tp, m0); /* nothing more */
+		write_lossy(&p, 16, 31, 1ull << 5);
+		if (room) {
+			CHECK_EQ(p.b->tp->stats.rx_kept, 10);
+			CHECK_EQ(p.b->tp->stats.rx_keep_full, 0);
+			CHECK(tb->keep != NULL);
+			CHECK_EQ(p.b->tp->state_mem - m0,
+				 ROCE_TP_KEEP_FRAMES * sizeof(struct roce_keep_ent));
+			CHECK_EQ(fk_modify(p.b, p.qb.qpn, VIRTIO_IB_QPS_RESET, 0, NULL), 0);
+			CHECK(tb->keep == NULL);
+		} else {
+			CHECK_EQ(p.b->tp->stats.rx_kept, 0);
+			CHECK(p.b->tp->stats.rx_keep_full > 0);
+			CHECK(p.b->tp->stats.state_refused > 0);
+		}
+		CHECK_EQ(p.b->tp->state_mem, m0);
+		fk_env_fini(&p.env);
+	}
 }
 
 /* The next frame b sends, parsed (b's frames held, the others given on). */
@@ -2109,6 +2162,7 @@ int main(void)
 	RUN(test_keep_resend_lost_long);
 	RUN(test_keep_drain_holes);
 	RUN(test_keep_filled_while_kept);
+	RUN(test_keep_ring_charged);
 	RUN(test_rx_ahead_same);
 	RUN(test_rnr_in_run);
 	RUN(test_len_error_in_run);
