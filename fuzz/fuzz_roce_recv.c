@@ -228,7 +228,7 @@ static void check_invariants(struct env *e)
 			const struct roce_keep_ent *b =
 				&tq->keep[(tq->keep_head + k + 1) % ROCE_TP_KEEP_FRAMES];
 
-			if (roce_psn_diff(b->psn, roce_psn_add(a->psn, a->n - 1u)) <= 0)
+			if (roce_psn_diff(b->pi.psn, roce_psn_add(a->pi.psn, a->n - 1u)) <= 0)
 				abort();
 		}
 		kept += tq->keep_n;

@@ -56,15 +56,6 @@ static void nr_rx_room(void *ctx)
 	sw_port_ready(nd->sw, nd->port);
 }
 
-static void nr_notify(void *ctx, struct vhost_vring *r, bool force)
-{
-	(void)ctx;
-	if (force)
-		vhost_vring_call(r);
-	else
-		vhost_vring_notify(r);
-}
-
 static void nr_ring_error(void *ctx, struct vhost_vring *r)
 {
 	struct netdev *nd = ctx;
@@ -86,7 +77,7 @@ static void nr_comm_est(void *ctx, uint32_t qpn)
 static const struct roce_tp_ops netdev_roce_tp_ops = {
 	.ring = nr_ring,
 	.xmit = nr_xmit,
-	.notify = nr_notify,
+	.notify = roce_tp_notify_vring,
 	.ring_error = nr_ring_error,
 	.xmit_try = nr_xmit_try,
 	.rx_room = nr_rx_room,

@@ -254,15 +254,6 @@ static void tp_xmit(void *ctx, struct pkt *p)
 	sw_input(d->sw, &d->port, p);
 }
 
-static void tp_notify(void *ctx, struct vhost_vring *r, bool force)
-{
-	(void)ctx;
-	if (force)
-		vhost_vring_call(r);
-	else
-		vhost_vring_notify(r);
-}
-
 static void tp_ring_error(void *ctx, struct vhost_vring *r)
 {
 	struct virtio_rdma_dev *d = ctx;
@@ -279,7 +270,7 @@ static void tp_ring_error(void *ctx, struct vhost_vring *r)
 static const struct roce_tp_ops dev_tp_ops = {
 	.ring = tp_ring,
 	.xmit = tp_xmit,
-	.notify = tp_notify,
+	.notify = roce_tp_notify_vring,
 	.ring_error = tp_ring_error,
 };
 

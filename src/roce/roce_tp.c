@@ -31,6 +31,15 @@ void roce_tp_ring_dirty(struct roce_tp *tp, struct roce_ring_ref *ref, bool forc
 	tp->dirty = ref;
 }
 
+void roce_tp_notify_vring(void *ctx, struct vhost_vring *r, bool force)
+{
+	(void)ctx;
+	if (force)
+		vhost_vring_call(r);
+	else
+		vhost_vring_notify(r);
+}
+
 static void ring_ref_publish(struct roce_tp *tp, struct roce_ring_ref *ref)
 {
 	ref->next_dirty = NULL;

@@ -83,6 +83,10 @@ struct roce_tp_ops {
 	void (*comm_est)(void *ctx, uint32_t qpn);
 };
 
+/* The notify op of a transport whose rings are a vhost-user device's:
+ * call the driver always (force) or if it asked. */
+void roce_tp_notify_vring(void *ctx, struct vhost_vring *r, bool force);
+
 /* Tunables (compile-time). */
 #define ROCE_TP_RXQ_MAX        2048   /* frames queued in the device */
 #define ROCE_TP_RXQ_HIGH       1536   /* busy to senders of this process */
