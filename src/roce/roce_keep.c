@@ -177,7 +177,9 @@ void roce_keep_drain(struct roce_tq *tq)
 		 * it sends again would make it go back each time.) */
 		if (cnt && !arrived_has(arrived, from))
 			return;
-		e = *h; /* (its slot may take it back) */
+		/* a copy: executing it may take the slot back (keep_put below)
+		 * or free the ring (an error flushes it) */
+		e = *h;
 		keep_pop(tq);
 		tp->stats.rx_kept_freed += e.cnt - cnt;
 		if (!cnt) {
