@@ -49,7 +49,9 @@
  * buffer shares pages with the frames of ibv_reg_mr itself), so both steps
  * run in a helper task (clone CLONE_VM | CLONE_VFORK, its own small stack)
  * while the kernel holds the calling thread still inside clone(): its
- * stack does not change until the swap is done.
+ * stack does not change until the swap is done. Other threads are held off
+ * by mem_guard.c: the range is read-only meanwhile, and a writer waits in
+ * its SIGSEGV handler until the swap is done, then writes to the new pages.
  *
  * fork(): a pthread_atfork child handler does the same conversion for every
  * live copy-path chunk the child inherited (all of them, unless the
@@ -80,6 +82,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "libvrdma/dev.h"
+#include "libvrdma/mem_guard.h"
 #include "shmalloc/shmalloc.h"
 
 struct vrdma_piece {
@@ -289,33 +292,36 @@ static int make_private_piece_direct(uintptr_t s, uintptr_t e, int fd, uint64_t 
 	size_t len = e - s;
 	void *tmp, *r;
 	size_t done = 0;
+	int rc;
 
 	tmp = raw_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (tmp == MAP_FAILED)
 		return -errno;
-	while (done < len) {
+	vrdma_mem_guard_open(s, e);
+	rc = vrdma_mem_guard_hold(s, e, prot);
+	while (!rc && done < len) {
 		long n = syscall(SYS_pread64, fd, (char *)tmp + done,
 				 MIN(len - done, (size_t)1 << 30), (off_t)(off + done));
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			syscall(SYS_munmap, tmp, len);
-			return n < 0 ? -errno : -EIO;
-		}
-		done += (size_t)n;
+		if (n <= 0)
+			rc = n < 0 ? -errno : -EIO;
+		else
+			done += (size_t)n;
 	}
 	/* Atomic replacement: the range is never unmapped in between. */
-	r = (void *)syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)s);
+	r = rc ? MAP_FAILED
+	       : (void *)syscall(SYS_mremap, tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)s);
 	if (r == MAP_FAILED) {
-		int rc = -errno;
-
+		rc = rc ? rc : -errno;
 		syscall(SYS_munmap, tmp, len);
-		return rc;
+		syscall(SYS_mprotect, s, len, prot);
+	} else if (prot != (PROT_READ | PROT_WRITE)) {
+		syscall(SYS_mprotect, s, len, prot);
 	}
-	if (prot != (PROT_READ | PROT_WRITE))
-		mprotect((void *)s, len, prot);
-	return 0;
+	vrdma_mem_guard_close();
+	return rc;
 }
 
 struct private_arg {
@@ -337,7 +343,10 @@ static int make_private_piece(uintptr_t s, uintptr_t e, int fd, uint64_t off, in
 {
 	struct private_arg a = { .s = s, .e = e, .off = off, .fd = fd, .prot = prot,
 				 .rc = -EINTR };
-	int r = side_run(private_task, &a, sizeof(a));
+	int r;
+
+	(void)vrdma_mem_guard_arm(); /* without it, as chunk_create says */
+	r = side_run(private_task, &a, sizeof(a));
 
 	return r < 0 ? r : a.rc;
 }
@@ -411,6 +420,14 @@ static void chunk_free(struct vrdma_chunk *c)
 	free(c);
 }
 
+/* Gives the pieces [from, to) of c their protection back (side task). */
+static void unhold(const struct vrdma_chunk *c, unsigned from, unsigned to)
+{
+	for (unsigned i = from; i < to; i++)
+		syscall(SYS_mprotect, c->pieces[i].start, c->pieces[i].end - c->pieces[i].start,
+			c->pieces[i].prot);
+}
+
 struct convert_arg {
 	struct vrdma_chunk *c;
 	unsigned done; /* pieces swapped */
@@ -424,12 +441,20 @@ static int convert_task(void *p)
 {
 	struct convert_arg *a = p;
 	struct vrdma_chunk *c = a->c;
-	unsigned i;
+	unsigned i, held;
 
 	a->done = 0;
-	a->rc = copy_to_fd(c->fd, c->start, c->end - c->start);
-	if (a->rc < 0)
+	vrdma_mem_guard_open(c->start, c->end);
+	for (held = 0, a->rc = 0; held < c->npieces && !a->rc; held++)
+		a->rc = vrdma_mem_guard_hold(c->pieces[held].start, c->pieces[held].end,
+					     c->pieces[held].prot);
+	if (!a->rc)
+		a->rc = copy_to_fd(c->fd, c->start, c->end - c->start);
+	if (a->rc < 0) {
+		unhold(c, 0, held);
+		vrdma_mem_guard_close();
 		return 0;
+	}
 	a->copied = true;
 	for (i = 0; i < c->npieces; i++) {
 		const struct vrdma_piece *pc = &c->pieces[i];
@@ -442,6 +467,11 @@ static int convert_task(void *p)
 		}
 	}
 	a->done = i;
+	/* The pieces after a failed one are still the old pages: writable
+	 * again (the caller makes the swapped ones private). */
+	if (i < c->npieces)
+		unhold(c, i + 1, c->npieces);
+	vrdma_mem_guard_close();
 	return 0;
 }
 
@@ -476,7 +506,13 @@ static int chunk_create(uintptr_t s, uintptr_t e, struct vrdma_chunk **out)
 	(void)fcntl(c->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
 	{
 		struct convert_arg a = { .c = c, .rc = -EINTR };
-		int r = side_run(convert_task, &a, sizeof(a));
+		int r = vrdma_mem_guard_arm();
+
+		if (r < 0)
+			LOG_WARN("vrdma: no SIGSEGV handler (%s): other threads' writes to %#lx-%#lx "
+				 "while it is registered may be lost", strerror(-r), (unsigned long)s,
+				 (unsigned long)e);
+		r = side_run(convert_task, &a, sizeof(a));
 
 		if (r < 0) {
 			rc = r;

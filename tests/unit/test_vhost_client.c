@@ -17,6 +17,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -2229,6 +2231,94 @@ static void test_mem_share_fork(void)
 	fb_free(f);
 }
 
+/* Another thread's writes to a page while it is registered or given back
+ * (copied, then swapped) are neither lost nor refused. */
+struct page_writer {
+	_Atomic uint64_t *word;  /* in the page being converted */
+	atomic_bool started, stop;
+	uint64_t done;
+};
+
+static void *page_writer_main(void *p)
+{
+	struct page_writer *w = p;
+
+	atomic_store(&w->started, true);
+	while (!atomic_load(&w->stop)) {
+		atomic_fetch_add(w->word, 1);
+		w->done++;
+	}
+	return NULL;
+}
+
+static sigjmp_buf segv_jmp;
+static volatile sig_atomic_t segv_seen;
+
+static void segv_catch(int sig)
+{
+	(void)sig;
+	segv_seen++;
+	siglongjmp(segv_jmp, 1);
+}
+
+static void test_mem_share_concurrent_writes(void)
+{
+	struct fb *f = fb_new();
+	struct vrdma_mem_share *s;
+	struct vrdma_dev *d;
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	struct sigaction sa = { .sa_handler = segv_catch }, old;
+	struct page_writer w = { 0 };
+	pthread_t th;
+	uint8_t *buf;
+	int fails = 0;
+
+	REQUIRE(f);
+	d = open_dev(f, NULL);
+	REQUIRE(d);
+	buf = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(buf != MAP_FAILED);
+	memset(buf, 0x5a, 64);
+	/* The program's own handler: the library's goes in front of it. */
+	sigemptyset(&sa.sa_mask);
+	REQUIRE(sigaction(SIGSEGV, &sa, &old) == 0);
+	w.word = (_Atomic uint64_t *)(void *)(buf + ps - 64);
+	atomic_init(w.word, 0);
+	REQUIRE(pthread_create(&th, NULL, page_writer_main, &w) == 0);
+	while (!atomic_load(&w.started))
+		sched_yield();
+	/* The registered 64 bytes share their page with the writer's word. */
+	for (int i = 0; i < 300; i++) {
+		if (vrdma_mem_share(d, buf, 64, &s) != 0) {
+			fails++;
+			continue;
+		}
+		if (!maps_is_memfd(buf))
+			fails++;
+		if (vrdma_mem_unshare(s) != 0 || maps_is_memfd(buf))
+			fails++;
+	}
+	atomic_store(&w.stop, true);
+	pthread_join(th, NULL);
+	CHECK_EQ(fails, 0);
+	CHECK_EQ(atomic_load(w.word), w.done);
+	CHECK_EQ(buf[63], 0x5a);
+	/* A write the page never allowed still reaches the program's handler. */
+	CHECK_EQ(vrdma_mem_share(d, buf, 64, &s), 0);
+	CHECK_EQ(mprotect(buf, ps, PROT_READ), 0);
+	segv_seen = 0;
+	if (!sigsetjmp(segv_jmp, 1))
+		*(volatile uint8_t *)buf = 1;
+	CHECK_EQ(segv_seen, 1);
+	CHECK_EQ(buf[0], 0x5a);
+	CHECK_EQ(mprotect(buf, ps, PROT_READ | PROT_WRITE), 0);
+	CHECK_EQ(vrdma_mem_unshare(s), 0);
+	REQUIRE(sigaction(SIGSEGV, &old, NULL) == 0);
+	vrdma_dev_close(d);
+	munmap(buf, 2 * ps);
+	fb_free(f);
+}
+
 int main(void)
 {
 	TEST_PROGRAM("test_vhost_client");
@@ -2257,5 +2347,6 @@ int main(void)
 	RUN(test_mem_share);
 	RUN(test_mem_share_two_devices);
 	RUN(test_mem_share_fork);
+	RUN(test_mem_share_concurrent_writes);
 	return TEST_DONE();
 }
