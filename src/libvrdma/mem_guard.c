@@ -6,7 +6,7 @@
  * lock word, a counter, a queue index. So the writable pages are read-only
  * meanwhile, and a thread that writes there takes SIGSEGV: the handler here
  * parks it until the swap is done and returns, so the write is done again,
- * into the new pages. Every other fault goes to the handler found before.
+ * into the new pages (docs/design.md, "Registering private memory").
  */
 #include <errno.h>
 #include <limits.h>
@@ -20,27 +20,33 @@
 
 #include "libvrdma/mem_guard.h"
 
-struct guard_range {
-	_Atomic uintptr_t start, end;
-};
-
 static struct {
-	struct guard_range now, before; /* this conversion's range, the last one's */
-	_Atomic uint32_t busy;          /* futex word: 1 while a range is held */
-	_Atomic uint32_t seq;           /* conversions so far */
-	_Atomic uint32_t side;          /* the side task's tid while it holds */
-	_Atomic bool armed;             /* the handler is installed */
-	struct sigaction prev;          /* the handler found when arming */
+	_Atomic uint32_t busy;    /* futex word: 1 while a range is held */
+	_Atomic uint32_t seq;     /* conversions begun */
+	_Atomic uint32_t side;    /* the side task's tid while it holds */
+	_Atomic uint32_t parked;  /* writers parked so far (futex word too) */
+	uint32_t parked_at_open;
+	bool held;                /* this conversion made a page read-only */
+	_Atomic bool installed;   /* the handler went in once */
+	_Atomic bool armed;       /* it is the installed SIGSEGV handler now */
+	struct sigaction prev;    /* the handler it found, written once */
 } guard;
 
-/* Whom the handler let write again in this conversion (tid << 32 | seq): a
- * second fault of the same thread at the same conversion is a real one. */
-#define GUARD_RETRY_SLOTS 64
-static _Atomic uint64_t guard_retried[GUARD_RETRY_SLOTS];
+atomic_bool vrdma_mem_guard_hold_until_parked;
 
-static bool range_has(const struct guard_range *r, uintptr_t a)
+/* The conversion (seq + 1) in which this thread was last let write again:
+ * a second fault in the same conversion is a real one. Initial-exec: a
+ * signal handler must not allocate TLS. */
+static __thread uint32_t guard_retried __attribute__((tls_model("initial-exec")));
+
+static long sys_futex(_Atomic uint32_t *w, int op, uint32_t val)
 {
-	return a >= atomic_load(&r->start) && a < atomic_load(&r->end);
+	return syscall(SYS_futex, w, op, val, NULL, NULL, 0);
+}
+
+static bool handler_is(const struct sigaction *sa, void (*fn)(int, siginfo_t *, void *))
+{
+	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == fn;
 }
 
 static void guard_chain(int sig, siginfo_t *si, void *uc)
@@ -57,71 +63,90 @@ static void guard_chain(int sig, siginfo_t *si, void *uc)
 		p->sa_handler(sig);
 		return;
 	}
-	/* The default action: returning faults again, and that one kills. */
+	/* The default action. A fault comes again on return and kills; a
+	 * signal somebody sent is sent again (SA_NODEFER: delivered now). */
 	sigaction(sig, &dfl, NULL);
+	if (si->si_code <= 0 || si->si_code == SI_KERNEL)
+		syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
 }
 
 static void guard_segv(int sig, siginfo_t *si, void *uc)
 {
-	uintptr_t a = (uintptr_t)si->si_addr;
 	int saved = errno;
+	uint32_t seq;
 
-	/* A write that took the fault during the last conversion may arrive
-	 * after the next one began: both ranges are ours. */
-	if (si->si_code == SEGV_ACCERR && (range_has(&guard.now, a) || range_has(&guard.before, a))) {
-		uint32_t tid = (uint32_t)syscall(SYS_gettid);
-		uint64_t key = (uint64_t)tid << 32 | atomic_load(&guard.seq);
-
-		/* The side task itself (errno shares the registering thread's
-		 * TLS, which may lie in the range): let that page be written. */
-		if (tid == atomic_load(&guard.side) && atomic_load(&guard.busy)) {
-			long ps = sysconf(_SC_PAGESIZE);
-
-			syscall(SYS_mprotect, a & ~(uintptr_t)(ps - 1), ps, PROT_READ | PROT_WRITE);
-			errno = saved;
-			return;
-		}
-		while (atomic_load(&guard.busy))
-			syscall(SYS_futex, &guard.busy, FUTEX_WAIT_PRIVATE, 1, NULL, NULL, 0);
-		if (atomic_exchange(&guard_retried[tid % GUARD_RETRY_SLOTS], key) != key) {
-			errno = saved;
-			return;
-		}
+	if (si->si_code != SEGV_ACCERR) {
+		guard_chain(sig, si, uc);
+		errno = saved;
+		return;
 	}
-	errno = saved;
+	/* The side task itself (errno lies in the registering thread's TLS,
+	 * which may be in the range): that page becomes writable. */
+	if (atomic_load(&guard.busy) && (uint32_t)syscall(SYS_gettid) == atomic_load(&guard.side)) {
+		uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+		syscall(SYS_mprotect, (uintptr_t)si->si_addr & ~(ps - 1), ps,
+			PROT_READ | PROT_WRITE);
+		errno = saved;
+		return;
+	}
+	if (atomic_load(&guard.busy)) {
+		atomic_fetch_add(&guard.parked, 1);
+		sys_futex(&guard.parked, FUTEX_WAKE_PRIVATE, INT_MAX);
+		while (atomic_load(&guard.busy))
+			sys_futex(&guard.busy, FUTEX_WAIT_PRIVATE, 1);
+	}
+	/* One more try per conversion, whichever it was: the fault may have
+	 * come from the last one and reached us late. */
+	seq = atomic_load(&guard.seq);
+	if (guard_retried != seq + 1) {
+		guard_retried = seq + 1;
+		errno = saved;
+		return;
+	}
 	guard_chain(sig, si, uc);
+	errno = saved;
 }
 
 int vrdma_mem_guard_arm(void)
 {
 	struct sigaction cur, sa = { .sa_sigaction = guard_segv,
-				     .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART };
+				     .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART };
 
 	if (sigaction(SIGSEGV, NULL, &cur) < 0)
 		return -errno;
-	if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == guard_segv)
+	if (handler_is(&cur, guard_segv)) {
+		atomic_store(&guard.armed, true);
 		return 0;
-	/* Not ours (never installed, or the program put its own since): that
-	 * one is the next in the chain. */
-	guard.prev = cur;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGSEGV, &sa, NULL) < 0) {
-		atomic_store(&guard.armed, false);
-		return -errno;
 	}
+	/* Once in front of the handler found first. A handler the program
+	 * put since may call ours in turn: we do not go in front of it. */
+	if (atomic_load(&guard.installed) && cur.sa_handler != SIG_DFL &&
+	    cur.sa_handler != SIG_IGN) {
+		atomic_store(&guard.armed, false);
+		return -EBUSY;
+	}
+	if (!atomic_load(&guard.installed))
+		guard.prev = cur;
+	else
+		guard.prev = (struct sigaction){ .sa_handler = SIG_DFL };
+	sigemptyset(&sa.sa_mask);
+	/* ASan may refuse the change without saying so: read it back. */
+	if (sigaction(SIGSEGV, &sa, NULL) < 0 || sigaction(SIGSEGV, NULL, &cur) < 0 ||
+	    !handler_is(&cur, guard_segv)) {
+		atomic_store(&guard.armed, false);
+		return -EPERM;
+	}
+	atomic_store(&guard.installed, true);
 	atomic_store(&guard.armed, true);
 	return 0;
 }
 
-void vrdma_mem_guard_open(uintptr_t s, uintptr_t e)
+void vrdma_mem_guard_open(void)
 {
-	atomic_store(&guard.before.start, 0);
-	atomic_store(&guard.before.end, atomic_load(&guard.now.end));
-	atomic_store(&guard.before.start, atomic_load(&guard.now.start));
-	atomic_store(&guard.now.start, 0);
-	atomic_store(&guard.now.end, e);
-	atomic_store(&guard.now.start, s);
 	atomic_fetch_add(&guard.seq, 1);
+	guard.parked_at_open = atomic_load(&guard.parked);
+	guard.held = false;
 	atomic_store(&guard.side, (uint32_t)syscall(SYS_gettid));
 	atomic_store(&guard.busy, 1);
 }
@@ -132,12 +157,29 @@ int vrdma_mem_guard_hold(uintptr_t s, uintptr_t e, int prot)
 		return 0;
 	if (syscall(SYS_mprotect, s, e - s, prot & ~PROT_WRITE) < 0)
 		return -errno;
+	guard.held = true;
 	return 0;
+}
+
+void vrdma_mem_guard_copying(void)
+{
+	uint32_t p = guard.parked_at_open;
+
+	if (atomic_load(&vrdma_mem_guard_hold_until_parked) && guard.held)
+		while (atomic_load(&guard.parked) == p)
+			sys_futex(&guard.parked, FUTEX_WAIT_PRIVATE, p);
 }
 
 void vrdma_mem_guard_close(void)
 {
+	if (!atomic_load(&guard.busy))
+		return;
 	atomic_store(&guard.side, 0);
 	atomic_store(&guard.busy, 0);
-	syscall(SYS_futex, &guard.busy, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	sys_futex(&guard.busy, FUTEX_WAKE_PRIVATE, INT_MAX);
+}
+
+uint32_t vrdma_mem_guard_parked(void)
+{
+	return atomic_load(&guard.parked);
 }

@@ -6,25 +6,37 @@
 #ifndef VRDMA_LIBVRDMA_MEM_GUARD_H
 #define VRDMA_LIBVRDMA_MEM_GUARD_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
-/* Makes sure the SIGSEGV handler that parks writers is installed (chaining
- * to the one found). Call from the registering thread before the side task
- * runs; 0 or -errno. */
+/* Makes sure the SIGSEGV handler that parks writers is in front (once in
+ * front of the one found first; again if the program put the default
+ * back). Call from the registering thread before the side task runs. 0, or
+ * -errno and then nothing is held (writes can be lost as before). */
 int vrdma_mem_guard_arm(void);
 
 /* The rest from the side task only (raw system calls, see mem_share.c).
- * [s, e) is about to be copied and swapped: from now on a thread that
- * writes to a held piece of it waits until vrdma_mem_guard_close, then its
- * write lands in the new pages. */
-void vrdma_mem_guard_open(uintptr_t s, uintptr_t e);
+ * A range is about to be copied and swapped: from now on a thread that
+ * writes to a held piece waits until vrdma_mem_guard_close, then its write
+ * lands in the new pages. */
+void vrdma_mem_guard_open(void);
 
 /* Holds the piece [s, e) of protection prot: read-only until the swap maps
  * the new pages with prot (or the caller puts prot back). 0 or -errno. */
 int vrdma_mem_guard_hold(uintptr_t s, uintptr_t e, int prot);
 
+/* Everything is held; the copy comes next. */
+void vrdma_mem_guard_copying(void);
+
 /* The swap is done or given up (held pieces not swapped got their
- * protection back): parked writers go on. */
+ * protection back): parked writers go on. Idempotent. */
 void vrdma_mem_guard_close(void);
+
+/* Writers parked so far (all conversions). */
+uint32_t vrdma_mem_guard_parked(void);
+
+/* For tests: each copy waits until a writer has parked in its window. */
+extern atomic_bool vrdma_mem_guard_hold_until_parked;
 
 #endif

@@ -146,6 +146,19 @@ static void *raw_mmap(void *a, size_t len, int prot, int flags, int fd, off_t of
 
 #define SIDE_STACK (256u << 10)
 
+/* Before a conversion of [s, e): other threads' writes are held off, or
+ * the reason they are not is logged. */
+static void guard_arm(uintptr_t s, uintptr_t e)
+{
+	static atomic_bool warned;
+	int rc = vrdma_mem_guard_arm();
+
+	if (rc < 0 && !atomic_exchange(&warned, true))
+		LOG_WARN("vrdma: SIGSEGV handler not in place (%s): writes of other threads "
+			 "to %#lx-%#lx during its conversion may be lost (said once)", strerror(-rc),
+			 (unsigned long)s, (unsigned long)e);
+}
+
 /*
  * Run fn on a copy of the size bytes at arg in a task sharing our memory,
  * on its own stack, while this thread waits inside clone() (CLONE_VFORK)
@@ -169,6 +182,8 @@ static int side_run(int (*fn)(void *), void *arg, size_t size)
 	} else {
 		while (waitpid(pid, &st, __WCLONE) < 0 && errno == EINTR)
 			;
+		/* a task that died holding must not leave writers parked */
+		vrdma_mem_guard_close();
 		memcpy(arg, stk, size);
 	}
 	syscall(SYS_munmap, stk, SIDE_STACK);
@@ -297,8 +312,10 @@ static int make_private_piece_direct(uintptr_t s, uintptr_t e, int fd, uint64_t 
 	tmp = raw_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (tmp == MAP_FAILED)
 		return -errno;
-	vrdma_mem_guard_open(s, e);
+	vrdma_mem_guard_open();
 	rc = vrdma_mem_guard_hold(s, e, prot);
+	if (!rc)
+		vrdma_mem_guard_copying();
 	while (!rc && done < len) {
 		long n = syscall(SYS_pread64, fd, (char *)tmp + done,
 				 MIN(len - done, (size_t)1 << 30), (off_t)(off + done));
@@ -345,7 +362,7 @@ static int make_private_piece(uintptr_t s, uintptr_t e, int fd, uint64_t off, in
 				 .rc = -EINTR };
 	int r;
 
-	(void)vrdma_mem_guard_arm(); /* without it, as chunk_create says */
+	guard_arm(s, e);
 	r = side_run(private_task, &a, sizeof(a));
 
 	return r < 0 ? r : a.rc;
@@ -444,12 +461,14 @@ static int convert_task(void *p)
 	unsigned i, held;
 
 	a->done = 0;
-	vrdma_mem_guard_open(c->start, c->end);
+	vrdma_mem_guard_open();
 	for (held = 0, a->rc = 0; held < c->npieces && !a->rc; held++)
 		a->rc = vrdma_mem_guard_hold(c->pieces[held].start, c->pieces[held].end,
 					     c->pieces[held].prot);
-	if (!a->rc)
+	if (!a->rc) {
+		vrdma_mem_guard_copying();
 		a->rc = copy_to_fd(c->fd, c->start, c->end - c->start);
+	}
 	if (a->rc < 0) {
 		unhold(c, 0, held);
 		vrdma_mem_guard_close();
@@ -467,10 +486,11 @@ static int convert_task(void *p)
 		}
 	}
 	a->done = i;
-	/* The pieces after a failed one are still the old pages: writable
-	 * again (the caller makes the swapped ones private). */
+	/* The failed piece (if MAP_FIXED left it) and the ones after it are
+	 * still the old pages: writable again (the caller makes the swapped
+	 * ones private). */
 	if (i < c->npieces)
-		unhold(c, i + 1, c->npieces);
+		unhold(c, i, c->npieces);
 	vrdma_mem_guard_close();
 	return 0;
 }
@@ -506,12 +526,9 @@ static int chunk_create(uintptr_t s, uintptr_t e, struct vrdma_chunk **out)
 	(void)fcntl(c->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
 	{
 		struct convert_arg a = { .c = c, .rc = -EINTR };
-		int r = vrdma_mem_guard_arm();
+		int r;
 
-		if (r < 0)
-			LOG_WARN("vrdma: no SIGSEGV handler (%s): other threads' writes to %#lx-%#lx "
-				 "while it is registered may be lost", strerror(-r), (unsigned long)s,
-				 (unsigned long)e);
+		guard_arm(s, e);
 		r = side_run(convert_task, &a, sizeof(a));
 
 		if (r < 0) {

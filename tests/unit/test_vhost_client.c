@@ -41,6 +41,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "libvrdma/dev.h"
+#include "libvrdma/mem_guard.h"
 #include "vhost/vhost_client.h"
 #include "vhost/vhost_mem.h"
 #include "vhost/vhost_msg.h"
@@ -2182,6 +2183,20 @@ static void test_mem_share_two_devices(void)
 	fb_free(f2);
 }
 
+/* A device on the fake back end f, and n private pages filled with fill
+ * (*d NULL if either failed). */
+static void share_setup(struct fb *f, size_t n, int fill, struct vrdma_dev **d, uint8_t **buf)
+{
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+
+	*d = NULL;
+	REQUIRE(f);
+	*buf = mmap(NULL, n * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(*buf != MAP_FAILED);
+	memset(*buf, fill, n * ps);
+	*d = open_dev(f, NULL);
+}
+
 static void test_mem_share_fork(void)
 {
 	struct fb *f = fb_new();
@@ -2193,12 +2208,8 @@ static void test_mem_share_fork(void)
 	pid_t pid;
 	char c = 0;
 
-	REQUIRE(f);
-	d = open_dev(f, NULL);
+	share_setup(f, 2, 0x42, &d, &buf);
 	REQUIRE(d);
-	buf = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	REQUIRE(buf != MAP_FAILED);
-	memset(buf, 0x42, 2 * ps);
 	REQUIRE(vrdma_mem_share(d, buf, 2 * ps, &s) == 0);
 	REQUIRE(pipe(pfd) == 0);
 	fflush(stdout);
@@ -2251,43 +2262,29 @@ static void *page_writer_main(void *p)
 	return NULL;
 }
 
-static sigjmp_buf segv_jmp;
-static volatile sig_atomic_t segv_seen;
-
-static void segv_catch(int sig)
-{
-	(void)sig;
-	segv_seen++;
-	siglongjmp(segv_jmp, 1);
-}
-
 static void test_mem_share_concurrent_writes(void)
 {
 	struct fb *f = fb_new();
 	struct vrdma_mem_share *s;
 	struct vrdma_dev *d;
 	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
-	struct sigaction sa = { .sa_handler = segv_catch }, old;
 	struct page_writer w = { 0 };
+	uint32_t parked;
 	pthread_t th;
 	uint8_t *buf;
 	int fails = 0;
 
-	REQUIRE(f);
-	d = open_dev(f, NULL);
+	share_setup(f, 2, 0x5a, &d, &buf);
 	REQUIRE(d);
-	buf = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	REQUIRE(buf != MAP_FAILED);
-	memset(buf, 0x5a, 64);
-	/* The program's own handler: the library's goes in front of it. */
-	sigemptyset(&sa.sa_mask);
-	REQUIRE(sigaction(SIGSEGV, &sa, &old) == 0);
 	w.word = (_Atomic uint64_t *)(void *)(buf + ps - 64);
 	atomic_init(w.word, 0);
 	REQUIRE(pthread_create(&th, NULL, page_writer_main, &w) == 0);
 	while (!atomic_load(&w.started))
 		sched_yield();
-	/* The registered 64 bytes share their page with the writer's word. */
+	/* The registered 64 bytes share their page with the writer's word;
+	 * every copy waits until the writer is parked in its window. */
+	parked = vrdma_mem_guard_parked();
+	atomic_store(&vrdma_mem_guard_hold_until_parked, true);
 	for (int i = 0; i < 300; i++) {
 		if (vrdma_mem_share(d, buf, 64, &s) != 0) {
 			fails++;
@@ -2298,29 +2295,119 @@ static void test_mem_share_concurrent_writes(void)
 		if (vrdma_mem_unshare(s) != 0 || maps_is_memfd(buf))
 			fails++;
 	}
+	atomic_store(&vrdma_mem_guard_hold_until_parked, false);
 	atomic_store(&w.stop, true);
 	pthread_join(th, NULL);
 	CHECK_EQ(fails, 0);
+	CHECK_EQ(vrdma_mem_guard_parked() - parked, 600);
 	CHECK_EQ(atomic_load(w.word), w.done);
 	CHECK_EQ(buf[63], 0x5a);
-	/* A write the page never allowed still reaches the program's handler. */
-	CHECK_EQ(vrdma_mem_share(d, buf, 64, &s), 0);
-	CHECK_EQ(mprotect(buf, ps, PROT_READ), 0);
-	segv_seen = 0;
-	if (!sigsetjmp(segv_jmp, 1))
-		*(volatile uint8_t *)buf = 1;
-	CHECK_EQ(segv_seen, 1);
-	CHECK_EQ(buf[0], 0x5a);
-	CHECK_EQ(mprotect(buf, ps, PROT_READ | PROT_WRITE), 0);
-	CHECK_EQ(vrdma_mem_unshare(s), 0);
-	REQUIRE(sigaction(SIGSEGV, &old, NULL) == 0);
 	vrdma_dev_close(d);
 	munmap(buf, 2 * ps);
 	fb_free(f);
 }
 
-int main(void)
+/* A fault the library's handler does not own still ends the process: a
+ * write the page refuses, and a SIGSEGV somebody sends. Each in a child
+ * that converted a page first (so that the handler is in front). */
+static void test_mem_share_real_faults(void)
 {
+	for (int kind = 0; kind < 2; kind++) {
+		int st = -1, pfd[2];
+		char c = 0;
+		pid_t pid;
+
+		REQUIRE(pipe(pfd) == 0);
+		fflush(stdout);
+		pid = fork();
+		REQUIRE(pid >= 0);
+		if (pid == 0) {
+			struct fb *f = fb_new();
+			struct vrdma_mem_share *s;
+			struct vrdma_dev *d;
+			uint8_t *buf;
+			int null = open("/dev/null", O_WRONLY);
+
+			close(pfd[0]);
+			share_setup(f, 1, 0x11, &d, &buf);
+			if (!d || vrdma_mem_share(d, buf, 64, &s) || vrdma_mem_unshare(s) ||
+			    mprotect(buf, 1, PROT_READ))
+				_exit(2);
+			dup2(null, 2); /* a sanitizer's report of the fault */
+			if (write(pfd[1], "x", 1) != 1)
+				_exit(2);
+			if (kind == 0)
+				*(volatile uint8_t *)buf = 1;
+			else
+				raise(SIGSEGV);
+			_exit(0);
+		}
+		close(pfd[1]);
+		CHECK_EQ(read(pfd[0], &c, 1), 1);
+		close(pfd[0]);
+		CHECK_EQ(waitpid(pid, &st, 0), pid);
+		CHECK(!WIFEXITED(st) || (WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 2));
+	}
+}
+
+/* The program's own SIGSEGV handler, installed before the first
+ * registration, still gets the faults that are not the library's. Run in a
+ * fresh process (argv[1] "segv-chain"): the handler goes in front once. */
+static sigjmp_buf segv_jmp;
+static volatile sig_atomic_t segv_seen;
+
+static void segv_catch(int sig)
+{
+	(void)sig;
+	segv_seen++;
+	siglongjmp(segv_jmp, 1);
+}
+
+static int segv_chain_child(void)
+{
+	struct sigaction sa = { .sa_handler = segv_catch };
+	struct fb *f = fb_new();
+	struct vrdma_mem_share *s;
+	struct vrdma_dev *d;
+	uint8_t *buf;
+
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSEGV, &sa, NULL))
+		return 2;
+	share_setup(f, 1, 0x11, &d, &buf);
+	if (!d || vrdma_mem_share(d, buf, 64, &s) || mprotect(buf, 1, PROT_READ))
+		return 3;
+	if (!sigsetjmp(segv_jmp, 1))
+		*(volatile uint8_t *)buf = 1;
+	if (segv_seen != 1 || buf[0] != 0x11 || mprotect(buf, 1, PROT_READ | PROT_WRITE) ||
+	    vrdma_mem_unshare(s))
+		return 4;
+	vrdma_dev_close(d);
+	fb_free(f);
+	return 0;
+}
+
+static void test_mem_share_program_handler(void)
+{
+	int st = -1;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		execl("/proc/self/exe", "test_vhost_client", "segv-chain", (char *)NULL);
+		_exit(5);
+	}
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), 0);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && !strcmp(argv[1], "segv-chain"))
+		return segv_chain_child();
 	TEST_PROGRAM("test_vhost_client");
 	vlog_level = getenv("VRDMA_DEBUG") ? VLOG_DEBUG : VLOG_ERR - 1;
 	signal(SIGPIPE, SIG_IGN);
@@ -2348,5 +2435,7 @@ int main(void)
 	RUN(test_mem_share_two_devices);
 	RUN(test_mem_share_fork);
 	RUN(test_mem_share_concurrent_writes);
+	RUN(test_mem_share_real_faults);
+	RUN(test_mem_share_program_handler);
 	return TEST_DONE();
 }
