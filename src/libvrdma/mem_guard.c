@@ -20,22 +20,25 @@
 
 #include "libvrdma/mem_guard.h"
 
+/* state: conversions begun << 1 | 1 while one holds pages. One word, so a
+ * thread sees a conversion's number and whether it holds in one load. */
+#define GUARD_HOLDING 1u
+
 static struct {
-	_Atomic uint32_t busy;    /* futex word: 1 while a range is held */
-	_Atomic uint32_t seq;     /* conversions begun */
+	_Atomic uint32_t state;   /* futex word */
 	_Atomic uint32_t side;    /* the side task's tid while it holds */
 	_Atomic uint32_t parked;  /* writers parked so far (futex word too) */
 	uint32_t parked_at_open;
-	bool held;                /* this conversion made a page read-only */
+	bool probe_held;          /* this conversion holds the test's probe */
 	_Atomic bool installed;   /* the handler went in once */
 	_Atomic bool armed;       /* it is the installed SIGSEGV handler now */
-	struct sigaction prev;    /* the handler it found, written once */
+	struct sigaction prev;    /* the action it found */
 } guard;
 
-atomic_bool vrdma_mem_guard_hold_until_parked;
+_Atomic uintptr_t vrdma_mem_guard_park_probe;
 
-/* The conversion (seq + 1) in which this thread was last let write again:
- * a second fault in the same conversion is a real one. Initial-exec: a
+/* The conversion (its state, not holding) in which this thread was last let
+ * try again: a second fault in the same one is a real one. Initial-exec: a
  * signal handler must not allocate TLS. */
 static __thread uint32_t guard_retried __attribute__((tls_model("initial-exec")));
 
@@ -49,40 +52,60 @@ static bool handler_is(const struct sigaction *sa, void (*fn)(int, siginfo_t *, 
 	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == fn;
 }
 
+static bool action_is_default(const struct sigaction *sa, bool *ign)
+{
+	void *h = (sa->sa_flags & SA_SIGINFO) ? (void *)sa->sa_sigaction : (void *)sa->sa_handler;
+
+	*ign = h == (void *)SIG_IGN;
+	return h == (void *)SIG_DFL || *ign;
+}
+
+/* Hands the signal to the action found when the handler went in, as the
+ * kernel would have: its mask, SA_RESETHAND, SA_NODEFER. */
 static void guard_chain(int sig, siginfo_t *si, void *uc)
 {
 	const struct sigaction *p = &guard.prev;
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t mask;
+	bool ign;
 
-	if ((p->sa_flags & SA_SIGINFO) && (void *)p->sa_sigaction != (void *)SIG_DFL &&
-	    (void *)p->sa_sigaction != (void *)SIG_IGN) {
+	if (action_is_default(p, &ign)) {
+		/* Ignored: a sent one is dropped; a fault cannot be ignored.
+		 * Default: a fault comes again on return and kills, a sent one
+		 * is sent again (SA_NODEFER: delivered at once). */
+		if (ign && si->si_code <= 0)
+			return;
+		sigaction(sig, &dfl, NULL);
+		if (si->si_code <= 0 || si->si_code == SI_KERNEL)
+			syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+		return;
+	}
+	mask = p->sa_mask;
+	if (!(p->sa_flags & SA_NODEFER))
+		sigaddset(&mask, sig);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	if (p->sa_flags & SA_RESETHAND)
+		sigaction(sig, &dfl, NULL);
+	if (p->sa_flags & SA_SIGINFO)
 		p->sa_sigaction(sig, si, uc);
-		return;
-	}
-	if (!(p->sa_flags & SA_SIGINFO) && p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN) {
+	else
 		p->sa_handler(sig);
-		return;
-	}
-	/* The default action. A fault comes again on return and kills; a
-	 * signal somebody sent is sent again (SA_NODEFER: delivered now). */
-	sigaction(sig, &dfl, NULL);
-	if (si->si_code <= 0 || si->si_code == SI_KERNEL)
-		syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
 }
 
 static void guard_segv(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
-	uint32_t seq;
+	uint32_t st, counted = 0;
 
 	if (si->si_code != SEGV_ACCERR) {
 		guard_chain(sig, si, uc);
 		errno = saved;
 		return;
 	}
+	st = atomic_load(&guard.state);
 	/* The side task itself (errno lies in the registering thread's TLS,
 	 * which may be in the range): that page becomes writable. */
-	if (atomic_load(&guard.busy) && (uint32_t)syscall(SYS_gettid) == atomic_load(&guard.side)) {
+	if ((st & GUARD_HOLDING) && (uint32_t)syscall(SYS_gettid) == atomic_load(&guard.side)) {
 		uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
 
 		syscall(SYS_mprotect, (uintptr_t)si->si_addr & ~(ps - 1), ps,
@@ -90,17 +113,20 @@ static void guard_segv(int sig, siginfo_t *si, void *uc)
 		errno = saved;
 		return;
 	}
-	if (atomic_load(&guard.busy)) {
-		atomic_fetch_add(&guard.parked, 1);
-		sys_futex(&guard.parked, FUTEX_WAKE_PRIVATE, INT_MAX);
-		while (atomic_load(&guard.busy))
-			sys_futex(&guard.busy, FUTEX_WAIT_PRIVATE, 1);
+	/* Parked once per conversion it waits in (it may sleep through the
+	 * end of one and the start of the next). */
+	for (; st & GUARD_HOLDING; st = atomic_load(&guard.state)) {
+		if (st != counted) {
+			counted = st;
+			atomic_fetch_add(&guard.parked, 1);
+			sys_futex(&guard.parked, FUTEX_WAKE_PRIVATE, INT_MAX);
+		}
+		sys_futex(&guard.state, FUTEX_WAIT_PRIVATE, st);
 	}
 	/* One more try per conversion, whichever it was: the fault may have
-	 * come from the last one and reached us late. */
-	seq = atomic_load(&guard.seq);
-	if (guard_retried != seq + 1) {
-		guard_retried = seq + 1;
+	 * come from an earlier one and reached us late. */
+	if (guard_retried != st) {
+		guard_retried = st;
 		errno = saved;
 		return;
 	}
@@ -112,6 +138,7 @@ int vrdma_mem_guard_arm(void)
 {
 	struct sigaction cur, sa = { .sa_sigaction = guard_segv,
 				     .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART };
+	bool ign;
 
 	if (sigaction(SIGSEGV, NULL, &cur) < 0)
 		return -errno;
@@ -119,17 +146,13 @@ int vrdma_mem_guard_arm(void)
 		atomic_store(&guard.armed, true);
 		return 0;
 	}
-	/* Once in front of the handler found first. A handler the program
+	/* Once in front of the action found first. A handler the program
 	 * put since may call ours in turn: we do not go in front of it. */
-	if (atomic_load(&guard.installed) && cur.sa_handler != SIG_DFL &&
-	    cur.sa_handler != SIG_IGN) {
+	if (atomic_load(&guard.installed) && !action_is_default(&cur, &ign)) {
 		atomic_store(&guard.armed, false);
 		return -EBUSY;
 	}
-	if (!atomic_load(&guard.installed))
-		guard.prev = cur;
-	else
-		guard.prev = (struct sigaction){ .sa_handler = SIG_DFL };
+	guard.prev = cur;
 	sigemptyset(&sa.sa_mask);
 	/* ASan may refuse the change without saying so: read it back. */
 	if (sigaction(SIGSEGV, &sa, NULL) < 0 || sigaction(SIGSEGV, NULL, &cur) < 0 ||
@@ -144,20 +167,24 @@ int vrdma_mem_guard_arm(void)
 
 void vrdma_mem_guard_open(void)
 {
-	atomic_fetch_add(&guard.seq, 1);
+	uint32_t st = atomic_load(&guard.state);
+
 	guard.parked_at_open = atomic_load(&guard.parked);
-	guard.held = false;
+	guard.probe_held = false;
 	atomic_store(&guard.side, (uint32_t)syscall(SYS_gettid));
-	atomic_store(&guard.busy, 1);
+	atomic_store(&guard.state, (st & ~GUARD_HOLDING) + 2 + GUARD_HOLDING);
 }
 
 int vrdma_mem_guard_hold(uintptr_t s, uintptr_t e, int prot)
 {
+	uintptr_t probe = atomic_load(&vrdma_mem_guard_park_probe);
+
 	if (!(prot & PROT_WRITE) || !atomic_load(&guard.armed))
 		return 0;
 	if (syscall(SYS_mprotect, s, e - s, prot & ~PROT_WRITE) < 0)
 		return -errno;
-	guard.held = true;
+	if (probe >= s && probe < e)
+		guard.probe_held = true;
 	return 0;
 }
 
@@ -165,18 +192,20 @@ void vrdma_mem_guard_copying(void)
 {
 	uint32_t p = guard.parked_at_open;
 
-	if (atomic_load(&vrdma_mem_guard_hold_until_parked) && guard.held)
+	if (guard.probe_held)
 		while (atomic_load(&guard.parked) == p)
 			sys_futex(&guard.parked, FUTEX_WAIT_PRIVATE, p);
 }
 
 void vrdma_mem_guard_close(void)
 {
-	if (!atomic_load(&guard.busy))
+	uint32_t st = atomic_load(&guard.state);
+
+	if (!(st & GUARD_HOLDING))
 		return;
 	atomic_store(&guard.side, 0);
-	atomic_store(&guard.busy, 0);
-	sys_futex(&guard.busy, FUTEX_WAKE_PRIVATE, INT_MAX);
+	atomic_store(&guard.state, st & ~GUARD_HOLDING);
+	sys_futex(&guard.state, FUTEX_WAKE_PRIVATE, INT_MAX);
 }
 
 uint32_t vrdma_mem_guard_parked(void)

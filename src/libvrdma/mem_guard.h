@@ -7,7 +7,6 @@
 #define VRDMA_LIBVRDMA_MEM_GUARD_H
 
 #include <stdatomic.h>
-#include <stdbool.h>
 #include <stdint.h>
 
 /* Makes sure the SIGSEGV handler that parks writers is in front (once in
@@ -36,7 +35,8 @@ void vrdma_mem_guard_close(void);
 /* Writers parked so far (all conversions). */
 uint32_t vrdma_mem_guard_parked(void);
 
-/* For tests: each copy waits until a writer has parked in its window. */
-extern atomic_bool vrdma_mem_guard_hold_until_parked;
+/* For tests: a copy whose held pages contain this address (0: none) waits
+ * until a writer has parked in its window. */
+extern _Atomic uintptr_t vrdma_mem_guard_park_probe;
 
 #endif

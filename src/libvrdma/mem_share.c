@@ -165,7 +165,9 @@ static void guard_arm(uintptr_t s, uintptr_t e)
  * until it exits; the copy (fn's results) is copied back to arg. The copy
  * lives in the task's stack mapping, not in arg's memory, which may be in
  * the range being converted. fn must only use system calls (it runs with
- * our thread pointer). Returns 0, or -errno if the task could not run.
+ * our thread pointer). Returns 0, or -errno if the task could not run, or
+ * -ECHILD if it died (it may have left pages held or swapped: the caller
+ * puts them back).
  */
 static int side_run(int (*fn)(void *), void *arg, size_t size)
 {
@@ -180,8 +182,12 @@ static int side_run(int (*fn)(void *), void *arg, size_t size)
 	if (pid < 0) {
 		rc = -errno;
 	} else {
-		while (waitpid(pid, &st, __WCLONE) < 0 && errno == EINTR)
+		int w;
+
+		while ((w = waitpid(pid, &st, __WCLONE)) < 0 && errno == EINTR)
 			;
+		if (w < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			rc = -ECHILD;
 		/* a task that died holding must not leave writers parked */
 		vrdma_mem_guard_close();
 		memcpy(arg, stk, size);
@@ -364,6 +370,8 @@ static int make_private_piece(uintptr_t s, uintptr_t e, int fd, uint64_t off, in
 
 	guard_arm(s, e);
 	r = side_run(private_task, &a, sizeof(a));
+	if (r == -ECHILD)
+		mprotect((void *)s, e - s, prot);
 
 	return r < 0 ? r : a.rc;
 }
@@ -530,7 +538,11 @@ static int chunk_create(uintptr_t s, uintptr_t e, struct vrdma_chunk **out)
 
 		guard_arm(s, e);
 		r = side_run(convert_task, &a, sizeof(a));
-
+		if (r == -ECHILD) {
+			/* died part way: every piece as it was */
+			unhold(c, 0, c->npieces);
+			(void)make_private(s, e, c->fd);
+		}
 		if (r < 0) {
 			rc = r;
 			goto fail;

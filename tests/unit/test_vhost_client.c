@@ -2284,7 +2284,7 @@ static void test_mem_share_concurrent_writes(void)
 	/* The registered 64 bytes share their page with the writer's word;
 	 * every copy waits until the writer is parked in its window. */
 	parked = vrdma_mem_guard_parked();
-	atomic_store(&vrdma_mem_guard_hold_until_parked, true);
+	atomic_store(&vrdma_mem_guard_park_probe, (uintptr_t)w.word);
 	for (int i = 0; i < 300; i++) {
 		if (vrdma_mem_share(d, buf, 64, &s) != 0) {
 			fails++;
@@ -2295,7 +2295,7 @@ static void test_mem_share_concurrent_writes(void)
 		if (vrdma_mem_unshare(s) != 0 || maps_is_memfd(buf))
 			fails++;
 	}
-	atomic_store(&vrdma_mem_guard_hold_until_parked, false);
+	atomic_store(&vrdma_mem_guard_park_probe, 0);
 	atomic_store(&w.stop, true);
 	pthread_join(th, NULL);
 	CHECK_EQ(fails, 0);
