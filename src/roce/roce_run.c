@@ -321,6 +321,28 @@ static uint32_t iov_slice(const struct iovec *iov, uint32_t n, uint64_t off, uin
 	return len ? 0 : k;
 }
 
+/* The first of op[j..lim) that is not v (lim if none), eight at a time. */
+static uint32_t run_op_span(const uint8_t *op, uint32_t j, uint32_t lim, uint8_t v)
+{
+	const uint64_t pat = 0x0101010101010101ull * v;
+
+	for (; j + 8 <= lim; j += 8) {
+		uint64_t x;
+
+		memcpy(&x, op + j, 8);
+		x ^= pat;
+		if (x)
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			return j + ((uint32_t)__builtin_ctzll(x) >> 3);
+#else
+			return j + ((uint32_t)__builtin_clzll(x) >> 3);
+#endif
+	}
+	while (j < lim && op[j] == v)
+		j++;
+	return j;
+}
+
 /* Packets k..end-1 of run r that may be placed together: MIDDLE packets of
  * a request (and a WRITE LAST without immediate after them). Returns end
  * (k + 1 or less than 2 of them: none). */
@@ -334,8 +356,7 @@ static uint32_t run_group_end(const struct roce_run *r, uint32_t k, uint32_t n, 
 	/* (the MIDDLE packets of one message share their opcode) */
 	if ((roce_opcode_mask(mid) & (ROCE_OPF_REQ | ROCE_OPF_MIDDLE)) ==
 	    (ROCE_OPF_REQ | ROCE_OPF_MIDDLE))
-		while (j < lim && r->op[j] == mid)
-			j++;
+		j = run_op_span(r->op, k, lim, mid);
 	if (j < lim && j > k && r->op[j] == ROCE_OP_RC_RDMA_WRITE_LAST) {
 		*last = true;
 		j++;
