@@ -92,16 +92,15 @@ static void guard_chain(int sig, siginfo_t *si, void *uc)
 		p->sa_handler(sig);
 }
 
-static void guard_segv(int sig, siginfo_t *si, void *uc)
+/* Whether the faulting access should just be tried again: a write held
+ * off by a conversion (parked here until it ends), or one that may have
+ * been and reached us late (once per thread and conversion). */
+static bool guard_retry(const siginfo_t *si)
 {
-	int saved = errno;
 	uint32_t st, counted = 0;
 
-	if (si->si_code != SEGV_ACCERR) {
-		guard_chain(sig, si, uc);
-		errno = saved;
-		return;
-	}
+	if (si->si_code != SEGV_ACCERR)
+		return false;
 	st = atomic_load(&guard.state);
 	/* The side task itself (errno lies in the registering thread's TLS,
 	 * which may be in the range): that page becomes writable. */
@@ -110,27 +109,31 @@ static void guard_segv(int sig, siginfo_t *si, void *uc)
 
 		syscall(SYS_mprotect, (uintptr_t)si->si_addr & ~(ps - 1), ps,
 			PROT_READ | PROT_WRITE);
-		errno = saved;
-		return;
+		return true;
 	}
 	/* Parked once per conversion it waits in (it may sleep through the
-	 * end of one and the start of the next). */
+	 * end of one and the start of the next); a test may wait for that. */
 	for (; st & GUARD_HOLDING; st = atomic_load(&guard.state)) {
 		if (st != counted) {
 			counted = st;
 			atomic_fetch_add(&guard.parked, 1);
-			sys_futex(&guard.parked, FUTEX_WAKE_PRIVATE, INT_MAX);
+			if (atomic_load(&vrdma_mem_guard_park_probe))
+				sys_futex(&guard.parked, FUTEX_WAKE_PRIVATE, INT_MAX);
 		}
 		sys_futex(&guard.state, FUTEX_WAIT_PRIVATE, st);
 	}
-	/* One more try per conversion, whichever it was: the fault may have
-	 * come from an earlier one and reached us late. */
-	if (guard_retried != st) {
-		guard_retried = st;
-		errno = saved;
-		return;
-	}
-	guard_chain(sig, si, uc);
+	if (guard_retried == st)
+		return false;
+	guard_retried = st;
+	return true;
+}
+
+static void guard_segv(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+
+	if (!guard_retry(si))
+		guard_chain(sig, si, uc);
 	errno = saved;
 }
 

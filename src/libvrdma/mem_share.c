@@ -339,10 +339,10 @@ static int make_private_piece_direct(uintptr_t s, uintptr_t e, int fd, uint64_t 
 	if (r == MAP_FAILED) {
 		rc = rc ? rc : -errno;
 		syscall(SYS_munmap, tmp, len);
-		syscall(SYS_mprotect, s, len, prot);
-	} else if (prot != (PROT_READ | PROT_WRITE)) {
-		syscall(SYS_mprotect, s, len, prot);
 	}
+	/* the old pages (held) or the new ones (read-write) get prot */
+	if (r == MAP_FAILED || prot != (PROT_READ | PROT_WRITE))
+		syscall(SYS_mprotect, s, len, prot);
 	vrdma_mem_guard_close();
 	return rc;
 }
