@@ -9,6 +9,7 @@
 # findings. Exit status 1 if any target found something.
 #
 #   FUZZ_SECONDS=600 FUZZ_ONLY=REGEX FUZZ_JOBS=1 scripts/fuzz_soak.sh
+# (FUZZ_JOBS targets run at once, each on one core: lines come as they end)
 #
 # Seeds under fuzz/corpus/ stay small and hand-picked: to promote a finding
 # (after the fix) copy its input there under a name saying what it covers.
@@ -20,12 +21,14 @@ only=${FUZZ_ONLY:-}
 fuzzdir=build/fuzz
 found=0
 
-printf '%-22s %12s %8s %8s %9s\n' target execs cov corpus findings
-for f in "$fuzzdir"/fuzz_*; do
-	[ -x "$f" ] || continue
+jobs=${FUZZ_JOBS:-1}
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "fuzz_soak: FUZZ_JOBS must be a positive number" >&2; exit 2; }
+
+# soak TARGET_BINARY: one target; prints its line, status 1 on a finding.
+soak() {
+	local f=$1 b n work finds newc log seeds before rc execs cov nfind
 	b=$(basename "$f")
 	n=${b#fuzz_}
-	[ -n "$only" ] && ! [[ $n =~ $only ]] && continue
 	work=build/fuzz-corpus/$b
 	finds=build/fuzz-findings/$n
 	newc=$(mktemp -d "/tmp/vrdma-soak-$n.XXXXXX")
@@ -45,7 +48,27 @@ for f in "$fuzzdir"/fuzz_*; do
 	nfind=$(($(ls "$finds" | wc -l) - before))
 	[ $rc -ne 0 ] && [ $nfind -eq 0 ] && nfind="rc=$rc"
 	printf '%-22s %12s %8s %8s %9s\n' "$n" "${execs:-?}" "${cov:-?}" "$(ls "$work" | wc -l)" "$nfind"
-	[ "$nfind" != 0 ] && found=1
+	[ "$nfind" = 0 ]
+}
+
+printf '%-22s %12s %8s %8s %9s\n' target execs cov corpus findings
+running=0
+for f in "$fuzzdir"/fuzz_*; do
+	[ -x "$f" ] || continue
+	n=$(basename "$f")
+	n=${n#fuzz_}
+	[ -n "$only" ] && ! [[ $n =~ $only ]] && continue
+	# FUZZ_JOBS targets at a time; a line per target as it ends
+	if [ $running -ge "$jobs" ]; then
+		wait -n || found=1
+		running=$((running - 1))
+	fi
+	soak "$f" &
+	running=$((running + 1))
+done
+while [ $running -gt 0 ]; do
+	wait -n || found=1
+	running=$((running - 1))
 done
 [ $found = 0 ] || echo "findings kept in build/fuzz-findings/ (logs: build/fuzz-soak/)"
 exit $found
