@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "backend/virtio_rdma_dev.h"
 #include "roce/roce_icrc.h"
+#include "sq_cut.h"
 #include "unit/roce_tp_fake.h"
 
 static const uint8_t types[4] = { VIRTIO_IB_QPT_RC, VIRTIO_IB_QPT_UC, VIRTIO_IB_QPT_UD,
@@ -113,6 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fk_env env;
 	struct fk_dev *d;
 	struct fk_qp q;
+	struct sq_cut cut;
 	uint32_t pd, cq, sel, cuts[3], ncut, len;
 	uint8_t type, *chain;
 	struct rres_qp *qp;
@@ -182,24 +184,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* 1: parse straight from the bytes, split over iovecs */
 	memset(&e, 0, sizeof(e));
-	{
-		uint32_t at = 0, n = 0;
-
-		for (unsigned i = 0; i < ncut && at < len; i++) {
-			uint32_t end = MIN(len, at + cuts[i] + 1);
-
-			e.iov[n].iov_base = (void *)(data + at);
-			e.iov[n++].iov_len = end - at;
-			at = end;
-		}
-		if (at < len || !n) {
-			e.iov[n].iov_base = (void *)(data + at);
-			e.iov[n++].iov_len = len - at;
-		}
-		e.out_num = (uint16_t)n;
-		e.out_len = len;
-		e.head = 3;
-	}
+	sq_cut(&cut, len, cuts, ncut);
+	e.out_num = (uint16_t)sq_cut_iov(&cut, data, e.iov);
+	e.out_len = len;
+	e.head = 3;
 	roce_sq_parse(tq, &e, w);
 	if (w->state == ROCE_WQE_DONE) {
 		if (!w->bad || w->status == VIRTIO_IB_WC_SUCCESS || w->status > 16)
@@ -223,18 +211,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	chain = fk_alloc(d, len + 1, 64);
 	memcpy(chain, data, len);
 	{
-		struct vq_buf out[4];
-		uint32_t at = 0, n = 0;
+		struct vq_buf out[SQ_CUT_MAX];
 
-		for (unsigned i = 0; i < ncut && at < len; i++) {
-			uint32_t end = MIN(len, at + cuts[i] + 1);
-
-			out[n++] = (struct vq_buf){ (uintptr_t)chain + at, end - at };
-			at = end;
-		}
-		if (at < len || !n)
-			out[n++] = (struct vq_buf){ (uintptr_t)chain + at, MAX(len - at, 1u) };
-		if (vq_drv_add(&q.sq->drv, out, n, NULL, 0, chain))
+		/* (a descriptor is never empty: an empty request is one byte) */
+		for (unsigned i = 0; i < cut.n; i++)
+			out[i] = (struct vq_buf){ (uintptr_t)chain + cut.off[i], MAX(cut.len[i], 1u) };
+		if (vq_drv_add(&q.sq->drv, out, cut.n, NULL, 0, chain))
 			abort();
 		fk_ring_publish(d, q.sq);
 	}
