@@ -72,8 +72,14 @@ port=$((20000 + $$ % 10000))
 srv=$!
 pids+=("$srv")
 wait_listen "$port" "$srv"
-"$bin/vrdma-run" --socket "$dir/vrdma0.sock" -- ibv_rc_pingpong -g 1 -p "$port" -n 2000 -c \
-	localhost | tee "$dir/pp.cli" | sed 's/^/   /'
+# (a client that fails ends the demo here; its server would wait for good)
+if ! "$bin/vrdma-run" --socket "$dir/vrdma0.sock" -- ibv_rc_pingpong -g 1 -p "$port" -n 2000 \
+	-c 127.0.0.1 >"$dir/pp.cli" 2>&1; then
+	sed 's/^/   /' "$dir/pp.cli"
+	echo "demo: the ibv_rc_pingpong client failed" >&2
+	exit 1
+fi
+sed 's/^/   /' "$dir/pp.cli"
 wait "$srv"
 pingpong=$(grep -E 'bytes in' "$dir/pp.cli" | head -1)
 
@@ -86,7 +92,7 @@ srv=$!
 pids+=("$srv")
 wait_listen "$port" "$srv"
 "$bin/vrdma-run" --socket "$dir/vrdma0.sock" -- ib_write_bw -F -x 1 -s 65536 -D 5 -p "$port" \
-	localhost >"$dir/bw.cli" 2>&1 &
+	127.0.0.1 >"$dir/bw.cli" 2>&1 &
 cli=$!
 pids+=("$cli")
 qps=""
@@ -111,7 +117,7 @@ srv=$!
 pids+=("$srv")
 wait_listen "$port" "$srv"
 "$bin/vrdma-run" --socket "$dir/vrdma0.sock" -- ib_send_lat -F -x 1 -s 64 -n 2000 -p "$port" \
-	localhost >"$dir/lat.cli" 2>&1
+	127.0.0.1 >"$dir/lat.cli" 2>&1
 wait "$srv"
 grep -E '^ *#bytes|^ *64 ' "$dir/lat.cli" | sed 's/^/   /'
 lat=$(awk '$1 == 64 { print $5 }' "$dir/lat.cli" | head -1)
@@ -124,7 +130,7 @@ srv=$!
 pids+=("$srv")
 wait_listen "$port" "$srv"
 "$bin/vrdma-run" --socket "$dir/vrdma0.sock" -- ib_atomic_lat -x 1 -F -A FETCH_AND_ADD -n 2000 \
-	-p "$port" localhost >"$dir/at.cli" 2>&1
+	-p "$port" 127.0.0.1 >"$dir/at.cli" 2>&1
 wait "$srv"
 grep -E '^ *#bytes|^ *8 ' "$dir/at.cli" | sed 's/^/   /'
 
