@@ -35,4 +35,6 @@ flock 9
 apt-get update -qq >/dev/null
 # tshark asks whether non-root users may capture; answer no, quietly.
 echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# (debconf's note that apt-utils is missing, on a minimal system, is noise)
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+	2> >(grep -v '^debconf: delaying package configuration' >&2)
