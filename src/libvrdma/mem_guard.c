@@ -8,12 +8,17 @@
  * parks it until the swap is done and returns, so the write is done again,
  * into the new pages (docs/design.md, "Registering private memory").
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -23,6 +28,11 @@
 /* state: conversions begun << 1 | 1 while one holds pages. One word, so a
  * thread sees a conversion's number and whether it holds in one load. */
 #define GUARD_HOLDING 1u
+/* Pieces a conversion holds at most (more are left writable, as before). */
+#define GUARD_PIECES 32
+#ifndef KCMP_VM
+#define KCMP_VM 1
+#endif
 
 static struct {
 	_Atomic uint32_t state;   /* futex word */
@@ -32,7 +42,13 @@ static struct {
 	bool probe_held;          /* this conversion holds the test's probe */
 	_Atomic bool installed;   /* the handler went in once */
 	_Atomic bool armed;       /* it is the installed SIGSEGV handler now */
-	struct sigaction prev;    /* the action it found */
+	long pid;                 /* the process that arms (a fork's child differs) */
+	unsigned nheld;           /* this conversion's held pieces */
+	struct { uintptr_t s, e; int prot; } held[GUARD_PIECES];
+	/* The action found, in two slots: a re-arm writes the one no handler
+	 * is reading, then switches. */
+	struct sigaction prev[2];
+	_Atomic unsigned prev_i;
 } guard;
 
 _Atomic uintptr_t vrdma_mem_guard_park_probe;
@@ -42,9 +58,38 @@ _Atomic uintptr_t vrdma_mem_guard_park_probe;
  * signal handler must not allocate TLS. */
 static __thread uint32_t guard_retried __attribute__((tls_model("initial-exec")));
 
-static long sys_futex(_Atomic uint32_t *w, int op, uint32_t val)
+/* A system call that never writes errno (its page may be held, and the side
+ * task runs with the registering thread's TLS): the result or -errno. */
+static long guard_sys(long nr, long a, long b, long c)
 {
-	return syscall(SYS_futex, w, op, val, NULL, NULL, 0);
+#if defined(__x86_64__)
+	long r;
+
+	__asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b), "d"(c)
+			 : "rcx", "r11", "memory");
+	return r;
+#elif defined(__aarch64__)
+	register long x8 __asm__("x8") = nr, x0 __asm__("x0") = a, x1 __asm__("x1") = b,
+						  x2 __asm__("x2") = c;
+
+	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
+	return x0;
+#else
+	int saved = errno;
+	long r = syscall(nr, a, b, c);
+
+	if (r < 0) {
+		r = -errno;
+		errno = saved;
+	}
+	return r;
+#endif
+}
+
+/* (FUTEX_WAIT without a timeout: the fourth argument is NULL) */
+static long guard_futex(_Atomic uint32_t *w, int op, uint32_t val)
+{
+	return guard_sys(SYS_futex, (long)w, op, (long)val);
 }
 
 static bool handler_is(const struct sigaction *sa, void (*fn)(int, siginfo_t *, void *))
@@ -52,9 +97,14 @@ static bool handler_is(const struct sigaction *sa, void (*fn)(int, siginfo_t *, 
 	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == fn;
 }
 
+static void *action_fn(const struct sigaction *sa)
+{
+	return (sa->sa_flags & SA_SIGINFO) ? (void *)sa->sa_sigaction : (void *)sa->sa_handler;
+}
+
 static bool action_is_default(const struct sigaction *sa, bool *ign)
 {
-	void *h = (sa->sa_flags & SA_SIGINFO) ? (void *)sa->sa_sigaction : (void *)sa->sa_handler;
+	void *h = action_fn(sa);
 
 	*ign = h == (void *)SIG_IGN;
 	return h == (void *)SIG_DFL || *ign;
@@ -64,12 +114,12 @@ static bool action_is_default(const struct sigaction *sa, bool *ign)
  * kernel would have: its mask, SA_RESETHAND, SA_NODEFER. */
 static void guard_chain(int sig, siginfo_t *si, void *uc)
 {
-	const struct sigaction *p = &guard.prev;
+	const struct sigaction p = guard.prev[atomic_load(&guard.prev_i) & 1];
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	sigset_t mask;
 	bool ign;
 
-	if (action_is_default(p, &ign)) {
+	if (action_is_default(&p, &ign)) {
 		/* Ignored: a sent one is dropped; a fault cannot be ignored.
 		 * Default: a fault comes again on return and kills, a sent one
 		 * is sent again (SA_NODEFER: delivered at once). */
@@ -77,19 +127,44 @@ static void guard_chain(int sig, siginfo_t *si, void *uc)
 			return;
 		sigaction(sig, &dfl, NULL);
 		if (si->si_code <= 0 || si->si_code == SI_KERNEL)
-			syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+			guard_sys(SYS_tgkill, guard_sys(SYS_getpid, 0, 0, 0),
+				  guard_sys(SYS_gettid, 0, 0, 0), sig);
 		return;
 	}
-	mask = p->sa_mask;
-	if (!(p->sa_flags & SA_NODEFER))
+	mask = p.sa_mask;
+	if (!(p.sa_flags & SA_NODEFER))
 		sigaddset(&mask, sig);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
-	if (p->sa_flags & SA_RESETHAND)
+	if (p.sa_flags & SA_RESETHAND)
 		sigaction(sig, &dfl, NULL);
-	if (p->sa_flags & SA_SIGINFO)
-		p->sa_sigaction(sig, si, uc);
-	else
-		p->sa_handler(sig);
+	/* (a plain handler gets all three too, as from the kernel: some are
+	 * declared with them) */
+	((void (*)(int, siginfo_t *, void *))action_fn(&p))(sig, si, uc);
+}
+
+/* In a child forked (without fork()'s handlers) while its parent held
+ * pages: nobody will end the conversion here, so every held piece gets its
+ * protection back at once. False if this is not such a child. */
+static bool guard_forked_release(void)
+{
+	long pid = guard_sys(SYS_getpid, 0, 0, 0);
+	long same;
+
+	if (pid == guard.pid)
+		return false;
+	/* another process on our memory (vfork's child) still parks, and so
+	 * does any if kcmp is refused (seccomp): releasing there would release
+	 * the pages for every thread */
+	same = guard_sys(SYS_kcmp, pid, guard.pid, KCMP_VM);
+	if (same <= 0)
+		return false;
+	for (unsigned i = 0; i < guard.nheld; i++)
+		guard_sys(SYS_mprotect, (long)guard.held[i].s,
+			  (long)(guard.held[i].e - guard.held[i].s), guard.held[i].prot);
+	guard.nheld = 0;
+	atomic_store(&guard.state, atomic_load(&guard.state) & ~GUARD_HOLDING);
+	guard.pid = pid;
+	return true;
 }
 
 /* Whether the faulting access should just be tried again: a write held
@@ -104,13 +179,15 @@ static bool guard_retry(const siginfo_t *si)
 	st = atomic_load(&guard.state);
 	/* The side task itself (errno lies in the registering thread's TLS,
 	 * which may be in the range): that page becomes writable. */
-	if ((st & GUARD_HOLDING) && (uint32_t)syscall(SYS_gettid) == atomic_load(&guard.side)) {
+	if ((st & GUARD_HOLDING) &&
+	    (uint32_t)guard_sys(SYS_gettid, 0, 0, 0) == atomic_load(&guard.side)) {
 		uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
 
-		syscall(SYS_mprotect, (uintptr_t)si->si_addr & ~(ps - 1), ps,
-			PROT_READ | PROT_WRITE);
-		return true;
+		return guard_sys(SYS_mprotect, (long)((uintptr_t)si->si_addr & ~(ps - 1)), (long)ps,
+				 PROT_READ | PROT_WRITE) == 0;
 	}
+	if ((st & GUARD_HOLDING) && guard_forked_release())
+		return true;
 	/* Parked once per conversion it waits in (it may sleep through the
 	 * end of one and the start of the next); a test may wait for that. */
 	for (; st & GUARD_HOLDING; st = atomic_load(&guard.state)) {
@@ -118,9 +195,9 @@ static bool guard_retry(const siginfo_t *si)
 			counted = st;
 			atomic_fetch_add(&guard.parked, 1);
 			if (atomic_load(&vrdma_mem_guard_park_probe))
-				sys_futex(&guard.parked, FUTEX_WAKE_PRIVATE, INT_MAX);
+				guard_futex(&guard.parked, FUTEX_WAKE_PRIVATE, INT_MAX);
 		}
-		sys_futex(&guard.state, FUTEX_WAIT_PRIVATE, st);
+		guard_futex(&guard.state, FUTEX_WAIT_PRIVATE, st);
 	}
 	if (guard_retried == st)
 		return false;
@@ -137,33 +214,89 @@ static void guard_segv(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
-int vrdma_mem_guard_arm(void)
+/* Another thread of the process blocks SIGSEGV: a write of it to a held
+ * page would end the process (the kernel does not queue a fault), so
+ * nothing may be held. Its tid, or 0. */
+static long guard_blocker(void)
 {
-	struct sigaction cur, sa = { .sa_sigaction = guard_segv,
-				     .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART };
+	long self = syscall(SYS_gettid), found = 0;
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *de;
+
+	if (!dir)
+		return 0;
+	while (!found && (de = readdir(dir))) {
+		char path[64], line[128];
+		long tid = strtol(de->d_name, NULL, 10);
+		FILE *f;
+
+		if (tid <= 0 || tid == self)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%ld/status", tid);
+		f = fopen(path, "re");
+		if (!f)
+			continue; /* gone meanwhile */
+		while (fgets(line, sizeof(line), f)) {
+			if (strncmp(line, "SigBlk:", 7))
+				continue;
+			if ((strtoull(line + 7, NULL, 16) >> (SIGSEGV - 1)) & 1)
+				found = tid;
+			break;
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	return found;
+}
+
+int vrdma_mem_guard_arm(long *blocker)
+{
+	struct sigaction cur, old, sa = { .sa_sigaction = guard_segv,
+					  .sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART };
+	unsigned slot;
 	bool ign;
 
+	*blocker = 0;
+	atomic_store(&guard.armed, false);
+	guard.pid = getpid();
 	if (sigaction(SIGSEGV, NULL, &cur) < 0)
 		return -errno;
-	if (handler_is(&cur, guard_segv)) {
-		atomic_store(&guard.armed, true);
-		return 0;
+	if (!handler_is(&cur, guard_segv)) {
+		/* Once in front of the action found first. A handler the
+		 * program put since may call ours in turn: we do not go in
+		 * front of it. */
+		if (atomic_load(&guard.installed) && !action_is_default(&cur, &ign))
+			return -EBUSY;
+		slot = !(atomic_load(&guard.prev_i) & 1);
+		guard.prev[slot] = cur;
+		atomic_store(&guard.prev_i, slot);
+		/* on the alternate stack only if that action wanted it (a
+		 * thread's alternate stack may lie in a held page) */
+		sa.sa_flags |= cur.sa_flags & SA_ONSTACK;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGSEGV, &sa, &old) < 0)
+			return -errno;
+		if (action_fn(&old) != action_fn(&cur) || old.sa_flags != cur.sa_flags) {
+			/* the program changed it meanwhile */
+			if (atomic_load(&guard.installed) && !action_is_default(&old, &ign)) {
+				sigaction(SIGSEGV, &old, NULL);
+				return -EBUSY;
+			}
+			slot = !slot;
+			guard.prev[slot] = old;
+			atomic_store(&guard.prev_i, slot);
+		}
+		/* ASan may refuse the change without saying so: read it back. */
+		if (sigaction(SIGSEGV, NULL, &cur) < 0 || !handler_is(&cur, guard_segv))
+			return -EPERM;
+		atomic_store(&guard.installed, true);
 	}
-	/* Once in front of the action found first. A handler the program
-	 * put since may call ours in turn: we do not go in front of it. */
-	if (atomic_load(&guard.installed) && !action_is_default(&cur, &ign)) {
-		atomic_store(&guard.armed, false);
-		return -EBUSY;
-	}
-	guard.prev = cur;
-	sigemptyset(&sa.sa_mask);
-	/* ASan may refuse the change without saying so: read it back. */
-	if (sigaction(SIGSEGV, &sa, NULL) < 0 || sigaction(SIGSEGV, NULL, &cur) < 0 ||
-	    !handler_is(&cur, guard_segv)) {
-		atomic_store(&guard.armed, false);
-		return -EPERM;
-	}
-	atomic_store(&guard.installed, true);
+	/* (a thread being created has every signal blocked for a moment:
+	 * only one that still does after a few looks counts) */
+	for (int look = 0; look < 3 && (*blocker = guard_blocker()); look++)
+		sched_yield();
+	if (*blocker)
+		return -EDEADLK;
 	atomic_store(&guard.armed, true);
 	return 0;
 }
@@ -174,18 +307,27 @@ void vrdma_mem_guard_open(void)
 
 	guard.parked_at_open = atomic_load(&guard.parked);
 	guard.probe_held = false;
-	atomic_store(&guard.side, (uint32_t)syscall(SYS_gettid));
+	guard.nheld = 0;
+	atomic_store(&guard.side, (uint32_t)guard_sys(SYS_gettid, 0, 0, 0));
 	atomic_store(&guard.state, (st & ~GUARD_HOLDING) + 2 + GUARD_HOLDING);
 }
 
 int vrdma_mem_guard_hold(uintptr_t s, uintptr_t e, int prot)
 {
 	uintptr_t probe = atomic_load(&vrdma_mem_guard_park_probe);
+	long rc;
 
-	if (!(prot & PROT_WRITE) || !atomic_load(&guard.armed))
+	if (!(prot & PROT_WRITE) || !atomic_load(&guard.armed) || guard.nheld == GUARD_PIECES)
 		return 0;
-	if (syscall(SYS_mprotect, s, e - s, prot & ~PROT_WRITE) < 0)
-		return -errno;
+	guard.held[guard.nheld].s = s;
+	guard.held[guard.nheld].e = e;
+	guard.held[guard.nheld].prot = prot;
+	guard.nheld++;
+	rc = guard_sys(SYS_mprotect, (long)s, (long)(e - s), prot & ~PROT_WRITE);
+	if (rc < 0) {
+		guard.nheld--;
+		return (int)rc;
+	}
 	if (probe >= s && probe < e)
 		guard.probe_held = true;
 	return 0;
@@ -197,7 +339,7 @@ void vrdma_mem_guard_copying(void)
 
 	if (guard.probe_held)
 		while (atomic_load(&guard.parked) == p)
-			sys_futex(&guard.parked, FUTEX_WAIT_PRIVATE, p);
+			guard_futex(&guard.parked, FUTEX_WAIT_PRIVATE, p);
 }
 
 void vrdma_mem_guard_close(void)
@@ -206,9 +348,10 @@ void vrdma_mem_guard_close(void)
 
 	if (!(st & GUARD_HOLDING))
 		return;
+	guard.nheld = 0;
 	atomic_store(&guard.side, 0);
 	atomic_store(&guard.state, st & ~GUARD_HOLDING);
-	sys_futex(&guard.state, FUTEX_WAKE_PRIVATE, INT_MAX);
+	guard_futex(&guard.state, FUTEX_WAKE_PRIVATE, INT_MAX);
 }
 
 uint32_t vrdma_mem_guard_parked(void)

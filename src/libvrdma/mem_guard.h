@@ -12,8 +12,11 @@
 /* Makes sure the SIGSEGV handler that parks writers is in front (once in
  * front of the one found first; again if the program put the default
  * back). Call from the registering thread before the side task runs. 0, or
- * -errno and then nothing is held (writes can be lost as before). */
-int vrdma_mem_guard_arm(void);
+ * -errno and then nothing is held (writes can be lost as before): -EBUSY
+ * (a handler the program installed later is in front), -EPERM (refused),
+ * -EDEADLK (thread *blocker blocks SIGSEGV: its write to a held page would
+ * end the process). */
+int vrdma_mem_guard_arm(long *blocker);
 
 /* The rest from the side task only (raw system calls, see mem_share.c).
  * A range is about to be copied and swapped: from now on a thread that
@@ -29,7 +32,9 @@ int vrdma_mem_guard_hold(uintptr_t s, uintptr_t e, int prot);
 void vrdma_mem_guard_copying(void);
 
 /* The swap is done or given up (held pieces not swapped got their
- * protection back): parked writers go on. Idempotent. */
+ * protection back): parked writers go on. Idempotent. The side task calls
+ * it; if it died, the registering thread does, once it has put every piece
+ * back. */
 void vrdma_mem_guard_close(void);
 
 /* Writers parked so far (all conversions). */

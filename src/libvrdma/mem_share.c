@@ -72,6 +72,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -151,12 +154,37 @@ static void *raw_mmap(void *a, size_t len, int prot, int flags, int fd, off_t of
 static void guard_arm(uintptr_t s, uintptr_t e)
 {
 	static atomic_bool warned;
-	int rc = vrdma_mem_guard_arm();
+	long blocker;
+	int rc = vrdma_mem_guard_arm(&blocker);
+	char why[64];
 
-	if (rc < 0 && !atomic_exchange(&warned, true))
-		LOG_WARN("vrdma: SIGSEGV handler not in place (%s): writes of other threads "
-			 "to %#lx-%#lx during its conversion may be lost (said once)", strerror(-rc),
-			 (unsigned long)s, (unsigned long)e);
+	if (rc == 0 || atomic_exchange(&warned, true))
+		return;
+	if (rc == -EDEADLK)
+		snprintf(why, sizeof(why), "thread %ld blocks SIGSEGV", blocker);
+	else if (rc == -EBUSY)
+		snprintf(why, sizeof(why), "the program's SIGSEGV handler is in front");
+	else
+		snprintf(why, sizeof(why), "SIGSEGV handler not in place: %s", strerror(-rc));
+	LOG_WARN("vrdma: other threads' writes to %#lx-%#lx during its conversion may be lost "
+		 "(%s; said once)", (unsigned long)s, (unsigned long)e, why);
+}
+
+/* What the side task starts with: fn and its argument (a copy, after this). */
+struct side_start {
+	int (*fn)(void *);
+	max_align_t arg[];
+};
+
+static int side_entry(void *p)
+{
+	struct side_start *st = p;
+	stack_t off = { .ss_flags = SS_DISABLE };
+
+	/* not on the registering thread's alternate stack, which may lie in
+	 * the range it holds (raw: errno is that thread's) */
+	syscall(SYS_sigaltstack, &off, NULL);
+	return st->fn(st->arg);
 }
 
 /*
@@ -165,32 +193,43 @@ static void guard_arm(uintptr_t s, uintptr_t e)
  * until it exits; the copy (fn's results) is copied back to arg. The copy
  * lives in the task's stack mapping, not in arg's memory, which may be in
  * the range being converted. fn must only use system calls (it runs with
- * our thread pointer). Returns 0, or -errno if the task could not run, or
- * -ECHILD if it died (it may have left pages held or swapped: the caller
- * puts them back).
+ * our thread pointer). The task takes no signal but faults: the program's
+ * handlers must not run in it. Returns 0, or -errno if the task could not
+ * run, or -ECHILD if it died (it may have left pages held or swapped: the
+ * caller puts them back, then calls vrdma_mem_guard_close).
  */
 static int side_run(int (*fn)(void *), void *arg, size_t size)
 {
 	char *stk = raw_mmap(NULL, SIDE_STACK, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	int pid, st, rc = 0;
+	struct side_start *st = (struct side_start *)(void *)stk;
+	sigset_t all, old;
+	int pid, ws, rc = 0;
 
 	if (stk == MAP_FAILED)
 		return -errno;
-	memcpy(stk, arg, size); /* bottom of the mapping; the stack grows down */
-	pid = clone(fn, stk + SIDE_STACK, CLONE_VM | CLONE_VFORK, stk);
-	if (pid < 0) {
+	st->fn = fn;
+	memcpy(st->arg, arg, size); /* bottom of the mapping; the stack grows down */
+	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGTRAP);
+	/* (the task inherits this mask; we wait in clone() meanwhile anyway) */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = clone(side_entry, stk + SIDE_STACK, CLONE_VM | CLONE_VFORK, st);
+	if (pid < 0)
 		rc = -errno;
-	} else {
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid >= 0) {
 		int w;
 
-		while ((w = waitpid(pid, &st, __WCLONE)) < 0 && errno == EINTR)
+		while ((w = waitpid(pid, &ws, __WCLONE)) < 0 && errno == EINTR)
 			;
-		if (w < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		if (w < 0 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
 			rc = -ECHILD;
-		/* a task that died holding must not leave writers parked */
-		vrdma_mem_guard_close();
-		memcpy(arg, stk, size);
+		memcpy(arg, st->arg, size);
 	}
 	syscall(SYS_munmap, stk, SIDE_STACK);
 	return rc;
@@ -372,6 +411,7 @@ static int make_private_piece(uintptr_t s, uintptr_t e, int fd, uint64_t off, in
 	r = side_run(private_task, &a, sizeof(a));
 	if (r == -ECHILD)
 		mprotect((void *)s, e - s, prot);
+	vrdma_mem_guard_close(); /* (if the task died holding) */
 
 	return r < 0 ? r : a.rc;
 }
@@ -543,6 +583,7 @@ static int chunk_create(uintptr_t s, uintptr_t e, struct vrdma_chunk **out)
 			unhold(c, 0, c->npieces);
 			(void)make_private(s, e, c->fd);
 		}
+		vrdma_mem_guard_close(); /* (if the task died holding) */
 		if (r < 0) {
 			rc = r;
 			goto fail;
@@ -847,9 +888,15 @@ static void atfork_child(void)
 		for (unsigned j = 0; c && !c->heap && j < c->npieces; j++) {
 			const struct vrdma_piece *p = &c->pieces[j];
 
-			if (p->prot != -1)
-				make_private_piece(p->start, p->end, c->fd, p->start - c->start,
-						   p->prot);
+			/* Still the parent's pages if this fails: better no access
+			 * than writes into the parent's memory. */
+			if (p->prot != -1 &&
+			    make_private_piece(p->start, p->end, c->fd, p->start - c->start,
+					       p->prot) < 0 &&
+			    mprotect((void *)p->start, p->end - p->start, PROT_NONE) == 0)
+				LOG_ERR("vrdma: fork: %#lx-%#lx could not be made the child's own; "
+					"no access to it in the child", (unsigned long)p->start,
+					(unsigned long)p->end);
 		}
 	}
 	if (fork_pipe[1] >= 0) {

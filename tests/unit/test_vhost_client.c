@@ -14,6 +14,7 @@
  * (overlaps, unshare, fork), and a back-end that dies or hangs.
  */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -23,12 +24,14 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -2307,6 +2310,223 @@ static void test_mem_share_concurrent_writes(void)
 	fb_free(f);
 }
 
+/* A thread that blocks SIGSEGV (a signal thread's mask, a timer thread):
+ * the kernel would end the process at its write to a held page, so nothing
+ * is held while it exists; the registrations still succeed. */
+static void *blocked_writer_main(void *p)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	return page_writer_main(p);
+}
+
+static void test_mem_share_blocked_thread(void)
+{
+	struct fb *f = fb_new();
+	struct vrdma_mem_share *s;
+	struct vrdma_dev *d;
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	struct page_writer w = { 0 };
+	uint32_t parked;
+	pthread_t th;
+	uint8_t *buf;
+	int fails = 0;
+
+	share_setup(f, 2, 0x5a, &d, &buf);
+	REQUIRE(d);
+	w.word = (_Atomic uint64_t *)(void *)(buf + ps - 64);
+	atomic_init(w.word, 0);
+	REQUIRE(pthread_create(&th, NULL, blocked_writer_main, &w) == 0);
+	while (!atomic_load(&w.started))
+		sched_yield();
+	parked = vrdma_mem_guard_parked();
+	for (int i = 0; i < 100; i++) {
+		if (vrdma_mem_share(d, buf, 64, &s) != 0 || !maps_is_memfd(buf)) {
+			fails++;
+			continue;
+		}
+		if (vrdma_mem_unshare(s) != 0 || maps_is_memfd(buf))
+			fails++;
+	}
+	atomic_store(&w.stop, true);
+	pthread_join(th, NULL);
+	CHECK_EQ(fails, 0);
+	CHECK_EQ(vrdma_mem_guard_parked(), parked); /* nothing was held */
+	CHECK_EQ(buf[63], 0x5a);
+	vrdma_dev_close(d);
+	munmap(buf, 2 * ps);
+	fb_free(f);
+}
+
+/* The side task of a registration, seen from another thread while it waits
+ * for a writer to park (vrdma_mem_guard_park_probe): its pid. */
+static pid_t side_task_find(void)
+{
+	for (;;) {
+		DIR *dir = opendir("/proc/self/task");
+		struct dirent *de;
+		pid_t pid = 0;
+
+		if (!dir)
+			return -1;
+		while (!pid && (de = readdir(dir))) {
+			char path[300];
+			FILE *fp;
+
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "/proc/self/task/%s/children", de->d_name);
+			fp = fopen(path, "re");
+			if (!fp)
+				continue;
+			if (fscanf(fp, "%d", &pid) != 1)
+				pid = 0;
+			fclose(fp);
+		}
+		closedir(dir);
+		if (pid)
+			return pid;
+		sched_yield();
+	}
+}
+
+/* Whether the page of addr is mapped read-only now (held). */
+static bool page_read_only(const void *addr)
+{
+	FILE *fp = fopen("/proc/self/maps", "re");
+	char line[512];
+	bool ro = false;
+
+	while (fp && fgets(line, sizeof(line), fp)) {
+		unsigned long s, e;
+		char perms[8];
+
+		if (sscanf(line, "%lx-%lx %7s", &s, &e, perms) == 3 && (uintptr_t)addr >= s &&
+		    (uintptr_t)addr < e) {
+			ro = perms[0] == 'r' && perms[1] == '-';
+			break;
+		}
+	}
+	if (fp)
+		fclose(fp);
+	return ro;
+}
+
+/* What a thread does to the side task of a registration that waits for a
+ * writer on its page: look at its signal mask, kill it, or fork (a raw
+ * fork, without fork()'s handlers) while it holds the page. */
+enum side_act { SIDE_MASK, SIDE_KILL, SIDE_FORK };
+
+struct side_probe {
+	enum side_act act;
+	_Atomic uint64_t *word; /* in the held page */
+	atomic_bool started;    /* (a thread starting has every signal blocked) */
+	int ok;
+};
+
+static void *side_probe_main(void *p)
+{
+	struct side_probe *sp = p;
+	pid_t pid, child;
+	char path[64], line[128];
+	FILE *fp;
+	int st;
+
+	atomic_store(&sp->started, true);
+	pid = side_task_find();
+	/* (the task waits for a writer once it holds the page) */
+	while (pid > 0 && !page_read_only((const void *)sp->word))
+		sched_yield();
+	if (pid <= 0)
+		sp->act = -1; /* (ok stays 0; the write below releases the task) */
+	switch (sp->act) {
+	case SIDE_MASK:
+		/* every signal blocked but the faults */
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+		fp = fopen(path, "re");
+		while (fp && fgets(line, sizeof(line), fp)) {
+			unsigned long long m;
+
+			if (strncmp(line, "SigBlk:", 7))
+				continue;
+			m = strtoull(line + 7, NULL, 16);
+			sp->ok = ((m >> (SIGINT - 1)) & 1) && ((m >> (SIGTERM - 1)) & 1) &&
+				 ((m >> (SIGUSR1 - 1)) & 1) && !((m >> (SIGSEGV - 1)) & 1) &&
+				 !((m >> (SIGBUS - 1)) & 1);
+		}
+		if (fp)
+			fclose(fp);
+		break;
+	case SIDE_KILL:
+		sp->ok = kill(pid, SIGKILL) == 0;
+		break;
+	case SIDE_FORK:
+		/* the child's write to the held page: nobody ends the
+		 * conversion there, so its pages are given back at once */
+		child = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+		if (child == 0) {
+			uint64_t v = atomic_load(sp->word);
+
+			atomic_store(sp->word, v + 1);
+			syscall(SYS_exit_group, atomic_load(sp->word) == v + 1 ? 0 : 1);
+		}
+		sp->ok = child > 0 && waitpid(child, &st, 0) == child && WIFEXITED(st) &&
+			 WEXITSTATUS(st) == 0;
+		break;
+	default:
+		break;
+	}
+	/* parks if the page is still held; the write lands either way */
+	atomic_fetch_add(sp->word, 1);
+	return NULL;
+}
+
+static void test_mem_share_side_task(void)
+{
+	static const enum side_act acts[] = { SIDE_MASK, SIDE_KILL, SIDE_FORK };
+
+	for (unsigned i = 0; i < ARRAY_SIZE(acts); i++) {
+		struct fb *f = fb_new();
+		struct side_probe sp = { .act = acts[i] };
+		struct vrdma_mem_share *s = NULL;
+		struct vrdma_dev *d;
+		size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+		pthread_t th;
+		uint8_t *buf;
+		int rc;
+
+		share_setup(f, 1, 0x33, &d, &buf);
+		REQUIRE(d);
+		sp.word = (_Atomic uint64_t *)(void *)(buf + ps - 64);
+		atomic_init(sp.word, 7);
+		atomic_store(&vrdma_mem_guard_park_probe, (uintptr_t)sp.word);
+		REQUIRE(pthread_create(&th, NULL, side_probe_main, &sp) == 0);
+		while (!atomic_load(&sp.started))
+			sched_yield();
+		rc = vrdma_mem_share(d, buf, 64, &s);
+		pthread_join(th, NULL);
+		atomic_store(&vrdma_mem_guard_park_probe, 0);
+		CHECK(sp.ok);
+		if (acts[i] == SIDE_KILL) {
+			/* refused, every page as it was, the write kept */
+			CHECK(rc != 0);
+			CHECK(!maps_is_memfd(buf));
+		} else {
+			CHECK_EQ(rc, 0);
+			CHECK(maps_is_memfd(buf));
+			CHECK_EQ(vrdma_mem_unshare(s), 0);
+		}
+		CHECK_EQ(atomic_load(sp.word), 8);
+		CHECK_EQ(buf[0], 0x33);
+		buf[1] = 0x44; /* writable again */
+		vrdma_dev_close(d);
+		munmap(buf, ps);
+		fb_free(f);
+	}
+}
+
 /* A fault the library's handler does not own still ends the process: a
  * write the page refuses, and a SIGSEGV somebody sends. Each in a child
  * that converted a page first (so that the handler is in front). */
@@ -2435,6 +2655,8 @@ int main(int argc, char **argv)
 	RUN(test_mem_share_two_devices);
 	RUN(test_mem_share_fork);
 	RUN(test_mem_share_concurrent_writes);
+	RUN(test_mem_share_blocked_thread);
+	RUN(test_mem_share_side_task);
 	RUN(test_mem_share_real_faults);
 	RUN(test_mem_share_program_handler);
 	return TEST_DONE();
