@@ -30,9 +30,6 @@
 #define GUARD_HOLDING 1u
 /* Pieces a conversion holds at most (more are left writable, as before). */
 #define GUARD_PIECES 32
-#ifndef KCMP_VM
-#define KCMP_VM 1
-#endif
 
 static struct {
 	_Atomic uint32_t state;   /* futex word */
@@ -42,7 +39,8 @@ static struct {
 	bool probe_held;          /* this conversion holds the test's probe */
 	_Atomic bool installed;   /* the handler went in once */
 	_Atomic bool armed;       /* it is the installed SIGSEGV handler now */
-	long pid;                 /* the process that arms (a fork's child differs) */
+	_Atomic uint32_t *mark;   /* 1 in a MADV_WIPEONFORK page (0: forked since) */
+	long blocker;             /* the last thread found blocking SIGSEGV */
 	unsigned nheld;           /* this conversion's held pieces */
 	struct { uintptr_t s, e; int prot; } held[GUARD_PIECES];
 	/* The action found, in two slots: a re-arm writes the one no handler
@@ -60,23 +58,24 @@ static __thread uint32_t guard_retried __attribute__((tls_model("initial-exec"))
 
 /* A system call that never writes errno (its page may be held, and the side
  * task runs with the registering thread's TLS): the result or -errno. */
-static long guard_sys(long nr, long a, long b, long c)
+static long guard_sys4(long nr, long a, long b, long c, long d)
 {
 #if defined(__x86_64__)
+	register long r10 __asm__("r10") = d;
 	long r;
 
-	__asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b), "d"(c)
+	__asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10)
 			 : "rcx", "r11", "memory");
 	return r;
 #elif defined(__aarch64__)
 	register long x8 __asm__("x8") = nr, x0 __asm__("x0") = a, x1 __asm__("x1") = b,
-						  x2 __asm__("x2") = c;
+						  x2 __asm__("x2") = c, x3 __asm__("x3") = d;
 
-	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
+	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
 	return x0;
 #else
 	int saved = errno;
-	long r = syscall(nr, a, b, c);
+	long r = syscall(nr, a, b, c, d);
 
 	if (r < 0) {
 		r = -errno;
@@ -86,10 +85,15 @@ static long guard_sys(long nr, long a, long b, long c)
 #endif
 }
 
+static long guard_sys(long nr, long a, long b, long c)
+{
+	return guard_sys4(nr, a, b, c, 0);
+}
+
 /* (FUTEX_WAIT without a timeout: the fourth argument is NULL) */
 static long guard_futex(_Atomic uint32_t *w, int op, uint32_t val)
 {
-	return guard_sys(SYS_futex, (long)w, op, (long)val);
+	return guard_sys4(SYS_futex, (long)w, op, (long)val, 0);
 }
 
 static bool handler_is(const struct sigaction *sa, void (*fn)(int, siginfo_t *, void *))
@@ -144,26 +148,18 @@ static void guard_chain(int sig, siginfo_t *si, void *uc)
 
 /* In a child forked (without fork()'s handlers) while its parent held
  * pages: nobody will end the conversion here, so every held piece gets its
- * protection back at once. False if this is not such a child. */
+ * protection back at once. False if this is not such a child: the marker
+ * page is wiped in a forked child only, not in a task sharing our memory
+ * (vfork's child), which parks like a thread. */
 static bool guard_forked_release(void)
 {
-	long pid = guard_sys(SYS_getpid, 0, 0, 0);
-	long same;
-
-	if (pid == guard.pid)
-		return false;
-	/* another process on our memory (vfork's child) still parks, and so
-	 * does any if kcmp is refused (seccomp): releasing there would release
-	 * the pages for every thread */
-	same = guard_sys(SYS_kcmp, pid, guard.pid, KCMP_VM);
-	if (same <= 0)
+	if (!guard.mark || atomic_load(guard.mark))
 		return false;
 	for (unsigned i = 0; i < guard.nheld; i++)
 		guard_sys(SYS_mprotect, (long)guard.held[i].s,
 			  (long)(guard.held[i].e - guard.held[i].s), guard.held[i].prot);
 	guard.nheld = 0;
 	atomic_store(&guard.state, atomic_load(&guard.state) & ~GUARD_HOLDING);
-	guard.pid = pid;
 	return true;
 }
 
@@ -258,7 +254,23 @@ int vrdma_mem_guard_arm(long *blocker)
 
 	*blocker = 0;
 	atomic_store(&guard.armed, false);
-	guard.pid = getpid();
+	if (!guard.mark) {
+		void *m = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED)
+			return -errno;
+		/* (without it a raw fork's child cannot be told apart: it
+		 * would park for good, so nothing is held) */
+		if (madvise(m, (size_t)sysconf(_SC_PAGESIZE), MADV_WIPEONFORK) < 0) {
+			int rc = -errno;
+
+			munmap(m, (size_t)sysconf(_SC_PAGESIZE));
+			return rc;
+		}
+		guard.mark = m;
+	}
+	atomic_store(guard.mark, 1);
 	if (sigaction(SIGSEGV, NULL, &cur) < 0)
 		return -errno;
 	if (!handler_is(&cur, guard_segv)) {
@@ -285,18 +297,29 @@ int vrdma_mem_guard_arm(long *blocker)
 			slot = !slot;
 			guard.prev[slot] = old;
 			atomic_store(&guard.prev_i, slot);
+			if ((old.sa_flags ^ sa.sa_flags) & SA_ONSTACK) {
+				sa.sa_flags ^= SA_ONSTACK;
+				if (sigaction(SIGSEGV, &sa, NULL) < 0)
+					return -errno;
+			}
 		}
 		/* ASan may refuse the change without saying so: read it back. */
 		if (sigaction(SIGSEGV, NULL, &cur) < 0 || !handler_is(&cur, guard_segv))
 			return -EPERM;
 		atomic_store(&guard.installed, true);
 	}
-	/* (a thread being created has every signal blocked for a moment:
-	 * only one that still does after a few looks counts) */
-	for (int look = 0; look < 3 && (*blocker = guard_blocker()); look++)
+	/* (a thread being created or ending has every signal blocked for a
+	 * moment: only one that still does after many looks counts; one seen
+	 * so before counts at once) */
+	*blocker = guard_blocker();
+	for (int look = 0; look < 64 && *blocker && *blocker != guard.blocker; look++) {
 		sched_yield();
-	if (*blocker)
+		*blocker = guard_blocker();
+	}
+	if (*blocker) {
+		guard.blocker = *blocker;
 		return -EDEADLK;
+	}
 	atomic_store(&guard.armed, true);
 	return 0;
 }

@@ -182,7 +182,7 @@ static int side_entry(void *p)
 	stack_t off = { .ss_flags = SS_DISABLE };
 
 	/* not on the registering thread's alternate stack, which may lie in
-	 * the range it holds (raw: errno is that thread's) */
+	 * the range it holds (cannot fail here: errno stays untouched) */
 	syscall(SYS_sigaltstack, &off, NULL);
 	return st->fn(st->arg);
 }
@@ -216,12 +216,13 @@ static int side_run(int (*fn)(void *), void *arg, size_t size)
 	sigdelset(&all, SIGILL);
 	sigdelset(&all, SIGFPE);
 	sigdelset(&all, SIGTRAP);
-	/* (the task inherits this mask; we wait in clone() meanwhile anyway) */
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* (the task inherits this mask; we wait in clone() meanwhile anyway.
+	 * Raw: glibc's own signals too) */
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, _NSIG / 8);
 	pid = clone(side_entry, stk + SIDE_STACK, CLONE_VM | CLONE_VFORK, st);
 	if (pid < 0)
 		rc = -errno;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, _NSIG / 8);
 	if (pid >= 0) {
 		int w;
 
@@ -579,11 +580,12 @@ static int chunk_create(uintptr_t s, uintptr_t e, struct vrdma_chunk **out)
 		guard_arm(s, e);
 		r = side_run(convert_task, &a, sizeof(a));
 		if (r == -ECHILD) {
-			/* died part way: every piece as it was */
+			/* died part way: every piece as it was, parked writers
+			 * on (before anything here may take a lock they hold) */
 			unhold(c, 0, c->npieces);
+			vrdma_mem_guard_close();
 			(void)make_private(s, e, c->fd);
 		}
-		vrdma_mem_guard_close(); /* (if the task died holding) */
 		if (r < 0) {
 			rc = r;
 			goto fail;

@@ -2245,6 +2245,41 @@ static void test_mem_share_fork(void)
 	fb_free(f);
 }
 
+/* Wait until no other thread blocks SIGSEGV: one starting or ending does
+ * for a moment, and while one does a registration holds nothing. */
+static void segv_unblocked_wait(void)
+{
+	long self = syscall(SYS_gettid);
+	bool again = true;
+
+	while (again) {
+		DIR *dir = opendir("/proc/self/task");
+		struct dirent *de;
+
+		again = false;
+		while (dir && !again && (de = readdir(dir))) {
+			char path[300], line[128];
+			FILE *fp;
+
+			if (de->d_name[0] == '.' || atol(de->d_name) == self)
+				continue;
+			snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
+			fp = fopen(path, "re");
+			while (fp && fgets(line, sizeof(line), fp))
+				if (!strncmp(line, "SigBlk:", 7)) {
+					again = (strtoull(line + 7, NULL, 16) >> (SIGSEGV - 1)) & 1;
+					break;
+				}
+			if (fp)
+				fclose(fp);
+		}
+		if (dir)
+			closedir(dir);
+		if (again)
+			sched_yield();
+	}
+}
+
 /* Another thread's writes to a page while it is registered or given back
  * (copied, then swapped) are neither lost nor refused. */
 struct page_writer {
@@ -2286,6 +2321,7 @@ static void test_mem_share_concurrent_writes(void)
 		sched_yield();
 	/* The registered 64 bytes share their page with the writer's word;
 	 * every copy waits until the writer is parked in its window. */
+	segv_unblocked_wait();
 	parked = vrdma_mem_guard_parked();
 	atomic_store(&vrdma_mem_guard_park_probe, (uintptr_t)w.word);
 	for (int i = 0; i < 300; i++) {
@@ -2361,10 +2397,11 @@ static void test_mem_share_blocked_thread(void)
 }
 
 /* The side task of a registration, seen from another thread while it waits
- * for a writer to park (vrdma_mem_guard_park_probe): its pid. */
-static pid_t side_task_find(void)
+ * for a writer to park (vrdma_mem_guard_park_probe): its pid, or -1 once
+ * *returned says the registration ended without waiting. */
+static pid_t side_task_find(const atomic_bool *returned)
 {
-	for (;;) {
+	while (!atomic_load(returned)) {
 		DIR *dir = opendir("/proc/self/task");
 		struct dirent *de;
 		pid_t pid = 0;
@@ -2390,6 +2427,7 @@ static pid_t side_task_find(void)
 			return pid;
 		sched_yield();
 	}
+	return -1;
 }
 
 /* Whether the page of addr is mapped read-only now (held). */
@@ -2423,6 +2461,7 @@ struct side_probe {
 	enum side_act act;
 	_Atomic uint64_t *word; /* in the held page */
 	atomic_bool started;    /* (a thread starting has every signal blocked) */
+	atomic_bool returned;   /* the registration returned (nothing was held) */
 	int ok;
 };
 
@@ -2435,10 +2474,11 @@ static void *side_probe_main(void *p)
 	int st;
 
 	atomic_store(&sp->started, true);
-	pid = side_task_find();
+	pid = side_task_find(&sp->returned);
 	/* (the task waits for a writer once it holds the page) */
 	while (pid > 0 && !page_read_only((const void *)sp->word))
-		sched_yield();
+		if (atomic_load(&sp->returned))
+			pid = -1;
 	if (pid <= 0)
 		sp->act = -1; /* (ok stays 0; the write below releases the task) */
 	switch (sp->act) {
@@ -2505,7 +2545,9 @@ static void test_mem_share_side_task(void)
 		REQUIRE(pthread_create(&th, NULL, side_probe_main, &sp) == 0);
 		while (!atomic_load(&sp.started))
 			sched_yield();
+		segv_unblocked_wait();
 		rc = vrdma_mem_share(d, buf, 64, &s);
+		atomic_store(&sp.returned, true);
 		pthread_join(th, NULL);
 		atomic_store(&vrdma_mem_guard_park_probe, 0);
 		CHECK(sp.ok);
