@@ -2300,7 +2300,11 @@ static void *page_writer_main(void *p)
 	return NULL;
 }
 
-static void test_mem_share_concurrent_writes(void)
+/* laps registrations and deregistrations of 64 bytes whose page holds the
+ * word another thread (fn) adds to. With probe, every copy waits until the
+ * writer is parked in its window: the parks are counted, and no write may
+ * be lost. */
+static void writer_laps(void *(*fn)(void *), int laps, bool probe, uint32_t want_parks)
 {
 	struct fb *f = fb_new();
 	struct vrdma_mem_share *s;
@@ -2316,15 +2320,15 @@ static void test_mem_share_concurrent_writes(void)
 	REQUIRE(d);
 	w.word = (_Atomic uint64_t *)(void *)(buf + ps - 64);
 	atomic_init(w.word, 0);
-	REQUIRE(pthread_create(&th, NULL, page_writer_main, &w) == 0);
+	REQUIRE(pthread_create(&th, NULL, fn, &w) == 0);
 	while (!atomic_load(&w.started))
 		sched_yield();
-	/* The registered 64 bytes share their page with the writer's word;
-	 * every copy waits until the writer is parked in its window. */
-	segv_unblocked_wait();
+	if (probe) {
+		segv_unblocked_wait();
+		atomic_store(&vrdma_mem_guard_park_probe, (uintptr_t)w.word);
+	}
 	parked = vrdma_mem_guard_parked();
-	atomic_store(&vrdma_mem_guard_park_probe, (uintptr_t)w.word);
-	for (int i = 0; i < 300; i++) {
+	for (int i = 0; i < laps; i++) {
 		if (vrdma_mem_share(d, buf, 64, &s) != 0) {
 			fails++;
 			continue;
@@ -2338,12 +2342,18 @@ static void test_mem_share_concurrent_writes(void)
 	atomic_store(&w.stop, true);
 	pthread_join(th, NULL);
 	CHECK_EQ(fails, 0);
-	CHECK_EQ(vrdma_mem_guard_parked() - parked, 600);
-	CHECK_EQ(atomic_load(w.word), w.done);
+	CHECK_EQ(vrdma_mem_guard_parked() - parked, want_parks);
+	if (probe)
+		CHECK_EQ(atomic_load(w.word), w.done);
 	CHECK_EQ(buf[63], 0x5a);
 	vrdma_dev_close(d);
 	munmap(buf, 2 * ps);
 	fb_free(f);
+}
+
+static void test_mem_share_concurrent_writes(void)
+{
+	writer_laps(page_writer_main, 300, true, 600);
 }
 
 /* A thread that blocks SIGSEGV (a signal thread's mask, a timer thread):
@@ -2360,40 +2370,7 @@ static void *blocked_writer_main(void *p)
 
 static void test_mem_share_blocked_thread(void)
 {
-	struct fb *f = fb_new();
-	struct vrdma_mem_share *s;
-	struct vrdma_dev *d;
-	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
-	struct page_writer w = { 0 };
-	uint32_t parked;
-	pthread_t th;
-	uint8_t *buf;
-	int fails = 0;
-
-	share_setup(f, 2, 0x5a, &d, &buf);
-	REQUIRE(d);
-	w.word = (_Atomic uint64_t *)(void *)(buf + ps - 64);
-	atomic_init(w.word, 0);
-	REQUIRE(pthread_create(&th, NULL, blocked_writer_main, &w) == 0);
-	while (!atomic_load(&w.started))
-		sched_yield();
-	parked = vrdma_mem_guard_parked();
-	for (int i = 0; i < 100; i++) {
-		if (vrdma_mem_share(d, buf, 64, &s) != 0 || !maps_is_memfd(buf)) {
-			fails++;
-			continue;
-		}
-		if (vrdma_mem_unshare(s) != 0 || maps_is_memfd(buf))
-			fails++;
-	}
-	atomic_store(&w.stop, true);
-	pthread_join(th, NULL);
-	CHECK_EQ(fails, 0);
-	CHECK_EQ(vrdma_mem_guard_parked(), parked); /* nothing was held */
-	CHECK_EQ(buf[63], 0x5a);
-	vrdma_dev_close(d);
-	munmap(buf, 2 * ps);
-	fb_free(f);
+	writer_laps(blocked_writer_main, 100, false, 0);
 }
 
 /* The side task of a registration, seen from another thread while it waits
