@@ -53,8 +53,10 @@ fi
 
 # The source package's version and its upstream tarball (name, sha256).
 src=$(apt-cache "${apt_opts[@]}" showsrc qemu 2>/dev/null) || die "no qemu source in $SUITE"
-version=$(echo "$src" | awk '/^Version:/ { print $2; exit }')
-orig=$(echo "$src" | awk '/^Checksums-Sha256:/ { f = 1; next } /^[A-Z]/ { f = 0 } f && $3 ~ /orig\.tar\./ { print $1, $3; exit }')
+# (here-strings, not pipes: awk leaving early would end the writer with
+# SIGPIPE, and pipefail with set -e would end this script without a word)
+version=$(awk '/^Version:/ { print $2; exit }' <<<"$src")
+orig=$(awk '/^Checksums-Sha256:/ { f = 1; next } /^[A-Z]/ { f = 0 } f && $3 ~ /orig\.tar\./ { print $1, $3; exit }' <<<"$src")
 [ -n "$version" ] && [ -n "$orig" ] || die "cannot read qemu's version or tarball from the $SUITE Sources"
 orig_sha=${orig%% *}
 orig_name=${orig#* }
