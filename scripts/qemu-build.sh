@@ -32,6 +32,8 @@ update=0
 
 say() { echo "qemu-build: $*" >&2; }
 die() { say "$*"; exit 1; }
+# (set -e ends the script at a failed command: say which)
+trap 'say "line $LINENO: a command failed (status $?)"' ERR
 
 "$here/scripts/deps.sh" qemu >&2 || die "build dependencies missing (scripts/deps.sh qemu)"
 mkdir -p "$apt_dir/lists/partial" || die "cannot create $apt_dir"
