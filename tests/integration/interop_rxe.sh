@@ -243,6 +243,20 @@ cm_thread() {
 # the server on rxe0, the client through vrdma-run; both exit 0 and print
 # PATTERN (rping -V: exit 0 is the check, every ping's data verified).
 # RETRY: as for cm_host_server.
+# rc_seen NAME RC OUTPUT: RC, but 0 for rping's own teardown race: after a
+# normal end (DISCONNECT EVENT) its CM thread reads the event channel the
+# main thread has destroyed and exits with 255 (fixed upstream in rdma-core
+# pull request 1622, 2025; Debian 12's rping in the guest has it).
+rc_seen() {
+	if [ "$2" = 255 ] && grep -q 'DISCONNECT EVENT' <<<"$3" &&
+	   grep -q 'rdma_get_cm_event: Bad file descriptor' <<<"$3"; then
+		echo "# $1: rping's teardown race (exit 255 after a normal end), counted as 0" >&2
+		echo 0
+	else
+		echo "$2"
+	fi
+}
+
 cm_guest_server() {
 	local name=$1 p=$2 srv=$3 cli=$4 pat=$5 retry=${6:-} rc_c rc_s out n
 	for n in 1 2 3; do
@@ -263,6 +277,7 @@ cm_guest_server() {
 	done
 	out=$(rxe_cmd "for i in \$(seq 1 600); do [ -s /tmp/s.rc ] && break; sleep 0.1; done; cat /tmp/s.log; echo RC=\$(cat /tmp/s.rc)")
 	rc_s=$(echo "$out" | sed -n 's/^RC=//p')
+	rc_s=$(rc_seen "$name" "$rc_s" "$out")
 	if [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ] && { [ -z "$pat" ] ||
 	   { grep -Eq -- "$pat" "$T_TMP/$name.cli.log" && echo "$out" | grep -Eq -- "$pat"; }; }; then
 		ok "$name"
@@ -313,6 +328,7 @@ cm_host_server() {
 	done
 	wait "$spid"
 	rc_s=$?
+	rc_c=$(rc_seen "$name" "$rc_c" "$out")
 	if [ "$rc_c" = 0 ] && [ "$rc_s" = 0 ] && { [ -z "$pat" ] ||
 	   { grep -Eq -- "$pat" "$T_TMP/$name.srv.log" && echo "$out" | grep -Eq -- "$pat"; }; }; then
 		ok "$name"
