@@ -210,10 +210,7 @@ static void guard_segv(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
-/* Another thread of the process blocks SIGSEGV: a write of it to a held
- * page would end the process (the kernel does not queue a fault), so
- * nothing may be held. Its tid, or 0. */
-static long guard_blocker(void)
+long vrdma_mem_guard_blocker(void)
 {
 	long self = syscall(SYS_gettid), found = 0;
 	DIR *dir = opendir("/proc/self/task");
@@ -255,17 +252,17 @@ int vrdma_mem_guard_arm(long *blocker)
 	*blocker = 0;
 	atomic_store(&guard.armed, false);
 	if (!guard.mark) {
-		void *m = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+		void *m = mmap(NULL, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		if (m == MAP_FAILED)
 			return -errno;
 		/* (without it a raw fork's child cannot be told apart: it
 		 * would park for good, so nothing is held) */
-		if (madvise(m, (size_t)sysconf(_SC_PAGESIZE), MADV_WIPEONFORK) < 0) {
+		if (madvise(m, ps, MADV_WIPEONFORK) < 0) {
 			int rc = -errno;
 
-			munmap(m, (size_t)sysconf(_SC_PAGESIZE));
+			munmap(m, ps);
 			return rc;
 		}
 		guard.mark = m;
@@ -311,10 +308,10 @@ int vrdma_mem_guard_arm(long *blocker)
 	/* (a thread being created or ending has every signal blocked for a
 	 * moment: only one that still does after many looks counts; one seen
 	 * so before counts at once) */
-	*blocker = guard_blocker();
+	*blocker = vrdma_mem_guard_blocker();
 	for (int look = 0; look < 64 && *blocker && *blocker != guard.blocker; look++) {
 		sched_yield();
-		*blocker = guard_blocker();
+		*blocker = vrdma_mem_guard_blocker();
 	}
 	if (*blocker) {
 		guard.blocker = *blocker;

@@ -18,6 +18,11 @@
  * end the process). */
 int vrdma_mem_guard_arm(long *blocker);
 
+/* Another thread of the process that blocks SIGSEGV (its write to a held
+ * page would end the process: the kernel does not queue a fault, so while
+ * one exists nothing is held): its tid, or 0. */
+long vrdma_mem_guard_blocker(void);
+
 /* The rest from the side task only (raw system calls, see mem_share.c).
  * A range is about to be copied and swapped: from now on a thread that
  * writes to a held piece waits until vrdma_mem_guard_close, then its write

@@ -1964,25 +1964,37 @@ static void test_shm_alloc(void)
 }
 
 /* Does /proc/self/maps show [p, p+len) as our memfd? */
-static bool maps_is_memfd(const void *p)
+/* The /proc/self/maps line of the mapping that holds p, into line. */
+static bool maps_line(const void *p, char *line, size_t n)
 {
-	FILE *fp = fopen("/proc/self/maps", "r");
-	char line[512];
-	bool r = false;
+	FILE *fp = fopen("/proc/self/maps", "re");
+	bool found = false;
 
-	if (!fp)
-		return false;
-	while (fgets(line, sizeof(line), fp)) {
+	while (fp && !found && fgets(line, (int)n, fp)) {
 		unsigned long s, e;
 
-		if (sscanf(line, "%lx-%lx", &s, &e) == 2 && (uintptr_t)p >= s &&
-		    (uintptr_t)p < e) {
-			r = strstr(line, "memfd:vrdma-mr") != NULL;
-			break;
-		}
+		found = sscanf(line, "%lx-%lx", &s, &e) == 2 && (uintptr_t)p >= s &&
+			(uintptr_t)p < e;
 	}
-	fclose(fp);
-	return r;
+	if (fp)
+		fclose(fp);
+	return found;
+}
+
+static bool maps_is_memfd(const void *p)
+{
+	char line[512];
+
+	return maps_line(p, line, sizeof(line)) && strstr(line, "memfd:vrdma-mr");
+}
+
+/* Whether the page of p is mapped read-only now (held). */
+static bool page_read_only(const void *p)
+{
+	char line[512], perms[8];
+
+	return maps_line(p, line, sizeof(line)) && sscanf(line, "%*x-%*x %7s", perms) == 1 &&
+	       perms[0] == 'r' && perms[1] == '-';
 }
 
 static uint8_t global_buf[3 * 4096 + 100];
@@ -2249,35 +2261,8 @@ static void test_mem_share_fork(void)
  * for a moment, and while one does a registration holds nothing. */
 static void segv_unblocked_wait(void)
 {
-	long self = syscall(SYS_gettid);
-	bool again = true;
-
-	while (again) {
-		DIR *dir = opendir("/proc/self/task");
-		struct dirent *de;
-
-		again = false;
-		while (dir && !again && (de = readdir(dir))) {
-			char path[300], line[128];
-			FILE *fp;
-
-			if (de->d_name[0] == '.' || atol(de->d_name) == self)
-				continue;
-			snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
-			fp = fopen(path, "re");
-			while (fp && fgets(line, sizeof(line), fp))
-				if (!strncmp(line, "SigBlk:", 7)) {
-					again = (strtoull(line + 7, NULL, 16) >> (SIGSEGV - 1)) & 1;
-					break;
-				}
-			if (fp)
-				fclose(fp);
-		}
-		if (dir)
-			closedir(dir);
-		if (again)
-			sched_yield();
-	}
+	while (vrdma_mem_guard_blocker())
+		sched_yield();
 }
 
 /* Another thread's writes to a page while it is registered or given back
@@ -2405,28 +2390,6 @@ static pid_t side_task_find(const atomic_bool *returned)
 		sched_yield();
 	}
 	return -1;
-}
-
-/* Whether the page of addr is mapped read-only now (held). */
-static bool page_read_only(const void *addr)
-{
-	FILE *fp = fopen("/proc/self/maps", "re");
-	char line[512];
-	bool ro = false;
-
-	while (fp && fgets(line, sizeof(line), fp)) {
-		unsigned long s, e;
-		char perms[8];
-
-		if (sscanf(line, "%lx-%lx %7s", &s, &e, perms) == 3 && (uintptr_t)addr >= s &&
-		    (uintptr_t)addr < e) {
-			ro = perms[0] == 'r' && perms[1] == '-';
-			break;
-		}
-	}
-	if (fp)
-		fclose(fp);
-	return ro;
 }
 
 /* What a thread does to the side task of a registration that waits for a
