@@ -149,7 +149,7 @@ guest_server() {
 	port=$((port + 1))
 	re=$(pass_re "$prog")
 	rxe_cmd "rm -f /tmp/s.rc; ( $prog $gargs -p $port >/tmp/s.log 2>&1; echo \$? >/tmp/s.rc ) &" >/dev/null
-	if ! rxe_cmd "for i in \$(seq 1 200); do netstat -ltn | grep -q ':$port ' && exit 0; sleep 0.05; done; exit 1" >/dev/null; then
+	if ! rxe_cmd "for i in \$(seq 1 1200); do netstat -ltn | grep -q ':$port ' && exit 0; sleep 0.05; done; exit 1" >/dev/null; then
 		not_ok "$name" "guest server did not listen: $(rxe_cmd 'cat /tmp/s.log')"
 		return
 	fi
