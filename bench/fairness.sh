@@ -36,12 +36,14 @@ for t in ib_send_lat ib_write_bw; do
 	command -v $t >/dev/null || { echo "fairness: $t missing (perftest)" >&2; exit 1; }
 done
 
+# BENCH_SCHED: the daemons' --sched (e.g. "fifo:10", as bench/run.sh).
 # VRDMA_THREADS=N: daemons with --threads N; each pair of devices on one
 # thread (victim thread 0, aggressor thread 1; pair n thread n % N), or,
 # with VRDMA_THREADS_CROSS=1, devices round robin (each pair crosses).
 thr=() t0="" t1=""
+[ -n "${BENCH_SCHED:-}" ] && thr+=(--sched "$BENCH_SCHED")
 if [ -n "${VRDMA_THREADS:-}" ]; then
-	thr=(--threads "$VRDMA_THREADS")
+	thr+=(--threads "$VRDMA_THREADS")
 	[ -z "${VRDMA_THREADS_CROSS:-}" ] && t0=",thread=0" t1=",thread=$((1 % VRDMA_THREADS))"
 fi
 "$bin/vhost-user-rdma" -q --pidfile "$tmp/pid" "${thr[@]}" \
