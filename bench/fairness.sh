@@ -40,13 +40,13 @@ done
 # VRDMA_THREADS=N: daemons with --threads N; each pair of devices on one
 # thread (victim thread 0, aggressor thread 1; pair n thread n % N), or,
 # with VRDMA_THREADS_CROSS=1, devices round robin (each pair crosses).
-thr=() t0="" t1=""
-[ -n "${BENCH_SCHED:-}" ] && thr+=(--sched "$BENCH_SCHED")
+dopts=() t0="" t1=""
+[ -n "${BENCH_SCHED:-}" ] && dopts+=(--sched "$BENCH_SCHED")
 if [ -n "${VRDMA_THREADS:-}" ]; then
-	thr+=(--threads "$VRDMA_THREADS")
+	dopts+=(--threads "$VRDMA_THREADS")
 	[ -z "${VRDMA_THREADS_CROSS:-}" ] && t0=",thread=0" t1=",thread=$((1 % VRDMA_THREADS))"
 fi
-"$bin/vhost-user-rdma" -q --pidfile "$tmp/pid" "${thr[@]}" \
+"$bin/vhost-user-rdma" -q --pidfile "$tmp/pid" "${dopts[@]}" \
 	--device "socket=$tmp/a.sock,ip=10.70.0.1/24$t0" --device "socket=$tmp/b.sock,ip=10.70.0.2/24$t0" \
 	--device "socket=$tmp/c.sock,ip=10.70.0.3/24$t1" --device "socket=$tmp/d.sock,ip=10.70.0.4/24$t1" &
 pids+=($!)
@@ -112,7 +112,7 @@ for ((i = 0; i < 2 * npairs; i++)); do
 		t=",thread=$((i / 2 % VRDMA_THREADS))"
 	devs+=(--device "socket=$tmp/p$i.sock,ip=10.71.$((i / 200)).$((i % 200 + 1))/16$t")
 done
-"$bin/vhost-user-rdma" -q --pidfile "$tmp/pid2" "${thr[@]}" "${devs[@]}" &
+"$bin/vhost-user-rdma" -q --pidfile "$tmp/pid2" "${dopts[@]}" "${devs[@]}" &
 pids+=($!)
 for ((i = 0; i < 400; i++)); do [ -s "$tmp/pid2" ] && break; sleep 0.05; done
 [ -s "$tmp/pid2" ] || { echo "fairness: second daemon did not start" >&2; exit 1; }

@@ -1963,7 +1963,6 @@ static void test_shm_alloc(void)
 	fb_free(f);
 }
 
-/* Does /proc/self/maps show [p, p+len) as our memfd? */
 /* The /proc/self/maps line of the mapping that holds p, into line. */
 static bool maps_line(const void *p, char *line, size_t n)
 {
@@ -1981,6 +1980,7 @@ static bool maps_line(const void *p, char *line, size_t n)
 	return found;
 }
 
+/* Does /proc/self/maps show the mapping of p as our memfd? */
 static bool maps_is_memfd(const void *p)
 {
 	char line[512];
