@@ -465,23 +465,57 @@ void vrdma_rdma_cq_decode(const void *b, struct vrdma_wc *wc)
 		wc->invalidated_rkey = le32toh(e.imm_data);
 }
 
+uint64_t vrdma_cq_spin_after_yield(uint64_t spin_ns, uint64_t yield_ns, uint32_t pending)
+{
+	uint64_t spin;
+
+	if (yield_ns < VRDMA_CQ_YIELD_LONG_NS)
+		return spin_ns;
+	if (pending >= VRDMA_CQ_YIELD_BATCH)
+		return 0;
+	spin = spin_ns * 2 > yield_ns ? spin_ns * 2 : yield_ns;
+	return spin < VRDMA_CQ_SPIN_MAX_NS ? spin : VRDMA_CQ_SPIN_MAX_NS;
+}
+
+/* Yield the CPU unless inside a spin window; returns how long the yield
+ * lasted (0: none) and sets *end to when it ended. */
+static uint64_t cq_yield(struct vrdma_cq *cq, uint64_t *end)
+{
+	uint64_t t0 = mono_ns();
+
+	if (t0 < __atomic_load_n(&cq->spin_until_ns, __ATOMIC_RELAXED))
+		return 0;
+	sched_yield();
+	*end = mono_ns();
+	return *end - t0;
+}
+
 int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 {
 	struct vq_drv *vq;
 	int got = 0, reposted = 0;
+	uint64_t yield_ns = 0, yield_end = 0;
 
 	if (n <= 0)
 		return n < 0 ? -EINVAL : 0;
 	/* The device is software on the same CPUs: an application spinning
-	 * on an empty CQ must leave it some time. Before looking, so that
-	 * "empty" describes the CQ when we return (a yield can last
-	 * milliseconds on a busy host; libfabric's ofi_rxm reads its
+	 * on an empty CQ must leave it some time, unless such yields were
+	 * found to cost it time slices (vrdma_cq_spin_after_yield). Before
+	 * looking, so that "empty" describes the CQ when we return (a yield
+	 * can last milliseconds on a busy host; libfabric's ofi_rxm reads its
 	 * connection events on an empty CQ and closes a connection whose
 	 * last message would then be found too late). */
 	if (__atomic_load_n(&cq->empty_polls, __ATOMIC_RELAXED) > CQ_SPIN_POLLS)
-		sched_yield();
+		yield_ns = cq_yield(cq, &yield_end);
 	pthread_spin_lock(&cq->lock);
 	vq = &cq->q->vq;
+	if (yield_ns >= VRDMA_CQ_YIELD_LONG_NS) {
+		cq->spin_ns = vrdma_cq_spin_after_yield(cq->spin_ns, yield_ns,
+							vq_drv_used_pending(vq));
+		if (cq->spin_ns)
+			__atomic_store_n(&cq->spin_until_ns, yield_end + cq->spin_ns,
+					 __ATOMIC_RELAXED);
+	}
 	/* Completions of a replaced ring come first. */
 	while (got < n && cq->stash_len) {
 		struct vrdma_qp *qp;

@@ -170,6 +170,24 @@ static inline bool vrdma_rdma_cap(const struct vrdma_rdma *r, uint64_t cap)
 	return r->ext && (r->attr.device_cap_flags & cap);
 }
 
+/*
+ * Yields of an empty CQ's poll (docs/performance.md "Spinning programs on a
+ * busy machine"). A yield of VRDMA_CQ_YIELD_LONG_NS or more gave another
+ * program a time slice. If it left fewer than VRDMA_CQ_YIELD_BATCH
+ * completions waiting, the CQ waits for single messages, and each such
+ * yield costs it a slice: it then spins without yielding, as long as that
+ * yield lasted and doubling while such yields repeat, up to
+ * VRDMA_CQ_SPIN_MAX_NS. A long yield that left more was the device working
+ * through this CQ's queue: yields go on.
+ */
+#define VRDMA_CQ_YIELD_LONG_NS 200000u
+#define VRDMA_CQ_YIELD_BATCH 4u
+#define VRDMA_CQ_SPIN_MAX_NS 20000000u
+
+/* The spin window after a yield of yield_ns that left pending completions,
+ * given the last window spin_ns (0: yield again at once). */
+uint64_t vrdma_cq_spin_after_yield(uint64_t spin_ns, uint64_t yield_ns, uint32_t pending);
+
 struct vrdma_cq {
 	struct vrdma_dev *dev;
 	const struct vrdma_model *model;
@@ -182,6 +200,8 @@ struct vrdma_cq {
 	uint32_t refs;            /* QPs using it (device lock) */
 	pthread_spinlock_t lock;  /* the virtqueue and qtab */
 	uint32_t empty_polls;     /* in a row */
+	uint64_t spin_until_ns;   /* no yields before (vrdma_cq_poll) */
+	uint64_t spin_ns;         /* vrdma_cq_spin_after_yield's last window */
 	bool armed;               /* fast NEXT_COMPLETION arming pending */
 	/* QPs using this CQ by QPN (open addressing, linear probing;
 	 * changed under the device lock and this lock, read under this

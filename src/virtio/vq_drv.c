@@ -211,6 +211,13 @@ bool vq_drv_has_used(const struct vq_drv *vq)
 	return vq->last_used_idx != ld16_acquire(&vq->used->idx);
 }
 
+uint16_t vq_drv_used_pending(const struct vq_drv *vq)
+{
+	uint16_t n = (uint16_t)(ld16_acquire(&vq->used->idx) - vq->last_used_idx);
+
+	return n <= vq->num ? n : vq->num;
+}
+
 void *vq_drv_get_used(struct vq_drv *vq, uint32_t *len)
 {
 	const struct vring_used_elem *e;

@@ -100,6 +100,8 @@ void *vq_drv_get_used(struct vq_drv *vq, uint32_t *len);
 
 /* True if the device has published used entries we have not consumed. */
 bool vq_drv_has_used(const struct vq_drv *vq);
+/* How many: the device's word, at most the ring's size. */
+uint16_t vq_drv_used_pending(const struct vq_drv *vq);
 
 /* Ask for (true) or suppress (false) interrupts. Enabling returns false if
  * used entries raced in (the caller should poll again before sleeping). */

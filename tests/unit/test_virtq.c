@@ -1345,6 +1345,7 @@ static void test_bad_used_ids(void)
 	for (i = 0; i < 8; i++)
 		f.drv.desc[i].next = htole16(0xffff);
 	__atomic_store_n(&f.drv.used->idx, htole16((uint16_t)(u + 6)), __ATOMIC_RELEASE);
+	CHECK_EQ(vq_drv_used_pending(&f.drv), 6);
 
 	len = 0;
 	CHECK(vq_drv_get_used(&f.drv, &len) == NULL);
@@ -1366,6 +1367,11 @@ static void test_bad_used_ids(void)
 	CHECK(vq_drv_get_used(&f.drv, &len) == NULL); /* empty */
 	CHECK_EQ(len, 5);
 	CHECK_EQ(vq_drv_num_free(&f.drv), 8);
+	CHECK_EQ(vq_drv_used_pending(&f.drv), 0);
+	/* An index far ahead counts as a full ring, no more. */
+	__atomic_store_n(&f.drv.used->idx, htole16((uint16_t)(u + 6 + 1000)), __ATOMIC_RELEASE);
+	CHECK_EQ(vq_drv_used_pending(&f.drv), 8);
+	__atomic_store_n(&f.drv.used->idx, htole16((uint16_t)(u + 6)), __ATOMIC_RELEASE);
 
 	/* The free list survived the scribbling: all 8 usable, each once. */
 	for (n = 0; vq_drv_add(&f.drv, b, 1, NULL, 0, &tok) == 0; n++)
