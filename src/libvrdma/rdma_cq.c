@@ -465,16 +465,31 @@ void vrdma_rdma_cq_decode(const void *b, struct vrdma_wc *wc)
 		wc->invalidated_rkey = le32toh(e.imm_data);
 }
 
-uint64_t vrdma_cq_spin_after_yield(uint64_t spin_ns, uint64_t yield_ns, uint32_t pending)
+uint64_t vrdma_cq_spin_after_yield(uint64_t spin_ns, uint64_t yield_ns, uint32_t queued)
 {
 	uint64_t spin;
 
 	if (yield_ns < VRDMA_CQ_YIELD_LONG_NS)
 		return spin_ns;
-	if (pending >= VRDMA_CQ_YIELD_BATCH)
+	if (queued >= VRDMA_CQ_YIELD_BATCH)
 		return 0;
 	spin = spin_ns * 2 > yield_ns ? spin_ns * 2 : yield_ns;
 	return spin < VRDMA_CQ_SPIN_MAX_NS ? spin : VRDMA_CQ_SPIN_MAX_NS;
+}
+
+/* This CQ's work queued, counted up to VRDMA_CQ_YIELD_BATCH: completions
+ * waiting, send WRs outstanding on its QPs (CQ lock held). */
+static uint32_t cq_queued(const struct vrdma_cq *cq)
+{
+	uint32_t n = vq_drv_used_pending(&cq->q->vq), i;
+
+	for (i = 0; i < cq->qtab_size && n < VRDMA_CQ_YIELD_BATCH; i++) {
+		struct vrdma_qp *qp = cq->qtab[i];
+
+		if (qp && qp->send_cq == cq)
+			n += vrdma_wq_log_used(&qp->sq);
+	}
+	return n;
 }
 
 /* Yield the CPU unless inside a spin window; returns how long the yield
@@ -510,8 +525,7 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 	pthread_spin_lock(&cq->lock);
 	vq = &cq->q->vq;
 	if (yield_ns >= VRDMA_CQ_YIELD_LONG_NS) {
-		cq->spin_ns = vrdma_cq_spin_after_yield(cq->spin_ns, yield_ns,
-							vq_drv_used_pending(vq));
+		cq->spin_ns = vrdma_cq_spin_after_yield(cq->spin_ns, yield_ns, cq_queued(cq));
 		if (cq->spin_ns)
 			__atomic_store_n(&cq->spin_until_ns, yield_end + cq->spin_ns,
 					 __ATOMIC_RELAXED);

@@ -173,20 +173,20 @@ static inline bool vrdma_rdma_cap(const struct vrdma_rdma *r, uint64_t cap)
 /*
  * Yields of an empty CQ's poll (docs/performance.md "Spinning programs on a
  * busy machine"). A yield of VRDMA_CQ_YIELD_LONG_NS or more gave another
- * program a time slice. If it left fewer than VRDMA_CQ_YIELD_BATCH
- * completions waiting, the CQ waits for single messages, and each such
- * yield costs it a slice: it then spins without yielding, as long as that
- * yield lasted and doubling while such yields repeat, up to
- * VRDMA_CQ_SPIN_MAX_NS. A long yield that left more was the device working
- * through this CQ's queue: yields go on.
+ * program a time slice. If the CQ then had fewer than VRDMA_CQ_YIELD_BATCH
+ * of its work queued (completions waiting plus send WRs outstanding on its
+ * QPs), it waits for single messages and each such yield costs it a slice:
+ * it spins without yielding, as long as that yield lasted and doubling
+ * while such yields repeat, up to VRDMA_CQ_SPIN_MAX_NS. With more queued
+ * the yield was the device's time for that queue: yields go on.
  */
 #define VRDMA_CQ_YIELD_LONG_NS 200000u
 #define VRDMA_CQ_YIELD_BATCH 4u
 #define VRDMA_CQ_SPIN_MAX_NS 20000000u
 
-/* The spin window after a yield of yield_ns that left pending completions,
- * given the last window spin_ns (0: yield again at once). */
-uint64_t vrdma_cq_spin_after_yield(uint64_t spin_ns, uint64_t yield_ns, uint32_t pending);
+/* The spin window after a yield of yield_ns that found queued units of
+ * work, given the last window spin_ns (0: yield again at once). */
+uint64_t vrdma_cq_spin_after_yield(uint64_t spin_ns, uint64_t yield_ns, uint32_t queued);
 
 struct vrdma_cq {
 	struct vrdma_dev *dev;
@@ -264,6 +264,12 @@ struct vrdma_wq {
 	pthread_spinlock_t lock;
 	uint64_t posted, full, bad;
 };
+
+/* WRs posted on wq and not yet retired. */
+static inline uint32_t vrdma_wq_log_used(struct vrdma_wq *wq)
+{
+	return atomic_load(&wq->log_tail) - atomic_load(&wq->log_head);
+}
 
 /* A shared receive queue (extension). */
 struct vrdma_srq {

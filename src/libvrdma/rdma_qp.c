@@ -186,12 +186,6 @@ static bool wq_log_room(struct vrdma_wq *wq)
 	return tail - atomic_load_explicit(&wq->log_head, memory_order_acquire) < wq->nslots;
 }
 
-/* WRs posted and not yet retired. */
-static uint32_t wq_log_used(struct vrdma_wq *wq)
-{
-	return atomic_load(&wq->log_tail) - atomic_load(&wq->log_head);
-}
-
 void vrdma_rdma_qp_retire(struct vrdma_qp *qp, const struct vrdma_wc *wc)
 {
 	bool recv = wc->opcode == VIRTIO_IB_WC_RECV || wc->opcode == VIRTIO_IB_WC_RECV_RDMA_WITH_IMM;
@@ -456,7 +450,7 @@ void *vrdma_qp_context(const struct vrdma_qp *qp)
 static bool wq_quiescent(struct vrdma_wq *wq)
 {
 	wq_reclaim(wq);
-	return vq_drv_num_free(&wq->q->vq) == wq->q->num && wq_log_used(wq) == 0;
+	return vq_drv_num_free(&wq->q->vq) == wq->q->num && vrdma_wq_log_used(wq) == 0;
 }
 
 /* Make wq hold n WRs (RESIZE_QP accepted it; device lock held). A larger
@@ -513,7 +507,7 @@ static int wq_resize_check(struct vrdma_wq *wq, uint32_t n)
 	int rc = 0;
 
 	pthread_spin_lock(&wq->lock);
-	if (n < wq_log_used(wq) || (n > wq->ring && !wq_quiescent(wq)))
+	if (n < vrdma_wq_log_used(wq) || (n > wq->ring && !wq_quiescent(wq)))
 		rc = -EBUSY;
 	pthread_spin_unlock(&wq->lock);
 	return rc;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libvrdma's CQ poll yields (vrdma_cq_spin_after_yield): a long yield that
- * left few completions opens a spin window, as long as the yield and
- * doubling while such yields repeat, bounded; a long yield that left a
- * batch closes it; a short one changes nothing.
+ * found little of the CQ's work queued opens a spin window, as long as the
+ * yield and doubling while such yields repeat, bounded; a long yield that
+ * found a batch closes it; a short one changes nothing.
  */
 #include "harness.h"
 #include "libvrdma/rdma_priv.h"
@@ -30,7 +30,7 @@ static void test_spin_window(void)
 	CHECK_EQ(spin, max);
 	CHECK_EQ(vrdma_cq_spin_after_yield(0, UINT64_MAX, 0), max);
 
-	/* The device was working through a queue of this CQ's completions. */
+	/* The device was working through a queue of this CQ's work. */
 	CHECK_EQ(vrdma_cq_spin_after_yield(spin, lng, VRDMA_CQ_YIELD_BATCH), 0);
 	CHECK_EQ(vrdma_cq_spin_after_yield(spin, 10 * lng, 1000), 0);
 }
