@@ -206,16 +206,16 @@ bool vq_drv_kick_prepare(struct vq_drv *vq)
 	return !(ld16(&vq->used->flags) & VRING_USED_F_NO_NOTIFY);
 }
 
-bool vq_drv_has_used(const struct vq_drv *vq)
-{
-	return vq->last_used_idx != ld16_acquire(&vq->used->idx);
-}
-
 uint16_t vq_drv_used_pending(const struct vq_drv *vq)
 {
 	uint16_t n = (uint16_t)(ld16_acquire(&vq->used->idx) - vq->last_used_idx);
 
 	return n <= vq->num ? n : vq->num;
+}
+
+bool vq_drv_has_used(const struct vq_drv *vq)
+{
+	return vq_drv_used_pending(vq) != 0;
 }
 
 void *vq_drv_get_used(struct vq_drv *vq, uint32_t *len)
