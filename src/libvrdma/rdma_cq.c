@@ -465,12 +465,13 @@ void vrdma_rdma_cq_decode(const void *b, struct vrdma_wc *wc)
 		wc->invalidated_rkey = le32toh(e.imm_data);
 }
 
-uint64_t vrdma_cq_spin_after_yield(uint64_t spin_ns, uint64_t yield_ns, uint32_t queued)
+uint64_t vrdma_cq_spin_after_yield(uint64_t spin_ns, uint64_t yield_ns, uint32_t queued,
+				   bool spun_out)
 {
 	uint64_t spin;
 
 	if (yield_ns < VRDMA_CQ_YIELD_LONG_NS)
-		return spin_ns;
+		return spun_out ? 0 : spin_ns;
 	if (queued >= VRDMA_CQ_YIELD_BATCH)
 		return 0;
 	spin = spin_ns * 2 > yield_ns ? spin_ns * 2 : yield_ns;
@@ -492,14 +493,21 @@ static uint32_t cq_queued(const struct vrdma_cq *cq)
 	return n;
 }
 
-/* Yield the CPU unless inside a spin window; returns how long the yield
- * lasted (0: none) and sets *end to when it ended. */
-static uint64_t cq_yield(struct vrdma_cq *cq, uint64_t *end)
+/* Yield the CPU unless inside a spin window and this wait's spin budget;
+ * returns how long the yield lasted (0: none), sets *end to when it ended
+ * and *spun_out if the budget ran out inside the window. */
+static uint64_t cq_yield(struct vrdma_cq *cq, uint64_t *end, bool *spun_out)
 {
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = mono_ns(), from;
 
-	if (t0 < __atomic_load_n(&cq->spin_until_ns, __ATOMIC_RELAXED))
-		return 0;
+	if (t0 < __atomic_load_n(&cq->spin_until_ns, __ATOMIC_RELAXED)) {
+		from = __atomic_load_n(&cq->wait_from_ns, __ATOMIC_RELAXED);
+		if (!from)
+			__atomic_store_n(&cq->wait_from_ns, t0, __ATOMIC_RELAXED);
+		if (!from || t0 - from < VRDMA_CQ_SPIN_WAIT_NS)
+			return 0;
+		*spun_out = true;
+	}
 	sched_yield();
 	*end = mono_ns();
 	return *end - t0;
@@ -510,6 +518,7 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 	struct vq_drv *vq;
 	int got = 0, reposted = 0;
 	uint64_t yield_ns = 0, yield_end = 0;
+	bool spun_out = false;
 
 	if (n <= 0)
 		return n < 0 ? -EINVAL : 0;
@@ -521,14 +530,17 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 	 * connection events on an empty CQ and closes a connection whose
 	 * last message would then be found too late). */
 	if (__atomic_load_n(&cq->empty_polls, __ATOMIC_RELAXED) > CQ_SPIN_POLLS)
-		yield_ns = cq_yield(cq, &yield_end);
+		yield_ns = cq_yield(cq, &yield_end, &spun_out);
 	pthread_spin_lock(&cq->lock);
 	vq = &cq->q->vq;
-	if (yield_ns >= VRDMA_CQ_YIELD_LONG_NS) {
-		cq->spin_ns = vrdma_cq_spin_after_yield(cq->spin_ns, yield_ns, cq_queued(cq));
-		if (cq->spin_ns)
-			__atomic_store_n(&cq->spin_until_ns, yield_end + cq->spin_ns,
-					 __ATOMIC_RELAXED);
+	if (yield_ns >= VRDMA_CQ_YIELD_LONG_NS || spun_out) {
+		uint32_t queued = yield_ns >= VRDMA_CQ_YIELD_LONG_NS ? cq_queued(cq) : 0;
+
+		cq->spin_ns = vrdma_cq_spin_after_yield(cq->spin_ns, yield_ns, queued, spun_out);
+		__atomic_store_n(&cq->spin_until_ns, cq->spin_ns ? yield_end + cq->spin_ns : 0,
+				 __ATOMIC_RELAXED);
+		/* A window that goes on gives the rest of this wait a new budget. */
+		__atomic_store_n(&cq->wait_from_ns, 0, __ATOMIC_RELAXED);
 	}
 	/* Completions of a replaced ring come first. */
 	while (got < n && cq->stash_len) {
@@ -589,9 +601,11 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 			vq_drv_disable_cb(vq);
 	}
 	cq->wcs += (uint64_t)got;
-	if (got)
+	if (got) {
 		cq->empty_polls = 0;
-	else
+		if (__atomic_load_n(&cq->wait_from_ns, __ATOMIC_RELAXED))
+			__atomic_store_n(&cq->wait_from_ns, 0, __ATOMIC_RELAXED);
+	} else
 		cq->empty_polls++;
 	pthread_spin_unlock(&cq->lock);
 	if (!got && vrdma_dev_is_dead(cq->dev))

@@ -179,14 +179,21 @@ static inline bool vrdma_rdma_cap(const struct vrdma_rdma *r, uint64_t cap)
  * it spins without yielding, as long as that yield lasted and doubling
  * while such yields repeat, up to VRDMA_CQ_SPIN_MAX_NS. With more queued
  * the yield was the device's time for that queue: yields go on.
+ * Inside a window one wait spins at most VRDMA_CQ_SPIN_WAIT_NS, then
+ * yields; if that yield is short, what the CQ waits for likely needed this
+ * CPU (a peer on the same CPU) and the window closes.
  */
 #define VRDMA_CQ_YIELD_LONG_NS 200000u
 #define VRDMA_CQ_YIELD_BATCH 4u
 #define VRDMA_CQ_SPIN_MAX_NS 20000000u
+#define VRDMA_CQ_SPIN_WAIT_NS 100000u
 
 /* The spin window after a yield of yield_ns that found queued units of
- * work, given the last window spin_ns (0: yield again at once). */
-uint64_t vrdma_cq_spin_after_yield(uint64_t spin_ns, uint64_t yield_ns, uint32_t queued);
+ * work (counted only for a long yield), given the last window spin_ns;
+ * spun_out: the yield ended a wait's spin inside the window. 0: yield
+ * again at once. */
+uint64_t vrdma_cq_spin_after_yield(uint64_t spin_ns, uint64_t yield_ns, uint32_t queued,
+				   bool spun_out);
 
 struct vrdma_cq {
 	struct vrdma_dev *dev;
@@ -202,6 +209,7 @@ struct vrdma_cq {
 	uint32_t empty_polls;     /* in a row */
 	uint64_t spin_until_ns;   /* no yields before (vrdma_cq_poll) */
 	uint64_t spin_ns;         /* vrdma_cq_spin_after_yield's last window */
+	uint64_t wait_from_ns;    /* this wait's first spin in a window; 0: none */
 	bool armed;               /* fast NEXT_COMPLETION arming pending */
 	/* QPs using this CQ by QPN (open addressing, linear probing;
 	 * changed under the device lock and this lock, read under this
