@@ -22,6 +22,8 @@
 # Tunables: RATE_SEC (perftest -D, 3), RATE_PIN (0). Logs: bench/results/rate-<date>/.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$top/bench/lib.sh"
 base="" pairs=3 polls="0" tests=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -83,10 +85,7 @@ one() {
 	awk -v r="$rate" -v c="$cpu" -v m="$msgs" 'BEGIN { printf "%s %.0f\n", r, c * 1e9 / m }'
 }
 
-median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-
-trees=("$top")
-[ -n "$base" ] && trees=("$base" "$top")
+bench_trees "$top" "$base"
 echo "| test | poll-us | tree | M msg/s (runs) | CPU ns/msg (runs) | median M msg/s | median ns/msg |"
 echo "|---|---|---|---|---|---:|---:|"
 for t in "${tests[@]}"; do
@@ -94,16 +93,16 @@ for t in "${tests[@]}"; do
 		declare -A rates=() cpus=()
 		for ((k = 1; k <= pairs; k++)); do
 			for tree in "${trees[@]}"; do
-				tag=$([ "$tree" = "$top" ] && echo new || echo base)
+				tag=$(bench_tag "$tree")
 				read -r r c < <(one "$tree" "$t" "$p" "$t.p$p.$tag.$k")
 				rates[$tag]+="$r "
 				cpus[$tag]+="$c "
 			done
 		done
 		for tree in "${trees[@]}"; do
-			tag=$([ "$tree" = "$top" ] && echo new || echo base)
-			mr=$(tr ' ' '\n' <<<"${rates[$tag]}" | grep -v '^-*$' | median)
-			mc=$(tr ' ' '\n' <<<"${cpus[$tag]}" | grep -v '^-*$' | median)
+			tag=$(bench_tag "$tree")
+			mr=$(tr ' ' '\n' <<<"${rates[$tag]}" | bench_median)
+			mc=$(tr ' ' '\n' <<<"${cpus[$tag]}" | bench_median)
 			echo "| $t | $p | $tag | ${rates[$tag]}| ${cpus[$tag]}| $mr | $mc |"
 		done
 		unset rates cpus

@@ -18,6 +18,8 @@
 # Logs: bench/results/yield-<date>/.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$top/bench/lib.sh"
 base="" settings="idle loops onecpu" progs=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -115,19 +117,7 @@ one() {
 	echo "${v:--}"
 }
 
-# summary VALUES...: "median (min-max)" of the numeric ones
-summary() {
-	printf '%s\n' "$@" | grep -v '^-*$' | sort -g | awk '
-		{ v[NR] = $1 }
-		END {
-			if (!NR) { print "-"; exit }
-			m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-			printf "%g (%g-%g)\n", m, v[1], v[NR]
-		}'
-}
-
-trees=("$top")
-[ -n "$base" ] && trees=("$base" "$top")
+bench_trees "$top" "$base"
 echo "| program | setting | tree | runs | median (range) |"
 echo "|---|---|---|---|---|"
 for p in "${progs[@]}"; do
@@ -135,14 +125,13 @@ for p in "${progs[@]}"; do
 		declare -A vals=()
 		for ((k = 1; k <= runs; k++)); do
 			for tree in "${trees[@]}"; do
-				tag=$([ "$tree" = "$top" ] && echo new || echo base)
+				tag=$(bench_tag "$tree")
 				vals[$tag]+="$(one "$tree" "$p" "$s" "$p.$s.$tag.$k") "
 			done
 		done
 		for tree in "${trees[@]}"; do
-			tag=$([ "$tree" = "$top" ] && echo new || echo base)
-			# shellcheck disable=SC2086
-			echo "| $p | $s | $tag | ${vals[$tag]}| $(summary ${vals[$tag]}) |"
+			tag=$(bench_tag "$tree")
+			echo "| $p | $s | $tag | ${vals[$tag]}| $(tr ' ' '\n' <<<"${vals[$tag]}" | bench_range) |"
 		done
 		unset vals
 	done
