@@ -6,21 +6,23 @@
 #   loops  beside YIELD_LOOPS (2) CPU-bound shell loops
 #   onecpu both processes of the program on CPU 1, the daemon on CPU 0
 #          (two programs, or a program and its peer, that share one CPU)
+#   allone the daemon and both processes on CPU 1 (a one-CPU host)
 # optionally alternating with another built tree (--base), runs per setting
 # and tree YIELD_RUNS (3); prints median (range) per program, setting and
 # tree. Programs (perftest -x 0 -F, through vrdma-run):
 #   write_lat  ib_write_lat -s 64 -n 3000           t_typical, us
 #   send_lat   ib_send_lat -s 64 -n 3000            t_typical, us
 #   pingpong   ibv_rc_pingpong -g 1 -s 64 -n 2000   us per iteration
+#   pingpong_1m  ibv_rc_pingpong -g 1 -s 1048576 -n 200  us per iteration
 #   write_bw   ib_write_bw -s 65536 -D 4            MB/s
 #
-#   bench/yield.sh [--base TREE] [--settings "idle loops onecpu"] [PROGRAM...]
+#   bench/yield.sh [--base TREE] [--settings "idle loops onecpu allone"] [PROGRAM...]
 # Logs: bench/results/yield-<date>/.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$top/bench/lib.sh"
-base="" settings="idle loops onecpu" progs=()
+base="" settings="idle loops onecpu allone" progs=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--base) base=$(cd "${2:?--base needs a tree}" && pwd) || exit 2; shift ;;
@@ -31,7 +33,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-[ ${#progs[@]} -gt 0 ] || progs=(write_lat send_lat pingpong write_bw)
+[ ${#progs[@]} -gt 0 ] || progs=(write_lat send_lat pingpong pingpong_1m write_bw)
 runs=${YIELD_RUNS:-3}
 nloops=${YIELD_LOOPS:-2}
 for c in ib_write_lat ib_send_lat ibv_rc_pingpong ib_write_bw; do
@@ -60,6 +62,7 @@ cmd() {
 	write_lat) argv=(ib_write_lat -x 0 -F -s 64 -n 3000) ;;
 	send_lat) argv=(ib_send_lat -x 0 -F -s 64 -n 3000) ;;
 	pingpong) argv=(ibv_rc_pingpong -g 1 -s 64 -n 2000) ;;
+	pingpong_1m) argv=(ibv_rc_pingpong -g 1 -s 1048576 -n 200) ;;
 	write_bw) argv=(ib_write_bw -x 0 -F -s 65536 -D 4) ;;
 	esac
 	argv+=(-p "$2")
@@ -71,7 +74,7 @@ cmd() {
 result() {
 	case $1 in
 	write_lat | send_lat) awk '$1 == 64 && NF >= 5 { v = $5 } END { if (v != "") print v }' "$2" ;;
-	pingpong) awk '/usec\/iter/ { for (i = 1; i < NF; i++) if ($(i + 1) == "usec/iter") v = $i } END { if (v != "") print v }' "$2" ;;
+	pingpong | pingpong_1m) awk '/usec\/iter/ { for (i = 1; i < NF; i++) if ($(i + 1) == "usec/iter") v = $i } END { if (v != "") print v }' "$2" ;;
 	write_bw) awk '$1 == 65536 && NF >= 4 { v = $4 } END { if (v != "") print v }' "$2" ;;
 	esac
 }
@@ -79,7 +82,10 @@ result() {
 # one TREE PROGRAM SETTING NAME: runs it once, prints its figure or "-"
 one() {
 	local tree=$1 p=$2 s=$3 n=$4 d port i pin_d=() pin_c=()
-	[ "$s" = onecpu ] && pin_d=(taskset -c 0) pin_c=(taskset -c 1)
+	case $s in
+	onecpu) pin_d=(taskset -c 0) pin_c=(taskset -c 1) ;;
+	allone) pin_d=(taskset -c 1) pin_c=(taskset -c 1) ;;
+	esac
 	d=$(mktemp -d /tmp/vrdma-yield.XXXXXX)
 	port=$((20000 + $$ % 10000 + RANDOM % 10000))
 	"${pin_d[@]}" "$tree/build/bin/vhost-user-rdma" -q --pidfile "$d/pid" \

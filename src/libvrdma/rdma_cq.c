@@ -465,17 +465,29 @@ void vrdma_rdma_cq_decode(const void *b, struct vrdma_wc *wc)
 		wc->invalidated_rkey = le32toh(e.imm_data);
 }
 
-uint64_t vrdma_cq_spin_after_yield(uint64_t spin_ns, uint64_t yield_ns, uint32_t queued,
-				   bool spun_out)
+uint64_t vrdma_cq_spin_yielded(struct vrdma_cq_spin *s, uint64_t end_ns, uint64_t yield_ns,
+			       uint32_t queued, bool spun_out)
 {
-	uint64_t spin;
+	uint64_t w;
 
-	if (yield_ns < VRDMA_CQ_YIELD_LONG_NS)
-		return spun_out ? 0 : spin_ns;
-	if (queued >= VRDMA_CQ_YIELD_BATCH)
+	if (spun_out) {
+		uint32_t n = s->spun_out < 30 ? s->spun_out : 30;
+		uint64_t calm = (uint64_t)VRDMA_CQ_CALM_NS << n;
+
+		s->spun_out++;
+		s->window_ns = 0;
+		s->calm_until_ns = end_ns + (calm < VRDMA_CQ_CALM_MAX_NS ? calm : VRDMA_CQ_CALM_MAX_NS);
 		return 0;
-	spin = spin_ns * 2 > yield_ns ? spin_ns * 2 : yield_ns;
-	return spin < VRDMA_CQ_SPIN_MAX_NS ? spin : VRDMA_CQ_SPIN_MAX_NS;
+	}
+	if (yield_ns < VRDMA_CQ_YIELD_LONG_NS || end_ns < s->calm_until_ns)
+		return 0;
+	if (queued >= VRDMA_CQ_YIELD_BATCH) {
+		s->window_ns = 0;
+		return 0;
+	}
+	w = s->window_ns * 2 > yield_ns ? s->window_ns * 2 : yield_ns;
+	s->window_ns = w < VRDMA_CQ_SPIN_MAX_NS ? w : VRDMA_CQ_SPIN_MAX_NS;
+	return end_ns + s->window_ns;
 }
 
 /* This CQ's work queued, counted up to VRDMA_CQ_YIELD_BATCH: completions
@@ -524,7 +536,7 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 		return n < 0 ? -EINVAL : 0;
 	/* The device is software on the same CPUs: an application spinning
 	 * on an empty CQ must leave it some time, unless such yields were
-	 * found to cost it time slices (vrdma_cq_spin_after_yield). Before
+	 * found to cost it time slices (vrdma_cq_spin_yielded). Before
 	 * looking, so that "empty" describes the CQ when we return (a yield
 	 * can last milliseconds on a busy host; libfabric's ofi_rxm reads its
 	 * connection events on an empty CQ and closes a connection whose
@@ -536,10 +548,9 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 	if (yield_ns >= VRDMA_CQ_YIELD_LONG_NS || spun_out) {
 		uint32_t queued = yield_ns >= VRDMA_CQ_YIELD_LONG_NS ? cq_queued(cq) : 0;
 
-		cq->spin_ns = vrdma_cq_spin_after_yield(cq->spin_ns, yield_ns, queued, spun_out);
-		__atomic_store_n(&cq->spin_until_ns, cq->spin_ns ? yield_end + cq->spin_ns : 0,
+		__atomic_store_n(&cq->spin_until_ns,
+				 vrdma_cq_spin_yielded(&cq->spin, yield_end, yield_ns, queued, spun_out),
 				 __ATOMIC_RELAXED);
-		/* A window that goes on gives the rest of this wait a new budget. */
 		__atomic_store_n(&cq->wait_from_ns, 0, __ATOMIC_RELAXED);
 	}
 	/* Completions of a replaced ring come first. */
@@ -603,8 +614,11 @@ int vrdma_cq_poll(struct vrdma_cq *cq, struct vrdma_wc *wc, int n)
 	cq->wcs += (uint64_t)got;
 	if (got) {
 		cq->empty_polls = 0;
-		if (__atomic_load_n(&cq->wait_from_ns, __ATOMIC_RELAXED))
+		/* A wait that spun inside a window ended in time. */
+		if (__atomic_load_n(&cq->wait_from_ns, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&cq->wait_from_ns, 0, __ATOMIC_RELAXED);
+			cq->spin.spun_out = 0;
+		}
 	} else
 		cq->empty_polls++;
 	pthread_spin_unlock(&cq->lock);

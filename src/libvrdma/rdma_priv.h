@@ -179,21 +179,31 @@ static inline bool vrdma_rdma_cap(const struct vrdma_rdma *r, uint64_t cap)
  * it spins without yielding, as long as that yield lasted and doubling
  * while such yields repeat, up to VRDMA_CQ_SPIN_MAX_NS. With more queued
  * the yield was the device's time for that queue: yields go on.
- * Inside a window one wait spins at most VRDMA_CQ_SPIN_WAIT_NS, then
- * yields; if that yield is short, what the CQ waits for likely needed this
- * CPU (a peer on the same CPU) and the window closes.
+ * Inside a window one wait spins at most VRDMA_CQ_SPIN_WAIT_NS. A wait that
+ * spins that long likely waits for a peer or the daemon on this very CPU:
+ * the window closes and none opens for VRDMA_CQ_CALM_NS, doubling for each
+ * such wait in a row, up to VRDMA_CQ_CALM_MAX_NS.
  */
 #define VRDMA_CQ_YIELD_LONG_NS 200000u
 #define VRDMA_CQ_YIELD_BATCH 4u
 #define VRDMA_CQ_SPIN_MAX_NS 20000000u
 #define VRDMA_CQ_SPIN_WAIT_NS 100000u
+#define VRDMA_CQ_CALM_NS 1000000u
+#define VRDMA_CQ_CALM_MAX_NS 1000000000u
 
-/* The spin window after a yield of yield_ns that found queued units of
- * work (counted only for a long yield), given the last window spin_ns;
- * spun_out: the yield ended a wait's spin inside the window. 0: yield
- * again at once. */
-uint64_t vrdma_cq_spin_after_yield(uint64_t spin_ns, uint64_t yield_ns, uint32_t queued,
-				   bool spun_out);
+/* The yield policy's state (under the CQ lock). */
+struct vrdma_cq_spin {
+	uint64_t window_ns;     /* the last window */
+	uint64_t calm_until_ns; /* no window opens before */
+	uint32_t spun_out;      /* waits in a row that spun out their budget */
+};
+
+/* After a yield of VRDMA_CQ_YIELD_LONG_NS or more, or one that ended a
+ * wait's spin inside a window (spun_out): it ended at end_ns, lasted
+ * yield_ns and found queued units of work. Returns when the window now
+ * open ends (0: none). */
+uint64_t vrdma_cq_spin_yielded(struct vrdma_cq_spin *s, uint64_t end_ns, uint64_t yield_ns,
+			       uint32_t queued, bool spun_out);
 
 struct vrdma_cq {
 	struct vrdma_dev *dev;
@@ -208,8 +218,8 @@ struct vrdma_cq {
 	pthread_spinlock_t lock;  /* the virtqueue and qtab */
 	uint32_t empty_polls;     /* in a row */
 	uint64_t spin_until_ns;   /* no yields before (vrdma_cq_poll) */
-	uint64_t spin_ns;         /* vrdma_cq_spin_after_yield's last window */
 	uint64_t wait_from_ns;    /* this wait's first spin in a window; 0: none */
+	struct vrdma_cq_spin spin;
 	bool armed;               /* fast NEXT_COMPLETION arming pending */
 	/* QPs using this CQ by QPN (open addressing, linear probing;
 	 * changed under the device lock and this lock, read under this
