@@ -98,6 +98,15 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
+int mconf_parse_streaming(const char *s)
+{
+	if (!strcmp(s, "auto"))
+		return 1;
+	if (!strcmp(s, "off"))
+		return 0;
+	return -EINVAL;
+}
+
 int mconf_parse_sched(const char *s, int *policy, int *prio)
 {
 	unsigned long v = MCONF_SCHED_PRIO;
@@ -197,6 +206,12 @@ static int global_key(struct mconf *c, const char *key, const char *val, unsigne
 		c->threads = (int)v;
 		return 0;
 	}
+	if (!strcmp(key, "streaming-stores")) {
+		c->streaming = mconf_parse_streaming(val);
+		if (c->streaming < 0)
+			return conf_err(err, errlen, line, "streaming-stores '%s': expected auto or off", val);
+		return 0;
+	}
 	if (!strcmp(key, "sched")) {
 		if (mconf_parse_sched(val, &c->sched_policy, &c->sched_prio) < 0)
 			return conf_err(err, errlen, line, "sched '%s': expected other, fifo[:1..99] or rr[:1..99]", val);
@@ -216,7 +231,7 @@ static int global_key(struct mconf *c, const char *key, const char *val, unsigne
 				line, key);
 	}
 	return conf_err(err, errlen, line, "unknown key '%s' in [global] (socket-dir, socket-mode, "
-			"socket-group, control, poll-us, threads, sched, pcap, fault, uplink)", key);
+			"socket-group, control, poll-us, threads, streaming-stores, sched, pcap, fault, uplink)", key);
 }
 
 /* SPEC = HEAD + ",KEY=VAL" (allow-ip: one ",allow-ip=X" per space-separated
@@ -344,6 +359,7 @@ int mconf_parse(const char *text, size_t len, struct mconf *c, char *err, size_t
 	memset(c, 0, sizeof(*c));
 	c->socket_mode = -1;
 	c->poll_us = -1;
+	c->streaming = -1;
 	c->sched_policy = -1;
 	strcpy(c->socket_dir, MCONF_SOCKET_DIR);
 	if (len > MCONF_FILE_MAX)

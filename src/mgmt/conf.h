@@ -37,6 +37,7 @@ struct mconf {
 	char control[MCONF_PATH_MAX];      /* "" none */
 	int poll_us;                 /* -1: not set */
 	int threads;                 /* 0: not set; "auto": -1 */
+	int streaming;               /* streaming-stores: -1 not set, 1 auto, 0 off */
 	int sched_policy;            /* -1: not set; SCHED_OTHER, SCHED_FIFO or SCHED_RR */
 	int sched_prio;              /* 1..99 with FIFO and RR */
 	char pcap[256];
@@ -58,6 +59,8 @@ int mconf_parse_mode(const char *s, int *mode);
  * 1..99, default MCONF_SCHED_PRIO). Returns 0 or -EINVAL. */
 #define MCONF_SCHED_PRIO 10
 int mconf_parse_sched(const char *s, int *policy, int *prio);
+/* Parse streaming-stores: 1 for "auto", 0 for "off", -EINVAL otherwise. */
+int mconf_parse_streaming(const char *s);
 /* Whether s is a device name: 1..31 of [A-Za-z0-9_.-], not starting with '.'. */
 bool mconf_valid_name(const char *s);
 

@@ -52,10 +52,10 @@ static void cur_copy(struct mem_cur *c, uint8_t *mem, size_t len, bool to_mem)
 		uint8_t *b = (uint8_t *)c->iov[c->i].iov_base + c->off;
 		size_t k = MIN(len, c->iov[c->i].iov_len - c->off);
 
-		/* memmove: a WRITE within one MR (a QP to itself) may overlap
-		 * its own source once it is copied straight from there */
+		/* a WRITE within one MR (a QP to itself) may overlap its own
+		 * source once it is copied straight from there: both move */
 		if (to_mem)
-			memmove(mem, b, k);
+			roce_copy_to_mem(mem, b, k);
 		else
 			memmove(b, mem, k);
 		mem += k;

@@ -1070,4 +1070,22 @@ void roce_run_rx(struct roce_tq *tq, const struct roce_pkt_info *pi0, struct pkt
 /* This thread's split counters. */
 void roce_run_get_stats(struct roce_run_stats *st);
 
+/* roce_copy.c: copies into registered memory, streaming stores where the
+ * destination is cold. Shorter copies are plain and not tracked. */
+#define ROCE_COPY_TRACK_MIN 1024
+#define ROCE_COPY_COLD_DEFAULT (8ull << 20) /* a quarter of a 32 MiB cache */
+struct roce_copy_stats {
+	uint64_t streamed;          /* copies made with streaming stores */
+	uint64_t streamed_bytes;    /* ... their bytes */
+};
+
+void roce_copy_to_mem(void *dst, const void *src, size_t len);
+/* A destination this thread wrote more than bytes ago is cold (0: none is;
+ * ROCE_COPY_COLD_DEFAULT until set); before loop threads start. */
+void roce_copy_set_cold(uint64_t bytes);
+/* Size of the last-level cache (sysfs; 32 MiB if unknown). */
+uint64_t roce_copy_llc_bytes(void);
+/* This thread's counters. */
+void roce_copy_get_stats(struct roce_copy_stats *st);
+
 #endif /* VRDMA_ROCE_ROCE_TP_H */

@@ -12,7 +12,8 @@
 #   the filter; a socket where the user may not write and a config file it
 #   may not read are refused with a reason, the daemon keeps serving and
 #   exits cleanly, removing its sockets;
-# - bad values of these options are refused with exit status 2, bad values
+# - bad values of these options (and of --sched, --streaming-stores) are
+#   refused with exit status 2, bad values
 #   of the tenant-isolation device options (mem=, state-mem=, allow-ip=,
 #   mac-change=, port-security=) with an error naming the key.
 . "$(dirname "$0")/../lib.sh"
@@ -251,6 +252,7 @@ unknown_socket_group --socket-group no-such-group-$$
 sched_word --sched deadline
 sched_prio_high --sched fifo:100
 sched_prio_zero --sched rr:0
+streaming_word --streaming-stores on
 EOF
 
 # refused device options of this model: a clear error naming the key

@@ -35,6 +35,7 @@ static void conf_full(void)
 		"socket-group = rdma\n"
 		"poll-us = 50\n"
 		"sched = rr:20\n"
+		"streaming-stores = off\n"
 		"uplink = tap:up0\r\n"
 		"\n"
 		"[device vrdma0]\n"
@@ -54,13 +55,14 @@ static void conf_full(void)
 	CHECK_EQ(conf.poll_us, 50);
 	CHECK_EQ(conf.sched_policy, SCHED_RR);
 	CHECK_EQ(conf.sched_prio, 20);
+	CHECK_EQ(conf.streaming, 0);
 	CHECK_EQ(conf.nuplinks, 1);
 	CHECK(!strcmp(conf.uplinks[0], "tap:up0"));
 	REQUIRE(conf.ndevices == 3);
 	CHECK(!strcmp(conf.dev[0].name, "vrdma0"));
 	CHECK(!strcmp(conf.dev[0].socket, "/run/x/vrdma0.sock"));
 	CHECK(!strcmp(conf.dev[0].spec, "socket=/run/x/vrdma0.sock,ip=10.0.0.1/24,mtu=9000"));
-	CHECK_EQ(conf.dev[0].line, 11);
+	CHECK_EQ(conf.dev[0].line, 12);
 	CHECK(!strcmp(conf.dev[1].socket, "/tmp/b.sock"));
 	CHECK(!strcmp(conf.dev[1].spec, "socket=/tmp/b.sock"));
 	CHECK(!strcmp(conf.dev[2].spec, "socket=/run/x/c1.sock,qps=64,contexts=8"));
@@ -119,6 +121,7 @@ static void conf_defaults(void)
 	CHECK_EQ(conf.socket_mode, -1);
 	CHECK_EQ(conf.poll_us, -1);
 	CHECK_EQ(conf.sched_policy, -1);
+	CHECK_EQ(conf.streaming, -1);
 	CHECK(!conf.control[0]);
 	CHECK(!strcmp(conf.dev[0].socket, MCONF_SOCKET_DIR "/a.sock"));
 	REQUIRE(parse("") == 0);
@@ -148,6 +151,7 @@ static void conf_errors(void)
 		{ "[global]\npoll-us = 1000001\n", "line 2: poll-us" },
 		{ "[global]\nsched = fifo:0\n", "line 2: sched 'fifo:0'" },
 		{ "[global]\nsched = deadline\n", "line 2: sched 'deadline'" },
+		{ "[global]\nstreaming-stores = on\n", "line 2: streaming-stores 'on'" },
 		{ "[global]\nuplink = eth0\n", "line 2: uplink" },
 		{ "[global]\nbogus = 1\n", "line 2: unknown key 'bogus' in [global]" },
 		{ "[device a]\n[global]\n", "line 2: [global] must come before" },

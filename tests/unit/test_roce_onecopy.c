@@ -137,6 +137,26 @@ static void test_rc_by_reference(void)
 	CHECK_EQ(pkt_outstanding(), base);
 }
 
+/* With every destination judged cold (roce_copy.c), placements go with
+ * streaming stores and every payload still arrives byte for byte. */
+static void test_streamed_placement(void)
+{
+	struct roce_copy_stats c0, c1;
+	struct pair p;
+	uint32_t seed = 0;
+
+	roce_copy_set_cold(4096);
+	pair_init(&p, VIRTIO_IB_QPT_RC);
+	roce_copy_get_stats(&c0);
+	for (unsigned o = 0; o < ARRAY_SIZE(ops); o++)
+		for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++)
+			CHECK(do_op(&p, ops[o], sizes[i], 1 + i % 4, false, seed++));
+	roce_copy_get_stats(&c1);
+	CHECK(c1.streamed > c0.streamed);
+	fk_env_fini(&p.env);
+	roce_copy_set_cold(ROCE_COPY_COLD_DEFAULT);
+}
+
 /* READ responses carry a reference to the responder's MR and the
  * completer places them from there. */
 static void test_read_by_reference(void)
@@ -415,6 +435,7 @@ int main(void)
 	TEST_PROGRAM("test_roce_onecopy");
 	RUN(test_rc_by_reference);
 	RUN(test_read_by_reference);
+	RUN(test_streamed_placement);
 	RUN(test_overlapping_write);
 	RUN(test_uc_and_inline_copied);
 	RUN(test_pcap_falls_back);

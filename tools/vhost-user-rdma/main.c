@@ -46,6 +46,7 @@ struct options {
 	const char *config;       /* --config FILE */
 	const char *control;      /* --control PATH */
 	unsigned threads;         /* --threads N (0: online CPUs) */
+	int streaming;            /* --streaming-stores: 1 auto, 0 off, -1 not given */
 };
 
 static void usage(FILE *f)
@@ -95,6 +96,10 @@ static void usage(FILE *f)
 "  --threads N|auto       loop threads, each with its own switch, devices\n"
 "                         round robin (thread=K in --device or --uplink pins\n"
 "                         one); auto = online CPUs (default 1)\n"
+"  --streaming-stores auto|off\n"
+"                         auto (default): payload written to memory that has\n"
+"                         not been written for a quarter of the last-level\n"
+"                         cache goes around the cache (streaming stores)\n"
 "  --poll-us N            busy-poll for N microseconds after the last work\n"
 "                         before sleeping (default 0: pure interrupt mode)\n"
 "  --sched POLICY         scheduling policy of the daemon: other (default),\n"
@@ -174,6 +179,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "config", required_argument, NULL, 'C' },
 		{ "control", required_argument, NULL, 'K' },
 		{ "threads", required_argument, NULL, 'T' },
+		{ "streaming-stores", required_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -268,6 +274,14 @@ static int parse_args(int argc, char **argv, struct options *o)
 			}
 			o->threads = (unsigned)v;
 			break;
+		case 'N':
+			o->streaming = mconf_parse_streaming(optarg);
+			if (o->streaming < 0) {
+				fprintf(stderr, "vhost-user-rdma: --streaming-stores '%s': expected auto or off\n",
+					optarg);
+				return -1;
+			}
+			break;
 		default:
 			usage(stderr);
 			return -1;
@@ -290,6 +304,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 struct thread_stats {
 	struct roce_run_stats rs;
 	struct pkt_ref_stats ps;
+	struct roce_copy_stats cs;
 };
 
 static void thread_stats_cb(void *arg)
@@ -297,9 +312,11 @@ static void thread_stats_cb(void *arg)
 	struct thread_stats *t = arg;
 	struct roce_run_stats rs;
 	struct pkt_ref_stats ps;
+	struct roce_copy_stats cs;
 
 	roce_run_get_stats(&rs);
 	pkt_ref_get_stats(&ps);
+	roce_copy_get_stats(&cs);
 	t->rs.runs_split += rs.runs_split;
 	t->rs.frames_split += rs.frames_split;
 	t->rs.split_failed += rs.split_failed;
@@ -310,6 +327,8 @@ static void thread_stats_cb(void *arg)
 	t->ps.filled += ps.filled;
 	t->ps.flushes += ps.flushes;
 	t->ps.live += ps.live;
+	t->cs.streamed += cs.streamed;
+	t->cs.streamed_bytes += cs.streamed_bytes;
 }
 
 /* (Other threads are parked: see on_signal.) */
@@ -380,6 +399,8 @@ static void dump_stats(struct daemon *d)
 	fprintf(stderr, "payload_refs attached %llu filled %llu flushes %llu live %llu\n",
 		(unsigned long long)ps.attached, (unsigned long long)ps.filled,
 		(unsigned long long)ps.flushes, (unsigned long long)ps.live);
+	fprintf(stderr, "copies streamed %llu bytes %llu\n", (unsigned long long)ts.cs.streamed,
+		(unsigned long long)ts.cs.streamed_bytes);
 	for (unsigned i = 0; i < d->nuplinks; i++) {
 		const struct port *p = d->uplinks[i];
 
@@ -476,7 +497,7 @@ static void raise_fd_limit(void)
 
 int main(int argc, char **argv)
 {
-	struct options o = { .priv.sched_policy = -1 };
+	struct options o = { .priv.sched_policy = -1, .streaming = -1 };
 	struct daemon d = { .sigfd = -1, .socket_mode = -1, .socket_gid = (gid_t)-1,
 			    .cli_socket_mode = -1, .cli_socket_gid = (gid_t)-1 };
 	struct mconf *conf = NULL;
@@ -509,6 +530,8 @@ int main(int argc, char **argv)
 			o.threads = (unsigned)conf->threads;
 		else if (!o.threads && conf->threads < 0)
 			o.threads = online_cpus();
+		if (o.streaming < 0)
+			o.streaming = conf->streaming;
 		if (o.priv.sched_policy < 0 && conf->sched_policy >= 0) {
 			o.priv.sched_policy = conf->sched_policy;
 			o.priv.sched_prio = conf->sched_prio;
@@ -563,6 +586,7 @@ int main(int argc, char **argv)
 		LOG_ERR("cannot create the switch: %s", strerror(errno));
 		goto out;
 	}
+	roce_copy_set_cold(o.streaming ? roce_copy_llc_bytes() / 4 : 0);
 	if (dthreads_new(&d, o.threads ? o.threads : 1) < 0) {
 		LOG_ERR("cannot create the loop threads: %s", strerror(errno));
 		goto out;
