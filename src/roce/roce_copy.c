@@ -27,7 +27,9 @@ struct copy_heat {
 	uint32_t slot[COPY_SLOTS];
 };
 
+#if defined(__x86_64__)
 static __thread struct copy_heat heat __attribute__((tls_model("initial-exec")));
+#endif
 static __thread struct roce_copy_stats copy_stats __attribute__((tls_model("initial-exec")));
 
 /* Clock units beyond which a chunk is cold (0: never), and the length of one
@@ -73,6 +75,7 @@ void roce_copy_get_stats(struct roce_copy_stats *st)
 	*st = copy_stats;
 }
 
+#if defined(__x86_64__)
 /* Is a write of len bytes at dst cold? Marks the visit. */
 static bool copy_cold(const void *dst, size_t len)
 {
@@ -91,9 +94,9 @@ static bool copy_cold(const void *dst, size_t len)
 	return cold;
 }
 
-#if defined(__x86_64__)
-/* Streaming stores for whole lines; the last bytes are stored plainly after
- * a fence, so a reader polling the last byte sees everything before it. */
+/* Streaming stores for whole lines; the last line and the tail are stored
+ * plainly after a fence, so no streamed byte becomes visible after the
+ * copy's last byte (a reader polling it sees as much as with memmove). */
 static void copy_stream(uint8_t *dst, const uint8_t *src, size_t len)
 {
 	size_t head = (64 - ((uintptr_t)dst & 63)) & 63;
