@@ -33,6 +33,7 @@
 #include "virtio/vq_dev.h"
 
 #define NETDEV_TX_BATCH 64
+#define NETDEV_TX_PARK_POLLS 128 /* empty polls before an idle tx ring is parked */
 #define NETDEV_RX_BATCH 64
 #define NETDEV_RXQ_MAX 1024          /* frames waiting for rx buffers */
 #define NETDEV_RXQ_HIGH 768          /* ... busy to senders of this process */
@@ -435,6 +436,7 @@ static bool netdev_process_ctrl(struct netdev *nd)
 	unsigned n = 0;
 	size_t copied = 0;
 
+	nd->ctrl_more = false;
 	if (!r || r->vq.broken)
 		return false;
 	while (n < NETDEV_CTRL_BATCH && copied < NETDEV_CTRL_PASS_BYTES) {
@@ -443,8 +445,11 @@ static bool netdev_process_ctrl(struct netdev *nd)
 		uint8_t *data = NULL, *out = NULL;
 		size_t data_len, out_cap, out_len = 0;
 
-		if (rc == 0)
+		nd->ctrl_more = true; /* (stopped by the bounds: polled again) */
+		if (rc == 0) {
+			nd->ctrl_more = false;
 			break;
+		}
 		if (rc < 0) {
 			netdev_ring_broken(nd, r);
 			break;
@@ -566,13 +571,55 @@ bool netdev_ctx_has_rx(const struct netdev *nd)
 
 /* ---- poller ---- */
 
+/* The transmit ring while the loop polls. One that stays empty (a program
+ * that only uses RDMA) is parked: its kicks stay on and it is not polled
+ * until one comes, so idle rings of many devices cost the loop nothing. */
+static bool netdev_tx_poll(struct netdev *nd)
+{
+	struct vhost_vring *r = nd->txr;
+
+	if (nd->tx_parked)
+		return false;
+	if (netdev_process_tx(nd)) {
+		nd->tx_idle = 0;
+		return true;
+	}
+	if (!r || r->vq.broken || r->kick_fd < 0 || ++nd->tx_idle < NETDEV_TX_PARK_POLLS)
+		return false;
+	vq_dev_set_notify(&r->vq, true); /* (fenced, then looked at again) */
+	if (netdev_process_tx(nd)) {
+		vq_dev_set_notify(&r->vq, false);
+		nd->tx_idle = 0;
+		return true;
+	}
+	nd->tx_parked = true;
+	nd->stats.tx_parks++;
+	return false;
+}
+
+/* A kick on a parked transmit ring: polled again, its kicks off (the loop
+ * is polling: kicks run after its pollers were disarmed). */
+static void netdev_tx_unpark(struct netdev *nd)
+{
+	nd->tx_idle = 0;
+	if (!nd->tx_parked)
+		return;
+	nd->tx_parked = false;
+	nd->stats.tx_unparks++;
+	if (nd->txr && !nd->txr->vq.broken)
+		vq_dev_set_notify(&nd->txr->vq, false);
+}
+
 static bool netdev_poll(void *arg)
 {
 	struct netdev *nd = arg;
 	bool work = false;
 
-	work |= netdev_process_tx(nd);
-	work |= netdev_process_ctrl(nd);
+	work |= netdev_tx_poll(nd);
+	/* the control ring's kicks are always on (netdev_ring_started): it is
+	 * polled only without a kick fd or while a batch left commands */
+	if (nd->ctrlr && (nd->ctrlr->kick_fd < 0 || nd->ctrl_more))
+		work |= netdev_process_ctrl(nd);
 	work |= netdev_deliver_rx(nd);
 	work |= netdev_roce_poll(nd);
 	return work;
@@ -614,8 +661,9 @@ static void netdev_disarm(void *arg)
 	struct netdev *nd = arg;
 
 	/* Keep rx notifications: the driver kicks when it adds buffers, which
-	 * only matters while frames wait. Suppress tx kicks while polling. */
-	if (nd->txr && !nd->txr->vq.broken)
+	 * only matters while frames wait. Suppress tx kicks while polling,
+	 * but for a parked ring; control kicks stay on. */
+	if (nd->txr && !nd->txr->vq.broken && !nd->tx_parked)
 		vq_dev_set_notify(&nd->txr->vq, false);
 	netdev_roce_disarm(nd);
 }
@@ -638,10 +686,16 @@ static void netdev_ring_started(void *ctx, struct vhost_vring *r)
 		break;
 	case 1:
 		nd->txr = r;
+		nd->tx_parked = false;
+		nd->tx_idle = 0;
 		break;
 	case 2:
-		if (has_feature(nd, VIRTIO_NET_F_CTRL_VQ))
+		if (has_feature(nd, VIRTIO_NET_F_CTRL_VQ)) {
 			nd->ctrlr = r;
+			/* commands are rare: kicked, never polled while busy */
+			if (!r->vq.broken)
+				vq_dev_set_notify(&r->vq, true);
+		}
 		break;
 	default:
 		nd->rdma_rings_started++;
@@ -674,9 +728,10 @@ static void netdev_ring_kick(void *ctx, struct vhost_vring *r)
 {
 	struct netdev *nd = ctx;
 
-	if (r == nd->txr)
+	if (r == nd->txr) {
+		netdev_tx_unpark(nd);
 		netdev_process_tx(nd);
-	else if (r == nd->ctrlr)
+	} else if (r == nd->ctrlr)
 		netdev_process_ctrl(nd);
 	else if (r == nd->rxr)
 		netdev_deliver_rx(nd);
@@ -875,7 +930,8 @@ void netdev_stats_print(const struct netdev_stats *s, const struct vhost_server_
 		s->rx_frames, s->rx_bytes, s->rx_dropped_no_buffer, s->rx_dropped_too_big,
 		s->rx_filtered);
 	fprintf(f, "  ctrl_ok %" PRIu64 " ctrl_err %" PRIu64 " ring_errors %" PRIu64
-		" resets %" PRIu64 "\n", s->ctrl_ok, s->ctrl_err, s->ring_errors, s->resets);
+		" resets %" PRIu64 " tx_parks %" PRIu64 " tx_unparks %" PRIu64 "\n", s->ctrl_ok,
+		s->ctrl_err, s->ring_errors, s->resets, s->tx_parks, s->tx_unparks);
 	fprintf(f, "  vhost connections %" PRIu64 " messages %" PRIu64 " bad_messages %" PRIu64
 		" kicks %" PRIu64 " calls %" PRIu64 "\n", vs->connections, vs->messages,
 		vs->bad_messages, vs->kicks, vs->calls);

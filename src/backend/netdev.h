@@ -108,6 +108,7 @@ struct netdev_stats {
 	uint64_t ctrl_ok, ctrl_err;                  /* control commands */
 	uint64_t ring_errors;                        /* rings broken by the driver */
 	uint64_t resets;
+	uint64_t tx_parks, tx_unparks;               /* idle tx ring parked, woken by a kick */
 };
 /* Print counters (port, then each context: device, vhost, rings, RoCE) to f. */
 void netdev_port_dump_stats(const struct netdev_port *dp, void *f);

@@ -92,6 +92,9 @@ struct netdev {
 	bool link_down;           /* netdev_set_link(false) */
 
 	struct vhost_vring *rxr, *txr, *ctrlr;
+	uint16_t tx_idle;         /* polls in a row that found txr empty */
+	bool tx_parked;           /* txr idle: its kicks on, not polled (netdev.c) */
+	bool ctrl_more;           /* the last control batch left commands */
 	struct pkt_queue rxq;     /* frames waiting for receive buffers */
 	bool rx_stalled;          /* head frame needs more buffers than posted */
 	bool rx_busy;             /* senders refused for a full rxq (woken at
