@@ -571,6 +571,19 @@ bool netdev_ctx_has_rx(const struct netdev *nd)
 
 /* ---- poller ---- */
 
+/* A kick on a parked transmit ring: polled again, its kicks off (the loop
+ * is polling: kicks run after its pollers were disarmed). */
+static void netdev_tx_unpark(struct netdev *nd)
+{
+	nd->tx_idle = 0;
+	if (!nd->tx_parked)
+		return;
+	nd->tx_parked = false;
+	nd->stats.tx_unparks++;
+	if (nd->txr && !nd->txr->vq.broken)
+		vq_dev_set_notify(&nd->txr->vq, false);
+}
+
 /* The transmit ring while the loop polls. One that stays empty (a program
  * that only uses RDMA) is parked: its kicks stay on and it is not polled
  * until one comes, so idle rings of many devices cost the loop nothing. */
@@ -578,8 +591,11 @@ static bool netdev_tx_poll(struct netdev *nd)
 {
 	struct vhost_vring *r = nd->txr;
 
-	if (nd->tx_parked)
-		return false;
+	if (nd->tx_parked) {
+		if (!r || r->kick_fd >= 0)
+			return false;
+		netdev_tx_unpark(nd); /* its kick fd was taken away */
+	}
 	if (netdev_process_tx(nd)) {
 		nd->tx_idle = 0;
 		return true;
@@ -595,19 +611,6 @@ static bool netdev_tx_poll(struct netdev *nd)
 	nd->tx_parked = true;
 	nd->stats.tx_parks++;
 	return false;
-}
-
-/* A kick on a parked transmit ring: polled again, its kicks off (the loop
- * is polling: kicks run after its pollers were disarmed). */
-static void netdev_tx_unpark(struct netdev *nd)
-{
-	nd->tx_idle = 0;
-	if (!nd->tx_parked)
-		return;
-	nd->tx_parked = false;
-	nd->stats.tx_unparks++;
-	if (nd->txr && !nd->txr->vq.broken)
-		vq_dev_set_notify(&nd->txr->vq, false);
 }
 
 static bool netdev_poll(void *arg)
