@@ -122,7 +122,7 @@ static void copy_stream(uint8_t *dst, const uint8_t *src, size_t len)
 }
 #endif
 
-void roce_copy_to_mem(void *dst, const void *src, size_t len)
+void roce_copy_tracked(void *dst, const void *src, size_t len)
 {
 #if defined(__x86_64__)
 	uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;

@@ -45,6 +45,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "common/loop.h"
 #include "backend/rres_dev.h"
@@ -1079,7 +1080,17 @@ struct roce_copy_stats {
 	uint64_t streamed_bytes;    /* ... their bytes */
 };
 
-void roce_copy_to_mem(void *dst, const void *src, size_t len);
+/* A copy of ROCE_COPY_TRACK_MIN bytes or more (source and destination may
+ * overlap): tracked, streamed where cold. */
+void roce_copy_tracked(void *dst, const void *src, size_t len);
+/* Copy len bytes into registered memory (they may overlap, as memmove). */
+static inline void roce_copy_to_mem(void *dst, const void *src, size_t len)
+{
+	if (len < ROCE_COPY_TRACK_MIN)
+		memmove(dst, src, len);
+	else
+		roce_copy_tracked(dst, src, len);
+}
 /* A destination this thread wrote more than bytes ago is cold (0: none is;
  * ROCE_COPY_COLD_DEFAULT until set); before loop threads start. */
 void roce_copy_set_cold(uint64_t bytes);
