@@ -445,11 +445,8 @@ static bool netdev_process_ctrl(struct netdev *nd)
 		uint8_t *data = NULL, *out = NULL;
 		size_t data_len, out_cap, out_len = 0;
 
-		nd->ctrl_more = true; /* (stopped by the bounds: polled again) */
-		if (rc == 0) {
-			nd->ctrl_more = false;
+		if (rc == 0)
 			break;
-		}
 		if (rc < 0) {
 			netdev_ring_broken(nd, r);
 			break;
@@ -505,6 +502,8 @@ reply:
 		free(data);
 		free(out);
 	}
+	/* stopped by a bound, not by an empty ring: polled again */
+	nd->ctrl_more = n == NETDEV_CTRL_BATCH || copied >= NETDEV_CTRL_PASS_BYTES;
 	if (n)
 		vhost_vring_notify(r);
 	return n > 0;

@@ -32,11 +32,11 @@ static __thread struct copy_heat heat __attribute__((tls_model("initial-exec")))
 #endif
 static __thread struct roce_copy_stats copy_stats __attribute__((tls_model("initial-exec")));
 
-/* Clock units beyond which a chunk is cold (0: never), and the length of one
- * visit: writes to a chunk within it follow the visit's first decision.
- * Set before loop threads start. */
+/* Clock units beyond which a chunk is cold (0: never); set before loop
+ * threads start. Writes to a chunk within COPY_VISIT of a visit's start
+ * follow the visit's first decision. */
 static uint32_t copy_cold_units = ROCE_COPY_COLD_DEFAULT >> COPY_UNIT_SHIFT;
-static uint32_t copy_visit_units = (ROCE_COPY_COLD_DEFAULT >> COPY_UNIT_SHIFT) / 16;
+#define COPY_VISIT (copy_cold_units / 16)
 
 void roce_copy_set_cold(uint64_t bytes)
 {
@@ -47,7 +47,6 @@ void roce_copy_set_cold(uint64_t bytes)
 	if (u > UINT32_MAX / 4)
 		u = UINT32_MAX / 4;
 	copy_cold_units = (uint32_t)u;
-	copy_visit_units = (uint32_t)(u / 16);
 }
 
 uint64_t roce_copy_llc_bytes(void)
@@ -85,11 +84,11 @@ static bool copy_cold(const void *dst, size_t len)
 	bool cold;
 
 	heat.written += len;
-	if (since < copy_visit_units)
+	if (since < COPY_VISIT)
 		return *s & 1;
 	/* another chunk may share the slot and have begun its visit up to one
 	 * visit after this one's last write */
-	cold = since > copy_cold_units + copy_visit_units;
+	cold = since > copy_cold_units + COPY_VISIT;
 	*s = now << 1 | cold;
 	return cold;
 }
