@@ -269,6 +269,8 @@ void netdev_show_stats(const struct netdev_port *dp, struct kvw *k)
 	kvw_u64(k, "ctrl_ok", s.ctrl_ok);
 	kvw_u64(k, "ctrl_err", s.ctrl_err);
 	kvw_u64(k, "ring_errors", s.ring_errors);
+	kvw_u64(k, "tx_parks", s.tx_parks);
+	kvw_u64(k, "tx_unparks", s.tx_unparks);
 	kvw_u64(k, "vhost_connections", vs.connections);
 	kvw_u64(k, "vhost_bad_messages", vs.bad_messages);
 	kvw_u64(k, "port_rx_frames", dp->port.stats.rx_frames);

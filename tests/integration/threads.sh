@@ -322,6 +322,9 @@ if d_start ctl --threads 2 --control "$T_TMP/control" --pcap "$T_TMP/cap.pcap" \
 	# the trunks' and every thread's counters, in both reports
 	if grep -q "trunk0-1" "$T_TMP/stat.out" && grep -q "trunk1-0" "$T_TMP/stat.out" &&
 	   grep -q "rx_busy_set" "$T_TMP/stat.out" && grep -q "dropped_horizon" "$T_TMP/stat.out" &&
+	   grep -q "^thread 0 copies_streamed [0-9]" "$T_TMP/stat.out" &&
+	   grep -q "^thread 1 copies_streamed [0-9]* copies_streamed_bytes [0-9]" "$T_TMP/stat.out" &&
+	   grep -q " tx_parks [0-9]* tx_unparks [0-9]" "$T_TMP/stat.out" &&
 	   grep -q "^trunk trunk0-1 tx [0-9]* tx_overflow [0-9]* tx_dropped 0 " "$T_TMP/ctl.dump" &&
 	   grep -q "^trunk trunk1-0 .* rx_dropped 0 " "$T_TMP/ctl.dump" &&
 	   grep -q "^faults thread 1 dropped [0-9]" "$T_TMP/ctl.dump" &&

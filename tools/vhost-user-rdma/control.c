@@ -180,6 +180,22 @@ static void show_switch(struct daemon *d, struct kvw *k)
 		kvw_obj_end(k);
 	}
 	kvw_list_end(k);
+	kvw_list_begin(k, "thread");
+	for (unsigned i = 0; i < d->nthreads; i++) {
+		struct dthread_stats ts;
+
+		memset(&ts, 0, sizeof(ts));
+		dthread_add_stats(d, i, &ts);
+		kvw_obj_begin(k);
+		kvw_u64(k, "thread", i);
+		kvw_u64(k, "copies_streamed", ts.cs.streamed);
+		kvw_u64(k, "copies_streamed_bytes", ts.cs.streamed_bytes);
+		kvw_u64(k, "runs_split", ts.rs.runs_split);
+		kvw_u64(k, "runs_split_failed", ts.rs.split_failed);
+		kvw_u64(k, "payload_refs_live", ts.ps.live);
+		kvw_obj_end(k);
+	}
+	kvw_list_end(k);
 }
 
 /* Run one request; the answer goes to f. Returns false on failure (the

@@ -301,42 +301,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 	return 0;
 }
 
-/* This thread's run and reference counters, added up over the threads. */
-struct thread_stats {
-	struct roce_run_stats rs;
-	struct pkt_ref_stats ps;
-	struct roce_copy_stats cs;
-};
-
-static void thread_stats_cb(void *arg)
-{
-	struct thread_stats *t = arg;
-	struct roce_run_stats rs;
-	struct pkt_ref_stats ps;
-	struct roce_copy_stats cs;
-
-	roce_run_get_stats(&rs);
-	pkt_ref_get_stats(&ps);
-	roce_copy_get_stats(&cs);
-	t->rs.runs_split += rs.runs_split;
-	t->rs.frames_split += rs.frames_split;
-	t->rs.split_failed += rs.split_failed;
-	t->rs.runs_cut += rs.runs_cut;
-	t->rs.tails += rs.tails;
-	t->rs.holes += rs.holes;
-	t->ps.attached += ps.attached;
-	t->ps.filled += ps.filled;
-	t->ps.flushes += ps.flushes;
-	t->ps.live += ps.live;
-	t->cs.streamed += cs.streamed;
-	t->cs.streamed_bytes += cs.streamed_bytes;
-}
-
 /* (Other threads are parked: see on_signal.) */
 static void dump_stats(struct daemon *d)
 {
 	const struct sw_stats *s = sw_get_stats(d->sw);
-	struct thread_stats ts;
+	struct dthread_stats ts;
 	struct roce_run_stats rs;
 	struct pkt_ref_stats ps;
 
@@ -389,7 +358,7 @@ static void dump_stats(struct daemon *d)
 	}
 	memset(&ts, 0, sizeof(ts));
 	for (unsigned i = 0; i < d->nthreads; i++)
-		dthread_run(d, i, thread_stats_cb, &ts);
+		dthread_add_stats(d, i, &ts);
 	rs = ts.rs;
 	ps = ts.ps;
 	fprintf(stderr, "runs split %llu frames_split %llu split_failed %llu cut %llu tails %llu "

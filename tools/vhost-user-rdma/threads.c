@@ -348,3 +348,32 @@ void dthreads_free(struct daemon *d)
 	d->threads = NULL;
 	d->nthreads = 0;
 }
+
+static void dthread_stats_cb(void *arg)
+{
+	struct dthread_stats *t = arg;
+	struct roce_run_stats rs;
+	struct pkt_ref_stats ps;
+	struct roce_copy_stats cs;
+
+	roce_run_get_stats(&rs);
+	pkt_ref_get_stats(&ps);
+	roce_copy_get_stats(&cs);
+	t->rs.runs_split += rs.runs_split;
+	t->rs.frames_split += rs.frames_split;
+	t->rs.split_failed += rs.split_failed;
+	t->rs.runs_cut += rs.runs_cut;
+	t->rs.tails += rs.tails;
+	t->rs.holes += rs.holes;
+	t->ps.attached += ps.attached;
+	t->ps.filled += ps.filled;
+	t->ps.flushes += ps.flushes;
+	t->ps.live += ps.live;
+	t->cs.streamed += cs.streamed;
+	t->cs.streamed_bytes += cs.streamed_bytes;
+}
+
+void dthread_add_stats(struct daemon *d, unsigned idx, struct dthread_stats *ts)
+{
+	dthread_run(d, idx, dthread_stats_cb, ts);
+}
