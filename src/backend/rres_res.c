@@ -468,6 +468,14 @@ void rres_dev_share_tables(struct rres_dev *rd, struct rres_dev *pool, void *own
 		t[i]->pool = p[i];
 		t[i]->owner = owner;
 	}
+	/* An index's QP generation and last keys belong to the device: a QPN
+	 * or key a closed context used is not handed out again at once. */
+	free(rd->qp_gen);
+	free(rd->mr_lkey8);
+	free(rd->mr_rkey8);
+	rd->qp_gen = pool->qp_gen;
+	rd->mr_lkey8 = pool->mr_lkey8;
+	rd->mr_rkey8 = pool->mr_rkey8;
 	rd->pool = pool;
 }
 
@@ -480,9 +488,11 @@ void rres_dev_fini(struct rres_dev *rd)
 	rres_table_fini(&rd->cqs);
 	rres_table_fini(&rd->qps);
 	rres_table_fini(&rd->srqs);
-	free(rd->qp_gen);
-	free(rd->mr_lkey8);
-	free(rd->mr_rkey8);
+	if (!rd->pool) {
+		free(rd->qp_gen);
+		free(rd->mr_lkey8);
+		free(rd->mr_rkey8);
+	}
 	rd->qp_gen = NULL;
 	rd->mr_lkey8 = rd->mr_rkey8 = NULL;
 	memset(&rd->rng, 0, sizeof(rd->rng));

@@ -148,9 +148,9 @@ RCM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma
 		struct rcm_event *e;
 		uint64_t v;
 
+		/* EINTR ends the wait as in librdmacm (the kernel restarts
+		 * this read for a handler with SA_RESTART). */
 		if (read(ch->ch.fd, &v, sizeof(v)) < 0) {
-			if (errno == EINTR)
-				continue;
 			rc = -1;
 			break;
 		}

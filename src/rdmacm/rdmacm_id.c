@@ -390,8 +390,10 @@ static int init_attr(enum ibv_qp_type type, struct ibv_qp_attr *a)
 		a->qkey = RCM_UDP_QKEY;
 		return IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
 	}
+	/* What the kernel CM gives a connection with responder resources
+	 * (librdmacm applies it before RTR): remote READ and atomics too. */
 	a->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			     IBV_ACCESS_REMOTE_READ;
+			     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 	return IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 }
 

@@ -244,7 +244,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **out_cq,
 		n = epoll_wait(channel->fd, &ev, 1,
 			       fl >= 0 && (fl & O_NONBLOCK) ? 0 : -1);
 		if (n < 0) {
-			if (errno == EINTR)
+			if (errno == EINTR && vibv_wait_restarts())
 				continue;
 			return -1;
 		}

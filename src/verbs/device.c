@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -713,6 +714,22 @@ int ibv_get_pkey_index(struct ibv_context *ibctx, uint8_t port, __be16 pkey)
 /* Asynchronous events                                                       */
 /* ------------------------------------------------------------------------ */
 
+bool vibv_wait_restarts(void)
+{
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+
+		/* faults of the thread itself never interrupt a wait */
+		if (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
+		    sig == SIGTRAP)
+			continue;
+		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL &&
+		    sa.sa_handler != SIG_IGN && !(sa.sa_flags & SA_RESTART))
+			return false;
+	}
+	return true;
+}
+
 static bool vibv_fd_nonblocking(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);
@@ -902,7 +919,7 @@ int ibv_get_async_event(struct ibv_context *ibctx, struct ibv_async_event *event
 		pfd.fd = ibctx->async_fd;
 		pfd.events = POLLIN;
 		pfd.revents = 0;
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+		if (poll(&pfd, 1, -1) < 0 && (errno != EINTR || !vibv_wait_restarts()))
 			return -1;
 	}
 }

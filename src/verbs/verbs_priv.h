@@ -217,6 +217,15 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
 
 /* --- device.c --- */
 
+/* After a blocking wait failed with EINTR: true if rdma-core's read() of
+ * its event fd would have been restarted, i.e. every caught signal has
+ * SA_RESTART (epoll_wait and poll never restart). The blocking event calls
+ * then wait again; otherwise they return -1 with errno EINTR, so a handler
+ * installed without SA_RESTART (qperf's SIGALRM) ends the wait as it would
+ * with rdma-core. Which signal arrived is not known, so any one handler
+ * without SA_RESTART counts. */
+VRDMA_HIDDEN bool vibv_wait_restarts(void);
+
 /* The provider of this process: libvrdma's, or in the test build the one
  * vibv_prov_test_select() names. */
 VRDMA_HIDDEN const struct vibv_prov_ops *vibv_provider(void);

@@ -27,6 +27,15 @@
 #    by completions: the CQ still in use must be refused at once, as
 #    rdma-core does, not waited on.) verb=send: see 4c below for fio's own
 #    start-up race and how the test copes with it.
+# 4d. qperf 0.4.11 over rdma_cm (-cm1), one connection per test: rc_bw,
+#    rc_lat, rc_rdma_read_bw, rc_rdma_write_lat, and the atomics checked by
+#    value (ver_rc_compare_swap, ver_rc_fetch_add): the client exits 0 and
+#    prints each result. qperf ends a test with SIGALRM, whose handler has
+#    no SA_RESTART: a waiting ibv_get_cq_event must return EINTR as with
+#    rdma-core. Connected QPs allow remote atomics, as the kernel CM's do.
+#    qperf 0.4.11 sends the server's port before rdma_listen (fixed upstream
+#    after that release), so a connection can be rejected (no listener
+#    yet): such an attempt is run again.
 # 5. The daemon stops cleanly.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/netns_lib.bash"
@@ -36,10 +45,10 @@ NS="vrdma-$$-apps"
 IP_A=10.64.0.1
 IP_B=10.64.0.2
 STEP_TMO=150
-ALL_TESTS="daemon_started fi_info_verbs fi_pingpong_msg fi_pingpong_rdm fi_pingpong_rdm_one_device ucx_perftest_put_bw fio_rdma_write fio_rdma_read fio_rdma_send daemon_clean_exit"
+ALL_TESTS="daemon_started fi_info_verbs fi_pingpong_msg fi_pingpong_rdm fi_pingpong_rdm_one_device ucx_perftest_put_bw fio_rdma_write fio_rdma_read fio_rdma_send qperf_rc_bw qperf_rc_lat qperf_rc_rdma_read_bw qperf_rc_rdma_write_lat qperf_ver_rc_compare_swap qperf_ver_rc_fetch_add daemon_clean_exit"
 
 ns_require
-if ! need setup "$NS_DAEMON" "$RUN" fi_info fi_pingpong ucx_perftest fio ss; then
+if ! need setup "$NS_DAEMON" "$RUN" fi_info fi_pingpong ucx_perftest fio qperf ss; then
 	for t in $ALL_TESTS; do not_ok "$t" "see setup"; done
 	t_done
 fi
@@ -216,6 +225,32 @@ for s in srv cli; do cp "$T_TMP/fio_send$attempt.$s.log" "$T_TMP/fio_rdma_send.$
 g=0
 [ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] && grep -q 'io=4096KiB' "$T_TMP/fio_rdma_send.cli.log" && g=1
 report fio_rdma_send $g
+
+# 4d
+port=$(free_port)
+vrun qperf.srv "$B" -- qperf -lp "$port" &
+spid=$!
+qperf_ready=0
+wait_cmd 120 tcp_ready && qperf_ready=1
+for t in rc_bw rc_lat rc_rdma_read_bw rc_rdma_write_lat ver_rc_compare_swap ver_rc_fetch_add; do
+	RC_S=noready RC_C=none
+	if [ $qperf_ready = 1 ]; then
+		for attempt in 1 2 3 4 5; do
+			vrun "qperf_$t.cli" "$A" -- qperf -lp "$port" -cm1 -t 1 "$IP_B" "$t"
+			RC_C=$?
+			RC_S=running
+			grep -q 'Event rejected' "$T_TMP/qperf_$t.cli.log" || break
+			echo "# qperf_$t: attempt $attempt: qperf's listen race (REJ), again"
+		done
+	fi
+	g=0
+	[ "$RC_C" = 0 ] && grep -Eq '^ +(bw|latency|msg_rate) += +[0-9.]+ ' "$T_TMP/qperf_$t.cli.log" &&
+		g=1
+	cp "$T_TMP/qperf.srv.log" "$T_TMP/qperf_$t.srv.log" 2>/dev/null
+	report "qperf_$t" $g
+done
+kill_tree "$spid"
+wait "$spid" 2>/dev/null
 
 # 5
 nsd_stop d TERM

@@ -5,7 +5,8 @@
  * disjoint handles and QPNs, share the device's limits (a full table refuses
  * every context alike), refuse each other's handles, own QP indexes the
  * port can find, give indexes back when destroyed or reset, and let only one
- * of them own the GSI QP at a time.
+ * of them own the GSI QP at a time. A context opened after another closed
+ * gets neither the QPN nor the MR key the closed one had at the same index.
  */
 #include <arpa/inet.h>
 #include <stdbool.h>
@@ -154,10 +155,58 @@ static void test_one_gsi_per_device(void)
 	teardown();
 }
 
+/* A context closed and a new one opened (same seed, same first index):
+ * the generation and key history are the device's, not the context's. */
+static void test_closed_context_history_kept(void)
+{
+	struct rres_dev_cfg c = cfg();
+	uint32_t pd, cq, qpn, lkey, idx;
+	struct rres_qp *qp;
+	struct rres_mr *mr;
+	enum rres_err e;
+
+	REQUIRE(setup());
+	CHECK_EQ(rres_pd_create(&a, &pd), RRES_OK);
+	CHECK_EQ(rres_cq_create(&a, 4, &cq), RRES_OK);
+	qp = qp_in(&a, pd, cq, VIRTIO_IB_QPT_RC, &e);
+	REQUIRE(qp);
+	qpn = qp->qpn;
+	idx = qp->index;
+	CHECK_EQ(rres_mr_get_dma(&a, pd, VIRTIO_IB_ACCESS_LOCAL_WRITE, &mr), RRES_OK);
+	REQUIRE(mr);
+	lkey = mr->lkey;
+	rres_dev_fini(&a);
+	REQUIRE(rres_dev_init(&a, &c) == 0);
+	rres_dev_share_tables(&a, &pool, &owner_a);
+	CHECK_EQ(rres_pd_create(&a, &pd), RRES_OK);
+	CHECK_EQ(rres_cq_create(&a, 4, &cq), RRES_OK);
+	/* indexes come round again: take them until the closed one's */
+	for (int i = 0; i < 8; i++) {
+		qp = qp_in(&a, pd, cq, VIRTIO_IB_QPT_RC, &e);
+		REQUIRE(qp);
+		if (qp->index == idx)
+			break;
+		CHECK_EQ(rres_qp_destroy(&a, qp->qpn), RRES_OK);
+	}
+	CHECK_EQ(qp->index, idx);
+	CHECK(qp->qpn != qpn);
+	for (int i = 0; i < 8; i++) {
+		CHECK_EQ(rres_mr_get_dma(&a, pd, VIRTIO_IB_ACCESS_LOCAL_WRITE, &mr), RRES_OK);
+		REQUIRE(mr);
+		if (mr->lkey >> RRES_KEY_BITS == lkey >> RRES_KEY_BITS)
+			break;
+		CHECK_EQ(rres_mr_dereg(&a, mr->mrn), RRES_OK);
+	}
+	CHECK_EQ(mr->lkey >> RRES_KEY_BITS, lkey >> RRES_KEY_BITS);
+	CHECK(mr->lkey != lkey);
+	teardown();
+}
+
 int main(void)
 {
 	TEST_PROGRAM("test_rres_contexts");
 	RUN(test_disjoint_and_shared_limits);
 	RUN(test_one_gsi_per_device);
+	RUN(test_closed_context_history_kept);
 	return TEST_DONE();
 }

@@ -15,11 +15,15 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -765,6 +769,183 @@ static bool poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
 }
 
 /* The RFC-only device (VRDMA_FAKE_NO_EXT): every extension refused up front. */
+/* A signal while ibv_get_cq_event waits: rdma-core's read() of the event fd
+ * ends with EINTR for a handler without SA_RESTART (qperf's SIGALRM ends
+ * its test that way) and is restarted by the kernel for one with it. */
+static atomic_int sig_seen;
+static atomic_bool waiter_done;
+static pid_t waiter_tid;
+
+static void on_sig(int sig)
+{
+	(void)sig;
+	atomic_fetch_add(&sig_seen, 1);
+}
+
+static void set_handler(int flags)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sig;
+	sa.sa_flags = flags;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* Whether thread tid sleeps (state S in /proc): it waits in the kernel. */
+static bool thread_sleeps(pid_t tid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] == 'S';
+}
+
+struct restart_arg {
+	pthread_t waiter;
+	struct ibv_qp *qp;
+	struct ibv_send_wr *wr;
+};
+
+/* Signals the waiter until it returns; a waiter that goes on waiting
+ * through 100000 signals is released by a completion (the check fails
+ * then, instead of the test hanging). */
+static void *interrupter(void *arg)
+{
+	struct restart_arg *a = arg;
+	struct ibv_send_wr *bad;
+	int sent = 0;
+
+	while (!atomic_load(&waiter_done)) {
+		if (++sent == 100000)
+			ibv_post_send(a->qp, a->wr, &bad);
+		pthread_kill(a->waiter, SIGUSR1);
+		sched_yield();
+	}
+	return NULL;
+}
+
+/* Signals the sleeping waiter once, waits until it sleeps again (the wait
+ * went on), then makes the completion it waits for. */
+static void *restart_then_complete(void *arg)
+{
+	struct restart_arg *a = arg;
+	struct ibv_send_wr *bad;
+
+	while (!thread_sleeps(waiter_tid))
+		sched_yield();
+	pthread_kill(a->waiter, SIGUSR1);
+	while (atomic_load(&sig_seen) == 0)
+		sched_yield();
+	while (!thread_sleeps(waiter_tid))
+		sched_yield();
+	ibv_post_send(a->qp, a->wr, &bad);
+	return NULL;
+}
+
+static void test_cq_event_signals(void)
+{
+	struct ibv_context *ctx;
+	struct ibv_comp_channel *ch;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq, *ev_cq = NULL;
+	struct ibv_qp *qp;
+	struct ibv_qp_init_attr ia;
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	struct sigaction old;
+	struct restart_arg ra;
+	pthread_t self = pthread_self(), t;
+	void *ev_ctx;
+	char buf[16];
+	int rc;
+
+	REQUIRE_LIB();
+	ctx = open_fake(0);
+	REQUIRE(ctx);
+	pd = V.ibv_alloc_pd(ctx);
+	ch = V.ibv_create_comp_channel(ctx);
+	REQUIRE(pd && ch);
+	cq = V.ibv_create_cq(ctx, 8, NULL, ch, 0);
+	REQUIRE(cq);
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 4;
+	ia.cap.max_recv_wr = 1;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	qp = V.ibv_create_qp(pd, &ia);
+	REQUIRE(qp);
+	REQUIRE(qp_to_rts(qp, 0x77) == 0);
+	CHECK_EQ(ibv_req_notify_cq(cq, 0), 0);
+	sigaction(SIGUSR1, NULL, &old);
+	waiter_tid = (pid_t)syscall(SYS_gettid);
+
+	sge.addr = (uintptr_t)buf;
+	sge.length = sizeof(buf);
+	sge.lkey = 1;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 7;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	ra.waiter = self;
+	ra.qp = qp;
+	ra.wr = &wr;
+
+	/* without SA_RESTART: the wait ends with EINTR, nothing consumed */
+	set_handler(0);
+	atomic_store(&waiter_done, false);
+	REQUIRE(pthread_create(&t, NULL, interrupter, &ra) == 0);
+	errno = 0;
+	rc = V.ibv_get_cq_event(ch, &ev_cq, &ev_ctx);
+	atomic_store(&waiter_done, true);
+	pthread_join(t, NULL);
+	CHECK_EQ(rc, -1);
+	CHECK_EQ(errno, EINTR);
+	if (rc == 0) { /* the fallback completion ended the wait */
+		V.ibv_ack_cq_events(cq, 1);
+		ibv_poll_cq(cq, 1, &wc);
+		CHECK_EQ(ibv_req_notify_cq(cq, 0), 0);
+	}
+
+	/* with SA_RESTART: the wait goes on until the event comes */
+	set_handler(SA_RESTART);
+	atomic_store(&sig_seen, 0);
+	REQUIRE(pthread_create(&t, NULL, restart_then_complete, &ra) == 0);
+	rc = V.ibv_get_cq_event(ch, &ev_cq, &ev_ctx);
+	pthread_join(t, NULL);
+	CHECK_EQ(rc, 0);
+	CHECK(ev_cq == cq);
+	CHECK_EQ(atomic_load(&sig_seen), 1);
+	if (rc == 0)
+		V.ibv_ack_cq_events(cq, 1);
+	CHECK_EQ(ibv_poll_cq(cq, 1, &wc), 1);
+	CHECK_EQ(wc.wr_id, 7);
+	sigaction(SIGUSR1, &old, NULL);
+
+	CHECK_EQ(V.ibv_destroy_qp(qp), 0);
+	CHECK_EQ(V.ibv_destroy_cq(cq), 0);
+	CHECK_EQ(V.ibv_destroy_comp_channel(ch), 0);
+	CHECK_EQ(V.ibv_dealloc_pd(pd), 0);
+	CHECK_EQ(V.ibv_close_device(ctx), 0);
+}
+
 static void test_ext_absent(void)
 {
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
@@ -1570,6 +1751,7 @@ int main(void)
 	RUN(test_query);
 	RUN(test_pd_mr);
 	RUN(test_cq_qp);
+	RUN(test_cq_event_signals);
 	RUN(test_ext_absent);
 	RUN(test_srq);
 	RUN(test_atomic_inv);

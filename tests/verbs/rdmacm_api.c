@@ -322,6 +322,12 @@ static void connect_loopback(void)
 	qa.qp_state = IBV_QPS_INIT;
 	CHECK_EQ(rdma_init_qp_attr(cli.id, &qa, &mask), 0);
 	CHECK(mask & IBV_QP_ACCESS_FLAGS);
+	/* as the kernel CM's for a connection with responder resources */
+	CHECK_EQ(qa.qp_access_flags & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				       IBV_ACCESS_REMOTE_ATOMIC),
+		 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	REQUIRE(!ibv_query_qp(srv.id->qp, &sa, IBV_QP_ACCESS_FLAGS, &qi));
+	CHECK(sa.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC);
 	qa.qp_state = IBV_QPS_RTR;
 	CHECK_EQ(rdma_init_qp_attr(cli.id, &qa, &mask), 0);
 	CHECK_EQ(qa.qp_state, IBV_QPS_RTR);
