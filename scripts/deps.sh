@@ -7,7 +7,7 @@ set -o pipefail
 qemu_pkgs="gcc make ninja-build python3-venv flex bison pkg-config libglib2.0-dev patch xz-utils bzip2 seabios qemu-system-data"
 build_pkgs="gcc make clang libclang-rt-14-dev zlib1g-dev libisal-dev libibverbs-dev librdmacm-dev libpcap-dev libseccomp-dev libxdp-dev libbpf-dev pkg-config"
 demo_pkgs="$build_pkgs ibverbs-utils perftest iproute2"
-test_pkgs="$demo_pkgs man-db groff-base systemd python3 python3-scapy tshark qemu-system-x86 ipxe-qemu dpdk dpdk-dev procps ucx-utils python3-pyverbs busybox-static ibverbs-providers rdmacm-utils netcat-openbsd devscripts libfabric-bin fio qperf linux-headers-amd64 $qemu_pkgs"
+test_pkgs="$demo_pkgs man-db groff-base systemd python3 python3-scapy tshark qemu-system-x86 ipxe-qemu dpdk dpdk-dev procps ucx-utils python3-pyverbs busybox-static ibverbs-providers rdmacm-utils netcat-openbsd devscripts libfabric-bin fio qperf openmpi-bin libopenmpi-dev linux-headers-amd64 $qemu_pkgs"
 
 case "${1:-build}" in
 build) want=$build_pkgs ;;

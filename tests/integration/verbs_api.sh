@@ -24,7 +24,12 @@
 #    IPv4) and with GID index 0 (IPv6), and over rc_verbs (with ud_verbs for
 #    wire-up): both exit 0 and the client prints its Final row. ucx_perftest does not check payloads; the data
 #    path itself is checked byte for byte by 1-3.
-# 6. The daemon stops cleanly on SIGTERM.
+# 6. Open MPI 4.1 (Debian's openmpi-bin) with its UCX layer (pml ucx over
+#    rc_verbs and ud_verbs, nothing else): tests/mpi/mpi_pingpong.c, built
+#    here with mpicc, one rank on each device: every size from 1 byte to
+#    1 MiB there and back, changed by the other rank and compared byte for
+#    byte, and an allreduce; mpirun exits 0 and rank 0 prints PASS.
+# 7. The daemon stops cleanly on SIGTERM.
 . "$(dirname "$0")/../lib.sh"
 
 DAEMON="$VRDMA_BUILD/bin/vhost-user-rdma"
@@ -37,7 +42,8 @@ DAEMON_TMO=600
 asan_preload "$LIB"
 
 ALL_TESTS="daemon_started $PROGS api_pyverbs ucx_info_lists_verbs ucx_info_needs_dev_node
-	ucx_perftest_ud_verbs ucx_perftest_ud_verbs_gid0 ucx_perftest_rc_verbs daemon_clean_exit"
+	ucx_perftest_ud_verbs ucx_perftest_ud_verbs_gid0 ucx_perftest_rc_verbs mpi_ucx_pingpong
+	daemon_clean_exit"
 for b in "$DAEMON" "$RUN"; do
 	if [ ! -x "$b" ]; then
 		not_ok setup "$b not built"
@@ -140,6 +146,28 @@ ucx_perf() {
 ucx_perf ucx_perftest_ud_verbs ud_verbs auto
 ucx_perf ucx_perftest_ud_verbs_gid0 ud_verbs 0
 ucx_perf ucx_perftest_rc_verbs rc_verbs,ud_verbs auto
+
+# 6: each rank runs under vrdma-run (with the sanitizer runtimes first in
+# the ASan build), mpirun itself does not.
+rank_cmd() {
+	echo "env ${PRELOAD:+LD_PRELOAD=$PRELOAD} ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0 $RUN --socket $1 -- $T_TMP/mpi_pingpong"
+}
+if ! mpicc -O2 -o "$T_TMP/mpi_pingpong" "$(dirname "$0")/../mpi/mpi_pingpong.c" >"$T_TMP/mpicc.log" 2>&1; then
+	not_ok mpi_ucx_pingpong "mpicc: $(head -c 300 "$T_TMP/mpicc.log")"
+else
+	# shellcheck disable=SC2046
+	timeout -k 5 "$STEP_TMO" mpirun --allow-run-as-root --oversubscribe \
+		-x UCX_NET_DEVICES=vrdma0:1 -x UCX_TLS=rc_verbs,ud_verbs,self \
+		--mca pml ucx --mca btl self --mca osc ^ucx \
+		-np 1 $(rank_cmd "$SA") : -np 1 $(rank_cmd "$SB") >"$T_TMP/mpi.log" 2>&1
+	rc=$?
+	if [ $rc = 0 ] && grep -q '^mpi_pingpong: PASS' "$T_TMP/mpi.log"; then
+		ok mpi_ucx_pingpong
+	else
+		not_ok mpi_ucx_pingpong "mpirun exit status $rc"
+		tail -n 12 "$T_TMP/mpi.log" | sed 's/^/#   /'
+	fi
+fi
 
 d_stop d
 if [ "$D_RC" = 0 ] && ! grep -qE 'AddressSanitizer|LeakSanitizer|runtime error' "$T_TMP/d.log"; then
