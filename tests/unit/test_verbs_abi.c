@@ -862,7 +862,6 @@ static void test_cq_event_signals(void)
 	struct ibv_pd *pd;
 	struct ibv_cq *cq, *ev_cq = NULL;
 	struct ibv_qp *qp;
-	struct ibv_qp_init_attr ia;
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
 	struct ibv_wc wc;
@@ -881,14 +880,7 @@ static void test_cq_event_signals(void)
 	REQUIRE(pd && ch);
 	cq = V.ibv_create_cq(ctx, 8, NULL, ch, 0);
 	REQUIRE(cq);
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = ia.recv_cq = cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = 4;
-	ia.cap.max_recv_wr = 1;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	qp = V.ibv_create_qp(pd, &ia);
+	qp = make_qp(pd, cq, NULL, IBV_QPT_RC);
 	REQUIRE(qp);
 	REQUIRE(qp_to_rts(qp, 0x77) == 0);
 	CHECK_EQ(ibv_req_notify_cq(cq, 0), 0);
