@@ -346,7 +346,9 @@ int vrdma_cq_arm(struct vrdma_cq *cq, uint32_t flags);
 int vrdma_cq_event_fd(const struct vrdma_cq *cq);
 
 /* Clear the pending event without blocking. Returns 1 if one was pending,
- * 0 if not, -EOPNOTSUPP without an event fd. */
+ * 0 if not, -EOPNOTSUPP without an event fd. An event of NEXT_COMPLETION
+ * arming that finds the CQ empty (its completions were polled after the
+ * arming) gives 0 too, and the CQ is armed again for the next one. */
 int vrdma_cq_consume_event(struct vrdma_cq *cq);
 
 /*

@@ -228,6 +228,7 @@ struct vrdma_cq {
 	uint32_t qtab_size;       /* power of two, or 0 */
 	uint64_t wcs, bad;
 	uint64_t orphans;         /* completions of QPs no longer attached: dropped */
+	uint64_t events_empty;    /* events with nothing to poll: not handed out */
 	void *context;
 	/* completions read from a replaced ring (vrdma_cq_resize), polled
 	 * before the new ring's (cq->lock) */

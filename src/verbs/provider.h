@@ -351,7 +351,8 @@ struct vibv_prov_ops {
 	/* REQ_NOTIFY_CQ; flags VIRTIO_IB_NOTIFY_*. */
 	int (*arm_cq)(struct vibv_prov_cq *cq, uint32_t flags);
 	/* Clear the pending event of the CQ (non-blocking). Returns 1 if one
-	 * was pending, 0 if not (another thread took it), or -errno. */
+	 * was pending, 0 if not (another thread took it, or it had nothing
+	 * left to poll and the CQ was armed again), or -errno. */
 	int (*cq_consume_event)(struct vibv_prov_cq *cq);
 	/* vrdma extension: RESIZE_CQ (25) plus the ring replacement of
 	 * spec.md "Resizing CQs and QPs". cqe: requested in, actual (>=

@@ -11,7 +11,9 @@
 #    GID[0] the link-local address from the MAC and GID[1] ::ffff:IPv4, both
 #    RoCE v2.
 # 2. ibv_rc_pingpong -c (buffers validated), ibv_rc_pingpong -c -e (CQ
-#    events), ibv_uc_pingpong, ibv_ud_pingpong: both sides exit 0 and print
+#    events), ibv_rc_pingpong -c -t -e (extended CQ with timestamps and
+#    events: an event must find a completion to poll), ibv_uc_pingpong,
+#    ibv_ud_pingpong: both sides exit 0 and print
 #    their "bytes in ... seconds" and "iters in ... seconds" lines.
 # 3. perftest ib_send_bw, ib_write_bw, ib_read_bw -a (every size 2..8 MiB:
 #    the client prints a row for each, the server exits 0 with its row) and
@@ -54,7 +56,7 @@ DAEMON_TMO=600          # the daemon's own bound
 
 asan_preload "$LIB"
 
-ALL_TESTS="ibv_devices ibv_devinfo rc_pingpong_chk rc_pingpong_events uc_pingpong
+ALL_TESTS="ibv_devices ibv_devinfo rc_pingpong_chk rc_pingpong_events rc_pingpong_ts_events uc_pingpong
 	ud_pingpong ib_send_bw ib_write_bw ib_read_bw ib_send_lat ib_write_lat ib_read_lat
 	srq_pingpong ib_atomic_bw_fetch_add ib_atomic_bw_cmp_swap ib_atomic_lat_fetch_add
 	ib_atomic_lat_cmp_swap daemon_clean_exit daemon_health onecopy poll_daemon_started
@@ -350,6 +352,7 @@ fi
 # ---- 2. pingpongs -----------------------------------------------------------------
 pingpong rc_pingpong_chk d "$SB" "$SA" ibv_rc_pingpong -g 1 -c -n 500
 pingpong rc_pingpong_events d "$SB" "$SA" ibv_rc_pingpong -g 1 -c -e -n 500
+pingpong rc_pingpong_ts_events d "$SB" "$SA" ibv_rc_pingpong -g 1 -c -t -e -n 500
 pingpong uc_pingpong d "$SB" "$SA" ibv_uc_pingpong -g 1 -n 500
 pingpong ud_pingpong d "$SB" "$SA" ibv_ud_pingpong -g 1 -n 500
 

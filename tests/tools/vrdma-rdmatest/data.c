@@ -668,6 +668,27 @@ static void t_events(struct rt_ctx *c)
 		RT_EQ(wc.wr_id, 50 + round);
 		expect_wc(c, &a, 60, VIRTIO_IB_WC_SEND, VIRTIO_IB_WC_SUCCESS, -1, "send");
 	}
+	/* An event whose completion was polled before it was consumed is not
+	 * handed out (nothing to poll), and the CQ is armed for the next one. */
+	RT_EQ(vrdma_cq_arm(b.cq, VIRTIO_IB_NOTIFY_NEXT_COMPLETION), 0);
+	for (int k = 0; k < 2; k++) {
+		RT_REQUIRE(post_recv1(&b, 80 + (uint64_t)k, 0, 64) == 1, "post_recv");
+		RT_REQUIRE(post_send1(&a, 90 + (uint64_t)k, VIRTIO_IB_WR_SEND, 0, 0, 64, 0, 0, 0) == 0,
+			   "post");
+		p.fd = fd;
+		p.events = POLLIN;
+		p.revents = 0;
+		RT_CHECK(poll(&p, 1, WAIT_MS) == 1, "polled first %d: no event", k);
+		if (k == 0) {
+			RT_EQ(vrdma_cq_poll(b.cq, &wc, 1), 1);
+			RT_EQ(vrdma_cq_consume_event(b.cq), 0);
+		} else {
+			RT_EQ(vrdma_cq_consume_event(b.cq), 1);
+			RT_EQ(vrdma_cq_poll(b.cq, &wc, 1), 1);
+		}
+		RT_EQ(wc.wr_id, 80 + (uint64_t)k);
+		expect_wc(c, &a, 90 + (uint64_t)k, VIRTIO_IB_WC_SEND, VIRTIO_IB_WC_SUCCESS, -1, "send");
+	}
 	/* vrdma_cq_wait sleeps until the completion arrives */
 	RT_REQUIRE(post_recv1(&b, 70, 0, 64) == 1, "post_recv");
 	RT_REQUIRE(post_send1(&a, 71, VIRTIO_IB_WR_SEND, 0, 0, 64, 0, 0, 0) == 0, "post");
