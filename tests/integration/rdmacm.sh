@@ -6,8 +6,9 @@
 # 1. rping -C 1000 -V (every ping's data verified by rping), ucmatose -c 4
 #    (four RC connections with data), udaddy (UD through SIDR),
 #    rdma_server / rdma_client (synchronous ids, rdma_getaddrinfo,
-#    rdma_create_ep, rdma_get_request), ib_send_bw -R and ib_write_lat -R:
-#    both sides exit 0 with their completion lines.
+#    rdma_create_ep, rdma_get_request), ib_send_bw -R, ib_write_lat -R and
+#    ib_atomic_bw -R (remote atomics on a connected QP, as Linux's CM
+#    grants them): both sides exit 0 with their completion lines.
 # 1b. IPv6 (B's link-local address, GID 0): rping -C 100 -V, ucmatose -c 2,
 #    udaddy.
 # 1c. tests/verbs/rdmacm_api on A alone: devices, bind errors, the
@@ -63,7 +64,7 @@ PORT=$((20000 + $$ % 10000))
 FAULT_SPEC=${VRDMA_RDMACM_FAULT:-drop=2,dup=1,reorder=1,seed=$((1 + $$ % 1000))}
 
 ALL_TESTS="daemon_started rping_verified ucmatose udaddy rdma_server_client ib_send_bw_R
-	ib_write_lat_R rdmacm_api rping_ipv6 ucmatose_ipv6 udaddy_ipv6 no_listener_rejected second_process_served
+	ib_write_lat_R ib_atomic_bw_R rdmacm_api rping_ipv6 ucmatose_ipv6 udaddy_ipv6 no_listener_rejected second_process_served
 	listen_in_use_refused same_device_rping two_servers_one_device foreign_handles_refused
 	killed_client_disconnected mckey_refused daemon_clean_exit fault_daemon_started
 	fault_rping_verified fault_ucmatose fault_daemon_clean_exit"
@@ -139,6 +140,9 @@ run_all() {
 	PORT=$((PORT + 1))
 	cmpair ib_write_lat_R "$b" "$a" "ib_write_lat -R -p $PORT -n 200" \
 		"ib_write_lat -R -p $PORT -n 200 $IP_B" "^ 2 *200" "$PERF_RACE"
+	PORT=$((PORT + 1))
+	cmpair ib_atomic_bw_R "$b" "$a" "ib_atomic_bw -R -p $PORT -n 200" \
+		"ib_atomic_bw -R -p $PORT -n 200 $IP_B" "^ 8 *200" "$PERF_RACE"
 }
 
 # two_servers: two rdma_server processes on B (ports PORT+1, PORT+2) at
