@@ -103,13 +103,13 @@ void dthread_run(struct daemon *d, unsigned idx, void (*fn)(void *), void *arg);
  * queued to them) while thread 0 reads or changes their state. */
 void dthread_pause_all(struct daemon *d);
 void dthread_resume_all(struct daemon *d);
-/* Thread idx's run, payload reference and copy counters (read on that
- * thread), added to *ts. */
+/* A loop thread's run, payload reference and copy counters. */
 struct dthread_stats {
 	struct roce_run_stats rs;
 	struct pkt_ref_stats ps;
 	struct roce_copy_stats cs;
 };
+/* Thread idx's counters (read on that thread), added to *ts. */
 void dthread_add_stats(struct daemon *d, unsigned idx, struct dthread_stats *ts);
 /* A loop thread's loop failed (thread 0's loop was stopped for it). */
 bool dthreads_failed(struct daemon *d);
