@@ -208,8 +208,10 @@ struct pkt *pkt_clone(const struct pkt *p)
 	q->in_port = p->in_port;
 	q->flags = p->flags & (uint16_t)~PKT_F_PAYLOAD_REF;
 	memcpy(q->data, p->data, p->len);
-	if (unlikely(p->flags & PKT_F_PAYLOAD_REF))
+	if (unlikely(p->flags & PKT_F_PAYLOAD_REF)) {
 		pkt_ref_attach(q, p->ref.off, p->ref.iov, p->ref.niov, p->ref.len);
+		pkt_ref_share_owner(q, p);
+	}
 	return q;
 }
 

@@ -24,6 +24,8 @@
  * data + off for len bytes are the concatenation of iov[0..niov). A run
  * (PKT_F_RUN) keeps its longer list in its description (iov points there)
  * and, once filled (pkt_ref_fill), its payload in a buffer of its own. */
+struct pkt_ref_owner;
+
 struct pkt_ref {
 	struct pkt *prev, *next; /* the thread's frames with a reference */
 	uint32_t off, len;
@@ -31,6 +33,10 @@ struct pkt_ref {
 	struct iovec *iov;       /* iov_in, or a run's list */
 	struct iovec iov_in[PKT_REF_IOV];
 	void *owned;             /* a filled run's payload (freed with the frame) */
+	/* told when the reference ends (NULL: nobody): pkt_ref_set_owner */
+	const struct pkt_ref_owner *owner;
+	void *owner_ctx;
+	uint32_t owner_tag;
 };
 
 struct pkt {
@@ -85,6 +91,22 @@ void pkt_ref_attach(struct pkt *p, uint32_t off, const struct iovec *iov, uint32
 /* A run's payload (PKT_F_RUN): the n pieces iov (kept by the caller in the
  * frame's run description), len bytes in all. */
 void pkt_ref_attach_run(struct pkt *p, struct iovec *iov, uint32_t n, uint32_t len);
+/* Whoever must know when the memory a reference points into is no longer
+ * read (a UC send completes only then: docs/design.md "One copy between
+ * local devices"). hold: one more frame refers to (ctx, tag); release: one
+ * frame no longer does (filled, freed, or given another reference). Both
+ * run on the frame's thread; release may not allocate or free frames. */
+struct pkt_ref_owner {
+	void (*hold)(void *ctx, uint32_t tag);
+	void (*release)(void *ctx, uint32_t tag);
+};
+
+/* p's reference (it has one) is (ctx, tag)'s until it ends: calls hold. */
+void pkt_ref_set_owner(struct pkt *p, const struct pkt_ref_owner *o, void *ctx, uint32_t tag);
+/* q, made from p's reference (a clone, part of a run), has p's owner too
+ * (nothing if p has none or q has no reference). */
+void pkt_ref_share_owner(struct pkt *q, const struct pkt *p);
+
 /* Copy a referenced payload into the frame and drop the reference (no-op
  * without one). A run's payload, which no frame can hold, is copied into a
  * buffer of its own instead (NULL on allocation failure: the run is then

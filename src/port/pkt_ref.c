@@ -23,6 +23,7 @@ static __thread struct pkt_ref_stats ref_stats __attribute__((tls_model("initial
 static void ref_unlink(struct pkt *p)
 {
 	struct pkt_ref *r = &p->ref;
+	const struct pkt_ref_owner *o = r->owner;
 
 	if (r->prev)
 		r->prev->ref.next = r->next;
@@ -33,6 +34,10 @@ static void ref_unlink(struct pkt *p)
 	r->prev = r->next = NULL;
 	p->flags &= (uint16_t)~PKT_F_PAYLOAD_REF;
 	ref_stats.live--;
+	if (o) {
+		r->owner = NULL;
+		o->release(r->owner_ctx, r->owner_tag);
+	}
 }
 
 static void ref_link(struct pkt *p)
@@ -45,6 +50,7 @@ static void ref_link(struct pkt *p)
 		ref_head->ref.prev = p;
 	ref_head = p;
 	p->flags |= PKT_F_PAYLOAD_REF;
+	r->owner = NULL;
 	ref_stats.attached++;
 	ref_stats.live++;
 }
@@ -77,6 +83,24 @@ void pkt_ref_attach_run(struct pkt *p, struct iovec *iov, uint32_t n, uint32_t l
 	r->iov = iov;
 	r->owned = NULL;
 	ref_link(p);
+}
+
+void pkt_ref_set_owner(struct pkt *p, const struct pkt_ref_owner *o, void *ctx, uint32_t tag)
+{
+	struct pkt_ref *r = &p->ref;
+
+	if (!(p->flags & PKT_F_PAYLOAD_REF) || r->owner)
+		return;
+	r->owner = o;
+	r->owner_ctx = ctx;
+	r->owner_tag = tag;
+	o->hold(ctx, tag);
+}
+
+void pkt_ref_share_owner(struct pkt *q, const struct pkt *p)
+{
+	if ((p->flags & PKT_F_PAYLOAD_REF) && p->ref.owner)
+		pkt_ref_set_owner(q, p->ref.owner, p->ref.owner_ctx, p->ref.owner_tag);
 }
 
 /* A run's payload into a buffer of its own: the run stays a run (its

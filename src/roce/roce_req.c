@@ -97,11 +97,60 @@ static uint8_t req_opcode(uint8_t type, const struct roce_swqe *w, uint32_t k)
 	return op;
 }
 
-/* The payload of a packet: an RC packet leaves it in the WR's memory (a
+/* A UC WR whose payload went by reference (tag: its index in the send
+ * queue) counts the frames still referring to it; it completes when the
+ * last one ends (received, filled in, or dropped), not when it is sent. */
+static void req_uc_hold(void *ctx, uint32_t idx)
+{
+	struct roce_tq *tq = ctx;
+
+	roce_sq_wqe(tq, idx)->refs++;
+}
+
+static void req_uc_release(void *ctx, uint32_t idx)
+{
+	struct roce_tq *tq = ctx;
+	struct roce_swqe *w;
+
+	/* (the queue fills in every reference before it lets WRs go:
+	 * roce_sq_flush, roce_sq_drop, roce_sq_detach) */
+	if (!tq->swqe || idx - tq->sq_head >= tq->sq_tail - tq->sq_head)
+		return;
+	w = roce_sq_wqe(tq, idx);
+	if (!w->refs || --w->refs)
+		return;
+	if (w->state == ROCE_WQE_SENT) {
+		w->state = ROCE_WQE_DONE;
+		roce_tp_schedule(tq); /* (its turn drains the completions) */
+	}
+}
+
+static const struct pkt_ref_owner req_uc_owner = { req_uc_hold, req_uc_release };
+
+/* Whether w's packets may leave their payload in its memory: a SEND or
+ * WRITE of RC or UC, not inline, on a path without UDP checksums (one is
+ * computed over the payload). UD completes when sent and UD frames may go
+ * to the daemon's own services: copied. */
+static bool req_by_ref(const struct roce_tq *tq, const struct roce_swqe *w,
+		       const struct roce_path *path)
+{
+	return (tq->qp->type == VIRTIO_IB_QPT_RC || tq->qp->type == VIRTIO_IB_QPT_UC) &&
+	       !w->inl && !(path->flags & ROCE_PATH_F_UDP_CSUM);
+}
+
+/* p's payload reference belongs to w, the send queue's current WR: a UC
+ * WR completes when it ends (RC's completes on its ACK, which comes after
+ * the responder placed it). */
+static void req_ref_owned(struct roce_tq *tq, struct pkt *p)
+{
+	if (tq->qp->type == VIRTIO_IB_QPT_UC)
+		pkt_ref_set_owner(p, &req_uc_owner, tq, tq->sq_cur);
+}
+
+/* The payload of a packet: left in the WR's memory when req_by_ref (a
  * reference the responder of a local device copies from, or the switch
- * fills in when the frame is seen outside: docs/design.md, "One copy between
- * local devices"); RC completes only after the responder placed it. UC/UD
- * complete when sent, so their bytes are copied now. */
+ * fills in when the frame is seen outside: docs/design.md, "One copy
+ * between local devices"), else copied now. */
 static int req_payload(struct roce_tq *tq, struct roce_swqe *w, uint32_t off, struct pkt *p,
 		       uint8_t *payload, uint32_t plen, const struct roce_path *path)
 {
@@ -109,13 +158,13 @@ static int req_payload(struct roce_tq *tq, struct roce_swqe *w, uint32_t off, st
 	uint32_t n = 0;
 	int st;
 
-	if (plen && tq->qp->type == VIRTIO_IB_QPT_RC && !w->inl &&
-	    !(path->flags & ROCE_PATH_F_UDP_CSUM)) {
+	if (plen && req_by_ref(tq, w, path)) {
 		st = roce_mem_ref_swqe(tq, w, off, plen, iov, PKT_REF_IOV, &n);
 		if (st)
 			return st;
 		if (n) {
 			pkt_ref_attach(p, (uint32_t)(payload - p->data), iov, n, plen);
+			req_ref_owned(tq, p);
 			tq->tp->stats.tx_by_ref++;
 			return 0;
 		}
@@ -180,6 +229,7 @@ static int req_run(struct roce_tq *tq, struct roce_swqe *w, uint32_t k, uint32_t
 	if (k + n >= w->npkts && wr_has_imm(w->opcode)) /* (ImmDt: the message's last) */
 		roce_immdt_set_raw(&r->imm[n - 1], w->imm);
 	roce_run_seal(p, n, niov, len);
+	req_ref_owned(tq, p);
 	return 1;
 }
 
@@ -480,8 +530,8 @@ static uint32_t req_run_len_max(const struct roce_tq *tq, const struct roce_swqe
 	/* (npkts is set when a WR starts: req_window_wait asks before) */
 	uint32_t np = w->started ? w->npkts : roce_req_npkts(w, tq->mtu);
 
-	if (w->inl || tq->cc || (tq->path.flags & ROCE_PATH_F_UDP_CSUM) ||
-	    roce_wr_is_rd_atomic(w->opcode) || w->next + 1 >= np)
+	if (!req_by_ref(tq, w, &tq->path) || tq->cc || roce_wr_is_rd_atomic(w->opcode) ||
+	    w->next + 1 >= np)
 		return 1;
 	return MIN(np - w->next, MIN(turn_left, MIN(tq->tp->run_max, (uint32_t)ROCE_RUN_MAX)));
 }
@@ -741,7 +791,9 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 		 * send again for a while, and its packets must not wait for the
 		 * retransmit timer to be acknowledged. */
 		left = budget - sent - ops;
-		r = req_send_pkt(tq, w, w->next, rc ? req_run_len(tq, w, left) : 1, left, &b);
+		r = req_send_pkt(tq, w, w->next,
+				 rc ? req_run_len(tq, w, left) :
+				 ud ? 1 : req_run_len_max(tq, w, left), left, &b);
 		if (r == 0) {
 			*more = true;
 			break;
@@ -764,7 +816,8 @@ uint32_t roce_req_run(struct roce_tq *tq, uint32_t budget, bool *more)
 			tq->sq_psn = roce_psn_add(tq->sq_psn, (uint32_t)r);
 			w->next += (uint32_t)r;
 			if (w->next == w->npkts) {
-				w->state = rc ? ROCE_WQE_SENT : ROCE_WQE_DONE;
+				/* (UC: done when no frame refers to it) */
+				w->state = rc || w->refs ? ROCE_WQE_SENT : ROCE_WQE_DONE;
 				tq->sq_cur++;
 			}
 		}

@@ -589,7 +589,8 @@ uint32_t roce_resp_rx_bulk(struct roce_tq *tq, const struct roce_pkt_info *pi, u
 	uint32_t m = pi->mask, total = pi->payload_len, plast;
 	struct rres_mr *mr;
 
-	if (qp->type != VIRTIO_IB_QPT_RC || st < VIRTIO_IB_QPS_RTR || st == VIRTIO_IB_QPS_ERR ||
+	if ((qp->type != VIRTIO_IB_QPT_RC && qp->type != VIRTIO_IB_QPT_UC) ||
+	    st < VIRTIO_IB_QPS_RTR || st == VIRTIO_IB_QPS_ERR ||
 	    !tq->comm_est || pi->psn != tq->epsn || !resp_seq_ok(tq->rsp_msg, m) || !n ||
 	    (uint64_t)total <= (uint64_t)(n - 1) * tq->mtu)
 		return 0;
@@ -620,7 +621,7 @@ uint32_t roce_resp_rx_bulk(struct roce_tq *tq, const struct roce_pkt_info *pi, u
 	} else {
 		tq->rsp_msg = (m & ROCE_OPF_SEND) ? ROCE_RSP_SEND : ROCE_RSP_WRITE;
 	}
-	if (ack_k >= 0)
+	if (ack_k >= 0 && qp->type == VIRTIO_IB_QPT_RC)
 		resp_set_ack(tq, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID,
 			     roce_psn_add(pi->psn, (uint32_t)ack_k));
 	return n;

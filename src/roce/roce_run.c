@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Runs between local devices (docs/design.md "Runs between local devices"):
- * one frame standing for n consecutive packets of one RC QP: packets of one
- * message (a SEND or WRITE, or READ responses), or single-packet SENDs and
- * WRITEs of consecutive messages. The frame holds packet 0 as the framed path
+ * one frame standing for n consecutive packets of one RC or UC QP: packets
+ * of one message (a SEND or WRITE, or READ responses), or (RC) single-packet
+ * SENDs and WRITEs of consecutive messages. The frame holds packet 0 as the framed path
  * builds it (headers, by-reference payload); the last PKT_RUN_META bytes of
  * its buffer describe the others (struct roce_run); the payload of all n is
  * one reference (pkt_ref_attach_run).
@@ -253,6 +253,7 @@ static struct pkt *run_tail(struct pkt *p, uint32_t from)
 	memcpy(t->reth, r->reth + from, m * sizeof(t->reth[0]));
 	memcpy(t->imm, r->imm + from, m * sizeof(t->imm[0]));
 	roce_run_seal(q, m, niov, (uint32_t)total);
+	pkt_ref_share_owner(q, p);
 	t->lost = r->lost >> from;
 	run_recount(q);
 	roce_pkt_finalize(q, ROCE_TX_F_SKIP_ICRC);
@@ -357,7 +358,8 @@ static uint32_t run_group_end(const struct roce_run *r, uint32_t k, uint32_t n, 
 	if ((roce_opcode_mask(mid) & (ROCE_OPF_REQ | ROCE_OPF_MIDDLE)) ==
 	    (ROCE_OPF_REQ | ROCE_OPF_MIDDLE))
 		j = run_op_span(r->op, k, lim, mid);
-	if (j < lim && j > k && r->op[j] == ROCE_OP_RC_RDMA_WRITE_LAST) {
+	if (j < lim && j > k && (r->op[j] == ROCE_OP_RC_RDMA_WRITE_LAST ||
+				 r->op[j] == ROCE_OP_UC_RDMA_WRITE_LAST)) {
 		*last = true;
 		j++;
 	}

@@ -64,6 +64,9 @@ int roce_sq_attach(struct roce_tq *tq)
 
 void roce_sq_detach(struct roce_tq *tq)
 {
+	/* (a UC WR's frames name its slot: roce_req.c) */
+	if (tq->swqe && tq->sq_head != tq->sq_tail)
+		pkt_ref_fill_all();
 	free(tq->swqe);
 	tq->swqe = NULL;
 	tq->sq_slots = 0;
@@ -608,6 +611,8 @@ void roce_sq_drop(struct roce_tq *tq)
 {
 	if (!tq->swqe)
 		return;
+	if (tq->sq_head != tq->sq_tail)
+		pkt_ref_fill_all(); /* as roce_sq_flush */
 	while (tq->sq_head != tq->sq_tail) {
 		sq_give_back(tq, roce_sq_wqe(tq, tq->sq_head)->head);
 		tq->sq_head++;

@@ -292,6 +292,8 @@ struct roce_swqe {
 				   * rest of such an answer for a newer one) */
 	uint32_t rd_seq;          /* tq->rd_seq of its latest request */
 	uint32_t rd_seq_mark;     /* any WQE: tq->rd_seq when it started */
+	uint32_t refs;            /* UC: frames still referencing its payload
+				   * (it completes when the last one ends) */
 	/* ---- extensions (docs/spec.md "Extensions beyond the RFC") ---- */
 	bool sge_unchecked;       /* SGE keys checked when the requester starts
 				   * the WR (an earlier REG_MR may create them) */

@@ -5,7 +5,8 @@
  * carry a reference to the requester's memory and the responder copies the
  * payload from there (counted: tx_by_ref, rx_by_ref); data byte for byte,
  * completions as before; READ responses the same way the other way round.
- * UC, UD and inline data are copied as before. With a
+ * UC too, each WR completing once no frame refers to it; inline data is
+ * copied. With a
  * capture the payload is filled in first (the frame path) and the captured
  * bytes are the message's; the fault injector fills in only what it
  * corrupts; a mapping that goes away first fills in the frames that point
@@ -219,24 +220,166 @@ static void test_overlapping_write(void)
 	fk_env_fini(&p.env);
 }
 
-/* UC completes a WR when it is sent and inline data lives in the WQE:
- * their payloads are copied into the frame as before. */
-static void test_uc_and_inline_copied(void)
+/* No frame of this thread holds a payload reference. */
+static bool refs_gone(void *arg)
 {
+	struct pkt_ref_stats r;
+
+	(void)arg;
+	pkt_ref_get_stats(&r);
+	return r.live == 0;
+}
+
+/* A UC pair: b sends nothing back (no ACKs), so the switch learns b's
+ * MAC from one WRITE of b's; else a's frames flood, and flooding splits
+ * runs into frames that carry their bytes. */
+static void uc_pair_init(struct pair *p)
+{
+	struct virtio_rdma_cq_req wc[1];
+	struct fk_sge ls[1];
+	struct fk_wr wr = { .wr_id = 1, .opcode = VIRTIO_IB_WR_RDMA_WRITE, .trunc = -1,
+			    .flags = VIRTIO_IB_SEND_SIGNALED, .sge = ls, .nsge = 1 };
+
+	pair_init(p, VIRTIO_IB_QPT_UC);
+	ls[0] = (struct fk_sge){ p->mb.buf, 1, p->mb.lkey };
+	wr.remote_addr = (uintptr_t)p->ma.buf;
+	wr.rkey = p->ma.rkey;
+	REQUIRE(fk_post_send(p->b, &p->qb, &wr) == 0);
+	REQUIRE(fk_wait_cq(&p->env, p->b, p->cqb, wc, 1, WAIT_MS) == 1);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK_EQ(wc[0].wr_id, 1);
+	fk_ring_reap(p->qb.sq);
+}
+
+/* UC SEND/WRITE payloads go by reference too, whole messages as runs, and
+ * are placed from the requester's memory; each WR completes once no frame
+ * refers to it. */
+static void test_uc_by_reference(void)
+{
+	struct pkt_ref_stats r0, r1;
+	uint64_t want = 0, base = pkt_outstanding();
+	struct pair p;
+	uint32_t seed = 100;
+
+	uc_pair_init(&p);
+	pkt_ref_get_stats(&r0);
+	for (unsigned o = 0; o < ARRAY_SIZE(ops); o++)
+		for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++) {
+			CHECK(do_op(&p, ops[o], sizes[i], 1 + i % 4, false, seed++));
+			want += npkts(sizes[i]);
+		}
+	pkt_ref_get_stats(&r1);
+	CHECK_EQ(p.a->tp->stats.tx_by_ref, want);
+	CHECK_EQ(p.b->tp->stats.rx_by_ref, want);
+	CHECK(p.a->tp->stats.tx_runs > 0);
+	CHECK(p.b->tp->stats.rx_run_bulk > 0);
+	CHECK_EQ(r1.filled - r0.filled, 0);
+	CHECK_EQ(r1.live, 0);
+	fk_env_fini(&p.env);
+	CHECK_EQ(pkt_outstanding(), base);
+}
+
+/* Post a signaled UC WRITE of len bytes (seed) from a to b and let only a
+ * run: its frames wait in b's receive queue, referring to a's memory. */
+static void uc_write_held(struct pair *p, uint32_t len, uint32_t seed)
+{
+	struct fk_sge ls[2];
+	struct fk_wr wr = { .wr_id = seed, .opcode = VIRTIO_IB_WR_RDMA_WRITE, .trunc = -1,
+			    .flags = VIRTIO_IB_SEND_SIGNALED };
+
+	fk_fill(p->ma.buf, len, seed);
+	memset(p->mb.buf, 0x5a, (size_t)len + 64);
+	fk_wr_source(&wr, ls, p->ma.buf, len, 2, false, p->ma.lkey);
+	wr.remote_addr = (uintptr_t)p->mb.buf;
+	wr.rkey = p->mb.rkey;
+	REQUIRE(fk_post_send(p->a, &p->qa, &wr) == 0);
+	for (unsigned i = 0; i < 64; i++)
+		roce_tp_poll(p->a->tp);
+}
+
+/* A UC WR does not complete while its frames still refer to its memory
+ * (the application could change the bytes under them): it does once the
+ * responder placed them, byte for byte. */
+static void test_uc_completes_when_placed(void)
+{
+	struct virtio_rdma_cq_req wc[1];
+	struct pkt_ref_stats r;
+	uint8_t want[70000];
 	struct pair p;
 
-	pair_init(&p, VIRTIO_IB_QPT_UC);
-	CHECK(do_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 5000, 2, false, 1));
-	CHECK(do_op(&p, VIRTIO_IB_WR_SEND, 3000, 1, false, 2));
-	CHECK_EQ(p.a->tp->stats.tx_by_ref, 0);
+	uc_pair_init(&p);
+	uc_write_held(&p, sizeof(want), 41);
+	fk_fill(want, sizeof(want), 41);
+	pkt_ref_get_stats(&r);
+	CHECK(r.live > 0);
+	CHECK(p.a->tp->stats.tx_by_ref >= npkts(sizeof(want)));
 	CHECK_EQ(p.b->tp->stats.rx_by_ref, 0);
+	CHECK_EQ(fk_poll_cq(p.a, p.cqa, wc, 1), 0);
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].wr_id, 41);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK(memcmp(p.mb.buf, want, sizeof(want)) == 0);
+	CHECK_EQ(p.mb.buf[sizeof(want)], 0x5a);
+	pkt_ref_get_stats(&r);
+	CHECK_EQ(r.live, 0);
 	fk_env_fini(&p.env);
+}
+
+/* A UC QP that errors, is reset or destroyed while its frames are out
+ * first fills them in: they are received with the bytes they had, nothing
+ * refers to the WQE slots any more (ASan would see it), and a WR sent in
+ * full completes successfully on ERR. */
+static void test_uc_queue_ends_with_frames_out(void)
+{
+	static const uint8_t ends[] = { VIRTIO_IB_QPS_ERR, VIRTIO_IB_QPS_RESET, 0 };
+	uint8_t want[30000];
+
+	fk_fill(want, sizeof(want), 7);
+	for (unsigned e = 0; e < ARRAY_SIZE(ends); e++) {
+		struct virtio_rdma_cq_req wc[1];
+		struct pkt_ref_stats r0, r1;
+		struct pair p;
+
+		uc_pair_init(&p);
+		uc_write_held(&p, sizeof(want), 7);
+		pkt_ref_get_stats(&r0);
+		REQUIRE(r0.live > 0);
+		if (ends[e])
+			CHECK_EQ(fk_modify(p.a, p.qa.qpn, ends[e], 0, NULL), 0);
+		else
+			CHECK_EQ(rres_qp_destroy(&p.a->rd, p.qa.qpn), RRES_OK);
+		pkt_ref_get_stats(&r1);
+		CHECK_EQ(r1.live, 0);
+		CHECK_EQ(r1.filled - r0.filled, r0.live);
+		/* b still places what a sent, from the frames' own bytes (a's
+		 * are gone) */
+		memset(p.ma.buf, 0, sizeof(want));
+		CHECK(fk_run_until(&p.env, refs_gone, NULL, WAIT_MS));
+		fk_spin(&p.env, 64);
+		CHECK(memcmp(p.mb.buf, want, sizeof(want)) == 0);
+		if (ends[e] == VIRTIO_IB_QPS_ERR) {
+			CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+			CHECK_EQ(wc[0].wr_id, 7);
+			CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+		}
+		fk_env_fini(&p.env);
+	}
+}
+
+/* Inline data lives in a WQE slot that is reused: copied into the frame. */
+static void test_inline_copied(void)
+{
+	struct pair p;
 
 	pair_init(&p, VIRTIO_IB_QPT_RC);
 	CHECK(do_op(&p, VIRTIO_IB_WR_SEND, 200, 1, true, 3));
 	CHECK(do_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 256, 1, true, 4));
 	CHECK_EQ(p.a->tp->stats.tx_by_ref, 0);
 	CHECK_EQ(p.b->tp->stats.rx_by_ref, 0);
+	fk_env_fini(&p.env);
+	pair_init(&p, VIRTIO_IB_QPT_UC);
+	CHECK(do_op(&p, VIRTIO_IB_WR_SEND, 200, 1, true, 5));
+	CHECK_EQ(p.a->tp->stats.tx_by_ref, 0);
 	fk_env_fini(&p.env);
 }
 
@@ -324,16 +467,6 @@ static void test_pcap_falls_back(void)
 		CHECK(memcmp(seen, want, 5000) == 0);
 	fk_env_fini(&p.env);
 	unlink(path);
-}
-
-/* No frame of this thread holds a payload reference. */
-static bool refs_gone(void *arg)
-{
-	struct pkt_ref_stats r;
-
-	(void)arg;
-	pkt_ref_get_stats(&r);
-	return r.live == 0;
 }
 
 /* A fault injector leaves payloads by reference: it fills in (seals) only
@@ -430,6 +563,96 @@ static void test_clone_and_free(void)
 	CHECK_EQ(r1.live, r0.live);
 }
 
+struct owner_count {
+	unsigned holds, releases;
+	uint8_t seen; /* the frame's first payload byte at the last release */
+	struct pkt *watch;
+};
+
+static void owner_hold(void *ctx, uint32_t tag)
+{
+	struct owner_count *o = ctx;
+
+	CHECK_EQ(tag, 77);
+	o->holds++;
+}
+
+static void owner_release(void *ctx, uint32_t tag)
+{
+	struct owner_count *o = ctx;
+
+	CHECK_EQ(tag, 77);
+	o->releases++;
+	if (o->watch)
+		o->seen = o->watch->data[60];
+}
+
+/* An owner is held once per frame that refers to its memory (the frame,
+ * its clone) and released when each reference ends: freed, or filled
+ * (after the bytes are in the frame); a frame given another reference
+ * releases the first. */
+static void test_ref_owner(void)
+{
+	static const struct pkt_ref_owner ops_count = { owner_hold, owner_release };
+	static uint8_t mem[2048];
+	struct owner_count o = { 0 };
+	struct iovec iov = { mem, 1500 };
+	struct pkt *f = pkt_alloc(), *c;
+
+	REQUIRE(f);
+	memset(mem, 0xab, sizeof(mem));
+	f->len = 1600;
+	memset(f->data, 0, f->len);
+	pkt_ref_set_owner(f, &ops_count, &o, 77); /* no reference: nothing */
+	CHECK_EQ(o.holds, 0);
+	pkt_ref_attach(f, 60, &iov, 1, 1500);
+	pkt_ref_set_owner(f, &ops_count, &o, 77);
+	CHECK_EQ(o.holds, 1);
+	c = pkt_clone(f);
+	REQUIRE(c);
+	CHECK_EQ(o.holds, 2);
+	pkt_free(f);
+	CHECK_EQ(o.releases, 1);
+	o.watch = c;
+	pkt_ref_fill(c);
+	CHECK_EQ(o.releases, 2);
+	CHECK_EQ(o.seen, 0xab);
+	pkt_ref_attach(c, 60, &iov, 1, 1500);
+	pkt_ref_set_owner(c, &ops_count, &o, 77);
+	o.watch = NULL;
+	pkt_ref_attach(c, 60, &iov, 1, 1000);
+	CHECK_EQ(o.releases, 3);
+	pkt_free(c);
+	CHECK_EQ(o.holds, 3);
+	CHECK_EQ(o.releases, 3);
+}
+
+/* UC through a fault injector that duplicates frames: each copy holds
+ * the WR, which completes once all are gone; data byte for byte (UC
+ * ignores the duplicates). */
+static void test_uc_fault_dup(void)
+{
+	struct fault_cfg cfg;
+	struct sw_stats st;
+	struct pkt_ref_stats r;
+	struct pair p;
+
+	uc_pair_init(&p);
+	REQUIRE(fault_cfg_parse(&cfg, "dup=5,seed=9") == 0);
+	REQUIRE(sw_set_fault(p.env.sw, &cfg, NULL) == 0);
+	for (unsigned i = 0; i < 8; i++)
+		CHECK(do_op(&p, i & 1 ? VIRTIO_IB_WR_SEND : VIRTIO_IB_WR_RDMA_WRITE,
+			    20000 + i * 5, 1 + i % 4, false, 60 + i));
+	st = *sw_get_stats(p.env.sw);
+	REQUIRE(sw_set_fault(p.env.sw, NULL, NULL) == 0);
+	CHECK(fk_run_until(&p.env, refs_gone, NULL, WAIT_MS));
+	pkt_ref_get_stats(&r);
+	CHECK(st.fault_duplicated > 0);
+	CHECK(p.b->tp->stats.rx_dup > 0);
+	CHECK_EQ(r.live, 0);
+	fk_env_fini(&p.env);
+}
+
 int main(void)
 {
 	TEST_PROGRAM("test_roce_onecopy");
@@ -437,10 +660,15 @@ int main(void)
 	RUN(test_read_by_reference);
 	RUN(test_streamed_placement);
 	RUN(test_overlapping_write);
-	RUN(test_uc_and_inline_copied);
+	RUN(test_uc_by_reference);
+	RUN(test_uc_completes_when_placed);
+	RUN(test_uc_queue_ends_with_frames_out);
+	RUN(test_inline_copied);
 	RUN(test_pcap_falls_back);
 	RUN(test_fault_keeps_refs);
 	RUN(test_unmap_fills);
 	RUN(test_clone_and_free);
+	RUN(test_ref_owner);
+	RUN(test_uc_fault_dup);
 	return TEST_DONE();
 }

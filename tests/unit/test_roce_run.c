@@ -2070,18 +2070,22 @@ static void test_run_flooded(void)
 	fk_env_fini(&p.env);
 }
 
-/* UC completes a WR when it is sent and inline data lives in the WQE: no
- * runs, frames as before. */
-static void test_uc_and_inline_framed(void)
+/* UC messages go as runs too (by reference; each WR completes once its
+ * run was placed), placed in bulk; inline data lives in the WQE: frames. */
+static void test_uc_runs_and_inline_framed(void)
 {
 	struct pair p;
 
 	pair_init(&p, VIRTIO_IB_QPT_UC);
+	prime(&p); /* (b's MAC known: no flooding, which splits runs) */
 	CHECK(do_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 5000, 2, false, 1));
 	CHECK(do_op(&p, VIRTIO_IB_WR_SEND, 3000, 1, false, 2));
-	CHECK_EQ(p.a->tp->stats.tx_runs, 0);
-	CHECK_EQ(p.b->tp->stats.rx_runs, 0);
-	CHECK_EQ(p.a->tp->stats.tx_frames, 5 + 3);
+	CHECK_EQ(p.a->tp->stats.tx_runs, 2);
+	CHECK_EQ(p.b->tp->stats.rx_runs, 2);
+	/* (the WRITE's MIDDLE packets and LAST; the SEND's one MIDDLE is
+	 * no group) */
+	CHECK_EQ(p.b->tp->stats.rx_run_bulk, 1);
+	CHECK_EQ(p.a->tp->stats.tx_frames, 1 + 5 + 3);
 	fk_env_fini(&p.env);
 
 	pair_init(&p, VIRTIO_IB_QPT_RC);
@@ -2089,6 +2093,41 @@ static void test_uc_and_inline_framed(void)
 	CHECK(do_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 256, 1, true, 4));
 	CHECK_EQ(p.a->tp->stats.tx_runs, 0);
 	CHECK_EQ(p.a->tp->stats.tx_by_ref, 0);
+	fk_env_fini(&p.env);
+}
+
+/* A packet lost inside a UC run: the responder drops that message (UC has
+ * no retransmission), the requester's WR still completes successfully once
+ * the run is gone, and the next message arrives whole. */
+static void test_uc_run_hole(void)
+{
+	struct virtio_rdma_cq_req wc[1];
+	struct pkt_queue q;
+	struct pair p;
+	struct pkt *r;
+
+	pair_init(&p, VIRTIO_IB_QPT_UC);
+	prime(&p);
+	hold(p.a);
+	REQUIRE(post_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 10 * MTU, 2, false, 5, -1));
+	REQUIRE(fk_run_until(&p.env, wire_has, p.a, WAIT_MS));
+	pkt_queue_init(&q);
+	r = pkt_queue_pop(&p.a->wire);
+	REQUIRE(r && (r->flags & PKT_F_RUN) && r->npkts == 10);
+	roce_run_lose(r, 4);
+	pkt_queue_push(&q, r);
+	CHECK_EQ(fk_poll_cq(p.a, p.cqa, wc, 1), 0); /* (the run refers to it) */
+	release(&p, p.a, &q);
+	CHECK_EQ(fk_wait_cq(&p.env, p.a, p.cqa, wc, 1, WAIT_MS), 1);
+	CHECK_EQ(wc[0].wr_id, 505);
+	CHECK_EQ(wc[0].status, VIRTIO_IB_WC_SUCCESS);
+	CHECK_EQ(p.b->tp->stats.rx_seq_err, 1);
+	/* (the message, then each of its 5 packets after the hole) */
+	CHECK_EQ(p.b->tp->stats.rx_uc_dropped, 1 + 5);
+	CHECK_EQ(p.mb.buf[3 + 5 * MTU], 0x5a);
+	CHECK_EQ(p.mb.buf[3 + 10 * MTU - 1], 0x5a);
+	fk_ring_reap(p.qa.sq);
+	CHECK(do_op(&p, VIRTIO_IB_WR_RDMA_WRITE, 10 * MTU + 9, 3, false, 6));
 	fk_env_fini(&p.env);
 }
 
@@ -2169,7 +2208,8 @@ int main(void)
 	RUN(test_access_error_run);
 	RUN(test_run_counts_and_marks);
 	RUN(test_run_flooded);
-	RUN(test_uc_and_inline_framed);
+	RUN(test_uc_runs_and_inline_framed);
+	RUN(test_uc_run_hole);
 	RUN(test_run_fill_and_clone);
 	return TEST_DONE();
 }
