@@ -128,13 +128,16 @@ static void req_uc_release(void *ctx, uint32_t idx)
 static const struct pkt_ref_owner req_uc_owner = { req_uc_hold, req_uc_release };
 
 /* Whether w's packets may leave their payload in its memory: a SEND or
- * WRITE of RC or UC, not inline, on a path without UDP checksums (one is
- * computed over the payload). UD completes when sent and UD frames may go
- * to the daemon's own services: copied. */
+ * WRITE of RC, or of UC longer than one packet, not inline, on a path
+ * without UDP checksums (one is computed over the payload). A one-packet
+ * UC message is copied: it then completes when sent, which costs less than
+ * the copy saved (docs/performance.md "UC between local devices"). UD
+ * frames may go to the daemon's own services: copied. */
 static bool req_by_ref(const struct roce_tq *tq, const struct roce_swqe *w,
 		       const struct roce_path *path)
 {
-	return (tq->qp->type == VIRTIO_IB_QPT_RC || tq->qp->type == VIRTIO_IB_QPT_UC) &&
+	return (tq->qp->type == VIRTIO_IB_QPT_RC ||
+		(tq->qp->type == VIRTIO_IB_QPT_UC && w->length > tq->mtu)) &&
 	       !w->inl && !(path->flags & ROCE_PATH_F_UDP_CSUM);
 }
 

@@ -241,8 +241,10 @@ static void uc_pair_init(struct pair *p)
 			    .flags = VIRTIO_IB_SEND_SIGNALED, .sge = ls, .nsge = 1 };
 
 	pair_init(p, VIRTIO_IB_QPT_UC);
-	ls[0] = (struct fk_sge){ p->mb.buf, 1, p->mb.lkey };
-	wr.remote_addr = (uintptr_t)p->ma.buf;
+	/* (a one-packet UC WRITE completes when sent: its byte may land
+	 * later, away from what the tests use) */
+	ls[0] = (struct fk_sge){ p->mb.buf + (1u << 21) + 4096, 1, p->mb.lkey };
+	wr.remote_addr = (uintptr_t)p->ma.buf + (1u << 21) + 4096;
 	wr.rkey = p->ma.rkey;
 	REQUIRE(fk_post_send(p->b, &p->qb, &wr) == 0);
 	REQUIRE(fk_wait_cq(&p->env, p->b, p->cqb, wc, 1, WAIT_MS) == 1);
@@ -251,9 +253,10 @@ static void uc_pair_init(struct pair *p)
 	fk_ring_reap(p->qb.sq);
 }
 
-/* UC SEND/WRITE payloads go by reference too, whole messages as runs, and
- * are placed from the requester's memory; each WR completes once no frame
- * refers to it. */
+/* UC SEND/WRITE payloads of more than one packet go by reference too,
+ * whole messages as runs, and are placed from the requester's memory; each
+ * WR completes once no frame refers to it. A one-packet message is copied
+ * (it completes when sent). */
 static void test_uc_by_reference(void)
 {
 	struct pkt_ref_stats r0, r1;
@@ -266,7 +269,8 @@ static void test_uc_by_reference(void)
 	for (unsigned o = 0; o < ARRAY_SIZE(ops); o++)
 		for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++) {
 			CHECK(do_op(&p, ops[o], sizes[i], 1 + i % 4, false, seed++));
-			want += npkts(sizes[i]);
+			if (sizes[i] > 1024)
+				want += npkts(sizes[i]);
 		}
 	pkt_ref_get_stats(&r1);
 	CHECK_EQ(p.a->tp->stats.tx_by_ref, want);
