@@ -473,6 +473,25 @@ static void test_pcap_falls_back(void)
 	unlink(path);
 }
 
+/* n WRITEs and SENDs in turn (len0 + i * step bytes, seed seed0 + i), each
+ * checked, through a fault injector of config spec; then without it until
+ * no frame holds a reference (the frames it still held go and are
+ * received). *st: the switch's counters from before it was removed. */
+static void faulted_ops(struct pair *p, const char *spec, unsigned n, uint32_t len0,
+			uint32_t step, uint32_t seed0, struct sw_stats *st)
+{
+	struct fault_cfg cfg;
+
+	REQUIRE(fault_cfg_parse(&cfg, spec) == 0);
+	REQUIRE(sw_set_fault(p->env.sw, &cfg, NULL) == 0);
+	for (unsigned i = 0; i < n; i++)
+		CHECK(do_op(p, i & 1 ? VIRTIO_IB_WR_SEND : VIRTIO_IB_WR_RDMA_WRITE,
+			    len0 + i * step, 1 + i % 4, false, seed0 + i));
+	*st = *sw_get_stats(p->env.sw);
+	REQUIRE(sw_set_fault(p->env.sw, NULL, NULL) == 0);
+	CHECK(fk_run_until(&p->env, refs_gone, NULL, WAIT_MS));
+}
+
 /* A fault injector leaves payloads by reference: it fills in (seals) only
  * the frames it corrupts, duplicates and holds carry the reference, and RC
  * recovers its faults as on the frame path, data byte for byte. */
@@ -480,20 +499,11 @@ static void test_fault_keeps_refs(void)
 {
 	struct pkt_ref_stats r0, r1;
 	struct sw_stats st;
-	struct fault_cfg cfg;
 	struct pair p;
 
 	pair_init(&p, VIRTIO_IB_QPT_RC);
-	REQUIRE(fault_cfg_parse(&cfg, "drop=2,dup=2,reorder=2,corrupt=1,seed=5") == 0);
-	REQUIRE(sw_set_fault(p.env.sw, &cfg, NULL) == 0);
 	pkt_ref_get_stats(&r0);
-	for (unsigned i = 0; i < 6; i++)
-		CHECK(do_op(&p, i & 1 ? VIRTIO_IB_WR_SEND : VIRTIO_IB_WR_RDMA_WRITE,
-			    40000 + i * 7, 1 + i % 4, false, 20 + i));
-	/* (frames it still holds, references and all, go and are received) */
-	st = *sw_get_stats(p.env.sw);
-	REQUIRE(sw_set_fault(p.env.sw, NULL, NULL) == 0);
-	CHECK(fk_run_until(&p.env, refs_gone, NULL, WAIT_MS));
+	faulted_ops(&p, "drop=2,dup=2,reorder=2,corrupt=1,seed=5", 6, 40000, 7, 20, &st);
 	pkt_ref_get_stats(&r1);
 	CHECK(p.a->tp->stats.tx_by_ref > 0);
 	CHECK(st.fault_dropped > 0 && st.fault_duplicated > 0 && st.fault_reordered > 0 &&
@@ -636,20 +646,12 @@ static void test_ref_owner(void)
  * ignores the duplicates). */
 static void test_uc_fault_dup(void)
 {
-	struct fault_cfg cfg;
 	struct sw_stats st;
 	struct pkt_ref_stats r;
 	struct pair p;
 
 	uc_pair_init(&p);
-	REQUIRE(fault_cfg_parse(&cfg, "dup=5,seed=9") == 0);
-	REQUIRE(sw_set_fault(p.env.sw, &cfg, NULL) == 0);
-	for (unsigned i = 0; i < 8; i++)
-		CHECK(do_op(&p, i & 1 ? VIRTIO_IB_WR_SEND : VIRTIO_IB_WR_RDMA_WRITE,
-			    20000 + i * 5, 1 + i % 4, false, 60 + i));
-	st = *sw_get_stats(p.env.sw);
-	REQUIRE(sw_set_fault(p.env.sw, NULL, NULL) == 0);
-	CHECK(fk_run_until(&p.env, refs_gone, NULL, WAIT_MS));
+	faulted_ops(&p, "dup=5,seed=9", 8, 20000, 5, 60, &st);
 	pkt_ref_get_stats(&r);
 	CHECK(st.fault_duplicated > 0);
 	CHECK(p.b->tp->stats.rx_dup > 0);
