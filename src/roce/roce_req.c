@@ -100,24 +100,32 @@ static uint8_t req_opcode(uint8_t type, const struct roce_swqe *w, uint32_t k)
 /* A UC WR whose payload went by reference (tag: its index in the send
  * queue) counts the frames still referring to it; it completes when the
  * last one ends (received, filled in, or dropped), not when it is sent. */
+static struct roce_swqe *req_uc_wqe(struct roce_tq *tq, uint32_t idx)
+{
+	/* Not in the queue any more (it completed with an error while its
+	 * frames were out): nothing to count. Indexes run free, so a slot's
+	 * next WR has another. A queue that lets WRs go without completing
+	 * them fills in every reference first (roce_sq_flush, roce_sq_drop,
+	 * roce_sq_detach). */
+	if (!tq->swqe || idx - tq->sq_head >= tq->sq_tail - tq->sq_head)
+		return NULL;
+	return roce_sq_wqe(tq, idx);
+}
+
 static void req_uc_hold(void *ctx, uint32_t idx)
 {
-	struct roce_tq *tq = ctx;
+	struct roce_swqe *w = req_uc_wqe(ctx, idx);
 
-	roce_sq_wqe(tq, idx)->refs++;
+	if (w)
+		w->refs++;
 }
 
 static void req_uc_release(void *ctx, uint32_t idx)
 {
 	struct roce_tq *tq = ctx;
-	struct roce_swqe *w;
+	struct roce_swqe *w = req_uc_wqe(tq, idx);
 
-	/* (the queue fills in every reference before it lets WRs go:
-	 * roce_sq_flush, roce_sq_drop, roce_sq_detach) */
-	if (!tq->swqe || idx - tq->sq_head >= tq->sq_tail - tq->sq_head)
-		return;
-	w = roce_sq_wqe(tq, idx);
-	if (!w->refs || --w->refs)
+	if (!w || !w->refs || --w->refs)
 		return;
 	if (w->state == ROCE_WQE_SENT) {
 		w->state = ROCE_WQE_DONE;
