@@ -7,7 +7,8 @@
 #      the drivers' queues (vrdma-netcat, every byte verified, every size),
 #      ibv_rc_pingpong -c
 #      (buffers validated), ib_write_bw / ib_read_bw / ib_send_bw 64 KiB
-#      with 16 QPs, rping -V (rdma_cm, every ping's data verified);
+#      with 16 QPs, ib_write_bw -c UC the same, rping -V (rdma_cm, every
+#      ping's data verified);
 #   2. both on thread 1 of the same daemon (a config file: threads = 2,
 #      thread = 1 in the device sections):
 #      ibv_rc_pingpong -c and ib_write_bw; then SIGHUP with a third device
@@ -46,7 +47,7 @@ DAEMON_TMO=1200
 
 asan_preload "$LIB"
 
-ALL_TESTS="x_daemon_started x_rc_pingpong x_write_bw x_read_bw x_send_bw x_rping
+ALL_TESTS="x_daemon_started x_rc_pingpong x_write_bw x_read_bw x_send_bw x_uc_write_bw x_rping
 	x_seccomp_all_threads x_eth_frames x_eth_sweep x_crossed x_no_drops x_clean_exit
 	one_daemon_started one_rc_pingpong one_write_bw one_reload_pingpong one_reload one_same_thread
 	one_no_drops one_clean_exit
@@ -227,6 +228,9 @@ if d_start x --threads 2 \
 	bw x_write_bw ib_write_bw "${COMMON[@]}"
 	bw x_read_bw ib_read_bw "${COMMON[@]}"
 	bw x_send_bw ib_send_bw "${COMMON[@]}"
+	# (UC runs by reference: a run is filled in at the trunk, and that
+	# completes its WR on the sending thread)
+	bw x_uc_write_bw ib_write_bw -c UC "${COMMON[@]}"
 	rping_pair x_rping
 	stop_check x_clean_exit x
 	f=$(fwd1 x)
